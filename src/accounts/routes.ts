@@ -1,0 +1,172 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { idempotent } from '../http/idempotency.ts';
+import { RATE_LIMIT_GROUPS } from '../ratelimit/limits.ts';
+import {
+  accountView,
+  addSenderDomain,
+  addSenderName,
+  createAccount,
+  deleteAccount,
+  findAccountById,
+  listAccounts,
+  listSenderDomains,
+  listSenderNames,
+  rotatePrivateToken,
+  setPassword,
+  updateAccountSettings,
+} from './service.ts';
+import { notFound } from '../errors.ts';
+
+const RateLimits = Type.Object(
+  Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, Type.Integer({ minimum: 1, maximum: 1_000_000 })])),
+  { description: 'Requests per minute by endpoint group.' },
+);
+const PartialRateLimits = Type.Partial(RateLimits);
+
+const AccountBody = Type.Object({
+  accountId: Type.String({ format: 'uuid' }),
+  userName: Type.String(),
+  privateToken: Type.String({ format: 'uuid' }),
+  timeZoneOffset: Type.String(),
+  locale: Type.String(),
+  rateLimits: RateLimits,
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+const AccountParams = Type.Object({ accountId: Type.String({ format: 'uuid' }) });
+
+const admin = { auth: 'admin' as const };
+
+/**
+ * The operator's admin API (ARCHITECTURE.md), behind ADMIN_TOKEN, and the account's own
+ * read of its settings. Route table first; handlers only parse, call the service, answer.
+ */
+export function accountRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['admin'];
+
+  r.get('/account', {
+    config: { auth: 'account', rateLimitGroup: 'account' },
+    schema: {
+      tags: ['account'],
+      summary: "The calling account's settings",
+      response: {
+        200: Type.Object({ accountId: Type.String(), userName: Type.String(), timeZoneOffset: Type.String(), locale: Type.String(), rateLimits: RateLimits }),
+        ...errorResponses(401, 429),
+      },
+    },
+  }, async (request) => {
+    const { id, userName, timeZoneOffset, locale, rateLimits } = request.account;
+    return { accountId: id, userName, timeZoneOffset, locale, rateLimits };
+  });
+
+  if (!ctx.config.adminToken) return;
+
+  r.post('/admin/accounts', {
+    config: admin,
+    schema: {
+      tags,
+      summary: 'Create an account',
+      body: Type.Object({
+        userName: Type.String({ minLength: 1, maxLength: 254 }),
+        password: Type.String({ minLength: 1, maxLength: 1024 }),
+        timeZoneOffset: Type.Optional(Type.String({ maxLength: 120 })),
+        locale: Type.Optional(Type.String({ maxLength: 35 })),
+      }),
+      response: { 201: AccountBody, ...errorResponses(400, 401, 409, 415, 422) },
+    },
+  }, async (request, reply) =>
+    idempotent(request, reply, ctx, 'admin', async (trx) => ({
+      statusCode: 201,
+      body: accountView(await createAccount(trx, ctx.clock, request.body)),
+    })),
+  );
+
+  r.get('/admin/accounts', {
+    config: admin,
+    schema: { tags, summary: 'List accounts', response: { 200: Type.Object({ accounts: Type.Array(AccountBody) }), ...errorResponses(401) } },
+  }, async () => ({ accounts: (await listAccounts(ctx.db)).map(accountView) }));
+
+  r.get('/admin/accounts/:accountId', {
+    config: admin,
+    schema: { tags, summary: 'Read an account', params: AccountParams, response: { 200: AccountBody, ...errorResponses(401, 404) } },
+  }, async (request) => {
+    const row = await findAccountById(ctx.db, request.params.accountId);
+    if (!row) throw notFound('The account');
+    return accountView(row);
+  });
+
+  r.patch('/admin/accounts/:accountId', {
+    config: admin,
+    schema: {
+      tags,
+      summary: "Change an account's time zone, locale or rate limits",
+      params: AccountParams,
+      body: Type.Object(
+        { timeZoneOffset: Type.Optional(Type.String()), locale: Type.Optional(Type.String()), rateLimits: Type.Optional(PartialRateLimits) },
+        { minProperties: 1 },
+      ),
+      response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
+    },
+  }, async (request) => accountView(await updateAccountSettings(ctx.db, ctx.clock, request.params.accountId, request.body)));
+
+  r.delete('/admin/accounts/:accountId', {
+    config: admin,
+    schema: { tags, summary: 'Delete an account and everything it owns', params: AccountParams, response: { ...errorResponses(401, 404) } },
+  }, async (request, reply) => {
+    await deleteAccount(ctx.db, request.params.accountId);
+    return reply.code(204).send();
+  });
+
+  r.post('/admin/accounts/:accountId/rotate-private-token', {
+    config: admin,
+    schema: { tags, summary: 'Issue a new private token; revokes every access token', params: AccountParams, response: { 200: AccountBody, ...errorResponses(401, 404) } },
+  }, async (request) => accountView(await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId)));
+
+  r.put('/admin/accounts/:accountId/password', {
+    config: admin,
+    schema: {
+      tags,
+      summary: 'Set a new password; revokes every access token',
+      params: AccountParams,
+      body: Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+      response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
+    },
+  }, async (request) => accountView(await setPassword(ctx.db, ctx.clock, request.params.accountId, request.body.password)));
+
+  r.post('/admin/accounts/:accountId/sender-names', {
+    config: admin,
+    schema: {
+      tags,
+      summary: 'Register a verified SMS sender name',
+      params: AccountParams,
+      body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
+      response: { 201: Type.Object({ name: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404) },
+    },
+  }, async (request, reply) => reply.code(201).send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name)));
+
+  r.get('/admin/accounts/:accountId/sender-names', {
+    config: admin,
+    schema: { tags, summary: "An account's sender names", params: AccountParams, response: { 200: Type.Object({ senderNames: Type.Array(Type.String()) }), ...errorResponses(401) } },
+  }, async (request) => ({ senderNames: await listSenderNames(ctx.db, request.params.accountId) }));
+
+  r.post('/admin/accounts/:accountId/sender-domains', {
+    config: admin,
+    schema: {
+      tags,
+      summary: 'Register a custom email sender domain',
+      params: AccountParams,
+      body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }),
+      response: { 201: Type.Object({ domain: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404) },
+    },
+  }, async (request, reply) => reply.code(201).send(await addSenderDomain(ctx.db, ctx.clock, request.params.accountId, request.body.domain)));
+
+  r.get('/admin/accounts/:accountId/sender-domains', {
+    config: admin,
+    schema: { tags, summary: "An account's sender domains", params: AccountParams, response: { 200: Type.Object({ senderDomains: Type.Array(Type.String()) }), ...errorResponses(401) } },
+  }, async (request) => ({ senderDomains: await listSenderDomains(ctx.db, request.params.accountId) }));
+}

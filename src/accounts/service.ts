@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { AccountsTable, Schema } from '../db/schema.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { isHostname } from '../config.ts';
+import { hashPassword } from '../auth/passwords.ts';
+import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
+import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
+
+type Db = Kysely<Schema>;
+export type AccountRow = Selectable<AccountsTable>;
+
+/** What the operator sees of an account (admin API and CLI). */
+export interface AccountView {
+  accountId: string;
+  userName: string;
+  privateToken: string;
+  timeZoneOffset: string;
+  locale: string;
+  rateLimits: RateLimits;
+  createdAt: string;
+}
+
+export function accountView(row: AccountRow): AccountView {
+  return {
+    accountId: row.id,
+    userName: row.user_name,
+    privateToken: row.private_token,
+    timeZoneOffset: row.time_zone_offset,
+    locale: row.locale,
+    rateLimits: effectiveRateLimits(row.rate_limits),
+    createdAt: new Date(row.created_at).toISOString(),
+  };
+}
+
+const EMAIL = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\]+\.[^\s@"(),:;<>[\]\\]+$/;
+
+function checkUserName(userName: string): string {
+  const trimmed = userName.trim();
+  if (!EMAIL.test(trimmed) || trimmed.length > 254) {
+    throw badRequest('The user name must be an email address.', [{ field: 'userName', message: 'must be an email address' }]);
+  }
+  return trimmed;
+}
+
+function checkPassword(password: string): void {
+  if (password.length < 10 || password.length > 1024) {
+    throw badRequest('The password must be 10 to 1024 characters long.', [{ field: 'password', message: 'must be 10 to 1024 characters' }]);
+  }
+}
+
+function checkTimeZoneOffset(value: string): void {
+  if (offsetMinutes(value) === undefined) {
+    throw badRequest('The time zone offset must look like UTC+05:30~India Standard Time.', [
+      { field: 'timeZoneOffset', message: 'must be UTC<+|->hh:mm~<name>, between UTC-12:00 and UTC+14:00 in quarter hours' },
+    ]);
+  }
+}
+
+function checkLocale(value: string): string {
+  try {
+    const [canonical] = Intl.getCanonicalLocales(value);
+    if (canonical) return canonical;
+  } catch {
+    // fall through to the error below
+  }
+  throw badRequest('The locale must be a BCP 47 language tag such as en or en-IN.', [{ field: 'locale', message: 'must be a BCP 47 language tag' }]);
+}
+
+function checkRateLimits(limits: Partial<RateLimits>): void {
+  for (const [group, value] of Object.entries(limits)) {
+    if (!(RATE_LIMIT_GROUPS as readonly string[]).includes(group)) {
+      throw badRequest(`Unknown rate-limit group ${group}.`, [{ field: `rateLimits.${group}`, message: `must be one of ${RATE_LIMIT_GROUPS.join(', ')}` }]);
+    }
+    if (!Number.isInteger(value) || value < 1 || value > 1_000_000) {
+      throw badRequest('A rate limit must be a whole number of requests per minute from 1 to 1000000.', [
+        { field: `rateLimits.${group}`, message: 'must be a whole number from 1 to 1000000' },
+      ]);
+    }
+  }
+}
+
+export interface NewAccount {
+  userName: string;
+  password: string;
+  timeZoneOffset?: string;
+  locale?: string;
+}
+
+export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountRow> {
+  const userName = checkUserName(input.userName);
+  checkPassword(input.password);
+  const timeZoneOffset = input.timeZoneOffset ?? DEFAULT_TIME_ZONE_OFFSET;
+  checkTimeZoneOffset(timeZoneOffset);
+  const locale = checkLocale(input.locale ?? 'en');
+  const now = clock.now();
+  try {
+    return await db
+      .insertInto('accounts')
+      .values({
+        id: randomUUID(),
+        user_name: userName,
+        user_name_key: userName.toLowerCase(),
+        password_hash: await hashPassword(input.password),
+        private_token: randomUUID(),
+        time_zone_offset: timeZoneOffset,
+        locale,
+        rate_limits: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`An account with the user name ${userName} already exists.`);
+    throw error;
+  }
+}
+
+export async function listAccounts(db: Db): Promise<AccountRow[]> {
+  return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
+}
+
+export async function findAccountById(db: Db, id: string): Promise<AccountRow | undefined> {
+  return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findAccountByUserName(db: Db, userName: string): Promise<AccountRow | undefined> {
+  return db.selectFrom('accounts').selectAll().where('user_name_key', '=', userName.trim().toLowerCase()).executeTakeFirst();
+}
+
+async function updateAccount(db: Db, id: string, values: Partial<AccountRow>, bumpTokenVersion: boolean): Promise<AccountRow> {
+  const row = await db
+    .updateTable('accounts')
+    .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('The account');
+  return row;
+}
+
+/** A new private token; every access token issued before it stops working. */
+export async function rotatePrivateToken(db: Db, clock: Clock, id: string): Promise<AccountRow> {
+  return updateAccount(db, id, { private_token: randomUUID(), updated_at: clock.now() }, true);
+}
+
+/** A new password; every access token issued before it stops working. */
+export async function setPassword(db: Db, clock: Clock, id: string, password: string): Promise<AccountRow> {
+  checkPassword(password);
+  return updateAccount(db, id, { password_hash: await hashPassword(password), updated_at: clock.now() }, true);
+}
+
+export interface AccountSettings {
+  timeZoneOffset?: string;
+  locale?: string;
+  rateLimits?: Partial<RateLimits>;
+}
+
+export async function updateAccountSettings(db: Db, clock: Clock, id: string, settings: AccountSettings): Promise<AccountRow> {
+  const current = await findAccountById(db, id);
+  if (!current) throw notFound('The account');
+  const values: Partial<AccountRow> = { updated_at: clock.now() };
+  if (settings.timeZoneOffset !== undefined) {
+    checkTimeZoneOffset(settings.timeZoneOffset);
+    values.time_zone_offset = settings.timeZoneOffset;
+  }
+  if (settings.locale !== undefined) values.locale = checkLocale(settings.locale);
+  if (settings.rateLimits !== undefined) {
+    checkRateLimits(settings.rateLimits);
+    const stored = current.rate_limits ? (JSON.parse(current.rate_limits) as Partial<RateLimits>) : {};
+    values.rate_limits = JSON.stringify({ ...stored, ...settings.rateLimits });
+  }
+  return updateAccount(db, id, values, false);
+}
+
+export async function deleteAccount(db: Db, id: string): Promise<void> {
+  const result = await db.deleteFrom('accounts').where('id', '=', id).executeTakeFirst();
+  if (result.numDeletedRows === 0n) throw notFound('The account');
+}
+
+/**
+ * Alphanumeric sender IDs are at most 11 characters (GSM 03.40 TP-OA);
+ * numeric ones (a long code or short code) at most 15 digits (E.164).
+ */
+export function isValidSenderName(name: string): boolean {
+  return /^(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11}$/.test(name) || /^\d{3,15}$/.test(name);
+}
+
+export async function addSenderName(db: Db, clock: Clock, accountId: string, name: string): Promise<{ name: string; createdAt: string }> {
+  if (!isValidSenderName(name)) {
+    throw badRequest('A sender name is 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits.', [
+      { field: 'name', message: 'must be an alphanumeric sender ID (≤ 11) or a number (≤ 15 digits)' },
+    ]);
+  }
+  return addOwned(db, clock, 'sender_names', 'name', accountId, name);
+}
+
+export async function addSenderDomain(db: Db, clock: Clock, accountId: string, domain: string): Promise<{ domain: string; createdAt: string }> {
+  const normalized = domain.trim().toLowerCase();
+  if (!isHostname(normalized)) throw badRequest('The sender domain must be a domain name.', [{ field: 'domain', message: 'must be a domain name' }]);
+  return addOwned(db, clock, 'sender_domains', 'domain', accountId, normalized);
+}
+
+async function addOwned<C extends 'name' | 'domain'>(
+  db: Db,
+  clock: Clock,
+  table: 'sender_names' | 'sender_domains',
+  column: C,
+  accountId: string,
+  value: string,
+): Promise<{ [K in C]: string } & { createdAt: string }> {
+  if (!(await findAccountById(db, accountId))) throw notFound('The account');
+  const now = clock.now();
+  await db
+    .insertInto(table)
+    .values({ account_id: accountId, [column]: value, created_at: now } as never)
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  return { [column]: value, createdAt: new Date(now).toISOString() } as { [K in C]: string } & { createdAt: string };
+}
+
+export async function listSenderNames(db: Db, accountId: string): Promise<string[]> {
+  const rows = await db.selectFrom('sender_names').select('name').where('account_id', '=', accountId).orderBy('name').execute();
+  return rows.map((r) => r.name);
+}
+
+export async function listSenderDomains(db: Db, accountId: string): Promise<string[]> {
+  const rows = await db.selectFrom('sender_domains').select('domain').where('account_id', '=', accountId).orderBy('domain').execute();
+  return rows.map((r) => r.domain);
+}

@@ -1,0 +1,50 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { AppContext } from './context.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { registerMetrics } from './http/metrics.ts';
+import { probeRoutes } from './http/probes.ts';
+import { ErrorBody } from './http/schemas.ts';
+import { registerAuthentication } from './auth/bearer.ts';
+import { authRoutes } from './auth/routes.ts';
+import { accountRoutes } from './accounts/routes.ts';
+
+/** Builds the HTTP API on a context; server.ts listens, tests inject. */
+export async function buildApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: ctx.config.bodyLimitBytes,
+    trustProxy: ctx.config.trustProxy,
+    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false } },
+  });
+
+  // The spec's sample requests send application/json-patch+json: parse it as plain JSON.
+  // text/plain is dropped so that every other type is a 415, not a string body.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+
+  registerErrorHandling(app);
+  registerMetrics(app, ctx.metrics);
+  registerAuthentication(app, ctx);
+  app.addSchema(ErrorBody);
+  app.addHook('onRoute', (route) => {
+    if (route.config?.auth) route.schema = { ...route.schema, security: [{ bearer: [] }] };
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Herald', version: '0.1.0', description: 'SMS, bulk email, CRM contact upsert and access tokens.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  probeRoutes(app, ctx);
+  authRoutes(app, ctx);
+  accountRoutes(app, ctx);
+
+  return app;
+}

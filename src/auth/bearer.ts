@@ -1,0 +1,78 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.ts';
+import { adminUnauthorized, invalidToken, missingToken } from '../errors.ts';
+import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
+import { verifyAccessToken } from './tokens.ts';
+
+/** The account a bearer token speaks for, as every module handler sees it. */
+export interface AuthenticatedAccount {
+  id: string;
+  userName: string;
+  timeZoneOffset: string;
+  locale: string;
+  rateLimits: RateLimits;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    account: AuthenticatedAccount;
+  }
+  interface FastifyContextConfig {
+    /** Who may call the route: an account's bearer token, the operator's ADMIN_TOKEN, or anyone. */
+    auth?: 'account' | 'admin';
+    /** The rate-limit group an account route counts against. */
+    rateLimitGroup?: RateLimitGroup;
+  }
+}
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header === undefined) return undefined;
+  const match = /^Bearer +([^\s]+) *$/i.exec(header);
+  if (!match) throw invalidToken('the Authorization header is not "Bearer <token>"');
+  return match[1];
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/**
+ * One onRequest hook authenticates every route by its `config.auth`, then counts account
+ * routes against their rate-limit group. It runs before the body is read, so a caller
+ * without a valid token or over its limit costs no parsing.
+ */
+export function registerAuthentication(app: FastifyInstance, ctx: AppContext): void {
+  app.decorateRequest('account', null as unknown as AuthenticatedAccount);
+  app.addHook('onRequest', async (request, reply) => {
+    const { auth, rateLimitGroup } = request.routeOptions.config;
+    if (auth === 'admin') {
+      const token = bearerToken(request);
+      if (!token || !ctx.config.adminToken || !sameSecret(token, ctx.config.adminToken)) throw adminUnauthorized();
+      return;
+    }
+    if (auth !== 'account') return;
+    const token = bearerToken(request);
+    if (token === undefined) throw missingToken();
+    const subject = await verifyAccessToken(ctx.jwtKey, token, ctx.clock.now());
+    const row = await ctx.db
+      .selectFrom('accounts')
+      .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits'])
+      .where('id', '=', subject.accountId)
+      .executeTakeFirst();
+    if (!row) throw invalidToken('its account no longer exists');
+    if (row.token_version !== subject.tokenVersion) throw invalidToken('it was revoked by a password change or private-token rotation');
+    request.account = {
+      id: row.id,
+      userName: row.user_name,
+      timeZoneOffset: row.time_zone_offset,
+      locale: row.locale,
+      rateLimits: effectiveRateLimits(row.rate_limits),
+    };
+    if (rateLimitGroup) {
+      await enforceRateLimit(request, reply, ctx, row.id, rateLimitGroup, request.account.rateLimits[rateLimitGroup]);
+    }
+  });
+}

@@ -1,0 +1,76 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { invalidCredentials } from '../errors.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { findAccountByUserName } from '../accounts/service.ts';
+import { DECOY_HASH, verifyPassword } from './passwords.ts';
+import { LoginThrottle } from './throttle.ts';
+import { VALIDITIES, expiryFor, signAccessToken } from './tokens.ts';
+
+const TokenRequest = Type.Object({
+  userName: Type.String({ minLength: 1, maxLength: 254 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+  privateToken: Type.String({ format: 'uuid' }),
+  validity: Type.Union(VALIDITIES.map((v) => Type.Literal(v))),
+});
+
+// SPEC §5.3, field for field.
+const TokenResponse = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer({ description: 'Lifetime in seconds.' }),
+  userName: Type.String(),
+  '.issued': Type.String({ format: 'date-time' }),
+  '.expires': Type.String({ format: 'date-time' }),
+  timeZoneOffset: Type.String(),
+  locale: Type.String(),
+});
+
+export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const throttle = new LoginThrottle(ctx.counters, ctx.clock);
+  app.withTypeProvider<TypeBoxTypeProvider>().post(
+    '/token',
+    {
+      schema: {
+        tags: ['authentication'],
+        summary: 'Issue an access token (SPEC §5)',
+        body: TokenRequest,
+        response: { 200: TokenResponse, ...errorResponses(400, 401, 413, 415, 429) },
+      },
+    },
+    async (request) => {
+      const { userName, password, privateToken, validity } = request.body;
+      await throttle.check(userName, request.ip);
+      const account = await findAccountByUserName(ctx.db, userName);
+      // Always verify a hash, a decoy one for an unknown name, so timing does not tell
+      // which of the three credentials was wrong.
+      const passwordOk = await verifyPassword(password, account?.password_hash ?? DECOY_HASH);
+      if (!account || !passwordOk || account.private_token !== privateToken.toLowerCase()) {
+        await throttle.recordFailure(userName, request.ip);
+        throw invalidCredentials();
+      }
+      await throttle.recordSuccess(userName);
+      // Whole seconds, as in the JWT's iat and exp, so .issued and .expires match the token exactly.
+      const issuedAt = Math.floor(ctx.clock.now() / 1000) * 1000;
+      const expiresAt = expiryFor(validity, issuedAt);
+      const accessToken = await signAccessToken(
+        ctx.jwtKey,
+        { accountId: account.id, tokenVersion: account.token_version },
+        issuedAt,
+        expiresAt,
+      );
+      return {
+        access_token: accessToken,
+        token_type: 'Bearer' as const,
+        expires_in: Math.round((expiresAt - issuedAt) / 1000),
+        userName: account.user_name,
+        '.issued': new Date(issuedAt).toISOString(),
+        '.expires': new Date(expiresAt).toISOString(),
+        timeZoneOffset: account.time_zone_offset,
+        locale: account.locale,
+      };
+    },
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").
+ * Every variable is validated at start so that a typo stops the program with one
+ * line naming the variable instead of surfacing later as a confusing failure.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  redisUrl: string | undefined;
+  publicUrl: string;
+  adminToken: string | undefined;
+  jwtSecret: string | undefined;
+  bodyLimitBytes: number;
+  /** Take the client address from X-Forwarded-For (behind a reverse proxy) for login throttling. */
+  trustProxy: boolean;
+  webhookAllowPrivate: boolean;
+  defaultSenderName: string;
+  defaultEmailDomain: string;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, problem: string) {
+    super(`invalid ${variable}: ${problem}`);
+    this.variable = variable;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  return value === undefined || value === '' ? fallback : value;
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name, String(fallback));
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name, String(fallback)).toLowerCase();
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, fallback: string | undefined, protocols: string[]): string | undefined {
+  const raw = fallback === undefined ? optional(env, name) : read(env, name, fallback);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}`).join(' or ')}, got "${raw}"`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const jwtSecret = optional(env, 'JWT_SECRET');
+  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
+    // RFC 7518 §3.2: an HS256 key must be at least as long as the hash output.
+    throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes long');
+  }
+  const adminToken = optional(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters long');
+  }
+  const defaultSenderName = read(env, 'DEFAULT_SENDER_NAME', 'HERALD');
+  if (!/^[A-Za-z0-9 ]{1,11}$/.test(defaultSenderName)) {
+    throw new ConfigError('DEFAULT_SENDER_NAME', 'must be 1 to 11 letters, digits or spaces (an alphanumeric sender ID)');
+  }
+  const defaultEmailDomain = read(env, 'DEFAULT_EMAIL_DOMAIN', 'mail.localhost');
+  if (!isHostname(defaultEmailDomain)) {
+    throw new ConfigError('DEFAULT_EMAIL_DOMAIN', `must be a domain name, got "${defaultEmailDomain}"`);
+  }
+  const logLevel = read(env, 'LOG_LEVEL', 'info');
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
+  }
+  const databaseUrl = read(env, 'DATABASE_URL', 'sqlite:./data/herald.db');
+  if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', `must be sqlite:<path> or postgres://…, got "${databaseUrl}"`);
+  }
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: read(env, 'HOST', '127.0.0.1'),
+    databaseUrl,
+    redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
+    publicUrl: url(env, 'PUBLIC_URL', 'http://localhost:8080', ['http:', 'https:'])!.replace(/\/+$/, ''),
+    adminToken,
+    jwtSecret,
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    defaultSenderName,
+    defaultEmailDomain,
+    logLevel,
+  };
+}
+
+export function isHostname(value: string): boolean {
+  return value.length <= 253 && /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))+$/.test(value);
+}

@@ -1,0 +1,57 @@
+/**
+ * Every error a client can cause, by name. Domain code throws these; the one error
+ * handler in http/errors.ts turns them into the contract's error shape
+ * (ARCHITECTURE.md, "HTTP interface"): { status: "Failure", message, errors[] }.
+ */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly statusCode: number;
+  readonly errors: FieldError[];
+  readonly headers: Record<string, string>;
+  /** Extra top-level `data` in the error body (the contact batch's InvalidProperties/InvalidContactIds). */
+  readonly data: Record<string, unknown> | undefined;
+  constructor(
+    statusCode: number,
+    message: string,
+    options: { errors?: FieldError[]; headers?: Record<string, string>; data?: Record<string, unknown> } = {},
+  ) {
+    super(message);
+    this.statusCode = statusCode;
+    this.errors = options.errors ?? [];
+    this.headers = options.headers ?? {};
+    this.data = options.data;
+  }
+}
+
+export const badRequest = (message: string, errors: FieldError[] = []) => new AppError(400, message, { errors });
+
+export const invalidCredentials = () =>
+  new AppError(401, 'The user name, password or private token is incorrect.');
+
+export const invalidToken = (reason: string) =>
+  new AppError(401, `The access token is not valid: ${reason}.`, {
+    headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+  });
+
+export const missingToken = () =>
+  new AppError(401, 'An access token is required: send Authorization: Bearer <token>.', {
+    // RFC 6750 §3.1: a request with no credentials gets the challenge without an error code.
+    headers: { 'www-authenticate': 'Bearer' },
+  });
+
+export const adminUnauthorized = () =>
+  new AppError(401, 'The admin token is missing or wrong.', { headers: { 'www-authenticate': 'Bearer' } });
+
+export const notFound = (what: string) => new AppError(404, `${what} was not found.`);
+
+export const conflict = (message: string, errors: FieldError[] = []) => new AppError(409, message, { errors });
+
+export const unprocessable = (message: string, errors: FieldError[] = [], data?: Record<string, unknown>) =>
+  new AppError(422, message, { errors, data });
+
+export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
+  new AppError(429, message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
