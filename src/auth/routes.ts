@@ -13,7 +13,7 @@ const TokenRequest = Type.Object({
   userName: Type.String({ minLength: 1, maxLength: 254 }),
   password: Type.String({ minLength: 1, maxLength: 1024 }),
   privateToken: Type.String({ format: 'uuid' }),
-  validity: Type.Union(VALIDITIES.map((v) => Type.Literal(v))),
+  validity: Type.Enum([...VALIDITIES]),
 });
 
 // SPEC §5.3, field for field.

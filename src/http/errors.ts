@@ -21,6 +21,8 @@ function describe(issue: ValidationIssue): FieldError {
       return { field: fieldPath(issue.instancePath, String(issue.params.missingProperty)), message: 'is required' };
     case 'additionalProperties':
       return { field: fieldPath(issue.instancePath, String(issue.params.additionalProperty)), message: 'is not a known field' };
+    case 'enum':
+      return { field: fieldPath(issue.instancePath), message: `must be one of ${(issue.params.allowedValues as unknown[]).join(', ')}` };
     case 'minProperties':
       return { field: fieldPath(issue.instancePath) || '(body)', message: 'must not be empty' };
     default:
