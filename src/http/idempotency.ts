@@ -71,17 +71,19 @@ export async function idempotent<T>(
     try {
       const outcome = await deps.db.transaction().execute(async (trx) => {
         if (stored) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
-        const result = await work(trx);
+        // The key is claimed before the work, so a concurrent request with the same key
+        // blocks on this row (PostgreSQL) or on the write lock (SQLite) and then conflicts
+        // on the key, rather than on whatever unique constraint the work itself touches.
         await trx
           .insertInto('idempotency_keys')
-          .values({
-            scope,
-            key,
-            request_hash: hash,
-            status_code: result.statusCode,
-            response_body: JSON.stringify(result.body),
-            created_at: now,
-          })
+          .values({ scope, key, request_hash: hash, status_code: 0, response_body: '', created_at: now })
+          .execute();
+        const result = await work(trx);
+        await trx
+          .updateTable('idempotency_keys')
+          .set({ status_code: result.statusCode, response_body: JSON.stringify(result.body) })
+          .where('scope', '=', scope)
+          .where('key', '=', key)
           .execute();
         return result;
       });

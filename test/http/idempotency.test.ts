@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
+
+forEachDatabase((dialect) => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await startTestApp(dialect);
+  });
+  afterEach(() => t.close());
+
+  const create = (userName: string, key?: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { ...bearer(ADMIN_TOKEN), ...(key ? { 'idempotency-key': key } : {}) },
+      payload: { userName, password: 'correct horse battery staple' },
+    });
+
+  const accountCount = async () => (await t.ctx.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+
+  it('replays the first response for the same key and body, and does the work once', async () => {
+    const first = await create('ada@example.com', 'key-1');
+    assert.equal(first.statusCode, 201);
+    const again = await create('ada@example.com', 'key-1');
+    assert.equal(again.statusCode, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), first.json());
+    assert.equal(Number(await accountCount()), 1);
+  });
+
+  it('refuses the same key with another body with 422', async () => {
+    assert.equal((await create('ada@example.com', 'key-2')).statusCode, 201);
+    const other = await create('grace@example.com', 'key-2');
+    assert.equal(other.statusCode, 422);
+    assert.equal(other.json().status, 'Failure');
+    assert.equal(Number(await accountCount()), 1);
+  });
+
+  it('does the work once when two requests with one key race', async () => {
+    const [a, b] = await Promise.all([create('ada@example.com', 'key-3'), create('ada@example.com', 'key-3')]);
+    assert.deepEqual([a.statusCode, b.statusCode], [201, 201]);
+    assert.deepEqual(a.json(), b.json());
+    assert.equal(Number(await accountCount()), 1);
+  });
+
+  it('keeps a key for 24 hours, then lets it be used afresh', async () => {
+    assert.equal((await create('ada@example.com', 'key-4')).statusCode, 201);
+    t.clock.advance(24 * 60 * 60_000 - 1);
+    assert.equal((await create('grace@example.com', 'key-4')).statusCode, 422);
+    t.clock.advance(1);
+    const fresh = await create('grace@example.com', 'key-4');
+    assert.equal(fresh.statusCode, 201);
+    assert.equal(fresh.json().userName, 'grace@example.com');
+  });
+
+  it('stores nothing for a request that failed, so the client can retry with the key', async () => {
+    assert.equal((await create('not-an-email', 'key-5')).statusCode, 400);
+    assert.equal((await create('ada@example.com', 'key-5')).statusCode, 201);
+  });
+
+  it('without a key, a repeated create is a conflict, not a second account', async () => {
+    assert.equal((await create('ada@example.com')).statusCode, 201);
+    const again = await create('ADA@example.com');
+    assert.equal(again.statusCode, 409);
+    assert.equal(Number(await accountCount()), 1);
+  });
+
+  it('refuses an over-long key', async () => {
+    assert.equal((await create('ada@example.com', 'k'.repeat(256))).statusCode, 400);
+  });
+});

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, it } from 'node:test';
+import { ManualClock } from '../../src/clock.ts';
+import { RedisCounterStore } from '../../src/ratelimit/counters.ts';
+import { updateAccountSettings } from '../../src/accounts/service.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+forEachDatabase((dialect) => {
+  let t: TestApp;
+  let account: TestAccount;
+  let token: string;
+  beforeEach(async () => {
+    t = await startTestApp(dialect);
+    account = await t.createAccount();
+    token = await t.tokenFor(account);
+  });
+  afterEach(() => t.close());
+
+  const call = (app = t.app) => app.inject({ method: 'GET', url: '/account', headers: bearer(token) });
+
+  it('reports the limit, what remains and when the window resets', async () => {
+    t.clock.set(Date.UTC(2026, 10, 22, 12, 0, 15));
+    const first = await call();
+    assert.equal(first.headers['ratelimit-limit'], '600');
+    assert.equal(first.headers['ratelimit-remaining'], '599');
+    assert.equal(first.headers['ratelimit-reset'], '45');
+    const second = await call();
+    assert.equal(second.headers['ratelimit-remaining'], '598');
+  });
+
+  it('answers 429 with Retry-After past the per-account limit, and counts again in the next window', async () => {
+    await updateAccountSettings(t.ctx.db, t.clock, account.row.id, { rateLimits: { account: 3 } });
+    t.clock.set(Date.UTC(2026, 10, 22, 12, 0, 50));
+    for (let i = 0; i < 3; i++) assert.equal((await call()).statusCode, 200);
+    const limited = await call();
+    assert.equal(limited.statusCode, 429);
+    assert.equal(limited.json().status, 'Failure');
+    assert.equal(limited.headers['retry-after'], '10');
+    assert.equal(limited.headers['ratelimit-limit'], '3');
+    assert.equal(limited.headers['ratelimit-remaining'], '0');
+
+    t.clock.advance(10_000);
+    assert.equal((await call()).statusCode, 200);
+  });
+
+  it('limits each account on its own', async () => {
+    await updateAccountSettings(t.ctx.db, t.clock, account.row.id, { rateLimits: { account: 1 } });
+    const other = await t.createAccount();
+    const otherToken = await t.tokenFor(other);
+    assert.equal((await call()).statusCode, 200);
+    assert.equal((await call()).statusCode, 429);
+    const otherCall = await t.app.inject({ method: 'GET', url: '/account', headers: bearer(otherToken) });
+    assert.equal(otherCall.statusCode, 200);
+  });
+
+  it('lets the operator set an account limit through the admin API, validated', async () => {
+    const bad = await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/accounts/${account.row.id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { rateLimits: { sms: 0 } },
+    });
+    assert.equal(bad.statusCode, 400);
+    const good = await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/accounts/${account.row.id}`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { rateLimits: { account: 7 } },
+    });
+    assert.equal(good.statusCode, 200);
+    assert.equal(good.json().rateLimits.account, 7);
+    assert.equal(good.json().rateLimits.sms, 6000);
+    assert.equal((await call()).headers['ratelimit-limit'], '7');
+  });
+
+  it('shares one counter between two app instances through Redis', async () => {
+    const prefix = `herald-test:${randomBytes(4).toString('hex')}:`;
+    const clock = new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 5));
+    const storeA = new RedisCounterStore(REDIS_URL, prefix);
+    const storeB = new RedisCounterStore(REDIS_URL, prefix);
+    const a = await startTestApp(dialect, { database: t.database, counters: storeA, clock });
+    const b = await startTestApp(dialect, { database: t.database, counters: storeB, clock });
+    try {
+      await updateAccountSettings(t.ctx.db, clock, account.row.id, { rateLimits: { account: 4 } });
+      const statuses = [];
+      const remaining = [];
+      for (const app of [a.app, b.app, a.app, b.app, a.app, b.app]) {
+        const response = await call(app);
+        statuses.push(response.statusCode);
+        remaining.push(response.headers['ratelimit-remaining']);
+      }
+      assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429]);
+      assert.deepEqual(remaining, ['3', '2', '1', '0', '0', '0']);
+    } finally {
+      await a.close();
+      await b.close();
+      await storeA.close();
+      await storeB.close();
+    }
+  });
+});
