@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import type { Clock } from './clock.ts';
@@ -14,6 +15,6 @@ export interface AppContext {
   clock: Clock;
   counters: CounterStore;
   /** HS256 key of access tokens. */
-  jwtKey: Uint8Array;
+  jwtKey: KeyObject;
   metrics: Registry;
 }

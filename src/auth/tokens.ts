@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import { invalidToken } from '../errors.ts';
 
@@ -28,7 +28,7 @@ export interface TokenSubject {
   tokenVersion: number;
 }
 
-export async function signAccessToken(key: Uint8Array, subject: TokenSubject, issuedAt: number, expiresAt: number): Promise<string> {
+export async function signAccessToken(key: KeyObject, subject: TokenSubject, issuedAt: number, expiresAt: number): Promise<string> {
   return new SignJWT({ ver: subject.tokenVersion })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(subject.accountId)
@@ -40,7 +40,7 @@ export async function signAccessToken(key: Uint8Array, subject: TokenSubject, is
 }
 
 /** Verifies signature, algorithm (HS256 only: `none` and every other algorithm are refused) and expiry. */
-export async function verifyAccessToken(key: Uint8Array, token: string, now: number): Promise<TokenSubject> {
+export async function verifyAccessToken(key: KeyObject, token: string, now: number): Promise<TokenSubject> {
   try {
     const { payload } = await jwtVerify(token, key, {
       algorithms: ['HS256'],

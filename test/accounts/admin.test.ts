@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, errorFields, startTestApp, type TestApp } from '../support/app.ts';
+
+forEachDatabase((dialect) => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await startTestApp(dialect);
+  });
+  afterEach(() => t.close());
+
+  const admin = (method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: object) =>
+    t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
+
+  it('creates an account with the spec time-zone form and locale, and lists it', async () => {
+    const created = await admin('POST', '/admin/accounts', {
+      userName: 'Ada@Example.com',
+      password: 'correct horse battery staple',
+      timeZoneOffset: 'UTC+05:30~India Standard Time',
+      locale: 'en-IN',
+    });
+    assert.equal(created.statusCode, 201);
+    const body = created.json();
+    assert.match(body.accountId, /^[0-9a-f-]{36}$/);
+    assert.match(body.privateToken, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(body.userName, 'Ada@Example.com');
+    assert.equal(body.timeZoneOffset, 'UTC+05:30~India Standard Time');
+    assert.equal(body.locale, 'en-IN');
+
+    const listed = await admin('GET', '/admin/accounts');
+    assert.deepEqual(listed.json().accounts.map((a: { accountId: string }) => a.accountId), [body.accountId]);
+
+    const token = await t.tokenFor({ row: undefined as never, userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: body.privateToken });
+    const own = await t.app.inject({ method: 'GET', url: '/account', headers: bearer(token) });
+    assert.equal(own.json().timeZoneOffset, 'UTC+05:30~India Standard Time');
+  });
+
+  it('refuses a user name taken in another letter case with 409', async () => {
+    await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' });
+    const again = await admin('POST', '/admin/accounts', { userName: 'ADA@EXAMPLE.COM', password: 'correct horse battery staple' });
+    assert.equal(again.statusCode, 409);
+  });
+
+  const invalid: Array<[string, object, string]> = [
+    ['a user name that is not an email', { userName: 'ada' }, 'userName'],
+    ['a short password', { password: 'short' }, 'password'],
+    ['an offset without a name', { timeZoneOffset: 'UTC+05:30' }, 'timeZoneOffset'],
+    ['an offset past +14:00', { timeZoneOffset: 'UTC+15:00~Nowhere' }, 'timeZoneOffset'],
+    ['an offset not on a quarter hour', { timeZoneOffset: 'UTC+05:20~Odd' }, 'timeZoneOffset'],
+    ['a locale that is not a language tag', { locale: 'not a locale!' }, 'locale'],
+  ];
+  for (const [what, change, field] of invalid) {
+    it(`refuses ${what} with 400 naming ${field}`, async () => {
+      const response = await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple', ...change });
+      assert.equal(response.statusCode, 400);
+      assert.deepEqual(errorFields(response), [field]);
+      assert.equal((await admin('GET', '/admin/accounts')).json().accounts.length, 0);
+    });
+  }
+
+  it('accepts UTC-03:30 and UTC+05:45', async () => {
+    for (const [i, offset] of ['UTC-03:30~Newfoundland Standard Time', 'UTC+05:45~Nepal Time'].entries()) {
+      const response = await admin('POST', '/admin/accounts', { userName: `tz${i}@example.com`, password: 'correct horse battery staple', timeZoneOffset: offset });
+      assert.equal(response.statusCode, 201);
+    }
+  });
+
+  it('registers sender names and domains, validated, per account', async () => {
+    const { accountId } = (await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' })).json();
+    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'ACME' })).statusCode, 201);
+    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: '14155550100' })).statusCode, 201);
+    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'TOOLONGSENDER' })).statusCode, 400);
+    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'AC-ME' })).statusCode, 400);
+    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-names`)).json(), { senderNames: ['14155550100', 'ACME'] });
+
+    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'Mail.Example.com' })).statusCode, 201);
+    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'not a domain' })).statusCode, 400);
+    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json(), { senderDomains: ['mail.example.com'] });
+
+    const missing = await admin('POST', '/admin/accounts/00000000-0000-4000-8000-000000000000/sender-names', { name: 'ACME' });
+    assert.equal(missing.statusCode, 404);
+  });
+});

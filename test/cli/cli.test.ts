@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { afterEach, beforeEach, it } from 'node:test';
+import { promisify } from 'node:util';
+import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
+
+const run = promisify(execFile);
+const HERALD = new URL('../../bin/herald', import.meta.url).pathname;
+
+async function herald(args: string[], env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await run(HERALD, args, { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+it('stops at start with one line naming a bad variable', async () => {
+  const result = await herald(['migrate'], { PORT: 'eighty' });
+  assert.equal(result.code, 1);
+  assert.equal(result.stderr, 'herald: invalid PORT: must be a whole number from 0 to 65535, got "eighty"\n');
+});
+
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterEach(() => database.close());
+
+  it('creates, lists and changes accounts from the command line', async () => {
+    const env = { DATABASE_URL: database.url };
+    const created = await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const account = JSON.parse(created.stdout);
+    assert.equal(account.userName, 'ada@example.com');
+
+    const duplicate = await herald(['account', 'create', '--user', 'ADA@example.com', '--password', 'correct horse battery staple'], env);
+    assert.equal(duplicate.code, 1);
+    assert.match(duplicate.stderr, /^herald: An account with the user name ADA@example.com already exists\.\n$/);
+
+    const rotated = JSON.parse((await herald(['account', 'rotate-private-token', '--user', 'ada@example.com'], env)).stdout);
+    assert.notEqual(rotated.privateToken, account.privateToken);
+
+    const limited = JSON.parse((await herald(['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms', '--per-minute', '50'], env)).stdout);
+    assert.equal(limited.rateLimits.sms, 50);
+
+    const listed = JSON.parse((await herald(['account', 'list'], env)).stdout);
+    assert.deepEqual(listed.map((a: { userName: string }) => a.userName), ['ada@example.com']);
+
+    const missing = await herald(['account', 'set-password', '--user', 'ada@example.com'], env);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /--password is required/);
+  });
+
+  it('serves, and on SIGTERM finishes the request in flight before it exits', async () => {
+    const port = await freePort();
+    const env = { DATABASE_URL: database.url, PORT: String(port) };
+    const created = JSON.parse((await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env)).stdout);
+    const server = spawn(HERALD, ['serve'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let output = '';
+      server.stdout.on('data', (chunk) => (output += chunk));
+      while (!output.includes('herald is serving')) await once(server.stdout, 'data');
+
+      // POST /token spends ~30 ms in argon2id: SIGTERM lands while it is in flight.
+      const inFlight = fetch(`http://127.0.0.1:${port}/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: created.privateToken, validity: 'ShortLive' }),
+      });
+      while (!output.includes('incoming request')) await once(server.stdout, 'data');
+      server.kill('SIGTERM');
+      const response = await inFlight;
+      assert.equal(response.status, 200);
+      assert.equal((await response.json()).expires_in, 30);
+      const [code] = await once(server, 'exit');
+      assert.equal(code, 0);
+      assert.match(output, /shutting down/);
+    } finally {
+      server.kill('SIGKILL');
+    }
+  });
+});

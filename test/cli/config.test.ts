@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+it('defaults to SQLite under ./data, the sandbox-free settings and loopback', () => {
+  const config = loadConfig({});
+  assert.equal(config.databaseUrl, 'sqlite:./data/herald.db');
+  assert.equal(config.port, 8080);
+  assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.publicUrl, 'http://localhost:8080');
+  assert.equal(config.adminToken, undefined);
+  assert.equal(config.webhookAllowPrivate, false);
+});
+
+const bad: Array<[string, string]> = [
+  ['PORT', 'eighty'],
+  ['PORT', '70000'],
+  ['DATABASE_URL', 'mysql://localhost/herald'],
+  ['REDIS_URL', 'localhost:6379'],
+  ['PUBLIC_URL', 'ftp://example.com'],
+  ['JWT_SECRET', 'too-short'],
+  ['ADMIN_TOKEN', 'short'],
+  ['WEBHOOK_ALLOW_PRIVATE', 'yes please'],
+  ['DEFAULT_SENDER_NAME', 'WAY-TOO-LONG-NAME'],
+  ['DEFAULT_EMAIL_DOMAIN', 'not a domain'],
+  ['BODY_LIMIT_BYTES', '12'],
+  ['LOG_LEVEL', 'loud'],
+];
+for (const [variable, value] of bad) {
+  it(`stops on ${variable}=${value} naming the variable`, () => {
+    assert.throws(
+      () => loadConfig({ [variable]: value }),
+      (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(`invalid ${variable}:`),
+    );
+  });
+}
