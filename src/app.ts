@@ -9,6 +9,8 @@ import { ErrorBody } from './http/schemas.ts';
 import { registerAuthentication } from './auth/bearer.ts';
 import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { registerQueueMetrics } from './queue/metrics.ts';
 
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
 export async function buildApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): Promise<FastifyInstance> {
@@ -26,6 +28,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: FastifyServe
 
   registerErrorHandling(app);
   registerMetrics(app, ctx.metrics);
+  registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
   registerAuthentication(app, ctx);
   app.addSchema(ErrorBody);
   app.addHook('onRoute', (route) => {
@@ -45,6 +48,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: FastifyServe
   probeRoutes(app, ctx);
   authRoutes(app, ctx);
   accountRoutes(app, ctx);
+  webhookRoutes(app, ctx);
 
   return app;
 }

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { AppError } from './errors.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
 import { systemClock } from './clock.ts';
-import { serve } from './server.ts';
+import { ROLES, serve, type Role } from './server.ts';
 import {
   accountView,
   addSenderDomain,
@@ -21,7 +21,8 @@ import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 
 const USAGE = `usage: herald <command>
 
-  serve                                   run the HTTP API (migrates the database first)
+  serve [--role all|api|worker]           run the HTTP API and the queue's workers (migrates the database first);
+                                          on PostgreSQL, --role splits them into separate processes
   migrate                                 bring the database schema up to date
   account create --user EMAIL --password PW [--time-zone-offset "UTC+05:30~India Standard Time"] [--locale en-IN]
   account list
@@ -110,9 +111,12 @@ async function main(argv: string[]): Promise<void> {
   const [command, action, ...rest] = argv;
   const config = loadConfig();
   switch (command) {
-    case 'serve':
-      await serve(config);
+    case 'serve': {
+      const { values } = parseArgs({ args: argv.slice(1), options: { role: { type: 'string', default: 'all' } } });
+      if (!(ROLES as readonly string[]).includes(values.role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+      await serve(config, values.role as Role);
       return;
+    }
     case 'migrate': {
       const database = openDatabase(config.databaseUrl);
       try {

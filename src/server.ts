@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { systemClock, type Clock } from './clock.ts';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
 import { loadSigningKey } from './auth/signing-key.ts';
@@ -8,6 +8,7 @@ import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { buildApp } from './app.ts';
+import { createWorker } from './worker.ts';
 
 /** Opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
@@ -31,32 +32,48 @@ export async function closeContext(ctx: AppContext): Promise<void> {
 
 const HOUR_MS = 60 * 60_000;
 
+export const ROLES = ['all', 'api', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
 /**
- * `herald serve`: listens, and on SIGTERM or SIGINT stops accepting, lets in-flight
- * requests finish (Fastify's close), then closes the database.
+ * `herald serve`: the HTTP API, the queue's workers, or both (the default). On SIGTERM or
+ * SIGINT it stops accepting, lets in-flight requests and running jobs finish (Fastify's
+ * close, the worker's grace period), then closes the database.
  */
-export async function serve(config: Config): Promise<FastifyInstance> {
+export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   const ctx = await createContext(config);
-  const app = await buildApp(ctx, { logger: { level: config.logLevel } });
+  if (role !== 'all' && ctx.database.dialect === 'sqlite') {
+    await closeContext(ctx);
+    throw new ConfigError('--role', 'api and worker run as separate processes on PostgreSQL only; on SQLite one process does both (--role all)');
+  }
+  const app = role === 'worker' ? undefined : await buildApp(ctx, { logger: { level: config.logLevel } });
+  const log = app?.log ?? pino({ level: config.logLevel });
+  const worker = role === 'api' ? undefined : createWorker(ctx, { log });
   const purge = setInterval(() => {
-    purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => app.log.warn({ err }, 'idempotency purge failed'));
+    purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => log.warn({ err }, 'idempotency purge failed'));
   }, HOUR_MS);
   purge.unref();
 
   let stopping = false;
+  // Fastify's close waits for every open connection, and an HTTP keep-alive connection that
+  // was busy at SIGTERM would otherwise stay open for the 72 s keep-alive timeout: a response
+  // sent while stopping closes its connection.
+  app?.addHook('onSend', async (_request, reply) => {
+    if (stopping) reply.header('connection', 'close');
+  });
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
+    log.info({ signal }, 'shutting down');
     clearInterval(purge);
-    await app.close();
+    await Promise.all([app?.close(), worker?.stop()]);
     await closeContext(ctx);
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 
-  await app.listen({ port: config.port, host: config.host });
-  app.log.info({ database: ctx.database.dialect }, 'herald is serving');
-  return app;
+  if (app) await app.listen({ port: config.port, host: config.host });
+  worker?.start();
+  log.info({ database: ctx.database.dialect, role }, 'herald is serving');
 }

@@ -48,10 +48,69 @@ export interface IdempotencyKeysTable {
   created_at: number;
 }
 
+export type JobState = 'ready' | 'running' | 'dead';
+
+export interface JobsTable {
+  id: Generated<number>;
+  kind: string;
+  account_id: string | null;
+  /** JSON. */
+  payload: string;
+  state: JobState;
+  /** Claims so far, the one running included. */
+  attempts: Generated<number>;
+  max_attempts: number;
+  run_at: number;
+  /** The worker holding the lease while running. */
+  leased_by: string | null;
+  lease_expires_at: number | null;
+  /** Unique: enqueueing a key that is already queued adds nothing, and a handler can tell a rerun. */
+  idempotency_key: string;
+  last_error: string | null;
+  created_at: number;
+  /** When a dead job gave up. */
+  finished_at: number | null;
+}
+
+export interface WebhookSecretsTable {
+  account_id: string;
+  /** `whsec_` + Base64 of the key (Standard Webhooks' secret format). */
+  secret: string;
+  previous_secret: string | null;
+  previous_expires_at: number | null;
+  created_at: number;
+  rotated_at: number | null;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  /** Also the `webhook-id` header: the same on every attempt of the event. */
+  id: string;
+  account_id: string;
+  type: string;
+  url: string;
+  /** The JSON body exactly as posted. */
+  payload: string;
+  status: WebhookDeliveryStatus;
+  attempts: Generated<number>;
+  /** Bumped by a replay; a delivery job of an older generation stands down. */
+  generation: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_attempt_at: number | null;
+  next_attempt_at: number | null;
+  created_at: number;
+  delivered_at: number | null;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
   sender_names: SenderNamesTable;
   sender_domains: SenderDomainsTable;
   idempotency_keys: IdempotencyKeysTable;
+  jobs: JobsTable;
+  webhook_secrets: WebhookSecretsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

@@ -1,0 +1,83 @@
+/**
+ * Items per second through the work queue: enqueue → claim → complete, with the
+ * enqueueing running while the workers drain, timed from the first enqueue to the empty
+ * queue. Worker processes are real `Worker`s (bench/queue-worker.ts) with a no-op handler.
+ *
+ *   npm run bench:queue       # SQLite with 1 worker, PostgreSQL with 1 and with 4
+ *   BENCH_JOBS=100000 npm run bench:queue
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { enqueueMany, type NewJob } from '../src/queue/queue.ts';
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 50_000);
+const CHUNK = 1000;
+const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function startWorker(url: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [new URL('./queue-worker.ts', import.meta.url).pathname], {
+    env: { ...process.env, DATABASE_URL: url },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  while (!output.includes('started')) await once(child.stdout!, 'data');
+  return child;
+}
+
+async function run(url: string, workers: number): Promise<number> {
+  const database = openDatabase(url, { poolSize: 2 });
+  await migrateToLatest(database);
+  const children = await Promise.all(Array.from({ length: workers }, () => startWorker(url)));
+  try {
+    const started = performance.now();
+    for (let start = 0; start < JOBS; start += CHUNK) {
+      const now = Date.now();
+      const chunk: NewJob[] = Array.from({ length: Math.min(CHUNK, JOBS - start) }, (_, n) => ({ kind: 'bench.noop', payload: { n: start + n }, runAt: now }));
+      await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
+    }
+    for (;;) {
+      const { rows } = await sql<{ n: number | string }>`select count(*) as n from jobs`.execute(database.db);
+      if (Number(rows[0].n) === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return JOBS / ((performance.now() - started) / 1000);
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
+    await database.close();
+  }
+}
+
+async function withPostgresDatabase<T>(body: (url: string) => Promise<T>): Promise<T> {
+  const name = `herald_bench_queue_${process.pid}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  try {
+    return await body(url.toString());
+  } finally {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'herald-bench-queue-'));
+try {
+  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`);
+  const results: Array<[string, number, number]> = [];
+  results.push(['sqlite', 1, await run(`sqlite:${join(dir, 'queue.db')}`, 1)]);
+  for (const workers of [1, 4]) results.push(['postgres', workers, await withPostgresDatabase((url) => run(url, workers))]);
+  console.log('database   workers   items/s');
+  for (const [database, workers, rate] of results) console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

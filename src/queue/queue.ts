@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+
+/**
+ * Attempts before a failing job is dead. Each kind's limit is set where its jobs are
+ * enqueued (the module that owns the kind passes its own maxAttempts), and stored on the
+ * job, so the rescuer and every worker judge a job by the same number.
+ */
+export const DEFAULT_MAX_ATTEMPTS = 20;
+
+export interface NewJob {
+  kind: string;
+  payload: unknown;
+  accountId?: string | null;
+  /** Epoch ms, from the caller's clock: not before then. */
+  runAt: number;
+  /** A job whose key is already queued is not added again. Default: a fresh UUID. */
+  idempotencyKey?: string;
+  maxAttempts?: number;
+}
+
+// Rows per INSERT: 9 parameters a row keeps a statement far below SQLite's 32,766 and
+// PostgreSQL's 65,535 bound parameters.
+const INSERT_CHUNK = 1000;
+
+/**
+ * Adds jobs in the given database or transaction. Called inside the transaction of the
+ * request that answers 202, so the answer and its work commit together or not at all.
+ */
+export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<void> {
+  for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
+    const rows = jobs.slice(start, start + INSERT_CHUNK).map((job) => ({
+      kind: job.kind,
+      account_id: job.accountId ?? null,
+      payload: JSON.stringify(job.payload ?? null),
+      state: 'ready' as const,
+      max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      run_at: job.runAt,
+      idempotency_key: job.idempotencyKey ?? randomUUID(),
+      created_at: job.runAt,
+      last_error: null,
+    }));
+    await db
+      .insertInto('jobs')
+      .values(rows)
+      .onConflict((oc) => oc.column('idempotency_key').doNothing())
+      .execute();
+  }
+}
+
+export async function enqueue(db: Kysely<Schema>, job: NewJob): Promise<void> {
+  await enqueueMany(db, [job]);
+}

@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import { retryDelayMs } from './backoff.ts';
+import { claimJobs, completeJobs, extendLeases, releaseJob, rescueExpiredLeases, type JobRow } from './queries.ts';
+
+export interface Job {
+  id: number;
+  kind: string;
+  payload: unknown;
+  accountId: string | null;
+  /** 1 on the first run. */
+  attempt: number;
+  maxAttempts: number;
+  /**
+   * Stable across reruns: a handler whose work committed but whose completion was never
+   * recorded (the worker died in between) finds its own earlier work by this key.
+   */
+  idempotencyKey: string;
+}
+
+export interface JobRun {
+  /** Aborted when the worker is stopping and the job outlived the grace period. */
+  signal: AbortSignal;
+}
+
+/** Resolving completes the job; throwing retries it with backoff until it is dead. */
+export interface JobHandler {
+  handle(job: Job, run: JobRun): Promise<void>;
+}
+
+/** Thrown by a handler that keeps its own schedule: run again at `at`, whatever the attempt count. */
+export class RetryJobAt extends Error {
+  readonly at: number;
+  constructor(at: number, reason = 'rescheduled by its handler') {
+    super(reason);
+    this.at = at;
+  }
+}
+
+export interface KindOptions {
+  /** Jobs of this kind running at once in this worker. */
+  concurrency?: number;
+}
+
+export interface WorkerOptions {
+  database: Database;
+  clock: Clock;
+  log?: { error(object: object, message: string): void };
+  /** How long a claim holds a job; renewed every third of it while the job runs. */
+  leaseMs?: number;
+  /** Idle wait between claims of a kind that found nothing. */
+  pollMs?: number;
+  /** On stop, how long running jobs may take before their signal is aborted. */
+  shutdownGraceMs?: number;
+  random?: () => number;
+}
+
+interface Kind {
+  name: string;
+  handler: JobHandler;
+  concurrency: number;
+  running: number;
+  /** Resolves the idle wait early when a slot frees. */
+  wake: (() => void) | undefined;
+}
+
+const DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * Runs queued jobs: per kind, claims as many as it has free slots (in one statement),
+ * runs them, and completes them in batches. A heartbeat renews the leases of running
+ * jobs; a rescuer returns jobs whose lease lapsed (their worker died) to the queue.
+ */
+export class Worker {
+  readonly id = randomUUID();
+  private readonly kinds = new Map<string, Kind>();
+  private readonly options: Required<Omit<WorkerOptions, 'log'>> & Pick<WorkerOptions, 'log'>;
+  private readonly running = new Map<number, Promise<void>>();
+  private readonly abort = new AbortController();
+  private pendingCompletions: number[] = [];
+  private flushing: Promise<void> | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private loops: Promise<void>[] = [];
+  private stopping = false;
+
+  constructor(options: WorkerOptions) {
+    this.options = {
+      leaseMs: DEFAULT_LEASE_MS,
+      pollMs: 100,
+      shutdownGraceMs: 10_000,
+      random: Math.random,
+      ...options,
+    };
+  }
+
+  register(kind: string, handler: JobHandler, options: KindOptions = {}): void {
+    this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, running: 0, wake: undefined });
+  }
+
+  start(): void {
+    const { leaseMs } = this.options;
+    this.timers.push(setInterval(() => void this.guard(this.heartbeat()), leaseMs / 3));
+    this.timers.push(setInterval(() => void this.guard(this.rescue()), leaseMs / 2));
+    void this.guard(this.rescue());
+    for (const kind of this.kinds.values()) this.loops.push(this.loop(kind));
+  }
+
+  /** Stops claiming, lets running jobs finish within the grace period, then aborts them. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const kind of this.kinds.values()) kind.wake?.();
+    await Promise.all(this.loops);
+    const grace = setTimeout(() => this.abort.abort(), this.options.shutdownGraceMs);
+    await Promise.allSettled(this.running.values());
+    clearTimeout(grace);
+    for (const timer of this.timers) clearInterval(timer);
+    await this.flushing;
+  }
+
+  /**
+   * Runs every job that can be claimed now, kind by kind, until none is left; returns how
+   * many ran. For tests and the CLI: no timers, time only from the clock.
+   */
+  async drain(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      await this.rescue();
+      let claimed = 0;
+      for (const kind of this.kinds.values()) {
+        const jobs = await this.claim(kind, kind.concurrency);
+        claimed += jobs.length;
+        await Promise.all(jobs.map((job) => this.run(kind, job)));
+      }
+      if (claimed === 0) return total;
+      total += claimed;
+    }
+  }
+
+  private async loop(kind: Kind): Promise<void> {
+    while (!this.stopping) {
+      const free = kind.concurrency - kind.running;
+      let claimed = 0;
+      if (free > 0) {
+        try {
+          const jobs = await this.claim(kind, free);
+          claimed = jobs.length;
+          for (const job of jobs) {
+            const running = this.run(kind, job).finally(() => {
+              this.running.delete(job.id);
+              kind.wake?.();
+            });
+            this.running.set(job.id, running);
+          }
+        } catch (error) {
+          this.options.log?.error({ err: error, kind: kind.name }, 'claiming jobs failed');
+        }
+      }
+      // A full claim means more may be waiting: claim again as soon as a slot frees.
+      // Otherwise wait for the poll interval, or a freed slot, whichever comes first.
+      if (claimed > 0 && claimed === free) {
+        if (kind.running >= kind.concurrency) await this.idle(kind, this.options.pollMs * 10);
+      } else {
+        await this.idle(kind, this.options.pollMs);
+      }
+    }
+  }
+
+  private idle(kind: Kind, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        kind.wake = undefined;
+        resolve();
+      }
+      kind.wake = done;
+    });
+  }
+
+  private async claim(kind: Kind, limit: number): Promise<JobRow[]> {
+    const now = this.options.clock.now();
+    const rows = await claimJobs(this.options.database.db, this.options.database.dialect, {
+      kind: kind.name,
+      limit,
+      workerId: this.id,
+      now,
+      leaseUntil: now + this.options.leaseMs,
+    });
+    kind.running += rows.length;
+    return rows;
+  }
+
+  private async run(kind: Kind, row: JobRow): Promise<void> {
+    const job: Job = {
+      id: row.id,
+      kind: row.kind,
+      payload: JSON.parse(row.payload),
+      accountId: row.account_id,
+      attempt: row.attempts,
+      maxAttempts: row.max_attempts,
+      idempotencyKey: row.idempotency_key,
+    };
+    try {
+      await kind.handler.handle(job, { signal: this.abort.signal });
+      await this.complete(job.id);
+    } catch (error) {
+      await this.guard(this.fail(job, error));
+    } finally {
+      kind.running -= 1;
+    }
+  }
+
+  private async fail(job: Job, error: unknown): Promise<void> {
+    const now = this.options.clock.now();
+    const message = error instanceof Error ? error.message : String(error);
+    let runAt: number | null;
+    if (error instanceof RetryJobAt) runAt = error.at;
+    else if (job.attempt >= job.maxAttempts) runAt = null;
+    else runAt = now + retryDelayMs(job.attempt, this.options.random());
+    if (!(error instanceof RetryJobAt)) this.options.log?.error({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempt }, 'job failed');
+    await releaseJob(this.options.database.db, this.id, job.id, { runAt, error: message, now });
+  }
+
+  /** Completions are coalesced: every job finishing while a delete runs joins the next one. */
+  private async complete(id: number): Promise<void> {
+    this.pendingCompletions.push(id);
+    while (this.pendingCompletions.includes(id)) {
+      if (this.flushing) {
+        await this.flushing;
+        continue;
+      }
+      const ids = this.pendingCompletions;
+      this.pendingCompletions = [];
+      this.flushing = completeJobs(this.options.database.db, this.id, ids).finally(() => {
+        this.flushing = undefined;
+      });
+      await this.flushing;
+    }
+  }
+
+  private async heartbeat(): Promise<void> {
+    const ids = [...this.running.keys()];
+    if (ids.length === 0) return;
+    await extendLeases(this.options.database.db, this.id, ids, this.options.clock.now() + this.options.leaseMs);
+  }
+
+  private async rescue(): Promise<void> {
+    await rescueExpiredLeases(this.options.database.db, this.options.clock.now());
+  }
+
+  private async guard(work: Promise<void>): Promise<void> {
+    try {
+      await work;
+    } catch (error) {
+      this.options.log?.error({ err: error }, 'queue bookkeeping failed');
+    }
+  }
+}

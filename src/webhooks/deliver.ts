@@ -1,0 +1,152 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Schema } from '../db/schema.ts';
+import { RetryJobAt, type Job, type JobHandler } from '../queue/worker.ts';
+import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
+import type { DeliveryJob, DeliveryRow } from './outbox.ts';
+import { post, PostTimeout } from './post.ts';
+import { nextAttemptAt } from './schedule.ts';
+import { ensureSecret, signatureHeader, signingSecrets } from './secrets.ts';
+
+export interface DeliveryDeps {
+  db: Kysely<Schema>;
+  clock: Clock;
+  config: { webhookAllowPrivate: boolean };
+}
+
+export interface DeliveryOptions {
+  /** How long a receiver has to answer: 10 s (issue 3) unless a test wants a shorter wait. */
+  timeoutMs?: number;
+  resolve?: Resolver;
+}
+
+/** Posts in flight to one destination host from this process, so one event burst cannot flood a receiver. */
+const POSTS_PER_HOST = 4;
+/**
+ * A delivery whose host is full goes back to the queue for this long instead of waiting
+ * in a worker slot: otherwise one slow receiver would hold every slot and stall the
+ * deliveries of every other account.
+ */
+const HOST_BUSY_DELAY_MS = 1000;
+
+type Outcome =
+  | { result: 'delivered'; statusCode: number }
+  /** Not to be retried: the receiver answered 410 Gone, or the URL is refused. */
+  | { result: 'stopped'; statusCode: number | null; error: string }
+  | { result: 'failed'; statusCode: number | null; error: string; retryAfter?: string };
+
+class HostSlots {
+  private readonly inFlight = new Map<string, number>();
+  private readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+  take(host: string): boolean {
+    const count = this.inFlight.get(host) ?? 0;
+    if (count >= this.limit) return false;
+    this.inFlight.set(host, count + 1);
+    return true;
+  }
+  give(host: string): void {
+    const count = this.inFlight.get(host)! - 1;
+    if (count === 0) this.inFlight.delete(host);
+    else this.inFlight.set(host, count);
+  }
+}
+
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+
+// Standard Webhooks, "Delivery success and failure": 2xx succeeds and every other answer
+// fails, 3xx included (redirects are not followed), 4xx included (a receiver answering 404
+// during a bad deploy recovers as often as one answering 500). 410 Gone asks the sender to
+// stop; Herald has no endpoint object to disable (URLs come with each request), so it stops
+// that one event.
+function judge(statusCode: number, headers: { location?: string; 'retry-after'?: string }): Outcome {
+  if (statusCode >= 200 && statusCode < 300) return { result: 'delivered', statusCode };
+  if (statusCode === 410) {
+    return { result: 'stopped', statusCode, error: 'the receiver answered 410 Gone, so this event is not posted again' };
+  }
+  if (statusCode >= 300 && statusCode < 400) {
+    return { result: 'failed', statusCode, error: `the receiver redirected to ${headers.location ?? 'nowhere'}; redirects are not followed` };
+  }
+  return { result: 'failed', statusCode, error: `the receiver answered ${statusCode}`, retryAfter: headers['retry-after'] };
+}
+
+/**
+ * The `webhook.deliver` job: one attempt at posting one delivery, recorded on the
+ * delivery row. A failure that may be retried is handed back to the queue as RetryJobAt
+ * with the webhook schedule's time, so the queue's own backoff never applies.
+ */
+export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptions = {}): JobHandler {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const resolve = options.resolve ?? systemResolver;
+  const hosts = new HostSlots(POSTS_PER_HOST);
+
+  async function attempt(delivery: DeliveryRow): Promise<Outcome | 'host busy'> {
+    let destination;
+    try {
+      destination = await vetDestination(delivery.url, { allowPrivate: deps.config.webhookAllowPrivate, resolve });
+    } catch (error) {
+      if (error instanceof RefusedDestination) return { result: 'stopped', statusCode: null, error: error.message };
+      return { result: 'failed', statusCode: null, error: `could not resolve the host: ${errorCode(error)}` };
+    }
+    const host = destination.target.hostname;
+    if (!hosts.take(host)) return 'host busy';
+    try {
+      const now = deps.clock.now();
+      const timestamp = Math.floor(now / 1000);
+      const secrets = signingSecrets(await ensureSecret(deps.db, deps.clock, delivery.account_id), now);
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'Herald',
+        'webhook-id': delivery.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, delivery.payload),
+      };
+      const answer = await post(destination.target, destination.addresses, headers, delivery.payload, timeoutMs);
+      return judge(answer.statusCode, answer.headers);
+    } catch (error) {
+      return { result: 'failed', statusCode: null, error: error instanceof PostTimeout ? error.message : `connection failed: ${errorCode(error)}` };
+    } finally {
+      hosts.give(host);
+    }
+  }
+
+  /** Saves the attempt; the time of the next one, if any. A replay meanwhile wins: nothing is saved. */
+  async function record(delivery: DeliveryRow, outcome: Outcome): Promise<number | undefined> {
+    const now = deps.clock.now();
+    const attempts = delivery.attempts + 1;
+    const retryAt = outcome.result === 'failed' ? nextAttemptAt(attempts, now, outcome.retryAfter) : undefined;
+    const status = outcome.result === 'delivered' ? 'delivered' : retryAt === undefined ? 'failed' : 'pending';
+    let lastError = outcome.result === 'delivered' ? null : outcome.error;
+    if (outcome.result === 'failed' && retryAt === undefined) lastError += `; gave up after ${attempts} attempts`;
+    const saved = await deps.db
+      .updateTable('webhook_deliveries')
+      .set({
+        status,
+        attempts,
+        last_status_code: outcome.statusCode,
+        last_error: lastError,
+        last_attempt_at: now,
+        next_attempt_at: retryAt ?? null,
+        delivered_at: outcome.result === 'delivered' ? now : delivery.delivered_at,
+      })
+      .where('id', '=', delivery.id)
+      .where('generation', '=', delivery.generation)
+      .executeTakeFirst();
+    return saved.numUpdatedRows > 0n ? retryAt : undefined;
+  }
+
+  return {
+    async handle(job: Job) {
+      const { deliveryId, generation } = job.payload as DeliveryJob;
+      const delivery = await deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirst();
+      // Gone with its account, delivered, given up, or replaced by a replay's job.
+      if (!delivery || delivery.generation !== generation || delivery.status !== 'pending') return;
+      const outcome = await attempt(delivery);
+      if (outcome === 'host busy') throw new RetryJobAt(deps.clock.now() + HOST_BUSY_DELAY_MS);
+      const retryAt = await record(delivery, outcome);
+      if (retryAt !== undefined) throw new RetryJobAt(retryAt);
+    },
+  };
+}

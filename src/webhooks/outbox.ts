@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { enqueue } from '../queue/queue.ts';
+
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+
+/** The queue kind whose jobs post one delivery; its payload is a DeliveryJob. */
+export const DELIVER_KIND = 'webhook.deliver';
+
+export interface DeliveryJob {
+  deliveryId: string;
+  generation: number;
+}
+
+export interface WebhookEvent {
+  accountId: string;
+  url: string;
+  /** What happened, e.g. `sms.status` or `contacts.batch`. */
+  type: string;
+  data: unknown;
+}
+
+async function enqueueDelivery(db: Kysely<Schema>, row: Pick<DeliveryRow, 'id' | 'account_id' | 'generation'>, runAt: number): Promise<void> {
+  const payload: DeliveryJob = { deliveryId: row.id, generation: row.generation };
+  await enqueue(db, {
+    kind: DELIVER_KIND,
+    payload,
+    accountId: row.account_id,
+    runAt,
+    idempotencyKey: `${DELIVER_KIND}:${row.id}:${row.generation}`,
+  });
+}
+
+/**
+ * Records an event for the account's webhook URL and queues its delivery, both in the
+ * caller's transaction: the event is posted if and only if the caller's work commits.
+ * The body is fixed here (Standard Webhooks' `{type, timestamp, data}`, the timestamp being
+ * when the event happened), so every attempt posts and signs the same bytes.
+ * Returns the delivery id, which is also the `webhook-id` header of every attempt.
+ */
+export async function emitWebhook(db: Kysely<Schema>, clock: Clock, event: WebhookEvent): Promise<string> {
+  const id = randomUUID();
+  const now = clock.now();
+  const payload = JSON.stringify({ type: event.type, timestamp: new Date(now).toISOString(), data: event.data });
+  await db
+    .insertInto('webhook_deliveries')
+    .values({
+      id,
+      account_id: event.accountId,
+      type: event.type,
+      url: event.url,
+      payload,
+      status: 'pending',
+      last_status_code: null,
+      last_error: null,
+      last_attempt_at: null,
+      next_attempt_at: now,
+      created_at: now,
+      delivered_at: null,
+    })
+    .execute();
+  await enqueueDelivery(db, { id, account_id: event.accountId, generation: 0 }, now);
+  return id;
+}
+
+/**
+ * Posts the delivery again now, with the same `webhook-id` and body, whatever its state.
+ * Attempts keep counting: if the replay fails, retries follow whatever is left of the
+ * schedule, so replaying a delivery that already gave up makes exactly one attempt.
+ * The new generation retires any job still scheduled for the delivery, so one event never
+ * has two schedules running.
+ */
+export async function replayDelivery(db: Kysely<Schema>, clock: Clock, accountId: string, id: string): Promise<DeliveryRow> {
+  const now = clock.now();
+  const row = await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ status: 'pending', generation: eb('generation', '+', 1), next_attempt_at: now }))
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('The webhook delivery');
+  await enqueueDelivery(db, row, now);
+  return row;
+}
+
+export async function findDelivery(db: Kysely<Schema>, accountId: string, id: string): Promise<DeliveryRow> {
+  const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+  if (!row) throw notFound('The webhook delivery');
+  return row;
+}
+
+// A page cursor names the last row shown by (created_at, id), the listing's order, so a
+// page is stable while new deliveries arrive.
+function encodeCursor(row: DeliveryRow): string {
+  return Buffer.from(`${row.created_at}.${row.id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [number, string] {
+  const match = /^(\d{1,15})\.([0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (!match) throw badRequest('The cursor is not one this API gave out.', [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);
+  return [Number(match[1]), match[2]];
+}
+
+/** The account's deliveries, newest first. */
+export async function listDeliveries(
+  db: Kysely<Schema>,
+  accountId: string,
+  page: { limit: number; cursor?: string },
+): Promise<{ deliveries: DeliveryRow[]; nextCursor: string | null }> {
+  let query = db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', accountId);
+  if (page.cursor !== undefined) {
+    const [createdAt, id] = decodeCursor(page.cursor);
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(createdAt, id)));
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
+  const deliveries = rows.slice(0, page.limit);
+  return { deliveries, nextCursor: rows.length > page.limit ? encodeCursor(deliveries[deliveries.length - 1]) : null };
+}
+
+export interface DeliveryView {
+  id: string;
+  type: string;
+  url: string;
+  status: DeliveryRow['status'];
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  lastAttemptAt: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function deliveryView(row: DeliveryRow): DeliveryView {
+  return {
+    id: row.id,
+    type: row.type,
+    url: row.url,
+    status: row.status,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    lastAttemptAt: iso(row.last_attempt_at),
+    nextAttemptAt: row.status === 'pending' ? iso(row.next_attempt_at) : null,
+    createdAt: iso(row.created_at)!,
+    deliveredAt: iso(row.delivered_at),
+  };
+}

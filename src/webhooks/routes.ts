@@ -1,0 +1,101 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { idempotent } from '../http/idempotency.ts';
+import { deliveryView, findDelivery, listDeliveries, replayDelivery } from './outbox.ts';
+import { ensureSecret, rotateSecret, secretView } from './secrets.ts';
+
+const Secret = Type.Object({
+  secret: Type.String({ description: 'whsec_ and the Base64 key; verify posts with any Standard Webhooks library.' }),
+  previousSecretExpiresAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'Until then the secret replaced by the last rotation signs too.',
+  }),
+});
+
+const Delivery = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'Also the webhook-id header, the same on every attempt.' }),
+  type: Type.String(),
+  url: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+  attempts: Type.Integer(),
+  lastStatusCode: Type.Union([Type.Integer(), Type.Null()]),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  lastAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  nextAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  deliveredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+
+const DeliveryParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
+
+// Query strings arrive as text and the app's validator does not coerce, so the limit is a digit pattern.
+const DeliveryPage = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Deliveries per page, 1 to 100; 50 by default.' })),
+  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'nextCursor of the previous page.' })),
+});
+
+const account = { auth: 'account', rateLimitGroup: 'account' } as const;
+
+/** The account's webhook secret and its deliveries: route table first, handlers only call the service. */
+export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['webhooks'];
+
+  r.get('/webhooks/secret', {
+    config: account,
+    schema: { tags, summary: 'The secret that signs webhook posts', response: { 200: Secret, ...errorResponses(401, 429) } },
+  }, async (request) => secretView(await ensureSecret(ctx.db, ctx.clock, request.account.id), ctx.clock.now()));
+
+  r.post('/webhooks/secret/rotate', {
+    config: account,
+    schema: { tags, summary: 'A new signing secret; the old one keeps signing for 24 hours', response: { 200: Secret, ...errorResponses(401, 422, 429) } },
+  }, async (request, reply) =>
+    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
+      statusCode: 200,
+      body: secretView(await rotateSecret(trx, ctx.clock, request.account.id), ctx.clock.now()),
+    })),
+  );
+
+  r.get('/webhooks/deliveries', {
+    config: account,
+    schema: {
+      tags,
+      summary: 'Recent webhook deliveries, newest first',
+      querystring: DeliveryPage,
+      response: { 200: Type.Object({ deliveries: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401, 429) },
+    },
+  }, async (request) => {
+    const page = await listDeliveries(ctx.db, request.account.id, { limit: Number(request.query.limit ?? 50), cursor: request.query.cursor });
+    return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor };
+  });
+
+  r.get('/webhooks/deliveries/:id', {
+    config: account,
+    schema: {
+      tags,
+      summary: 'One webhook delivery, with the body it posts',
+      params: DeliveryParams,
+      response: { 200: Type.Intersect([Delivery, Type.Object({ payload: Type.Unknown() })]), ...errorResponses(400, 401, 404, 429) },
+    },
+  }, async (request) => {
+    const row = await findDelivery(ctx.db, request.account.id, request.params.id);
+    return { ...deliveryView(row), payload: JSON.parse(row.payload) as unknown };
+  });
+
+  r.post('/webhooks/deliveries/:id/retry', {
+    config: account,
+    schema: {
+      tags,
+      summary: 'Post a delivery again now, with the same webhook-id',
+      params: DeliveryParams,
+      response: { 202: Delivery, ...errorResponses(400, 401, 404, 422, 429) },
+    },
+  }, async (request, reply) =>
+    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
+      statusCode: 202,
+      body: deliveryView(await replayDelivery(trx, ctx.clock, request.account.id, request.params.id)),
+    })),
+  );
+}

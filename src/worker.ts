@@ -1,0 +1,19 @@
+import type { AppContext } from './context.ts';
+import { Worker, type WorkerOptions } from './queue/worker.ts';
+import { DELIVER_KIND } from './webhooks/outbox.ts';
+import { webhookDeliveryHandler } from './webhooks/deliver.ts';
+
+/**
+ * Every module's job handlers, registered in one place: the worker side's route table.
+ * `concurrency` is per worker process.
+ */
+export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
+  // Webhook posts wait on other people's servers: many at once, capped per host in deliver.ts.
+  worker.register(DELIVER_KIND, webhookDeliveryHandler(ctx), { concurrency: 32 });
+}
+
+export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {
+  const worker = new Worker({ database: ctx.database, clock: ctx.clock, ...options });
+  registerJobHandlers(worker, ctx);
+  return worker;
+}

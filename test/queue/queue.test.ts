@@ -1,0 +1,237 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { afterEach, beforeEach, it } from 'node:test';
+import { sql } from 'kysely';
+import { ManualClock } from '../../src/clock.ts';
+import { enqueue, enqueueMany } from '../../src/queue/queue.ts';
+import { retryDelayMs } from '../../src/queue/backoff.ts';
+import { RetryJobAt, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
+import { claimJobs } from '../../src/queue/queries.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+
+const NODE = process.execPath;
+const WORKER_PROCESS = new URL('./worker-process.ts', import.meta.url).pathname;
+
+it('backs off exponentially with jitter within ±25 %, capped at an hour', () => {
+  assert.equal(retryDelayMs(1, 0.5), 1000);
+  assert.equal(retryDelayMs(2, 0.5), 2000);
+  assert.equal(retryDelayMs(5, 0.5), 16_000);
+  assert.equal(retryDelayMs(1, 0), 750);
+  assert.equal(retryDelayMs(1, 0.999999), 1250);
+  assert.equal(retryDelayMs(40, 0.5), 60 * 60_000);
+});
+
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  let clock: ManualClock;
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect);
+    clock = new ManualClock();
+  });
+  afterEach(() => database.close());
+
+  const jobs = () => database.db.selectFrom('jobs').selectAll().orderBy('id').execute();
+  const workerWith = (handlers: Record<string, JobHandler>, random = () => 0.5) => {
+    const worker = new Worker({ database, clock, random });
+    for (const [kind, handler] of Object.entries(handlers)) worker.register(kind, handler);
+    return worker;
+  };
+  const recorder = () => {
+    const seen: Job[] = [];
+    return { seen, handler: { handle: async (job: Job) => void seen.push(job) } };
+  };
+
+  it('enqueues inside the caller’s transaction: rolled back with it, committed with it', async () => {
+    await assert.rejects(
+      database.db.transaction().execute(async (trx) => {
+        await enqueue(trx, { kind: 'test', payload: { n: 1 }, runAt: clock.now() });
+        throw new Error('the request failed after queueing');
+      }),
+      /the request failed/,
+    );
+    assert.deepEqual(await jobs(), []);
+    await database.db.transaction().execute((trx) => enqueue(trx, { kind: 'test', payload: { n: 2 }, runAt: clock.now() }));
+    const { seen, handler } = recorder();
+    assert.equal(await workerWith({ test: handler }).drain(), 1);
+    assert.deepEqual(seen.map((job) => job.payload), [{ n: 2 }]);
+    assert.deepEqual(await jobs(), [], 'a completed job is removed');
+  });
+
+  it('does not run scheduled work before its time', async () => {
+    await enqueue(database.db, { kind: 'test', payload: 'later', runAt: clock.now() + 60_000 });
+    const { seen, handler } = recorder();
+    const worker = workerWith({ test: handler });
+    assert.equal(await worker.drain(), 0);
+    clock.advance(59_999);
+    assert.equal(await worker.drain(), 0);
+    clock.advance(1);
+    assert.equal(await worker.drain(), 1);
+    assert.deepEqual(seen.map((job) => job.payload), ['later']);
+  });
+
+  it('retries a failing job with exponential backoff, then keeps it as dead', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 3 });
+    const attempts: number[] = [];
+    const worker = workerWith({ test: { handle: async (job) => { attempts.push(job.attempt); throw new Error(`boom ${job.attempt}`); } } });
+
+    const start = clock.now();
+    await worker.drain();
+    let [job] = await jobs();
+    assert.equal(job.state, 'ready');
+    assert.equal(job.run_at, start + retryDelayMs(1, 0.5));
+    assert.equal(job.last_error, 'boom 1');
+
+    clock.set(job.run_at - 1);
+    assert.equal(await worker.drain(), 0, 'not before the backoff has passed');
+    clock.set(job.run_at);
+    await worker.drain();
+    [job] = await jobs();
+    assert.equal(job.run_at, clock.now() + retryDelayMs(2, 0.5));
+
+    clock.set(job.run_at);
+    await worker.drain();
+    [job] = await jobs();
+    assert.deepEqual(attempts, [1, 2, 3]);
+    assert.equal(job.state, 'dead');
+    assert.equal(job.last_error, 'boom 3');
+    assert.equal(job.finished_at, clock.now());
+    clock.advance(24 * 60 * 60_000);
+    assert.equal(await worker.drain(), 0, 'a dead job is never run again');
+  });
+
+  it('reschedules at the handler’s own time with RetryJobAt, past the attempt limit', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 1 });
+    const worker = workerWith({ test: { handle: async () => { throw new RetryJobAt(clock.now() + 5000, 'receiver busy'); } } });
+    await worker.drain();
+    await worker.drain();
+    const [job] = await jobs();
+    assert.equal(job.state, 'ready');
+    assert.equal(job.run_at, clock.now() + 5000);
+    assert.equal(job.last_error, 'receiver busy');
+  });
+
+  it('adds a job once per idempotency key, and hands the key to every run of it', async () => {
+    await enqueue(database.db, { kind: 'test', payload: 1, runAt: clock.now(), idempotencyKey: 'sms:42' });
+    await enqueue(database.db, { kind: 'test', payload: 2, runAt: clock.now(), idempotencyKey: 'sms:42' });
+    assert.equal((await jobs()).length, 1);
+    const keys: string[] = [];
+    const worker = workerWith({ test: { handle: async (job) => { keys.push(job.idempotencyKey); if (job.attempt === 1) throw new Error('lost'); } } });
+    await worker.drain();
+    clock.advance(60_000);
+    await worker.drain();
+    assert.deepEqual(keys, ['sms:42', 'sms:42']);
+  });
+
+  it('gives a job whose worker died to another worker once the lease lapses', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    const [claimed] = await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'dead-worker', now: clock.now(), leaseUntil: clock.now() + 30_000 });
+    assert.equal(claimed.state, 'running');
+    const { seen, handler } = recorder();
+    const worker = workerWith({ test: handler });
+    assert.equal(await worker.drain(), 0, 'leased to another worker');
+    clock.advance(30_000);
+    assert.equal(await worker.drain(), 1);
+    assert.equal(seen[0].attempt, 2);
+    assert.deepEqual(await jobs(), []);
+  });
+
+  it('keeps renewing the lease of a job that runs longer than its lease', async () => {
+    const realClock = { now: () => Date.now() };
+    await enqueue(database.db, { kind: 'slow', payload: null, runAt: realClock.now() });
+    const runs: string[] = [];
+    const slow = new Worker({ database, clock: realClock, leaseMs: 300, pollMs: 10 });
+    slow.register('slow', { handle: async () => { runs.push('slow'); await new Promise((resolve) => setTimeout(resolve, 1_200)); } });
+    const other = new Worker({ database, clock: realClock, leaseMs: 300 });
+    other.register('slow', { handle: async () => void runs.push('other') });
+    slow.start();
+    while (runs.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const until = Date.now() + 1_000;
+    while (Date.now() < until) {
+      await other.drain();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await slow.stop();
+    assert.deepEqual(runs, ['slow']);
+    assert.deepEqual(await jobs(), []);
+  });
+
+  it('runs each kind with its own concurrency', async () => {
+    await enqueueMany(database.db, Array.from({ length: 12 }, (_, n) => ({ kind: n % 2 ? 'wide' : 'narrow', payload: n, runAt: clock.now() })));
+    const peak = { wide: 0, narrow: 0 };
+    const now = { wide: 0, narrow: 0 };
+    const gauge = (kind: 'wide' | 'narrow'): JobHandler => ({
+      handle: async () => {
+        peak[kind] = Math.max(peak[kind], ++now[kind]);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        now[kind]--;
+      },
+    });
+    const worker = new Worker({ database, clock, pollMs: 5 });
+    worker.register('wide', gauge('wide'), { concurrency: 6 });
+    worker.register('narrow', gauge('narrow'), { concurrency: 2 });
+    worker.start();
+    while ((await jobs()).length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await worker.stop();
+    assert.deepEqual(peak, { wide: 6, narrow: 2 });
+  });
+
+  it('drains 10,000 jobs with two worker processes: none run twice, none left', { timeout: 120_000 }, async () => {
+    await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
+    await enqueueMany(database.db, Array.from({ length: 10_000 }, (_, n) => ({ kind: 'test.record', payload: n, runAt: Date.now() })));
+    const workers = await Promise.all(['a', 'b'].map((label) => startWorkerProcess(database.url, { WORKER_LABEL: label })));
+    try {
+      while (Number((await sql<{ n: number }>`select count(*) as n from jobs`.execute(database.db)).rows[0].n) > 0) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await Promise.all(workers.map(stopWorkerProcess));
+    }
+    const { rows } = await sql<{ runs: number; distinct_jobs: number; workers: number }>`
+      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers from test_runs`.execute(database.db);
+    assert.deepEqual(rows.map((r) => ({ runs: Number(r.runs), distinct: Number(r.distinct_jobs), workers: Number(r.workers) })), [{ runs: 10_000, distinct: 10_000, workers: 2 }]);
+  });
+
+  it('completes, in another worker, the job of a worker process killed with SIGKILL mid-item', { timeout: 60_000 }, async () => {
+    await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
+    await enqueue(database.db, { kind: 'test.hang', payload: null, runAt: Date.now() });
+    const doomed = await startWorkerProcess(database.url, { WORKER_LABEL: 'doomed', LEASE_MS: '1000' });
+    try {
+      while (Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n) === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      doomed.kill('SIGKILL');
+      await once(doomed, 'exit');
+    }
+    const [leased] = await jobs();
+    assert.equal(leased.state, 'running');
+
+    const completed: Job[] = [];
+    const survivor = new Worker({ database, clock: { now: () => Date.now() }, leaseMs: 1000 });
+    survivor.register('test.hang', { handle: async (job) => void completed.push(job) });
+    const deadline = Date.now() + 10_000;
+    while (completed.length === 0 && Date.now() < deadline) {
+      await survivor.drain();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(completed.length, 1);
+    assert.equal(completed[0].id, leased.id);
+    assert.equal(completed[0].attempt, 2);
+    assert.deepEqual(await jobs(), []);
+  });
+});
+
+async function startWorkerProcess(url: string, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(NODE, [WORKER_PROCESS], { env: { ...process.env, DATABASE_URL: url, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  while (!output.includes('started')) await once(child.stdout!, 'data');
+  return child;
+}
+
+async function stopWorkerProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await once(child, 'exit');
+}

@@ -1,0 +1,26 @@
+/**
+ * A worker process for the queue tests: a real Worker on the database in DATABASE_URL,
+ * with two test kinds. `test.record` writes one row to test_runs per run (so a job run
+ * twice shows up twice); `test.hang` writes its row, then never finishes, to be killed.
+ * Prints "started" once it is claiming; SIGTERM stops it gracefully.
+ */
+import { sql } from 'kysely';
+import { systemClock } from '../../src/clock.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { Worker } from '../../src/queue/worker.ts';
+
+const database = openDatabase(process.env.DATABASE_URL!, { poolSize: 4 });
+const label = process.env.WORKER_LABEL ?? String(process.pid);
+const record = (jobId: number) => sql`insert into test_runs (job_id, worker) values (${jobId}, ${label})`.execute(database.db);
+
+const worker = new Worker({ database, clock: systemClock, leaseMs: Number(process.env.LEASE_MS ?? 30_000), pollMs: 20 });
+worker.register('test.record', { handle: async (job) => void (await record(job.id)) }, { concurrency: 50 });
+worker.register('test.hang', { handle: async (job) => { await record(job.id); await new Promise(() => {}); } }, { concurrency: 1 });
+
+process.once('SIGTERM', async () => {
+  await worker.stop();
+  await database.close();
+  process.exit(0);
+});
+worker.start();
+console.log('started');

@@ -1,0 +1,249 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { ManualClock } from '../../src/clock.ts';
+import type { JobHandler } from '../../src/queue/worker.ts';
+import { webhookDeliveryHandler, type DeliveryOptions } from '../../src/webhooks/deliver.ts';
+import { systemResolver } from '../../src/webhooks/destination.ts';
+import { emitWebhook } from '../../src/webhooks/outbox.ts';
+import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
+import { ensureSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '../../src/webhooks/secrets.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
+import { runDeliveryJob, startReceiver, type Receiver } from './support.ts';
+
+forEachDatabase((dialect) => {
+  let t: TestApp;
+  let account: TestAccount;
+  let receiver: Receiver;
+  beforeEach(async () => {
+    // Standard Webhooks verifiers check webhook-timestamp against the real time (±5 min),
+    // so the manual clock starts at the real time; tests move it on from there.
+    t = await startTestApp(dialect, { clock: new ManualClock(Date.now()) });
+    account = await t.createAccount();
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await t.close();
+  });
+
+  const handlerFor = (options: DeliveryOptions & { allowPrivate?: boolean } = {}): JobHandler =>
+    webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config: { webhookAllowPrivate: options.allowPrivate ?? true } }, options);
+
+  const emit = (url = receiver.url, data: unknown = { queueId: 'q-1', status: 'Delivered' }) =>
+    t.ctx.db.transaction().execute((trx) => emitWebhook(trx, t.clock, { accountId: account.row.id, url, type: 'sms.status', data }));
+
+  const delivery = (id: string) => t.ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+  const attempt = (handler: JobHandler, id: string) => runDeliveryJob(handler, t.ctx.db, id);
+
+  it('posts {type, timestamp, data} signed per Standard Webhooks, verified by the standardwebhooks package', async () => {
+    const id = await emit();
+    assert.equal(await attempt(handlerFor(), id), 'done');
+
+    assert.equal(receiver.received.length, 1);
+    const [post] = receiver.received;
+    assert.equal(post.headers['webhook-id'], id);
+    assert.equal(post.headers['webhook-timestamp'], String(Math.floor(t.clock.now() / 1000)));
+    assert.match(post.headers['webhook-signature'] as string, /^v1,[A-Za-z0-9+/]+=*$/);
+    assert.equal(post.headers['content-type'], 'application/json');
+    assert.equal(post.headers['user-agent'], 'Herald');
+
+    const { secret } = await ensureSecret(t.ctx.db, t.clock, account.row.id);
+    assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>);
+    assert.deepEqual(payload, { type: 'sms.status', timestamp: new Date(t.clock.now()).toISOString(), data: { queueId: 'q-1', status: 'Delivered' } });
+
+    const row = await delivery(id);
+    assert.equal(row.status, 'delivered');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.last_status_code, 200);
+    assert.equal(row.delivered_at, t.clock.now());
+    assert.equal(row.next_attempt_at, null);
+  });
+
+  it('retries a 500 after 5 s and delivers exactly once, with the same webhook-id and body', async () => {
+    const handler = handlerFor();
+    const id = await emit();
+    receiver.reply({ status: 500 });
+    const firstAt = t.clock.now();
+    assert.equal(await attempt(handler, id), 'retry');
+    let row = await delivery(id);
+    assert.equal(row.status, 'pending');
+    assert.equal(row.attempts, 1);
+    assert.equal(row.last_status_code, 500);
+    assert.equal(row.last_error, 'the receiver answered 500');
+    assert.equal(row.next_attempt_at, firstAt + 5_000);
+
+    t.clock.advance(5_000);
+    assert.equal(await attempt(handler, id), 'done');
+    // The job run again (a lease lapsing after the post) must not post a delivered event twice.
+    assert.equal(await attempt(handler, id), 'done');
+
+    assert.equal(receiver.received.length, 2);
+    assert.equal(receiver.received[0].headers['webhook-id'], receiver.received[1].headers['webhook-id']);
+    assert.equal(receiver.received[0].body, receiver.received[1].body);
+    row = await delivery(id);
+    assert.equal(row.status, 'delivered');
+    assert.equal(row.attempts, 2);
+    assert.equal(row.last_status_code, 200);
+    assert.equal(row.last_error, null);
+  });
+
+  it('waits as long as Retry-After asks when that is later than the schedule, in seconds or as an HTTP date', async () => {
+    const handler = handlerFor();
+    const id = await emit();
+
+    receiver.reply({ status: 429, headers: { 'retry-after': '120' } });
+    assert.equal(await attempt(handler, id), 'retry');
+    assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + 120_000);
+
+    t.clock.advance(120_000);
+    const inTwoHours = new Date(Math.ceil(t.clock.now() / 1000) * 1000 + 2 * 3_600_000);
+    receiver.reply({ status: 503, headers: { 'retry-after': inTwoHours.toUTCString() } });
+    assert.equal(await attempt(handler, id), 'retry');
+    assert.equal((await delivery(id)).next_attempt_at, inTwoHours.getTime());
+
+    // A Retry-After sooner than the schedule does not hurry it: the third wait is 30 min.
+    t.clock.set(inTwoHours.getTime());
+    receiver.reply({ status: 503, headers: { 'retry-after': '1' } });
+    assert.equal(await attempt(handler, id), 'retry');
+    assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + 30 * 60_000);
+  });
+
+  it('follows the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h, then gives up after ten attempts', async () => {
+    const handler = handlerFor();
+    const id = await emit();
+    for (const delay of RETRY_DELAYS_MS) {
+      receiver.reply({ status: 502 });
+      assert.equal(await attempt(handler, id), 'retry');
+      assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + delay);
+      t.clock.advance(delay);
+    }
+    receiver.reply({ status: 502 });
+    assert.equal(await attempt(handler, id), 'done');
+    const row = await delivery(id);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.attempts, 10);
+    assert.equal(row.next_attempt_at, null);
+    assert.equal(row.last_error, 'the receiver answered 502; gave up after 10 attempts');
+    assert.equal(receiver.received.length, 10);
+  });
+
+  it('stops an event that gets 410 Gone, and only that event', async () => {
+    const handler = handlerFor();
+    const gone = await emit();
+    const other = await emit();
+    receiver.reply({ status: 410 });
+    assert.equal(await attempt(handler, gone), 'done');
+    assert.equal(await attempt(handler, other), 'done');
+    const row = await delivery(gone);
+    assert.equal(row.status, 'failed');
+    assert.equal(row.last_status_code, 410);
+    assert.match(row.last_error!, /410 Gone/);
+    assert.equal((await delivery(other)).status, 'delivered');
+  });
+
+  it('does not follow a redirect: a 3xx is a failed attempt, retried on the schedule', async () => {
+    const id = await emit();
+    receiver.reply({ status: 307, headers: { location: `http://127.0.0.1:${receiver.port}/elsewhere` } });
+    assert.equal(await attempt(handlerFor(), id), 'retry');
+    assert.equal(receiver.received.length, 1);
+    const row = await delivery(id);
+    assert.equal(row.last_status_code, 307);
+    assert.match(row.last_error!, /redirects are not followed/);
+  });
+
+  it('times out a receiver that never answers and retries it', { timeout: 10_000 }, async () => {
+    const handler = handlerFor({ timeoutMs: 1_000 });
+    const id = await emit();
+    receiver.reply('hang');
+    const started = performance.now();
+    assert.equal(await attempt(handler, id), 'retry');
+    const waited = performance.now() - started;
+    assert.ok(waited >= 950 && waited < 3_000, `waited ${waited} ms`);
+    const row = await delivery(id);
+    assert.equal(row.status, 'pending');
+    assert.equal(row.last_status_code, null);
+    assert.equal(row.last_error, 'timed out: no complete answer within 1 s');
+    assert.equal(row.next_attempt_at, t.clock.now() + 5_000);
+
+    t.clock.advance(5_000);
+    assert.equal(await attempt(handler, id), 'done');
+    assert.equal((await delivery(id)).status, 'delivered');
+  });
+
+  const refusedUrls = (port: number) => [
+    `http://127.0.0.1:${port}/hooks`,
+    `http://localhost:${port}/hooks`,
+    'http://10.0.0.1/hooks',
+    'http://169.254.169.254/latest/meta-data/',
+    `http://[::1]:${port}/hooks`,
+    'https://internal.example.com/hooks',
+  ];
+  it('refuses URLs that resolve to loopback, private, link-local or metadata addresses, once, without posting', async () => {
+    const handler = handlerFor({
+      allowPrivate: false,
+      // internal.example.com stands for a public name whose DNS points inside the network.
+      resolve: async (host) => (host === 'internal.example.com' ? [{ address: '10.0.0.1', family: 4 }] : systemResolver(host)),
+    });
+    for (const url of refusedUrls(receiver.port)) {
+      const id = await emit(url);
+      assert.equal(await attempt(handler, id), 'done', url);
+      const row = await delivery(id);
+      assert.equal(row.status, 'failed', url);
+      assert.equal(row.attempts, 1, url);
+      assert.equal(row.next_attempt_at, null, url);
+      assert.match(row.last_error!, /^refused: .* is a (loopback|private|link-local) address/, url);
+    }
+    assert.equal(receiver.received.length, 0);
+  });
+
+  it('connects to the address it checked, not to a second DNS answer', async () => {
+    // No DNS knows hooks.herald.test; the post can only arrive if the vetted address is used.
+    const handler = handlerFor({ resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+    const id = await emit(`http://hooks.herald.test:${receiver.port}/hooks`);
+    assert.equal(await attempt(handler, id), 'done');
+    assert.equal(receiver.received[0].headers.host, `hooks.herald.test:${receiver.port}`);
+  });
+
+  it('posts at most four at a time to one host; a fifth waits without using an attempt', { timeout: 10_000 }, async () => {
+    const handler = handlerFor({ timeoutMs: 1_000 });
+    const ids = await Promise.all([1, 2, 3, 4, 5].map(() => emit()));
+    receiver.reply('hang', 'hang', 'hang', 'hang');
+    const hanging = ids.slice(0, 4).map((id) => attempt(handler, id));
+    while (receiver.received.length < 4) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(await attempt(handler, ids[4]), 'retry');
+    const waiting = await delivery(ids[4]);
+    assert.equal(waiting.attempts, 0);
+    assert.equal(waiting.last_error, null);
+    assert.deepEqual(await Promise.all(hanging), ['retry', 'retry', 'retry', 'retry']);
+    assert.equal(await attempt(handler, ids[4]), 'done');
+    assert.equal(receiver.received.length, 5);
+  });
+
+  it('signs with both secrets during a rotation, each signature verifying alone, and with one after it', async () => {
+    const handler = handlerFor();
+    const before = await ensureSecret(t.ctx.db, t.clock, account.row.id);
+    const after = await rotateSecret(t.ctx.db, t.clock, account.row.id);
+    assert.notEqual(after.secret, before.secret);
+
+    const id = await emit();
+    assert.equal(await attempt(handler, id), 'done');
+    const post = receiver.received[0];
+    const signatures = (post.headers['webhook-signature'] as string).split(' ');
+    assert.equal(signatures.length, 2);
+    for (const [secret, signature] of [[after.secret, signatures[0]], [before.secret, signatures[1]]]) {
+      const headers = { ...(post.headers as Record<string, string>), 'webhook-signature': signature };
+      assert.ok(new Webhook(secret).verify(post.body, headers));
+      assert.throws(() => new Webhook(secret === after.secret ? before.secret : after.secret).verify(post.body, headers));
+    }
+
+    // Past the overlap only the new secret signs.
+    t.clock.advance(PREVIOUS_SECRET_TTL_MS);
+    const late = await emit();
+    assert.equal(await attempt(handler, late), 'done');
+    assert.equal((receiver.received[1].headers['webhook-signature'] as string).split(' ').length, 1);
+  });
+});

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { blockedCategory, RefusedDestination, vetDestination, type Resolver } from '../../src/webhooks/destination.ts';
+
+const resolveTo = (...addresses: string[]): Resolver => async () =>
+  addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+
+describe('the server-side request forgery guard', () => {
+  const refused: Array<[string, string]> = [
+    ['127.0.0.1', 'loopback'],
+    ['127.255.0.9', 'loopback'],
+    ['::1', 'loopback'],
+    ['0.0.0.0', '"this network"'],
+    ['::', '"this network"'],
+    ['10.0.0.1', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.254', 'private'],
+    ['192.168.1.1', 'private'],
+    ['100.64.0.1', 'carrier-grade NAT'],
+    ['169.254.169.254', 'link-local'],
+    ['fe80::1', 'link-local'],
+    ['fd12:3456::1', 'unique-local'],
+    ['224.0.0.1', 'multicast'],
+    ['ff02::1', 'multicast'],
+    ['255.255.255.255', 'reserved'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:a9fe:a9fe', 'link-local'],
+    ['::ffff:10.0.0.1', 'private'],
+  ];
+  for (const [address, category] of refused) {
+    it(`refuses ${address} as ${category}`, () => assert.equal(blockedCategory(address), category));
+  }
+
+  for (const address of ['93.184.215.14', '172.32.0.1', '100.128.0.1', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+    it(`lets the public address ${address} through`, () => assert.equal(blockedCategory(address), undefined));
+  }
+
+  it('refuses a host name when any one of its addresses is not public', async () => {
+    await assert.rejects(
+      vetDestination('https://hooks.example.com/in', { allowPrivate: false, resolve: resolveTo('93.184.215.14', '10.0.0.1') }),
+      (error: Error) => error instanceof RefusedDestination && /hooks\.example\.com resolves to 10\.0\.0\.1, which is a private address/.test(error.message),
+    );
+  });
+
+  it('refuses literal addresses, bracketed IPv6 included, without asking DNS', async () => {
+    const resolve: Resolver = async () => assert.fail('a literal address must not be resolved');
+    for (const url of ['http://127.0.0.1:8080/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/']) {
+      await assert.rejects(vetDestination(url, { allowPrivate: false, resolve }), RefusedDestination, url);
+    }
+  });
+
+  it('refuses URLs that are not http or https', async () => {
+    for (const url of ['ftp://example.com/', 'file:///etc/passwd', 'not a url']) {
+      await assert.rejects(vetDestination(url, { allowPrivate: false, resolve: resolveTo('93.184.215.14') }), RefusedDestination, url);
+    }
+  });
+
+  it('returns every vetted address, and allows private ones when told to', async () => {
+    const publicOnes = await vetDestination('https://hooks.example.com/', { allowPrivate: false, resolve: resolveTo('93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c') });
+    assert.deepEqual(publicOnes.addresses.map((a) => a.address), ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']);
+    const privateOnes = await vetDestination('http://localhost:9/', { allowPrivate: true, resolve: resolveTo('127.0.0.1') });
+    assert.deepEqual(privateOnes.addresses, [{ address: '127.0.0.1', family: 4 }]);
+  });
+});

@@ -1,0 +1,66 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../../src/db/schema.ts';
+import { RetryJobAt, type Job, type JobHandler, type JobRun } from '../../src/queue/worker.ts';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** How the receiver answers one post: a status with headers, or never ('hang'). */
+export type Reply = { status: number; headers?: Record<string, string> } | 'hang';
+
+export interface Receiver {
+  /** http://127.0.0.1:<port>/hooks */
+  url: string;
+  port: number;
+  received: Received[];
+  /** Replies for the next posts, in order; once they run out, each post gets 200. */
+  reply(...replies: Reply[]): void;
+  close(): Promise<void>;
+}
+
+/** A real HTTP server on 127.0.0.1 that records every post it gets. */
+export async function startReceiver(): Promise<Receiver> {
+  const received: Received[] = [];
+  const replies: Reply[] = [];
+  const server = createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk: string) => (body += chunk));
+    request.on('end', () => {
+      received.push({ headers: request.headers, body });
+      const reply = replies.shift() ?? { status: 200 };
+      if (reply !== 'hang') response.writeHead(reply.status, reply.headers).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    port,
+    received,
+    reply: (...more) => replies.push(...more),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * Runs one `webhook.deliver` job for the delivery (its current generation unless told):
+ * 'done' when the handler completed the job, 'retry' when it asked the queue for another run.
+ */
+export async function runDeliveryJob(handler: JobHandler, db: Kysely<Schema>, deliveryId: string, generation?: number): Promise<'done' | 'retry'> {
+  const row = await db.selectFrom('webhook_deliveries').select('generation').where('id', '=', deliveryId).executeTakeFirstOrThrow();
+  try {
+    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, {} as JobRun);
+    return 'done';
+  } catch (error) {
+    if (error instanceof RetryJobAt) return 'retry';
+    throw error;
+  }
+}
