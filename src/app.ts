@@ -11,6 +11,7 @@ import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
+import { queueRoutes } from './queue/routes.ts';
 
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
 export async function buildApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): Promise<FastifyInstance> {
@@ -49,6 +50,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: FastifyServe
   authRoutes(app, ctx);
   accountRoutes(app, ctx);
   webhookRoutes(app, ctx);
+  queueRoutes(app, ctx);
 
   return app;
 }

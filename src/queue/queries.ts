@@ -77,3 +77,21 @@ export async function rescueExpiredLeases(db: Kysely<Schema>, now: number): Prom
            last_error = 'the lease expired: the worker stopped or took too long'
      where state = 'running' and lease_expires_at <= ${now}`.execute(db);
 }
+
+/** Jobs in a state, newest first: what an operator inspects, dead ones above all. */
+export async function listJobs(db: Kysely<Schema>, filter: { state: JobRow['state']; kind?: string; limit: number }): Promise<JobRow[]> {
+  let query = db.selectFrom('jobs').selectAll().where('state', '=', filter.state);
+  if (filter.kind !== undefined) query = query.where('kind', '=', filter.kind);
+  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+}
+
+/** A dead job runs again now, with its attempts counted afresh; undefined if it is not dead. */
+export async function reviveJob(db: Kysely<Schema>, id: number, now: number): Promise<JobRow | undefined> {
+  return db
+    .updateTable('jobs')
+    .set({ state: 'ready', attempts: 0, run_at: now, finished_at: null })
+    .where('id', '=', id)
+    .where('state', '=', 'dead')
+    .returningAll()
+    .executeTakeFirst();
+}

@@ -1,0 +1,75 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { notFound } from '../errors.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { listJobs, reviveJob, type JobRow } from './queries.ts';
+
+const JobBody = Type.Object({
+  id: Type.Integer(),
+  kind: Type.String(),
+  accountId: Type.Union([Type.String(), Type.Null()]),
+  state: Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')]),
+  attempts: Type.Integer(),
+  maxAttempts: Type.Integer(),
+  runAt: Type.String({ format: 'date-time' }),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+
+function jobView(row: JobRow) {
+  return {
+    id: row.id,
+    kind: row.kind,
+    accountId: row.account_id,
+    state: row.state,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    runAt: new Date(row.run_at).toISOString(),
+    lastError: row.last_error,
+    createdAt: new Date(row.created_at).toISOString(),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+  };
+}
+
+const admin = { auth: 'admin' as const };
+
+/** The operator's view of the queue (ADMIN_TOKEN): dead jobs kept for inspection, and their revival. */
+export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
+  if (!ctx.config.adminToken) return;
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['admin'];
+
+  r.get('/admin/jobs', {
+    config: admin,
+    schema: {
+      tags,
+      summary: 'Jobs in one state (dead by default), newest first',
+      querystring: Type.Object({
+        state: Type.Optional(Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')])),
+        kind: Type.Optional(Type.String({ maxLength: 100 })),
+        limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000; 100 by default.' })),
+      }),
+      response: { 200: Type.Object({ jobs: Type.Array(JobBody) }), ...errorResponses(400, 401) },
+    },
+  }, async (request) => {
+    const { state = 'dead', kind, limit = '100' } = request.query;
+    return { jobs: (await listJobs(ctx.db, { state, kind, limit: Number(limit) })).map(jobView) };
+  });
+
+  r.post('/admin/jobs/:id/retry', {
+    config: admin,
+    schema: {
+      tags,
+      summary: 'Run a dead job again now, with a fresh count of attempts',
+      params: Type.Object({ id: Type.String({ pattern: '^[0-9]{1,15}$' }) }),
+      response: { 200: JobBody, ...errorResponses(400, 401, 404) },
+    },
+  }, async (request) => {
+    const row = await reviveJob(ctx.db, Number(request.params.id), ctx.clock.now());
+    if (!row) throw notFound('A dead job with this id');
+    return jobView(row);
+  });
+}

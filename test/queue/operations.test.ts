@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { enqueue, enqueueMany } from '../../src/queue/queue.ts';
+import { Worker } from '../../src/queue/worker.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
+
+forEachDatabase((dialect) => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await startTestApp(dialect);
+  });
+  afterEach(() => t.close());
+
+  it('reports queue depth by kind and state, and the age of the oldest due job, in /metrics', async () => {
+    const now = t.clock.now();
+    await enqueueMany(t.ctx.db, [
+      { kind: 'sms.send', payload: 1, runAt: now - 90_000 },
+      { kind: 'sms.send', payload: 2, runAt: now - 1_000 },
+      { kind: 'sms.send', payload: 3, runAt: now + 60_000 },
+      { kind: 'email.send', payload: 4, runAt: now - 5_000 },
+    ]);
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(metrics, /^herald_queue_jobs\{kind="sms\.send",state="ready"\} 3$/m);
+    assert.match(metrics, /^herald_queue_jobs\{kind="email\.send",state="ready"\} 1$/m);
+    assert.match(metrics, /^herald_queue_oldest_ready_age_seconds\{kind="sms\.send"\} 90$/m);
+    assert.match(metrics, /^herald_queue_oldest_ready_age_seconds\{kind="email\.send"\} 5$/m);
+  });
+
+  it('lets the operator list dead jobs with their last error, and run one again', async () => {
+    await enqueue(t.ctx.db, { kind: 'sms.send', payload: { to: '919900000001' }, runAt: t.clock.now(), maxAttempts: 1 });
+    let failing = true;
+    const worker = new Worker({ database: t.ctx.database, clock: t.clock });
+    worker.register('sms.send', { handle: async () => { if (failing) throw new Error('the SMSC refused the bind'); } });
+    await worker.drain();
+
+    const admin = (method: 'GET' | 'POST', url: string) => t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN) });
+    const dead = await admin('GET', '/admin/jobs');
+    assert.equal(dead.statusCode, 200);
+    const [job] = dead.json().jobs;
+    assert.deepEqual(
+      { kind: job.kind, state: job.state, attempts: job.attempts, lastError: job.lastError },
+      { kind: 'sms.send', state: 'dead', attempts: 1, lastError: 'the SMSC refused the bind' },
+    );
+    assert.deepEqual((await admin('GET', '/admin/jobs?state=ready')).json().jobs, []);
+    assert.equal((await t.app.inject({ method: 'GET', url: '/admin/jobs' })).statusCode, 401);
+
+    const revived = await admin('POST', `/admin/jobs/${job.id}/retry`);
+    assert.equal(revived.statusCode, 200);
+    assert.equal(revived.json().state, 'ready');
+    assert.equal((await admin('POST', `/admin/jobs/${job.id}/retry`)).statusCode, 404, 'only a dead job can be revived');
+    failing = false;
+    assert.equal(await worker.drain(), 1);
+    assert.deepEqual((await admin('GET', '/admin/jobs')).json().jobs, []);
+  });
+});
