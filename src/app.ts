@@ -10,6 +10,7 @@ import { registerAuthentication } from './auth/bearer.ts';
 import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { crmRoutes } from './crm/routes.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
 
@@ -51,6 +52,7 @@ export async function buildApp(ctx: AppContext, options: { logger?: FastifyServe
   accountRoutes(app, ctx);
   webhookRoutes(app, ctx);
   queueRoutes(app, ctx);
+  crmRoutes(app, ctx);
 
   return app;
 }

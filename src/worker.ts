@@ -2,6 +2,8 @@ import type { AppContext } from './context.ts';
 import { Worker, type WorkerOptions } from './queue/worker.ts';
 import { DELIVER_KIND } from './webhooks/outbox.ts';
 import { webhookDeliveryHandler } from './webhooks/deliver.ts';
+import { CONTACT_BATCH_KIND } from './crm/batches.ts';
+import { contactBatchHandler } from './crm/apply.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -10,6 +12,8 @@ import { webhookDeliveryHandler } from './webhooks/deliver.ts';
 export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Webhook posts wait on other people's servers: many at once, capped per host in deliver.ts.
   worker.register(DELIVER_KIND, webhookDeliveryHandler(ctx), { concurrency: 32 });
+  // One at a time: a process applies batches in the order accepted (a retried one falls behind).
+  worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

@@ -8,6 +8,7 @@ import { isHostname } from '../config.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
+import { createDefaultList } from '../crm/setup.ts';
 
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
@@ -96,14 +97,16 @@ export async function createAccount(db: Db, clock: Clock, input: NewAccount): Pr
   checkTimeZoneOffset(timeZoneOffset);
   const locale = checkLocale(input.locale ?? 'en');
   const now = clock.now();
-  try {
-    return await db
+  const passwordHash = await hashPassword(input.password);
+  // The account and its `All contacts` list commit together: every account has one.
+  const insert = async (trx: Db) => {
+    const row = await trx
       .insertInto('accounts')
       .values({
         id: randomUUID(),
         user_name: userName,
         user_name_key: userName.toLowerCase(),
-        password_hash: await hashPassword(input.password),
+        password_hash: passwordHash,
         private_token: randomUUID(),
         time_zone_offset: timeZoneOffset,
         locale,
@@ -113,6 +116,11 @@ export async function createAccount(db: Db, clock: Clock, input: NewAccount): Pr
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await createDefaultList(trx, clock, row.id);
+    return row;
+  };
+  try {
+    return await (db.isTransaction ? insert(db) : db.transaction().execute(insert));
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`An account with the user name ${userName} already exists.`);
     throw error;

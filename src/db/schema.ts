@@ -104,6 +104,73 @@ export interface WebhookDeliveriesTable {
   delivered_at: number | null;
 }
 
+export interface ContactListsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** name lower-cased: list names are unique per account case-insensitively. */
+  name_key: string;
+  /** The account's `All contacts`: every contact of the account, with no list_members rows. */
+  is_default: Generated<boolean | number>;
+  created_at: number;
+}
+
+export interface ContactPropertiesTable {
+  id: string;
+  account_id: string;
+  name: string;
+  name_key: string;
+  created_at: number;
+}
+
+export interface ContactsTable {
+  /** The contactId: one numeric space across accounts. */
+  id: number;
+  account_id: string;
+  /** Lower-cased. */
+  email: string | null;
+  /** E.164 digits: country code then national number. */
+  mobile: string | null;
+  mobile_country_code: string | null;
+  mobile_opt_in: boolean | number;
+  email_opt_in: boolean | number;
+  /** JSON object {propertyid: value}. */
+  properties: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** SQLite only: the last contact id handed out (PostgreSQL has the sequence contact_ids). */
+export interface ContactIdsTable {
+  one: number;
+  last_value: number;
+}
+
+export interface ListMembersTable {
+  list_id: string;
+  contact_id: number;
+  added_at: number;
+}
+
+export type ContactBatchStatus = 'Queued' | 'Processing' | 'Completed' | 'Failed';
+
+export interface ContactBatchesTable {
+  id: string;
+  account_id: string;
+  list_id: string;
+  webhook_url: string | null;
+  status: ContactBatchStatus;
+  contact_count: number;
+  /** JSON arrays of contact ids, set when the batch is applied. */
+  inserted_ids: string | null;
+  updated_ids: string | null;
+  skipped_ids: string | null;
+  error: string | null;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -113,4 +180,10 @@ export interface Schema {
   jobs: JobsTable;
   webhook_secrets: WebhookSecretsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  contact_lists: ContactListsTable;
+  contact_properties: ContactPropertiesTable;
+  contacts: ContactsTable;
+  contact_ids: ContactIdsTable;
+  list_members: ListMembersTable;
+  contact_batches: ContactBatchesTable;
 }

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as foundation from './0001_foundation.ts';
 import * as queue from './0002_queue.ts';
 import * as webhooks from './0003_webhooks.ts';
+import * as crm from './0004_crm.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_queue': queue,
   '0003_webhooks': webhooks,
+  '0004_crm': crm,
 };

@@ -1,0 +1,284 @@
+/**
+ * Contacts upserted per second through the HTTP API, from the first POST /contacts/batch to
+ * the last batch applied by the queue, beside the same rows written by a plain SQL bulk
+ * upsert in the same run, and the ratio (CRM issue, "Done when").
+ *
+ *   npm run bench:contacts                                                  # SQLite
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_contacts npm run bench:contacts
+ *   BENCH_CONTACTS=100000 npm run bench:contacts                            # a shorter run
+ *
+ * On PostgreSQL the database named in DATABASE_URL is created (dropped first if it exists),
+ * with a second one beside it for the plain upsert; both are dropped at the end.
+ *
+ * The load: BENCH_CONTACTS / 1000 requests of 1000 contacts, each with an email, a mobile,
+ * opt-ins and 3 properties (two by id, one by name). The first request is all new contacts;
+ * every later one is half new, half updates of contacts sent earlier (a property changes, so
+ * each is a real update, not a skip). Herald runs as it is deployed on each database: on
+ * SQLite one `herald serve` (API and worker in one process); on PostgreSQL BENCH_ROLES
+ * (default `api,worker`: one API process and one worker process; `all` for a single one).
+ * The peak RSS printed is the largest of them, read from /proc. The plain upsert writes the
+ * same rows, 1000 a transaction, with one multi-row INSERT … ON CONFLICT (id) DO UPDATE
+ * (all go to `All contacts`, which has no membership rows), through the bare driver into
+ * the same schema: the floor of what storing these rows costs, without HTTP, validation,
+ * matching, the queue or bookkeeping.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
+import { createProperty } from '../src/crm/setup.ts';
+import { systemClock } from '../src/clock.ts';
+
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
+const PER_REQUEST = 1000;
+const REQUESTS = Math.ceil(CONTACTS / PER_REQUEST);
+/** Requests in flight at once, as a sync client with a small pool would send them. */
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 4);
+const PORT = 18_590;
+const requestedUrl = process.env.DATABASE_URL || undefined;
+const postgres = requestedUrl?.startsWith('postgres') ?? false;
+
+interface BenchContact {
+  n: number;
+  email: string;
+  mobile: string;
+  mobileOptIn: boolean;
+  emailOptIn: boolean;
+  /** How many times it was sent: the property `visits`, so each update changes something. */
+  visits: number;
+}
+
+// A deterministic PRNG (mulberry32), so every run sends the same load.
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** The requests' contacts, in order: request i is indices [i*1000, i*1000+1000) of this. */
+function plan(): BenchContact[][] {
+  const next = random(42);
+  const made: BenchContact[] = [];
+  const make = (): BenchContact => {
+    const n = made.length;
+    // Indian mobiles 9xxxxxxxxx are all valid, and every n gets its own.
+    const contact = { n, email: `contact${n}@bench.example.com`, mobile: String(9_000_000_000 + n), mobileOptIn: true, emailOptIn: n % 3 !== 0, visits: 0 };
+    made.push(contact);
+    return contact;
+  };
+  const requests: BenchContact[][] = [];
+  for (let i = 0; i < REQUESTS; i++) {
+    const fresh = i === 0 ? PER_REQUEST : PER_REQUEST / 2;
+    const batch = Array.from({ length: fresh }, make);
+    const earlier = made.length - fresh;
+    const chosen = new Set<number>();
+    while (batch.length < PER_REQUEST) {
+      const n = Math.floor(next() * earlier);
+      if (chosen.has(n)) continue;
+      chosen.add(n);
+      batch.push(made[n]);
+    }
+    requests.push(batch);
+  }
+  return requests;
+}
+
+function body(contacts: BenchContact[], propertyIds: string[]): string {
+  return JSON.stringify({
+    createUpdateContacts: contacts.map((c) => ({
+      email: c.email,
+      mobileCountryCode: '91',
+      mobileNumber: c.mobile,
+      mobileOptIn: c.mobileOptIn,
+      emailOptIn: c.emailOptIn,
+      propertyfields: [
+        { propertyid: propertyIds[0], propertyvalue: `First${c.n}` },
+        { propertyid: propertyIds[1], propertyvalue: `City${c.n % 97}` },
+        { propertyname: 'visits', propertyvalue: String(++c.visits) },
+      ],
+    })),
+  });
+}
+
+async function withPostgres(url: string, body: () => Promise<void>): Promise<void> {
+  const target = new URL(url);
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  const name = target.pathname.slice(1);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create (lower case, digits, _), got "${name}"`);
+  const drop = async () => {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.query(`drop database if exists ${name}_plain with (force)`);
+  };
+  await drop();
+  await admin.query(`create database ${name}`);
+  await admin.query(`create database ${name}_plain`);
+  try {
+    await body();
+  } finally {
+    await drop();
+    await admin.end();
+  }
+}
+
+function peakRssMiB(pid: number): number {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match![1]) / 1024;
+}
+
+async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate: number; seconds: number; peakRss: number }> {
+  const database = openDatabase(url, { poolSize: 2 });
+  await migrateToLatest(database);
+  const password = 'correct horse battery staple';
+  const account = await createAccount(database.db, systemClock, { userName: `bench-${Date.now()}@example.com`, password });
+  await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { contacts: 1_000_000 } });
+  const propertyIds = [
+    (await createProperty(database.db, systemClock, account.id, 'firstName')).propertyid,
+    (await createProperty(database.db, systemClock, account.id, 'city')).propertyid,
+  ];
+  await createProperty(database.db, systemClock, account.id, 'visits');
+
+  const roles = postgres ? (process.env.BENCH_ROLES ?? 'api,worker').split(',') : ['all'];
+  const children = roles.map((role) =>
+    spawn('bin/herald', ['serve', '--role', role], {
+      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    }),
+  );
+  const base = `http://127.0.0.1:${PORT}`;
+  try {
+    for (;;) {
+      try {
+        if ((await fetch(`${base}/healthz`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const token = (await (await fetch(`${base}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' }),
+    })).json()).access_token as string;
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+
+    // The bodies are built before the clock starts: the client's JSON building is not what is measured.
+    const bodies = requests.map((contacts) => body(contacts, propertyIds));
+    const started = performance.now();
+    let next = 0;
+    const batchIds: string[] = [];
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < requests.length) {
+          const i = next++;
+          const response = await fetch(`${base}/contacts/batch`, { method: 'POST', headers, body: bodies[i] });
+          bodies[i] = '';
+          const text = await response.text();
+          if (response.status !== 202) throw new Error(`request ${i}: ${response.status} ${text}`);
+          batchIds[i] = JSON.parse(text).data.BatchId;
+        }
+      }),
+    );
+    const accepted = performance.now();
+    const appliedByThen = (await database.db.selectFrom('contact_batches').select('id').where('account_id', '=', account.id).where('status', '=', 'Completed').execute()).length;
+    for (;;) {
+      const rows = await database.db.selectFrom('contact_batches').select(['status']).where('account_id', '=', account.id).where('status', 'in', ['Queued', 'Processing', 'Failed']).execute();
+      if (rows.some((r) => r.status === 'Failed')) throw new Error('a batch failed');
+      if (rows.length === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const peakRss = Math.max(...children.map((child) => peakRssMiB(child.pid!)));
+    console.log(`  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s (${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`);
+    return { rate: (requests.length * PER_REQUEST) / seconds, seconds, peakRss };
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
+    await database.close();
+  }
+}
+
+/** The same rows by the plainest bulk upsert there is, through the bare driver. */
+async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ rate: number; seconds: number }> {
+  const database = openDatabase(url, { poolSize: 1 });
+  await migrateToLatest(database);
+  const account = await createAccount(database.db, systemClock, { userName: `plain-${Date.now()}@example.com`, password: 'correct horse battery staple' });
+  const propertyIds = [randomUUID(), randomUUID(), randomUUID()];
+  await database.close();
+  for (const c of requests.flat()) c.visits = 0;
+
+  const columns = 'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at';
+  const update =
+    'on conflict (id) do update set email = excluded.email, mobile = excluded.mobile, mobile_country_code = excluded.mobile_country_code, ' +
+    'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = excluded.properties, updated_at = excluded.updated_at';
+  const rowsOf = (contacts: BenchContact[], now: number) =>
+    contacts.map((c) => [
+      c.n + 1, account.id, c.email, `91${c.mobile}`, '91', c.mobileOptIn, c.emailOptIn,
+      JSON.stringify({ [propertyIds[0]]: `First${c.n}`, [propertyIds[1]]: `City${c.n % 97}`, [propertyIds[2]]: String(++c.visits) }), now, now,
+    ]);
+
+  const started = performance.now();
+  if (postgres) {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    for (const contacts of requests) {
+      const rows = rowsOf(contacts, Date.now());
+      await client.query('begin');
+      await client.query(
+        `insert into contacts (${columns}) values ${rows.map((_, r) => `(${Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', ')})`).join(', ')} ${update}`,
+        rows.flat(),
+      );
+      await client.query('commit');
+    }
+    await client.end();
+  } else {
+    const db = new DatabaseSync(url.slice('sqlite:'.length));
+    // The same settings as Herald's own connection (src/db/sqlite.ts), so only the work differs.
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 10000');
+    const statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
+    const prepared = (text: string) => statements.get(text) ?? statements.set(text, db.prepare(text)).get(text)!;
+    for (const contacts of requests) {
+      const rows = rowsOf(contacts, Date.now()).map((row) => row.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
+      db.exec('begin immediate');
+      prepared(`insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`).run(...(rows.flat() as Array<string | number>));
+      db.exec('commit');
+    }
+    db.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return { rate: (requests.length * PER_REQUEST) / seconds, seconds };
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-bench-contacts-'));
+  const httpUrl = requestedUrl ?? `sqlite:${join(dir, 'herald.db')}`;
+  const plainUrl = postgres ? httpUrl.replace(/\/([^/?]+)(\?|$)/, '/$1_plain$2') : `sqlite:${join(dir, 'plain.db')}`;
+  try {
+    const run = async () => {
+      const requests = plan();
+      console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
+      console.log(`load: ${REQUESTS} requests × ${PER_REQUEST} contacts (first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`);
+      const http = await viaHttp(httpUrl, requests);
+      const plain = await viaPlainSql(plainUrl, requests);
+      console.log('path                                contacts/s   seconds   peak RSS MiB');
+      console.log(`HTTP API → queue → applied         ${http.rate.toFixed(0).padStart(10)} ${http.seconds.toFixed(1).padStart(9)} ${http.peakRss.toFixed(0).padStart(14)}`);
+      console.log(`plain SQL bulk upsert              ${plain.rate.toFixed(0).padStart(10)} ${plain.seconds.toFixed(1).padStart(9)}`);
+      console.log(`ratio HTTP / plain: ${(http.rate / plain.rate).toFixed(3)}`);
+    };
+    if (postgres) await withPostgres(httpUrl, run);
+    else await run();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

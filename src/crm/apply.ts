@@ -1,0 +1,323 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { DialectName } from '../db/database.ts';
+import type { ContactBatchesTable, Schema } from '../db/schema.ts';
+import type { Job, JobHandler } from '../queue/worker.ts';
+import { emitWebhook } from '../webhooks/outbox.ts';
+import { batchView, unpackEntries, type BatchJob } from './batches.ts';
+import {
+  addListMembers,
+  allocateContactIds,
+  insertContacts,
+  loadCandidates,
+  lockAccountContacts,
+  updateContactData,
+  updateContacts,
+  type CandidateKeys,
+  type CandidateRow,
+  type ContactRow,
+} from './queries.ts';
+import type { BatchEntry } from './validate.ts';
+
+type Db = Kysely<Schema>;
+type BatchRow = Selectable<ContactBatchesTable>;
+
+export interface ApplyDeps {
+  db: Db;
+  clock: Clock;
+  database: { dialect: DialectName };
+}
+
+/** The webhook event type of an applied (or failed) batch. */
+export const BATCH_WEBHOOK_TYPE = 'contacts.batch';
+
+/** A batch that can never apply, whatever the retries: it is marked Failed at once. */
+class BatchRejected extends Error {}
+/** Another run of the same job got there first: this run's writes roll back. */
+class AlreadyApplied extends Error {}
+
+/** A contact while the batch is resolved against it, in memory. */
+interface Draft {
+  /** 0 until a new contact is given its id. */
+  id: number;
+  /** A new contact whose id the client chose with contactId. */
+  chosenId: boolean;
+  accountId: string;
+  email: string | null;
+  mobile: string | null;
+  countryCode: string | null;
+  mobileOptIn: boolean;
+  emailOptIn: boolean;
+  properties: Record<string, string>;
+  /** A stored contact's row as it was before the batch; undefined for one the batch creates. */
+  before: ContactRow | undefined;
+  /** In the batch's list before the batch. */
+  inList: boolean;
+  /** Creation order of the batch's new contacts, which come after every stored one. */
+  createdSeq: number;
+}
+
+const keyOf = (mobile: string | null, email: string | null) => `${mobile ?? ''}\n${email ?? ''}`;
+
+const rowOf = (d: Draft): ContactRow => [d.id, d.email, d.mobile, d.countryCode, d.mobileOptIn, d.emailOptIn, JSON.stringify(d.properties)];
+
+/** When several contacts share one (mobile, email), the oldest is the one a batch entry matches. */
+const precedes = (a: Draft, b: Draft) =>
+  a.before && b.before ? a.id < b.id : a.before ? true : b.before ? false : a.createdSeq < b.createdSeq;
+
+/**
+ * Contacts by id and by their exact (mobile, email) pair. The pair, null included, is
+ * all the matching rules of SPEC §4 rule 4 look at: mobile and email → that pair; mobile
+ * only → (mobile, null); email only → (null, email).
+ */
+class Drafts {
+  readonly byId = new Map<number, Draft>();
+  private readonly byKey = new Map<string, Draft[]>();
+
+  add(draft: Draft): void {
+    if (draft.id !== 0) this.byId.set(draft.id, draft);
+    this.index(draft);
+  }
+
+  match(mobile: string | null, email: string | null): Draft | undefined {
+    return this.byKey.get(keyOf(mobile, email))?.[0];
+  }
+
+  /** Writes an entry over a contact: omitted fields keep their values. */
+  write(draft: Draft, entry: BatchEntry): void {
+    const oldKey = keyOf(draft.mobile, draft.email);
+    if (entry.email !== undefined) draft.email = entry.email;
+    if (entry.mobile !== undefined) {
+      draft.mobile = entry.mobile;
+      draft.countryCode = entry.countryCode ?? null;
+    }
+    if (entry.mobileOptIn !== undefined) draft.mobileOptIn = entry.mobileOptIn;
+    if (entry.emailOptIn !== undefined) draft.emailOptIn = entry.emailOptIn;
+    if (entry.properties !== undefined) Object.assign(draft.properties, entry.properties);
+    if (keyOf(draft.mobile, draft.email) !== oldKey) {
+      const old = this.byKey.get(oldKey)!;
+      old.splice(old.indexOf(draft), 1);
+      this.index(draft);
+    }
+  }
+
+  private index(draft: Draft): void {
+    const key = keyOf(draft.mobile, draft.email);
+    const same = this.byKey.get(key);
+    if (!same) this.byKey.set(key, [draft]);
+    else {
+      const at = same.findIndex((other) => precedes(draft, other));
+      same.splice(at === -1 ? same.length : at, 0, draft);
+    }
+  }
+}
+
+function storedDraft(row: CandidateRow): Draft {
+  const before: ContactRow = [
+    Number(row.id),
+    row.email,
+    row.mobile,
+    row.mobile_country_code,
+    Boolean(row.mobile_opt_in),
+    Boolean(row.email_opt_in),
+    row.properties,
+  ];
+  return {
+    id: before[0],
+    chosenId: false,
+    accountId: row.account_id,
+    email: row.email,
+    mobile: row.mobile,
+    countryCode: row.mobile_country_code,
+    mobileOptIn: before[4],
+    emailOptIn: before[5],
+    properties: JSON.parse(row.properties) as Record<string, string>,
+    before,
+    inList: Boolean(row.in_list),
+    createdSeq: 0,
+  };
+}
+
+/** The stored contacts any entry could reach: by contactId, or by its exact pair. */
+export function candidateKeys(accountId: string, listId: string, allContactsListId: string, entries: BatchEntry[]): CandidateKeys {
+  const keys: CandidateKeys = { accountId, listId, allContactsListId, ids: [], pairs: [], mobiles: [], emails: [] };
+  for (const entry of entries) {
+    if (entry.contactId !== undefined) keys.ids.push(entry.contactId);
+    else if (entry.mobile !== undefined && entry.email !== undefined) keys.pairs.push([entry.mobile, entry.email]);
+    else if (entry.mobile !== undefined) keys.mobiles.push(entry.mobile);
+    else if (entry.email !== undefined) keys.emails.push(entry.email);
+  }
+  return keys;
+}
+
+/**
+ * Applies the entries in order, in memory, to the stored contacts they can reach, as if
+ * one at a time: an entry sees what earlier entries of the batch did, so two entries
+ * that reach one contact (the same pair, or a contactId and then the pair it was given)
+ * write to one contact, the later winning field by field. Returns the contacts the batch
+ * reached, in the order it first reached them; new ones have id 0 unless a contactId named it.
+ *
+ * Only an entry with a contactId changes a contact's mobile or email (elsewhere the match
+ * is by them), so the contacts loaded by contactId or by the entries' exact pairs are
+ * every contact any entry can reach.
+ */
+export function resolveEntries(accountId: string, entries: BatchEntry[], stored: CandidateRow[]): Draft[] {
+  const drafts = new Drafts();
+  for (const row of stored) if (!drafts.byId.has(Number(row.id))) drafts.add(storedDraft(row));
+  const reached = new Set<Draft>();
+  const order: Draft[] = [];
+  let created = 0;
+  entries.forEach((entry, i) => {
+    let draft = entry.contactId !== undefined ? drafts.byId.get(entry.contactId) : drafts.match(entry.mobile ?? null, entry.email ?? null);
+    if (draft && draft.accountId !== accountId) {
+      // Checked when the batch was accepted; here only if another account created this id since.
+      throw new BatchRejected(`createUpdateContacts[${i}].contactId ${entry.contactId} belongs to another account`);
+    }
+    if (!draft) {
+      draft = {
+        id: entry.contactId ?? 0,
+        chosenId: entry.contactId !== undefined,
+        accountId,
+        email: null,
+        mobile: null,
+        countryCode: null,
+        mobileOptIn: false, // ARCHITECTURE.md: a contact created without an opt-in has no consent
+        emailOptIn: false,
+        properties: {},
+        before: undefined,
+        inList: false,
+        createdSeq: ++created,
+      };
+      drafts.add(draft);
+    }
+    drafts.write(draft, entry);
+    if (!reached.has(draft)) {
+      reached.add(draft);
+      order.push(draft);
+    }
+  });
+  return order;
+}
+
+const IDENTITY = [1, 2, 3]; // email, mobile, country code in a ContactRow
+
+export interface BatchResult {
+  inserted: number[];
+  updated: number[];
+  skipped: number[];
+}
+
+/**
+ * One batch, in the caller's transaction: the stored contacts it can reach in one query,
+ * the entries resolved in memory, then one statement per kind of write. A contact counts
+ * once: inserted, updated, or skipped when the batch left its data and memberships
+ * exactly as they were (then nothing is written and updatedAt stays).
+ */
+export async function applyBatch(db: Db, deps: ApplyDeps, batch: BatchRow, entries: BatchEntry[]): Promise<BatchResult> {
+  const { dialect } = deps.database;
+  const accountId = batch.account_id;
+  const allContacts = await lockAccountContacts(db, dialect, accountId);
+  const stored = await loadCandidates(db, dialect, candidateKeys(accountId, batch.list_id, allContacts, entries));
+  const drafts = resolveEntries(accountId, entries, stored);
+  const now = deps.clock.now();
+
+  const created = drafts.filter((d) => d.before === undefined);
+  const reserved = new Set(created.filter((d) => d.chosenId).map((d) => d.id));
+  for (let pending = created; pending.length > 0; ) {
+    const unnumbered = pending.filter((d) => d.id === 0);
+    const ids = await allocateContactIds(db, dialect, unnumbered.length, reserved);
+    unnumbered.forEach((d, i) => (d.id = ids[i]));
+    const inserted = await insertContacts(db, dialect, accountId, now, pending.map(rowOf));
+    pending = pending.filter((d) => !inserted.has(d.id));
+    for (const d of pending) {
+      if (d.chosenId) throw new BatchRejected(`contactId ${d.id} belongs to another account`);
+      d.id = 0; // a client took that id: draw another
+    }
+  }
+
+  const result: BatchResult = { inserted: [], updated: [], skipped: [] };
+  const rewrites: ContactRow[] = [];
+  const dataUpdates: ContactRow[] = [];
+  const members: Array<[string, number]> = [];
+  for (const d of drafts) {
+    if (d.before === undefined) {
+      result.inserted.push(d.id);
+      if (batch.list_id !== allContacts) members.push([batch.list_id, d.id]);
+      continue;
+    }
+    const row = rowOf(d);
+    const changed = row.some((value, i) => value !== d.before![i]);
+    if (!changed && d.inList) {
+      result.skipped.push(d.id);
+      continue;
+    }
+    result.updated.push(d.id);
+    if (IDENTITY.some((i) => row[i] !== d.before![i])) rewrites.push(row);
+    else dataUpdates.push(row);
+    if (!d.inList) members.push([batch.list_id, d.id]);
+  }
+
+  await updateContacts(db, dialect, now, rewrites);
+  await updateContactData(db, dialect, now, dataUpdates);
+  await addListMembers(db, dialect, now, members);
+  return result;
+}
+
+async function finish(db: Db, deps: ApplyDeps, batchId: string, values: Partial<BatchRow>): Promise<BatchRow | undefined> {
+  const row = await db
+    .updateTable('contact_batches')
+    .set({ ...values, completed_at: deps.clock.now() })
+    .where('id', '=', batchId)
+    .where('status', 'in', ['Queued', 'Processing'])
+    .returningAll()
+    .executeTakeFirst();
+  // SPEC §6: one post per batch, with its counts and contact ids: the status read's body.
+  if (row?.webhook_url) {
+    await emitWebhook(db, deps.clock, { accountId: row.account_id, url: row.webhook_url, type: BATCH_WEBHOOK_TYPE, data: batchView(row) });
+  }
+  return row;
+}
+
+/**
+ * The `contacts.batch` job: applies one accepted batch in one transaction, which also
+ * records the result and queues its webhook post. A failed attempt changes nothing and
+ * is retried by the queue; the last failed attempt, or a batch that can never apply,
+ * marks the batch Failed (and posts that).
+ */
+export function contactBatchHandler(deps: ApplyDeps): JobHandler {
+  return {
+    async handle(job: Job) {
+      const { batchId } = job.payload as BatchJob;
+      const batch = await deps.db
+        .updateTable('contact_batches')
+        .set({ status: 'Processing', started_at: deps.clock.now() })
+        .where('id', '=', batchId)
+        .where('status', 'in', ['Queued', 'Processing'])
+        .returningAll()
+        .executeTakeFirst();
+      // Applied by an earlier run whose completion the queue never heard of, or deleted
+      // with its account.
+      if (!batch) return;
+      try {
+        await deps.db.transaction().execute(async (trx) => {
+          const result = await applyBatch(trx, deps, batch, unpackEntries(job.payload as BatchJob));
+          const done = await finish(trx, deps, batchId, {
+            status: 'Completed',
+            inserted_ids: JSON.stringify(result.inserted),
+            updated_ids: JSON.stringify(result.updated),
+            skipped_ids: JSON.stringify(result.skipped),
+          });
+          if (!done) throw new AlreadyApplied();
+        });
+      } catch (error) {
+        if (error instanceof AlreadyApplied) return;
+        const rejected = error instanceof BatchRejected;
+        if (rejected || job.attempt >= job.maxAttempts) {
+          const reason = rejected ? error.message : `not applied after ${job.attempt} attempts: ${(error as Error).message}`;
+          await deps.db.transaction().execute((trx) => finish(trx, deps, batchId, { status: 'Failed', error: reason }));
+        }
+        if (!rejected) throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,243 @@
+import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
+import type { DialectName } from '../db/database.ts';
+import type { Schema } from '../db/schema.ts';
+
+type Db = Kysely<Schema>;
+
+/**
+ * The contact batch's hot statements, written out for each database.
+ *
+ * Every statement takes its rows as ONE JSON parameter and unpacks it in SQL (SQLite's
+ * json_each, PostgreSQL's jsonb_array_elements) instead of binding a VALUES list:
+ *  - the statement text is the same for 1 row or 1,000, so it is prepared once (the SQLite
+ *    adapter caches statements by text; a VALUES list of each length is a new statement);
+ *  - no batch can reach the bound-parameter ceilings (SQLite 32,766, PostgreSQL 65,535);
+ *  - it was also the fastest form measured here: inserting 500 contacts among 100,000 on
+ *    PostgreSQL took 11 ms from jsonb, 12 to 16 ms from unnest() arrays or from json, and
+ *    15 to 16 ms from a VALUES list.
+ * A batch is applied with the same handful of statements (candidates, ids, insert,
+ * updates, memberships) whatever its size, never one per contact.
+ */
+
+/** A stored contact as the apply step reads it, with whether it is already in the target list. */
+export interface CandidateRow {
+  id: number;
+  account_id: string;
+  email: string | null;
+  mobile: string | null;
+  mobile_country_code: string | null;
+  mobile_opt_in: boolean | number;
+  email_opt_in: boolean | number;
+  properties: string;
+  in_list: boolean | number;
+}
+
+/**
+ * [id, email, mobile, country code, mobile opt-in, email opt-in, properties JSON]: the one
+ * row shape that both the insert and the update unpack.
+ */
+export type ContactRow = [number, string | null, string | null, string | null, boolean, boolean, string];
+
+export interface CandidateKeys {
+  accountId: string;
+  listId: string;
+  /** The account's `All contacts`, which holds every contact: no need to look. */
+  allContactsListId: string;
+  /** contactIds named by the batch, of any account: another account's is an error to report. */
+  ids: number[];
+  /** [mobile, email] of entries with both. */
+  pairs: Array<[string, string]>;
+  /** Mobiles of entries without an email, and emails of entries without a mobile. */
+  mobiles: string[];
+  emails: string[];
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+const SQLITE = {
+  // One arm per kind of key, each driven from the batch's list of keys into an index seek
+  // (the primary key, contacts_mobile or contacts_email) for each. CROSS JOIN keeps
+  // json_each as the outer loop: with a plain JOIN the planner, which cannot know
+  // json_each's row count, chose to scan the account's contacts once per batch instead
+  // (apply time grew by 0.35 s per 100,000 contacts stored).
+  // `email is null` / `mobile is null` are SPEC §4 rule 4's "only a mobile" / "only an email".
+  candidates: (k: CandidateKeys) => sql<CandidateRow>`
+    select m.*, ${k.listId} = ${k.allContactsListId}
+                or exists (select 1 from list_members l where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
+      from (select c.* from json_each(${json(k.ids)}) i
+             cross join contacts c on c.id = i.value
+            union all
+            select c.* from json_each(${json(k.pairs)}) p
+             cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value ->> 0 and c.email = p.value ->> 1
+            union all
+            select c.* from json_each(${json(k.mobiles)}) p
+             cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value and c.email is null
+            union all
+            select c.* from json_each(${json(k.emails)}) p
+             cross join contacts c on c.account_id = ${k.accountId} and c.email = p.value and c.mobile is null) m`,
+
+  allocate: (count: number) => sql<{ last: number }>`
+    update contact_ids set last_value = last_value + ${count} returning last_value as last`,
+
+  insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
+    insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
+    select value ->> 0, ${accountId}, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ${now}, ${now}
+      from json_each(${json(rows)}) where true
+    on conflict (id) do nothing
+    returning id`,
+
+  update: (now: number, rows: ContactRow[]) => sql`
+    update contacts
+       set email = v.value ->> 1, mobile = v.value ->> 2, mobile_country_code = v.value ->> 3,
+           mobile_opt_in = v.value ->> 4, email_opt_in = v.value ->> 5, properties = v.value ->> 6, updated_at = ${now}
+      from json_each(${json(rows)}) v
+     where contacts.id = v.value ->> 0`,
+
+  updateData: (now: number, rows: ContactRow[]) => sql`
+    update contacts
+       set mobile_opt_in = v.value ->> 4, email_opt_in = v.value ->> 5, properties = v.value ->> 6, updated_at = ${now}
+      from json_each(${json(rows)}) v
+     where contacts.id = v.value ->> 0`,
+
+  // `where true` lets SQLite's parser tell the upsert clause from a join's ON.
+  addMembers: (now: number, members: Array<[string, number]>) => sql`
+    insert into list_members (list_id, contact_id, added_at)
+    select value ->> 0, value ->> 1, ${now} from json_each(${json(members)}) where true
+    on conflict do nothing`,
+};
+
+const POSTGRES = {
+  // The same arms as LATERAL subqueries. OFFSET 0 keeps each one a subquery run once per
+  // key (an index seek) rather than a join the planner may turn into a hash join over the
+  // account's whole index: it did so whenever statistics were stale, right after a bulk
+  // load, taking 35 ms a batch at 100,000 contacts stored (9 ms with fresh statistics).
+  candidates: (k: CandidateKeys) => sql<CandidateRow>`
+    select m.*, ${k.listId} = ${k.allContactsListId}
+                or exists (select 1 from list_members l where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
+      from (select c.* from jsonb_array_elements_text(${json(k.ids)}::jsonb) i(id)
+             cross join lateral (select * from contacts where id = i.id::bigint offset 0) c
+            union all
+            select c.* from jsonb_array_elements(${json(k.pairs)}::jsonb) p
+             cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p ->> 0 and email = p ->> 1 offset 0) c
+            union all
+            select c.* from jsonb_array_elements_text(${json(k.mobiles)}::jsonb) p(mobile)
+             cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p.mobile and email is null offset 0) c
+            union all
+            select c.* from jsonb_array_elements_text(${json(k.emails)}::jsonb) p(email)
+             cross join lateral (select * from contacts where account_id = ${k.accountId} and email = p.email and mobile is null offset 0) c) m`,
+
+  // nextval never blocks another transaction (a counter row would serialise every
+  // account's batches on its lock until commit); ids lost to a rollback are just gaps.
+  allocate: (count: number) => sql<{ id: number }>`select nextval('contact_ids') as id from generate_series(1, ${count}::int)`,
+
+  insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
+    insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
+    select (r ->> 0)::bigint, ${accountId}, r ->> 1, r ->> 2, r ->> 3, (r ->> 4)::boolean, (r ->> 5)::boolean, r ->> 6, ${now}::bigint, ${now}::bigint
+      from jsonb_array_elements(${json(rows)}::jsonb) r
+    on conflict (id) do nothing
+    returning id`,
+
+  update: (now: number, rows: ContactRow[]) => sql`
+    update contacts c
+       set email = r ->> 1, mobile = r ->> 2, mobile_country_code = r ->> 3,
+           mobile_opt_in = (r ->> 4)::boolean, email_opt_in = (r ->> 5)::boolean, properties = r ->> 6, updated_at = ${now}::bigint
+      from jsonb_array_elements(${json(rows)}::jsonb) r
+     where c.id = (r ->> 0)::bigint`,
+
+  updateData: (now: number, rows: ContactRow[]) => sql`
+    update contacts c
+       set mobile_opt_in = (r ->> 4)::boolean, email_opt_in = (r ->> 5)::boolean, properties = r ->> 6, updated_at = ${now}::bigint
+      from jsonb_array_elements(${json(rows)}::jsonb) r
+     where c.id = (r ->> 0)::bigint`,
+
+  addMembers: (now: number, members: Array<[string, number]>) => sql`
+    insert into list_members (list_id, contact_id, added_at)
+    select r ->> 0, (r ->> 1)::bigint, ${now}::bigint from jsonb_array_elements(${json(members)}::jsonb) r
+    on conflict do nothing`,
+};
+
+const STATEMENTS = { sqlite: SQLITE, postgres: POSTGRES };
+
+export async function loadCandidates(db: Db, dialect: DialectName, keys: CandidateKeys): Promise<CandidateRow[]> {
+  return (await STATEMENTS[dialect].candidates(keys).execute(db)).rows;
+}
+
+/**
+ * `count` new contact ids, none of them in `reserved` (the ids the batch itself names).
+ * Ids are one space with those clients chose for contacts they created by contactId,
+ * which the sequence does not know about; a client's choice never moves the sequence, so
+ * a client naming id 2^53 cannot push every later id past what JavaScript holds exactly.
+ * An id handed out that a client already took is caught by the insert (insertContacts).
+ */
+export async function allocateContactIds(db: Db, dialect: DialectName, count: number, reserved: ReadonlySet<number>): Promise<number[]> {
+  const ids: number[] = [];
+  while (ids.length < count) {
+    const wanted = count - ids.length;
+    if (dialect === 'sqlite') {
+      const { last } = (await SQLITE.allocate(wanted).execute(db)).rows[0];
+      for (let id = last - wanted + 1; id <= last; id++) if (!reserved.has(id)) ids.push(id);
+    } else {
+      for (const { id } of (await POSTGRES.allocate(wanted).execute(db)).rows) if (!reserved.has(Number(id))) ids.push(Number(id));
+    }
+  }
+  return ids;
+}
+
+/**
+ * Inserts new contacts and answers the ids it inserted: a row whose id is already taken
+ * (a client's chosen id, or another account's contact created since the batch was
+ * checked) is passed over rather than failing the batch, for the caller to deal with.
+ */
+export async function insertContacts(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<Set<number>> {
+  if (rows.length === 0) return new Set();
+  return new Set((await STATEMENTS[dialect].insert(accountId, now, rows).execute(db)).rows.map((row) => Number(row.id)));
+}
+
+/** Rewrites stored contacts whole; their mobile or email changed (an entry with a contactId). */
+export async function updateContacts(db: Db, dialect: DialectName, now: number, rows: ContactRow[]): Promise<void> {
+  if (rows.length > 0) await STATEMENTS[dialect].update(now, rows).execute(db);
+}
+
+/**
+ * Rewrites what changes when a contact is matched by its mobile and email: opt-ins and
+ * properties. Leaving the indexed columns out of the SET matters on SQLite, which rewrites
+ * the index entries of every column SET names, changed or not: updating 500 of 100,000
+ * stored contacts (commit included) took 46 ms with them and 15 to 24 ms without.
+ * PostgreSQL compares the values and makes no difference (8 to 10 ms either way).
+ */
+export async function updateContactData(db: Db, dialect: DialectName, now: number, rows: ContactRow[]): Promise<void> {
+  if (rows.length > 0) await STATEMENTS[dialect].updateData(now, rows).execute(db);
+}
+
+export async function addListMembers(db: Db, dialect: DialectName, now: number, members: Array<[listId: string, contactId: number]>): Promise<void> {
+  if (members.length > 0) await STATEMENTS[dialect].addMembers(now, members).execute(db);
+}
+
+/**
+ * Takes the account's contact lock and answers the id of its `All contacts`, in one round
+ * trip. PostgreSQL: the account's batches apply one at a time, across every worker
+ * process; without it two batches naming one new email could both find no record and both
+ * create one. SQLite needs no lock: its one writer already runs transactions one by one.
+ */
+export async function lockAccountContacts(db: Db, dialect: DialectName, accountId: string): Promise<string> {
+  const defaultList = sql<string>`(select id from contact_lists where account_id = ${accountId} and is_default = ${sql.lit(true)})`;
+  const query =
+    dialect === 'postgres'
+      ? sql<{ id: string }>`select pg_advisory_xact_lock(hashtextextended(${`contacts:${accountId}`}, 0)), ${defaultList} as id`
+      : sql<{ id: string }>`select ${defaultList} as id`;
+  return (await query.execute(db)).rows[0].id;
+}
+
+/**
+ * `x in (…)` over a list of any length as one JSON parameter, for the everyday reads
+ * (property names, contactIds) whose lists come from a request and so have no fixed size.
+ */
+export function inJson(dialect: DialectName, values: readonly unknown[], type: 'text' | 'bigint' = 'text'): Expression<any> {
+  const list: RawBuilder<unknown> =
+    dialect === 'sqlite'
+      ? sql`(select value from json_each(${json(values)}))`
+      : type === 'bigint'
+        ? sql`(select jsonb_array_elements_text(${json(values)}::jsonb)::bigint)`
+        : sql`(select jsonb_array_elements_text(${json(values)}::jsonb))`;
+  return list;
+}

@@ -1,0 +1,94 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { idempotent } from '../http/idempotency.ts';
+import { acceptBatch, acceptedBody, checkBatchRequest, findBatch } from './batches.ts';
+import { findContact, listContactsPage, searchContacts } from './contacts.ts';
+import { createList, createProperty, listLists, listProperties } from './setup.ts';
+import {
+  BatchIdParams,
+  BatchStatus,
+  Contact,
+  ContactBatchAccepted,
+  ContactBatchRequest,
+  ContactIdParams,
+  ContactSearch,
+  ListBody,
+  ListIdParams,
+  Page,
+  PropertyBody,
+} from './schemas.ts';
+
+const contacts = { auth: 'account', rateLimitGroup: 'contacts' } as const;
+const tags = ['crm'];
+
+/** The CRM's API (SPEC §2.6, ARCHITECTURE.md "setup objects"): route table first, handlers only call the service. */
+export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const deps = { clock: ctx.clock, dialect: ctx.database.dialect };
+
+  r.post('/contacts/batch', {
+    config: contacts,
+    schema: { tags, summary: 'Create or update up to 1000 contacts, applied asynchronously', body: ContactBatchRequest, response: { 202: ContactBatchAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
+  }, async (request, reply) => {
+    const checked = await checkBatchRequest(request.body);
+    return idempotent(request, reply, ctx, request.account.id, async (trx) => ({
+      statusCode: 202,
+      body: acceptedBody(await acceptBatch(trx, deps, request.account.id, request.body, checked)),
+    }));
+  });
+
+  r.get('/contacts/batch/:batchId', {
+    config: contacts,
+    schema: { tags, summary: "A contact batch's status and its inserted, updated and skipped contacts", params: BatchIdParams, response: { 200: BatchStatus, ...errorResponses(400, 401, 404, 429) } },
+  }, async (request) => findBatch(ctx.db, request.account.id, request.params.batchId));
+
+  r.get('/contacts', {
+    config: contacts,
+    schema: { tags, summary: 'Contacts by email and/or mobile', querystring: ContactSearch, response: { 200: Type.Object({ contacts: Type.Array(Contact) }), ...errorResponses(400, 401, 429) } },
+  }, async (request) => ({ contacts: await searchContacts(ctx.db, request.account.id, request.query) }));
+
+  r.get('/contacts/:contactId', {
+    config: contacts,
+    schema: { tags, summary: 'One contact', params: ContactIdParams, response: { 200: Contact, ...errorResponses(400, 401, 404, 429) } },
+  }, async (request) => findContact(ctx.db, request.account.id, Number(request.params.contactId)));
+
+  r.post('/contacts/properties', {
+    config: contacts,
+    schema: { tags, summary: 'Create a contact property', body: Type.Object({ propertyname: Type.String() }), response: { 201: PropertyBody, ...errorResponses(400, 401, 409, 415, 422, 429) } },
+  }, async (request, reply) =>
+    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
+      statusCode: 201,
+      body: await createProperty(trx, ctx.clock, request.account.id, request.body.propertyname),
+    })),
+  );
+
+  r.get('/contacts/properties', {
+    config: contacts,
+    schema: { tags, summary: "The account's contact properties", response: { 200: Type.Object({ properties: Type.Array(PropertyBody) }), ...errorResponses(401, 429) } },
+  }, async (request) => ({ properties: await listProperties(ctx.db, request.account.id) }));
+
+  r.post('/lists', {
+    config: contacts,
+    schema: { tags, summary: 'Create a contact list', body: Type.Object({ name: Type.String() }), response: { 201: ListBody, ...errorResponses(400, 401, 409, 415, 422, 429) } },
+  }, async (request, reply) =>
+    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
+      statusCode: 201,
+      body: await createList(trx, ctx.clock, request.account.id, request.body.name),
+    })),
+  );
+
+  r.get('/lists', {
+    config: contacts,
+    schema: { tags, summary: "The account's lists, `All contacts` first", response: { 200: Type.Object({ lists: Type.Array(ListBody) }), ...errorResponses(401, 429) } },
+  }, async (request) => ({ lists: await listLists(ctx.db, request.account.id) }));
+
+  r.get('/lists/:listId/contacts', {
+    config: contacts,
+    schema: { tags, summary: 'The contacts of a list, a page at a time', params: ListIdParams, querystring: Page, response: { 200: Type.Object({ contacts: Type.Array(Contact), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401, 404, 429) } },
+  }, async (request) =>
+    listContactsPage(ctx.db, request.account.id, request.params.listId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }),
+  );
+}

@@ -1,0 +1,103 @@
+import { Type, type Static } from 'typebox';
+
+/** SPEC §8: at most 1000 contacts a request. */
+export const MAX_CONTACTS_PER_BATCH = 1000;
+
+const Uuid = Type.String({ format: 'uuid' });
+const IsoTime = Type.String({ format: 'date-time' });
+
+// Fields that take more than one JSON type are left untyped here and checked by the
+// service (validate.ts): ajv would report a union as one error line per branch, and the
+// app's ajv runs in strict mode, which refuses `type` lists.
+const OptIn = Type.Unsafe<unknown>({
+  description: 'true, false, or blank ("" or null) for no opt-in status: kept on update, false on create.',
+});
+const Digits = Type.Unsafe<unknown>({ description: 'Digits only, as a string or a JSON number.' });
+
+export const PropertyField = Type.Object(
+  {
+    propertyid: Type.Optional(Type.String({ format: 'uuid', description: 'Written by id when present.' })),
+    propertyname: Type.Optional(Type.String({ maxLength: 100, description: 'Written by name when there is no id; case-insensitive.' })),
+    propertyvalue: Type.String({ maxLength: 4000 }),
+  },
+  { additionalProperties: false },
+);
+
+export const ContactInput = Type.Object(
+  {
+    contactId: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Updates this contact, or creates it under this id.' })),
+    mobileCountryCode: Type.Optional(Digits),
+    mobileNumber: Type.Optional(Digits),
+    email: Type.Optional(Type.String({ maxLength: 254, description: 'May be empty when there is no email.' })),
+    mobileOptIn: Type.Optional(OptIn),
+    emailOptIn: Type.Optional(OptIn),
+    propertyfields: Type.Optional(Type.Array(PropertyField, { maxItems: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type ContactInput = Static<typeof ContactInput>;
+
+export const ContactBatchRequest = Type.Object({
+  listId: Type.Optional(Type.String({ format: 'uuid', description: 'The list to add the contacts to; `All contacts` when absent.' })),
+  createUpdateContacts: Type.Array(ContactInput, { minItems: 1, maxItems: MAX_CONTACTS_PER_BATCH }),
+  webhookUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2048, description: 'Receives one signed post when the batch is applied.' })),
+});
+export type ContactBatchRequest = Static<typeof ContactBatchRequest>;
+
+/** SPEC §2.6, exactly. */
+export const ContactBatchAccepted = Type.Object({
+  status: Type.Literal('Success'),
+  message: Type.String(),
+  data: Type.Object({
+    BatchId: Uuid,
+    Processed: Type.Null(),
+    ContactId: Type.Null(),
+    InvalidProperties: Type.Array(Type.String()),
+    InvalidContactIds: Type.Array(Type.Integer()),
+  }),
+});
+
+const Outcome = Type.Object({ count: Type.Integer(), contactIds: Type.Array(Type.Integer()) });
+
+export const BatchStatus = Type.Object({
+  batchId: Uuid,
+  status: Type.Union([Type.Literal('Queued'), Type.Literal('Processing'), Type.Literal('Completed'), Type.Literal('Failed')]),
+  listId: Uuid,
+  contacts: Type.Integer({ description: 'Entries in the request.' }),
+  inserted: Type.Union([Outcome, Type.Null()]),
+  updated: Type.Union([Outcome, Type.Null()]),
+  skipped: Type.Union([Outcome, Type.Null()], { description: 'Existing contacts the batch left exactly as they were.' }),
+  error: Type.Union([Type.String(), Type.Null()]),
+  createdAt: IsoTime,
+  completedAt: Type.Union([IsoTime, Type.Null()]),
+});
+
+export const Contact = Type.Object({
+  contactId: Type.Integer(),
+  email: Type.Union([Type.String(), Type.Null()]),
+  mobileCountryCode: Type.Union([Type.String(), Type.Null()]),
+  mobileNumber: Type.Union([Type.String(), Type.Null()]),
+  mobileOptIn: Type.Boolean(),
+  emailOptIn: Type.Boolean(),
+  propertyfields: Type.Array(Type.Object({ propertyid: Uuid, propertyname: Type.String(), propertyvalue: Type.String() })),
+  listIds: Type.Array(Uuid),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+});
+
+export const ContactIdParams = Type.Object({ contactId: Type.String({ pattern: '^[1-9][0-9]{0,15}$' }) });
+export const BatchIdParams = Type.Object({ batchId: Uuid });
+export const ListIdParams = Type.Object({ listId: Uuid });
+
+// Query strings arrive as text and the app's validator does not coerce, so numbers are patterns.
+export const ContactSearch = Type.Object({
+  email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
+  mobile: Type.Optional(Type.String({ pattern: '^[0-9]{4,18}$', description: 'Country code and number, digits only.' })),
+});
+export const Page = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: 'Contacts per page, 1 to 1000; 100 by default.' })),
+  cursor: Type.Optional(Type.String({ maxLength: 40, description: 'nextCursor of the previous page.' })),
+});
+
+export const ListBody = Type.Object({ listId: Uuid, name: Type.String(), createdAt: IsoTime });
+export const PropertyBody = Type.Object({ propertyid: Uuid, propertyname: Type.String() });

@@ -1,0 +1,202 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { forEachDatabase } from '../support/databases.ts';
+import { buildContact, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+forEachDatabase((dialect) => {
+  let crm: CrmTest;
+  let alice: CrmClient;
+  beforeEach(async () => {
+    crm = await startCrmTest(dialect);
+    alice = await crm.client();
+  });
+  afterEach(() => crm.close());
+
+  const count = async (table: 'contacts' | 'contact_batches' | 'jobs') =>
+    Number((await crm.t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+
+  const assertNothingChanged = async () => {
+    assert.equal(await count('contacts'), 0);
+    assert.equal(await count('contact_batches'), 0);
+    assert.equal(await count('jobs'), 0);
+  };
+
+  it('accepts a batch with 202 and exactly the body of SPEC §2.6, then applies it', async () => {
+    const response = await alice.postBatch({ createUpdateContacts: [buildContact()] });
+    assert.equal(response.statusCode, 202);
+    const body = response.json();
+    assert.match(body.data.BatchId, UUID);
+    assert.deepEqual(body, {
+      status: 'Success',
+      message: 'The contact batch was accepted; its contacts will be created or updated shortly.',
+      data: { BatchId: body.data.BatchId, Processed: null, ContactId: null, InvalidProperties: [], InvalidContactIds: [] },
+    });
+
+    const queued = (await alice.get(`/contacts/batch/${body.data.BatchId}`)).json();
+    assert.deepEqual([queued.status, queued.contacts, queued.inserted, queued.completedAt], ['Queued', 1, null, null]);
+    assert.equal(await crm.drain(), 1);
+    const done = (await alice.get(`/contacts/batch/${body.data.BatchId}`)).json();
+    assert.equal(done.status, 'Completed');
+    assert.equal(done.inserted.count, 1);
+    assert.deepEqual([done.updated, done.skipped], [{ count: 0, contactIds: [] }, { count: 0, contactIds: [] }]);
+    assert.equal(done.completedAt, new Date(crm.clock.now()).toISOString());
+  });
+
+  it('takes application/json-patch+json as the spec samples send it, and refuses other types with 415', async () => {
+    const patch = await alice.postBatch({ createUpdateContacts: [buildContact()] }, { contentType: 'application/json-patch+json' });
+    assert.equal(patch.statusCode, 202);
+    const text = await alice.postBatch({ createUpdateContacts: [buildContact()] }, { contentType: 'text/plain' });
+    assert.equal(text.statusCode, 415);
+  });
+
+  it('lists every problem of every contact by field path, with 400, and changes nothing', async () => {
+    const response = await alice.postBatch({
+      createUpdateContacts: [
+        { mobileOptIn: true },
+        { email: 'not-an-email' },
+        { mobileCountryCode: '+91', mobileNumber: '98-1234' },
+        { mobileCountryCode: '91', email: 'ok@example.com' },
+        { mobileCountryCode: '91', mobileNumber: '12345' },
+        { mobileCountryCode: 91, mobileNumber: 1123456789 },
+        { mobileCountryCode: '999', mobileNumber: '9812345678' },
+        { email: 'ok@example.com', mobileOptIn: 'yes', emailOptIn: 1 },
+        { email: 'ok@example.com', propertyfields: [{ propertyvalue: 'orphan' }] },
+        buildContact(),
+      ],
+    });
+    assert.equal(response.statusCode, 400);
+    const body = response.json();
+    assert.equal(body.status, 'Failure');
+    assert.deepEqual(body.errors, [
+      { field: 'createUpdateContacts[0]', message: 'needs at least one of email, mobileCountryCode with mobileNumber, or contactId' },
+      { field: 'createUpdateContacts[1].email', message: 'must be an email address' },
+      { field: 'createUpdateContacts[2].mobileCountryCode', message: 'must be 1 to 3 digits' },
+      { field: 'createUpdateContacts[2].mobileNumber', message: 'must be digits only, at most 17' },
+      { field: 'createUpdateContacts[3].mobileNumber', message: 'is required with mobileCountryCode' },
+      { field: 'createUpdateContacts[4].mobileNumber', message: 'is not a valid mobile number for country code +91' },
+      // A Delhi landline: a valid number, but not a mobile one.
+      { field: 'createUpdateContacts[5].mobileNumber', message: 'is not a valid mobile number for country code +91' },
+      { field: 'createUpdateContacts[6].mobileNumber', message: 'is not a valid mobile number for country code +999' },
+      { field: 'createUpdateContacts[7].mobileOptIn', message: 'must be true, false or blank' },
+      { field: 'createUpdateContacts[7].emailOptIn', message: 'must be true, false or blank' },
+      { field: 'createUpdateContacts[8].propertyfields[0]', message: 'needs a propertyid or a propertyname' },
+    ]);
+    assert.deepEqual(body.data, { InvalidProperties: [], InvalidContactIds: [] });
+    await assertNothingChanged();
+  });
+
+  it('answers a field of the wrong type, an unknown field or a bad webhookUrl with 400', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ createUpdateContacts: [{ email: 'a@example.com', propertyfields: [{ propertyname: 'x', propertyvalue: 7 }] }] }, 'createUpdateContacts[0].propertyfields[0].propertyvalue'],
+      [{ createUpdateContacts: [{ email: 'a@example.com', contactId: 'seven' }] }, 'createUpdateContacts[0].contactId'],
+      [{ createUpdateContacts: [{ email: 'a@example.com', mobileNo: '919812345678' }] }, 'createUpdateContacts[0].mobileNo'],
+      [{ createUpdateContacts: [{ email: 'a@example.com' }], listId: 'not-a-uuid' }, 'listId'],
+      [{ createUpdateContacts: [{ email: 'a@example.com' }], webhookUrl: 'ftp://example.com/hook' }, 'webhookUrl'],
+      [{}, 'createUpdateContacts'],
+      [{ createUpdateContacts: [] }, 'createUpdateContacts'],
+    ];
+    for (const [body, field] of cases) {
+      const response = await alice.postBatch(body);
+      assert.equal(response.statusCode, 400, JSON.stringify(body));
+      assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), [field], JSON.stringify(body));
+    }
+    await assertNothingChanged();
+  });
+
+  it('refuses 1001 contacts with 400 and takes 1000', async () => {
+    const contacts = Array.from({ length: 1001 }, () => buildContact());
+    const tooMany = await alice.postBatch({ createUpdateContacts: contacts });
+    assert.equal(tooMany.statusCode, 400);
+    assert.deepEqual(tooMany.json().errors, [{ field: 'createUpdateContacts', message: 'must NOT have more than 1000 items' }]);
+    await assertNothingChanged();
+    const result = await alice.upsert(contacts.slice(0, 1000));
+    assert.equal(result.inserted.count, 1000);
+  });
+
+  it('rejects the whole batch for one bad contact among 999 good ones, and applies it once fixed', async () => {
+    const contacts = Array.from({ length: 1000 }, () => buildContact());
+    const bad = [...contacts];
+    bad[517] = { ...contacts[517], email: 'ada at example.com' };
+    const response = await alice.postBatch({ createUpdateContacts: bad });
+    assert.equal(response.statusCode, 400);
+    assert.deepEqual(response.json().errors, [{ field: 'createUpdateContacts[517].email', message: 'must be an email address' }]);
+    await assertNothingChanged();
+    assert.equal((await alice.upsert(contacts)).inserted.count, 1000);
+    assert.equal(await count('contacts'), 1000);
+  });
+
+  it('lists unknown property ids and names in data.InvalidProperties with 422', async () => {
+    const known = await alice.createProperty('firstName');
+    const unknownId = '6f1c2a4e-0000-4000-8000-000000000001';
+    const response = await alice.postBatch({
+      createUpdateContacts: [
+        buildContact({ propertyfields: [{ propertyid: known, propertyvalue: 'Ada' }, { propertyname: 'FIRSTNAME', propertyvalue: 'Ada' }] }),
+        buildContact({ propertyfields: [{ propertyid: unknownId, propertyvalue: 'x' }, { propertyname: 'nickname', propertyvalue: 'y' }] }),
+        buildContact({ propertyfields: [{ propertyname: 'nickname', propertyvalue: 'z' }] }),
+      ],
+    });
+    assert.equal(response.statusCode, 422);
+    const body = response.json();
+    assert.deepEqual(body.data, { InvalidProperties: [unknownId, 'nickname'], InvalidContactIds: [] });
+    assert.deepEqual(body.errors, [
+      { field: 'createUpdateContacts[1].propertyfields[0].propertyid', message: 'is not a property of this account' },
+      { field: 'createUpdateContacts[1].propertyfields[1].propertyname', message: 'is not a property of this account' },
+      { field: 'createUpdateContacts[2].propertyfields[0].propertyname', message: 'is not a property of this account' },
+    ]);
+    await assertNothingChanged();
+  });
+
+  it("lists another account's contactIds in data.InvalidContactIds with 422, and never touches them", async () => {
+    const bob = await crm.client();
+    const [bobs] = (await bob.upsert([buildContact()])).inserted.contactIds;
+    const before = await bob.contact(bobs);
+    const response = await alice.postBatch({ createUpdateContacts: [buildContact(), { contactId: bobs, email: 'mine@example.com' }, { contactId: bobs, mobileOptIn: true }] });
+    assert.equal(response.statusCode, 422);
+    assert.deepEqual(response.json().data, { InvalidProperties: [], InvalidContactIds: [bobs] });
+    assert.deepEqual(response.json().errors, [
+      { field: 'createUpdateContacts[1].contactId', message: 'belongs to another account' },
+      { field: 'createUpdateContacts[2].contactId', message: 'belongs to another account' },
+    ]);
+    assert.deepEqual(await bob.contact(bobs), before);
+  });
+
+  it('answers an unknown listId, or another account’s, with 422', async () => {
+    const bob = await crm.client();
+    const bobsList = await bob.createList('Bob’s');
+    for (const listId of ['6f1c2a4e-0000-4000-8000-000000000002', bobsList]) {
+      const response = await alice.postBatch({ createUpdateContacts: [buildContact()], listId });
+      assert.equal(response.statusCode, 422);
+      assert.deepEqual(response.json().errors, [{ field: 'listId', message: 'is not a list of this account' }]);
+    }
+    assert.equal(await count('contact_batches'), 0);
+  });
+
+  it('replays a batch sent again with its Idempotency-Key and queues it once', async () => {
+    const body = { createUpdateContacts: [buildContact()] };
+    const first = await alice.postBatch(body, { idempotencyKey: 'sync-42' });
+    const again = await alice.postBatch(body, { idempotencyKey: 'sync-42' });
+    assert.equal(again.statusCode, 202);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), first.json());
+    assert.equal(await count('contact_batches'), 1);
+    assert.equal(await crm.drain(), 1);
+  });
+
+  it('marks a batch Failed when a contactId it would create was taken by another account meanwhile', async () => {
+    const bob = await crm.client();
+    const id = 424_242;
+    const bobs = await bob.postBatch({ createUpdateContacts: [{ contactId: id, email: 'bob@example.com' }] });
+    const alices = await alice.postBatch({ createUpdateContacts: [{ contactId: id, email: 'alice@example.com' }, buildContact()] });
+    assert.deepEqual([bobs.statusCode, alices.statusCode], [202, 202]);
+    await crm.drain();
+    const failed = (await alice.get(`/contacts/batch/${alices.json().data.BatchId}`)).json();
+    assert.equal(failed.status, 'Failed');
+    assert.equal(failed.error, `createUpdateContacts[0].contactId ${id} belongs to another account`);
+    assert.equal(failed.inserted, null);
+    assert.equal((await bob.contact(id)).email, 'bob@example.com');
+    assert.equal(await count('contacts'), 1, 'nothing of the failed batch was applied');
+    assert.equal(await count('jobs'), 0, 'a batch that can never apply is not retried');
+  });
+});
