@@ -1,6 +1,6 @@
-import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { DialectName } from '../db/database.ts';
-import type { Schema } from '../db/schema.ts';
+import type { ContactsTable, Schema } from '../db/schema.ts';
 
 type Db = Kysely<Schema>;
 
@@ -20,17 +20,7 @@ type Db = Kysely<Schema>;
  */
 
 /** A stored contact as the apply step reads it, with whether it is already in the target list. */
-export interface CandidateRow {
-  id: number;
-  account_id: string;
-  email: string | null;
-  mobile: string | null;
-  mobile_country_code: string | null;
-  mobile_opt_in: boolean | number;
-  email_opt_in: boolean | number;
-  properties: string;
-  in_list: boolean | number;
-}
+export type CandidateRow = Selectable<ContactsTable> & { in_list: boolean | number };
 
 /**
  * [id, email, mobile, country code, mobile opt-in, email opt-in, properties JSON]: the one
