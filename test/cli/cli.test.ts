@@ -65,6 +65,32 @@ forEachDatabase((dialect) => {
     assert.match(missing.stderr, /--password is required/);
   });
 
+  it('runs API and workers as separate roles on PostgreSQL only', async () => {
+    const env = { DATABASE_URL: database.url, PORT: String(await freePort()) };
+    const unknown = await herald(['serve', '--role', 'mailer'], env);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^herald: --role must be one of all, api, worker\n/);
+    if (dialect === 'sqlite') {
+      const split = await herald(['serve', '--role', 'worker'], env);
+      assert.equal(split.code, 1);
+      assert.match(split.stderr, /^herald: invalid --role: api and worker run as separate processes on PostgreSQL only/);
+      return;
+    }
+    const worker = spawn(HERALD, ['serve', '--role', 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let output = '';
+      worker.stdout.on('data', (chunk) => (output += chunk));
+      while (!output.includes('herald is serving')) await once(worker.stdout, 'data');
+      assert.match(output, /"role":"worker"/);
+      await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`), 'a worker process does not listen');
+      worker.kill('SIGTERM');
+      const [code] = await once(worker, 'exit');
+      assert.equal(code, 0);
+    } finally {
+      worker.kill('SIGKILL');
+    }
+  });
+
   it('serves, and on SIGTERM finishes the request in flight before it exits', async () => {
     const port = await freePort();
     const env = { DATABASE_URL: database.url, PORT: String(port) };
