@@ -80,6 +80,9 @@ export function openSqlite(path: string): { dialect: Dialect; native: DatabaseSy
   // Checkpoint the WAL every 10,000 pages (about 40 MiB) instead of every 1,000: fewer,
   // larger copies back into the database file made bulk contact upserts about 10 % faster.
   native.exec('PRAGMA wal_autocheckpoint = 10000');
+  // 16 MiB of page cache instead of 2 MiB: the contact indexes' pages are hit at random, and
+  // at a million contacts the larger cache sped bulk upserts up by about a tenth.
+  native.exec('PRAGMA cache_size = -16384');
   native.exec('PRAGMA foreign_keys = ON');
   const config = { database: new NodeSqliteDatabase(native) };
   const base = new SqliteDialect(config);
