@@ -7,6 +7,9 @@ export interface Clock {
   now(): number;
 }
 
+/** An optional epoch-ms time as the API shows times: ISO 8601 UTC, or null. */
+export const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
 export const systemClock: Clock = { now: () => Date.now() };
 
 /** A clock that only moves when told to; for tests and benchmarks. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import type { Clock } from '../clock.ts';
+import { isoOrNull, type Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
 import type { ContactBatchesTable, ContactBatchStatus, Schema } from '../db/schema.ts';
 import { AppError, notFound, unprocessable, type FieldError } from '../errors.ts';
@@ -107,7 +107,7 @@ export function batchView(row: BatchRow): BatchView {
     skipped: outcome(row.skipped_ids),
     error: row.error,
     createdAt: new Date(row.created_at).toISOString(),
-    completedAt: row.completed_at === null ? null : new Date(row.completed_at).toISOString(),
+    completedAt: isoOrNull(row.completed_at),
   };
 }
 

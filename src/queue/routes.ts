@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { isoOrNull } from '../clock.ts';
 import type { AppContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { errorResponses } from '../http/schemas.ts';
@@ -30,7 +31,7 @@ function jobView(row: JobRow) {
     runAt: new Date(row.run_at).toISOString(),
     lastError: row.last_error,
     createdAt: new Date(row.created_at).toISOString(),
-    finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+    finishedAt: isoOrNull(row.finished_at),
   };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import type { Clock } from '../clock.ts';
+import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { badRequest, notFound } from '../errors.ts';
 import { enqueue } from '../queue/queue.ts';
@@ -135,8 +135,6 @@ export interface DeliveryView {
   deliveredAt: string | null;
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
 export function deliveryView(row: DeliveryRow): DeliveryView {
   return {
     id: row.id,
@@ -146,9 +144,9 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
     attempts: row.attempts,
     lastStatusCode: row.last_status_code,
     lastError: row.last_error,
-    lastAttemptAt: iso(row.last_attempt_at),
-    nextAttemptAt: row.status === 'pending' ? iso(row.next_attempt_at) : null,
-    createdAt: iso(row.created_at)!,
-    deliveredAt: iso(row.delivered_at),
+    lastAttemptAt: isoOrNull(row.last_attempt_at),
+    nextAttemptAt: row.status === 'pending' ? isoOrNull(row.next_attempt_at) : null,
+    createdAt: new Date(row.created_at).toISOString(),
+    deliveredAt: isoOrNull(row.delivered_at),
   };
 }
