@@ -21,7 +21,7 @@ const pgTypes = {
 
 export function openDatabase(url: string, options: { poolSize?: number } = {}): Database {
   if (url.startsWith('sqlite:')) {
-    const { dialect } = openSqlite(url.slice('sqlite:'.length));
+    const dialect = openSqlite(url.slice('sqlite:'.length));
     const db = new Kysely<Schema>({ dialect });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }

@@ -1,13 +1,25 @@
-import { DatabaseSync, type StatementSync, type SQLInputValue } from 'node:sqlite';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { CompiledQuery, SqliteDialect, type Dialect, SqliteDriver, type DatabaseConnection, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import type { SQLInputValue } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
+import {
+  CompiledQuery,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type QueryResult,
+} from 'kysely';
+import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
 /**
- * Kysely's SqliteDialect expects better-sqlite3's statement API; node:sqlite has the
- * same operations with spread parameters and no `reader` flag. This adapter bridges
- * the two, converts values node:sqlite refuses to bind, and caches prepared statements
- * (preparing dominates a small INSERT: caching roughly doubles bulk upsert throughput).
+ * SQLite runs on a thread of its own (sqlite-thread.ts), and Kysely talks to it by message.
+ * node:sqlite is synchronous: on the main thread every statement stopped the event loop for
+ * as long as it ran (a 1,000-contact batch holds it for tens of milliseconds), while HTTP,
+ * JSON and validation waited, and the machine's second core stayed idle. On its own thread
+ * the statements run beside them; a message each way costs tens of microseconds.
  */
 function bindable(value: unknown): SQLInputValue {
   if (value === undefined) return null;
@@ -16,81 +28,146 @@ function bindable(value: unknown): SQLInputValue {
   return value as SQLInputValue;
 }
 
-class NodeSqliteStatement implements SqliteStatement {
-  readonly reader: boolean;
-  private readonly statement: StatementSync;
-  constructor(statement: StatementSync) {
-    this.statement = statement;
-    this.reader = statement.columns().length > 0;
-  }
-  all(parameters: ReadonlyArray<unknown>): unknown[] {
-    return this.statement.all(...parameters.map(bindable));
-  }
-  run(parameters: ReadonlyArray<unknown>): { changes: number | bigint; lastInsertRowid: number | bigint } {
-    return this.statement.run(...parameters.map(bindable));
-  }
-  *iterate(parameters: ReadonlyArray<unknown>): IterableIterator<unknown> {
-    yield* this.statement.iterate(...parameters.map(bindable));
-  }
+function rebuild(failure: SqliteFailure): Error {
+  return Object.assign(new Error(failure.message), { code: failure.code, errcode: failure.errcode, errstr: failure.errstr });
 }
 
-const STATEMENT_CACHE_SIZE = 500;
+type Pending = { resolve: (reply: SqliteReply) => void; reject: (error: Error) => void };
 
-class NodeSqliteDatabase implements SqliteDatabase {
-  readonly native: DatabaseSync;
-  private readonly statements = new Map<string, NodeSqliteStatement>();
-  constructor(native: DatabaseSync) {
-    this.native = native;
+class SqliteThread {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private broken: Error | undefined;
+
+  private constructor(worker: Worker) {
+    this.worker = worker;
+    worker.on('message', (reply: SqliteReply) => this.settle(reply.id, (p) => p.resolve(reply)));
+    worker.on('error', (error) => this.fail(error));
+    worker.on('exit', () => this.fail(new Error('the SQLite thread has stopped')));
   }
-  prepare(sql: string): SqliteStatement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = new NodeSqliteStatement(this.native.prepare(sql));
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) {
-        this.statements.delete(this.statements.keys().next().value!);
-      }
-      this.statements.set(sql, statement);
+
+  static async start(path: string): Promise<SqliteThread> {
+    const worker = new Worker(new URL('./sqlite-thread.ts', import.meta.url), { workerData: { path } });
+    const opened = await new Promise<SqliteOpened>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (!opened.opened) {
+      await worker.terminate();
+      throw rebuild(opened.error);
     }
-    return statement;
+    return new SqliteThread(worker);
   }
-  close(): void {
-    this.native.close();
+
+  send(sql: string, parameters: readonly unknown[]): Promise<SqliteReply> {
+    if (this.broken) return Promise.reject(this.broken);
+    const id = this.nextId++;
+    // The thread is unref'd while idle, so an open database does not keep a finished
+    // program alive, and ref'd while it owes an answer, so an awaited query does.
+    if (this.pending.size === 0) this.worker.ref();
+    this.worker.postMessage({ id, sql, parameters: parameters.map(bindable) } satisfies SqliteRequest);
+    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
+  }
+
+  async close(): Promise<void> {
+    if (this.broken) return;
+    this.broken = new Error('the SQLite database is closed');
+    this.worker.ref();
+    this.worker.postMessage({ close: true } satisfies SqliteRequest);
+    await new Promise((resolve) => this.worker.once('exit', resolve));
+  }
+
+  private settle(id: number, how: (pending: Pending) => void): void {
+    const pending = this.pending.get(id);
+    if (!pending) return;
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.worker.unref();
+    how(pending);
+  }
+
+  private fail(error: Error): void {
+    this.broken ??= error;
+    for (const id of [...this.pending.keys()]) this.settle(id, (p) => p.reject(error));
   }
 }
 
-/**
- * `BEGIN IMMEDIATE` takes the write lock at the start of a transaction. With the default
- * deferred BEGIN, a second process (the CLI beside a running server) that upgrades a read
- * to a write gets SQLITE_BUSY at once instead of waiting out busy_timeout.
- */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+class SqliteThreadConnection implements DatabaseConnection {
+  private readonly thread: SqliteThread;
+  constructor(thread: SqliteThread) {
+    this.thread = thread;
+  }
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const reply = await this.thread.send(query.sql, query.parameters);
+    if ('error' in reply) throw rebuild(reply.error);
+    if ('rows' in reply) return { rows: reply.rows as R[] };
+    return { numAffectedRows: BigInt(reply.changes), insertId: BigInt(reply.lastInsertRowid), rows: [] };
+  }
+
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('streaming queries are not supported on SQLite');
+  }
+}
+
+/** Kysely's SqliteDriver, for a connection answered by message: one connection, taken in turn. */
+class SqliteThreadDriver implements Driver {
+  private readonly path: string;
+  private thread: SqliteThread | undefined;
+  private connection: SqliteThreadConnection | undefined;
+  private held: Promise<void> | undefined;
+  private release: (() => void) | undefined;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  async init(): Promise<void> {
+    this.thread = await SqliteThread.start(this.path);
+    this.connection = new SqliteThreadConnection(this.thread);
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    while (this.held) await this.held;
+    this.held = new Promise((resolve) => (this.release = resolve));
+    return this.connection!;
+  }
+
+  async releaseConnection(): Promise<void> {
+    const release = this.release;
+    this.held = undefined;
+    this.release = undefined;
+    release?.();
+  }
+
+  /**
+   * `BEGIN IMMEDIATE` takes the write lock at the start of a transaction. With the default
+   * deferred BEGIN, a second process (the CLI beside a running server) that upgrades a read
+   * to a write gets SQLITE_BUSY at once instead of waiting out busy_timeout.
+   */
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  async destroy(): Promise<void> {
+    await this.thread?.close();
+  }
 }
 
-export function openSqlite(path: string): { dialect: Dialect; native: DatabaseSync } {
+export function openSqlite(path: string): Dialect {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const native = new DatabaseSync(path);
-  // WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode survives a
-  // process crash (kill -9) without losing a committed transaction, only power loss can.
-  native.exec('PRAGMA journal_mode = WAL');
-  native.exec('PRAGMA synchronous = NORMAL');
-  native.exec('PRAGMA busy_timeout = 5000');
-  // Checkpoint the WAL every 10,000 pages (about 40 MiB) instead of every 1,000: fewer,
-  // larger copies back into the database file made bulk contact upserts about 10 % faster.
-  native.exec('PRAGMA wal_autocheckpoint = 10000');
-  // 16 MiB of page cache instead of 2 MiB: the contact indexes' pages are hit at random, and
-  // at a million contacts the larger cache sped bulk upserts up by about a tenth.
-  native.exec('PRAGMA cache_size = -16384');
-  native.exec('PRAGMA foreign_keys = ON');
-  const config = { database: new NodeSqliteDatabase(native) };
-  const base = new SqliteDialect(config);
-  const dialect: Dialect = {
-    createDriver: () => new ImmediateSqliteDriver(config),
-    createQueryCompiler: () => base.createQueryCompiler(),
-    createAdapter: () => base.createAdapter(),
-    createIntrospector: (db) => base.createIntrospector(db),
+  return {
+    createDriver: () => new SqliteThreadDriver(path),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+    createAdapter: () => new SqliteAdapter(),
+    createIntrospector: (db) => new SqliteIntrospector(db),
   };
-  return { dialect, native };
 }
