@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
 import type { ContactBatchesTable, Schema } from '../db/schema.ts';
-import type { Job, JobHandler } from '../queue/worker.ts';
+import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { emitWebhook } from '../webhooks/outbox.ts';
 import { batchView, unpackEntries, type BatchJob } from './batches.ts';
 import {
@@ -33,8 +33,8 @@ export const BATCH_WEBHOOK_TYPE = 'contacts.batch';
 
 /** A batch that can never apply, whatever the retries: it is marked Failed at once. */
 class BatchRejected extends Error {}
-/** Another run of the same job got there first: this run's writes roll back. */
-class AlreadyApplied extends Error {}
+/** The batch is no longer Queued (deleted with its account, or Failed before an operator revived its job): this run's writes roll back. */
+class NotQueued extends Error {}
 
 /** A contact while the batch is resolved against it, in memory. */
 interface Draft {
@@ -213,11 +213,11 @@ export interface BatchResult {
  * once: inserted, updated, or skipped when the batch left its data and memberships
  * exactly as they were (then nothing is written and updatedAt stays).
  */
-export async function applyBatch(db: Db, deps: ApplyDeps, batch: BatchRow, entries: BatchEntry[]): Promise<BatchResult> {
+export async function applyBatch(db: Db, deps: ApplyDeps, target: { accountId: string; listId: string }, entries: BatchEntry[]): Promise<BatchResult> {
   const { dialect } = deps.database;
-  const accountId = batch.account_id;
+  const { accountId, listId } = target;
   const allContacts = await lockAccountContacts(db, dialect, accountId);
-  const stored = await loadCandidates(db, dialect, candidateKeys(accountId, batch.list_id, allContacts, entries));
+  const stored = await loadCandidates(db, dialect, candidateKeys(accountId, listId, allContacts, entries));
   const drafts = resolveEntries(accountId, entries, stored);
   const now = deps.clock.now();
 
@@ -242,7 +242,7 @@ export async function applyBatch(db: Db, deps: ApplyDeps, batch: BatchRow, entri
   for (const d of drafts) {
     if (d.before === undefined) {
       result.inserted.push(d.id);
-      if (batch.list_id !== allContacts) members.push([batch.list_id, d.id]);
+      if (listId !== allContacts) members.push([listId, d.id]);
       continue;
     }
     const row = rowOf(d);
@@ -254,7 +254,7 @@ export async function applyBatch(db: Db, deps: ApplyDeps, batch: BatchRow, entri
     result.updated.push(d.id);
     if (IDENTITY.some((i) => row[i] !== d.before![i])) rewrites.push(row);
     else dataUpdates.push(row);
-    if (!d.inList) members.push([batch.list_id, d.id]);
+    if (!d.inList) members.push([listId, d.id]);
   }
 
   await updateContacts(db, dialect, now, rewrites);
@@ -268,7 +268,7 @@ async function finish(db: Db, deps: ApplyDeps, batchId: string, values: Partial<
     .updateTable('contact_batches')
     .set({ ...values, completed_at: deps.clock.now() })
     .where('id', '=', batchId)
-    .where('status', 'in', ['Queued', 'Processing'])
+    .where('status', '=', 'Queued')
     .returningAll()
     .executeTakeFirst();
   // SPEC §6: one post per batch, with its counts and contact ids: the status read's body.
@@ -280,41 +280,35 @@ async function finish(db: Db, deps: ApplyDeps, batchId: string, values: Partial<
 
 /**
  * The `contacts.batch` job: applies one accepted batch in one transaction, which also
- * records the result and queues its webhook post. A failed attempt changes nothing and
- * is retried by the queue; the last failed attempt, or a batch that can never apply,
- * marks the batch Failed (and posts that).
+ * records the result, queues its webhook post and completes the job. A failed attempt
+ * changes nothing and is retried by the queue; the last failed attempt, or a batch that
+ * can never apply, marks the batch Failed (and posts that). While it runs the batch reads
+ * as Processing (findBatch asks the job), so no write announces the start.
  */
 export function contactBatchHandler(deps: ApplyDeps): JobHandler {
   return {
-    async handle(job: Job) {
-      const { batchId } = job.payload as BatchJob;
-      const batch = await deps.db
-        .updateTable('contact_batches')
-        .set({ status: 'Processing', started_at: deps.clock.now() })
-        .where('id', '=', batchId)
-        .where('status', 'in', ['Queued', 'Processing'])
-        .returningAll()
-        .executeTakeFirst();
-      // Applied by an earlier run whose completion the queue never heard of, or deleted
-      // with its account.
-      if (!batch) return;
+    async handle(job: Job, run: JobRun) {
+      const payload = job.payload as BatchJob;
+      const startedAt = deps.clock.now();
       try {
         await deps.db.transaction().execute(async (trx) => {
-          const result = await applyBatch(trx, deps, batch, unpackEntries(job.payload as BatchJob));
-          const done = await finish(trx, deps, batchId, {
+          const result = await applyBatch(trx, deps, { accountId: job.accountId!, listId: payload.listId }, unpackEntries(payload));
+          const done = await finish(trx, deps, payload.batchId, {
             status: 'Completed',
+            started_at: startedAt,
             inserted_ids: JSON.stringify(result.inserted),
             updated_ids: JSON.stringify(result.updated),
             skipped_ids: JSON.stringify(result.skipped),
           });
-          if (!done) throw new AlreadyApplied();
+          if (!done) throw new NotQueued();
+          await run.complete(trx);
         });
       } catch (error) {
-        if (error instanceof AlreadyApplied) return;
+        if (error instanceof NotQueued) return;
         const rejected = error instanceof BatchRejected;
         if (rejected || job.attempt >= job.maxAttempts) {
           const reason = rejected ? error.message : `not applied after ${job.attempt} attempts: ${(error as Error).message}`;
-          await deps.db.transaction().execute((trx) => finish(trx, deps, batchId, { status: 'Failed', error: reason }));
+          await deps.db.transaction().execute((trx) => finish(trx, deps, payload.batchId, { status: 'Failed', started_at: startedAt, error: reason }));
         }
         if (!rejected) throw error;
       }

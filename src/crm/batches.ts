@@ -31,13 +31,14 @@ const MAX_ATTEMPTS = 10;
  */
 export interface BatchJob {
   batchId: string;
+  listId: string;
   propertyIds: string[];
   contacts: PackedEntry[];
 }
 
 type PackedEntry = [number | null, string | null, string | null, string | null, boolean | null, boolean | null, Array<number | string> | null];
 
-export function packEntries(batchId: string, entries: BatchEntry[]): BatchJob {
+export function packEntries(batchId: string, listId: string, entries: BatchEntry[]): BatchJob {
   const propertyIds: string[] = [];
   const index = new Map<string, number>();
   const contacts = entries.map((e): PackedEntry => {
@@ -52,7 +53,7 @@ export function packEntries(batchId: string, entries: BatchEntry[]): BatchJob {
     }
     return [e.contactId ?? null, e.email ?? null, e.mobile ?? null, e.countryCode ?? null, e.mobileOptIn ?? null, e.emailOptIn ?? null, properties];
   });
-  return { batchId, propertyIds, contacts };
+  return { batchId, listId, propertyIds, contacts };
 }
 
 export function unpackEntries(job: BatchJob): BatchEntry[] {
@@ -96,10 +97,10 @@ const outcome = (ids: string | null): Outcome | null => {
   return { count: contactIds.length, contactIds };
 };
 
-export function batchView(row: BatchRow): BatchView {
+export function batchView(row: BatchRow, status: ContactBatchStatus = row.status): BatchView {
   return {
     batchId: row.id,
-    status: row.status,
+    status,
     listId: row.list_id,
     contacts: row.contact_count,
     inserted: outcome(row.inserted_ids),
@@ -114,8 +115,13 @@ export function batchView(row: BatchRow): BatchView {
 export async function findBatch(db: Db, accountId: string, batchId: string): Promise<BatchView> {
   const row = await db.selectFrom('contact_batches').selectAll().where('id', '=', batchId).where('account_id', '=', accountId).executeTakeFirst();
   if (!row) throw notFound('The contact batch');
-  return batchView(row);
+  if (row.status !== 'Queued') return batchView(row);
+  // A queued batch whose job a worker holds is being applied.
+  const job = await db.selectFrom('jobs').select('state').where('idempotency_key', '=', jobKey(row.id)).executeTakeFirst();
+  return batchView(row, job?.state === 'running' ? 'Processing' : 'Queued');
 }
+
+const jobKey = (batchId: string) => `${CONTACT_BATCH_KIND}:${batchId}`;
 
 /** The checks that need the request alone; run before any transaction is opened. */
 export async function checkBatchRequest(request: ContactBatchRequest): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
@@ -135,18 +141,29 @@ function rejection(formatErrors: FieldError[], dataErrors: FieldError[], data: {
   return unprocessable(message, errors, data);
 }
 
+/** A batch checked against the account and ready to record. */
+export interface PreparedBatch {
+  accountId: string;
+  listId: string;
+  webhookUrl: string | null;
+  entries: BatchEntry[];
+}
+
 /**
- * Checks the batch against the account's lists, properties and contacts, then records it
- * and queues its job, in the caller's transaction (the request's idempotency transaction):
- * the 202, the batch and its job commit together. Throws, changing nothing, on any problem.
+ * Checks the batch against the account's lists, properties and contacts, and resolves
+ * property names to ids. Only reads, run before the request's transaction opens: on SQLite
+ * the one connection is held by a transaction from its first statement to its commit, and
+ * nothing read here can be undone under the batch (lists and properties are never deleted;
+ * a contactId another account creates meanwhile is caught when the batch is applied).
+ * Throws, listing every problem, if the batch cannot be accepted.
  */
-export async function acceptBatch(
+export async function prepareBatch(
   db: Db,
-  deps: { clock: Clock; dialect: DialectName },
+  dialect: DialectName,
   accountId: string,
   request: ContactBatchRequest,
   checked: { entries: CheckedEntry[]; errors: FieldError[] },
-): Promise<string> {
+): Promise<PreparedBatch> {
   const dataErrors: FieldError[] = [];
 
   let listId: string | undefined;
@@ -163,7 +180,7 @@ export async function acceptBatch(
     .selectFrom('contact_properties')
     .select(['id', 'name_key'])
     .where('account_id', '=', accountId)
-    .where((eb) => eb.or([eb('id', 'in', inJson(deps.dialect, askedIds)), eb('name_key', 'in', inJson(deps.dialect, askedNames))]))
+    .where((eb) => eb.or([eb('id', 'in', inJson(dialect, askedIds)), eb('name_key', 'in', inJson(dialect, askedNames))]))
     .execute();
   const idsKnown = new Set(known.map((p) => p.id));
   const idByName = new Map(known.map((p) => [p.name_key, p.id]));
@@ -176,7 +193,7 @@ export async function acceptBatch(
       : (await db
           .selectFrom('contacts')
           .select('id')
-          .where('id', 'in', inJson(deps.dialect, contactIds, 'bigint'))
+          .where('id', 'in', inJson(dialect, contactIds, 'bigint'))
           .where('account_id', '<>', accountId)
           .execute()).map((row) => Number(row.id)),
   );
@@ -204,18 +221,25 @@ export async function acceptBatch(
   if (checked.errors.length > 0 || dataErrors.length > 0) {
     throw rejection(checked.errors, dataErrors, { InvalidProperties: [...invalidProperties], InvalidContactIds: [...invalidContactIds] });
   }
+  return { accountId, listId: listId!, webhookUrl: request.webhookUrl ?? null, entries };
+}
 
+/**
+ * Records a prepared batch and queues its job, in the caller's transaction (the request's
+ * idempotency transaction): the 202, the batch and its job commit together.
+ */
+export async function recordBatch(db: Db, clock: Clock, batch: PreparedBatch): Promise<string> {
   const batchId = randomUUID();
-  const now = deps.clock.now();
+  const now = clock.now();
   await db
     .insertInto('contact_batches')
     .values({
       id: batchId,
-      account_id: accountId,
-      list_id: listId!,
-      webhook_url: request.webhookUrl ?? null,
+      account_id: batch.accountId,
+      list_id: batch.listId,
+      webhook_url: batch.webhookUrl,
       status: 'Queued',
-      contact_count: entries.length,
+      contact_count: batch.entries.length,
       inserted_ids: null,
       updated_ids: null,
       skipped_ids: null,
@@ -225,7 +249,8 @@ export async function acceptBatch(
       completed_at: null,
     })
     .execute();
-  await enqueue(db, { kind: CONTACT_BATCH_KIND, payload: packEntries(batchId, entries), accountId, runAt: now, idempotencyKey: `${CONTACT_BATCH_KIND}:${batchId}`, maxAttempts: MAX_ATTEMPTS });
+  const payload = packEntries(batchId, batch.listId, batch.entries);
+  await enqueue(db, { kind: CONTACT_BATCH_KIND, payload, accountId: batch.accountId, runAt: now, idempotencyKey: jobKey(batchId), maxAttempts: MAX_ATTEMPTS });
   return batchId;
 }
 

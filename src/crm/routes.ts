@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { acceptBatch, acceptedBody, checkBatchRequest, findBatch } from './batches.ts';
+import { acceptedBody, checkBatchRequest, findBatch, prepareBatch, recordBatch } from './batches.ts';
 import { findContact, listContactsPage, searchContacts } from './contacts.ts';
 import { createList, createProperty, listLists, listProperties } from './setup.ts';
 import {
@@ -27,17 +27,20 @@ const tags = ['crm'];
 /** The CRM's API (SPEC §2.6, ARCHITECTURE.md "setup objects"): route table first, handlers only call the service. */
 export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const deps = { clock: ctx.clock, dialect: ctx.database.dialect };
 
   r.post('/contacts/batch', {
     config: contacts,
     schema: { tags, summary: 'Create or update up to 1000 contacts, applied asynchronously', body: ContactBatchRequest, response: { 202: ContactBatchAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
   }, async (request, reply) => {
     const checked = await checkBatchRequest(request.body);
-    return idempotent(request, reply, ctx, request.account.id, async (trx) => ({
-      statusCode: 202,
-      body: acceptedBody(await acceptBatch(trx, deps, request.account.id, request.body, checked)),
-    }));
+    return idempotent(
+      request,
+      reply,
+      ctx,
+      request.account.id,
+      async (trx, batch) => ({ statusCode: 202, body: acceptedBody(await recordBatch(trx, ctx.clock, batch)) }),
+      () => prepareBatch(ctx.db, ctx.database.dialect, request.account.id, request.body, checked),
+    );
   });
 
   r.get('/contacts/batch/:batchId', {

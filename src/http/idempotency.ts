@@ -29,18 +29,22 @@ function requestHash(request: FastifyRequest): string {
  * insert conflicts, its transaction (and its work) rolls back, and it replays the first.
  *
  * Every module POST that queues work goes through here; `scope` keeps one account's keys
- * apart from another's.
+ * apart from another's. `prepare`, if given, runs first (after a replay is ruled out), outside
+ * the transaction, and hands `work` what it read: checks that only read belong there, so
+ * the transaction holds its connection (on SQLite, the only one) for the writes alone.
  */
-export async function idempotent<T>(
+export async function idempotent<T, P = undefined>(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: { db: Kysely<Schema>; clock: Clock },
   scope: string,
-  work: (trx: Transaction<Schema>) => Promise<Outcome<T>>,
+  work: (trx: Transaction<Schema>, prepared: P) => Promise<Outcome<T>>,
+  prepare?: () => Promise<P>,
 ): Promise<T> {
   const header = request.headers['idempotency-key'];
   if (header === undefined) {
-    const outcome = await deps.db.transaction().execute(work);
+    const prepared = (await prepare?.()) as P;
+    const outcome = await deps.db.transaction().execute((trx) => work(trx, prepared));
     reply.code(outcome.statusCode);
     return outcome.body;
   }
@@ -50,6 +54,7 @@ export async function idempotent<T>(
   }
   const hash = requestHash(request);
 
+  let prepared: { value: P } | undefined;
   for (let attempt = 1; ; attempt++) {
     const now = deps.clock.now();
     const stored = await deps.db
@@ -68,6 +73,8 @@ export async function idempotent<T>(
       reply.code(live.status_code).header('idempotent-replayed', 'true');
       return JSON.parse(live.response_body) as T;
     }
+    prepared ??= { value: (await prepare?.()) as P };
+    const { value } = prepared;
     try {
       const outcome = await deps.db.transaction().execute(async (trx) => {
         if (stored) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
@@ -78,7 +85,7 @@ export async function idempotent<T>(
           .insertInto('idempotency_keys')
           .values({ scope, key, request_hash: hash, status_code: 0, response_body: '', created_at: now })
           .execute();
-        const result = await work(trx);
+        const result = await work(trx, value);
         await trx
           .updateTable('idempotency_keys')
           .set({ status_code: result.statusCode, response_body: JSON.stringify(result.body) })

@@ -35,9 +35,10 @@ export async function claimJobs(
   return result.rows;
 }
 
-/** Finished jobs are deleted, but only while this worker still holds them. */
-export async function completeJobs(db: Kysely<Schema>, workerId: string, ids: number[]): Promise<void> {
-  await db.deleteFrom('jobs').where('id', 'in', ids).where('leased_by', '=', workerId).execute();
+/** Finished jobs are deleted, but only while this worker still holds them; answers how many were. */
+export async function completeJobs(db: Kysely<Schema>, workerId: string, ids: number[]): Promise<number> {
+  const result = await db.deleteFrom('jobs').where('id', 'in', ids).where('leased_by', '=', workerId).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 export async function extendLeases(db: Kysely<Schema>, workerId: string, ids: number[], leaseUntil: number): Promise<void> {

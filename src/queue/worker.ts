@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
+import type { Schema } from '../db/schema.ts';
 import { retryDelayMs } from './backoff.ts';
 import { claimJobs, completeJobs, extendLeases, releaseJob, rescueExpiredLeases, type JobRow } from './queries.ts';
 
@@ -22,6 +24,14 @@ export interface Job {
 export interface JobRun {
   /** Aborted when the worker is stopping and the job outlived the grace period. */
   signal: AbortSignal;
+  /**
+   * Completes the job in the handler's own transaction: it is gone if and only if that
+   * transaction commits, so the work cannot commit without its completion (and run again
+   * after a crash in between), and the worker has no completion left to write. Call it last
+   * in the transaction; a handler that resolves after its transaction rolled back leaves the
+   * job running until its lease lapses and it is run again.
+   */
+  complete(trx: Kysely<Schema>): Promise<void>;
 }
 
 /** Resolving completes the job; throwing retries it with backoff until it is dead. */
@@ -79,7 +89,7 @@ export class Worker {
   private readonly running = new Map<number, Promise<void>>();
   private readonly abort = new AbortController();
   private pendingCompletions: number[] = [];
-  private flushing: Promise<void> | undefined;
+  private flushing: Promise<unknown> | undefined;
   private timers: NodeJS.Timeout[] = [];
   private loops: Promise<void>[] = [];
   private stopping = false;
@@ -201,9 +211,15 @@ export class Worker {
       maxAttempts: row.max_attempts,
       idempotencyKey: row.idempotency_key,
     };
+    let completed = false;
+    const complete = async (trx: Kysely<Schema>) => {
+      // Its lease lapsed and another worker holds the job now: this run's work must not commit.
+      if ((await completeJobs(trx, this.id, [job.id])) === 0) throw new Error(`job ${job.id} is no longer held by this worker`);
+      completed = true;
+    };
     try {
-      await kind.handler.handle(job, { signal: this.abort.signal });
-      await this.complete(job.id);
+      await kind.handler.handle(job, { signal: this.abort.signal, complete });
+      if (!completed) await this.complete(job.id);
     } catch (error) {
       await this.guard(this.fail(job, error));
     } finally {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
+import { CONTACT_BATCH_KIND } from '../../src/crm/batches.ts';
+import { claimJobs, rescueExpiredLeases } from '../../src/queue/queries.ts';
 import { buildContact, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -42,6 +44,18 @@ forEachDatabase((dialect) => {
     assert.equal(done.inserted.count, 1);
     assert.deepEqual([done.updated, done.skipped], [{ count: 0, contactIds: [] }, { count: 0, contactIds: [] }]);
     assert.equal(done.completedAt, new Date(crm.clock.now()).toISOString());
+  });
+
+  it('reads as Processing while a worker holds its job, and as Queued again if that worker dies', async () => {
+    const batchId = (await alice.postBatch({ createUpdateContacts: [buildContact()] })).json().data.BatchId;
+    const lease = 30_000;
+    await claimJobs(crm.t.ctx.db, dialect, { kind: CONTACT_BATCH_KIND, limit: 1, workerId: 'busy-worker', now: crm.clock.now(), leaseUntil: crm.clock.now() + lease });
+    assert.equal((await alice.get(`/contacts/batch/${batchId}`)).json().status, 'Processing');
+    await rescueExpiredLeases(crm.t.ctx.db, crm.clock.now() + lease);
+    assert.equal((await alice.get(`/contacts/batch/${batchId}`)).json().status, 'Queued');
+    crm.clock.advance(lease);
+    assert.equal(await crm.drain(), 1);
+    assert.equal((await alice.get(`/contacts/batch/${batchId}`)).json().status, 'Completed');
   });
 
   it('takes application/json-patch+json as the spec samples send it, and refuses other types with 415', async () => {

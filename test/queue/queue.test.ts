@@ -136,6 +136,55 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await jobs(), []);
   });
 
+  it('completes a job in its handler’s transaction: gone only if that transaction commits', async () => {
+    await sql`create table work_done (n integer not null)`.execute(database.db);
+    const done = () => database.db.selectFrom('work_done' as never).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 2 });
+    let failCommit = true;
+    const worker = workerWith({
+      test: {
+        handle: (_job, run) =>
+          database.db.transaction().execute(async (trx) => {
+            await sql`insert into work_done (n) values (1)`.execute(trx);
+            await run.complete(trx);
+            if (failCommit) throw new Error('the transaction failed after completing');
+          }),
+      },
+    });
+    await worker.drain();
+    let [job] = await jobs();
+    assert.equal(job.state, 'ready', 'rolled back with the work: the job is retried');
+    assert.equal(job.last_error, 'the transaction failed after completing');
+    assert.equal(Number((await done()).n), 0);
+
+    failCommit = false;
+    clock.advance(60_000);
+    await worker.drain();
+    assert.deepEqual(await jobs(), [], 'committed with the work');
+    assert.equal(Number((await done()).n), 1);
+  });
+
+  it('refuses to complete, and so to commit the work of, a job whose lease another worker took', async () => {
+    await sql`create table work_done (n integer not null)`.execute(database.db);
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    const worker = workerWith({
+      test: {
+        handle: async (job, run) => {
+          // The lease lapsed mid-run and another worker claimed the job.
+          await database.db.updateTable('jobs').set({ leased_by: 'another-worker' }).where('id', '=', job.id).execute();
+          await database.db.transaction().execute(async (trx) => {
+            await sql`insert into work_done (n) values (1)`.execute(trx);
+            await run.complete(trx);
+          });
+        },
+      },
+    });
+    await worker.drain();
+    assert.equal(Number((await database.db.selectFrom('work_done' as never).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n), 0);
+    const [job] = await jobs();
+    assert.deepEqual([job.state, job.leased_by], ['running', 'another-worker']);
+  });
+
   it('keeps renewing the lease of a job that runs longer than its lease', async () => {
     const realClock = { now: () => Date.now() };
     await enqueue(database.db, { kind: 'slow', payload: null, runAt: realClock.now() });
