@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
-import type { DialectName } from '../db/database.ts';
+import type { Database, DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, Schema } from '../db/schema.ts';
-import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
+import { completeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { emitWebhook } from '../webhooks/outbox.ts';
 import { batchView, unpackEntries, type BatchJob } from './batches.ts';
 import {
@@ -21,12 +22,6 @@ import type { BatchEntry } from './validate.ts';
 
 type Db = Kysely<Schema>;
 type BatchRow = Selectable<ContactBatchesTable>;
-
-export interface ApplyDeps {
-  db: Db;
-  clock: Clock;
-  database: { dialect: DialectName };
-}
 
 /** The webhook event type of an applied (or failed) batch. */
 export const BATCH_WEBHOOK_TYPE = 'contacts.batch';
@@ -213,13 +208,11 @@ export interface BatchResult {
  * once: inserted, updated, or skipped when the batch left its data and memberships
  * exactly as they were (then nothing is written and updatedAt stays).
  */
-export async function applyBatch(db: Db, deps: ApplyDeps, target: { accountId: string; listId: string }, entries: BatchEntry[]): Promise<BatchResult> {
-  const { dialect } = deps.database;
+export async function applyBatch(db: Db, dialect: DialectName, now: number, target: { accountId: string; listId: string }, entries: BatchEntry[]): Promise<BatchResult> {
   const { accountId, listId } = target;
   const allContacts = await lockAccountContacts(db, dialect, accountId);
   const stored = await loadCandidates(db, dialect, candidateKeys(accountId, listId, allContacts, entries));
   const drafts = resolveEntries(accountId, entries, stored);
-  const now = deps.clock.now();
 
   const created = drafts.filter((d) => d.before === undefined);
   const reserved = new Set(created.filter((d) => d.chosenId).map((d) => d.id));
@@ -263,54 +256,79 @@ export async function applyBatch(db: Db, deps: ApplyDeps, target: { accountId: s
   return result;
 }
 
-async function finish(db: Db, deps: ApplyDeps, batchId: string, values: Partial<BatchRow>): Promise<BatchRow | undefined> {
+async function finish(db: Db, now: number, batchId: string, values: Partial<BatchRow>): Promise<BatchRow | undefined> {
   const row = await db
     .updateTable('contact_batches')
-    .set({ ...values, completed_at: deps.clock.now() })
+    .set({ ...values, completed_at: now })
     .where('id', '=', batchId)
     .where('status', '=', 'Queued')
     .returningAll()
     .executeTakeFirst();
   // SPEC §6: one post per batch, with its counts and contact ids: the status read's body.
   if (row?.webhook_url) {
-    await emitWebhook(db, deps.clock, { accountId: row.account_id, url: row.webhook_url, type: BATCH_WEBHOOK_TYPE, data: batchView(row) });
+    const clock: Clock = { now: () => now };
+    await emitWebhook(db, clock, { accountId: row.account_id, url: row.webhook_url, type: BATCH_WEBHOOK_TYPE, data: batchView(row) });
   }
   return row;
 }
 
+interface ApplyJob {
+  jobId: number;
+  workerId: string;
+  accountId: string;
+  payload: BatchJob;
+  /** The time of the run: the batch's start and completion, and its contacts' updatedAt. */
+  now: number;
+}
+
 /**
- * The `contacts.batch` job: applies one accepted batch in one transaction, which also
- * records the result, queues its webhook post and completes the job. A failed attempt
- * changes nothing and is retried by the queue; the last failed attempt, or a batch that
- * can never apply, marks the batch Failed (and posts that). While it runs the batch reads
- * as Processing (findBatch asks the job), so no write announces the start.
+ * One run of a batch's job, in one transaction: the batch applied, its result recorded,
+ * its webhook post queued and its job completed; or, for a batch that can never apply,
+ * nothing. Runs where the data is (database.call): on SQLite, on the database's thread.
  */
-export function contactBatchHandler(deps: ApplyDeps): JobHandler {
+export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued' | { rejected: string }> => {
+  try {
+    await db.transaction().execute(async (trx) => {
+      const result = await applyBatch(trx, dialect, run.now, { accountId: run.accountId, listId: run.payload.listId }, unpackEntries(run.payload));
+      const done = await finish(trx, run.now, run.payload.batchId, {
+        status: 'Completed',
+        started_at: run.now,
+        inserted_ids: JSON.stringify(result.inserted),
+        updated_ids: JSON.stringify(result.updated),
+        skipped_ids: JSON.stringify(result.skipped),
+      });
+      if (!done) throw new NotQueued();
+      await completeJob(trx, run.jobId, run.workerId);
+    });
+    return 'applied';
+  } catch (error) {
+    if (error instanceof NotQueued) return 'not queued';
+    if (error instanceof BatchRejected) return { rejected: error.message };
+    throw error;
+  }
+});
+
+/**
+ * The `contacts.batch` job. A failed attempt changes nothing and is retried by the queue;
+ * the last failed attempt, or a batch that can never apply, marks the batch Failed (and
+ * posts that). While it runs the batch reads as Processing (findBatch asks the job), so no
+ * write announces the start.
+ */
+export function contactBatchHandler(deps: { database: Database; clock: Clock }): JobHandler {
+  const { database, clock } = deps;
+  const fail = (batchId: string, now: number, reason: string) =>
+    database.db.transaction().execute((trx) => finish(trx, now, batchId, { status: 'Failed', started_at: now, error: reason }));
   return {
     async handle(job: Job, run: JobRun) {
       const payload = job.payload as BatchJob;
-      const startedAt = deps.clock.now();
+      const now = clock.now();
       try {
-        await deps.db.transaction().execute(async (trx) => {
-          const result = await applyBatch(trx, deps, { accountId: job.accountId!, listId: payload.listId }, unpackEntries(payload));
-          const done = await finish(trx, deps, payload.batchId, {
-            status: 'Completed',
-            started_at: startedAt,
-            inserted_ids: JSON.stringify(result.inserted),
-            updated_ids: JSON.stringify(result.updated),
-            skipped_ids: JSON.stringify(result.skipped),
-          });
-          if (!done) throw new NotQueued();
-          await run.complete(trx);
-        });
+        const outcome = await database.call(applyBatchJob, { jobId: job.id, workerId: run.workerId, accountId: job.accountId!, payload, now });
+        if (outcome === 'applied') return 'completed';
+        if (outcome !== 'not queued') await fail(payload.batchId, now, outcome.rejected);
       } catch (error) {
-        if (error instanceof NotQueued) return;
-        const rejected = error instanceof BatchRejected;
-        if (rejected || job.attempt >= job.maxAttempts) {
-          const reason = rejected ? error.message : `not applied after ${job.attempt} attempts: ${(error as Error).message}`;
-          await deps.db.transaction().execute((trx) => finish(trx, deps, payload.batchId, { status: 'Failed', started_at: startedAt, error: reason }));
-        }
-        if (!rejected) throw error;
+        if (job.attempt >= job.maxAttempts) await fail(payload.batchId, now, `not applied after ${job.attempt} attempts: ${(error as Error).message}`);
+        throw error;
       }
     },
   };

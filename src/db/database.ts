@@ -2,6 +2,7 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
+import type { Procedure } from './procedure.ts';
 import { migrations } from './migrations/index.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -9,6 +10,8 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Database {
   db: Kysely<Schema>;
   dialect: DialectName;
+  /** Runs a procedure where the data is (procedure.ts). */
+  call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
   close(): Promise<void>;
 }
 
@@ -21,15 +24,15 @@ const pgTypes = {
 
 export function openDatabase(url: string, options: { poolSize?: number } = {}): Database {
   if (url.startsWith('sqlite:')) {
-    const dialect = openSqlite(url.slice('sqlite:'.length));
+    const { dialect, call } = openSqlite(url.slice('sqlite:'.length));
     const db = new Kysely<Schema>({ dialect });
-    return { db, dialect: 'sqlite', close: () => db.destroy() };
+    return { db, dialect: 'sqlite', call, close: () => db.destroy() };
   }
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, dialect: 'postgres', call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args), close: () => db.destroy() };
 }
 
 export async function migrateToLatest(database: Database): Promise<string[]> {

@@ -1,14 +1,31 @@
 /**
  * The SQLite connection's own thread (see sqlite.ts): it owns the node:sqlite database,
- * runs each statement the main thread sends, and posts back the rows or the change count.
+ * runs each statement the main thread sends and posts back the rows or the change count,
+ * and runs procedures (procedure.ts) against the same connection through a Kysely of its own.
  */
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
+import {
+  CompiledQuery,
+  Kysely,
+  SqliteAdapter,
+  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type SqliteDatabase,
+  type SqliteStatement,
+} from 'kysely';
+import type { Procedure } from './procedure.ts';
+import type { Schema } from './schema.ts';
 
-/** A statement to run, or the order to close the database, after which the thread ends. */
-export type SqliteRequest = { id: number; sql: string; parameters: SQLInputValue[] } | { close: true };
+/** A statement to run, a procedure to run, or the order to close the database (the thread then ends). */
+export type SqliteRequest =
+  | { id: number; sql: string; parameters: unknown[] }
+  | { id: number; module: string; name: string; args: unknown }
+  | { close: true };
 
-/** What node:sqlite tells of a failed statement; the main thread rebuilds the error from it. */
+/** What a failure tells: node:sqlite's codes, when it came from SQLite; the main thread rebuilds the error from it. */
 export interface SqliteFailure {
   message: string;
   code?: string;
@@ -19,6 +36,7 @@ export interface SqliteFailure {
 export type SqliteReply =
   | { id: number; rows: unknown[] }
   | { id: number; changes: number; lastInsertRowid: number }
+  | { id: number; result: unknown }
   | { id: number; error: SqliteFailure };
 
 /** The first message: the database is open, or why it is not. */
@@ -29,6 +47,14 @@ const STATEMENT_CACHE_SIZE = 500;
 function failure(error: unknown): SqliteFailure {
   const e = error as SqliteFailure;
   return { message: e.message ?? String(error), code: e.code, errcode: e.errcode, errstr: e.errstr };
+}
+
+/** node:sqlite binds neither booleans, Dates nor undefined. */
+function bindable(value: unknown): SQLInputValue {
+  if (value === undefined) return null;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (value instanceof Date) return value.getTime();
+  return value as SQLInputValue;
 }
 
 function open(path: string): DatabaseSync {
@@ -48,54 +74,93 @@ function open(path: string): DatabaseSync {
   return native;
 }
 
-/** Prepared statements by text: preparing dominates a small INSERT (caching about doubles bulk upserts). */
-class Statements {
-  private readonly cache = new Map<string, { statement: StatementSync; reader: boolean }>();
+/**
+ * Prepared statements by text, for messages and procedures alike: preparing dominates a
+ * small INSERT (caching about doubles bulk upserts). Kysely's SqliteDriver runs on this
+ * as it would on better-sqlite3, whose statement API it expects.
+ */
+class Statements implements SqliteDatabase {
+  private readonly cache = new Map<string, SqliteStatement>();
   private readonly native: DatabaseSync;
   constructor(native: DatabaseSync) {
     this.native = native;
   }
 
-  get(sql: string): { statement: StatementSync; reader: boolean } {
-    let entry = this.cache.get(sql);
-    if (!entry) {
-      const statement = this.native.prepare(sql);
-      entry = { statement, reader: statement.columns().length > 0 };
+  prepare(sql: string): SqliteStatement {
+    let statement = this.cache.get(sql);
+    if (!statement) {
+      statement = adapt(this.native.prepare(sql));
       if (this.cache.size >= STATEMENT_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(sql, entry);
+      this.cache.set(sql, statement);
     }
-    return entry;
+    return statement;
   }
+
+  close(): void {
+    this.native.close();
+  }
+}
+
+function adapt(statement: StatementSync): SqliteStatement {
+  return {
+    reader: statement.columns().length > 0,
+    all: (parameters) => statement.all(...parameters.map(bindable)),
+    run: (parameters) => statement.run(...parameters.map(bindable)),
+    iterate: (parameters) => statement.iterate(...parameters.map(bindable)),
+  };
+}
+
+/** `BEGIN IMMEDIATE`, as sqlite.ts explains. */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+async function load(module: string, name: string): Promise<Procedure<unknown, unknown>> {
+  const procedure = (await import(module))[name] as Procedure<unknown, unknown> | undefined;
+  if (!procedure?.run) throw new Error(`${module} exports no procedure ${name}`);
+  return procedure;
 }
 
 function serve(path: string): void {
   const port = parentPort!;
-  let native: DatabaseSync;
+  let statements: Statements;
   try {
-    native = open(path);
+    statements = new Statements(open(path));
   } catch (error) {
     port.postMessage({ opened: false, error: failure(error) } satisfies SqliteOpened);
     return;
   }
-  const statements = new Statements(native);
+  const db = new Kysely<Schema>({
+    dialect: {
+      createDriver: () => new ImmediateSqliteDriver({ database: statements }),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+      createAdapter: () => new SqliteAdapter(),
+      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
+    },
+  });
   port.postMessage({ opened: true } satisfies SqliteOpened);
-  port.on('message', (request: SqliteRequest) => {
+
+  const execute = (id: number, sql: string, parameters: unknown[]): SqliteReply => {
+    const statement = statements.prepare(sql);
+    if (statement.reader) return { id, rows: statement.all(parameters) };
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return { id, changes: Number(changes), lastInsertRowid: Number(lastInsertRowid) };
+  };
+
+  port.on('message', async (request: SqliteRequest) => {
     if ('close' in request) {
-      native.close();
+      statements.close();
       port.close();
       return;
     }
-    const { id, sql, parameters } = request;
     let reply: SqliteReply;
     try {
-      const { statement, reader } = statements.get(sql);
-      if (reader) reply = { id, rows: statement.all(...parameters) };
-      else {
-        const { changes, lastInsertRowid } = statement.run(...parameters);
-        reply = { id, changes: Number(changes), lastInsertRowid: Number(lastInsertRowid) };
-      }
+      if ('sql' in request) reply = execute(request.id, request.sql, request.parameters);
+      else reply = { id: request.id, result: await (await load(request.module, request.name)).run({ db, dialect: 'sqlite' }, request.args) };
     } catch (error) {
-      reply = { id, error: failure(error) };
+      reply = { id: request.id, error: failure(error) };
     }
     port.postMessage(reply);
   });

@@ -1,6 +1,5 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { SQLInputValue } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import {
   CompiledQuery,
@@ -12,6 +11,7 @@ import {
   type Driver,
   type QueryResult,
 } from 'kysely';
+import type { Procedure } from './procedure.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
 /**
@@ -19,15 +19,9 @@ import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './
  * node:sqlite is synchronous: on the main thread every statement stopped the event loop for
  * as long as it ran (a 1,000-contact batch holds it for tens of milliseconds), while HTTP,
  * JSON and validation waited, and the machine's second core stayed idle. On its own thread
- * the statements run beside them; a message each way costs tens of microseconds.
+ * the statements run beside them; a message each way costs tens of microseconds. Work of
+ * many statements runs there whole, as a procedure (procedure.ts).
  */
-function bindable(value: unknown): SQLInputValue {
-  if (value === undefined) return null;
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (value instanceof Date) return value.getTime();
-  return value as SQLInputValue;
-}
-
 function rebuild(failure: SqliteFailure): Error {
   return Object.assign(new Error(failure.message), { code: failure.code, errcode: failure.errcode, errstr: failure.errstr });
 }
@@ -48,7 +42,9 @@ class SqliteThread {
   }
 
   static async start(path: string): Promise<SqliteThread> {
-    const worker = new Worker(new URL('./sqlite-thread.ts', import.meta.url), { workerData: { path } });
+    // The thread keeps little alive between messages: a young generation of 16 MiB instead
+    // of the main thread's (bin/herald) holds its garbage, and keeps the process's peak RSS down.
+    const worker = new Worker(new URL('./sqlite-thread.ts', import.meta.url), { workerData: { path }, resourceLimits: { maxYoungGenerationSizeMb: 16 } });
     const opened = await new Promise<SqliteOpened>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
@@ -60,13 +56,23 @@ class SqliteThread {
     return new SqliteThread(worker);
   }
 
-  send(sql: string, parameters: readonly unknown[]): Promise<SqliteReply> {
+  query(sql: string, parameters: readonly unknown[]): Promise<SqliteReply> {
+    return this.send((id) => ({ id, sql, parameters: [...parameters] }));
+  }
+
+  async call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R> {
+    const reply = await this.send((id) => ({ id, module: procedure.module, name: procedure.name, args }));
+    if ('error' in reply) throw rebuild(reply.error);
+    return (reply as { result: R }).result;
+  }
+
+  private send(request: (id: number) => SqliteRequest): Promise<SqliteReply> {
     if (this.broken) return Promise.reject(this.broken);
     const id = this.nextId++;
     // The thread is unref'd while idle, so an open database does not keep a finished
     // program alive, and ref'd while it owes an answer, so an awaited query does.
     if (this.pending.size === 0) this.worker.ref();
-    this.worker.postMessage({ id, sql, parameters: parameters.map(bindable) } satisfies SqliteRequest);
+    this.worker.postMessage(request(id));
     return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
   }
 
@@ -99,10 +105,11 @@ class SqliteThreadConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const reply = await this.thread.send(query.sql, query.parameters);
+    const reply = await this.thread.query(query.sql, query.parameters);
     if ('error' in reply) throw rebuild(reply.error);
     if ('rows' in reply) return { rows: reply.rows as R[] };
-    return { numAffectedRows: BigInt(reply.changes), insertId: BigInt(reply.lastInsertRowid), rows: [] };
+    const { changes, lastInsertRowid } = reply as { changes: number; lastInsertRowid: number };
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
 
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
@@ -113,6 +120,7 @@ class SqliteThreadConnection implements DatabaseConnection {
 /** Kysely's SqliteDriver, for a connection answered by message: one connection, taken in turn. */
 class SqliteThreadDriver implements Driver {
   private readonly path: string;
+  private starting: Promise<void> | undefined;
   private thread: SqliteThread | undefined;
   private connection: SqliteThreadConnection | undefined;
   private held: Promise<void> | undefined;
@@ -122,9 +130,23 @@ class SqliteThreadDriver implements Driver {
     this.path = path;
   }
 
-  async init(): Promise<void> {
-    this.thread = await SqliteThread.start(this.path);
-    this.connection = new SqliteThreadConnection(this.thread);
+  init(): Promise<void> {
+    this.starting ??= SqliteThread.start(this.path).then((thread) => {
+      this.thread = thread;
+      this.connection = new SqliteThreadConnection(thread);
+    });
+    return this.starting;
+  }
+
+  /** Runs a procedure on the thread, holding the connection as a transaction would. */
+  async call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R> {
+    await this.init();
+    await this.acquireConnection();
+    try {
+      return await this.thread!.call(procedure, args);
+    } finally {
+      await this.releaseConnection();
+    }
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -162,12 +184,14 @@ class SqliteThreadDriver implements Driver {
   }
 }
 
-export function openSqlite(path: string): Dialect {
+export function openSqlite(path: string): { dialect: Dialect; call: SqliteThreadDriver['call'] } {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  return {
-    createDriver: () => new SqliteThreadDriver(path),
+  const driver = new SqliteThreadDriver(path);
+  const dialect: Dialect = {
+    createDriver: () => driver,
     createQueryCompiler: () => new SqliteQueryCompiler(),
     createAdapter: () => new SqliteAdapter(),
     createIntrospector: (db) => new SqliteIntrospector(db),
   };
+  return { dialect, call: (procedure, args) => driver.call(procedure, args) };
 }

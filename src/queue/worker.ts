@@ -24,19 +24,27 @@ export interface Job {
 export interface JobRun {
   /** Aborted when the worker is stopping and the job outlived the grace period. */
   signal: AbortSignal;
-  /**
-   * Completes the job in the handler's own transaction: it is gone if and only if that
-   * transaction commits, so the work cannot commit without its completion (and run again
-   * after a crash in between), and the worker has no completion left to write. Call it last
-   * in the transaction; a handler that resolves after its transaction rolled back leaves the
-   * job running until its lease lapses and it is run again.
-   */
-  complete(trx: Kysely<Schema>): Promise<void>;
+  /** The worker that holds the job's lease, for completeJob. */
+  workerId: string;
 }
 
-/** Resolving completes the job; throwing retries it with backoff until it is dead. */
+/**
+ * Resolving completes the job; throwing retries it with backoff until it is dead.
+ * Resolving 'completed' says the handler completed it itself, with completeJob.
+ */
 export interface JobHandler {
-  handle(job: Job, run: JobRun): Promise<void>;
+  handle(job: Job, run: JobRun): Promise<void | 'completed'>;
+}
+
+/**
+ * Completes a job in its handler's own transaction: the job is gone if and only if that
+ * transaction commits, so the work cannot commit without its completion (and run again
+ * after a crash in between). Call it last in the transaction, and resolve the handler with
+ * 'completed' once the transaction has committed. Throws, so that the work rolls back, if
+ * the lease lapsed and another worker holds the job now.
+ */
+export async function completeJob(trx: Kysely<Schema>, jobId: number, workerId: string): Promise<void> {
+  if ((await completeJobs(trx, workerId, [jobId])) === 0) throw new Error(`job ${jobId} is no longer held by worker ${workerId}`);
 }
 
 /** Thrown by a handler that keeps its own schedule: run again at `at`, whatever the attempt count. */
@@ -211,15 +219,9 @@ export class Worker {
       maxAttempts: row.max_attempts,
       idempotencyKey: row.idempotency_key,
     };
-    let completed = false;
-    const complete = async (trx: Kysely<Schema>) => {
-      // Its lease lapsed and another worker holds the job now: this run's work must not commit.
-      if ((await completeJobs(trx, this.id, [job.id])) === 0) throw new Error(`job ${job.id} is no longer held by this worker`);
-      completed = true;
-    };
     try {
-      await kind.handler.handle(job, { signal: this.abort.signal, complete });
-      if (!completed) await this.complete(job.id);
+      const outcome = await kind.handler.handle(job, { signal: this.abort.signal, workerId: this.id });
+      if (outcome !== 'completed') await this.complete(job.id);
     } catch (error) {
       await this.guard(this.fail(job, error));
     } finally {

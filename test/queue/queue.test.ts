@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import { enqueue, enqueueMany } from '../../src/queue/queue.ts';
 import { retryDelayMs } from '../../src/queue/backoff.ts';
-import { RetryJobAt, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
+import { completeJob, RetryJobAt, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
 import { claimJobs } from '../../src/queue/queries.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
@@ -143,12 +143,14 @@ forEachDatabase((dialect) => {
     let failCommit = true;
     const worker = workerWith({
       test: {
-        handle: (_job, run) =>
-          database.db.transaction().execute(async (trx) => {
+        handle: async (job, run) => {
+          await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
-            await run.complete(trx);
+            await completeJob(trx, job.id, run.workerId);
             if (failCommit) throw new Error('the transaction failed after completing');
-          }),
+          });
+          return 'completed';
+        },
       },
     });
     await worker.drain();
@@ -174,8 +176,9 @@ forEachDatabase((dialect) => {
           await database.db.updateTable('jobs').set({ leased_by: 'another-worker' }).where('id', '=', job.id).execute();
           await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
-            await run.complete(trx);
+            await completeJob(trx, job.id, run.workerId);
           });
+          return 'completed';
         },
       },
     });
