@@ -3,7 +3,7 @@ import * as foundation from './0001_foundation.ts';
 import * as queue from './0002_queue.ts';
 import * as webhooks from './0003_webhooks.ts';
 import * as crm from './0004_crm.ts';
-import * as contactsFillfactor from './0005_contacts_fillfactor.ts';
+import * as postgresStorage from './0005_postgres_storage.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -11,5 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_queue': queue,
   '0003_webhooks': webhooks,
   '0004_crm': crm,
-  '0005_contacts_fillfactor': contactsFillfactor,
+  '0005_postgres_storage': postgresStorage,
 };
