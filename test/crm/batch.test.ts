@@ -198,6 +198,16 @@ forEachDatabase((dialect) => {
     assert.equal(await crm.drain(), 1);
   });
 
+  it('accepts one of two batches sent at once with one Idempotency-Key, and replays it to the other', async () => {
+    const body = { createUpdateContacts: [buildContact()] };
+    const responses = await Promise.all([alice.postBatch(body, { idempotencyKey: 'race' }), alice.postBatch(body, { idempotencyKey: 'race' })]);
+    assert.deepEqual(responses.map((r) => r.statusCode), [202, 202]);
+    assert.equal(responses[0].json().data.BatchId, responses[1].json().data.BatchId);
+    assert.equal(responses.filter((r) => r.headers['idempotent-replayed'] === 'true').length, 1);
+    assert.equal(await count('contact_batches'), 1);
+    assert.equal(await count('jobs'), 1);
+  });
+
   it('marks a batch Failed when a contactId it would create was taken by another account meanwhile', async () => {
     const bob = await crm.client();
     const id = 424_242;
