@@ -57,7 +57,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext): v
     const token = bearerToken(request);
     if (token === undefined) throw missingToken();
     const subject = await verifyAccessToken(ctx.jwtKey, token, ctx.clock.now());
-    const row = await ctx.db
+    const row = await ctx.database.reads
       .selectFrom('accounts')
       .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits'])
       .where('id', '=', subject.accountId)

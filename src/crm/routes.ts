@@ -39,7 +39,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
       ctx,
       request.account.id,
       async (trx, batch) => ({ statusCode: 202, body: acceptedBody(await recordBatch(trx, ctx.clock, batch)) }),
-      () => prepareBatch(ctx.db, ctx.database.dialect, request.account.id, request.body, checked),
+      () => prepareBatch(ctx.database.reads, ctx.database.dialect, request.account.id, request.body, checked),
     );
   });
 

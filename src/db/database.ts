@@ -10,6 +10,12 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Database {
   db: Kysely<Schema>;
   dialect: DialectName;
+  /**
+   * For reads that need not see their caller's own uncommitted writes (authentication, a
+   * request's checks): on SQLite a read-only connection beside the writing one (sqlite.ts),
+   * on PostgreSQL the same pool as `db`.
+   */
+  reads: Kysely<Schema>;
   /** Runs a procedure where the data is (procedure.ts). */
   call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
   close(): Promise<void>;
@@ -24,15 +30,25 @@ const pgTypes = {
 
 export function openDatabase(url: string, options: { poolSize?: number } = {}): Database {
   if (url.startsWith('sqlite:')) {
-    const { dialect, call } = openSqlite(url.slice('sqlite:'.length));
-    const db = new Kysely<Schema>({ dialect });
-    return { db, dialect: 'sqlite', call, close: () => db.destroy() };
+    const sqlite = openSqlite(url.slice('sqlite:'.length));
+    const db = new Kysely<Schema>({ dialect: sqlite.dialect });
+    const reads = new Kysely<Schema>({ dialect: sqlite.reads });
+    return {
+      db,
+      reads,
+      dialect: 'sqlite',
+      call: sqlite.call,
+      close: async () => {
+        await reads.destroy();
+        await db.destroy();
+      },
+    };
   }
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args), close: () => db.destroy() };
+  return { db, reads: db, dialect: 'postgres', call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args), close: () => db.destroy() };
 }
 
 export async function migrateToLatest(database: Database): Promise<string[]> {

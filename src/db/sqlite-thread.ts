@@ -3,20 +3,11 @@
  * runs each statement the main thread sends and posts back the rows or the change count,
  * and runs procedures (procedure.ts) against the same connection through a Kysely of its own.
  */
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
-import {
-  CompiledQuery,
-  Kysely,
-  SqliteAdapter,
-  SqliteDriver,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-  type DatabaseConnection,
-  type SqliteDatabase,
-  type SqliteStatement,
-} from 'kysely';
+import { Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
 import type { Procedure } from './procedure.ts';
+import { ImmediateSqliteDriver, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
 
 /** A statement to run, a procedure to run, or the order to close the database (the thread then ends). */
@@ -42,19 +33,9 @@ export type SqliteReply =
 /** The first message: the database is open, or why it is not. */
 export type SqliteOpened = { opened: true } | { opened: false; error: SqliteFailure };
 
-const STATEMENT_CACHE_SIZE = 500;
-
 function failure(error: unknown): SqliteFailure {
   const e = error as SqliteFailure;
   return { message: e.message ?? String(error), code: e.code, errcode: e.errcode, errstr: e.errstr };
-}
-
-/** node:sqlite binds neither booleans, Dates nor undefined. */
-function bindable(value: unknown): SQLInputValue {
-  if (value === undefined) return null;
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (value instanceof Date) return value.getTime();
-  return value as SQLInputValue;
 }
 
 function open(path: string): DatabaseSync {
@@ -72,49 +53,6 @@ function open(path: string): DatabaseSync {
   native.exec('PRAGMA cache_size = -16384');
   native.exec('PRAGMA foreign_keys = ON');
   return native;
-}
-
-/**
- * Prepared statements by text, for messages and procedures alike: preparing dominates a
- * small INSERT (caching about doubles bulk upserts). Kysely's SqliteDriver runs on this
- * as it would on better-sqlite3, whose statement API it expects.
- */
-class Statements implements SqliteDatabase {
-  private readonly cache = new Map<string, SqliteStatement>();
-  private readonly native: DatabaseSync;
-  constructor(native: DatabaseSync) {
-    this.native = native;
-  }
-
-  prepare(sql: string): SqliteStatement {
-    let statement = this.cache.get(sql);
-    if (!statement) {
-      statement = adapt(this.native.prepare(sql));
-      if (this.cache.size >= STATEMENT_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(sql, statement);
-    }
-    return statement;
-  }
-
-  close(): void {
-    this.native.close();
-  }
-}
-
-function adapt(statement: StatementSync): SqliteStatement {
-  return {
-    reader: statement.columns().length > 0,
-    all: (parameters) => statement.all(...parameters.map(bindable)),
-    run: (parameters) => statement.run(...parameters.map(bindable)),
-    iterate: (parameters) => statement.iterate(...parameters.map(bindable)),
-  };
-}
-
-/** `BEGIN IMMEDIATE`, as sqlite.ts explains. */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-  }
 }
 
 async function load(module: string, name: string): Promise<Procedure<unknown, unknown>> {
