@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, ContactBatchStatus, Schema } from '../db/schema.ts';
 import { AppError, notFound, unprocessable, type FieldError } from '../errors.ts';
+import type { Outcome as Response } from '../http/idempotency.ts';
 import { enqueue } from '../queue/queue.ts';
 import { inJson } from './queries.ts';
 import type { ContactBatchRequest } from './schemas.ts';
@@ -141,12 +143,15 @@ function rejection(formatErrors: FieldError[], dataErrors: FieldError[], data: {
   return unprocessable(message, errors, data);
 }
 
-/** A batch checked against the account and ready to record. */
+/** A batch checked against the account and ready to record: plain data, as a procedure's arguments are. */
 export interface PreparedBatch {
+  batchId: string;
   accountId: string;
   listId: string;
   webhookUrl: string | null;
-  entries: BatchEntry[];
+  contactCount: number;
+  job: BatchJob;
+  acceptedAt: number;
 }
 
 /**
@@ -159,11 +164,12 @@ export interface PreparedBatch {
  */
 export async function prepareBatch(
   db: Db,
-  dialect: DialectName,
+  deps: { dialect: DialectName; clock: Clock },
   accountId: string,
   request: ContactBatchRequest,
   checked: { entries: CheckedEntry[]; errors: FieldError[] },
 ): Promise<PreparedBatch> {
+  const { dialect } = deps;
   const dataErrors: FieldError[] = [];
 
   let listId: string | undefined;
@@ -221,38 +227,54 @@ export async function prepareBatch(
   if (checked.errors.length > 0 || dataErrors.length > 0) {
     throw rejection(checked.errors, dataErrors, { InvalidProperties: [...invalidProperties], InvalidContactIds: [...invalidContactIds] });
   }
-  return { accountId, listId: listId!, webhookUrl: request.webhookUrl ?? null, entries };
+  const batchId = randomUUID();
+  return {
+    batchId,
+    accountId,
+    listId: listId!,
+    webhookUrl: request.webhookUrl ?? null,
+    contactCount: entries.length,
+    job: packEntries(batchId, listId!, entries),
+    acceptedAt: deps.clock.now(),
+  };
 }
 
 /**
- * Records a prepared batch and queues its job, in the caller's transaction (the request's
- * idempotency transaction): the 202, the batch and its job commit together.
+ * Records a prepared batch and queues its job, in the request's idempotency transaction:
+ * the 202, the batch and its job commit together. A procedure, so on SQLite the
+ * transaction runs on the database's thread in one go.
  */
-export async function recordBatch(db: Db, clock: Clock, batch: PreparedBatch): Promise<string> {
-  const batchId = randomUUID();
-  const now = clock.now();
+export const recordBatch = procedure(import.meta.url, 'recordBatch', async ({ db }, batch: PreparedBatch): Promise<Response<AcceptedBody>> => {
   await db
     .insertInto('contact_batches')
     .values({
-      id: batchId,
+      id: batch.batchId,
       account_id: batch.accountId,
       list_id: batch.listId,
       webhook_url: batch.webhookUrl,
       status: 'Queued',
-      contact_count: batch.entries.length,
+      contact_count: batch.contactCount,
       inserted_ids: null,
       updated_ids: null,
       skipped_ids: null,
       error: null,
-      created_at: now,
+      created_at: batch.acceptedAt,
       started_at: null,
       completed_at: null,
     })
     .execute();
-  const payload = packEntries(batchId, batch.listId, batch.entries);
-  await enqueue(db, { kind: CONTACT_BATCH_KIND, payload, accountId: batch.accountId, runAt: now, idempotencyKey: jobKey(batchId), maxAttempts: MAX_ATTEMPTS });
-  return batchId;
-}
+  await enqueue(db, {
+    kind: CONTACT_BATCH_KIND,
+    payload: batch.job,
+    accountId: batch.accountId,
+    runAt: batch.acceptedAt,
+    idempotencyKey: jobKey(batch.batchId),
+    maxAttempts: MAX_ATTEMPTS,
+  });
+  return { statusCode: 202, body: acceptedBody(batch.batchId) };
+});
+
+type AcceptedBody = ReturnType<typeof acceptedBody>;
 
 /** SPEC §2.6: the body of the 202, exactly. */
 export function acceptedBody(batchId: string) {

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { acceptedBody, checkBatchRequest, findBatch, prepareBatch, recordBatch } from './batches.ts';
+import { checkBatchRequest, findBatch, prepareBatch, recordBatch } from './batches.ts';
 import { findContact, listContactsPage, searchContacts } from './contacts.ts';
 import { createList, createProperty, listLists, listProperties } from './setup.ts';
 import {
@@ -38,8 +38,8 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
       reply,
       ctx,
       request.account.id,
-      async (trx, batch) => ({ statusCode: 202, body: acceptedBody(await recordBatch(trx, ctx.clock, batch)) }),
-      () => prepareBatch(ctx.database.reads, ctx.database.dialect, request.account.id, request.body, checked),
+      recordBatch,
+      () => prepareBatch(ctx.database.reads, { dialect: ctx.database.dialect, clock: ctx.clock }, request.account.id, request.body, checked),
     );
   });
 

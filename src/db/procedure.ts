@@ -26,3 +26,15 @@ export interface Procedure<A, R> {
 export function procedure<A, R>(module: string, name: string, run: (database: ProcedureDatabase, args: A) => Promise<R>): Procedure<A, R> {
   return { module, name, run };
 }
+
+/** Where a procedure is defined: enough to find it again on another thread. */
+export interface ProcedureRef {
+  module: string;
+  name: string;
+}
+
+export async function loadProcedure(ref: ProcedureRef): Promise<Procedure<unknown, unknown>> {
+  const found = (await import(ref.module))[ref.name] as Procedure<unknown, unknown> | undefined;
+  if (!found?.run) throw new Error(`${ref.module} exports no procedure ${ref.name}`);
+  return found;
+}

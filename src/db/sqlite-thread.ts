@@ -6,7 +6,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
-import type { Procedure } from './procedure.ts';
+import { loadProcedure } from './procedure.ts';
 import { ImmediateSqliteDriver, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
 
@@ -55,12 +55,6 @@ function open(path: string): DatabaseSync {
   return native;
 }
 
-async function load(module: string, name: string): Promise<Procedure<unknown, unknown>> {
-  const procedure = (await import(module))[name] as Procedure<unknown, unknown> | undefined;
-  if (!procedure?.run) throw new Error(`${module} exports no procedure ${name}`);
-  return procedure;
-}
-
 function serve(path: string): void {
   const port = parentPort!;
   let statements: Statements;
@@ -96,7 +90,7 @@ function serve(path: string): void {
     let reply: SqliteReply;
     try {
       if ('sql' in request) reply = execute(request.id, request.sql, request.parameters);
-      else reply = { id: request.id, result: await (await load(request.module, request.name)).run({ db, dialect: 'sqlite' }, request.args) };
+      else reply = { id: request.id, result: await (await loadProcedure(request)).run({ db, dialect: 'sqlite' }, request.args) };
     } catch (error) {
       reply = { id: request.id, error: failure(error) };
     }
