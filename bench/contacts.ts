@@ -260,8 +260,8 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
     await client.end();
   } else {
     const db = new DatabaseSync(url.slice('sqlite:'.length));
-    // The same settings as Herald's own connection (src/db/sqlite.ts), so only the work differs.
-    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -16384');
+    // The same settings as Herald's own connection (src/db/sqlite-thread.ts), so only the work differs.
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 40000; PRAGMA cache_size = -16384');
     const statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
     const prepared = (text: string) => statements.get(text) ?? statements.set(text, db.prepare(text)).get(text)!;
     for (const contacts of requests) {
