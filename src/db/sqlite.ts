@@ -1,3 +1,11 @@
+/**
+ * SQLite runs on a thread of its own (sqlite-thread.ts), and Kysely talks to it by message.
+ * node:sqlite is synchronous: on the main thread every statement stopped the event loop for
+ * as long as it ran (a 1,000-contact batch holds it for tens of milliseconds), while HTTP,
+ * JSON and validation waited, and the machine's second core stayed idle. On its own thread
+ * the statements run beside them; a message each way costs tens of microseconds. Work of
+ * many statements runs there whole, as a procedure (procedure.ts).
+ */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -17,14 +25,6 @@ import type { Procedure } from './procedure.ts';
 import { Statements } from './sqlite-statements.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
-/**
- * SQLite runs on a thread of its own (sqlite-thread.ts), and Kysely talks to it by message.
- * node:sqlite is synchronous: on the main thread every statement stopped the event loop for
- * as long as it ran (a 1,000-contact batch holds it for tens of milliseconds), while HTTP,
- * JSON and validation waited, and the machine's second core stayed idle. On its own thread
- * the statements run beside them; a message each way costs tens of microseconds. Work of
- * many statements runs there whole, as a procedure (procedure.ts).
- */
 function rebuild(failure: SqliteFailure): Error {
   return Object.assign(new Error(failure.message), { code: failure.code, errcode: failure.errcode, errstr: failure.errstr });
 }
