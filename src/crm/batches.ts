@@ -149,7 +149,6 @@ export interface PreparedBatch {
   accountId: string;
   listId: string;
   webhookUrl: string | null;
-  contactCount: number;
   job: BatchJob;
   acceptedAt: number;
 }
@@ -233,7 +232,6 @@ export async function prepareBatch(
     accountId,
     listId: listId!,
     webhookUrl: request.webhookUrl ?? null,
-    contactCount: entries.length,
     job: packEntries(batchId, listId!, entries),
     acceptedAt: deps.clock.now(),
   };
@@ -253,7 +251,7 @@ export const recordBatch = procedure(import.meta.url, 'recordBatch', async ({ db
       list_id: batch.listId,
       webhook_url: batch.webhookUrl,
       status: 'Queued',
-      contact_count: batch.contactCount,
+      contact_count: batch.job.contacts.length,
       inserted_ids: null,
       updated_ids: null,
       skipped_ids: null,

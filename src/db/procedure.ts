@@ -2,6 +2,13 @@ import type { Kysely } from 'kysely';
 import type { DialectName } from './database.ts';
 import type { Schema } from './schema.ts';
 
+/** Where a procedure is defined: enough to find it again on another thread. */
+export interface ProcedureRef {
+  /** import.meta.url of the module that exports the procedure, under `name`. */
+  module: string;
+  name: string;
+}
+
 /** What a procedure runs against: the connection where it runs, and its dialect. */
 export interface ProcedureDatabase {
   db: Kysely<Schema>;
@@ -16,10 +23,7 @@ export interface ProcedureDatabase {
  * then costs no message per statement, and no wait for a main thread busy with requests
  * between them. Arguments and results cross threads, so they are plain data.
  */
-export interface Procedure<A, R> {
-  /** import.meta.url of the module that exports the procedure, under `name`. */
-  module: string;
-  name: string;
+export interface Procedure<A, R> extends ProcedureRef {
   run(database: ProcedureDatabase, args: A): Promise<R>;
 }
 
@@ -27,14 +31,16 @@ export function procedure<A, R>(module: string, name: string, run: (database: Pr
   return { module, name, run };
 }
 
-/** Where a procedure is defined: enough to find it again on another thread. */
-export interface ProcedureRef {
-  module: string;
-  name: string;
-}
+const loaded = new Map<string, Procedure<unknown, unknown>>();
 
+/** The procedure a ref names, imported once per thread: procedures run on hot paths. */
 export async function loadProcedure(ref: ProcedureRef): Promise<Procedure<unknown, unknown>> {
-  const found = (await import(ref.module))[ref.name] as Procedure<unknown, unknown> | undefined;
-  if (!found?.run) throw new Error(`${ref.module} exports no procedure ${ref.name}`);
+  const key = `${ref.module}#${ref.name}`;
+  let found = loaded.get(key);
+  if (!found) {
+    found = (await import(ref.module))[ref.name] as Procedure<unknown, unknown> | undefined;
+    if (!found?.run) throw new Error(`${ref.module} exports no procedure ${ref.name}`);
+    loaded.set(key, found);
+  }
   return found;
 }

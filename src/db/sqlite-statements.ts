@@ -3,7 +3,18 @@
  * the database's thread (sqlite-thread.ts) and the main thread's read connection
  * (sqlite.ts) both run on this.
  */
-import { CompiledQuery, SqliteDriver, type DatabaseConnection, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import {
+  CompiledQuery,
+  SqliteAdapter,
+  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type SqliteDatabase,
+  type SqliteStatement,
+} from 'kysely';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -53,8 +64,21 @@ function adapt(statement: StatementSync): SqliteStatement {
  * deferred BEGIN, a second process (the CLI beside a running server) that upgrades a read
  * to a write gets SQLITE_BUSY at once instead of waiting out busy_timeout.
  */
+export async function beginImmediate(connection: DatabaseConnection): Promise<void> {
+  await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+}
+
+/** Kysely's SqliteDriver on node:sqlite (through Statements), beginning transactions with beginImmediate. */
 export class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  override beginTransaction(connection: DatabaseConnection): Promise<void> {
+    return beginImmediate(connection);
   }
 }
+
+/** Kysely's SQLite dialect around any driver. */
+export const sqliteDialect = (createDriver: () => Driver): Dialect => ({
+  createDriver,
+  createQueryCompiler: () => new SqliteQueryCompiler(),
+  createAdapter: () => new SqliteAdapter(),
+  createIntrospector: (db) => new SqliteIntrospector(db),
+});

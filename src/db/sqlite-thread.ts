@@ -5,9 +5,9 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
-import { Kysely, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
+import { Kysely } from 'kysely';
 import { loadProcedure } from './procedure.ts';
-import { ImmediateSqliteDriver, Statements } from './sqlite-statements.ts';
+import { ImmediateSqliteDriver, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
 
 /** A statement to run, a procedure to run, or the order to close the database (the thread then ends). */
@@ -68,14 +68,7 @@ function serve(path: string): void {
     port.postMessage({ opened: false, error: failure(error) } satisfies SqliteOpened);
     return;
   }
-  const db = new Kysely<Schema>({
-    dialect: {
-      createDriver: () => new ImmediateSqliteDriver({ database: statements }),
-      createQueryCompiler: () => new SqliteQueryCompiler(),
-      createAdapter: () => new SqliteAdapter(),
-      createIntrospector: (kysely) => new SqliteIntrospector(kysely),
-    },
-  });
+  const db = new Kysely<Schema>({ dialect: sqliteDialect(() => new ImmediateSqliteDriver({ database: statements })) });
   port.postMessage({ opened: true } satisfies SqliteOpened);
 
   const execute = (id: number, sql: string, parameters: unknown[]): SqliteReply => {

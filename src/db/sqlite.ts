@@ -12,17 +12,14 @@ import { Worker } from 'node:worker_threads';
 import { DatabaseSync } from 'node:sqlite';
 import {
   CompiledQuery,
-  SqliteAdapter,
   SqliteDriver,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
   type DatabaseConnection,
   type Dialect,
   type Driver,
   type QueryResult,
 } from 'kysely';
 import type { Procedure } from './procedure.ts';
-import { Statements } from './sqlite-statements.ts';
+import { beginImmediate, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
 function rebuild(failure: SqliteFailure): Error {
@@ -163,13 +160,8 @@ class SqliteThreadDriver implements Driver {
     release?.();
   }
 
-  /**
-   * `BEGIN IMMEDIATE` takes the write lock at the start of a transaction. With the default
-   * deferred BEGIN, a second process (the CLI beside a running server) that upgrades a read
-   * to a write gets SQLITE_BUSY at once instead of waiting out busy_timeout.
-   */
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  beginTransaction(connection: DatabaseConnection): Promise<void> {
+    return beginImmediate(connection);
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
@@ -184,13 +176,6 @@ class SqliteThreadDriver implements Driver {
     await this.thread?.close();
   }
 }
-
-const sqliteDialect = (createDriver: () => Driver): Dialect => ({
-  createDriver,
-  createQueryCompiler: () => new SqliteQueryCompiler(),
-  createAdapter: () => new SqliteAdapter(),
-  createIntrospector: (db) => new SqliteIntrospector(db),
-});
 
 /**
  * The database (`dialect`, on its thread, with `call` for procedures), and a second,
