@@ -2,6 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { Type } from 'typebox';
 
 /**
  * What a webhook must never reach unless WEBHOOK_ALLOW_PRIVATE=true: a customer names the
@@ -112,3 +113,18 @@ export function pinnedLookup(addresses: LookupAddress[]): LookupFunction {
     else callback(null, addresses[0].address, addresses[0].family);
   };
 }
+
+/**
+ * The schema of every module's webhook URL field (the CRM's `webhookUrl`, the spec's
+ * `webHookUrl` for SMS and email): an http or https URL, which the HTTP boundary then vets
+ * with webhookUrlRefusal because of its `x-webhook-url` annotation.
+ */
+export const WebhookUrl = (description: string) =>
+  Type.String({
+    format: 'uri',
+    pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+    maxLength: 2048,
+    description,
+    errorMessage: 'must be an http or https URL of at most 2048 characters',
+    'x-webhook-url': true,
+  });
