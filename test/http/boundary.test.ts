@@ -77,6 +77,12 @@ forEachDatabase((dialect) => {
       refused(await send('POST', '/contacts/batch', body), 400, [], /not valid UTF-8/);
     });
 
+    it('refuses an email address outside ASCII, and takes an internationalised domain in its xn-- form', async () => {
+      const batch = (email: string) => postJson('/contacts/batch', { createUpdateContacts: [{ email }] });
+      refused(await batch('user@bücher.example'), 400, [{ field: 'createUpdateContacts[0].email', message: /xn-- form/ }]);
+      assert.equal((await batch('user@xn--bcher-kva.example')).statusCode, 202);
+    });
+
     it('says what is refused in a __proto__ or constructor key, and where', async () => {
       refused(await send('POST', '/lists', '{"name":"x","__proto__":{"admin":true}}'), 400, [{ field: '__proto__', message: /prototype/ }]);
       const nested = '{"createUpdateContacts":[{"email":"a@example.com","constructor":{"prototype":{"x":1}}}]}';
