@@ -33,7 +33,7 @@ export function PageLimit(max: 10 | 100 | 1000, byDefault: number, what: string)
 
 /** The nextCursor of a previous page, given back as it was. */
 export const PageCursor = (maxLength: number) =>
-  Type.String({ maxLength, description: 'nextCursor of the previous page.', errorMessage: 'must be the nextCursor of a previous page' });
+  Type.String({ maxLength, description: 'nextCursor of the previous page.', errorMessage: 'must be a nextCursor from a previous page' });
 
 /** Text that may run over several lines: tabs and line breaks allowed, other control characters not (http/input.ts). */
 export const MultilineText = (options: { maxLength: number; description?: string }) => Type.String({ ...options, 'x-multiline': true });
