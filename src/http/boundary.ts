@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, unprocessable, type FieldError } from '../errors.ts';
 import { webhookUrlRefusal, type DestinationOptions } from '../webhooks/destination.ts';
-import { annotatedStrings, inputProblems, type SchemaNode } from './input.ts';
+import { annotatedStrings, hasAnnotation, inputProblems, type SchemaNode } from './input.ts';
 import { registerJsonParser } from './json.ts';
 import { closeSchema, NO_PARAMETERS } from './validation.ts';
 
@@ -32,6 +32,15 @@ function noBodyProblems(body: unknown): FieldError[] {
 export function registerBoundary(app: FastifyInstance, destinations: DestinationOptions): void {
   registerJsonParser(app);
 
+  async function vetWebhookUrls(request: FastifyRequest): Promise<void> {
+    const errors: FieldError[] = [];
+    for (const { field, value } of annotatedStrings(request.body, schemaOf(request).body, 'x-webhook-url')) {
+      const refusal = await webhookUrlRefusal(value, destinations);
+      if (refusal) errors.push({ field, message: refusal });
+    }
+    if (errors.length > 0) throw unprocessable('The service will not post webhooks to this URL.', errors);
+  }
+
   app.addHook('onRoute', (route) => {
     const schema = route.schema as RouteSchema | undefined;
     if (schema?.hide) return;
@@ -41,6 +50,9 @@ export function registerBoundary(app: FastifyInstance, destinations: Destination
       ...(schema?.body ? { body: closeSchema(schema.body) } : {}),
       ...(schema?.params ? { params: closeSchema(schema.params) } : {}),
     };
+    // Only the routes that take a webhook URL pay for the hook: a lookup, after validation
+    // and authentication, so an anonymous or malformed request never makes the server ask DNS.
+    if (hasAnnotation(schema?.body, 'x-webhook-url')) route.preHandler = [vetWebhookUrls, ...[route.preHandler ?? []].flat()];
   });
 
   app.addHook('preValidation', async (request) => {
@@ -51,15 +63,5 @@ export function registerBoundary(app: FastifyInstance, destinations: Destination
       ...(schema.body || schema.hide ? inputProblems(request.body, schema.body) : noBodyProblems(request.body)),
     ];
     if (errors.length > 0) throw badRequest('The request is not valid.', errors);
-  });
-
-  app.addHook('preHandler', async (request) => {
-    const urls = annotatedStrings(request.body, schemaOf(request).body, 'x-webhook-url');
-    const errors: FieldError[] = [];
-    for (const { field, value } of urls) {
-      const refusal = await webhookUrlRefusal(value, destinations);
-      if (refusal) errors.push({ field, message: refusal });
-    }
-    if (errors.length > 0) throw unprocessable('The service will not post webhooks to this URL.', errors);
   });
 }

@@ -104,7 +104,7 @@ export function inputProblems(value: unknown, schema: SchemaNode | undefined, pa
         errors.push({ field: item.field, message: `is refused: ${item.key} is a name JavaScript gives to an object's prototype, and no field has it` });
       } else {
         const problem = stringProblem(item.key, false);
-        if (problem) errors.push({ field: item.field, message: `is a field name that ${problem}` });
+        if (problem) errors.push({ field: item.field, message: `is not a field name: a name ${problem}` });
       }
     } else {
       const problem = stringProblem(item.value, annotated(item.schemas, 'x-multiline'));
@@ -112,6 +112,14 @@ export function inputProblems(value: unknown, schema: SchemaNode | undefined, pa
     }
   }
   return errors;
+}
+
+/** Whether any node of the schema carries the annotation. */
+export function hasAnnotation(schema: SchemaNode | undefined, keyword: (typeof ANNOTATIONS)[number]): boolean {
+  if (!schema) return false;
+  if (schema[keyword] === true) return true;
+  const children = [...Object.values(schema.properties ?? {}), ...(schema.items ? [schema.items] : []), ...(schema.anyOf ?? []), ...(schema.allOf ?? []), ...(schema.oneOf ?? [])];
+  return children.some((node) => hasAnnotation(node, keyword));
 }
 
 /** The strings of a request part whose schema carries the annotation, with their field paths. */

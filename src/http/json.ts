@@ -3,7 +3,7 @@ import { badRequest } from '../errors.ts';
 
 // fatal: invalid UTF-8 is an error, not U+FFFD: a replacement character stored in place of
 // bytes the client sent is a silent change of their data (issue 10: "\ufffd\ufffd@x.co").
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * The one JSON body parser, for application/json and the spec samples'

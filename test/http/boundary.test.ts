@@ -67,7 +67,7 @@ forEachDatabase((dialect) => {
 
     it('refuses half of a surrogate pair, and a field name with a control character', async () => {
       refused(await send('POST', '/lists', '{"name":"\\ud800x"}'), 400, [{ field: 'name', message: /well-formed Unicode/ }]);
-      refused(await send('POST', '/lists', '{"name":"x","a\\u0000":1}'), 400, [{ field: 'a\u0000', message: /field name/ }]);
+      refused(await send('POST', '/lists', '{"name":"x","a\\u0000":1}'), 400, [{ field: 'a\u0000', message: /^is not a field name: a name must not contain NUL/ }]);
     });
   });
 
