@@ -292,6 +292,21 @@ forEachDatabase((dialect) => {
     assert.ok(accepted.has('POST /contacts/batch'), 'no contact batch was accepted: the fuzzer never reached the queue');
   });
 
+  it('gives every pattern of every request schema a message in words', () => {
+    const unworded: string[] = [];
+    const visit = (node: unknown, where: string) => {
+      if (node === null || typeof node !== 'object') return;
+      const schema = node as Schema;
+      if (schema.pattern !== undefined && typeof schema.errorMessage !== 'string') unworded.push(where);
+      for (const [key, child] of Object.entries(schema)) visit(child, `${where}.${key}`);
+    };
+    for (const route of routes) {
+      visit(route.body, `${route.method} ${route.path} body`);
+      for (const parameter of [...route.query, ...route.params]) visit(parameter.schema, `${route.method} ${route.path} ${parameter.name}`);
+    }
+    assert.deepEqual(unworded, []);
+  });
+
   it('leaves no job failing from any input it accepted', async () => {
     const worker = createWorker(t.ctx);
     // Finished jobs are deleted: what ran is what drain() counts.
