@@ -2,7 +2,9 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppContext } from './context.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { registerBoundary } from './http/boundary.ts';
+import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
+import { ANNOTATIONS } from './http/input.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { probeRoutes } from './http/probes.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -11,24 +13,26 @@ import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
+import { systemResolver, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
 
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
-export async function buildApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): Promise<FastifyInstance> {
+export async function buildApp(
+  ctx: AppContext,
+  options: { logger?: FastifyServerOptions['logger']; resolve?: Resolver } = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: ctx.config.bodyLimitBytes,
     trustProxy: ctx.config.trustProxy,
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false } },
+    // verbose: each error carries its schema node, for errorMessage and "did you mean".
+    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, verbose: true, keywords: [...ANNOTATIONS] } },
+    frameworkErrors,
   });
 
-  // The spec's sample requests send application/json-patch+json: parse it as plain JSON.
-  // text/plain is dropped so that every other type is a 415, not a string body.
-  app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('application/json-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
-
   registerErrorHandling(app);
+  registerBoundary(app, { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? systemResolver });
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
   registerAuthentication(app, ctx);

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { errorResponses } from '../http/schemas.ts';
+import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { RATE_LIMIT_GROUPS } from '../ratelimit/limits.ts';
 import {
@@ -37,7 +37,7 @@ const AccountBody = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
 });
 
-const AccountParams = Type.Object({ accountId: Type.String({ format: 'uuid' }) });
+const AccountParams = Type.Object({ accountId: Uuid() });
 
 const admin = { auth: 'admin' as const };
 

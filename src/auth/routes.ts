@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { invalidCredentials } from '../errors.ts';
-import { errorResponses } from '../http/schemas.ts';
+import { errorResponses, Uuid } from '../http/schemas.ts';
 import { findAccountByUserName } from '../accounts/service.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import { LoginThrottle } from './throttle.ts';
@@ -12,7 +12,7 @@ import { VALIDITIES, expiryFor, signAccessToken } from './tokens.ts';
 const TokenRequest = Type.Object({
   userName: Type.String({ minLength: 1, maxLength: 254 }),
   password: Type.String({ minLength: 1, maxLength: 1024 }),
-  privateToken: Type.String({ format: 'uuid' }),
+  privateToken: Uuid(),
   validity: Type.Enum([...VALIDITIES]),
 });
 

@@ -125,13 +125,12 @@ export async function findBatch(db: Db, accountId: string, batchId: string): Pro
 
 const jobKey = (batchId: string) => `${CONTACT_BATCH_KIND}:${batchId}`;
 
-/** The checks that need the request alone; run before any transaction is opened. */
+/**
+ * The checks that need the request alone; run before any transaction is opened. The
+ * webhook URL was checked at the HTTP boundary (webhooks/destination.ts, WebhookUrl).
+ */
 export async function checkBatchRequest(request: ContactBatchRequest): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
-  const checked = await checkContacts(request.createUpdateContacts);
-  if (request.webhookUrl !== undefined && !/^https?:\/\//i.test(request.webhookUrl)) {
-    checked.errors.push({ field: 'webhookUrl', message: 'must be an http or https URL' });
-  }
-  return checked;
+  return checkContacts(request.createUpdateContacts);
 }
 
 function rejection(formatErrors: FieldError[], dataErrors: FieldError[], data: { InvalidProperties: string[]; InvalidContactIds: number[] }): AppError {

@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
 import type { ContactsTable, Schema } from '../db/schema.ts';
 import { badRequest, notFound } from '../errors.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import { defaultListId, requireList } from './setup.ts';
 
 type Db = Kysely<Schema>;
@@ -100,18 +101,12 @@ export interface ContactPage {
 // The cursor names the last contact id shown: pages go in id order, each one an index
 // range scan however deep it is (list_members' key (list_id, contact_id), or contacts'
 // (account_id, id) for `All contacts`).
-const encodeCursor = (id: number) => Buffer.from(String(id)).toString('base64url');
-
-function decodeCursor(cursor: string): number {
-  const text = Buffer.from(cursor, 'base64url').toString();
-  if (!/^[0-9]{1,16}$/.test(text)) throw badRequest('The cursor is not one this server gave.', [{ field: 'cursor', message: 'is not valid' }]);
-  return Number(text);
-}
+const cursor = cursorCodec(['integer']);
 
 /** A page of a list's contacts, for the API and for the SMS and email modules' list expansion. */
 export async function listContactsPage(db: Db, accountId: string, listId: string, page: { limit: number; cursor?: string }): Promise<ContactPage> {
   await requireList(db, accountId, listId);
-  const after = page.cursor === undefined ? 0 : decodeCursor(page.cursor);
+  const after = page.cursor === undefined ? 0 : cursor.decode(page.cursor)[0];
   const rows =
     listId === (await defaultListId(db, accountId))
       ? await db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '>', after).orderBy('id').limit(page.limit + 1).execute()
@@ -126,5 +121,5 @@ export async function listContactsPage(db: Db, accountId: string, listId: string
           .execute();
   const more = rows.length > page.limit;
   const shown = more ? rows.slice(0, page.limit) : rows;
-  return { contacts: await contactViews(db, accountId, shown), nextCursor: more ? encodeCursor(Number(shown.at(-1)!.id)) : null };
+  return { contacts: await contactViews(db, accountId, shown), nextCursor: more ? cursor.encode([Number(shown.at(-1)!.id)]) : null };
 }

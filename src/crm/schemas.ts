@@ -1,4 +1,6 @@
 import { Type, type Static } from 'typebox';
+import { MultilineText, PageCursor, PageLimit, Uuid as UuidField } from '../http/schemas.ts';
+import { WebhookUrl } from '../webhooks/destination.ts';
 
 /** SPEC §8: at most 1000 contacts a request. */
 export const MAX_CONTACTS_PER_BATCH = 1000;
@@ -16,9 +18,9 @@ const Digits = Type.Unsafe<unknown>({ description: 'Digits only, as a string or 
 
 export const PropertyField = Type.Object(
   {
-    propertyid: Type.Optional(Type.String({ format: 'uuid', description: 'Written by id when present.' })),
+    propertyid: Type.Optional(UuidField({ description: 'Written by id when present.' })),
     propertyname: Type.Optional(Type.String({ maxLength: 100, description: 'Written by name when there is no id; case-insensitive.' })),
-    propertyvalue: Type.String({ maxLength: 4000 }),
+    propertyvalue: MultilineText({ maxLength: 4000, description: 'May hold tabs and line breaks.' }),
   },
   { additionalProperties: false },
 );
@@ -38,9 +40,9 @@ export const ContactInput = Type.Object(
 export type ContactInput = Static<typeof ContactInput>;
 
 export const ContactBatchRequest = Type.Object({
-  listId: Type.Optional(Type.String({ format: 'uuid', description: 'The list to add the contacts to; `All contacts` when absent.' })),
+  listId: Type.Optional(UuidField({ description: 'The list to add the contacts to; `All contacts` when absent.' })),
   createUpdateContacts: Type.Array(ContactInput, { minItems: 1, maxItems: MAX_CONTACTS_PER_BATCH }),
-  webhookUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2048, description: 'Receives one signed post when the batch is applied.' })),
+  webhookUrl: Type.Optional(WebhookUrl('Receives one signed post when the batch is applied.')),
 });
 export type ContactBatchRequest = Static<typeof ContactBatchRequest>;
 
@@ -85,18 +87,24 @@ export const Contact = Type.Object({
   updatedAt: IsoTime,
 });
 
-export const ContactIdParams = Type.Object({ contactId: Type.String({ pattern: '^[1-9][0-9]{0,15}$' }) });
-export const BatchIdParams = Type.Object({ batchId: Uuid });
-export const ListIdParams = Type.Object({ listId: Uuid });
+export const ContactIdParams = Type.Object({
+  contactId: Type.String({ pattern: '^[1-9][0-9]{0,15}$', errorMessage: 'must be a contact id: a whole number from 1, at most 16 digits' }),
+});
+export const BatchIdParams = Type.Object({ batchId: UuidField() });
+export const ListIdParams = Type.Object({ listId: UuidField() });
 
 // Query strings arrive as text and the app's validator does not coerce, so numbers are patterns.
 export const ContactSearch = Type.Object({
   email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
-  mobile: Type.Optional(Type.String({ pattern: '^[0-9]{4,18}$', description: 'Country code and number, digits only.' })),
+  mobile: Type.Optional(Type.String({
+    pattern: '^[0-9]{4,18}$',
+    description: 'Country code and number, digits only.',
+    errorMessage: 'is the country code and number, digits only (4 to 18 of them)',
+  })),
 });
 export const Page = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: 'Contacts per page, 1 to 1000; 100 by default.' })),
-  cursor: Type.Optional(Type.String({ maxLength: 40, description: 'nextCursor of the previous page.' })),
+  limit: Type.Optional(PageLimit(1000, 100, 'Contacts')),
+  cursor: Type.Optional(PageCursor(40)),
 });
 
 export const ListBody = Type.Object({ listId: Uuid, name: Type.String(), createdAt: IsoTime });

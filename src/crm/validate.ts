@@ -2,6 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
 import { PhoneNumber, type E164Number } from 'libphonenumber-js/core';
 import mobileMetadata from 'libphonenumber-js/metadata.mobile.json';
+import { emailAddressProblem } from '../email-address.ts';
 import type { FieldError } from '../errors.ts';
 import type { ContactInput } from './schemas.ts';
 
@@ -34,9 +35,6 @@ export interface CheckedEntry extends Omit<BatchEntry, 'properties'> {
   propertyRefs: PropertyRef[];
 }
 
-// The practical form of an address (RFC 5321's dot-atom local part is stricter than users
-// are): one @, no spaces or specials, a dot in the domain.
-const EMAIL = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\.]+(\.[^\s@"(),:;<>[\]\\.]+)+$/;
 const DIGITS = /^[0-9]+$/;
 
 /**
@@ -109,7 +107,8 @@ function checkContact(input: ContactInput, i: number, errors: FieldError[]): Che
 
   const email = input.email?.trim();
   if (email) {
-    if (email.length > 254 || !EMAIL.test(email)) errors.push({ field: `${at}.email`, message: 'must be an email address' });
+    const problem = emailAddressProblem(email);
+    if (problem) errors.push({ field: `${at}.email`, message: problem });
     else entry.email = email.toLowerCase();
   }
 

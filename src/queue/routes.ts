@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { isoOrNull } from '../clock.ts';
 import type { AppContext } from '../context.ts';
 import { notFound } from '../errors.ts';
-import { errorResponses } from '../http/schemas.ts';
+import { errorResponses, PageLimit } from '../http/schemas.ts';
 import { listJobs, reviveJob, type JobRow } from './queries.ts';
 
 const JobBody = Type.Object({
@@ -51,7 +51,7 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
       querystring: Type.Object({
         state: Type.Optional(Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')])),
         kind: Type.Optional(Type.String({ maxLength: 100 })),
-        limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000; 100 by default.' })),
+        limit: Type.Optional(PageLimit(1000, 100, 'Jobs')),
       }),
       response: { 200: Type.Object({ jobs: Type.Array(JobBody) }), ...errorResponses(400, 401) },
     },
@@ -65,7 +65,7 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: {
       tags,
       summary: 'Run a dead job again now, with a fresh count of attempts',
-      params: Type.Object({ id: Type.String({ pattern: '^[0-9]{1,15}$' }) }),
+      params: Type.Object({ id: Type.String({ pattern: '^[0-9]{1,15}$', errorMessage: 'must be a job id: digits only, at most 15' }) }),
       response: { 200: JobBody, ...errorResponses(400, 401, 404) },
     },
   }, async (request) => {

@@ -1,39 +1,44 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Type } from 'typebox';
 
 /**
- * Address ranges a webhook must never reach unless WEBHOOK_ALLOW_PRIVATE=true: a customer
- * names the URL, so without this guard the service would post from inside the operator's
- * network (server-side request forgery). From the IANA special-purpose registries
- * (RFC 6890). BlockList also matches IPv4-mapped IPv6 (::ffff:127.0.0.1) against the IPv4
- * rules, so those need no entries of their own.
+ * What a webhook must never reach unless WEBHOOK_ALLOW_PRIVATE=true: a customer names the
+ * URL, so without this guard the service would post from inside the operator's network
+ * (server-side request forgery). ipaddr.js keeps the IANA special-purpose registries
+ * (RFC 6890 and later) as named ranges; every range but `unicast` is refused, those that
+ * embed an IPv4 address in IPv6 included (NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo),
+ * since the gateway that unwraps them may sit inside the network. An IPv4-mapped address
+ * (::ffff:127.0.0.1) is judged as the IPv4 address it carries.
  */
-const RANGES: Array<[category: string, cidrs: string[]]> = [
-  ['"this network"', ['0.0.0.0/8', '::/128']],
-  ['loopback', ['127.0.0.0/8', '::1/128']],
-  ['private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16']], // RFC 1918
-  ['carrier-grade NAT', ['100.64.0.0/10']], // RFC 6598
+const RANGE_WORDS: Record<string, string> = {
+  unspecified: '"this network"',
+  broadcast: 'broadcast',
+  multicast: 'multicast',
   // 169.254.169.254 is the cloud metadata service on AWS, GCP and Azure.
-  ['link-local', ['169.254.0.0/16', 'fe80::/10']], // RFC 3927, RFC 4291
-  ['unique-local', ['fc00::/7', 'fec0::/10']], // RFC 4193, and the deprecated site-local
-  ['multicast', ['224.0.0.0/4', 'ff00::/8']],
-  ['reserved', ['240.0.0.0/4']], // RFC 1112 §4, with the 255.255.255.255 broadcast
-];
-
-const GUARDS = RANGES.map(([category, cidrs]) => {
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const [network, prefix] = cidr.split('/');
-    list.addSubnet(network, Number(prefix), isIP(network) === 6 ? 'ipv6' : 'ipv4');
-  }
-  return { category, list };
-});
+  linkLocal: 'link-local',
+  loopback: 'loopback',
+  carrierGradeNat: 'carrier-grade NAT',
+  private: 'private',
+  uniqueLocal: 'unique-local',
+  deprecatedSiteLocal: 'site-local',
+  rfc6052: 'NAT64',
+  rfc6145: 'IPv4-translated',
+  '6to4': '6to4',
+  teredo: 'Teredo',
+  benchmarking: 'benchmarking',
+  discard: 'discard-only',
+};
 
 /** The kind of non-public range the address is in, or undefined for a public address. */
 export function blockedCategory(address: string): string | undefined {
-  const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-  return GUARDS.find((guard) => guard.list.check(address, type))?.category;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  const range = parsed.range();
+  if (range === 'unicast') return undefined;
+  return RANGE_WORDS[range] ?? 'reserved';
 }
 
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
@@ -44,11 +49,16 @@ export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: tr
 /** A URL the service will not post to; recorded on the delivery, never retried. */
 export class RefusedDestination extends Error {}
 
+export interface DestinationOptions {
+  allowPrivate: boolean;
+  resolve: Resolver;
+}
+
 /**
  * The addresses a webhook URL may be posted to. Every address of the host is checked, not
  * just the first: the connection may use any of them (Happy Eyeballs).
  */
-export async function vetDestination(url: string, options: { allowPrivate: boolean; resolve: Resolver }): Promise<{ target: URL; addresses: LookupAddress[] }> {
+export async function vetDestination(url: string, options: DestinationOptions): Promise<{ target: URL; addresses: LookupAddress[] }> {
   const target = URL.parse(url);
   if (!target) throw new RefusedDestination('refused: the webhook URL is not a valid URL');
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
@@ -69,6 +79,29 @@ export async function vetDestination(url: string, options: { allowPrivate: boole
   return { target, addresses };
 }
 
+// getaddrinfo's answers for a name that does not exist (as opposed to a DNS server that
+// did not answer, which may be over by delivery time).
+const NO_SUCH_HOST = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME']);
+
+/**
+ * The check of a webhook URL field when a request names it, for every module's webhook
+ * field: the reason the service would refuse to post there, or undefined. Delivery vets the
+ * URL again (vetDestination), as a name may resolve elsewhere by then (DNS rebinding); a
+ * name whose lookup fails for a reason other than "no such host" passes here and is
+ * retried there.
+ */
+export async function webhookUrlRefusal(url: string, options: DestinationOptions): Promise<string | undefined> {
+  try {
+    await vetDestination(url, options);
+    return undefined;
+  } catch (error) {
+    if (error instanceof RefusedDestination) return error.message.replace(/^refused: /, '');
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== undefined && NO_SUCH_HOST.has(code)) return `${URL.parse(url)?.hostname ?? url} has no address in DNS`;
+    return undefined;
+  }
+}
+
 /**
  * A `lookup` for the connection that answers with the vetted addresses instead of asking
  * DNS again, so a name that resolves to a public address for the check and to a private
@@ -80,3 +113,18 @@ export function pinnedLookup(addresses: LookupAddress[]): LookupFunction {
     else callback(null, addresses[0].address, addresses[0].family);
   };
 }
+
+/**
+ * The schema of every module's webhook URL field (the CRM's `webhookUrl`, the spec's
+ * `webHookUrl` for SMS and email): an http or https URL, which the HTTP boundary then vets
+ * with webhookUrlRefusal because of its `x-webhook-url` annotation.
+ */
+export const WebhookUrl = (description: string) =>
+  Type.String({
+    format: 'uri',
+    pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+    maxLength: 2048,
+    description,
+    errorMessage: 'must be an http or https URL of at most 2048 characters',
+    'x-webhook-url': true,
+  });

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
-import { badRequest, notFound } from '../errors.ts';
+import { notFound } from '../errors.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import { enqueue } from '../queue/queue.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -93,17 +94,8 @@ export async function findDelivery(db: Kysely<Schema>, accountId: string, id: st
   return row;
 }
 
-// A page cursor names the last row shown by (created_at, id), the listing's order, so a
-// page is stable while new deliveries arrive.
-function encodeCursor(row: DeliveryRow): string {
-  return Buffer.from(`${row.created_at}.${row.id}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string): [number, string] {
-  const match = /^(\d{1,15})\.([0-9a-f-]{36})$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!match) throw badRequest('The cursor is not one this API gave out.', [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);
-  return [Number(match[1]), match[2]];
-}
+// Pages go by (created_at, id), the listing's order.
+const cursor = cursorCodec(['integer', 'uuid']);
 
 /** The account's deliveries, newest first. */
 export async function listDeliveries(
@@ -113,12 +105,12 @@ export async function listDeliveries(
 ): Promise<{ deliveries: DeliveryRow[]; nextCursor: string | null }> {
   let query = db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', accountId);
   if (page.cursor !== undefined) {
-    const [createdAt, id] = decodeCursor(page.cursor);
+    const [createdAt, id] = cursor.decode(page.cursor);
     query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(createdAt, id)));
   }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
   const deliveries = rows.slice(0, page.limit);
-  return { deliveries, nextCursor: rows.length > page.limit ? encodeCursor(deliveries[deliveries.length - 1]) : null };
+  return { deliveries, nextCursor: rows.length > page.limit ? cursor.encode([deliveries[deliveries.length - 1].created_at, deliveries[deliveries.length - 1].id]) : null };
 }
 
 export interface DeliveryView {

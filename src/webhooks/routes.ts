@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { errorResponses } from '../http/schemas.ts';
+import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { deliveryView, findDelivery, listDeliveries, replayDelivery } from './outbox.ts';
 import { ensureSecret, rotateSecret, secretView } from './secrets.ts';
@@ -28,12 +28,11 @@ const Delivery = Type.Object({
   deliveredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
 
-const DeliveryParams = Type.Object({ id: Type.String({ format: 'uuid' }) });
+const DeliveryParams = Type.Object({ id: Uuid() });
 
-// Query strings arrive as text and the app's validator does not coerce, so the limit is a digit pattern.
 const DeliveryPage = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]?|100)$', description: 'Deliveries per page, 1 to 100; 50 by default.' })),
-  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'nextCursor of the previous page.' })),
+  limit: Type.Optional(PageLimit(100, 50, 'Deliveries')),
+  cursor: Type.Optional(PageCursor(200)),
 });
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;

@@ -123,7 +123,7 @@ forEachDatabase((dialect) => {
     const contacts = Array.from({ length: 1001 }, () => buildContact());
     const tooMany = await alice.postBatch({ createUpdateContacts: contacts });
     assert.equal(tooMany.statusCode, 400);
-    assert.deepEqual(tooMany.json().errors, [{ field: 'createUpdateContacts', message: 'must NOT have more than 1000 items' }]);
+    assert.deepEqual(tooMany.json().errors, [{ field: 'createUpdateContacts', message: 'must hold at most 1000 items' }]);
     await assertNothingChanged();
     const result = await alice.upsert(contacts.slice(0, 1000));
     assert.equal(result.inserted.count, 1000);

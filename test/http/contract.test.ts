@@ -45,7 +45,7 @@ forEachDatabase((dialect) => {
   it('answers 400 for unparseable JSON, an empty body, {} and a JSON non-object', async () => {
     assertFailure(await post('{"userName": ', 'application/json'), 400, /not valid JSON/);
     assertFailure(await post('', 'application/json'), 400, /empty/);
-    assertFailure(await post(undefined), 400, /not valid/);
+    assertFailure(await post(undefined), 400, /empty/);
     assertFailure(await post('{}', 'application/json'), 400, /not valid/);
     assertFailure(await post('[1,2]', 'application/json'), 400, /not valid/);
   });
@@ -53,7 +53,7 @@ forEachDatabase((dialect) => {
   it('answers 400 naming the field for a value of the wrong type', async () => {
     const response = await post(JSON.stringify({ userName: 5, password: 'x', privateToken: '6a2f41a3-c54c-4bd1-8a5a-1c9b1a1c5d6e', validity: 'Default' }), 'application/json');
     assertFailure(response, 400, /not valid/);
-    assert.deepEqual(response.json().errors, [{ field: 'userName', message: 'must be string' }]);
+    assert.deepEqual(response.json().errors, [{ field: 'userName', message: 'must be a string' }]);
   });
 
   it('answers 404 in the error shape for an unknown route', async () => {

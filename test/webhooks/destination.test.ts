@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockedCategory, RefusedDestination, vetDestination, type Resolver } from '../../src/webhooks/destination.ts';
+import { blockedCategory, RefusedDestination, vetDestination, webhookUrlRefusal, type Resolver } from '../../src/webhooks/destination.ts';
 
 const resolveTo = (...addresses: string[]): Resolver => async () =>
   addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
@@ -22,7 +22,18 @@ describe('the server-side request forgery guard', () => {
     ['fd12:3456::1', 'unique-local'],
     ['224.0.0.1', 'multicast'],
     ['ff02::1', 'multicast'],
-    ['255.255.255.255', 'reserved'],
+    ['255.255.255.255', 'broadcast'],
+    ['240.0.0.1', 'reserved'],
+    ['198.18.0.1', 'reserved'], // RFC 2544 benchmarking
+    ['198.19.255.254', 'reserved'],
+    ['192.0.2.1', 'reserved'], // RFC 5737 documentation
+    ['fec0::1', 'site-local'],
+    ['64:ff9b::7f00:1', 'NAT64'], // RFC 6052: 127.0.0.1 through a NAT64 gateway
+    ['64:ff9b:1::a00:1', 'NAT64'], // RFC 8215
+    ['2002:7f00:1::1', '6to4'], // RFC 3056: 127.0.0.1 behind a 6to4 relay
+    ['2001::a9fe:a9fe', 'Teredo'],
+    ['2001:db8::1', 'reserved'],
+    ['2001:2::1', 'benchmarking'],
     ['::ffff:127.0.0.1', 'loopback'],
     ['::ffff:a9fe:a9fe', 'link-local'],
     ['::ffff:10.0.0.1', 'private'],
@@ -31,7 +42,7 @@ describe('the server-side request forgery guard', () => {
     it(`refuses ${address} as ${category}`, () => assert.equal(blockedCategory(address), category));
   }
 
-  for (const address of ['93.184.215.14', '172.32.0.1', '100.128.0.1', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+  for (const address of ['93.184.215.14', '172.32.0.1', '100.128.0.1', '198.20.0.1', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2a00:1450:4001::1']) {
     it(`lets the public address ${address} through`, () => assert.equal(blockedCategory(address), undefined));
   }
 
@@ -60,5 +71,30 @@ describe('the server-side request forgery guard', () => {
     assert.deepEqual(publicOnes.addresses.map((a) => a.address), ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']);
     const privateOnes = await vetDestination('http://localhost:9/', { allowPrivate: true, resolve: resolveTo('127.0.0.1') });
     assert.deepEqual(privateOnes.addresses, [{ address: '127.0.0.1', family: 4 }]);
+  });
+
+  describe('checked when a request names the URL', () => {
+    const options = { allowPrivate: false, resolve: resolveTo('93.184.215.14') };
+
+    it('names what is refused: loopback, localhost, metadata service, hexadecimal IPv4', async () => {
+      assert.equal(await webhookUrlRefusal('http://127.0.0.1/in', options), '127.0.0.1 is a loopback address; webhooks are only posted to public addresses');
+      assert.match((await webhookUrlRefusal('http://[::1]:8080/', options))!, /::1 is a loopback address/);
+      assert.match((await webhookUrlRefusal('http://169.254.169.254/latest/', options))!, /link-local/);
+      // The WHATWG URL parser reads 0x7f000001 as 127.0.0.1, as a connection would.
+      assert.match((await webhookUrlRefusal('http://0x7f000001/', options))!, /127\.0\.0\.1 is a loopback address/);
+      const localhost = await webhookUrlRefusal('http://localhost:9/', { allowPrivate: false, resolve: resolveTo('127.0.0.1', '::1') });
+      assert.match(localhost!, /localhost resolves to 127\.0\.0\.1, which is a loopback address/);
+    });
+
+    it('lets a public URL through, and a private one when private addresses are allowed', async () => {
+      assert.equal(await webhookUrlRefusal('https://hooks.example.com/in', options), undefined);
+      assert.equal(await webhookUrlRefusal('http://127.0.0.1:9/', { ...options, allowPrivate: true }), undefined);
+    });
+
+    it('refuses a name with no address, but leaves a lookup that failed for another reason to delivery', async () => {
+      const failing = (code: string): Resolver => async () => { throw Object.assign(new Error(code), { code }); };
+      assert.equal(await webhookUrlRefusal('https://nowhere.example/', { allowPrivate: false, resolve: failing('ENOTFOUND') }), 'nowhere.example has no address in DNS');
+      assert.equal(await webhookUrlRefusal('https://slow.example/', { allowPrivate: false, resolve: failing('EAI_AGAIN') }), undefined);
+    });
   });
 });

@@ -1,0 +1,67 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest, unprocessable, type FieldError } from '../errors.ts';
+import { webhookUrlRefusal, type DestinationOptions } from '../webhooks/destination.ts';
+import { annotatedStrings, hasAnnotation, inputProblems, type SchemaNode } from './input.ts';
+import { registerJsonParser } from './json.ts';
+import { closeSchema, NO_PARAMETERS } from './validation.ts';
+
+interface RouteSchema {
+  body?: SchemaNode;
+  querystring?: SchemaNode;
+  params?: SchemaNode;
+  hide?: boolean;
+}
+
+const schemaOf = (request: FastifyRequest) => (request.routeOptions.schema ?? {}) as RouteSchema;
+
+function noBodyProblems(body: unknown): FieldError[] {
+  if (body === undefined) return [];
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    return Object.keys(body).map((field) => ({ field, message: 'is not a known field; this request takes no body' }));
+  }
+  return [{ field: '(body)', message: 'must be empty; this request takes no body' }];
+}
+
+/**
+ * What every route gets at the HTTP boundary, once, so that no module has to remember it
+ * (issue 10): one JSON parser; request schemas closed to unknown fields, in bodies and
+ * query strings alike; control characters, broken Unicode, prototype keys and deep nesting
+ * refused in every string of the body, query string and path, before validation; and every
+ * webhook URL field vetted after validation, once the caller is known, with 422.
+ */
+export function registerBoundary(app: FastifyInstance, destinations: DestinationOptions): void {
+  registerJsonParser(app);
+
+  async function vetWebhookUrls(request: FastifyRequest): Promise<void> {
+    const errors: FieldError[] = [];
+    for (const { field, value } of annotatedStrings(request.body, schemaOf(request).body, 'x-webhook-url')) {
+      const refusal = await webhookUrlRefusal(value, destinations);
+      if (refusal) errors.push({ field, message: refusal });
+    }
+    if (errors.length > 0) throw unprocessable('The service will not post webhooks to this URL.', errors);
+  }
+
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as RouteSchema | undefined;
+    if (schema?.hide) return;
+    route.schema = {
+      ...schema,
+      querystring: schema?.querystring ? closeSchema(schema.querystring) : NO_PARAMETERS,
+      ...(schema?.body ? { body: closeSchema(schema.body) } : {}),
+      ...(schema?.params ? { params: closeSchema(schema.params) } : {}),
+    };
+    // Only the routes that take a webhook URL pay for the hook: a lookup, after validation
+    // and authentication, so an anonymous or malformed request never makes the server ask DNS.
+    if (hasAnnotation(schema?.body, 'x-webhook-url')) route.preHandler = [vetWebhookUrls, ...[route.preHandler ?? []].flat()];
+  });
+
+  app.addHook('preValidation', async (request) => {
+    const schema = schemaOf(request);
+    const errors = [
+      ...inputProblems(request.params, schema.params),
+      ...inputProblems(request.query, schema.querystring),
+      ...(schema.body || schema.hide ? inputProblems(request.body, schema.body) : noBodyProblems(request.body)),
+    ];
+    if (errors.length > 0) throw badRequest('The request is not valid.', errors);
+  });
+}

@@ -1,0 +1,25 @@
+import { badRequest } from '../errors.ts';
+
+type Part = 'integer' | 'uuid';
+type Value<P extends Part> = P extends 'integer' ? number : string;
+
+const PART: Record<Part, RegExp> = { integer: /^[0-9]{1,16}$/, uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/ };
+
+/**
+ * A page cursor: the sort key of the last row shown, as base64url of its parts joined by
+ * dots, so that a page is an index range scan however deep it is and stays stable while
+ * rows arrive. Opaque to clients; one that does not decode is a 400 on `cursor`.
+ */
+export function cursorCodec<const P extends readonly Part[]>(parts: P) {
+  type Key = { [I in keyof P]: Value<P[I]> };
+  return {
+    encode: (key: Key): string => Buffer.from((key as readonly unknown[]).join('.')).toString('base64url'),
+    decode(cursor: string): Key {
+      const values = Buffer.from(cursor, 'base64url').toString().split('.');
+      if (values.length !== parts.length || !values.every((value, i) => PART[parts[i]].test(value))) {
+        throw badRequest('The cursor is not one this API gave out.', [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);
+      }
+      return values.map((value, i) => (parts[i] === 'integer' ? Number(value) : value)) as Key;
+    },
+  };
+}

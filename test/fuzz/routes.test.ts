@@ -1,0 +1,321 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { createWorker } from '../../src/worker.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+
+/**
+ * Every route of the OpenAPI document (so a new route is fuzzed without a line here), with
+ * hundreds of mutated bodies, query strings and path parameters each: no answer may be a
+ * 5xx, every 4xx has the contract's error shape in words (no regular expression), and once
+ * the queue is drained no job that accepted input queued may be failing. Seeded, so a
+ * failure is reproducible: FUZZ_SEED=<seed> to replay, FUZZ_CASES=<n> for more cases.
+ */
+const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
+const CASES = Number(process.env.FUZZ_CASES ?? 200);
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+interface Schema {
+  type?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  anyOf?: Schema[];
+  enum?: Json[];
+  const?: Json;
+  format?: string;
+  pattern?: string;
+  minimum?: number;
+  maximum?: number;
+  minItems?: number;
+  [keyword: string]: unknown;
+}
+
+function random(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)],
+    chance: (p: number) => next() < p,
+  };
+}
+type Random = ReturnType<typeof random>;
+
+const deep = (levels: number): Json => (levels === 0 ? 1 : [deep(levels - 1)]);
+
+// The values a hostile client sends in place of a good one.
+const NASTY: Json[] = [
+  '\u0000', 'a\u0000b', 'nul\u0000@example.com', '\u0007', '\u001b[31m', '\t', 'a\nb', '\r\n', '\u007f', '\ud800', '\udfff\ud800',
+  '', ' ', 'x'.repeat(5000), '😀'.repeat(300), "'; drop table contacts; --", '%00', '../../etc/passwd', '__proto__',
+  'http://127.0.0.1/', 'javascript:alert(1)', 'ünïcödé@exämple.com', '1e400', '-1', '0', '00', '9'.repeat(30),
+  0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 1, Number.MAX_SAFE_INTEGER, true, false, null, [], {}, [[]], { a: 1 }, ['x'],
+  deep(40), deep(500),
+];
+// A copy: mutations must not change the shared list.
+const nasty = (r: Random): Json => structuredClone(r.pick(NASTY));
+const UNKNOWN_KEYS = ['__proto__', 'constructor', 'prototype', 'x', 'a\u0000', '', 'webHookUrl', 'extra'];
+const RAW_BODIES: Array<string | Buffer> = [
+  '', '   ', 'null', '[]', '5', '"text"', '{', '{"a":', '{"a":1}}', '{"a":1,"a":2}', '\u0000', '{"__proto__":{"polluted":1}}',
+  Buffer.from([0xff, 0xfe, 0xfd]), Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
+  `${'['.repeat(100_000)}${']'.repeat(100_000)}`, `{"name":"${'a'.repeat(2_000_000)}"}`,
+];
+const RAW_SEGMENTS = ['%00', '%ff', '%c3%28', '%2e%2e', '..', 'x'.repeat(3000), '%E2%80%AE', '1e3', '-1', '00000000-0000-0000-0000-000000000000', '%20'];
+
+interface Pools {
+  uuids: string[];
+  accountId: string;
+  listId: string;
+  propertyId: string;
+  webhookUrl: string;
+  property: string;
+}
+
+let sequence = 0;
+function stringFor(key: string, schema: Schema, r: Random, pools: Pools): string {
+  if (schema['x-webhook-url']) return pools.webhookUrl;
+  if (key === 'accountId') return pools.accountId;
+  if (key === 'listId') return r.chance(0.9) ? pools.listId : randomUUID();
+  if (key === 'propertyid') return r.chance(0.9) ? pools.propertyId : randomUUID();
+  if (schema.format === 'uuid') return r.chance(0.8) && pools.uuids.length > 0 ? r.pick(pools.uuids) : randomUUID();
+  if (schema.format === 'uri') return pools.webhookUrl;
+  if (schema.pattern) {
+    const candidates = ['1', '5', '50', '100', '1000', '919812345678', '447911123456'];
+    return candidates.find((c) => new RegExp(schema.pattern!).test(c)) ?? '1';
+  }
+  if (/email|userName/i.test(key)) return `fuzz${++sequence}@example.com`;
+  if (/password/i.test(key)) return 'correct horse battery staple';
+  if (key === 'propertyname') return r.chance(0.9) ? pools.property : `prop${++sequence}`;
+  if (key === 'timeZoneOffset') return r.pick(['+05:30', 'UTC', 'Europe/Paris']);
+  if (key === 'locale') return r.pick(['en', 'fr-FR']);
+  if (key === 'domain') return `d${++sequence}.example.com`;
+  return `fuzz ${++sequence}`;
+}
+
+/** A value the schema accepts, as far as the schema says (service rules may still refuse it). */
+function valid(schema: Schema | undefined, key: string, r: Random, pools: Pools): Json {
+  if (!schema) return null;
+  if (schema.anyOf) return valid(r.pick(schema.anyOf), key, r, pools);
+  if (schema.const !== undefined) return schema.const;
+  if (schema.enum) return r.pick(schema.enum);
+  switch (schema.type) {
+    case 'object': {
+      const out: Record<string, Json> = {};
+      const names = Object.keys(schema.properties ?? {});
+      // The service's rules between fields: a mobile is both parts; a property field is by id or by name.
+      const withMobile = r.chance(0.6);
+      const byId = r.chance(0.5);
+      for (const [name, property] of Object.entries(schema.properties ?? {})) {
+        let wanted = schema.required?.includes(name) || r.chance(0.6);
+        if (name === 'mobileCountryCode' || name === 'mobileNumber') wanted = withMobile;
+        if (names.includes('propertyid') && names.includes('propertyname') && (name === 'propertyid' || name === 'propertyname')) wanted = byId === (name === 'propertyid');
+        if (wanted) out[name] = valid(property, name, r, pools);
+      }
+      return out;
+    }
+    case 'array':
+      return Array.from({ length: Math.max(schema.minItems ?? 0, 1 + r.int(3)) }, () => valid(schema.items, key, r, pools));
+    case 'integer':
+    case 'number':
+      return Math.max(schema.minimum ?? 1, Math.min(schema.maximum ?? 1000, 1 + r.int(1000)));
+    case 'boolean':
+      return r.chance(0.5);
+    case 'string':
+      return stringFor(key, schema, r, pools);
+    default:
+      // Fields the service checks itself (the CRM's digits and opt-ins).
+      if (key === 'mobileCountryCode') return '91';
+      if (key === 'mobileNumber') return `98${String(10_000_000 + r.int(89_999_999))}`;
+      if (/OptIn$/.test(key)) return r.pick([true, false, null, '']);
+      return null;
+  }
+}
+
+/** Every container in the value, with a way to replace a child. */
+function containers(value: Json): Array<Json[] | Record<string, Json>> {
+  const found: Array<Json[] | Record<string, Json>> = [];
+  const visit = (v: Json, depth: number) => {
+    if (v === null || typeof v !== 'object' || depth > 8) return;
+    found.push(v);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) visit(child, depth + 1);
+  };
+  visit(value, 0);
+  return found;
+}
+
+function mutate(value: Json, r: Random): Json {
+  if (value === null || typeof value !== 'object' || r.chance(0.08)) return nasty(r);
+  for (let n = 1 + r.int(3); n > 0; n--) {
+    const target = r.pick(containers(value));
+    if (Array.isArray(target)) {
+      if (target.length > 0 && r.chance(0.7)) target[r.int(target.length)] = nasty(r);
+      else target.push(nasty(r));
+      continue;
+    }
+    const keys = Object.keys(target);
+    const roll = r.next();
+    if (keys.length > 0 && roll < 0.6) target[r.pick(keys)] = nasty(r);
+    else if (keys.length > 0 && roll < 0.75) delete target[r.pick(keys)];
+    else if (keys.length > 0 && roll < 0.85) {
+      const key = r.pick(keys);
+      target[key.toUpperCase() === key ? key.toLowerCase() : key.toUpperCase()] = target[key];
+      delete target[key];
+    } else Object.defineProperty(target, r.pick(UNKNOWN_KEYS), { value: nasty(r), enumerable: true, configurable: true, writable: true });
+  }
+  return value;
+}
+
+interface Route {
+  method: string;
+  path: string;
+  body?: Schema;
+  query: Array<{ name: string; schema: Schema }>;
+  params: Array<{ name: string; schema: Schema }>;
+}
+
+function routesOf(document: { paths: Record<string, Record<string, any>> }): Route[] {
+  const routes: Route[] = [];
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const parameters = (operation.parameters ?? []) as Array<{ in: string; name: string; schema: Schema }>;
+      routes.push({
+        method: method.toUpperCase(),
+        path,
+        body: operation.requestBody?.content?.['application/json']?.schema,
+        query: parameters.filter((p) => p.in === 'query'),
+        params: parameters.filter((p) => p.in === 'path'),
+      });
+    }
+  }
+  return routes;
+}
+
+// encodeURIComponent throws on half a surrogate pair: send the bytes it would have been (not UTF-8).
+const encode = (text: string) => (text.isWellFormed() ? encodeURIComponent(text) : '%ED%A0%80');
+
+/** One request: mostly a valid input with a few mutations, sometimes raw bytes or segments. */
+function buildCase(route: Route, r: Random, pools: Pools): { url: string; payload?: string | Buffer } {
+  let path = route.path;
+  for (const param of route.params) {
+    const good = String(valid(param.schema, param.name, r, pools));
+    const segment = r.chance(0.15) ? r.pick(RAW_SEGMENTS) : encode(r.chance(0.15) ? String(nasty(r)) : good);
+    path = path.replace(`{${param.name}}`, segment);
+  }
+  const query: string[] = [];
+  for (const parameter of route.query) {
+    if (!r.chance(0.5)) continue;
+    const value = r.chance(0.2) ? String(nasty(r)) : String(valid(parameter.schema, parameter.name, r, pools));
+    query.push(`${encode(parameter.name)}=${encode(value)}`);
+  }
+  if (r.chance(0.1)) query.push(`${r.pick(['x', 'limt', 'LIMIT', '__proto__', 'cursor'])}=${r.pick(['1', '%00', '%ff', ''])}`);
+  if (r.chance(0.05)) query.push(query[0] ?? 'limit=1');
+  const url = query.length > 0 ? `${path}?${query.join('&')}` : path;
+
+  if (route.method === 'GET' || route.method === 'DELETE') return r.chance(0.1) ? { url, payload: '{"x":1}' } : { url };
+  if (r.chance(0.08)) return { url, payload: r.pick(RAW_BODIES) };
+  const body = route.body ? valid(route.body, '', r, pools) : r.chance(0.5) ? {} : null;
+  if (body === null) return { url };
+  return { url, payload: JSON.stringify(r.chance(0.75) ? mutate(body, r) : body) };
+}
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+forEachDatabase((dialect) => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let token: string;
+  let pools: Pools;
+  let routes: Route[];
+  const accepted = new Set<string>();
+
+  before(async () => {
+    receiver = await startReceiver();
+    t = await startTestApp(dialect, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    const account = await t.createAccount();
+    const victim = await t.createAccount();
+    token = await t.tokenFor(account);
+    const admin = bearer(ADMIN_TOKEN);
+    const limits = await t.app.inject({ method: 'GET', url: `/admin/accounts/${account.row.id}`, headers: admin });
+    const rateLimits = Object.fromEntries(Object.keys(limits.json().rateLimits).map((group) => [group, 1_000_000]));
+    await t.app.inject({ method: 'PATCH', url: `/admin/accounts/${account.row.id}`, headers: admin, payload: { rateLimits } });
+    const auth = bearer(token);
+    const property = await t.app.inject({ method: 'POST', url: '/contacts/properties', headers: auth, payload: { propertyname: 'note' } });
+    const list = await t.app.inject({ method: 'POST', url: '/lists', headers: auth, payload: { name: 'fuzzed' } });
+    const [listId, propertyId] = [list.json().listId as string, property.json().propertyid as string];
+    pools = { uuids: [listId], accountId: victim.row.id, listId, propertyId, webhookUrl: receiver.url, property: 'note' };
+    routes = routesOf(t.app.swagger() as never);
+  });
+  after(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  it('fuzzes every route: no 5xx, the error shape on every 4xx, messages in words', async () => {
+    assert.ok(routes.length >= 20, `only ${routes.length} routes in the OpenAPI document`);
+    const problems: string[] = [];
+    for (const [index, route] of routes.entries()) {
+      const r = random(SEED + index);
+      const headers = bearer(route.path.startsWith('/admin') ? ADMIN_TOKEN : token);
+      for (let n = 0; n < CASES; n++) {
+        const { url, payload } = buildCase(route, r, pools);
+        const response: LightMyRequestResponse = await t.app.inject({
+          method: route.method as 'GET',
+          url,
+          headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+          payload,
+        });
+        const where = `${route.method} ${url.slice(0, 120)} (seed ${SEED + index}, case ${n}) ${String(payload ?? '').slice(0, 200)}`;
+        if (response.statusCode >= 500) problems.push(`${response.statusCode} for ${where}: ${response.body.slice(0, 300)}`);
+        else if (response.statusCode >= 400) {
+          const body = response.json();
+          const shaped = body.status === 'Failure' && typeof body.message === 'string' && Array.isArray(body.errors) &&
+            body.errors.every((e: { field: unknown; message: unknown }) => typeof e.field === 'string' && typeof e.message === 'string');
+          if (!shaped) problems.push(`not the error shape for ${where}: ${response.body.slice(0, 300)}`);
+          else if (/pattern|must match|\^|\$\)?"?$/.test(response.body)) problems.push(`a regular expression in ${where}: ${response.body.slice(0, 300)}`);
+        } else {
+          for (const id of response.body.match(UUID) ?? []) if (pools.uuids.length < 500 && !pools.uuids.includes(id)) pools.uuids.push(id);
+          if (response.statusCode === 202) accepted.add(`${route.method} ${route.path}`);
+        }
+      }
+    }
+    assert.deepEqual(problems.slice(0, 10), [], `${problems.length} problems`);
+    assert.ok(accepted.has('POST /contacts/batch'), 'no contact batch was accepted: the fuzzer never reached the queue');
+  });
+
+  it('gives every pattern of every request schema a message in words', () => {
+    const unworded: string[] = [];
+    const visit = (node: unknown, where: string) => {
+      if (node === null || typeof node !== 'object') return;
+      const schema = node as Schema;
+      if (schema.pattern !== undefined && typeof schema.errorMessage !== 'string') unworded.push(where);
+      for (const [key, child] of Object.entries(schema)) visit(child, `${where}.${key}`);
+    };
+    for (const route of routes) {
+      visit(route.body, `${route.method} ${route.path} body`);
+      for (const parameter of [...route.query, ...route.params]) visit(parameter.schema, `${route.method} ${route.path} ${parameter.name}`);
+    }
+    assert.deepEqual(unworded, []);
+  });
+
+  it('leaves no job failing from any input it accepted', async () => {
+    const worker = createWorker(t.ctx);
+    // Finished jobs are deleted: what ran is what drain() counts.
+    assert.ok((await worker.drain()) > 0, 'no job ran');
+    const failing = await t.ctx.db
+      .selectFrom('jobs')
+      .select(['id', 'kind', 'state', 'last_error'])
+      .where((eb) => eb.or([eb('last_error', 'is not', null), eb('state', '=', 'dead')]))
+      .execute();
+    assert.deepEqual(failing, []);
+  });
+});
