@@ -9,6 +9,7 @@ import { registerMetrics } from './http/metrics.ts';
 import { probeRoutes } from './http/probes.ts';
 import { ErrorBody } from './http/schemas.ts';
 import { registerAuthentication } from './auth/bearer.ts';
+import { AccessCache } from './auth/access-cache.ts';
 import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
@@ -35,7 +36,8 @@ export async function buildApp(
   registerBoundary(app, { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? systemResolver });
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
-  registerAuthentication(app, ctx);
+  const accessCache = new AccessCache(ctx.clock);
+  registerAuthentication(app, ctx, accessCache);
   app.addSchema(ErrorBody);
   app.addHook('onRoute', (route) => {
     if (route.config?.auth) route.schema = { ...route.schema, security: [{ bearer: [] }] };
@@ -53,7 +55,7 @@ export async function buildApp(
 
   probeRoutes(app, ctx);
   authRoutes(app, ctx);
-  accountRoutes(app, ctx);
+  accountRoutes(app, ctx, accessCache);
   webhookRoutes(app, ctx);
   queueRoutes(app, ctx);
   crmRoutes(app, ctx);

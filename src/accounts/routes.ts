@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
+import type { AccessCache } from '../auth/access-cache.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { RATE_LIMIT_GROUPS } from '../ratelimit/limits.ts';
@@ -45,7 +46,7 @@ const admin = { auth: 'admin' as const };
  * The operator's admin API (ARCHITECTURE.md), behind ADMIN_TOKEN, and the account's own
  * read of its settings. Route table first; handlers only parse, call the service, answer.
  */
-export function accountRoutes(app: FastifyInstance, ctx: AppContext): void {
+export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache: AccessCache): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['admin'];
 
@@ -112,20 +113,29 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext): void {
       ),
       response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
     },
-  }, async (request) => accountView(await updateAccountSettings(ctx.db, ctx.clock, request.params.accountId, request.body)));
+  }, async (request) => {
+    const row = await updateAccountSettings(ctx.db, ctx.clock, request.params.accountId, request.body);
+    accessCache.forget(row.id);
+    return accountView(row);
+  });
 
   r.delete('/admin/accounts/:accountId', {
     config: admin,
     schema: { tags, summary: 'Delete an account and everything it owns', params: AccountParams, response: { ...errorResponses(401, 404) } },
   }, async (request, reply) => {
     await deleteAccount(ctx.db, request.params.accountId);
+    accessCache.forget(request.params.accountId);
     return reply.code(204).send();
   });
 
   r.post('/admin/accounts/:accountId/rotate-private-token', {
     config: admin,
     schema: { tags, summary: 'Issue a new private token; revokes every access token', params: AccountParams, response: { 200: AccountBody, ...errorResponses(401, 404) } },
-  }, async (request) => accountView(await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId)));
+  }, async (request) => {
+    const row = await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId);
+    accessCache.forget(row.id);
+    return accountView(row);
+  });
 
   r.put('/admin/accounts/:accountId/password', {
     config: admin,
@@ -136,7 +146,11 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext): void {
       body: Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) }),
       response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
     },
-  }, async (request) => accountView(await setPassword(ctx.db, ctx.clock, request.params.accountId, request.body.password)));
+  }, async (request) => {
+    const row = await setPassword(ctx.db, ctx.clock, request.params.accountId, request.body.password);
+    accessCache.forget(row.id);
+    return accountView(row);
+  });
 
   r.post('/admin/accounts/:accountId/sender-names', {
     config: admin,

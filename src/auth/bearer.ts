@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { adminUnauthorized, invalidToken, missingToken } from '../errors.ts';
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
-import { verifyAccessToken } from './tokens.ts';
+import { AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
+import { verifyAccessToken, type TokenSubject } from './tokens.ts';
 
 /** The account a bearer token speaks for, as every module handler sees it. */
 export interface AuthenticatedAccount {
@@ -42,10 +43,33 @@ function sameSecret(given: string, expected: string): boolean {
 /**
  * One onRequest hook authenticates every route by its `config.auth`, then counts account
  * routes against their rate-limit group. It runs before the body is read, so a caller
- * without a valid token or over its limit costs no parsing.
+ * without a valid token or over its limit costs no parsing. Verified tokens and account
+ * reads are remembered (access-cache.ts); revocations reach every process within a second.
  */
-export function registerAuthentication(app: FastifyInstance, ctx: AppContext): void {
+export function registerAuthentication(app: FastifyInstance, ctx: AppContext, cache: AccessCache): void {
   app.decorateRequest('account', null as unknown as AuthenticatedAccount);
+
+  async function subjectOf(token: string): Promise<TokenSubject> {
+    const hash = tokenHash(token);
+    const known = cache.verifiedToken(hash);
+    if (known) return known;
+    const subject = await verifyAccessToken(ctx.jwtKey, token, ctx.clock.now());
+    cache.rememberToken(hash, subject);
+    return subject;
+  }
+
+  async function accountOf(id: string): Promise<CachedAccount | undefined> {
+    const known = cache.account(id);
+    if (known) return known;
+    const row = await ctx.database.reads
+      .selectFrom('accounts')
+      .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (row) cache.rememberAccount(row);
+    return row;
+  }
+
   app.addHook('onRequest', async (request, reply) => {
     const { auth, rateLimitGroup } = request.routeOptions.config;
     if (auth === 'admin') {
@@ -56,12 +80,8 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext): v
     if (auth !== 'account') return;
     const token = bearerToken(request);
     if (token === undefined) throw missingToken();
-    const subject = await verifyAccessToken(ctx.jwtKey, token, ctx.clock.now());
-    const row = await ctx.database.reads
-      .selectFrom('accounts')
-      .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits'])
-      .where('id', '=', subject.accountId)
-      .executeTakeFirst();
+    const subject = await subjectOf(token);
+    const row = await accountOf(subject.accountId);
     if (!row) throw invalidToken('its account no longer exists');
     if (row.token_version !== subject.tokenVersion) throw invalidToken('it was revoked by a password change or private-token rotation');
     request.account = {

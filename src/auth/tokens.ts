@@ -26,9 +26,11 @@ export interface TokenSubject {
   accountId: string;
   /** The account's token_version when issued; a later password change or private-token rotation bumps it. */
   tokenVersion: number;
+  /** Epoch ms, the token's `exp`. */
+  expiresAt: number;
 }
 
-export async function signAccessToken(key: KeyObject, subject: TokenSubject, issuedAt: number, expiresAt: number): Promise<string> {
+export async function signAccessToken(key: KeyObject, subject: Omit<TokenSubject, 'expiresAt'>, issuedAt: number, expiresAt: number): Promise<string> {
   return new SignJWT({ ver: subject.tokenVersion })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(subject.accountId)
@@ -50,7 +52,7 @@ export async function verifyAccessToken(key: KeyObject, token: string, now: numb
       clockTolerance: 0,
     });
     if (typeof payload.sub !== 'string' || typeof payload.ver !== 'number') throw invalidToken('malformed claims');
-    return { accountId: payload.sub, tokenVersion: payload.ver };
+    return { accountId: payload.sub, tokenVersion: payload.ver, expiresAt: payload.exp! * 1000 };
   } catch (error) {
     if (error instanceof joseErrors.JWTExpired) throw invalidToken('it has expired');
     if (error instanceof joseErrors.JOSEAlgNotAllowed || error instanceof joseErrors.JOSENotSupported) {

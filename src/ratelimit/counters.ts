@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 
 /**
- * Fixed-window counters, the state behind rate limits and login throttling.
- * The window is chosen from the injected clock, so the store only counts and expires;
- * in memory for one process, in Redis when several API processes must share limits.
+ * The state behind rate limits (fixed-window counters) and login throttling (sliding
+ * logs of failures). Times come from the injected clock, so the store only counts and
+ * expires; in memory for one process, in Redis when several API processes must share them.
  */
 export interface WindowCount {
   count: number;
@@ -14,9 +15,11 @@ export interface WindowCount {
 export interface CounterStore {
   /** Adds one to `key`'s counter in the window holding `now`, and returns the new count. */
   increment(key: string, windowMs: number, now: number): Promise<WindowCount>;
-  /** The count in the window holding `now`, without adding to it. */
-  peek(key: string, windowMs: number, now: number): Promise<WindowCount>;
-  clear(key: string, windowMs: number, now: number): Promise<void>;
+  /** Logs an event at `now` under `key`; events older than `windowMs` are forgotten. */
+  logEvent(key: string, windowMs: number, now: number): Promise<void>;
+  /** The events of the last `windowMs`, and when the oldest of them leaves the window. */
+  recentEvents(key: string, windowMs: number, now: number): Promise<WindowCount>;
+  clearEvents(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -27,6 +30,7 @@ function windowOf(key: string, windowMs: number, now: number): { id: string; res
 
 export class MemoryCounterStore implements CounterStore {
   private readonly counts = new Map<string, { count: number; resetAt: number }>();
+  private readonly logs = new Map<string, number[]>();
   private operations = 0;
 
   async increment(key: string, windowMs: number, now: number): Promise<WindowCount> {
@@ -38,17 +42,30 @@ export class MemoryCounterStore implements CounterStore {
     return { count: entry.count, resetAt };
   }
 
-  async peek(key: string, windowMs: number, now: number): Promise<WindowCount> {
-    const { id, resetAt } = windowOf(key, windowMs, now);
-    return { count: this.counts.get(id)?.count ?? 0, resetAt };
+  async logEvent(key: string, windowMs: number, now: number): Promise<void> {
+    const log = this.recent(key, windowMs, now);
+    log.push(now);
+    this.logs.set(key, log);
   }
 
-  async clear(key: string, windowMs: number, now: number): Promise<void> {
-    this.counts.delete(windowOf(key, windowMs, now).id);
+  async recentEvents(key: string, windowMs: number, now: number): Promise<WindowCount> {
+    const log = this.recent(key, windowMs, now);
+    return { count: log.length, resetAt: log.length === 0 ? now : log[0] + windowMs };
+  }
+
+  async clearEvents(key: string): Promise<void> {
+    this.logs.delete(key);
   }
 
   async close(): Promise<void> {
     this.counts.clear();
+    this.logs.clear();
+  }
+
+  private recent(key: string, windowMs: number, now: number): number[] {
+    const log = (this.logs.get(key) ?? []).filter((at) => at > now - windowMs);
+    if (log.length === 0) this.logs.delete(key);
+    return log;
   }
 
   private sweep(now: number): void {
@@ -56,21 +73,41 @@ export class MemoryCounterStore implements CounterStore {
   }
 }
 
-// INCR and the expiry in one round trip and atomically, so a crash between the two
-// can never leave a counter without a TTL.
-const INCREMENT_SCRIPT = `
+// Each script runs atomically in one round trip, sent once and then called by its SHA
+// (ioredis's defineCommand uses EVALSHA): INCR and its expiry together, so a crash between
+// the two can never leave a counter without a TTL; a log of events as a sorted set scored
+// by time, trimmed to the window on every write and read.
+const SCRIPTS = {
+  heraldIncrement: `
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return count`;
+return count`,
+  heraldLogEvent: `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`,
+  heraldRecentEvents: `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1] - ARGV[2])
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {redis.call('ZCARD', KEYS[1]), oldest[2] or ARGV[1] - ARGV[2]}`,
+};
+
+type ScriptedRedis = Redis & {
+  heraldIncrement(key: string, ttlMs: string): Promise<number>;
+  heraldLogEvent(key: string, now: string, windowMs: string, member: string): Promise<number>;
+  heraldRecentEvents(key: string, now: string, windowMs: string): Promise<[number, string]>;
+};
 
 export class RedisCounterStore implements CounterStore {
-  private readonly redis: Redis;
+  private readonly redis: ScriptedRedis;
   private readonly prefix: string;
 
   constructor(url: string, prefix = 'herald:counter:') {
     // No offline queue: while Redis is unreachable a command fails at once and the
     // caller decides (rate limits fail open) instead of requests hanging.
-    this.redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+    this.redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }) as ScriptedRedis;
+    for (const [name, lua] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { numberOfKeys: 1, lua });
     this.redis.on('error', () => {});
     this.prefix = prefix;
   }
@@ -78,20 +115,24 @@ export class RedisCounterStore implements CounterStore {
   async increment(key: string, windowMs: number, now: number): Promise<WindowCount> {
     await this.ready();
     const { id, resetAt } = windowOf(key, windowMs, now);
-    const count = (await this.redis.eval(INCREMENT_SCRIPT, 1, this.prefix + id, String(windowMs + 1000))) as number;
+    const count = await this.redis.heraldIncrement(this.prefix + id, String(windowMs + 1000));
     return { count, resetAt };
   }
 
-  async peek(key: string, windowMs: number, now: number): Promise<WindowCount> {
+  async logEvent(key: string, windowMs: number, now: number): Promise<void> {
     await this.ready();
-    const { id, resetAt } = windowOf(key, windowMs, now);
-    const value = await this.redis.get(this.prefix + id);
-    return { count: value === null ? 0 : Number(value), resetAt };
+    await this.redis.heraldLogEvent(this.prefix + key, String(now), String(windowMs), `${now}:${randomUUID()}`);
   }
 
-  async clear(key: string, windowMs: number, now: number): Promise<void> {
+  async recentEvents(key: string, windowMs: number, now: number): Promise<WindowCount> {
     await this.ready();
-    await this.redis.del(this.prefix + windowOf(key, windowMs, now).id);
+    const [count, oldest] = await this.redis.heraldRecentEvents(this.prefix + key, String(now), String(windowMs));
+    return { count, resetAt: count === 0 ? now : Number(oldest) + windowMs };
+  }
+
+  async clearEvents(key: string): Promise<void> {
+    await this.ready();
+    await this.redis.del(this.prefix + key);
   }
 
   async close(): Promise<void> {

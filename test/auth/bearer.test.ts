@@ -3,6 +3,9 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { deleteAccount, rotatePrivateToken, setPassword } from '../../src/accounts/service.ts';
+import { ACCOUNT_TTL_MS } from '../../src/auth/access-cache.ts';
 
 forEachDatabase((dialect) => {
   let t: TestApp;
@@ -69,6 +72,7 @@ forEachDatabase((dialect) => {
 
   it('refuses a token whose account was deleted', async () => {
     const token = await t.tokenFor(account);
+    assert.equal((await call(bearer(token))).statusCode, 200);
     const deleted = await t.app.inject({ method: 'DELETE', url: `/admin/accounts/${account.row.id}`, headers: bearer(ADMIN_TOKEN) });
     assert.equal(deleted.statusCode, 204);
     assertInvalidToken(await call(bearer(token)), /no longer exists/);
@@ -76,6 +80,7 @@ forEachDatabase((dialect) => {
 
   it('revokes every earlier token when the private token is rotated', async () => {
     const before = await t.tokenFor(account);
+    assert.equal((await call(bearer(before))).statusCode, 200);
     const rotated = await t.app.inject({ method: 'POST', url: `/admin/accounts/${account.row.id}/rotate-private-token`, headers: bearer(ADMIN_TOKEN) });
     assert.equal(rotated.statusCode, 200);
     const newPrivateToken = rotated.json().privateToken;
@@ -94,6 +99,7 @@ forEachDatabase((dialect) => {
 
   it('revokes every earlier token when the password changes', async () => {
     const before = await t.tokenFor(account);
+    assert.equal((await call(bearer(before))).statusCode, 200);
     const changed = await t.app.inject({
       method: 'PUT',
       url: `/admin/accounts/${account.row.id}/password`,
@@ -104,5 +110,45 @@ forEachDatabase((dialect) => {
     assertInvalidToken(await call(bearer(before)), /revoked/);
     const after = await t.tokenFor({ ...account, password: 'a brand new passphrase' });
     assert.equal((await call(bearer(after))).statusCode, 200);
+  });
+
+  // Another process (a second API process, or the CLI) changes the account through its own
+  // connection: this process learns of it when its account read is more than a second old.
+  const revocations: Array<[string, (db: ReturnType<typeof openDatabase>['db'], id: string) => Promise<unknown>, RegExp]> = [
+    ['a password change', (db, id) => setPassword(db, t.clock, id, 'another good passphrase'), /revoked/],
+    ['a private-token rotation', (db, id) => rotatePrivateToken(db, t.clock, id), /revoked/],
+    ['the account\'s deletion', (db, id) => deleteAccount(db, id), /no longer exists/],
+  ];
+  for (const [change, make, pattern] of revocations) {
+    it(`refuses a remembered token within a second of ${change} made by another process`, async () => {
+      const token = await t.tokenFor(account);
+      assert.equal((await call(bearer(token))).statusCode, 200);
+      const other = openDatabase(t.database.url);
+      try {
+        await make(other.db, account.row.id);
+      } finally {
+        await other.close();
+      }
+      t.clock.advance(ACCOUNT_TTL_MS - 1);
+      assert.equal((await call(bearer(token))).statusCode, 200, 'the account read is still fresh');
+      t.clock.advance(1);
+      assertInvalidToken(await call(bearer(token)), pattern);
+    });
+  }
+
+  it('refuses a remembered token once it expires', async () => {
+    const token = await t.tokenFor(account, 'ShortLive');
+    assert.equal((await call(bearer(token))).statusCode, 200);
+    t.clock.advance(30_000);
+    assertInvalidToken(await call(bearer(token)), /expired/);
+  });
+
+  it('never answers for one account with a token remembered for another', async () => {
+    const other = await t.createAccount();
+    const mine = await call(bearer(await t.tokenFor(account)));
+    const theirs = await call(bearer(await t.tokenFor(other)));
+    assert.equal(mine.json().accountId, account.row.id);
+    assert.equal(theirs.json().accountId, other.row.id);
+    assert.equal((await call(bearer(await t.tokenFor(account)))).json().accountId, account.row.id);
   });
 });

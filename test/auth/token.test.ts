@@ -115,6 +115,23 @@ forEachDatabase((dialect) => {
     assert.equal(later.statusCode, 200);
   });
 
+  it('gives the true wait in Retry-After: until the oldest of the failures is 15 minutes old', async () => {
+    // 14 minutes into a clock-aligned quarter hour: a fixed window would say "retry in 56 s".
+    t.clock.advance(14 * 60_000);
+    for (let i = 0; i < 5; i++) {
+      await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest({ password: `guess number ${i}` }) });
+      t.clock.advance(1000);
+    }
+    const throttled = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest() });
+    assert.equal(throttled.statusCode, 429);
+    assert.equal(throttled.headers['retry-after'], String(15 * 60 - 5));
+
+    t.clock.advance((15 * 60 - 5) * 1000 - 1);
+    assert.equal((await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest() })).statusCode, 429);
+    t.clock.advance(1);
+    assert.equal((await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest() })).statusCode, 200);
+  });
+
   it('throttles one client address guessing across many user names', async () => {
     for (let i = 0; i < 20; i++) {
       const response = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest({ userName: `victim${i}@example.com` }) });

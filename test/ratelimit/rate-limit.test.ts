@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
-import { RedisCounterStore } from '../../src/ratelimit/counters.ts';
+import { MemoryCounterStore, RedisCounterStore, type CounterStore } from '../../src/ratelimit/counters.ts';
 import { updateAccountSettings } from '../../src/accounts/service.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
@@ -103,3 +103,27 @@ forEachDatabase((dialect) => {
     }
   });
 });
+
+// The sliding log behind the sign-in throttle, the same in both stores.
+const stores: Array<[string, () => CounterStore]> = [
+  ['memory', () => new MemoryCounterStore()],
+  ['Redis', () => new RedisCounterStore(REDIS_URL, `herald-test:${randomBytes(4).toString('hex')}:`)],
+];
+for (const [name, open] of stores) {
+  it(`keeps a sliding log of events in ${name}: counted for the window after each, reset when the oldest leaves it`, async () => {
+    const store = open();
+    try {
+      const windowMs = 60_000;
+      await store.logEvent('k', windowMs, 1_000);
+      await store.logEvent('k', windowMs, 31_000);
+      assert.deepEqual(await store.recentEvents('k', windowMs, 31_000), { count: 2, resetAt: 61_000 });
+      assert.deepEqual(await store.recentEvents('k', windowMs, 61_000), { count: 1, resetAt: 91_000 });
+      assert.deepEqual(await store.recentEvents('k', windowMs, 91_000), { count: 0, resetAt: 91_000 });
+      await store.logEvent('k', windowMs, 92_000);
+      await store.clearEvents('k');
+      assert.equal((await store.recentEvents('k', windowMs, 92_000)).count, 0);
+    } finally {
+      await store.close();
+    }
+  });
+}
