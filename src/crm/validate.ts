@@ -3,7 +3,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
 import { PhoneNumber, type E164Number } from 'libphonenumber-js/core';
 import mobileMetadata from 'libphonenumber-js/metadata.mobile.json';
 import type { FieldError } from '../errors.ts';
-import type { ContactInput } from './schemas.ts';
+import type { ContactBatchRequest, ContactInput } from './schemas.ts';
 
 /**
  * One contact of a batch after validation, as the apply job reads it. An absent field is
@@ -101,6 +101,15 @@ export async function checkContacts(contacts: ContactInput[]): Promise<{ entries
 }
 
 const CHECK_SLICE = 100;
+
+/** The checks of a contact batch that need the request alone; run before any transaction is opened. */
+export async function checkBatchRequest(request: ContactBatchRequest): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
+  const checked = await checkContacts(request.createUpdateContacts);
+  if (request.webhookUrl !== undefined && !/^https?:\/\//i.test(request.webhookUrl)) {
+    checked.errors.push({ field: 'webhookUrl', message: 'must be an http or https URL' });
+  }
+  return checked;
+}
 
 function checkContact(input: ContactInput, i: number, errors: FieldError[]): CheckedEntry {
   const at = `createUpdateContacts[${i}]`;

@@ -6,7 +6,8 @@
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kysely } from 'kysely';
-import { loadProcedure } from './procedure.ts';
+import { AppError, type FieldError } from '../errors.ts';
+import { findProcedure, resolveProcedures, type Procedures } from './procedure.ts';
 import { ImmediateSqliteDriver, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
 
@@ -16,12 +17,17 @@ export type SqliteRequest =
   | { id: number; module: string; name: string; args: unknown }
   | { close: true };
 
-/** What a failure tells: node:sqlite's codes, when it came from SQLite; the main thread rebuilds the error from it. */
+/**
+ * What a failure tells, for the main thread to rebuild the error from: node:sqlite's codes
+ * when it came from SQLite (isUniqueViolation reads errcode), and a named error's every
+ * field when a procedure threw one (a 404 or a 422 stays itself, as on PostgreSQL).
+ */
 export interface SqliteFailure {
   message: string;
   code?: string;
   errcode?: number;
   errstr?: string;
+  appError?: { statusCode: number; errors: FieldError[]; headers: Record<string, string>; data: Record<string, unknown> | undefined };
 }
 
 export type SqliteReply =
@@ -34,6 +40,10 @@ export type SqliteReply =
 export type SqliteOpened = { opened: true } | { opened: false; error: SqliteFailure };
 
 function failure(error: unknown): SqliteFailure {
+  if (error instanceof AppError) {
+    const { message, statusCode, errors, headers, data } = error;
+    return { message, appError: { statusCode, errors, headers, data } };
+  }
   const e = error as SqliteFailure;
   return { message: e.message ?? String(error), code: e.code, errcode: e.errcode, errstr: e.errstr };
 }
@@ -59,10 +69,12 @@ function open(path: string): DatabaseSync {
   return native;
 }
 
-function serve(path: string): void {
+async function serve(path: string, procedureModules: readonly string[]): Promise<void> {
   const port = parentPort!;
   let statements: Statements;
+  let procedures: Procedures;
   try {
+    procedures = await resolveProcedures(procedureModules);
     statements = new Statements(open(path));
   } catch (error) {
     port.postMessage({ opened: false, error: failure(error) } satisfies SqliteOpened);
@@ -87,7 +99,7 @@ function serve(path: string): void {
     let reply: SqliteReply;
     try {
       if ('sql' in request) reply = execute(request.id, request.sql, request.parameters);
-      else reply = { id: request.id, result: await (await loadProcedure(request)).run({ db, dialect: 'sqlite' }, request.args) };
+      else reply = { id: request.id, result: await findProcedure(procedures, request).run({ db, dialect: 'sqlite' }, request.args) };
     } catch (error) {
       reply = { id: request.id, error: failure(error) };
     }
@@ -95,4 +107,4 @@ function serve(path: string): void {
   });
 }
 
-serve(workerData.path as string);
+await serve(workerData.path as string, workerData.procedures as string[]);
