@@ -5,6 +5,10 @@
  *
  *   npm run bench:queue       # SQLite with 1 worker, PostgreSQL with 1 and with 4
  *   BENCH_JOBS=100000 npm run bench:queue
+ *
+ * Then, on SQLite as it is deployed (the Worker in the process that enqueues, both on its one
+ * database thread), the longest gap between two committed writes while the jobs go through:
+ * the longest any write, a one-time passcode's, would have waited (bench/commit-gaps.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,8 +17,11 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { migrateToLatest, openDatabase } from '../src/db/database.ts';
+import { systemClock } from '../src/clock.ts';
+import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { enqueueMany, type NewJob } from '../src/queue/queue.ts';
+import { Worker } from '../src/queue/worker.ts';
+import { watchCommitGaps } from './commit-gaps.ts';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 50_000);
 const CHUNK = 1000;
@@ -31,22 +38,27 @@ async function startWorker(url: string): Promise<ChildProcess> {
   return child;
 }
 
+/** Enqueues JOBS no-op jobs, `perTransaction` at a time, while workers drain them; returns once the queue is empty. */
+async function pushJobsThrough(database: Database, perTransaction: number): Promise<void> {
+  for (let start = 0; start < JOBS; start += perTransaction) {
+    const now = Date.now();
+    const chunk: NewJob[] = Array.from({ length: Math.min(perTransaction, JOBS - start) }, (_, n) => ({ kind: 'bench.noop', payload: { n: start + n }, runAt: now }));
+    await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
+  }
+  for (;;) {
+    const { rows } = await sql<{ n: number | string }>`select count(*) as n from jobs`.execute(database.db);
+    if (Number(rows[0].n) === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 async function run(url: string, workers: number): Promise<number> {
   const database = openDatabase(url, { poolSize: 2 });
   await migrateToLatest(database);
   const children = await Promise.all(Array.from({ length: workers }, () => startWorker(url)));
   try {
     const started = performance.now();
-    for (let start = 0; start < JOBS; start += CHUNK) {
-      const now = Date.now();
-      const chunk: NewJob[] = Array.from({ length: Math.min(CHUNK, JOBS - start) }, (_, n) => ({ kind: 'bench.noop', payload: { n: start + n }, runAt: now }));
-      await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
-    }
-    for (;;) {
-      const { rows } = await sql<{ n: number | string }>`select count(*) as n from jobs`.execute(database.db);
-      if (Number(rows[0].n) === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await pushJobsThrough(database, CHUNK);
     return JOBS / ((performance.now() - started) / 1000);
   } finally {
     for (const child of children) child.kill('SIGTERM');
@@ -70,6 +82,28 @@ async function withPostgresDatabase<T>(body: (url: string) => Promise<T>): Promi
   }
 }
 
+/**
+ * The longest gap between two committed writes, in ms, with the Worker in this process.
+ * Transactions of 100 jobs, and claims of as many: one of 1,000 holds the writer for tens of
+ * milliseconds by itself, and would hide any other pause.
+ */
+async function longestCommitGap(path: string): Promise<number> {
+  const perTransaction = 100;
+  const database = openDatabase(`sqlite:${path}`);
+  await migrateToLatest(database);
+  const worker = new Worker({ database, clock: systemClock, pollMs: 5 });
+  worker.register('bench.noop', { handle: async () => {} }, { concurrency: perTransaction });
+  const gaps = await watchCommitGaps(path);
+  worker.start();
+  try {
+    await pushJobsThrough(database, perTransaction);
+    return await gaps.stop();
+  } finally {
+    await worker.stop();
+    await database.close();
+  }
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'herald-bench-queue-'));
 try {
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`);
@@ -78,6 +112,7 @@ try {
   for (const workers of [1, 4]) results.push(['postgres', workers, await withPostgresDatabase((url) => run(url, workers))]);
   console.log('database   workers   items/s');
   for (const [database, workers, rate] of results) console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
+  console.log(`sqlite, one process: longest gap between two committed writes: ${(await longestCommitGap(join(dir, 'gaps.db'))).toFixed(1)} ms`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

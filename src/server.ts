@@ -13,6 +13,7 @@ import { createWorker } from './worker.ts';
 /** Opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
   const database = openDatabase(config.databaseUrl);
+  await database.ready();
   await migrateToLatest(database);
   return {
     config,

@@ -10,12 +10,13 @@ import {
   accountView,
   addSenderDomain,
   addSenderName,
-  createAccount,
   deleteAccount,
   findAccountById,
   listAccounts,
   listSenderDomains,
   listSenderNames,
+  postAccount,
+  prepareAccount,
   rotatePrivateToken,
   setPassword,
   updateAccountSettings,
@@ -81,10 +82,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       response: { 201: AccountBody, ...errorResponses(400, 401, 409, 415, 422) },
     },
   }, async (request, reply) =>
-    idempotent(request, reply, ctx, 'admin', async (trx) => ({
-      statusCode: 201,
-      body: accountView(await createAccount(trx, ctx.clock, request.body)),
-    })),
+    idempotent(request, reply, ctx, 'admin', postAccount, () => prepareAccount(ctx.clock, request.body)),
   );
 
   r.get('/admin/accounts', {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -9,6 +9,7 @@ import { hashPassword } from '../auth/passwords.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
+import { postProcedure } from '../http/idempotency.ts';
 
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
@@ -90,42 +91,56 @@ export interface NewAccount {
   locale?: string;
 }
 
-export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountRow> {
+/** An account's row, checked and ready to insert: plain data, as a procedure's arguments are. */
+export type NewAccountRow = Insertable<AccountsTable> & { created_at: number };
+
+/**
+ * Checks a new account and hashes its password: argon2 takes about 30 ms of CPU, so it is
+ * done before the transaction, which on SQLite holds the only writing connection.
+ */
+export async function prepareAccount(clock: Clock, input: NewAccount): Promise<NewAccountRow> {
   const userName = checkUserName(input.userName);
   checkPassword(input.password);
   const timeZoneOffset = input.timeZoneOffset ?? DEFAULT_TIME_ZONE_OFFSET;
   checkTimeZoneOffset(timeZoneOffset);
   const locale = checkLocale(input.locale ?? 'en');
   const now = clock.now();
-  const passwordHash = await hashPassword(input.password);
-  // The account and its `All contacts` list commit together: every account has one.
-  const insert = async (trx: Db) => {
-    const row = await trx
-      .insertInto('accounts')
-      .values({
-        id: randomUUID(),
-        user_name: userName,
-        user_name_key: userName.toLowerCase(),
-        password_hash: passwordHash,
-        private_token: randomUUID(),
-        time_zone_offset: timeZoneOffset,
-        locale,
-        rate_limits: null,
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await createDefaultList(trx, clock, row.id);
-    return row;
+  return {
+    id: randomUUID(),
+    user_name: userName,
+    user_name_key: userName.toLowerCase(),
+    password_hash: await hashPassword(input.password),
+    private_token: randomUUID(),
+    time_zone_offset: timeZoneOffset,
+    locale,
+    rate_limits: null,
+    created_at: now,
+    updated_at: now,
   };
+}
+
+/** The account and its `All contacts` list, in the caller's transaction: every account has one. */
+async function insertAccount(trx: Db, account: NewAccountRow): Promise<AccountRow> {
   try {
-    return await (db.isTransaction ? insert(db) : db.transaction().execute(insert));
+    const row = await trx.insertInto('accounts').values(account).returningAll().executeTakeFirstOrThrow();
+    await createDefaultList(trx, { now: () => account.created_at }, row.id);
+    return row;
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`An account with the user name ${userName} already exists.`);
+    if (isUniqueViolation(error)) throw conflict(`An account with the user name ${account.user_name} already exists.`);
     throw error;
   }
 }
+
+export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountRow> {
+  const account = await prepareAccount(clock, input);
+  return db.transaction().execute((trx) => insertAccount(trx, account));
+}
+
+/** POST /admin/accounts, in the request's transaction (http/idempotency.ts). */
+export const postAccount = postProcedure(import.meta.url, 'postAccount', async ({ db }, account: NewAccountRow) => ({
+  statusCode: 201,
+  body: accountView(await insertAccount(db, account)),
+}));
 
 export async function listAccounts(db: Db): Promise<AccountRow[]> {
   return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();

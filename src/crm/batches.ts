@@ -2,15 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
-import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, ContactBatchStatus, Schema } from '../db/schema.ts';
 import { AppError, notFound, unprocessable, type FieldError } from '../errors.ts';
-import type { Outcome as Response } from '../http/idempotency.ts';
+import { postProcedure } from '../http/idempotency.ts';
 import { enqueue } from '../queue/queue.ts';
 import { inJson } from './queries.ts';
 import type { ContactBatchRequest } from './schemas.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
-import { checkContacts, type BatchEntry, type CheckedEntry } from './validate.ts';
+// Types only: validate.ts loads libphonenumber's metadata, and the database thread, which
+// imports this module for its procedures (src/procedures.ts), has no use for it.
+import type { BatchEntry, CheckedEntry } from './validate.ts';
 
 type Db = Kysely<Schema>;
 type BatchRow = Selectable<ContactBatchesTable>;
@@ -125,14 +126,6 @@ export async function findBatch(db: Db, accountId: string, batchId: string): Pro
 
 const jobKey = (batchId: string) => `${CONTACT_BATCH_KIND}:${batchId}`;
 
-/**
- * The checks that need the request alone; run before any transaction is opened. The
- * webhook URL was checked at the HTTP boundary (webhooks/destination.ts, WebhookUrl).
- */
-export async function checkBatchRequest(request: ContactBatchRequest): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
-  return checkContacts(request.createUpdateContacts);
-}
-
 function rejection(formatErrors: FieldError[], dataErrors: FieldError[], data: { InvalidProperties: string[]; InvalidContactIds: number[] }): AppError {
   const errors = [...formatErrors, ...dataErrors];
   const message = `The contact batch was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was applied.`;
@@ -241,7 +234,7 @@ export async function prepareBatch(
  * the 202, the batch and its job commit together. A procedure, so on SQLite the
  * transaction runs on the database's thread in one go.
  */
-export const recordBatch = procedure(import.meta.url, 'recordBatch', async ({ db }, batch: PreparedBatch): Promise<Response<AcceptedBody>> => {
+export const recordBatch = postProcedure(import.meta.url, 'recordBatch', async ({ db }, batch: PreparedBatch) => {
   await db
     .insertInto('contact_batches')
     .values({
@@ -270,8 +263,6 @@ export const recordBatch = procedure(import.meta.url, 'recordBatch', async ({ db
   });
   return { statusCode: 202, body: acceptedBody(batch.batchId) };
 });
-
-type AcceptedBody = ReturnType<typeof acceptedBody>;
 
 /** SPEC §2.6: the body of the 202, exactly. */
 export function acceptedBody(batchId: string) {

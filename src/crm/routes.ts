@@ -4,9 +4,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { checkBatchRequest, findBatch, prepareBatch, recordBatch } from './batches.ts';
+import { findBatch, prepareBatch, recordBatch } from './batches.ts';
+import { checkBatchRequest } from './validate.ts';
 import { findContact, listContactsPage, searchContacts } from './contacts.ts';
-import { createList, createProperty, listLists, listProperties } from './setup.ts';
+import { listLists, listProperties, postList, postProperty } from './setup.ts';
 import {
   BatchIdParams,
   BatchStatus,
@@ -33,13 +34,8 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     schema: { tags, summary: 'Create or update up to 1000 contacts, applied asynchronously', body: ContactBatchRequest, response: { 202: ContactBatchAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
   }, async (request, reply) => {
     const checked = await checkBatchRequest(request.body);
-    return idempotent(
-      request,
-      reply,
-      ctx,
-      request.account.id,
-      recordBatch,
-      () => prepareBatch(ctx.database.reads, { dialect: ctx.database.dialect, clock: ctx.clock }, request.account.id, request.body, checked),
+    return idempotent(request, reply, ctx, request.account.id, recordBatch, () =>
+      prepareBatch(ctx.database.reads, { dialect: ctx.database.dialect, clock: ctx.clock }, request.account.id, request.body, checked),
     );
   });
 
@@ -62,10 +58,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: contacts,
     schema: { tags, summary: 'Create a contact property', body: Type.Object({ propertyname: Type.String() }), response: { 201: PropertyBody, ...errorResponses(400, 401, 409, 415, 422, 429) } },
   }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
-      statusCode: 201,
-      body: await createProperty(trx, ctx.clock, request.account.id, request.body.propertyname),
-    })),
+    idempotent(request, reply, ctx, request.account.id, postProperty, () => ({ accountId: request.account.id, name: request.body.propertyname, now: ctx.clock.now() })),
   );
 
   r.get('/contacts/properties', {
@@ -77,10 +70,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: contacts,
     schema: { tags, summary: 'Create a contact list', body: Type.Object({ name: Type.String() }), response: { 201: ListBody, ...errorResponses(400, 401, 409, 415, 422, 429) } },
   }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
-      statusCode: 201,
-      body: await createList(trx, ctx.clock, request.account.id, request.body.name),
-    })),
+    idempotent(request, reply, ctx, request.account.id, postList, () => ({ accountId: request.account.id, name: request.body.name, now: ctx.clock.now() })),
   );
 
   r.get('/lists', {

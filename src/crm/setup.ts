@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { ContactListsTable, ContactPropertiesTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
+import { postProcedure } from '../http/idempotency.ts';
 
 type Db = Kysely<Schema>;
 type ListRow = Selectable<ContactListsTable>;
@@ -60,6 +61,12 @@ export async function createList(db: Db, clock: Clock, accountId: string, name: 
   }
 }
 
+/** POST /lists: the list, created in the request's transaction (http/idempotency.ts). */
+export const postList = postProcedure(import.meta.url, 'postList', async ({ db }, args: { accountId: string; name: string; now: number }) => ({
+  statusCode: 201,
+  body: await createList(db, { now: () => args.now }, args.accountId, args.name),
+}));
+
 export async function listLists(db: Db, accountId: string): Promise<ListView[]> {
   const rows = await db.selectFrom('contact_lists').selectAll().where('account_id', '=', accountId).orderBy('is_default', 'desc').orderBy('created_at').orderBy('id').execute();
   return rows.map(listView);
@@ -103,6 +110,12 @@ export async function createProperty(db: Db, clock: Clock, accountId: string, na
     throw error;
   }
 }
+
+/** POST /contacts/properties: the property, created in the request's transaction (http/idempotency.ts). */
+export const postProperty = postProcedure(import.meta.url, 'postProperty', async ({ db }, args: { accountId: string; name: string; now: number }) => ({
+  statusCode: 201,
+  body: await createProperty(db, { now: () => args.now }, args.accountId, args.name),
+}));
 
 export async function listProperties(db: Db, accountId: string): Promise<PropertyView[]> {
   const rows = await db.selectFrom('contact_properties').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();

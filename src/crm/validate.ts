@@ -4,7 +4,7 @@ import { PhoneNumber, type E164Number } from 'libphonenumber-js/core';
 import mobileMetadata from 'libphonenumber-js/metadata.mobile.json';
 import { emailAddressProblem } from '../email-address.ts';
 import type { FieldError } from '../errors.ts';
-import type { ContactInput } from './schemas.ts';
+import type { ContactBatchRequest, ContactInput } from './schemas.ts';
 
 /**
  * One contact of a batch after validation, as the apply job reads it. An absent field is
@@ -99,6 +99,14 @@ export async function checkContacts(contacts: ContactInput[]): Promise<{ entries
 }
 
 const CHECK_SLICE = 100;
+
+/**
+ * The checks that need the request alone; run before any transaction is opened. The
+ * webhook URL was checked at the HTTP boundary (webhooks/destination.ts, WebhookUrl).
+ */
+export async function checkBatchRequest(request: ContactBatchRequest): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
+  return checkContacts(request.createUpdateContacts);
+}
 
 function checkContact(input: ContactInput, i: number, errors: FieldError[]): CheckedEntry {
   const at = `createUpdateContacts[${i}]`;

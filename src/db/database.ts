@@ -2,8 +2,9 @@ import { Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
-import type { Procedure } from './procedure.ts';
+import { resolveProcedures, type Procedure } from './procedure.ts';
 import { migrations } from './migrations/index.ts';
+import { PROCEDURE_MODULES } from '../procedures.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -18,6 +19,12 @@ export interface Database {
   reads: Kysely<Schema>;
   /** Runs a procedure where the data is (procedure.ts). */
   call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
+  /**
+   * Resolves once every procedure of the registry (src/procedures.ts) is found where it is
+   * said to be, on SQLite by the database's thread too; rejects, naming the fault, if one
+   * is not. Awaited at start, so that fault stops the start instead of failing a request.
+   */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -28,9 +35,13 @@ const pgTypes = {
     oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-export function openDatabase(url: string, options: { poolSize?: number } = {}): Database {
+export function openDatabase(url: string, options: { poolSize?: number; procedures?: readonly string[] } = {}): Database {
+  const procedures = options.procedures ?? PROCEDURE_MODULES;
+  const ready = async () => {
+    await resolveProcedures(procedures);
+  };
   if (url.startsWith('sqlite:')) {
-    const sqlite = openSqlite(url.slice('sqlite:'.length));
+    const sqlite = openSqlite(url.slice('sqlite:'.length), procedures);
     const db = new Kysely<Schema>({ dialect: sqlite.dialect });
     const reads = new Kysely<Schema>({ dialect: sqlite.reads });
     return {
@@ -38,6 +49,9 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
       reads,
       dialect: 'sqlite',
       call: sqlite.call,
+      ready: async () => {
+        await Promise.all([ready(), sqlite.started()]);
+      },
       close: async () => {
         await reads.destroy();
         await db.destroy();
@@ -48,7 +62,14 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-  return { db, reads: db, dialect: 'postgres', call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args), close: () => db.destroy() };
+  return {
+    db,
+    reads: db,
+    dialect: 'postgres',
+    call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args),
+    ready,
+    close: () => db.destroy(),
+  };
 }
 
 export async function migrateToLatest(database: Database): Promise<string[]> {

@@ -27,20 +27,50 @@ export interface Procedure<A, R> extends ProcedureRef {
   run(database: ProcedureDatabase, args: A): Promise<R>;
 }
 
+const defined = new Set<Procedure<unknown, unknown>>();
+
 export function procedure<A, R>(module: string, name: string, run: (database: ProcedureDatabase, args: A) => Promise<R>): Procedure<A, R> {
-  return { module, name, run };
+  const defining: Procedure<A, R> = { module, name, run };
+  defined.add(defining as Procedure<unknown, unknown>);
+  return defining;
 }
 
-const loaded = new Map<string, Procedure<unknown, unknown>>();
+/** Procedures by `module#name`, as resolveProcedures found them. */
+export type Procedures = ReadonlyMap<string, Procedure<unknown, unknown>>;
 
-/** The procedure a ref names, imported once per thread: procedures run on hot paths. */
-export async function loadProcedure(ref: ProcedureRef): Promise<Procedure<unknown, unknown>> {
-  const key = `${ref.module}#${ref.name}`;
-  let found = loaded.get(key);
-  if (!found) {
-    found = (await import(ref.module))[ref.name] as Procedure<unknown, unknown> | undefined;
-    if (!found?.run) throw new Error(`${ref.module} exports no procedure ${ref.name}`);
-    loaded.set(key, found);
+const keyOf = (ref: ProcedureRef) => `${ref.module}#${ref.name}`;
+
+/** The application's source tree: every procedure defined there belongs in the registry. */
+const APPLICATION = new URL('../', import.meta.url).href;
+
+/**
+ * Imports every module of the registry (src/procedures.ts) and checks that each procedure
+ * is exported under the name and from the module it gives, and that every procedure of the
+ * application this thread has defined is one of them: what another thread is asked to find
+ * by ref, it finds.
+ */
+export async function resolveProcedures(modules: readonly string[]): Promise<Procedures> {
+  const found = new Map<string, Procedure<unknown, unknown>>();
+  for (const module of modules) {
+    for (const [exported, value] of Object.entries((await import(module)) as Record<string, unknown>)) {
+      if (!defined.has(value as Procedure<unknown, unknown>)) continue;
+      const candidate = value as Procedure<unknown, unknown>;
+      if (candidate.module !== module || candidate.name !== exported) {
+        throw new Error(`${module} exports the procedure ${exported} under the ref ${candidate.name} of ${candidate.module}`);
+      }
+      found.set(keyOf(candidate), candidate);
+    }
   }
+  for (const candidate of defined) {
+    if (candidate.module.startsWith(APPLICATION) && found.get(keyOf(candidate)) !== candidate) {
+      throw new Error(`the procedure ${candidate.name} of ${candidate.module} is in no module of the procedure registry (src/procedures.ts)`);
+    }
+  }
+  return found;
+}
+
+export function findProcedure(procedures: Procedures, ref: ProcedureRef): Procedure<unknown, unknown> {
+  const found = procedures.get(keyOf(ref));
+  if (!found) throw new Error(`no procedure ${ref.name} of ${ref.module} was resolved at start`);
   return found;
 }

@@ -4,11 +4,14 @@
  * and runs procedures (procedure.ts) against the same connection through a Kysely of its own.
  */
 import { DatabaseSync } from 'node:sqlite';
-import { parentPort, workerData } from 'node:worker_threads';
+import { once } from 'node:events';
+import { parentPort, Worker, workerData } from 'node:worker_threads';
 import { Kysely } from 'kysely';
-import { loadProcedure } from './procedure.ts';
+import { AppError, type FieldError } from '../errors.ts';
+import { findProcedure, resolveProcedures, type Procedures } from './procedure.ts';
 import { ImmediateSqliteDriver, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
+import type { CheckpointerMessage, CheckpointerRequest } from './sqlite-checkpointer.ts';
 
 /** A statement to run, a procedure to run, or the order to close the database (the thread then ends). */
 export type SqliteRequest =
@@ -16,12 +19,17 @@ export type SqliteRequest =
   | { id: number; module: string; name: string; args: unknown }
   | { close: true };
 
-/** What a failure tells: node:sqlite's codes, when it came from SQLite; the main thread rebuilds the error from it. */
+/**
+ * What a failure tells, for the main thread to rebuild the error from: node:sqlite's codes
+ * when it came from SQLite (isUniqueViolation reads errcode), and a named error's every
+ * field when a procedure threw one (a 404 or a 422 stays itself, as on PostgreSQL).
+ */
 export interface SqliteFailure {
   message: string;
   code?: string;
   errcode?: number;
   errstr?: string;
+  appError?: { statusCode: number; errors: FieldError[]; headers: Record<string, string>; data: Record<string, unknown> | undefined };
 }
 
 export type SqliteReply =
@@ -34,6 +42,10 @@ export type SqliteReply =
 export type SqliteOpened = { opened: true } | { opened: false; error: SqliteFailure };
 
 function failure(error: unknown): SqliteFailure {
+  if (error instanceof AppError) {
+    const { message, statusCode, errors, headers, data } = error;
+    return { message, appError: { statusCode, errors, headers, data } };
+  }
   const e = error as SqliteFailure;
   return { message: e.message ?? String(error), code: e.code, errcode: e.errcode, errstr: e.errstr };
 }
@@ -45,13 +57,10 @@ function open(path: string): DatabaseSync {
   native.exec('PRAGMA journal_mode = WAL');
   native.exec('PRAGMA synchronous = NORMAL');
   native.exec('PRAGMA busy_timeout = 5000');
-  // Checkpoint the WAL every 40,000 pages (about 160 MiB) instead of SQLite's 1,000: a page
-  // that bulk writes touch again and again (index pages above all) is copied back into the
-  // database file once per checkpoint, not once per few batches. At a million contacts the
-  // contact batches ran 8 % faster than at 10,000 pages (the plain upsert of
-  // bench/contacts.ts 40 % faster). The price: a checkpoint holds up writes for longer, in
-  // the order of a second on this machine's disk; reads, on their own connection, go on.
-  native.exec('PRAGMA wal_autocheckpoint = 40000');
+  // This connection does not checkpoint on its own: it would hold up every write of the
+  // process while it copied the WAL into the database file (about a second at 40,000
+  // pages). Checkpoints run on a thread of their own (sqlite-checkpointer.ts).
+  native.exec('PRAGMA wal_autocheckpoint = 0');
   // 16 MiB of page cache instead of 2 MiB: the contact indexes' pages are hit at random, and
   // at a million contacts the larger cache sped bulk upserts up by about a tenth.
   native.exec('PRAGMA cache_size = -16384');
@@ -59,16 +68,37 @@ function open(path: string): DatabaseSync {
   return native;
 }
 
-function serve(path: string): void {
+/**
+ * The thread that checkpoints the WAL (sqlite-checkpointer.ts), and the last few frames
+ * copied here when it has caught up, between two transactions: the next write then starts
+ * the WAL afresh. An in-memory database has no WAL.
+ */
+function startCheckpointer(path: string, native: DatabaseSync): Worker | undefined {
+  if (path === ':memory:') return undefined;
+  const checkpointer = new Worker(new URL('./sqlite-checkpointer.ts', import.meta.url), { workerData: { path } });
+  const finish = native.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+  checkpointer.on('message', (message: CheckpointerMessage) => {
+    if (message === 'caught-up' && !native.isTransaction) finish.get();
+  });
+  // Without it the WAL would grow for ever: the writer checkpoints again, at SQLite's default.
+  checkpointer.on('error', () => native.exec('PRAGMA wal_autocheckpoint = 1000'));
+  return checkpointer;
+}
+
+async function serve(path: string, procedureModules: readonly string[]): Promise<void> {
   const port = parentPort!;
-  let statements: Statements;
+  let native: DatabaseSync;
+  let procedures: Procedures;
   try {
-    statements = new Statements(open(path));
+    procedures = await resolveProcedures(procedureModules);
+    native = open(path);
   } catch (error) {
     port.postMessage({ opened: false, error: failure(error) } satisfies SqliteOpened);
     return;
   }
+  const statements = new Statements(native);
   const db = new Kysely<Schema>({ dialect: sqliteDialect(() => new ImmediateSqliteDriver({ database: statements })) });
+  const checkpointer = startCheckpointer(path, native);
   port.postMessage({ opened: true } satisfies SqliteOpened);
 
   const execute = (id: number, sql: string, parameters: unknown[]): SqliteReply => {
@@ -80,6 +110,10 @@ function serve(path: string): void {
 
   port.on('message', async (request: SqliteRequest) => {
     if ('close' in request) {
+      if (checkpointer) {
+        checkpointer.postMessage({ close: true } satisfies CheckpointerRequest);
+        await once(checkpointer, 'exit');
+      }
       statements.close();
       port.close();
       return;
@@ -87,7 +121,7 @@ function serve(path: string): void {
     let reply: SqliteReply;
     try {
       if ('sql' in request) reply = execute(request.id, request.sql, request.parameters);
-      else reply = { id: request.id, result: await (await loadProcedure(request)).run({ db, dialect: 'sqlite' }, request.args) };
+      else reply = { id: request.id, result: await findProcedure(procedures, request).run({ db, dialect: 'sqlite' }, request.args) };
     } catch (error) {
       reply = { id: request.id, error: failure(error) };
     }
@@ -95,4 +129,4 @@ function serve(path: string): void {
   });
 }
 
-serve(workerData.path as string);
+await serve(workerData.path as string, workerData.procedures as string[]);

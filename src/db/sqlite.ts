@@ -18,11 +18,13 @@ import {
   type Driver,
   type QueryResult,
 } from 'kysely';
+import { AppError } from '../errors.ts';
 import type { Procedure } from './procedure.ts';
 import { beginImmediate, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
 function rebuild(failure: SqliteFailure): Error {
+  if (failure.appError) return new AppError(failure.appError.statusCode, failure.message, failure.appError);
   return Object.assign(new Error(failure.message), { code: failure.code, errcode: failure.errcode, errstr: failure.errstr });
 }
 
@@ -41,8 +43,8 @@ class SqliteThread {
     worker.on('exit', () => this.fail(new Error('the SQLite thread has stopped')));
   }
 
-  static async start(path: string): Promise<SqliteThread> {
-    const worker = new Worker(new URL('./sqlite-thread.ts', import.meta.url), { workerData: { path } });
+  static async start(path: string, procedures: readonly string[]): Promise<SqliteThread> {
+    const worker = new Worker(new URL('./sqlite-thread.ts', import.meta.url), { workerData: { path, procedures } });
     const opened = await new Promise<SqliteOpened>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);
@@ -118,18 +120,20 @@ class SqliteThreadConnection implements DatabaseConnection {
 /** Kysely's SqliteDriver, for a connection answered by message: one connection, taken in turn. */
 class SqliteThreadDriver implements Driver {
   private readonly path: string;
+  private readonly procedures: readonly string[];
   private starting: Promise<void> | undefined;
   private thread: SqliteThread | undefined;
   private connection: SqliteThreadConnection | undefined;
   private held: Promise<void> | undefined;
   private release: (() => void) | undefined;
 
-  constructor(path: string) {
+  constructor(path: string, procedures: readonly string[]) {
     this.path = path;
+    this.procedures = procedures;
   }
 
   init(): Promise<void> {
-    this.starting ??= SqliteThread.start(this.path).then((thread) => {
+    this.starting ??= SqliteThread.start(this.path, this.procedures).then((thread) => {
       this.thread = thread;
       this.connection = new SqliteThreadConnection(thread);
     });
@@ -185,10 +189,13 @@ class SqliteThreadDriver implements Driver {
  * It sees what has committed, so it is for reads that need not see their caller's own
  * uncommitted writes. An in-memory database has no second connection: reads go to the thread.
  */
-export function openSqlite(path: string): { dialect: Dialect; call: SqliteThreadDriver['call']; reads: Dialect } {
+export function openSqlite(
+  path: string,
+  procedures: readonly string[],
+): { dialect: Dialect; call: SqliteThreadDriver['call']; reads: Dialect; started: () => Promise<void> } {
   const memory = path === ':memory:';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
-  const driver = new SqliteThreadDriver(path);
+  const driver = new SqliteThreadDriver(path, procedures);
   const dialect = sqliteDialect(() => driver);
   const reads = memory
     ? dialect
@@ -203,5 +210,5 @@ export function openSqlite(path: string): { dialect: Dialect; call: SqliteThread
             },
           }),
       );
-  return { dialect, call: (procedure, args) => driver.call(procedure, args), reads };
+  return { dialect, call: (procedure, args) => driver.call(procedure, args), reads, started: () => driver.init() };
 }

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { loadProcedure, procedure, type Procedure, type ProcedureRef } from '../db/procedure.ts';
+import { procedure, type Procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { badRequest, unprocessable } from '../errors.ts';
@@ -22,8 +22,8 @@ function requestHash(request: FastifyRequest): string {
     .digest('base64url');
 }
 
-/** The key a request claims, in the transaction of its work. */
-interface KeyClaim {
+/** The key a request claims, in the transaction of its work: plain data, as a procedure's arguments are. */
+export interface KeyClaim {
   scope: string;
   key: string;
   hash: string;
@@ -33,86 +33,82 @@ interface KeyClaim {
 }
 
 /**
- * The request's writes and, when it has a key, the record of its response, in one
- * transaction. The key is claimed before the work, so a concurrent request with the same
- * key blocks on this row (PostgreSQL) or on the write lock (SQLite) and then conflicts on
- * the key, rather than on whatever unique constraint the work itself touches.
+ * The idempotency step of a POST's transaction: claims the key, runs the work, records its
+ * response. The key is claimed before the work, so a concurrent request with the same key
+ * blocks on this row (PostgreSQL) or on the write lock (SQLite) and then conflicts on the
+ * key, rather than on whatever unique constraint the work itself touches.
  */
-async function keyedTransaction<T>(db: Kysely<Schema>, claim: KeyClaim | undefined, work: (trx: Transaction<Schema>) => Promise<Outcome<T>>): Promise<Outcome<T>> {
-  return db.transaction().execute(async (trx) => {
-    if (claim) {
-      const { scope, key } = claim;
-      if (claim.replace) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
-      await trx.insertInto('idempotency_keys').values({ scope, key, request_hash: claim.hash, status_code: 0, response_body: '', created_at: claim.now }).execute();
-    }
-    const result = await work(trx);
-    if (claim) {
-      await trx
-        .updateTable('idempotency_keys')
-        .set({ status_code: result.statusCode, response_body: JSON.stringify(result.body) })
-        .where('scope', '=', claim.scope)
-        .where('key', '=', claim.key)
-        .execute();
-    }
-    return result;
-  });
+export async function withIdempotencyKey<T>(trx: Transaction<Schema>, claim: KeyClaim | undefined, work: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  if (!claim) return work();
+  const { scope, key } = claim;
+  if (claim.replace) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+  await trx.insertInto('idempotency_keys').values({ scope, key, request_hash: claim.hash, status_code: 0, response_body: '', created_at: claim.now }).execute();
+  const outcome = await work();
+  await trx
+    .updateTable('idempotency_keys')
+    .set({ status_code: outcome.statusCode, response_body: JSON.stringify(outcome.body) })
+    .where('scope', '=', scope)
+    .where('key', '=', key)
+    .execute();
+  return outcome;
 }
 
-/** keyedTransaction with a procedure for the work, the whole transaction run where the data is (db/procedure.ts). */
-export const keyedProcedure = procedure(
-  import.meta.url,
-  'keyedProcedure',
-  async (database, { claim, work, args }: { claim: KeyClaim | undefined; work: ProcedureRef; args: unknown }) => {
-    const run = await loadProcedure(work);
-    return keyedTransaction(database.db, claim, (trx) => run.run({ db: trx, dialect: database.dialect }, args) as Promise<Outcome<unknown>>);
-  },
-);
+/** What a POST's procedure is given: its own arguments, and the key to claim if the request has one. */
+export interface Keyed<A> {
+  claim: KeyClaim | undefined;
+  args: A;
+}
 
-/** A POST's writes: a function of the transaction, or a procedure given the transaction as its database. */
-export type Work<T, P> = ((trx: Transaction<Schema>, prepared: P) => Promise<Outcome<T>>) | Procedure<P, Outcome<T>>;
+/** A POST's writes: a procedure whose transaction holds them and the record of its key (postProcedure). */
+export type PostProcedure<A, T> = Procedure<Keyed<A>, Outcome<T>>;
 
 /**
- * Runs a POST's writes in one transaction and, when the request carries an
- * `Idempotency-Key`, stores the response in that same transaction. So the work and the
- * record of it commit together: a retry after a crash either finds both or neither, and
- * a retry that finds the record gets the first response again with nothing redone.
- * Same key with another body → 422. Two concurrent requests with one key: the second's
- * insert conflicts, its transaction (and its work) rolls back, and it replays the first.
- *
- * Every module POST that queues work goes through here; `scope` keeps one account's keys
- * apart from another's. `prepare`, if given, runs first (after a replay is ruled out), outside
- * the transaction, and hands `work` what it read: checks that only read belong there. Work
- * given as a procedure runs, with its transaction, where the data is: on SQLite a
- * transaction sent a statement at a time holds the one writing connection while the main
- * thread is busy with other requests between its statements.
+ * Declares a POST's writes: `work` runs in one transaction, with the idempotency step
+ * around it, where the data is (db/procedure.ts). So on SQLite the whole transaction runs
+ * on the database's thread in one go, and holds the only writing connection for its SQL
+ * alone: anything else a request needs (checks, reads, a password hash) is done before,
+ * and reaches the work through its arguments.
  */
-export async function idempotent<T, P = undefined>(
+export function postProcedure<A, T>(module: string, name: string, work: (trx: ProcedureDatabase, args: A) => Promise<Outcome<T>>): PostProcedure<A, T> {
+  return procedure(module, name, ({ db, dialect }, { claim, args }: Keyed<A>) =>
+    db.transaction().execute((trx) => withIdempotencyKey(trx, claim, () => work({ db: trx, dialect }, args))),
+  );
+}
+
+/**
+ * Runs a POST's procedure and answers with its outcome; when the request carries an
+ * `Idempotency-Key`, the response is stored in the procedure's own transaction. So the work
+ * and the record of it commit together: a retry after a crash either finds both or
+ * neither, and a retry that finds the record gets the first response again with nothing
+ * redone (and `prepare` not run). Same key with another body → 422. Two concurrent requests
+ * with one key: the second's claim conflicts, its transaction (and its work) rolls back, and
+ * it replays the first. `scope` keeps one account's keys apart from another's.
+ *
+ * `prepare` builds the procedure's arguments, outside any transaction: the checks and reads
+ * the work needs, and anything slow that is not SQL.
+ */
+export async function idempotent<A, T>(
   request: FastifyRequest,
   reply: FastifyReply,
   deps: { database: Database; clock: Clock },
   scope: string,
-  work: Work<T, P>,
-  prepare?: () => Promise<P>,
+  work: PostProcedure<A, T>,
+  prepare: () => A | Promise<A>,
 ): Promise<T> {
   const { database } = deps;
-  const transact = (claim: KeyClaim | undefined, prepared: P): Promise<Outcome<T>> =>
-    typeof work === 'function'
-      ? keyedTransaction(database.db, claim, (trx) => work(trx, prepared))
-      : (database.call(keyedProcedure, { claim, work: { module: work.module, name: work.name }, args: prepared }) as Promise<Outcome<T>>);
-
-  const header = request.headers['idempotency-key'];
-  if (header === undefined) {
-    const outcome = await transact(undefined, (await prepare?.()) as P);
+  const answer = (outcome: Outcome<T>): T => {
     reply.code(outcome.statusCode);
     return outcome.body;
-  }
+  };
+  const header = request.headers['idempotency-key'];
+  if (header === undefined) return answer(await database.call(work, { claim: undefined, args: await prepare() }));
   const key = Array.isArray(header) ? header[0] : header;
   if (key.length < 1 || key.length > 255) {
     throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
   }
   const hash = requestHash(request);
 
-  let prepared: { value: P } | undefined;
+  let args: { value: A } | undefined;
   for (let attempt = 1; ; attempt++) {
     const now = deps.clock.now();
     const stored = await database.db
@@ -128,14 +124,12 @@ export async function idempotent<T, P = undefined>(
           { field: 'Idempotency-Key', message: 'was used with another body or path' },
         ]);
       }
-      reply.code(live.status_code).header('idempotent-replayed', 'true');
-      return JSON.parse(live.response_body) as T;
+      reply.header('idempotent-replayed', 'true');
+      return answer({ statusCode: live.status_code, body: JSON.parse(live.response_body) as T });
     }
-    prepared ??= { value: (await prepare?.()) as P };
+    args ??= { value: await prepare() };
     try {
-      const outcome = await transact({ scope, key, hash, now, replace: stored !== undefined }, prepared.value);
-      reply.code(outcome.statusCode);
-      return outcome.body;
+      return answer(await database.call(work, { claim: { scope, key, hash, now, replace: stored !== undefined }, args: args.value }));
     } catch (error) {
       // Another request with this key committed first: go round once more to replay its
       // response. A second conflict is the work's own, not the key's.

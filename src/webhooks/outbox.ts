@@ -5,6 +5,7 @@ import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { enqueue } from '../queue/queue.ts';
+import { postProcedure } from '../http/idempotency.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
@@ -87,6 +88,12 @@ export async function replayDelivery(db: Kysely<Schema>, clock: Clock, accountId
   await enqueueDelivery(db, row, now);
   return row;
 }
+
+/** POST /webhooks/deliveries/:id/retry, in the request's transaction (http/idempotency.ts). */
+export const postDeliveryRetry = postProcedure(import.meta.url, 'postDeliveryRetry', async ({ db }, args: { accountId: string; id: string; now: number }) => ({
+  statusCode: 202,
+  body: deliveryView(await replayDelivery(db, { now: () => args.now }, args.accountId, args.id)),
+}));
 
 export async function findDelivery(db: Kysely<Schema>, accountId: string, id: string): Promise<DeliveryRow> {
   const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();

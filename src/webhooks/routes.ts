@@ -4,8 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { deliveryView, findDelivery, listDeliveries, replayDelivery } from './outbox.ts';
-import { ensureSecret, rotateSecret, secretView } from './secrets.ts';
+import { deliveryView, findDelivery, listDeliveries, postDeliveryRetry } from './outbox.ts';
+import { ensureSecret, postSecretRotation, secretView } from './secrets.ts';
 
 const Secret = Type.Object({
   secret: Type.String({ description: 'whsec_ and the Base64 key; verify posts with any Standard Webhooks library.' }),
@@ -51,10 +51,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: account,
     schema: { tags, summary: 'A new signing secret; the old one keeps signing for 24 hours', response: { 200: Secret, ...errorResponses(401, 422, 429) } },
   }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
-      statusCode: 200,
-      body: secretView(await rotateSecret(trx, ctx.clock, request.account.id), ctx.clock.now()),
-    })),
+    idempotent(request, reply, ctx, request.account.id, postSecretRotation, () => ({ accountId: request.account.id, now: ctx.clock.now() })),
   );
 
   r.get('/webhooks/deliveries', {
@@ -92,9 +89,6 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 202: Delivery, ...errorResponses(400, 401, 404, 422, 429) },
     },
   }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, async (trx) => ({
-      statusCode: 202,
-      body: deliveryView(await replayDelivery(trx, ctx.clock, request.account.id, request.params.id)),
-    })),
+    idempotent(request, reply, ctx, request.account.id, postDeliveryRetry, () => ({ accountId: request.account.id, id: request.params.id, now: ctx.clock.now() })),
   );
 }

@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Schema, WebhookSecretsTable } from '../db/schema.ts';
+import { postProcedure } from '../http/idempotency.ts';
 
 type SecretRow = Selectable<WebhookSecretsTable>;
 
@@ -75,3 +76,9 @@ export async function rotateSecret(db: Kysely<Schema>, clock: Clock, accountId: 
     .returningAll()
     .executeTakeFirstOrThrow();
 }
+
+/** POST /webhooks/secret/rotate, in the request's transaction (http/idempotency.ts). */
+export const postSecretRotation = postProcedure(import.meta.url, 'postSecretRotation', async ({ db }, args: { accountId: string; now: number }) => ({
+  statusCode: 200,
+  body: secretView(await rotateSecret(db, { now: () => args.now }, args.accountId), args.now),
+}));

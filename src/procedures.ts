@@ -1,0 +1,18 @@
+/**
+ * Every module that defines procedures (db/procedure.ts): the database side's route table,
+ * as worker.ts is the queue's. A database resolves them all when it starts (Database.ready),
+ * on SQLite in its own thread as well, so a procedure misnamed, or defined in a module left
+ * out of this list, stops the start instead of failing a request. The database thread
+ * imports these modules and everything they import: keep them clear of heavy libraries
+ * (libphonenumber's metadata belongs to crm/validate.ts, which runs on the main thread).
+ */
+export const PROCEDURE_MODULES: readonly string[] = [
+  './accounts/service.ts',
+  './crm/apply.ts',
+  './crm/batches.ts',
+  './crm/setup.ts',
+  './webhooks/outbox.ts',
+  './webhooks/secrets.ts',
+].map(
+  (path) => new URL(path, import.meta.url).href,
+);

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import { afterEach, beforeEach, it } from 'node:test';
+import { sql } from 'kysely';
+import { openDatabase } from '../../src/db/database.ts';
+import { PROCEDURE_MODULES } from '../../src/procedures.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+
+const MISNAMED = new URL('./support/misnamed-procedure.ts', import.meta.url).href;
+
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterEach(() => database.close());
+
+  it("resolves every procedure of the application's registry at start", async () => {
+    await database.ready();
+  });
+
+  it('refuses to start with a procedure exported under another name than its ref gives', async () => {
+    const misnamed = openDatabase(database.url, { procedures: [MISNAMED] });
+    try {
+      await assert.rejects(misnamed.ready(), /exports the procedure applyBatch under the ref applyBatchJob/);
+      // On SQLite the database's thread refuses too: no statement runs there.
+      if (dialect === 'sqlite') await assert.rejects(sql`select 1`.execute(misnamed.db), /exports the procedure applyBatch/);
+    } finally {
+      await misnamed.close();
+    }
+  });
+});
+
+it("keeps libphonenumber's metadata out of the procedures' modules, which the SQLite thread loads", async () => {
+  const worker = new Worker(new URL('./support/import-graph.ts', import.meta.url), { workerData: { modules: PROCEDURE_MODULES } });
+  const [loaded] = (await once(worker, 'message')) as [string[]];
+  await worker.terminate();
+  assert.ok(loaded.some((url) => url.endsWith('/src/crm/apply.ts')));
+  assert.deepEqual(loaded.filter((url) => url.includes('libphonenumber')), []);
+});
