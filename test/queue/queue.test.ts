@@ -247,7 +247,8 @@ forEachDatabase((dialect) => {
   it('completes, in another worker, the job of a worker process killed with SIGKILL mid-item', { timeout: 60_000 }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
     await enqueue(database.db, { kind: 'test.hang', payload: null, runAt: Date.now() });
-    const doomed = await startWorkerProcess(database.url, { WORKER_LABEL: 'doomed', LEASE_MS: '1000' });
+    // A lease of a few seconds: at one second a loaded machine can delay the heartbeat past it.
+    const doomed = await startWorkerProcess(database.url, { WORKER_LABEL: 'doomed', LEASE_MS: '3000' });
     try {
       while (Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n) === 0) {
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -262,7 +263,7 @@ forEachDatabase((dialect) => {
     const completed: Job[] = [];
     const survivor = new Worker({ database, clock: { now: () => Date.now() }, leaseMs: 1000 });
     survivor.register('test.hang', { handle: async (job) => void completed.push(job) });
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 20_000;
     while (completed.length === 0 && Date.now() < deadline) {
       await survivor.drain();
       await new Promise((resolve) => setTimeout(resolve, 100));
