@@ -22,7 +22,10 @@ export interface Job {
 }
 
 export interface JobRun {
-  /** Aborted when the worker is stopping and the job outlived the grace period. */
+  /**
+   * Aborted when the worker starts stopping: a handler that can stop early does, and one
+   * that cannot has the grace period to finish before its worker exits without it.
+   */
   signal: AbortSignal;
   /** The worker that holds the job's lease, for completeJob. */
   workerId: string;
@@ -69,7 +72,10 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** Idle wait between claims of a kind that found nothing. */
   pollMs?: number;
-  /** On stop, how long running jobs may take before their signal is aborted. */
+  /**
+   * On stop, how long running jobs may take to finish; a job still running then is left to
+   * its lease, which lapses so that another worker takes it.
+   */
   shutdownGraceMs?: number;
   random?: () => number;
 }
@@ -106,7 +112,7 @@ export class Worker {
     this.options = {
       leaseMs: DEFAULT_LEASE_MS,
       pollMs: 100,
-      shutdownGraceMs: 10_000,
+      shutdownGraceMs: 30_000,
       random: Math.random,
       ...options,
     };
@@ -124,13 +130,18 @@ export class Worker {
     for (const kind of this.kinds.values()) this.loops.push(this.loop(kind));
   }
 
-  /** Stops claiming, lets running jobs finish within the grace period, then aborts them. */
+  /**
+   * Stops claiming, aborts running jobs' signals, and waits for them within the grace
+   * period; a handler that ignores its signal is abandoned then, its lease no longer renewed.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.abort.abort();
     for (const kind of this.kinds.values()) kind.wake?.();
     await Promise.all(this.loops);
-    const grace = setTimeout(() => this.abort.abort(), this.options.shutdownGraceMs);
-    await Promise.allSettled(this.running.values());
+    let grace: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => (grace = setTimeout(resolve, this.options.shutdownGraceMs)));
+    await Promise.race([Promise.allSettled(this.running.values()), graceOver]);
     clearTimeout(grace);
     for (const timer of this.timers) clearInterval(timer);
     await this.flushing;

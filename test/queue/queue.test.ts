@@ -272,6 +272,28 @@ forEachDatabase((dialect) => {
     assert.equal(completed[0].attempt, 2);
     assert.deepEqual(await jobs(), []);
   });
+
+  it('exits within its grace period despite a handler that ignores its signal; the next worker completes the job', { timeout: 60_000 }, async () => {
+    await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
+    await enqueue(database.db, { kind: 'test.stuck', payload: null, runAt: Date.now() });
+    const stuck = await startWorkerProcess(database.url, { STUCK: '1', LEASE_MS: '1000', SHUTDOWN_GRACE_MS: '1000' });
+    while ((await jobs())[0].state !== 'running') await new Promise((resolve) => setTimeout(resolve, 20));
+    const exited = once(stuck, 'exit');
+    const signalledAt = Date.now();
+    stuck.kill('SIGTERM');
+    const [code] = await exited;
+    assert.equal(code, 0);
+    assert.ok(Date.now() - signalledAt < 3000, `exited ${Date.now() - signalledAt} ms after SIGTERM, grace 1 s`);
+
+    const next = await startWorkerProcess(database.url, { WORKER_LABEL: 'next', LEASE_MS: '1000' });
+    try {
+      while ((await jobs()).length > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await stopWorkerProcess(next);
+    }
+    const { rows } = await sql<{ worker: string }>`select worker from test_runs`.execute(database.db);
+    assert.deepEqual(rows, [{ worker: 'next' }]);
+  });
 });
 
 async function startWorkerProcess(url: string, env: Record<string, string>): Promise<ChildProcess> {
