@@ -18,6 +18,8 @@ export interface Database {
   reads: Kysely<Schema>;
   /** Runs a procedure where the data is (procedure.ts). */
   call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
+  /** PostgreSQL: a connection of its own, outside the pool, for LISTEN. */
+  connectListener?: () => Promise<pg.Client>;
   close(): Promise<void>;
 }
 
@@ -48,7 +50,19 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
-  return { db, reads: db, dialect: 'postgres', call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args), close: () => db.destroy() };
+  const connectListener = async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    return client;
+  };
+  return {
+    db,
+    reads: db,
+    dialect: 'postgres',
+    call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args),
+    connectListener,
+    close: () => db.destroy(),
+  };
 }
 
 export async function migrateToLatest(database: Database): Promise<string[]> {

@@ -19,7 +19,7 @@ const worker = new Worker({
   database,
   clock: systemClock,
   leaseMs: Number(process.env.LEASE_MS ?? 30_000),
-  pollMs: 20,
+  pollMs: Number(process.env.POLL_MS ?? 20),
   shutdownGraceMs: Number(process.env.SHUTDOWN_GRACE_MS ?? 30_000),
 });
 worker.register('test.record', { handle: async (job) => void (await record(job.id)) }, { concurrency: 50 });
