@@ -18,6 +18,8 @@ export interface Config {
   defaultSenderName: string;
   defaultEmailDomain: string;
   logLevel: string;
+  /** After SIGTERM, how long running jobs may take before the process exits without them. */
+  shutdownGraceSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -110,6 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultSenderName,
     defaultEmailDomain,
     logLevel,
+    shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
   };
 }
 

@@ -49,7 +49,7 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   }
   const app = role === 'worker' ? undefined : await buildApp(ctx, { logger: { level: config.logLevel } });
   const log = app?.log ?? pino({ level: config.logLevel });
-  const worker = role === 'api' ? undefined : createWorker(ctx, { log });
+  const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000 });
   const purge = setInterval(() => {
     purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => log.warn({ err }, 'idempotency purge failed'));
   }, HOUR_MS);

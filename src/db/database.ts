@@ -25,6 +25,8 @@ export interface Database {
    * is not. Awaited at start, so that fault stops the start instead of failing a request.
    */
   ready(): Promise<void>;
+  /** PostgreSQL: a connection of its own, outside the pool, for LISTEN. */
+  connectListener?: () => Promise<pg.Client>;
   close(): Promise<void>;
 }
 
@@ -62,12 +64,18 @@ export function openDatabase(url: string, options: { poolSize?: number; procedur
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  const connectListener = async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    return client;
+  };
   return {
     db,
     reads: db,
     dialect: 'postgres',
     call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args),
     ready,
+    connectListener,
     close: () => db.destroy(),
   };
 }

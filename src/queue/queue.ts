@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { announceJobs } from './wakeups.ts';
 
 /**
  * Attempts before a failing job is dead. Each kind's limit is set where its jobs are
@@ -26,7 +27,8 @@ const INSERT_CHUNK = 1000;
 
 /**
  * Adds jobs in the given database or transaction. Called inside the transaction of the
- * request that answers 202, so the answer and its work commit together or not at all.
+ * request that answers 202, so the answer and its work commit together or not at all;
+ * wakes the workers of the jobs' kinds.
  */
 export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<void> {
   for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
@@ -47,6 +49,7 @@ export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<v
       .onConflict((oc) => oc.column('idempotency_key').doNothing())
       .execute();
   }
+  if (jobs.length > 0) await announceJobs(db, new Set(jobs.map((job) => job.kind)));
 }
 
 export async function enqueue(db: Kysely<Schema>, job: NewJob): Promise<void> {

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { retryDelayMs } from './backoff.ts';
+import { listenForJobs, nextRunAt, onJobsQueued } from './wakeups.ts';
 import { claimJobs, completeJobs, extendLeases, releaseJob, rescueExpiredLeases, type JobRow } from './queries.ts';
 
 export interface Job {
@@ -22,7 +23,10 @@ export interface Job {
 }
 
 export interface JobRun {
-  /** Aborted when the worker is stopping and the job outlived the grace period. */
+  /**
+   * Aborted when the worker starts stopping: a handler that can stop early does, and one
+   * that cannot has the grace period to finish before its worker exits without it.
+   */
   signal: AbortSignal;
   /** The worker that holds the job's lease, for completeJob. */
   workerId: string;
@@ -67,9 +71,15 @@ export interface WorkerOptions {
   log?: { error(object: object, message: string): void };
   /** How long a claim holds a job; renewed every third of it while the job runs. */
   leaseMs?: number;
-  /** Idle wait between claims of a kind that found nothing. */
+  /**
+   * Longest idle wait between claims of a kind: a fallback, since queued jobs wake their
+   * workers (wakeups.ts) and a worker sleeps only until its kind's next scheduled job.
+   */
   pollMs?: number;
-  /** On stop, how long running jobs may take before their signal is aborted. */
+  /**
+   * On stop, how long running jobs may take to finish; a job still running then is left to
+   * its lease, which lapses so that another worker takes it.
+   */
   shutdownGraceMs?: number;
   random?: () => number;
 }
@@ -79,8 +89,10 @@ interface Kind {
   handler: JobHandler;
   concurrency: number;
   running: number;
-  /** Resolves the idle wait early when a slot frees. */
+  /** Resolves the idle wait early when a slot frees or a job is queued. */
   wake: (() => void) | undefined;
+  /** Woken while claiming: the next idle wait ends at once, or a job queued meanwhile would wait a poll. */
+  woken: boolean;
 }
 
 const DEFAULT_LEASE_MS = 30_000;
@@ -101,19 +113,20 @@ export class Worker {
   private timers: NodeJS.Timeout[] = [];
   private loops: Promise<void>[] = [];
   private stopping = false;
+  private stopListening: Array<() => unknown> = [];
 
   constructor(options: WorkerOptions) {
     this.options = {
       leaseMs: DEFAULT_LEASE_MS,
-      pollMs: 100,
-      shutdownGraceMs: 10_000,
+      pollMs: 5000,
+      shutdownGraceMs: 30_000,
       random: Math.random,
       ...options,
     };
   }
 
   register(kind: string, handler: JobHandler, options: KindOptions = {}): void {
-    this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, running: 0, wake: undefined });
+    this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, running: 0, wake: undefined, woken: false });
   }
 
   start(): void {
@@ -121,16 +134,25 @@ export class Worker {
     this.timers.push(setInterval(() => void this.guard(this.heartbeat()), leaseMs / 3));
     this.timers.push(setInterval(() => void this.guard(this.rescue()), leaseMs / 2));
     void this.guard(this.rescue());
+    this.stopListening.push(onJobsQueued((kind) => this.wake(kind)));
+    const { connectListener } = this.options.database;
+    if (connectListener) this.stopListening.push(listenForJobs(connectListener, (kind) => this.wake(kind), this.options.log));
     for (const kind of this.kinds.values()) this.loops.push(this.loop(kind));
   }
 
-  /** Stops claiming, lets running jobs finish within the grace period, then aborts them. */
+  /**
+   * Stops claiming, aborts running jobs' signals, and waits for them within the grace
+   * period; a handler that ignores its signal is abandoned then, its lease no longer renewed.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.abort.abort();
+    await Promise.all(this.stopListening.map((stop) => stop()));
     for (const kind of this.kinds.values()) kind.wake?.();
     await Promise.all(this.loops);
-    const grace = setTimeout(() => this.abort.abort(), this.options.shutdownGraceMs);
-    await Promise.allSettled(this.running.values());
+    let grace: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => (grace = setTimeout(resolve, this.options.shutdownGraceMs)));
+    await Promise.race([Promise.allSettled(this.running.values()), graceOver]);
     clearTimeout(grace);
     for (const timer of this.timers) clearInterval(timer);
     await this.flushing;
@@ -155,36 +177,55 @@ export class Worker {
     }
   }
 
-  private async loop(kind: Kind): Promise<void> {
-    while (!this.stopping) {
-      const free = kind.concurrency - kind.running;
-      let claimed = 0;
-      if (free > 0) {
-        try {
-          const jobs = await this.claim(kind, free);
-          claimed = jobs.length;
-          for (const job of jobs) {
-            const running = this.run(kind, job).finally(() => {
-              this.running.delete(job.id);
-              kind.wake?.();
-            });
-            this.running.set(job.id, running);
-          }
-        } catch (error) {
-          this.options.log?.error({ err: error, kind: kind.name }, 'claiming jobs failed');
-        }
-      }
-      // A full claim means more may be waiting: claim again as soon as a slot frees.
-      // Otherwise wait for the poll interval, or a freed slot, whichever comes first.
-      if (claimed > 0 && claimed === free) {
-        if (kind.running >= kind.concurrency) await this.idle(kind, this.options.pollMs * 10);
-      } else {
-        await this.idle(kind, this.options.pollMs);
-      }
+  /** Wakes the kind's loop, or every kind's when the kind is not known (wake-ups were lost). */
+  private wake(name: string | undefined): void {
+    for (const kind of this.kinds.values()) {
+      if (name !== undefined && kind.name !== name) continue;
+      kind.woken = true;
+      kind.wake?.();
     }
   }
 
+  private async loop(kind: Kind): Promise<void> {
+    while (!this.stopping) {
+      kind.woken = false;
+      const free = kind.concurrency - kind.running;
+      // Full: a finishing job wakes the loop.
+      if (free === 0) {
+        await this.idle(kind, this.options.pollMs);
+        continue;
+      }
+      let claimed = 0;
+      let wait = this.options.pollMs;
+      try {
+        const jobs = await this.claim(kind, free);
+        claimed = jobs.length;
+        for (const job of jobs) {
+          const running = this.run(kind, job).finally(() => {
+            this.running.delete(job.id);
+            kind.wake?.();
+          });
+          this.running.set(job.id, running);
+        }
+        if (claimed < free) wait = await this.untilNextDue(kind);
+      } catch (error) {
+        this.options.log?.error({ err: error, kind: kind.name }, 'claiming jobs failed');
+      }
+      // A full claim means more may be waiting: claim again as soon as a slot frees.
+      if (claimed < free) await this.idle(kind, wait);
+    }
+  }
+
+  // At least 10 ms: a ready job already due that the claim did not get is held by another
+  // worker's claim that is about to commit, not worth a busy loop.
+  private async untilNextDue(kind: Kind): Promise<number> {
+    const next = await nextRunAt(this.options.database.db, kind.name);
+    if (next === undefined) return this.options.pollMs;
+    return Math.min(this.options.pollMs, Math.max(10, next - this.options.clock.now()));
+  }
+
   private idle(kind: Kind, ms: number): Promise<void> {
+    if (kind.woken || this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {

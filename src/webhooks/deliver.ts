@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Schema } from '../db/schema.ts';
-import { RetryJobAt, type Job, type JobHandler } from '../queue/worker.ts';
+import { RetryJobAt, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
 import type { DeliveryJob, DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
@@ -18,16 +18,18 @@ export interface DeliveryOptions {
   /** How long a receiver has to answer: 10 s (issue 3) unless a test wants a shorter wait. */
   timeoutMs?: number;
   resolve?: Resolver;
+  /** How long a claimed delivery waits for a free slot at its host: 30 s unless a test wants less. */
+  hostWaitMs?: number;
 }
 
 /** Posts in flight to one destination host from this process, so one event burst cannot flood a receiver. */
 const POSTS_PER_HOST = 4;
 /**
- * A delivery whose host is full goes back to the queue for this long instead of waiting
- * in a worker slot: otherwise one slow receiver would hold every slot and stall the
- * deliveries of every other account.
+ * A delivery whose host is full waits in its worker slot rather than going back to the
+ * queue (a write, a re-claim and an attempt each time), but no longer than this: one slow
+ * receiver may not hold every slot and stall the deliveries of every other account for long.
  */
-const HOST_BUSY_DELAY_MS = 1000;
+const HOST_WAIT_MS = 30_000;
 
 type Outcome =
   | { result: 'delivered'; statusCode: number }
@@ -35,22 +37,51 @@ type Outcome =
   | { result: 'stopped'; statusCode: number | null; error: string }
   | { result: 'failed'; statusCode: number | null; error: string; retryAfter?: string };
 
+interface Host {
+  inFlight: number;
+  /** Callers waiting for a slot, first come first served; each is handed the slot a post gives back. */
+  waiting: Array<() => void>;
+}
+
 class HostSlots {
-  private readonly inFlight = new Map<string, number>();
+  private readonly hosts = new Map<string, Host>();
   private readonly limit: number;
   constructor(limit: number) {
     this.limit = limit;
   }
-  take(host: string): boolean {
-    const count = this.inFlight.get(host) ?? 0;
-    if (count >= this.limit) return false;
-    this.inFlight.set(host, count + 1);
-    return true;
+
+  /** True once a slot at the host is the caller's; false if none freed within waitMs or the signal aborted first. */
+  take(name: string, waitMs: number, signal: AbortSignal): Promise<boolean> {
+    let host = this.hosts.get(name);
+    if (!host) this.hosts.set(name, (host = { inFlight: 0, waiting: [] }));
+    if (host.inFlight < this.limit) {
+      host.inFlight += 1;
+      return Promise.resolve(true);
+    }
+    if (signal.aborted) return Promise.resolve(false);
+    const waiting = host.waiting;
+    return new Promise((resolve) => {
+      const settle = (granted: boolean) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', giveUp);
+        resolve(granted);
+      };
+      const handOver = () => settle(true);
+      const giveUp = () => {
+        waiting.splice(waiting.indexOf(handOver), 1);
+        settle(false);
+      };
+      const timer = setTimeout(giveUp, waitMs);
+      signal.addEventListener('abort', giveUp, { once: true });
+      waiting.push(handOver);
+    });
   }
-  give(host: string): void {
-    const count = this.inFlight.get(host)! - 1;
-    if (count === 0) this.inFlight.delete(host);
-    else this.inFlight.set(host, count);
+
+  give(name: string): void {
+    const host = this.hosts.get(name)!;
+    const next = host.waiting.shift();
+    if (next) next();
+    else if ((host.inFlight -= 1) === 0) this.hosts.delete(name);
   }
 }
 
@@ -80,9 +111,11 @@ function judge(statusCode: number, headers: { location?: string; 'retry-after'?:
 export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptions = {}): JobHandler {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const resolve = options.resolve ?? systemResolver;
+  const hostWaitMs = options.hostWaitMs ?? HOST_WAIT_MS;
   const hosts = new HostSlots(POSTS_PER_HOST);
 
-  async function attempt(delivery: DeliveryRow): Promise<Outcome | 'host busy'> {
+  /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
+  async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
     let destination;
     try {
       destination = await vetDestination(delivery.url, { allowPrivate: deps.config.webhookAllowPrivate, resolve });
@@ -91,7 +124,7 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
       return { result: 'failed', statusCode: null, error: `could not resolve the host: ${errorCode(error)}` };
     }
     const host = destination.target.hostname;
-    if (!hosts.take(host)) return 'host busy';
+    if (!(await hosts.take(host, hostWaitMs, signal))) return signal.aborted ? 'interrupted' : 'host busy';
     try {
       const now = deps.clock.now();
       const timestamp = Math.floor(now / 1000);
@@ -103,9 +136,10 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, delivery.payload),
       };
-      const answer = await post(destination.target, destination.addresses, headers, delivery.payload, timeoutMs);
+      const answer = await post(destination.target, destination.addresses, headers, delivery.payload, timeoutMs, signal);
       return judge(answer.statusCode, answer.headers);
     } catch (error) {
+      if (signal.aborted) return 'interrupted';
       return { result: 'failed', statusCode: null, error: error instanceof PostTimeout ? error.message : `connection failed: ${errorCode(error)}` };
     } finally {
       hosts.give(host);
@@ -138,13 +172,13 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
   }
 
   return {
-    async handle(job: Job) {
+    async handle(job: Job, run: JobRun) {
       const { deliveryId, generation } = job.payload as DeliveryJob;
       const delivery = await deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirst();
       // Gone with its account, delivered, given up, or replaced by a replay's job.
       if (!delivery || delivery.generation !== generation || delivery.status !== 'pending') return;
-      const outcome = await attempt(delivery);
-      if (outcome === 'host busy') throw new RetryJobAt(deps.clock.now() + HOST_BUSY_DELAY_MS);
+      const outcome = await attempt(delivery, run.signal);
+      if (outcome === 'host busy' || outcome === 'interrupted') throw new RetryJobAt(deps.clock.now(), `webhook post ${outcome}`);
       const retryAt = await record(delivery, outcome);
       if (retryAt !== undefined) throw new RetryJobAt(retryAt);
     },

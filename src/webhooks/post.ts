@@ -17,7 +17,14 @@ export class PostTimeout extends Error {}
  * covers the whole exchange and the socket can be reused. Redirects are not followed:
  * Node's client never does, and a 3xx is the caller's to judge.
  */
-export function post(target: URL, addresses: LookupAddress[], headers: Record<string, string>, body: string, timeoutMs: number): Promise<Answer> {
+export function post(
+  target: URL,
+  addresses: LookupAddress[],
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  stop: AbortSignal,
+): Promise<Answer> {
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
@@ -30,7 +37,7 @@ export function post(target: URL, addresses: LookupAddress[], headers: Record<st
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         lookup: pinnedLookup(addresses),
-        signal: abort.signal,
+        signal: AbortSignal.any([abort.signal, stop]),
       },
       (response) => {
         response.on('error', fail);

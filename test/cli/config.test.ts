@@ -10,6 +10,7 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
   assert.equal(config.publicUrl, 'http://localhost:8080');
   assert.equal(config.adminToken, undefined);
   assert.equal(config.webhookAllowPrivate, false);
+  assert.equal(config.shutdownGraceSeconds, 30);
 });
 
 const bad: Array<[string, string]> = [
@@ -25,6 +26,7 @@ const bad: Array<[string, string]> = [
   ['DEFAULT_EMAIL_DOMAIN', 'not a domain'],
   ['BODY_LIMIT_BYTES', '12'],
   ['LOG_LEVEL', 'loud'],
+  ['SHUTDOWN_GRACE_SECONDS', 'soon'],
 ];
 for (const [variable, value] of bad) {
   it(`stops on ${variable}=${value} naming the variable`, () => {

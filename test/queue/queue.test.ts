@@ -12,6 +12,7 @@ import { createTestDatabase, forEachDatabase, type TestDatabase } from '../suppo
 
 const NODE = process.execPath;
 const WORKER_PROCESS = new URL('./worker-process.ts', import.meta.url).pathname;
+const realClock = { now: () => Date.now() };
 
 it('backs off exponentially with jitter within ±25 %, capped at an hour', () => {
   assert.equal(retryDelayMs(1, 0.5), 1000);
@@ -189,7 +190,6 @@ forEachDatabase((dialect) => {
   });
 
   it('keeps renewing the lease of a job that runs longer than its lease', async () => {
-    const realClock = { now: () => Date.now() };
     await enqueue(database.db, { kind: 'slow', payload: null, runAt: realClock.now() });
     const runs: string[] = [];
     const slow = new Worker({ database, clock: realClock, leaseMs: 300, pollMs: 10 });
@@ -272,6 +272,97 @@ forEachDatabase((dialect) => {
     assert.equal(completed[0].id, leased.id);
     assert.equal(completed[0].attempt, 2);
     assert.deepEqual(await jobs(), []);
+  });
+
+  /** A handler whose runs can be awaited, each with a deadline. */
+  const awaitedRuns = () => {
+    const waiting = new Map<number, (job: Job) => void>();
+    const seen: Job[] = [];
+    return {
+      handler: { handle: async (job: Job) => void (seen.push(job), waiting.get(seen.length)?.(job)) },
+      run: (n: number, withinMs: number) =>
+        seen.length >= n
+          ? Promise.resolve(seen[n - 1])
+          : new Promise<Job>((resolve, reject) => {
+              const timer = setTimeout(() => reject(new Error(`run ${n} did not come within ${withinMs} ms`)), withinMs);
+              waiting.set(n, (job) => (clearTimeout(timer), resolve(job)));
+            }),
+    };
+  };
+
+  it('wakes its running worker when a job is queued, in a transaction or not, without waiting the poll', { timeout: 10_000 }, async () => {
+    const runs = awaitedRuns();
+    const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
+    worker.register('test', runs.handler);
+    worker.start();
+    try {
+      await enqueue(database.db, { kind: 'test', payload: 1, runAt: Date.now() });
+      await runs.run(1, 2000);
+      await enqueue(database.db, { kind: 'test', payload: 2, runAt: Date.now() });
+      assert.equal((await runs.run(2, 1000)).payload, 2);
+      await database.db.transaction().execute((trx) => enqueue(trx, { kind: 'test', payload: 3, runAt: Date.now() }));
+      assert.equal((await runs.run(3, 1000)).payload, 3);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('wakes at the time of a job scheduled for later, without waiting the poll', { timeout: 10_000 }, async () => {
+    const runs = awaitedRuns();
+    const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
+    worker.register('test', runs.handler);
+    worker.start();
+    try {
+      await enqueue(database.db, { kind: 'test', payload: 'now', runAt: Date.now() });
+      await runs.run(1, 2000);
+      const due = Date.now() + 300;
+      await enqueue(database.db, { kind: 'test', payload: 'later', runAt: due });
+      assert.equal((await runs.run(2, 1300)).payload, 'later');
+      assert.ok(Date.now() >= due, 'not before its time');
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  if (dialect === 'postgres') {
+    it('wakes a worker in another process through NOTIFY, long before its poll', { timeout: 30_000 }, async () => {
+      await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
+      const runs = async () => Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n);
+      const other = await startWorkerProcess(database.url, { POLL_MS: '10000' });
+      try {
+        await enqueue(database.db, { kind: 'test.record', payload: null, runAt: Date.now() });
+        while ((await runs()) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
+        const queuedAt = Date.now();
+        await enqueue(database.db, { kind: 'test.record', payload: null, runAt: Date.now() });
+        while ((await runs()) < 2 && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+        assert.equal(await runs(), 2);
+        assert.ok(Date.now() - queuedAt < 2000, `claimed ${Date.now() - queuedAt} ms after it was queued, poll 10 s`);
+      } finally {
+        await stopWorkerProcess(other);
+      }
+    });
+  }
+
+  it('exits within its grace period despite a handler that ignores its signal; the next worker completes the job', { timeout: 60_000 }, async () => {
+    await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
+    await enqueue(database.db, { kind: 'test.stuck', payload: null, runAt: Date.now() });
+    const stuck = await startWorkerProcess(database.url, { STUCK: '1', LEASE_MS: '1000', SHUTDOWN_GRACE_MS: '1000' });
+    while ((await jobs())[0].state !== 'running') await new Promise((resolve) => setTimeout(resolve, 20));
+    const exited = once(stuck, 'exit');
+    const signalledAt = Date.now();
+    stuck.kill('SIGTERM');
+    const [code] = await exited;
+    assert.equal(code, 0);
+    assert.ok(Date.now() - signalledAt < 3000, `exited ${Date.now() - signalledAt} ms after SIGTERM, grace 1 s`);
+
+    const next = await startWorkerProcess(database.url, { WORKER_LABEL: 'next', LEASE_MS: '1000' });
+    try {
+      while ((await jobs()).length > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await stopWorkerProcess(next);
+    }
+    const { rows } = await sql<{ worker: string }>`select worker from test_runs`.execute(database.db);
+    assert.deepEqual(rows, [{ worker: 'next' }]);
   });
 });
 

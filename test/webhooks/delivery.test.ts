@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
-import type { JobHandler } from '../../src/queue/worker.ts';
+import { RetryJobAt, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
 import { webhookDeliveryHandler, type DeliveryOptions } from '../../src/webhooks/deliver.ts';
 import { systemResolver } from '../../src/webhooks/destination.ts';
-import { emitWebhook } from '../../src/webhooks/outbox.ts';
+import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
 import { ensureSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '../../src/webhooks/secrets.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -208,8 +208,8 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received[0].headers.host, `hooks.herald.test:${receiver.port}`);
   });
 
-  it('posts at most four at a time to one host; a fifth waits without using an attempt', { timeout: 10_000 }, async () => {
-    const handler = handlerFor({ timeoutMs: 1_000 });
+  it('posts at most four at a time to one host; a fifth waits its bound, then goes back to the queue without using an attempt', { timeout: 10_000 }, async () => {
+    const handler = handlerFor({ timeoutMs: 1_000, hostWaitMs: 200 });
     const ids = await Promise.all([1, 2, 3, 4, 5].map(() => emit()));
     receiver.reply('hang', 'hang', 'hang', 'hang');
     const hanging = ids.slice(0, 4).map((id) => attempt(handler, id));
@@ -221,6 +221,37 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await Promise.all(hanging), ['retry', 'retry', 'retry', 'retry']);
     assert.equal(await attempt(handler, ids[4]), 'done');
     assert.equal(receiver.received.length, 5);
+  });
+
+  it('holds twelve claimed posts to one slow host four at a time, each delivered on its first attempt', { timeout: 20_000 }, async () => {
+    const ids = await Promise.all(Array.from({ length: 12 }, () => emit()));
+    receiver.reply(...ids.map(() => ({ status: 200, delayMs: 100 })));
+    const handler = handlerFor();
+    const attemptsSeen: number[] = [];
+    const worker = new Worker({ database: t.ctx.database, clock: t.clock });
+    worker.register(DELIVER_KIND, { handle: (job, run) => (attemptsSeen.push(job.attempt), handler.handle(job, run)) }, { concurrency: 32 });
+    assert.equal(await worker.drain(), 12);
+    assert.deepEqual(attemptsSeen, ids.map(() => 1), 'no job went back to the queue and was claimed again');
+    assert.equal(receiver.received.length, 12);
+    assert.equal(receiver.mostAtOnce, 4);
+    for (const id of ids) assert.equal((await delivery(id)).status, 'delivered');
+    assert.equal(Number((await t.ctx.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 0);
+  });
+
+  it('abandons a hanging post when its worker stops, recording no attempt', { timeout: 10_000 }, async () => {
+    const id = await emit();
+    receiver.reply('hang');
+    const stop = new AbortController();
+    const { generation } = await delivery(id);
+    const job = { payload: { deliveryId: id, generation } } as unknown as Job;
+    const running = handlerFor().handle(job, { signal: stop.signal, workerId: 'test' });
+    while (receiver.received.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    stop.abort();
+    await assert.rejects(running, RetryJobAt);
+    const row = await delivery(id);
+    assert.equal(row.status, 'pending');
+    assert.equal(row.attempts, 0);
+    assert.equal(row.last_error, null);
   });
 
   it('signs with both secrets during a rotation, each signature verifying alone, and with one after it', async () => {

@@ -9,14 +9,16 @@ export interface Received {
   body: string;
 }
 
-/** How the receiver answers one post: a status with headers, or never ('hang'). */
-export type Reply = { status: number; headers?: Record<string, string> } | 'hang';
+/** How the receiver answers one post: a status with headers, after delayMs if given, or never ('hang'). */
+export type Reply = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
 
 export interface Receiver {
   /** http://127.0.0.1:<port>/hooks */
   url: string;
   port: number;
   received: Received[];
+  /** The most posts it has held open at once. */
+  readonly mostAtOnce: number;
   /** Replies for the next posts, in order; once they run out, each post gets 200. */
   reply(...replies: Reply[]): void;
   close(): Promise<void>;
@@ -26,14 +28,19 @@ export interface Receiver {
 export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
   const replies: Reply[] = [];
+  let open = 0;
+  let mostAtOnce = 0;
   const server = createServer((request, response) => {
+    mostAtOnce = Math.max(mostAtOnce, ++open);
+    response.on('close', () => (open -= 1));
     let body = '';
     request.setEncoding('utf8');
     request.on('data', (chunk: string) => (body += chunk));
     request.on('end', () => {
       received.push({ headers: request.headers, body });
       const reply = replies.shift() ?? { status: 200 };
-      if (reply !== 'hang') response.writeHead(reply.status, reply.headers).end('{"ok":true}');
+      if (reply === 'hang') return;
+      setTimeout(() => response.writeHead(reply.status, reply.headers).end('{"ok":true}'), reply.delayMs ?? 0);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -42,6 +49,9 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${port}/hooks`,
     port,
     received,
+    get mostAtOnce() {
+      return mostAtOnce;
+    },
     reply: (...more) => replies.push(...more),
     close: async () => {
       server.closeAllConnections();
@@ -57,7 +67,7 @@ export async function startReceiver(): Promise<Receiver> {
 export async function runDeliveryJob(handler: JobHandler, db: Kysely<Schema>, deliveryId: string, generation?: number): Promise<'done' | 'retry'> {
   const row = await db.selectFrom('webhook_deliveries').select('generation').where('id', '=', deliveryId).executeTakeFirstOrThrow();
   try {
-    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, {} as JobRun);
+    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, { signal: new AbortController().signal, workerId: 'test' } as JobRun);
     return 'done';
   } catch (error) {
     if (error instanceof RetryJobAt) return 'retry';

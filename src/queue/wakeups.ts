@@ -1,0 +1,91 @@
+/**
+ * Wakes idle workers when jobs are queued, so that polling is only a fallback: in this
+ * process through an event, in other processes through PostgreSQL's NOTIFY on one channel.
+ */
+import { EventEmitter } from 'node:events';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import type pg from 'pg';
+import type { Schema } from '../db/schema.ts';
+
+export const JOBS_CHANNEL = 'herald_jobs';
+
+// Process-wide, because enqueue is handed only a connection or transaction. A worker woken
+// for another database's job claims nothing and idles again.
+const queued = new EventEmitter().setMaxListeners(0);
+
+/**
+ * Announces newly queued kinds. Called in the enqueuing transaction, so the local event may
+ * come before the commit: on SQLite the woken worker's claim waits behind that transaction
+ * on the one writing connection, and on PostgreSQL the NOTIFY, delivered at commit (to this
+ * process's listener too), wakes it again.
+ */
+export async function announceJobs(db: Kysely<Schema>, kinds: Set<string>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    for (const kind of kinds) await sql`select pg_notify(${JOBS_CHANNEL}, ${kind})`.execute(db);
+  }
+  for (const kind of kinds) queued.emit('queued', kind);
+}
+
+/** Calls back with each kind queued in this process; returns the unsubscribe. */
+export function onJobsQueued(listener: (kind: string) => void): () => void {
+  queued.on('queued', listener);
+  return () => queued.off('queued', listener);
+}
+
+const RECONNECT_MS = 1000;
+
+/**
+ * LISTENs on a dedicated connection for jobs queued by any process; after the connection
+ * drops it reconnects and calls back with no kind, since NOTIFYs sent meanwhile are lost.
+ * Returns the function that stops listening.
+ */
+export function listenForJobs(
+  connect: () => Promise<pg.Client>,
+  onKind: (kind: string | undefined) => void,
+  log?: { error(object: object, message: string): void },
+): () => Promise<void> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const reconnectLater = () => {
+    client = undefined;
+    if (stopped || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      void open().then(() => onKind(undefined));
+    }, RECONNECT_MS);
+  };
+  const open = async () => {
+    try {
+      const opened = await connect();
+      client = opened;
+      opened.on('error', (err) => log?.error({ err }, 'job wake-up connection failed'));
+      opened.on('end', () => client === opened && reconnectLater());
+      opened.on('notification', (message) => onKind(message.payload));
+      await opened.query(`listen ${JOBS_CHANNEL}`);
+      if (stopped) await opened.end();
+    } catch (err) {
+      log?.error({ err }, 'listening for job wake-ups failed');
+      reconnectLater();
+    }
+  };
+  void open();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    const closing = client;
+    client = undefined;
+    await closing?.end();
+  };
+}
+
+/** When the next ready job of the kind is due, if any. */
+export async function nextRunAt(db: Kysely<Schema>, kind: string): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.min('run_at').as('run_at'))
+    .where('kind', '=', kind)
+    .where('state', '=', 'ready')
+    .executeTakeFirst();
+  return row?.run_at == null ? undefined : Number(row.run_at);
+}
