@@ -6,7 +6,7 @@ import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, ContactBatchStatus, Schema } from '../db/schema.ts';
 import { AppError, notFound, unprocessable, type FieldError } from '../errors.ts';
 import type { Outcome as Response } from '../http/idempotency.ts';
-import { enqueue } from '../queue/queue.ts';
+import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { inJson } from './queries.ts';
 import type { ContactBatchRequest } from './schemas.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
@@ -268,6 +268,7 @@ export const recordBatch = procedure(import.meta.url, 'recordBatch', async ({ db
     runAt: batch.acceptedAt,
     idempotencyKey: jobKey(batch.batchId),
     maxAttempts: MAX_ATTEMPTS,
+    priority: PRIORITY.contactBatch,
   });
   return { statusCode: 202, body: acceptedBody(batch.batchId) };
 });

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../../src/db/schema.ts';
-import { RetryJobAt, type Job, type JobHandler, type JobRun } from '../../src/queue/worker.ts';
+import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../../src/queue/worker.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -60,7 +60,7 @@ export async function runDeliveryJob(handler: JobHandler, db: Kysely<Schema>, de
     await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, {} as JobRun);
     return 'done';
   } catch (error) {
-    if (error instanceof RetryJobAt) return 'retry';
+    if (error instanceof SnoozeJob) return 'retry';
     throw error;
   }
 }
