@@ -6,7 +6,8 @@ import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
 import { buildContact, startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
 import { forEachDatabase } from '../support/databases.ts';
 
-// Each kind's onDead, wired: a job that dies leaves no domain row waiting for it.
+// The queue's accounting as each kind meets it: snoozes spend no attempt, and a job that
+// dies leaves no domain row waiting for it (onDead).
 forEachDatabase((dialect) => {
   let crm: CrmTest;
   let alice: CrmClient;
@@ -18,6 +19,17 @@ forEachDatabase((dialect) => {
 
   const db = () => crm.t.ctx.db;
   const claimLapsed = (kind: string) => claimJobs(db(), dialect, { kind, limit: 1, workerId: 'crashing-worker', now: crm.clock.now(), leaseMs: 0 });
+
+  it('retries a webhook post on the delivery’s own schedule without spending the job’s attempts', async () => {
+    const deliveryId = await emitWebhook(db(), crm.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
+    for (let post = 1; post <= 3; post++) {
+      await crm.drain();
+      const delivery = await db().selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirstOrThrow();
+      const job = await db().selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([delivery.status, delivery.attempts, job.state, job.attempts, job.run_at], ['pending', post, 'ready', 0, delivery.next_attempt_at]);
+      crm.clock.set(job.run_at);
+    }
+  });
 
   it('fails the webhook delivery of a job whose lease lapsed five times', async () => {
     const deliveryId = await emitWebhook(db(), crm.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
