@@ -4,6 +4,9 @@
  * queue. Worker processes are real `Worker`s (bench/queue-worker.ts) with a no-op handler.
  *
  *   npm run bench:queue       # SQLite with 1 worker, PostgreSQL with 1 and with 4
+ *
+ * Then the priority lane: how long one claim takes to return a one-time passcode's job
+ * with 50,000 lower-priority jobs of its kind ready ahead of it.
  *   BENCH_JOBS=100000 npm run bench:queue
  *
  * Then, on SQLite as it is deployed (the Worker in the process that enqueues, both on its one
@@ -19,7 +22,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
-import { enqueueMany, type NewJob } from '../src/queue/queue.ts';
+import { claimJobs } from '../src/queue/queries.ts';
+import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../src/queue/queue.ts';
 import { Worker } from '../src/queue/worker.ts';
 import { watchCommitGaps } from './commit-gaps.ts';
 
@@ -104,6 +108,35 @@ async function longestCommitGap(path: string): Promise<number> {
   }
 }
 
+const LOW_PRIORITY_JOBS = 50_000;
+const PRIORITY_CLAIMS = 50;
+
+/** The median and worst time, in ms, of a claim that must pass over 50,000 ready fan-out jobs to take an OTP job. */
+async function priorityClaimLatency(url: string): Promise<{ median: number; worst: number }> {
+  const database = openDatabase(url, { poolSize: 2 });
+  await migrateToLatest(database);
+  try {
+    const now = Date.now();
+    for (let start = 0; start < LOW_PRIORITY_JOBS; start += 10_000) {
+      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => ({ kind: 'bench.send', payload: { n: start + n }, runAt: now - 60_000, priority: PRIORITY.fanout }));
+      await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
+    }
+    const took: number[] = [];
+    for (let n = 0; n < PRIORITY_CLAIMS; n++) {
+      await enqueue(database.db, { kind: 'bench.send', payload: 'otp', runAt: Date.now(), priority: PRIORITY.otp });
+      const started = performance.now();
+      const [job] = await claimJobs(database.db, database.dialect, { kind: 'bench.send', limit: 1, workerId: 'bench', now: Date.now(), leaseMs: 30_000 });
+      took.push(performance.now() - started);
+      if (job.priority !== PRIORITY.otp) throw new Error('the claim passed over the OTP job');
+      await database.db.deleteFrom('jobs').where('id', '=', job.id).execute();
+    }
+    took.sort((a, b) => a - b);
+    return { median: took[Math.floor(took.length / 2)], worst: took[took.length - 1] };
+  } finally {
+    await database.close();
+  }
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'herald-bench-queue-'));
 try {
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`);
@@ -113,6 +146,12 @@ try {
   console.log('database   workers   items/s');
   for (const [database, workers, rate] of results) console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
   console.log(`sqlite, one process: longest gap between two committed writes: ${(await longestCommitGap(join(dir, 'gaps.db'))).toFixed(1)} ms`);
+  const lanes: Array<[string, { median: number; worst: number }]> = [
+    ['sqlite', await priorityClaimLatency(`sqlite:${join(dir, 'lanes.db')}`)],
+    ['postgres', await withPostgresDatabase(priorityClaimLatency)],
+  ];
+  console.log(`OTP claim with ${LOW_PRIORITY_JOBS} lower-priority jobs ready (${PRIORITY_CLAIMS} claims)\ndatabase   median ms   worst ms`);
+  for (const [database, { median, worst }] of lanes) console.log(`${database.padEnd(10)} ${median.toFixed(2).padStart(9)} ${worst.toFixed(2).padStart(10)}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, Schema } from '../db/schema.ts';
+import type { Lease } from '../queue/queries.ts';
 import { completeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { emitWebhook } from '../webhooks/outbox.ts';
 import { batchView, unpackEntries, type BatchJob } from './batches.ts';
@@ -273,8 +274,7 @@ async function finish(db: Db, now: number, batchId: string, values: Partial<Batc
 }
 
 interface ApplyJob {
-  jobId: number;
-  workerId: string;
+  lease: Lease;
   accountId: string;
   payload: BatchJob;
   /** The time of the run: the batch's start and completion, and its contacts' updatedAt. */
@@ -298,7 +298,7 @@ export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async (
         skipped_ids: JSON.stringify(result.skipped),
       });
       if (!done) throw new NotQueued();
-      await completeJob(trx, run.jobId, run.workerId);
+      await completeJob(trx, run.lease);
     });
     return 'applied';
   } catch (error) {
@@ -310,26 +310,25 @@ export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async (
 
 /**
  * The `contacts.batch` job. A failed attempt changes nothing and is retried by the queue;
- * the last failed attempt, or a batch that can never apply, marks the batch Failed (and
- * posts that). While it runs the batch reads as Processing (findBatch asks the job), so no
+ * a batch that can never apply is marked Failed (and that posted) at once, and so is one
+ * whose job dies (onDead: its last attempt failed, or it kept killing its worker). While it runs the batch reads as Processing (findBatch asks the job), so no
  * write announces the start.
  */
 export function contactBatchHandler(deps: { database: Database; clock: Clock }): JobHandler {
   const { database, clock } = deps;
-  const fail = (batchId: string, now: number, reason: string) =>
-    database.db.transaction().execute((trx) => finish(trx, now, batchId, { status: 'Failed', started_at: now, error: reason }));
+  const fail = (trx: Db, batchId: string, reason: string) => {
+    const now = clock.now();
+    return finish(trx, now, batchId, { status: 'Failed', started_at: now, error: reason });
+  };
   return {
     async handle(job: Job, run: JobRun) {
       const payload = job.payload as BatchJob;
-      const now = clock.now();
-      try {
-        const outcome = await database.call(applyBatchJob, { jobId: job.id, workerId: run.workerId, accountId: job.accountId!, payload, now });
-        if (outcome === 'applied') return 'completed';
-        if (outcome !== 'not queued') await fail(payload.batchId, now, outcome.rejected);
-      } catch (error) {
-        if (job.attempt >= job.maxAttempts) await fail(payload.batchId, now, `not applied after ${job.attempt} attempts: ${(error as Error).message}`);
-        throw error;
-      }
+      const outcome = await database.call(applyBatchJob, { lease: run.lease, accountId: job.accountId!, payload, now: clock.now() });
+      if (outcome === 'applied') return 'completed';
+      if (outcome !== 'not queued') await database.db.transaction().execute((trx) => fail(trx, payload.batchId, outcome.rejected));
+    },
+    async onDead(trx: Db, job: Job, error: string) {
+      await fail(trx, (job.payload as BatchJob).batchId, `not applied after ${job.attempt} attempts: ${error}`);
     },
   };
 }

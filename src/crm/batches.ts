@@ -5,7 +5,7 @@ import type { DialectName } from '../db/database.ts';
 import type { ContactBatchesTable, ContactBatchStatus, Schema } from '../db/schema.ts';
 import { AppError, notFound, unprocessable, type FieldError } from '../errors.ts';
 import { postProcedure } from '../http/idempotency.ts';
-import { enqueue } from '../queue/queue.ts';
+import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { inJson } from './queries.ts';
 import type { ContactBatchRequest } from './schemas.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
@@ -260,6 +260,7 @@ export const recordBatch = postProcedure(import.meta.url, 'recordBatch', async (
     runAt: batch.acceptedAt,
     idempotencyKey: jobKey(batch.batchId),
     maxAttempts: MAX_ATTEMPTS,
+    priority: PRIORITY.contactBatch,
   });
   return { statusCode: 202, body: acceptedBody(batch.batchId) };
 });

@@ -57,13 +57,20 @@ export interface JobsTable {
   /** JSON. */
   payload: string;
   state: JobState;
-  /** Claims so far, the one running included. */
+  /** Runs whose outcome was the handler's own: claims so far, the one running included, less snoozes and lapsed leases. */
   attempts: Generated<number>;
   max_attempts: number;
   run_at: number;
   /** The worker holding the lease while running. */
   leased_by: string | null;
+  /** Fresh per claim: what completes, fails or extends the job (a lapsed claim's token no longer matches). */
+  lease_token: string | null;
+  /** Epoch ms by the database's clock. */
   lease_expires_at: number | null;
+  /** Leases that lapsed: the job's worker died or hung. */
+  lapses: Generated<number>;
+  /** Its lane: lower is claimed first (PRIORITY in src/queue/queue.ts). */
+  priority: number;
   /** Unique: enqueueing a key that is already queued adds nothing, and a handler can tell a rerun. */
   idempotency_key: string;
   last_error: string | null;

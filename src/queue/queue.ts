@@ -10,6 +10,19 @@ import { announceJobs } from './wakeups.ts';
  */
 export const DEFAULT_MAX_ATTEMPTS = 20;
 
+/**
+ * Lanes: within a kind, a claim takes the lowest number first, then the oldest, so a
+ * one-time passcode never waits behind a 100,000-recipient campaign queued before it.
+ */
+export const PRIORITY = {
+  /** A one-time passcode: `/sms/single` sent immediately. */
+  otp: 1,
+  /** A batch's fan-out and its deliveries: the ordinary lane, and the default. */
+  fanout: 2,
+  webhook: 3,
+  contactBatch: 4,
+} as const;
+
 export interface NewJob {
   kind: string;
   payload: unknown;
@@ -19,9 +32,11 @@ export interface NewJob {
   /** A job whose key is already queued is not added again. Default: a fresh UUID. */
   idempotencyKey?: string;
   maxAttempts?: number;
+  /** PRIORITY.fanout unless told. */
+  priority?: number;
 }
 
-// Rows per INSERT: 9 parameters a row keeps a statement far below SQLite's 32,766 and
+// Rows per INSERT: 10 parameters a row keeps a statement far below SQLite's 32,766 and
 // PostgreSQL's 65,535 bound parameters.
 const INSERT_CHUNK = 1000;
 
@@ -38,6 +53,7 @@ export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<v
       payload: JSON.stringify(job.payload ?? null),
       state: 'ready' as const,
       max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      priority: job.priority ?? PRIORITY.fanout,
       run_at: job.runAt,
       idempotency_key: job.idempotencyKey ?? randomUUID(),
       created_at: job.runAt,

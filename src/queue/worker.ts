@@ -5,14 +5,25 @@ import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { retryDelayMs } from './backoff.ts';
 import { listenForJobs, nextRunAt, onJobsQueued } from './wakeups.ts';
-import { claimJobs, completeJobs, extendLeases, releaseJob, rescueExpiredLeases, type JobRow } from './queries.ts';
+import {
+  claimJobs,
+  completeJobs,
+  extendLeases,
+  lapsedToDeath,
+  lapsingToDeath,
+  leaseOf,
+  releaseJob,
+  rescueExpiredLeases,
+  type JobRow,
+  type Lease,
+} from './queries.ts';
 
 export interface Job {
   id: number;
   kind: string;
   payload: unknown;
   accountId: string | null;
-  /** 1 on the first run. */
+  /** 1 on the first run; snoozes and runs whose worker died do not count. */
   attempt: number;
   maxAttempts: number;
   /**
@@ -28,16 +39,23 @@ export interface JobRun {
    * that cannot has the grace period to finish before its worker exits without it.
    */
   signal: AbortSignal;
-  /** The worker that holds the job's lease, for completeJob. */
-  workerId: string;
+  /** This run's claim of the job, for completeJob. */
+  lease: Lease;
 }
 
 /**
- * Resolving completes the job; throwing retries it with backoff until it is dead.
+ * Resolving completes the job; throwing retries it with backoff until it is dead;
+ * throwing SnoozeJob runs it again later without spending an attempt.
  * Resolving 'completed' says the handler completed it itself, with completeJob.
  */
 export interface JobHandler {
   handle(job: Job, run: JobRun): Promise<void | 'completed'>;
+  /**
+   * What becomes of the kind's domain row when a job dies (its last attempt failed, or its
+   * lease lapsed MAX_LAPSES times), run in the transaction that marks the job dead, so a
+   * job never dies leaving its row waiting. A kind with a domain row must declare it.
+   */
+  onDead?(trx: Kysely<Schema>, job: Job, error: string): Promise<void>;
 }
 
 /**
@@ -47,14 +65,18 @@ export interface JobHandler {
  * 'completed' once the transaction has committed. Throws, so that the work rolls back, if
  * the lease lapsed and another worker holds the job now.
  */
-export async function completeJob(trx: Kysely<Schema>, jobId: number, workerId: string): Promise<void> {
-  if ((await completeJobs(trx, workerId, [jobId])) === 0) throw new Error(`job ${jobId} is no longer held by worker ${workerId}`);
+export async function completeJob(trx: Kysely<Schema>, lease: Lease): Promise<void> {
+  if ((await completeJobs(trx, [lease])) === 0) throw new Error(`job ${lease.id} is no longer held by this claim`);
 }
 
-/** Thrown by a handler that keeps its own schedule: run again at `at`, whatever the attempt count. */
-export class RetryJobAt extends Error {
+/**
+ * Thrown by a handler to run the job again at `at` without spending an attempt (River's
+ * JobSnooze): a handler that keeps its own schedule and count (webhook posts), or one
+ * waiting for something that is not a failure of the job.
+ */
+export class SnoozeJob extends Error {
   readonly at: number;
-  constructor(at: number, reason = 'rescheduled by its handler') {
+  constructor(at: number, reason = 'snoozed by its handler') {
     super(reason);
     this.at = at;
   }
@@ -69,7 +91,7 @@ export interface WorkerOptions {
   database: Database;
   clock: Clock;
   log?: { error(object: object, message: string): void };
-  /** How long a claim holds a job; renewed every third of it while the job runs. */
+  /** How long a claim holds a job, by the database's clock; renewed every third of it while the job runs. */
   leaseMs?: number;
   /**
    * Longest idle wait between claims of a kind: a fallback, since queued jobs wake their
@@ -108,7 +130,8 @@ export class Worker {
   private readonly options: Required<Omit<WorkerOptions, 'log'>> & Pick<WorkerOptions, 'log'>;
   private readonly running = new Map<number, Promise<void>>();
   private readonly abort = new AbortController();
-  private pendingCompletions: number[] = [];
+  private readonly leases = new Map<number, Lease>();
+  private pendingCompletions: Lease[] = [];
   private flushing: Promise<unknown> | undefined;
   private timers: NodeJS.Timeout[] = [];
   private loops: Promise<void>[] = [];
@@ -238,60 +261,61 @@ export class Worker {
   }
 
   private async claim(kind: Kind, limit: number): Promise<JobRow[]> {
-    const now = this.options.clock.now();
     const rows = await claimJobs(this.options.database.db, this.options.database.dialect, {
       kind: kind.name,
       limit,
       workerId: this.id,
-      now,
-      leaseUntil: now + this.options.leaseMs,
+      now: this.options.clock.now(),
+      leaseMs: this.options.leaseMs,
     });
     kind.running += rows.length;
     return rows;
   }
 
   private async run(kind: Kind, row: JobRow): Promise<void> {
-    const job: Job = {
-      id: row.id,
-      kind: row.kind,
-      payload: JSON.parse(row.payload),
-      accountId: row.account_id,
-      attempt: row.attempts,
-      maxAttempts: row.max_attempts,
-      idempotencyKey: row.idempotency_key,
-    };
+    const job = jobOf(row);
+    const lease = leaseOf(row);
+    this.leases.set(job.id, lease);
     try {
-      const outcome = await kind.handler.handle(job, { signal: this.abort.signal, workerId: this.id });
-      if (outcome !== 'completed') await this.complete(job.id);
+      const outcome = await kind.handler.handle(job, { signal: this.abort.signal, lease });
+      if (outcome !== 'completed') await this.complete(lease);
     } catch (error) {
-      await this.guard(this.fail(job, error));
+      await this.guard(this.fail(kind, job, lease, error));
     } finally {
+      if (this.leases.get(job.id) === lease) this.leases.delete(job.id);
       kind.running -= 1;
     }
   }
 
-  private async fail(job: Job, error: unknown): Promise<void> {
+  private async fail(kind: Kind, job: Job, lease: Lease, error: unknown): Promise<void> {
+    const { db } = this.options.database;
     const now = this.options.clock.now();
     const message = error instanceof Error ? error.message : String(error);
-    let runAt: number | null;
-    if (error instanceof RetryJobAt) runAt = error.at;
-    else if (job.attempt >= job.maxAttempts) runAt = null;
-    else runAt = now + retryDelayMs(job.attempt, this.options.random());
-    if (!(error instanceof RetryJobAt)) this.options.log?.error({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempt }, 'job failed');
-    await releaseJob(this.options.database.db, this.id, job.id, { runAt, error: message, now });
+    if (error instanceof SnoozeJob) {
+      await releaseJob(db, lease, { runAt: error.at, error: message, now, snoozed: true });
+      return;
+    }
+    this.options.log?.error({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempt }, 'job failed');
+    if (job.attempt < job.maxAttempts) {
+      await releaseJob(db, lease, { runAt: now + retryDelayMs(job.attempt, this.options.random()), error: message, now });
+      return;
+    }
+    await db.transaction().execute(async (trx) => {
+      if ((await releaseJob(trx, lease, { runAt: null, error: message, now })) && kind.handler.onDead) await kind.handler.onDead(trx, job, message);
+    });
   }
 
   /** Completions are coalesced: every job finishing while a delete runs joins the next one. */
-  private async complete(id: number): Promise<void> {
-    this.pendingCompletions.push(id);
-    while (this.pendingCompletions.includes(id)) {
+  private async complete(lease: Lease): Promise<void> {
+    this.pendingCompletions.push(lease);
+    while (this.pendingCompletions.includes(lease)) {
       if (this.flushing) {
         await this.flushing;
         continue;
       }
-      const ids = this.pendingCompletions;
+      const leases = this.pendingCompletions;
       this.pendingCompletions = [];
-      this.flushing = completeJobs(this.options.database.db, this.id, ids).finally(() => {
+      this.flushing = completeJobs(this.options.database.db, leases).finally(() => {
         this.flushing = undefined;
       });
       await this.flushing;
@@ -299,13 +323,28 @@ export class Worker {
   }
 
   private async heartbeat(): Promise<void> {
-    const ids = [...this.running.keys()];
-    if (ids.length === 0) return;
-    await extendLeases(this.options.database.db, this.id, ids, this.options.clock.now() + this.options.leaseMs);
+    const leases = [...this.leases.values()];
+    if (leases.length === 0) return;
+    await extendLeases(this.options.database.db, this.options.database.dialect, leases, this.options.leaseMs);
   }
 
+  /**
+   * Returns lapsed jobs to the queue, and marks dead, one transaction each with its kind's
+   * onDead, those whose lease lapsed for the last time. Only kinds registered here: a job
+   * of a kind this process does not know stays lapsed until a process that knows it
+   * rescues it, since only that process knows what its death means for its domain row.
+   */
   private async rescue(): Promise<void> {
-    await rescueExpiredLeases(this.options.database.db, this.options.clock.now());
+    const { db, dialect } = this.options.database;
+    const now = this.options.clock.now();
+    await rescueExpiredLeases(db, dialect, now);
+    for (const id of await lapsingToDeath(db, dialect, [...this.kinds.keys()])) {
+      await db.transaction().execute(async (trx) => {
+        const row = await lapsedToDeath(trx, dialect, id, now);
+        const onDead = row && this.kinds.get(row.kind)?.handler.onDead;
+        if (onDead) await onDead(trx, jobOf(row), row.last_error!);
+      });
+    }
   }
 
   private async guard(work: Promise<void>): Promise<void> {
@@ -315,4 +354,16 @@ export class Worker {
       this.options.log?.error({ err: error }, 'queue bookkeeping failed');
     }
   }
+}
+
+function jobOf(row: JobRow): Job {
+  return {
+    id: row.id,
+    kind: row.kind,
+    payload: JSON.parse(row.payload),
+    accountId: row.account_id,
+    attempt: row.attempts,
+    maxAttempts: row.max_attempts,
+    idempotencyKey: row.idempotency_key,
+  };
 }

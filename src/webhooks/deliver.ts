@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Schema } from '../db/schema.ts';
-import { RetryJobAt, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
-import type { DeliveryJob, DeliveryRow } from './outbox.ts';
+import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
 import { nextAttemptAt } from './schedule.ts';
 import { ensureSecret, signatureHeader, signingSecrets } from './secrets.ts';
@@ -105,8 +105,8 @@ function judge(statusCode: number, headers: { location?: string; 'retry-after'?:
 
 /**
  * The `webhook.deliver` job: one attempt at posting one delivery, recorded on the
- * delivery row. A failure that may be retried is handed back to the queue as RetryJobAt
- * with the webhook schedule's time, so the queue's own backoff never applies.
+ * delivery row, which keeps its own count. A failure that may be retried snoozes the job
+ * to the webhook schedule's time, so the queue's backoff and attempts never apply.
  */
 export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOptions = {}): JobHandler {
   const timeoutMs = options.timeoutMs ?? 10_000;
@@ -178,9 +178,10 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
       // Gone with its account, delivered, given up, or replaced by a replay's job.
       if (!delivery || delivery.generation !== generation || delivery.status !== 'pending') return;
       const outcome = await attempt(delivery, run.signal);
-      if (outcome === 'host busy' || outcome === 'interrupted') throw new RetryJobAt(deps.clock.now(), `webhook post ${outcome}`);
+      if (outcome === 'host busy' || outcome === 'interrupted') throw new SnoozeJob(deps.clock.now(), `webhook post ${outcome}`);
       const retryAt = await record(delivery, outcome);
-      if (retryAt !== undefined) throw new RetryJobAt(retryAt);
+      if (retryAt !== undefined) throw new SnoozeJob(retryAt);
     },
+    onDead: (trx, job, error) => abandonDelivery(trx, job.payload as DeliveryJob, error),
   };
 }

@@ -4,7 +4,7 @@ import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { enqueue } from '../queue/queue.ts';
+import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -33,7 +33,19 @@ async function enqueueDelivery(db: Kysely<Schema>, row: Pick<DeliveryRow, 'id' |
     accountId: row.account_id,
     runAt,
     idempotencyKey: `${DELIVER_KIND}:${row.id}:${row.generation}`,
+    priority: PRIORITY.webhook,
   });
+}
+
+/** A delivery whose job died (it kept killing its worker): failed, unless a replay or a post settled it meanwhile. */
+export async function abandonDelivery(db: Kysely<Schema>, job: DeliveryJob, error: string): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'failed', last_error: `its job died: ${error}`, next_attempt_at: null })
+    .where('id', '=', job.deliveryId)
+    .where('generation', '=', job.generation)
+    .where('status', '=', 'pending')
+    .execute();
 }
 
 /**

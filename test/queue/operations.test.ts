@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { enqueue, enqueueMany } from '../../src/queue/queue.ts';
+import { enqueue, enqueueMany, PRIORITY } from '../../src/queue/queue.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
@@ -39,15 +39,16 @@ forEachDatabase((dialect) => {
     assert.equal(dead.statusCode, 200);
     const [job] = dead.json().jobs;
     assert.deepEqual(
-      { kind: job.kind, state: job.state, attempts: job.attempts, lastError: job.lastError },
-      { kind: 'sms.send', state: 'dead', attempts: 1, lastError: 'the SMSC refused the bind' },
+      { kind: job.kind, state: job.state, attempts: job.attempts, lapses: job.lapses, priority: job.priority, lastError: job.lastError },
+      { kind: 'sms.send', state: 'dead', attempts: 1, lapses: 0, priority: PRIORITY.fanout, lastError: 'the SMSC refused the bind' },
     );
+    await t.ctx.db.updateTable('jobs').set({ lapses: 3 }).where('id', '=', job.id).execute();
     assert.deepEqual((await admin('GET', '/admin/jobs?state=ready')).json().jobs, []);
     assert.equal((await t.app.inject({ method: 'GET', url: '/admin/jobs' })).statusCode, 401);
 
     const revived = await admin('POST', `/admin/jobs/${job.id}/retry`);
     assert.equal(revived.statusCode, 200);
-    assert.equal(revived.json().state, 'ready');
+    assert.deepEqual([revived.json().state, revived.json().attempts, revived.json().lapses], ['ready', 0, 0]);
     assert.equal((await admin('POST', `/admin/jobs/${job.id}/retry`)).statusCode, 404, 'only a dead job can be revived');
     failing = false;
     assert.equal(await worker.drain(), 1);

@@ -4,10 +4,10 @@ import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
-import { enqueue, enqueueMany } from '../../src/queue/queue.ts';
+import { enqueue, enqueueMany, PRIORITY } from '../../src/queue/queue.ts';
 import { retryDelayMs } from '../../src/queue/backoff.ts';
-import { completeJob, RetryJobAt, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
-import { claimJobs } from '../../src/queue/queries.ts';
+import { completeJob, SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
+import { claimJobs, leaseOf, MAX_LAPSES } from '../../src/queue/queries.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 const NODE = process.execPath;
@@ -101,15 +101,18 @@ forEachDatabase((dialect) => {
     assert.equal(await worker.drain(), 0, 'a dead job is never run again');
   });
 
-  it('reschedules at the handler’s own time with RetryJobAt, past the attempt limit', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 1 });
-    const worker = workerWith({ test: { handle: async () => { throw new RetryJobAt(clock.now() + 5000, 'receiver busy'); } } });
-    await worker.drain();
-    await worker.drain();
+  it('snoozes a job to the handler’s own time without spending an attempt, however often', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 2 });
+    const attempts: number[] = [];
+    const worker = workerWith({ test: { handle: async (job) => { attempts.push(job.attempt); throw new SnoozeJob(clock.now() + 5000, 'receiver busy'); } } });
+    for (let n = 0; n < 25; n++) {
+      assert.equal(await worker.drain(), 1);
+      assert.equal(await worker.drain(), 0, 'not before its time');
+      clock.advance(5000);
+    }
     const [job] = await jobs();
-    assert.equal(job.state, 'ready');
-    assert.equal(job.run_at, clock.now() + 5000);
-    assert.equal(job.last_error, 'receiver busy');
+    assert.deepEqual([job.state, job.attempts, job.last_error], ['ready', 0, 'receiver busy']);
+    assert.deepEqual(new Set(attempts), new Set([1]));
   });
 
   it('adds a job once per idempotency key, and hands the key to every run of it', async () => {
@@ -124,17 +127,94 @@ forEachDatabase((dialect) => {
     assert.deepEqual(keys, ['sms:42', 'sms:42']);
   });
 
-  it('gives a job whose worker died to another worker once the lease lapses', async () => {
+  it('gives a job whose worker died to another worker once the lease lapses, after a backoff, without spending an attempt', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
-    const [claimed] = await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'dead-worker', now: clock.now(), leaseUntil: clock.now() + 30_000 });
+    const [claimed] = await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'dead-worker', now: clock.now(), leaseMs: 0 });
     assert.equal(claimed.state, 'running');
     const { seen, handler } = recorder();
     const worker = workerWith({ test: handler });
-    assert.equal(await worker.drain(), 0, 'leased to another worker');
-    clock.advance(30_000);
+    assert.equal(await worker.drain(), 0, 'rescued, but not rerun at once');
+    const [rescued] = await jobs();
+    assert.deepEqual([rescued.state, rescued.attempts, rescued.lapses, rescued.run_at], ['ready', 0, 1, clock.now() + 2000]);
+    clock.advance(1999);
+    assert.equal(await worker.drain(), 0, 'not before its backoff');
+    clock.advance(1);
     assert.equal(await worker.drain(), 1);
-    assert.equal(seen[0].attempt, 2);
+    assert.equal(seen[0].attempt, 1);
     assert.deepEqual(await jobs(), []);
+  });
+
+  it('keeps a lease its worker holds by the database’s clock, whatever the host’s clock says', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'live-worker', now: clock.now(), leaseMs: 60_000 });
+    clock.advance(24 * 60 * 60_000); // a host whose clock runs a day ahead
+    const { seen, handler } = recorder();
+    assert.equal(await workerWith({ test: handler }).drain(), 0);
+    const [job] = await jobs();
+    assert.deepEqual([job.state, job.leased_by, job.lapses], ['running', 'live-worker', 0]);
+  });
+
+  it('backs off by lapse count and marks dead, running its kind’s onDead in the same transaction, a job whose lease lapses five times', async () => {
+    await enqueue(database.db, { kind: 'test', payload: 'poison', runAt: clock.now() });
+    const buried: Array<[unknown, string, number]> = [];
+    const worker = workerWith({
+      test: {
+        handle: async () => assert.fail('never run to completion'),
+        onDead: async (trx, job, error) => {
+          const [row] = await trx.selectFrom('jobs').select('state').where('id', '=', job.id).execute();
+          buried.push([job.payload, error, row.state === 'dead' ? 1 : 0]);
+        },
+      },
+    });
+    const delays: number[] = [];
+    for (let lapse = 1; lapse <= MAX_LAPSES; lapse++) {
+      assert.equal((await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'crashing', now: clock.now(), leaseMs: 0 })).length, 1);
+      assert.equal(await worker.drain(), 0);
+      const [job] = await jobs();
+      if (lapse < MAX_LAPSES) {
+        assert.deepEqual([job.state, job.attempts, job.lapses], ['ready', 0, lapse]);
+        delays.push(job.run_at - clock.now());
+        clock.set(job.run_at);
+      } else {
+        assert.deepEqual([job.state, job.attempts, job.lapses], ['dead', 0, MAX_LAPSES]);
+      }
+    }
+    assert.deepEqual(delays, [2000, 4000, 8000, 16_000]);
+    assert.deepEqual(buried, [['poison', `the lease lapsed: the worker stopped or took too long, ${MAX_LAPSES} times`, 1]]);
+  });
+
+  it('runs onDead with the job marked dead when its last attempt fails, and keeps neither if onDead throws', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 1 });
+    let refuse = true;
+    const errors: string[] = [];
+    const worker = workerWith({
+      test: {
+        handle: async () => { throw new Error('broken'); },
+        onDead: async (_trx, _job, error) => {
+          errors.push(error);
+          if (refuse) throw new Error('domain row unavailable');
+        },
+      },
+    });
+    await worker.drain();
+    let [job] = await jobs();
+    assert.equal(job.state, 'running', 'the death rolled back with onDead: the lease lapses and the job is rescued');
+    refuse = false;
+    await database.db.updateTable('jobs').set({ lease_expires_at: 0 }).execute();
+    await worker.drain();
+    clock.advance(60_000);
+    await worker.drain();
+    [job] = await jobs();
+    assert.deepEqual([job.state, job.attempts], ['dead', 1]);
+    assert.deepEqual(errors, ['broken', 'broken']);
+  });
+
+  it('runs the high-priority job first with 50,000 low-priority jobs of its kind ready', { timeout: 120_000 }, async () => {
+    const low = Array.from({ length: 50_000 }, (_, n) => ({ kind: 'send', payload: n, runAt: clock.now() - 1000, priority: PRIORITY.fanout }));
+    for (let start = 0; start < low.length; start += 10_000) await enqueueMany(database.db, low.slice(start, start + 10_000));
+    await enqueue(database.db, { kind: 'send', payload: 'otp', runAt: clock.now(), priority: PRIORITY.otp });
+    const [first] = await claimJobs(database.db, database.dialect, { kind: 'send', limit: 1, workerId: 'w', now: clock.now(), leaseMs: 30_000 });
+    assert.equal(JSON.parse(first.payload), 'otp');
   });
 
   it('completes a job in its handler’s transaction: gone only if that transaction commits', async () => {
@@ -147,7 +227,7 @@ forEachDatabase((dialect) => {
         handle: async (job, run) => {
           await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
-            await completeJob(trx, job.id, run.workerId);
+            await completeJob(trx, run.lease);
             if (failCommit) throw new Error('the transaction failed after completing');
           });
           return 'completed';
@@ -174,10 +254,10 @@ forEachDatabase((dialect) => {
       test: {
         handle: async (job, run) => {
           // The lease lapsed mid-run and another worker claimed the job.
-          await database.db.updateTable('jobs').set({ leased_by: 'another-worker' }).where('id', '=', job.id).execute();
+          await database.db.updateTable('jobs').set({ leased_by: 'another-worker', lease_token: 'another-claim' }).where('id', '=', job.id).execute();
           await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
-            await completeJob(trx, job.id, run.workerId);
+            await completeJob(trx, run.lease);
           });
           return 'completed';
         },
@@ -187,6 +267,20 @@ forEachDatabase((dialect) => {
     assert.equal(Number((await database.db.selectFrom('work_done' as never).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n), 0);
     const [job] = await jobs();
     assert.deepEqual([job.state, job.leased_by], ['running', 'another-worker']);
+  });
+
+  it('refuses a stale claim’s completion after the same worker claimed the job again', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    const claim = () => claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'same-worker', now: clock.now(), leaseMs: 0 });
+    const [stale] = await claim();
+    await workerWith({}).drain(); // the rescuer returns the lapsed job
+    clock.advance(60_000);
+    const [fresh] = await claim();
+    assert.equal(fresh.id, stale.id);
+    await assert.rejects(database.db.transaction().execute((trx) => completeJob(trx, leaseOf(stale))), /no longer held/);
+    assert.equal((await jobs()).length, 1);
+    await database.db.transaction().execute((trx) => completeJob(trx, leaseOf(fresh)));
+    assert.deepEqual(await jobs(), []);
   });
 
   it('keeps renewing the lease of a job that runs longer than its lease', async () => {
@@ -270,7 +364,7 @@ forEachDatabase((dialect) => {
     }
     assert.equal(completed.length, 1);
     assert.equal(completed[0].id, leased.id);
-    assert.equal(completed[0].attempt, 2);
+    assert.equal(completed[0].attempt, 1, 'its worker’s death spent no attempt');
     assert.deepEqual(await jobs(), []);
   });
 

@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../../src/db/schema.ts';
-import { RetryJobAt, type Job, type JobHandler, type JobRun } from '../../src/queue/worker.ts';
+import { SnoozeJob, type Job, type JobHandler } from '../../src/queue/worker.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -67,10 +67,10 @@ export async function startReceiver(): Promise<Receiver> {
 export async function runDeliveryJob(handler: JobHandler, db: Kysely<Schema>, deliveryId: string, generation?: number): Promise<'done' | 'retry'> {
   const row = await db.selectFrom('webhook_deliveries').select('generation').where('id', '=', deliveryId).executeTakeFirstOrThrow();
   try {
-    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, { signal: new AbortController().signal, workerId: 'test' } as JobRun);
+    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, { signal: new AbortController().signal, lease: { id: 0, token: 'test' } });
     return 'done';
   } catch (error) {
-    if (error instanceof RetryJobAt) return 'retry';
+    if (error instanceof SnoozeJob) return 'retry';
     throw error;
   }
 }

@@ -4,6 +4,7 @@ import * as queue from './0002_queue.ts';
 import * as webhooks from './0003_webhooks.ts';
 import * as crm from './0004_crm.ts';
 import * as postgresStorage from './0005_postgres_storage.ts';
+import * as queueLanes from './0006_queue_lanes.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0003_webhooks': webhooks,
   '0004_crm': crm,
   '0005_postgres_storage': postgresStorage,
+  '0006_queue_lanes': queueLanes,
 };
