@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { AppError } from './errors.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
 import { systemClock } from './clock.ts';
-import { ROLES, serve, type Role } from './server.ts';
+import { ROLES, serve, StartError, type Role } from './server.ts';
 import {
   accountView,
   addSenderDomain,
@@ -36,6 +36,8 @@ const USAGE = `usage: herald <command>
 Configuration is read from the environment (see README.md).`;
 
 class UsageError extends Error {}
+/** A command that was well formed but cannot be done: one line, without the usage. */
+class CommandError extends Error {}
 
 function required(values: Record<string, string | boolean | undefined>, name: string): string {
   const value = values[name];
@@ -64,7 +66,7 @@ async function accountCommand(config: Config, action: string | undefined, args: 
     await migrateToLatest(database);
     const byUser = async (): Promise<AccountRow> => {
       const account = await findAccountByUserName(db, required(values, 'user'));
-      if (!account) throw new UsageError(`no account with the user name ${values.user}`);
+      if (!account) throw new CommandError(`no account with the user name ${values.user}`);
       return account;
     };
     const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
@@ -141,7 +143,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof AppError) {
+  if (error instanceof ConfigError || error instanceof AppError || error instanceof StartError || error instanceof CommandError) {
     console.error(`herald: ${error.message}`);
   } else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
     console.error(`herald: ${(error as Error).message}\n\n${USAGE}`);

@@ -33,6 +33,20 @@ export async function closeContext(ctx: AppContext): Promise<void> {
 
 const HOUR_MS = 60 * 60_000;
 
+/** A start-up failure the operator fixes by hand: the CLI prints its message alone, no stack. */
+export class StartError extends Error {}
+
+async function listen(app: NonNullable<Awaited<ReturnType<typeof buildApp>>>, config: Config): Promise<void> {
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
+    const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'may not be bound by this user' : 'is not an address of this machine';
+    throw new StartError(`cannot listen on HOST ${config.host} PORT ${config.port}: it ${reason} (${code}); set PORT or HOST to another value`);
+  }
+}
+
 export const ROLES = ['all', 'api', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -74,7 +88,16 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 
-  if (app) await app.listen({ port: config.port, host: config.host });
+  if (app) {
+    try {
+      await listen(app, config);
+    } catch (error) {
+      clearInterval(purge);
+      await Promise.all([app.close(), worker?.stop()]);
+      await closeContext(ctx);
+      throw error;
+    }
+  }
   worker?.start();
   log.info({ database: ctx.database.dialect, role }, 'herald is serving');
 }

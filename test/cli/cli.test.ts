@@ -33,6 +33,24 @@ it('stops at start with one line naming a bad variable', async () => {
   assert.equal(result.stderr, 'herald: invalid PORT: must be a whole number from 0 to 65535, got "eighty"\n');
 });
 
+it('stops with one line naming HOST and PORT when the port is taken', async () => {
+  const taken = createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  const { port } = taken.address() as { port: number };
+  try {
+    const database = await createTestDatabase('sqlite');
+    try {
+      const result = await herald(['serve'], { DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port) });
+      assert.equal(result.code, 1);
+      assert.equal(result.stderr, `herald: cannot listen on HOST 127.0.0.1 PORT ${port}: it is already in use (EADDRINUSE); set PORT or HOST to another value\n`);
+    } finally {
+      await database.close();
+    }
+  } finally {
+    taken.close();
+  }
+});
+
 forEachDatabase((dialect) => {
   let database: TestDatabase;
   beforeEach(async () => {
@@ -59,6 +77,10 @@ forEachDatabase((dialect) => {
 
     const listed = JSON.parse((await herald(['account', 'list'], env)).stdout);
     assert.deepEqual(listed.map((a: { userName: string }) => a.userName), ['ada@example.com']);
+
+    const unknownUser = await herald(['account', 'delete', '--user', 'nobody@example.com'], env);
+    assert.equal(unknownUser.code, 1);
+    assert.equal(unknownUser.stderr, 'herald: no account with the user name nobody@example.com\n');
 
     const missing = await herald(['account', 'set-password', '--user', 'ada@example.com'], env);
     assert.equal(missing.code, 1);
