@@ -29,8 +29,8 @@ const USAGE = `usage: herald <command>
   account rotate-private-token --user EMAIL
   account set-password --user EMAIL --password PW
   account set-rate-limit --user EMAIL --group sms|email|contacts|account --per-minute N
-  account add-sender-name --user EMAIL --name NAME
-  account add-sender-domain --user EMAIL --domain DOMAIN
+  account add-sender-name --user EMAIL --name NAME        (for the SMS module, not built yet)
+  account add-sender-domain --user EMAIL --domain DOMAIN  (for the email module, not built yet)
   account delete --user EMAIL
 
 Configuration is read from the environment (see README.md).`;

@@ -154,7 +154,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     config: admin,
     schema: {
       tags,
-      summary: 'Register a verified SMS sender name',
+      summary: 'Register a verified SMS sender name (for the SMS module, not built yet)',
       params: AccountParams,
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
       response: { 201: Type.Object({ name: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404) },
@@ -170,7 +170,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     config: admin,
     schema: {
       tags,
-      summary: 'Register a custom email sender domain',
+      summary: 'Register a custom email sender domain (for the email module, not built yet)',
       params: AccountParams,
       body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }),
       response: { 201: Type.Object({ domain: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404) },
