@@ -90,8 +90,17 @@ export interface BatchView {
   updated: Outcome | null;
   skipped: Outcome | null;
   error: string | null;
+  /** A queued batch whose job has failed and will be tried again; null otherwise. */
+  retrying: Retrying | null;
   createdAt: string;
   completedAt: string | null;
+}
+
+export interface Retrying {
+  failedAttempts: number;
+  maxAttempts: number;
+  lastError: string;
+  nextAttemptAt: string;
 }
 
 const outcome = (ids: string | null): Outcome | null => {
@@ -100,7 +109,7 @@ const outcome = (ids: string | null): Outcome | null => {
   return { count: contactIds.length, contactIds };
 };
 
-export function batchView(row: BatchRow, status: ContactBatchStatus = row.status): BatchView {
+export function batchView(row: BatchRow, status: ContactBatchStatus = row.status, retrying: Retrying | null = null): BatchView {
   return {
     batchId: row.id,
     status,
@@ -110,6 +119,7 @@ export function batchView(row: BatchRow, status: ContactBatchStatus = row.status
     updated: outcome(row.updated_ids),
     skipped: outcome(row.skipped_ids),
     error: row.error,
+    retrying,
     createdAt: new Date(row.created_at).toISOString(),
     completedAt: isoOrNull(row.completed_at),
   };
@@ -119,9 +129,19 @@ export async function findBatch(db: Db, accountId: string, batchId: string): Pro
   const row = await db.selectFrom('contact_batches').selectAll().where('id', '=', batchId).where('account_id', '=', accountId).executeTakeFirst();
   if (!row) throw notFound('The contact batch');
   if (row.status !== 'Queued') return batchView(row);
-  // A queued batch whose job a worker holds is being applied.
-  const job = await db.selectFrom('jobs').select('state').where('idempotency_key', '=', jobKey(row.id)).executeTakeFirst();
-  return batchView(row, job?.state === 'running' ? 'Processing' : 'Queued');
+  // A queued batch whose job a worker holds is being applied; one whose job failed says so,
+  // rather than reading Queued with no word while its retries run out.
+  const job = await db
+    .selectFrom('jobs')
+    .select(['state', 'attempts', 'max_attempts', 'last_error', 'run_at'])
+    .where('idempotency_key', '=', jobKey(row.id))
+    .executeTakeFirst();
+  if (job?.state === 'running') return batchView(row, 'Processing');
+  const retrying =
+    job?.state === 'ready' && job.last_error !== null && job.attempts > 0
+      ? { failedAttempts: job.attempts, maxAttempts: job.max_attempts, lastError: job.last_error, nextAttemptAt: new Date(job.run_at).toISOString() }
+      : null;
+  return batchView(row, 'Queued', retrying);
 }
 
 const jobKey = (batchId: string) => `${CONTACT_BATCH_KIND}:${batchId}`;

@@ -70,6 +70,10 @@ export const BatchStatus = Type.Object({
   updated: Type.Union([Outcome, Type.Null()]),
   skipped: Type.Union([Outcome, Type.Null()], { description: 'Existing contacts the batch left exactly as they were.' }),
   error: Type.Union([Type.String(), Type.Null()]),
+  retrying: Type.Union(
+    [Type.Object({ failedAttempts: Type.Integer(), maxAttempts: Type.Integer(), lastError: Type.String(), nextAttemptAt: IsoTime }), Type.Null()],
+    { description: 'A queued batch whose job failed and will be tried again: how often, why, and when next; null otherwise.' },
+  ),
   createdAt: IsoTime,
   completedAt: Type.Union([IsoTime, Type.Null()]),
 });

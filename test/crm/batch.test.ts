@@ -223,4 +223,17 @@ forEachDatabase((dialect) => {
     assert.equal(await count('contacts'), 1, 'nothing of the failed batch was applied');
     assert.equal(await count('jobs'), 0, 'a batch that can never apply is not retried');
   });
+
+  it('says when a queued batch is failing: its failed attempts, last error and next try', async () => {
+    const accepted = await alice.postBatch({ createUpdateContacts: [buildContact()] });
+    // A payload the handler cannot read: every run of the job throws.
+    await crm.t.ctx.db.updateTable('jobs').set({ payload: '{}' }).where('kind', '=', CONTACT_BATCH_KIND).execute();
+    await crm.drain();
+    const status = (await alice.get(`/contacts/batch/${accepted.json().data.BatchId}`)).json();
+    assert.equal(status.status, 'Queued');
+    assert.equal(status.retrying.failedAttempts, 1);
+    assert.equal(status.retrying.maxAttempts, 10);
+    assert.ok(status.retrying.lastError.length > 0);
+    assert.ok(Date.parse(status.retrying.nextAttemptAt) > crm.t.clock.now());
+  });
 });
