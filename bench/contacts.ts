@@ -6,12 +6,15 @@
  *   npm run bench:contacts                                                  # SQLite
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_contacts npm run bench:contacts
  *   BENCH_CONTACTS=100000 npm run bench:contacts                            # a shorter run
+ *   BENCH_SHAPE=email BENCH_CONTACTS=100000 DATABASE_URL=… npm run bench:contacts
+ *                            # contacts with only an email (or BENCH_SHAPE=mobile: only a mobile)
  *
  * On PostgreSQL the database named in DATABASE_URL is created (dropped first if it exists),
  * with a second one beside it for the plain upsert; both are dropped at the end.
  *
  * The load: BENCH_CONTACTS / 1000 requests of 1000 contacts, each with an email, a mobile,
- * opt-ins and 3 properties (two by id, one by name). The first request is all new contacts;
+ * opt-ins and 3 properties (two by id, one by name); with BENCH_SHAPE=email or mobile, each
+ * has only that one, which the matching rules look up as "email and no mobile" or the reverse. The first request is all new contacts;
  * every later one is half new, half updates of contacts sent earlier (a property changes, so
  * each is a real update, not a skip). Herald runs as it is deployed on each database: on
  * SQLite one `herald serve` (API and worker in one process); on PostgreSQL BENCH_ROLES
@@ -21,6 +24,12 @@
  * (all go to `All contacts`, which has no membership rows), through the bare driver into
  * the same schema: the floor of what storing these rows costs, without HTTP, validation,
  * matching, the queue or bookkeeping.
+ *
+ * It also prints whether the rate holds as the table grows: contacts/s over the first 10,000
+ * applied and over the last 10,000, each from the apply times of ten consecutive batches
+ * (their completedAt). On a database never analysed, a plan chosen without statistics once
+ * made each batch slower than the last; flat means the last 10,000 take at most 1.5 times
+ * as long as the first.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -42,6 +51,11 @@ const REQUESTS = Math.ceil(CONTACTS / PER_REQUEST);
 /** Requests in flight at once, as a sync client with a small pool would send them. */
 const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 4);
 const PORT = 18_590;
+const SHAPES = ['both', 'email', 'mobile'] as const;
+const SHAPE = (process.env.BENCH_SHAPE ?? 'both') as (typeof SHAPES)[number];
+if (!SHAPES.includes(SHAPE)) throw new Error(`BENCH_SHAPE must be one of ${SHAPES.join(', ')}`);
+/** Batches in a window of the flatness check: 10,000 contacts. */
+const WINDOW = 10;
 const requestedUrl = process.env.DATABASE_URL || undefined;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
 
@@ -96,9 +110,8 @@ function plan(): BenchContact[][] {
 function body(contacts: BenchContact[], propertyIds: string[]): string {
   return JSON.stringify({
     createUpdateContacts: contacts.map((c) => ({
-      email: c.email,
-      mobileCountryCode: '91',
-      mobileNumber: c.mobile,
+      ...(SHAPE === 'mobile' ? {} : { email: c.email }),
+      ...(SHAPE === 'email' ? {} : { mobileCountryCode: '91', mobileNumber: c.mobile }),
       mobileOptIn: c.mobileOptIn,
       emailOptIn: c.emailOptIn,
       propertyfields: [
@@ -153,7 +166,22 @@ function peakRssMiB(pid: number): number {
   return Number(match![1]) / 1024;
 }
 
-async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate: number; seconds: number; peakRss: number }> {
+interface Flatness {
+  first: number;
+  last: number;
+  /** How much longer the last window took than the first. */
+  slowdown: number;
+}
+
+/** contacts/s over the first and the last WINDOW batches, by their apply times. */
+function flatness(appliedAt: number[]): Flatness | undefined {
+  if (appliedAt.length < 2 * WINDOW + 1) return undefined;
+  const span = (from: number) => appliedAt[from + WINDOW] - appliedAt[from];
+  const [first, last] = [span(0), span(appliedAt.length - 1 - WINDOW)];
+  return { first: (WINDOW * PER_REQUEST * 1000) / first, last: (WINDOW * PER_REQUEST * 1000) / last, slowdown: last / first };
+}
+
+async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate: number; seconds: number; peakRss: number; flat: Flatness | undefined }> {
   const database = openDatabase(url, { poolSize: 2 });
   await migrateToLatest(database);
   const password = 'correct horse battery staple';
@@ -216,8 +244,9 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
     }
     const seconds = (performance.now() - started) / 1000;
     const peakRss = Math.max(...children.map((child) => peakRssMiB(child.pid!)));
+    const applied = await database.db.selectFrom('contact_batches').select('completed_at').where('account_id', '=', account.id).orderBy('completed_at').execute();
     console.log(`  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s (${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`);
-    return { rate: (requests.length * PER_REQUEST) / seconds, seconds, peakRss };
+    return { rate: (requests.length * PER_REQUEST) / seconds, seconds, peakRss, flat: flatness(applied.map((row) => Number(row.completed_at))) };
   } finally {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
@@ -236,11 +265,11 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
 
   const columns = 'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at';
   const update =
-    'on conflict (id) do update set email = excluded.email, mobile = excluded.mobile, mobile_country_code = excluded.mobile_country_code, ' +
+    'on conflict (account_id, id) do update set email = excluded.email, mobile = excluded.mobile, mobile_country_code = excluded.mobile_country_code, ' +
     'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = excluded.properties, updated_at = excluded.updated_at';
   const rowsOf = (contacts: BenchContact[], now: number) =>
     contacts.map((c) => [
-      c.n + 1, account.id, c.email, `91${c.mobile}`, '91', c.mobileOptIn, c.emailOptIn,
+      c.n + 1, account.id, SHAPE === 'mobile' ? null : c.email, SHAPE === 'email' ? null : `91${c.mobile}`, SHAPE === 'email' ? null : '91', c.mobileOptIn, c.emailOptIn,
       JSON.stringify({ [propertyIds[0]]: `First${c.n}`, [propertyIds[1]]: `City${c.n % 97}`, [propertyIds[2]]: String(++c.visits) }), now, now,
     ]);
 
@@ -267,7 +296,7 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
     for (const contacts of requests) {
       const rows = rowsOf(contacts, Date.now()).map((row) => row.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
       db.exec('begin immediate');
-      prepared(`insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`).run(...(rows.flat() as Array<string | number>));
+      prepared(`insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`).run(...(rows.flat() as Array<string | number | null>));
       db.exec('commit');
     }
     db.close();
@@ -284,13 +313,18 @@ async function main(): Promise<void> {
     const run = async () => {
       const requests = plan();
       console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
-      console.log(`load: ${REQUESTS} requests × ${PER_REQUEST} contacts (first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`);
+      const shape = { both: 'email and mobile', email: 'email only', mobile: 'mobile only' }[SHAPE];
+      console.log(`load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`);
       const http = await viaHttp(httpUrl, requests);
       const plain = await viaPlainSql(plainUrl, requests);
       console.log('path                                contacts/s   seconds   peak RSS MiB');
       console.log(`HTTP API → queue → applied         ${http.rate.toFixed(0).padStart(10)} ${http.seconds.toFixed(1).padStart(9)} ${http.peakRss.toFixed(0).padStart(14)}`);
       console.log(`plain SQL bulk upsert              ${plain.rate.toFixed(0).padStart(10)} ${plain.seconds.toFixed(1).padStart(9)}`);
       console.log(`ratio HTTP / plain: ${(http.rate / plain.rate).toFixed(3)}`);
+      if (http.flat) {
+        const { first, last, slowdown } = http.flat;
+        console.log(`applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 (to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`);
+      }
     };
     if (postgres) await withPostgres(httpUrl, run);
     else await run();

@@ -27,8 +27,6 @@ type BatchRow = Selectable<ContactBatchesTable>;
 /** The webhook event type of an applied (or failed) batch. */
 export const BATCH_WEBHOOK_TYPE = 'contacts.batch';
 
-/** A batch that can never apply, whatever the retries: it is marked Failed at once. */
-class BatchRejected extends Error {}
 /** The batch is no longer Queued (deleted with its account, or Failed before an operator revived its job): this run's writes roll back. */
 class NotQueued extends Error {}
 
@@ -38,7 +36,6 @@ interface Draft {
   id: number;
   /** A new contact whose id the client chose with contactId. */
   chosenId: boolean;
-  accountId: string;
   email: string | null;
   mobile: string | null;
   countryCode: string | null;
@@ -121,7 +118,6 @@ function storedDraft(row: CandidateRow): Draft {
   return {
     id: before[0],
     chosenId: false,
-    accountId: row.account_id,
     email: row.email,
     mobile: row.mobile,
     countryCode: row.mobile_country_code,
@@ -157,23 +153,18 @@ export function candidateKeys(accountId: string, listId: string, allContactsList
  * is by them), so the contacts loaded by contactId or by the entries' exact pairs are
  * every contact any entry can reach.
  */
-export function resolveEntries(accountId: string, entries: BatchEntry[], stored: CandidateRow[]): Draft[] {
+export function resolveEntries(entries: BatchEntry[], stored: CandidateRow[]): Draft[] {
   const drafts = new Drafts();
   for (const row of stored) if (!drafts.byId.has(Number(row.id))) drafts.add(storedDraft(row));
   const reached = new Set<Draft>();
   const order: Draft[] = [];
   let created = 0;
-  entries.forEach((entry, i) => {
+  for (const entry of entries) {
     let draft = entry.contactId !== undefined ? drafts.byId.get(entry.contactId) : drafts.match(entry.mobile ?? null, entry.email ?? null);
-    if (draft && draft.accountId !== accountId) {
-      // Checked when the batch was accepted; here only if another account created this id since.
-      throw new BatchRejected(`createUpdateContacts[${i}].contactId ${entry.contactId} belongs to another account`);
-    }
     if (!draft) {
       draft = {
         id: entry.contactId ?? 0,
         chosenId: entry.contactId !== undefined,
-        accountId,
         email: null,
         mobile: null,
         countryCode: null,
@@ -191,7 +182,7 @@ export function resolveEntries(accountId: string, entries: BatchEntry[], stored:
       reached.add(draft);
       order.push(draft);
     }
-  });
+  }
   return order;
 }
 
@@ -213,19 +204,20 @@ export async function applyBatch(db: Db, dialect: DialectName, now: number, targ
   const { accountId, listId } = target;
   const allContacts = await lockAccountContacts(db, dialect, accountId);
   const stored = await loadCandidates(db, dialect, candidateKeys(accountId, listId, allContacts, entries));
-  const drafts = resolveEntries(accountId, entries, stored);
+  const drafts = resolveEntries(entries, stored);
 
   const created = drafts.filter((d) => d.before === undefined);
   const reserved = new Set(created.filter((d) => d.chosenId).map((d) => d.id));
   for (let pending = created; pending.length > 0; ) {
     const unnumbered = pending.filter((d) => d.id === 0);
-    const ids = await allocateContactIds(db, dialect, unnumbered.length, reserved);
+    const ids = await allocateContactIds(db, accountId, unnumbered.length, reserved);
     unnumbered.forEach((d, i) => (d.id = ids[i]));
     const inserted = await insertContacts(db, dialect, accountId, now, pending.map(rowOf));
     pending = pending.filter((d) => !inserted.has(d.id));
     for (const d of pending) {
-      if (d.chosenId) throw new BatchRejected(`contactId ${d.id} belongs to another account`);
-      d.id = 0; // a client took that id: draw another
+      // A chosen id was not among the candidates, and the account's batches apply one at a time.
+      if (d.chosenId) throw new Error(`contactId ${d.id} appeared while its batch was applied`);
+      d.id = 0; // the client took that id: draw another
     }
   }
 
@@ -251,8 +243,8 @@ export async function applyBatch(db: Db, dialect: DialectName, now: number, targ
     if (!d.inList) members.push([listId, d.id]);
   }
 
-  await updateContacts(db, dialect, now, rewrites);
-  await updateContactData(db, dialect, now, dataUpdates);
+  await updateContacts(db, dialect, accountId, now, rewrites);
+  await updateContactData(db, dialect, accountId, now, dataUpdates);
   await addListMembers(db, dialect, now, members);
   return result;
 }
@@ -283,10 +275,10 @@ interface ApplyJob {
 
 /**
  * One run of a batch's job, in one transaction: the batch applied, its result recorded,
- * its webhook post queued and its job completed; or, for a batch that can never apply,
+ * its webhook post queued and its job completed; or, for a batch no longer Queued,
  * nothing. Runs where the data is (database.call): on SQLite, on the database's thread.
  */
-export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued' | { rejected: string }> => {
+export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued'> => {
   try {
     await db.transaction().execute(async (trx) => {
       const result = await applyBatch(trx, dialect, run.now, { accountId: run.accountId, listId: run.payload.listId }, unpackEntries(run.payload));
@@ -303,32 +295,26 @@ export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async (
     return 'applied';
   } catch (error) {
     if (error instanceof NotQueued) return 'not queued';
-    if (error instanceof BatchRejected) return { rejected: error.message };
     throw error;
   }
 });
 
 /**
  * The `contacts.batch` job. A failed attempt changes nothing and is retried by the queue;
- * a batch that can never apply is marked Failed (and that posted) at once, and so is one
- * whose job dies (onDead: its last attempt failed, or it kept killing its worker). While it runs the batch reads as Processing (findBatch asks the job), so no
- * write announces the start.
+ * a batch whose job dies (onDead: its last attempt failed, or it kept killing its worker)
+ * is marked Failed, and that posted. While it runs the batch reads as Processing
+ * (findBatch asks the job), so no write announces the start.
  */
 export function contactBatchHandler(deps: { database: Database; clock: Clock }): JobHandler {
   const { database, clock } = deps;
-  const fail = (trx: Db, batchId: string, reason: string) => {
-    const now = clock.now();
-    return finish(trx, now, batchId, { status: 'Failed', started_at: now, error: reason });
-  };
   return {
     async handle(job: Job, run: JobRun) {
-      const payload = job.payload as BatchJob;
-      const outcome = await database.call(applyBatchJob, { lease: run.lease, accountId: job.accountId!, payload, now: clock.now() });
+      const outcome = await database.call(applyBatchJob, { lease: run.lease, accountId: job.accountId!, payload: job.payload as BatchJob, now: clock.now() });
       if (outcome === 'applied') return 'completed';
-      if (outcome !== 'not queued') await database.db.transaction().execute((trx) => fail(trx, payload.batchId, outcome.rejected));
     },
     async onDead(trx: Db, job: Job, error: string) {
-      await fail(trx, (job.payload as BatchJob).batchId, `not applied after ${job.attempt} attempts: ${error}`);
+      const now = clock.now();
+      await finish(trx, now, (job.payload as BatchJob).batchId, { status: 'Failed', started_at: now, error: `not applied after ${job.attempt} attempts: ${error}` });
     },
   };
 }

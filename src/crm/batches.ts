@@ -146,8 +146,11 @@ export async function findBatch(db: Db, accountId: string, batchId: string): Pro
 
 const jobKey = (batchId: string) => `${CONTACT_BATCH_KIND}:${batchId}`;
 
-function rejection(formatErrors: FieldError[], dataErrors: FieldError[], data: { InvalidProperties: string[]; InvalidContactIds: number[] }): AppError {
+function rejection(formatErrors: FieldError[], dataErrors: FieldError[], invalidProperties: string[]): AppError {
   const errors = [...formatErrors, ...dataErrors];
+  // SPEC §2.6's shape. No contactId can be invalid: ids are per account, and one the account
+  // does not have creates that contact.
+  const data = { InvalidProperties: invalidProperties, InvalidContactIds: [] };
   const message = `The contact batch was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was applied.`;
   // ARCHITECTURE.md: a malformed field is a 400, a well-formed reference to something the
   // account does not have a 422. One answer lists every problem of both kinds.
@@ -166,11 +169,10 @@ export interface PreparedBatch {
 }
 
 /**
- * Checks the batch against the account's lists, properties and contacts, and resolves
+ * Checks the batch against the account's lists and properties, and resolves
  * property names to ids. Only reads, run before the request's transaction opens: on SQLite
  * the one connection is held by a transaction from its first statement to its commit, and
- * nothing read here can be undone under the batch (lists and properties are never deleted;
- * a contactId another account creates meanwhile is caught when the batch is applied).
+ * nothing read here can be undone under the batch (lists and properties are never deleted).
  * Throws, listing every problem, if the batch cannot be accepted.
  */
 export async function prepareBatch(
@@ -203,24 +205,7 @@ export async function prepareBatch(
   const idByName = new Map(known.map((p) => [p.name_key, p.id]));
   const invalidProperties = new Set<string>();
 
-  const contactIds = [...new Set(checked.entries.flatMap((entry) => (entry.contactId === undefined ? [] : [entry.contactId])))];
-  const foreign = new Set(
-    contactIds.length === 0
-      ? []
-      : (await db
-          .selectFrom('contacts')
-          .select('id')
-          .where('id', 'in', inJson(dialect, contactIds, 'bigint'))
-          .where('account_id', '<>', accountId)
-          .execute()).map((row) => Number(row.id)),
-  );
-  const invalidContactIds = new Set<number>();
-
-  const entries = checked.entries.map(({ propertyRefs, ...entry }, i): BatchEntry => {
-    if (entry.contactId !== undefined && foreign.has(entry.contactId)) {
-      invalidContactIds.add(entry.contactId);
-      dataErrors.push({ field: `createUpdateContacts[${i}].contactId`, message: 'belongs to another account' });
-    }
+  const entries = checked.entries.map(({ propertyRefs, ...entry }): BatchEntry => {
     if (propertyRefs.length === 0) return entry;
     const properties: Record<string, string> = {};
     for (const ref of propertyRefs) {
@@ -236,7 +221,7 @@ export async function prepareBatch(
   });
 
   if (checked.errors.length > 0 || dataErrors.length > 0) {
-    throw rejection(checked.errors, dataErrors, { InvalidProperties: [...invalidProperties], InvalidContactIds: [...invalidContactIds] });
+    throw rejection(checked.errors, dataErrors, [...invalidProperties]);
   }
   const batchId = randomUUID();
   return {

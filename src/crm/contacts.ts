@@ -26,12 +26,15 @@ async function contactViews(db: Db, accountId: string, rows: ContactRecord[]): P
   if (rows.length === 0) return [];
   const allContacts = await defaultListId(db, accountId);
   const ids = rows.map((row) => Number(row.id));
+  // contact_id alone is not a contact: the same id is another contact in another account's lists.
   const memberships = await db
-    .selectFrom('list_members')
-    .select(['contact_id', 'list_id'])
-    .where('contact_id', 'in', ids)
-    .orderBy('added_at')
-    .orderBy('list_id')
+    .selectFrom('list_members as m')
+    .innerJoin('contact_lists as l', 'l.id', 'm.list_id')
+    .select(['m.contact_id', 'm.list_id'])
+    .where('l.account_id', '=', accountId)
+    .where('m.contact_id', 'in', ids)
+    .orderBy('m.added_at')
+    .orderBy('m.list_id')
     .execute();
   const lists = new Map<number, string[]>();
   for (const m of memberships) {
@@ -112,7 +115,7 @@ export async function listContactsPage(db: Db, accountId: string, listId: string
       ? await db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '>', after).orderBy('id').limit(page.limit + 1).execute()
       : await db
           .selectFrom('list_members as m')
-          .innerJoin('contacts as c', 'c.id', 'm.contact_id')
+          .innerJoin('contacts as c', (join) => join.on('c.account_id', '=', accountId).onRef('c.id', '=', 'm.contact_id'))
           .selectAll('c')
           .where('m.list_id', '=', listId)
           .where('m.contact_id', '>', after)

@@ -33,7 +33,7 @@ export interface CandidateKeys {
   listId: string;
   /** The account's `All contacts`, which holds every contact: no need to look. */
   allContactsListId: string;
-  /** contactIds named by the batch, of any account: another account's is an error to report. */
+  /** contactIds named by the batch, each within the account. */
   ids: number[];
   /** [mobile, email] of entries with both. */
   pairs: Array<[string, string]>;
@@ -55,7 +55,7 @@ const SQLITE = {
     select m.*, ${k.listId} = ${k.allContactsListId}
                 or exists (select 1 from list_members l where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
       from (select c.* from json_each(${json(k.ids)}) i
-             cross join contacts c on c.id = i.value
+             cross join contacts c on c.account_id = ${k.accountId} and c.id = i.value
             union all
             select c.* from json_each(${json(k.pairs)}) p
              cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value ->> 0 and c.email = p.value ->> 1
@@ -66,28 +66,25 @@ const SQLITE = {
             select c.* from json_each(${json(k.emails)}) p
              cross join contacts c on c.account_id = ${k.accountId} and c.email = p.value and c.mobile is null) m`,
 
-  allocate: (count: number) => sql<{ last: number }>`
-    update contact_ids set last_value = last_value + ${count} returning last_value as last`,
-
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
     insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
     select value ->> 0, ${accountId}, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ${now}, ${now}
       from json_each(${json(rows)}) where true
-    on conflict (id) do nothing
+    on conflict (account_id, id) do nothing
     returning id`,
 
-  update: (now: number, rows: ContactRow[]) => sql`
+  update: (accountId: string, now: number, rows: ContactRow[]) => sql`
     update contacts
        set email = v.value ->> 1, mobile = v.value ->> 2, mobile_country_code = v.value ->> 3,
            mobile_opt_in = v.value ->> 4, email_opt_in = v.value ->> 5, properties = v.value ->> 6, updated_at = ${now}
       from json_each(${json(rows)}) v
-     where contacts.id = v.value ->> 0`,
+     where contacts.account_id = ${accountId} and contacts.id = v.value ->> 0`,
 
-  updateData: (now: number, rows: ContactRow[]) => sql`
+  updateData: (accountId: string, now: number, rows: ContactRow[]) => sql`
     update contacts
        set mobile_opt_in = v.value ->> 4, email_opt_in = v.value ->> 5, properties = v.value ->> 6, updated_at = ${now}
       from json_each(${json(rows)}) v
-     where contacts.id = v.value ->> 0`,
+     where contacts.account_id = ${accountId} and contacts.id = v.value ->> 0`,
 
   // `where true` lets SQLite's parser tell the upsert clause from a join's ON.
   addMembers: (now: number, members: Array<[string, number]>) => sql`
@@ -110,7 +107,7 @@ const POSTGRES = {
     select m.*, ${k.listId} = ${k.allContactsListId}
                 or exists (select 1 from list_members l where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
       from (select c.* from jsonb_array_elements_text(${json(k.ids)}::jsonb) i(id)
-             cross join lateral (select * from contacts where id = i.id::bigint offset 0) c
+             cross join lateral (select * from contacts where account_id = ${k.accountId} and id = i.id::bigint offset 0) c
             union all
             select c.* from jsonb_array_elements(${json(k.pairs)}::jsonb) p
              cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p ->> 0 and email = p ->> 1 offset 0) c
@@ -123,29 +120,25 @@ const POSTGRES = {
              cross join lateral (select * from contacts where account_id = ${k.accountId} and email = p.email offset 0) c
              where c.mobile is null) m`,
 
-  // nextval never blocks another transaction (a counter row would serialise every
-  // account's batches on its lock until commit); ids lost to a rollback are just gaps.
-  allocate: (count: number) => sql<{ id: number }>`select nextval('contact_ids') as id from generate_series(1, ${count}::int)`,
-
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
     insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
     select (r ->> 0)::bigint, ${accountId}, r ->> 1, r ->> 2, r ->> 3, (r ->> 4)::boolean, (r ->> 5)::boolean, r ->> 6, ${now}::bigint, ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
-    on conflict (id) do nothing
+    on conflict (account_id, id) do nothing
     returning id`,
 
-  update: (now: number, rows: ContactRow[]) => sql`
+  update: (accountId: string, now: number, rows: ContactRow[]) => sql`
     update contacts c
        set email = r ->> 1, mobile = r ->> 2, mobile_country_code = r ->> 3,
            mobile_opt_in = (r ->> 4)::boolean, email_opt_in = (r ->> 5)::boolean, properties = r ->> 6, updated_at = ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
-     where c.id = (r ->> 0)::bigint`,
+     where c.account_id = ${accountId} and c.id = (r ->> 0)::bigint`,
 
-  updateData: (now: number, rows: ContactRow[]) => sql`
+  updateData: (accountId: string, now: number, rows: ContactRow[]) => sql`
     update contacts c
        set mobile_opt_in = (r ->> 4)::boolean, email_opt_in = (r ->> 5)::boolean, properties = r ->> 6, updated_at = ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
-     where c.id = (r ->> 0)::bigint`,
+     where c.account_id = ${accountId} and c.id = (r ->> 0)::bigint`,
 
   addMembers: (now: number, members: Array<[string, number]>) => sql`
     insert into list_members (list_id, contact_id, added_at)
@@ -165,30 +158,33 @@ export async function loadCandidates(db: Db, dialect: DialectName, keys: Candida
 }
 
 /**
- * `count` new contact ids, none of them in `reserved` (the ids the batch itself names).
- * Ids are one space with those clients chose for contacts they created by contactId,
- * which the sequence does not know about; a client's choice never moves the sequence, so
- * a client naming id 2^53 cannot push every later id past what JavaScript holds exactly.
- * An id handed out that a client already took is caught by the insert (insertContacts).
+ * `count` new contact ids of the account, none of them in `reserved` (the ids the batch
+ * itself names). The account's counter knows nothing of the ids its client chose for
+ * contacts created by contactId, and a client's choice never moves it, so a client naming
+ * id 2^53 cannot push every later id past what JavaScript holds exactly. An id handed out
+ * that the client already took is caught by the insert (insertContacts). The counter row
+ * is locked until commit, but only the account's own batches write it, and those apply
+ * one at a time anyway (lockAccountContacts).
  */
-export async function allocateContactIds(db: Db, dialect: DialectName, count: number, reserved: ReadonlySet<number>): Promise<number[]> {
+export async function allocateContactIds(db: Db, accountId: string, count: number, reserved: ReadonlySet<number>): Promise<number[]> {
   const ids: number[] = [];
   while (ids.length < count) {
     const wanted = count - ids.length;
-    if (dialect === 'sqlite') {
-      const { last } = (await SQLITE.allocate(wanted).execute(db)).rows[0];
-      for (let id = last - wanted + 1; id <= last; id++) if (!reserved.has(id)) ids.push(id);
-    } else {
-      for (const { id } of (await POSTGRES.allocate(wanted).execute(db)).rows) if (!reserved.has(Number(id))) ids.push(Number(id));
-    }
+    const { last } = await db
+      .insertInto('contact_id_counters')
+      .values({ account_id: accountId, last_value: wanted })
+      .onConflict((oc) => oc.column('account_id').doUpdateSet({ last_value: sql`contact_id_counters.last_value + excluded.last_value` }))
+      .returning('last_value as last')
+      .executeTakeFirstOrThrow();
+    for (let id = Number(last) - wanted + 1; id <= Number(last); id++) if (!reserved.has(id)) ids.push(id);
   }
   return ids;
 }
 
 /**
- * Inserts new contacts and answers the ids it inserted: a row whose id is already taken
- * (a client's chosen id, or another account's contact created since the batch was
- * checked) is passed over rather than failing the batch, for the caller to deal with.
+ * Inserts new contacts and answers the ids it inserted: a row whose id the account's client
+ * already took by contactId is passed over rather than failing the batch, for the caller
+ * to draw another id.
  */
 export async function insertContacts(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<Set<number>> {
   if (rows.length === 0) return new Set();
@@ -196,8 +192,8 @@ export async function insertContacts(db: Db, dialect: DialectName, accountId: st
 }
 
 /** Rewrites stored contacts whole; their mobile or email changed (an entry with a contactId). */
-export async function updateContacts(db: Db, dialect: DialectName, now: number, rows: ContactRow[]): Promise<void> {
-  if (rows.length > 0) await STATEMENTS[dialect].update(now, rows).execute(db);
+export async function updateContacts(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<void> {
+  if (rows.length > 0) await STATEMENTS[dialect].update(accountId, now, rows).execute(db);
 }
 
 /**
@@ -207,8 +203,8 @@ export async function updateContacts(db: Db, dialect: DialectName, now: number, 
  * stored contacts (commit included) took 46 ms with them and 15 to 24 ms without.
  * PostgreSQL compares the values and makes no difference (8 to 10 ms either way).
  */
-export async function updateContactData(db: Db, dialect: DialectName, now: number, rows: ContactRow[]): Promise<void> {
-  if (rows.length > 0) await STATEMENTS[dialect].updateData(now, rows).execute(db);
+export async function updateContactData(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<void> {
+  if (rows.length > 0) await STATEMENTS[dialect].updateData(accountId, now, rows).execute(db);
 }
 
 export async function addListMembers(db: Db, dialect: DialectName, now: number, members: Array<[listId: string, contactId: number]>): Promise<void> {

@@ -131,7 +131,7 @@ export interface ContactPropertiesTable {
 }
 
 export interface ContactsTable {
-  /** The contactId: one numeric space across accounts. */
+  /** The contactId, numbered per account: the key is (account_id, id). */
   id: number;
   account_id: string;
   /** Lower-cased. */
@@ -147,9 +147,9 @@ export interface ContactsTable {
   updated_at: number;
 }
 
-/** SQLite only: the last contact id handed out (PostgreSQL has the sequence contact_ids). */
-export interface ContactIdsTable {
-  one: number;
+/** Per account, the last contactId Herald handed out (a client may also choose ids). */
+export interface ContactIdCountersTable {
+  account_id: string;
   last_value: number;
 }
 
@@ -190,7 +190,7 @@ export interface Schema {
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;
-  contact_ids: ContactIdsTable;
+  contact_id_counters: ContactIdCountersTable;
   list_members: ListMembersTable;
   contact_batches: ContactBatchesTable;
 }

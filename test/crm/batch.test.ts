@@ -162,18 +162,35 @@ forEachDatabase((dialect) => {
     await assertNothingChanged();
   });
 
-  it("lists another account's contactIds in data.InvalidContactIds with 422, and never touches them", async () => {
+  it("numbers contacts per account: each account's first contact is 1", async () => {
     const bob = await crm.client();
-    const [bobs] = (await bob.upsert([buildContact()])).inserted.contactIds;
-    const before = await bob.contact(bobs);
-    const response = await alice.postBatch({ createUpdateContacts: [buildContact(), { contactId: bobs, email: 'mine@example.com' }, { contactId: bobs, mobileOptIn: true }] });
-    assert.equal(response.statusCode, 422);
-    assert.deepEqual(response.json().data, { InvalidProperties: [], InvalidContactIds: [bobs] });
-    assert.deepEqual(response.json().errors, [
-      { field: 'createUpdateContacts[1].contactId', message: 'belongs to another account' },
-      { field: 'createUpdateContacts[2].contactId', message: 'belongs to another account' },
-    ]);
-    assert.deepEqual(await bob.contact(bobs), before);
+    assert.deepEqual((await alice.upsert([buildContact(), buildContact()])).inserted.contactIds, [1, 2]);
+    assert.deepEqual((await bob.upsert([buildContact()])).inserted.contactIds, [1]);
+    assert.deepEqual((await alice.upsert([buildContact()])).inserted.contactIds, [3]);
+  });
+
+  it("takes a contactId another account holds as its own: no 422 that would reveal it, and the other's contact untouched", async () => {
+    const bob = await crm.client();
+    const bobsList = await bob.createList('Bob’s');
+    await bob.upsert([{ contactId: 5000, email: 'bob@example.com' }], { listId: bobsList });
+    const bobsBefore = await bob.contact(5000);
+    const alicesList = await alice.createList('Alice’s');
+    const taken = await alice.postBatch({ createUpdateContacts: [{ contactId: 5000, email: 'alice@example.com' }], listId: alicesList });
+    const free = await alice.postBatch({ createUpdateContacts: [{ contactId: 6000, email: 'alice2@example.com' }] });
+    assert.deepEqual([taken.statusCode, free.statusCode], [202, 202]);
+    assert.deepEqual(taken.json().data.InvalidContactIds, []);
+    await crm.drain();
+    assert.deepEqual((await alice.get(`/contacts/batch/${taken.json().data.BatchId}`)).json().inserted, { count: 1, contactIds: [5000] });
+    const alices = await alice.contact(5000);
+    assert.equal(alices.email, 'alice@example.com');
+    assert.deepEqual(alices.listIds.slice(1), [alicesList]);
+    assert.deepEqual(await bob.contact(5000), bobsBefore);
+    assert.deepEqual((await bob.get(`/lists/${bobsList}/contacts`)).json().contacts, [bobsBefore]);
+    assert.deepEqual((await alice.get(`/lists/${alicesList}/contacts`)).json().contacts, [alices]);
+    // An update by that id reaches the account's own contact only.
+    await bob.upsert([{ contactId: 5000, emailOptIn: true }]);
+    assert.equal((await alice.contact(5000)).emailOptIn, false);
+    assert.equal((await bob.contact(5000)).emailOptIn, true);
   });
 
   it('answers an unknown listId, or another account’s, with 422', async () => {
@@ -206,22 +223,6 @@ forEachDatabase((dialect) => {
     assert.equal(responses.filter((r) => r.headers['idempotent-replayed'] === 'true').length, 1);
     assert.equal(await count('contact_batches'), 1);
     assert.equal(await count('jobs'), 1);
-  });
-
-  it('marks a batch Failed when a contactId it would create was taken by another account meanwhile', async () => {
-    const bob = await crm.client();
-    const id = 424_242;
-    const bobs = await bob.postBatch({ createUpdateContacts: [{ contactId: id, email: 'bob@example.com' }] });
-    const alices = await alice.postBatch({ createUpdateContacts: [{ contactId: id, email: 'alice@example.com' }, buildContact()] });
-    assert.deepEqual([bobs.statusCode, alices.statusCode], [202, 202]);
-    await crm.drain();
-    const failed = (await alice.get(`/contacts/batch/${alices.json().data.BatchId}`)).json();
-    assert.equal(failed.status, 'Failed');
-    assert.equal(failed.error, `createUpdateContacts[0].contactId ${id} belongs to another account`);
-    assert.equal(failed.inserted, null);
-    assert.equal((await bob.contact(id)).email, 'bob@example.com');
-    assert.equal(await count('contacts'), 1, 'nothing of the failed batch was applied');
-    assert.equal(await count('jobs'), 0, 'a batch that can never apply is not retried');
   });
 
   it('says when a queued batch is failing: its failed attempts, last error and next try', async () => {

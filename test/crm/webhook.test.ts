@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
+import { CONTACT_BATCH_KIND } from '../../src/crm/batches.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { buildContact, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
@@ -53,14 +54,20 @@ forEachDatabase((dialect) => {
   });
 
   it('posts a Failed batch too, with its reason', async () => {
-    const bob = await crm.client();
-    await bob.postBatch({ createUpdateContacts: [{ contactId: 77_777, email: 'bob@example.com' }] });
-    const accepted = await alice.postBatch({ createUpdateContacts: [{ contactId: 77_777, email: 'alice@example.com' }], webhookUrl: receiver.url });
+    const accepted = await alice.postBatch({ createUpdateContacts: [buildContact()], webhookUrl: receiver.url });
+    const batchId = accepted.json().data.BatchId;
+    // A payload the handler cannot apply, on the job's last attempt: the batch fails for good.
+    await crm.t.ctx.db
+      .updateTable('jobs')
+      .set({ max_attempts: 1, payload: JSON.stringify({ batchId, listId: 'none', contacts: 5, propertyIds: [] }) })
+      .where('kind', '=', CONTACT_BATCH_KIND)
+      .execute();
     await crm.drain();
     assert.equal(receiver.received.length, 1);
     const payload = new Webhook(await secret()).verify(receiver.received[0].body, receiver.received[0].headers as Record<string, string>) as { data: Record<string, unknown> };
-    assert.deepEqual(payload.data, (await alice.get(`/contacts/batch/${accepted.json().data.BatchId}`)).json());
+    assert.deepEqual(payload.data, (await alice.get(`/contacts/batch/${batchId}`)).json());
     assert.equal(payload.data.status, 'Failed');
+    assert.match(payload.data.error as string, /^not applied after 1 attempts: /);
   });
 
   it('posts nothing for a batch without webhookUrl', async () => {

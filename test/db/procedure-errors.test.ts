@@ -40,8 +40,8 @@ forEachDatabase((dialect) => {
       assert.deepEqual(fields(error), {
         statusCode: 422,
         message: 'The contact batch was rejected.',
-        errors: [{ field: 'createUpdateContacts[0].contactId', message: 'belongs to another account' }],
-        data: { InvalidContactIds: [7], InvalidProperties: [] },
+        errors: [{ field: 'createUpdateContacts[0].propertyfields[0].propertyname', message: 'is not a property of this account' }],
+        data: { InvalidProperties: ['nickname'], InvalidContactIds: [] },
         headers: {},
       });
       const missing = await failure(withFailing.call(throwsNotFound, undefined));

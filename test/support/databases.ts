@@ -76,13 +76,13 @@ async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** A fresh, migrated database of the dialect; close() also deletes it. */
-export async function createTestDatabase(dialect: DialectName, options: { poolSize?: number } = {}): Promise<TestDatabase> {
+/** A fresh database of the dialect, migrated unless `empty`; close() also deletes it. */
+export async function createTestDatabase(dialect: DialectName, options: { poolSize?: number; empty?: boolean } = {}): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'herald-test-'));
     const url = `sqlite:${join(dir, 'herald.db')}`;
     const database = openDatabase(url);
-    await migrateToLatest(database);
+    if (!options.empty) await migrateToLatest(database);
     return {
       ...database,
       url,
@@ -94,6 +94,7 @@ export async function createTestDatabase(dialect: DialectName, options: { poolSi
   }
   const name = `herald_test_${randomBytes(6).toString('hex')}`;
   await withAdmin(async (admin) => {
+    if (options.empty) return admin.query(`create database ${name}`);
     templateReady ??= ensureTemplate(admin);
     const template = await templateReady;
     await admin.query(`create database ${name} template ${template}`);

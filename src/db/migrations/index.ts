@@ -5,6 +5,7 @@ import * as webhooks from './0003_webhooks.ts';
 import * as crm from './0004_crm.ts';
 import * as postgresStorage from './0005_postgres_storage.ts';
 import * as queueLanes from './0006_queue_lanes.ts';
+import * as contactIdsPerAccount from './0007_contact_ids_per_account.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_crm': crm,
   '0005_postgres_storage': postgresStorage,
   '0006_queue_lanes': queueLanes,
+  '0007_contact_ids_per_account': contactIdsPerAccount,
 };
