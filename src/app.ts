@@ -14,7 +14,7 @@ import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
-import { systemResolver, type Resolver } from './webhooks/destination.ts';
+import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
 
@@ -33,7 +33,8 @@ export async function buildApp(
   });
 
   registerErrorHandling(app);
-  registerBoundary(app, { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? systemResolver });
+  const destinations = { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? systemResolver };
+  registerBoundary(app, (url) => webhookUrlRefusal(url, destinations));
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
   const accessCache = new AccessCache(ctx.clock);

@@ -10,13 +10,13 @@ import {
   addSenderName,
   createAccount,
   deleteAccount,
-  findAccountByUserName,
   listAccounts,
   rotatePrivateToken,
   setPassword,
   updateAccountSettings,
   type AccountRow,
 } from './accounts/service.ts';
+import { findAccountByUserName } from './auth/credentials.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 
 const USAGE = `usage: herald <command>

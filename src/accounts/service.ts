@@ -150,10 +150,6 @@ export async function findAccountById(db: Db, id: string): Promise<AccountRow | 
   return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function findAccountByUserName(db: Db, userName: string): Promise<AccountRow | undefined> {
-  return db.selectFrom('accounts').selectAll().where('user_name_key', '=', userName.trim().toLowerCase()).executeTakeFirst();
-}
-
 async function updateAccount(db: Db, id: string, values: Partial<AccountRow>, bumpTokenVersion: boolean): Promise<AccountRow> {
   const row = await db
     .updateTable('accounts')

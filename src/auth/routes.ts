@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { invalidCredentials } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
-import { findAccountByUserName } from '../accounts/service.ts';
+import { findAccountByUserName } from './credentials.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import { LoginThrottle } from './throttle.ts';
 import { VALIDITIES, expiryFor, signAccessToken } from './tokens.ts';

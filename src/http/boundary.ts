@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, unprocessable, type FieldError } from '../errors.ts';
-import { webhookUrlRefusal, type DestinationOptions } from '../webhooks/destination.ts';
 import { annotatedStrings, hasAnnotation, inputProblems, type SchemaNode } from './input.ts';
 import { registerJsonParser } from './json.ts';
 import { closeSchema, NO_PARAMETERS } from './validation.ts';
@@ -29,13 +28,13 @@ function noBodyProblems(body: unknown): FieldError[] {
  * refused in every string of the body, query string and path, before validation; and every
  * webhook URL field vetted after validation, once the caller is known, with 422.
  */
-export function registerBoundary(app: FastifyInstance, destinations: DestinationOptions): void {
+export function registerBoundary(app: FastifyInstance, webhookUrlRefusal: (url: string) => Promise<string | undefined>): void {
   registerJsonParser(app);
 
   async function vetWebhookUrls(request: FastifyRequest): Promise<void> {
     const errors: FieldError[] = [];
     for (const { field, value } of annotatedStrings(request.body, schemaOf(request).body, 'x-webhook-url')) {
-      const refusal = await webhookUrlRefusal(value, destinations);
+      const refusal = await webhookUrlRefusal(value);
       if (refusal) errors.push({ field, message: refusal });
     }
     if (errors.length > 0) throw unprocessable('The service will not post webhooks to this URL.', errors);
