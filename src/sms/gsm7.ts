@@ -6,7 +6,7 @@
  */
 
 /** Escape to the extension table: an extension character is sent as ESC + its septet. */
-export const ESC = 0x1b;
+const ESC = 0x1b;
 
 // The 128 characters of the default alphabet in septet order; ESC (0x1B) holds a placeholder.
 const DEFAULT_ALPHABET =
@@ -23,7 +23,7 @@ const EXTENSION: ReadonlyArray<readonly [string, number]> = [
 const TABLE_SIZE = 0x20ad;
 
 /** Septets a code unit takes: 1 (default alphabet), 2 (ESC + extension table), 0 (none). */
-export const WIDTH = new Uint8Array(TABLE_SIZE);
+const WIDTH = new Uint8Array(TABLE_SIZE);
 
 /** A code unit's septet in its table: the extension table's where WIDTH is 2. */
 const SEPTET = new Uint8Array(TABLE_SIZE);
@@ -39,17 +39,8 @@ for (const [char, septet] of EXTENSION) {
   SEPTET[char.charCodeAt(0)] = septet;
 }
 
-/** Septets `text` takes in GSM-7 (ESC counted), or -1 once a code unit has none. */
-export function gsmLength(text: string): number {
-  let septets = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    const width = code < TABLE_SIZE ? WIDTH[code] : 0;
-    if (width === 0) return -1;
-    septets += width;
-  }
-  return septets;
-}
+/** Septets a UTF-16 code unit takes in GSM-7: 1, 2 (ESC + extension table) or 0 (none). */
+export const septetsOf = (code: number): number => (code < TABLE_SIZE ? WIDTH[code] : 0);
 
 /**
  * Writes text[start, end) (all GSM characters) as septets, one a byte, into `out` at

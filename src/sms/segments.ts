@@ -10,7 +10,7 @@
  * (134 × 8 / 7, rounded down) or 67 code units. An extension character (ESC + septet) and a
  * surrogate pair are never split across parts.
  */
-import { gsmLength, packSeptets, WIDTH, writeSeptets } from './gsm7.ts';
+import { packSeptets, septetsOf, writeSeptets } from './gsm7.ts';
 
 export type Encoding = 'GSM-7' | 'UCS-2';
 
@@ -67,12 +67,42 @@ export const MAX_PARTS = 255;
 // A part's septets before packing; a part never holds more than GSM_SINGLE.
 const unpacked = new Uint8Array(GSM_SINGLE);
 
+// Where the text last measured splits: part k is text[ends[k - 1], ends[k]), the first from 0.
+// The module is synchronous, so one array serves every call and the hot path allocates none.
+// Past MAX_PARTS, parts are still counted; their ends fall outside and are dropped.
+const ends = new Int32Array(MAX_PARTS);
+
+/** Encoding, units and parts of `text`, in one pass over a GSM-7 text (and none over UCS-2). */
 export function measure(text: string): Measure {
-  const septets = gsmLength(text);
-  if (septets >= 0) {
-    return { encoding: 'GSM-7', units: septets, parts: septets <= GSM_SINGLE ? 1 : countParts(text, gsmPartEnd, GSM_CONCATENATED) };
+  let septets = 0;
+  let parts = 0;
+  let fill = 0;
+  for (let i = 0; i < text.length; i++) {
+    const width = septetsOf(text.charCodeAt(i));
+    if (width === 0) return measureUcs2(text);
+    if (fill + width > GSM_CONCATENATED) {
+      ends[parts++] = i;
+      fill = 0;
+    }
+    fill += width;
+    septets += width;
   }
-  return { encoding: 'UCS-2', units: text.length, parts: text.length <= UCS2_SINGLE ? 1 : countParts(text, ucs2PartEnd, UCS2_CONCATENATED) };
+  if (septets <= GSM_SINGLE) parts = 0;
+  ends[parts++] = text.length;
+  return { encoding: 'GSM-7', units: septets, parts };
+}
+
+function measureUcs2(text: string): Measure {
+  if (text.length <= UCS2_SINGLE) {
+    ends[0] = text.length;
+    return { encoding: 'UCS-2', units: text.length, parts: 1 };
+  }
+  let parts = 0;
+  for (let start = 0; start < text.length; parts++) {
+    start = ucs2PartEnd(text, start);
+    ends[parts] = start;
+  }
+  return { encoding: 'UCS-2', units: text.length, parts };
 }
 
 export function segment(text: string, { reference, packed = false }: SegmentOptions): Segmented {
@@ -83,8 +113,6 @@ export function segment(text: string, { reference, packed = false }: SegmentOpti
   if (count > MAX_PARTS) throw new RangeError(`the text takes ${count} SMS parts, more than the ${MAX_PARTS} a message can have`);
   const gsm = encoding === 'GSM-7';
   const udhLength = count > 1 ? UDH_LENGTH : 0;
-  const partEnd = gsm ? gsmPartEnd : ucs2PartEnd;
-  const capacity = gsm ? GSM_CONCATENATED : UCS2_CONCATENATED;
   // Every part's UDH and payload in one buffer; unpacked GSM-7 is the largest form. A slice of
   // Node's pool: a typed array of its own costs ~0.4 µs here, more than encoding 160
   // characters. Only bytes written below are ever exposed (the parts are views up to `offset`).
@@ -92,7 +120,7 @@ export function segment(text: string, { reference, packed = false }: SegmentOpti
   const parts: Part[] = [];
   let offset = 0;
   for (let sequence = 1, start = 0; sequence <= count; sequence++) {
-    const end = count === 1 ? text.length : partEnd(text, start, capacity);
+    const end = ends[sequence - 1];
     const partStart = offset;
     if (udhLength > 0) {
       out[offset++] = 0x05; // UDHL: the octets that follow
@@ -126,29 +154,9 @@ export function segment(text: string, { reference, packed = false }: SegmentOpti
   return { encoding, units, parts };
 }
 
-type PartEnd = (text: string, start: number, capacity: number) => number;
-
-function countParts(text: string, partEnd: PartEnd, capacity: number): number {
-  let parts = 0;
-  for (let start = 0; start < text.length; parts++) start = partEnd(text, start, capacity);
-  return parts;
-}
-
-/** Index after the last character of a GSM-7 text that fits `capacity` septets from `start`. */
-function gsmPartEnd(text: string, start: number, capacity: number): number {
-  let fill = 0;
-  let i = start;
-  for (; i < text.length; i++) {
-    const width = WIDTH[text.charCodeAt(i)];
-    if (fill + width > capacity) break;
-    fill += width;
-  }
-  return i;
-}
-
-/** Like gsmPartEnd for code units, stepping back one where the cut would part a surrogate pair. */
-function ucs2PartEnd(text: string, start: number, capacity: number): number {
-  const end = start + capacity;
+/** Where a UCS-2 part from `start` ends: after 67 code units, or 66 where the cut would part a surrogate pair. */
+function ucs2PartEnd(text: string, start: number): number {
+  const end = start + UCS2_CONCATENATED;
   if (end >= text.length) return text.length;
   return isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end)) ? end - 1 : end;
 }

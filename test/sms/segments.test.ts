@@ -57,7 +57,7 @@ const cases: Case[] = [
   { name: 'line feed and carriage return', text: 'a\r\nb', encoding: 'GSM-7', units: 4, parts: [4] },
   {
     name: 'one UCS-2 character at the end makes the whole text UCS-2',
-    text: `${'a'.repeat(100)}ş`, encoding: 'UCS-2', units: 101, parts: [67, 34],
+    text: `${'a'.repeat(200)}ş`, encoding: 'UCS-2', units: 201, parts: [67, 67, 67],
   },
 ];
 
