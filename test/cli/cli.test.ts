@@ -1,31 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
-import { promisify } from 'node:util';
 import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
-
-const run = promisify(execFile);
-const HERALD = new URL('../../bin/herald', import.meta.url).pathname;
-
-async function herald(args: string[], env: Record<string, string>) {
-  try {
-    const { stdout, stderr } = await run(HERALD, args, { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
+import { freePort, herald, start } from './support.ts';
 
 it('stops at start with one line naming a bad variable', async () => {
   const result = await herald(['migrate'], { PORT: 'eighty' });
@@ -98,18 +76,24 @@ forEachDatabase((dialect) => {
       assert.match(split.stderr, /^herald: invalid --role: api and worker run as separate processes on PostgreSQL only/);
       return;
     }
-    const worker = spawn(HERALD, ['serve', '--role', 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const workerPort = await freePort();
+    const worker = await start(['serve', '--role', 'worker'], { ...env, WORKER_PORT: String(workerPort) });
     try {
-      let output = '';
-      worker.stdout.on('data', (chunk) => (output += chunk));
-      while (!output.includes('herald is serving')) await once(worker.stdout, 'data');
-      assert.match(output, /"role":"worker"/);
-      await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`), 'a worker process does not listen');
-      worker.kill('SIGTERM');
-      const [code] = await once(worker, 'exit');
+      assert.match(worker.output(), /"role":"worker"/);
+      await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`), 'a worker process does not serve the API');
+      const get = (path: string) => fetch(`http://127.0.0.1:${workerPort}${path}`);
+      assert.deepEqual(await (await get('/healthz')).json(), { status: 'ok' });
+      assert.deepEqual(await (await get('/readyz')).json(), { status: 'ready' });
+      const metrics = await get('/metrics');
+      assert.equal(metrics.status, 200);
+      const text = await metrics.text();
+      assert.match(text, /^process_cpu_seconds_total /m, 'the process metrics');
+      assert.match(text, /^# TYPE herald_queue_jobs gauge/m, 'the queue metrics');
+      worker.child.kill('SIGTERM');
+      const [code] = await once(worker.child, 'exit');
       assert.equal(code, 0);
     } finally {
-      worker.kill('SIGKILL');
+      worker.child.kill('SIGKILL');
     }
   });
 
@@ -117,26 +101,22 @@ forEachDatabase((dialect) => {
     const port = await freePort();
     const env = { DATABASE_URL: database.url, PORT: String(port) };
     const created = JSON.parse((await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env)).stdout);
-    const server = spawn(HERALD, ['serve'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const { child: server, output, logged } = await start(['serve'], env);
     try {
-      let output = '';
-      server.stdout.on('data', (chunk) => (output += chunk));
-      while (!output.includes('herald is serving')) await once(server.stdout, 'data');
-
       // POST /token spends ~30 ms in argon2id: SIGTERM lands while it is in flight.
       const inFlight = fetch(`http://127.0.0.1:${port}/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: created.privateToken, validity: 'ShortLive' }),
       });
-      while (!output.includes('incoming request')) await once(server.stdout, 'data');
+      await logged('incoming request');
       server.kill('SIGTERM');
       const response = await inFlight;
       assert.equal(response.status, 200);
       assert.equal((await response.json()).expires_in, 30);
       const [code] = await once(server, 'exit');
       assert.equal(code, 0);
-      assert.match(output, /shutting down/);
+      assert.match(output(), /shutting down/);
     } finally {
       server.kill('SIGKILL');
     }
