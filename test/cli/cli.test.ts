@@ -3,7 +3,8 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
-import { freePort, herald, start } from './support.ts';
+import { freePort, herald, onTerminal, start } from './support.ts';
+import { verifyPassword } from '../../src/auth/passwords.ts';
 
 it('stops at start with one line naming a bad variable', async () => {
   const result = await herald(['migrate'], { PORT: 'eighty' });
@@ -27,6 +28,25 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
   } finally {
     taken.close();
   }
+});
+
+it('prints the usage of every command and group on --help, whatever the environment holds', async () => {
+  const everything = await herald(['--help'], {});
+  assert.equal(everything.code, 0);
+  const commands = [['serve'], ['migrate'], ['account'], ['account', 'create'], ['account', 'set-password'], ['account', 'list']];
+  for (const command of commands) {
+    // A bad variable too: help reads no configuration, so it cannot fail on one.
+    const result = await herald([...command, '--help'], { PORT: 'eighty' });
+    assert.equal(result.code, 0, `${command.join(' ')}: ${result.stderr}`);
+    assert.equal(result.stderr, '');
+    const [first] = result.stdout.split('\n');
+    assert.ok(first.startsWith(`usage: herald ${command.join(' ')}`), first);
+    // One source: a command's own usage line is the line the full usage gives it.
+    if (command.length === 2) assert.ok(everything.stdout.includes(`  ${first.slice('usage: herald '.length)}\n`), first);
+  }
+  const passwordHelp = (await herald(['account', 'set-password', '-h'], {})).stdout;
+  assert.match(passwordHelp, /--password-stdin/);
+  assert.match(passwordHelp, /--password PW[^]*lands in the shell's history/);
 });
 
 forEachDatabase((dialect) => {
@@ -60,9 +80,54 @@ forEachDatabase((dialect) => {
     assert.equal(unknownUser.code, 1);
     assert.equal(unknownUser.stderr, 'herald: no account with the user name nobody@example.com\n');
 
-    const missing = await herald(['account', 'set-password', '--user', 'ada@example.com'], env);
+    const missing = await herald(['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms'], env);
     assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /--password is required/);
+    assert.match(missing.stderr, /^herald: --per-minute is required\n\nusage: herald account set-rate-limit /);
+  });
+
+  const storedHash = async (userName: string) =>
+    (await database.db.selectFrom('accounts').select('password_hash').where('user_name', '=', userName).executeTakeFirstOrThrow()).password_hash;
+
+  it('takes a new password from stdin with --password-stdin, and refuses in one line when none is given', async () => {
+    const env = { DATABASE_URL: database.url };
+    const created = await herald(['account', 'create', '--user', 'ada@example.com', '--password-stdin'], env, 'correct horse battery staple\n');
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true, 'without its trailing newline');
+
+    const changed = await herald(['account', 'set-password', '--user', 'ada@example.com', '--password-stdin'], env, 'battery staple correct horse');
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.equal(await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')), true);
+
+    for (const action of ['create', 'set-password']) {
+      // stdin is a pipe here, not a terminal: nobody to ask.
+      const none = await herald(['account', action, '--user', 'ada@example.com'], env, 'correct horse battery staple\n');
+      assert.equal(none.code, 1);
+      assert.equal(none.stderr, 'herald: no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it\n');
+    }
+    assert.equal(await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')), true, 'unchanged');
+  });
+
+  it('asks for a new password twice on a terminal without showing it', async () => {
+    const env = { DATABASE_URL: database.url };
+    const create = onTerminal(['account', 'create', '--user', 'ada@example.com'], env);
+    await create.shows('Password:');
+    create.type('correct horse battery staple');
+    await create.shows('Password again:');
+    create.type('correct horse battery staple');
+    assert.equal(await create.exit, 0, create.screen());
+    assert.match(create.screen(), /"userName": "ada@example.com"/);
+    assert.doesNotMatch(create.screen(), /correct horse/);
+    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true);
+
+    const typo = onTerminal(['account', 'set-password', '--user', 'ada@example.com'], env);
+    await typo.shows('Password:');
+    typo.type('battery staple correct horse');
+    await typo.shows('Password again:');
+    typo.type('battery staple correct hrose');
+    assert.equal(await typo.exit, 1);
+    assert.match(typo.screen(), /herald: the two passwords differ; nothing was changed\r\n$/);
+    assert.doesNotMatch(typo.screen(), /battery staple/);
+    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true, 'unchanged');
   });
 
   it('runs API and workers as separate roles on PostgreSQL only', async () => {

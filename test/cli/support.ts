@@ -59,3 +59,41 @@ export async function start(args: string[], env: Record<string, string>): Promis
   await logged('herald is serving');
   return { child, output: () => output, logged };
 }
+
+export interface OnTerminal {
+  /** Everything the terminal showed so far (echo included, had there been any). */
+  screen(): string;
+  /** Resolves once the terminal shows `text` after what it showed before the call. */
+  shows(text: string): Promise<void>;
+  /** Types a line, as Enter sends it (a carriage return). */
+  type(line: string): void;
+  exit: Promise<number | null>;
+}
+
+/**
+ * Runs `bin/herald` on a pseudo-terminal of its own (util-linux's `script`, in every Debian),
+ * so that stdin is a TTY as in an operator's shell and what the terminal echoes is seen.
+ */
+export function onTerminal(args: string[], env: Record<string, string>): OnTerminal {
+  const command = [HERALD, ...args].map((arg) => `'${arg.replaceAll("'", `'\\''`)}'`).join(' ');
+  const child = spawn('script', ['--quiet', '--return', '--command', command, '/dev/null'], {
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    timeout: 60_000,
+  });
+  let screen = '';
+  child.stdout.on('data', (chunk) => (screen += chunk));
+  const exit = once(child, 'exit').then(([code]) => code as number | null);
+  const exited = exit.then((code) => {
+    throw new Error(`herald ${args.join(' ')} exited with ${code} before the terminal showed what was awaited:\n${screen}`);
+  });
+  exited.catch(() => {});
+  return {
+    screen: () => screen,
+    shows: async (text) => {
+      const from = screen.length;
+      while (!screen.slice(from).includes(text)) await Promise.race([once(child.stdout, 'data'), exited]);
+    },
+    type: (line) => child.stdin.write(`${line}\r`),
+    exit,
+  };
+}
