@@ -194,9 +194,10 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
   await createProperty(database.db, systemClock, account.id, 'visits');
 
   const roles = postgres ? (process.env.BENCH_ROLES ?? 'api,worker').split(',') : ['all'];
-  const children = roles.map((role) =>
+  const children = roles.map((role, i) =>
     spawn('bin/herald', ['serve', '--role', role], {
-      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), LOG_LEVEL: 'warn' },
+      // Each worker process has a probes-and-metrics listener, on a port of its own.
+      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1 + i), LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'inherit', 'inherit'],
     }),
   );

@@ -63,3 +63,16 @@ export async function buildApp(
 
   return app;
 }
+
+/**
+ * The listener of a `--role worker` process, on WORKER_PORT: the probes and metrics of the
+ * API's own, so an orchestrator checks and scrapes a worker as it does an API process.
+ */
+export function buildWorkerApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): FastifyInstance {
+  const app = Fastify({ logger: options.logger ?? false });
+  registerErrorHandling(app);
+  registerMetrics(app, ctx.metrics);
+  registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
+  probeRoutes(app, ctx);
+  return app;
+}

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { AppError } from './errors.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
@@ -18,91 +18,153 @@ import {
 } from './accounts/service.ts';
 import { findAccountByUserName } from './auth/credentials.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
+import { PasswordInputError, readNewPassword } from './password-input.ts';
 
-const USAGE = `usage: herald <command>
+/**
+ * Every command's usage, the one source of `herald --help`, `herald account --help`,
+ * `herald <command> --help` and of the usage printed after a usage error.
+ */
+const COMMANDS: Array<{ name: string; args: string; about: string }> = [
+  {
+    name: 'serve',
+    args: '[--role all|api|worker]',
+    about: `run the HTTP API and the queue's workers (migrates the database first). On SQLite one serve per
+database, both together. On PostgreSQL, --role splits them into separate processes; a worker
+process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
+  },
+  { name: 'migrate', args: '', about: 'bring the database schema up to date' },
+  {
+    name: 'account create',
+    args: '--user EMAIL [--password-stdin | --password PW] [--time-zone-offset "UTC+05:30~India Standard Time"] [--locale en-IN]',
+    about: 'create an account and print it, with its privateToken',
+  },
+  { name: 'account list', args: '', about: 'print every account' },
+  { name: 'account rotate-private-token', args: '--user EMAIL', about: 'give the account a new privateToken; its access tokens stop working' },
+  { name: 'account set-password', args: '--user EMAIL [--password-stdin | --password PW]', about: "change the account's password; its access tokens stop working" },
+  {
+    name: 'account set-rate-limit',
+    args: '--user EMAIL --group sms|email|contacts|account --per-minute N',
+    about: 'set how many requests a minute the account may make to one group of endpoints',
+  },
+  { name: 'account add-sender-name', args: '--user EMAIL --name NAME', about: 'allow an SMS sender name (for the SMS module, not built yet)' },
+  { name: 'account add-sender-domain', args: '--user EMAIL --domain DOMAIN', about: 'add an email sender domain (for the email module, not built yet)' },
+  { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
+];
 
-  serve [--role all|api|worker]           run the HTTP API and the queue's workers (migrates the database first);
-                                          on PostgreSQL, --role splits them into separate processes
-  migrate                                 bring the database schema up to date
-  account create --user EMAIL --password PW [--time-zone-offset "UTC+05:30~India Standard Time"] [--locale en-IN]
-  account list
-  account rotate-private-token --user EMAIL
-  account set-password --user EMAIL --password PW
-  account set-rate-limit --user EMAIL --group sms|email|contacts|account --per-minute N
-  account add-sender-name --user EMAIL --name NAME        (for the SMS module, not built yet)
-  account add-sender-domain --user EMAIL --domain DOMAIN  (for the email module, not built yet)
-  account delete --user EMAIL
+const PASSWORD_NOTE = `The password: --password-stdin reads all of standard input (one trailing newline removed);
+with no password option and a terminal, it is asked for twice, unseen; --password PW also
+works, but lands in the shell's history and shows in the process list.`;
 
-Configuration is read from the environment (see README.md).`;
+/** The usage of the command `name`, or of every command that begins with it (all of them for ''). */
+function usage(name = ''): string {
+  const synopsis = (c: (typeof COMMANDS)[number]) => [c.name, c.args].filter(Boolean).join(' ');
+  const own = COMMANDS.find((c) => c.name === name);
+  const commands = own ? [own] : COMMANDS.filter((c) => c.name.startsWith(name && `${name} `));
+  const parts = own
+    ? [`usage: herald ${synopsis(own)}`, own.about]
+    : [`usage: herald ${name || '<command>'} …`, commands.map((c) => `  ${synopsis(c)}\n${c.about.replace(/^/gm, '      ')}`).join('\n')];
+  if (commands.some((c) => c.args.includes('--password-stdin'))) parts.push(PASSWORD_NOTE);
+  if (name === '') parts.push('Every command takes --help.');
+  parts.push('Configuration is read from the environment (see README.md).');
+  return parts.join('\n\n');
+}
 
-class UsageError extends Error {}
+/** A command line that does not fit `command`'s usage: printed with that usage. */
+class UsageError extends Error {
+  readonly command: string;
+  constructor(command: string, message: string) {
+    super(message);
+    this.command = command;
+  }
+}
 /** A command that was well formed but cannot be done: one line, without the usage. */
 class CommandError extends Error {}
 
-function required(values: Record<string, string | boolean | undefined>, name: string): string {
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
+
+/** parseArgs for one command, its errors as that command's UsageError. */
+function parse<T extends ParseArgsOptionsConfig>(command: string, args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, strict: true }).values;
+  } catch (error) {
+    if (!(error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw error;
+    throw new UsageError(command, (error as Error).message);
+  }
+}
+
+function required(command: string, values: Record<string, string | boolean | undefined>, name: string): string {
   const value = values[name];
-  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  if (typeof value !== 'string' || value === '') throw new UsageError(command, `--${name} is required`);
   return value;
 }
 
-async function accountCommand(config: Config, action: string | undefined, args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      user: { type: 'string' },
-      password: { type: 'string' },
-      'time-zone-offset': { type: 'string' },
-      locale: { type: 'string' },
-      group: { type: 'string' },
-      'per-minute': { type: 'string' },
-      name: { type: 'string' },
-      domain: { type: 'string' },
-    },
+const ACCOUNT_ACTIONS = COMMANDS.filter((c) => c.name.startsWith('account ')).map((c) => c.name.slice('account '.length));
+
+async function accountCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
+  if (action === '--help' || action === '-h') return console.log(usage('account'));
+  if (action === undefined || !ACCOUNT_ACTIONS.includes(action)) throw new UsageError('account', `unknown account command ${action ?? '(none)'}`);
+  const command = `account ${action}`;
+  const values = parse(command, args, {
+    ...HELP,
+    user: { type: 'string' },
+    password: { type: 'string' },
+    'password-stdin': { type: 'boolean' },
+    'time-zone-offset': { type: 'string' },
+    locale: { type: 'string' },
+    group: { type: 'string' },
+    'per-minute': { type: 'string' },
+    name: { type: 'string' },
+    domain: { type: 'string' },
   });
-  const database = openDatabase(config.databaseUrl);
+  if (values.help) return console.log(usage(command));
+  const option = (name: string) => required(command, values, name);
+  const newPassword = () => readNewPassword({ password: values.password, passwordStdin: values['password-stdin'] });
+  const database = openDatabase(config().databaseUrl);
   const { db } = database;
   const clock = systemClock;
   try {
     await migrateToLatest(database);
     const byUser = async (): Promise<AccountRow> => {
-      const account = await findAccountByUserName(db, required(values, 'user'));
+      const account = await findAccountByUserName(db, option('user'));
       if (!account) throw new CommandError(`no account with the user name ${values.user}`);
       return account;
     };
     const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
     switch (action) {
-      case 'create':
+      case 'create': {
+        const userName = option('user');
         return print(
           accountView(
             await createAccount(db, clock, {
-              userName: required(values, 'user'),
-              password: required(values, 'password'),
+              userName,
+              password: await newPassword(),
               timeZoneOffset: values['time-zone-offset'],
               locale: values.locale,
             }),
           ),
         );
+      }
       case 'list':
         return print((await listAccounts(db)).map(accountView));
       case 'rotate-private-token':
         return print(accountView(await rotatePrivateToken(db, clock, (await byUser()).id)));
-      case 'set-password':
-        return print(accountView(await setPassword(db, clock, (await byUser()).id, required(values, 'password'))));
+      case 'set-password': {
+        const { id } = await byUser();
+        return print(accountView(await setPassword(db, clock, id, await newPassword())));
+      }
       case 'set-rate-limit': {
-        const group = required(values, 'group') as RateLimitGroup;
-        if (!RATE_LIMIT_GROUPS.includes(group)) throw new UsageError(`--group must be one of ${RATE_LIMIT_GROUPS.join(', ')}`);
-        const perMinute = Number(required(values, 'per-minute'));
+        const group = option('group') as RateLimitGroup;
+        if (!RATE_LIMIT_GROUPS.includes(group)) throw new UsageError(command, `--group must be one of ${RATE_LIMIT_GROUPS.join(', ')}`);
+        const perMinute = Number(option('per-minute'));
         return print(accountView(await updateAccountSettings(db, clock, (await byUser()).id, { rateLimits: { [group]: perMinute } })));
       }
       case 'add-sender-name':
-        return print(await addSenderName(db, clock, (await byUser()).id, required(values, 'name')));
+        return print(await addSenderName(db, clock, (await byUser()).id, option('name')));
       case 'add-sender-domain':
-        return print(await addSenderDomain(db, clock, (await byUser()).id, required(values, 'domain')));
+        return print(await addSenderDomain(db, clock, (await byUser()).id, option('domain')));
       case 'delete':
         await deleteAccount(db, (await byUser()).id);
         return print({ deleted: values.user });
-      default:
-        throw new UsageError(`unknown account command ${action ?? '(none)'}`);
     }
   } finally {
     await database.close();
@@ -110,17 +172,20 @@ async function accountCommand(config: Config, action: string | undefined, args: 
 }
 
 async function main(argv: string[]): Promise<void> {
-  const [command, action, ...rest] = argv;
-  const config = loadConfig();
+  const [command, ...args] = argv;
+  // Read on use, so that --help works whatever the environment holds.
+  const config = () => loadConfig();
   switch (command) {
     case 'serve': {
-      const { values } = parseArgs({ args: argv.slice(1), options: { role: { type: 'string', default: 'all' } } });
-      if (!(ROLES as readonly string[]).includes(values.role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
-      await serve(config, values.role as Role);
+      const values = parse(command, args, { ...HELP, role: { type: 'string', default: 'all' } });
+      if (values.help) return console.log(usage(command));
+      if (!(ROLES as readonly string[]).includes(values.role)) throw new UsageError(command, `--role must be one of ${ROLES.join(', ')}`);
+      await serve(config(), values.role as Role);
       return;
     }
     case 'migrate': {
-      const database = openDatabase(config.databaseUrl);
+      if (parse(command, args, HELP).help) return console.log(usage(command));
+      const database = openDatabase(config().databaseUrl);
       try {
         const applied = await migrateToLatest(database);
         console.log(applied.length ? `applied: ${applied.join(', ')}` : 'the database is up to date');
@@ -130,23 +195,24 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'account':
-      await accountCommand(config, action, rest);
+      await accountCommand(config, args[0], args.slice(1));
       return;
     case undefined:
     case 'help':
     case '--help':
-      console.log(USAGE);
+    case '-h':
+      console.log(usage());
       return;
     default:
-      throw new UsageError(`unknown command ${command}`);
+      throw new UsageError('', `unknown command ${command}`);
   }
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof AppError || error instanceof StartError || error instanceof CommandError) {
+  if (error instanceof ConfigError || error instanceof AppError || error instanceof StartError || error instanceof CommandError || error instanceof PasswordInputError) {
     console.error(`herald: ${error.message}`);
-  } else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    console.error(`herald: ${(error as Error).message}\n\n${USAGE}`);
+  } else if (error instanceof UsageError) {
+    console.error(`herald: ${error.message}\n\n${usage(error.command)}`);
   } else {
     console.error(error);
   }

@@ -6,6 +6,8 @@
 export interface Config {
   port: number;
   host: string;
+  /** The listener of a `--role worker` process (probes and metrics), on HOST; the API's is PORT. */
+  workerPort: number;
   databaseUrl: string;
   redisUrl: string | undefined;
   publicUrl: string;
@@ -101,6 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: read(env, 'HOST', '127.0.0.1'),
+    workerPort: integer(env, 'WORKER_PORT', 8081, 0, 65535),
     databaseUrl,
     redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
     publicUrl: url(env, 'PUBLIC_URL', 'http://localhost:8080', ['http:', 'https:'])!.replace(/\/+$/, ''),

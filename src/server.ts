@@ -1,13 +1,15 @@
-import { pino } from 'pino';
+import { resolve } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import { ConfigError, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { migrateToLatest, openDatabase } from './db/database.ts';
+import { migrateToLatest, openDatabase, sqlitePath } from './db/database.ts';
+import { takeServeLock, type ServeLock } from './db/serve-lock.ts';
 import { loadSigningKey } from './auth/signing-key.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
-import { buildApp } from './app.ts';
+import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
 
 /** Opens the database (migrating it), loads the signing key and the counter store. */
@@ -36,15 +38,33 @@ const HOUR_MS = 60 * 60_000;
 /** A start-up failure the operator fixes by hand: the CLI prints its message alone, no stack. */
 export class StartError extends Error {}
 
-async function listen(app: NonNullable<Awaited<ReturnType<typeof buildApp>>>, config: Config): Promise<void> {
+/** Where a listener binds, and the variable that moves it. */
+interface Bind {
+  host: string;
+  port: number;
+  portVariable: 'PORT' | 'WORKER_PORT';
+}
+
+async function listen(app: FastifyInstance, { host, port, portVariable }: Bind): Promise<void> {
   try {
-    await app.listen({ port: config.port, host: config.host });
+    await app.listen({ port, host });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
     const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'may not be bound by this user' : 'is not an address of this machine';
-    throw new StartError(`cannot listen on HOST ${config.host} PORT ${config.port}: it ${reason} (${code}); set PORT or HOST to another value`);
+    throw new StartError(`cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); set ${portVariable} or HOST to another value`);
   }
+}
+
+/** On SQLite, the lock that keeps a second serve off the database (db/serve-lock.ts). */
+function lockForServe(file: string): ServeLock | undefined {
+  if (file === ':memory:') return undefined;
+  const lock = takeServeLock(file);
+  if (lock) return lock;
+  const database = resolve(file);
+  throw new StartError(
+    `another herald serve holds the SQLite database ${database} (its lock is on ${database}-serve.lock); stop that one first, or set DATABASE_URL to another database`,
+  );
 }
 
 export const ROLES = ['all', 'api', 'worker'] as const;
@@ -56,13 +76,30 @@ export type Role = (typeof ROLES)[number];
  * close, the worker's grace period), then closes the database.
  */
 export async function serve(config: Config, role: Role = 'all'): Promise<void> {
-  const ctx = await createContext(config);
-  if (role !== 'all' && ctx.database.dialect === 'sqlite') {
-    await closeContext(ctx);
+  const sqliteFile = sqlitePath(config.databaseUrl);
+  if (sqliteFile !== undefined && role !== 'all') {
     throw new ConfigError('--role', 'api and worker run as separate processes on PostgreSQL only; on SQLite one process does both (--role all)');
   }
-  const app = role === 'worker' ? undefined : await buildApp(ctx, { logger: { level: config.logLevel } });
-  const log = app?.log ?? pino({ level: config.logLevel });
+  // Taken before the database is opened, so a refused serve has neither migrated nor written.
+  const lock = sqliteFile === undefined ? undefined : lockForServe(sqliteFile);
+  let ctx: AppContext;
+  try {
+    ctx = await createContext(config);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
+  const close = async () => {
+    await closeContext(ctx);
+    lock?.release();
+  };
+  const logger = { level: config.logLevel };
+  const app = role === 'worker' ? buildWorkerApp(ctx, { logger }) : await buildApp(ctx, { logger });
+  const bind: Bind =
+    role === 'worker'
+      ? { host: config.host, port: config.workerPort, portVariable: 'WORKER_PORT' }
+      : { host: config.host, port: config.port, portVariable: 'PORT' };
+  const log = app.log;
   const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000 });
   const purge = setInterval(() => {
     purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => log.warn({ err }, 'idempotency purge failed'));
@@ -73,7 +110,7 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   // Fastify's close waits for every open connection, and an HTTP keep-alive connection that
   // was busy at SIGTERM would otherwise stay open for the 72 s keep-alive timeout: a response
   // sent while stopping closes its connection.
-  app?.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', async (_request, reply) => {
     if (stopping) reply.header('connection', 'close');
   });
   const stop = async (signal: string) => {
@@ -81,22 +118,20 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     clearInterval(purge);
-    await Promise.all([app?.close(), worker?.stop()]);
-    await closeContext(ctx);
+    await Promise.all([app.close(), worker?.stop()]);
+    await close();
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 
-  if (app) {
-    try {
-      await listen(app, config);
-    } catch (error) {
-      clearInterval(purge);
-      await Promise.all([app.close(), worker?.stop()]);
-      await closeContext(ctx);
-      throw error;
-    }
+  try {
+    await listen(app, bind);
+  } catch (error) {
+    clearInterval(purge);
+    await Promise.all([app.close(), worker?.stop()]);
+    await close();
+    throw error;
   }
   worker?.start();
   log.info({ database: ctx.database.dialect, role }, 'herald is serving');

@@ -37,13 +37,19 @@ const pgTypes = {
     oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+/** The file of a `sqlite:<path>` URL (or `:memory:`); undefined for PostgreSQL. */
+export function sqlitePath(url: string): string | undefined {
+  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : undefined;
+}
+
 export function openDatabase(url: string, options: { poolSize?: number; procedures?: readonly string[] } = {}): Database {
   const procedures = options.procedures ?? PROCEDURE_MODULES;
   const ready = async () => {
     await resolveProcedures(procedures);
   };
-  if (url.startsWith('sqlite:')) {
-    const sqlite = openSqlite(url.slice('sqlite:'.length), procedures);
+  const path = sqlitePath(url);
+  if (path !== undefined) {
+    const sqlite = openSqlite(path, procedures);
     const db = new Kysely<Schema>({ dialect: sqlite.dialect });
     const reads = new Kysely<Schema>({ dialect: sqlite.reads });
     return {

@@ -1,31 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
-import { promisify } from 'node:util';
 import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
-
-const run = promisify(execFile);
-const HERALD = new URL('../../bin/herald', import.meta.url).pathname;
-
-async function herald(args: string[], env: Record<string, string>) {
-  try {
-    const { stdout, stderr } = await run(HERALD, args, { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
+import { freePort, herald, onTerminal, start } from './support.ts';
+import { verifyPassword } from '../../src/auth/passwords.ts';
 
 it('stops at start with one line naming a bad variable', async () => {
   const result = await herald(['migrate'], { PORT: 'eighty' });
@@ -49,6 +28,25 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
   } finally {
     taken.close();
   }
+});
+
+it('prints the usage of every command and group on --help, whatever the environment holds', async () => {
+  const everything = await herald(['--help'], {});
+  assert.equal(everything.code, 0);
+  const commands = [['serve'], ['migrate'], ['account'], ['account', 'create'], ['account', 'set-password'], ['account', 'list']];
+  for (const command of commands) {
+    // A bad variable too: help reads no configuration, so it cannot fail on one.
+    const result = await herald([...command, '--help'], { PORT: 'eighty' });
+    assert.equal(result.code, 0, `${command.join(' ')}: ${result.stderr}`);
+    assert.equal(result.stderr, '');
+    const [first] = result.stdout.split('\n');
+    assert.ok(first.startsWith(`usage: herald ${command.join(' ')}`), first);
+    // One source: a command's own usage line is the line the full usage gives it.
+    if (command.length === 2) assert.ok(everything.stdout.includes(`  ${first.slice('usage: herald '.length)}\n`), first);
+  }
+  const passwordHelp = (await herald(['account', 'set-password', '-h'], {})).stdout;
+  assert.match(passwordHelp, /--password-stdin/);
+  assert.match(passwordHelp, /--password PW[^]*lands in the shell's history/);
 });
 
 forEachDatabase((dialect) => {
@@ -82,9 +80,54 @@ forEachDatabase((dialect) => {
     assert.equal(unknownUser.code, 1);
     assert.equal(unknownUser.stderr, 'herald: no account with the user name nobody@example.com\n');
 
-    const missing = await herald(['account', 'set-password', '--user', 'ada@example.com'], env);
+    const missing = await herald(['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms'], env);
     assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /--password is required/);
+    assert.match(missing.stderr, /^herald: --per-minute is required\n\nusage: herald account set-rate-limit /);
+  });
+
+  const storedHash = async (userName: string) =>
+    (await database.db.selectFrom('accounts').select('password_hash').where('user_name', '=', userName).executeTakeFirstOrThrow()).password_hash;
+
+  it('takes a new password from stdin with --password-stdin, and refuses in one line when none is given', async () => {
+    const env = { DATABASE_URL: database.url };
+    const created = await herald(['account', 'create', '--user', 'ada@example.com', '--password-stdin'], env, 'correct horse battery staple\n');
+    assert.equal(created.code, 0, created.stderr);
+    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true, 'without its trailing newline');
+
+    const changed = await herald(['account', 'set-password', '--user', 'ada@example.com', '--password-stdin'], env, 'battery staple correct horse');
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.equal(await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')), true);
+
+    for (const action of ['create', 'set-password']) {
+      // stdin is a pipe here, not a terminal: nobody to ask.
+      const none = await herald(['account', action, '--user', 'ada@example.com'], env, 'correct horse battery staple\n');
+      assert.equal(none.code, 1);
+      assert.equal(none.stderr, 'herald: no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it\n');
+    }
+    assert.equal(await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')), true, 'unchanged');
+  });
+
+  it('asks for a new password twice on a terminal without showing it', async () => {
+    const env = { DATABASE_URL: database.url };
+    const create = onTerminal(['account', 'create', '--user', 'ada@example.com'], env);
+    await create.shows('Password:');
+    create.type('correct horse battery staple');
+    await create.shows('Password again:');
+    create.type('correct horse battery staple');
+    assert.equal(await create.exit, 0, create.screen());
+    assert.match(create.screen(), /"userName": "ada@example.com"/);
+    assert.doesNotMatch(create.screen(), /correct horse/);
+    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true);
+
+    const typo = onTerminal(['account', 'set-password', '--user', 'ada@example.com'], env);
+    await typo.shows('Password:');
+    typo.type('battery staple correct horse');
+    await typo.shows('Password again:');
+    typo.type('battery staple correct hrose');
+    assert.equal(await typo.exit, 1);
+    assert.match(typo.screen(), /herald: the two passwords differ; nothing was changed\r\n$/);
+    assert.doesNotMatch(typo.screen(), /battery staple/);
+    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true, 'unchanged');
   });
 
   it('runs API and workers as separate roles on PostgreSQL only', async () => {
@@ -98,18 +141,24 @@ forEachDatabase((dialect) => {
       assert.match(split.stderr, /^herald: invalid --role: api and worker run as separate processes on PostgreSQL only/);
       return;
     }
-    const worker = spawn(HERALD, ['serve', '--role', 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const workerPort = await freePort();
+    const worker = await start(['serve', '--role', 'worker'], { ...env, WORKER_PORT: String(workerPort) });
     try {
-      let output = '';
-      worker.stdout.on('data', (chunk) => (output += chunk));
-      while (!output.includes('herald is serving')) await once(worker.stdout, 'data');
-      assert.match(output, /"role":"worker"/);
-      await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`), 'a worker process does not listen');
-      worker.kill('SIGTERM');
-      const [code] = await once(worker, 'exit');
+      assert.match(worker.output(), /"role":"worker"/);
+      await assert.rejects(fetch(`http://127.0.0.1:${env.PORT}/healthz`), 'a worker process does not serve the API');
+      const get = (path: string) => fetch(`http://127.0.0.1:${workerPort}${path}`);
+      assert.deepEqual(await (await get('/healthz')).json(), { status: 'ok' });
+      assert.deepEqual(await (await get('/readyz')).json(), { status: 'ready' });
+      const metrics = await get('/metrics');
+      assert.equal(metrics.status, 200);
+      const text = await metrics.text();
+      assert.match(text, /^process_cpu_seconds_total /m, 'the process metrics');
+      assert.match(text, /^# TYPE herald_queue_jobs gauge/m, 'the queue metrics');
+      worker.child.kill('SIGTERM');
+      const [code] = await once(worker.child, 'exit');
       assert.equal(code, 0);
     } finally {
-      worker.kill('SIGKILL');
+      worker.child.kill('SIGKILL');
     }
   });
 
@@ -117,26 +166,22 @@ forEachDatabase((dialect) => {
     const port = await freePort();
     const env = { DATABASE_URL: database.url, PORT: String(port) };
     const created = JSON.parse((await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env)).stdout);
-    const server = spawn(HERALD, ['serve'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const { child: server, output, logged } = await start(['serve'], env);
     try {
-      let output = '';
-      server.stdout.on('data', (chunk) => (output += chunk));
-      while (!output.includes('herald is serving')) await once(server.stdout, 'data');
-
       // POST /token spends ~30 ms in argon2id: SIGTERM lands while it is in flight.
       const inFlight = fetch(`http://127.0.0.1:${port}/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: created.privateToken, validity: 'ShortLive' }),
       });
-      while (!output.includes('incoming request')) await once(server.stdout, 'data');
+      await logged('incoming request');
       server.kill('SIGTERM');
       const response = await inFlight;
       assert.equal(response.status, 200);
       assert.equal((await response.json()).expires_in, 30);
       const [code] = await once(server, 'exit');
       assert.equal(code, 0);
-      assert.match(output, /shutting down/);
+      assert.match(output(), /shutting down/);
     } finally {
       server.kill('SIGKILL');
     }

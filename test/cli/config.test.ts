@@ -7,6 +7,7 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
   assert.equal(config.databaseUrl, 'sqlite:./data/herald.db');
   assert.equal(config.port, 8080);
   assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.workerPort, 8081);
   assert.equal(config.publicUrl, 'http://localhost:8080');
   assert.equal(config.adminToken, undefined);
   assert.equal(config.webhookAllowPrivate, false);
@@ -16,6 +17,7 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
 const bad: Array<[string, string]> = [
   ['PORT', 'eighty'],
   ['PORT', '70000'],
+  ['WORKER_PORT', 'eighty-one'],
   ['DATABASE_URL', 'mysql://localhost/herald'],
   ['REDIS_URL', 'localhost:6379'],
   ['PUBLIC_URL', 'ftp://example.com'],
