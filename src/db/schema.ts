@@ -111,6 +111,18 @@ export interface WebhookDeliveriesTable {
   delivered_at: number | null;
 }
 
+/** An event waiting to be gathered into a post to its account's URL (src/webhooks/events.ts). */
+export interface WebhookEventsTable {
+  /** Append order. */
+  id: Generated<number>;
+  account_id: string;
+  type: string;
+  url: string;
+  /** The event's JSON, one element of the post's `data`. */
+  payload: string;
+  created_at: number;
+}
+
 export interface ContactListsTable {
   id: string;
   account_id: string;
@@ -187,6 +199,7 @@ export interface Schema {
   jobs: JobsTable;
   webhook_secrets: WebhookSecretsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_events: WebhookEventsTable;
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;
