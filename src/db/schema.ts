@@ -111,15 +111,16 @@ export interface WebhookDeliveriesTable {
   delivered_at: number | null;
 }
 
-/** An event waiting to be gathered into a post to its account's URL (src/webhooks/events.ts). */
+/** One append's events, waiting to be gathered into posts to the account's URL (src/webhooks/events.ts). */
 export interface WebhookEventsTable {
   /** Append order. */
   id: Generated<number>;
   account_id: string;
   type: string;
   url: string;
-  /** The event's JSON, one element of the post's `data`. */
-  payload: string;
+  /** JSON array of the events not yet gathered, in the order appended. */
+  events: string;
+  event_count: number;
   created_at: number;
 }
 
