@@ -2,6 +2,7 @@ import type { AppContext } from './context.ts';
 import { Worker, type WorkerOptions } from './queue/worker.ts';
 import { DELIVER_KIND } from './webhooks/outbox.ts';
 import { webhookDeliveryHandler } from './webhooks/deliver.ts';
+import { GATHER_KIND, webhookGatherHandler } from './webhooks/events.ts';
 import { CONTACT_BATCH_KIND } from './crm/batches.ts';
 import { contactBatchHandler } from './crm/apply.ts';
 
@@ -12,6 +13,8 @@ import { contactBatchHandler } from './crm/apply.ts';
 export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Webhook posts wait on other people's servers: many at once, capped per host in deliver.ts.
   worker.register(DELIVER_KIND, webhookDeliveryHandler(ctx), { concurrency: 32 });
+  // Gathering status events into posts is a short transaction per stream, on the database only.
+  worker.register(GATHER_KIND, webhookGatherHandler(ctx), { concurrency: 4 });
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
 }

@@ -111,6 +111,19 @@ export interface WebhookDeliveriesTable {
   delivered_at: number | null;
 }
 
+/** One append's events, waiting to be gathered into posts to the account's URL (src/webhooks/events.ts). */
+export interface WebhookEventsTable {
+  /** Append order. */
+  id: Generated<number>;
+  account_id: string;
+  type: string;
+  url: string;
+  /** JSON array of the events not yet gathered, in the order appended. */
+  events: string;
+  event_count: number;
+  created_at: number;
+}
+
 export interface ContactListsTable {
   id: string;
   account_id: string;
@@ -187,6 +200,7 @@ export interface Schema {
   jobs: JobsTable;
   webhook_secrets: WebhookSecretsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_events: WebhookEventsTable;
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;

@@ -4,7 +4,7 @@ import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { enqueue, PRIORITY } from '../queue/queue.ts';
+import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../queue/queue.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -25,16 +25,57 @@ export interface WebhookEvent {
   data: unknown;
 }
 
-async function enqueueDelivery(db: Kysely<Schema>, row: Pick<DeliveryRow, 'id' | 'account_id' | 'generation'>, runAt: number): Promise<void> {
+function deliveryJob(row: Pick<DeliveryRow, 'id' | 'account_id' | 'generation'>, runAt: number): NewJob {
   const payload: DeliveryJob = { deliveryId: row.id, generation: row.generation };
-  await enqueue(db, {
+  return {
     kind: DELIVER_KIND,
     payload,
     accountId: row.account_id,
     runAt,
     idempotencyKey: `${DELIVER_KIND}:${row.id}:${row.generation}`,
     priority: PRIORITY.webhook,
-  });
+  };
+}
+
+/**
+ * A post's body, Standard Webhooks' `{type, timestamp, data}`, around `data` already in JSON:
+ * a gathered post's events are stored as JSON and go in as they are.
+ */
+export function webhookBody(type: string, timestamp: number, data: string): string {
+  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(new Date(timestamp).toISOString())},"data":${data}}`;
+}
+
+export interface NewDelivery {
+  accountId: string;
+  url: string;
+  type: string;
+  /** The exact body, so every attempt posts and signs the same bytes. */
+  body: string;
+}
+
+/**
+ * Writes the deliveries and queues a post of each, in the caller's transaction: two
+ * statements however many. Returns their ids, each the `webhook-id` of all its attempts.
+ */
+export async function createDeliveries(db: Kysely<Schema>, now: number, deliveries: NewDelivery[]): Promise<string[]> {
+  const rows = deliveries.map((delivery) => ({
+    id: randomUUID(),
+    account_id: delivery.accountId,
+    type: delivery.type,
+    url: delivery.url,
+    payload: delivery.body,
+    status: 'pending' as const,
+    last_status_code: null,
+    last_error: null,
+    last_attempt_at: null,
+    next_attempt_at: now,
+    created_at: now,
+    delivered_at: null,
+  }));
+  if (rows.length === 0) return [];
+  await db.insertInto('webhook_deliveries').values(rows).execute();
+  await enqueueMany(db, rows.map((row) => deliveryJob({ ...row, generation: 0 }, now)));
+  return rows.map((row) => row.id);
 }
 
 /** A delivery whose job died (it kept killing its worker): failed, unless a replay or a post settled it meanwhile. */
@@ -51,32 +92,15 @@ export async function abandonDelivery(db: Kysely<Schema>, job: DeliveryJob, erro
 /**
  * Records an event for the account's webhook URL and queues its delivery, both in the
  * caller's transaction: the event is posted if and only if the caller's work commits.
+ * One post per event, for an event that stands alone (`contacts.batch`); events that come
+ * by the thousand (statuses) are gathered into shared posts by appendWebhookEvents.
  * The body is fixed here (Standard Webhooks' `{type, timestamp, data}`, the timestamp being
  * when the event happened), so every attempt posts and signs the same bytes.
  * Returns the delivery id, which is also the `webhook-id` header of every attempt.
  */
 export async function emitWebhook(db: Kysely<Schema>, clock: Clock, event: WebhookEvent): Promise<string> {
-  const id = randomUUID();
   const now = clock.now();
-  const payload = JSON.stringify({ type: event.type, timestamp: new Date(now).toISOString(), data: event.data });
-  await db
-    .insertInto('webhook_deliveries')
-    .values({
-      id,
-      account_id: event.accountId,
-      type: event.type,
-      url: event.url,
-      payload,
-      status: 'pending',
-      last_status_code: null,
-      last_error: null,
-      last_attempt_at: null,
-      next_attempt_at: now,
-      created_at: now,
-      delivered_at: null,
-    })
-    .execute();
-  await enqueueDelivery(db, { id, account_id: event.accountId, generation: 0 }, now);
+  const [id] = await createDeliveries(db, now, [{ ...event, body: webhookBody(event.type, now, JSON.stringify(event.data)) }]);
   return id;
 }
 
@@ -97,7 +121,7 @@ export async function replayDelivery(db: Kysely<Schema>, clock: Clock, accountId
     .returningAll()
     .executeTakeFirst();
   if (!row) throw notFound('The webhook delivery');
-  await enqueueDelivery(db, row, now);
+  await enqueue(db, deliveryJob(row, now));
   return row;
 }
 

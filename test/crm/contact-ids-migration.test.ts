@@ -42,7 +42,7 @@ forEachDatabase((dialect) => {
     if (dialect === 'postgres') await sql`select setval('contact_ids', 3)`.execute(t.db);
     else await sql`update contact_ids set last_value = 3`.execute(t.db);
 
-    assert.deepEqual(await migrateToLatest(t), ['0007_contact_ids_per_account']);
+    assert.equal((await migrateToLatest(t))[0], '0007_contact_ids_per_account', 'later migrations follow it');
 
     const page = async (accountId: string, listId: string) =>
       (await listContactsPage(t.db, accountId, listId, { limit: 100 })).contacts.map((c) => [c.contactId, c.email]);
