@@ -1,8 +1,6 @@
 import { setImmediate } from 'node:timers/promises';
-import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
-import { PhoneNumber, type E164Number } from 'libphonenumber-js/core';
-import mobileMetadata from 'libphonenumber-js/metadata.mobile.json';
 import { emailAddressProblem } from '../email-address.ts';
+import { mobileFromParts } from '../mobile-number.ts';
 import type { FieldError } from '../errors.ts';
 import type { ContactBatchRequest, ContactInput } from './schemas.ts';
 
@@ -35,42 +33,7 @@ export interface CheckedEntry extends Omit<BatchEntry, 'properties'> {
   propertyRefs: PropertyRef[];
 }
 
-const DIGITS = /^[0-9]+$/;
-
-/**
- * The number as E.164 digits and its country code, if it is valid as a mobile number (the
- * mobile-only metadata: a landline is not valid). Checked first as given, then parsed:
- * parsing also drops a national trunk prefix (44 + 07911… is +447911…) and finds the
- * country among several that share a calling code (+1: US or Canada), but costs twice as
- * much (9 µs against 5 µs here, a third of a 1,000-contact request's CPU). A number valid
- * as given was valid, with the same E.164 form, when parsed in every one of 735,000
- * random trials across all countries; 89 % of the valid ones need no parse.
- */
-function mobileNumber(number: string, countryCode: string): { mobile: string; countryCode: string } | undefined {
-  try {
-    const direct = new PhoneNumber(`+${countryCode}${number}` as E164Number, mobileMetadata);
-    if (direct.countryCallingCode === countryCode && direct.isValid()) return { mobile: countryCode + number, countryCode };
-  } catch {
-    // an unknown calling code: the parse below says so too
-  }
-  try {
-    const phone = parsePhoneNumberFromString(number, { defaultCallingCode: countryCode });
-    if (phone?.isValid()) return { mobile: phone.number.slice(1), countryCode: phone.countryCallingCode };
-  } catch {
-    // libphonenumber-js throws on a calling code no country has (+999): not a mobile number
-  }
-  return undefined;
-}
-
 const isBlank = (value: unknown) => value === undefined || value === null || value === '';
-
-/** Digits given as a string or a JSON number; undefined when absent or blank, null when neither. */
-function digits(value: unknown): string | undefined | null {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return String(value);
-  return null;
-}
 
 function optIn(value: unknown, field: string, errors: FieldError[]): boolean | undefined {
   if (typeof value === 'boolean') return value;
@@ -120,32 +83,17 @@ function checkContact(input: ContactInput, i: number, errors: FieldError[]): Che
     else entry.email = email.toLowerCase();
   }
 
-  const countryCode = digits(input.mobileCountryCode);
-  const number = digits(input.mobileNumber);
+  // A blank part is an absent one, as for every field of a contact.
+  const countryCode = isBlank(input.mobileCountryCode) ? undefined : input.mobileCountryCode;
+  const number = isBlank(input.mobileNumber) ? undefined : input.mobileNumber;
   if (countryCode !== undefined || number !== undefined) {
-    let wellFormed = true;
-    if (countryCode === undefined) {
-      errors.push({ field: `${at}.mobileCountryCode`, message: 'is required with mobileNumber' });
-      wellFormed = false;
-    } else if (countryCode === null || !DIGITS.test(countryCode) || countryCode.length > 3) {
-      errors.push({ field: `${at}.mobileCountryCode`, message: 'must be 1 to 3 digits' });
-      wellFormed = false;
-    }
-    if (number === undefined) {
-      errors.push({ field: `${at}.mobileNumber`, message: 'is required with mobileCountryCode' });
-      wellFormed = false;
-    } else if (number === null || !DIGITS.test(number) || number.length > 17) {
-      errors.push({ field: `${at}.mobileNumber`, message: 'must be digits only, at most 17' });
-      wellFormed = false;
-    }
-    if (wellFormed) {
-      const phone = mobileNumber(number!, countryCode!);
-      if (phone) {
-        entry.mobile = phone.mobile;
-        entry.countryCode = phone.countryCode;
-      } else {
-        errors.push({ field: `${at}.mobileNumber`, message: `is not a valid mobile number for country code +${countryCode}` });
-      }
+    const mobile = mobileFromParts(countryCode, number);
+    if ('problems' in mobile) {
+      if (mobile.problems.countryCode) errors.push({ field: `${at}.mobileCountryCode`, message: mobile.problems.countryCode });
+      if (mobile.problems.number) errors.push({ field: `${at}.mobileNumber`, message: mobile.problems.number });
+    } else {
+      entry.mobile = mobile.mobile;
+      entry.countryCode = mobile.countryCode;
     }
   }
 
