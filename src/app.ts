@@ -14,6 +14,7 @@ import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
+import { smsRoutes } from './sms/routes.ts';
 import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
@@ -60,6 +61,7 @@ export async function buildApp(
   webhookRoutes(app, ctx);
   queueRoutes(app, ctx);
   crmRoutes(app, ctx);
+  smsRoutes(app, ctx);
 
   return app;
 }

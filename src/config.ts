@@ -18,6 +18,8 @@ export interface Config {
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
   defaultSenderName: string;
+  /** SMS_TRANSPORT: `sandbox:`, optionally `sandbox:?fail=<regular expression>` (numbers it refuses). */
+  smsTransport: { kind: 'sandbox'; fail: RegExp | undefined };
   defaultEmailDomain: string;
   logLevel: string;
   /** After SIGTERM, how long running jobs may take before the process exits without them. */
@@ -74,6 +76,17 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
   return raw;
 }
 
+function sandboxSetting(raw: string): Config['smsTransport'] {
+  const match = /^sandbox:(?:\?fail=(.+))?$/.exec(raw);
+  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be sandbox: or sandbox:?fail=<regular expression> (SMPP is not built yet), got "${raw}"`);
+  if (match[1] === undefined) return { kind: 'sandbox', fail: undefined };
+  try {
+    return { kind: 'sandbox', fail: new RegExp(decodeURIComponent(match[1])) };
+  } catch {
+    throw new ConfigError('SMS_TRANSPORT', `fail= must be a regular expression, got "${match[1]}"`);
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const jwtSecret = optional(env, 'JWT_SECRET');
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
@@ -88,6 +101,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^[A-Za-z0-9 ]{1,11}$/.test(defaultSenderName)) {
     throw new ConfigError('DEFAULT_SENDER_NAME', 'must be 1 to 11 letters, digits or spaces (an alphanumeric sender ID)');
   }
+  const smsTransport = sandboxSetting(read(env, 'SMS_TRANSPORT', 'sandbox:'));
   const defaultEmailDomain = read(env, 'DEFAULT_EMAIL_DOMAIN', 'mail.localhost');
   if (!isHostname(defaultEmailDomain)) {
     throw new ConfigError('DEFAULT_EMAIL_DOMAIN', `must be a domain name, got "${defaultEmailDomain}"`);
@@ -113,6 +127,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     defaultSenderName,
+    smsTransport,
     defaultEmailDomain,
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),

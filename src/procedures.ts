@@ -11,6 +11,8 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/apply.ts',
   './crm/batches.ts',
   './crm/setup.ts',
+  './sms/accept.ts',
+  './sms/send.ts',
   './webhooks/outbox.ts',
   './webhooks/secrets.ts',
 ].map(

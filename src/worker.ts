@@ -5,6 +5,9 @@ import { webhookDeliveryHandler } from './webhooks/deliver.ts';
 import { GATHER_KIND, webhookGatherHandler } from './webhooks/events.ts';
 import { CONTACT_BATCH_KIND } from './crm/batches.ts';
 import { contactBatchHandler } from './crm/apply.ts';
+import { SMS_SEND_KIND } from './sms/accept.ts';
+import { smsSendHandler } from './sms/send.ts';
+import { sandboxTransport } from './sms/transports/sandbox.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -17,6 +20,9 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   worker.register(GATHER_KIND, webhookGatherHandler(ctx), { concurrency: 4 });
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
+  // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
+  const transport = sandboxTransport(ctx.clock, { fail: ctx.config.smsTransport.fail });
+  worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 4 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

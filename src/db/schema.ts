@@ -191,6 +191,70 @@ export interface ContactBatchesTable {
   completed_at: number | null;
 }
 
+export type SendStatus = 'Queued' | 'Scheduled' | 'Cancelled' | 'Sending' | 'Completed';
+
+export interface SendsTable {
+  id: string;
+  account_id: string;
+  channel: 'sms' | 'email';
+  status: SendStatus;
+  /** JSON: the channel's request as accepted. */
+  content: string;
+  /** JSON array of list ids. */
+  list_ids: string;
+  webhook_url: string | null;
+  scheduled_at: number | null;
+  expanded: Generated<boolean | number>;
+  /** The last recipient id handled. */
+  cursor: Generated<number>;
+  created_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+}
+
+export interface SendRecipientsTable {
+  id: Generated<number>;
+  send_id: string;
+  address: string;
+  contact_id: number | null;
+  /** JSON object {tagName: value}: the request's own tags for this recipient. */
+  tags: string | null;
+  status: string;
+  reason: string | null;
+  message_id: string | null;
+  parts: number | null;
+  encoding: string | null;
+  error: string | null;
+  updated_at: number;
+}
+
+export interface RecipientHistoryTable {
+  recipient_id: number;
+  status: string;
+  at: number;
+}
+
+export interface SmsPartsTable {
+  recipient_id: number;
+  part: number;
+  operator_message_id: string;
+  status: string;
+}
+
+export interface SandboxSmsTable {
+  id: Generated<number>;
+  account_id: string;
+  send_id: string;
+  message_id: string;
+  recipient: string;
+  sender: string;
+  part: number;
+  parts: number;
+  encoding: string;
+  text: string;
+  created_at: number;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -201,6 +265,11 @@ export interface Schema {
   webhook_secrets: WebhookSecretsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_events: WebhookEventsTable;
+  sends: SendsTable;
+  send_recipients: SendRecipientsTable;
+  recipient_history: RecipientHistoryTable;
+  sandbox_sms: SandboxSmsTable;
+  sms_parts: SmsPartsTable;
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;

@@ -6,6 +6,7 @@ import * as crm from './0004_crm.ts';
 import * as postgresStorage from './0005_postgres_storage.ts';
 import * as queueLanes from './0006_queue_lanes.ts';
 import * as contactIdsPerAccount from './0007_contact_ids_per_account.ts';
+import * as sends from './0009_sends.ts';
 import * as webhookEvents from './0008_webhook_events.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_queue_lanes': queueLanes,
   '0007_contact_ids_per_account': contactIdsPerAccount,
   '0008_webhook_events': webhookEvents,
+  '0009_sends': sends,
 };

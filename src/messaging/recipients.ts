@@ -1,0 +1,115 @@
+import { sql, type Kysely } from 'kysely';
+import type { DialectName } from '../db/database.ts';
+import type { Schema } from '../db/schema.ts';
+import { inJson } from '../crm/queries.ts';
+
+type Db = Kysely<Schema>;
+
+/** Which contact column is a channel's address, and which opt-in is its consent. */
+const CHANNEL = {
+  sms: { address: 'mobile', optIn: 'mobile_opt_in' },
+  email: { address: 'email', optIn: 'email_opt_in' },
+} as const;
+
+export type Channel = keyof typeof CHANNEL;
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/**
+ * The request's own recipients, in request order, in one statement (they come first: a
+ * list's contact with the same address adds nothing, rule 3 of SPEC §2.2).
+ */
+export async function insertRequestRecipients(
+  db: Db,
+  dialect: DialectName,
+  sendId: string,
+  now: number,
+  recipients: Array<{ address: string; tags: Record<string, string> }>,
+): Promise<void> {
+  if (recipients.length === 0) return;
+  const rows = recipients.map((r) => [r.address, Object.keys(r.tags).length > 0 ? json(r.tags) : null]);
+  const query =
+    dialect === 'sqlite'
+      ? sql`insert into send_recipients (send_id, address, tags, status, updated_at)
+            select ${sendId}, value ->> 0, value ->> 1, 'Queued', ${now} from json_each(${json(rows)}) where true
+            on conflict (send_id, address) do nothing`
+      : sql`insert into send_recipients (send_id, address, tags, status, updated_at)
+            select ${sendId}, r ->> 0, r ->> 1, 'Queued', ${now}::bigint from jsonb_array_elements(${json(rows)}::jsonb) r
+            on conflict (send_id, address) do nothing`;
+  await query.execute(db);
+}
+
+export interface Expansion {
+  channel: Channel;
+  sendId: string;
+  accountId: string;
+  /** The send's lists; the account's `All contacts` among them means every contact. */
+  listIds: string[];
+  allContactsListId: string;
+  now: number;
+}
+
+/**
+ * Writes a send's recipients from its lists and settles who may be sent to, in a handful of
+ * set-based statements whatever the lists' size (MESSAGING.md, "expand"): nothing of a list
+ * is held in memory. Run in one transaction with the send marked expanded, so a worker that
+ * dies here leaves nothing half done.
+ *
+ *  - one row per address: a list's contacts join after the request's recipients, and of
+ *    several contacts with one address the most recently updated is the one whose data
+ *    fills the tags (SPEC §2.2 rule 4);
+ *  - a request recipient gets the account's most recently updated contact with its address,
+ *    whose properties fill the tags it does not give itself;
+ *  - consent is per address (ARCHITECTURE.md): any contact of the account with the address
+ *    lacking the channel's opt-in makes it NotSent, whichever contact the row names.
+ */
+export async function expandRecipients(db: Db, dialect: DialectName, e: Expansion): Promise<void> {
+  const { address, optIn } = CHANNEL[e.channel];
+  const col = sql.ref(`c.${address}`);
+  const everyone = e.listIds.includes(e.allContactsListId);
+  const lists = e.listIds.filter((id) => id !== e.allContactsListId);
+  const now = dialect === 'postgres' ? sql`${e.now}::bigint` : sql`${e.now}`;
+  if (everyone || lists.length > 0) {
+    const sources = [
+      ...(everyone ? [sql`select c.id, ${col} as address, c.updated_at from contacts c where c.account_id = ${e.accountId} and ${col} is not null`] : []),
+      ...(lists.length > 0
+        ? [sql`select c.id, ${col} as address, c.updated_at from list_members m
+                 join contacts c on c.account_id = ${e.accountId} and c.id = m.contact_id
+                where m.list_id in ${inJson(dialect, lists)} and ${col} is not null`]
+        : []),
+    ];
+    await sql`
+      insert into send_recipients (send_id, address, contact_id, status, updated_at)
+      select ${e.sendId}, address, id, 'Queued', ${now}
+        from (select s.id, s.address, row_number() over (partition by s.address order by s.updated_at desc, s.id desc) as rank
+                from (${sql.join(sources, sql` union all `)}) s) ranked
+       where rank = 1
+      on conflict (send_id, address) do nothing`.execute(db);
+  }
+  await sql`
+    update send_recipients
+       set contact_id = (select c.id from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address
+                          order by c.updated_at desc, c.id desc limit 1)
+     where send_id = ${e.sendId} and contact_id is null`.execute(db);
+  await sql`
+    update send_recipients
+       set status = 'NotSent', reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
+     where send_id = ${e.sendId} and status = 'Queued'
+       and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(db);
+  await sql`
+    insert into recipient_history (recipient_id, status, at)
+    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = 'NotSent'`.execute(db);
+}
+
+/** Whether any contact of the account with this address lacks the channel's opt-in: `/sms/single` answers 422 then. */
+export async function lacksConsent(db: Db, channel: Channel, accountId: string, address: string): Promise<boolean> {
+  const { address: column, optIn } = CHANNEL[channel];
+  const row = await db
+    .selectFrom('contacts')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where(column, '=', address)
+    .where(optIn, '=', false)
+    .executeTakeFirst();
+  return row !== undefined;
+}

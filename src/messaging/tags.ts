@@ -1,0 +1,47 @@
+/**
+ * Substitution tags (SPEC §2.3): `[name]` in a text is replaced by the recipient's own tag of
+ * that tagName, else by the property of that name (case-insensitive) of the recipient's
+ * contact, else by nothing, as SendGrid and Brevo do with an unknown tag: a `[name]` left in a
+ * text the recipient reads is worse than a gap. A text is split at its tags once per send, so
+ * rendering one recipient is a join.
+ */
+export interface Template {
+  /** The text between tags: one more piece than tags. */
+  pieces: string[];
+  /** Each tag as written, brackets included. */
+  tags: string[];
+}
+
+const TAG = /\[[^[\]\n]{1,64}\]/g;
+
+export function compileTemplate(text: string): Template {
+  const pieces: string[] = [];
+  const tags: string[] = [];
+  let at = 0;
+  for (const match of text.matchAll(TAG)) {
+    pieces.push(text.slice(at, match.index));
+    tags.push(match[0]);
+    at = match.index + match[0].length;
+  }
+  pieces.push(text.slice(at));
+  return { pieces, tags };
+}
+
+/** The values a recipient's tags are filled from, in order. */
+export interface TagSources {
+  /** The request's own tags for this recipient, by tagName as written (`[name]`). */
+  own?: Record<string, string> | null;
+  /** The contact's properties by lower-cased name. */
+  properties?: Map<string, string> | null;
+}
+
+export function renderTemplate(template: Template, sources: TagSources): string {
+  if (template.tags.length === 0) return template.pieces[0];
+  let text = template.pieces[0];
+  for (let i = 0; i < template.tags.length; i++) {
+    const tag = template.tags[i];
+    const value = sources.own?.[tag] ?? sources.properties?.get(tag.slice(1, -1).toLowerCase()) ?? '';
+    text += value + template.pieces[i + 1];
+  }
+  return text;
+}

@@ -1,0 +1,71 @@
+import { postProcedure } from '../http/idempotency.ts';
+import { insertRequestRecipients } from '../messaging/recipients.ts';
+import { enqueue, PRIORITY } from '../queue/queue.ts';
+import type { SmsDraft } from './draft.ts';
+
+/** The queue kind that sends one SMS request: expands it, then submits it a page at a time. */
+export const SMS_SEND_KIND = 'sms.send';
+
+export interface SmsSendJob {
+  sendId: string;
+}
+
+/** What a send keeps of its request (sends.content), for its worker. */
+export type SmsContent = Pick<SmsDraft, 'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener'>;
+
+export interface PreparedSms {
+  sendId: string;
+  accountId: string;
+  draft: SmsDraft;
+  now: number;
+}
+
+/**
+ * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
+ * its job, in one transaction. An immediate single SMS is a one-time passcode: the highest lane.
+ */
+export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, now }: PreparedSms) => {
+  const content: SmsContent = {
+    kind: draft.kind,
+    senderName: draft.senderName,
+    body: draft.body,
+    tags: draft.tags,
+    landingPageId: draft.landingPageId,
+    shortener: draft.shortener,
+  };
+  await db
+    .insertInto('sends')
+    .values({
+      id: sendId,
+      account_id: accountId,
+      channel: 'sms',
+      status: draft.scheduledAt === null ? 'Queued' : 'Scheduled',
+      content: JSON.stringify(content),
+      list_ids: JSON.stringify(draft.listIds),
+      webhook_url: draft.webhookUrl,
+      scheduled_at: draft.scheduledAt,
+      created_at: now,
+      started_at: null,
+      completed_at: null,
+    })
+    .execute();
+  await insertRequestRecipients(db, dialect, sendId, now, draft.recipients.map((r) => ({ address: r.mobile, tags: r.tags })));
+  const job: SmsSendJob = { sendId };
+  await enqueue(db, {
+    kind: SMS_SEND_KIND,
+    payload: job,
+    accountId,
+    runAt: draft.scheduledAt ?? now,
+    idempotencyKey: `${SMS_SEND_KIND}:${sendId}`,
+    maxAttempts: 10,
+    priority: draft.kind === 'single' && draft.scheduledAt === null ? PRIORITY.otp : PRIORITY.fanout,
+  });
+  return {
+    statusCode: 202,
+    body: {
+      status: 'Success' as const,
+      message: draft.scheduledAt === null ? 'The SMS was queued for sending.' : 'The SMS was scheduled.',
+      data: { QueueId: sendId, QueuedTimestamp: now },
+    },
+  };
+});

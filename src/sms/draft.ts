@@ -1,0 +1,22 @@
+/**
+ * A send request as the SMS pipeline takes it, once validated and checked against the
+ * account: plain data (it crosses to SQLite's thread as a procedure's argument).
+ */
+export interface SmsDraft {
+  /** `/sms/single` (one recipient, the highest lane when immediate) or `/sms/batch`. */
+  kind: 'single' | 'batch';
+  senderName: string;
+  body: string;
+  isBodyEncrypted: boolean;
+  /** The single request's top-level tags, by tagName as written (`[name]` → value). */
+  tags: Record<string, string>;
+  /** Request recipients in request order, mobile as E.164 digits; a number given twice keeps its first entry. */
+  recipients: Array<{ mobile: string; tags: Record<string, string> }>;
+  /** The account's lists to send to, lower-cased, without repeats. */
+  listIds: string[];
+  /** Epoch ms; null = now. A time in the past is now. */
+  scheduledAt: number | null;
+  landingPageId: string | null;
+  shortener: { url: string | null; unique: boolean } | null;
+  webhookUrl: string | null;
+}

@@ -1,0 +1,113 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { notFound } from '../errors.ts';
+import { cursorCodec } from '../http/cursor.ts';
+
+type Db = Kysely<Schema>;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const cursor = cursorCodec(['integer']);
+
+/**
+ * `GET /sms/{queueId}` (ARCHITECTURE.md): the send, its totals by status word, and a page of
+ * its recipients in id order, each with its history and its parts as the operator took them.
+ */
+export async function readSms(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
+  const send = await db
+    .selectFrom('sends')
+    .selectAll()
+    .where('id', '=', sendId)
+    .where('account_id', '=', accountId)
+    .where('channel', '=', 'sms')
+    .executeTakeFirst();
+  if (!send) throw notFound('The SMS');
+  // Until its time comes, a scheduled send's recipients are Scheduled rather than Queued.
+  const word = (status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
+
+  const counts = await db
+    .selectFrom('send_recipients')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('parts').as('parts')])
+    .where('send_id', '=', sendId)
+    .groupBy('status')
+    .execute();
+  const totals: Record<string, number> = {};
+  let partsBilled = 0;
+  for (const row of counts) {
+    totals[word(row.status)] = Number(row.n);
+    if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
+  }
+
+  const after = page.cursor === undefined ? 0 : cursor.decode(page.cursor)[0];
+  const rows = await db
+    .selectFrom('send_recipients')
+    .selectAll()
+    .where('send_id', '=', sendId)
+    .where('id', '>', after)
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
+  const more = rows.length > page.limit;
+  const shown = more ? rows.slice(0, page.limit) : rows;
+  const ids = shown.map((row) => Number(row.id));
+  const [history, parts] =
+    ids.length === 0
+      ? [[], []]
+      : await Promise.all([
+          db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute(),
+          db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute(),
+        ]);
+  const historyOf = group(history, (h) => Number(h.recipient_id));
+  const partsOf = group(parts, (p) => Number(p.recipient_id));
+
+  return {
+    queueId: send.id,
+    status: send.status,
+    createdAt: iso(send.created_at),
+    scheduledAt: send.scheduled_at === null ? null : iso(send.scheduled_at),
+    totals,
+    partsBilled,
+    recipients: shown.map((row) => ({
+      recipient: row.address,
+      messageId: row.message_id,
+      status: word(row.status),
+      reason: row.reason,
+      parts: row.parts,
+      encoding: row.encoding,
+      error: row.error,
+      history: [{ status: 'Queued', at: iso(send.created_at) }, ...(historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
+      partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
+    })),
+    nextCursor: more ? cursor.encode([Number(shown.at(-1)!.id)]) : null,
+  };
+}
+
+function group<T>(rows: T[], key: (row: T) => number): Map<number, T[]> {
+  const groups = new Map<number, T[]>();
+  for (const row of rows) {
+    const k = key(row);
+    const list = groups.get(k);
+    if (list) list.push(row);
+    else groups.set(k, [row]);
+  }
+  return groups;
+}
+
+/** `GET /sandbox/sms`: what the sandbox transport took for the account, newest first, each part as text. */
+export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number }) {
+  let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
+  if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
+  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
+  return {
+    messages: rows.map((row) => ({
+      queueId: row.send_id,
+      messageId: row.message_id,
+      recipient: row.recipient,
+      senderName: row.sender,
+      part: row.part,
+      parts: row.parts,
+      encoding: row.encoding,
+      text: row.text,
+      at: iso(row.created_at),
+    })),
+  };
+}

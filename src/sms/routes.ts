@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { badRequest, unprocessable } from '../errors.ts';
+import { errorResponses, Uuid } from '../http/schemas.ts';
+import { idempotent } from '../http/idempotency.ts';
+import { lacksConsent } from '../messaging/recipients.ts';
+import { recordSms, type PreparedSms } from './accept.ts';
+import type { SmsDraft } from './draft.ts';
+import { readSandboxSms, readSms } from './read.ts';
+import { SmsAccepted, SmsBatchRequest, SmsSingleRequest, type SmsRequest } from './schemas.ts';
+import { checkSmsRequest, prepareSms } from './validate.ts';
+
+const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
+const tags = ['sms'];
+
+const Limit = Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', errorMessage: 'must be 1 to 1000' });
+
+/** SMS (SPEC §2.1–2.5, §4 rules 1–3; ARCHITECTURE.md for the reads): route table first. */
+export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  const accept = async (kind: SmsDraft['kind'], body: SmsRequest, account: { id: string; timeZoneOffset: string }): Promise<PreparedSms> => {
+    const now = ctx.clock.now();
+    const { draft, errors } = checkSmsRequest(kind, body, account, now);
+    if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
+    await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
+    if (draft.isBodyEncrypted) {
+      throw unprocessable('Encrypted bodies are not available yet.', [{ field: 'isBodyEncrypted', message: 'is not available yet: send without it' }]);
+    }
+    // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
+    if (kind === 'single' && (await lacksConsent(ctx.database.reads, 'sms', account.id, draft.recipients[0].mobile))) {
+      throw unprocessable('The recipient has not consented to SMS.', [{ field: 'recipient', message: 'belongs to a contact whose mobileOptIn is false' }]);
+    }
+    return { sendId: randomUUID(), accountId: account.id, draft, now };
+  };
+
+  r.post('/sms/single', {
+    config: sms,
+    schema: { tags, summary: 'Send one SMS to one recipient (a one-time passcode, an alert), now or at a time', body: SmsSingleRequest, response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
+  }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordSms, () => accept('single', request.body, request.account)));
+
+  r.post('/sms/batch', {
+    config: sms,
+    schema: { tags, summary: 'Send one SMS text to recipients and/or the contacts of lists, now or at a time', body: SmsBatchRequest, response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
+  }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordSms, () => accept('batch', request.body, request.account)));
+
+  r.get('/sms/:queueId', {
+    config: sms,
+    schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Type.String()) }), response: errorResponses(400, 401, 404, 429) },
+  }, async (request) => readSms(ctx.db, request.account.id, request.params.queueId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+
+  r.get('/sandbox/sms', {
+    config: sms,
+    schema: { tags, summary: "What the sandbox transport took for this account, newest first (SMS_TRANSPORT=sandbox:)", querystring: Type.Object({ recipient: Type.Optional(Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' })), limit: Type.Optional(Limit) }), response: errorResponses(400, 401, 429) },
+  }, async (request) => readSandboxSms(ctx.db, request.account.id, { recipient: request.query.recipient, limit: Number(request.query.limit ?? 100) }));
+}

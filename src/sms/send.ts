@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database, DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { defaultListId } from '../crm/setup.ts';
+import { expandRecipients } from '../messaging/recipients.ts';
+import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
+import type { Lease } from '../queue/queries.ts';
+import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
+import type { SmsContent, SmsSendJob } from './accept.ts';
+import { segment } from './segments.ts';
+import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
+
+type Db = Kysely<Schema>;
+
+/** Recipients submitted and recorded together: one transport call and one commit a page. */
+const PAGE = 500;
+/** A page with messages refused for now is tried again after this long. */
+const RETRY_LATER_MS = 5_000;
+
+/** The webhook event type of SMS status changes (ARCHITECTURE.md). */
+export const SMS_STATUS_TYPE = 'sms.status';
+
+interface StartedSend {
+  accountId: string;
+  content: SmsContent;
+  webhookUrl: string | null;
+  cursor: number;
+}
+
+/**
+ * A send's start, once: its recipients expanded from its lists and consent settled, and the
+ * send marked Sending, in one transaction. A send cancelled before it started answers null.
+ */
+export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | null> =>
+  db.transaction().execute(async (trx) => {
+    const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
+    if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
+    if (!send.expanded) {
+      await expandRecipients(trx, dialect, {
+        channel: 'sms',
+        sendId: send.id,
+        accountId: send.account_id,
+        listIds: JSON.parse(send.list_ids) as string[],
+        allContactsListId: await defaultListId(trx, send.account_id),
+        now: args.now,
+      });
+      await trx.updateTable('sends').set({ expanded: true, status: 'Sending', started_at: args.now }).where('id', '=', send.id).execute();
+    }
+    return { accountId: send.account_id, content: JSON.parse(send.content) as SmsContent, webhookUrl: send.webhook_url, cursor: Number(send.cursor) };
+  }),
+);
+
+/** [recipient id, status, message id, parts, encoding, error, error code, recipient, the operator's id of each part] of one message's outcome. */
+type Outcome = [number, 'Submitted' | 'Failed', string, number, string, string | null, string | null, string, string[]];
+
+interface PageResults {
+  sendId: string;
+  accountId: string;
+  webhookUrl: string | null;
+  now: number;
+  /** The last recipient id of the page: where the next page starts. */
+  cursor: number;
+  outcomes: Outcome[];
+}
+
+/**
+ * One page's results in one transaction: the recipients' statuses and history, their webhook
+ * events, and the send's cursor, so a worker that dies after it resumes with the next page.
+ */
+export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<void> =>
+  db.transaction().execute(async (trx) => {
+    if (page.outcomes.length > 0) {
+      await updateRecipients(trx, dialect, page.now, page.outcomes);
+      if (page.webhookUrl) {
+        await appendWebhookEvents(trx, { now: () => page.now }, {
+          accountId: page.accountId,
+          url: page.webhookUrl,
+          type: SMS_STATUS_TYPE,
+          events: page.outcomes.map(([, status, messageId, parts, , error, errorCode, recipient]) => ({
+            queueId: page.sendId,
+            messageId,
+            recipient,
+            status,
+            errorCode,
+            error,
+            parts,
+            at: new Date(page.now).toISOString(),
+          })),
+        });
+      }
+    }
+    await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
+  }),
+);
+
+async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[]): Promise<void> {
+  const json = JSON.stringify(outcomes);
+  if (dialect === 'sqlite') {
+    await sql`update send_recipients
+                 set status = v.value ->> 1, message_id = v.value ->> 2, parts = v.value ->> 3, encoding = v.value ->> 4,
+                     error = v.value ->> 5, updated_at = ${now}
+                from json_each(${json}) v
+               where send_recipients.id = v.value ->> 0`.execute(db);
+    await sql`insert into recipient_history (recipient_id, status, at) select value ->> 0, value ->> 1, ${now} from json_each(${json})`.execute(db);
+    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
+              select o.value ->> 0, p.key + 1, p.value, 'Submitted' from json_each(${json}) o, json_each(o.value -> 8) p`.execute(db);
+  } else {
+    await sql`update send_recipients r
+                 set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
+                from jsonb_array_elements(${json}::jsonb) v
+               where r.id = (v ->> 0)::bigint`.execute(db);
+    await sql`insert into recipient_history (recipient_id, status, at)
+              select (v ->> 0)::bigint, v ->> 1, ${now}::bigint from jsonb_array_elements(${json}::jsonb) v`.execute(db);
+    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
+              select (v ->> 0)::bigint, p.n, p.id, 'Submitted'
+                from jsonb_array_elements(${json}::jsonb) v, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
+  }
+}
+
+/**
+ * The send done: Completed and its job with it, unless recipients refused for now remain,
+ * which are tried again from the start of the send after a pause.
+ */
+export const finishSmsSend = procedure(import.meta.url, 'finishSmsSend', async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<'completed' | 'retry'> =>
+  db.transaction().execute(async (trx) => {
+    const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', args.sendId).where('status', '=', 'Queued').executeTakeFirst();
+    if (waiting) {
+      await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', args.sendId).execute();
+      return 'retry';
+    }
+    await trx.updateTable('sends').set({ status: 'Completed', completed_at: args.now }).where('id', '=', args.sendId).execute();
+    await completeJob(trx, args.lease);
+    return 'completed';
+  }),
+);
+
+interface PageRow {
+  id: number;
+  address: string;
+  tags: string | null;
+  properties: string | null;
+}
+
+async function loadPage(db: Db, accountId: string, sendId: string, after: number): Promise<PageRow[]> {
+  return db
+    .selectFrom('send_recipients as r')
+    .leftJoin('contacts as c', (join) => join.on('c.account_id', '=', accountId).onRef('c.id', '=', 'r.contact_id'))
+    .select(['r.id', 'r.address', 'r.tags', 'c.properties'])
+    .where('r.send_id', '=', sendId)
+    .where('r.status', '=', 'Queued')
+    .where('r.id', '>', after)
+    .orderBy('r.id')
+    .limit(PAGE)
+    .execute() as Promise<PageRow[]>;
+}
+
+/** The account's property names by id, lower-cased: what `[name]` looks up in a contact. */
+async function propertyNames(db: Db, accountId: string): Promise<Map<string, string>> {
+  const rows = await db.selectFrom('contact_properties').select(['id', 'name_key']).where('account_id', '=', accountId).execute();
+  return new Map(rows.map((row) => [row.id, row.name_key]));
+}
+
+function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, template: Template, names: Map<string, string>): OutgoingSms[] {
+  return rows.map((row) => {
+    let properties: Map<string, string> | null = null;
+    if (template.tags.length > 0 && row.properties) {
+      properties = new Map();
+      for (const [id, value] of Object.entries(JSON.parse(row.properties) as Record<string, string>)) {
+        const name = names.get(id);
+        if (name !== undefined) properties.set(name, value);
+      }
+    }
+    // A batch recipient's own tags, else the single request's top-level ones.
+    const own = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
+    const text = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : send.content.body;
+    return {
+      accountId: send.accountId,
+      sendId: send.sendId,
+      messageId: randomUUID(),
+      recipient: row.address,
+      sender: send.content.senderName,
+      segmented: segment(text, { reference: Number(row.id) % 256 }),
+    };
+  });
+}
+
+function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult): Outcome | undefined {
+  const { encoding, parts } = message.segmented;
+  if (result.accepted) return [Number(row.id), 'Submitted', message.messageId, parts.length, encoding, null, null, row.address, result.operatorMessageIds];
+  if (!result.permanent) return undefined;
+  return [Number(row.id), 'Failed', message.messageId, parts.length, encoding, result.error, result.errorCode, row.address, []];
+}
+
+/**
+ * The `sms.send` job: start (expand) once, then pages of recipients in id order — rendered,
+ * segmented, submitted, their results recorded with the send's cursor — until none is left.
+ */
+export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport }): JobHandler {
+  const { database, clock, transport } = deps;
+  return {
+    async handle(job: Job, run: JobRun) {
+      const { sendId } = job.payload as SmsSendJob;
+      const started = await database.call(startSmsSend, { sendId, now: clock.now() });
+      if (!started) return;
+      const send = { ...started, sendId };
+      const template = compileTemplate(send.content.body);
+      const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
+      for (let cursor = send.cursor; ; ) {
+        if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
+        const rows = await loadPage(database.db, send.accountId, sendId, cursor);
+        if (rows.length === 0) break;
+        const messages = renderPage(rows, send, template, names);
+        const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
+        const outcomes: Outcome[] = [];
+        rows.forEach((row, i) => {
+          const outcome = outcomeOf(row, messages[i], results[i]);
+          if (outcome) outcomes.push(outcome);
+        });
+        cursor = Number(rows.at(-1)!.id);
+        await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor, outcomes });
+      }
+      const finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
+      if (finished === 'retry') throw new SnoozeJob(clock.now() + RETRY_LATER_MS, 'messages refused for now are tried again');
+      return 'completed';
+    },
+    // The job died (its last attempt failed, or it kept killing its worker): what it had not
+    // sent is Failed with the reason, posted like any other outcome, and the send Completed.
+    async onDead(trx: Db, job: Job, error: string) {
+      const { sendId } = job.payload as SmsSendJob;
+      const now = clock.now();
+      const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
+      if (!send) return;
+      const reason = `not sent: ${error}`;
+      const failed = await trx
+        .updateTable('send_recipients')
+        .set({ status: 'Failed', error: reason, updated_at: now })
+        .where('send_id', '=', sendId)
+        .where('status', '=', 'Queued')
+        .returning(['id', 'address', 'message_id', 'parts'])
+        .execute();
+      if (failed.length > 0) {
+        await trx.insertInto('recipient_history').values(failed.map((r) => ({ recipient_id: r.id, status: 'Failed', at: now }))).execute();
+        if (send.webhook_url) {
+          await appendWebhookEvents(trx, clock, {
+            accountId: send.account_id,
+            url: send.webhook_url,
+            type: SMS_STATUS_TYPE,
+            events: failed.map((r) => ({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: new Date(now).toISOString() })),
+          });
+        }
+      }
+      await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import type { ProcedureDatabase } from '../db/procedure.ts';
+import type { Segmented } from './segments.ts';
+
+/** One recipient's message, rendered and segmented, as a transport takes it. */
+export interface OutgoingSms {
+  accountId: string;
+  sendId: string;
+  /** Herald's id of the message (a UUID). */
+  messageId: string;
+  /** E.164 digits. */
+  recipient: string;
+  sender: string;
+  segmented: Segmented;
+}
+
+/**
+ * What became of one message: every part taken (the operator's id of each), or refused —
+ * for good (`permanent`, the message is Failed) or for now (it is tried again later).
+ */
+export type SubmitResult =
+  | { accepted: true; operatorMessageIds: string[] }
+  | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
+
+/**
+ * A way out for SMS (MESSAGING.md: the pipeline never knows which one it drives). `submit`
+ * takes a page of messages and answers a result for each, in order. A transport may be
+ * handed the database to keep what it took (the sandbox does).
+ */
+export interface SmsTransport {
+  submit(database: ProcedureDatabase, messages: OutgoingSms[], signal: AbortSignal): Promise<SubmitResult[]>;
+  close(): Promise<void>;
+}

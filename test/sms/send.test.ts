@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { ManualClock } from '../../src/clock.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+interface SandboxMessage {
+  queueId: string;
+  messageId: string;
+  recipient: string;
+  senderName: string;
+  part: number;
+  parts: number;
+  encoding: string;
+  text: string;
+}
+
+forEachDatabase((dialect) => {
+  let crm: CrmTest;
+  let alice: CrmClient;
+  let receiver: Receiver;
+  beforeEach(async () => {
+    // Standard Webhooks verifiers check webhook-timestamp against the real time.
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await crm.client();
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await crm.close();
+  });
+
+  const sandbox = async (client: CrmClient, recipient?: string) =>
+    (await client.get(`/sandbox/sms${recipient ? `?recipient=${recipient}` : ''}`)).json().messages as SandboxMessage[];
+  const send = async (client: CrmClient, path: '/sms/single' | '/sms/batch', body: object) => {
+    const response = await client.post(path, body);
+    assert.equal(response.statusCode, 202, response.body);
+    await crm.drain();
+    return response.json().data.QueueId as string;
+  };
+  const secret = async (client: CrmClient) => (await client.get('/webhooks/secret')).json().secret as string;
+
+  it('accepts /sms/single with exactly SPEC §2.5, submits it to the sandbox with its tags, and reads it back', async () => {
+    const response = await alice.post('/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'Your code is [code]',
+      personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '482913' }],
+    });
+    assert.equal(response.statusCode, 202, response.body);
+    const body = response.json();
+    assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
+    assert.equal(body.status, 'Success');
+    assert.match(body.data.QueueId, UUID);
+    assert.equal(body.data.QueuedTimestamp, crm.clock.now());
+    await crm.drain();
+
+    const [message] = await sandbox(alice);
+    assert.deepEqual([message.recipient, message.senderName, message.text, message.parts, message.encoding], ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7']);
+    const read = (await alice.get(`/sms/${body.data.QueueId}`)).json();
+    assert.equal(read.status, 'Completed');
+    assert.deepEqual(read.totals, { Submitted: 1 });
+    assert.equal(read.partsBilled, 1);
+    const [recipient] = read.recipients;
+    assert.deepEqual([recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding], ['919812345678', 'Submitted', message.messageId, 1, 'GSM-7']);
+    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted']);
+    assert.deepEqual(recipient.partStatus, [{ part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Submitted' }]);
+  });
+
+  it('sends a batch to its recipients and lists: one message per number, the request’s tags over the contact’s, consent obeyed', async () => {
+    await alice.createProperty('firstName');
+    const list = await alice.createList('Customers');
+    const other = await alice.createList('Prospects');
+    const contact = (mobileNumber: string, firstName: string, mobileOptIn: boolean) => ({
+      mobileCountryCode: '91', mobileNumber, mobileOptIn, propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+    });
+    await alice.upsert([contact('9812300001', 'Asha', true), contact('9812300002', 'Bina', true), contact('9812300003', 'Chetan', false)], { listId: list });
+    // The same number in a second list, updated later: its data is the one used (rule 4).
+    await alice.upsert([contact('9812300002', 'Bina', true)], { listId: other });
+    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300002', mobileOptIn: true, email: 'bina@example.com', propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Binita' }] }], { listId: other });
+
+    const queueId = await send(alice, '/sms/batch', {
+      listId: [list, other, list],
+      recipients: [
+        { mobileNo: '919812300001', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }] },
+        { mobileNo: '919812300009' },
+      ],
+      senderName: 'HERALD',
+      body: 'Hello [firstName], your order shipped.',
+      webHookUrl: receiver.url,
+    });
+    const texts = new Map((await sandbox(alice)).map((m) => [m.recipient, m.text]));
+    assert.deepEqual(Object.fromEntries(texts), {
+      '919812300001': 'Hello Dr Asha, your order shipped.',
+      '919812300002': 'Hello Binita, your order shipped.',
+      '919812300009': 'Hello , your order shipped.',
+    });
+    const read = (await alice.get(`/sms/${queueId}`)).json();
+    assert.deepEqual(read.totals, { Submitted: 3, NotSent: 1 });
+    const notSent = read.recipients.find((r: { recipient: string }) => r.recipient === '919812300003');
+    assert.equal(notSent.status, 'NotSent');
+    assert.match(notSent.reason, /consent/);
+
+    // The status events are gathered into one signed post.
+    crm.clock.advance(1000);
+    await crm.drain();
+    assert.equal(receiver.received.length, 1);
+    const post = receiver.received[0];
+    const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as { type: string; data: Array<{ queueId: string; recipient: string; status: string; parts: number }> };
+    assert.equal(payload.type, 'sms.status');
+    assert.deepEqual(payload.data.map((e) => [e.queueId, e.recipient, e.status, e.parts]).sort(), [
+      [queueId, '919812300001', 'Submitted', 1],
+      [queueId, '919812300002', 'Submitted', 1],
+      [queueId, '919812300009', 'Submitted', 1],
+    ]);
+  });
+
+  it('splits a long text into parts, and bills them', async () => {
+    const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'x'.repeat(161) });
+    const parts = await sandbox(alice);
+    assert.deepEqual(parts.map((p) => [p.part, p.parts, p.text.length]).sort(), [[1, 2, 153], [2, 2, 8]]);
+    assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
+  });
+
+  it('answers /sms/single to a number whose contact has not consented with 422, and queues nothing', async () => {
+    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
+    const response = await alice.post('/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'code 1' });
+    assert.equal(response.statusCode, 422);
+    assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), ['recipient']);
+    await crm.drain();
+    assert.deepEqual(await sandbox(alice), []);
+  });
+
+  it('keeps accounts apart: another account’s send, sandbox and lists are not there', async () => {
+    const bob = await crm.client();
+    const list = await alice.createList('Mine');
+    const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi' });
+    assert.equal((await bob.get(`/sms/${queueId}`)).statusCode, 404);
+    assert.deepEqual(await sandbox(bob), []);
+    const intoHerList = await bob.post('/sms/batch', { listId: [list], senderName: 'HERALD', body: 'hi' });
+    assert.equal(intoHerList.statusCode, 422);
+  });
+
+  it('queues a request sent again with its Idempotency-Key once', async () => {
+    const body = { recipient: '919812345678', senderName: 'HERALD', body: 'once' };
+    const post = () => crm.t.app.inject({ method: 'POST', url: '/sms/single', headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'otp-1' }, payload: body });
+    const [first, again] = [await post(), await post()];
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), first.json());
+    await crm.drain();
+    assert.equal((await sandbox(alice)).length, 1);
+  });
+});
