@@ -1,3 +1,4 @@
+import { procedure } from '../db/procedure.ts';
 import { postProcedure } from '../http/idempotency.ts';
 import { insertRequestRecipients } from '../messaging/recipients.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
@@ -69,3 +70,20 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
     },
   };
 });
+
+/**
+ * `DELETE /sms/{queueId}`: cancels a send that has not started (its recipients Cancelled, its
+ * job gone); answers what the route says: cancelled, not the account's, or already sending.
+ */
+export const cancelSms = procedure(import.meta.url, 'cancelSms', async ({ db }, args: { accountId: string; sendId: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
+  db.transaction().execute(async (trx) => {
+    const send = await trx.selectFrom('sends').select('status').where('id', '=', args.sendId).where('account_id', '=', args.accountId).where('channel', '=', 'sms').executeTakeFirst();
+    if (!send) return 'not found';
+    if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
+    await trx.updateTable('sends').set({ status: 'Cancelled', completed_at: args.now }).where('id', '=', args.sendId).execute();
+    await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').execute();
+    // A job already claimed finds the send Cancelled and ends at once.
+    await trx.deleteFrom('jobs').where('idempotency_key', '=', `${SMS_SEND_KIND}:${args.sendId}`).where('state', '=', 'ready').execute();
+    return 'cancelled';
+  }),
+);

@@ -3,11 +3,11 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { badRequest, unprocessable } from '../errors.ts';
+import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { lacksConsent } from '../messaging/recipients.ts';
-import { recordSms, type PreparedSms } from './accept.ts';
+import { cancelSms, recordSms, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { readSandboxSms, readSms } from './read.ts';
 import { SmsAccepted, SmsBatchRequest, SmsSingleRequest, type SmsRequest } from './schemas.ts';
@@ -51,6 +51,16 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: sms,
     schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Type.String()) }), response: errorResponses(400, 401, 404, 429) },
   }, async (request) => readSms(ctx.db, request.account.id, request.params.queueId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+
+  r.delete('/sms/:queueId', {
+    config: sms,
+    schema: { tags, summary: 'Cancel an SMS request that has not started sending (204); 409 once it has', params: Type.Object({ queueId: Uuid() }), response: errorResponses(400, 401, 404, 409, 429) },
+  }, async (request, reply) => {
+    const outcome = await ctx.database.call(cancelSms, { accountId: request.account.id, sendId: request.params.queueId.toLowerCase(), now: ctx.clock.now() });
+    if (outcome === 'not found') throw notFound('The SMS');
+    if (outcome === 'started') throw conflict('The SMS has started sending, or was cancelled already: it cannot be cancelled.');
+    return reply.code(204).send();
+  });
 
   r.get('/sandbox/sms', {
     config: sms,

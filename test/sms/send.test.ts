@@ -154,4 +154,39 @@ forEachDatabase((dialect) => {
     await crm.drain();
     assert.equal((await sandbox(alice)).length, 1);
   });
+
+  it('sends a scheduled SMS at its time, not before, read in the account’s offset when the time has none', async () => {
+    // The test account's offset is UTC+00:00 unless it says otherwise.
+    const at = new Date(Math.ceil(crm.clock.now() / 1000) * 1000 + 3_600_000);
+    const local = at.toISOString().slice(0, 19);
+    const queueId = (await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'later', scheduleDateTime: local })).json().data.QueueId;
+    await crm.drain();
+    assert.deepEqual(await sandbox(alice), []);
+    const waiting = (await alice.get(`/sms/${queueId}`)).json();
+    assert.deepEqual([waiting.status, waiting.scheduledAt, waiting.recipients[0].status], ['Scheduled', at.toISOString(), 'Scheduled']);
+    crm.clock.advance(at.getTime() - crm.clock.now() - 1);
+    await crm.drain();
+    assert.deepEqual(await sandbox(alice), [], 'not a millisecond early');
+    crm.clock.advance(1);
+    await crm.drain();
+    assert.equal((await sandbox(alice)).length, 1);
+    assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
+  });
+
+  it('cancels a send that has not started (204), and refuses once it has (409)', async () => {
+    const bob = await crm.client();
+    const later = new Date(crm.clock.now() + 60_000).toISOString();
+    const queueId = (await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812345678' }], senderName: 'HERALD', body: 'x', scheduleDateTime: later })).json().data.QueueId;
+    const cancel = (client = alice, id = queueId) => crm.t.app.inject({ method: 'DELETE', url: `/sms/${id}`, headers: { authorization: `Bearer ${client.token}` } });
+    assert.equal((await cancel(bob)).statusCode, 404);
+    assert.equal((await cancel()).statusCode, 204);
+    crm.clock.advance(60_000);
+    await crm.drain();
+    assert.deepEqual(await sandbox(alice), []);
+    const read = (await alice.get(`/sms/${queueId}`)).json();
+    assert.deepEqual([read.status, read.totals], ['Cancelled', { Cancelled: 1 }]);
+    assert.equal((await cancel()).statusCode, 409);
+    const sent = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'now' });
+    assert.equal((await cancel(alice, sent)).statusCode, 409);
+  });
 });
