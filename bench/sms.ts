@@ -1,0 +1,244 @@
+/**
+ * SMS through the sandbox transport, as `herald serve` runs it (one process: API and workers).
+ *
+ *   npm run bench:sms                                                   # SQLite
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_sms npm run bench:sms
+ *   BENCH_SECONDS=10 BENCH_LIST=49000 npm run bench:sms                 # a shorter run
+ *
+ * On PostgreSQL the database named in DATABASE_URL is created (dropped first) and dropped at
+ * the end. Every send carries a webHookUrl on a local receiver; the account's rate limit is
+ * raised for the run. It prints:
+ *  (a) one-time passcodes: p50/p99 from POST /sms/single to the sandbox's submit (its record's
+ *      time), at a steady BENCH_OTP_RATE requests/s (500) for BENCH_SECONDS (30), on an idle
+ *      service and again while (b) runs;
+ *  (b) one batch of 1,000 `recipients` plus a list of BENCH_LIST contacts (99,000): messages/s
+ *      from the request to the last submit, the time until the last webhook event was
+ *      received, and the server's peak RSS.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, Agent, request } from 'node:http';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
+import { systemClock } from '../src/clock.ts';
+import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
+import { PROCEDURE_MODULES } from '../src/procedures.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
+const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
+const LIST = Number(process.env.BENCH_LIST ?? 99_000);
+const RECIPIENTS = 1000;
+const PORT = 18_600;
+const requestedUrl = process.env.DATABASE_URL || undefined;
+const postgres = requestedUrl?.startsWith('postgres') ?? false;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
+function post(agent: Agent, url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Counts the status events posted to it, and when the last arrived. */
+async function startReceiver(): Promise<{ url: string; events: () => number; lastAt: () => number; close: () => Promise<void> }> {
+  let events = 0;
+  let lastAt = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      events += (JSON.parse(Buffer.concat(chunks).toString()) as { data: unknown[] }).data.length;
+      lastAt = Date.now();
+      res.writeHead(204).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/hooks`, events: () => events, lastAt: () => lastAt, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+function mobile(n: number): string {
+  return String(919_000_000_000 + n);
+}
+
+/** The list's contacts, written straight into the database: what is measured is sending to them. */
+async function seedContacts(database: Database, accountId: string, listId: string): Promise<void> {
+  for (let start = 0; start < LIST; start += 2000) {
+    const rows = Array.from({ length: Math.min(2000, LIST - start) }, (_, i) => start + i + 1);
+    await database.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('contacts')
+        .values(rows.map((n) => ({ id: n, account_id: accountId, email: null, mobile: mobile(RECIPIENTS + n), mobile_country_code: '91', mobile_opt_in: true, email_opt_in: false, properties: '{}', created_at: n, updated_at: n })))
+        .execute();
+      await trx.insertInto('list_members').values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n }))).execute();
+    });
+  }
+}
+
+interface OtpRun {
+  queueIds: Map<string, number>;
+  stop: () => Promise<void>;
+}
+
+/** POST /sms/single at a steady rate until stopped; remembers when each request was sent. */
+function otpStream(base: string, headers: Record<string, string>, webhookUrl: string): OtpRun {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const queueIds = new Map<string, number>();
+  const pending = new Set<Promise<void>>();
+  let stopped = false;
+  const loop = (async () => {
+    const started = performance.now();
+    for (let i = 0; !stopped; i++) {
+      const due = started + (i * 1000) / OTP_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const sentAt = Date.now();
+      const body = JSON.stringify({ recipient: mobile(900_000 + (i % 50_000)), senderName: 'HERALD', body: `Your code is ${100000 + i}`, webHookUrl: webhookUrl });
+      const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
+        if (status !== 202) throw new Error(`/sms/single answered ${status}: ${text}`);
+        queueIds.set(JSON.parse(text).data.QueueId, sentAt);
+      });
+      pending.add(one);
+      void one.finally(() => pending.delete(one));
+    }
+  })();
+  return {
+    queueIds,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      await Promise.all(pending);
+    },
+  };
+}
+
+/** Request-to-submit latencies of the passcodes, once every one has been submitted. */
+async function otpLatencies(database: Database, run: OtpRun): Promise<{ p50: number; p99: number; count: number }> {
+  const ids = [...run.queueIds.keys()];
+  for (;;) {
+    const { rows } = await sql<{ n: number }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(ids)})`.execute(database.db);
+    if (Number(rows[0].n) === 0) break;
+    await sleep(50);
+  }
+  const submitted = await database.db.selectFrom('sandbox_sms').select(['send_id', 'created_at']).where('send_id', 'in', ids).execute();
+  const latencies = submitted.map((row) => Number(row.created_at) - run.queueIds.get(row.send_id)!).sort((a, b) => a - b);
+  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), count: latencies.length };
+}
+
+async function withPostgres(url: string, body: () => Promise<void>): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create, got "${name}"`);
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  await admin.query(`drop database if exists ${name} with (force)`);
+  await admin.query(`create database ${name}`);
+  try {
+    await body();
+  } finally {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+async function run(url: string): Promise<void> {
+  const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
+  await migrateToLatest(database);
+  const password = 'correct horse battery staple';
+  const account = await createAccount(database.db, systemClock, { userName: `bench-${Date.now()}@example.com`, password });
+  await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { sms: 1_000_000 } });
+  const customers = crypto.randomUUID();
+  await database.db.insertInto('contact_lists').values({ id: customers, account_id: account.id, name: 'Customers', name_key: 'customers', is_default: false, created_at: Date.now() }).execute();
+  await seedContacts(database, account.id, customers);
+
+  const receiver = await startReceiver();
+  const server = spawn('bin/herald', ['serve'], {
+    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${PORT}`;
+  try {
+    for (;;) {
+      try {
+        if ((await fetch(`${base}/healthz`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      await sleep(50);
+    }
+    const token = (await (await fetch(`${base}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' }),
+    })).json()).access_token as string;
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+
+    console.log(`(a) POST /sms/single at ${OTP_RATE}/s for ${SECONDS} s, idle service`);
+    const idle = otpStream(base, headers, receiver.url);
+    await sleep(SECONDS * 1000);
+    await idle.stop();
+    const idleLatency = await otpLatencies(database, idle);
+
+    console.log(`(b) one batch: ${RECIPIENTS} recipients + a list of ${LIST} contacts, with (a) running beside it`);
+    const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ mobileNo: mobile(i + 1) }));
+    const eventsBefore = receiver.events();
+    const busy = otpStream(base, headers, receiver.url);
+    const requested = Date.now();
+    const accepted = await post(new Agent(), `${base}/sms/batch`, headers, JSON.stringify({ listId: [customers], recipients, senderName: 'HERALD', body: 'Our sale starts today: 20% off everything.', webHookUrl: receiver.url }));
+    if (accepted.status !== 202) throw new Error(`/sms/batch answered ${accepted.status}: ${accepted.text}`);
+    const batchId = JSON.parse(accepted.text).data.QueueId as string;
+    for (;;) {
+      const send = await database.db.selectFrom('sends').select('status').where('id', '=', batchId).executeTakeFirstOrThrow();
+      if (send.status === 'Completed') break;
+      await sleep(20);
+    }
+    const lastSubmit = Number((await database.db.selectFrom('sandbox_sms').select((eb) => eb.fn.max('created_at').as('at')).where('send_id', '=', batchId).executeTakeFirstOrThrow()).at);
+    const total = RECIPIENTS + LIST;
+    const seconds = (lastSubmit - requested) / 1000;
+    await busy.stop();
+    const busyLatency = await otpLatencies(database, busy);
+    const expectedEvents = eventsBefore + total + busy.queueIds.size;
+    const deadline = Date.now() + 120_000;
+    while (receiver.events() < expectedEvents && Date.now() < deadline) await sleep(50);
+    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
+
+    console.log('figure                                              value');
+    console.log(`OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`);
+    console.log(`OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`);
+    console.log(`batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`);
+    console.log(`batch: last webhook event after the last submit    ${receiver.events() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.events() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`);
+    console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
+  } finally {
+    server.kill('SIGTERM');
+    if (server.exitCode === null) await once(server, 'exit');
+    await receiver.close();
+    await database.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-bench-sms-'));
+  const url = requestedUrl ?? `sqlite:${join(dir, 'herald.db')}`;
+  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
+  try {
+    if (postgres) await withPostgres(url, () => run(url));
+    else await run(url);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
