@@ -18,6 +18,7 @@ import {
 } from './accounts/service.ts';
 import { findAccountByUserName } from './auth/credentials.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
+import { simCommand, SIM_USAGE } from './sim/cli.ts';
 
 const USAGE = `usage: herald <command>
 
@@ -32,6 +33,7 @@ const USAGE = `usage: herald <command>
   account add-sender-name --user EMAIL --name NAME        (for the SMS module, not built yet)
   account add-sender-domain --user EMAIL --domain DOMAIN  (for the email module, not built yet)
   account delete --user EMAIL
+${SIM_USAGE}
 
 Configuration is read from the environment (see README.md).`;
 
@@ -131,6 +133,9 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'account':
       await accountCommand(config, action, rest);
+      return;
+    case 'sim':
+      await simCommand(action, rest, (message) => new UsageError(message));
       return;
     case undefined:
     case 'help':

@@ -151,13 +151,15 @@ function outcomeTable(outcomes: Partial<Record<FinalState, number>>): Array<[Fin
   const table: Array<[FinalState, number]> = [];
   for (const state of FINAL_STATES) {
     const share = outcomes[state];
-    if (state === 'DELIVRD' || share === undefined || share === 0) continue;
-    if (!(share > 0 && share <= 1)) throw new RangeError(`the share of ${state} must be from 0 to 1, not ${share}`);
+    if (share === undefined) continue;
+    if (!(share >= 0 && share <= 1)) throw new RangeError(`the share of ${state} must be from 0 to 1, not ${share}`);
+    if (state === 'DELIVRD' || share === 0) continue;
     sum += share;
     table.push([state, sum]);
   }
-  const delivered = outcomes.DELIVRD ?? 1 - sum;
-  if (Math.abs(sum + delivered - 1) > 1e-9) throw new RangeError(`the outcome shares add up to ${sum + delivered}, not 1`);
+  const total = sum + (outcomes.DELIVRD ?? 0);
+  const exact = outcomes.DELIVRD !== undefined;
+  if (exact ? Math.abs(total - 1) > 1e-9 : total > 1 + 1e-9) throw new RangeError(`the outcome shares add up to ${total}, not 1`);
   table.push(['DELIVRD', Infinity]);
   return table;
 }
