@@ -8,10 +8,12 @@
  */
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
-import smpp from 'smpp';
 import { septetsOf, writeSeptets } from '../sms/gsm7.ts';
 import { segment } from '../sms/segments.ts';
-import { COMMAND, MalformedPdu, pduSplitter, readBind, readHeader, readSubmit, type Header, type Submit } from './pdu.ts';
+import {
+  COMMAND, encodeDeliverSm, encodeResponse, MalformedPdu, pduSplitter, readBind, readHeader, readSubmit, RESPONSE_BIT, STATUS,
+  type Deliver, type Header, type Submit,
+} from './pdu.ts';
 import { decodePart, reassemble, Ring, type MessageView, type TakenPart } from './taken.ts';
 import { startControl } from './control.ts';
 
@@ -95,8 +97,6 @@ export interface Smsc {
   close(): Promise<void>;
 }
 
-const { PDU, errors } = smpp;
-
 /** Receipt `err:` values: GSM MAP causes a real network would give for these states. */
 const ERROR_CODE: Record<ReceiptState, string> = {
   ENROUTE: '000', DELIVRD: '000', UNDELIV: '001', REJECTD: '011', EXPIRED: '027', DELETED: '000', UNKNOWN: '000',
@@ -113,12 +113,6 @@ const ESM_UDH = 0x40;
 const REDELIVER_MS = 1000;
 /** The system_id the simulator answers binds with. */
 const SMSC_SYSTEM_ID = 'HERALDSIM';
-
-const BIND_RESPONSE: Record<number, string> = {
-  [COMMAND.bind_transmitter]: 'bind_transmitter_resp',
-  [COMMAND.bind_receiver]: 'bind_receiver_resp',
-  [COMMAND.bind_transceiver]: 'bind_transceiver_resp',
-};
 
 type BindKind = 'transmitter' | 'receiver' | 'transceiver';
 const BIND_KIND: Record<number, BindKind> = {
@@ -138,11 +132,12 @@ interface Session {
   /** deliver_sm sent and not yet answered, by sequence number: offered again if the bind goes. */
   unanswered: Map<number, Delivery>;
   closing: boolean;
+  corked: boolean;
 }
 
 interface Delivery {
   systemId: string;
-  fields: Record<string, unknown>;
+  pdu: Deliver;
 }
 
 /** Cumulative shares, DELIVRD last taking the rest: one comparison per state to pick an outcome. */
@@ -176,17 +171,30 @@ function wholeNumber(name: string, value: number | undefined, fallback: number):
   return value;
 }
 
-/** YYMMDDhhmm, UTC: the receipt text's dates (SMPP 3.4 Appendix B). */
+const MINUTE_MS = 60_000;
+let datedMinute = -1;
+let dated = '';
+/** YYMMDDhhmm, UTC: the receipt text's dates (SMPP 3.4 Appendix B); formatted once a minute, not per receipt. */
 function receiptDate(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace(/^..(..)-(..)-(..)T(..):(..).*$/, '$1$2$3$4$5');
+  const minute = Math.floor(epochMs / MINUTE_MS);
+  if (minute !== datedMinute) {
+    datedMinute = minute;
+    dated = new Date(minute * MINUTE_MS).toISOString().replace(/^..(..)-(..)-(..)T(..):(..).*$/, '$1$2$3$4$5');
+  }
+  return dated;
 }
 
 /** Unpacked GSM-7 of a receipt text; a character GSM-7 lacks (from the message's `text:`) becomes '?'. */
 function gsmBytes(text: string): Buffer {
-  let safe = '';
-  for (let i = 0; i < text.length; i++) safe += septetsOf(text.charCodeAt(i)) > 0 ? text[i] : '?';
-  const out = Buffer.alloc(safe.length * 2);
-  return out.subarray(0, writeSeptets(safe, 0, safe.length, out, 0));
+  let gsm = text;
+  for (let i = 0; i < text.length; i++) {
+    if (septetsOf(text.charCodeAt(i)) === 0) {
+      gsm = text.replace(/[^]/g, (char) => (septetsOf(char.charCodeAt(0)) > 0 ? char : '?'));
+      break;
+    }
+  }
+  const out = Buffer.allocUnsafe(gsm.length * 2);
+  return out.subarray(0, writeSeptets(gsm, 0, gsm.length, out, 0));
 }
 
 /** Sender and recipient TON/NPI of an MO: international/E.164 for digits, alphanumeric otherwise. */
@@ -203,7 +211,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const dropAfterSubmits = wholeNumber('dropAfterSubmits', options.dropAfterSubmits, 0);
   const throttledShare = share('throttledShare', options.throttledShare);
   const queueFullShare = share('queueFullShare', options.queueFullShare);
-  const rejectStatus = options.rejectStatus ?? errors.ESME_RINVDSTADR;
+  const rejectStatus = options.rejectStatus ?? STATUS.ESME_RINVDSTADR;
   const outcomes = outcomeTable(options.outcomes ?? {});
   const gsm7Packed = options.gsm7Packed ?? false;
   const retain = wholeNumber('retain', options.retain, 100_000);
@@ -230,12 +238,52 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     };
   }
 
-  const write = (session: Session, pdu: InstanceType<typeof PDU>) => {
-    if (!session.closing) session.socket.write(pdu.toBuffer());
+  // Everything written to a session in one turn of the event loop goes out in one write:
+  // the answers to a chunk's PDUs, the receipts falling due together.
+  const uncork = (session: Session) => {
+    session.corked = false;
+    session.socket.uncork();
+  };
+  const write = (session: Session, pdu: Buffer) => {
+    if (session.closing) return;
+    if (!session.corked) {
+      session.corked = true;
+      session.socket.cork();
+      process.nextTick(uncork, session);
+    }
+    session.socket.write(pdu);
   };
 
-  const respond = (session: Session, command: string, header: Header, status: number, fields: Record<string, unknown> = {}) =>
-    write(session, new PDU(command, { ...fields, sequence_number: header.sequence, command_status: status }));
+  // Receipts waiting for their delay. One delay for all, so they fall due in the order they
+  // were queued, and one timer serves them all: a timer each would send each on its own turn.
+  const laterReceipts: Array<{ at: number; send: () => void }> = [];
+  let nextDue = 0;
+  let receiptTimer: NodeJS.Timeout | undefined;
+  function later(send: () => void): void {
+    laterReceipts.push({ at: performance.now() + receiptDelayMs, send });
+    if (!receiptTimer) armReceiptTimer();
+  }
+  function armReceiptTimer(): void {
+    receiptTimer = setTimeout(sendDueReceipts, Math.max(0, laterReceipts[nextDue].at - performance.now()));
+    receiptTimer.unref();
+  }
+  function sendDueReceipts(): void {
+    receiptTimer = undefined;
+    const at = performance.now();
+    while (nextDue < laterReceipts.length && laterReceipts[nextDue].at <= at) laterReceipts[nextDue++].send();
+    if (nextDue === laterReceipts.length) {
+      laterReceipts.length = 0;
+      nextDue = 0;
+    } else {
+      if (nextDue > 4096) laterReceipts.splice(0, nextDue), (nextDue = 0);
+      armReceiptTimer();
+    }
+  }
+
+  const respond = (session: Session, header: Header, status: number, body?: string) =>
+    write(session, encodeResponse((header.commandId | RESPONSE_BIT) >>> 0, status, header.sequence, body));
+  const nack = (session: Session, header: Header, status: number) =>
+    write(session, encodeResponse(COMMAND.generic_nack, status, header.sequence));
 
   const canReceive = (session: Session) => !session.closing && (session.kind === 'receiver' || session.kind === 'transceiver');
 
@@ -257,11 +305,9 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       return;
     }
     target.sequence = target.sequence >= 0x7fffffff ? 1 : target.sequence + 1;
-    const pdu = new PDU('deliver_sm', delivery.fields);
-    pdu.sequence_number = target.sequence;
     target.unanswered.set(target.sequence, delivery);
     stats.deliverSm.sent++;
-    write(target, pdu);
+    write(target, encodeDeliverSm(target.sequence, delivery.pdu));
   }
 
   function receipt(part: TakenPart, state: ReceiptState, id: number): Delivery {
@@ -271,18 +317,14 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       `submit date:${receiptDate(part.receivedAt)} done date:${receiptDate(now())} stat:${state} err:${ERROR_CODE[state]} text:${snippet}`;
     return {
       systemId: part.systemId,
-      fields: {
-        source_addr_ton: part.destination.ton,
-        source_addr_npi: part.destination.npi,
-        source_addr: part.destination.addr,
-        dest_addr_ton: part.source.ton,
-        dest_addr_npi: part.source.npi,
-        destination_addr: part.source.addr,
-        esm_class: state === 'ENROUTE' ? ESM_INTERMEDIATE : ESM_RECEIPT,
-        data_coding: 0,
-        short_message: gsmBytes(text),
-        receipted_message_id: part.messageId,
-        message_state: MESSAGE_STATE[state],
+      pdu: {
+        source: part.destination,
+        destination: part.source,
+        esmClass: state === 'ENROUTE' ? ESM_INTERMEDIATE : ESM_RECEIPT,
+        dataCoding: 0,
+        shortMessage: gsmBytes(text),
+        receiptedMessageId: part.messageId,
+        messageState: MESSAGE_STATE[state],
       },
     };
   }
@@ -298,23 +340,23 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       const at = now();
       session.tokens = Math.min(tps, session.tokens + ((at - session.refilledAt) * tps) / 1000);
       session.refilledAt = at;
-      if (session.tokens < 1) return errors.ESME_RTHROTTLED;
+      if (session.tokens < 1) return STATUS.ESME_RTHROTTLED;
       session.tokens--;
     }
-    if (throttledShare > 0 && random() < throttledShare) return errors.ESME_RTHROTTLED;
-    if (queueFullShare > 0 && random() < queueFullShare) return errors.ESME_RMSGQFUL;
+    if (throttledShare > 0 && random() < throttledShare) return STATUS.ESME_RTHROTTLED;
+    if (queueFullShare > 0 && random() < queueFullShare) return STATUS.ESME_RMSGQFUL;
     if (options.rejectDestinations?.test(destination)) return rejectStatus;
     return 0;
   }
 
-  const counterOf: Record<number, 'throttled' | 'queueFull'> = { [errors.ESME_RTHROTTLED]: 'throttled', [errors.ESME_RMSGQFUL]: 'queueFull' };
+  const counterOf: Record<number, 'throttled' | 'queueFull'> = { [STATUS.ESME_RTHROTTLED]: 'throttled', [STATUS.ESME_RMSGQFUL]: 'queueFull' };
 
   /** Answers a submit_sm; false when the connection is to drop after it. */
   function onSubmit(session: Session, header: Header, pdu: Buffer): boolean {
     stats.submits.received++;
     if (session.kind !== 'transmitter' && session.kind !== 'transceiver') {
       stats.submits.invalid++;
-      respond(session, 'submit_sm_resp', header, errors.ESME_RINVBNDSTS);
+      respond(session, header, STATUS.ESME_RINVBNDSTS);
       return true;
     }
     const submit = readSubmit(pdu);
@@ -322,7 +364,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     const status = refusal(session, submit.destination.addr);
     if (status !== 0) {
       stats.submits[counterOf[status] ?? 'rejected']++;
-      respond(session, 'submit_sm_resp', header, status);
+      respond(session, header, status);
     } else {
       accept(session, header, submit);
     }
@@ -353,7 +395,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     const asked = submit.registeredDelivery & 0x03;
     const final = asked === 1 || (asked === 2 && outcome !== 'DELIVRD') || (asked === 3 && outcome === 'DELIVRD');
     const enroute = options.enroute === true && asked !== 0;
-    const response = () => respond(session, 'submit_sm_resp', header, 0, { message_id: part.messageId });
+    const response = () => respond(session, header, STATUS.ESME_ROK, part.messageId);
     if (options.receiptBeforeResponse) {
       if (enroute) sendReceipt(part, 'ENROUTE', id, session);
       if (final) sendReceipt(part, outcome, id, session);
@@ -362,27 +404,26 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     }
     response();
     if (enroute) sendReceipt(part, 'ENROUTE', id, session);
-    if (final) setTimeout(() => sendReceipt(part, outcome, id, session), receiptDelayMs).unref();
+    if (final) later(() => sendReceipt(part, outcome, id, session));
   }
 
   function onBind(session: Session, header: Header, pdu: Buffer): void {
-    const command = BIND_RESPONSE[header.commandId];
-    if (session.kind) return respond(session, command, header, errors.ESME_RALYBND);
+    if (session.kind) return respond(session, header, STATUS.ESME_RALYBND);
     const { systemId, password } = readBind(pdu);
     const status =
-      options.systemId !== undefined && systemId !== options.systemId ? errors.ESME_RINVSYSID
-      : options.password !== undefined && password !== options.password ? errors.ESME_RINVPASWD
+      options.systemId !== undefined && systemId !== options.systemId ? STATUS.ESME_RINVSYSID
+      : options.password !== undefined && password !== options.password ? STATUS.ESME_RINVPASWD
       : 0;
     if (status !== 0) {
       stats.binds.refused++;
-      return respond(session, command, header, status);
+      return respond(session, header, status);
     }
     stats.binds.accepted++;
     session.kind = BIND_KIND[header.commandId];
     session.systemId = systemId;
     session.tokens = tps;
     session.refilledAt = now();
-    respond(session, command, header, 0, { system_id: SMSC_SYSTEM_ID });
+    respond(session, header, STATUS.ESME_ROK, SMSC_SYSTEM_ID);
     const waiting = held.get(systemId);
     if (waiting && canReceive(session)) {
       held.delete(systemId);
@@ -422,7 +463,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
           return true;
         case COMMAND.enquire_link:
           stats.enquireLinks++;
-          respond(session, 'enquire_link_resp', header, 0);
+          respond(session, header, STATUS.ESME_ROK);
           return true;
         case COMMAND.bind_transmitter:
         case COMMAND.bind_receiver:
@@ -430,40 +471,36 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
           onBind(session, header, pdu);
           return true;
         case COMMAND.unbind:
-          respond(session, 'unbind_resp', header, 0);
+          respond(session, header, STATUS.ESME_ROK);
           hangUp(session);
           return false;
         default:
           // Responses the simulator does not wait for (enquire_link_resp, generic_nack…) need no answer.
-          if (!(header.commandId & 0x80000000)) respond(session, 'generic_nack', header, errors.ESME_RINVCMDID);
+          if (!(header.commandId & RESPONSE_BIT)) nack(session, header, STATUS.ESME_RINVCMDID);
           return true;
       }
     } catch (error) {
       if (!(error instanceof MalformedPdu)) throw error;
       if (header.commandId === COMMAND.submit_sm) stats.submits.invalid++;
-      respond(session, 'generic_nack', header, errors.ESME_RINVCMDLEN);
+      nack(session, header, STATUS.ESME_RINVCMDLEN);
       return true;
     }
   }
 
   const server: Server = createServer((socket) => {
     const session: Session = {
-      socket, kind: undefined, systemId: '', submits: 0, tokens: 0, refilledAt: 0, sequence: 0, unanswered: new Map(), closing: false,
+      socket, kind: undefined, systemId: '', submits: 0, tokens: 0, refilledAt: 0, sequence: 0, unanswered: new Map(), closing: false, corked: false,
     };
     sessions.add(session);
     socket.setNoDelay(true);
     const split = pduSplitter((pdu) => onPdu(session, pdu));
     socket.on('data', (chunk: Buffer) => {
       if (session.closing) return;
-      // One write for every answer to a chunk's PDUs, instead of one each.
-      socket.cork();
       try {
         split(chunk);
       } catch (error) {
         if (!(error instanceof MalformedPdu)) throw error;
         socket.destroy();
-      } finally {
-        socket.uncork();
       }
     });
     socket.on('error', () => {}); // a peer's reset ends the session like a close
@@ -488,22 +525,16 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     if (!receiving || target === undefined) return false;
     moReference = (moReference + 1) & 0xff;
     const { encoding, parts } = segment(text, { reference: moReference, packed: gsm7Packed });
-    const source = moAddress(from);
-    const destination = moAddress(to);
     for (const part of parts) {
       stats.deliverSm.mo++;
       deliver({
         systemId: target,
-        fields: {
-          source_addr_ton: source.ton,
-          source_addr_npi: source.npi,
-          source_addr: from,
-          dest_addr_ton: destination.ton,
-          dest_addr_npi: destination.npi,
-          destination_addr: to,
-          esm_class: part.udh.length > 0 ? ESM_UDH : 0,
-          data_coding: encoding === 'GSM-7' ? 0 : 8,
-          short_message: Buffer.from(part.shortMessage),
+        pdu: {
+          source: { ...moAddress(from), addr: from },
+          destination: { ...moAddress(to), addr: to },
+          esmClass: part.udh.length > 0 ? ESM_UDH : 0,
+          dataCoding: encoding === 'GSM-7' ? 0 : 8,
+          shortMessage: part.shortMessage,
         },
       });
     }
@@ -549,6 +580,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     reset,
     async close() {
       closed = true;
+      clearTimeout(receiptTimer);
       for (const session of sessions) session.socket.destroy();
       await Promise.all([new Promise((resolve) => server.close(resolve)), control.close()]);
     },
