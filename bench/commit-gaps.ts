@@ -3,15 +3,23 @@
  * longest pause of writes lasted (a WAL checkpoint run by the writer used to be one). A
  * connection of its own, on a thread of its own, that never writes sees
  * `PRAGMA data_version` change whenever any other connection commits; it looks every
- * millisecond, so the figure is good to about a millisecond.
+ * millisecond, so the figure is good to about a millisecond. It looks at the WAL file's
+ * size as often: the largest is the bound the checkpoints kept it to.
  */
 import { once } from 'node:events';
+import { statSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
+export interface CommitGaps {
+  /** The longest gap seen, in milliseconds. */
+  longestMs: number;
+  /** The largest size of the WAL file seen, in bytes. */
+  largestWalBytes: number;
+}
+
 export interface CommitGapWatch {
-  /** Stops watching; the longest gap seen, in milliseconds. */
-  stop(): Promise<number>;
+  stop(): Promise<CommitGaps>;
 }
 
 export async function watchCommitGaps(path: string): Promise<CommitGapWatch> {
@@ -22,9 +30,9 @@ export async function watchCommitGaps(path: string): Promise<CommitGapWatch> {
     async stop() {
       Atomics.store(stopped, 0, 1);
       Atomics.notify(stopped, 0);
-      const [longest] = (await once(worker, 'message')) as [number];
+      const [gaps] = (await once(worker, 'message')) as [CommitGaps];
       await worker.terminate();
-      return longest;
+      return gaps;
     },
   };
 }
@@ -34,8 +42,10 @@ function watch(path: string, stopped: Int32Array): void {
   let seen = version.get()!.data_version;
   let lastCommit: number | undefined;
   let longest = 0;
+  let largestWal = 0;
   parentPort!.postMessage('watching');
   while (Atomics.wait(stopped, 0, 0, 1) !== 'ok' && Atomics.load(stopped, 0) === 0) {
+    largestWal = Math.max(largestWal, statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0);
     const current = version.get()!.data_version;
     if (current === seen) continue;
     const now = performance.now();
@@ -43,7 +53,7 @@ function watch(path: string, stopped: Int32Array): void {
     lastCommit = now;
     seen = current;
   }
-  parentPort!.postMessage(longest);
+  parentPort!.postMessage({ longestMs: longest, largestWalBytes: largestWal } satisfies CommitGaps);
 }
 
 if (!isMainThread && workerData?.commitGaps) watch(workerData.commitGaps.path as string, workerData.commitGaps.stopped as Int32Array);
