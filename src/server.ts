@@ -3,6 +3,7 @@ import { systemClock, type Clock } from './clock.ts';
 import { ConfigError, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { migrateToLatest, openDatabase } from './db/database.ts';
+import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadSigningKey } from './auth/signing-key.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
@@ -12,7 +13,7 @@ import { createWorker } from './worker.ts';
 
 /** Opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
   await database.ready();
   await migrateToLatest(database);
   return {
