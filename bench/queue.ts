@@ -154,7 +154,8 @@ try {
   const gaps = await commitGaps(join(dir, 'gaps.db'));
   console.log(
     `sqlite, one process: longest gap between two committed writes: ${gaps.longestMs.toFixed(1)} ms ` +
-      `(main thread's longest stall: ${gaps.mainStallMs.toFixed(1)} ms); largest WAL: ${(gaps.largestWalBytes / 2 ** 20).toFixed(0)} MiB`,
+      `(${gaps.longestUnwatchedMs.toFixed(1)} ms in a gap the watcher did not watch throughout, itself waiting up to ${gaps.longestBlindMs.toFixed(1)} ms for a core; ` +
+      `main thread's longest stall: ${gaps.mainStallMs.toFixed(1)} ms); largest WAL: ${(gaps.largestWalBytes / 2 ** 20).toFixed(0)} MiB`,
   );
   const lanes: Array<[string, { median: number; worst: number }]> = [
     ['sqlite', await priorityClaimLatency(`sqlite:${join(dir, 'lanes.db')}`)],
