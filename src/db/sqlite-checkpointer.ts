@@ -22,13 +22,13 @@ export type CheckpointerMessage = 'caught-up';
 
 /**
  * A page written again and again (an index page above all) is copied once per checkpoint:
- * the reason the writer's checkpoints were made rare. Off the writer's path, four a second
- * cost little, and keep the WAL to what a quarter second of writes adds: 60 to 70 MiB with
- * 100,000 jobs going through (bench:queue), against 250 MiB at one a second; the longest
- * gap between two commits there was 7 to 17 ms (median 9) in six runs, against 9 to 16 ms
- * (median 13).
+ * the reason the writer's checkpoints were made rare. Off the writer's path, two a second
+ * keep the WAL to what half a second of writes adds: 122 MiB with 100,000 jobs going
+ * through (bench:queue), against 230-250 MiB at one a second, with the same throughput and
+ * gaps between commits. Four a second kept it to 60-70 MiB but cost 5 % of the throughput
+ * (32,400 jobs/s against 34,000-35,000): each round ends with the writer's own finish.
  */
-const INTERVAL_MS = 250;
+const INTERVAL_MS = 500;
 /** Frames left for the writer to copy: about 5 µs each on this project's machine, so a few milliseconds at most. */
 const FEW_FRAMES = 500;
 /** Checkpoints a round at most: each copies what the one before left, so they shrink fast unless writes outrun them. */
