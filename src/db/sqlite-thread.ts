@@ -72,11 +72,10 @@ function open(path: string): DatabaseSync {
  * The thread that checkpoints the WAL (sqlite-checkpointer.ts), and the last few frames
  * copied here when it has caught up, at this connection's first moment outside a
  * transaction (`afterRequest`, called after every request): the next write then starts the
- * WAL afresh. The WAL is bounded by what is written between two such moments, about a
- * round's writes. Dropped when a transaction was open, as it was at first, the finish
- * hardly ever ran under steady writes and the WAL grew without end (650 MB in 100,000
- * queued jobs), and so did the pauses of commits beside the checkpoints. An in-memory
- * database has no WAL.
+ * WAL afresh, so the WAL holds about a round's writes. Dropped whenever a transaction was
+ * open, as it was before, the copy hardly ever ran under steady writes: the WAL grew
+ * without end (650 MiB in bench:queue's 100,000 jobs), and commits beside the checkpoints
+ * of it paused for 30 to 40 ms. An in-memory database has no WAL.
  */
 function startCheckpointer(path: string, native: DatabaseSync): { worker: Worker; afterRequest(): void } | undefined {
   if (path === ':memory:') return undefined;
