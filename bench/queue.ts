@@ -18,6 +18,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { systemClock } from '../src/clock.ts';
@@ -25,7 +26,7 @@ import { migrateToLatest, openDatabase, type Database } from '../src/db/database
 import { claimJobs } from '../src/queue/queries.ts';
 import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../src/queue/queue.ts';
 import { Worker } from '../src/queue/worker.ts';
-import { watchCommitGaps } from './commit-gaps.ts';
+import { watchCommitGaps, type CommitGaps } from './commit-gaps.ts';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 50_000);
 const CHUNK = 1000;
@@ -87,21 +88,26 @@ async function withPostgresDatabase<T>(body: (url: string) => Promise<T>): Promi
 }
 
 /**
- * The longest gap between two committed writes, in ms, with the Worker in this process.
+ * The longest gap between two committed writes, in ms, with the Worker in this process, the
+ * largest the WAL grew, and the main thread's longest stall (garbage collection, or the
+ * thread waiting for a core): a gap that long is the main thread's, not the writer's.
  * Transactions of 100 jobs, and claims of as many: one of 1,000 holds the writer for tens of
  * milliseconds by itself, and would hide any other pause.
  */
-async function longestCommitGap(path: string): Promise<number> {
+async function commitGaps(path: string): Promise<CommitGaps & { mainStallMs: number }> {
   const perTransaction = 100;
   const database = openDatabase(`sqlite:${path}`);
   await migrateToLatest(database);
   const worker = new Worker({ database, clock: systemClock, pollMs: 5 });
   worker.register('bench.noop', { handle: async () => {} }, { concurrency: perTransaction });
   const gaps = await watchCommitGaps(path);
+  const stalls = monitorEventLoopDelay({ resolution: 1 });
+  stalls.enable();
   worker.start();
   try {
     await pushJobsThrough(database, perTransaction);
-    return await gaps.stop();
+    stalls.disable();
+    return { ...(await gaps.stop()), mainStallMs: stalls.max / 1e6 };
   } finally {
     await worker.stop();
     await database.close();
@@ -145,7 +151,12 @@ try {
   for (const workers of [1, 4]) results.push(['postgres', workers, await withPostgresDatabase((url) => run(url, workers))]);
   console.log('database   workers   items/s');
   for (const [database, workers, rate] of results) console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
-  console.log(`sqlite, one process: longest gap between two committed writes: ${(await longestCommitGap(join(dir, 'gaps.db'))).toFixed(1)} ms`);
+  const gaps = await commitGaps(join(dir, 'gaps.db'));
+  console.log(
+    `sqlite, one process: longest gap between two committed writes: ${gaps.longestMs.toFixed(1)} ms ` +
+      `(${gaps.longestUnwatchedMs.toFixed(1)} ms in a gap the watcher did not watch throughout, itself waiting up to ${gaps.longestBlindMs.toFixed(1)} ms for a core; ` +
+      `main thread's longest stall: ${gaps.mainStallMs.toFixed(1)} ms); largest WAL: ${(gaps.largestWalBytes / 2 ** 20).toFixed(0)} MiB`,
+  );
   const lanes: Array<[string, { median: number; worst: number }]> = [
     ['sqlite', await priorityClaimLatency(`sqlite:${join(dir, 'lanes.db')}`)],
     ['postgres', await withPostgresDatabase(priorityClaimLatency)],

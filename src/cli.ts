@@ -19,6 +19,7 @@ import {
 import { findAccountByUserName } from './auth/credentials.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 import { PasswordInputError, readNewPassword } from './password-input.ts';
+import { simCommand, SIM_SMSC_ARGS } from './sim/cli.ts';
 
 /**
  * Every command's usage, the one source of `herald --help`, `herald account --help`,
@@ -49,6 +50,7 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
   { name: 'account add-sender-name', args: '--user EMAIL --name NAME', about: 'allow an SMS sender name (for the SMS module, not built yet)' },
   { name: 'account add-sender-domain', args: '--user EMAIL --domain DOMAIN', about: 'add an email sender domain (for the email module, not built yet)' },
   { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
+  { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
 ];
 
 const PASSWORD_NOTE = `The password: --password-stdin reads all of standard input (one trailing newline removed);
@@ -196,6 +198,10 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'account':
       await accountCommand(config, args[0], args.slice(1));
+      return;
+    case 'sim':
+      if (args[0] === undefined || args.includes('--help') || args.includes('-h')) return console.log(usage('sim smsc'));
+      await simCommand(args[0], args.slice(1), (message) => new UsageError('sim smsc', message));
       return;
     case undefined:
     case 'help':

@@ -5,6 +5,7 @@ import { ConfigError, type Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { migrateToLatest, openDatabase, sqlitePath } from './db/database.ts';
 import { takeServeLock, type ServeLock } from './db/serve-lock.ts';
+import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadSigningKey } from './auth/signing-key.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
@@ -14,7 +15,7 @@ import { createWorker } from './worker.ts';
 
 /** Opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
   await database.ready();
   await migrateToLatest(database);
   return {

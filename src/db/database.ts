@@ -4,9 +4,9 @@ import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
 import { resolveProcedures, type Procedure } from './procedure.ts';
 import { migrations } from './migrations/index.ts';
-import { PROCEDURE_MODULES } from '../procedures.ts';
+import type { DialectName } from './dialect.ts';
 
-export type DialectName = 'sqlite' | 'postgres';
+export type { DialectName };
 
 export interface Database {
   db: Kysely<Schema>;
@@ -20,7 +20,7 @@ export interface Database {
   /** Runs a procedure where the data is (procedure.ts). */
   call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
   /**
-   * Resolves once every procedure of the registry (src/procedures.ts) is found where it is
+   * Resolves once every procedure of the modules it was opened with is found where it is
    * said to be, on SQLite by the database's thread too; rejects, naming the fault, if one
    * is not. Awaited at start, so that fault stops the start instead of failing a request.
    */
@@ -42,8 +42,18 @@ export function sqlitePath(url: string): string | undefined {
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : undefined;
 }
 
-export function openDatabase(url: string, options: { poolSize?: number; procedures?: readonly string[] } = {}): Database {
-  const procedures = options.procedures ?? PROCEDURE_MODULES;
+export interface OpenOptions {
+  poolSize?: number;
+  /**
+   * The modules that define the procedures this database runs (the application's are listed
+   * in src/procedures.ts, which its start passes here). None by default: a database opened
+   * to migrate, or by a bench or a test of the queue, runs none.
+   */
+  procedures?: readonly string[];
+}
+
+export function openDatabase(url: string, options: OpenOptions = {}): Database {
+  const procedures = options.procedures ?? [];
   const ready = async () => {
     await resolveProcedures(procedures);
   };

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { DialectName } from './database.ts';
+import type { DialectName } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
 /** Where a procedure is defined: enough to find it again on another thread. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { JobsTable, Schema } from '../db/schema.ts';
 
@@ -37,14 +37,23 @@ const LAPSED = 'the lease lapsed: the worker stopped or took too long';
  *
  * SQLite has one writer: the statement is atomic on its own, so it needs no locking clause.
  */
-export async function claimJobs(
-  db: Kysely<Schema>,
-  dialect: DialectName,
-  claim: { kind: string; limit: number; workerId: string; now: number; leaseMs: number },
-): Promise<JobRow[]> {
+export async function claimJobs(db: Kysely<Schema>, dialect: DialectName, claim: Claim): Promise<JobRow[]> {
+  return (await claimStatement(dialect, claim).execute(db)).rows;
+}
+
+export interface Claim {
+  kind: string;
+  limit: number;
+  workerId: string;
+  now: number;
+  leaseMs: number;
+}
+
+/** claimJobs's statement, for a test to see its plan. */
+export function claimStatement(dialect: DialectName, claim: Claim): RawBuilder<JobRow> {
   const postgres = dialect === 'postgres';
   const token = randomUUID();
-  const result = await sql<JobRow>`
+  return sql<JobRow>`
     with picked as (
       select id from jobs
        where state = 'ready' and kind = ${claim.kind} and run_at <= ${claim.now}
@@ -57,8 +66,7 @@ export async function claimJobs(
            lease_expires_at = ${databaseNow(dialect)} + ${claim.leaseMs}
       from picked
      where jobs.id = picked.id
-    returning ${postgres ? sql`jobs.*` : sql`*`}`.execute(db);
-  return result.rows;
+    returning ${postgres ? sql`jobs.*` : sql`*`}`;
 }
 
 export function leaseOf(row: JobRow): Lease {

@@ -118,6 +118,17 @@ interface Kind {
 }
 
 const DEFAULT_LEASE_MS = 30_000;
+/**
+ * The shortest idle wait after a short claim: a ready job already due that the claim did not
+ * get is held by another worker's claim that is about to commit, not worth a busy loop.
+ */
+const MIN_WAIT_MS = 10;
+
+/** A job this worker runs: its claim, renewed by the heartbeat, and the run, awaited at stop. */
+interface Running {
+  lease: Lease;
+  finished: Promise<void>;
+}
 
 /**
  * Runs queued jobs: per kind, claims as many as it has free slots (in one statement),
@@ -128,9 +139,8 @@ export class Worker {
   readonly id = randomUUID();
   private readonly kinds = new Map<string, Kind>();
   private readonly options: Required<Omit<WorkerOptions, 'log'>> & Pick<WorkerOptions, 'log'>;
-  private readonly running = new Map<number, Promise<void>>();
+  private readonly running = new Map<number, Running>();
   private readonly abort = new AbortController();
-  private readonly leases = new Map<number, Lease>();
   private pendingCompletions: Lease[] = [];
   private flushing: Promise<unknown> | undefined;
   private timers: NodeJS.Timeout[] = [];
@@ -175,7 +185,7 @@ export class Worker {
     await Promise.all(this.loops);
     let grace: NodeJS.Timeout | undefined;
     const graceOver = new Promise<void>((resolve) => (grace = setTimeout(resolve, this.options.shutdownGraceMs)));
-    await Promise.race([Promise.allSettled(this.running.values()), graceOver]);
+    await Promise.race([Promise.allSettled([...this.running.values()].map((run) => run.finished)), graceOver]);
     clearTimeout(grace);
     for (const timer of this.timers) clearInterval(timer);
     await this.flushing;
@@ -218,33 +228,31 @@ export class Worker {
         await this.idle(kind, this.options.pollMs);
         continue;
       }
-      let claimed = 0;
-      let wait = this.options.pollMs;
       try {
         const jobs = await this.claim(kind, free);
-        claimed = jobs.length;
-        for (const job of jobs) {
-          const running = this.run(kind, job).finally(() => {
-            this.running.delete(job.id);
-            kind.wake?.();
-          });
-          this.running.set(job.id, running);
-        }
-        if (claimed < free) wait = await this.untilNextDue(kind);
+        for (const job of jobs) void this.run(kind, job);
+        // A full claim means more may be waiting: claim again as soon as a slot frees.
+        if (jobs.length < free) await this.idleUntilDue(kind);
       } catch (error) {
         this.options.log?.error({ err: error, kind: kind.name }, 'claiming jobs failed');
+        await this.idle(kind, this.options.pollMs);
       }
-      // A full claim means more may be waiting: claim again as soon as a slot frees.
-      if (claimed < free) await this.idle(kind, wait);
     }
   }
 
-  // At least 10 ms: a ready job already due that the claim did not get is held by another
-  // worker's claim that is about to commit, not worth a busy loop.
-  private async untilNextDue(kind: Kind): Promise<number> {
-    const next = await nextRunAt(this.options.database.db, kind.name);
-    if (next === undefined) return this.options.pollMs;
-    return Math.min(this.options.pollMs, Math.max(10, next - this.options.clock.now()));
+  /**
+   * After a short claim, which took every job due: waits until the kind's next scheduled job
+   * is due or a job is queued, at most the poll. Under load most waits end within the first
+   * MIN_WAIT_MS (another job is queued), so the next due time is asked for only once a wait
+   * has lasted that long, not after every claim.
+   */
+  private async idleUntilDue(kind: Kind): Promise<void> {
+    const { pollMs, clock, database } = this.options;
+    await this.idle(kind, Math.min(MIN_WAIT_MS, pollMs));
+    if (kind.woken || this.stopping || pollMs <= MIN_WAIT_MS) return;
+    const next = await nextRunAt(database.db, kind.name);
+    const rest = Math.min(pollMs - MIN_WAIT_MS, next === undefined ? Infinity : next - clock.now());
+    if (rest > 0) await this.idle(kind, rest);
   }
 
   private idle(kind: Kind, ms: number): Promise<void> {
@@ -272,18 +280,30 @@ export class Worker {
     return rows;
   }
 
-  private async run(kind: Kind, row: JobRow): Promise<void> {
-    const job = jobOf(row);
+  /**
+   * Runs a claimed job, holding its lease in `running` until it is done. The slot it frees
+   * wakes its kind's loop only if the loop waits for one: after a short claim it waits for
+   * jobs, and a claim now would find none.
+   */
+  private run(kind: Kind, row: JobRow): Promise<void> {
     const lease = leaseOf(row);
-    this.leases.set(job.id, lease);
+    const finished = this.handle(kind, jobOf(row), lease).finally(() => {
+      // The job's lease lapsed and this worker claimed it again: that run holds the entry now.
+      if (this.running.get(lease.id)?.lease === lease) this.running.delete(lease.id);
+      const wasFull = kind.running === kind.concurrency;
+      kind.running -= 1;
+      if (wasFull) kind.wake?.();
+    });
+    this.running.set(lease.id, { lease, finished });
+    return finished;
+  }
+
+  private async handle(kind: Kind, job: Job, lease: Lease): Promise<void> {
     try {
       const outcome = await kind.handler.handle(job, { signal: this.abort.signal, lease });
       if (outcome !== 'completed') await this.complete(lease);
     } catch (error) {
       await this.guard(this.fail(kind, job, lease, error));
-    } finally {
-      if (this.leases.get(job.id) === lease) this.leases.delete(job.id);
-      kind.running -= 1;
     }
   }
 
@@ -323,7 +343,7 @@ export class Worker {
   }
 
   private async heartbeat(): Promise<void> {
-    const leases = [...this.leases.values()];
+    const leases = [...this.running.values()].map((run) => run.lease);
     if (leases.length === 0) return;
     await extendLeases(this.options.database.db, this.options.database.dialect, leases, this.options.leaseMs);
   }

@@ -78,3 +78,56 @@ export function packSeptets(
   if (held > 0 && to > from) out[offset++] = bits;
   return offset;
 }
+
+// Decoding: the character of each septet, default alphabet and extension table.
+const EXTENSION_BY_SEPTET: string[] = [];
+for (const [char, septet] of EXTENSION) EXTENSION_BY_SEPTET[septet] = char;
+
+/**
+ * The text of septets[start, end), one a byte as SMPP's unpacked GSM-7 carries them. ESC
+ * before a septet the extension table lacks shows the default alphabet's character, as
+ * TS 23.038 §6.2.1.1 asks of a handset; a byte above 0x7F (no septet) shows U+FFFD.
+ */
+export function readSeptets(septets: Uint8Array, start: number, end: number): string {
+  let text = '';
+  for (let i = start; i < end; i++) {
+    let septet = septets[i];
+    if (septet === ESC && i + 1 < end) {
+      septet = septets[++i];
+      const extension = EXTENSION_BY_SEPTET[septet];
+      if (extension !== undefined) {
+        text += extension;
+        continue;
+      }
+    } else if (septet === ESC) {
+      continue;
+    }
+    text += septet < 0x80 ? DEFAULT_ALPHABET[septet] : '\ufffd';
+  }
+  return text;
+}
+
+/**
+ * The septets packed in `octets` from bit 0, the inverse of packSeptets: every whole septet
+ * the octets hold. When they hold one more septet than was packed (7 spare bits), that last
+ * one is the packer's zero padding or the CR that TS 23.038 §6.1.2.3.1 puts there instead,
+ * so a trailing '@' or CR at exactly that length cannot be told from padding and is dropped.
+ */
+export function unpackSeptets(octets: Uint8Array): Uint8Array {
+  let count = Math.floor((octets.length * 8) / 7);
+  const septets = new Uint8Array(count);
+  let bits = 0;
+  let held = 0;
+  let index = 0;
+  for (let i = 0; i < octets.length; i++) {
+    bits |= octets[i] << held;
+    held += 8;
+    while (held >= 7 && index < count) {
+      septets[index++] = bits & 0x7f;
+      bits >>>= 7;
+      held -= 7;
+    }
+  }
+  if (octets.length % 7 === 0 && count > 0 && (septets[count - 1] === 0 || septets[count - 1] === 0x0d)) count--;
+  return septets.subarray(0, count);
+}

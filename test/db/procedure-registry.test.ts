@@ -32,10 +32,22 @@ forEachDatabase((dialect) => {
   });
 });
 
-it("keeps libphonenumber's metadata out of the procedures' modules, which the SQLite thread loads", async () => {
-  const worker = new Worker(new URL('./support/import-graph.ts', import.meta.url), { workerData: { modules: PROCEDURE_MODULES } });
+async function modulesLoadedWith(modules: readonly string[]): Promise<string[]> {
+  const worker = new Worker(new URL('./support/import-graph.ts', import.meta.url), { workerData: { modules } });
   const [loaded] = (await once(worker, 'message')) as [string[]];
   await worker.terminate();
+  return loaded;
+}
+
+it('keeps the storage layer below the domains: opening a database loads nothing of src/ but src/db/ and the shared errors', async () => {
+  const source = new URL('../../src/', import.meta.url).href;
+  const loaded = await modulesLoadedWith([new URL('db/database.ts', source).href]);
+  const above = loaded.filter((url) => url.startsWith(source) && !url.startsWith(`${source}db/`) && url !== `${source}errors.ts`);
+  assert.deepEqual(above, []);
+});
+
+it("keeps libphonenumber's metadata out of the procedures' modules, which the SQLite thread loads", async () => {
+  const loaded = await modulesLoadedWith(PROCEDURE_MODULES);
   assert.ok(loaded.some((url) => url.endsWith('/src/crm/apply.ts')));
   assert.deepEqual(loaded.filter((url) => url.includes('libphonenumber')), []);
 });

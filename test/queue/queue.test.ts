@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { Schema } from '../../src/db/schema.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { enqueue, enqueueMany, PRIORITY } from '../../src/queue/queue.ts';
 import { retryDelayMs } from '../../src/queue/backoff.ts';
 import { completeJob, SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
-import { claimJobs, leaseOf, MAX_LAPSES } from '../../src/queue/queries.ts';
+import { claimJobs, claimStatement, leaseOf, MAX_LAPSES } from '../../src/queue/queries.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 const NODE = process.execPath;
@@ -216,6 +217,57 @@ forEachDatabase((dialect) => {
     const [first] = await claimJobs(database.db, database.dialect, { kind: 'send', limit: 1, workerId: 'w', now: clock.now(), leaseMs: 30_000 });
     assert.equal(JSON.parse(first.payload), 'otp');
   });
+
+  if (dialect === 'postgres') {
+    // The planner settings under which `update … where id in (select … for update skip locked
+    // limit n)` took every ready job, 200 with n = 10: a nested-loop semi-join re-ran the
+    // subquery per row, and each run skipped the rows the update had changed and took more.
+    const NESTED_LOOPS_ONLY = ['enable_hashjoin', 'enable_mergejoin', 'enable_material', 'enable_hashagg', 'enable_sort'];
+    const forceNestedLoops = async (trx: Kysely<Schema>) => {
+      for (const setting of NESTED_LOOPS_ONLY) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
+    };
+
+    it('claims at most its limit, and no job twice, with claimers at once and the planner held to nested loops', async () => {
+      const READY = 200;
+      const LIMIT = 10;
+      const CLAIMERS = 4;
+      await enqueueMany(database.db, Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, runAt: clock.now() })));
+      const claim = (workerId: string) => ({ kind: 'test', limit: LIMIT, workerId, now: clock.now(), leaseMs: 30_000 });
+
+      const plan = await database.db.transaction().execute(async (trx) => {
+        await forceNestedLoops(trx);
+        const { rows } = await sql<{ 'QUERY PLAN': string }>`explain ${claimStatement('postgres', claim('w'))}`.execute(trx);
+        return rows.map((row) => row['QUERY PLAN']).join('\n');
+      });
+      assert.match(plan, /Nested Loop/);
+      assert.doesNotMatch(plan, /Hash|Merge|Materialize/);
+
+      // Each round, every claimer claims in its own transaction and holds its rows locked
+      // until all have claimed, so each claim must skip the others' rows.
+      const claimed: number[] = [];
+      while (claimed.length < READY) {
+        let arrived = 0;
+        let allClaimed!: () => void;
+        const everyoneClaimed = new Promise<void>((resolve) => (allClaimed = resolve));
+        const rounds = await Promise.all(
+          Array.from({ length: CLAIMERS }, (_, n) =>
+            database.db.transaction().execute(async (trx) => {
+              await forceNestedLoops(trx);
+              const rows = await claimJobs(trx, 'postgres', claim(`claimer-${n}`));
+              if (++arrived === CLAIMERS) allClaimed();
+              await everyoneClaimed;
+              return rows.map((row) => row.id);
+            }),
+          ),
+        );
+        for (const ids of rounds) assert.ok(ids.length <= LIMIT, `a claim of ${LIMIT} took ${ids.length}`);
+        assert.ok(rounds.some((ids) => ids.length > 0), 'the claimers took nothing with jobs left');
+        claimed.push(...rounds.flat());
+      }
+      assert.equal(new Set(claimed).size, claimed.length, 'a job was claimed twice');
+      assert.equal(claimed.length, READY);
+    });
+  }
 
   it('completes a job in its handler’s transaction: gone only if that transaction commits', async () => {
     await sql`create table work_done (n integer not null)`.execute(database.db);

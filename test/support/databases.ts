@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe } from 'node:test';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Database, type DialectName } from '../../src/db/database.ts';
+import { PROCEDURE_MODULES } from '../../src/procedures.ts';
 
 /**
  * One suite, every database (STYLE.md): storage tests are written once and run on
@@ -76,12 +77,12 @@ async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** A fresh database of the dialect, migrated unless `empty`; close() also deletes it. */
+/** A fresh database of the dialect, running the application's procedures, migrated unless `empty`; close() also deletes it. */
 export async function createTestDatabase(dialect: DialectName, options: { poolSize?: number; empty?: boolean } = {}): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'herald-test-'));
     const url = `sqlite:${join(dir, 'herald.db')}`;
-    const database = openDatabase(url);
+    const database = openDatabase(url, { procedures: PROCEDURE_MODULES });
     if (!options.empty) await migrateToLatest(database);
     return {
       ...database,
@@ -100,7 +101,7 @@ export async function createTestDatabase(dialect: DialectName, options: { poolSi
     await admin.query(`create database ${name} template ${template}`);
   });
   const url = withDatabase(POSTGRES_ADMIN_URL, name);
-  const database = openDatabase(url, options);
+  const database = openDatabase(url, { ...options, procedures: PROCEDURE_MODULES });
   return {
     ...database,
     url,
