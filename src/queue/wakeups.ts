@@ -3,6 +3,7 @@
  * process through an event, in other processes through PostgreSQL's NOTIFY on one channel.
  */
 import { EventEmitter } from 'node:events';
+import { BroadcastChannel, isMainThread } from 'node:worker_threads';
 import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Schema } from '../db/schema.ts';
@@ -12,6 +13,14 @@ export const JOBS_CHANNEL = 'herald_jobs';
 // Process-wide, because enqueue is handed only a connection or transaction. A worker woken
 // for another database's job claims nothing and idles again.
 const queued = new EventEmitter().setMaxListeners(0);
+
+// SQLite's procedures run on the database's own thread (db/sqlite-thread.ts), whose module
+// instances, this one's emitter included, are not the main thread's: a job a procedure queues
+// (a send's 202, a page's webhook events) is announced to the workers over this channel, or
+// they would find it only at their next poll. Unreferenced: it keeps no thread alive.
+const THREAD_CHANNEL = 'herald-jobs-queued';
+let fromThreads: BroadcastChannel | undefined;
+let toMainThread: BroadcastChannel | undefined;
 
 /**
  * Announces newly queued kinds. Called in the enqueuing transaction, so the local event may
@@ -23,11 +32,22 @@ export async function announceJobs(db: Kysely<Schema>, kinds: Set<string>): Prom
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
     for (const kind of kinds) await sql`select pg_notify(${JOBS_CHANNEL}, ${kind})`.execute(db);
   }
-  for (const kind of kinds) queued.emit('queued', kind);
+  if (isMainThread) {
+    for (const kind of kinds) queued.emit('queued', kind);
+    return;
+  }
+  toMainThread ??= new BroadcastChannel(THREAD_CHANNEL).unref();
+  toMainThread.postMessage([...kinds]);
 }
 
-/** Calls back with each kind queued in this process; returns the unsubscribe. */
+/** Calls back with each kind queued in this process, on any of its threads; returns the unsubscribe. */
 export function onJobsQueued(listener: (kind: string) => void): () => void {
+  if (!fromThreads) {
+    fromThreads = new BroadcastChannel(THREAD_CHANNEL).unref();
+    fromThreads.onmessage = (message) => {
+      for (const kind of (message as { data: string[] }).data) queued.emit('queued', kind);
+    };
+  }
   queued.on('queued', listener);
   return () => queued.off('queued', listener);
 }

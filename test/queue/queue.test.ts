@@ -9,10 +9,13 @@ import { enqueue, enqueueMany, PRIORITY } from '../../src/queue/queue.ts';
 import { retryDelayMs } from '../../src/queue/backoff.ts';
 import { completeJob, SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
 import { claimJobs, claimStatement, leaseOf, MAX_LAPSES } from '../../src/queue/queries.ts';
+import { openDatabase } from '../../src/db/database.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { enqueuesJob } from './support/enqueuing-procedure.ts';
 
 const NODE = process.execPath;
 const WORKER_PROCESS = new URL('./worker-process.ts', import.meta.url).pathname;
+const ENQUEUING = new URL('./support/enqueuing-procedure.ts', import.meta.url).href;
 const realClock = { now: () => Date.now() };
 
 it('backs off exponentially with jitter within ±25 %, capped at an hour', () => {
@@ -450,6 +453,26 @@ forEachDatabase((dialect) => {
       assert.equal((await runs.run(3, 1000)).payload, 3);
     } finally {
       await worker.stop();
+    }
+  });
+
+  it('wakes its running worker when a procedure queues a job, on SQLite from the database’s own thread', { timeout: 10_000 }, async () => {
+    const runs = awaitedRuns();
+    const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
+    worker.register('test', runs.handler);
+    worker.start();
+    const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
+    try {
+      await withProcedure.ready();
+      await enqueue(database.db, { kind: 'test', payload: 'first', runAt: Date.now() });
+      await runs.run(1, 2000);
+      // Past its short after-run wait, the worker idles until a wake-up or its 60 s poll.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await withProcedure.call(enqueuesJob, { kind: 'test', payload: 'from a procedure', runAt: Date.now() });
+      assert.equal((await runs.run(2, 1000)).payload, 'from a procedure');
+    } finally {
+      await worker.stop();
+      await withProcedure.close();
     }
   });
 
