@@ -154,7 +154,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     config: admin,
     schema: {
       tags,
-      summary: 'Register a verified SMS sender name (for the SMS module, not built yet)',
+      summary: 'Register a verified SMS sender name (senderName of /sms/single and /sms/batch)',
       params: AccountParams,
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
       response: { 201: Type.Object({ name: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404) },
