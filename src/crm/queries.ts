@@ -73,18 +73,29 @@ const SQLITE = {
     on conflict (account_id, id) do nothing
     returning id`,
 
+  // The rows are found from the batch's list by the key (account_id, id), a seek each, then
+  // updated by rowid. Written as UPDATE … FROM json_each, or with the lookup as a subquery
+  // (which SQLite flattens), the planner scanned the account's contacts once per row of the
+  // list instead: a 1,000-contact batch took 1.5 s at 20,000 contacts stored. A
+  // MATERIALIZED CTE keeps the lookup a step of its own, driven by json_each.
   update: (accountId: string, now: number, rows: ContactRow[]) => sql`
+    with u as materialized (
+      select c.rowid as rid, v.value from json_each(${json(rows)}) v
+       cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 0)
     update contacts
-       set email = v.value ->> 1, mobile = v.value ->> 2, mobile_country_code = v.value ->> 3,
-           mobile_opt_in = v.value ->> 4, email_opt_in = v.value ->> 5, properties = v.value ->> 6, updated_at = ${now}
-      from json_each(${json(rows)}) v
-     where contacts.account_id = ${accountId} and contacts.id = v.value ->> 0`,
+       set email = u.value ->> 1, mobile = u.value ->> 2, mobile_country_code = u.value ->> 3,
+           mobile_opt_in = u.value ->> 4, email_opt_in = u.value ->> 5, properties = u.value ->> 6, updated_at = ${now}
+      from u
+     where contacts.rowid = u.rid`,
 
   updateData: (accountId: string, now: number, rows: ContactRow[]) => sql`
+    with u as materialized (
+      select c.rowid as rid, v.value from json_each(${json(rows)}) v
+       cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 0)
     update contacts
-       set mobile_opt_in = v.value ->> 4, email_opt_in = v.value ->> 5, properties = v.value ->> 6, updated_at = ${now}
-      from json_each(${json(rows)}) v
-     where contacts.account_id = ${accountId} and contacts.id = v.value ->> 0`,
+       set mobile_opt_in = u.value ->> 4, email_opt_in = u.value ->> 5, properties = u.value ->> 6, updated_at = ${now}
+      from u
+     where contacts.rowid = u.rid`,
 
   // `where true` lets SQLite's parser tell the upsert clause from a join's ON.
   addMembers: (now: number, members: Array<[string, number]>) => sql`
@@ -191,9 +202,14 @@ export async function insertContacts(db: Db, dialect: DialectName, accountId: st
   return new Set((await STATEMENTS[dialect].insert(accountId, now, rows).execute(db)).rows.map((row) => Number(row.id)));
 }
 
+/** The statement updateContacts (`whole`) or updateContactData (`data`) runs; test/crm/planner.test.ts checks its plan. */
+export function updateQuery(dialect: DialectName, what: 'whole' | 'data', accountId: string, now: number, rows: ContactRow[]): RawBuilder<unknown> {
+  return STATEMENTS[dialect][what === 'whole' ? 'update' : 'updateData'](accountId, now, rows);
+}
+
 /** Rewrites stored contacts whole; their mobile or email changed (an entry with a contactId). */
 export async function updateContacts(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<void> {
-  if (rows.length > 0) await STATEMENTS[dialect].update(accountId, now, rows).execute(db);
+  if (rows.length > 0) await updateQuery(dialect, 'whole', accountId, now, rows).execute(db);
 }
 
 /**
@@ -204,7 +220,7 @@ export async function updateContacts(db: Db, dialect: DialectName, accountId: st
  * PostgreSQL compares the values and makes no difference (8 to 10 ms either way).
  */
 export async function updateContactData(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<void> {
-  if (rows.length > 0) await STATEMENTS[dialect].updateData(accountId, now, rows).execute(db);
+  if (rows.length > 0) await updateQuery(dialect, 'data', accountId, now, rows).execute(db);
 }
 
 export async function addListMembers(db: Db, dialect: DialectName, now: number, members: Array<[listId: string, contactId: number]>): Promise<void> {
