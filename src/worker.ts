@@ -22,7 +22,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
   const transport = sandboxTransport(ctx.clock, { fail: ctx.config.smsTransport.fail });
-  worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 4 });
+  worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

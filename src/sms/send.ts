@@ -29,11 +29,14 @@ interface StartedSend {
   content: SmsContent;
   webhookUrl: string | null;
   cursor: number;
+  /** The first page to send, read in the same round trip: a one-time passcode's only one. */
+  firstPage: PageRow[];
 }
 
 /**
- * A send's start, once: its recipients expanded from its lists and consent settled, and the
- * send marked Sending, in one transaction. A send cancelled before it started answers null.
+ * A send's start: its recipients expanded from its lists and consent settled, and the send
+ * marked Sending, in one transaction, the first time; its first page to send, every time. A
+ * send cancelled before it started answers null.
  */
 export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | null> =>
   db.transaction().execute(async (trx) => {
@@ -50,7 +53,14 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
       });
       await trx.updateTable('sends').set({ expanded: true, status: 'Sending', started_at: args.now }).where('id', '=', send.id).execute();
     }
-    return { accountId: send.account_id, content: JSON.parse(send.content) as SmsContent, webhookUrl: send.webhook_url, cursor: Number(send.cursor) };
+    const cursor = Number(send.cursor);
+    return {
+      accountId: send.account_id,
+      content: JSON.parse(send.content) as SmsContent,
+      webhookUrl: send.webhook_url,
+      cursor,
+      firstPage: await loadPage(trx, send.account_id, send.id, cursor),
+    };
   }),
 );
 
@@ -65,13 +75,15 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
+  /** The page is the send's last: finish the send and complete its job in the same transaction. */
+  last: Lease | null;
 }
 
 /**
  * One page's results in one transaction: the recipients' statuses and history, their webhook
  * events, and the send's cursor, so a worker that dies after it resumes with the next page.
  */
-export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<void> =>
+export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
   db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) {
       await updateRecipients(trx, dialect, page.now, page.outcomes);
@@ -94,6 +106,7 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
       }
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
+    return page.last ? finish(trx, page.sendId, page.now, page.last) : 'more';
   }),
 );
 
@@ -121,21 +134,26 @@ async function updateRecipients(db: Db, dialect: DialectName, now: number, outco
   }
 }
 
+type Finish = 'completed' | 'retry';
+
 /**
  * The send done: Completed and its job with it, unless recipients refused for now remain,
  * which are tried again from the start of the send after a pause.
  */
-export const finishSmsSend = procedure(import.meta.url, 'finishSmsSend', async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<'completed' | 'retry'> =>
-  db.transaction().execute(async (trx) => {
-    const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', args.sendId).where('status', '=', 'Queued').executeTakeFirst();
-    if (waiting) {
-      await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', args.sendId).execute();
-      return 'retry';
-    }
-    await trx.updateTable('sends').set({ status: 'Completed', completed_at: args.now }).where('id', '=', args.sendId).execute();
-    await completeJob(trx, args.lease);
-    return 'completed';
-  }),
+async function finish(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
+  const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('status', '=', 'Queued').executeTakeFirst();
+  if (waiting) {
+    await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
+    return 'retry';
+  }
+  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
+  await completeJob(trx, lease);
+  return 'completed';
+}
+
+/** The send done when its last page was recorded earlier (it resumed with nothing left to send). */
+export const finishSmsSend = procedure(import.meta.url, 'finishSmsSend', async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<Finish> =>
+  db.transaction().execute((trx) => finish(trx, args.sendId, args.now, args.lease)),
 );
 
 interface PageRow {
@@ -209,10 +227,13 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
       const send = { ...started, sendId };
       const template = compileTemplate(send.content.body);
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
-      for (let cursor = send.cursor; ; ) {
+      let finished: Finish;
+      for (let rows = send.firstPage; ; rows = await loadPage(database.db, send.accountId, sendId, send.cursor)) {
         if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
-        const rows = await loadPage(database.db, send.accountId, sendId, cursor);
-        if (rows.length === 0) break;
+        if (rows.length === 0) {
+          finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
+          break;
+        }
         const messages = renderPage(rows, send, template, names);
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
         const outcomes: Outcome[] = [];
@@ -220,10 +241,15 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
           const outcome = outcomeOf(row, messages[i], results[i]);
           if (outcome) outcomes.push(outcome);
         });
-        cursor = Number(rows.at(-1)!.id);
-        await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor, outcomes });
+        send.cursor = Number(rows.at(-1)!.id);
+        // A short page is the last: recorded and finished in one transaction.
+        const last = rows.length < PAGE ? run.lease : null;
+        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, last });
+        if (recorded !== 'more') {
+          finished = recorded;
+          break;
+        }
       }
-      const finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
       if (finished === 'retry') throw new SnoozeJob(clock.now() + RETRY_LATER_MS, 'messages refused for now are tried again');
       return 'completed';
     },
