@@ -144,6 +144,8 @@ export class Worker {
   private pendingCompletions: Lease[] = [];
   private flushing: Promise<unknown> | undefined;
   private timers: NodeJS.Timeout[] = [];
+  /** Heartbeats and rescues under way: stop() waits for them, so none runs on a closed database. */
+  private readonly bookkeeping = new Set<Promise<void>>();
   private loops: Promise<void>[] = [];
   private stopping = false;
   private stopListening: Array<() => unknown> = [];
@@ -188,7 +190,7 @@ export class Worker {
     await Promise.race([Promise.allSettled([...this.running.values()].map((run) => run.finished)), graceOver]);
     clearTimeout(grace);
     for (const timer of this.timers) clearInterval(timer);
-    await this.flushing;
+    await Promise.all([this.flushing, ...this.bookkeeping]);
   }
 
   /**
@@ -368,10 +370,12 @@ export class Worker {
   }
 
   private async guard(work: Promise<void>): Promise<void> {
+    const guarded = work.catch((error: unknown) => this.options.log?.error({ err: error }, 'queue bookkeeping failed'));
+    this.bookkeeping.add(guarded);
     try {
-      await work;
-    } catch (error) {
-      this.options.log?.error({ err: error }, 'queue bookkeeping failed');
+      await guarded;
+    } finally {
+      this.bookkeeping.delete(guarded);
     }
   }
 }
