@@ -33,8 +33,8 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { Agent, request } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -44,6 +44,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { createProperty } from '../src/crm/setup.ts';
 import { systemClock } from '../src/clock.ts';
+import { authorizedHeaders, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const PER_REQUEST = 1000;
@@ -123,49 +124,6 @@ function body(contacts: BenchContact[], propertyIds: string[]): string {
   });
 }
 
-async function withPostgres(url: string, body: () => Promise<void>): Promise<void> {
-  const target = new URL(url);
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
-  await admin.connect();
-  const name = target.pathname.slice(1);
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create (lower case, digits, _), got "${name}"`);
-  const drop = async () => {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.query(`drop database if exists ${name}_plain with (force)`);
-  };
-  await drop();
-  await admin.query(`create database ${name}`);
-  await admin.query(`create database ${name}_plain`);
-  try {
-    await body();
-  } finally {
-    await drop();
-    await admin.end();
-  }
-}
-
-/**
- * POSTs with node:http on kept-alive connections: the load generator shares the machine's
- * two cores with what it measures, and fetch cost it about twice the CPU.
- */
-function post(agent: Agent, url: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(body.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function peakRssMiB(pid: number): number {
-  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match![1]) / 1024;
-}
-
 interface Flatness {
   first: number;
   last: number;
@@ -203,20 +161,8 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
   );
   const base = `http://127.0.0.1:${PORT}`;
   try {
-    for (;;) {
-      try {
-        if ((await fetch(`${base}/healthz`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const token = (await (await fetch(`${base}/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' }),
-    })).json()).access_token as string;
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+    await waitForHealth(base);
+    const headers = await authorizedHeaders(base, account, password);
 
     // The bodies are built before the clock starts: the client's JSON building is not what is measured.
     const bodies = requests.map((contacts) => Buffer.from(body(contacts, propertyIds)));
@@ -327,7 +273,7 @@ async function main(): Promise<void> {
         console.log(`applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 (to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`);
       }
     };
-    if (postgres) await withPostgres(httpUrl, run);
+    if (postgres) await withFreshPostgres(httpUrl, ['plain'], run);
     else await run();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -17,16 +17,16 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, Agent, request } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Agent } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { authorizedHeaders, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
@@ -38,19 +38,6 @@ const postgres = requestedUrl?.startsWith('postgres') ?? false;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-
-function post(agent: Agent, url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /** Counts the status events posted to it, and when the last arrived. */
 async function startReceiver(): Promise<{ url: string; events: () => number; lastAt: () => number; close: () => Promise<void> }> {
@@ -139,21 +126,6 @@ async function otpLatencies(database: Database, run: OtpRun): Promise<{ p50: num
   return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), count: latencies.length };
 }
 
-async function withPostgres(url: string, body: () => Promise<void>): Promise<void> {
-  const name = new URL(url).pathname.slice(1);
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create, got "${name}"`);
-  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.query(`create database ${name}`);
-  try {
-    await body();
-  } finally {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  }
-}
-
 async function run(url: string): Promise<void> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
   await migrateToLatest(database);
@@ -171,20 +143,8 @@ async function run(url: string): Promise<void> {
   });
   const base = `http://127.0.0.1:${PORT}`;
   try {
-    for (;;) {
-      try {
-        if ((await fetch(`${base}/healthz`)).ok) break;
-      } catch {
-        // not listening yet
-      }
-      await sleep(50);
-    }
-    const token = (await (await fetch(`${base}/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' }),
-    })).json()).access_token as string;
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+    await waitForHealth(base);
+    const headers = await authorizedHeaders(base, account, password);
 
     console.log(`(a) POST /sms/single at ${OTP_RATE}/s for ${SECONDS} s, idle service`);
     const idle = otpStream(base, headers, receiver.url);
@@ -213,7 +173,7 @@ async function run(url: string): Promise<void> {
     const expectedEvents = eventsBefore + total + busy.queueIds.size;
     const deadline = Date.now() + 120_000;
     while (receiver.events() < expectedEvents && Date.now() < deadline) await sleep(50);
-    const peakRss = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))![1]) / 1024;
+    const peakRss = peakRssMiB(server.pid!);
 
     console.log('figure                                              value');
     console.log(`OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`);
@@ -234,7 +194,7 @@ async function main(): Promise<void> {
   const url = requestedUrl ?? `sqlite:${join(dir, 'herald.db')}`;
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
   try {
-    if (postgres) await withPostgres(url, () => run(url));
+    if (postgres) await withFreshPostgres(url, [], () => run(url));
     else await run(url);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,75 @@
+/**
+ * What the benches that drive a running `herald serve` over HTTP share: a fresh PostgreSQL
+ * database, waiting for the server, an access token, a cheap POST and the peak RSS.
+ */
+import { readFileSync } from 'node:fs';
+import { request, type Agent } from 'node:http';
+import pg from 'pg';
+
+/**
+ * Creates the database named in `url` and one more per suffix (`<name>_<suffix>`), dropped
+ * first if they exist, runs `body`, and drops them all.
+ */
+export async function withFreshPostgres(url: string, suffixes: string[], body: () => Promise<void>): Promise<void> {
+  const name = new URL(url).pathname.slice(1);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create (lower case, digits, _), got "${name}"`);
+  const names = [name, ...suffixes.map((suffix) => `${name}_${suffix}`)];
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  const drop = async () => {
+    for (const each of names) await admin.query(`drop database if exists ${each} with (force)`);
+  };
+  await drop();
+  for (const each of names) await admin.query(`create database ${each}`);
+  try {
+    await body();
+  } finally {
+    await drop();
+    await admin.end();
+  }
+}
+
+/** Resolves once the server at `base` answers /healthz. */
+export async function waitForHealth(base: string): Promise<void> {
+  for (;;) {
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The JSON and bearer headers of an account's requests, with a token from POST /token. */
+export async function authorizedHeaders(base: string, account: { user_name: string; private_token: string }, password: string): Promise<Record<string, string>> {
+  const response = await fetch(`${base}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' }),
+  });
+  const { access_token } = (await response.json()) as { access_token: string };
+  return { 'content-type': 'application/json', authorization: `Bearer ${access_token}` };
+}
+
+/**
+ * POSTs with node:http on kept-alive connections: the load generator shares the machine's
+ * two cores with what it measures, and fetch cost it about twice the CPU.
+ */
+export function post(agent: Agent, url: string, headers: Record<string, string>, body: Buffer | string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export function peakRssMiB(pid: number): number {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match![1]) / 1024;
+}
