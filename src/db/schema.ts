@@ -241,6 +241,13 @@ export interface SmsPartsTable {
   status: string;
 }
 
+export interface SmsReceiptsTable {
+  operator_message_id: string;
+  status: string;
+  error_code: string | null;
+  at: number;
+}
+
 export interface SandboxSmsTable {
   id: Generated<number>;
   account_id: string;
@@ -270,6 +277,7 @@ export interface Schema {
   recipient_history: RecipientHistoryTable;
   sandbox_sms: SandboxSmsTable;
   sms_parts: SmsPartsTable;
+  sms_receipts: SmsReceiptsTable;
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;

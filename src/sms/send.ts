@@ -10,6 +10,7 @@ import { compileTemplate, renderTemplate, type Template } from '../messaging/tag
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
+import { applyReceipts } from './receipts.ts';
 import type { SmsContent, SmsSendJob } from './accept.ts';
 import { segment } from './segments.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
@@ -131,7 +132,9 @@ async function updateRecipients(db: Db, dialect: DialectName, now: number, outco
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
               select (v ->> 0)::bigint, p.n, p.id, 'Submitted'
                 from jsonb_array_elements(${json}::jsonb) v, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
-  }
+   }
+  // Receipts that came before these parts were recorded.
+  await applyReceipts(db, dialect, { now: () => now }, { receipts: [], parts: outcomes.flatMap((o) => o[8]) });
 }
 
 type Finish = 'completed' | 'retry';

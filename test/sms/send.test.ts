@@ -63,12 +63,13 @@ forEachDatabase((dialect) => {
     assert.deepEqual([message.recipient, message.senderName, message.text, message.parts, message.encoding], ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7']);
     const read = (await alice.get(`/sms/${body.data.QueueId}`)).json();
     assert.equal(read.status, 'Completed');
-    assert.deepEqual(read.totals, { Submitted: 1 });
+    assert.deepEqual(read.totals, { Delivered: 1 });
     assert.equal(read.partsBilled, 1);
     const [recipient] = read.recipients;
-    assert.deepEqual([recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding], ['919812345678', 'Submitted', message.messageId, 1, 'GSM-7']);
-    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted']);
-    assert.deepEqual(recipient.partStatus, [{ part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Submitted' }]);
+    assert.deepEqual([recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding], ['919812345678', 'Delivered', message.messageId, 1, 'GSM-7']);
+    // The sandbox reports each part delivered, as an operator's receipt would.
+    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
+    assert.deepEqual(recipient.partStatus, [{ part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Delivered' }]);
   });
 
   it('sends a batch to its recipients and lists: one message per number, the request’s tags over the contact’s, consent obeyed', async () => {
@@ -100,7 +101,7 @@ forEachDatabase((dialect) => {
       '919812300009': 'Hello , your order shipped.',
     });
     const read = (await alice.get(`/sms/${queueId}`)).json();
-    assert.deepEqual(read.totals, { Submitted: 3, NotSent: 1 });
+    assert.deepEqual(read.totals, { Delivered: 3, NotSent: 1 });
     const notSent = read.recipients.find((r: { recipient: string }) => r.recipient === '919812300003');
     assert.equal(notSent.status, 'NotSent');
     assert.match(notSent.reason, /consent/);
@@ -113,8 +114,11 @@ forEachDatabase((dialect) => {
     const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as { type: string; data: Array<{ queueId: string; recipient: string; status: string; parts: number }> };
     assert.equal(payload.type, 'sms.status');
     assert.deepEqual(payload.data.map((e) => [e.queueId, e.recipient, e.status, e.parts]).sort(), [
+      [queueId, '919812300001', 'Delivered', 1],
       [queueId, '919812300001', 'Submitted', 1],
+      [queueId, '919812300002', 'Delivered', 1],
       [queueId, '919812300002', 'Submitted', 1],
+      [queueId, '919812300009', 'Delivered', 1],
       [queueId, '919812300009', 'Submitted', 1],
     ]);
   });

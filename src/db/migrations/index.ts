@@ -7,6 +7,7 @@ import * as postgresStorage from './0005_postgres_storage.ts';
 import * as queueLanes from './0006_queue_lanes.ts';
 import * as contactIdsPerAccount from './0007_contact_ids_per_account.ts';
 import * as sends from './0009_sends.ts';
+import * as smsReceipts from './0010_sms_receipts.ts';
 import * as webhookEvents from './0008_webhook_events.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_contact_ids_per_account': contactIdsPerAccount,
   '0008_webhook_events': webhookEvents,
   '0009_sends': sends,
+  '0010_sms_receipts': smsReceipts,
 };

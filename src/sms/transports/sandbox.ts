@@ -1,13 +1,16 @@
 import { sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
+import { enqueueReceipts } from '../receipts.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
 
 /**
  * The embedded default (`SMS_TRANSPORT=sandbox:`): sends nothing anywhere, keeps every part it
  * takes in the database for `GET /sandbox/sms`, and accepts every message but those whose
  * number matches `?fail=<regular expression>`, which it refuses for good, as an operator
- * refuses an unknown subscriber. Its record is written before the page's results: like an
+ * refuses an unknown subscriber. Like an operator it then reports each part delivered,
+ * through the receipts path every transport uses (receipts.ts), as a job queued with its
+ * record: so the receipts may be applied before the page's results, as an operator's can. Its record is written before the page's results: like an
  * operator, it may hold a page twice after a crash between the two, never lose one.
  */
 export function sandboxTransport(clock: Clock, options: { fail?: RegExp } = {}): SmsTransport {
@@ -24,7 +27,13 @@ export function sandboxTransport(clock: Clock, options: { fail?: RegExp } = {}):
         parts.forEach((part, i) => rows.push([m.accountId, m.sendId, m.messageId, m.recipient, m.sender, i + 1, parts.length, encoding, part.text]));
         results.push({ accepted: true, operatorMessageIds: parts.map((_, i) => `${m.messageId}/${i + 1}`) });
       }
-      if (rows.length > 0) await insertRecords(database, clock.now(), rows);
+      if (rows.length > 0) {
+        await database.db.transaction().execute(async (trx) => {
+          await insertRecords({ db: trx, dialect: database.dialect }, clock.now(), rows);
+          const receipts = results.flatMap((r) => (r.accepted ? r.operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })) : []));
+          await enqueueReceipts(trx, clock, receipts);
+        });
+      }
       return results;
     },
     async close() {},

@@ -1,0 +1,148 @@
+import { sql, type Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { enqueue, PRIORITY } from '../queue/queue.ts';
+import { completeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import type { Lease } from '../queue/queries.ts';
+import type { Database } from '../db/database.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
+import { inJson } from '../crm/queries.ts';
+
+type Db = Kysely<Schema>;
+
+/** What an operator reported of one part: its id, and the receipt's state (SMPP's `stat`). */
+export interface Receipt {
+  operatorMessageId: string;
+  state: string;
+  errorCode: string | null;
+}
+
+/** ARCHITECTURE.md's words for a receipt's state; a state it does not name leaves the part as it is. */
+const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> = {
+  ENROUTE: 'Processed',
+  ACCEPTD: 'Processed',
+  DELIVRD: 'Delivered',
+  UNDELIV: 'Failed',
+  REJECTD: 'Failed',
+  EXPIRED: 'Failed',
+  DELETED: 'Failed',
+  UNKNOWN: 'Failed',
+};
+
+/** A message is Delivered when every part is, Failed when any part fails, Processed when a part is reported under way. */
+function messageStatus(parts: string[]): string | undefined {
+  if (parts.includes('Failed')) return 'Failed';
+  if (parts.every((status) => status === 'Delivered')) return 'Delivered';
+  if (parts.includes('Processed')) return 'Processed';
+  return undefined;
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/**
+ * Applies receipts, in the caller's transaction. Every receipt is kept first, then matched to
+ * its part by the operator's id: a receipt can come before its submit's result is recorded
+ * (the operator answered both before Herald wrote either), and waits in sms_receipts until
+ * recordSmsPage writes the part and calls this again with the part's ids (`parts`). Each
+ * message whose word changes gets it, its history and its webhook event.
+ */
+export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }): Promise<void> {
+  const now = clock.now();
+  const known = input.receipts.filter((r) => PART_STATUS[r.state] !== undefined);
+  if (known.length > 0) {
+    await db
+      .insertInto('sms_receipts')
+      .values(known.map((r) => ({ operator_message_id: r.operatorMessageId, status: PART_STATUS[r.state], error_code: r.errorCode, at: now })))
+      .onConflict((oc) => oc.column('operator_message_id').doUpdateSet((eb) => ({ status: eb.ref('excluded.status'), error_code: eb.ref('excluded.error_code'), at: eb.ref('excluded.at') })))
+      .execute();
+  }
+  const ids = [...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])];
+  if (ids.length === 0) return;
+  const matched = await db
+    .selectFrom('sms_receipts as r')
+    .innerJoin('sms_parts as p', 'p.operator_message_id', 'r.operator_message_id')
+    .select(['p.recipient_id', 'p.part', 'r.operator_message_id', 'r.status', 'r.error_code'])
+    .where('r.operator_message_id', 'in', inJson(dialect, ids))
+    .execute();
+  if (matched.length === 0) return;
+  const updates = json(matched.map((m) => [Number(m.recipient_id), m.part, m.status]));
+  await (dialect === 'sqlite'
+    ? sql`update sms_parts set status = v.value ->> 2 from json_each(${updates}) v
+           where sms_parts.recipient_id = v.value ->> 0 and sms_parts.part = v.value ->> 1`
+    : sql`update sms_parts p set status = v ->> 2 from jsonb_array_elements(${updates}::jsonb) v
+           where p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int`
+  ).execute(db);
+  await db.deleteFrom('sms_receipts').where('operator_message_id', 'in', matched.map((m) => m.operator_message_id)).execute();
+
+  const recipientIds = [...new Set(matched.map((m) => Number(m.recipient_id)))];
+  const parts = await db.selectFrom('sms_parts').select(['recipient_id', 'status']).where('recipient_id', 'in', recipientIds).execute();
+  const recipients = await db
+    .selectFrom('send_recipients as r')
+    .innerJoin('sends as s', 's.id', 'r.send_id')
+    .select(['r.id', 'r.status', 'r.address', 'r.message_id', 'r.parts', 'r.send_id', 's.account_id', 's.webhook_url'])
+    .where('r.id', 'in', recipientIds)
+    .execute();
+  const errorOf = new Map(matched.filter((m) => m.status === 'Failed').map((m) => [Number(m.recipient_id), m.error_code]));
+  const partsOf = new Map<number, string[]>();
+  for (const p of parts) partsOf.set(Number(p.recipient_id), [...(partsOf.get(Number(p.recipient_id)) ?? []), p.status]);
+  const changed = recipients.flatMap((r) => {
+    const status = messageStatus(partsOf.get(Number(r.id)) ?? []);
+    return status && status !== r.status ? [{ ...r, status }] : [];
+  });
+  if (changed.length === 0) return;
+  const UNDELIVERED = 'the operator reported the message undelivered';
+  for (const status of new Set(changed.map((r) => r.status))) {
+    await db
+      .updateTable('send_recipients')
+      .set({ status, error: status === 'Failed' ? UNDELIVERED : null, updated_at: now })
+      .where('id', 'in', changed.filter((r) => r.status === status).map((r) => r.id))
+      .execute();
+  }
+  await db.insertInto('recipient_history').values(changed.map((r) => ({ recipient_id: r.id, status: r.status, at: now }))).execute();
+  // One append per send's webhook URL: the gathering outbox makes posts of them.
+  const byStream = new Map<string, typeof changed>();
+  for (const r of changed) if (r.webhook_url) byStream.set(`${r.account_id}\n${r.webhook_url}`, [...(byStream.get(`${r.account_id}\n${r.webhook_url}`) ?? []), r]);
+  for (const group of byStream.values()) {
+    await appendWebhookEvents(db, clock, {
+      accountId: group[0].account_id,
+      url: group[0].webhook_url!,
+      type: 'sms.status',
+      events: group.map((r) => ({
+        queueId: r.send_id,
+        messageId: r.message_id,
+        recipient: r.address,
+        status: r.status,
+        errorCode: errorOf.get(Number(r.id)) ?? null,
+        error: r.status === 'Failed' ? UNDELIVERED : null,
+        parts: r.parts,
+        at: new Date(now).toISOString(),
+      })),
+    });
+  }
+}
+
+/** The queue kind that applies a batch of receipts a transport reported. */
+export const SMS_RECEIPTS_KIND = 'sms.receipts';
+
+export async function enqueueReceipts(db: Db, clock: Clock, receipts: Receipt[]): Promise<void> {
+  if (receipts.length > 0) await enqueue(db, { kind: SMS_RECEIPTS_KIND, payload: receipts, runAt: clock.now(), priority: PRIORITY.fanout });
+}
+
+export const applyReceiptsJob = procedure(import.meta.url, 'applyReceiptsJob', async ({ db, dialect }, args: { receipts: Receipt[]; now: number; lease: Lease }) =>
+  db.transaction().execute(async (trx) => {
+    await applyReceipts(trx, dialect, { now: () => args.now }, { receipts: args.receipts });
+    await completeJob(trx, args.lease);
+  }),
+);
+
+/** The `sms.receipts` job: a transport's receipts applied in one transaction with the job's completion. */
+export function smsReceiptsHandler(deps: { database: Database; clock: Clock }): JobHandler {
+  return {
+    async handle(job: Job, run: JobRun) {
+      await deps.database.call(applyReceiptsJob, { receipts: job.payload as Receipt[], now: deps.clock.now(), lease: run.lease });
+      return 'completed';
+    },
+  };
+}
