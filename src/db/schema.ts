@@ -248,6 +248,14 @@ export interface SmsReceiptsTable {
   at: number;
 }
 
+export interface SuppressionsTable {
+  account_id: string;
+  channel: 'sms' | 'email';
+  address: string;
+  reason: string;
+  created_at: number;
+}
+
 export interface SandboxSmsTable {
   id: Generated<number>;
   account_id: string;
@@ -278,6 +286,7 @@ export interface Schema {
   sandbox_sms: SandboxSmsTable;
   sms_parts: SmsPartsTable;
   sms_receipts: SmsReceiptsTable;
+  suppressions: SuppressionsTable;
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;

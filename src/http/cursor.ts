@@ -1,9 +1,9 @@
 import { badRequest } from '../errors.ts';
 
-type Part = 'integer' | 'uuid';
+type Part = 'integer' | 'uuid' | 'digits';
 type Value<P extends Part> = P extends 'integer' ? number : string;
 
-const PART: Record<Part, RegExp> = { integer: /^[0-9]{1,16}$/, uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/ };
+const PART: Record<Part, RegExp> = { integer: /^[0-9]{1,16}$/, digits: /^[0-9]{1,18}$/, uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/ };
 
 /**
  * A page cursor: the sort key of the last row shown, as base64url of its parts joined by

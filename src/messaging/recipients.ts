@@ -60,8 +60,9 @@ export interface Expansion {
  *    fills the tags (SPEC §2.2 rule 4);
  *  - a request recipient gets the account's most recently updated contact with its address,
  *    whose properties fill the tags it does not give itself;
- *  - consent is per address (ARCHITECTURE.md): any contact of the account with the address
- *    lacking the channel's opt-in makes it NotSent, whichever contact the row names.
+ *  - a suppressed address is NotSent, and consent is per address (ARCHITECTURE.md): any
+ *    contact of the account with the address lacking the channel's opt-in makes it NotSent,
+ *    whichever contact the row names.
  */
 export async function expandRecipients(db: Db, dialect: DialectName, e: Expansion): Promise<void> {
   const { address, optIn } = CHANNEL[e.channel];
@@ -93,6 +94,12 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
      where send_id = ${e.sendId} and contact_id is null`.execute(db);
   await sql`
     update send_recipients
+       set status = 'NotSent', reason = 'suppressed: ' || s.reason, updated_at = ${now}
+      from suppressions s
+     where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued'
+       and s.account_id = ${e.accountId} and s.channel = ${e.channel} and s.address = send_recipients.address`.execute(db);
+  await sql`
+    update send_recipients
        set status = 'NotSent', reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
      where send_id = ${e.sendId} and status = 'Queued'
        and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(db);
@@ -101,15 +108,27 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
     select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = 'NotSent'`.execute(db);
 }
 
-/** Whether any contact of the account with this address lacks the channel's opt-in: `/sms/single` answers 422 then. */
-export async function lacksConsent(db: Db, channel: Channel, accountId: string, address: string): Promise<boolean> {
+/**
+ * Why the account may not send to this address on the channel, or undefined if it may: the
+ * address is suppressed, or a contact with it lacks the channel's opt-in. `/sms/single`
+ * answers 422 with it, so a one-time passcode never vanishes behind a 202.
+ */
+export async function notSendableReason(db: Db, channel: Channel, accountId: string, address: string): Promise<string | undefined> {
+  const suppressed = await db
+    .selectFrom('suppressions')
+    .select('reason')
+    .where('account_id', '=', accountId)
+    .where('channel', '=', channel)
+    .where('address', '=', address)
+    .executeTakeFirst();
+  if (suppressed) return `is suppressed (${suppressed.reason})`;
   const { address: column, optIn } = CHANNEL[channel];
-  const row = await db
+  const lacking = await db
     .selectFrom('contacts')
     .select('id')
     .where('account_id', '=', accountId)
     .where(column, '=', address)
     .where(optIn, '=', false)
     .executeTakeFirst();
-  return row !== undefined;
+  return lacking ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false` : undefined;
 }

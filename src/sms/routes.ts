@@ -6,7 +6,9 @@ import type { AppContext } from '../context.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { lacksConsent } from '../messaging/recipients.ts';
+import { notSendableReason } from '../messaging/recipients.ts';
+import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
+import { mobileFromDigits } from '../mobile-number.ts';
 import { cancelSms, recordSms, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { readSandboxSms, readSms } from './read.ts';
@@ -31,9 +33,8 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       throw unprocessable('Encrypted bodies are not available yet.', [{ field: 'isBodyEncrypted', message: 'is not available yet: send without it' }]);
     }
     // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
-    if (kind === 'single' && (await lacksConsent(ctx.database.reads, 'sms', account.id, draft.recipients[0].mobile))) {
-      throw unprocessable('The recipient has not consented to SMS.', [{ field: 'recipient', message: 'belongs to a contact whose mobileOptIn is false' }]);
-    }
+    const refusal = kind === 'single' ? await notSendableReason(ctx.database.reads, 'sms', account.id, draft.recipients[0].mobile) : undefined;
+    if (refusal) throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
     return { sendId: randomUUID(), accountId: account.id, draft, now };
   };
 
@@ -59,6 +60,39 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     const outcome = await ctx.database.call(cancelSms, { accountId: request.account.id, sendId: request.params.queueId.toLowerCase(), now: ctx.clock.now() });
     if (outcome === 'not found') throw notFound('The SMS');
     if (outcome === 'started') throw conflict('The SMS has started sending, or was cancelled already: it cannot be cancelled.');
+    return reply.code(204).send();
+  });
+
+  // Suppressions (ARCHITECTURE.md): numbers the account never sends to, shaped like email's.
+  const Digits = Type.String({ pattern: '^[0-9]{6,18}$', errorMessage: 'must be the country code and number, digits only' });
+  const SuppressionBody = Type.Object({ number: Type.String(), reason: Type.String(), createdAt: Type.String() });
+  const number = (digits: string) => {
+    const parsed = mobileFromDigits(digits);
+    return 'mobile' in parsed ? parsed.mobile : digits;
+  };
+  const smsView = ({ address, ...rest }: SuppressionView) => ({ number: address, ...rest });
+
+  r.post('/sms/suppressions', {
+    config: sms,
+    schema: { tags, summary: 'Suppress a number: no SMS of this account goes to it', body: Type.Object({ number: Digits, reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }), response: { 201: SuppressionBody, ...errorResponses(400, 401, 415, 429) } },
+  }, async (request, reply) => {
+    const row = await addSuppression(ctx.db, { accountId: request.account.id, channel: 'sms', address: number(request.body.number), reason: request.body.reason ?? 'added by hand', now: ctx.clock.now() });
+    return reply.code(201).send(smsView(row));
+  });
+
+  r.get('/sms/suppressions', {
+    config: sms,
+    schema: { tags, summary: "The account's suppressed numbers, a page at a time", querystring: Type.Object({ number: Type.Optional(Digits), cursor: Type.Optional(Type.String()), limit: Type.Optional(Limit) }), response: { 200: Type.Object({ suppressions: Type.Array(SuppressionBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401, 429) } },
+  }, async (request) => {
+    const page = await listSuppressions(ctx.db, request.account.id, 'sms', { address: request.query.number === undefined ? undefined : number(request.query.number), cursor: request.query.cursor, limit: Number(request.query.limit ?? 100) });
+    return { suppressions: page.suppressions.map(smsView), nextCursor: page.nextCursor };
+  });
+
+  r.delete('/sms/suppressions/:number', {
+    config: sms,
+    schema: { tags, summary: 'Send to a suppressed number again', params: Type.Object({ number: Digits }), response: errorResponses(400, 401, 404, 429) },
+  }, async (request, reply) => {
+    await removeSuppression(ctx.db, request.account.id, 'sms', number(request.params.number));
     return reply.code(204).send();
   });
 

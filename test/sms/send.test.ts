@@ -193,4 +193,26 @@ forEachDatabase((dialect) => {
     const sent = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'now' });
     assert.equal((await cancel(alice, sent)).statusCode, 409);
   });
+
+  it('never sends to a suppressed number: NotSent in a batch, 422 for a single, until the suppression is removed', async () => {
+    const bob = await crm.client();
+    const added = await alice.post('/sms/suppressions', { number: '919812300001', reason: 'replied STOP' });
+    assert.equal(added.statusCode, 201);
+    assert.deepEqual(Object.keys(added.json()).sort(), ['createdAt', 'number', 'reason']);
+    const single = await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' });
+    assert.equal(single.statusCode, 422);
+    assert.match(single.json().errors[0].message, /suppressed \(replied STOP\)/);
+    const queueId = await send(alice, '/sms/batch', { recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }], senderName: 'HERALD', body: 'sale' });
+    const read = (await alice.get(`/sms/${queueId}`)).json();
+    assert.deepEqual(read.totals, { Delivered: 1, NotSent: 1 });
+    assert.equal(read.recipients[0].reason, 'suppressed: replied STOP');
+    // Another account's suppressions are its own.
+    assert.deepEqual((await bob.get('/sms/suppressions')).json().suppressions, []);
+    await send(bob, '/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'hi' });
+    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string }) => s.number), ['919812300001']);
+    const remove = () => crm.t.app.inject({ method: 'DELETE', url: '/sms/suppressions/919812300001', headers: { authorization: `Bearer ${alice.token}` } });
+    assert.equal((await remove()).statusCode, 204);
+    assert.equal((await remove()).statusCode, 404);
+    assert.equal((await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' })).statusCode, 202);
+  });
 });

@@ -1,0 +1,55 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { notFound } from '../errors.ts';
+import { cursorCodec } from '../http/cursor.ts';
+import type { Channel } from './recipients.ts';
+
+type Db = Kysely<Schema>;
+
+export interface SuppressionView {
+  address: string;
+  reason: string;
+  createdAt: string;
+}
+
+const view = (row: { address: string; reason: string; created_at: number }): SuppressionView => ({
+  address: row.address,
+  reason: row.reason,
+  createdAt: new Date(row.created_at).toISOString(),
+});
+
+/** Suppresses an address for the account on a channel; suppressing it again keeps the first record. */
+export async function addSuppression(db: Db, input: { accountId: string; channel: Channel; address: string; reason: string; now: number }): Promise<SuppressionView> {
+  await db
+    .insertInto('suppressions')
+    .values({ account_id: input.accountId, channel: input.channel, address: input.address, reason: input.reason, created_at: input.now })
+    .onConflict((oc) => oc.columns(['account_id', 'channel', 'address']).doNothing())
+    .execute();
+  const row = await db
+    .selectFrom('suppressions')
+    .select(['address', 'reason', 'created_at'])
+    .where('account_id', '=', input.accountId)
+    .where('channel', '=', input.channel)
+    .where('address', '=', input.address)
+    .executeTakeFirstOrThrow();
+  return view(row);
+}
+
+export async function removeSuppression(db: Db, accountId: string, channel: Channel, address: string): Promise<void> {
+  const result = await db.deleteFrom('suppressions').where('account_id', '=', accountId).where('channel', '=', channel).where('address', '=', address).executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw notFound('The suppression');
+}
+
+// SMS numbers, digits (email's addresses will want a codec of their own: they hold dots).
+const cursor = cursorCodec(['digits']);
+
+/** The account's suppressions on a channel, in address order, a page at a time (or the one address asked for). */
+export async function listSuppressions(db: Db, accountId: string, channel: Channel, query: { address?: string; cursor?: string; limit: number }) {
+  let select = db.selectFrom('suppressions').select(['address', 'reason', 'created_at']).where('account_id', '=', accountId).where('channel', '=', channel);
+  if (query.address !== undefined) select = select.where('address', '=', query.address);
+  if (query.cursor !== undefined) select = select.where('address', '>', cursor.decode(query.cursor)[0]);
+  const rows = await select.orderBy('address').limit(query.limit + 1).execute();
+  const more = rows.length > query.limit;
+  const shown = more ? rows.slice(0, query.limit) : rows;
+  return { suppressions: shown.map(view), nextCursor: more ? cursor.encode([shown.at(-1)!.address]) : null };
+}
