@@ -24,6 +24,8 @@ export interface Config {
   logLevel: string;
   /** After SIGTERM, how long running jobs may take before the process exits without them. */
   shutdownGraceSeconds: number;
+  /** How long a claimed job's lease lasts unrenewed: how soon another worker takes over the jobs of one that died. */
+  jobLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -131,6 +133,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultEmailDomain,
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
+    jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),
   };
 }
 

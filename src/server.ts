@@ -101,7 +101,7 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
       ? { host: config.host, port: config.workerPort, portVariable: 'WORKER_PORT' }
       : { host: config.host, port: config.port, portVariable: 'PORT' };
   const log = app.log;
-  const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000 });
+  const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000, leaseMs: config.jobLeaseSeconds * 1000 });
   const purge = setInterval(() => {
     purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => log.warn({ err }, 'idempotency purge failed'));
   }, HOUR_MS);

@@ -11,6 +11,7 @@ import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts } from './receipts.ts';
+import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob } from './accept.ts';
 import { segment } from './segments.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
@@ -52,6 +53,7 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
         allContactsListId: await defaultListId(trx, send.account_id),
         now: args.now,
       });
+      await pauseForTest('sms.expand');
       await trx.updateTable('sends').set({ expanded: true, status: 'Sending', started_at: args.now }).where('id', '=', send.id).execute();
     }
     const cursor = Number(send.cursor);
