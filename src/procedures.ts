@@ -12,7 +12,6 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/batches.ts',
   './crm/setup.ts',
   './sms/accept.ts',
-  './sms/receipts.ts',
   './sms/send.ts',
   './webhooks/outbox.ts',
   './webhooks/secrets.ts',

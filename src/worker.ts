@@ -7,7 +7,6 @@ import { CONTACT_BATCH_KIND } from './crm/batches.ts';
 import { contactBatchHandler } from './crm/apply.ts';
 import { SMS_SEND_KIND } from './sms/accept.ts';
 import { smsSendHandler } from './sms/send.ts';
-import { SMS_RECEIPTS_KIND, smsReceiptsHandler } from './sms/receipts.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
 
 /**
@@ -24,7 +23,6 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
   const transport = sandboxTransport(ctx.clock, { fail: ctx.config.smsTransport.fail });
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
-  worker.register(SMS_RECEIPTS_KIND, smsReceiptsHandler(ctx), { concurrency: 2 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

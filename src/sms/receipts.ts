@@ -1,12 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
-import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { enqueue, PRIORITY } from '../queue/queue.ts';
-import { completeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
-import type { Lease } from '../queue/queries.ts';
-import type { Database } from '../db/database.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { inJson } from '../crm/queries.ts';
 
@@ -121,28 +116,4 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
       })),
     });
   }
-}
-
-/** The queue kind that applies a batch of receipts a transport reported. */
-export const SMS_RECEIPTS_KIND = 'sms.receipts';
-
-export async function enqueueReceipts(db: Db, clock: Clock, receipts: Receipt[]): Promise<void> {
-  if (receipts.length > 0) await enqueue(db, { kind: SMS_RECEIPTS_KIND, payload: receipts, runAt: clock.now(), priority: PRIORITY.fanout });
-}
-
-export const applyReceiptsJob = procedure(import.meta.url, 'applyReceiptsJob', async ({ db, dialect }, args: { receipts: Receipt[]; now: number; lease: Lease }) =>
-  db.transaction().execute(async (trx) => {
-    await applyReceipts(trx, dialect, { now: () => args.now }, { receipts: args.receipts });
-    await completeJob(trx, args.lease);
-  }),
-);
-
-/** The `sms.receipts` job: a transport's receipts applied in one transaction with the job's completion. */
-export function smsReceiptsHandler(deps: { database: Database; clock: Clock }): JobHandler {
-  return {
-    async handle(job: Job, run: JobRun) {
-      await deps.database.call(applyReceiptsJob, { receipts: job.payload as Receipt[], now: deps.clock.now(), lease: run.lease });
-      return 'completed';
-    },
-  };
 }

@@ -10,7 +10,7 @@ import { compileTemplate, renderTemplate, type Template } from '../messaging/tag
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { applyReceipts } from './receipts.ts';
+import { applyReceipts, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob } from './accept.ts';
 import { segment } from './segments.ts';
@@ -78,6 +78,8 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
+  /** Receipts the transport gave with its answers. */
+  receipts: Receipt[];
   /** The page is the send's last: finish the send and complete its job in the same transaction. */
   last: Lease | null;
 }
@@ -89,7 +91,7 @@ interface PageResults {
 export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
   db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) {
-      await updateRecipients(trx, dialect, page.now, page.outcomes);
+      await updateRecipients(trx, dialect, page.now, page.outcomes, page.receipts);
       if (page.webhookUrl) {
         await appendWebhookEvents(trx, { now: () => page.now }, {
           accountId: page.accountId,
@@ -113,7 +115,7 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
   }),
 );
 
-async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[]): Promise<void> {
+async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], receipts: Receipt[]): Promise<void> {
   const json = JSON.stringify(outcomes);
   if (dialect === 'sqlite') {
     await sql`update send_recipients
@@ -135,8 +137,8 @@ async function updateRecipients(db: Db, dialect: DialectName, now: number, outco
               select (v ->> 0)::bigint, p.n, p.id, 'Submitted'
                 from jsonb_array_elements(${json}::jsonb) v, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
    }
-  // Receipts that came before these parts were recorded.
-  await applyReceipts(db, dialect, { now: () => now }, { receipts: [], parts: outcomes.flatMap((o) => o[8]) });
+  // The receipts given with the answers, and any that came before these parts were recorded.
+  await applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
 }
 
 type Finish = 'completed' | 'retry';
@@ -249,7 +251,8 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
         send.cursor = Number(rows.at(-1)!.id);
         // A short page is the last: recorded and finished in one transaction.
         const last = rows.length < PAGE ? run.lease : null;
-        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, last });
+        const receipts = results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : []));
+        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, receipts, last });
         if (recorded !== 'more') {
           finished = recorded;
           break;

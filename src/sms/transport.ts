@@ -1,4 +1,5 @@
 import type { ProcedureDatabase } from '../db/procedure.ts';
+import type { Receipt } from './receipts.ts';
 import type { Segmented } from './segments.ts';
 
 /** One recipient's message, rendered and segmented, as a transport takes it. */
@@ -18,7 +19,8 @@ export interface OutgoingSms {
  * for good (`permanent`, the message is Failed) or for now (it is tried again later).
  */
 export type SubmitResult =
-  | { accepted: true; operatorMessageIds: string[] }
+  /** `receipts`: any the operator gave with its answer, applied with the result. */
+  | { accepted: true; operatorMessageIds: string[]; receipts?: Receipt[] }
   | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
 
 /**

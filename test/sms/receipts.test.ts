@@ -3,7 +3,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND } from '../../src/sms/accept.ts';
-import { applyReceipts, SMS_RECEIPTS_KIND, smsReceiptsHandler, type Receipt } from '../../src/sms/receipts.ts';
+import { applyReceipts, type Receipt } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -35,7 +35,6 @@ forEachDatabase((dialect) => {
     };
     worker = new Worker({ database, clock: crm.clock });
     worker.register(SMS_SEND_KIND, smsSendHandler({ ...crm.t.ctx, transport }), { concurrency: 1 });
-    worker.register(SMS_RECEIPTS_KIND, smsReceiptsHandler(crm.t.ctx), { concurrency: 1 });
   });
   afterEach(() => crm.close());
 

@@ -1,16 +1,15 @@
 import { sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
-import { enqueueReceipts } from '../receipts.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
 
 /**
  * The embedded default (`SMS_TRANSPORT=sandbox:`): sends nothing anywhere, keeps every part it
  * takes in the database for `GET /sandbox/sms`, and accepts every message but those whose
  * number matches `?fail=<regular expression>`, which it refuses for good, as an operator
- * refuses an unknown subscriber. Like an operator it then reports each part delivered,
- * through the receipts path every transport uses (receipts.ts), as a job queued with its
- * record: so the receipts may be applied before the page's results, as an operator's can. Its record is written before the page's results: like an
+ * refuses an unknown subscriber. It reports each part delivered with its answer, through
+ * the receipts path every transport uses (receipts.ts), so a message reads Submitted, then
+ * Delivered. Its record is written before the page's results: like an
  * operator, it may hold a page twice after a crash between the two, never lose one.
  */
 export function sandboxTransport(clock: Clock, options: { fail?: RegExp } = {}): SmsTransport {
@@ -25,15 +24,10 @@ export function sandboxTransport(clock: Clock, options: { fail?: RegExp } = {}):
         }
         const { parts, encoding } = m.segmented;
         parts.forEach((part, i) => rows.push([m.accountId, m.sendId, m.messageId, m.recipient, m.sender, i + 1, parts.length, encoding, part.text]));
-        results.push({ accepted: true, operatorMessageIds: parts.map((_, i) => `${m.messageId}/${i + 1}`) });
+        const operatorMessageIds = parts.map((_, i) => `${m.messageId}/${i + 1}`);
+        results.push({ accepted: true, operatorMessageIds, receipts: operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })) });
       }
-      if (rows.length > 0) {
-        await database.db.transaction().execute(async (trx) => {
-          await insertRecords({ db: trx, dialect: database.dialect }, clock.now(), rows);
-          const receipts = results.flatMap((r) => (r.accepted ? r.operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })) : []));
-          await enqueueReceipts(trx, clock, receipts);
-        });
-      }
+      if (rows.length > 0) await insertRecords(database, clock.now(), rows);
       return results;
     },
     async close() {},
