@@ -15,7 +15,7 @@ export interface Receipt {
 }
 
 /** ARCHITECTURE.md's words for a receipt's state; a state it does not name leaves the part as it is. */
-const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> = {
+export const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> = {
   ENROUTE: 'Processed',
   ACCEPTD: 'Processed',
   DELIVRD: 'Delivered',
@@ -27,7 +27,7 @@ const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> = {
 };
 
 /** A message is Delivered when every part is, Failed when any part fails, Processed when a part is reported under way. */
-function messageStatus(parts: string[]): string | undefined {
+export function messageStatus(parts: string[]): string | undefined {
   if (parts.includes('Failed')) return 'Failed';
   if (parts.every((status) => status === 'Delivered')) return 'Delivered';
   if (parts.includes('Processed')) return 'Processed';
@@ -35,6 +35,8 @@ function messageStatus(parts: string[]): string | undefined {
 }
 
 const json = (value: unknown) => JSON.stringify(value);
+
+export const UNDELIVERED = 'the operator reported the message undelivered';
 
 /**
  * Applies receipts, in the caller's transaction. Every receipt is kept first, then matched to
@@ -87,7 +89,6 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
     return status && status !== r.status ? [{ ...r, status }] : [];
   });
   if (changed.length === 0) return;
-  const UNDELIVERED = 'the operator reported the message undelivered';
   for (const status of new Set(changed.map((r) => r.status))) {
     await db
       .updateTable('send_recipients')

@@ -10,7 +10,7 @@ import { compileTemplate, renderTemplate, type Template } from '../messaging/tag
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { applyReceipts, type Receipt } from './receipts.ts';
+import { applyReceipts, messageStatus, PART_STATUS, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob } from './accept.ts';
 import { segment } from './segments.ts';
@@ -67,8 +67,12 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
   }),
 );
 
-/** [recipient id, status, message id, parts, encoding, error, error code, recipient, the operator's id of each part] of one message's outcome. */
-type Outcome = [number, 'Submitted' | 'Failed', string, number, string, string | null, string | null, string, string[]];
+/**
+ * [recipient id, status, message id, parts, encoding, error, error code, recipient, the
+ * operator's id of each part, each part's status] of one message's outcome: its status the
+ * last it reached (Submitted, or further with the receipts given with the answer).
+ */
+type Outcome = [number, string, string, number, string, string | null, string | null, string, string[], string[]];
 
 interface PageResults {
   sendId: string;
@@ -78,7 +82,9 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
-  /** Receipts the transport gave with its answers. */
+  /** [recipient id, status] of every status each message went through, in order: its history and its events. */
+  steps: Array<[number, string]>;
+  /** Receipts the transport gave with its answers that name no part of this page. */
   receipts: Receipt[];
   /** The page is the send's last: finish the send and complete its job in the same transaction. */
   last: Lease | null;
@@ -91,22 +97,17 @@ interface PageResults {
 export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
   db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) {
-      await updateRecipients(trx, dialect, page.now, page.outcomes, page.receipts);
+      await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
       if (page.webhookUrl) {
+        const byId = new Map(page.outcomes.map((o) => [o[0], o]));
         await appendWebhookEvents(trx, { now: () => page.now }, {
           accountId: page.accountId,
           url: page.webhookUrl,
           type: SMS_STATUS_TYPE,
-          events: page.outcomes.map(([, status, messageId, parts, , error, errorCode, recipient]) => ({
-            queueId: page.sendId,
-            messageId,
-            recipient,
-            status,
-            errorCode,
-            error,
-            parts,
-            at: new Date(page.now).toISOString(),
-          })),
+          events: page.steps.map(([id, status]) => {
+            const [, , messageId, parts, , error, errorCode, recipient] = byId.get(id)!;
+            return { queueId: page.sendId, messageId, recipient, status, errorCode, error, parts, at: new Date(page.now).toISOString() };
+          }),
         });
       }
     }
@@ -115,29 +116,30 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
   }),
 );
 
-async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], receipts: Receipt[]): Promise<void> {
+async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], steps: Array<[number, string]>, receipts: Receipt[]): Promise<void> {
   const json = JSON.stringify(outcomes);
+  const history = JSON.stringify(steps);
   if (dialect === 'sqlite') {
     await sql`update send_recipients
                  set status = v.value ->> 1, message_id = v.value ->> 2, parts = v.value ->> 3, encoding = v.value ->> 4,
                      error = v.value ->> 5, updated_at = ${now}
                 from json_each(${json}) v
                where send_recipients.id = v.value ->> 0`.execute(db);
-    await sql`insert into recipient_history (recipient_id, status, at) select value ->> 0, value ->> 1, ${now} from json_each(${json})`.execute(db);
+    await sql`insert into recipient_history (recipient_id, status, at) select value ->> 0, value ->> 1, ${now} from json_each(${history})`.execute(db);
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
-              select o.value ->> 0, p.key + 1, p.value, 'Submitted' from json_each(${json}) o, json_each(o.value -> 8) p`.execute(db);
+              select o.value ->> 0, p.key + 1, p.value, o.value -> 9 ->> p.key from json_each(${json}) o, json_each(o.value -> 8) p`.execute(db);
   } else {
     await sql`update send_recipients r
                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
                 from jsonb_array_elements(${json}::jsonb) v
                where r.id = (v ->> 0)::bigint`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at)
-              select (v ->> 0)::bigint, v ->> 1, ${now}::bigint from jsonb_array_elements(${json}::jsonb) v`.execute(db);
+              select (v ->> 0)::bigint, v ->> 1, ${now}::bigint from jsonb_array_elements(${history}::jsonb) v`.execute(db);
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
-              select (v ->> 0)::bigint, p.n, p.id, 'Submitted'
+              select (v ->> 0)::bigint, p.n, p.id, (v -> 9) ->> (p.n - 1)::int
                 from jsonb_array_elements(${json}::jsonb) v, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
    }
-  // The receipts given with the answers, and any that came before these parts were recorded.
+  // Receipts for other parts, and any that came before these parts were recorded.
   await applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
 }
 
@@ -213,11 +215,26 @@ function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, tem
   });
 }
 
-function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult): Outcome | undefined {
+/**
+ * A message's outcome, with the receipts its answer came with already applied: written once
+ * as its last status, with Submitted before it in its history and events. Receipts in
+ * `given` that name a part of this message are taken out of it.
+ */
+function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, given: Map<string, Receipt>): Outcome | undefined {
   const { encoding, parts } = message.segmented;
-  if (result.accepted) return [Number(row.id), 'Submitted', message.messageId, parts.length, encoding, null, null, row.address, result.operatorMessageIds];
-  if (!result.permanent) return undefined;
-  return [Number(row.id), 'Failed', message.messageId, parts.length, encoding, result.error, result.errorCode, row.address, []];
+  if (!result.accepted) {
+    if (!result.permanent) return undefined;
+    return [Number(row.id), 'Failed', message.messageId, parts.length, encoding, result.error, result.errorCode, row.address, [], []];
+  }
+  const partStatuses = result.operatorMessageIds.map((id) => {
+    const receipt = given.get(id);
+    given.delete(id);
+    return (receipt && PART_STATUS[receipt.state]) ?? 'Submitted';
+  });
+  const status = messageStatus(partStatuses) ?? 'Submitted';
+  const failure = status === 'Failed' ? UNDELIVERED : null;
+  const errorCode = status === 'Failed' ? (result.receipts?.find((r) => PART_STATUS[r.state] === 'Failed')?.errorCode ?? null) : null;
+  return [Number(row.id), status, message.messageId, parts.length, encoding, failure, errorCode, row.address, result.operatorMessageIds, partStatuses];
 }
 
 /**
@@ -243,16 +260,20 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
         }
         const messages = renderPage(rows, send, template, names);
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
+        const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
         const outcomes: Outcome[] = [];
         rows.forEach((row, i) => {
-          const outcome = outcomeOf(row, messages[i], results[i]);
+          const outcome = outcomeOf(row, messages[i], results[i], given);
           if (outcome) outcomes.push(outcome);
         });
+        // A message the operator took was Submitted first, whatever its receipts made it since.
+        const steps = outcomes.flatMap(([id, status, , , , , , , taken]): Array<[number, string]> =>
+          taken.length === 0 || status === 'Submitted' ? [[id, status]] : [[id, 'Submitted'], [id, status]],
+        );
         send.cursor = Number(rows.at(-1)!.id);
         // A short page is the last: recorded and finished in one transaction.
         const last = rows.length < PAGE ? run.lease : null;
-        const receipts = results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : []));
-        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, receipts, last });
+        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, steps, receipts: [...given.values()], last });
         if (recorded !== 'more') {
           finished = recorded;
           break;
