@@ -122,7 +122,6 @@ export async function listContactsPage(db: Db, accountId: string, listId: string
           .orderBy('m.contact_id')
           .limit(page.limit + 1)
           .execute();
-  const more = rows.length > page.limit;
-  const shown = more ? rows.slice(0, page.limit) : rows;
-  return { contacts: await contactViews(db, accountId, shown), nextCursor: more ? cursor.encode([Number(shown.at(-1)!.id)]) : null };
+  const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.id)]);
+  return { contacts: await contactViews(db, accountId, shown), nextCursor };
 }

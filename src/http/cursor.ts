@@ -21,5 +21,13 @@ export function cursorCodec<const P extends readonly Part[]>(parts: P) {
       }
       return values.map((value, i) => (parts[i] === 'integer' ? Number(value) : value)) as Key;
     },
+    /**
+     * A page from rows read with a limit one past the page's: the page's rows, and the cursor
+     * of the next page when that extra row shows there is one.
+     */
+    page<R>(rows: R[], limit: number, keyOf: (last: R) => Key): { rows: R[]; nextCursor: string | null } {
+      const shown = rows.slice(0, limit);
+      return { rows: shown, nextCursor: rows.length > limit ? this.encode(keyOf(shown[shown.length - 1])) : null };
+    },
   };
 }

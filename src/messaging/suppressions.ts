@@ -49,7 +49,6 @@ export async function listSuppressions(db: Db, accountId: string, channel: Chann
   if (query.address !== undefined) select = select.where('address', '=', query.address);
   if (query.cursor !== undefined) select = select.where('address', '>', cursor.decode(query.cursor)[0]);
   const rows = await select.orderBy('address').limit(query.limit + 1).execute();
-  const more = rows.length > query.limit;
-  const shown = more ? rows.slice(0, query.limit) : rows;
-  return { suppressions: shown.map(view), nextCursor: more ? cursor.encode([shown.at(-1)!.address]) : null };
+  const { rows: shown, nextCursor } = cursor.page(rows, query.limit, (last) => [last.address]);
+  return { suppressions: shown.map(view), nextCursor };
 }

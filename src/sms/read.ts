@@ -46,8 +46,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
     .orderBy('id')
     .limit(page.limit + 1)
     .execute();
-  const more = rows.length > page.limit;
-  const shown = more ? rows.slice(0, page.limit) : rows;
+  const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.id)]);
   const ids = shown.map((row) => Number(row.id));
   const [history, parts] =
     ids.length === 0
@@ -77,7 +76,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
       history: [{ status: 'Queued', at: iso(send.created_at) }, ...(historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
     })),
-    nextCursor: more ? cursor.encode([Number(shown.at(-1)!.id)]) : null,
+    nextCursor,
   };
 }
 

@@ -38,6 +38,9 @@ const json = (value: unknown) => JSON.stringify(value);
 
 export const UNDELIVERED = 'the operator reported the message undelivered';
 
+/** The webhook event type of SMS status changes (ARCHITECTURE.md). */
+export const SMS_STATUS_TYPE = 'sms.status';
+
 /**
  * Applies receipts, in the caller's transaction. Every receipt is kept first, then matched to
  * its part by the operator's id: a receipt can come before its submit's result is recorded
@@ -104,7 +107,7 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
     await appendWebhookEvents(db, clock, {
       accountId: group[0].account_id,
       url: group[0].webhook_url!,
-      type: 'sms.status',
+      type: SMS_STATUS_TYPE,
       events: group.map((r) => ({
         queueId: r.send_id,
         messageId: r.message_id,

@@ -10,7 +10,7 @@ import { compileTemplate, renderTemplate, type Template } from '../messaging/tag
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { applyReceipts, messageStatus, PART_STATUS, UNDELIVERED, type Receipt } from './receipts.ts';
+import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob } from './accept.ts';
 import { segment } from './segments.ts';
@@ -22,9 +22,6 @@ type Db = Kysely<Schema>;
 const PAGE = 500;
 /** A page with messages refused for now is tried again after this long. */
 const RETRY_LATER_MS = 5_000;
-
-/** The webhook event type of SMS status changes (ARCHITECTURE.md). */
-export const SMS_STATUS_TYPE = 'sms.status';
 
 interface StartedSend {
   accountId: string;

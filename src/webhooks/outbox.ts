@@ -152,8 +152,8 @@ export async function listDeliveries(
     query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(createdAt, id)));
   }
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
-  const deliveries = rows.slice(0, page.limit);
-  return { deliveries, nextCursor: rows.length > page.limit ? cursor.encode([deliveries[deliveries.length - 1].created_at, deliveries[deliveries.length - 1].id]) : null };
+  const { rows: deliveries, nextCursor } = cursor.page(rows, page.limit, (last) => [last.created_at, last.id]);
+  return { deliveries, nextCursor };
 }
 
 export interface DeliveryView {
