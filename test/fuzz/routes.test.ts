@@ -99,6 +99,11 @@ function stringFor(key: string, schema: Schema, r: Random, pools: Pools): string
   if (key === 'timeZoneOffset') return r.pick(['+05:30', 'UTC', 'Europe/Paris']);
   if (key === 'locale') return r.pick(['en', 'fr-FR']);
   if (key === 'domain') return `d${++sequence}.example.com`;
+  // SMS: the service's default sender, a valid mobile, a tag in the text and its value.
+  if (key === 'senderName') return 'HERALD';
+  if (key === 'tagName') return '[note]';
+  if (key === 'body') return 'fuzz [note] text';
+  if (key === 'scheduleDateTime') return new Date(Date.now() + 60_000).toISOString();
   return `fuzz ${++sequence}`;
 }
 
@@ -108,6 +113,8 @@ function valid(schema: Schema | undefined, key: string, r: Random, pools: Pools)
   if (schema.anyOf) return valid(r.pick(schema.anyOf), key, r, pools);
   if (schema.const !== undefined) return schema.const;
   if (schema.enum) return r.pick(schema.enum);
+  // SMS numbers: a string of digits or a JSON number, a schema with no type.
+  if (key === 'recipient' || key === 'mobileNo') return r.chance(0.5) ? '919812345678' : 919812345678;
   switch (schema.type) {
     case 'object': {
       const out: Record<string, Json> = {};
@@ -289,7 +296,9 @@ forEachDatabase((dialect) => {
       }
     }
     assert.deepEqual(problems.slice(0, 10), [], `${problems.length} problems`);
-    assert.ok(accepted.has('POST /contacts/batch'), 'no contact batch was accepted: the fuzzer never reached the queue');
+    for (const route of ['POST /contacts/batch', 'POST /sms/single', 'POST /sms/batch']) {
+      assert.ok(accepted.has(route), `${route} never answered 202: the fuzzer never reached its queue`);
+    }
   });
 
   it('gives every pattern of every request schema a message in words', () => {
