@@ -16,6 +16,7 @@ import autocannon from 'autocannon';
 import { openDatabase, migrateToLatest } from '../src/db/database.ts';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
+import { BENCH_ENCRYPTION_KEY } from './herald-process.ts';
 
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 16;
@@ -53,7 +54,7 @@ await database.close();
 
 const heraldPort = 18_580;
 const barePort = 18_581;
-const herald = await start(['src/cli.ts', 'serve'], `http://127.0.0.1:${heraldPort}/healthz`, { DATABASE_URL: databaseUrl, PORT: String(heraldPort), LOG_LEVEL: 'warn' });
+const herald = await start(['src/cli.ts', 'serve'], `http://127.0.0.1:${heraldPort}/healthz`, { DATABASE_URL: databaseUrl, PORT: String(heraldPort), LOG_LEVEL: 'warn', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY });
 try {
   const tokenRequest = JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' });
   const tokenResponse = await fetch(`http://127.0.0.1:${heraldPort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: tokenRequest });

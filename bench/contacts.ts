@@ -44,7 +44,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { createProperty } from '../src/crm/setup.ts';
 import { systemClock } from '../src/clock.ts';
-import { authorizedHeaders, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const PER_REQUEST = 1000;
@@ -155,7 +155,7 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
   const children = roles.map((role, i) =>
     spawn('bin/herald', ['serve', '--role', role], {
       // Each worker process has a probes-and-metrics listener, on a port of its own.
-      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1 + i), LOG_LEVEL: 'warn' },
+      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1 + i), LOG_LEVEL: 'warn', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY },
       stdio: ['ignore', 'inherit', 'inherit'],
     }),
   );

@@ -2,9 +2,13 @@
  * What the benches that drive a running `herald serve` over HTTP share: a fresh PostgreSQL
  * database, waiting for the server, an access token, a cheap POST and the peak RSS.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { request, type Agent } from 'node:http';
 import pg from 'pg';
+
+/** One ENCRYPTION_KEY for every process of a run (PostgreSQL requires it; they must share it). */
+export const BENCH_ENCRYPTION_KEY = process.env.ENCRYPTION_KEY ?? randomBytes(32).toString('hex');
 
 /**
  * Creates the database named in `url` and one more per suffix (`<name>_<suffix>`), dropped

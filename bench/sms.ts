@@ -26,7 +26,7 @@ import { createAccount, updateAccountSettings } from '../src/accounts/service.ts
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
-import { authorizedHeaders, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
@@ -138,7 +138,7 @@ async function run(url: string): Promise<void> {
 
   const receiver = await startReceiver();
   const server = spawn('bin/herald', ['serve'], {
-    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true' },
+    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${PORT}`;

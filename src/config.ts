@@ -1,3 +1,6 @@
+import type { KeyObject } from 'node:crypto';
+import { keyFromHex } from './messaging/sealed.ts';
+
 /**
  * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").
  * Every variable is validated at start so that a typo stops the program with one
@@ -13,6 +16,8 @@ export interface Config {
   publicUrl: string;
   adminToken: string | undefined;
   jwtSecret: string | undefined;
+  /** ENCRYPTION_KEY, the key of isBodyEncrypted bodies; when unset, messaging/encryption-key.ts finds or makes one (SQLite) or stops (PostgreSQL). */
+  encryptionKey: KeyObject | undefined;
   bodyLimitBytes: number;
   /** Take the client address from X-Forwarded-For (behind a reverse proxy) for login throttling. */
   trustProxy: boolean;
@@ -95,6 +100,12 @@ export function loadConfig(env: Env = process.env): Config {
     // RFC 7518 §3.2: an HS256 key must be at least as long as the hash output.
     throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes long');
   }
+  const encryptionKeyHex = optional(env, 'ENCRYPTION_KEY');
+  const encryptionKey = encryptionKeyHex === undefined ? undefined : keyFromHex(encryptionKeyHex);
+  if (encryptionKeyHex !== undefined && !encryptionKey) {
+    // The value is a secret: not repeated in the message, which lands in logs.
+    throw new ConfigError('ENCRYPTION_KEY', 'must be 64 hex characters (a 32-byte key), such as the output of openssl rand -hex 32');
+  }
   const adminToken = optional(env, 'ADMIN_TOKEN');
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters long');
@@ -125,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: url(env, 'PUBLIC_URL', 'http://localhost:8080', ['http:', 'https:'])!.replace(/\/+$/, ''),
     adminToken,
     jwtSecret,
+    encryptionKey,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),

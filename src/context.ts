@@ -16,5 +16,7 @@ export interface AppContext {
   counters: CounterStore;
   /** HS256 key of access tokens. */
   jwtKey: KeyObject;
+  /** ENCRYPTION_KEY: seals the bodies, tag values and rendered texts of isBodyEncrypted sends (messaging/sealed.ts). */
+  encryptionKey: KeyObject;
   metrics: Registry;
 }

@@ -7,14 +7,17 @@ import { migrateToLatest, openDatabase, sqlitePath } from './db/database.ts';
 import { takeServeLock, type ServeLock } from './db/serve-lock.ts';
 import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadSigningKey } from './auth/signing-key.ts';
+import { loadEncryptionKey } from './messaging/encryption-key.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
 import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
 
-/** Opens the database (migrating it), loads the signing key and the counter store. */
+/** Loads the encryption key, opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
+  // First: a PostgreSQL start without ENCRYPTION_KEY stops before it touches the database.
+  const encryptionKey = loadEncryptionKey(config.databaseUrl, config.encryptionKey);
   const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
   await database.ready();
   await migrateToLatest(database);
@@ -25,6 +28,7 @@ export async function createContext(config: Config, clock: Clock = systemClock):
     clock,
     counters: createCounterStore(config.redisUrl),
     jwtKey: await loadSigningKey(database.db, config.jwtSecret),
+    encryptionKey,
     metrics: createMetricsRegistry(),
   };
 }

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
-import { freePort, herald, onTerminal, start } from './support.ts';
+import { freePort, herald, onTerminal, serveKeyEnv, start } from './support.ts';
 import { verifyPassword } from '../../src/auth/passwords.ts';
 
 it('stops at start with one line naming a bad variable', async () => {
@@ -131,7 +131,7 @@ forEachDatabase((dialect) => {
   });
 
   it('runs API and workers as separate roles on PostgreSQL only', async () => {
-    const env = { DATABASE_URL: database.url, PORT: String(await freePort()) };
+    const env = { DATABASE_URL: database.url, PORT: String(await freePort()), ...serveKeyEnv(dialect) };
     const unknown = await herald(['serve', '--role', 'mailer'], env);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^herald: --role must be one of all, api, worker\n/);
@@ -164,7 +164,7 @@ forEachDatabase((dialect) => {
 
   it('serves, and on SIGTERM finishes the request in flight before it exits', async () => {
     const port = await freePort();
-    const env = { DATABASE_URL: database.url, PORT: String(port) };
+    const env = { DATABASE_URL: database.url, PORT: String(port), ...serveKeyEnv(dialect) };
     const created = JSON.parse((await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env)).stdout);
     const { child: server, output, logged } = await start(['serve'], env);
     try {

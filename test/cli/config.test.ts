@@ -29,6 +29,9 @@ const bad: Array<[string, string]> = [
   ['BODY_LIMIT_BYTES', '12'],
   ['LOG_LEVEL', 'loud'],
   ['SHUTDOWN_GRACE_SECONDS', 'soon'],
+  ['ENCRYPTION_KEY', 'ab'.repeat(31)],
+  ['ENCRYPTION_KEY', `${'ab'.repeat(32)}0`],
+  ['ENCRYPTION_KEY', 'zz'.repeat(32)],
 ];
 for (const [variable, value] of bad) {
   it(`stops on ${variable}=${value} naming the variable`, () => {
@@ -38,3 +41,8 @@ for (const [variable, value] of bad) {
     );
   });
 }
+
+it('never repeats a malformed ENCRYPTION_KEY in its message: it is a secret, and messages land in logs', () => {
+  const almost = `${'c0ffee'.repeat(10)}c0f`;
+  assert.throws(() => loadConfig({ ENCRYPTION_KEY: almost }), (error: unknown) => error instanceof ConfigError && !error.message.includes('c0ffee'));
+});

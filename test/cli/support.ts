@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -26,6 +27,14 @@ export async function herald(args: string[], env: Record<string, string>, input 
   child.stdin.end(input);
   const [code] = await once(child, 'close');
   return { code, stdout, stderr };
+}
+
+/**
+ * What a serve on `dialect` needs besides DATABASE_URL: on PostgreSQL an ENCRYPTION_KEY, which
+ * it requires; on SQLite nothing, so the key is found or made beside the database as by default.
+ */
+export function serveKeyEnv(dialect: 'sqlite' | 'postgres'): Record<string, string> {
+  return dialect === 'postgres' ? { ENCRYPTION_KEY: randomBytes(32).toString('hex') } : {};
 }
 
 export async function freePort(): Promise<number> {

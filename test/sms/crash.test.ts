@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createAccount } from '../../src/accounts/service.ts';
 import { systemClock } from '../../src/clock.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
-import { freePort, start } from '../cli/support.ts';
+import { freePort, serveKeyEnv, start } from '../cli/support.ts';
 
 const LIST = 1200; // more than two pages of 500
 const PASSWORD = 'correct horse battery staple';
@@ -31,7 +31,7 @@ forEachDatabase((dialect) => {
       await database.db.insertInto('list_members').values(ids.map((id) => ({ list_id: listId, contact_id: id, added_at: id }))).execute();
     }
     const port = await freePort();
-    const env = { DATABASE_URL: database.url, PORT: String(port), WORKER_PORT: String(await freePort()), JOB_LEASE_SECONDS: '1' };
+    const env = { DATABASE_URL: database.url, PORT: String(port), WORKER_PORT: String(await freePort()), JOB_LEASE_SECONDS: '1', ...serveKeyEnv(dialect) };
     const base = `http://127.0.0.1:${port}`;
 
     const doomed = await start(['serve'], { ...env, HERALD_TEST_PAUSE_AT: 'sms.expand' });

@@ -1,10 +1,12 @@
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import { ManualClock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { buildApp } from '../../src/app.ts';
 import { loadSigningKey } from '../../src/auth/signing-key.ts';
+import { loadEncryptionKey } from '../../src/messaging/encryption-key.ts';
+import { generateKey } from '../../src/messaging/sealed.ts';
 import { MemoryCounterStore, type CounterStore } from '../../src/ratelimit/counters.ts';
 import { createMetricsRegistry } from '../../src/http/metrics.ts';
 import { createAccount, type AccountRow } from '../../src/accounts/service.ts';
@@ -35,7 +37,7 @@ let accountCounter = 0;
 
 export async function startTestApp(
   dialect: DialectName,
-  options: { env?: Record<string, string>; counters?: CounterStore; clock?: ManualClock; database?: TestDatabase } = {},
+  options: { env?: Record<string, string>; counters?: CounterStore; clock?: ManualClock; database?: TestDatabase; logger?: FastifyServerOptions['logger'] } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase(dialect));
   const clock = options.clock ?? new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 0));
@@ -47,9 +49,11 @@ export async function startTestApp(
     clock,
     counters: options.counters ?? new MemoryCounterStore(),
     jwtKey: await loadSigningKey(database.db, config.jwtSecret),
+    // As a start loads it (server.ts): PostgreSQL requires one, so its tests are given a new one.
+    encryptionKey: loadEncryptionKey(database.url, config.encryptionKey ?? (dialect === 'postgres' ? generateKey() : undefined)),
     metrics: createMetricsRegistry(),
   };
-  const app = await buildApp(ctx);
+  const app = await buildApp(ctx, { logger: options.logger });
   await app.ready();
 
   const testApp: TestApp = {
