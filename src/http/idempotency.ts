@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
@@ -16,8 +16,24 @@ export interface Outcome<T> {
   body: T;
 }
 
-function requestHash(request: FastifyRequest): string {
-  return createHash('sha256')
+/**
+ * The key of request hashes, derived from ENCRYPTION_KEY (RFC 5869), once per key. Keyed: a
+ * plain hash of a body that holds a passcode (`/sms/single`) or a password (`/admin/accounts`)
+ * gives the secret back to anyone who reads the table and tries every six digits, or a list
+ * of common passwords, with the rest of the body guessed or read beside it.
+ */
+const hashKeys = new WeakMap<KeyObject, KeyObject>();
+function hashKey(encryptionKey: KeyObject): KeyObject {
+  let key = hashKeys.get(encryptionKey);
+  if (!key) {
+    key = createSecretKey(Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald idempotency request hash', 32)));
+    hashKeys.set(encryptionKey, key);
+  }
+  return key;
+}
+
+function requestHash(request: FastifyRequest, encryptionKey: KeyObject): string {
+  return createHmac('sha256', hashKey(encryptionKey))
     .update(`${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`)
     .digest('base64url');
 }
@@ -90,7 +106,7 @@ export function postProcedure<A, T>(module: string, name: string, work: (trx: Pr
 export async function idempotent<A, T>(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { database: Database; clock: Clock },
+  deps: { database: Database; clock: Clock; encryptionKey: KeyObject },
   scope: string,
   work: PostProcedure<A, T>,
   prepare: () => A | Promise<A>,
@@ -106,7 +122,7 @@ export async function idempotent<A, T>(
   if (key.length < 1 || key.length > 255) {
     throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
   }
-  const hash = requestHash(request);
+  const hash = requestHash(request, deps.encryptionKey);
 
   let args: { value: A } | undefined;
   for (let attempt = 1; ; attempt++) {
