@@ -21,7 +21,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
-  const transport = sandboxTransport(ctx.clock, { fail: ctx.config.smsTransport.fail });
+  const transport = sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: ctx.config.smsTransport.fail });
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
 }
 

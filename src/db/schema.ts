@@ -266,7 +266,9 @@ export interface SandboxSmsTable {
   part: number;
   parts: number;
   encoding: string;
+  /** The part's text; sealed (messaging/sealed.ts) when `sealed`, for an isBodyEncrypted send. */
   text: string;
+  sealed: Generated<boolean | number>;
   created_at: number;
 }
 

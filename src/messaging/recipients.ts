@@ -17,17 +17,18 @@ const json = (value: unknown) => JSON.stringify(value);
 
 /**
  * The request's own recipients, in request order, in one statement (they come first: a
- * list's contact with the same address adds nothing, rule 3 of SPEC §2.2).
+ * list's contact with the same address adds nothing, rule 3 of SPEC §2.2). `tags` as stored:
+ * the recipient's tags in JSON (sealed when the send's body is), null for none.
  */
 export async function insertRequestRecipients(
   db: Db,
   dialect: DialectName,
   sendId: string,
   now: number,
-  recipients: Array<{ address: string; tags: Record<string, string> }>,
+  recipients: Array<{ address: string; tags: string | null }>,
 ): Promise<void> {
   if (recipients.length === 0) return;
-  const rows = recipients.map((r) => [r.address, Object.keys(r.tags).length > 0 ? json(r.tags) : null]);
+  const rows = recipients.map((r) => [r.address, r.tags]);
   const query =
     dialect === 'sqlite'
       ? sql`insert into send_recipients (send_id, address, tags, status, updated_at)

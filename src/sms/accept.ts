@@ -11,13 +11,25 @@ export interface SmsSendJob {
   sendId: string;
 }
 
-/** What a send keeps of its request (sends.content), for its worker. */
+/** What a send keeps of its request, for its worker: its text and how it is sent. */
 export type SmsContent = Pick<SmsDraft, 'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener'>;
+
+/** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */
+export type StoredSmsContent = Omit<SmsContent, 'body' | 'tags'> & (Pick<SmsContent, 'body' | 'tags'> | { sealed: string });
+
+/** A request recipient as written: its own tags in JSON, sealed when the body is, null for none. */
+export interface StoredRecipient {
+  address: string;
+  tags: string | null;
+}
 
 export interface PreparedSms {
   sendId: string;
   accountId: string;
-  draft: SmsDraft;
+  /** Who the send goes to, when, and where its statuses are posted. */
+  draft: Pick<SmsDraft, 'kind' | 'listIds' | 'scheduledAt' | 'webhookUrl'>;
+  content: StoredSmsContent;
+  recipients: StoredRecipient[];
   now: number;
 }
 
@@ -25,15 +37,7 @@ export interface PreparedSms {
  * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
  * its job, in one transaction. An immediate single SMS is a one-time passcode: the highest lane.
  */
-export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, now }: PreparedSms) => {
-  const content: SmsContent = {
-    kind: draft.kind,
-    senderName: draft.senderName,
-    body: draft.body,
-    tags: draft.tags,
-    landingPageId: draft.landingPageId,
-    shortener: draft.shortener,
-  };
+export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
   await db
     .insertInto('sends')
     .values({
@@ -50,7 +54,7 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
       completed_at: null,
     })
     .execute();
-  await insertRequestRecipients(db, dialect, sendId, now, draft.recipients.map((r) => ({ address: r.mobile, tags: r.tags })));
+  await insertRequestRecipients(db, dialect, sendId, now, recipients);
   const job: SmsSendJob = { sendId };
   await enqueue(db, {
     kind: SMS_SEND_KIND,

@@ -91,7 +91,11 @@ function group<T>(rows: T[], key: (row: T) => number): Map<number, T[]> {
   return groups;
 }
 
-/** `GET /sandbox/sms`: what the sandbox transport took for the account, newest first, each part as text. */
+/**
+ * `GET /sandbox/sms`: what the sandbox transport took for the account, newest first, each part
+ * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
+ * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
+ */
 export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number }) {
   let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
   if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
@@ -105,7 +109,8 @@ export async function readSandboxSms(db: Db, accountId: string, query: { recipie
       part: row.part,
       parts: row.parts,
       encoding: row.encoding,
-      text: row.text,
+      text: row.sealed ? null : row.text,
+      encrypted: Boolean(row.sealed),
       at: iso(row.created_at),
     })),
   };

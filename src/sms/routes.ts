@@ -13,6 +13,7 @@ import { cancelSms, recordSms, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { readSandboxSms, readSms } from './read.ts';
 import { SmsAccepted, SmsBatchRequest, SmsSingleRequest, type SmsRequest } from './schemas.ts';
+import { storedSms } from './sealing.ts';
 import { checkSmsRequest, prepareSms } from './validate.ts';
 
 const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
@@ -29,13 +30,12 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     const { draft, errors } = checkSmsRequest(kind, body, account, now);
     if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
     await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
-    if (draft.isBodyEncrypted) {
-      throw unprocessable('Encrypted bodies are not available yet.', [{ field: 'isBodyEncrypted', message: 'is not available yet: send without it' }]);
-    }
     // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
     const refusal = kind === 'single' ? await notSendableReason(ctx.database.reads, 'sms', account.id, draft.recipients[0].mobile) : undefined;
     if (refusal) throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
-    return { sendId: randomUUID(), accountId: account.id, draft, now };
+    const sendId = randomUUID();
+    const { listIds, scheduledAt, webhookUrl } = draft;
+    return { sendId, accountId: account.id, draft: { kind, listIds, scheduledAt, webhookUrl }, ...storedSms(draft, sendId, ctx.encryptionKey), now };
   };
 
   r.post('/sms/single', {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
@@ -12,7 +12,8 @@ import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
-import type { SmsContent, SmsSendJob } from './accept.ts';
+import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
+import { openedContent, openedTags } from './sealing.ts';
 import { segment } from './segments.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
 
@@ -25,7 +26,7 @@ const RETRY_LATER_MS = 5_000;
 
 interface StartedSend {
   accountId: string;
-  content: SmsContent;
+  content: StoredSmsContent;
   webhookUrl: string | null;
   cursor: number;
   /** The first page to send, read in the same round trip: a one-time passcode's only one. */
@@ -56,7 +57,7 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
     const cursor = Number(send.cursor);
     return {
       accountId: send.account_id,
-      content: JSON.parse(send.content) as SmsContent,
+      content: JSON.parse(send.content) as StoredSmsContent,
       webhookUrl: send.webhook_url,
       cursor,
       firstPage: await loadPage(trx, send.account_id, send.id, cursor),
@@ -188,7 +189,16 @@ async function propertyNames(db: Db, accountId: string): Promise<Map<string, str
   return new Map(rows.map((row) => [row.id, row.name_key]));
 }
 
-function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, template: Template, names: Map<string, string>): OutgoingSms[] {
+/** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
+type SendingSms = Omit<StartedSend, 'content'> & { sendId: string; content: SmsContent; sealed: boolean };
+
+/** The page with each recipient's own tags opened, for a sealed send. */
+function openedPage(rows: PageRow[], send: SendingSms, key: KeyObject): PageRow[] {
+  if (!send.sealed) return rows;
+  return rows.map((row) => (row.tags === null ? row : { ...row, tags: openedTags(row.tags, send.sendId, row.address, key) }));
+}
+
+function renderPage(rows: PageRow[], send: SendingSms, template: Template, names: Map<string, string>): OutgoingSms[] {
   return rows.map((row) => {
     let properties: Map<string, string> | null = null;
     if (template.tags.length > 0 && row.properties) {
@@ -208,6 +218,7 @@ function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, tem
       recipient: row.address,
       sender: send.content.senderName,
       segmented: segment(text, { reference: Number(row.id) % 256 }),
+      sensitive: send.sealed,
     };
   });
 }
@@ -238,14 +249,15 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
  * The `sms.send` job: start (expand) once, then pages of recipients in id order — rendered,
  * segmented, submitted, their results recorded with the send's cursor — until none is left.
  */
-export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport }): JobHandler {
-  const { database, clock, transport } = deps;
+export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject }): JobHandler {
+  const { database, clock, transport, encryptionKey } = deps;
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
       const started = await database.call(startSmsSend, { sendId, now: clock.now() });
       if (!started) return;
-      const send = { ...started, sendId };
+      // Opened here, just before rendering: the clear text lives in this job's memory only.
+      const send: SendingSms = { ...started, ...openedContent(started.content, sendId, encryptionKey), sendId };
       const template = compileTemplate(send.content.body);
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
       let finished: Finish;
@@ -255,7 +267,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
           finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
           break;
         }
-        const messages = renderPage(rows, send, template, names);
+        const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names);
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
         const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
         const outcomes: Outcome[] = [];

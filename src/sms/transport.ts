@@ -12,6 +12,11 @@ export interface OutgoingSms {
   recipient: string;
   sender: string;
   segmented: Segmented;
+  /**
+   * The text is a secret (isBodyEncrypted): submitted as it is, but kept only sealed wherever
+   * the transport keeps it (messaging/sealed.ts), and never logged.
+   */
+  sensitive: boolean;
 }
 
 /**

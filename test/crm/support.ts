@@ -1,4 +1,4 @@
-import type { LightMyRequestResponse } from 'fastify';
+import type { FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import type { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { createWorker } from '../../src/worker.ts';
@@ -76,9 +76,10 @@ export interface CrmTest {
   close(): Promise<void>;
 }
 
-export async function startCrmTest(dialect: DialectName, options: { clock?: ManualClock } = {}): Promise<CrmTest> {
-  const t = await startTestApp(dialect, { clock: options.clock, env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
-  const worker = createWorker(t.ctx);
+/** `logger`: the app's, which the worker logs through too (off by default). */
+export async function startCrmTest(dialect: DialectName, options: { clock?: ManualClock; logger?: FastifyServerOptions['logger'] } = {}): Promise<CrmTest> {
+  const t = await startTestApp(dialect, { clock: options.clock, logger: options.logger, env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  const worker = createWorker(t.ctx, { log: t.app.log });
   const drain = () => worker.drain();
   return {
     t,

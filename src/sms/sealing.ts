@@ -1,0 +1,43 @@
+import type { KeyObject } from 'node:crypto';
+import { open, seal } from '../messaging/sealed.ts';
+import type { SmsContent, StoredRecipient, StoredSmsContent } from './accept.ts';
+import type { SmsDraft } from './draft.ts';
+
+/**
+ * `isBodyEncrypted` (SPEC §2.1) for SMS: what a send stores of its text. With it, the body
+ * and every tag value the request gives (the single's top-level tags, each recipient's own:
+ * a passcode travels as a tag value) are sealed, each bound to its send or recipient, and
+ * opened by the worker just before it renders. Sealing is done on the request's thread,
+ * before anything is written, so no statement, error or log of the write holds the clear text.
+ */
+
+const contentPlace = (sendId: string) => `sends.content:${sendId}`;
+const tagsPlace = (sendId: string, address: string) => `send_recipients.tags:${sendId}:${address}`;
+
+/** sends.content and the request recipients' tags as they are written for `draft`. */
+export function storedSms(draft: SmsDraft, sendId: string, key: KeyObject): { content: StoredSmsContent; recipients: StoredRecipient[] } {
+  const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted } = draft;
+  const stored = (address: string, own: Record<string, string>) => {
+    if (Object.keys(own).length === 0) return null;
+    return isBodyEncrypted ? seal(key, JSON.stringify(own), tagsPlace(sendId, address)) : JSON.stringify(own);
+  };
+  return {
+    content: isBodyEncrypted
+      ? { kind, senderName, landingPageId, shortener, sealed: seal(key, JSON.stringify({ body, tags }), contentPlace(sendId)) }
+      : { kind, senderName, landingPageId, shortener, body, tags },
+    recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: stored(r.mobile, r.tags) })),
+  };
+}
+
+/** A send's content in clear, and whether it was sealed (its rendered texts are then sealed wherever they are kept). */
+export function openedContent(content: StoredSmsContent, sendId: string, key: KeyObject): { content: SmsContent; sealed: boolean } {
+  if (!('sealed' in content)) return { content, sealed: false };
+  const { sealed, ...settings } = content;
+  const { body, tags } = JSON.parse(open(key, sealed, contentPlace(sendId))) as Pick<SmsContent, 'body' | 'tags'>;
+  return { content: { ...settings, body, tags }, sealed: true };
+}
+
+/** A recipient's own tags (send_recipients.tags) as JSON in clear. */
+export function openedTags(tags: string, sendId: string, address: string, key: KeyObject): string {
+  return open(key, tags, tagsPlace(sendId, address));
+}
