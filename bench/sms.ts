@@ -39,7 +39,7 @@ const postgres = requestedUrl?.startsWith('postgres') ?? false;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
-/** Counts the status events posted to it, and when the last arrived. */
+/** Counts the final status events (Delivered, Failed) posted to it, one per message, and when the last arrived. */
 async function startReceiver(): Promise<{ url: string; events: () => number; lastAt: () => number; close: () => Promise<void> }> {
   let events = 0;
   let lastAt = 0;
@@ -47,7 +47,7 @@ async function startReceiver(): Promise<{ url: string; events: () => number; las
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      events += (JSON.parse(Buffer.concat(chunks).toString()) as { data: unknown[] }).data.length;
+      events += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<{ status: string }> }).data.filter((e) => e.status === 'Delivered' || e.status === 'Failed').length;
       lastAt = Date.now();
       res.writeHead(204).end();
     });

@@ -13,6 +13,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/setup.ts',
   './sms/accept.ts',
   './sms/send.ts',
+  './sms/single.ts',
   './webhooks/outbox.ts',
   './webhooks/secrets.ts',
 ].map(

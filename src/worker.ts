@@ -5,8 +5,9 @@ import { webhookDeliveryHandler } from './webhooks/deliver.ts';
 import { GATHER_KIND, webhookGatherHandler } from './webhooks/events.ts';
 import { CONTACT_BATCH_KIND } from './crm/batches.ts';
 import { contactBatchHandler } from './crm/apply.ts';
-import { SMS_SEND_KIND } from './sms/accept.ts';
+import { SMS_SEND_KIND, SMS_SINGLE_KIND } from './sms/accept.ts';
 import { smsSendHandler } from './sms/send.ts';
+import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
 
 /**
@@ -23,6 +24,9 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
   const transport = sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: ctx.config.smsTransport.fail });
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
+  // Immediate singles (one-time passcodes) go out together, a page of those claimed at once:
+  // the concurrency is the page's size.
+  worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 64 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

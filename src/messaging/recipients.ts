@@ -18,24 +18,25 @@ const json = (value: unknown) => JSON.stringify(value);
 /**
  * The request's own recipients, in request order, in one statement (they come first: a
  * list's contact with the same address adds nothing, rule 3 of SPEC §2.2). `tags` as stored:
- * the recipient's tags in JSON (sealed when the send's body is), null for none.
+ * the recipient's tags in JSON (sealed when the send's body is), null for none; `contactId`
+ * when it is known already (an immediate single's, addressStanding).
  */
 export async function insertRequestRecipients(
   db: Db,
   dialect: DialectName,
   sendId: string,
   now: number,
-  recipients: Array<{ address: string; tags: string | null }>,
+  recipients: Array<{ address: string; tags: string | null; contactId?: number | null }>,
 ): Promise<void> {
   if (recipients.length === 0) return;
-  const rows = recipients.map((r) => [r.address, r.tags]);
+  const rows = recipients.map((r) => [r.address, r.tags, r.contactId ?? null]);
   const query =
     dialect === 'sqlite'
-      ? sql`insert into send_recipients (send_id, address, tags, status, updated_at)
-            select ${sendId}, value ->> 0, value ->> 1, 'Queued', ${now} from json_each(${json(rows)}) where true
+      ? sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
+            select ${sendId}, value ->> 0, value ->> 1, value ->> 2, 'Queued', ${now} from json_each(${json(rows)}) where true
             on conflict (send_id, address) do nothing`
-      : sql`insert into send_recipients (send_id, address, tags, status, updated_at)
-            select ${sendId}, r ->> 0, r ->> 1, 'Queued', ${now}::bigint from jsonb_array_elements(${json(rows)}::jsonb) r
+      : sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
+            select ${sendId}, r ->> 0, r ->> 1, (r ->> 2)::bigint, 'Queued', ${now}::bigint from jsonb_array_elements(${json(rows)}::jsonb) r
             on conflict (send_id, address) do nothing`;
   await query.execute(db);
 }
@@ -109,12 +110,20 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
     select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = 'NotSent'`.execute(db);
 }
 
+/** Whether the account may send to an address now, and the contact whose properties fill its tags. */
+export interface AddressStanding {
+  /** Why not, in words (the address is suppressed, or a contact with it lacks the opt-in); undefined if it may. */
+  refusal: string | undefined;
+  /** The account's most recently updated contact with the address (SPEC §2.2 rule 4), or null. */
+  contactId: number | null;
+}
+
 /**
- * Why the account may not send to this address on the channel, or undefined if it may: the
- * address is suppressed, or a contact with it lacks the channel's opt-in. `/sms/single`
- * answers 422 with it, so a one-time passcode never vanishes behind a 202.
+ * An address settled at once rather than by a worker's expansion: `/sms/single` answers 422
+ * with the refusal, so a one-time passcode never vanishes behind a 202, and an immediate one
+ * is stored already expanded (its contact found here), so its worker only reads and sends.
  */
-export async function notSendableReason(db: Db, channel: Channel, accountId: string, address: string): Promise<string | undefined> {
+export async function addressStanding(db: Db, channel: Channel, accountId: string, address: string): Promise<AddressStanding> {
   const suppressed = await db
     .selectFrom('suppressions')
     .select('reason')
@@ -122,14 +131,17 @@ export async function notSendableReason(db: Db, channel: Channel, accountId: str
     .where('channel', '=', channel)
     .where('address', '=', address)
     .executeTakeFirst();
-  if (suppressed) return `is suppressed (${suppressed.reason})`;
   const { address: column, optIn } = CHANNEL[channel];
-  const lacking = await db
+  const contacts = await db
     .selectFrom('contacts')
-    .select('id')
+    .select(['id', `${optIn} as opted_in`])
     .where('account_id', '=', accountId)
     .where(column, '=', address)
-    .where(optIn, '=', false)
-    .executeTakeFirst();
-  return lacking ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false` : undefined;
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  const contactId = contacts.length > 0 ? Number(contacts[0].id) : null;
+  if (suppressed) return { refusal: `is suppressed (${suppressed.reason})`, contactId };
+  const lacking = contacts.some((contact) => !contact.opted_in);
+  return { refusal: lacking ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false` : undefined, contactId };
 }

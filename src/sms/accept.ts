@@ -7,6 +7,16 @@ import type { SmsDraft } from './draft.ts';
 /** The queue kind that sends one SMS request: expands it, then submits it a page at a time. */
 export const SMS_SEND_KIND = 'sms.send';
 
+/**
+ * The queue kind of an immediate `/sms/single` (a one-time passcode): settled at accept, so
+ * its worker only reads, submits and records, and sent together with the others claimed
+ * with it (single.ts).
+ */
+export const SMS_SINGLE_KIND = 'sms.single';
+
+/** The key of a send's job, whichever its kind: what a cancel finds it by. */
+export const sendJobKey = (sendId: string) => `${SMS_SEND_KIND}:${sendId}`;
+
 export interface SmsSendJob {
   sendId: string;
 }
@@ -17,10 +27,14 @@ export type SmsContent = Pick<SmsDraft, 'kind' | 'senderName' | 'body' | 'tags' 
 /** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */
 export type StoredSmsContent = Omit<SmsContent, 'body' | 'tags'> & (Pick<SmsContent, 'body' | 'tags'> | { sealed: string });
 
-/** A request recipient as written: its own tags in JSON, sealed when the body is, null for none. */
+/**
+ * A request recipient as written: its own tags in JSON, sealed when the body is, null for
+ * none; its contact when it was settled at accept (an immediate single).
+ */
 export interface StoredRecipient {
   address: string;
   tags: string | null;
+  contactId?: number | null;
 }
 
 export interface PreparedSms {
@@ -35,9 +49,11 @@ export interface PreparedSms {
 
 /**
  * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
- * its job, in one transaction. An immediate single SMS is a one-time passcode: the highest lane.
+ * its job, in one transaction. An immediate single SMS is a one-time passcode: the highest
+ * lane, and stored expanded (its recipient was settled at accept, with its contact).
  */
 export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
+  const passcode = draft.kind === 'single' && draft.scheduledAt === null;
   await db
     .insertInto('sends')
     .values({
@@ -49,6 +65,7 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
       list_ids: JSON.stringify(draft.listIds),
       webhook_url: draft.webhookUrl,
       scheduled_at: draft.scheduledAt,
+      expanded: passcode,
       created_at: now,
       started_at: null,
       completed_at: null,
@@ -57,13 +74,13 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
   await insertRequestRecipients(db, dialect, sendId, now, recipients);
   const job: SmsSendJob = { sendId };
   await enqueue(db, {
-    kind: SMS_SEND_KIND,
+    kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
     payload: job,
     accountId,
     runAt: draft.scheduledAt ?? now,
-    idempotencyKey: `${SMS_SEND_KIND}:${sendId}`,
+    idempotencyKey: sendJobKey(sendId),
     maxAttempts: 10,
-    priority: draft.kind === 'single' && draft.scheduledAt === null ? PRIORITY.otp : PRIORITY.fanout,
+    priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
   });
   return {
     statusCode: 202,
@@ -78,16 +95,18 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
 /**
  * `DELETE /sms/{queueId}`: cancels a send that has not started (its recipients Cancelled, its
  * job gone); answers what the route says: cancelled, not the account's, or already sending.
+ * A send has started once a worker claimed its job: an immediate single is never marked
+ * Sending (it goes from Queued to Completed in one write), so its waiting job is what tells.
  */
 export const cancelSms = procedure(import.meta.url, 'cancelSms', async ({ db }, args: { accountId: string; sendId: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
   db.transaction().execute(async (trx) => {
     const send = await trx.selectFrom('sends').select('status').where('id', '=', args.sendId).where('account_id', '=', args.accountId).where('channel', '=', 'sms').executeTakeFirst();
     if (!send) return 'not found';
     if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
+    const waiting = await trx.deleteFrom('jobs').where('idempotency_key', '=', sendJobKey(args.sendId)).where('state', '=', 'ready').executeTakeFirst();
+    if (Number(waiting.numDeletedRows) === 0) return 'started';
     await trx.updateTable('sends').set({ status: 'Cancelled', completed_at: args.now }).where('id', '=', args.sendId).execute();
     await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').execute();
-    // A job already claimed finds the send Cancelled and ends at once.
-    await trx.deleteFrom('jobs').where('idempotency_key', '=', `${SMS_SEND_KIND}:${args.sendId}`).where('state', '=', 'ready').execute();
     return 'cancelled';
   }),
 );

@@ -10,8 +10,12 @@ export interface SmsDraft {
   isBodyEncrypted: boolean;
   /** The single request's top-level tags, by tagName as written (`[name]` → value). */
   tags: Record<string, string>;
-  /** Request recipients in request order, mobile as E.164 digits; a number given twice keeps its first entry. */
-  recipients: Array<{ mobile: string; tags: Record<string, string> }>;
+  /**
+   * Request recipients in request order, mobile as E.164 digits; a number given twice keeps its
+   * first entry. `contactId`: the contact whose properties fill the tags, when it was settled
+   * at accept (an immediate single); otherwise the worker's expansion finds it.
+   */
+  recipients: Array<{ mobile: string; tags: Record<string, string>; contactId?: number | null }>;
   /** The account's lists to send to, lower-cased, without repeats. */
   listIds: string[];
   /** Epoch ms; null = now. A time in the past is now. */

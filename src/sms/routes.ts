@@ -6,7 +6,7 @@ import type { AppContext } from '../context.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { notSendableReason } from '../messaging/recipients.ts';
+import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
 import { cancelSms, recordSms, type PreparedSms } from './accept.ts';
@@ -30,9 +30,14 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     const { draft, errors } = checkSmsRequest(kind, body, account, now);
     if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
     await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
-    // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
-    const refusal = kind === 'single' ? await notSendableReason(ctx.database.reads, 'sms', account.id, draft.recipients[0].mobile) : undefined;
-    if (refusal) throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
+    if (kind === 'single') {
+      // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
+      const [recipient] = draft.recipients;
+      const { refusal, contactId } = await addressStanding(ctx.database.reads, 'sms', account.id, recipient.mobile);
+      if (refusal) throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
+      // A scheduled one is settled again when it is sent, by its worker's expansion.
+      if (draft.scheduledAt === null) recipient.contactId = contactId;
+    }
     const sendId = randomUUID();
     const { listIds, scheduledAt, webhookUrl } = draft;
     return { sendId, accountId: account.id, draft: { kind, listIds, scheduledAt, webhookUrl }, ...storedSms(draft, sendId, ctx.encryptionKey), now };

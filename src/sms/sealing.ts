@@ -25,7 +25,7 @@ export function storedSms(draft: SmsDraft, sendId: string, key: KeyObject): { co
     content: isBodyEncrypted
       ? { kind, senderName, landingPageId, shortener, sealed: seal(key, JSON.stringify({ body, tags }), contentPlace(sendId)) }
       : { kind, senderName, landingPageId, shortener, body, tags },
-    recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: stored(r.mobile, r.tags) })),
+    recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: stored(r.mobile, r.tags), contactId: r.contactId })),
   };
 }
 

@@ -22,7 +22,7 @@ type Db = Kysely<Schema>;
 /** Recipients submitted and recorded together: one transport call and one commit a page. */
 const PAGE = 500;
 /** A page with messages refused for now is tried again after this long. */
-const RETRY_LATER_MS = 5_000;
+export const RETRY_LATER_MS = 5_000;
 
 interface StartedSend {
   accountId: string;
@@ -70,7 +70,7 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
  * operator's id of each part, each part's status] of one message's outcome: its status the
  * last it reached (Submitted, or further with the receipts given with the answer).
  */
-type Outcome = [number, string, string, number, string, string | null, string | null, string, string[], string[]];
+export type Outcome = [number, string, string, number, string, string | null, string | null, string, string[], string[]];
 
 interface PageResults {
   sendId: string;
@@ -97,15 +97,11 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
     if (page.outcomes.length > 0) {
       await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
       if (page.webhookUrl) {
-        const byId = new Map(page.outcomes.map((o) => [o[0], o]));
         await appendWebhookEvents(trx, { now: () => page.now }, {
           accountId: page.accountId,
           url: page.webhookUrl,
           type: SMS_STATUS_TYPE,
-          events: page.steps.map(([id, status]) => {
-            const [, , messageId, parts, , error, errorCode, recipient] = byId.get(id)!;
-            return { queueId: page.sendId, messageId, recipient, status, errorCode, error, parts, at: new Date(page.now).toISOString() };
-          }),
+          events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
         });
       }
     }
@@ -114,7 +110,27 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
   }),
 );
 
-async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], steps: Array<[number, string]>, receipts: Receipt[]): Promise<void> {
+/**
+ * The webhook events (ARCHITECTURE.md's sms.status) of steps, one per status each message
+ * went through; `sendOf` names the send of a recipient row.
+ */
+export function statusEvents(outcomes: Outcome[], steps: Array<[number, string]>, now: number, sendOf: (recipientId: number) => string): object[] {
+  const byId = new Map(outcomes.map((o) => [o[0], o]));
+  return steps.map(([id, status]) => {
+    const [, , messageId, parts, , error, errorCode, recipient] = byId.get(id)!;
+    return { queueId: sendOf(id), messageId, recipient, status, errorCode, error, parts, at: new Date(now).toISOString() };
+  });
+}
+
+/** Every status each message went through: a message the operator took was Submitted first, whatever its receipts made it since. */
+function stepsOf(outcomes: Outcome[]): Array<[number, string]> {
+  return outcomes.flatMap(([id, status, , , , , , , taken]): Array<[number, string]> =>
+    taken.length === 0 || status === 'Submitted' ? [[id, status]] : [[id, 'Submitted'], [id, status]],
+  );
+}
+
+/** Recipients' outcomes, their history and their parts, and receipts that came early, in the caller's transaction. */
+export async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], steps: Array<[number, string]>, receipts: Receipt[]): Promise<void> {
   const json = JSON.stringify(outcomes);
   const history = JSON.stringify(steps);
   if (dialect === 'sqlite') {
@@ -163,7 +179,7 @@ export const finishSmsSend = procedure(import.meta.url, 'finishSmsSend', async (
   db.transaction().execute((trx) => finish(trx, args.sendId, args.now, args.lease)),
 );
 
-interface PageRow {
+export interface PageRow {
   id: number;
   address: string;
   tags: string | null;
@@ -184,7 +200,7 @@ async function loadPage(db: Db, accountId: string, sendId: string, after: number
 }
 
 /** The account's property names by id, lower-cased: what `[name]` looks up in a contact. */
-async function propertyNames(db: Db, accountId: string): Promise<Map<string, string>> {
+export async function propertyNames(db: Db, accountId: string): Promise<Map<string, string>> {
   const rows = await db.selectFrom('contact_properties').select(['id', 'name_key']).where('account_id', '=', accountId).execute();
   return new Map(rows.map((row) => [row.id, row.name_key]));
 }
@@ -193,12 +209,12 @@ async function propertyNames(db: Db, accountId: string): Promise<Map<string, str
 type SendingSms = Omit<StartedSend, 'content'> & { sendId: string; content: SmsContent; sealed: boolean };
 
 /** The page with each recipient's own tags opened, for a sealed send. */
-function openedPage(rows: PageRow[], send: SendingSms, key: KeyObject): PageRow[] {
+export function openedPage(rows: PageRow[], send: { sendId: string; sealed: boolean }, key: KeyObject): PageRow[] {
   if (!send.sealed) return rows;
   return rows.map((row) => (row.tags === null ? row : { ...row, tags: openedTags(row.tags, send.sendId, row.address, key) }));
 }
 
-function renderPage(rows: PageRow[], send: SendingSms, template: Template, names: Map<string, string>): OutgoingSms[] {
+export function renderPage(rows: PageRow[], send: { accountId: string; sendId: string; content: SmsContent; sealed: boolean }, template: Template, names: Map<string, string>): OutgoingSms[] {
   return rows.map((row) => {
     let properties: Map<string, string> | null = null;
     if (template.tags.length > 0 && row.properties) {
@@ -228,6 +244,21 @@ function renderPage(rows: PageRow[], send: SendingSms, template: Template, names
  * as its last status, with Submitted before it in its history and events. Receipts in
  * `given` that name a part of this message are taken out of it.
  */
+/**
+ * What a page's submit came to: each message's outcome in row order (one refused for now has
+ * none: it stays Queued, to be tried again), the statuses each went through, and the
+ * receipts given with the answers that name no part of the page.
+ */
+export function pageOutcomes(rows: PageRow[], messages: OutgoingSms[], results: SubmitResult[]): { outcomes: Outcome[]; steps: Array<[number, string]>; receipts: Receipt[] } {
+  const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
+  const outcomes: Outcome[] = [];
+  rows.forEach((row, i) => {
+    const outcome = outcomeOf(row, messages[i], results[i], given);
+    if (outcome) outcomes.push(outcome);
+  });
+  return { outcomes, steps: stepsOf(outcomes), receipts: [...given.values()] };
+}
+
 function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, given: Map<string, Receipt>): Outcome | undefined {
   const { encoding, parts } = message.segmented;
   if (!result.accepted) {
@@ -269,20 +300,11 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
         }
         const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names);
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
-        const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
-        const outcomes: Outcome[] = [];
-        rows.forEach((row, i) => {
-          const outcome = outcomeOf(row, messages[i], results[i], given);
-          if (outcome) outcomes.push(outcome);
-        });
-        // A message the operator took was Submitted first, whatever its receipts made it since.
-        const steps = outcomes.flatMap(([id, status, , , , , , , taken]): Array<[number, string]> =>
-          taken.length === 0 || status === 'Submitted' ? [[id, status]] : [[id, 'Submitted'], [id, status]],
-        );
+        const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
         send.cursor = Number(rows.at(-1)!.id);
         // A short page is the last: recorded and finished in one transaction.
         const last = rows.length < PAGE ? run.lease : null;
-        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, steps, receipts: [...given.values()], last });
+        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, steps, receipts, last });
         if (recorded !== 'more') {
           finished = recorded;
           break;
@@ -291,33 +313,36 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
       if (finished === 'retry') throw new SnoozeJob(clock.now() + RETRY_LATER_MS, 'messages refused for now are tried again');
       return 'completed';
     },
-    // The job died (its last attempt failed, or it kept killing its worker): what it had not
-    // sent is Failed with the reason, posted like any other outcome, and the send Completed.
-    async onDead(trx: Db, job: Job, error: string) {
-      const { sendId } = job.payload as SmsSendJob;
-      const now = clock.now();
-      const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
-      if (!send) return;
-      const reason = `not sent: ${error}`;
-      const failed = await trx
-        .updateTable('send_recipients')
-        .set({ status: 'Failed', error: reason, updated_at: now })
-        .where('send_id', '=', sendId)
-        .where('status', '=', 'Queued')
-        .returning(['id', 'address', 'message_id', 'parts'])
-        .execute();
-      if (failed.length > 0) {
-        await trx.insertInto('recipient_history').values(failed.map((r) => ({ recipient_id: r.id, status: 'Failed', at: now }))).execute();
-        if (send.webhook_url) {
-          await appendWebhookEvents(trx, clock, {
-            accountId: send.account_id,
-            url: send.webhook_url,
-            type: SMS_STATUS_TYPE,
-            events: failed.map((r) => ({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: new Date(now).toISOString() })),
-          });
-        }
-      }
-      await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
-    },
+    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, clock, (job.payload as SmsSendJob).sendId, error),
   };
+}
+
+/**
+ * A send's job died (its last attempt failed, or it kept killing its worker): what it had
+ * not sent is Failed with the reason, posted like any other outcome, and the send Completed.
+ */
+export async function failUnsent(trx: Db, clock: Clock, sendId: string, error: string): Promise<void> {
+  const now = clock.now();
+  const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
+  if (!send) return;
+  const reason = `not sent: ${error}`;
+  const failed = await trx
+    .updateTable('send_recipients')
+    .set({ status: 'Failed', error: reason, updated_at: now })
+    .where('send_id', '=', sendId)
+    .where('status', '=', 'Queued')
+    .returning(['id', 'address', 'message_id', 'parts'])
+    .execute();
+  if (failed.length > 0) {
+    await trx.insertInto('recipient_history').values(failed.map((r) => ({ recipient_id: r.id, status: 'Failed', at: now }))).execute();
+    if (send.webhook_url) {
+      await appendWebhookEvents(trx, clock, {
+        accountId: send.account_id,
+        url: send.webhook_url,
+        type: SMS_STATUS_TYPE,
+        events: failed.map((r) => ({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: new Date(now).toISOString() })),
+      });
+    }
+  }
+  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
 }

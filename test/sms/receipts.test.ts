@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { Worker } from '../../src/queue/worker.ts';
-import { SMS_SEND_KIND } from '../../src/sms/accept.ts';
+import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
 import { applyReceipts, type Receipt } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
+import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
@@ -19,22 +20,35 @@ forEachDatabase((dialect) => {
   let alice: CrmClient;
   let worker: Worker;
   let early: (ids: string[]) => Receipt[];
+  let pages: string[][];
+  let refuseForNow: Set<string>;
+  let hold: Promise<void> | undefined;
   beforeEach(async () => {
+    pages = [];
+    hold = undefined;
+    refuseForNow = new Set();
     crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
     alice = await crm.client();
     early = () => [];
     const { database } = crm.t.ctx;
     const transport: SmsTransport = {
       async submit(_database, messages) {
+        pages.push(messages.map((m) => m.recipient));
+        await hold;
         const ids = messages.map((m) => m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`));
         const receipts = early(ids.flat());
         if (receipts.length > 0) await database.db.transaction().execute((trx) => applyReceipts(trx, dialect, crm.clock, { receipts }));
-        return ids.map((operatorMessageIds) => ({ accepted: true as const, operatorMessageIds }));
+        return messages.map((m, i) =>
+          refuseForNow.has(m.recipient)
+            ? { accepted: false as const, permanent: false, error: 'throttled', errorCode: '0x58' }
+            : { accepted: true as const, operatorMessageIds: ids[i] },
+        );
       },
       async close() {},
     };
     worker = new Worker({ database, clock: crm.clock });
     worker.register(SMS_SEND_KIND, smsSendHandler({ ...crm.t.ctx, transport }), { concurrency: 1 });
+    worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...crm.t.ctx, transport }), { concurrency: 4 });
   });
   afterEach(() => crm.close());
 
@@ -70,6 +84,43 @@ forEachDatabase((dialect) => {
     const recipient = await recipientOf(failed);
     assert.equal(recipient.status, 'Failed');
     assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Processed', 'Failed']);
+  });
+
+  it('sends the one-time passcodes claimed together as one page, and tries one refused for now again on its own', async () => {
+    const numbers = ['919812300011', '919812300012', '919812300013'];
+    refuseForNow.add(numbers[1]);
+    const queueIds: string[] = [];
+    for (const recipient of numbers) {
+      const response = await alice.post('/sms/single', { recipient, senderName: 'HERALD', body: `code for ${recipient}` });
+      assert.equal(response.statusCode, 202, response.body);
+      queueIds.push(response.json().data.QueueId);
+    }
+    await worker.drain();
+    assert.deepEqual(pages, [numbers], 'one transport call for the three');
+    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await recipientOf(id)).status)), ['Submitted', 'Queued', 'Submitted']);
+    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await alice.get(`/sms/${id}`)).json().status)), ['Completed', 'Queued', 'Completed']);
+
+    refuseForNow.clear();
+    crm.clock.advance(5_000);
+    await worker.drain();
+    assert.deepEqual(pages.slice(1), [[numbers[1]]], 'only the refused one is sent again');
+    assert.equal((await recipientOf(queueIds[1])).status, 'Submitted');
+    assert.equal((await alice.get(`/sms/${queueIds[1]}`)).json().status, 'Completed');
+  });
+
+  it('refuses to cancel a one-time passcode its worker has taken (409), though its send still reads Queued', async () => {
+    let release!: () => void;
+    hold = new Promise((resolve) => (release = resolve));
+    const response = await alice.post('/sms/single', { recipient: '919812300021', senderName: 'HERALD', body: 'code 1' });
+    const queueId = response.json().data.QueueId as string;
+    const draining = worker.drain();
+    while (pages.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Queued');
+    const cancel = await crm.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers: { authorization: `Bearer ${alice.token}` } });
+    assert.equal(cancel.statusCode, 409, cancel.body);
+    release();
+    await draining;
+    assert.equal((await recipientOf(queueId)).status, 'Submitted');
   });
 
   it('keeps a receipt for an id it does not know, without failing', async () => {

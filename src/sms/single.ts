@@ -1,0 +1,160 @@
+import type { KeyObject } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { compileTemplate } from '../messaging/tags.ts';
+import { completeJobs, type Lease } from '../queue/queries.ts';
+import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
+import type { SmsSendJob, StoredSmsContent } from './accept.ts';
+import type { Receipt } from './receipts.ts';
+import { SMS_STATUS_TYPE } from './receipts.ts';
+import { openedContent } from './sealing.ts';
+import { failUnsent, openedPage, pageOutcomes, propertyNames, renderPage, RETRY_LATER_MS, statusEvents, updateRecipients, type Outcome, type PageRow } from './send.ts';
+import type { OutgoingSms, SmsTransport } from './transport.ts';
+
+type Db = Kysely<Schema>;
+
+/** One job of a gathered page: its send, its claim, and how its run ends. */
+interface Waiting {
+  sendId: string;
+  lease: Lease;
+  signal: AbortSignal;
+  settle: (outcome: Error | undefined) => void;
+}
+
+interface SingleRow extends PageRow {
+  send_id: string;
+  account_id: string;
+  content: string;
+  webhook_url: string | null;
+}
+
+interface SinglesResults {
+  now: number;
+  outcomes: Outcome[];
+  steps: Array<[number, string]>;
+  receipts: Receipt[];
+  /** One append per account and webhook URL. */
+  streams: Array<{ accountId: string; url: string; events: object[] }>;
+  /** Sends done with this page: Completed, and their jobs with them. */
+  done: Array<{ sendId: string; lease: Lease }>;
+}
+
+/**
+ * A page of singles' results in one transaction: their recipients, history and events, the
+ * sends Completed and their jobs gone, so a worker that dies before it sends them all again
+ * (at most a page: the jobs claimed together), and one that dies after sends none again.
+ */
+export const recordSingles = procedure(import.meta.url, 'recordSingles', async ({ db, dialect }, page: SinglesResults): Promise<void> =>
+  db.transaction().execute(async (trx) => {
+    if (page.outcomes.length > 0) await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
+    for (const stream of page.streams) {
+      await appendWebhookEvents(trx, { now: () => page.now }, { accountId: stream.accountId, url: stream.url, type: SMS_STATUS_TYPE, events: stream.events });
+    }
+    if (page.done.length === 0) return;
+    await trx
+      .updateTable('sends')
+      .set({ status: 'Completed', started_at: page.now, completed_at: page.now })
+      .where('id', 'in', page.done.map((send) => send.sendId))
+      .execute();
+    if ((await completeJobs(trx, page.done.map((send) => send.lease))) !== page.done.length) {
+      throw new Error('a job of the page is no longer held by this claim: the page is sent again');
+    }
+  }),
+);
+
+async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
+  return db
+    .selectFrom('sends as s')
+    .innerJoin('send_recipients as r', 'r.send_id', 's.id')
+    .leftJoin('contacts as c', (join) => join.onRef('c.account_id', '=', 's.account_id').onRef('c.id', '=', 'r.contact_id'))
+    .select(['s.id as send_id', 's.account_id', 's.content', 's.webhook_url', 'r.id', 'r.address', 'r.tags', 'c.properties'])
+    .where('s.id', 'in', sendIds)
+    .where('r.status', '=', 'Queued')
+    .orderBy('r.id')
+    .execute() as Promise<SingleRow[]>;
+}
+
+/**
+ * The `sms.single` job: an immediate `/sms/single`, a one-time passcode. Its send was
+ * settled at accept (recordSms), so there is nothing to expand: the jobs a worker claims
+ * together (one claim statement takes every one due, up to the kind's concurrency) are sent
+ * as one page — one read, one transport call, one transaction — rather than one send's
+ * round trips each. At 500 passcodes a second that is what keeps them at milliseconds.
+ */
+export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject }): JobHandler {
+  const { database, clock, transport, encryptionKey } = deps;
+  let gathering: Waiting[] | undefined;
+
+  /** One recipient's message; a send that cannot be rendered (its sealed content does not open) fails its own job only. */
+  async function render(row: SingleRow, names: Map<string, Promise<Map<string, string>>>): Promise<OutgoingSms | Error> {
+    try {
+      const send = { accountId: row.account_id, sendId: row.send_id, ...openedContent(JSON.parse(row.content) as StoredSmsContent, row.send_id, encryptionKey) };
+      const template = compileTemplate(send.content.body);
+      // Property names are read only for a text with tags and a contact with properties.
+      const needsNames = row.properties !== null && template.tags.length > 0;
+      if (needsNames && !names.has(row.account_id)) names.set(row.account_id, propertyNames(database.reads, row.account_id));
+      const accountNames = needsNames ? await names.get(row.account_id)! : new Map<string, string>();
+      return renderPage(openedPage([row], send, encryptionKey), send, template, accountNames)[0];
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+  }
+
+  async function sendPage(gathered: Waiting[]): Promise<void> {
+    const loaded = await loadSingles(database.reads, gathered.map((waiting) => waiting.sendId));
+    const names = new Map<string, Promise<Map<string, string>>>();
+    const rendered = await Promise.all(loaded.map((row) => render(row, names)));
+    const failed = new Map(loaded.flatMap((row, i) => (rendered[i] instanceof Error ? [[row.send_id, rendered[i]]] : [])));
+    const rows = loaded.filter((row) => !failed.has(row.send_id));
+    const messages = rendered.filter((message): message is OutgoingSms => !(message instanceof Error));
+    const page = gathered.filter((waiting) => !failed.has(waiting.sendId));
+    for (const waiting of gathered) if (failed.has(waiting.sendId)) waiting.settle(failed.get(waiting.sendId));
+    const signal = AbortSignal.any(page.map((waiting) => waiting.signal));
+    const results = rows.length > 0 ? await transport.submit({ db: database.db, dialect: database.dialect }, messages, signal) : [];
+    const now = clock.now();
+    const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
+    const recorded = new Set(outcomes.map(([recipientId]) => recipientId));
+    // A send with its message refused for now is tried again later; any other is done, one
+    // whose recipient is no longer Queued included (its job has nothing left to do).
+    const later = new Set(rows.filter((row) => !recorded.has(Number(row.id))).map((row) => row.send_id));
+    const rowOf = new Map(rows.map((row) => [Number(row.id), row]));
+    const streams = new Map<string, { accountId: string; url: string; steps: Array<[number, string]> }>();
+    for (const step of steps) {
+      const { account_id: accountId, webhook_url: url } = rowOf.get(step[0])!;
+      if (!url) continue;
+      const key = `${accountId}\n${url}`;
+      if (!streams.has(key)) streams.set(key, { accountId, url, steps: [] });
+      streams.get(key)!.steps.push(step);
+    }
+    const events = [...streams.values()].map(({ accountId, url, steps: own }) => ({ accountId, url, events: statusEvents(outcomes, own, now, (id) => rowOf.get(id)!.send_id) }));
+    const done = page.filter((waiting) => !later.has(waiting.sendId)).map(({ sendId, lease }) => ({ sendId, lease }));
+    await database.call(recordSingles, { now, outcomes, steps, receipts, streams: events, done });
+    for (const waiting of page) {
+      waiting.settle(later.has(waiting.sendId) ? new SnoozeJob(now + RETRY_LATER_MS, 'the message was refused for now: it is tried again') : undefined);
+    }
+  }
+
+  return {
+    handle(job: Job, run: JobRun) {
+      const { sendId } = job.payload as SmsSendJob;
+      return new Promise<'completed'>((resolve, reject) => {
+        if (!gathering) {
+          const page: Waiting[] = (gathering = []);
+          // Every job of one claim is handed over in the same turn: they make one page.
+          queueMicrotask(() => {
+            gathering = undefined;
+            sendPage(page).catch((error: unknown) => {
+              for (const waiting of page) waiting.settle(error instanceof Error ? error : new Error(String(error)));
+            });
+          });
+        }
+        gathering.push({ sendId, lease: run.lease, signal: run.signal, settle: (outcome) => (outcome ? reject(outcome) : resolve('completed')) });
+      });
+    },
+    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, clock, (job.payload as SmsSendJob).sendId, error),
+  };
+}
