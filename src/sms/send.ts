@@ -13,6 +13,7 @@ import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob } from './accept.ts';
+import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
 
@@ -188,8 +189,9 @@ async function propertyNames(db: Db, accountId: string): Promise<Map<string, str
   return new Map(rows.map((row) => [row.id, row.name_key]));
 }
 
-function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, template: Template, names: Map<string, string>): OutgoingSms[] {
-  return rows.map((row) => {
+/** `links`: each row's landing page link, when the send has one. */
+function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, template: Template, names: Map<string, string>, links: string[] | null): OutgoingSms[] {
+  return rows.map((row, i) => {
     let properties: Map<string, string> | null = null;
     if (template.tags.length > 0 && row.properties) {
       properties = new Map();
@@ -199,7 +201,8 @@ function renderPage(rows: PageRow[], send: StartedSend & { sendId: string }, tem
       }
     }
     // A batch recipient's own tags, else the single request's top-level ones.
-    const own = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
+    const given = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
+    const own = links ? { ...given, [LANDING_PAGE_TAG]: links[i] } : given;
     const text = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : send.content.body;
     return {
       accountId: send.accountId,
@@ -235,18 +238,20 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
 }
 
 /**
- * The `sms.send` job: start (expand) once, then pages of recipients in id order — rendered,
- * segmented, submitted, their results recorded with the send's cursor — until none is left.
+ * The `sms.send` job: start (expand) once, then pages of recipients in id order — their
+ * landing page links written (when the send has one), rendered, segmented, submitted, their
+ * results recorded with the send's cursor — until none is left.
  */
-export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport }): JobHandler {
-  const { database, clock, transport } = deps;
+export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; config: { publicUrl: string } }): JobHandler {
+  const { database, clock, transport, config } = deps;
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
       const started = await database.call(startSmsSend, { sendId, now: clock.now() });
       if (!started) return;
       const send = { ...started, sendId };
-      const template = compileTemplate(send.content.body);
+      const links = send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
+      const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
       let finished: Finish;
       for (let rows = send.firstPage; ; rows = await loadPage(database.db, send.accountId, sendId, send.cursor)) {
@@ -255,7 +260,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
           finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
           break;
         }
-        const messages = renderPage(rows, send, template, names);
+        const messages = renderPage(rows, send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
         const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
         const outcomes: Outcome[] = [];
