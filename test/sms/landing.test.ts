@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
+import { Worker } from '../../src/queue/worker.ts';
+import { SMS_SEND_KIND } from '../../src/sms/accept.ts';
+import { smsSendHandler } from '../../src/sms/send.ts';
+import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
 import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
@@ -167,6 +171,48 @@ forEachDatabase((dialect) => {
       assert.equal(response.statusCode, 422, shortnerUrl);
       assert.deepEqual(errorFields(response), ['shortner.shortnerUrl'], shortnerUrl);
     }
+  });
+
+  it('writes a page’s codes before the page is submitted, and a page submitted again after a failure keeps the first codes working', async () => {
+    // A transport of the test's own: it looks each text's code up as another connection sees
+    // the database (committed rows only), and its first submit dies as a dropped connection would.
+    const submitted: Array<{ attempt: number; code: string; stored: boolean }> = [];
+    let attempt = 0;
+    const transport: SmsTransport = {
+      async submit(_database, messages) {
+        attempt++;
+        for (const message of messages) {
+          const [, code] = SERVICE_LINK.exec(message.segmented.parts.map((p) => p.text).join(''))!;
+          const stored = await crm.t.ctx.database.reads.selectFrom('links').select('code').where('code', '=', code).executeTakeFirst();
+          submitted.push({ attempt, code, stored: stored !== undefined });
+        }
+        if (attempt === 1) throw new Error('the connection to the SMSC dropped');
+        return messages.map((m) => ({ accepted: true as const, operatorMessageIds: [m.messageId] }));
+      },
+      async close() {},
+    };
+    const worker = new Worker({ database: crm.t.ctx.database, clock: crm.clock });
+    worker.register(SMS_SEND_KIND, smsSendHandler({ ...crm.t.ctx, transport }), { concurrency: 1 });
+    const accepted = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }], senderName: 'HERALD', body: 'Sale', landingPageId: offer });
+    assert.equal(accepted.statusCode, 202);
+    await worker.drain();
+    crm.clock.advance(3_600_000);
+    await worker.drain();
+
+    assert.deepEqual(submitted.map((s) => [s.attempt, s.stored]), [[1, true], [1, true], [2, true], [2, true]]);
+    assert.equal(new Set(submitted.map((s) => s.code)).size, 4, 'new codes for the page submitted again');
+    for (const { code } of submitted) assert.equal((await open(`/l/${code}`)).statusCode, 302, code);
+    assert.deepEqual((await read(alice, accepted.json().data.QueueId)).recipients.map((r) => r.clicks.length), [2, 2]);
+  });
+
+  it('takes a deleted account’s links and clicks with it', async () => {
+    await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Sale', landingPageId: offer });
+    const [, code] = SERVICE_LINK.exec((await texts(alice)).get('919812345678')!)!;
+    assert.equal((await open(`/l/${code}`)).statusCode, 302);
+    const deleted = await crm.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
+    assert.equal(deleted.statusCode, 204);
+    assert.equal((await open(`/l/${code}`)).statusCode, 404);
+    assert.deepEqual(await crm.t.ctx.db.selectFrom('link_clicks').selectAll().execute(), []);
   });
 
   it('shows no clicks on a send without a landing page', async () => {
