@@ -15,6 +15,7 @@ import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
 import { smsRoutes } from './sms/routes.ts';
+import { linkRoutes } from './links/routes.ts';
 import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
@@ -47,7 +48,7 @@ export async function buildApp(
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport, and signed webhooks. SMPP delivery, landing pages and the email endpoints of the specification are not built yet.' },
+      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport with landing pages, short links and encrypted bodies, and signed webhooks. SMPP delivery and the email endpoints of the specification are not built yet.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
@@ -62,6 +63,7 @@ export async function buildApp(
   queueRoutes(app, ctx);
   crmRoutes(app, ctx);
   smsRoutes(app, ctx);
+  linkRoutes(app, ctx);
 
   return app;
 }

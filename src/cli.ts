@@ -20,6 +20,7 @@ import { findAccountByUserName } from './auth/credentials.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 import { PasswordInputError, readNewPassword } from './password-input.ts';
 import { simCommand, SIM_SMSC_ARGS } from './sim/cli.ts';
+import { addShortenerDomain } from './links/shortener.ts';
 
 /**
  * Every command's usage, the one source of `herald --help`, `herald account --help`,
@@ -49,6 +50,11 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
   },
   { name: 'account add-sender-name', args: '--user EMAIL --name NAME', about: 'allow an SMS sender name (senderName of /sms/single and /sms/batch)' },
   { name: 'account add-sender-domain', args: '--user EMAIL --domain DOMAIN', about: 'add an email sender domain (for the email module, not built yet)' },
+  {
+    name: 'account add-shortener-domain',
+    args: '--user EMAIL --domain DOMAIN',
+    about: "register a custom short-link host (shortner.shortnerUrl https://DOMAIN); it answers /<code> for the account's links",
+  },
   { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
   { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
 ];
@@ -164,6 +170,10 @@ async function accountCommand(config: () => Config, action: string | undefined, 
         return print(await addSenderName(db, clock, (await byUser()).id, option('name')));
       case 'add-sender-domain':
         return print(await addSenderDomain(db, clock, (await byUser()).id, option('domain')));
+      case 'add-shortener-domain': {
+        const serviceHost = new URL(config().publicUrl).hostname;
+        return print(await addShortenerDomain(db, clock, { accountId: (await byUser()).id, domain: option('domain'), serviceHost }));
+      }
       case 'delete':
         await deleteAccount(db, (await byUser()).id);
         return print({ deleted: values.user });

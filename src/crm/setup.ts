@@ -30,7 +30,7 @@ const propertyView = (row: PropertyRow): PropertyView => ({ propertyid: row.id, 
 /** Names are compared case-insensitively, so `firstName` and `FirstName` are one property. */
 export const nameKey = (name: string) => name.trim().toLowerCase();
 
-function checkName(name: string, field: string): string {
+export function checkName(name: string, field: string): string {
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > MAX_NAME_LENGTH) {
     throw badRequest(`The ${field} must be 1 to ${MAX_NAME_LENGTH} characters.`, [{ field, message: `must be 1 to ${MAX_NAME_LENGTH} characters` }]);

@@ -272,6 +272,41 @@ export interface SandboxSmsTable {
   created_at: number;
 }
 
+export interface LandingPagesTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** name lower-cased: names are unique per account case-insensitively. */
+  name_key: string;
+  url: string;
+  created_at: number;
+}
+
+export interface ShortenerDomainsTable {
+  domain: string;
+  account_id: string;
+  created_at: number;
+}
+
+export interface LinksTable {
+  /** The short link's code: 8 random base62 characters. */
+  code: string;
+  account_id: string;
+  send_id: string;
+  /** The recipient the link was made for; null when the send's recipients share one. */
+  recipient_id: number | null;
+  /** Where the link leads. */
+  url: string;
+  created_at: number;
+}
+
+export interface LinkClicksTable {
+  id: Generated<number>;
+  code: string;
+  at: number;
+  user_agent: string | null;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -289,6 +324,10 @@ export interface Schema {
   sms_parts: SmsPartsTable;
   sms_receipts: SmsReceiptsTable;
   suppressions: SuppressionsTable;
+  landing_pages: LandingPagesTable;
+  shortener_domains: ShortenerDomainsTable;
+  links: LinksTable;
+  link_clicks: LinkClicksTable;
   contact_lists: ContactListsTable;
   contact_properties: ContactPropertiesTable;
   contacts: ContactsTable;

@@ -21,6 +21,10 @@ export interface SmsDraft {
   /** Epoch ms; null = now. A time in the past is now. */
   scheduledAt: number | null;
   landingPageId: string | null;
+  /**
+   * With a landing page: `url` the shortnerUrl as given (null: the service's own links,
+   * PUBLIC_URL/l), `unique` a link per recipient (isUniqueUrl, true by default).
+   */
   shortener: { url: string | null; unique: boolean } | null;
   webhookUrl: string | null;
 }

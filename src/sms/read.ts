@@ -2,6 +2,8 @@ import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
+import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
+import type { SmsContent } from './accept.ts';
 
 type Db = Kysely<Schema>;
 
@@ -10,7 +12,9 @@ const cursor = cursorCodec(['integer']);
 
 /**
  * `GET /sms/{queueId}` (ARCHITECTURE.md): the send, its totals by status word, and a page of
- * its recipients in id order, each with its history and its parts as the operator took them.
+ * its recipients in id order, each with its history and its parts as the operator took them,
+ * and, when it carried a landing page link, its clicks: each recipient's own (isUniqueUrl),
+ * and the count of them all, which alone counts a link the recipients share.
  */
 export async function readSms(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
   const send = await db
@@ -48,6 +52,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
     .execute();
   const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.id)]);
   const ids = shown.map((row) => Number(row.id));
+  const linked = (JSON.parse(send.content) as SmsContent).landingPageId !== null;
   const [history, parts] =
     ids.length === 0
       ? [[], []]
@@ -55,6 +60,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
           db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute(),
           db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute(),
         ]);
+  const [clicksOf, clicks] = linked ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)]) : [new Map<number, ClickView[]>(), 0];
   const historyOf = group(history, (h) => Number(h.recipient_id));
   const partsOf = group(parts, (p) => Number(p.recipient_id));
 
@@ -65,6 +71,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
     scheduledAt: send.scheduled_at === null ? null : iso(send.scheduled_at),
     totals,
     partsBilled,
+    clicks,
     recipients: shown.map((row) => ({
       recipient: row.address,
       messageId: row.message_id,
@@ -75,6 +82,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
       error: row.error,
       history: [{ status: 'Queued', at: iso(send.created_at) }, ...(historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
+      clicks: clicksOf.get(Number(row.id)) ?? [],
     })),
     nextCursor,
   };

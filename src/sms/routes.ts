@@ -27,7 +27,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   const accept = async (kind: SmsDraft['kind'], body: SmsRequest, account: { id: string; timeZoneOffset: string }): Promise<PreparedSms> => {
     const now = ctx.clock.now();
-    const { draft, errors } = checkSmsRequest(kind, body, account, now);
+    const { draft, errors } = checkSmsRequest(kind, body, account, now, ctx.config.publicUrl);
     if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
     await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
     if (kind === 'single') {

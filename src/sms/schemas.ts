@@ -31,8 +31,8 @@ export const SubstitutionTag = Type.Object({
 const Tags = (description: string) => Type.Array(SubstitutionTag, { maxItems: MAX_TAGS, description });
 
 export const Shortener = Type.Object({
-  shortnerUrl: Type.Optional(Type.String({ maxLength: 2048, description: "A custom shortener host registered for the account; the service's own when absent." })),
-  isUniqueUrl: Type.Optional(Type.Boolean({ description: 'One link per recipient, for per-recipient analytics; true by default.' })),
+  shortnerUrl: Type.Optional(Type.String({ maxLength: 2048, description: "https://<domain> (or http://), the domain a shortener domain the operator registered for the account; the service's own PUBLIC_URL/l when absent." })),
+  isUniqueUrl: Type.Optional(Type.Boolean({ description: "One link per recipient, its clicks shown on the recipient; true by default. False: one link for the send, its clicks counted on the send." })),
 }, { description: 'How the landing page link is shortened; only with landingPageId.' });
 
 const common = {
@@ -47,7 +47,7 @@ const common = {
     maxLength: 40,
     description: "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
   })),
-  landingPageId: Type.Optional(Uuid({ description: 'Adds a link to this landing page to the text.' })),
+  landingPageId: Type.Optional(Uuid({ description: 'Adds a short link to this landing page to the text: where the body writes [landingPageUrl], else at its end after a space.' })),
   shortner: Type.Optional(Shortener),
   webHookUrl: Type.Optional(WebhookUrl('Receives the delivery statuses (Submitted, Processed, Delivered, Failed), signed.')),
 };

@@ -14,6 +14,7 @@ import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, UNDELIVERED
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';
+import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
 
@@ -214,8 +215,9 @@ export function openedPage(rows: PageRow[], send: { sendId: string; sealed: bool
   return rows.map((row) => (row.tags === null ? row : { ...row, tags: openedTags(row.tags, send.sendId, row.address, key) }));
 }
 
-export function renderPage(rows: PageRow[], send: { accountId: string; sendId: string; content: SmsContent; sealed: boolean }, template: Template, names: Map<string, string>): OutgoingSms[] {
-  return rows.map((row) => {
+/** `links`: each row's landing page link, when the send has one. */
+export function renderPage(rows: PageRow[], send: { accountId: string; sendId: string; content: SmsContent; sealed: boolean }, template: Template, names: Map<string, string>, links: string[] | null): OutgoingSms[] {
+  return rows.map((row, i) => {
     let properties: Map<string, string> | null = null;
     if (template.tags.length > 0 && row.properties) {
       properties = new Map();
@@ -225,7 +227,8 @@ export function renderPage(rows: PageRow[], send: { accountId: string; sendId: s
       }
     }
     // A batch recipient's own tags, else the single request's top-level ones.
-    const own = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
+    const given = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
+    const own = links ? { ...given, [LANDING_PAGE_TAG]: links[i] } : given;
     const text = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : send.content.body;
     return {
       accountId: send.accountId,
@@ -277,11 +280,12 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
 }
 
 /**
- * The `sms.send` job: start (expand) once, then pages of recipients in id order — rendered,
- * segmented, submitted, their results recorded with the send's cursor — until none is left.
+ * The `sms.send` job: start (expand) once, then pages of recipients in id order — their
+ * landing page links written (when the send has one), rendered, segmented, submitted, their
+ * results recorded with the send's cursor — until none is left.
  */
-export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject }): JobHandler {
-  const { database, clock, transport, encryptionKey } = deps;
+export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject; config: { publicUrl: string } }): JobHandler {
+  const { database, clock, transport, encryptionKey, config } = deps;
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
@@ -289,7 +293,8 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
       if (!started) return;
       // Opened here, just before rendering: the clear text lives in this job's memory only.
       const send: SendingSms = { ...started, ...openedContent(started.content, sendId, encryptionKey), sendId };
-      const template = compileTemplate(send.content.body);
+      const links = send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
+      const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
       let finished: Finish;
       for (let rows = send.firstPage; ; rows = await loadPage(database.db, send.accountId, sendId, send.cursor)) {
@@ -298,7 +303,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
           finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
           break;
         }
-        const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names);
+        const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
         const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
         send.cursor = Number(rows.at(-1)!.id);

@@ -11,6 +11,7 @@ import { appendWebhookEvents } from '../webhooks/events.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import type { Receipt } from './receipts.ts';
 import { SMS_STATUS_TYPE } from './receipts.ts';
+import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
 import { failUnsent, openedPage, pageOutcomes, propertyNames, renderPage, RETRY_LATER_MS, statusEvents, updateRecipients, type Outcome, type PageRow } from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
@@ -85,20 +86,22 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
  * as one page — one read, one transport call, one transaction — rather than one send's
  * round trips each. At 500 passcodes a second that is what keeps them at milliseconds.
  */
-export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject }): JobHandler {
-  const { database, clock, transport, encryptionKey } = deps;
+export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject; config: { publicUrl: string } }): JobHandler {
+  const { database, clock, transport, encryptionKey, config } = deps;
   let gathering: Waiting[] | undefined;
 
   /** One recipient's message; a send that cannot be rendered (its sealed content does not open) fails its own job only. */
   async function render(row: SingleRow, names: Map<string, Promise<Map<string, string>>>): Promise<OutgoingSms | Error> {
     try {
       const send = { accountId: row.account_id, sendId: row.send_id, ...openedContent(JSON.parse(row.content) as StoredSmsContent, row.send_id, encryptionKey) };
-      const template = compileTemplate(send.content.body);
+      // Its landing page link is written before the message exists, as a batch page's are.
+      const links = send.content.landingPageId === null ? null : await (await landingPageLinks(database, clock, send, config.publicUrl))([Number(row.id)]);
+      const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       // Property names are read only for a text with tags and a contact with properties.
       const needsNames = row.properties !== null && template.tags.length > 0;
       if (needsNames && !names.has(row.account_id)) names.set(row.account_id, propertyNames(database.reads, row.account_id));
       const accountNames = needsNames ? await names.get(row.account_id)! : new Map<string, string>();
-      return renderPage(openedPage([row], send, encryptionKey), send, template, accountNames)[0];
+      return renderPage(openedPage([row], send, encryptionKey), send, template, accountNames, links)[0];
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error));
     }

@@ -4,7 +4,10 @@ import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { Schema } from '../db/schema.ts';
 import { unprocessable, type FieldError } from '../errors.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
+import { landingPageUrl } from '../links/landing-pages.ts';
+import { linkBase, parseShortenerUrl, shortenerAccount } from '../links/shortener.ts';
 import type { SmsDraft } from './draft.ts';
+import { LANDING_PAGE_TAG, withSampleLink } from './links.ts';
 import type { SmsBatchRequest, SmsRequest, SmsSingleRequest } from './schemas.ts';
 import { MAX_PARTS, measure } from './segments.ts';
 
@@ -13,13 +16,15 @@ import { MAX_PARTS, measure } from './segments.ts';
  * problem by field path rather than stopping at the first, and the request as an SmsDraft.
  * The body has passed the route's schema (schemas.ts); the webhook URL was vetted at the
  * HTTP boundary. `now` is epoch ms; `account.timeZoneOffset` reads a scheduleDateTime
- * written without an offset.
+ * written without an offset; `publicUrl` starts the service's own short links, which count
+ * in the text's length.
  */
 export function checkSmsRequest(
   kind: SmsDraft['kind'],
   body: SmsRequest,
   account: { timeZoneOffset: string },
   now: number,
+  publicUrl: string,
 ): { draft: SmsDraft; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const draft: SmsDraft = {
@@ -35,6 +40,9 @@ export function checkSmsRequest(
     shortener: null,
     webhookUrl: body.webHookUrl ?? null,
   };
+  if (draft.landingPageId !== null) {
+    draft.shortener = { url: body.shortner?.shortnerUrl ?? null, unique: body.shortner?.isUniqueUrl ?? true };
+  }
 
   if (kind === 'single') {
     const single = body as SmsSingleRequest;
@@ -50,9 +58,16 @@ export function checkSmsRequest(
   }
   if (body.body.trim() === '') {
     errors.push({ field: 'body', message: 'must not be empty' });
-  } else {
+  } else if (draft.shortener === null) {
     const { parts } = measure(body.body);
     if (parts > MAX_PARTS) errors.push({ field: 'body', message: `takes ${parts} SMS parts; a message has at most ${MAX_PARTS}` });
+    if (body.body.includes(LANDING_PAGE_TAG)) {
+      errors.push({ field: 'body', message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: give landingPageId too, or take it out` });
+    }
+  } else {
+    // The link is part of the text: a body that fits alone may not fit with it.
+    const { parts } = measure(withSampleLink(body.body, linkBase(draft.shortener.url, publicUrl)));
+    if (parts > MAX_PARTS) errors.push({ field: 'body', message: `takes ${parts} SMS parts with the landing page link; a message has at most ${MAX_PARTS}` });
   }
   if (kind === 'single') draft.tags = checkTags((body as SmsSingleRequest).personalizationSubstitutionTags, 'personalizationSubstitutionTags', errors);
 
@@ -66,9 +81,6 @@ export function checkSmsRequest(
   // landing page it would do nothing, and a client who sent it expects something done.
   if (body.shortner !== undefined && draft.landingPageId === null) {
     errors.push({ field: 'shortner', message: 'applies only to the landing page link: give landingPageId too, or leave shortner out' });
-  }
-  if (draft.landingPageId !== null) {
-    draft.shortener = { url: body.shortner?.shortnerUrl ?? null, unique: body.shortner?.isUniqueUrl ?? true };
   }
   return { draft, errors };
 }
@@ -104,6 +116,8 @@ function checkTags(tags: Array<{ tagName: string; tagValue: string }> | undefine
     const field = `${path}[${i}].tagName`;
     if (!TAG_NAME.test(tagName)) {
       errors.push({ field, message: 'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket' });
+    } else if (tagName === LANDING_PAGE_TAG) {
+      errors.push({ field, message: 'is the place of the landing page link, which the service fills: use another tagName' });
     } else if (first.has(tagName)) {
       errors.push({ field, message: `repeats the tagName of ${path}[${first.get(tagName)}]` });
     } else {
@@ -198,11 +212,17 @@ export async function prepareSms(
     }
   }
 
-  if (draft.landingPageId !== null) {
-    errors.push({ field: 'landingPageId', message: 'cannot be used yet: landing pages are not available yet' });
+  if (draft.landingPageId !== null && (await landingPageUrl(db, accountId, draft.landingPageId)) === undefined) {
+    // Another account's landing page is as unknown as a missing one.
+    errors.push({ field: 'landingPageId', message: `is ${draft.landingPageId}, which is not a landing page of this account` });
   }
   if (draft.shortener !== null && draft.shortener.url !== null) {
-    errors.push({ field: 'shortner.shortnerUrl', message: "cannot be used yet: custom shortener hosts are not available yet; leave it out for the service's own" });
+    const shortener = parseShortenerUrl(draft.shortener.url);
+    if (shortener === undefined) {
+      errors.push({ field: 'shortner.shortnerUrl', message: 'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account' });
+    } else if ((await shortenerAccount(db, shortener.host)) !== accountId) {
+      errors.push({ field: 'shortner.shortnerUrl', message: `names ${shortener.host}, which is not a shortener domain of this account; the operator registers them` });
+    }
   }
 
   if (errors.length > 0) {

@@ -73,6 +73,13 @@ forEachDatabase((dialect) => {
     const limited = JSON.parse((await herald(['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms', '--per-minute', '50'], env)).stdout);
     assert.equal(limited.rateLimits.sms, 50);
 
+    const shortener = await herald(['account', 'add-shortener-domain', '--user', 'ada@example.com', '--domain', 'Go.Example.com'], env);
+    assert.equal(shortener.code, 0, shortener.stderr);
+    assert.equal(JSON.parse(shortener.stdout).domain, 'go.example.com');
+    const ownHost = await herald(['account', 'add-shortener-domain', '--user', 'ada@example.com', '--domain', 'herald.example.com'], { ...env, PUBLIC_URL: 'https://herald.example.com' });
+    assert.equal(ownHost.code, 1);
+    assert.match(ownHost.stderr, /^herald: The service's own host cannot be a shortener domain\.\n$/);
+
     const listed = JSON.parse((await herald(['account', 'list'], env)).stdout);
     assert.deepEqual(listed.map((a: { userName: string }) => a.userName), ['ada@example.com']);
 

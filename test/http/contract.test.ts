@@ -56,10 +56,13 @@ forEachDatabase((dialect) => {
     assert.deepEqual(response.json().errors, [{ field: 'userName', message: 'must be a string' }]);
   });
 
-  it('answers 404 in the error shape for an unknown route', async () => {
-    const response = await t.app.inject({ method: 'GET', url: '/nowhere' });
-    assert.equal(response.statusCode, 404);
-    assert.equal(response.json().status, 'Failure');
+  it('answers 404 in the error shape for an unknown route, one path segment or several, whatever the method', async () => {
+    // One segment is also a short link's path on a shortener host (src/links): not on this one.
+    for (const [method, url] of [['GET', '/nowhere'], ['GET', '/no/where'], ['HEAD', '/nowhere'], ['POST', '/nowhere'], ['GET', '/Ab3dE6gH']] as const) {
+      const response = await t.app.inject({ method, url });
+      assert.equal(response.statusCode, 404, `${method} ${url}`);
+      if (method !== 'HEAD') assert.deepEqual(response.json(), { status: 'Failure', message: `No route for ${method} ${url}.`, errors: [] });
+    }
   });
 
   it('keeps the admin API behind ADMIN_TOKEN', async () => {
@@ -77,6 +80,9 @@ forEachDatabase((dialect) => {
     const document = openapi.json();
     assert.ok(document.paths['/token'].post);
     assert.deepEqual(document.paths['/account'].get.security, [{ bearer: [] }]);
+    assert.deepEqual(document.paths['/landing-pages'].post.security, [{ bearer: [] }]);
+    assert.equal(document.paths['/l/{code}'].get.security, undefined, 'a short link is opened without a token');
+    assert.equal(document.paths['/{code}'], undefined, 'the shortener hosts’ path is no route of the API’s host');
     assert.ok(document.components.schemas.ErrorBody);
 
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });

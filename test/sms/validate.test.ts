@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { addSenderName, createAccount } from '../../src/accounts/service.ts';
 import { createList } from '../../src/crm/setup.ts';
+import { postLandingPage } from '../../src/links/landing-pages.ts';
+import { addShortenerDomain } from '../../src/links/shortener.ts';
 import { AppError, type FieldError } from '../../src/errors.ts';
 import type { SmsDraft } from '../../src/sms/draft.ts';
 import type { SmsBatchRequest, SmsSingleRequest } from '../../src/sms/schemas.ts';
@@ -16,6 +19,9 @@ const GB_MOBILE = '447911123456';
 const LIST_A = '0b6c1c1e-8f4e-4c49-9a51-3f3d2c1b0a99';
 const LIST_B = '6f1d2e3c-4b5a-4968-8776-5a4b3c2d1e0f';
 const PAGE = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+const PUBLIC_URL = 'https://herald.example.com';
+/** The service's own link: https://herald.example.com/l/ and an 8-character code, 32 characters. */
+const LINK_LENGTH = `${PUBLIC_URL}/l/`.length + 8;
 
 const single = (fields: Record<string, unknown> = {}) => ({ recipient: GB_MOBILE, senderName: 'Acme', body: 'Your code is 1234', ...fields }) as SmsSingleRequest;
 const batch = (fields: Record<string, unknown> = {}) => ({ senderName: 'Acme', body: 'Hello [name]', ...fields }) as SmsBatchRequest;
@@ -35,8 +41,8 @@ const draftOf = (fields: Partial<SmsDraft>): SmsDraft => ({
   ...fields,
 });
 
-const checkSingle = (fields: Record<string, unknown>, account = INDIA) => checkSmsRequest('single', single(fields), account, NOW);
-const checkBatch = (fields: Record<string, unknown>) => checkSmsRequest('batch', batch(fields), INDIA, NOW);
+const checkSingle = (fields: Record<string, unknown>, account = INDIA) => checkSmsRequest('single', single(fields), account, NOW, PUBLIC_URL);
+const checkBatch = (fields: Record<string, unknown>) => checkSmsRequest('batch', batch(fields), INDIA, NOW, PUBLIC_URL);
 
 describe('checkSmsRequest', () => {
   it('turns a single SMS into its draft, every field carried over', () => {
@@ -225,6 +231,34 @@ describe('checkSmsRequest', () => {
       assert.deepEqual(draft.shortener, { url: 'https://s.example.com', unique: false });
     });
 
+    it(`counts the link, after a space, in the parts: a body of ${MAX_PARTS} full parts alone does not fit with it`, () => {
+      assert.deepEqual(checkSingle({ body: 'x'.repeat(MAX_PARTS * 153) }).errors, []);
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153) }).errors.map((e) => e.field), ['body']);
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153 - 1 - LINK_LENGTH) }).errors, []);
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153 - LINK_LENGTH) }).errors, [
+        { field: 'body', message: `takes ${MAX_PARTS + 1} SMS parts with the landing page link; a message has at most ${MAX_PARTS}` },
+      ]);
+    });
+
+    it('counts the link where [landingPageUrl] puts it, each time it is written, and with the custom host given', () => {
+      const body = (n: number) => `${'x'.repeat(n)} [landingPageUrl] [landingPageUrl]`;
+      const room = MAX_PARTS * 153 - 2 - 2 * LINK_LENGTH;
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room) }).errors, []);
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room + 1) }).errors.map((e) => e.field), ['body']);
+      // https://go.example.com/ is a shorter start than https://herald.example.com/l/: room for more.
+      const shorter = `${PUBLIC_URL}/l`.length - 'https://go.example.com'.length;
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room + 2 * shorter), shortner: { shortnerUrl: 'https://GO.example.com/' } }).errors, []);
+    });
+
+    it('keeps [landingPageUrl] for the link: refused in a body without landingPageId, and as a tagName', () => {
+      assert.deepEqual(checkSingle({ body: 'Open [landingPageUrl]' }).errors, [
+        { field: 'body', message: 'holds [landingPageUrl], the place of the landing page link: give landingPageId too, or take it out' },
+      ]);
+      assert.deepEqual(checkSingle({ landingPageId: PAGE, personalizationSubstitutionTags: [{ tagName: '[landingPageUrl]', tagValue: 'https://elsewhere.example' }] }).errors, [
+        { field: 'personalizationSubstitutionTags[0].tagName', message: 'is the place of the landing page link, which the service fills: use another tagName' },
+      ]);
+    });
+
     it('refuses shortner without a landing page: it shortens nothing else', () => {
       for (const shortner of [{}, { isUniqueUrl: true }, { shortnerUrl: 'https://s.example.com' }]) {
         const { draft, errors } = checkBatch({ listId: [LIST_A], shortner });
@@ -318,11 +352,13 @@ forEachDatabase((dialect) => {
     let accountId: string;
     let ownList: string;
     let otherList: string;
+    let otherAccount: string;
     beforeEach(async () => {
       database = await createTestDatabase(dialect);
       const { db } = database;
       accountId = (await createAccount(db, clock, { userName: 'alice@example.com', password: 'correct horse battery' })).id;
       const other = (await createAccount(db, clock, { userName: 'bob@example.com', password: 'correct horse battery' })).id;
+      otherAccount = other;
       await addSenderName(db, clock, accountId, 'Acme');
       await addSenderName(db, clock, other, 'Bobs');
       ownList = (await createList(db, clock, accountId, 'VIP')).listId;
@@ -368,12 +404,40 @@ forEachDatabase((dialect) => {
       ]);
     });
 
-    it('refuses a landing page and a custom shortener host, which are not available yet', async () => {
-      assert.deepEqual(await rejection(draftOf({ landingPageId: PAGE, shortener: { url: null, unique: true } })), [
-        { field: 'landingPageId', message: 'cannot be used yet: landing pages are not available yet' },
-      ]);
-      const both = await rejection(draftOf({ landingPageId: PAGE, shortener: { url: 'https://s.example.com', unique: true } }));
-      assert.deepEqual(both.map((e) => e.field), ['landingPageId', 'shortner.shortnerUrl']);
+    const landingPage = async (account: string, name: string) => {
+      const page = { id: randomUUID(), accountId: account, name, url: 'https://example.com/offer', now: NOW };
+      await database.call(postLandingPage, { claim: undefined, args: page });
+      return page.id;
+    };
+
+    it("takes the account's own landing page, with the service's shortener or a domain registered for the account", async () => {
+      const own = await landingPage(accountId, 'Offer');
+      await addShortenerDomain(database.db, clock, { accountId, domain: 'go.acme.example', serviceHost: 'herald.example.com' });
+      for (const url of [null, 'https://go.acme.example', 'http://GO.acme.example/']) {
+        await prepareSms(database.reads, accountId, draftOf({ landingPageId: own, shortener: { url, unique: true } }), config);
+      }
+    });
+
+    it("refuses another account's landing page and an unknown one alike", async () => {
+      const theirs = await landingPage(otherAccount, 'Offer');
+      for (const id of [theirs, PAGE]) {
+        assert.deepEqual(await rejection(draftOf({ landingPageId: id, shortener: { url: null, unique: true } })), [
+          { field: 'landingPageId', message: `is ${id}, which is not a landing page of this account` },
+        ]);
+      }
+    });
+
+    it("refuses a shortnerUrl that is not https:// or http:// and a domain of the account's, with nothing after it", async () => {
+      const own = await landingPage(accountId, 'Offer');
+      await addShortenerDomain(database.db, clock, { accountId, domain: 'go.acme.example', serviceHost: 'herald.example.com' });
+      await addShortenerDomain(database.db, clock, { accountId: otherAccount, domain: 'go.bobs.example', serviceHost: 'herald.example.com' });
+      const refusal = async (url: string) => rejection(draftOf({ landingPageId: own, shortener: { url, unique: true } }));
+      for (const url of ['https://go.acme.example/x', 'https://go.acme.example:8443', 'https://go.acme.example?a', 'https://u:p@go.acme.example', 'ftp://go.acme.example', 'go.acme.example', 'https://']) {
+        assert.deepEqual(await refusal(url), [{ field: 'shortner.shortnerUrl', message: 'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account' }], url);
+      }
+      for (const host of ['go.bobs.example', 'unknown.example', 'herald.example.com']) {
+        assert.deepEqual(await refusal(`https://${host}`), [{ field: 'shortner.shortnerUrl', message: `names ${host}, which is not a shortener domain of this account; the operator registers them` }]);
+      }
     });
 
     it('lists every problem in one 422', async () => {
@@ -381,6 +445,8 @@ forEachDatabase((dialect) => {
       assert.ok(error instanceof AppError);
       assert.equal(error.message, 'The SMS request was rejected with 3 problems; nothing was queued.');
       assert.deepEqual(error.errors.map((e) => e.field), ['senderName', 'listId', 'landingPageId']);
+      const four = await rejection(draftOf({ senderName: 'Bobs', listIds: [otherList], landingPageId: PAGE, shortener: { url: 'https://unknown.example', unique: true } }));
+      assert.deepEqual(four.map((e) => e.field), ['senderName', 'listId', 'landingPageId', 'shortner.shortnerUrl']);
     });
   });
 });

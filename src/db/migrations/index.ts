@@ -9,6 +9,7 @@ import * as contactIdsPerAccount from './0007_contact_ids_per_account.ts';
 import * as sends from './0009_sends.ts';
 import * as smsReceipts from './0010_sms_receipts.ts';
 import * as suppressions from './0011_suppressions.ts';
+import * as landingPages from './0012_landing_pages.ts';
 import * as webhookEvents from './0008_webhook_events.ts';
 import * as sealedSandboxSms from './0013_sealed_sandbox_sms.ts';
 
@@ -25,5 +26,6 @@ export const migrations: Record<string, Migration> = {
   '0009_sends': sends,
   '0010_sms_receipts': smsReceipts,
   '0011_suppressions': suppressions,
+  '0012_landing_pages': landingPages,
   '0013_sealed_sandbox_sms': sealedSandboxSms,
 };

@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import type { ProcedureDatabase } from '../db/procedure.ts';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/**
+ * Every code is 8 base62 characters drawn at random: 62^8 ≈ 2.2 × 10^14 codes (47 bits), so
+ * one cannot be guessed from another, and a link's length is known before its code is drawn
+ * (an SMS is measured with it at acceptance).
+ */
+export const CODE_LENGTH = 8;
+
+/** What a code looks like in a path; anything else is unknown without asking the database. */
+export const CODE = /^[0-9A-Za-z]{1,8}$/;
+
+// 248 = 4 × 62: bytes from 248 up are dropped, else the first eight characters would come more often.
+const UNBIASED = 248;
+
+/**
+ * A random code. Never all lowercase letters: the service's own paths are lowercase words
+ * (`/contacts` is eight), and on a shortener host a code that spelled one would be shadowed.
+ */
+export function newCode(): string {
+  for (;;) {
+    let code = '';
+    while (code.length < CODE_LENGTH) {
+      for (const byte of randomBytes(CODE_LENGTH * 2)) {
+        if (byte < UNBIASED && code.length < CODE_LENGTH) code += ALPHABET[byte % ALPHABET.length];
+      }
+    }
+    if (!/^[a-z]+$/.test(code)) return code;
+  }
+}
+
+/** What links are made for: the account's send, leading to `url`. */
+export interface LinkTarget {
+  accountId: string;
+  sendId: string;
+  url: string;
+  now: number;
+}
+
+/**
+ * One link per recipient id (null: a link the send's recipients share), leading to the
+ * target's URL, written in one statement for them all: their codes, in the order of
+ * `recipientIds`. A code already taken is drawn again for its recipient alone (at ten
+ * million links, one draw in twenty million collides).
+ */
+export async function issueLinks(database: ProcedureDatabase, target: LinkTarget, recipientIds: Array<number | null>): Promise<string[]> {
+  const codes = new Array<string>(recipientIds.length);
+  let pending = recipientIds.map((_, i) => i);
+  while (pending.length > 0) {
+    const drawn = new Map<string, number>();
+    for (const i of pending) {
+      let code = newCode();
+      while (drawn.has(code)) code = newCode();
+      drawn.set(code, i);
+    }
+    const written = new Set(await insertLinks(database, target, [...drawn].map(([code, i]) => [code, recipientIds[i]])));
+    for (const [code, i] of drawn) if (written.has(code)) codes[i] = code;
+    pending = [...drawn].filter(([code]) => !written.has(code)).map(([, i]) => i);
+  }
+  return codes;
+}
+
+/** The send's shared link to the target's URL, made the first time it is asked for. */
+export async function sharedLink(database: ProcedureDatabase, target: LinkTarget): Promise<string> {
+  const row = await database.db
+    .selectFrom('links')
+    .select('code')
+    .where('send_id', '=', target.sendId)
+    .where('recipient_id', 'is', null)
+    .where('url', '=', target.url)
+    .executeTakeFirst();
+  return row?.code ?? (await issueLinks(database, target, [null]))[0];
+}
+
+/** Inserts [code, recipient id] rows; answers the codes written (a code taken is skipped, not an error). */
+async function insertLinks({ db, dialect }: ProcedureDatabase, target: LinkTarget, rows: Array<[string, number | null]>): Promise<string[]> {
+  const json = JSON.stringify(rows);
+  const { accountId, sendId, url, now } = target;
+  // SQLite needs a WHERE on an INSERT … SELECT before ON CONFLICT (its parser's ambiguity).
+  const query = dialect === 'postgres'
+    ? sql<{ code: string }>`insert into links (code, account_id, send_id, recipient_id, url, created_at)
+        select v ->> 0, ${accountId}, ${sendId}, (v ->> 1)::bigint, ${url}, ${now}::bigint from jsonb_array_elements(${json}::jsonb) v
+        on conflict (code) do nothing returning code`
+    : sql<{ code: string }>`insert into links (code, account_id, send_id, recipient_id, url, created_at)
+        select value ->> 0, ${accountId}, ${sendId}, value ->> 1, ${url}, ${now} from json_each(${json}) where true
+        on conflict (code) do nothing returning code`;
+  return (await query.execute(db)).rows.map((row) => row.code);
+}
