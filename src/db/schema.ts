@@ -205,6 +205,8 @@ export interface SendsTable {
   webhook_url: string | null;
   scheduled_at: number | null;
   expanded: Generated<boolean | number>;
+  /** The last address the expansion covered so far (it goes a range at a time). */
+  expanded_through: Generated<string | null>;
   /** The last recipient id handled. */
   cursor: Generated<number>;
   created_at: number;

@@ -48,14 +48,27 @@ export interface Expansion {
   /** The send's lists; the account's `All contacts` among them means every contact. */
   listIds: string[];
   allContactsListId: string;
+  /** Where this range starts: after this address (null: the first range). */
+  after: string | null;
   now: number;
+  /** Contact addresses a range spans at most: EXPANSION_RANGE unless told (tests). */
+  rangeSize?: number;
 }
 
 /**
- * Writes a send's recipients from its lists and settles who may be sent to, in a handful of
- * set-based statements whatever the lists' size (MESSAGING.md, "expand"): nothing of a list
- * is held in memory. Run in one transaction with the send marked expanded, so a worker that
- * dies here leaves nothing half done.
+ * Contact addresses one range of an expansion spans at most: a range is one transaction,
+ * a few tens of milliseconds, so SQLite's one writer never keeps a one-time passcode waiting
+ * behind a list of 100,000 (whole, it held the writer for about a second).
+ */
+export const EXPANSION_RANGE = 5000;
+
+/**
+ * Writes a range of a send's recipients from its lists and settles who in it may be sent to,
+ * in a handful of set-based statements whatever the lists' size (MESSAGING.md, "expand"):
+ * nothing of a list is held in memory. Ranges are of addresses, in order, each covering every
+ * source's addresses in it, so every rule below sees all of an address at once; run each in
+ * one transaction with the send's checkpoint (the last address it covered, returned), so a
+ * worker that dies here leaves nothing half done. Answers null once the last range is done.
  *
  *  - one row per address: a list's contacts join after the request's recipients, and of
  *    several contacts with one address the most recently updated is the one whose data
@@ -66,48 +79,57 @@ export interface Expansion {
  *    contact of the account with the address lacking the channel's opt-in makes it NotSent,
  *    whichever contact the row names.
  */
-export async function expandRecipients(db: Db, dialect: DialectName, e: Expansion): Promise<void> {
+export async function expandRecipients(db: Db, dialect: DialectName, e: Expansion): Promise<string | null> {
   const { address, optIn } = CHANNEL[e.channel];
   const col = sql.ref(`c.${address}`);
   const everyone = e.listIds.includes(e.allContactsListId);
   const lists = e.listIds.filter((id) => id !== e.allContactsListId);
   const now = dialect === 'postgres' ? sql`${e.now}::bigint` : sql`${e.now}`;
+  // The range's last address: the EXPANSION_RANGE-th of the account's contacts after `after`;
+  // none when fewer are left, and then this range runs to the end.
+  const through =
+    everyone || lists.length > 0
+      ? ((
+          await sql<{ address: string }>`select ${col} as address from contacts c where c.account_id = ${e.accountId} and ${col} is not null
+                                           ${e.after === null ? sql`` : sql`and ${col} > ${e.after}`}
+                                          order by ${col} limit 1 offset ${(e.rangeSize ?? EXPANSION_RANGE) - 1}`.execute(db)
+        ).rows[0]?.address ?? null)
+      : null;
+  const inRange = (ref: ReturnType<typeof sql.ref>) =>
+    sql`${e.after === null ? sql`true` : sql`${ref} > ${e.after}`} and ${through === null ? sql`true` : sql`${ref} <= ${through}`}`;
   if (everyone || lists.length > 0) {
-    const sources = [
-      ...(everyone ? [sql`select c.id, ${col} as address, c.updated_at from contacts c where c.account_id = ${e.accountId} and ${col} is not null`] : []),
-      ...(lists.length > 0
-        ? [sql`select c.id, ${col} as address, c.updated_at from list_members m
-                 join contacts c on c.account_id = ${e.accountId} and c.id = m.contact_id
-                where m.list_id in ${inJson(dialect, lists)} and ${col} is not null`]
-        : []),
-    ];
+    const member = lists.length > 0 && !everyone ? sql`and exists (select 1 from list_members m where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)` : sql``;
     await sql`
       insert into send_recipients (send_id, address, contact_id, status, updated_at)
       select ${e.sendId}, address, id, 'Queued', ${now}
-        from (select s.id, s.address, row_number() over (partition by s.address order by s.updated_at desc, s.id desc) as rank
-                from (${sql.join(sources, sql` union all `)}) s) ranked
+        from (select c.id, ${col} as address, row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank
+                from contacts c
+               where c.account_id = ${e.accountId} and ${col} is not null and ${inRange(col)} ${member}) ranked
        where rank = 1
+       order by address
       on conflict (send_id, address) do nothing`.execute(db);
   }
+  const recipient = sql.ref('send_recipients.address');
   await sql`
     update send_recipients
        set contact_id = (select c.id from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address
                           order by c.updated_at desc, c.id desc limit 1)
-     where send_id = ${e.sendId} and contact_id is null`.execute(db);
+     where send_id = ${e.sendId} and contact_id is null and ${inRange(recipient)}`.execute(db);
   await sql`
     update send_recipients
        set status = 'NotSent', reason = 'suppressed: ' || s.reason, updated_at = ${now}
       from suppressions s
-     where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued'
+     where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued' and ${inRange(recipient)}
        and s.account_id = ${e.accountId} and s.channel = ${e.channel} and s.address = send_recipients.address`.execute(db);
   await sql`
     update send_recipients
        set status = 'NotSent', reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
-     where send_id = ${e.sendId} and status = 'Queued'
+     where send_id = ${e.sendId} and status = 'Queued' and ${inRange(recipient)}
        and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(db);
   await sql`
     insert into recipient_history (recipient_id, status, at)
-    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = 'NotSent'`.execute(db);
+    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = 'NotSent' and ${inRange(sql.ref('address'))}`.execute(db);
+  return through;
 }
 
 /** Whether the account may send to an address now, and the contact whose properties fill its tags. */

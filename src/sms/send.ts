@@ -35,25 +35,32 @@ interface StartedSend {
 }
 
 /**
- * A send's start: its recipients expanded from its lists and consent settled, and the send
- * marked Sending, in one transaction, the first time; its first page to send, every time. A
- * send cancelled before it started answers null.
+ * A send's start: until its recipients are all expanded, one range of them (expanded from its
+ * lists, consent settled) with the send marked Sending and its checkpoint, in one transaction
+ * a call, answering 'expanding'; then its first page to send. A send cancelled before it
+ * started answers null.
  */
-export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | null> =>
+export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
   db.transaction().execute(async (trx) => {
     const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
     if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
     if (!send.expanded) {
-      await expandRecipients(trx, dialect, {
+      const through = await expandRecipients(trx, dialect, {
         channel: 'sms',
         sendId: send.id,
         accountId: send.account_id,
         listIds: JSON.parse(send.list_ids) as string[],
         allContactsListId: await defaultListId(trx, send.account_id),
+        after: send.expanded_through,
         now: args.now,
       });
       await pauseForTest('sms.expand');
-      await trx.updateTable('sends').set({ expanded: true, status: 'Sending', started_at: args.now }).where('id', '=', send.id).execute();
+      await trx
+        .updateTable('sends')
+        .set({ expanded: through === null, expanded_through: through, status: 'Sending', started_at: send.started_at ?? args.now })
+        .where('id', '=', send.id)
+        .execute();
+      if (through !== null) return 'expanding';
     }
     const cursor = Number(send.cursor);
     return {
@@ -289,7 +296,10 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
-      const started = await database.call(startSmsSend, { sendId, now: clock.now() });
+      let started: StartedSend | 'expanding' | null;
+      while ((started = await database.call(startSmsSend, { sendId, now: clock.now() })) === 'expanding') {
+        if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
+      }
       if (!started) return;
       // Opened here, just before rendering: the clear text lives in this job's memory only.
       const send: SendingSms = { ...started, ...openedContent(started.content, sendId, encryptionKey), sendId };
