@@ -128,12 +128,12 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
 
   try {
     await listen(app, bind);
+    await worker?.start();
   } catch (error) {
     clearInterval(purge);
     await Promise.all([app.close(), worker?.stop()]);
     await close();
     throw error;
   }
-  worker?.start();
   log.info({ database: ctx.database.dialect, role }, 'herald is serving');
 }

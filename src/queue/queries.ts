@@ -179,12 +179,15 @@ export async function listJobs(db: Kysely<Schema>, filter: { state: JobRow['stat
   return query.orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
-/** A dead job runs again now, with its attempts and lapses counted afresh; undefined if it is not dead. */
-export async function reviveJob(db: Kysely<Schema>, id: number, now: number): Promise<JobRow | undefined> {
+/**
+ * A dead job runs again now, with its attempts and lapses counted afresh; undefined if it is
+ * not dead. Named by its id, or by its idempotency key.
+ */
+export async function reviveJob(db: Kysely<Schema>, job: { id: number } | { idempotencyKey: string }, now: number): Promise<JobRow | undefined> {
   return db
     .updateTable('jobs')
     .set({ state: 'ready', attempts: 0, lapses: 0, run_at: now, finished_at: null })
-    .where('id', '=', id)
+    .where((eb) => ('id' in job ? eb('id', '=', job.id) : eb('idempotency_key', '=', job.idempotencyKey)))
     .where('state', '=', 'dead')
     .returningAll()
     .executeTakeFirst();
