@@ -11,6 +11,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/apply.ts',
   './crm/batches.ts',
   './crm/setup.ts',
+  './messaging/retention.ts',
   './sms/accept.ts',
   './sms/send.ts',
   './webhooks/outbox.ts',

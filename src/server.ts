@@ -9,7 +9,6 @@ import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadSigningKey } from './auth/signing-key.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
-import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
 
@@ -33,8 +32,6 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   await ctx.counters.close();
   await ctx.database.close();
 }
-
-const HOUR_MS = 60 * 60_000;
 
 /** A start-up failure the operator fixes by hand: the CLI prints its message alone, no stack. */
 export class StartError extends Error {}
@@ -102,10 +99,6 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
       : { host: config.host, port: config.port, portVariable: 'PORT' };
   const log = app.log;
   const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000, leaseMs: config.jobLeaseSeconds * 1000 });
-  const purge = setInterval(() => {
-    purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => log.warn({ err }, 'idempotency purge failed'));
-  }, HOUR_MS);
-  purge.unref();
 
   let stopping = false;
   // Fastify's close waits for every open connection, and an HTTP keep-alive connection that
@@ -118,7 +111,6 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    clearInterval(purge);
     await Promise.all([app.close(), worker?.stop()]);
     await close();
     process.exit(0);
@@ -130,7 +122,6 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     await listen(app, bind);
     await worker?.start();
   } catch (error) {
-    clearInterval(purge);
     await Promise.all([app.close(), worker?.stop()]);
     await close();
     throw error;

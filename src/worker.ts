@@ -8,6 +8,7 @@ import { contactBatchHandler } from './crm/apply.ts';
 import { SMS_SEND_KIND } from './sms/accept.ts';
 import { smsSendHandler } from './sms/send.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
+import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -23,6 +24,8 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
   const transport = sandboxTransport(ctx.clock, { fail: ctx.config.smsTransport.fail });
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
+  // A recurring job: one sweep at a time across every process, once an hour.
+  worker.register(RETENTION_KIND, retentionHandler(ctx), { concurrency: 1 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
+import { chunkOf } from '../db/chunks.ts';
+import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { DialectName } from '../db/database.ts';
 import type { JobsTable, Schema } from '../db/schema.ts';
 
@@ -191,4 +193,15 @@ export async function reviveJob(db: Kysely<Schema>, job: { id: number } | { idem
     .where('state', '=', 'dead')
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Deletes up to `limit` jobs that died before `before`: kept for inspection, their kind's
+ * domain row settled when they died (onDead). Answers how many it deleted.
+ */
+export async function purgeDeadJobs({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+  // A job revived meanwhile is no longer dead, and stays.
+  const dead = sql<SqlBool>`state = 'dead' and finished_at < ${before}`;
+  const result = await db.deleteFrom('jobs').where(dead).where(chunkOf(dialect, 'jobs', dead, limit)).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

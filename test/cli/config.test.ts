@@ -12,6 +12,12 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
   assert.equal(config.adminToken, undefined);
   assert.equal(config.webhookAllowPrivate, false);
   assert.equal(config.shutdownGraceSeconds, 30);
+  assert.equal(config.retentionDays, 30);
+});
+
+it('takes RETENTION_DAYS as a whole number of days from 1', () => {
+  assert.equal(loadConfig({ RETENTION_DAYS: '1' }).retentionDays, 1);
+  assert.equal(loadConfig({ RETENTION_DAYS: '365' }).retentionDays, 365);
 });
 
 const bad: Array<[string, string]> = [
@@ -29,6 +35,10 @@ const bad: Array<[string, string]> = [
   ['BODY_LIMIT_BYTES', '12'],
   ['LOG_LEVEL', 'loud'],
   ['SHUTDOWN_GRACE_SECONDS', 'soon'],
+  ['RETENTION_DAYS', '0'],
+  ['RETENTION_DAYS', '1.5'],
+  ['RETENTION_DAYS', '-3'],
+  ['RETENTION_DAYS', 'a month'],
 ];
 for (const [variable, value] of bad) {
   it(`stops on ${variable}=${value} naming the variable`, () => {

@@ -10,6 +10,7 @@ import * as sends from './0009_sends.ts';
 import * as smsReceipts from './0010_sms_receipts.ts';
 import * as suppressions from './0011_suppressions.ts';
 import * as webhookEvents from './0008_webhook_events.ts';
+import * as retention from './0014_retention.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_sends': sends,
   '0010_sms_receipts': smsReceipts,
   '0011_suppressions': suppressions,
+  '0014_retention': retention,
 };
