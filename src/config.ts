@@ -31,6 +31,8 @@ export interface Config {
   shutdownGraceSeconds: number;
   /** How long a claimed job's lease lasts unrenewed: how soon another worker takes over the jobs of one that died. */
   jobLeaseSeconds: number;
+  /** Days after a send completes before its bodies, tags and sandbox records are purged (src/messaging/retention.ts). */
+  retentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -146,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),
+    retentionDays: integer(env, 'RETENTION_DAYS', 30, 1, 36_500),
   };
 }
 

@@ -12,6 +12,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/batches.ts',
   './crm/setup.ts',
   './links/landing-pages.ts',
+  './messaging/retention.ts',
   './sms/accept.ts',
   './sms/send.ts',
   './sms/single.ts',

@@ -10,7 +10,6 @@ import { loadSigningKey } from './auth/signing-key.ts';
 import { loadEncryptionKey } from './messaging/encryption-key.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
-import { purgeExpiredIdempotencyKeys } from './http/idempotency.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
 
@@ -37,8 +36,6 @@ export async function closeContext(ctx: AppContext): Promise<void> {
   await ctx.counters.close();
   await ctx.database.close();
 }
-
-const HOUR_MS = 60 * 60_000;
 
 /** A start-up failure the operator fixes by hand: the CLI prints its message alone, no stack. */
 export class StartError extends Error {}
@@ -106,10 +103,6 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
       : { host: config.host, port: config.port, portVariable: 'PORT' };
   const log = app.log;
   const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000, leaseMs: config.jobLeaseSeconds * 1000 });
-  const purge = setInterval(() => {
-    purgeExpiredIdempotencyKeys(ctx.db, ctx.clock).catch((err) => log.warn({ err }, 'idempotency purge failed'));
-  }, HOUR_MS);
-  purge.unref();
 
   let stopping = false;
   // Fastify's close waits for every open connection, and an HTTP keep-alive connection that
@@ -122,7 +115,6 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    clearInterval(purge);
     await Promise.all([app.close(), worker?.stop()]);
     await close();
     process.exit(0);
@@ -132,12 +124,11 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
 
   try {
     await listen(app, bind);
+    await worker?.start();
   } catch (error) {
-    clearInterval(purge);
     await Promise.all([app.close(), worker?.stop()]);
     await close();
     throw error;
   }
-  worker?.start();
   log.info({ database: ctx.database.dialect, role }, 'herald is serving');
 }

@@ -9,6 +9,7 @@ import { SMS_SEND_KIND, SMS_SINGLE_KIND } from './sms/accept.ts';
 import { smsSendHandler } from './sms/send.ts';
 import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
+import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -27,6 +28,8 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once:
   // the concurrency is the page's size.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 64 });
+  // A recurring job: one sweep at a time across every process, once an hour.
+  worker.register(RETENTION_KIND, retentionHandler(ctx), { concurrency: 1 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

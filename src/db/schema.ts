@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /**
  * Table types for Kysely. Times are epoch milliseconds in a BIGINT on both databases:
@@ -212,6 +212,8 @@ export interface SendsTable {
   created_at: number;
   started_at: number | null;
   completed_at: number | null;
+  /** When its bodies, tags and sandbox records were purged (src/messaging/retention.ts); null until then. */
+  purged_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface SendRecipientsTable {

@@ -1,8 +1,9 @@
 import { createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type SqlBool, type Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
+import { chunkOf } from '../db/chunks.ts';
 import { procedure, type Procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -154,7 +155,9 @@ export async function idempotent<A, T>(
   }
 }
 
-export async function purgeExpiredIdempotencyKeys(db: Kysely<Schema>, clock: Clock): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('created_at', '<=', clock.now() - IDEMPOTENCY_TTL_MS).executeTakeFirst();
+/** Deletes up to `limit` records of keys no longer honoured (by the retention sweep); answers how many it deleted. */
+export async function purgeExpiredIdempotencyKeys({ db, dialect }: ProcedureDatabase, now: number, limit: number): Promise<number> {
+  const expired = sql<SqlBool>`created_at <= ${now - IDEMPOTENCY_TTL_MS}`;
+  const result = await db.deleteFrom('idempotency_keys').where(expired).where(chunkOf(dialect, 'idempotency_keys', expired, limit)).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
+import { chunkOf } from '../db/chunks.ts';
+import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { DialectName } from '../db/database.ts';
 import type { JobsTable, Schema } from '../db/schema.ts';
 
@@ -179,13 +181,27 @@ export async function listJobs(db: Kysely<Schema>, filter: { state: JobRow['stat
   return query.orderBy('id', 'desc').limit(filter.limit).execute();
 }
 
-/** A dead job runs again now, with its attempts and lapses counted afresh; undefined if it is not dead. */
-export async function reviveJob(db: Kysely<Schema>, id: number, now: number): Promise<JobRow | undefined> {
+/**
+ * A dead job runs again now, with its attempts and lapses counted afresh; undefined if it is
+ * not dead. Named by its id, or by its idempotency key.
+ */
+export async function reviveJob(db: Kysely<Schema>, job: { id: number } | { idempotencyKey: string }, now: number): Promise<JobRow | undefined> {
   return db
     .updateTable('jobs')
     .set({ state: 'ready', attempts: 0, lapses: 0, run_at: now, finished_at: null })
-    .where('id', '=', id)
+    .where((eb) => ('id' in job ? eb('id', '=', job.id) : eb('idempotency_key', '=', job.idempotencyKey)))
     .where('state', '=', 'dead')
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Deletes up to `limit` jobs that died before `before`: kept for inspection, their kind's
+ * domain row settled when they died (onDead). Answers how many it deleted.
+ */
+export async function purgeDeadJobs({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+  // A job revived meanwhile is no longer dead, and stays.
+  const dead = sql<SqlBool>`state = 'dead' and finished_at < ${before}`;
+  const result = await db.deleteFrom('jobs').where(dead).where(chunkOf(dialect, 'jobs', dead, limit)).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

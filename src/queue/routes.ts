@@ -73,7 +73,7 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: { 200: JobBody, ...errorResponses(400, 401, 404) },
     },
   }, async (request) => {
-    const row = await reviveJob(ctx.db, Number(request.params.id), ctx.clock.now());
+    const row = await reviveJob(ctx.db, { id: Number(request.params.id) }, ctx.clock.now());
     if (!row) throw notFound('A dead job with this id');
     return jobView(row);
   });

@@ -56,6 +56,12 @@ export interface JobHandler {
    * job never dies leaving its row waiting. A kind with a domain row must declare it.
    */
   onDead?(trx: Kysely<Schema>, job: Job, error: string): Promise<void>;
+  /**
+   * Run by every worker that registers the kind when it starts, before it claims anything: a
+   * kind that must always have a job (a recurring one, recurring.ts) queues it here, in a way
+   * that adds nothing when another process already did.
+   */
+  onStart?(db: Kysely<Schema>, now: number): Promise<void>;
 }
 
 /**
@@ -164,7 +170,13 @@ export class Worker {
     this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, running: 0, wake: undefined, woken: false });
   }
 
-  start(): void {
+  /**
+   * Resolves once every kind's onStart is done and its loop runs; rejects, running nothing,
+   * if one of them fails (the process should not serve without its standing jobs).
+   */
+  async start(): Promise<void> {
+    const { database, clock } = this.options;
+    for (const kind of this.kinds.values()) await kind.handler.onStart?.(database.db, clock.now());
     const { leaseMs } = this.options;
     this.timers.push(setInterval(() => void this.guard(this.heartbeat()), leaseMs / 3));
     this.timers.push(setInterval(() => void this.guard(this.rescue()), leaseMs / 2));

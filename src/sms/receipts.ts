@@ -1,6 +1,8 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
+import { chunkOf } from '../db/chunks.ts';
+import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { inJson } from '../crm/queries.ts';
@@ -120,4 +122,18 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
       })),
     });
   }
+}
+
+/**
+ * Deletes up to `limit` receipts kept since before `before` that never matched a part: an
+ * operator's receipt for a submit whose result was lost in a crash (its page was submitted
+ * again, under new ids), or for an id Herald never had. One that matches does so within
+ * seconds of its submit. Answers how many it deleted.
+ */
+export async function purgeUnmatchedReceipts({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+  // No index on `at`: the table holds only receipts waiting for their part, and with this
+  // sweep no more than RETENTION_DAYS of unmatched ones, so a scan of it stays short.
+  const stale = sql<SqlBool>`at < ${before}`;
+  const result = await db.deleteFrom('sms_receipts').where(stale).where(chunkOf(dialect, 'sms_receipts', stale, limit)).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type SqlBool } from 'kysely';
+import { chunkOf } from '../db/chunks.ts';
+import type { ProcedureDatabase } from '../db/procedure.ts';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
@@ -184,4 +186,16 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
     createdAt: new Date(row.created_at).toISOString(),
     deliveredAt: isoOrNull(row.delivered_at),
   };
+}
+
+/**
+ * Deletes up to `limit` deliveries created before `before` that are no longer pending
+ * (delivered, or given up): the account's record of them, and its means to replay them, end
+ * with retention. Answers how many it deleted.
+ */
+export async function purgeSettledDeliveries({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+  // A delivery replayed meanwhile is pending again, and stays.
+  const settled = sql<SqlBool>`status <> 'pending' and created_at < ${before}`;
+  const result = await db.deleteFrom('webhook_deliveries').where(settled).where(chunkOf(dialect, 'webhook_deliveries', settled, limit)).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -12,6 +12,12 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
   assert.equal(config.adminToken, undefined);
   assert.equal(config.webhookAllowPrivate, false);
   assert.equal(config.shutdownGraceSeconds, 30);
+  assert.equal(config.retentionDays, 30);
+});
+
+it('takes RETENTION_DAYS as a whole number of days from 1', () => {
+  assert.equal(loadConfig({ RETENTION_DAYS: '1' }).retentionDays, 1);
+  assert.equal(loadConfig({ RETENTION_DAYS: '365' }).retentionDays, 365);
 });
 
 const bad: Array<[string, string]> = [
@@ -32,6 +38,10 @@ const bad: Array<[string, string]> = [
   ['ENCRYPTION_KEY', 'ab'.repeat(31)],
   ['ENCRYPTION_KEY', `${'ab'.repeat(32)}0`],
   ['ENCRYPTION_KEY', 'zz'.repeat(32)],
+  ['RETENTION_DAYS', '0'],
+  ['RETENTION_DAYS', '1.5'],
+  ['RETENTION_DAYS', '-3'],
+  ['RETENTION_DAYS', 'a month'],
 ];
 for (const [variable, value] of bad) {
   it(`stops on ${variable}=${value} naming the variable`, () => {

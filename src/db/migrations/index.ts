@@ -12,6 +12,7 @@ import * as suppressions from './0011_suppressions.ts';
 import * as landingPages from './0012_landing_pages.ts';
 import * as webhookEvents from './0008_webhook_events.ts';
 import * as sealedSandboxSms from './0013_sealed_sandbox_sms.ts';
+import * as retention from './0014_retention.ts';
 import * as expansionCheckpoint from './0015_expansion_checkpoint.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
@@ -29,5 +30,6 @@ export const migrations: Record<string, Migration> = {
   '0011_suppressions': suppressions,
   '0012_landing_pages': landingPages,
   '0013_sealed_sandbox_sms': sealedSandboxSms,
+  '0014_retention': retention,
   '0015_expansion_checkpoint': expansionCheckpoint,
 };
