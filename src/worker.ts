@@ -27,7 +27,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once:
   // the concurrency is the page's size.
-  worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 64 });
+  worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256 });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(RETENTION_KIND, retentionHandler(ctx), { concurrency: 1 });
 }

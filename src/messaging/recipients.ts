@@ -146,24 +146,18 @@ export interface AddressStanding {
  * is stored already expanded (its contact found here), so its worker only reads and sends.
  */
 export async function addressStanding(db: Db, channel: Channel, accountId: string, address: string): Promise<AddressStanding> {
-  const suppressed = await db
-    .selectFrom('suppressions')
-    .select('reason')
-    .where('account_id', '=', accountId)
-    .where('channel', '=', channel)
-    .where('address', '=', address)
-    .executeTakeFirst();
   const { address: column, optIn } = CHANNEL[channel];
-  const contacts = await db
-    .selectFrom('contacts')
-    .select(['id', `${optIn} as opted_in`])
-    .where('account_id', '=', accountId)
-    .where(column, '=', address)
-    .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
-  const contactId = contacts.length > 0 ? Number(contacts[0].id) : null;
-  if (suppressed) return { refusal: `is suppressed (${suppressed.reason})`, contactId };
-  const lacking = contacts.some((contact) => !contact.opted_in);
+  // One round trip: the address's contacts, most recent first, each row carrying the
+  // suppression's reason; a suppressed address no contact holds comes as one row without one.
+  const { rows } = await sql<{ id: number | null; opted_in: boolean | number | null; suppressed: string | null }>`
+    select c.id, c.${sql.raw(optIn)} as opted_in, s.reason as suppressed
+      from (select 1) one
+      left join contacts c on c.account_id = ${accountId} and c.${sql.raw(column)} = ${address}
+      left join suppressions s on s.account_id = ${accountId} and s.channel = ${channel} and s.address = ${address}
+     order by c.updated_at desc, c.id desc`.execute(db);
+  const contactId = rows[0]?.id == null ? null : Number(rows[0].id);
+  const suppressed = rows[0]?.suppressed ?? null;
+  if (suppressed !== null) return { refusal: `is suppressed (${suppressed})`, contactId };
+  const lacking = rows.some((row) => row.id !== null && !row.opted_in);
   return { refusal: lacking ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false` : undefined, contactId };
 }

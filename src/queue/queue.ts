@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { announceJobs } from './wakeups.ts';
+import { announceJobs, JOBS_CHANNEL } from './wakeups.ts';
+
+const isPostgres = (db: Kysely<Schema>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /**
  * Attempts before a failing job is dead. Each kind's limit is set where its jobs are
@@ -59,13 +61,23 @@ export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<v
       created_at: job.runAt,
       last_error: null,
     }));
-    await db
+    const insert = db
       .insertInto('jobs')
       .values(rows)
-      .onConflict((oc) => oc.column('idempotency_key').doNothing())
-      .execute();
+      .onConflict((oc) => oc.column('idempotency_key').doNothing());
+    if (isPostgres(db)) {
+      // Other processes' workers are woken by the insert itself, one NOTIFY per kind added
+      // (delivered at commit): no round trip of its own, and none for a key already queued.
+      await db
+        .with('inserted', () => insert.returning('kind'))
+        .selectFrom((eb) => eb.selectFrom('inserted').select('kind').distinct().as('added'))
+        .select(sql<string>`pg_notify(${JOBS_CHANNEL}, added.kind)`.as('notified'))
+        .execute();
+    } else {
+      await insert.execute();
+    }
   }
-  if (jobs.length > 0) await announceJobs(db, new Set(jobs.map((job) => job.kind)));
+  if (jobs.length > 0) announceJobs(new Set(jobs.map((job) => job.kind)));
 }
 
 export async function enqueue(db: Kysely<Schema>, job: NewJob): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { BroadcastChannel, isMainThread } from 'node:worker_threads';
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Schema } from '../db/schema.ts';
 
@@ -26,15 +26,13 @@ let toMainThread: BroadcastChannel | undefined;
 let unannounced: Set<string> | undefined;
 
 /**
- * Announces newly queued kinds. Called in the enqueuing transaction, so the local event may
- * come before the commit: on SQLite the woken worker's claim waits behind that transaction
- * on the one writing connection, and on PostgreSQL the NOTIFY, delivered at commit (to this
- * process's listener too), wakes it again.
+ * Announces newly queued kinds to this process's workers (other processes hear of them by
+ * the NOTIFY the insert sends on PostgreSQL, queue.ts). Called in the enqueuing transaction,
+ * so the event may come before the commit: on SQLite the woken worker's claim waits behind
+ * that transaction on the one writing connection, and on PostgreSQL the NOTIFY, delivered at
+ * commit (to this process's listener too), wakes it again.
  */
-export async function announceJobs(db: Kysely<Schema>, kinds: Set<string>): Promise<void> {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) {
-    for (const kind of kinds) await sql`select pg_notify(${JOBS_CHANNEL}, ${kind})`.execute(db);
-  }
+export function announceJobs(kinds: Set<string>): void {
   if (isMainThread) {
     for (const kind of kinds) queued.emit('queued', kind);
     return;

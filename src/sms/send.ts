@@ -151,16 +151,18 @@ export async function updateRecipients(db: Db, dialect: DialectName, now: number
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
               select o.value ->> 0, p.key + 1, p.value, o.value -> 9 ->> p.key from json_each(${json}) o, json_each(o.value -> 8) p`.execute(db);
   } else {
-    await sql`update send_recipients r
-                 set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
-                from jsonb_array_elements(${json}::jsonb) v
-               where r.id = (v ->> 0)::bigint`.execute(db);
-    await sql`insert into recipient_history (recipient_id, status, at)
-              select (v ->> 0)::bigint, v ->> 1, ${now}::bigint from jsonb_array_elements(${history}::jsonb) v`.execute(db);
-    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
+    // One statement on PostgreSQL, where each round trip is a wait for another process.
+    await sql`with outcome as (select v from jsonb_array_elements(${json}::jsonb) v),
+                   updated as (update send_recipients r
+                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
+                                 from outcome
+                                where r.id = (v ->> 0)::bigint),
+                   history as (insert into recipient_history (recipient_id, status, at)
+                               select (h ->> 0)::bigint, h ->> 1, ${now}::bigint from jsonb_array_elements(${history}::jsonb) h)
+              insert into sms_parts (recipient_id, part, operator_message_id, status)
               select (v ->> 0)::bigint, p.n, p.id, (v -> 9) ->> (p.n - 1)::int
-                from jsonb_array_elements(${json}::jsonb) v, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
-   }
+                from outcome, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
+  }
   // Receipts for other parts, and any that came before these parts were recorded.
   await applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
 }

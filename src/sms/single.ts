@@ -18,6 +18,9 @@ import type { OutgoingSms, SmsTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
 
+/** Pages of passcodes a worker sends at once; those claimed meanwhile wait for the next. */
+const PAGES_IN_FLIGHT = 3;
+
 /** One job of a gathered page: its send, its claim, and how its run ends. */
 interface Waiting {
   sendId: string;
@@ -88,7 +91,6 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
  */
 export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject; config: { publicUrl: string } }): JobHandler {
   const { database, clock, transport, encryptionKey, config } = deps;
-  let gathering: Waiting[] | undefined;
 
   /** One recipient's message; a send that cannot be rendered (its sealed content does not open) fails its own job only. */
   async function render(row: SingleRow, names: Map<string, Promise<Map<string, string>>>): Promise<OutgoingSms | Error> {
@@ -141,21 +143,33 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     }
   }
 
+  // Jobs handed over while PAGES_IN_FLIGHT pages are under way wait and make the next page
+  // together, as a database's group commit does: under load a page holds every passcode
+  // claimed while the one before it was sent, not one round trip each.
+  let waiting: Waiting[] = [];
+  let inFlight = 0;
+  const sendWaiting = () => {
+    if (inFlight >= PAGES_IN_FLIGHT || waiting.length === 0) return;
+    const page = waiting;
+    waiting = [];
+    inFlight += 1;
+    sendPage(page)
+      .catch((error: unknown) => {
+        for (const job of page) job.settle(error instanceof Error ? error : new Error(String(error)));
+      })
+      .finally(() => {
+        inFlight -= 1;
+        sendWaiting();
+      });
+  };
+
   return {
     handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
       return new Promise<'completed'>((resolve, reject) => {
-        if (!gathering) {
-          const page: Waiting[] = (gathering = []);
-          // Every job of one claim is handed over in the same turn: they make one page.
-          queueMicrotask(() => {
-            gathering = undefined;
-            sendPage(page).catch((error: unknown) => {
-              for (const waiting of page) waiting.settle(error instanceof Error ? error : new Error(String(error)));
-            });
-          });
-        }
-        gathering.push({ sendId, lease: run.lease, signal: run.signal, settle: (outcome) => (outcome ? reject(outcome) : resolve('completed')) });
+        // Every job of one claim is handed over in the same turn: they make one page.
+        if (waiting.length === 0) queueMicrotask(sendWaiting);
+        waiting.push({ sendId, lease: run.lease, signal: run.signal, settle: (outcome) => (outcome ? reject(outcome) : resolve('completed')) });
       });
     },
     onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, clock, (job.payload as SmsSendJob).sendId, error),
