@@ -25,9 +25,9 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
   const transport = sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: ctx.config.smsTransport.fail });
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
-  // Immediate singles (one-time passcodes) go out together, a page of those claimed at once:
-  // the concurrency is the page's size.
-  worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256 });
+  // Immediate singles (one-time passcodes) go out together, a page of those claimed at once
+  // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
+  worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(RETENTION_KIND, retentionHandler(ctx), { concurrency: 1 });
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
+import { inBackground } from '../db/priority.ts';
 import type { Schema } from '../db/schema.ts';
 import { retryDelayMs } from './backoff.ts';
 import { listenForJobs, nextRunAt, onJobsQueued } from './wakeups.ts';
@@ -91,6 +92,12 @@ export class SnoozeJob extends Error {
 export interface KindOptions {
   /** Jobs of this kind running at once in this worker. */
   concurrency?: number;
+  /**
+   * Claimed and run ahead of other kinds' work where the database takes work in turn
+   * (SQLite's one connection, db/priority.ts), as the API's requests are: one-time passcodes.
+   * Other kinds run in the background there.
+   */
+  urgent?: boolean;
 }
 
 export interface WorkerOptions {
@@ -116,6 +123,7 @@ interface Kind {
   name: string;
   handler: JobHandler;
   concurrency: number;
+  urgent: boolean;
   running: number;
   /** Resolves the idle wait early when a slot frees or a job is queued. */
   wake: (() => void) | undefined;
@@ -167,7 +175,7 @@ export class Worker {
   }
 
   register(kind: string, handler: JobHandler, options: KindOptions = {}): void {
-    this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, running: 0, wake: undefined, woken: false });
+    this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, urgent: options.urgent ?? false, running: 0, wake: undefined, woken: false });
   }
 
   /**
@@ -184,7 +192,7 @@ export class Worker {
     this.stopListening.push(onJobsQueued((kind) => this.wake(kind)));
     const { connectListener } = this.options.database;
     if (connectListener) this.stopListening.push(listenForJobs(connectListener, (kind) => this.wake(kind), this.options.log));
-    for (const kind of this.kinds.values()) this.loops.push(this.loop(kind));
+    for (const kind of this.kinds.values()) this.loops.push(kind.urgent ? this.loop(kind) : inBackground(() => this.loop(kind)));
   }
 
   /**
@@ -215,9 +223,12 @@ export class Worker {
       await this.rescue();
       let claimed = 0;
       for (const kind of this.kinds.values()) {
-        const jobs = await this.claim(kind, kind.concurrency);
-        claimed += jobs.length;
-        await Promise.all(jobs.map((job) => this.run(kind, job)));
+        const claimAndRun = async () => {
+          const jobs = await this.claim(kind, kind.concurrency);
+          await Promise.all(jobs.map((job) => this.run(kind, job)));
+          return jobs.length;
+        };
+        claimed += await (kind.urgent ? claimAndRun() : inBackground(claimAndRun));
       }
       if (claimed === 0) return total;
       total += claimed;
