@@ -9,15 +9,16 @@ const MAX_USER_AGENT = 512;
 
 /**
  * Follows a link: its URL, with the click recorded (time and user agent; the recipient is the
- * link's), or undefined for a code that is not one, which records nothing. `accountId`
- * narrows it to one account's links (a shortener host answers for its own account alone).
+ * link's) when `record`, or undefined for a code that is not one, which records nothing.
+ * `accountId` narrows it to one account's links (a shortener host answers for its own
+ * account alone).
  */
-export async function followLink(db: Db, click: { code: string; accountId: string | null; at: number; userAgent: string | undefined }): Promise<string | undefined> {
+export async function followLink(db: Db, click: { code: string; accountId: string | null; at: number; userAgent: string | undefined; record: boolean }): Promise<string | undefined> {
   if (!CODE.test(click.code)) return undefined;
   let find = db.selectFrom('links').select('url').where('code', '=', click.code);
   if (click.accountId !== null) find = find.where('account_id', '=', click.accountId);
   const link = await find.executeTakeFirst();
-  if (!link) return undefined;
+  if (!link || !click.record) return link?.url;
   const userAgent = click.userAgent?.slice(0, MAX_USER_AGENT) ?? null;
   // Written from the link's row, so a link deleted meanwhile (its account's) records nothing.
   await db

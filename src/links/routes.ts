@@ -36,7 +36,8 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
   // Short links are opened by anyone holding the text: no token, and every answer the same
   // for a code that is not one and a code of another account.
   const follow = async (request: FastifyRequest, reply: FastifyReply, code: string, accountId: string | null) => {
-    const url = await followLink(ctx.db, { code, accountId, at: ctx.clock.now(), userAgent: request.headers['user-agent'] });
+    // A HEAD is a client checking the link (a previewer, a monitor), not a person opening it.
+    const url = await followLink(ctx.db, { code, accountId, at: ctx.clock.now(), userAgent: request.headers['user-agent'], record: request.method === 'GET' });
     if (url === undefined) throw notFound('The link');
     // no-store: each opening reaches the service and is counted.
     return reply.header('cache-control', 'no-store').redirect(url, 302);

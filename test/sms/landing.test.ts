@@ -68,6 +68,9 @@ forEachDatabase((dialect) => {
     assert.equal(opened.headers.location, 'https://shop.example.com/offer?from=sms');
     assert.equal(opened.headers['cache-control'], 'no-store');
     await open(`/l/${code}`, { 'user-agent': '' });
+    // A HEAD (a link previewer checking it) answers the same and is no click.
+    const checked = await crm.t.app.inject({ method: 'HEAD', url: `/l/${code}` });
+    assert.deepEqual([checked.statusCode, checked.headers.location], [302, 'https://shop.example.com/offer?from=sms']);
 
     const after = await read(alice, queueId);
     assert.equal(after.clicks, 2);
