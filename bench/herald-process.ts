@@ -3,7 +3,9 @@
  * database, waiting for the server, an access token, a cheap POST and the peak RSS.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request, type Agent } from 'node:http';
 import pg from 'pg';
 
@@ -14,7 +16,7 @@ export const BENCH_ENCRYPTION_KEY = process.env.ENCRYPTION_KEY ?? randomBytes(32
  * Creates the database named in `url` and one more per suffix (`<name>_<suffix>`), dropped
  * first if they exist, runs `body`, and drops them all.
  */
-export async function withFreshPostgres(url: string, suffixes: string[], body: () => Promise<void>): Promise<void> {
+export async function withFreshPostgres<T>(url: string, suffixes: string[], body: () => Promise<T>): Promise<T> {
   const name = new URL(url).pathname.slice(1);
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create (lower case, digits, _), got "${name}"`);
   const names = [name, ...suffixes.map((suffix) => `${name}_${suffix}`)];
@@ -26,11 +28,32 @@ export async function withFreshPostgres(url: string, suffixes: string[], body: (
   await drop();
   for (const each of names) await admin.query(`create database ${each}`);
   try {
-    await body();
+    return await body();
   } finally {
     await drop();
     await admin.end();
   }
+}
+
+/** The PostgreSQL server the benches that make their own databases use. */
+const BENCH_POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A PostgreSQL database of the bench's own (`herald_bench_<name>_<pid>`) for `body`: created, then dropped. */
+export function withBenchPostgres<T>(name: string, body: (url: string) => Promise<T>): Promise<T> {
+  const url = new URL(BENCH_POSTGRES_URL);
+  url.pathname = `/herald_bench_${name}_${process.pid}`;
+  return withFreshPostgres(url.toString(), [], () => body(url.toString()));
+}
+
+/** Runs `body` on a fresh SQLite file, then on a fresh PostgreSQL database; both removed after. */
+export async function onEachDatabase(name: string, body: (url: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), `herald-bench-${name}-`));
+  try {
+    await body(`sqlite:${join(dir, 'herald.db')}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await withBenchPostgres(name, body);
 }
 
 /** Resolves once the server at `base` answers /healthz. */

@@ -20,17 +20,16 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { claimJobs } from '../src/queue/queries.ts';
 import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../src/queue/queue.ts';
 import { Worker } from '../src/queue/worker.ts';
 import { watchCommitGaps, type CommitGaps } from './commit-gaps.ts';
+import { withBenchPostgres } from './herald-process.ts';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 50_000);
 const CHUNK = 1000;
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 async function startWorker(url: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [new URL('./queue-worker.ts', import.meta.url).pathname], {
@@ -69,21 +68,6 @@ async function run(url: string, workers: number): Promise<number> {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
     await database.close();
-  }
-}
-
-async function withPostgresDatabase<T>(body: (url: string) => Promise<T>): Promise<T> {
-  const name = `herald_bench_queue_${process.pid}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  try {
-    return await body(url.toString());
-  } finally {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
   }
 }
 
@@ -148,7 +132,7 @@ try {
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`);
   const results: Array<[string, number, number]> = [];
   results.push(['sqlite', 1, await run(`sqlite:${join(dir, 'queue.db')}`, 1)]);
-  for (const workers of [1, 4]) results.push(['postgres', workers, await withPostgresDatabase((url) => run(url, workers))]);
+  for (const workers of [1, 4]) results.push(['postgres', workers, await withBenchPostgres('queue', (url) => run(url, workers))]);
   console.log('database   workers   items/s');
   for (const [database, workers, rate] of results) console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
   const gaps = await commitGaps(join(dir, 'gaps.db'));
@@ -159,7 +143,7 @@ try {
   );
   const lanes: Array<[string, { median: number; worst: number }]> = [
     ['sqlite', await priorityClaimLatency(`sqlite:${join(dir, 'lanes.db')}`)],
-    ['postgres', await withPostgresDatabase(priorityClaimLatency)],
+    ['postgres', await withBenchPostgres('queue', priorityClaimLatency)],
   ];
   console.log(`OTP claim with ${LOW_PRIORITY_JOBS} lower-priority jobs ready (${PRIORITY_CLAIMS} claims)\ndatabase   median ms   worst ms`);
   for (const [database, { median, worst }] of lanes) console.log(`${database.padEnd(10)} ${median.toFixed(2).padStart(9)} ${worst.toFixed(2).padStart(10)}`);

@@ -8,21 +8,17 @@
  *   node bench/retention.ts
  *   BENCH_SENDS=10000 node bench/retention.ts
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { createAccount } from '../src/accounts/service.ts';
 import { ManualClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { CHUNK_LIMITS, purgeSendsChunk, sweep } from '../src/messaging/retention.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { onEachDatabase } from './herald-process.ts';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 40_000);
 const RECIPIENTS = 10;
 const LIST_RECIPIENTS = 200_000;
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const DAY = 24 * 60 * 60_000;
 
 /** The numbers 1..n as rows of a column `g`. */
@@ -87,22 +83,4 @@ async function run(url: string): Promise<void> {
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'herald-bench-retention-'));
-try {
-  await run(`sqlite:${join(dir, 'herald.db')}`);
-} finally {
-  rmSync(dir, { recursive: true, force: true });
-}
-
-const name = `herald_bench_retention_${process.pid}`;
-const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-await admin.connect();
-await admin.query(`create database ${name}`);
-try {
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  await run(url.toString());
-} finally {
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.end();
-}
+await onEachDatabase('retention', run);

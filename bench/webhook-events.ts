@@ -8,20 +8,16 @@
  *   node bench/webhook-events.ts
  *   BENCH_EVENTS=20000 node bench/webhook-events.ts
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
 import { createAccount } from '../src/accounts/service.ts';
 import { ManualClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { Worker } from '../src/queue/worker.ts';
 import { appendWebhookEvents, GATHER_KIND, GATHER_WINDOW_MS, webhookGatherHandler } from '../src/webhooks/events.ts';
+import { onEachDatabase } from './herald-process.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000);
 const PAGE = 500;
 const SINGLES = 2_000;
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const statusEvent = (n: number) => ({
   queueId: '0b9f6d7e-3c1a-4f5e-9a8b-7c6d5e4f3a2b',
@@ -75,22 +71,4 @@ async function run(url: string): Promise<void> {
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'herald-bench-events-'));
-try {
-  await run(`sqlite:${join(dir, 'herald.db')}`);
-} finally {
-  rmSync(dir, { recursive: true, force: true });
-}
-
-const name = `herald_bench_events_${process.pid}`;
-const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
-await admin.connect();
-await admin.query(`create database ${name}`);
-try {
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  await run(url.toString());
-} finally {
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.end();
-}
+await onEachDatabase('events', run);
