@@ -17,22 +17,13 @@ import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startCrmTest, type CrmTest } from '../crm/support.ts';
+import { waitFor } from '../support/wait.ts';
 
 const DAY = 24 * 60 * 60_000;
 const HOUR = 60 * 60_000;
 const START = Date.UTC(2026, 0, 1, 12);
 /** The sandbox takes every number but this one, which it refuses for now: its send stays Sending. */
 const REFUSED_FOR_NOW = '919812399999';
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /** An account's requests, under a token that outlives the weeks these tests move the clock through. */
 interface Client {

@@ -5,20 +5,11 @@ import { retryDelayMs } from '../../src/queue/backoff.ts';
 import { recurringHandler } from '../../src/queue/recurring.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
 
 const KIND = 'test.recurring';
 const EVERY_MS = 60_000;
 const START = Date.UTC(2026, 0, 1);
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 forEachDatabase((dialect) => {
   let database: TestDatabase;
