@@ -15,6 +15,7 @@ import { migrateToLatest, openDatabase, type Database } from '../src/db/database
 import { CHUNK_LIMITS, purgeSendsChunk, sweep } from '../src/messaging/retention.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
 import { onEachDatabase } from './herald-process.ts';
+import { SMS_PURGES } from '../src/sms/receipts.ts';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 40_000);
 const RECIPIENTS = 10;
@@ -68,7 +69,7 @@ async function run(url: string): Promise<void> {
     const totalMs = performance.now() - started;
     if (purged !== rows) throw new Error(`purged ${purged} rows of ${rows}`);
     const idle = performance.now();
-    await sweep(database, now, 30);
+    await sweep(database, now, 30, { channelPurges: SMS_PURGES });
     const idleMs = performance.now() - idle;
 
     chunkMs.sort((a, b) => a - b);

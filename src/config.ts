@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { keyFromHex } from './messaging/sealed.ts';
+import { keyFromHex } from './secret-key.ts';
 
 /**
  * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").

@@ -6,6 +6,7 @@ import { GATHER_KIND, webhookGatherHandler } from './webhooks/events.ts';
 import { CONTACT_BATCH_KIND } from './crm/batches.ts';
 import { contactBatchHandler } from './crm/apply.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from './sms/accept.ts';
+import { SMS_PURGES } from './sms/receipts.ts';
 import { smsSendHandler } from './sms/send.ts';
 import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
@@ -29,7 +30,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
   // A recurring job: one sweep at a time across every process, once an hour.
-  worker.register(RETENTION_KIND, retentionHandler(ctx), { concurrency: 1 });
+  worker.register(RETENTION_KIND, retentionHandler(ctx, SMS_PURGES), { concurrency: 1 });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {

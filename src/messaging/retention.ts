@@ -9,7 +9,6 @@ import { purgeExpiredIdempotencyKeys } from '../http/idempotency.ts';
 import { purgeDeadJobs } from '../queue/queries.ts';
 import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
-import { purgeUnmatchedReceipts } from '../sms/receipts.ts';
 import { purgeSettledDeliveries } from '../webhooks/outbox.ts';
 import type { Channel } from './recipients.ts';
 
@@ -132,6 +131,13 @@ export const purgeSendsChunk = procedure(
     }),
 );
 
+/**
+ * A store of a channel's own that the sweep empties of what is older than `before`: deletes
+ * at most `limit` rows in one transaction and answers how many. The channels hand theirs to
+ * the sweep (src/worker.ts), which knows none of them.
+ */
+export type Purge = (database: ProcedureDatabase, before: number, limit: number) => Promise<number>;
+
 export interface SweepReport {
   /** Sends whose bodies, tags and sandbox records were purged. */
   sends: number;
@@ -139,8 +145,9 @@ export interface SweepReport {
   sendRows: number;
   deadJobs: number;
   deliveries: number;
-  unmatchedReceipts: number;
   idempotencyKeys: number;
+  /** Rows each channel's purge deleted, by its name. */
+  channels: Record<string, number>;
   /** Transactions it took. */
   transactions: number;
 }
@@ -153,11 +160,11 @@ export async function sweep(
   database: Database,
   now: number,
   retentionDays: number,
-  options: { signal?: AbortSignal; limits?: ChunkLimits } = {},
+  options: { signal?: AbortSignal; limits?: ChunkLimits; channelPurges?: Record<string, Purge> } = {},
 ): Promise<SweepReport> {
-  const { signal, limits = CHUNK_LIMITS } = options;
+  const { signal, limits = CHUNK_LIMITS, channelPurges = {} } = options;
   const before = now - retentionDays * DAY_MS;
-  const report: SweepReport = { sends: 0, sendRows: 0, deadJobs: 0, deliveries: 0, unmatchedReceipts: 0, idempotencyKeys: 0, transactions: 0 };
+  const report: SweepReport = { sends: 0, sendRows: 0, deadJobs: 0, deliveries: 0, idempotencyKeys: 0, channels: {}, transactions: 0 };
   /** Runs `chunk` until it says there is no more, or the sweep is told to stop. */
   const inChunks = async (chunk: () => Promise<boolean>) => {
     while (!signal?.aborted) {
@@ -165,10 +172,10 @@ export async function sweep(
       if (!(await chunk())) return;
     }
   };
-  const deleting = (purge: (database: ProcedureDatabase, before: number, limit: number) => Promise<number>, field: keyof SweepReport, cutoff: number) =>
+  const deleting = (purge: Purge, count: (deleted: number) => void, cutoff: number) =>
     inChunks(async () => {
       const deleted = await purge(database, cutoff, limits.rows);
-      report[field] += deleted;
+      count(deleted);
       return deleted === limits.rows;
     });
 
@@ -178,21 +185,24 @@ export async function sweep(
     report.sendRows += chunk.rows;
     return chunk.more;
   });
-  await deleting(purgeUnmatchedReceipts, 'unmatchedReceipts', before);
-  await deleting(purgeDeadJobs, 'deadJobs', before);
-  await deleting(purgeSettledDeliveries, 'deliveries', before);
+  for (const [name, purge] of Object.entries(channelPurges)) {
+    report.channels[name] = 0;
+    await deleting(purge, (n) => (report.channels[name] += n), before);
+  }
+  await deleting(purgeDeadJobs, (n) => (report.deadJobs += n), before);
+  await deleting(purgeSettledDeliveries, (n) => (report.deliveries += n), before);
   // Records of Idempotency-Keys go when the key is no longer honoured (24 hours), whatever RETENTION_DAYS says.
-  await deleting(purgeExpiredIdempotencyKeys, 'idempotencyKeys', now);
+  await deleting(purgeExpiredIdempotencyKeys, (n) => (report.idempotencyKeys += n), now);
   return report;
 }
 
 /** The sweep's job handler: registered by every worker (src/worker.ts), run by one at a time. */
-export function retentionHandler(deps: { database: Database; clock: Clock; config: { retentionDays: number } }): JobHandler {
+export function retentionHandler(deps: { database: Database; clock: Clock; config: { retentionDays: number } }, channelPurges: Record<string, Purge>): JobHandler {
   return recurringHandler(deps.clock, {
     kind: RETENTION_KIND,
     everyMs: RETENTION_EVERY_MS,
     run: async (signal) => {
-      await sweep(deps.database, deps.clock.now(), deps.config.retentionDays, { signal });
+      await sweep(deps.database, deps.clock.now(), deps.config.retentionDays, { signal, channelPurges });
     },
   });
 }

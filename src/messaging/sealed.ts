@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes, type KeyObject } from 'node:crypto';
 
 /**
  * Sealed values: the bodies, tag values and rendered texts of an `isBodyEncrypted` send
@@ -21,14 +21,6 @@ export class SealedValueError extends Error {
   }
 }
 
-/** A 32-byte key from 64 hex characters, or undefined if `hex` is not that. */
-export function keyFromHex(hex: string): KeyObject | undefined {
-  return /^[0-9a-fA-F]{64}$/.test(hex) ? createSecretKey(Buffer.from(hex, 'hex')) : undefined;
-}
-
-export function generateKey(): KeyObject {
-  return createSecretKey(randomBytes(32));
-}
 
 export function seal(key: KeyObject, clear: string, place: string): string {
   const iv = randomBytes(IV_BYTES);

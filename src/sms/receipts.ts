@@ -137,3 +137,6 @@ export async function purgeUnmatchedReceipts({ db, dialect }: ProcedureDatabase,
   const result = await db.deleteFrom('sms_receipts').where(stale).where(chunkOf(dialect, 'sms_receipts', stale, limit)).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** SMS's stores the retention sweep empties (messaging/retention.ts), by name. */
+export const SMS_PURGES = { unmatchedReceipts: purgeUnmatchedReceipts };

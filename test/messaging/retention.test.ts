@@ -18,6 +18,7 @@ import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startCrmTest, type CrmTest } from '../crm/support.ts';
 import { waitFor } from '../support/wait.ts';
+import { SMS_PURGES } from '../../src/sms/receipts.ts';
 
 const DAY = 24 * 60 * 60_000;
 const HOUR = 60 * 60_000;
@@ -202,7 +203,7 @@ forEachDatabase((dialect) => {
     assert.equal(await remaining(), 19);
     assert.ok((await Promise.all(sends.map(sendRow))).every((send) => send.purged_at === null));
 
-    const report = await sweep(crm.t.ctx.database, now, 30, { limits });
+    const report = await sweep(crm.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES });
     assert.equal(report.sends, 3);
     assert.equal(report.sendRows, 19);
     // The sends' rows five at a time (3, 2 of the first two sends; 5; 1 and they are marked;
@@ -213,7 +214,7 @@ forEachDatabase((dialect) => {
       assert.equal((await sendRow(id)).purged_at, now);
       assert.deepEqual(await content(id), { kind: 'batch', senderName: 'HERALD' });
     }
-    assert.equal((await sweep(crm.t.ctx.database, now, 30, { limits })).transactions, 1 + 4, 'a second sweep finds nothing to do, one statement a store');
+    assert.equal((await sweep(crm.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES })).transactions, 1 + 4, 'a second sweep finds nothing to do, one statement a store');
   });
 
   it('lets go of dead jobs, settled webhook deliveries and unmatched receipts older than RETENTION_DAYS, and of expired Idempotency-Key records; keeps what is live', async () => {
@@ -256,8 +257,8 @@ forEachDatabase((dialect) => {
       const replay = await alice.post(`/webhooks/deliveries/${replayed.id}/retry`);
       assert.equal(replay.statusCode, 202, replay.body);
 
-      const report = await sweep(ctx.database, crm.clock.now(), 30);
-      assert.deepEqual([report.deadJobs, report.deliveries, report.unmatchedReceipts, report.idempotencyKeys], [1, 1, 1, 1]);
+      const report = await sweep(ctx.database, crm.clock.now(), 30, { channelPurges: SMS_PURGES });
+      assert.deepEqual([report.deadJobs, report.deliveries, report.channels.unmatchedReceipts, report.idempotencyKeys], [1, 1, 1, 1]);
 
       const jobs = await db().selectFrom('jobs').select(['kind', 'state', 'finished_at']).orderBy('id').execute();
       assert.deepEqual(jobs.map((j) => [j.kind, j.state, j.finished_at === null ? null : Number(j.finished_at)]), [

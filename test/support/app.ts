@@ -6,7 +6,7 @@ import type { DialectName } from '../../src/db/database.ts';
 import { buildApp } from '../../src/app.ts';
 import { loadSigningKey } from '../../src/auth/signing-key.ts';
 import { loadEncryptionKey } from '../../src/messaging/encryption-key.ts';
-import { generateKey } from '../../src/messaging/sealed.ts';
+import { generateKey } from '../../src/secret-key.ts';
 import { MemoryCounterStore, type CounterStore } from '../../src/ratelimit/counters.ts';
 import { createMetricsRegistry } from '../../src/http/metrics.ts';
 import { createAccount, type AccountRow } from '../../src/accounts/service.ts';
