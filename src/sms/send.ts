@@ -317,6 +317,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
         }
         const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
+        await pauseForTest('sms.submitted');
         const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
         send.cursor = Number(rows.at(-1)!.id);
         // A short page is the last: recorded and finished in one transaction.

@@ -9,8 +9,8 @@ import { freePort, serveKeyEnv, start } from '../cli/support.ts';
 const LIST = 1200; // more than two pages of 500
 const PASSWORD = 'correct horse battery staple';
 
-// A worker killed (SIGKILL, a real process) in the middle of a send's expansion: a restarted
-// serve sends to every recipient exactly once.
+// A worker killed (SIGKILL, a real process) at a named step of a send, then a serve started
+// again on the same database: what every recipient got.
 forEachDatabase((dialect) => {
   let database: TestDatabase;
   beforeEach(async () => {
@@ -18,7 +18,8 @@ forEachDatabase((dialect) => {
   });
   afterEach(() => database.close());
 
-  it('resumes a send killed mid-expansion: every recipient in the sandbox exactly once', { timeout: 60_000 }, async () => {
+  /** An account with a list of LIST contacts, and the environment of a serve on the database. */
+  async function setUp() {
     const account = await createAccount(database.db, systemClock, { userName: `crash-${randomUUID()}@example.com`, password: PASSWORD });
     const listId = randomUUID();
     await database.db.insertInto('contact_lists').values({ id: listId, account_id: account.id, name: 'Customers', name_key: 'customers', is_default: false, created_at: 0 }).execute();
@@ -32,30 +33,31 @@ forEachDatabase((dialect) => {
     }
     const port = await freePort();
     const env = { DATABASE_URL: database.url, PORT: String(port), WORKER_PORT: String(await freePort()), JOB_LEASE_SECONDS: '1', ...serveKeyEnv(dialect) };
-    const base = `http://127.0.0.1:${port}`;
+    return { account, listId, env, base: `http://127.0.0.1:${port}` };
+  }
 
-    const doomed = await start(['serve'], { ...env, HERALD_TEST_PAUSE_AT: 'sms.expand' });
-    let queueId: string;
+  /** Starts a serve paused at `step`, posts the request, and kills the serve (SIGKILL) once it has paused there; answers the QueueId. */
+  async function killedAt(step: string, { account, env, base }: Awaited<ReturnType<typeof setUp>>, path: string, body: object): Promise<string> {
+    const doomed = await start(['serve'], { ...env, HERALD_TEST_PAUSE_AT: step });
     try {
       const token = (await (await fetch(`${base}/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ userName: account.user_name, password: PASSWORD, privateToken: account.private_token, validity: 'Default' }),
       })).json()).access_token as string;
-      const accepted = await fetch(`${base}/sms/batch`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ listId: [listId], recipients: [{ mobileNo: '919800000001' }, { mobileNo: '919700000001' }], senderName: 'HERALD', body: 'sale' }),
-      });
+      const accepted = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
       assert.equal(accepted.status, 202);
-      queueId = (await accepted.json()).data.QueueId;
-      await doomed.logged('herald paused at sms.expand');
+      const queueId = (await accepted.json()).data.QueueId as string;
+      await doomed.logged(`herald paused at ${step}`);
+      return queueId;
     } finally {
       doomed.child.kill('SIGKILL');
+      await new Promise((resolve) => doomed.child.once('exit', resolve));
     }
-    await new Promise((resolve) => doomed.child.once('exit', resolve));
-    assert.equal(Number((await database.db.selectFrom('send_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('send_id', '=', queueId).executeTakeFirstOrThrow()).n), 2, 'only the request’s recipients: the expansion died with its transaction');
+  }
 
+  /** Serves again until the send is Completed; answers how many times the sandbox took each recipient. */
+  async function resumed(env: Record<string, string>, queueId: string): Promise<Map<string, number>> {
     const restarted = await start(['serve'], env);
     try {
       const deadline = Date.now() + 40_000;
@@ -70,7 +72,37 @@ forEachDatabase((dialect) => {
     const taken = await database.db.selectFrom('sandbox_sms').select(['recipient']).where('send_id', '=', queueId).execute();
     const counts = new Map<string, number>();
     for (const { recipient } of taken) counts.set(recipient, (counts.get(recipient) ?? 0) + 1);
+    return counts;
+  }
+
+  it('resumes a send killed mid-expansion: every recipient in the sandbox exactly once', { timeout: 60_000 }, async () => {
+    const setup = await setUp();
+    const queueId = await killedAt('sms.expand', setup, '/sms/batch', { listId: [setup.listId], recipients: [{ mobileNo: '919800000001' }, { mobileNo: '919700000001' }], senderName: 'HERALD', body: 'sale' });
+    assert.equal(Number((await database.db.selectFrom('send_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('send_id', '=', queueId).executeTakeFirstOrThrow()).n), 2, 'only the request’s recipients: the expansion died with its transaction');
+
+    const counts = await resumed(setup.env, queueId);
     assert.equal(counts.size, LIST + 1, 'every recipient: the list (one number shared with the request) and the other request recipient');
     assert.deepEqual([...new Set(counts.values())], [1], 'each exactly once');
+  });
+
+  it('sends again only the page whose submit was not recorded when its worker was killed: the documented bound', { timeout: 60_000 }, async () => {
+    const setup = await setUp();
+    const queueId = await killedAt('sms.submitted', setup, '/sms/batch', { listId: [setup.listId], senderName: 'HERALD', body: 'sale' });
+    const counts = await resumed(setup.env, queueId);
+    assert.equal(counts.size, LIST, 'every recipient');
+    const twice = [...counts].filter(([, n]) => n > 1);
+    assert.equal(twice.length, 500, 'the first page, submitted before the kill and not recorded, went twice; no other');
+    assert.deepEqual([...new Set(counts.values())].sort(), [1, 2]);
+    const read = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', queueId).execute();
+    assert.deepEqual([...new Set(read.map((r) => r.status))], ['Delivered'], 'each recipient recorded once, at its last status');
+  });
+
+  it('sends a one-time passcode killed between its submit and its record once more, no more', { timeout: 60_000 }, async () => {
+    const setup = await setUp();
+    const queueId = await killedAt('sms.submitted', setup, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Your code is 482913' });
+    const counts = await resumed(setup.env, queueId);
+    assert.deepEqual([...counts], [['919812345678', 2]]);
+    const [recipient] = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', queueId).execute();
+    assert.equal(recipient.status, 'Delivered');
   });
 });
