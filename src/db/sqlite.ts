@@ -151,15 +151,22 @@ class SqliteThreadDriver implements Driver {
     return this.starting;
   }
 
-  /** Runs a procedure on the thread, holding the connection as a transaction would. */
+  /**
+   * Runs a procedure on the thread. The connection is taken only to post it: the thread runs
+   * what it is sent in order, each procedure whole, so once posted nothing taken after it can
+   * come between its statements, and the next holder need not wait for its answer to cross
+   * back to this thread (under load, most of a hold was that wait).
+   */
   async call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R> {
     await this.init();
     await this.acquireConnection();
+    let result: Promise<R>;
     try {
-      return await this.thread!.call(procedure, args);
+      result = this.thread!.call(procedure, args);
     } finally {
       await this.releaseConnection();
     }
+    return result;
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
