@@ -55,6 +55,8 @@ export function registerBoundary(app: FastifyInstance, webhookUrlRefusal: (url: 
   });
 
   app.addHook('preValidation', async (request) => {
+    // No route, no inputs to check: an unknown path is a 404 whatever its query holds.
+    if (request.is404) return;
     const schema = schemaOf(request);
     const errors = [
       ...inputProblems(request.params, schema.params),
