@@ -1,2 +1,9 @@
+import { PostgresAdapter, type Kysely } from 'kysely';
+
 /** Which database a connection talks to: the one difference storage code may branch on. */
 export type DialectName = 'sqlite' | 'postgres';
+
+/** For code handed only a connection or a transaction (the queue's enqueue, a webhook append). */
+export function isPostgres(db: Kysely<any>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}

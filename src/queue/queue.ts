@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { isPostgres } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { announceJobs, JOBS_CHANNEL } from './wakeups.ts';
-
-const isPostgres = (db: Kysely<Schema>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /**
  * Attempts before a failing job is dead. Each kind's limit is set where its jobs are

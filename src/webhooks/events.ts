@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { PostgresAdapter, sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
+import { isPostgres } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
@@ -84,8 +85,6 @@ function streamKey(stream: EventStream): string {
   const digest = createHash('sha256').update(JSON.stringify([stream.accountId, stream.type, stream.url])).digest('base64url');
   return `${GATHER_KIND}:${digest}`;
 }
-
-const isPostgres = (db: Kysely<Schema>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /**
  * Appends events to the stream, in the caller's transaction: they are posted if and only if
