@@ -127,18 +127,19 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     // A send with its message refused for now is tried again later; any other is done, one
     // whose recipient is no longer Queued included (its job has nothing left to do).
     const later = new Set(rows.filter((row) => !recorded.has(Number(row.id))).map((row) => row.send_id));
+    // The page's events, each to its send's stream: one append per account and webhook URL.
     const rowOf = new Map(rows.map((row) => [Number(row.id), row]));
-    const streams = new Map<string, { accountId: string; url: string; steps: Array<[number, string]> }>();
-    for (const step of steps) {
-      const { account_id: accountId, webhook_url: url } = rowOf.get(step[0])!;
-      if (!url) continue;
+    const events = statusEvents(outcomes, steps, now, (id) => rowOf.get(id)!.send_id);
+    const streams = new Map<string, { accountId: string; url: string; events: object[] }>();
+    steps.forEach(([id], i) => {
+      const { account_id: accountId, webhook_url: url } = rowOf.get(id)!;
+      if (!url) return;
       const key = `${accountId}\n${url}`;
-      if (!streams.has(key)) streams.set(key, { accountId, url, steps: [] });
-      streams.get(key)!.steps.push(step);
-    }
-    const events = [...streams.values()].map(({ accountId, url, steps: own }) => ({ accountId, url, events: statusEvents(outcomes, own, now, (id) => rowOf.get(id)!.send_id) }));
+      if (!streams.has(key)) streams.set(key, { accountId, url, events: [] });
+      streams.get(key)!.events.push(events[i]);
+    });
     const done = page.filter((waiting) => !later.has(waiting.sendId)).map(({ sendId, lease }) => ({ sendId, lease }));
-    await database.call(recordSingles, { now, outcomes, steps, receipts, streams: events, done });
+    await database.call(recordSingles, { now, outcomes, steps, receipts, streams: [...streams.values()], done });
     for (const waiting of page) {
       waiting.settle(later.has(waiting.sendId) ? new SnoozeJob(now + RETRY_LATER_MS, 'the message was refused for now: it is tried again') : undefined);
     }
