@@ -4,7 +4,7 @@ import type { DialectName } from '../db/database.ts';
 import { chunkOf } from '../db/chunks.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { appendWebhookEvents } from '../webhooks/events.ts';
+import { appendToStreams } from '../webhooks/events.ts';
 import { inJson } from '../crm/queries.ts';
 
 type Db = Kysely<Schema>;
@@ -42,6 +42,11 @@ export const UNDELIVERED = 'the operator reported the message undelivered';
 
 /** The webhook event type of SMS status changes (ARCHITECTURE.md). */
 export const SMS_STATUS_TYPE = 'sms.status';
+
+/** One event of an sms.status post (ARCHITECTURE.md's body), `at` in epoch ms: every SMS status change is posted so. */
+export function smsStatusEvent(e: { queueId: string; messageId: string | null; recipient: string; status: string; errorCode: string | null; error: string | null; parts: number | null; at: number }) {
+  return { queueId: e.queueId, messageId: e.messageId, recipient: e.recipient, status: e.status, errorCode: e.errorCode, error: e.error, parts: e.parts, at: new Date(e.at).toISOString() };
+}
 
 /**
  * Applies receipts, in the caller's transaction. Every receipt is kept first, then matched to
@@ -103,14 +108,14 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   }
   await db.insertInto('recipient_history').values(changed.map((r) => ({ recipient_id: r.id, status: r.status, at: now }))).execute();
   // One append per send's webhook URL: the gathering outbox makes posts of them.
-  const byStream = new Map<string, typeof changed>();
-  for (const r of changed) if (r.webhook_url) byStream.set(`${r.account_id}\n${r.webhook_url}`, [...(byStream.get(`${r.account_id}\n${r.webhook_url}`) ?? []), r]);
-  for (const group of byStream.values()) {
-    await appendWebhookEvents(db, clock, {
-      accountId: group[0].account_id,
-      url: group[0].webhook_url!,
-      type: SMS_STATUS_TYPE,
-      events: group.map((r) => ({
+  await appendToStreams(
+    db,
+    clock,
+    SMS_STATUS_TYPE,
+    changed.map((r) => ({
+      accountId: r.account_id,
+      url: r.webhook_url,
+      event: smsStatusEvent({
         queueId: r.send_id,
         messageId: r.message_id,
         recipient: r.address,
@@ -118,10 +123,10 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
         errorCode: errorOf.get(Number(r.id)) ?? null,
         error: r.status === 'Failed' ? UNDELIVERED : null,
         parts: r.parts,
-        at: new Date(now).toISOString(),
-      })),
-    });
-  }
+        at: now,
+      }),
+    })),
+  );
 }
 
 /**

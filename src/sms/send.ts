@@ -10,7 +10,7 @@ import { compileTemplate, renderTemplate, type Template } from '../messaging/tag
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, UNDELIVERED, type Receipt } from './receipts.ts';
+import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';
@@ -126,7 +126,7 @@ export function statusEvents(outcomes: Outcome[], steps: Array<[number, string]>
   const byId = new Map(outcomes.map((o) => [o[0], o]));
   return steps.map(([id, status]) => {
     const [, , messageId, parts, , error, errorCode, recipient] = byId.get(id)!;
-    return { queueId: sendOf(id), messageId, recipient, status, errorCode, error, parts, at: new Date(now).toISOString() };
+    return smsStatusEvent({ queueId: sendOf(id), messageId, recipient, status, errorCode, error, parts, at: now });
   });
 }
 
@@ -358,7 +358,7 @@ export async function failUnsent(trx: Db, clock: Clock, sendId: string, error: s
         accountId: send.account_id,
         url: send.webhook_url,
         type: SMS_STATUS_TYPE,
-        events: failed.map((r) => ({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: new Date(now).toISOString() })),
+        events: failed.map((r) => smsStatusEvent({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: now })),
       });
     }
   }

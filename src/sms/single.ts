@@ -8,7 +8,7 @@ import { compileTemplate } from '../messaging/tags.ts';
 import { completeJobs, type Lease } from '../queue/queries.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
-import { appendWebhookEvents } from '../webhooks/events.ts';
+import { appendToStreams } from '../webhooks/events.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import { SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
@@ -41,8 +41,8 @@ interface SinglesResults {
   outcomes: Outcome[];
   steps: Array<[number, string]>;
   receipts: Receipt[];
-  /** One append per account and webhook URL. */
-  streams: Array<{ accountId: string; url: string; events: object[] }>;
+  /** Each webhook event with its send's account and URL. */
+  events: Array<{ accountId: string; url: string | null; event: object }>;
   /** Sends done with this page: Completed, and their jobs with them. */
   done: Array<{ sendId: string; lease: Lease }>;
 }
@@ -55,9 +55,7 @@ interface SinglesResults {
 export const recordSingles = procedure(import.meta.url, 'recordSingles', async ({ db, dialect }, page: SinglesResults): Promise<void> =>
   db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
-    for (const stream of page.streams) {
-      await appendWebhookEvents(trx, { now: () => page.now }, { accountId: stream.accountId, url: stream.url, type: SMS_STATUS_TYPE, events: stream.events });
-    }
+    await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
     if (page.done.length === 0) return;
     await trx
       .updateTable('sends')
@@ -127,19 +125,13 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     // A send with its message refused for now is tried again later; any other is done, one
     // whose recipient is no longer Queued included (its job has nothing left to do).
     const later = new Set(rows.filter((row) => !recorded.has(Number(row.id))).map((row) => row.send_id));
-    // The page's events, each to its send's stream: one append per account and webhook URL.
     const rowOf = new Map(rows.map((row) => [Number(row.id), row]));
-    const events = statusEvents(outcomes, steps, now, (id) => rowOf.get(id)!.send_id);
-    const streams = new Map<string, { accountId: string; url: string; events: object[] }>();
-    steps.forEach(([id], i) => {
-      const { account_id: accountId, webhook_url: url } = rowOf.get(id)!;
-      if (!url) return;
-      const key = `${accountId}\n${url}`;
-      if (!streams.has(key)) streams.set(key, { accountId, url, events: [] });
-      streams.get(key)!.events.push(events[i]);
+    const events = statusEvents(outcomes, steps, now, (id) => rowOf.get(id)!.send_id).map((event, i) => {
+      const { account_id: accountId, webhook_url: url } = rowOf.get(steps[i][0])!;
+      return { accountId, url, event };
     });
     const done = page.filter((waiting) => !later.has(waiting.sendId)).map(({ sendId, lease }) => ({ sendId, lease }));
-    await database.call(recordSingles, { now, outcomes, steps, receipts, streams: [...streams.values()], done });
+    await database.call(recordSingles, { now, outcomes, steps, receipts, events, done });
     for (const waiting of page) {
       waiting.settle(later.has(waiting.sendId) ? new SnoozeJob(now + RETRY_LATER_MS, 'the message was refused for now: it is tried again') : undefined);
     }

@@ -121,6 +121,21 @@ export async function appendWebhookEvents(db: Kysely<Schema>, clock: Clock, appe
 }
 
 /**
+ * Appends events of one type, each to its own stream (its account and URL; an event without
+ * a URL goes nowhere), in the caller's transaction: one append per stream, events in order.
+ */
+export async function appendToStreams(db: Kysely<Schema>, clock: Clock, type: string, entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>): Promise<void> {
+  const streams = new Map<string, EventStream & { events: object[] }>();
+  for (const { accountId, url, event } of entries) {
+    if (!url) continue;
+    const key = `${accountId}\n${url}`;
+    if (!streams.has(key)) streams.set(key, { accountId, url, type, events: [] });
+    streams.get(key)!.events.push(event);
+  }
+  for (const stream of streams.values()) await appendWebhookEvents(db, clock, stream);
+}
+
+/**
  * Removes up to `limit` of the stream's oldest events and answers them, in append order,
  * each as JSON: the appends taken whole are deleted, and the one the limit cuts through
  * keeps what is left of it.
