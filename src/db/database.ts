@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
 import { resolveProcedures, type Procedure } from './procedure.ts';
+import { Notifier } from './notifications.ts';
 import { migrations } from './migrations/index.ts';
 import type { DialectName } from './dialect.ts';
 
@@ -27,6 +28,11 @@ export interface Database {
   ready(): Promise<void>;
   /** PostgreSQL: a connection of its own, outside the pool, for LISTEN. */
   connectListener?: () => Promise<pg.Client>;
+  /**
+   * PostgreSQL: the backend that sends this process's NOTIFYs after its procedures' commits
+   * (notifications.ts), so its listeners can skip what they already heard of in-process.
+   */
+  notifierProcessId?: () => number | undefined;
   close(): Promise<void>;
 }
 
@@ -85,14 +91,19 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     await client.connect();
     return client;
   };
+  const notifier = new Notifier(connectListener);
   return {
     db,
     reads: db,
     dialect: 'postgres',
-    call: (procedure, args) => procedure.run({ db, dialect: 'postgres' }, args),
+    call: (procedure, args) => notifier.unitOfWork(() => procedure.run({ db, dialect: 'postgres' }, args)),
     ready,
     connectListener,
-    close: () => db.destroy(),
+    notifierProcessId: () => notifier.processId,
+    close: async () => {
+      await notifier.close();
+      await db.destroy();
+    },
   };
 }
 

@@ -16,29 +16,29 @@ export type Channel = keyof typeof CHANNEL;
 const json = (value: unknown) => JSON.stringify(value);
 
 /**
- * The request's own recipients, in request order, in one statement (they come first: a
- * list's contact with the same address adds nothing, rule 3 of SPEC §2.2). `tags` as stored:
- * the recipient's tags in JSON (sealed when the send's body is), null for none; `contactId`
- * when it is known already (an immediate single's, addressStanding).
+ * The INSERT of the request's own recipients, in request order (they come first: a list's
+ * contact with the same address adds nothing, rule 3 of SPEC §2.2).
  */
-export async function insertRequestRecipients(
-  db: Db,
-  dialect: DialectName,
-  sendId: string,
-  now: number,
-  recipients: Array<{ address: string; tags: string | null; contactId?: number | null }>,
-): Promise<void> {
-  if (recipients.length === 0) return;
+export function requestRecipientsInsert(dialect: DialectName, sendId: string, now: number, recipients: StoredRecipient[]) {
   const rows = recipients.map((r) => [r.address, r.tags, r.contactId ?? null]);
-  const query =
-    dialect === 'sqlite'
-      ? sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-            select ${sendId}, value ->> 0, value ->> 1, value ->> 2, 'Queued', ${now} from json_each(${json(rows)}) where true
-            on conflict (send_id, address) do nothing`
-      : sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-            select ${sendId}, r ->> 0, r ->> 1, (r ->> 2)::bigint, 'Queued', ${now}::bigint from jsonb_array_elements(${json(rows)}::jsonb) r
-            on conflict (send_id, address) do nothing`;
-  await query.execute(db);
+  return dialect === 'sqlite'
+    ? sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
+          select ${sendId}, value ->> 0, value ->> 1, value ->> 2, 'Queued', ${now} from json_each(${json(rows)}) where true
+          on conflict (send_id, address) do nothing`
+    : sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
+          select ${sendId}, r ->> 0, r ->> 1, (r ->> 2)::bigint, 'Queued', ${now}::bigint from jsonb_array_elements(${json(rows)}::jsonb) r
+          on conflict (send_id, address) do nothing`;
+}
+
+/**
+ * A request's recipient as written. `tags`: its own tags in JSON (sealed when the send's body
+ * is), null for none; `contactId` when it is known already (an immediate single's,
+ * addressStanding).
+ */
+export interface StoredRecipient {
+  address: string;
+  tags: string | null;
+  contactId?: number | null;
 }
 
 export interface Expansion {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type OperationNodeSource } from 'kysely';
 import { isPostgres } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
+import { afterCommit, notifyAfterCommit } from '../db/notifications.ts';
 import { announceJobs, JOBS_CHANNEL } from './wakeups.ts';
 
 /**
@@ -41,42 +42,80 @@ export interface NewJob {
 // PostgreSQL's 65,535 bound parameters.
 const INSERT_CHUNK = 1000;
 
+/** The INSERT of new jobs; a key already queued is left as it is. */
+function jobsInsert(db: Kysely<Schema>, jobs: NewJob[]) {
+  const rows = jobs.map((job) => ({
+    kind: job.kind,
+    account_id: job.accountId ?? null,
+    payload: JSON.stringify(job.payload ?? null),
+    state: 'ready' as const,
+    max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    priority: job.priority ?? PRIORITY.fanout,
+    run_at: job.runAt,
+    idempotency_key: job.idempotencyKey ?? randomUUID(),
+    created_at: job.runAt,
+    last_error: null,
+  }));
+  return db
+    .insertInto('jobs')
+    .values(rows)
+    .onConflict((oc) => oc.column('idempotency_key').doNothing());
+}
+
+/**
+ * PostgreSQL: one statement that adds the jobs, after `alongside`: further writes (INSERTs,
+ * UPDATEs) run as data-modifying CTEs of the same statement, so a request's writes and its
+ * job cost one round trip, atomic without a transaction of their own. `notify`: the
+ * statement also wakes other processes' workers, one NOTIFY per kind added (delivered at
+ * commit; none for a key already queued).
+ */
+function enqueueStatement(db: Kysely<Schema>, jobs: NewJob[], alongside: OperationNodeSource[], notify: boolean) {
+  const insert = jobsInsert(db, jobs);
+  if (alongside.length === 0 && !notify) return sql`${insert}`;
+  const writes = alongside.map((write, i) => sql`${sql.ref(`write_${i}`)} as (${write})`);
+  if (!notify) return sql`with ${sql.join(writes)} ${insert}`;
+  return sql`with ${sql.join([...writes, sql`inserted as (${insert.returning('kind')})`])}
+    select pg_notify(${JOBS_CHANNEL}, added.kind) as notified from (select distinct kind from inserted) added`;
+}
+
+/**
+ * PostgreSQL: whether other processes' workers are told of `kinds` after the commit of the
+ * procedure this runs in, by the database's notifier, rather than by a NOTIFY in the
+ * queueing statement: a NOTIFY in the transaction would make its commit wait for every
+ * other one that notifies (db/notifications.ts). Outside a procedure, the statement carries it.
+ */
+function notifiedAfterCommit(db: Kysely<Schema>, kinds: Set<string>): boolean {
+  return isPostgres(db) && [...kinds].every((kind) => notifyAfterCommit(JOBS_CHANNEL, kind));
+}
+
+/** Wakes this process's workers of `kinds`: once the procedure this runs in has committed, or now. */
+function wakeLocalWorkers(kinds: Set<string>): void {
+  if (!afterCommit(() => announceJobs(kinds))) announceJobs(kinds);
+}
+
 /**
  * Adds jobs in the given database or transaction. Called inside the transaction of the
  * request that answers 202, so the answer and its work commit together or not at all;
  * wakes the workers of the jobs' kinds.
  */
 export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  const kinds = new Set(jobs.map((job) => job.kind));
+  const notify = isPostgres(db) && !notifiedAfterCommit(db, kinds);
   for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
-    const rows = jobs.slice(start, start + INSERT_CHUNK).map((job) => ({
-      kind: job.kind,
-      account_id: job.accountId ?? null,
-      payload: JSON.stringify(job.payload ?? null),
-      state: 'ready' as const,
-      max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-      priority: job.priority ?? PRIORITY.fanout,
-      run_at: job.runAt,
-      idempotency_key: job.idempotencyKey ?? randomUUID(),
-      created_at: job.runAt,
-      last_error: null,
-    }));
-    const insert = db
-      .insertInto('jobs')
-      .values(rows)
-      .onConflict((oc) => oc.column('idempotency_key').doNothing());
-    if (isPostgres(db)) {
-      // Other processes' workers are woken by the insert itself, one NOTIFY per kind added
-      // (delivered at commit): no round trip of its own, and none for a key already queued.
-      await db
-        .with('inserted', () => insert.returning('kind'))
-        .selectFrom((eb) => eb.selectFrom('inserted').select('kind').distinct().as('added'))
-        .select(sql<string>`pg_notify(${JOBS_CHANNEL}, added.kind)`.as('notified'))
-        .execute();
-    } else {
-      await insert.execute();
-    }
+    await enqueueStatement(db, jobs.slice(start, start + INSERT_CHUNK), [], notify).execute(db);
   }
-  if (jobs.length > 0) announceJobs(new Set(jobs.map((job) => job.kind)));
+  wakeLocalWorkers(kinds);
+}
+
+/**
+ * PostgreSQL only: `writes` and the job that works on them, in one statement (enqueueStatement).
+ * What a request that writes little pays per round trip is most of its cost there.
+ */
+export async function enqueueWithWrites(db: Kysely<Schema>, job: NewJob, writes: OperationNodeSource[]): Promise<void> {
+  const kinds = new Set([job.kind]);
+  await enqueueStatement(db, [job], writes, !notifiedAfterCommit(db, kinds)).execute(db);
+  wakeLocalWorkers(kinds);
 }
 
 export async function enqueue(db: Kysely<Schema>, job: NewJob): Promise<void> {

@@ -27,10 +27,11 @@ let unannounced: Set<string> | undefined;
 
 /**
  * Announces newly queued kinds to this process's workers (other processes hear of them by
- * the NOTIFY the insert sends on PostgreSQL, queue.ts). Called in the enqueuing transaction,
- * so the event may come before the commit: on SQLite the woken worker's claim waits behind
- * that transaction on the one writing connection, and on PostgreSQL the NOTIFY, delivered at
- * commit (to this process's listener too), wakes it again.
+ * NOTIFY on PostgreSQL, queue.ts). On SQLite it is called in the enqueuing transaction, so
+ * the event may come before the commit: the woken worker's claim waits behind that
+ * transaction on the one writing connection. On PostgreSQL it comes after a procedure's
+ * commit; in a transaction of other code it may come before, and the NOTIFY the insert
+ * itself carries, delivered at commit (to this process's listener too), wakes it again.
  */
 export function announceJobs(kinds: Set<string>): void {
   if (isMainThread) {
@@ -65,13 +66,15 @@ const RECONNECT_MS = 1000;
 /**
  * LISTENs on a dedicated connection for jobs queued by any process; after the connection
  * drops it reconnects and calls back with no kind, since NOTIFYs sent meanwhile are lost.
- * Returns the function that stops listening.
+ * A NOTIFY from `ownNotifier`, this process's notifier, is skipped: its workers were woken
+ * in-process already. Returns the function that stops listening.
  */
 export function listenForJobs(
   connect: () => Promise<pg.Client>,
   onKind: (kind: string | undefined) => void,
-  log?: { error(object: object, message: string): void },
+  options: { ownNotifier?: () => number | undefined; log?: { error(object: object, message: string): void } } = {},
 ): () => Promise<void> {
+  const { ownNotifier, log } = options;
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -89,7 +92,7 @@ export function listenForJobs(
       client = opened;
       opened.on('error', (err) => log?.error({ err }, 'job wake-up connection failed'));
       opened.on('end', () => client === opened && reconnectLater());
-      opened.on('notification', (message) => onKind(message.payload));
+      opened.on('notification', (message) => message.processId !== ownNotifier?.() && onKind(message.payload));
       await opened.query(`listen ${JOBS_CHANNEL}`);
       if (stopped) await opened.end();
     } catch (err) {

@@ -190,8 +190,8 @@ export class Worker {
     this.timers.push(setInterval(() => void this.guard(this.rescue()), leaseMs / 2));
     void this.guard(this.rescue());
     this.stopListening.push(onJobsQueued((kind) => this.wake(kind)));
-    const { connectListener } = this.options.database;
-    if (connectListener) this.stopListening.push(listenForJobs(connectListener, (kind) => this.wake(kind), this.options.log));
+    const { connectListener, notifierProcessId } = this.options.database;
+    if (connectListener) this.stopListening.push(listenForJobs(connectListener, (kind) => this.wake(kind), { ownNotifier: notifierProcessId, log: this.options.log }));
     for (const kind of this.kinds.values()) this.loops.push(kind.urgent ? this.loop(kind) : inBackground(() => this.loop(kind)));
   }
 

@@ -1,7 +1,7 @@
 import { procedure } from '../db/procedure.ts';
 import { postProcedure } from '../http/idempotency.ts';
-import { insertRequestRecipients } from '../messaging/recipients.ts';
-import { enqueue, PRIORITY } from '../queue/queue.ts';
+import { requestRecipientsInsert, type StoredRecipient } from '../messaging/recipients.ts';
+import { enqueue, enqueueWithWrites, PRIORITY, type NewJob } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 
 /** The queue kind that sends one SMS request: expands it, then submits it a page at a time. */
@@ -27,16 +27,6 @@ export type SmsContent = Pick<SmsDraft, 'kind' | 'senderName' | 'body' | 'tags' 
 /** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */
 export type StoredSmsContent = Omit<SmsContent, 'body' | 'tags'> & (Pick<SmsContent, 'body' | 'tags'> | { sealed: string });
 
-/**
- * A request recipient as written: its own tags in JSON, sealed when the body is, null for
- * none; its contact when it was settled at accept (an immediate single).
- */
-export interface StoredRecipient {
-  address: string;
-  tags: string | null;
-  contactId?: number | null;
-}
-
 export interface PreparedSms {
   sendId: string;
   accountId: string;
@@ -49,39 +39,44 @@ export interface PreparedSms {
 
 /**
  * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
- * its job, in one transaction. An immediate single SMS is a one-time passcode: the highest
- * lane, and stored expanded (its recipient was settled at accept, with its contact).
+ * its job, committed together. An immediate single SMS is a one-time passcode: the highest
+ * lane, and stored expanded (its recipient was settled at accept, with its contact). On
+ * PostgreSQL the three writes are one statement, so a passcode's accept costs one round trip
+ * (with no Idempotency-Key, no transaction around it either: postProcedure's `oneStatement`).
  */
 export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
   const passcode = draft.kind === 'single' && draft.scheduledAt === null;
-  await db
-    .insertInto('sends')
-    .values({
-      id: sendId,
-      account_id: accountId,
-      channel: 'sms',
-      status: draft.scheduledAt === null ? 'Queued' : 'Scheduled',
-      content: JSON.stringify(content),
-      list_ids: JSON.stringify(draft.listIds),
-      webhook_url: draft.webhookUrl,
-      scheduled_at: draft.scheduledAt,
-      expanded: passcode,
-      created_at: now,
-      started_at: null,
-      completed_at: null,
-    })
-    .execute();
-  await insertRequestRecipients(db, dialect, sendId, now, recipients);
-  const job: SmsSendJob = { sendId };
-  await enqueue(db, {
+  const send = db.insertInto('sends').values({
+    id: sendId,
+    account_id: accountId,
+    channel: 'sms',
+    status: draft.scheduledAt === null ? 'Queued' : 'Scheduled',
+    content: JSON.stringify(content),
+    list_ids: JSON.stringify(draft.listIds),
+    webhook_url: draft.webhookUrl,
+    scheduled_at: draft.scheduledAt,
+    expanded: passcode,
+    created_at: now,
+    started_at: null,
+    completed_at: null,
+  });
+  const ownRecipients = recipients.length > 0 ? requestRecipientsInsert(dialect, sendId, now, recipients) : undefined;
+  const job: NewJob = {
     kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
-    payload: job,
+    payload: { sendId } satisfies SmsSendJob,
     accountId,
     runAt: draft.scheduledAt ?? now,
     idempotencyKey: sendJobKey(sendId),
     maxAttempts: 10,
     priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
-  });
+  };
+  if (dialect === 'postgres') {
+    await enqueueWithWrites(db, job, ownRecipients ? [send, ownRecipients] : [send]);
+  } else {
+    await send.execute();
+    await ownRecipients?.execute(db);
+    await enqueue(db, job);
+  }
   return {
     statusCode: 202,
     body: {
@@ -90,7 +85,7 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
       data: { QueueId: sendId, QueuedTimestamp: now },
     },
   };
-});
+}, { oneStatement: 'postgres' });
 
 /**
  * `DELETE /sms/{queueId}`: cancels a send that has not started (its recipients Cancelled, its

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { open, seal } from '../messaging/sealed.ts';
-import type { SmsContent, StoredRecipient, StoredSmsContent } from './accept.ts';
+import type { StoredRecipient } from '../messaging/recipients.ts';
+import type { SmsContent, StoredSmsContent } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 
 /**

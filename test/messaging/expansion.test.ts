@@ -4,7 +4,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { systemClock } from '../../src/clock.ts';
 import { createAccount } from '../../src/accounts/service.ts';
 import { defaultListId } from '../../src/crm/setup.ts';
-import { expandRecipients, insertRequestRecipients } from '../../src/messaging/recipients.ts';
+import { expandRecipients, requestRecipientsInsert } from '../../src/messaging/recipients.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 /**
@@ -47,7 +47,7 @@ forEachDatabase((dialect) => {
     const { db } = database;
     const sendId = randomUUID();
     await db.insertInto('sends').values({ id: sendId, account_id: accountId, channel: 'sms', status: 'Queued', content: '{}', list_ids: JSON.stringify(listIds), webhook_url: null, scheduled_at: null, created_at: 1, started_at: null, completed_at: null }).execute();
-    await insertRequestRecipients(db, dialect, sendId, 1, [{ address: '919800000025', tags: '{"[x]":"own"}' }, { address: '919899999999', tags: null }]);
+    await requestRecipientsInsert(dialect, sendId, 1, [{ address: '919800000025', tags: '{"[x]":"own"}' }, { address: '919899999999', tags: null }]).execute(db);
     let ranges = 0;
     for (let after: string | null = null; ; ) {
       ranges += 1;

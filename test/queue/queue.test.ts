@@ -510,6 +510,28 @@ forEachDatabase((dialect) => {
         await stopWorkerProcess(other);
       }
     });
+
+    it('wakes a worker in another process when a procedure queues a job: the NOTIFY follows its commit', { timeout: 30_000 }, async () => {
+      await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
+      const runs = async () => Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n);
+      const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
+      const other = await startWorkerProcess(database.url, { POLL_MS: '10000' });
+      try {
+        await withProcedure.ready();
+        await enqueue(database.db, { kind: 'test.record', payload: null, runAt: Date.now() });
+        while ((await runs()) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
+        for (let n = 2; n <= 4; n++) {
+          const queuedAt = Date.now();
+          await withProcedure.call(enqueuesJob, { kind: 'test.record', payload: n, runAt: Date.now() });
+          while ((await runs()) < n && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+          assert.equal(await runs(), n);
+          assert.ok(Date.now() - queuedAt < 2000, `claimed ${Date.now() - queuedAt} ms after it was queued, poll 10 s`);
+        }
+      } finally {
+        await stopWorkerProcess(other);
+        await withProcedure.close();
+      }
+    });
   }
 
   it('exits within its grace period despite a handler that ignores its signal; the next worker completes the job', { timeout: 60_000 }, async () => {
