@@ -4,6 +4,7 @@ import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
 import { resolveProcedures, type Procedure } from './procedure.ts';
 import { Notifier } from './notifications.ts';
+import { prepareHotStatements } from './prepared.ts';
 import { migrations } from './migrations/index.ts';
 import type { DialectName } from './dialect.ts';
 
@@ -85,6 +86,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  prepareHotStatements(pool);
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   const connectListener = async () => {
     const client = new pg.Client({ connectionString: url });
