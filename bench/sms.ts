@@ -4,6 +4,7 @@
  *   npm run bench:sms                                                   # SQLite
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_sms npm run bench:sms
  *   BENCH_SECONDS=10 BENCH_LIST=49000 npm run bench:sms                 # a shorter run
+ *   BENCH_PORT=18700 npm run bench:sms                                  # beside another run (default 18600)
  *
  * On PostgreSQL the database named in DATABASE_URL is created (dropped first) and dropped at
  * the end. Every send carries a webHookUrl on a local receiver; the account's rate limit is
@@ -34,7 +35,7 @@ const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
 const LIST = Number(process.env.BENCH_LIST ?? 99_000);
 const WARM_UP_SECONDS = 2;
 const RECIPIENTS = 1000;
-const PORT = 18_600;
+const PORT = Number(process.env.BENCH_PORT ?? 18_600);
 const requestedUrl = process.env.DATABASE_URL || undefined;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
 

@@ -1,5 +1,5 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -151,12 +151,16 @@ export async function updateRecipients(db: Db, dialect: DialectName, now: number
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
               select o.value ->> 0, p.key + 1, p.value, o.value -> 9 ->> p.key from json_each(${json}) o, json_each(o.value -> 8) p`.execute(db);
   } else {
-    // One statement on PostgreSQL, where each round trip is a wait for another process.
+    // One statement on PostgreSQL, where each round trip is a wait for another process. The
+    // recipients are found by `id = any(…)`: joined to the outcomes alone, whose count the
+    // planner cannot see (it assumes 100), it scanned the whole table while it was small, or
+    // its statistics said so, and a page's update took a millisecond and growing.
+    const ids = `{${outcomes.map(([id]) => id).join(',')}}`;
     await sql`with outcome as (select v from jsonb_array_elements(${json}::jsonb) v),
                    updated as (update send_recipients r
                                   set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
                                  from outcome
-                                where r.id = (v ->> 0)::bigint),
+                                where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
                    history as (insert into recipient_history (recipient_id, status, at)
                                select (h ->> 0)::bigint, h ->> 1, ${now}::bigint from jsonb_array_elements(${history}::jsonb) h)
               insert into sms_parts (recipient_id, part, operator_message_id, status)
@@ -196,11 +200,20 @@ export interface PageRow {
   properties: string | null;
 }
 
+/**
+ * A page row's contact properties, looked up by the contact's key one row at a time: as a
+ * join, PostgreSQL planned it by the table's statistics, and right after a list was imported
+ * (none yet for its contacts) it read every contact of the account for each recipient.
+ */
+export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['send_recipients'] }, 'r'>, accountId: Expression<string>) {
+  return eb.selectFrom('contacts as c').select('c.properties').where('c.account_id', '=', accountId).whereRef('c.id', '=', 'r.contact_id').as('properties');
+}
+
 async function loadPage(db: Db, accountId: string, sendId: string, after: number): Promise<PageRow[]> {
   return db
     .selectFrom('send_recipients as r')
-    .leftJoin('contacts as c', (join) => join.on('c.account_id', '=', accountId).onRef('c.id', '=', 'r.contact_id'))
-    .select(['r.id', 'r.address', 'r.tags', 'c.properties'])
+    .select(['r.id', 'r.address', 'r.tags'])
+    .select((eb) => contactProperties(eb, eb.val(accountId)))
     .where('r.send_id', '=', sendId)
     .where('r.status', '=', 'Queued')
     .where('r.id', '>', after)

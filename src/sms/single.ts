@@ -13,7 +13,7 @@ import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import { SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
-import { failUnsent, openedPage, pageOutcomes, propertyNames, renderPage, RETRY_LATER_MS, statusEvents, updateRecipients, type Outcome, type PageRow } from './send.ts';
+import { contactProperties, failUnsent, openedPage, pageOutcomes, propertyNames, renderPage, RETRY_LATER_MS, statusEvents, updateRecipients, type Outcome, type PageRow } from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -70,11 +70,11 @@ export const recordSingles = procedure(import.meta.url, 'recordSingles', async (
 
 async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
   return db
-    .selectFrom('sends as s')
-    .innerJoin('send_recipients as r', 'r.send_id', 's.id')
-    .leftJoin('contacts as c', (join) => join.onRef('c.account_id', '=', 's.account_id').onRef('c.id', '=', 'r.contact_id'))
-    .select(['s.id as send_id', 's.account_id', 's.content', 's.webhook_url', 'r.id', 'r.address', 'r.tags', 'c.properties'])
-    .where('s.id', 'in', sendIds)
+    .selectFrom('send_recipients as r')
+    .innerJoin('sends as s', 's.id', 'r.send_id')
+    .select(['s.id as send_id', 's.account_id', 's.content', 's.webhook_url', 'r.id', 'r.address', 'r.tags'])
+    .select((eb) => contactProperties(eb, eb.ref('s.account_id')))
+    .where('r.send_id', 'in', sendIds)
     .where('r.status', '=', 'Queued')
     .orderBy('r.id')
     .execute() as Promise<SingleRow[]>;
