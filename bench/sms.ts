@@ -1,7 +1,9 @@
 /**
- * SMS through the sandbox transport, as `herald serve` runs it (one process: API and workers).
+ * SMS as `herald serve` runs it (one process: API and workers), through the sandbox transport
+ * or, with BENCH_TRANSPORT=smpp, over SMPP to `herald sim smsc` in a process of its own.
  *
  *   npm run bench:sms                                                   # SQLite
+ *   BENCH_TRANSPORT=smpp npm run bench:sms                              # SQLite, over SMPP
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_sms npm run bench:sms
  *   BENCH_SECONDS=10 BENCH_LIST=49000 npm run bench:sms                 # a shorter run
  *   BENCH_PORT=18700 npm run bench:sms                                  # beside another run (default 18600)
@@ -16,11 +18,18 @@
  *  (b) one batch of 1,000 `recipients` plus a list of BENCH_LIST contacts (99,000): messages/s
  *      from the request to the last submit, the time until the last webhook event was
  *      received, and the server's peak RSS.
+ * Over SMPP "submit" is the submit_sm's arrival at the simulator (its record of each part),
+ * every message gets a DELIVRD receipt after BENCH_RECEIPT_DELAY_MS (1000), Herald binds as
+ * SMS_TRANSPORT's defaults say (2 binds, a window of 50), and it also prints
+ *  (c) the same number of messages pushed by a bare `smpp` client (bench/smpp-client.ts) to
+ *      the same simulator with the same binds and window, registered_delivery 1 and every
+ *      receipt answered: the protocol's pace on this machine, and Herald's share of it.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, Agent } from 'node:http';
+import { createInterface } from 'node:readline';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -29,12 +38,18 @@ import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
 import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import { bind, drive } from './smpp-client.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
 const LIST = Number(process.env.BENCH_LIST ?? 99_000);
 const WARM_UP_SECONDS = 2;
 const RECIPIENTS = 1000;
+const SMPP = process.env.BENCH_TRANSPORT === 'smpp';
+const RECEIPT_DELAY_MS = Number(process.env.BENCH_RECEIPT_DELAY_MS ?? 1000);
+/** SMS_TRANSPORT's defaults for smpp://, which the bare client of (c) matches. */
+const BINDS = 2;
+const WINDOW = 50;
 const PORT = Number(process.env.BENCH_PORT ?? 18_600);
 const requestedUrl = process.env.DATABASE_URL || undefined;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
@@ -81,6 +96,8 @@ async function seedContacts(database: Database, accountId: string, listId: strin
 
 interface OtpRun {
   queueIds: Map<string, number>;
+  /** When each passcode's request was sent, by its recipient (one request each). */
+  sentTo: Map<string, number>;
   stop: () => Promise<void>;
 }
 
@@ -88,6 +105,7 @@ interface OtpRun {
 function otpStream(base: string, headers: Record<string, string>, webhookUrl: string): OtpRun {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const queueIds = new Map<string, number>();
+  const sentTo = new Map<string, number>();
   const pending = new Set<Promise<void>>();
   let stopped = false;
   const loop = (async () => {
@@ -97,7 +115,9 @@ function otpStream(base: string, headers: Record<string, string>, webhookUrl: st
       const wait = due - performance.now();
       if (wait > 0) await sleep(wait);
       const sentAt = Date.now();
-      const body = JSON.stringify({ recipient: mobile(900_000 + (i % 50_000)), senderName: 'HERALD', body: `Your code is ${100000 + i}`, webHookUrl: webhookUrl });
+      const recipient = mobile(900_000 + (i % 50_000));
+      sentTo.set(recipient, sentAt);
+      const body = JSON.stringify({ recipient, senderName: 'HERALD', body: `Your code is ${100000 + i}`, webHookUrl: webhookUrl });
       const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
         if (status !== 202) throw new Error(`/sms/single answered ${status}: ${text}`);
         queueIds.set(JSON.parse(text).data.QueueId, sentAt);
@@ -108,6 +128,7 @@ function otpStream(base: string, headers: Record<string, string>, webhookUrl: st
   })();
   return {
     queueIds,
+    sentTo,
     stop: async () => {
       stopped = true;
       await loop;
@@ -116,17 +137,75 @@ function otpStream(base: string, headers: Record<string, string>, webhookUrl: st
   };
 }
 
-/** Request-to-submit latencies of the passcodes, once every one has been submitted. */
-async function otpLatencies(database: Database, run: OtpRun): Promise<{ p50: number; p99: number; count: number }> {
-  const ids = [...run.queueIds.keys()];
+/**
+ * When each message's first part was submitted, by recipient: the sandbox's record, or the
+ * simulator's of the submit_sm's arrival.
+ */
+interface SubmitClock {
+  submitted(database: Database, sendIds: string[]): Promise<Map<string, number>>;
+}
+
+const sandboxClock: SubmitClock = {
+  async submitted(database, sendIds) {
+    const rows: Array<{ recipient: string; created_at: number }> = [];
+    for (let start = 0; start < sendIds.length; start += 5000) {
+      rows.push(...(await database.db.selectFrom('sandbox_sms').select(['recipient', 'created_at']).where('send_id', 'in', sendIds.slice(start, start + 5000)).where('part', '=', 1).execute()));
+    }
+    return new Map(rows.map((row) => [row.recipient, Number(row.created_at)]));
+  },
+};
+
+/** `herald sim smsc` in its own process, every submit answered and receipted DELIVRD. */
+async function startSimulator(): Promise<SubmitClock & { port: number; reset(): Promise<void>; stop(): Promise<void> }> {
+  const child = spawn('bin/herald', ['sim', 'smsc', '--port', '0', '--http-port', '0', '--receipt-delay-ms', String(RECEIPT_DELAY_MS), '--retain', '400000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const port = Number(/SMPP on [^:]+:(\d+)/.exec(line)![1]);
+  const control = /control on (http:\S+)/.exec(line)![1];
+  return {
+    port,
+    async submitted() {
+      const { messages } = (await (await fetch(`${control}/messages`)).json()) as { messages: Array<{ recipient: string; parts: Array<{ receivedAt: string }> }> };
+      return new Map(messages.map((message) => [message.recipient, Date.parse(message.parts[0].receivedAt)]));
+    },
+    async reset() {
+      await fetch(`${control}/reset`, { method: 'POST' });
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    },
+  };
+}
+
+async function untilCompleted(database: Database, sendIds: string[]): Promise<void> {
   for (;;) {
-    const { rows } = await sql<{ n: number }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(ids)})`.execute(database.db);
-    if (Number(rows[0].n) === 0) break;
+    let open = 0;
+    for (let start = 0; start < sendIds.length; start += 5000) {
+      const { rows } = await sql<{ n: number }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(sendIds.slice(start, start + 5000))})`.execute(database.db);
+      open += Number(rows[0].n);
+    }
+    if (open === 0) return;
     await sleep(50);
   }
-  const submitted = await database.db.selectFrom('sandbox_sms').select(['send_id', 'created_at']).where('send_id', 'in', ids).execute();
-  const latencies = submitted.map((row) => Number(row.created_at) - run.queueIds.get(row.send_id)!).sort((a, b) => a - b);
+}
+
+/** Request-to-submit latencies of the passcodes, once every one has been submitted. */
+async function otpLatencies(database: Database, clock: SubmitClock, run: OtpRun): Promise<{ p50: number; p99: number; count: number }> {
+  const ids = [...run.queueIds.keys()];
+  await untilCompleted(database, ids);
+  const submitted = await clock.submitted(database, ids);
+  const latencies = [...run.sentTo].flatMap(([recipient, sentAt]) => (submitted.has(recipient) ? [submitted.get(recipient)! - sentAt] : [])).sort((a, b) => a - b);
   return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), count: latencies.length };
+}
+
+/** (c): the batch's count of messages pushed by a bare client over BINDS binds of WINDOW, every receipt answered. */
+async function bareClientRate(port: number, count: number): Promise<number> {
+  const sessions = await Promise.all(Array.from({ length: BINDS }, () => bind(port)));
+  const started = performance.now();
+  await Promise.all(sessions.map((session) => drive(session, Math.ceil(count / BINDS), true, WINDOW)));
+  const seconds = (performance.now() - started) / 1000;
+  for (const session of sessions) session.destroy();
+  return (Math.ceil(count / BINDS) * BINDS) / seconds;
 }
 
 async function run(url: string): Promise<void> {
@@ -140,8 +219,11 @@ async function run(url: string): Promise<void> {
   await seedContacts(database, account.id, customers);
 
   const receiver = await startReceiver();
+  const simulator = SMPP ? await startSimulator() : undefined;
+  const clock = simulator ?? sandboxClock;
+  const transport = simulator ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` } : {};
   const server = spawn('bin/herald', ['serve'], {
-    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY },
+    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, ...transport },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${PORT}`;
@@ -156,13 +238,16 @@ async function run(url: string): Promise<void> {
     const warmUp = otpStream(base, headers, receiver.url);
     await sleep(WARM_UP_SECONDS * 1000);
     await warmUp.stop();
-    await otpLatencies(database, warmUp);
+    await otpLatencies(database, clock, warmUp);
+    // The passcodes' recipients repeat from one run to the next: the simulator keeps one run's.
+    await simulator?.reset();
 
     console.log(`(a) POST /sms/single at ${OTP_RATE}/s for ${SECONDS} s, idle service`);
     const idle = otpStream(base, headers, receiver.url);
     await sleep(SECONDS * 1000);
     await idle.stop();
-    const idleLatency = await otpLatencies(database, idle);
+    const idleLatency = await otpLatencies(database, clock, idle);
+    await simulator?.reset();
 
     console.log(`(b) one batch: ${RECIPIENTS} recipients + a list of ${LIST} contacts, with (a) running beside it`);
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ mobileNo: mobile(i + 1) }));
@@ -172,16 +257,14 @@ async function run(url: string): Promise<void> {
     const accepted = await post(new Agent(), `${base}/sms/batch`, headers, JSON.stringify({ listId: [customers], recipients, senderName: 'HERALD', body: 'Our sale starts today: 20% off everything.', webHookUrl: receiver.url }));
     if (accepted.status !== 202) throw new Error(`/sms/batch answered ${accepted.status}: ${accepted.text}`);
     const batchId = JSON.parse(accepted.text).data.QueueId as string;
-    for (;;) {
-      const send = await database.db.selectFrom('sends').select('status').where('id', '=', batchId).executeTakeFirstOrThrow();
-      if (send.status === 'Completed') break;
-      await sleep(20);
-    }
-    const lastSubmit = Number((await database.db.selectFrom('sandbox_sms').select((eb) => eb.fn.max('created_at').as('at')).where('send_id', '=', batchId).executeTakeFirstOrThrow()).at);
-    const total = RECIPIENTS + LIST;
-    const seconds = (lastSubmit - requested) / 1000;
+    await untilCompleted(database, [batchId]);
     await busy.stop();
-    const busyLatency = await otpLatencies(database, busy);
+    const busyLatency = await otpLatencies(database, clock, busy);
+    const batchSubmits = [...(await clock.submitted(database, [batchId])).entries()].filter(([recipient]) => !busy.sentTo.has(recipient));
+    const lastSubmit = batchSubmits.reduce((last, [, at]) => Math.max(last, at), 0);
+    const total = RECIPIENTS + LIST;
+    if (batchSubmits.length !== total) throw new Error(`the transport took ${batchSubmits.length} of the batch's ${total} messages`);
+    const seconds = (lastSubmit - requested) / 1000;
     const expectedEvents = eventsBefore + total + busy.queueIds.size;
     const deadline = Date.now() + 120_000;
     while (receiver.events() < expectedEvents && Date.now() < deadline) await sleep(50);
@@ -193,9 +276,17 @@ async function run(url: string): Promise<void> {
     console.log(`batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`);
     console.log(`batch: last webhook event after the last submit    ${receiver.events() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.events() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`);
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
+    if (simulator) {
+      server.kill('SIGTERM');
+      if (server.exitCode === null) await once(server, 'exit');
+      await simulator.reset();
+      const bare = await bareClientRate(simulator.port, total);
+      console.log(`(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ${bare.toFixed(0)}   (Herald: ${((total / seconds) / bare).toFixed(2)} of it)`);
+    }
   } finally {
     server.kill('SIGTERM');
     if (server.exitCode === null) await once(server, 'exit');
+    await simulator?.stop();
     await receiver.close();
     await database.close();
   }

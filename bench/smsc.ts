@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import smpp from 'smpp';
+import { bind, drive } from './smpp-client.ts';
 
 const SUBMITS = Number(process.env.BENCH_SUBMITS ?? 100_000);
 const BINDS = Number(process.env.BENCH_BINDS ?? 2);
@@ -25,44 +25,6 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
-async function bind(port: number) {
-  const session = smpp.connect({ host: '127.0.0.1', port });
-  await once(session, 'connect');
-  await new Promise<void>((resolve, reject) =>
-    session.bind_transceiver({ system_id: 'bench', password: 'bench' }, (pdu) => (pdu.command_status === 0 ? resolve() : reject(new Error('bind refused')))),
-  );
-  return session;
-}
-
-/** Sends `count` submits on one bind with at most WINDOW outstanding; resolves when all are answered and, if asked, receipted. */
-function drive(session: smpp.Session, count: number, receipts: boolean): Promise<void> {
-  const short_message = Buffer.from('Your code is 123456. Do not share it.');
-  return new Promise((resolve) => {
-    let sent = 0;
-    let answered = 0;
-    let receipted = 0;
-    const done = () => answered === count && (!receipts || receipted === count) && resolve();
-    session.on('deliver_sm', (pdu) => {
-      session.send(pdu.response());
-      receipted++;
-      done();
-    });
-    const next = () => {
-      if (sent === count) return;
-      sent++;
-      session.submit_sm(
-        { source_addr: 'HERALD', source_addr_ton: 5, destination_addr: '447700900123', dest_addr_ton: 1, dest_addr_npi: 1, data_coding: 0, registered_delivery: receipts ? 1 : 0, short_message },
-        () => {
-          answered++;
-          next();
-          done();
-        },
-      );
-    };
-    for (let i = 0; i < WINDOW; i++) next();
-  });
-}
-
 async function run(receipts: boolean): Promise<void> {
   const child = spawn(HERALD, ['sim', 'smsc', '--port', '0', '--http-port', '0', '--receipt-delay-ms', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
@@ -72,7 +34,7 @@ async function run(receipts: boolean): Promise<void> {
     const cpuBefore = cpuSeconds(child.pid!);
     const esmeCpuBefore = process.cpuUsage();
     const started = performance.now();
-    await Promise.all(sessions.map((session) => drive(session, SUBMITS / BINDS, receipts)));
+    await Promise.all(sessions.map((session) => drive(session, SUBMITS / BINDS, receipts, WINDOW)));
     const seconds = (performance.now() - started) / 1000;
     const simulatorCpu = cpuSeconds(child.pid!) - cpuBefore;
     const { user, system } = process.cpuUsage(esmeCpuBefore);
