@@ -64,6 +64,8 @@ declare module 'smpp' {
     interface ConnectOptions {
       host?: string;
       port: number;
+      /** SMPP over TLS (tls.connect with these options). */
+      tls?: boolean;
       auto_enquire_link_period?: number;
     }
 
