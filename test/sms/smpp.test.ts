@@ -171,6 +171,22 @@ forEachDatabase((dialect) => {
     assert.equal((await crm!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
   });
 
+  it('never sends again a part whose answer an earlier try recorded: only the missing part goes, under the recorded id', async () => {
+    await start();
+    const response = await alice.post('/sms/single', { recipient: '919812300061', senderName: 'HERALD', body: 'z'.repeat(200) });
+    assert.equal(response.statusCode, 202, response.body);
+    const queueId = response.json().data.QueueId as string;
+    // As a try cut short would leave it: part 1 answered and recorded, part 2 not.
+    await crm!.t.ctx.db.insertInto('smpp_submits').values({ send_id: queueId, recipient: '919812300061', part: 1, parts: 2, operator_message_id: 'earlier-1', at: crm!.clock.now() }).execute();
+    await crm!.drain();
+    const [message] = await taken('919812300061');
+    assert.deepEqual(message.parts.map((p) => p.concatenation?.sequence), [2]);
+    const [recipient] = (await read(queueId)).recipients;
+    assert.deepEqual(recipient.partStatus.map((p: { operatorMessageId: string }) => p.operatorMessageId), ['earlier-1', message.parts[0].messageId]);
+    await waitFor('part 2 delivered', async () => ((await read(queueId)).recipients[0].partStatus[1].status === 'Delivered' ? true : undefined));
+    assert.equal((await read(queueId)).recipients[0].status, 'Submitted', 'not Delivered while part 1 has no receipt');
+  });
+
   it('fails a message the SMSC refuses for good, with the SMPP command_status as its error code', async () => {
     await start({ rejectDestinations: /^919812300051$/ });
     const queueId = await send('/sms/batch', { recipients: [{ mobileNo: '919812300051' }, { mobileNo: '919812300052' }], senderName: 'HERALD', body: 'hi', webHookUrl: receiver.url });

@@ -84,7 +84,8 @@ export class SmppBind {
 
   constructor(options: BindOptions) {
     this.options = options;
-    this.sweepTimer = setInterval(() => this.sweep(), Math.min(1000, options.timing.responseTimeoutMs / 4));
+    const { responseTimeoutMs, enquireLinkMs } = options.timing;
+    this.sweepTimer = setInterval(() => this.sweep(), Math.min(1000, responseTimeoutMs / 4, enquireLinkMs));
     this.sweepTimer.unref();
   }
 
