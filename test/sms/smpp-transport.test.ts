@@ -71,7 +71,7 @@ forEachDatabase((dialect) => {
     const [result] = await waiting;
     assert.equal(result.accepted, true);
     assert.deepEqual(smsc.received().map((m) => m.text), ['sent once the SMSC is back']);
-    assert.equal(await bound(), '2');
+    await waitFor('both binds back', async () => ((await bound()) === '2' ? true : undefined));
     // Its slot frees once the answer is recorded.
     await waitFor('the answer recorded', async () => ((await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined));
     await waitFor('the slot freed', async () => ((await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).endsWith(' 0') ? true : undefined));

@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { addSenderName } from '../../src/accounts/service.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
+import { purgeRecordedAnswers } from '../../src/sms/transports/smpp/journal.ts';
 import type { MessageView } from '../../src/sim/taken.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
@@ -99,6 +100,9 @@ forEachDatabase((dialect) => {
     assert.deepEqual(messages.map((m) => m.recipient).sort(), recipients);
     for (const message of messages) assert.deepEqual(message.source, { ton: 1, npi: 1, addr: '447700900123' });
     assert.deepEqual((await settled(queueId)).totals, { Delivered: 3 });
+    // Each answer was kept until its message's outcome was recorded; the retention sweep then drops it.
+    assert.equal((await crm!.t.ctx.db.selectFrom('smpp_submits').selectAll().execute()).length, 3);
+    assert.equal(await purgeRecordedAnswers(crm!.t.ctx.database, 0, 1000), 3);
   });
 
   it('sends 161 GSM-7 and 71 UCS-2 characters as two concatenated parts each, joined again whole at the SMSC', async () => {

@@ -30,8 +30,11 @@ export interface SmppTransportOptions {
   monotonic?: () => number;
 }
 
-/** Answers and receipts gather this long for one transaction. */
-const GROUP_DELAY_MS = 5;
+/**
+ * Answers and receipts written together at most. They wait for no others (group-writer.ts): a
+ * 5 ms gathering wait held every window slot 5 ms longer, and a 20,000-message batch went at
+ * 7,000 a second on SQLite instead of 12,000.
+ */
 const GROUP_MAX = 1000;
 /** A part throttled this many times in a row is refused for now: the queue tries its message later. */
 const MOST_THROTTLES = 200;
@@ -137,13 +140,13 @@ class SmppTransport implements SmsTransport {
       binds: () => this.binds.map((bind) => bind.state),
     });
     const { database } = this;
-    this.answers = new GroupWriter((answers) => database.call(recordSmppAnswers, { now: this.clock.now(), answers }), { delayMs: GROUP_DELAY_MS, maxItems: GROUP_MAX });
+    this.answers = new GroupWriter((answers) => database.call(recordSmppAnswers, { now: this.clock.now(), answers }), { maxItems: GROUP_MAX });
     this.receipts = new GroupWriter(
       async (receipts) => {
         const waiting = await inBackground(() => database.call(applySmppReceipts, { now: this.clock.now(), receipts }));
         if (waiting > 0) this.log.warn({ receipts: waiting }, 'SMPP receipts that match no submit yet: kept until one is recorded');
       },
-      { delayMs: GROUP_DELAY_MS, maxItems: GROUP_MAX },
+      { maxItems: GROUP_MAX },
     );
     this.timer = setInterval(() => this.tick(), 500);
     this.timer.unref();
