@@ -75,7 +75,9 @@ export class SmppBind {
   private readonly options: BindOptions;
   private session: Session | undefined;
   private readonly waiting = new Map<number, Waiting>();
-  /** The sequence number of this connection's bind_transceiver, whose answer makes the bind. */  private failures = 0;
+  /** The sequence number of this connection's bind_transceiver, whose answer makes the bind. */
+  private bindSequence = 0;
+  private failures = 0;
   private throttles = 0;
   private lastEnquiry = 0;
   private reconnectTimer: NodeJS.Timeout | undefined;
@@ -96,7 +98,7 @@ export class SmppBind {
   open(): void {
     if (this.state !== 'down') return;
     this.setState('connecting');
-    const { host, port, tls, systemId, password, monotonic } = this.options;
+    const { host, port, tls, systemId, password } = this.options;
     const session = smpp.connect({ host, port, tls });
     this.session = session;
     session.on('error', (error: Error) => {
@@ -105,15 +107,9 @@ export class SmppBind {
     session.on('close', () => this.lose(session, 'the connection closed'));
     session.on('pdu', (pdu: Pdu) => this.onPdu(session, pdu));
     session.once(tls ? 'secureConnect' : 'connect', () => {
-      const sequence = this.request(session, new smpp.PDU('bind_transceiver', { system_id: systemId, password, interface_version: 0x34 }), undefined);
-      if (sequence === undefined) return;
-      // The bind's answer comes through onPdu like any other, matched here by its sequence.
-      this.waiting.set(sequence, { sentAt: monotonic(), submit: undefined });
-      this.bindSequence = sequence;
+      this.bindSequence = this.request(session, new smpp.PDU('bind_transceiver', { system_id: systemId, password, interface_version: 0x34 })) ?? 0;
     });
   }
-
-  private bindSequence = 0;
 
   /** Sends a submit_sm; false when the bind cannot take it now (the caller keeps it). */
   submit(submit: BindSubmit): boolean {
@@ -157,9 +153,10 @@ export class SmppBind {
     await closed;
   }
 
-  private request(session: Session, pdu: Pdu, submit: BindSubmit | undefined): number | undefined {
+  /** Sends a request and waits for its answer (sweep() times it out); undefined when the connection cannot take it. */
+  private request(session: Session, pdu: Pdu, submit?: BindSubmit): number | undefined {
     if (!session.send(pdu)) return undefined;
-    if (submit) this.waiting.set(pdu.sequence_number, { sentAt: this.options.monotonic(), submit });
+    this.waiting.set(pdu.sequence_number, { sentAt: this.options.monotonic(), submit });
     return pdu.sequence_number;
   }
 
@@ -231,8 +228,7 @@ export class SmppBind {
     }
     if (this.state === 'bound' && now - this.lastEnquiry >= enquireLinkMs) {
       this.lastEnquiry = now;
-      const enquiry = new smpp.PDU('enquire_link', {});
-      if (session.send(enquiry)) this.waiting.set(enquiry.sequence_number, { sentAt: now, submit: undefined });
+      this.request(session, new smpp.PDU('enquire_link', {}));
     }
   }
 

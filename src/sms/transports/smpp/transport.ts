@@ -340,13 +340,13 @@ class SmppTransport implements SmsTransport {
   private delivered(pdu: Parameters<typeof readReceipt>[0], respond: (status: number) => void): void {
     if (!isReceipt(pdu)) {
       // Messages from handsets (STOP replies) are not handled yet: answered, so the SMSC does not offer them forever.
-      this.log.info({ from: pdu.source_addr }, 'an SMPP message from a handset was answered and not kept');
+      this.log.info({}, 'an SMPP message from a handset was answered and not kept');
       respond(ESME_ROK);
       return;
     }
     const receipt = readReceipt(pdu);
     if (!receipt) {
-      this.log.warn({ from: pdu.source_addr }, 'an SMPP receipt names no message id or state: answered and not kept');
+      this.log.warn({}, 'an SMPP receipt names no message id or state: answered and not kept');
       respond(ESME_ROK);
       return;
     }
