@@ -73,8 +73,13 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
     // Receipts and the parts they match are written by concurrent transactions (an SMSC's
     // receipt while its page is recorded): under READ COMMITTED each would miss the other's
     // uncommitted row, and the receipt would wait for a part already written. Taken in turn,
-    // the second's statements see what the first committed.
-    await sql`select pg_advisory_xact_lock(hashtextextended('sms_receipts', 0))`.execute(db);
+    // the second's statements see what the first committed. Only receipts for parts written
+    // elsewhere need it whole; pages (their own receipts at most) share it, and run side by side.
+    const own = new Set(input.parts);
+    await (known.some((r) => !own.has(r.operatorMessageId))
+      ? sql`select pg_advisory_xact_lock(hashtextextended('sms_receipts', 0))`
+      : sql`select pg_advisory_xact_lock_shared(hashtextextended('sms_receipts', 0))`
+    ).execute(db);
   }
   const matched = await db
     .selectFrom('sms_receipts as r')

@@ -88,7 +88,6 @@ export class SmppBind {
     this.options = options;
     const { responseTimeoutMs, enquireLinkMs } = options.timing;
     this.sweepTimer = setInterval(() => this.sweep(), Math.min(1000, responseTimeoutMs / 4, enquireLinkMs));
-    this.sweepTimer.unref();
   }
 
   get canSubmit(): boolean {
@@ -115,8 +114,12 @@ export class SmppBind {
   submit(submit: BindSubmit): boolean {
     const session = this.session;
     if (this.state !== 'bound' || !session) return false;
-    const sequence = this.request(session, new smpp.PDU('submit_sm', submit.fields), submit);
-    return sequence !== undefined;
+    if (this.request(session, new smpp.PDU('submit_sm', submit.fields), submit) !== undefined) return true;
+    // The SMSC ended the connection and its close is still to come: the bind takes nothing
+    // more (else the caller would hand the part straight back to it, round and round).
+    this.setState('down');
+    session.destroy();
+    return false;
   }
 
   /** The SMSC throttled: pause, longer the more it keeps doing so. */
@@ -127,7 +130,6 @@ export class SmppBind {
     this.pausedUntil = this.options.monotonic() + pause;
     clearTimeout(this.pauseTimer);
     this.pauseTimer = setTimeout(() => this.options.ready(), pause);
-    this.pauseTimer.unref();
   }
 
   /** A submit went through: the next throttle pauses from the start again. */
@@ -146,8 +148,10 @@ export class SmppBind {
     const closed = new Promise<void>((resolve) => session.socket.once('close', () => resolve()));
     if (session.socket.writable) {
       const answered = new Promise<void>((resolve) => session.unbind(() => resolve()));
-      const timeout = new Promise<void>((resolve) => setTimeout(resolve, this.options.timing.responseTimeoutMs).unref());
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.timing.responseTimeoutMs)));
       await Promise.race([answered, timeout, closed]);
+      clearTimeout(timer);
     }
     session.destroy();
     await closed;
@@ -250,7 +254,6 @@ export class SmppBind {
     this.setState('down');
     for (const submit of unanswered) submit.lost();
     this.reconnectTimer = setTimeout(() => this.open(), wait);
-    this.reconnectTimer.unref();
   }
 
   private setState(state: BindState): void {

@@ -149,7 +149,6 @@ class SmppTransport implements SmsTransport {
       { maxItems: GROUP_MAX },
     );
     this.timer = setInterval(() => this.tick(), 500);
-    this.timer.unref();
     for (const bind of this.binds) bind.open();
   }
 
