@@ -169,12 +169,10 @@ class SmppTransport implements SmsTransport {
           for (const [, , part, total, id] of answered.get(`${message.sendId}\n${message.recipient}`) ?? []) {
             if (total === parts.length && part <= total) tracker.ids[part - 1] = id;
           }
-          parts.forEach((part, i) => {
-            if (tracker.ids[i] !== null) return;
-            tracker.unsettled += 1;
-            this.enqueue({ tracker, part: i, urgent, fields: submitFields(message, encoding, part), throttles: 0, signal }, 'back');
-          });
-          if (tracker.unsettled === 0) this.finish(tracker);
+          const missing = parts.flatMap((part, i) => (tracker.ids[i] === null ? [{ part, i }] : []));
+          tracker.unsettled = missing.length;
+          if (missing.length === 0) this.finish(tracker);
+          for (const { part, i } of missing) this.enqueue({ tracker, part: i, urgent, fields: submitFields(message, encoding, part), throttles: 0, signal }, 'back');
         }),
     );
     const dropQueued = () => this.dropWhere((job) => job.signal === signal, 'the worker is stopping');
