@@ -202,9 +202,28 @@ forEachDatabase((dialect) => {
     assert.deepEqual([event?.status, event?.errorCode], ['Failed', '0x0000000B']);
   });
 
+  it('leaves a message the SMSC refuses for now Queued, and the queue sends it again later, once', async () => {
+    await start({ rejectDestinations: /^919812300081$/, rejectStatus: 0x08 });
+    const queueId = await send('/sms/batch', { recipients: [{ mobileNo: '919812300081' }, { mobileNo: '919812300082' }], senderName: 'HERALD', body: 'later' });
+    const refused = (await read(queueId)).recipients.find((r: { recipient: string }) => r.recipient === '919812300081');
+    assert.deepEqual([refused.status, refused.error], ['Queued', null]);
+    assert.equal((await read(queueId)).status, 'Sending');
+    // The SMSC takes it again: the same port, no refusal.
+    const port = smsc!.port;
+    await smsc!.close();
+    smsc = await startSmsc({ port, systemId: 'herald', password: 'secret', receiptDelayMs: 20 });
+    crm!.clock.advance(5_000);
+    await waitFor('the bind back', async () => ((await crm!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes('herald_smpp_binds{state="bound"} 2') ? true : undefined));
+    await crm!.drain();
+    const view = await settled(queueId);
+    assert.deepEqual([view.status, view.totals], ['Completed', { Delivered: 2 }]);
+    assert.deepEqual((await taken()).map((m) => m.recipient), ['919812300081']);
+  });
+
   it('loses nothing and sends no answered part twice when the SMSC throttles and drops the connection in the middle of a 5,000-recipient batch', { timeout: 120_000 }, async () => {
-    // Each bind may make 400 submits a second and is hung up on after every 1,200th answer.
-    await start({ tps: 400, dropAfterSubmits: 1200, receiptDelayMs: 50 }, 'binds=2&window=50');
+    // Each bind may make 400 submits a second, a hundredth of submits find the SMSC's queue
+    // full, and each connection is hung up on after its 1,200th answer.
+    await start({ tps: 400, queueFullShare: 0.01, dropAfterSubmits: 1200, receiptDelayMs: 50 }, 'binds=2&window=50');
     const list = await alice.createList('Everyone');
     const numbers = Array.from({ length: 5000 }, (_, i) => String(9812400000 + i));
     for (let i = 0; i < numbers.length; i += 1000) {
@@ -219,6 +238,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(view.totals, { Delivered: 5000 });
     const stats = smsc!.stats();
     assert.ok(stats.submits.throttled > 0, 'the SMSC throttled');
+    assert.ok(stats.submits.queueFull > 0, 'the SMSC’s queue was full');
     assert.ok(stats.drops >= 3, `the SMSC dropped connections (${stats.drops})`);
     assert.equal(stats.submits.accepted, 5000, 'every message taken once: no answered submit was sent again');
     const recipients = (await taken()).map((m) => m.recipient);
