@@ -59,7 +59,7 @@ describe('delivery receipts', () => {
   });
 
   it('takes the state from message_state when the text has none, and refuses a receipt that names no id', () => {
-    assert.deepEqual(readReceipt({ esm_class: 0x04, source_addr: '4477', receipted_message_id: '9', message_state: 2 }), { recipient: '4477', readings: ['9'], state: 'DELIVRD', errorCode: null });
+    assert.deepEqual(readReceipt({ esm_class: 0x04, source_addr: '+4477', receipted_message_id: '9', message_state: 2 }), { recipient: '4477', readings: ['9'], state: 'DELIVRD', errorCode: null });
     assert.equal(readReceipt({ esm_class: 0x04, source_addr: '4477', short_message: text('stat:DELIVRD') }), null);
   });
 

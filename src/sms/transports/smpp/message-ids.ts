@@ -9,9 +9,7 @@
 
 /** An id as kept: trimmed, lower case, leading zeros dropped ("0" stays). */
 export function normalisedId(id: string): string {
-  const lower = id.trim().toLowerCase();
-  const stripped = lower.replace(/^0+(?=.)/, '');
-  return stripped;
+  return id.trim().toLowerCase().replace(/^0+(?=.)/, '');
 }
 
 /**

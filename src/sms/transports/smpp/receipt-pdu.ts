@@ -43,7 +43,8 @@ export function readReceipt(pdu: DeliverSmFields): DeliveryReceipt | null {
   const ids = [pdu.receipted_message_id, field('id')].filter((id): id is string => id !== undefined && id.trim() !== '');
   const stat = field('stat')?.toUpperCase();
   const state = stat ?? (pdu.message_state !== undefined ? STATE_WORD[pdu.message_state] : undefined);
-  const recipient = pdu.source_addr ?? '';
+  // E.164 digits, as Herald keeps recipients, whether or not the SMSC writes a leading +.
+  const recipient = (pdu.source_addr ?? '').replace(/^\+/, '');
   if (ids.length === 0 || state === undefined || recipient === '') return null;
   return { recipient, readings: [...new Set(ids.flatMap(idReadings))], state, errorCode: field('err') ?? null };
 }
