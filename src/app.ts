@@ -48,7 +48,7 @@ export async function buildApp(
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport with landing pages, short links and encrypted bodies, and signed webhooks. SMPP delivery and the email endpoints of the specification are not built yet.' },
+      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over SMPP with landing pages, short links and encrypted bodies, and signed webhooks. The email endpoints of the specification are not built yet.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { keyFromHex } from './secret-key.ts';
+import { parseSmppUrl, type SmppSettings } from './sms/transports/smpp/settings.ts';
 
 /**
  * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").
@@ -23,8 +24,12 @@ export interface Config {
   trustProxy: boolean;
   webhookAllowPrivate: boolean;
   defaultSenderName: string;
-  /** SMS_TRANSPORT: `sandbox:`, optionally `sandbox:?fail=<regular expression>` (numbers it refuses). */
-  smsTransport: { kind: 'sandbox'; fail: RegExp | undefined };
+  /**
+   * SMS_TRANSPORT: `sandbox:`, optionally `sandbox:?fail=<regular expression>` (numbers it
+   * refuses), or an SMSC: `smpp://systemId:password@host:port?binds=&window=&tps=&urgent=`
+   * (`smpps://` over TLS; sms/transports/smpp/settings.ts).
+   */
+  smsTransport: { kind: 'sandbox'; fail: RegExp | undefined } | { kind: 'smpp'; settings: SmppSettings };
   defaultEmailDomain: string;
   logLevel: string;
   /** After SIGTERM, how long running jobs may take before the process exits without them. */
@@ -85,9 +90,16 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
   return raw;
 }
 
-function sandboxSetting(raw: string): Config['smsTransport'] {
+function smsTransportSetting(raw: string): Config['smsTransport'] {
+  if (/^smpps?:/.test(raw)) {
+    try {
+      return { kind: 'smpp', settings: parseSmppUrl(raw) };
+    } catch (error) {
+      throw new ConfigError('SMS_TRANSPORT', (error as Error).message);
+    }
+  }
   const match = /^sandbox:(?:\?fail=(.+))?$/.exec(raw);
-  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be sandbox: or sandbox:?fail=<regular expression> (SMPP is not built yet), got "${raw}"`);
+  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`);
   if (match[1] === undefined) return { kind: 'sandbox', fail: undefined };
   try {
     return { kind: 'sandbox', fail: new RegExp(decodeURIComponent(match[1])) };
@@ -116,7 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^[A-Za-z0-9 ]{1,11}$/.test(defaultSenderName)) {
     throw new ConfigError('DEFAULT_SENDER_NAME', 'must be 1 to 11 letters, digits or spaces (an alphanumeric sender ID)');
   }
-  const smsTransport = sandboxSetting(read(env, 'SMS_TRANSPORT', 'sandbox:'));
+  const smsTransport = smsTransportSetting(read(env, 'SMS_TRANSPORT', 'sandbox:'));
   const defaultEmailDomain = read(env, 'DEFAULT_EMAIL_DOMAIN', 'mail.localhost');
   if (!isHostname(defaultEmailDomain)) {
     throw new ConfigError('DEFAULT_EMAIL_DOMAIN', `must be a domain name, got "${defaultEmailDomain}"`);

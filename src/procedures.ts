@@ -16,6 +16,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './sms/accept.ts',
   './sms/send.ts',
   './sms/single.ts',
+  './sms/transports/smpp/journal.ts',
   './webhooks/outbox.ts',
   './webhooks/secrets.ts',
 ].map(

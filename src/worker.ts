@@ -10,13 +10,16 @@ import { SMS_PURGES } from './sms/receipts.ts';
 import { smsSendHandler } from './sms/send.ts';
 import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
+import { SMPP_PURGES } from './sms/transports/smpp/journal.ts';
+import { smppTransport, type SmppLog } from './sms/transports/smpp/transport.ts';
+import type { SmsTransport } from './sms/transport.ts';
 import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
  * `concurrency` is per worker process.
  */
-export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
+export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppLog): void {
   // Webhook posts wait on other people's servers: many at once, capped per host in deliver.ts.
   worker.register(DELIVER_KIND, webhookDeliveryHandler(ctx), { concurrency: 32 });
   // Gathering status events into posts is a short transaction per stream, on the database only.
@@ -24,17 +27,25 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext): void {
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
-  const transport = sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: ctx.config.smsTransport.fail });
+  const transport = smsTransport(ctx, log);
+  worker.holds(transport);
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
   // A recurring job: one sweep at a time across every process, once an hour.
-  worker.register(RETENTION_KIND, retentionHandler(ctx, SMS_PURGES), { concurrency: 1 });
+  worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES }), { concurrency: 1 });
 }
 
-export function createWorker(ctx: AppContext, options: Partial<WorkerOptions> = {}): Worker {
+/** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */
+function smsTransport(ctx: AppContext, log: SmppLog | undefined): SmsTransport {
+  const setting = ctx.config.smsTransport;
+  if (setting.kind === 'sandbox') return sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
+  return smppTransport(setting.settings, { database: ctx.database, clock: ctx.clock, metrics: ctx.metrics, log });
+}
+
+export function createWorker(ctx: AppContext, options: Partial<Omit<WorkerOptions, 'log'>> & { log?: SmppLog } = {}): Worker {
   const worker = new Worker({ database: ctx.database, clock: ctx.clock, ...options });
-  registerJobHandlers(worker, ctx);
+  registerJobHandlers(worker, ctx, options.log);
   return worker;
 }

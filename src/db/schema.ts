@@ -252,6 +252,15 @@ export interface SmsReceiptsTable {
   at: number;
 }
 
+export interface SmppSubmitsTable {
+  send_id: string;
+  recipient: string;
+  part: number;
+  parts: number;
+  operator_message_id: string;
+  at: number;
+}
+
 export interface SuppressionsTable {
   account_id: string;
   channel: 'sms' | 'email';
@@ -327,6 +336,7 @@ export interface Schema {
   sandbox_sms: SandboxSmsTable;
   sms_parts: SmsPartsTable;
   sms_receipts: SmsReceiptsTable;
+  smpp_submits: SmppSubmitsTable;
   suppressions: SuppressionsTable;
   landing_pages: LandingPagesTable;
   shortener_domains: ShortenerDomainsTable;

@@ -162,6 +162,7 @@ export class Worker {
   private readonly bookkeeping = new Set<Promise<void>>();
   private loops: Promise<void>[] = [];
   private stopping = false;
+  private readonly resources: Array<{ close(): Promise<void> }> = [];
   private stopListening: Array<() => unknown> = [];
 
   constructor(options: WorkerOptions) {
@@ -195,9 +196,15 @@ export class Worker {
     for (const kind of this.kinds.values()) this.loops.push(kind.urgent ? this.loop(kind) : inBackground(() => this.loop(kind)));
   }
 
+  /** Closed by stop() once running jobs are done with it: what handlers share, such as an SMS transport's binds. */
+  holds(resource: { close(): Promise<void> }): void {
+    this.resources.push(resource);
+  }
+
   /**
    * Stops claiming, aborts running jobs' signals, and waits for them within the grace
    * period; a handler that ignores its signal is abandoned then, its lease no longer renewed.
+   * Then closes what it holds.
    */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -211,6 +218,7 @@ export class Worker {
     clearTimeout(grace);
     for (const timer of this.timers) clearInterval(timer);
     await Promise.all([this.flushing, ...this.bookkeeping]);
+    await Promise.all(this.resources.map((resource) => resource.close()));
   }
 
   /**

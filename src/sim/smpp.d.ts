@@ -4,7 +4,7 @@
  */
 declare module 'smpp' {
   import type { EventEmitter } from 'node:events';
-  import type { Socket } from 'node:net';
+  import type { Server, Socket } from 'node:net';
 
   namespace smpp {
     /** A PDU's fields: mandatory parameters and TLVs by their SMPP names. */
@@ -57,6 +57,7 @@ declare module 'smpp' {
       bind_transmitter(fields: Fields, onResponse?: ResponseCallback): boolean;
       bind_receiver(fields: Fields, onResponse?: ResponseCallback): boolean;
       submit_sm(fields: Fields, onResponse?: ResponseCallback): boolean;
+      deliver_sm(fields: Fields, onResponse?: ResponseCallback): boolean;
       enquire_link(onResponse?: ResponseCallback): boolean;
       unbind(onResponse?: ResponseCallback): boolean;
     }
@@ -64,10 +65,14 @@ declare module 'smpp' {
     interface ConnectOptions {
       host?: string;
       port: number;
+      /** SMPP over TLS (tls.connect with these options). */
+      tls?: boolean;
       auto_enquire_link_period?: number;
     }
 
     function connect(options: ConnectOptions, onConnect?: () => void): Session;
+    /** An SMSC's listener, each connection a Session (the tests' stand-in for SMSCs the simulator does not imitate). */
+    function createServer(onSession: (session: Session) => void): Server;
     /** SMPP 3.4 §5.1.3 command_status values by name (ESME_ROK, ESME_RTHROTTLED, …). */
     const errors: Record<string, number>;
   }

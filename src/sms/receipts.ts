@@ -57,7 +57,9 @@ export function smsStatusEvent(e: { queueId: string; messageId: string | null; r
  */
 export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }): Promise<void> {
   const now = clock.now();
-  const known = input.receipts.filter((r) => PART_STATUS[r.state] !== undefined);
+  // One receipt a part, the last given: an SMSC may offer one twice (its answer was lost with a
+  // connection), and PostgreSQL refuses an upsert that touches a row twice.
+  const known = [...new Map(input.receipts.filter((r) => PART_STATUS[r.state] !== undefined).map((r) => [r.operatorMessageId, r])).values()];
   if (known.length > 0) {
     await db
       .insertInto('sms_receipts')
@@ -67,6 +69,18 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   }
   const ids = [...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])];
   if (ids.length === 0) return;
+  if (dialect === 'postgres') {
+    // Receipts and the parts they match are written by concurrent transactions (an SMSC's
+    // receipt while its page is recorded): under READ COMMITTED each would miss the other's
+    // uncommitted row, and the receipt would wait for a part already written. Taken in turn,
+    // the second's statements see what the first committed. Only receipts for parts written
+    // elsewhere need it whole; pages (their own receipts at most) share it, and run side by side.
+    const own = new Set(input.parts);
+    await (known.some((r) => !own.has(r.operatorMessageId))
+      ? sql`select pg_advisory_xact_lock(hashtextextended('sms_receipts', 0))`
+      : sql`select pg_advisory_xact_lock_shared(hashtextextended('sms_receipts', 0))`
+    ).execute(db);
+  }
   const matched = await db
     .selectFrom('sms_receipts as r')
     .innerJoin('sms_parts as p', 'p.operator_message_id', 'r.operator_message_id')

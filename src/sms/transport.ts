@@ -28,12 +28,17 @@ export type SubmitResult =
   | { accepted: true; operatorMessageIds: string[]; receipts?: Receipt[] }
   | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
 
+export interface SubmitOptions {
+  /** One-time passcodes: sent ahead of campaigns, on the share of the transport's window and rate held for them. */
+  urgent?: boolean;
+}
+
 /**
  * A way out for SMS (MESSAGING.md: the pipeline never knows which one it drives). `submit`
  * takes a page of messages and answers a result for each, in order. A transport may be
  * handed the database to keep what it took (the sandbox does).
  */
 export interface SmsTransport {
-  submit(database: ProcedureDatabase, messages: OutgoingSms[], signal: AbortSignal): Promise<SubmitResult[]>;
+  submit(database: ProcedureDatabase, messages: OutgoingSms[], signal: AbortSignal, options?: SubmitOptions): Promise<SubmitResult[]>;
   close(): Promise<void>;
 }

@@ -76,9 +76,9 @@ export interface CrmTest {
   close(): Promise<void>;
 }
 
-/** `logger`: the app's, which the worker logs through too (off by default). */
-export async function startCrmTest(dialect: DialectName, options: { clock?: ManualClock; logger?: FastifyServerOptions['logger'] } = {}): Promise<CrmTest> {
-  const t = await startTestApp(dialect, { clock: options.clock, logger: options.logger, env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+/** `logger`: the app's, which the worker logs through too (off by default); `env`: configuration beside the tests' own. */
+export async function startCrmTest(dialect: DialectName, options: { clock?: ManualClock; logger?: FastifyServerOptions['logger']; env?: Record<string, string> } = {}): Promise<CrmTest> {
+  const t = await startTestApp(dialect, { clock: options.clock, logger: options.logger, env: { WEBHOOK_ALLOW_PRIVATE: 'true', ...options.env } });
   const worker = createWorker(t.ctx, { log: t.app.log });
   const drain = () => worker.drain();
   return {

@@ -14,6 +14,7 @@ import * as webhookEvents from './0008_webhook_events.ts';
 import * as sealedSandboxSms from './0013_sealed_sandbox_sms.ts';
 import * as retention from './0014_retention.ts';
 import * as expansionCheckpoint from './0015_expansion_checkpoint.ts';
+import * as smppSubmits from './0016_smpp_submits.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013_sealed_sandbox_sms': sealedSandboxSms,
   '0014_retention': retention,
   '0015_expansion_checkpoint': expansionCheckpoint,
+  '0016_smpp_submits': smppSubmits,
 };

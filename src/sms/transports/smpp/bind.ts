@@ -1,0 +1,263 @@
+import smpp from 'smpp';
+
+type Pdu = InstanceType<typeof smpp.PDU>;
+type Session = InstanceType<typeof smpp.Session>;
+
+export type BindState = 'down' | 'connecting' | 'bound' | 'closed';
+
+/** One submit_sm handed to a bind: answered once, or lost with its bind. */
+export interface BindSubmit {
+  fields: Record<string, unknown>;
+  answered(status: number, messageId: string): void;
+  /** The bind went before an answer came: the SMSC may not have it, so it is sent again. */
+  lost(): void;
+}
+
+export interface BindTiming {
+  /** Answers (bind, submit, enquire_link) slower than this count the connection dead. Default 10 s. */
+  responseTimeoutMs: number;
+  /** An enquire_link this long after the last one, so an idle link that died is found. Default 30 s. */
+  enquireLinkMs: number;
+  /** Reconnection waits from this, doubling to reconnectMaxMs, each with jitter. Defaults 250 ms, 30 s. */
+  reconnectBaseMs: number;
+  reconnectMaxMs: number;
+  /** A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling. Defaults 50 ms, 2 s. */
+  throttleBaseMs: number;
+  throttleMaxMs: number;
+}
+
+export const DEFAULT_TIMING: BindTiming = {
+  responseTimeoutMs: 10_000,
+  enquireLinkMs: 30_000,
+  reconnectBaseMs: 250,
+  reconnectMaxMs: 30_000,
+  throttleBaseMs: 50,
+  throttleMaxMs: 2_000,
+};
+
+export interface BindOptions {
+  name: string;
+  host: string;
+  port: number;
+  tls: boolean;
+  systemId: string;
+  password: string;
+  timing: BindTiming;
+  random: () => number;
+  /** Monotonic milliseconds (performance.now): pauses and timeouts, not dates. */
+  monotonic: () => number;
+  log: { info(object: object, message: string): void; warn(object: object, message: string): void };
+  /** The bind can take submits (it bound, or a pause ended). */
+  ready(): void;
+  /** A deliver_sm: `respond` answers it with a command_status, once. */
+  delivered(pdu: Pdu, respond: (status: number) => void): void;
+}
+
+interface Waiting {
+  sentAt: number;
+  submit: BindSubmit | undefined;
+}
+
+/**
+ * One transceiver bind (SMPP 3.4 §4.1.5) and its connection: binds, keeps the link alive with
+ * enquire_link, tells its submits' answers, and when the connection goes (closed, an answer
+ * timed out, the SMSC unbound) hands every unanswered submit back and connects again after a
+ * wait that doubles with each failure, jittered so that binds do not come back in step. The
+ * `smpp` package encodes and decodes; the waiting, timeouts and reconnection are done here,
+ * since it does none of them (ARCHITECTURE.md).
+ */
+export class SmppBind {
+  state: BindState = 'down';
+  /** Window slots taken: counted by the transport, which frees a slot only once its answer is recorded. */
+  inUse = 0;
+  /** No submit before this (monotonic ms): the SMSC asked to slow down. */
+  pausedUntil = 0;
+  private readonly options: BindOptions;
+  private session: Session | undefined;
+  private readonly waiting = new Map<number, Waiting>();
+  /** The sequence number of this connection's bind_transceiver, whose answer makes the bind. */
+  private bindSequence = 0;
+  private failures = 0;
+  private throttles = 0;
+  private lastEnquiry = 0;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private pauseTimer: NodeJS.Timeout | undefined;
+  private readonly sweepTimer: NodeJS.Timeout;
+
+  constructor(options: BindOptions) {
+    this.options = options;
+    const { responseTimeoutMs, enquireLinkMs } = options.timing;
+    this.sweepTimer = setInterval(() => this.sweep(), Math.min(1000, responseTimeoutMs / 4, enquireLinkMs));
+  }
+
+  get canSubmit(): boolean {
+    return this.state === 'bound' && this.pausedUntil <= this.options.monotonic();
+  }
+
+  open(): void {
+    if (this.state !== 'down') return;
+    this.setState('connecting');
+    const { host, port, tls, systemId, password } = this.options;
+    const session = smpp.connect({ host, port, tls });
+    this.session = session;
+    session.on('error', (error: Error) => {
+      if (this.session === session) this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
+    });
+    session.on('close', () => this.lose(session, 'the connection closed'));
+    session.on('pdu', (pdu: Pdu) => this.onPdu(session, pdu));
+    session.once(tls ? 'secureConnect' : 'connect', () => {
+      this.bindSequence = this.request(session, new smpp.PDU('bind_transceiver', { system_id: systemId, password, interface_version: 0x34 })) ?? 0;
+    });
+  }
+
+  /** Sends a submit_sm; false when the bind cannot take it now (the caller keeps it). */
+  submit(submit: BindSubmit): boolean {
+    const session = this.session;
+    if (this.state !== 'bound' || !session) return false;
+    if (this.request(session, new smpp.PDU('submit_sm', submit.fields), submit) !== undefined) return true;
+    // The SMSC ended the connection and its close is still to come: the bind takes nothing
+    // more (else the caller would hand the part straight back to it, round and round).
+    this.setState('down');
+    session.destroy();
+    return false;
+  }
+
+  /** The SMSC throttled: pause, longer the more it keeps doing so. */
+  slowDown(): void {
+    const { throttleBaseMs, throttleMaxMs } = this.options.timing;
+    const pause = Math.min(throttleMaxMs, throttleBaseMs * 2 ** this.throttles);
+    this.throttles = Math.min(this.throttles + 1, 30);
+    this.pausedUntil = this.options.monotonic() + pause;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = setTimeout(() => this.options.ready(), pause);
+  }
+
+  /** A submit went through: the next throttle pauses from the start again. */
+  accepted(): void {
+    this.throttles = 0;
+  }
+
+  /** Unbinds (waiting for the answer at most the response timeout) and stays down. */
+  async close(): Promise<void> {
+    const session = this.session;
+    this.setState('closed');
+    clearInterval(this.sweepTimer);
+    clearTimeout(this.reconnectTimer);
+    clearTimeout(this.pauseTimer);
+    if (!session) return;
+    const closed = new Promise<void>((resolve) => session.socket.once('close', () => resolve()));
+    if (session.socket.writable) {
+      const answered = new Promise<void>((resolve) => session.unbind(() => resolve()));
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.timing.responseTimeoutMs)));
+      await Promise.race([answered, timeout, closed]);
+      clearTimeout(timer);
+    }
+    session.destroy();
+    await closed;
+  }
+
+  /** Sends a request and waits for its answer (sweep() times it out); undefined when the connection cannot take it. */
+  private request(session: Session, pdu: Pdu, submit?: BindSubmit): number | undefined {
+    if (!session.send(pdu)) return undefined;
+    this.waiting.set(pdu.sequence_number, { sentAt: this.options.monotonic(), submit });
+    return pdu.sequence_number;
+  }
+
+  private onPdu(session: Session, pdu: Pdu): void {
+    if (session !== this.session) return;
+    switch (pdu.command) {
+      case 'deliver_sm': {
+        let answered = false;
+        this.options.delivered(pdu, (status) => {
+          if (answered) return;
+          answered = true;
+          // After a reconnection the SMSC offers an unanswered deliver_sm again: no answer is owed on the new link.
+          if (session === this.session && session.socket.writable) session.send(pdu.response({ command_status: status }));
+        });
+        return;
+      }
+      case 'enquire_link':
+        session.send(pdu.response());
+        return;
+      case 'unbind':
+        session.send(pdu.response());
+        this.options.log.info({ bind: this.options.name }, 'the SMSC unbound');
+        session.close();
+        return;
+      case 'bind_transceiver_resp':
+        this.onBindAnswer(session, pdu);
+        return;
+      case 'submit_sm_resp':
+      case 'generic_nack': {
+        const waiting = this.waiting.get(pdu.sequence_number);
+        if (!waiting) return;
+        this.waiting.delete(pdu.sequence_number);
+        waiting.submit?.answered(pdu.command_status, pdu.message_id ?? '');
+        return;
+      }
+      default:
+        // enquire_link_resp, unbind_resp: their arrival is all that counts.
+        this.waiting.delete(pdu.sequence_number);
+    }
+  }
+
+  private onBindAnswer(session: Session, pdu: Pdu): void {
+    this.waiting.delete(pdu.sequence_number);
+    if (pdu.sequence_number !== this.bindSequence) return;
+    if (pdu.command_status !== 0) {
+      this.options.log.warn({ bind: this.options.name, status: pdu.command_status }, 'the SMSC refused the bind');
+      session.destroy();
+      return;
+    }
+    this.failures = 0;
+    this.lastEnquiry = this.options.monotonic();
+    this.setState('bound');
+    this.options.log.info({ bind: this.options.name }, 'SMPP bound');
+    this.options.ready();
+  }
+
+  /** Answers overdue (the connection is dead) and the keep-alive, once every second or so. */
+  private sweep(): void {
+    const session = this.session;
+    if (!session || this.state === 'closed') return;
+    const now = this.options.monotonic();
+    const { responseTimeoutMs, enquireLinkMs } = this.options.timing;
+    // Insertion order is sending order: the oldest first.
+    for (const waiting of this.waiting.values()) {
+      if (now - waiting.sentAt < responseTimeoutMs) break;
+      this.options.log.warn({ bind: this.options.name }, 'an SMPP answer timed out: reconnecting');
+      session.destroy();
+      return;
+    }
+    if (this.state === 'bound' && now - this.lastEnquiry >= enquireLinkMs) {
+      this.lastEnquiry = now;
+      this.request(session, new smpp.PDU('enquire_link', {}));
+    }
+  }
+
+  private lose(session: Session, reason: string): void {
+    if (session !== this.session) return;
+    this.session = undefined;
+    const unanswered = [...this.waiting.values()].flatMap((waiting) => (waiting.submit ? [waiting.submit] : []));
+    this.waiting.clear();
+    if (this.state === 'closed') {
+      for (const submit of unanswered) submit.lost();
+      return;
+    }
+    const { reconnectBaseMs, reconnectMaxMs } = this.options.timing;
+    const ceiling = Math.min(reconnectMaxMs, reconnectBaseMs * 2 ** this.failures);
+    this.failures = Math.min(this.failures + 1, 30);
+    // Half the wait fixed, half random: binds lost together do not return together.
+    const wait = ceiling / 2 + (this.options.random() * ceiling) / 2;
+    this.options.log.warn({ bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) }, 'SMPP bind lost');
+    this.setState('down');
+    for (const submit of unanswered) submit.lost();
+    this.reconnectTimer = setTimeout(() => this.open(), wait);
+  }
+
+  private setState(state: BindState): void {
+    if (this.state === 'closed' && state !== 'closed') return;
+    this.state = state;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The SMPP transport's writes: each answered part, recorded before its window slot frees, and
+ * receipts, matched to the parts they report on. Procedures (db/procedure.ts), so on SQLite
+ * they run on the database's thread: this module stays clear of the `smpp` package.
+ */
+import { sql, type Kysely, type SqlBool } from 'kysely';
+import type { DialectName } from '../../../db/dialect.ts';
+import { chunkOf } from '../../../db/chunks.ts';
+import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
+import type { Schema } from '../../../db/schema.ts';
+import { inJson } from '../../../crm/queries.ts';
+import { applyReceipts, type Receipt } from '../../receipts.ts';
+import type { DeliveryReceipt } from './receipt-pdu.ts';
+
+type Db = Kysely<Schema>;
+
+/** A part the SMSC took: [send id, recipient, part (from 1), parts, operator's id]. */
+export type Answer = [string, string, number, number, string];
+
+export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers', async ({ db }, args: { now: number; answers: Answer[] }): Promise<void> => {
+  await db
+    .insertInto('smpp_submits')
+    // One row a part, the last given: PostgreSQL refuses an upsert that touches a row twice.
+    .values([...new Map(args.answers.map((a) => [`${a[0]}\n${a[1]}\n${a[2]}`, a])).values()].map(([send_id, recipient, part, parts, operator_message_id]) => ({ send_id, recipient, part, parts, operator_message_id, at: args.now })))
+    .onConflict((oc) => oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({ parts: eb.ref('excluded.parts'), operator_message_id: eb.ref('excluded.operator_message_id'), at: eb.ref('excluded.at') })))
+    .execute();
+});
+
+/** Parts of these messages an SMSC answered in an earlier try, whose outcome was not recorded then. */
+export async function answeredBefore(db: Db, dialect: DialectName, messages: Array<{ sendId: string; recipient: string }>): Promise<Answer[]> {
+  if (messages.length === 0) return [];
+  const rows = await db
+    .selectFrom('smpp_submits')
+    .select(['send_id', 'recipient', 'part', 'parts', 'operator_message_id'])
+    .where('send_id', 'in', inJson(dialect, [...new Set(messages.map((m) => m.sendId))]))
+    .where('recipient', 'in', inJson(dialect, [...new Set(messages.map((m) => m.recipient))]))
+    .execute();
+  return rows.map((row) => [row.send_id, row.recipient, Number(row.part), Number(row.parts), row.operator_message_id]);
+}
+
+/**
+ * Receipts in one transaction: each matched to the part it reports on by its id under each
+ * reading together with its recipient — among parts whose outcome is not yet recorded
+ * (smpp_submits), then recorded ones (sms_parts) — and applied (receipts.ts). One that matches
+ * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
+ * process's submit, just answered); answers how many those were.
+ */
+export const applySmppReceipts = procedure(import.meta.url, 'applySmppReceipts', async ({ db, dialect }, args: { now: number; receipts: DeliveryReceipt[] }): Promise<number> =>
+  db.transaction().execute(async (trx) => {
+    const known = new Set<string>();
+    const key = (recipient: string, id: string) => `${recipient}\n${id}`;
+    const readings = [...new Set(args.receipts.flatMap((r) => r.readings))];
+    const pending = await trx.selectFrom('smpp_submits').select(['recipient', 'operator_message_id']).where('operator_message_id', 'in', inJson(dialect, readings)).execute();
+    for (const row of pending) known.add(key(row.recipient, row.operator_message_id));
+    const unmatched = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
+    if (unmatched.length > 0) {
+      const recorded = await trx
+        .selectFrom('sms_parts as p')
+        .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
+        .select(['r.address', 'p.operator_message_id'])
+        .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(unmatched.flatMap((r) => r.readings))]))
+        .execute();
+      for (const row of recorded) known.add(key(row.address, row.operator_message_id));
+    }
+    let waiting = 0;
+    const receipts: Receipt[] = args.receipts.flatMap((r) => {
+      const id = r.readings.find((reading) => known.has(key(r.recipient, reading)));
+      if (id !== undefined) return [{ operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
+      waiting += 1;
+      return r.readings.map((reading) => ({ operatorMessageId: reading, state: r.state, errorCode: r.errorCode }));
+    });
+    await applyReceipts(trx, dialect, { now: () => args.now }, { receipts });
+    return waiting;
+  }),
+);
+
+/**
+ * Deletes up to `limit` answered parts whose message's outcome is recorded (its recipient is no
+ * longer Queued): they are kept only to spare a resend. `before` does not apply: such a row is
+ * done with whatever its age, and one whose message is still Queued is needed whatever its age.
+ */
+export async function purgeRecordedAnswers({ db, dialect }: ProcedureDatabase, _before: number, limit: number): Promise<number> {
+  const done = sql<SqlBool>`not exists (select 1 from send_recipients r
+                                         where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient and r.status = 'Queued')`;
+  const result = await db.deleteFrom('smpp_submits').where(done).where(chunkOf(dialect, 'smpp_submits', done, limit)).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** The SMPP transport's stores the retention sweep empties (messaging/retention.ts), by name. */
+export const SMPP_PURGES = { recordedSmppAnswers: purgeRecordedAnswers };

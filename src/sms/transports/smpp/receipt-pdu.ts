@@ -1,0 +1,50 @@
+import { idReadings } from './message-ids.ts';
+
+/** A delivery receipt as a deliver_sm carries it (SMPP 3.4 §5.2.12, Appendix B). */
+export interface DeliveryReceipt {
+  /** The receipt's source address: the recipient of the message it reports on. */
+  recipient: string;
+  /** The ids the receipt can name, the likeliest first (message-ids.ts). */
+  readings: string[];
+  /** SMPP's `stat` word (DELIVRD, UNDELIV…), as receipts.ts's PART_STATUS names them. */
+  state: string;
+  errorCode: string | null;
+}
+
+/** esm_class message types (SMPP 3.4 §5.2.12): an SMSC delivery receipt, and an intermediate notification. */
+const ESM_RECEIPT = 0x04;
+const ESM_INTERMEDIATE = 0x20;
+
+/** message_state TLV values (SMPP 3.4 §5.2.28) as the receipt text's `stat` words. */
+const STATE_WORD: Record<number, string> = {
+  1: 'ENROUTE', 2: 'DELIVRD', 3: 'EXPIRED', 4: 'DELETED', 5: 'UNDELIV', 6: 'ACCEPTD', 7: 'UNKNOWN', 8: 'REJECTD',
+};
+
+interface DeliverSmFields {
+  esm_class?: number;
+  source_addr?: string;
+  short_message?: { message: string | Buffer };
+  receipted_message_id?: string;
+  message_state?: number;
+}
+
+/** Whether a deliver_sm is a receipt (or an intermediate notification) rather than a message from a handset. */
+export const isReceipt = (pdu: DeliverSmFields) => ((pdu.esm_class ?? 0) & (ESM_RECEIPT | ESM_INTERMEDIATE)) !== 0;
+
+/**
+ * The receipt a deliver_sm carries, from its TLVs (receipted_message_id, message_state) and its
+ * text (`id:… stat:… err:…`, Appendix B), either of which an SMSC may leave out; null when it
+ * names no id or no state.
+ */
+export function readReceipt(pdu: DeliverSmFields): DeliveryReceipt | null {
+  const message = pdu.short_message?.message;
+  const text = typeof message === 'string' ? message : message ? message.toString('latin1') : '';
+  const field = (name: string) => new RegExp(`(?:^|\\s)${name}:(\\S+)`, 'i').exec(text)?.[1];
+  const ids = [pdu.receipted_message_id, field('id')].filter((id): id is string => id !== undefined && id.trim() !== '');
+  const stat = field('stat')?.toUpperCase();
+  const state = stat ?? (pdu.message_state !== undefined ? STATE_WORD[pdu.message_state] : undefined);
+  // E.164 digits, as Herald keeps recipients, whether or not the SMSC writes a leading +.
+  const recipient = (pdu.source_addr ?? '').replace(/^\+/, '');
+  if (ids.length === 0 || state === undefined || recipient === '') return null;
+  return { recipient, readings: [...new Set(ids.flatMap(idReadings))], state, errorCode: field('err') ?? null };
+}

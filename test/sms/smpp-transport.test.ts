@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import smpp from 'smpp';
+import { ManualClock } from '../../src/clock.ts';
+import { segment } from '../../src/sms/segments.ts';
+import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/settings.ts';
+import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
+import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
+
+/**
+ * The transport on its own against the simulator: the link kept alive, a bind that comes back
+ * after the SMSC went away, and passcodes ahead of a campaign on the rate held for them.
+ */
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  let smsc: Smsc | undefined;
+  let transport: SmsTransport | undefined;
+  const metrics = new Registry();
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterEach(async () => {
+    await transport?.close();
+    await smsc?.close();
+    await database.close();
+    transport = undefined;
+    smsc = undefined;
+  });
+
+  const open = async (query: string, options: SmscOptions = {}, timing = {}) => {
+    smsc = await startSmsc({ receiptDelayMs: 10, ...options });
+    transport = smppTransport(parseSmppUrl(`smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`), {
+      database,
+      clock: new ManualClock(Date.now()),
+      metrics,
+      timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, ...timing },
+    });
+  };
+  let sequence = 0;
+  const message = (text = 'hi'): OutgoingSms => {
+    sequence += 1;
+    return {
+      accountId: 'account',
+      sendId: `send-${sequence}`,
+      messageId: `message-${sequence}`,
+      recipient: String(919812500000 + sequence),
+      sender: 'HERALD',
+      segmented: segment(text, { reference: sequence % 256 }),
+      sensitive: false,
+    };
+  };
+  const submit = (messages: OutgoingSms[], urgent = false) => transport!.submit(database, messages, new AbortController().signal, { urgent });
+  const bound = async () => (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/state="bound"} (\d+)/)?.[1];
+
+  it('keeps an idle link alive with enquire_link', async () => {
+    await open('binds=1', {}, { enquireLinkMs: 50 });
+    await waitFor('enquire_link', async () => (smsc!.stats().enquireLinks >= 2 ? true : undefined));
+  });
+
+  it('binds again after the SMSC went away, and sends what waited meanwhile', async () => {
+    await open('binds=2');
+    await waitFor('two binds', async () => ((await bound()) === '2' ? true : undefined));
+    const port = smsc!.port;
+    await smsc!.close();
+    await waitFor('binds lost', async () => ((await bound()) === '0' ? true : undefined));
+    const waiting = submit([message('sent once the SMSC is back')]);
+    smsc = await startSmsc({ port, receiptDelayMs: 10 });
+    const [result] = await waiting;
+    assert.equal(result.accepted, true);
+    assert.deepEqual(smsc.received().map((m) => m.text), ['sent once the SMSC is back']);
+    await waitFor('both binds back', async () => ((await bound()) === '2' ? true : undefined));
+    // Its slot frees once the answer is recorded.
+    await waitFor('the answer recorded', async () => ((await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined));
+    await waitFor('the slot freed', async () => ((await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).endsWith(' 0') ? true : undefined));
+  });
+
+  it('sends passcodes ahead of a campaign, on the share of the rate held for them', { timeout: 30_000 }, async () => {
+    // 40 a second: 30 for everything, 10 held for passcodes.
+    await open('binds=1&tps=40&urgent=0.25');
+    const campaign = Array.from({ length: 90 }, () => message());
+    const started = performance.now();
+    const campaignDone = submit(campaign).then(() => performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const passcodeStart = performance.now();
+    const [passcode] = await submit([message('code 1234')], true);
+    const passcodeMs = performance.now() - passcodeStart;
+    assert.equal(passcode.accepted, true);
+    assert.ok(passcodeMs < 250, `the passcode went in ${passcodeMs} ms`);
+    const campaignMs = await campaignDone;
+    // 90 at 30 a second, less the first tenth of a second's bucket: about 3 s, never faster.
+    assert.ok(campaignMs > 2500, `the campaign took ${campaignMs} ms`);
+    const takenBefore = smsc!.received().findIndex((m) => m.text === 'code 1234');
+    assert.ok(takenBefore < 40, `the passcode went before most of the campaign (${takenBefore})`);
+  });
+
+  it('answers every deliver_sm: a receipt for an id it never sent is kept and answered, an unreadable one and a handset’s message answered', async () => {
+    // An SMSC of the `smpp` package's, to send what the simulator never does.
+    const answers: number[] = [];
+    const server = smpp.createServer((session) => {
+      session.on('error', () => {});
+      session.on('bind_transceiver', (pdu: InstanceType<typeof smpp.PDU>) => {
+        session.send(pdu.response());
+        const deliver = (fields: Record<string, unknown>) => session.deliver_sm({ data_coding: 0, ...fields }, (answer: InstanceType<typeof smpp.PDU>) => answers.push(answer.command_status));
+        deliver({ source_addr: '919812300071', esm_class: 0x04, short_message: 'id:00000ABC sub:001 dlvrd:001 submit date:2611221200 done date:2611221200 stat:DELIVRD err:000 text:' });
+        deliver({ source_addr: '919812300072', esm_class: 0x04, short_message: 'this is not a receipt' });
+        deliver({ source_addr: '919812300073', esm_class: 0x00, short_message: 'STOP' });
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      transport = smppTransport(parseSmppUrl(`smpp://herald:secret@127.0.0.1:${(server.address() as AddressInfo).port}?binds=1`), { database, clock: new ManualClock(Date.now()), metrics });
+      await waitFor('three answers', async () => (answers.length === 3 ? true : undefined));
+      assert.deepEqual(answers, [0, 0, 0]);
+      // Kept under each reading of its id, for a submit recorded later.
+      const kept = await database.db.selectFrom('sms_receipts').select('operator_message_id').orderBy('operator_message_id').execute();
+      assert.deepEqual(kept.map((r) => r.operator_message_id), ['2748', 'abc']);
+    } finally {
+      await transport?.close();
+      transport = undefined;
+      server.close();
+    }
+  });
+});
