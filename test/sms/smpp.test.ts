@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { Webhook } from 'standardwebhooks';
-import { ManualClock } from '../../src/clock.ts';
 import { addSenderName } from '../../src/accounts/service.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
 import { purgeRecordedAnswers } from '../../src/sms/transports/smpp/journal.ts';
@@ -9,25 +7,22 @@ import type { MessageView } from '../../src/sim/taken.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import type { CrmClient, CrmTest } from '../crm/support.ts';
+import { startSmppHerald, type SmppHerald } from './smpp-support.ts';
 
 /**
  * The SMPP transport end to end: requests through HTTP, a worker submitting over TCP to the
  * simulator (its own process's code, a real SMPP peer on a socket), receipts coming back as
  * deliver_sm, statuses read through the API and posted to a webhook receiver.
  */
-interface StatusEvent {
-  queueId: string;
-  recipient: string;
-  status: string;
-  errorCode: string | null;
-  parts: number;
-}
-
 forEachDatabase((dialect) => {
   let smsc: Smsc | undefined;
   let crm: CrmTest | undefined;
   let alice: CrmClient;
+  let send: SmppHerald['send'];
+  let read: SmppHerald['read'];
+  let settled: SmppHerald['settled'];
+  let events: SmppHerald['events'];
   let receiver: Receiver;
   beforeEach(async () => {
     receiver = await startReceiver();
@@ -44,32 +39,11 @@ forEachDatabase((dialect) => {
   /** A simulator with these options, and Herald bound to it with `query` in SMS_TRANSPORT. */
   const start = async (options: SmscOptions = {}, query = '') => {
     smsc = await startSmsc({ systemId: 'herald', password: 'secret', receiptDelayMs: 20, ...options });
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}` } });
-    alice = await crm.client();
+    ({ crm, alice, send, read, settled, events } = await startSmppHerald(dialect, `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`, receiver));
   };
-  const send = async (path: '/sms/single' | '/sms/batch', body: object) => {
-    const response = await alice.post(path, body);
-    assert.equal(response.statusCode, 202, response.body);
-    await crm!.drain();
-    return response.json().data.QueueId as string;
-  };
-  const read = async (queueId: string) => (await alice.get(`/sms/${queueId}?limit=1000`)).json();
-  /** The send once no recipient is Submitted or Processed any more: every receipt is in. */
-  const settled = (queueId: string) =>
-    waitFor(`the receipts of ${queueId}`, async () => {
-      const view = await read(queueId);
-      return view.totals.Submitted === undefined && view.totals.Processed === undefined && view.totals.Queued === undefined ? view : undefined;
-    });
   /** What the simulator took, through its control port. */
   const taken = async (recipient?: string) =>
     ((await (await fetch(`http://127.0.0.1:${smsc!.httpPort}/messages${recipient ? `?recipient=${recipient}` : ''}`)).json()) as { messages: MessageView[] }).messages;
-  /** The sms.status events posted so far, their signatures checked. */
-  const events = async () => {
-    crm!.clock.advance(1000);
-    await crm!.drain();
-    const secret = (await alice.get('/webhooks/secret')).json().secret as string;
-    return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: StatusEvent[] }).data);
-  };
 
   it('sends a single over SMPP: alphanumeric sender TON 5 / NPI 0, E.164 destination TON 1 / NPI 1, a receipt asked for, Delivered by its receipt and posted', async () => {
     await start();
