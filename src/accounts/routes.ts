@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import type { AccessCache } from '../auth/access-cache.ts';
+import type { AuthenticatedAccount } from '../auth/bearer.ts';
+import { WebhookUrl } from '../webhooks/destination.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { RATE_LIMIT_GROUPS } from '../ratelimit/limits.ts';
@@ -17,7 +19,9 @@ import {
   listSenderNames,
   postAccount,
   prepareAccount,
+  inboundSmsWebhookUrl,
   rotatePrivateToken,
+  setInboundSmsWebhookUrl,
   setPassword,
   updateAccountSettings,
 } from './service.ts';
@@ -51,19 +55,40 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['admin'];
 
+  const OwnAccount = Type.Object({
+    accountId: Type.String(),
+    userName: Type.String(),
+    timeZoneOffset: Type.String(),
+    locale: Type.String(),
+    rateLimits: RateLimits,
+    inboundSmsWebhookUrl: Type.Union([Type.String(), Type.Null()]),
+  });
+  const ownAccount = async (account: AuthenticatedAccount) => {
+    const { id, userName, timeZoneOffset, locale, rateLimits } = account;
+    return { accountId: id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl: await inboundSmsWebhookUrl(ctx.db, id) };
+  };
+
   r.get('/account', {
+    config: { auth: 'account', rateLimitGroup: 'account' },
+    schema: { tags: ['account'], summary: "The calling account's settings", response: { 200: OwnAccount, ...errorResponses(401, 429) } },
+  }, async (request) => ownAccount(request.account));
+
+  r.patch('/account', {
     config: { auth: 'account', rateLimitGroup: 'account' },
     schema: {
       tags: ['account'],
-      summary: "The calling account's settings",
-      response: {
-        200: Type.Object({ accountId: Type.String(), userName: Type.String(), timeZoneOffset: Type.String(), locale: Type.String(), rateLimits: RateLimits }),
-        ...errorResponses(401, 429),
-      },
+      summary: "Change the calling account's own settings: where messages from handsets (MO) are posted",
+      body: Type.Object({
+        inboundSmsWebhookUrl: Type.Union([
+          WebhookUrl('Receives each message a handset sends to this account\'s numbers or replies to its messages (`sms.inbound`), signed; null stops the posts.'),
+          Type.Null(),
+        ]),
+      }),
+      response: { 200: OwnAccount, ...errorResponses(400, 401, 415, 422, 429) },
     },
   }, async (request) => {
-    const { id, userName, timeZoneOffset, locale, rateLimits } = request.account;
-    return { accountId: id, userName, timeZoneOffset, locale, rateLimits };
+    await setInboundSmsWebhookUrl(ctx.db, ctx.clock, request.account.id, request.body.inboundSmsWebhookUrl);
+    return ownAccount(request.account);
   });
 
   if (!ctx.config.adminToken) return;
@@ -154,10 +179,10 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     config: admin,
     schema: {
       tags,
-      summary: 'Register a verified SMS sender name (senderName of /sms/single and /sms/batch)',
+      summary: 'Register a verified SMS sender name (senderName of /sms/single and /sms/batch); a numeric one, which replies are routed by, belongs to one account only (409)',
       params: AccountParams,
       body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
-      response: { 201: Type.Object({ name: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404) },
+      response: { 201: Type.Object({ name: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404, 409) },
     },
   }, async (request, reply) => reply.code(201).send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name)));
 

@@ -195,6 +195,17 @@ export async function updateAccountSettings(db: Db, clock: Clock, id: string, se
   return updateAccount(db, id, values, false);
 }
 
+/** Where the account's messages from handsets are posted (sms/inbound.ts); null: nowhere. */
+export async function inboundSmsWebhookUrl(db: Db, id: string): Promise<string | null> {
+  const row = await db.selectFrom('accounts').select('inbound_sms_webhook_url').where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('The account');
+  return row.inbound_sms_webhook_url;
+}
+
+export async function setInboundSmsWebhookUrl(db: Db, clock: Clock, id: string, url: string | null): Promise<void> {
+  await updateAccount(db, id, { inbound_sms_webhook_url: url, updated_at: clock.now() }, false);
+}
+
 export async function deleteAccount(db: Db, id: string): Promise<void> {
   const result = await db.deleteFrom('accounts').where('id', '=', id).executeTakeFirst();
   if (result.numDeletedRows === 0n) throw notFound('The account');
@@ -214,8 +225,24 @@ export async function addSenderName(db: Db, clock: Clock, accountId: string, nam
       { field: 'name', message: 'must be an alphanumeric sender ID (≤ 11) or a number (≤ 15 digits)' },
     ]);
   }
-  return addOwned(db, clock, 'sender_names', 'name', accountId, name);
+  if (/^\d+$/.test(name)) {
+    // A numeric name routes replies to its account (sms/inbound.ts): one account holds it at most.
+    const holder = await db.selectFrom('sender_names').select('account_id').where('name', '=', name).where('account_id', '<>', accountId).executeTakeFirst();
+    if (holder) throw numericNameTaken(name);
+  }
+  try {
+    return await addOwned(db, clock, 'sender_names', 'name', accountId, name);
+  } catch (error) {
+    // Another account registered it since the check (sender_names_numeric).
+    if (isUniqueViolation(error)) throw numericNameTaken(name);
+    throw error;
+  }
 }
+
+const numericNameTaken = (name: string) =>
+  conflict(`Another account holds the sender number ${name}: replies to it are routed to that account, so it cannot be shared.`, [
+    { field: 'name', message: 'is a numeric sender name another account holds' },
+  ]);
 
 export async function addSenderDomain(db: Db, clock: Clock, accountId: string, domain: string): Promise<{ domain: string; createdAt: string }> {
   const normalized = domain.trim().toLowerCase();
@@ -236,7 +263,7 @@ async function addOwned<C extends 'name' | 'domain'>(
   await db
     .insertInto(table)
     .values({ account_id: accountId, [column]: value, created_at: now } as never)
-    .onConflict((oc) => oc.doNothing())
+    .onConflict((oc) => oc.columns(['account_id', column]).doNothing())
     .execute();
   return { [column]: value, createdAt: new Date(now).toISOString() } as { [K in C]: string } & { createdAt: string };
 }

@@ -23,6 +23,8 @@ export interface AccountsTable {
   locale: string;
   /** JSON object of requests per minute by endpoint group, overriding the defaults; null = defaults. */
   rate_limits: string | null;
+  /** Where MO messages are posted (src/sms/inbound.ts); null: not posted. */
+  inbound_sms_webhook_url: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   updated_at: number;
 }
@@ -261,6 +263,19 @@ export interface SmppSubmitsTable {
   at: number;
 }
 
+/** A message from a handset (MO), routed to the account (src/sms/inbound.ts). */
+export interface SmsInboundTable {
+  id: Generated<number>;
+  account_id: string;
+  /** The handset's number. */
+  sender: string;
+  /** The number or name it wrote to. */
+  destination: string;
+  text: string;
+  contact_id: number | null;
+  received_at: number;
+}
+
 export interface SuppressionsTable {
   account_id: string;
   channel: 'sms' | 'email';
@@ -337,6 +352,7 @@ export interface Schema {
   sms_parts: SmsPartsTable;
   sms_receipts: SmsReceiptsTable;
   smpp_submits: SmppSubmitsTable;
+  sms_inbound: SmsInboundTable;
   suppressions: SuppressionsTable;
   landing_pages: LandingPagesTable;
   shortener_domains: ShortenerDomainsTable;

@@ -4,13 +4,14 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
-import { errorResponses, Uuid } from '../http/schemas.ts';
+import { errorResponses, MultilineText, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
 import { cancelSms, recordSms, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
+import { receiveInboundSms } from './inbound.ts';
 import { readSandboxSms, readSms } from './read.ts';
 import { SmsAccepted, SmsBatchRequest, SmsSingleRequest, type SmsRequest } from './schemas.ts';
 import { storedSms } from './sealing.ts';
@@ -105,4 +106,29 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: sms,
     schema: { tags, summary: "What the sandbox transport took for this account, newest first (SMS_TRANSPORT=sandbox:)", querystring: Type.Object({ recipient: Type.Optional(Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' })), limit: Type.Optional(Limit) }), response: errorResponses(400, 401, 429) },
   }, async (request) => readSandboxSms(ctx.db, request.account.id, { recipient: request.query.recipient, limit: Number(request.query.limit ?? 100) }));
+
+  if (ctx.config.smsTransport.kind !== 'sandbox') return;
+
+  // A message from a handset, as an SMSC would bring one (sms/inbound.ts), for development.
+  const Address = Type.String({ pattern: '^\\+?[0-9]{3,17}$', errorMessage: 'must be the country code and number, digits only' });
+  r.post('/sandbox/sms/inbound', {
+    config: sms,
+    schema: {
+      tags,
+      summary: "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)",
+      body: Type.Object({
+        from: Address,
+        to: Type.String({ minLength: 1, maxLength: 17, description: "One of the account's numeric sender names, or a sender name it last sent to `from` from" }),
+        text: MultilineText({ maxLength: 1600 }),
+      }),
+      response: { 201: Type.Object({ from: Type.String(), to: Type.String(), text: Type.String(), contactId: Type.Union([Type.Integer(), Type.Null()]), keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]) }), ...errorResponses(400, 401, 415, 422, 429) },
+    },
+  }, async (request, reply) => {
+    const { from, to, text } = request.body;
+    const outcome = await receiveInboundSms(ctx.database, ctx.clock, { from, to, text, at: ctx.clock.now() }, { onlyAccountId: request.account.id });
+    if (!outcome) {
+      throw unprocessable('The message would reach no account of yours.', [{ field: 'to', message: 'is neither a numeric sender name of this account nor a sender name it last sent to this number from' }]);
+    }
+    return reply.code(201).send({ from, to, text, contactId: outcome.contactId, keyword: outcome.keyword });
+  });
 }

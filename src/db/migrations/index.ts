@@ -15,6 +15,7 @@ import * as sealedSandboxSms from './0013_sealed_sandbox_sms.ts';
 import * as retention from './0014_retention.ts';
 import * as expansionCheckpoint from './0015_expansion_checkpoint.ts';
 import * as smppSubmits from './0016_smpp_submits.ts';
+import * as inboundSms from './0017_inbound_sms.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014_retention': retention,
   '0015_expansion_checkpoint': expansionCheckpoint,
   '0016_smpp_submits': smppSubmits,
+  '0017_inbound_sms': inboundSms,
 };

@@ -2,6 +2,7 @@ import type { Registry } from 'prom-client';
 import type { Clock } from '../../../clock.ts';
 import type { Database } from '../../../db/database.ts';
 import { inBackground } from '../../../db/priority.ts';
+import { receiveInboundSms } from '../../inbound.ts';
 import type { OutgoingSms, SmsTransport, SubmitOptions, SubmitResult } from '../../transport.ts';
 import { DEFAULT_TIMING, SmppBind, type BindTiming } from './bind.ts';
 import { GroupWriter } from './group-writer.ts';
@@ -67,6 +68,9 @@ interface HeldReceipt {
   respond: (status: number) => void;
   heldAt: number;
 }
+
+/** What a deliver_sm from a handset carries besides a receipt's fields. */
+type HandsetPdu = Parameters<typeof readReceipt>[0] & { destination_addr?: string; data_coding?: number; message_payload?: { message: string | Buffer } };
 
 const silent: SmppLog = { info() {}, warn() {}, error() {} };
 
@@ -336,9 +340,7 @@ class SmppTransport implements SmsTransport {
 
   private delivered(pdu: Parameters<typeof readReceipt>[0], respond: (status: number) => void): void {
     if (!isReceipt(pdu)) {
-      // Messages from handsets (STOP replies) are not handled yet: answered, so the SMSC does not offer them forever.
-      this.log.info({}, 'an SMPP message from a handset was answered and not kept');
-      respond(ESME_ROK);
+      this.fromHandset(pdu as HandsetPdu, respond);
       return;
     }
     const receipt = readReceipt(pdu);
@@ -357,6 +359,27 @@ class SmppTransport implements SmsTransport {
       return;
     }
     this.keepReceipt(receipt, respond);
+  }
+
+  /**
+   * A message from a handset (sms/inbound.ts), answered once it is kept. One that routes to no
+   * account is answered too, and dropped: offered again, it would route nowhere again.
+   */
+  private fromHandset(pdu: HandsetPdu, respond: (status: number) => void): void {
+    // The smpp package decodes data_coding 0 (GSM 03.38) and 8 (UCS-2); what it leaves as bytes is read as Latin-1.
+    const message = pdu.short_message?.message ?? pdu.message_payload?.message;
+    const text = typeof message === 'string' ? message : message ? (pdu.data_coding === 8 ? new TextDecoder('utf-16be').decode(message) : message.toString('latin1')) : '';
+    const mo = { from: pdu.source_addr ?? '', to: pdu.destination_addr ?? '', text, at: this.clock.now() };
+    receiveInboundSms(this.database, this.clock, mo).then(
+      (outcome) => {
+        if (!outcome) this.log.warn({}, 'an SMPP message from a handset routes to no account: answered and dropped');
+        respond(ESME_ROK);
+      },
+      (error: unknown) => {
+        this.log.error({ error: (error as Error).message }, 'keeping an SMPP message from a handset failed: the SMSC offers it again');
+        respond(ESME_RX_T_APPN);
+      },
+    );
   }
 
   private keepReceipt(receipt: DeliveryReceipt, respond: (status: number) => void): void {

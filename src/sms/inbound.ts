@@ -1,0 +1,139 @@
+/**
+ * Messages from handsets (MO), whatever transport brought them: routed to an account, stored,
+ * STOP and START applied, and posted to the account's inboundSmsWebhookUrl, in one
+ * transaction. A procedure (db/procedure.ts): on SQLite it runs on the database's thread.
+ */
+import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import type { DialectName } from '../db/dialect.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { addSuppression } from '../messaging/suppressions.ts';
+import { appendToStreams } from '../webhooks/events.ts';
+
+type Db = Kysely<Schema>;
+
+export const SMS_INBOUND_TYPE = 'sms.inbound';
+
+/** The suppression a STOP reply makes, and the only one a START lifts. */
+export const STOP_REASON = 'STOP reply';
+
+/** The usual opt-out and opt-in words (as carriers and Twilio take them): the whole message, any case. */
+const STOP_WORDS = new Set(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT']);
+const START_WORDS = new Set(['START', 'UNSTOP', 'YES']);
+
+export interface InboundSms {
+  /** The handset's number. */
+  from: string;
+  /** The number (or sender name) it wrote to. */
+  to: string;
+  text: string;
+  /** Epoch ms it was received. */
+  at: number;
+}
+
+export interface InboundOutcome {
+  accountId: string;
+  contactId: number | null;
+  /** What the message did to the number's standing with the account. */
+  keyword: 'stop' | 'start' | null;
+}
+
+/** A number as SMSCs write it (+44…, 0044… stays as given) in the E.164 digits Herald keeps. */
+const digits = (address: string) => address.trim().replace(/^\+/, '');
+
+/** Whether a sender name is numeric, in the form of sender_names_numeric's condition, so the index serves it. */
+export const numericName = (dialect: DialectName): RawBuilder<SqlBool> => (dialect === 'postgres' ? sql`name ~ '^[0-9]+$'` : sql`name not glob '*[^0-9]*'`);
+
+/**
+ * The account an MO belongs to: the one holding its destination as a numeric sender name
+ * (unique across accounts), else the one that last sent to the handset from that name. The
+ * second reads the handset's recipient rows newest first (send_recipients_handset) and stops
+ * at the first sent from that name: a handful of rows, never the sends.
+ */
+async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
+  const owner = await db.selectFrom('sender_names').select('account_id').where('name', '=', to).where(numericName(dialect)).executeTakeFirst();
+  if (owner) return owner.account_id;
+  const senderName = dialect === 'postgres' ? sql`s.content::json ->> 'senderName'` : sql`s.content ->> '$.senderName'`;
+  const last = await db
+    .selectFrom('send_recipients as r')
+    .innerJoin('sends as s', 's.id', 'r.send_id')
+    .select('s.account_id')
+    .where('r.address', '=', from)
+    .where('s.channel', '=', 'sms')
+    .where('r.status', 'not in', ['Queued', 'Cancelled', 'NotSent'])
+    .where(sql<SqlBool>`${senderName} = ${to}`)
+    .orderBy('r.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return last?.account_id;
+}
+
+const keywordOf = (text: string): InboundOutcome['keyword'] => {
+  const word = text.trim().toUpperCase();
+  return STOP_WORDS.has(word) ? 'stop' : START_WORDS.has(word) ? 'start' : null;
+};
+
+/**
+ * Routes, stores and posts one MO; null when it routes to no account (nothing is kept).
+ * `onlyAccountId`: an MO that would go to another account is not received either (the
+ * sandbox's simulated ones, which an account makes).
+ *
+ * STOP (or another opt-out word) suppresses the number for the account, whether or not a
+ * contact holds it, and sets mobileOptIn false on every contact with it. START (UNSTOP, YES)
+ * undoes a STOP: it lifts that suppression (one added by hand or for another reason stays)
+ * and sets mobileOptIn true on those contacts again, since the handset asked for the
+ * messages; with no STOP to undo it changes nothing, so a YES answering a question is only
+ * a message.
+ */
+export const storeInboundSms = procedure(
+  import.meta.url,
+  'storeInboundSms',
+  async ({ db, dialect }, args: InboundSms & { now: number; onlyAccountId?: string }): Promise<InboundOutcome | null> =>
+    db.transaction().execute(async (trx) => {
+      const from = digits(args.from);
+      const to = /^\+?\d+$/.test(args.to.trim()) ? digits(args.to) : args.to;
+      const accountId = await routeOf(trx, dialect, from, to);
+      if (accountId === undefined || (args.onlyAccountId !== undefined && accountId !== args.onlyAccountId)) return null;
+      const contact = await trx
+        .selectFrom('contacts')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('mobile', '=', from)
+        .orderBy('updated_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      const contactId = contact ? Number(contact.id) : null;
+      await trx.insertInto('sms_inbound').values({ account_id: accountId, sender: from, destination: to, text: args.text, contact_id: contactId, received_at: args.at }).execute();
+
+      let keyword = keywordOf(args.text);
+      const optIn = (value: boolean) =>
+        trx.updateTable('contacts').set({ mobile_opt_in: dialect === 'sqlite' ? Number(value) : value, updated_at: args.now }).where('account_id', '=', accountId).where('mobile', '=', from).execute();
+      if (keyword === 'stop') {
+        await addSuppression(trx, { accountId, channel: 'sms', address: from, reason: STOP_REASON, now: args.now });
+        await optIn(false);
+      } else if (keyword === 'start') {
+        const lifted = await trx
+          .deleteFrom('suppressions')
+          .where('account_id', '=', accountId)
+          .where('channel', '=', 'sms')
+          .where('address', '=', from)
+          .where('reason', '=', STOP_REASON)
+          .executeTakeFirst();
+        if (Number(lifted.numDeletedRows) > 0) await optIn(true);
+        else keyword = null;
+      }
+
+      const account = await trx.selectFrom('accounts').select('inbound_sms_webhook_url').where('id', '=', accountId).executeTakeFirstOrThrow();
+      const event = { from, to, text: args.text, at: new Date(args.at).toISOString(), contactId };
+      await appendToStreams(trx, { now: () => args.now }, SMS_INBOUND_TYPE, [{ accountId, url: account.inbound_sms_webhook_url, event }]);
+      return { accountId, contactId, keyword };
+    }),
+);
+
+/** Receives one MO (see storeInboundSms). */
+export function receiveInboundSms(database: Database, clock: Clock, mo: InboundSms, options: { onlyAccountId?: string } = {}): Promise<InboundOutcome | null> {
+  return database.call(storeInboundSms, { ...mo, now: clock.now(), ...options });
+}
