@@ -5,8 +5,14 @@ import { createAccount } from '../../src/accounts/service.ts';
 import { systemClock } from '../../src/clock.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { freePort, serveKeyEnv, start } from '../cli/support.ts';
+import { startSmsc } from '../../src/sim/smsc.ts';
+import { waitFor } from '../support/wait.ts';
 
 const LIST = 1200; // more than two pages of 500
+/** The SMPP crash's batch, and SMS_TRANSPORT's defaults for smpp:// that bound what goes twice. */
+const SMPP_LIST = 5000;
+const SMPP_BINDS = 2;
+const SMPP_WINDOW = 50;
 const PASSWORD = 'correct horse battery staple';
 
 // A worker killed (SIGKILL, a real process) at a named step of a send, then a serve started
@@ -18,13 +24,13 @@ forEachDatabase((dialect) => {
   });
   afterEach(() => database.close());
 
-  /** An account with a list of LIST contacts, and the environment of a serve on the database. */
-  async function setUp() {
+  /** An account with a list of `size` contacts, and the environment of a serve on the database. */
+  async function setUp(size = LIST) {
     const account = await createAccount(database.db, systemClock, { userName: `crash-${randomUUID()}@example.com`, password: PASSWORD });
     const listId = randomUUID();
     await database.db.insertInto('contact_lists').values({ id: listId, account_id: account.id, name: 'Customers', name_key: 'customers', is_default: false, created_at: 0 }).execute();
-    for (let from = 1; from <= LIST; from += 400) {
-      const ids = Array.from({ length: Math.min(400, LIST - from + 1) }, (_, i) => from + i);
+    for (let from = 1; from <= size; from += 400) {
+      const ids = Array.from({ length: Math.min(400, size - from + 1) }, (_, i) => from + i);
       await database.db
         .insertInto('contacts')
         .values(ids.map((id) => ({ id, account_id: account.id, email: null, mobile: String(919_800_000_000 + id), mobile_country_code: '91', mobile_opt_in: true, email_opt_in: false, properties: '{}', created_at: id, updated_at: id })))
@@ -104,5 +110,49 @@ forEachDatabase((dialect) => {
     assert.deepEqual([...counts], [['919812345678', 2]]);
     const [recipient] = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', queueId).execute();
     assert.equal(recipient.status, 'Delivered');
+  });
+
+  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every recipient, and sends again at most binds × window', { timeout: 120_000 }, async (t) => {
+    const smsc = await startSmsc({ receiptDelayMs: 50 });
+    try {
+      const setup = await setUp(SMPP_LIST);
+      const env = { ...setup.env, SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}?binds=${SMPP_BINDS}&window=${SMPP_WINDOW}` };
+      const doomed = await start(['serve'], env);
+      let queueId: string;
+      try {
+        const token = (await (await fetch(`${setup.base}/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ userName: setup.account.user_name, password: PASSWORD, privateToken: setup.account.private_token, validity: 'Default' }),
+        })).json()).access_token as string;
+        const accepted = await fetch(`${setup.base}/sms/batch`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ listId: [setup.listId], senderName: 'HERALD', body: 'sale' }) });
+        assert.equal(accepted.status, 202);
+        queueId = (await accepted.json()).data.QueueId as string;
+        await waitFor('a fifth of the batch at the SMSC', async () => smsc.stats().submits.accepted >= SMPP_LIST / 5 || undefined, { timeoutMs: 60_000 });
+      } finally {
+        doomed.child.kill('SIGKILL');
+        await new Promise((resolve) => doomed.child.once('exit', resolve));
+      }
+      const atKill = smsc.stats().submits.accepted;
+      assert.ok(atKill < SMPP_LIST, `killed mid-batch (${atKill} of ${SMPP_LIST} submitted)`);
+
+      const restarted = await start(['serve'], env);
+      try {
+        await waitFor('the batch Completed after the restart', async () =>
+          (await database.db.selectFrom('sends').select('status').where('id', '=', queueId).executeTakeFirstOrThrow()).status === 'Completed' || undefined, { timeoutMs: 60_000 });
+      } finally {
+        restarted.child.kill('SIGTERM');
+        await new Promise((resolve) => restarted.child.once('exit', resolve));
+      }
+      const counts = new Map<string, number>();
+      for (const message of smsc.received()) counts.set(message.recipient, (counts.get(message.recipient) ?? 0) + 1);
+      const again = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
+      t.diagnostic(`killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} (bound ${SMPP_BINDS * SMPP_WINDOW})`);
+      assert.equal(counts.size, SMPP_LIST, 'every recipient reached');
+      assert.ok(again <= SMPP_BINDS * SMPP_WINDOW, `${again} sent twice, at most binds × window (${SMPP_BINDS * SMPP_WINDOW})`);
+      assert.deepEqual([...new Set(counts.values())].filter((n) => n > 2), [], 'none more than twice');
+    } finally {
+      await smsc.close();
+    }
   });
 });

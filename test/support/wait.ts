@@ -1,6 +1,6 @@
-/** Polls `probe` every 10 ms until it gives a value, for at most 10 s (then fails naming `what`). */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const until = Date.now() + 10_000;
+/** Polls `probe` every 10 ms until it gives a value, for at most `timeoutMs` (10 s; then fails naming `what`). */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, { timeoutMs = 10_000 } = {}): Promise<T> {
+  const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
