@@ -7,6 +7,7 @@ import { CONTACT_BATCH_KIND } from './crm/batches.ts';
 import { contactBatchHandler } from './crm/apply.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from './sms/accept.ts';
 import { SMS_PURGES } from './sms/receipts.ts';
+import { INBOUND_PURGES } from './sms/inbound.ts';
 import { smsSendHandler } from './sms/send.ts';
 import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
@@ -34,7 +35,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
   // A recurring job: one sweep at a time across every process, once an hour.
-  worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES }), { concurrency: 1 });
+  worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), { concurrency: 1 });
 }
 
 /** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */

@@ -4,10 +4,11 @@
  * transaction. A procedure (db/procedure.ts): on SQLite it runs on the database's thread.
  */
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { chunkOf } from '../db/chunks.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { DialectName } from '../db/dialect.ts';
-import { procedure } from '../db/procedure.ts';
+import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { addSuppression } from '../messaging/suppressions.ts';
 import { appendToStreams } from '../webhooks/events.ts';
@@ -137,3 +138,17 @@ export const storeInboundSms = procedure(
 export function receiveInboundSms(database: Database, clock: Clock, mo: InboundSms, options: { onlyAccountId?: string } = {}): Promise<InboundOutcome | null> {
   return database.call(storeInboundSms, { ...mo, now: clock.now(), ...options });
 }
+
+/**
+ * Deletes up to `limit` messages from handsets received before `before` (RETENTION_DAYS): an
+ * MO is its text, kept like a sent message's body. No index on the time alone: replies are
+ * few beside what is sent, and an account's are indexed by time already.
+ */
+export async function purgeInboundSms({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+  const old = sql<SqlBool>`received_at < ${before}`;
+  const result = await db.deleteFrom('sms_inbound').where(old).where(chunkOf(dialect, 'sms_inbound', old, limit)).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** The inbound store the retention sweep empties (messaging/retention.ts), by name. */
+export const INBOUND_PURGES = { inboundSms: purgeInboundSms };

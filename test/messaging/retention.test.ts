@@ -18,6 +18,7 @@ import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startCrmTest, type CrmTest } from '../crm/support.ts';
 import { waitFor } from '../support/wait.ts';
+import { INBOUND_PURGES } from '../../src/sms/inbound.ts';
 import { SMS_PURGES } from '../../src/sms/receipts.ts';
 
 const DAY = 24 * 60 * 60_000;
@@ -244,6 +245,8 @@ forEachDatabase((dialect) => {
       const replayed = await emit();
       assert.deepEqual([delivered.status, replayed.status], ['delivered', 'delivered']);
       await receipt('never-submitted-old');
+      const reply = (text: string) => db().insertInto('sms_inbound').values({ account_id: accountId, sender: '919800000001', destination: '447700900123', text, contact_id: null, received_at: crm.clock.now() }).execute();
+      await reply('old reply');
       await idempotentList('old-key', 'Old');
       await enqueue(db(), { kind: 'test.later', payload: null, runAt: crm.clock.now() + 60 * DAY });
 
@@ -252,13 +255,15 @@ forEachDatabase((dialect) => {
       const recentDelivered = await emit();
       crm.clock.advance(DAY);
       await receipt('never-submitted-recent');
+      await reply('recent reply');
       await idempotentList('recent-key', 'Recent');
       // Replayed, it is pending again (its post not yet made): kept, however old.
       const replay = await alice.post(`/webhooks/deliveries/${replayed.id}/retry`);
       assert.equal(replay.statusCode, 202, replay.body);
 
-      const report = await sweep(ctx.database, crm.clock.now(), 30, { channelPurges: SMS_PURGES });
-      assert.deepEqual([report.deadJobs, report.deliveries, report.channels.unmatchedReceipts, report.idempotencyKeys], [1, 1, 1, 1]);
+      const report = await sweep(ctx.database, crm.clock.now(), 30, { channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES } });
+      assert.deepEqual([report.deadJobs, report.deliveries, report.channels.unmatchedReceipts, report.channels.inboundSms, report.idempotencyKeys], [1, 1, 1, 1, 1]);
+      assert.deepEqual((await db().selectFrom('sms_inbound').select('text').execute()).map((r) => r.text), ['recent reply']);
 
       const jobs = await db().selectFrom('jobs').select(['kind', 'state', 'finished_at']).orderBy('id').execute();
       assert.deepEqual(jobs.map((j) => [j.kind, j.state, j.finished_at === null ? null : Number(j.finished_at)]), [
