@@ -92,8 +92,10 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   await (dialect === 'sqlite'
     ? sql`update sms_parts set status = v.value ->> 2 from json_each(${updates}) v
            where sms_parts.recipient_id = v.value ->> 0 and sms_parts.part = v.value ->> 1`
-    : sql`update sms_parts p set status = v ->> 2 from jsonb_array_elements(${updates}::jsonb) v
-           where p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int`
+    : // By `= any(…)`, as updateRecipients finds its rows (send.ts): a join alone let the planner scan the table.
+      sql`update sms_parts p set status = v ->> 2 from jsonb_array_elements(${updates}::jsonb) v
+           where p.recipient_id = any(${`{${matched.map((m) => m.recipient_id).join(',')}}`}::bigint[])
+             and p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int`
   ).execute(db);
   await db.deleteFrom('sms_receipts').where('operator_message_id', 'in', matched.map((m) => m.operator_message_id)).execute();
 
