@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { keyFromHex } from './secret-key.ts';
-import { parseSmppUrl, type SmppSettings } from './sms/transports/smpp/settings.ts';
+import { parseSmppUrl, type SmppSettings } from './smpp-url.ts';
 
 /**
  * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").
@@ -27,7 +27,7 @@ export interface Config {
   /**
    * SMS_TRANSPORT: `sandbox:`, optionally `sandbox:?fail=<regular expression>` (numbers it
    * refuses), or an SMSC: `smpp://systemId:password@host:port?binds=&window=&tps=&urgent=`
-   * (`smpps://` over TLS; sms/transports/smpp/settings.ts).
+   * (`smpps://` over TLS; smpp-url.ts).
    */
   smsTransport: { kind: 'sandbox'; fail: RegExp | undefined } | { kind: 'smpp'; settings: SmppSettings };
   defaultEmailDomain: string;

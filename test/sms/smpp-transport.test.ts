@@ -7,7 +7,7 @@ import smpp from 'smpp';
 import { ManualClock } from '../../src/clock.ts';
 import { segment } from '../../src/sms/segments.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
-import { parseSmppUrl } from '../../src/sms/transports/smpp/settings.ts';
+import { parseSmppUrl } from '../../src/smpp-url.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';

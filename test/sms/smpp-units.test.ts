@@ -5,7 +5,7 @@ import { segment } from '../../src/sms/segments.ts';
 import { idReadings, normalisedId } from '../../src/sms/transports/smpp/message-ids.ts';
 import { SubmitRate } from '../../src/sms/transports/smpp/rate.ts';
 import { isReceipt, readReceipt } from '../../src/sms/transports/smpp/receipt-pdu.ts';
-import { parseSmppUrl } from '../../src/sms/transports/smpp/settings.ts';
+import { parseSmppUrl } from '../../src/smpp-url.ts';
 import { refusalOf, statusCode } from '../../src/sms/transports/smpp/statuses.ts';
 import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
 

@@ -11,7 +11,7 @@ import { normalisedId } from './message-ids.ts';
 import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { SubmitRate } from './rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
-import type { SmppSettings } from './settings.ts';
+import type { SmppSettings } from '../../../smpp-url.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
 

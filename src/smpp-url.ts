@@ -1,6 +1,7 @@
 /**
  * `SMS_TRANSPORT=smpp://systemId:password@host:port?binds=&window=&tps=&urgent=` (and
- * `smpps://` for SMPP over TLS): what the SMPP transport is told, with its defaults.
+ * `smpps://` for SMPP over TLS): what the SMPP transport (src/sms/transports/smpp/) is told,
+ * with its defaults. Read where configuration is read (config.ts), so a wrong one stops a start.
  */
 export interface SmppSettings {
   tls: boolean;
