@@ -1,4 +1,4 @@
-import { sql, type Kysely, type SqlBool } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
 import { chunkOf } from '../db/chunks.ts';
@@ -38,6 +38,15 @@ export function messageStatus(parts: string[]): string | undefined {
 
 const json = (value: unknown) => JSON.stringify(value);
 
+/**
+ * Whether a part at `current` takes `next`: an intermediate receipt (Processed) never undoes a
+ * final one. SMSCs send ENROUTE and DELIVRD on their own connections, and the two can arrive,
+ * or be applied, in either order.
+ */
+function stillOpen(current: RawBuilder<unknown>, next: RawBuilder<unknown>): RawBuilder<SqlBool> {
+  return sql<SqlBool>`(${next} <> 'Processed' or ${current} not in ('Delivered', 'Failed'))`;
+}
+
 export const UNDELIVERED = 'the operator reported the message undelivered';
 
 /** The webhook event type of SMS status changes (ARCHITECTURE.md). */
@@ -57,14 +66,27 @@ export function smsStatusEvent(e: { queueId: string; messageId: string | null; r
  */
 export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }): Promise<void> {
   const now = clock.now();
-  // One receipt a part, the last given: an SMSC may offer one twice (its answer was lost with a
-  // connection), and PostgreSQL refuses an upsert that touches a row twice.
-  const known = [...new Map(input.receipts.filter((r) => PART_STATUS[r.state] !== undefined).map((r) => [r.operatorMessageId, r])).values()];
+  // One receipt a part, the last given unless it would undo a final one (stillOpen): an SMSC may
+  // offer one twice (its answer was lost with a connection), and PostgreSQL refuses an upsert
+  // that touches a row twice.
+  const latest = new Map<string, Receipt>();
+  for (const receipt of input.receipts) {
+    const status = PART_STATUS[receipt.state];
+    const before = latest.get(receipt.operatorMessageId);
+    if (status === undefined || (status === 'Processed' && before && PART_STATUS[before.state] !== 'Processed')) continue;
+    latest.set(receipt.operatorMessageId, receipt);
+  }
+  const known = [...latest.values()];
   if (known.length > 0) {
     await db
       .insertInto('sms_receipts')
       .values(known.map((r) => ({ operator_message_id: r.operatorMessageId, status: PART_STATUS[r.state], error_code: r.errorCode, at: now })))
-      .onConflict((oc) => oc.column('operator_message_id').doUpdateSet((eb) => ({ status: eb.ref('excluded.status'), error_code: eb.ref('excluded.error_code'), at: eb.ref('excluded.at') })))
+      .onConflict((oc) =>
+        oc
+          .column('operator_message_id')
+          .doUpdateSet((eb) => ({ status: eb.ref('excluded.status'), error_code: eb.ref('excluded.error_code'), at: eb.ref('excluded.at') }))
+          .where(stillOpen(sql.ref('sms_receipts.status'), sql.ref('excluded.status'))),
+      )
       .execute();
   }
   const ids = [...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])];
@@ -91,11 +113,11 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   const updates = json(matched.map((m) => [Number(m.recipient_id), m.part, m.status]));
   await (dialect === 'sqlite'
     ? sql`update sms_parts set status = v.value ->> 2 from json_each(${updates}) v
-           where sms_parts.recipient_id = v.value ->> 0 and sms_parts.part = v.value ->> 1`
+           where sms_parts.recipient_id = v.value ->> 0 and sms_parts.part = v.value ->> 1 and ${stillOpen(sql.ref('sms_parts.status'), sql`v.value ->> 2`)}`
     : // By `= any(…)`, as updateRecipients finds its rows (send.ts): a join alone let the planner scan the table.
       sql`update sms_parts p set status = v ->> 2 from jsonb_array_elements(${updates}::jsonb) v
            where p.recipient_id = any(${`{${matched.map((m) => m.recipient_id).join(',')}}`}::bigint[])
-             and p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int`
+             and p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int and ${stillOpen(sql.ref('p.status'), sql`v ->> 2`)}`
   ).execute(db);
   await db.deleteFrom('sms_receipts').where('operator_message_id', 'in', matched.map((m) => m.operator_message_id)).execute();
 

@@ -86,6 +86,22 @@ forEachDatabase((dialect) => {
     assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Processed', 'Failed']);
   });
 
+  it('keeps a part Delivered when an intermediate receipt for it comes after the final one, whether the part was recorded then or not', async () => {
+    const recorded = await send('919812345678', 'hi');
+    await report([{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
+    await report([{ operatorMessageId: 'op-919812345678-1', state: 'ENROUTE', errorCode: null }]);
+    const recipient = await recipientOf(recorded);
+    assert.equal(recipient.status, 'Delivered');
+    assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Delivered']);
+
+    early = (ids) => ids.flatMap((operatorMessageId) => [
+      { operatorMessageId, state: 'DELIVRD', errorCode: null },
+      { operatorMessageId, state: 'ENROUTE', errorCode: null },
+    ]);
+    const early2 = await send('919812300002', 'hi');
+    assert.equal((await recipientOf(early2)).status, 'Delivered', 'a waiting receipt is not undone by a later ENROUTE either');
+  });
+
   it('sends the one-time passcodes claimed together as one page, and tries one refused for now again on its own', async () => {
     const numbers = ['919812300011', '919812300012', '919812300013'];
     refuseForNow.add(numbers[1]);
