@@ -19,7 +19,6 @@ import {
   listSenderNames,
   postAccount,
   prepareAccount,
-  inboundSmsWebhookUrl,
   rotatePrivateToken,
   setInboundSmsWebhookUrl,
   setPassword,
@@ -63,10 +62,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     rateLimits: RateLimits,
     inboundSmsWebhookUrl: Type.Union([Type.String(), Type.Null()]),
   });
-  const ownAccount = async (account: AuthenticatedAccount) => {
-    const { id, userName, timeZoneOffset, locale, rateLimits } = account;
-    return { accountId: id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl: await inboundSmsWebhookUrl(ctx.db, id) };
-  };
+  const ownAccount = ({ id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl }: AuthenticatedAccount) => ({ accountId: id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl });
 
   r.get('/account', {
     config: { auth: 'account', rateLimitGroup: 'account' },
@@ -88,7 +84,8 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     },
   }, async (request) => {
     await setInboundSmsWebhookUrl(ctx.db, ctx.clock, request.account.id, request.body.inboundSmsWebhookUrl);
-    return ownAccount(request.account);
+    accessCache.forget(request.account.id);
+    return ownAccount({ ...request.account, inboundSmsWebhookUrl: request.body.inboundSmsWebhookUrl });
   });
 
   if (!ctx.config.adminToken) return;

@@ -196,12 +196,6 @@ export async function updateAccountSettings(db: Db, clock: Clock, id: string, se
 }
 
 /** Where the account's messages from handsets are posted (sms/inbound.ts); null: nowhere. */
-export async function inboundSmsWebhookUrl(db: Db, id: string): Promise<string | null> {
-  const row = await db.selectFrom('accounts').select('inbound_sms_webhook_url').where('id', '=', id).executeTakeFirst();
-  if (!row) throw notFound('The account');
-  return row.inbound_sms_webhook_url;
-}
-
 export async function setInboundSmsWebhookUrl(db: Db, clock: Clock, id: string, url: string | null): Promise<void> {
   await updateAccount(db, id, { inbound_sms_webhook_url: url, updated_at: clock.now() }, false);
 }

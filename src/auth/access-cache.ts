@@ -19,6 +19,7 @@ export interface CachedAccount {
   time_zone_offset: string;
   locale: string;
   rate_limits: string | null;
+  inbound_sms_webhook_url: string | null;
 }
 
 /**

@@ -13,6 +13,8 @@ export interface AuthenticatedAccount {
   timeZoneOffset: string;
   locale: string;
   rateLimits: RateLimits;
+  /** Where its messages from handsets are posted (PATCH /account). */
+  inboundSmsWebhookUrl: string | null;
 }
 
 declare module 'fastify' {
@@ -63,7 +65,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     if (known) return known;
     const row = await ctx.database.reads
       .selectFrom('accounts')
-      .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits'])
+      .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits', 'inbound_sms_webhook_url'])
       .where('id', '=', id)
       .executeTakeFirst();
     if (row) cache.rememberAccount(row);
@@ -90,6 +92,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
       timeZoneOffset: row.time_zone_offset,
       locale: row.locale,
       rateLimits: effectiveRateLimits(row.rate_limits),
+      inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
     };
     if (rateLimitGroup) {
       await enforceRateLimit(request, reply, ctx, row.id, rateLimitGroup, request.account.rateLimits[rateLimitGroup]);
