@@ -164,8 +164,8 @@ async function startSimulator(): Promise<SubmitClock & { port: number; reset(): 
   return {
     port,
     async submitted() {
-      const { messages } = (await (await fetch(`${control}/messages`)).json()) as { messages: Array<{ recipient: string; parts: Array<{ receivedAt: string }> }> };
-      return new Map(messages.map((message) => [message.recipient, Date.parse(message.parts[0].receivedAt)]));
+      const { arrivals } = (await (await fetch(`${control}/arrivals`)).json()) as { arrivals: Array<[string, number]> };
+      return new Map(arrivals);
     },
     async reset() {
       await fetch(`${control}/reset`, { method: 'POST' });

@@ -88,7 +88,7 @@ export async function simCommand(action: string | undefined, args: string[], usa
     throw error;
   }
   const host = options.host ?? '127.0.0.1';
-  console.log(`SMSC simulator: SMPP on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /stats, POST /mo, POST /reset)`);
+  console.log(`SMSC simulator: SMPP on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`);
   await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
   await smsc.close();
 }

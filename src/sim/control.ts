@@ -1,5 +1,5 @@
 /**
- * The simulator's control port: plain node:http, four routes, JSON in and out.
+ * The simulator's control port: plain node:http, five routes, JSON in and out.
  *
  *   GET  /messages?recipient=   what it took, reassembled, oldest first
  *   GET  /stats                 counters
@@ -13,6 +13,7 @@ import type { MessageView } from './taken.ts';
 
 export interface ControlHandlers {
   received(recipient?: string): MessageView[];
+  arrivals(): Array<[string, number]>;
   stats(): unknown;
   sendMo(request: { from: string; to: string; text: string; systemId?: string }): boolean;
   reset(): void;
@@ -62,6 +63,8 @@ async function route(handlers: ControlHandlers, request: IncomingMessage, respon
   switch (to) {
     case 'GET /messages':
       return reply(response, 200, { messages: handlers.received(url.searchParams.get('recipient') ?? undefined) });
+    case 'GET /arrivals':
+      return reply(response, 200, { arrivals: handlers.arrivals() });
     case 'GET /stats':
       return reply(response, 200, handlers.stats());
     case 'POST /mo': {

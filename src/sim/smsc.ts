@@ -90,6 +90,8 @@ export interface Smsc {
   httpPort: number;
   /** What GET /messages answers: accepted submits reassembled, oldest first. */
   received(recipient?: string): MessageView[];
+  /** What GET /arrivals answers: each recipient with the time (epoch ms) the first part for it arrived. */
+  arrivals(): Array<[string, number]>;
   stats(): SmscStats;
   /** Send an MO message; false when no bind can receive it. */
   sendMo(request: MoRequest): boolean;
@@ -544,6 +546,13 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const received = (recipient?: string) =>
     reassemble(recipient === undefined ? taken.values() : taken.values().filter((part) => part.destination.addr === recipient), gsm7Packed);
 
+  /** When the first part for each recipient arrived, oldest first: what a bench times, without every message's view. */
+  const arrivals = (): Array<[string, number]> => {
+    const first = new Map<string, number>();
+    for (const part of taken.values()) if (!first.has(part.destination.addr)) first.set(part.destination.addr, part.receivedAt);
+    return [...first];
+  };
+
   function currentStats(): SmscStats {
     let waiting = 0;
     for (const queue of held.values()) waiting += queue.length;
@@ -565,7 +574,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   await once(server, 'listening');
   let control: Awaited<ReturnType<typeof startControl>>;
   try {
-    control = await startControl({ host, port: options.httpPort ?? 0, received, stats: currentStats, sendMo, reset });
+    control = await startControl({ host, port: options.httpPort ?? 0, received, arrivals, stats: currentStats, sendMo, reset });
   } catch (error) {
     server.close();
     throw error;
@@ -575,6 +584,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     port: (server.address() as AddressInfo).port,
     httpPort: control.port,
     received,
+    arrivals,
     stats: currentStats,
     sendMo,
     reset,

@@ -235,6 +235,12 @@ describe('what it took', () => {
     assert.deepEqual(message.destination, { ton: 1, npi: 1, addr: RECIPIENT });
     assert.deepEqual(message.source, { ton: 5, npi: 0, addr: 'HERALD' });
     assert.equal((await control('GET', '/messages')).body.messages.length, 2);
+
+    const { body: timed } = await control('GET', '/arrivals');
+    assert.deepEqual(timed.arrivals.map(([recipient]: [string, number]) => recipient), [RECIPIENT, '447700900999'], 'each recipient once, by the first of its parts to arrive');
+    const [[, first], [, second]] = timed.arrivals as Array<[string, number]>;
+    assert.equal(first, Math.min(...message.parts.map((part: { receivedAt: string }) => Date.parse(part.receivedAt))), 'the earliest of its parts (sent last to first here)');
+    assert.ok(second >= first);
   });
 
   it('decodes packed GSM-7 and UCS-2, and shows a message missing a part as incomplete', async () => {
