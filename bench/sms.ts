@@ -115,7 +115,7 @@ function otpStream(base: string, headers: Record<string, string>, webhookUrl: st
       const wait = due - performance.now();
       if (wait > 0) await sleep(wait);
       const sentAt = Date.now();
-      const recipient = mobile(900_000 + (i % 50_000));
+      const recipient = mobile(900_000 + i);
       sentTo.set(recipient, sentAt);
       const body = JSON.stringify({ recipient, senderName: 'HERALD', body: `Your code is ${100000 + i}`, webHookUrl: webhookUrl });
       const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
