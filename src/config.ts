@@ -38,6 +38,8 @@ export interface Config {
   jobLeaseSeconds: number;
   /** Days after a send completes before its bodies, tags and sandbox records are purged (src/messaging/retention.ts). */
   retentionDays: number;
+  /** SMS_RECEIPT_TIMEOUT_HOURS: a message without a final receipt this long after its send completed ends Failed (sms/expiry.ts). */
+  smsReceiptTimeoutHours: number;
 }
 
 export class ConfigError extends Error {
@@ -161,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),
     retentionDays: integer(env, 'RETENTION_DAYS', 30, 1, 36_500),
+    smsReceiptTimeoutHours: integer(env, 'SMS_RECEIPT_TIMEOUT_HOURS', 48, 1, 24 * 30),
   };
 }
 

@@ -14,6 +14,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './links/landing-pages.ts',
   './messaging/retention.ts',
   './sms/accept.ts',
+  './sms/expiry.ts',
   './sms/inbound.ts',
   './sms/send.ts',
   './sms/single.ts',

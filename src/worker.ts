@@ -8,6 +8,7 @@ import { contactBatchHandler } from './crm/apply.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from './sms/accept.ts';
 import { SMS_PURGES } from './sms/receipts.ts';
 import { INBOUND_PURGES } from './sms/inbound.ts';
+import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from './sms/expiry.ts';
 import { smsSendHandler } from './sms/send.ts';
 import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
@@ -36,6 +37,8 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), { concurrency: 1 });
+  // Also recurring: messages no receipt settled end Failed after SMS_RECEIPT_TIMEOUT_HOURS.
+  worker.register(RECEIPT_EXPIRY_KIND, receiptExpiryHandler(ctx), { concurrency: 1 });
 }
 
 /** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */

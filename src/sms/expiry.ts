@@ -1,0 +1,84 @@
+/**
+ * Messages no receipt settled: after SMS_RECEIPT_TIMEOUT_HOURS (48) from their send's
+ * completion, a recipient still Submitted or Processed ends Failed, with its reason, its
+ * history and its webhook event, as an operator's validity period would have ended it. An
+ * hourly recurring job (queue/recurring.ts), a chunk a transaction.
+ */
+import { sql, type SqlBool } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import { recurringHandler } from '../queue/recurring.ts';
+import type { JobHandler } from '../queue/worker.ts';
+import { appendToStreams } from '../webhooks/events.ts';
+import { SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
+
+export const RECEIPT_EXPIRY_KIND = 'sms.receipt-expiry';
+const EVERY_MS = 60 * 60_000;
+const HOUR_MS = 60 * 60_000;
+/** Recipients a transaction settles at most. */
+const CHUNK = 1000;
+/**
+ * How far before the timeout a run still looks: sends completed longer ago than the timeout
+ * and this are left alone, so a run reads the sends of about an hour (the index on
+ * completed_at) however many there are. A job stopped for longer than this leaves its
+ * messages as they are.
+ */
+const LOOK_BACK_MS = 7 * 24 * HOUR_MS;
+
+export const expiryReason = (hours: number) => `no receipt within ${hours} h of the submit: the operator never reported it`;
+
+/** One chunk: answers how many recipients it ended Failed. */
+export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted', async ({ db }, args: { now: number; timeoutHours: number }): Promise<number> =>
+  db.transaction().execute(async (trx) => {
+    const cutoff = args.now - args.timeoutHours * HOUR_MS;
+    const rows = await trx
+      .selectFrom('sends as s')
+      .innerJoin('send_recipients as r', 'r.send_id', 's.id')
+      .select(['r.id', 'r.address', 'r.message_id', 'r.parts', 's.id as send_id', 's.account_id', 's.webhook_url'])
+      .where('s.channel', '=', 'sms')
+      .where('s.completed_at', '<', cutoff)
+      .where('s.completed_at', '>=', cutoff - LOOK_BACK_MS)
+      .where('r.status', 'in', ['Submitted', 'Processed'])
+      .limit(CHUNK)
+      .execute();
+    if (rows.length === 0) return 0;
+    const ids = rows.map((row) => Number(row.id));
+    const error = expiryReason(args.timeoutHours);
+    await trx.updateTable('send_recipients').set({ status: 'Failed', error, updated_at: args.now }).where('id', 'in', ids).execute();
+    await trx.updateTable('sms_parts').set({ status: 'Failed' }).where('recipient_id', 'in', ids).where(sql<SqlBool>`status not in ('Delivered', 'Failed')`).execute();
+    await trx.insertInto('recipient_history').values(ids.map((id) => ({ recipient_id: id, status: 'Failed', at: args.now }))).execute();
+    await appendToStreams(
+      trx,
+      { now: () => args.now },
+      SMS_STATUS_TYPE,
+      rows.map((row) => ({
+        accountId: row.account_id,
+        url: row.webhook_url,
+        event: smsStatusEvent({ queueId: row.send_id, messageId: row.message_id, recipient: row.address, status: 'Failed', errorCode: null, error, parts: row.parts, at: args.now }),
+      })),
+    );
+    return rows.length;
+  }),
+);
+
+/** Every chunk due at `now`; answers how many recipients ended Failed. Stops between chunks once `signal` aborts. */
+export async function expireAll(database: Database, now: number, timeoutHours: number, signal?: AbortSignal): Promise<number> {
+  let total = 0;
+  while (!signal?.aborted) {
+    const expired = await database.call(expireUnreceipted, { now, timeoutHours });
+    total += expired;
+    if (expired < CHUNK) break;
+  }
+  return total;
+}
+
+export function receiptExpiryHandler(deps: { database: Database; clock: Clock; config: { smsReceiptTimeoutHours: number } }): JobHandler {
+  return recurringHandler(deps.clock, {
+    kind: RECEIPT_EXPIRY_KIND,
+    everyMs: EVERY_MS,
+    run: async (signal) => {
+      await expireAll(deps.database, deps.clock.now(), deps.config.smsReceiptTimeoutHours, signal);
+    },
+  });
+}
