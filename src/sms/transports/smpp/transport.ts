@@ -248,13 +248,14 @@ class SmppTransport implements SmsTransport {
       answered: (status, messageId) => this.answered(bind, job, status, messageId),
       lost: () => {
         this.metrics.resubmits.inc({ reason: 'unanswered' });
-        this.freeSlot(bind, recipient);
+        // Queued again before the slot frees: freeing it pumps, and the part must be there to go.
         this.enqueue(job, 'front');
+        this.freeSlot(bind, recipient);
       },
     });
     if (!sent) {
-      this.freeSlot(bind, recipient);
       this.enqueue(job, 'front');
+      this.freeSlot(bind, recipient);
       return;
     }
     this.metrics.submits.inc({ priority: job.urgent ? 'urgent' : 'normal' });
@@ -408,5 +409,9 @@ class SmppTransport implements SmsTransport {
     } else if (now - this.boundSince >= NO_BIND_PATIENCE_MS) {
       this.dropWhere(() => true, `no SMPP bind to ${this.settings.host}:${this.settings.port} for ${NO_BIND_PATIENCE_MS / 1000} s`);
     }
+    // Parts are handed out when a slot frees, a bind comes back or its pause ends; should one of
+    // those wake-ups be missed, waiting parts go at the next tick rather than never (a batch
+    // sat with 114 parts queued and both binds idle).
+    this.pump();
   }
 }
