@@ -84,8 +84,8 @@ function enqueueStatement(db: Kysely<Schema>, jobs: NewJob[], alongside: Operati
  * queueing statement: a NOTIFY in the transaction would make its commit wait for every
  * other one that notifies (db/notifications.ts). Outside a procedure, the statement carries it.
  */
-function notifiedAfterCommit(db: Kysely<Schema>, kinds: Set<string>): boolean {
-  return isPostgres(db) && [...kinds].every((kind) => notifyAfterCommit(JOBS_CHANNEL, kind));
+function notifiedAfterCommit(kinds: Set<string>): boolean {
+  return [...kinds].every((kind) => notifyAfterCommit(JOBS_CHANNEL, kind));
 }
 
 /** Wakes this process's workers of `kinds`: once the procedure this runs in has committed, or now. */
@@ -101,7 +101,7 @@ function wakeLocalWorkers(kinds: Set<string>): void {
 export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<void> {
   if (jobs.length === 0) return;
   const kinds = new Set(jobs.map((job) => job.kind));
-  const notify = isPostgres(db) && !notifiedAfterCommit(db, kinds);
+  const notify = isPostgres(db) && !notifiedAfterCommit(kinds);
   for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
     await enqueueStatement(db, jobs.slice(start, start + INSERT_CHUNK), [], notify).execute(db);
   }
@@ -114,7 +114,7 @@ export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<v
  */
 export async function enqueueWithWrites(db: Kysely<Schema>, job: NewJob, writes: OperationNodeSource[]): Promise<void> {
   const kinds = new Set([job.kind]);
-  await enqueueStatement(db, [job], writes, !notifiedAfterCommit(db, kinds)).execute(db);
+  await enqueueStatement(db, [job], writes, !notifiedAfterCommit(kinds)).execute(db);
   wakeLocalWorkers(kinds);
 }
 

@@ -4,14 +4,14 @@
  * history and its webhook event, as an operator's validity period would have ended it. An
  * hourly recurring job (queue/recurring.ts), a chunk a transaction.
  */
-import { sql, type SqlBool } from 'kysely';
+import { sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
 import { appendToStreams } from '../webhooks/events.ts';
-import { SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
+import { notFinal, SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
 
 export const RECEIPT_EXPIRY_KIND = 'sms.receipt-expiry';
 const EVERY_MS = 60 * 60_000;
@@ -46,7 +46,7 @@ export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted',
     const ids = rows.map((row) => Number(row.id));
     const error = expiryReason(args.timeoutHours);
     await trx.updateTable('send_recipients').set({ status: 'Failed', error, updated_at: args.now }).where('id', 'in', ids).execute();
-    await trx.updateTable('sms_parts').set({ status: 'Failed' }).where('recipient_id', 'in', ids).where(sql<SqlBool>`status not in ('Delivered', 'Failed')`).execute();
+    await trx.updateTable('sms_parts').set({ status: 'Failed' }).where('recipient_id', 'in', ids).where(notFinal(sql.ref('status'))).execute();
     await trx.insertInto('recipient_history').values(ids.map((id) => ({ recipient_id: id, status: 'Failed', at: args.now }))).execute();
     await appendToStreams(
       trx,

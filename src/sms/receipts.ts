@@ -44,7 +44,12 @@ const json = (value: unknown) => JSON.stringify(value);
  * or be applied, in either order.
  */
 function stillOpen(current: RawBuilder<unknown>, next: RawBuilder<unknown>): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${next} <> 'Processed' or ${current} not in ('Delivered', 'Failed'))`;
+  return sql<SqlBool>`(${next} <> 'Processed' or ${notFinal(current)})`;
+}
+
+/** Whether a part's status is not final yet: neither Delivered nor Failed. */
+export function notFinal(status: RawBuilder<unknown>): RawBuilder<SqlBool> {
+  return sql<SqlBool>`${status} not in ('Delivered', 'Failed')`;
 }
 
 export const UNDELIVERED = 'the operator reported the message undelivered';
