@@ -11,7 +11,7 @@ import { procedure } from '../db/procedure.ts';
 import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
 import { appendToStreams } from '../webhooks/events.ts';
-import { notFinal, SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
+import { applyStranded, notFinal, SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
 
 export const RECEIPT_EXPIRY_KIND = 'sms.receipt-expiry';
 const EVERY_MS = 60 * 60_000;
@@ -62,8 +62,18 @@ export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted',
   }),
 );
 
-/** Every chunk due at `now`; answers how many recipients ended Failed. Stops between chunks once `signal` aborts. */
+/** One chunk of kept receipts whose part is recorded (receipts.ts's applyStranded). */
+export const applyStrandedReceipts = procedure(import.meta.url, 'applyStrandedReceipts', async ({ db, dialect }, args: { now: number }): Promise<number> =>
+  applyStranded(db, dialect, args.now, CHUNK),
+);
+
+/**
+ * Every chunk due at `now`; answers how many recipients ended Failed. Receipts a crash left
+ * waiting beside their part are applied first: their messages are not unreceipted. Stops
+ * between chunks once `signal` aborts.
+ */
 export async function expireAll(database: Database, now: number, timeoutHours: number, signal?: AbortSignal): Promise<number> {
+  while (!signal?.aborted && (await database.call(applyStrandedReceipts, { now })) === CHUNK);
   let total = 0;
   while (!signal?.aborted) {
     const expired = await database.call(expireUnreceipted, { now, timeoutHours });

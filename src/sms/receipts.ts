@@ -68,8 +68,15 @@ export function smsStatusEvent(e: { queueId: string; messageId: string | null; r
  * (the operator answered both before Herald wrote either), and waits in sms_receipts until
  * recordSmsPage writes the part and calls this again with the part's ids (`parts`). Each
  * message whose word changes gets it, its history and its webhook event.
+ *
+ * Answers the ids it left waiting on PostgreSQL, where a receipt and its part can be written
+ * by concurrent transactions, each blind to the other's uncommitted row: the caller hands
+ * them to matchWaiting once its transaction has committed. Of the two writers, the one that
+ * commits second finds both rows there; a receipt is taken by the delete that matches it
+ * (takeMatched), so when both look, one applies it. (A global lock did this before, and
+ * every receipt waited for every page.)
  */
-export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }): Promise<void> {
+export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }): Promise<string[]> {
   const now = clock.now();
   // One receipt a part, the last given unless it would undo a final one (stillOpen): an SMSC may
   // offer one twice (its answer was lost with a connection), and PostgreSQL refuses an upsert
@@ -94,39 +101,93 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
       )
       .execute();
   }
-  const ids = [...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])];
-  if (ids.length === 0) return;
-  if (dialect === 'postgres') {
-    // Receipts and the parts they match are written by concurrent transactions (an SMSC's
-    // receipt while its page is recorded): under READ COMMITTED each would miss the other's
-    // uncommitted row, and the receipt would wait for a part already written. Taken in turn,
-    // the second's statements see what the first committed. Only receipts for parts written
-    // elsewhere need it whole; pages (their own receipts at most) share it, and run side by side.
-    const own = new Set(input.parts);
-    await (known.some((r) => !own.has(r.operatorMessageId))
-      ? sql`select pg_advisory_xact_lock(hashtextextended('sms_receipts', 0))`
-      : sql`select pg_advisory_xact_lock_shared(hashtextextended('sms_receipts', 0))`
-    ).execute(db);
-  }
-  const matched = await db
-    .selectFrom('sms_receipts as r')
-    .innerJoin('sms_parts as p', 'p.operator_message_id', 'r.operator_message_id')
-    .select(['p.recipient_id', 'p.part', 'r.operator_message_id', 'r.status', 'r.error_code'])
-    .where('r.operator_message_id', 'in', inJson(dialect, ids))
+  const ids = [...new Set([...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])])];
+  if (ids.length === 0) return [];
+  const matched = await takeMatched(db, dialect, ids);
+  await applyMatched(db, dialect, now, matched);
+  if (dialect === 'sqlite') return [];
+  const found = new Set(matched.map((m) => m.operator_message_id));
+  return ids.filter((id) => !found.has(id));
+}
+
+/**
+ * On PostgreSQL, matches again what a committed transaction's applyReceipts left waiting
+ * (its answer): first a read, since nearly always nothing of it has come meanwhile.
+ */
+export async function matchWaiting(db: Db, dialect: DialectName, now: number, waiting: string[]): Promise<void> {
+  if (dialect === 'sqlite' || waiting.length === 0) return;
+  const arrived = await db.selectFrom('sms_receipts').select('operator_message_id').where('operator_message_id', 'in', inJson(dialect, waiting)).limit(1).execute();
+  if (arrived.length === 0) return;
+  await db.transaction().execute(async (trx) => applyMatched(trx, dialect, now, await takeMatched(trx, dialect, waiting)));
+}
+
+/**
+ * Applies every kept receipt whose part is recorded, up to `limit`: what matchWaiting did not
+ * get to (its process died between the two transactions). Answers how many it applied.
+ */
+export async function applyStranded(db: Db, dialect: DialectName, now: number, limit: number): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const matched = await takeMatched(trx, dialect, { limit });
+    await applyMatched(trx, dialect, now, matched);
+    return matched.length;
+  });
+}
+
+interface Matched {
+  recipient_id: number | string;
+  part: number;
+  operator_message_id: string;
+  status: string;
+  error_code: string | null;
+}
+
+/**
+ * Deletes the kept receipts of these ids (or any, up to a limit) whose part is recorded, and
+ * answers them with their parts. The delete is what makes a receipt applied once: of two
+ * transactions that match it, the second's delete waits for the first and then finds it gone.
+ */
+async function takeMatched(db: Db, dialect: DialectName, which: string[] | { limit: number }): Promise<Matched[]> {
+  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p where p.operator_message_id = sms_receipts.operator_message_id)`;
+  const taken = await db
+    .deleteFrom('sms_receipts')
+    .where(hasPart)
+    .where((eb) =>
+      Array.isArray(which)
+        ? eb('operator_message_id', 'in', inJson(dialect, which))
+        : eb('operator_message_id', 'in', eb.selectFrom('sms_receipts').select('operator_message_id').where(hasPart).limit(which.limit)),
+    )
+    .returning(['operator_message_id', 'status', 'error_code'])
     .execute();
+  if (taken.length === 0) return [];
+  const receiptOf = new Map(taken.map((r) => [r.operator_message_id, r]));
+  const parts = await db
+    .selectFrom('sms_parts')
+    .select(['recipient_id', 'part', 'operator_message_id'])
+    .where('operator_message_id', 'in', inJson(dialect, [...receiptOf.keys()]))
+    .execute();
+  return parts.map((p) => ({ ...p, status: receiptOf.get(p.operator_message_id)!.status, error_code: receiptOf.get(p.operator_message_id)!.error_code }));
+}
+
+/** Receipts taken with their parts: the parts' words, then each message whose word changes. */
+async function applyMatched(db: Db, dialect: DialectName, now: number, matched: Matched[]): Promise<void> {
   if (matched.length === 0) return;
+  const recipientIds = [...new Set(matched.map((m) => Number(m.recipient_id)))].sort((a, b) => a - b);
+  if (dialect === 'postgres') {
+    // Receipts for two parts of one message, applied side by side, would each read the other
+    // part as it was and neither would end the message: its row, locked first (in id order,
+    // so two such transactions never wait for each other both), takes them in turn.
+    await sql`select id from send_recipients where id = any(${`{${recipientIds.join(',')}}`}::bigint[]) order by id for update`.execute(db);
+  }
   const updates = json(matched.map((m) => [Number(m.recipient_id), m.part, m.status]));
   await (dialect === 'sqlite'
     ? sql`update sms_parts set status = v.value ->> 2 from json_each(${updates}) v
            where sms_parts.recipient_id = v.value ->> 0 and sms_parts.part = v.value ->> 1 and ${stillOpen(sql.ref('sms_parts.status'), sql`v.value ->> 2`)}`
     : // By `= any(…)`, as updateRecipients finds its rows (send.ts): a join alone let the planner scan the table.
       sql`update sms_parts p set status = v ->> 2 from jsonb_array_elements(${updates}::jsonb) v
-           where p.recipient_id = any(${`{${matched.map((m) => m.recipient_id).join(',')}}`}::bigint[])
+           where p.recipient_id = any(${`{${recipientIds.join(',')}}`}::bigint[])
              and p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int and ${stillOpen(sql.ref('p.status'), sql`v ->> 2`)}`
   ).execute(db);
-  await db.deleteFrom('sms_receipts').where('operator_message_id', 'in', matched.map((m) => m.operator_message_id)).execute();
 
-  const recipientIds = [...new Set(matched.map((m) => Number(m.recipient_id)))];
   const parts = await db.selectFrom('sms_parts').select(['recipient_id', 'status']).where('recipient_id', 'in', recipientIds).execute();
   const recipients = await db
     .selectFrom('send_recipients as r')
@@ -153,7 +214,7 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   // One append per send's webhook URL: the gathering outbox makes posts of them.
   await appendToStreams(
     db,
-    clock,
+    { now: () => now },
     SMS_STATUS_TYPE,
     changed.map((r) => ({
       accountId: r.account_id,

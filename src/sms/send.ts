@@ -10,7 +10,7 @@ import { compileTemplate, renderTemplate, type Template } from '../messaging/tag
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { applyReceipts, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
+import { applyReceipts, matchWaiting, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';
@@ -100,10 +100,12 @@ interface PageResults {
  * One page's results in one transaction: the recipients' statuses and history, their webhook
  * events, and the send's cursor, so a worker that dies after it resumes with the next page.
  */
-export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
-  db.transaction().execute(async (trx) => {
+export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> => {
+  let waiting: string[] = [];
+  const result = await db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) {
-      await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
+      // The page's events go first: a receipt already waiting for one of its parts appends a
+      // later status, which must not be posted before the Submitted it follows.
       if (page.webhookUrl) {
         await appendWebhookEvents(trx, { now: () => page.now }, {
           accountId: page.accountId,
@@ -112,11 +114,14 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
           events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
         });
       }
+      waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
     return page.last ? finish(trx, page.sendId, page.now, page.last) : 'more';
-  }),
-);
+  });
+  await matchWaiting(db, dialect, page.now, waiting);
+  return result;
+});
 
 /**
  * The webhook events (ARCHITECTURE.md's sms.status) of steps, one per status each message
@@ -138,7 +143,7 @@ function stepsOf(outcomes: Outcome[]): Array<[number, string]> {
 }
 
 /** Recipients' outcomes, their history and their parts, and receipts that came early, in the caller's transaction. */
-export async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], steps: Array<[number, string]>, receipts: Receipt[]): Promise<void> {
+export async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], steps: Array<[number, string]>, receipts: Receipt[]): Promise<string[]> {
   const json = JSON.stringify(outcomes);
   const history = JSON.stringify(steps);
   if (dialect === 'sqlite') {
@@ -168,7 +173,7 @@ export async function updateRecipients(db: Db, dialect: DialectName, now: number
                 from outcome, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
   }
   // Receipts for other parts, and any that came before these parts were recorded.
-  await applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
+  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
 }
 
 type Finish = 'completed' | 'retry';

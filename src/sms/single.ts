@@ -10,7 +10,7 @@ import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/work
 import { pauseForTest } from '../test-pause.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
-import { SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
+import { matchWaiting, SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
 import { contactProperties, failUnsent, openedPage, pageOutcomes, propertyNames, renderPage, RETRY_LATER_MS, statusEvents, updateRecipients, type Outcome, type PageRow } from './send.ts';
@@ -52,10 +52,12 @@ interface SinglesResults {
  * sends Completed and their jobs gone, so a worker that dies before it sends them all again
  * (at most a page: the jobs claimed together), and one that dies after sends none again.
  */
-export const recordSingles = procedure(import.meta.url, 'recordSingles', async ({ db, dialect }, page: SinglesResults): Promise<void> =>
-  db.transaction().execute(async (trx) => {
-    if (page.outcomes.length > 0) await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
+export const recordSingles = procedure(import.meta.url, 'recordSingles', async ({ db, dialect }, page: SinglesResults): Promise<void> => {
+  let waiting: string[] = [];
+  await db.transaction().execute(async (trx) => {
+    // The page's events first, as recordSmsPage's.
     await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
+    if (page.outcomes.length > 0) waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
     if (page.done.length === 0) return;
     await trx
       .updateTable('sends')
@@ -65,8 +67,9 @@ export const recordSingles = procedure(import.meta.url, 'recordSingles', async (
     if ((await completeJobs(trx, page.done.map((send) => send.lease))) !== page.done.length) {
       throw new Error('a job of the page is no longer held by this claim: the page is sent again');
     }
-  }),
-);
+  });
+  await matchWaiting(db, dialect, page.now, waiting);
+});
 
 async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
   return db

@@ -76,4 +76,14 @@ forEachDatabase((dialect) => {
     ]);
     assert.equal(await expireAll(crm.t.ctx.database, crm.clock.now(), 48), 0, 'a second run finds nothing');
   });
+
+  it('applies a receipt left waiting beside its recorded part (a crash between a transaction and its second look) rather than expiring the message', async () => {
+    const single = await sent(alice, '/sms/single', { recipient: '919812300006', body: 'Your code is 1234' });
+    await crm.t.ctx.db.insertInto('sms_receipts').values({ operator_message_id: 'op-919812300006-1', status: 'Delivered', error_code: null, at: crm.clock.now() }).execute();
+    crm.clock.advance(49 * HOUR);
+    assert.equal(await expireAll(crm.t.ctx.database, crm.clock.now(), 48), 0);
+    const [recipient] = await recipients(alice, single);
+    assert.deepEqual(recipient.history.map((h) => h.status), ['Queued', 'Submitted', 'Delivered']);
+    assert.equal((await crm.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+  });
 });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
-import { applyReceipts, type Receipt } from '../../src/sms/receipts.ts';
+import { applyReceipts, matchWaiting, type Receipt } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
@@ -61,12 +62,15 @@ forEachDatabase((dialect) => {
   const recipientOf = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0];
   const report = (receipts: Receipt[]) => crm.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, crm.clock, { receipts }));
 
-  it('applies a receipt that came before its submit’s result was recorded', async () => {
+  it('applies a receipt that came before its submit’s result was recorded, and posts its status after the Submitted', async () => {
     early = (ids) => ids.map((operatorMessageId) => ({ operatorMessageId, state: 'DELIVRD', errorCode: null }));
-    const queueId = await send('919812345678', 'hi');
-    const recipient = await recipientOf(queueId);
+    const response = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', webHookUrl: 'http://127.0.0.1:9/sms' });
+    await worker.drain();
+    const recipient = await recipientOf(response.json().data.QueueId);
     assert.equal(recipient.status, 'Delivered');
     assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
+    const appended = await crm.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
+    assert.deepEqual(appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status), ['Submitted', 'Delivered']);
     assert.equal((await crm.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left waiting');
   });
 
@@ -138,6 +142,75 @@ forEachDatabase((dialect) => {
     await draining;
     assert.equal((await recipientOf(queueId)).status, 'Submitted');
   });
+
+  // PostgreSQL's transactions run side by side, each blind to the other's uncommitted rows;
+  // SQLite's one writer takes them in turn, so these interleavings cannot happen there.
+  if (dialect === 'postgres') {
+    /** Runs `work` in a transaction that commits only once `commit` is called. */
+    const held = <T>(work: (trx: typeof crm.t.ctx.db) => Promise<T>) => {
+      let commit!: () => void;
+      const release = new Promise<void>((resolve) => (commit = resolve));
+      let ran!: (value: T) => void;
+      const done = new Promise<T>((resolve) => (ran = resolve));
+      const committed = crm.t.ctx.database.db.transaction().execute(async (trx) => {
+        ran(await work(trx));
+        await release;
+      });
+      return { done, commit: async () => (commit(), await committed) };
+    };
+    const deliveredEvents = async () =>
+      (await crm.t.ctx.db.selectFrom('webhook_events').select('events').execute())
+        .flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>)
+        .filter((e) => e.status === 'Delivered').length;
+    /** Until a statement waits for a lock, or `other` has settled without waiting for one. */
+    const waitingForLock = async (other: Promise<unknown>) => {
+      let settled = false;
+      void other.finally(() => (settled = true));
+      while (!settled) {
+        const rows = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(crm.t.ctx.db);
+        if (rows.rows[0].n > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
+
+    it('applies, once, a receipt written while its part was being recorded, though neither transaction saw the other’s row', async () => {
+      const queueId = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', webHookUrl: 'http://127.0.0.1:9/sms' });
+      await worker.drain();
+      const id = 'op-919812345678-1';
+      const part = await crm.t.ctx.db.selectFrom('sms_parts').selectAll().where('operator_message_id', '=', id).executeTakeFirstOrThrow();
+      await crm.t.ctx.db.deleteFrom('sms_parts').where('operator_message_id', '=', id).execute();
+
+      const page = held(async (trx) => {
+        await trx.insertInto('sms_parts').values(part).execute();
+        return applyReceipts(trx, dialect, crm.clock, { receipts: [], parts: [id] });
+      });
+      assert.deepEqual(await page.done, [id], 'the page left its part waiting');
+      const receiptWaiting = await report([{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }]);
+      assert.deepEqual(receiptWaiting, [id], 'the receipt saw no part');
+      await matchWaiting(crm.t.ctx.db, dialect, crm.clock.now(), receiptWaiting);
+      assert.equal((await recipientOf(queueId.json().data.QueueId)).status, 'Submitted', 'nothing applied while the part is uncommitted');
+      await page.commit();
+      await Promise.all([matchWaiting(crm.t.ctx.db, dialect, crm.clock.now(), [id]), matchWaiting(crm.t.ctx.db, dialect, crm.clock.now(), [id])]);
+
+      const recipient = await recipientOf(queueId.json().data.QueueId);
+      assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
+      assert.equal(await deliveredEvents(), 1, 'one webhook event');
+      assert.equal((await crm.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+    });
+
+    it('ends a two-part message Delivered when its parts’ receipts are applied side by side', async () => {
+      const queueId = await send('919812345678', 'x'.repeat(161));
+      const first = held((trx) => applyReceipts(trx, dialect, crm.clock, { receipts: [{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }] }));
+      await first.done;
+      const second = report([{ operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null }]);
+      await waitingForLock(second);
+      await first.commit();
+      await second;
+      const recipient = await recipientOf(queueId);
+      assert.equal(recipient.status, 'Delivered');
+      assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Delivered', 'Delivered']);
+    });
+  }
 
   it('keeps a receipt for an id it does not know, without failing', async () => {
     await report([{ operatorMessageId: 'never-submitted', state: 'DELIVRD', errorCode: null }]);

@@ -9,7 +9,7 @@ import { chunkOf } from '../../../db/chunks.ts';
 import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
 import { inJson } from '../../../crm/queries.ts';
-import { applyReceipts, type Receipt } from '../../receipts.ts';
+import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
 
 type Db = Kysely<Schema>;
@@ -45,34 +45,35 @@ export async function answeredBefore(db: Db, dialect: DialectName, messages: Arr
  * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
  * process's submit, just answered); answers how many those were.
  */
-export const applySmppReceipts = procedure(import.meta.url, 'applySmppReceipts', async ({ db, dialect }, args: { now: number; receipts: DeliveryReceipt[] }): Promise<number> =>
-  db.transaction().execute(async (trx) => {
+export const applySmppReceipts = procedure(import.meta.url, 'applySmppReceipts', async ({ db, dialect }, args: { now: number; receipts: DeliveryReceipt[] }): Promise<number> => {
+  const { waiting, unmatched } = await db.transaction().execute(async (trx) => {
     const known = new Set<string>();
     const key = (recipient: string, id: string) => `${recipient}\n${id}`;
     const readings = [...new Set(args.receipts.flatMap((r) => r.readings))];
     const pending = await trx.selectFrom('smpp_submits').select(['recipient', 'operator_message_id']).where('operator_message_id', 'in', inJson(dialect, readings)).execute();
     for (const row of pending) known.add(key(row.recipient, row.operator_message_id));
-    const unmatched = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
-    if (unmatched.length > 0) {
+    const notPending = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
+    if (notPending.length > 0) {
       const recorded = await trx
         .selectFrom('sms_parts as p')
         .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
         .select(['r.address', 'p.operator_message_id'])
-        .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(unmatched.flatMap((r) => r.readings))]))
+        .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(notPending.flatMap((r) => r.readings))]))
         .execute();
       for (const row of recorded) known.add(key(row.address, row.operator_message_id));
     }
-    let waiting = 0;
+    let unmatched = 0;
     const receipts: Receipt[] = args.receipts.flatMap((r) => {
       const id = r.readings.find((reading) => known.has(key(r.recipient, reading)));
       if (id !== undefined) return [{ operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
-      waiting += 1;
+      unmatched += 1;
       return r.readings.map((reading) => ({ operatorMessageId: reading, state: r.state, errorCode: r.errorCode }));
     });
-    await applyReceipts(trx, dialect, { now: () => args.now }, { receipts });
-    return waiting;
-  }),
-);
+    return { waiting: await applyReceipts(trx, dialect, { now: () => args.now }, { receipts }), unmatched };
+  });
+  await matchWaiting(db, dialect, args.now, waiting);
+  return unmatched;
+});
 
 /**
  * Deletes up to `limit` answered parts whose message's outcome is recorded (its recipient is no
