@@ -69,11 +69,11 @@ export async function waitForHealth(base: string): Promise<void> {
 }
 
 /** The JSON and bearer headers of an account's requests, with a token from POST /token. */
-export async function authorizedHeaders(base: string, account: { user_name: string; private_token: string }, password: string): Promise<Record<string, string>> {
+export async function authorizedHeaders(base: string, account: { user_name: string; privateToken: string }, password: string): Promise<Record<string, string>> {
   const response = await fetch(`${base}/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ userName: account.user_name, password, privateToken: account.private_token, validity: 'Default' }),
+    body: JSON.stringify({ userName: account.user_name, password, privateToken: account.privateToken, validity: 'Default' }),
   });
   const { access_token } = (await response.json()) as { access_token: string };
   return { 'content-type': 'application/json', authorization: `Bearer ${access_token}` };

@@ -142,7 +142,7 @@ async function accountCommand(config: () => Config, action: string | undefined, 
       case 'create': {
         const userName = option('user');
         return print(
-          accountView(
+          (({ privateToken, ...row }) => accountView(row, privateToken))(
             await createAccount(db, clock, {
               userName,
               password: await newPassword(),
@@ -153,9 +153,11 @@ async function accountCommand(config: () => Config, action: string | undefined, 
         );
       }
       case 'list':
-        return print((await listAccounts(db)).map(accountView));
-      case 'rotate-private-token':
-        return print(accountView(await rotatePrivateToken(db, clock, (await byUser()).id)));
+        return print((await listAccounts(db)).map((row) => accountView(row)));
+      case 'rotate-private-token': {
+        const { privateToken, ...row } = await rotatePrivateToken(db, clock, (await byUser()).id);
+        return print(accountView(row, privateToken));
+      }
       case 'set-password': {
         const { id } = await byUser();
         return print(accountView(await setPassword(db, clock, id, await newPassword())));

@@ -35,7 +35,7 @@ const PartialRateLimits = Type.Partial(RateLimits);
 const AccountBody = Type.Object({
   accountId: Type.String({ format: 'uuid' }),
   userName: Type.String(),
-  privateToken: Type.String({ format: 'uuid' }),
+  privateToken: Type.Optional(Type.String({ format: 'uuid', description: 'Only when it was just made (creation, rotation): the account keeps its hash, so it is shown once.' })),
   timeZoneOffset: Type.String(),
   locale: Type.String(),
   rateLimits: RateLimits,
@@ -110,7 +110,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
   r.get('/admin/accounts', {
     config: admin,
     schema: { tags, summary: 'List accounts', response: { 200: Type.Object({ accounts: Type.Array(AccountBody) }), ...errorResponses(401) } },
-  }, async () => ({ accounts: (await listAccounts(ctx.db)).map(accountView) }));
+  }, async () => ({ accounts: (await listAccounts(ctx.db)).map((row) => accountView(row)) }));
 
   r.get('/admin/accounts/:accountId', {
     config: admin,
@@ -154,7 +154,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
   }, async (request) => {
     const row = await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId);
     accessCache.forget(row.id);
-    return accountView(row);
+    return accountView(row, row.privateToken);
   });
 
   r.put('/admin/accounts/:accountId/password', {

@@ -6,6 +6,7 @@ import { isUniqueViolation } from '../db/errors.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { isHostname } from '../config.ts';
 import { hashPassword } from '../auth/passwords.ts';
+import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
@@ -14,22 +15,25 @@ import { postProcedure } from '../http/idempotency.ts';
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
 
-/** What the operator sees of an account (admin API and CLI). */
+/**
+ * What the operator sees of an account (admin API and CLI). The private token only when it was
+ * just made (creation, rotation): the account keeps its hash (auth/credentials.ts).
+ */
 export interface AccountView {
   accountId: string;
   userName: string;
-  privateToken: string;
+  privateToken?: string;
   timeZoneOffset: string;
   locale: string;
   rateLimits: RateLimits;
   createdAt: string;
 }
 
-export function accountView(row: AccountRow): AccountView {
+export function accountView(row: AccountRow, privateToken?: string): AccountView {
   return {
     accountId: row.id,
     userName: row.user_name,
-    privateToken: row.private_token,
+    ...(privateToken === undefined ? {} : { privateToken }),
     timeZoneOffset: row.time_zone_offset,
     locale: row.locale,
     rateLimits: effectiveRateLimits(row.rate_limits),
@@ -91,8 +95,14 @@ export interface NewAccount {
   locale?: string;
 }
 
-/** An account's row, checked and ready to insert: plain data, as a procedure's arguments are. */
-export type NewAccountRow = Insertable<AccountsTable> & { created_at: number };
+/**
+ * An account's row, checked and ready to insert, and its private token in clear, to show once:
+ * plain data, as a procedure's arguments are.
+ */
+export interface NewAccountRow {
+  row: Insertable<AccountsTable> & { created_at: number };
+  privateToken: string;
+}
 
 /**
  * Checks a new account and hashes its password: argon2 takes about 30 ms of CPU, so it is
@@ -105,22 +115,26 @@ export async function prepareAccount(clock: Clock, input: NewAccount): Promise<N
   checkTimeZoneOffset(timeZoneOffset);
   const locale = checkLocale(input.locale ?? 'en');
   const now = clock.now();
+  const { privateToken, hash } = newPrivateToken();
   return {
-    id: randomUUID(),
-    user_name: userName,
-    user_name_key: userName.toLowerCase(),
-    password_hash: await hashPassword(input.password),
-    private_token: randomUUID(),
-    time_zone_offset: timeZoneOffset,
-    locale,
-    rate_limits: null,
-    created_at: now,
-    updated_at: now,
+    row: {
+      id: randomUUID(),
+      user_name: userName,
+      user_name_key: userName.toLowerCase(),
+      password_hash: await hashPassword(input.password),
+      private_token_hash: hash,
+      time_zone_offset: timeZoneOffset,
+      locale,
+      rate_limits: null,
+      created_at: now,
+      updated_at: now,
+    },
+    privateToken,
   };
 }
 
 /** The account and its `All contacts` list, in the caller's transaction: every account has one. */
-async function insertAccount(trx: Db, account: NewAccountRow): Promise<AccountRow> {
+async function insertAccount(trx: Db, { row: account }: NewAccountRow): Promise<AccountRow> {
   try {
     const row = await trx.insertInto('accounts').values(account).returningAll().executeTakeFirstOrThrow();
     await createDefaultList(trx, { now: () => account.created_at }, row.id);
@@ -131,15 +145,18 @@ async function insertAccount(trx: Db, account: NewAccountRow): Promise<AccountRo
   }
 }
 
-export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountRow> {
+/** An account's row with the private token it was just given, which the row keeps only a hash of. */
+export type AccountWithToken = AccountRow & { privateToken: string };
+
+export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountWithToken> {
   const account = await prepareAccount(clock, input);
-  return db.transaction().execute((trx) => insertAccount(trx, account));
+  return { ...(await db.transaction().execute((trx) => insertAccount(trx, account))), privateToken: account.privateToken };
 }
 
 /** POST /admin/accounts, in the request's transaction (http/idempotency.ts). */
 export const postAccount = postProcedure(import.meta.url, 'postAccount', async ({ db }, account: NewAccountRow) => ({
   statusCode: 201,
-  body: accountView(await insertAccount(db, account)),
+  body: accountView(await insertAccount(db, account), account.privateToken),
 }));
 
 export async function listAccounts(db: Db): Promise<AccountRow[]> {
@@ -162,8 +179,9 @@ async function updateAccount(db: Db, id: string, values: Partial<AccountRow>, bu
 }
 
 /** A new private token; every access token issued before it stops working. */
-export async function rotatePrivateToken(db: Db, clock: Clock, id: string): Promise<AccountRow> {
-  return updateAccount(db, id, { private_token: randomUUID(), updated_at: clock.now() }, true);
+export async function rotatePrivateToken(db: Db, clock: Clock, id: string): Promise<AccountWithToken> {
+  const { privateToken, hash } = newPrivateToken();
+  return { ...(await updateAccount(db, id, { private_token_hash: hash, updated_at: clock.now() }, true)), privateToken };
 }
 
 /** A new password; every access token issued before it stops working. */

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { invalidCredentials } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
-import { findAccountByUserName } from './credentials.ts';
+import { findAccountByUserName, privateTokenMatches } from './credentials.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import { LoginThrottle } from './throttle.ts';
 import { VALIDITIES, expiryFor, signAccessToken } from './tokens.ts';
@@ -47,7 +47,7 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       // Always verify a hash, a decoy one for an unknown name, so timing does not tell
       // which of the three credentials was wrong.
       const passwordOk = await verifyPassword(password, account?.password_hash ?? DECOY_HASH);
-      if (!account || !passwordOk || account.private_token !== privateToken.toLowerCase()) {
+      if (!account || !passwordOk || !privateTokenMatches(account, privateToken)) {
         await throttle.recordFailure(userName, request.ip);
         throw invalidCredentials();
       }

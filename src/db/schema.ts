@@ -16,7 +16,8 @@ export interface AccountsTable {
   /** user_name lower-cased: login names are unique case-insensitively. */
   user_name_key: string;
   password_hash: string;
-  private_token: string;
+  /** SHA-256 (hex) of the private token, lower-cased (auth/credentials.ts): the token itself is shown once. */
+  private_token_hash: string;
   /** Bumped on password change and private-token rotation; tokens carry it and die with it. */
   token_version: Generated<number>;
   time_zone_offset: string;

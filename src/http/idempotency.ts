@@ -9,6 +9,7 @@ import { procedure, type Procedure, type ProcedureDatabase } from '../db/procedu
 import type { Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { badRequest, unprocessable } from '../errors.ts';
+import { open, seal, SEALED_PREFIX } from '../sealed.ts';
 
 /** Keys are honoured for 24 hours (as Stripe and Brevo do); after that a key may be reused. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
@@ -24,18 +25,19 @@ export interface Outcome<T> {
  * gives the secret back to anyone who reads the table and tries every six digits, or a list
  * of common passwords, with the rest of the body guessed or read beside it.
  */
-const hashKeys = new WeakMap<KeyObject, KeyObject>();
-function hashKey(encryptionKey: KeyObject): KeyObject {
-  let key = hashKeys.get(encryptionKey);
-  if (!key) {
-    key = createSecretKey(Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald idempotency request hash', 32)));
-    hashKeys.set(encryptionKey, key);
+const derivedKeys = new WeakMap<KeyObject, { hash: KeyObject; response: Uint8Array }>();
+function keysOf(encryptionKey: KeyObject): { hash: KeyObject; response: Uint8Array } {
+  let keys = derivedKeys.get(encryptionKey);
+  if (!keys) {
+    const derive = (purpose: string) => new Uint8Array(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), purpose, 32));
+    keys = { hash: createSecretKey(derive('herald idempotency request hash')), response: derive('herald idempotency response') };
+    derivedKeys.set(encryptionKey, keys);
   }
-  return key;
+  return keys;
 }
 
 function requestHash(request: FastifyRequest, encryptionKey: KeyObject): string {
-  return createHmac('sha256', hashKey(encryptionKey))
+  return createHmac('sha256', keysOf(encryptionKey).hash)
     .update(`${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`)
     .digest('base64url');
 }
@@ -48,7 +50,15 @@ export interface KeyClaim {
   now: number;
   /** An expired record of the key is there, to be replaced. */
   replace: boolean;
+  /**
+   * The key the response is sealed under (sealed.ts), derived from ENCRYPTION_KEY: a response
+   * can hold a secret (a new account's private token), and a record keeps it for a day. Bytes,
+   * so the claim crosses to SQLite's thread as plain data.
+   */
+  responseKey: Uint8Array;
 }
+
+const responsePlace = (scope: string, key: string) => `idempotency_keys:${scope}:${key}`;
 
 /**
  * The idempotency step of a POST's transaction: claims the key, runs the work, records its
@@ -64,7 +74,7 @@ export async function withIdempotencyKey<T>(trx: Transaction<Schema>, claim: Key
   const outcome = await work();
   await trx
     .updateTable('idempotency_keys')
-    .set({ status_code: outcome.statusCode, response_body: JSON.stringify(outcome.body) })
+    .set({ status_code: outcome.statusCode, response_body: seal(createSecretKey(claim.responseKey), JSON.stringify(outcome.body), responsePlace(scope, key)) })
     .where('scope', '=', scope)
     .where('key', '=', key)
     .execute();
@@ -152,17 +162,23 @@ export async function idempotent<A, T>(
         ]);
       }
       reply.header('idempotent-replayed', 'true');
-      return answer({ statusCode: live.status_code, body: JSON.parse(live.response_body) as T });
+      return answer({ statusCode: live.status_code, body: JSON.parse(openResponse(live.response_body, deps.encryptionKey, scope, key)) as T });
     }
     args ??= { value: await prepare() };
     try {
-      return answer(await database.call(work, { claim: { scope, key, hash, now, replace: stored !== undefined }, args: args.value }));
+      const claim = { scope, key, hash, now, replace: stored !== undefined, responseKey: keysOf(deps.encryptionKey).response };
+      return answer(await database.call(work, { claim, args: args.value }));
     } catch (error) {
       // Another request with this key committed first: go round once more to replay its
       // response. A second conflict is the work's own, not the key's.
       if (!isUniqueViolation(error) || attempt > 1) throw error;
     }
   }
+}
+
+/** A recorded response in clear; one recorded before responses were sealed (a day's worth at the upgrade) is JSON as it is. */
+function openResponse(recorded: string, encryptionKey: KeyObject, scope: string, key: string): string {
+  return recorded.startsWith(SEALED_PREFIX) ? open(createSecretKey(keysOf(encryptionKey).response), recorded, responsePlace(scope, key)) : recorded;
 }
 
 /** Deletes up to `limit` records of keys no longer honoured (by the retention sweep); answers how many it deleted. */

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { open, seal } from '../messaging/sealed.ts';
+import { open, seal } from '../sealed.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
 import type { SmsContent, StoredSmsContent } from './accept.ts';
 import type { SmsDraft } from './draft.ts';

@@ -14,7 +14,7 @@ export interface OutgoingSms {
   segmented: Segmented;
   /**
    * The text is a secret (isBodyEncrypted): submitted as it is, but kept only sealed wherever
-   * the transport keeps it (messaging/sealed.ts), and never logged.
+   * the transport keeps it (sealed.ts), and never logged.
    */
   sensitive: boolean;
 }

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Migrator, sql } from 'kysely';
-import { createAccount } from '../../src/accounts/service.ts';
-import { ManualClock } from '../../src/clock.ts';
+import { randomUUID } from 'node:crypto';
 import { applyBatch } from '../../src/crm/apply.ts';
 import { listContactsPage } from '../../src/crm/contacts.ts';
 import { migrateToLatest } from '../../src/db/database.ts';
@@ -22,11 +21,18 @@ forEachDatabase((dialect) => {
     const migrator = new Migrator({ db: t.db, provider: { getMigrations: async () => migrations } });
     const { error } = await migrator.migrateTo('0006_queue_lanes');
     assert.ifError(error);
-    const clock = new ManualClock();
-    const alice = await createAccount(t.db, clock, { userName: 'alice@example.com', password: 'a long enough password' });
-    const bob = await createAccount(t.db, clock, { userName: 'bob@example.com', password: 'a long enough password' });
+    // Accounts as they were then: later migrations change the table createAccount writes.
+    const accountAsThen = async (id: string, userName: string) => {
+      await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token, time_zone_offset, locale, created_at, updated_at)
+                values (${id}, ${userName}, ${userName}, 'x', ${randomUUID()}, 'UTC+00:00', 'en', 0, 0)`.execute(t.db);
+      await sql`insert into contact_lists (id, account_id, name, name_key, is_default, created_at)
+                values (${randomUUID()}, ${id}, 'All contacts', 'all contacts', ${sql.lit(true)}, 0)`.execute(t.db);
+      return { id };
+    };
+    const alice = await accountAsThen('a1a1a1a1-0000-4000-8000-000000000000', 'alice@example.com');
+    const bob = await accountAsThen('b0b0b0b0-0000-4000-8000-000000000000', 'bob@example.com');
     const listOf = async (accountId: string, name: string) => {
-      const id = `${accountId.slice(0, 8)}-0000-4000-8000-000000000000`;
+      const id = `${accountId.slice(0, 8)}-0000-4000-8000-000000000001`;
       await sql`insert into contact_lists (id, account_id, name, name_key, is_default, created_at) values (${id}, ${accountId}, ${name}, ${name}, ${sql.lit(false)}, 0)`.execute(t.db);
       return id;
     };

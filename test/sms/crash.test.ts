@@ -49,7 +49,7 @@ forEachDatabase((dialect) => {
       const token = (await (await fetch(`${base}/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ userName: account.user_name, password: PASSWORD, privateToken: account.private_token, validity: 'Default' }),
+        body: JSON.stringify({ userName: account.user_name, password: PASSWORD, privateToken: account.privateToken, validity: 'Default' }),
       })).json()).access_token as string;
       const accepted = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
       assert.equal(accepted.status, 202);
@@ -123,7 +123,7 @@ forEachDatabase((dialect) => {
         const token = (await (await fetch(`${setup.base}/token`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ userName: setup.account.user_name, password: PASSWORD, privateToken: setup.account.private_token, validity: 'Default' }),
+          body: JSON.stringify({ userName: setup.account.user_name, password: PASSWORD, privateToken: setup.account.privateToken, validity: 'Default' }),
         })).json()).access_token as string;
         const accepted = await fetch(`${setup.base}/sms/batch`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ listId: [setup.listId], senderName: 'HERALD', body: 'sale' }) });
         assert.equal(accepted.status, 202);

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
-import { open } from '../../src/messaging/sealed.ts';
+import { open } from '../../src/sealed.ts';
 import { sandboxTextPlace } from '../../src/sms/transports/sandbox.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';

@@ -65,7 +65,7 @@ export async function startTestApp(
       const userName = overrides.userName ?? `user${++accountCounter}-${process.pid}@example.com`;
       const password = overrides.password ?? 'correct horse battery staple';
       const row = await createAccount(database.db, clock, { userName, password });
-      return { row, userName, password, privateToken: row.private_token };
+      return { row, userName, password, privateToken: row.privateToken };
     },
     async tokenFor(account, validity = 'Default') {
       const response = await app.inject({

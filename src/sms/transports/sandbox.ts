@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
-import { seal } from '../../messaging/sealed.ts';
+import { seal } from '../../sealed.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { open, seal, SealedValueError } from '../../src/messaging/sealed.ts';
-import { generateKey, keyFromHex } from '../../src/secret-key.ts';
+import { open, seal, SealedValueError } from '../src/sealed.ts';
+import { generateKey, keyFromHex } from '../src/secret-key.ts';
 
 const key = generateKey();
 const place = 'sends.content:3f1c2a9e-0000-4000-8000-000000000001';
