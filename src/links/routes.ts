@@ -5,12 +5,16 @@ import type { AppContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
+import { FailureThrottle } from '../ratelimit/failures.ts';
 import { followLink } from './clicks.ts';
 import { listLandingPages, postLandingPage, prepareLandingPage } from './landing-pages.ts';
 import { CodeParams, LandingPageBody, LandingPagePage, LandingPageQuery, LandingPageRequest, ShortenerDomainBody, ShortenerDomainRequest } from './schemas.ts';
 import { addShortenerDomain, listShortenerDomains, SERVICE_LINK_PATH, shortenerAccount } from './shortener.ts';
 
 const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
+
+export const MISS_WINDOW_MS = 15 * 60_000;
+export const MAX_MISSES_PER_ADDRESS = 300;
 const tags = ['links'];
 
 /**
@@ -34,11 +38,19 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request) => listLandingPages(ctx.db, request.account.id, { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
 
   // Short links are opened by anyone holding the text: no token, and every answer the same
-  // for a code that is not one and a code of another account.
+  // for a code that is not one and a code of another account. Only misses are counted, per
+  // client address: opening real links is never slowed (a carrier's NAT puts thousands of
+  // handsets behind one address), while guessing codes stops after MAX_MISSES_PER_ADDRESS.
+  const misses = new FailureThrottle(ctx, { windowMs: MISS_WINDOW_MS, message: 'Too many unknown links opened from this address; try again later.' });
   const follow = async (request: FastifyRequest, reply: FastifyReply, code: string, accountId: string | null) => {
+    const address = [[`link-miss:addr:${request.ip}`, MAX_MISSES_PER_ADDRESS]] as const;
+    await misses.check(address);
     // A HEAD is a client checking the link (a previewer, a monitor), not a person opening it.
     const url = await followLink(ctx.db, { code, accountId, at: ctx.clock.now(), userAgent: request.headers['user-agent'], record: request.method === 'GET' });
-    if (url === undefined) throw notFound('The link');
+    if (url === undefined) {
+      await misses.recordFailure([address[0][0]]);
+      throw notFound('The link');
+    }
     // no-store: each opening reaches the service and is counted.
     return reply.header('cache-control', 'no-store').redirect(url, 302);
   };

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
+import { MAX_MISSES_PER_ADDRESS, MISS_WINDOW_MS } from '../../src/links/routes.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND } from '../../src/sms/accept.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
@@ -54,6 +55,20 @@ forEachDatabase((dialect) => {
     const response = await crm.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/shortener-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain } });
     assert.equal(response.statusCode, 201, response.body);
   };
+
+  it('stops an address that keeps opening unknown links (429 with Retry-After), never one that opens real ones, nor another address', async () => {
+    await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Our sale starts today:', landingPageId: offer });
+    const path = new URL(SERVICE_LINK.exec((await texts(alice)).get('919812345678')!)![0]).pathname;
+    const from = (remoteAddress: string, url: string) => crm.t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'user-agent': BROWSER } });
+    for (let i = 0; i < MAX_MISSES_PER_ADDRESS + 50; i++) assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'real links never count');
+    for (let i = 0; i < MAX_MISSES_PER_ADDRESS; i++) assert.equal((await from('203.0.113.9', `/l/Zz${String(i).padStart(6, '0')}`)).statusCode, 404);
+    const refused = await from('203.0.113.9', path);
+    assert.equal(refused.statusCode, 429, 'refused, a real link too, once the misses are used up');
+    assert.equal(Number(refused.headers['retry-after']), MISS_WINDOW_MS / 1000);
+    assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'another address is not');
+    crm.clock.advance(MISS_WINDOW_MS);
+    assert.equal((await from('203.0.113.9', path)).statusCode, 302, 'and once its oldest miss is a window old, it opens again');
+  });
 
   it('puts the landing page link after the text, leads it to the page (302) and shows the click on its recipient', async () => {
     const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Our sale starts today:', landingPageId: offer });
