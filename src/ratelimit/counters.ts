@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { connectRedis, redisReady } from '../redis.ts';
 
 /**
  * The state behind rate limits (fixed-window counters) and login throttling (sliding
@@ -104,11 +105,8 @@ export class RedisCounterStore implements CounterStore {
   private readonly prefix: string;
 
   constructor(url: string, prefix = 'herald:counter:') {
-    // No offline queue: while Redis is unreachable a command fails at once and the
-    // caller decides (rate limits fail open) instead of requests hanging.
-    this.redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }) as ScriptedRedis;
+    this.redis = connectRedis(url) as ScriptedRedis;
     for (const [name, lua] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { numberOfKeys: 1, lua });
-    this.redis.on('error', () => {});
     this.prefix = prefix;
   }
 
@@ -139,19 +137,8 @@ export class RedisCounterStore implements CounterStore {
     this.redis.disconnect();
   }
 
-  private async ready(): Promise<void> {
-    if (this.redis.status === 'ready') return;
-    if (this.redis.status === 'connecting' || this.redis.status === 'connect' || this.redis.status === 'reconnecting') {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('Redis is not reachable')), 2000);
-        this.redis.once('ready', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-      return;
-    }
-    throw new Error(`Redis is not reachable (${this.redis.status})`);
+  private ready(): Promise<void> {
+    return redisReady(this.redis, 2000);
   }
 }
 
