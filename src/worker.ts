@@ -45,7 +45,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
 function smsTransport(ctx: AppContext, log: SmppLog | undefined): SmsTransport {
   const setting = ctx.config.smsTransport;
   if (setting.kind === 'sandbox') return sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
-  return smppTransport(setting.settings, { database: ctx.database, clock: ctx.clock, metrics: ctx.metrics, log });
+  return smppTransport(setting.settings, { database: ctx.database, clock: ctx.clock, metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<Omit<WorkerOptions, 'log'>> & { log?: SmppLog } = {}): Worker {

@@ -5,7 +5,7 @@ import { FINAL_STATES, startSmsc, type FinalState, type IdFormat, type SmscOptio
 
 export const SIM_SMSC_ARGS = `[--port 2775] [--http-port 2776] [--host 127.0.0.1] [--system-id ID --password PW]
   [--receipt-delay-ms 1000] [--delivered 0.95 --undelivered 0.03 --rejected --expired --deleted --unknown]
-  [--enroute] [--receipt-before-response] [--tps N] [--throttled SHARE] [--queue-full SHARE]
+  [--enroute] [--receipt-before-response] [--tps N] [--account-tps N] [--throttled SHARE] [--queue-full SHARE]
   [--reject-numbers REGEX [--reject-status 0x0B]] [--drop-after N] [--id-format decimal|hex]
   [--receipt-id-format decimal|hex] [--id-width N] [--first-id N] [--gsm7 unpacked|packed] [--retain 100000]`;
 
@@ -23,7 +23,7 @@ export async function simCommand(action: string | undefined, args: string[], usa
     args,
     options: {
       port: stringOption, 'http-port': stringOption, host: stringOption, 'system-id': stringOption, password: stringOption,
-      'receipt-delay-ms': stringOption, enroute: flag, 'receipt-before-response': flag, tps: stringOption,
+      'receipt-delay-ms': stringOption, enroute: flag, 'receipt-before-response': flag, tps: stringOption, 'account-tps': stringOption,
       throttled: stringOption, 'queue-full': stringOption, 'reject-numbers': stringOption, 'reject-status': stringOption,
       'drop-after': stringOption, 'id-format': stringOption, 'receipt-id-format': stringOption, 'id-width': stringOption,
       'first-id': stringOption, gsm7: stringOption, retain: stringOption,
@@ -68,6 +68,7 @@ export async function simCommand(action: string | undefined, args: string[], usa
     enroute: values.enroute === true,
     receiptBeforeResponse: values['receipt-before-response'] === true,
     tps: number('tps'),
+    accountTps: number('account-tps'),
     throttledShare: number('throttled'),
     queueFullShare: number('queue-full'),
     rejectDestinations,

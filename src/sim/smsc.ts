@@ -49,6 +49,8 @@ export interface SmscOptions {
   receiptBeforeResponse?: boolean;
   /** Submits a second each bind may make; above it, ESME_RTHROTTLED. 0 (default): no limit. */
   tps?: number;
+  /** Submits a second one system_id may make across all its binds, as operators' contracts count; above it, ESME_RTHROTTLED. 0 (default): no limit. */
+  accountTps?: number;
   /** Share of submits answered ESME_RTHROTTLED whatever the rate. */
   throttledShare?: number;
   /** Share of submits answered ESME_RMSGQFUL. */
@@ -123,13 +125,11 @@ const BIND_KIND: Record<number, BindKind> = {
   [COMMAND.bind_transceiver]: 'transceiver',
 };
 
-interface Session {
+interface Session extends Bucket {
   socket: Socket;
   kind: BindKind | undefined;
   systemId: string;
   submits: number;
-  tokens: number;
-  refilledAt: number;
   sequence: number;
   /** deliver_sm sent and not yet answered, by sequence number: offered again if the bind goes. */
   unanswered: Map<number, Delivery>;
@@ -159,6 +159,12 @@ function outcomeTable(outcomes: Partial<Record<FinalState, number>>): Array<[Fin
   if (exact ? Math.abs(total - 1) > 1e-9 : total > 1 + 1e-9) throw new RangeError(`the outcome shares add up to ${total}, not 1`);
   table.push(['DELIVRD', Infinity]);
   return table;
+}
+
+/** A bucket of `rate` tokens refilled at `rate` a second: a second's burst, then the rate. */
+interface Bucket {
+  tokens: number;
+  refilledAt: number;
 }
 
 function share(name: string, value: number | undefined): number {
@@ -210,6 +216,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const idWidth = wholeNumber('idWidth', options.idWidth, 0);
   const receiptDelayMs = wholeNumber('receiptDelayMs', options.receiptDelayMs, 1000);
   const tps = wholeNumber('tps', options.tps, 0);
+  const accountTps = wholeNumber('accountTps', options.accountTps, 0);
   const dropAfterSubmits = wholeNumber('dropAfterSubmits', options.dropAfterSubmits, 0);
   const throttledShare = share('throttledShare', options.throttledShare);
   const queueFullShare = share('queueFullShare', options.queueFullShare);
@@ -224,6 +231,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const formatId = (id: number, format: IdFormat) => (format === 'hex' ? id.toString(16) : String(id)).padStart(idWidth, '0');
 
   const sessions = new Set<Session>();
+  /** Each system_id's bucket under accountTps. */
+  const accounts = new Map<string, Bucket>();
   /** deliver_sm with no bind to take them yet, by system_id: handed over when one binds to receive. */
   const held = new Map<string, Delivery[]>();
   let taken = new Ring<TakenPart>(retain);
@@ -338,17 +347,26 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
 
   /** The status a submit is refused with, or 0. */
   function refusal(session: Session, destination: string): number {
-    if (tps > 0) {
-      const at = now();
-      session.tokens = Math.min(tps, session.tokens + ((at - session.refilledAt) * tps) / 1000);
-      session.refilledAt = at;
-      if (session.tokens < 1) return STATUS.ESME_RTHROTTLED;
-      session.tokens--;
+    if (tps > 0 && !tokenFrom(session, tps)) return STATUS.ESME_RTHROTTLED;
+    if (accountTps > 0) {
+      let account = accounts.get(session.systemId);
+      if (!account) accounts.set(session.systemId, (account = { tokens: accountTps, refilledAt: now() }));
+      if (!tokenFrom(account, accountTps)) return STATUS.ESME_RTHROTTLED;
     }
     if (throttledShare > 0 && random() < throttledShare) return STATUS.ESME_RTHROTTLED;
     if (queueFullShare > 0 && random() < queueFullShare) return STATUS.ESME_RMSGQFUL;
     if (options.rejectDestinations?.test(destination)) return rejectStatus;
     return 0;
+  }
+
+  /** Takes a token from the bucket; false when it has none. */
+  function tokenFrom(bucket: Bucket, rate: number): boolean {
+    const at = now();
+    bucket.tokens = Math.min(rate, bucket.tokens + ((at - bucket.refilledAt) * rate) / 1000);
+    bucket.refilledAt = at;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens--;
+    return true;
   }
 
   const counterOf: Record<number, 'throttled' | 'queueFull'> = { [STATUS.ESME_RTHROTTLED]: 'throttled', [STATUS.ESME_RMSGQFUL]: 'queueFull' };

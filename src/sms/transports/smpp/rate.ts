@@ -1,41 +1,78 @@
 /**
- * The process's submit rate (SMS_TRANSPORT's `tps`), shared by its binds: two token buckets,
- * one for every send at (1 − urgentShare) × tps and one that only one-time passcodes draw on at
- * urgentShare × tps, so a campaign never takes the rate passcodes are promised. A passcode
- * takes from its own bucket first, then from the other. Each bucket holds a tenth of a
- * second of its rate, so a pause is not made up in a burst the SMSC would throttle.
+ * The submit rate (SMS_TRANSPORT's `tps`) the binds draw on: a share of it (`urgent`) held
+ * for one-time passcodes, so a campaign never takes the rate passcodes are promised. Per
+ * process (LocalSubmitRate), or shared by the processes of a deployment through Redis
+ * (SharedSubmitRate, when REDIS_URL is set); the transport does not know which.
  */
+export interface SubmitRate {
+  /**
+   * Takes a submit's token, for a passcode (`urgent`) or not, `waiting` such submits queued;
+   * false when there is none now, and then `ready` (given at creation) is called once there
+   * may be one.
+   */
+  take(urgent: boolean, waiting: number): boolean;
+  close(): Promise<void>;
+}
+
+export interface SubmitRateOptions {
+  tps: number;
+  urgentShare: number;
+  /** Monotonic milliseconds (performance.now). */
+  monotonic: () => number;
+  ready: () => void;
+}
+
+/** A bucket holds a tenth of a second of its rate, so a pause is not made up in a burst the SMSC would throttle. */
+export const BURST_SECONDS = 0.1;
+
+/** The two lanes' rates: every send at (1 − urgentShare) × tps, passcodes only at urgentShare × tps. */
+export function laneRates(tps: number, urgentShare: number): { normal: number; urgent: number } {
+  return { normal: tps * (1 - urgentShare), urgent: tps * urgentShare };
+}
+
+export function bucketCapacity(rate: number): number {
+  return rate > 0 ? Math.max(1, rate * BURST_SECONDS) : 0;
+}
+
 interface Bucket {
   rate: number;
   capacity: number;
   tokens: number;
 }
 
-export class SubmitRate {
+/**
+ * The process's own rate: two token buckets, one for every send and one only passcodes draw
+ * on. A passcode takes from its own bucket first, then from the other.
+ */
+export class LocalSubmitRate implements SubmitRate {
   private readonly buckets: { normal: Bucket; urgent: Bucket } | undefined;
   private refilledAt: number;
   private readonly monotonic: () => number;
+  private readonly ready: () => void;
+  private timer: NodeJS.Timeout | undefined;
+  private timerDue = Infinity;
 
   /** `tps` 0: no cap of Herald's own. */
-  constructor(tps: number, urgentShare: number, monotonic: () => number) {
-    this.monotonic = monotonic;
-    this.refilledAt = monotonic();
-    if (tps === 0) return;
-    const bucket = (rate: number): Bucket => ({ rate, capacity: Math.max(1, rate / 10), tokens: Math.max(1, rate / 10) });
-    this.buckets = { normal: bucket(tps * (1 - urgentShare)), urgent: bucket(tps * urgentShare) };
+  constructor(options: SubmitRateOptions) {
+    this.monotonic = options.monotonic;
+    this.ready = options.ready;
+    this.refilledAt = options.monotonic();
+    if (options.tps === 0) return;
+    const bucket = (rate: number): Bucket => ({ rate, capacity: bucketCapacity(rate), tokens: bucketCapacity(rate) });
+    const rates = laneRates(options.tps, options.urgentShare);
+    this.buckets = { normal: bucket(rates.normal), urgent: bucket(rates.urgent) };
   }
 
-  /** Takes a submit's token; false when there is none for it now (see waitMs). */
   take(urgent: boolean): boolean {
     if (!this.buckets) return true;
     this.refill();
-    const { normal, urgent: reserved } = this.buckets;
-    for (const bucket of urgent ? [reserved, normal] : [normal]) {
+    for (const bucket of this.lanes(urgent)) {
       if (bucket.tokens >= 1) {
         bucket.tokens -= 1;
         return true;
       }
     }
+    this.wakeIn(this.waitMs(urgent));
     return false;
   }
 
@@ -43,9 +80,30 @@ export class SubmitRate {
   waitMs(urgent: boolean): number {
     if (!this.buckets) return 0;
     this.refill();
-    const { normal, urgent: reserved } = this.buckets;
-    const waits = (urgent ? [reserved, normal] : [normal]).filter((b) => b.rate > 0).map((b) => ((1 - b.tokens) * 1000) / b.rate);
+    const waits = this.lanes(urgent).filter((b) => b.rate > 0).map((b) => ((1 - b.tokens) * 1000) / b.rate);
     return Math.max(1, Math.ceil(Math.min(...waits)));
+  }
+
+  async close(): Promise<void> {
+    clearTimeout(this.timer);
+  }
+
+  private lanes(urgent: boolean): Bucket[] {
+    const { normal, urgent: reserved } = this.buckets!;
+    return urgent ? [reserved, normal] : [normal];
+  }
+
+  /** One timer, moved earlier when a passcode's token is due before a campaign's. */
+  private wakeIn(ms: number): void {
+    const due = this.monotonic() + ms;
+    if (this.timer && due >= this.timerDue) return;
+    clearTimeout(this.timer);
+    this.timerDue = due;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerDue = Infinity;
+      this.ready();
+    }, ms);
   }
 
   private refill(): void {

@@ -9,9 +9,10 @@ import { GroupWriter } from './group-writer.ts';
 import { answeredBefore, applySmppReceipts, recordSmppAnswers, type Answer } from './journal.ts';
 import { normalisedId } from './message-ids.ts';
 import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
-import { SubmitRate } from './rate.ts';
+import { LocalSubmitRate, type SubmitRate } from './rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
 import type { SmppSettings } from '../../../smpp-url.ts';
+import { SharedSubmitRate } from './shared-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
 
@@ -29,6 +30,10 @@ export interface SmppTransportOptions {
   timing?: Partial<BindTiming>;
   random?: () => number;
   monotonic?: () => number;
+  /** REDIS_URL: the processes sending on one SMSC account share its tps (shared-rate.ts). */
+  redisUrl?: string;
+  /** Where in Redis the shared rates live; default `herald:smpp-rate:`. */
+  rateKeyPrefix?: string;
 }
 
 /**
@@ -77,15 +82,25 @@ const silent: SmppLog = { info() {}, warn() {}, error() {} };
 /**
  * SMS over SMPP 3.4 to an operator's SMSC (`SMS_TRANSPORT=smpp://…`): parts go out over
  * `binds` transceiver binds, each with at most `window` submit_sm outstanding, at most `tps` a
- * second across them, a share of both held for one-time passcodes. A slot is held from the
- * submit until its answer is recorded (smpp_submits, a group of answers a transaction), so a
- * crash can send again at most binds × window parts whose answers were lost; a part whose
- * answer was recorded is never sent again, not after a crash, nor when its message is tried
- * again because another of its parts was refused for now. Receipts are matched and applied a
- * group a transaction, and each deliver_sm is answered once its receipt is kept.
+ * second across them (and across the processes sending on the account, with REDIS_URL), a
+ * share of both held for one-time passcodes. A slot is held from the submit until its answer
+ * is recorded (smpp_submits, a group of answers a transaction), so a crash can send again at
+ * most binds × window parts whose answers were lost; a part whose answer was recorded is never
+ * sent again, not after a crash, nor when its message is tried again because another of its
+ * parts was refused for now. Receipts are matched and applied a group a transaction, and each
+ * deliver_sm is answered once its receipt is kept.
  */
 export function smppTransport(settings: SmppSettings, options: SmppTransportOptions): SmsTransport {
   return new SmppTransport(settings, options);
+}
+
+/** The process's own rate, or one shared with the other processes sending on the account when Redis is there to share it. */
+function submitRate(settings: SmppSettings, options: Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & { monotonic: () => number; log: SmppLog; ready: () => void }): SubmitRate {
+  const { tps, urgentShare } = settings;
+  const { redisUrl, monotonic, log, ready } = options;
+  if (tps === 0 || !redisUrl) return new LocalSubmitRate({ tps, urgentShare, monotonic, ready });
+  const account = `${settings.host}:${settings.port}:${settings.systemId}`;
+  return new SharedSubmitRate({ tps, urgentShare, monotonic, ready, log, redisUrl, account, keyPrefix: options.rateKeyPrefix });
 }
 
 class SmppTransport implements SmsTransport {
@@ -106,7 +121,6 @@ class SmppTransport implements SmsTransport {
   private readonly answers: GroupWriter<Answer>;
   private readonly receipts: GroupWriter<DeliveryReceipt>;
   private readonly timer: NodeJS.Timeout;
-  private rateTimer: NodeJS.Timeout | undefined;
   private boundSince: number;
   private closing = false;
 
@@ -117,7 +131,7 @@ class SmppTransport implements SmsTransport {
     this.log = options.log ?? silent;
     this.monotonic = options.monotonic ?? (() => performance.now());
     this.boundSince = this.monotonic();
-    this.rate = new SubmitRate(settings.tps, settings.urgentShare, this.monotonic);
+    this.rate = submitRate(settings, { ...options, monotonic: this.monotonic, log: this.log, ready: () => this.pump() });
     this.normalLimit = settings.window - Math.min(settings.window - 1, Math.floor(settings.window * settings.urgentShare));
     const timing = { ...DEFAULT_TIMING, ...options.timing };
     this.binds = Array.from(
@@ -192,9 +206,8 @@ class SmppTransport implements SmsTransport {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
-    clearTimeout(this.rateTimer);
     this.dropWhere(() => true, 'the SMPP transport is closing');
-    await Promise.all(this.binds.map((bind) => bind.close()));
+    await Promise.all([...this.binds.map((bind) => bind.close()), this.rate.close()]);
     await Promise.all([this.answers.drained(), this.receipts.drained()]);
   }
 
@@ -225,15 +238,8 @@ class SmppTransport implements SmsTransport {
       let bind: SmppBind | undefined;
       for (const candidate of this.binds) if (candidate.canSubmit && candidate.inUse < limit && (!bind || candidate.inUse < bind.inUse)) bind = candidate;
       if (!bind) return;
-      if (!this.rate.take(urgent)) {
-        if (!this.rateTimer) {
-          this.rateTimer = setTimeout(() => {
-            this.rateTimer = undefined;
-            this.pump();
-          }, this.rate.waitMs(urgent));
-        }
-        return;
-      }
+      // No token: the rate pumps again when there may be one.
+      if (!this.rate.take(urgent, queue.length)) return;
       queue.shift();
       this.send(bind, job);
     }
