@@ -1,10 +1,18 @@
+import { readFileSync } from 'node:fs';
+
 /**
  * `SMS_TRANSPORT=smpp://systemId:password@host:port?binds=&window=&tps=&urgent=` (and
- * `smpps://` for SMPP over TLS): what the SMPP transport (src/sms/transports/smpp/) is told,
+ * `smpps://…&ca=` for SMPP over TLS): what the SMPP transport (src/sms/transports/smpp/) is told,
  * with its defaults. Read where configuration is read (config.ts), so a wrong one stops a start.
  */
 export interface SmppSettings {
   tls: boolean;
+  /**
+   * `ca=<path of a PEM file>`, over TLS: the certificates the SMSC's must chain to, in place
+   * of Node's bundled ones (for an SMSC with a private CA). Unset: the bundled CAs and any in
+   * NODE_EXTRA_CA_CERTS. The certificate is verified, and its name checked, always.
+   */
+  ca: string | undefined;
   host: string;
   port: number;
   systemId: string;
@@ -46,8 +54,8 @@ export function parseSmppUrl(raw: string): SmppSettings {
   if (systemId === '' || systemId.length > 15) throw new Error('must carry a system_id of 1 to 15 characters before the @');
   const password = decodeURIComponent(url.password);
   if (password.length > 8) throw new Error('password must be at most 8 characters (SMPP 3.4 §5.2.2)');
-  const known = new Set(['binds', 'window', 'tps', 'urgent']);
-  for (const name of url.searchParams.keys()) if (!known.has(name)) throw new Error(`knows no parameter "${name}" (binds, window, tps, urgent)`);
+  const known = new Set(['binds', 'window', 'tps', 'urgent', 'ca']);
+  for (const name of url.searchParams.keys()) if (!known.has(name)) throw new Error(`knows no parameter "${name}" (binds, window, tps, urgent, ca)`);
   const whole = (name: keyof typeof LIMITS): number => {
     const value = url.searchParams.get(name);
     if (value === null || value === '') return SMPP_DEFAULTS[name];
@@ -61,6 +69,7 @@ export function parseSmppUrl(raw: string): SmppSettings {
   const tls = url.protocol === 'smpps:';
   return {
     tls,
+    ca: certificates(url.searchParams.get('ca'), tls),
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: url.port === '' ? (tls ? SMPP_DEFAULTS.tlsPort : SMPP_DEFAULTS.port) : Number(url.port),
     systemId,
@@ -70,4 +79,18 @@ export function parseSmppUrl(raw: string): SmppSettings {
     tps: whole('tps'),
     urgentShare,
   };
+}
+
+/** The PEM text of `ca=`, read once at start, so a wrong path stops the start rather than every bind. */
+function certificates(path: string | null, tls: boolean): string | undefined {
+  if (path === null || path === '') return undefined;
+  if (!tls) throw new Error('ca is for smpps:// (SMPP over TLS) only');
+  let pem: string;
+  try {
+    pem = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Error(`ca: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`ca: "${path}" holds no PEM certificate`);
+  return pem;
 }

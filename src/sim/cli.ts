@@ -1,9 +1,11 @@
 /** `herald sim smsc [options]`: the command-line face of startSmsc, running until SIGINT or SIGTERM. */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { FINAL_STATES, startSmsc, type FinalState, type IdFormat, type SmscOptions } from './smsc.ts';
 
 export const SIM_SMSC_ARGS = `[--port 2775] [--http-port 2776] [--host 127.0.0.1] [--system-id ID --password PW]
+  [--tls-cert cert.pem --tls-key key.pem (SMPP over TLS, port 3550 by default)]
   [--receipt-delay-ms 1000] [--delivered 0.95 --undelivered 0.03 --rejected --expired --deleted --unknown]
   [--enroute] [--receipt-before-response] [--tps N] [--account-tps N] [--throttled SHARE] [--queue-full SHARE]
   [--reject-numbers REGEX [--reject-status 0x0B]] [--drop-after N] [--id-format decimal|hex]
@@ -23,6 +25,7 @@ export async function simCommand(action: string | undefined, args: string[], usa
     args,
     options: {
       port: stringOption, 'http-port': stringOption, host: stringOption, 'system-id': stringOption, password: stringOption,
+      'tls-cert': stringOption, 'tls-key': stringOption,
       'receipt-delay-ms': stringOption, enroute: flag, 'receipt-before-response': flag, tps: stringOption, 'account-tps': stringOption,
       throttled: stringOption, 'queue-full': stringOption, 'reject-numbers': stringOption, 'reject-status': stringOption,
       'drop-after': stringOption, 'id-format': stringOption, 'receipt-id-format': stringOption, 'id-width': stringOption,
@@ -44,6 +47,15 @@ export async function simCommand(action: string | undefined, args: string[], usa
     return raw as T | undefined;
   };
   if ((text('system-id') === undefined) !== (text('password') === undefined)) throw usageError('--system-id and --password go together');
+  if ((text('tls-cert') === undefined) !== (text('tls-key') === undefined)) throw usageError('--tls-cert and --tls-key go together');
+  const pem = (name: string) => {
+    try {
+      return readFileSync(text(name)!);
+    } catch (error) {
+      throw usageError(`--${name}: cannot read ${text(name)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  };
+  const tls = text('tls-cert') === undefined ? undefined : { cert: pem('tls-cert'), key: pem('tls-key') };
 
   let rejectDestinations: RegExp | undefined;
   try {
@@ -58,7 +70,8 @@ export async function simCommand(action: string | undefined, args: string[], usa
   }
   const ID_FORMATS: readonly IdFormat[] = ['decimal', 'hex'];
   const options: SmscOptions = {
-    port: number('port') ?? 2775,
+    port: number('port') ?? (tls ? 3550 : 2775),
+    tls,
     httpPort: number('http-port') ?? 2776,
     host: text('host'),
     systemId: text('system-id'),
@@ -89,7 +102,7 @@ export async function simCommand(action: string | undefined, args: string[], usa
     throw error;
   }
   const host = options.host ?? '127.0.0.1';
-  console.log(`SMSC simulator: SMPP on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`);
+  console.log(`SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`);
   await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
   await smsc.close();
 }

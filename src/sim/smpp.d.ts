@@ -67,6 +67,8 @@ declare module 'smpp' {
       port: number;
       /** SMPP over TLS (tls.connect with these options). */
       tls?: boolean;
+      /** With tls: the CAs (PEM) the server's certificate must chain to, in place of Node's own. */
+      ca?: string;
       auto_enquire_link_period?: number;
     }
 

@@ -7,6 +7,7 @@
  * message, so one core carries tens of thousands of submits a second.
  */
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { once } from 'node:events';
 import { septetsOf, writeSeptets } from '../sms/gsm7.ts';
 import { segment } from '../sms/segments.ts';
@@ -29,6 +30,8 @@ export interface SmscOptions {
   /** Control HTTP port; 0 (the default here) picks a free one. */
   httpPort?: number;
   host?: string;
+  /** SMPP over TLS with this certificate (PEM, its chain after it) and private key: what `smpps://` connects to. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
   /** When set, binds must carry this system_id and password; unset, any are accepted. */
   systemId?: string;
   password?: string;
@@ -507,7 +510,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     }
   }
 
-  const server: Server = createServer((socket) => {
+  const onConnection = (socket: Socket) => {
     const session: Session = {
       socket, kind: undefined, systemId: '', submits: 0, tokens: 0, refilledAt: 0, sequence: 0, unanswered: new Map(), closing: false, corked: false,
     };
@@ -530,7 +533,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       for (const delivery of session.unanswered.values()) deliver(delivery);
       session.unanswered.clear();
     });
-  });
+  };
+  // Over TLS a session starts once the handshake is done; one that fails (a client refusing
+  // the certificate) ends there, with nothing to clean up.
+  const server: Server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onConnection) : createServer(onConnection);
 
   function sendMo({ from, to, text, systemId }: MoRequest): boolean {
     let target: string | undefined = systemId;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config.ts';
 import { segment } from '../../src/sms/segments.ts';
 import { idReadings, normalisedId } from '../../src/sms/transports/smpp/message-ids.ts';
@@ -13,7 +14,7 @@ import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
 describe('SMS_TRANSPORT=smpp://', () => {
   it('takes the defaults: port 2775 (3550 over TLS), 2 binds × a window of 50, no rate cap, a tenth held for passcodes', () => {
     assert.deepEqual(parseSmppUrl('smpp://herald:secret@smsc.example.com'), {
-      tls: false, host: 'smsc.example.com', port: 2775, systemId: 'herald', password: 'secret', binds: 2, window: 50, tps: 0, urgentShare: 0.1,
+      tls: false, ca: undefined, host: 'smsc.example.com', port: 2775, systemId: 'herald', password: 'secret', binds: 2, window: 50, tps: 0, urgentShare: 0.1,
     });
     const tls = parseSmppUrl('smpps://herald:s%40cret@10.0.0.5?binds=4&window=25&tps=300&urgent=0.2');
     assert.deepEqual([tls.tls, tls.port, tls.password, tls.binds, tls.window, tls.tps, tls.urgentShare], [true, 3550, 's@cret', 4, 25, 300, 0.2]);
@@ -28,6 +29,9 @@ describe('SMS_TRANSPORT=smpp://', () => {
       ['smpp://herald:secret@127.0.0.1?binds=x', /binds must be/],
       ['smpp://herald:secret@127.0.0.1?urgent=1', /urgent must be a share/],
       ['smpp://herald:secret@127.0.0.1?speed=9', /knows no parameter "speed"/],
+      ['smpp://herald:secret@127.0.0.1?ca=/etc/hostname', /ca is for smpps:\/\/ \(SMPP over TLS\) only/],
+      ['smpps://herald:secret@127.0.0.1?ca=/nonexistent/ca.pem', /ca: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/],
+      [`smpps://herald:secret@127.0.0.1?ca=${encodeURIComponent(fileURLToPath(import.meta.url))}`, /holds no PEM certificate/],
     ] as const) {
       assert.throws(() => loadConfig({ SMS_TRANSPORT: url }), (error: Error) => problem.test(error.message) && error.message.startsWith('invalid SMS_TRANSPORT') && !error.message.includes('toolongpassword'), url);
     }

@@ -40,13 +40,15 @@ export interface BindOptions {
   host: string;
   port: number;
   tls: boolean;
+  /** Over TLS: the CAs (PEM) the SMSC's certificate must chain to; unset, Node's own (and NODE_EXTRA_CA_CERTS). */
+  ca: string | undefined;
   systemId: string;
   password: string;
   timing: BindTiming;
   random: () => number;
   /** Monotonic milliseconds (performance.now): pauses and timeouts, not dates. */
   monotonic: () => number;
-  log: { info(object: object, message: string): void; warn(object: object, message: string): void };
+  log: { info(object: object, message: string): void; warn(object: object, message: string): void; error(object: object, message: string): void };
   /** The bind can take submits (it bound, or a pause ended). */
   ready(): void;
   /** A deliver_sm: `respond` answers it with a command_status, once. */
@@ -97,15 +99,27 @@ export class SmppBind {
   open(): void {
     if (this.state !== 'down') return;
     this.setState('connecting');
-    const { host, port, tls, systemId, password } = this.options;
-    const session = smpp.connect({ host, port, tls });
+    const { host, port, tls, ca, systemId, password } = this.options;
+    const session = smpp.connect({ host, port, tls, ca });
     this.session = session;
-    session.on('error', (error: Error) => {
-      if (this.session === session) this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
+    // Between the TCP connection and the end of the TLS handshake, where an untrusted certificate fails.
+    let handshaking = false;
+    session.on('error', (error: NodeJS.ErrnoException) => {
+      if (this.session !== session) return;
+      if (handshaking) {
+        this.options.log.error(
+          { bind: this.options.name, error: error.message, code: error.code },
+          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
+        );
+      } else {
+        this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
+      }
     });
     session.on('close', () => this.lose(session, 'the connection closed'));
     session.on('pdu', (pdu: Pdu) => this.onPdu(session, pdu));
+    if (tls) session.once('connect', () => (handshaking = true));
     session.once(tls ? 'secureConnect' : 'connect', () => {
+      handshaking = false;
       this.bindSequence = this.request(session, new smpp.PDU('bind_transceiver', { system_id: systemId, password, interface_version: 0x34 })) ?? 0;
     });
   }

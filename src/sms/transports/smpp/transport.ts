@@ -142,6 +142,7 @@ class SmppTransport implements SmsTransport {
           host: settings.host,
           port: settings.port,
           tls: settings.tls,
+          ca: settings.ca,
           systemId: settings.systemId,
           password: settings.password,
           timing,
