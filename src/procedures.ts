@@ -13,6 +13,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/setup.ts',
   './links/landing-pages.ts',
   './messaging/retention.ts',
+  './messaging/send.ts',
   './sms/accept.ts',
   './sms/expiry.ts',
   './sms/inbound.ts',

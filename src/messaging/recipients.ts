@@ -2,13 +2,17 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../crm/queries.ts';
+import type { FieldError } from '../errors.ts';
 
 type Db = Kysely<Schema>;
 
-/** Which contact column is a channel's address, and which opt-in is its consent. */
+/**
+ * Which contact column is a channel's address, which opt-in is its consent, and the status
+ * word of a recipient it may not be sent to (ARCHITECTURE.md: NotSent for SMS, Dropped for email).
+ */
 const CHANNEL = {
-  sms: { address: 'mobile', optIn: 'mobile_opt_in' },
-  email: { address: 'email', optIn: 'email_opt_in' },
+  sms: { address: 'mobile', optIn: 'mobile_opt_in', refused: 'NotSent' },
+  email: { address: 'email', optIn: 'email_opt_in', refused: 'Dropped' },
 } as const;
 
 export type Channel = keyof typeof CHANNEL;
@@ -75,12 +79,12 @@ export const EXPANSION_RANGE = 5000;
  *    fills the tags (SPEC §2.2 rule 4);
  *  - a request recipient gets the account's most recently updated contact with its address,
  *    whose properties fill the tags it does not give itself;
- *  - a suppressed address is NotSent, and consent is per address (ARCHITECTURE.md): any
- *    contact of the account with the address lacking the channel's opt-in makes it NotSent,
- *    whichever contact the row names.
+ *  - a suppressed address is refused (NotSent, Dropped), and consent is per address
+ *    (ARCHITECTURE.md): any contact of the account with the address lacking the channel's
+ *    opt-in refuses it, whichever contact the row names.
  */
 export async function expandRecipients(db: Db, dialect: DialectName, e: Expansion): Promise<string | null> {
-  const { address, optIn } = CHANNEL[e.channel];
+  const { address, optIn, refused } = CHANNEL[e.channel];
   const col = sql.ref(`c.${address}`);
   const everyone = e.listIds.includes(e.allContactsListId);
   const lists = e.listIds.filter((id) => id !== e.allContactsListId);
@@ -117,19 +121,39 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
      where send_id = ${e.sendId} and contact_id is null and ${inRange(recipient)}`.execute(db);
   await sql`
     update send_recipients
-       set status = 'NotSent', reason = 'suppressed: ' || s.reason, updated_at = ${now}
+       set status = ${refused}, reason = 'suppressed: ' || s.reason, updated_at = ${now}
       from suppressions s
      where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued' and ${inRange(recipient)}
        and s.account_id = ${e.accountId} and s.channel = ${e.channel} and s.address = send_recipients.address`.execute(db);
   await sql`
     update send_recipients
-       set status = 'NotSent', reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
+       set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
      where send_id = ${e.sendId} and status = 'Queued' and ${inRange(recipient)}
        and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(db);
   await sql`
     insert into recipient_history (recipient_id, status, at)
-    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = 'NotSent' and ${inRange(sql.ref('address'))}`.execute(db);
+    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(db);
   return through;
+}
+
+/**
+ * The recipients one range of an expansion refused (the range after `after` through
+ * `through`, as expandRecipients answered it; null: to the end), with their reasons: for a
+ * channel that posts them (email's Dropped is a word of SPEC §3).
+ */
+export async function refusedInRange(db: Db, channel: Channel, sendId: string, after: string | null, through: string | null) {
+  let select = db.selectFrom('send_recipients').select(['id', 'address', 'reason']).where('send_id', '=', sendId).where('status', '=', CHANNEL[channel].refused);
+  if (after !== null) select = select.where('address', '>', after);
+  if (through !== null) select = select.where('address', '<=', through);
+  return select.orderBy('id').execute();
+}
+
+/** The listIds that are not the account's (422s): another account's list is as unknown as a missing one, nothing tells them apart. */
+export async function listProblems(db: Db, accountId: string, listIds: string[], field = 'listId'): Promise<FieldError[]> {
+  if (listIds.length === 0) return [];
+  const rows = await db.selectFrom('contact_lists').select('id').where('account_id', '=', accountId).where('id', 'in', listIds).execute();
+  const known = new Set(rows.map((row) => row.id));
+  return listIds.filter((id) => !known.has(id)).map((id) => ({ field, message: `holds ${id}, which is not a list of this account` }));
 }
 
 /** Whether the account may send to an address now, and the contact whose properties fill its tags. */

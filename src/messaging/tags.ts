@@ -1,3 +1,5 @@
+import type { FieldError } from '../errors.ts';
+
 /**
  * Substitution tags (SPEC §2.3): `[name]` in a text is replaced by the recipient's own tag of
  * that tagName, else by the property of that name (case-insensitive) of the recipient's
@@ -44,4 +46,37 @@ export function renderTemplate(template: Template, sources: TagSources): string 
     text += value + template.pieces[i + 1];
   }
   return text;
+}
+
+// A tag is found in a text by the rule of TAG above: 1 to 64 characters other than brackets
+// and line breaks, between square brackets.
+const TAG_NAME = /^\[[^[\]\n]{1,64}\]$/;
+
+/**
+ * A request's tags (SPEC §2.3) by tagName as written, each problem pushed to `errors` by field
+ * path; each tagName once, so that which value a tag takes is never a guess. `reserved`: tag
+ * names the service fills itself, each with the words that say so.
+ */
+export function checkTags(
+  tags: Array<{ tagName: string; tagValue: string }> | undefined,
+  path: string,
+  errors: FieldError[],
+  reserved: Record<string, string> = {},
+): Record<string, string> {
+  const values: Record<string, string> = {};
+  const first = new Map<string, number>();
+  tags?.forEach(({ tagName, tagValue }, i) => {
+    const field = `${path}[${i}].tagName`;
+    if (!TAG_NAME.test(tagName)) {
+      errors.push({ field, message: 'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket' });
+    } else if (Object.hasOwn(reserved, tagName)) {
+      errors.push({ field, message: reserved[tagName] });
+    } else if (first.has(tagName)) {
+      errors.push({ field, message: `repeats the tagName of ${path}[${first.get(tagName)}]` });
+    } else {
+      first.set(tagName, i);
+      values[tagName] = tagValue;
+    }
+  });
+  return values;
 }

@@ -1,7 +1,7 @@
-import { procedure } from '../db/procedure.ts';
 import { postProcedure } from '../http/idempotency.ts';
-import { requestRecipientsInsert, type StoredRecipient } from '../messaging/recipients.ts';
-import { enqueue, enqueueWithWrites, PRIORITY, type NewJob } from '../queue/queue.ts';
+import type { StoredRecipient } from '../messaging/recipients.ts';
+import { writeSend, type NewSend } from '../messaging/send.ts';
+import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 
 /** The queue kind that sends one SMS request: expands it, then submits it a page at a time. */
@@ -46,22 +46,8 @@ export interface PreparedSms {
  */
 export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
   const passcode = draft.kind === 'single' && draft.scheduledAt === null;
-  const send = db.insertInto('sends').values({
-    id: sendId,
-    account_id: accountId,
-    channel: 'sms',
-    status: draft.scheduledAt === null ? 'Queued' : 'Scheduled',
-    content: JSON.stringify(content),
-    list_ids: JSON.stringify(draft.listIds),
-    webhook_url: draft.webhookUrl,
-    scheduled_at: draft.scheduledAt,
-    expanded: passcode,
-    created_at: now,
-    started_at: null,
-    completed_at: null,
-  });
-  const ownRecipients = recipients.length > 0 ? requestRecipientsInsert(dialect, sendId, now, recipients) : undefined;
-  const job: NewJob = {
+  const send: NewSend = { id: sendId, accountId, channel: 'sms', content: JSON.stringify(content), listIds: draft.listIds, webhookUrl: draft.webhookUrl, scheduledAt: draft.scheduledAt, expanded: passcode, now };
+  await writeSend(db, dialect, send, recipients, {
     kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
     payload: { sendId } satisfies SmsSendJob,
     accountId,
@@ -69,14 +55,7 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
     idempotencyKey: sendJobKey(sendId),
     maxAttempts: 10,
     priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
-  };
-  if (dialect === 'postgres') {
-    await enqueueWithWrites(db, job, ownRecipients ? [send, ownRecipients] : [send]);
-  } else {
-    await send.execute();
-    await ownRecipients?.execute(db);
-    await enqueue(db, job);
-  }
+  });
   return {
     statusCode: 202,
     body: {
@@ -86,22 +65,3 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
     },
   };
 }, { oneStatement: 'postgres' });
-
-/**
- * `DELETE /sms/{queueId}`: cancels a send that has not started (its recipients Cancelled, its
- * job gone); answers what the route says: cancelled, not the account's, or already sending.
- * A send has started once a worker claimed its job: an immediate single is never marked
- * Sending (it goes from Queued to Completed in one write), so its waiting job is what tells.
- */
-export const cancelSms = procedure(import.meta.url, 'cancelSms', async ({ db }, args: { accountId: string; sendId: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
-  db.transaction().execute(async (trx) => {
-    const send = await trx.selectFrom('sends').select('status').where('id', '=', args.sendId).where('account_id', '=', args.accountId).where('channel', '=', 'sms').executeTakeFirst();
-    if (!send) return 'not found';
-    if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
-    const waiting = await trx.deleteFrom('jobs').where('idempotency_key', '=', sendJobKey(args.sendId)).where('state', '=', 'ready').executeTakeFirst();
-    if (Number(waiting.numDeletedRows) === 0) return 'started';
-    await trx.updateTable('sends').set({ status: 'Cancelled', completed_at: args.now }).where('id', '=', args.sendId).execute();
-    await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').execute();
-    return 'cancelled';
-  }),
-);

@@ -1,14 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { notFound } from '../errors.ts';
-import { cursorCodec } from '../http/cursor.ts';
+import { groupBy, readSendPage } from '../messaging/send.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { SmsContent } from './accept.ts';
 
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const cursor = cursorCodec(['integer']);
 
 /**
  * `GET /sms/{queueId}` (ARCHITECTURE.md): the send, its totals by status word, and a page of
@@ -17,86 +15,37 @@ const cursor = cursorCodec(['integer']);
  * and the count of them all, which alone counts a link the recipients share.
  */
 export async function readSms(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
-  const send = await db
-    .selectFrom('sends')
-    .selectAll()
-    .where('id', '=', sendId)
-    .where('account_id', '=', accountId)
-    .where('channel', '=', 'sms')
-    .executeTakeFirst();
-  if (!send) throw notFound('The SMS');
-  // Until its time comes, a scheduled send's recipients are Scheduled rather than Queued.
-  const word = (status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
-
-  const counts = await db
-    .selectFrom('send_recipients')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('parts').as('parts')])
-    .where('send_id', '=', sendId)
-    .groupBy('status')
-    .execute();
-  const totals: Record<string, number> = {};
+  const read = await readSendPage(db, accountId, 'sms', sendId, page, 'The SMS');
   let partsBilled = 0;
-  for (const row of counts) {
-    totals[word(row.status)] = Number(row.n);
-    if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
-  }
-
-  const after = page.cursor === undefined ? 0 : cursor.decode(page.cursor)[0];
-  const rows = await db
-    .selectFrom('send_recipients')
-    .selectAll()
-    .where('send_id', '=', sendId)
-    .where('id', '>', after)
-    .orderBy('id')
-    .limit(page.limit + 1)
-    .execute();
-  const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.id)]);
-  const ids = shown.map((row) => Number(row.id));
+  for (const row of read.counts) if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
+  const { ids, send } = read;
   const linked = (JSON.parse(send.content) as SmsContent).landingPageId !== null;
-  const [history, parts] =
-    ids.length === 0
-      ? [[], []]
-      : await Promise.all([
-          db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute(),
-          db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute(),
-        ]);
+  const parts = ids.length === 0 ? [] : await db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute();
   const [clicksOf, clicks] = linked ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)]) : [new Map<number, ClickView[]>(), 0];
-  const historyOf = group(history, (h) => Number(h.recipient_id));
-  const partsOf = group(parts, (p) => Number(p.recipient_id));
+  const partsOf = groupBy(parts, (p) => Number(p.recipient_id));
 
   return {
     queueId: send.id,
-    status: send.status,
-    createdAt: iso(send.created_at),
-    scheduledAt: send.scheduled_at === null ? null : iso(send.scheduled_at),
-    totals,
+    status: read.summary.status,
+    createdAt: read.summary.createdAt,
+    scheduledAt: read.summary.scheduledAt,
+    totals: read.summary.totals,
     partsBilled,
     clicks,
-    recipients: shown.map((row) => ({
+    recipients: read.recipients.map((row) => ({
       recipient: row.address,
       messageId: row.message_id,
-      status: word(row.status),
+      status: row.status,
       reason: row.reason,
       parts: row.parts,
       encoding: row.encoding,
       error: row.error,
-      history: [{ status: 'Queued', at: iso(send.created_at) }, ...(historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
+      history: [{ status: 'Queued', at: iso(send.created_at) }, ...(read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
       clicks: clicksOf.get(Number(row.id)) ?? [],
     })),
-    nextCursor,
+    nextCursor: read.nextCursor,
   };
-}
-
-function group<T>(rows: T[], key: (row: T) => number): Map<number, T[]> {
-  const groups = new Map<number, T[]>();
-  for (const row of rows) {
-    const k = key(row);
-    const list = groups.get(k);
-    if (list) list.push(row);
-    else groups.set(k, [row]);
-  }
-  return groups;
 }
 
 /**

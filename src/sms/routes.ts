@@ -9,7 +9,8 @@ import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
-import { cancelSms, recordSms, type PreparedSms } from './accept.ts';
+import { cancelSend } from '../messaging/send.ts';
+import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
 import { readSandboxSms, readSms } from './read.ts';
@@ -63,7 +64,8 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: sms,
     schema: { tags, summary: 'Cancel an SMS request that has not started sending (204); 409 once it has', params: Type.Object({ queueId: Uuid() }), response: errorResponses(400, 401, 404, 409, 429) },
   }, async (request, reply) => {
-    const outcome = await ctx.database.call(cancelSms, { accountId: request.account.id, sendId: request.params.queueId.toLowerCase(), now: ctx.clock.now() });
+    const sendId = request.params.queueId.toLowerCase();
+    const outcome = await ctx.database.call(cancelSend, { accountId: request.account.id, channel: 'sms', sendId, jobKey: sendJobKey(sendId), now: ctx.clock.now() });
     if (outcome === 'not found') throw notFound('The SMS');
     if (outcome === 'started') throw conflict('The SMS has started sending, or was cancelled already: it cannot be cancelled.');
     return reply.code(204).send();

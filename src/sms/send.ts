@@ -1,14 +1,13 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
-import { sql, type Expression, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { defaultListId } from '../crm/setup.ts';
-import { expandRecipients } from '../messaging/recipients.ts';
+import { expandedSend, finishSend, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
-import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts, matchWaiting, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
@@ -20,57 +19,12 @@ import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
 
 type Db = Kysely<Schema>;
 
-/** Recipients submitted and recorded together: one transport call and one commit a page. */
-const PAGE = 500;
-/** A page with messages refused for now is tried again after this long. */
-export const RETRY_LATER_MS = 5_000;
+/** SMS recipients still to send: one refused for now stays Queued, to be tried again. */
+const PENDING = ['Queued'] as const;
 
-interface StartedSend {
-  accountId: string;
-  content: StoredSmsContent;
-  webhookUrl: string | null;
-  cursor: number;
-  /** The first page to send, read in the same round trip: a one-time passcode's only one. */
-  firstPage: PageRow[];
-}
-
-/**
- * A send's start: until its recipients are all expanded, one range of them (expanded from its
- * lists, consent settled) with the send marked Sending and its checkpoint, in one transaction
- * a call, answering 'expanding'; then its first page to send. A send cancelled before it
- * started answers null.
- */
+/** A send's start (messaging/send.ts): a range of its expansion a call, then its first page. */
 export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
-  db.transaction().execute(async (trx) => {
-    const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
-    if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
-    if (!send.expanded) {
-      const through = await expandRecipients(trx, dialect, {
-        channel: 'sms',
-        sendId: send.id,
-        accountId: send.account_id,
-        listIds: JSON.parse(send.list_ids) as string[],
-        allContactsListId: await defaultListId(trx, send.account_id),
-        after: send.expanded_through,
-        now: args.now,
-      });
-      await pauseForTest('sms.expand');
-      await trx
-        .updateTable('sends')
-        .set({ expanded: through === null, expanded_through: through, status: 'Sending', started_at: send.started_at ?? args.now })
-        .where('id', '=', send.id)
-        .execute();
-      if (through !== null) return 'expanding';
-    }
-    const cursor = Number(send.cursor);
-    return {
-      accountId: send.account_id,
-      content: JSON.parse(send.content) as StoredSmsContent,
-      webhookUrl: send.webhook_url,
-      cursor,
-      firstPage: await loadPage(trx, send.account_id, send.id, cursor),
-    };
-  }),
+  db.transaction().execute((trx) => startSend(trx, dialect, { ...args, pending: PENDING })),
 );
 
 /**
@@ -117,7 +71,7 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
       waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-    return page.last ? finish(trx, page.sendId, page.now, page.last) : 'more';
+    return page.last ? finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
   });
   await matchWaiting(db, dialect, page.now, waiting);
   return result;
@@ -176,63 +130,6 @@ export async function updateRecipients(db: Db, dialect: DialectName, now: number
   return applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
 }
 
-type Finish = 'completed' | 'retry';
-
-/**
- * The send done: Completed and its job with it, unless recipients refused for now remain,
- * which are tried again from the start of the send after a pause.
- */
-async function finish(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
-  const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('status', '=', 'Queued').executeTakeFirst();
-  if (waiting) {
-    await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
-    return 'retry';
-  }
-  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
-  await completeJob(trx, lease);
-  return 'completed';
-}
-
-/** The send done when its last page was recorded earlier (it resumed with nothing left to send). */
-export const finishSmsSend = procedure(import.meta.url, 'finishSmsSend', async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<Finish> =>
-  db.transaction().execute((trx) => finish(trx, args.sendId, args.now, args.lease)),
-);
-
-export interface PageRow {
-  id: number;
-  address: string;
-  tags: string | null;
-  properties: string | null;
-}
-
-/**
- * A page row's contact properties, looked up by the contact's key one row at a time: as a
- * join, PostgreSQL planned it by the table's statistics, and right after a list was imported
- * (none yet for its contacts) it read every contact of the account for each recipient.
- */
-export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['send_recipients'] }, 'r'>, accountId: Expression<string>) {
-  return eb.selectFrom('contacts as c').select('c.properties').where('c.account_id', '=', accountId).whereRef('c.id', '=', 'r.contact_id').as('properties');
-}
-
-async function loadPage(db: Db, accountId: string, sendId: string, after: number): Promise<PageRow[]> {
-  return db
-    .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags'])
-    .select((eb) => contactProperties(eb, eb.val(accountId)))
-    .where('r.send_id', '=', sendId)
-    .where('r.status', '=', 'Queued')
-    .where('r.id', '>', after)
-    .orderBy('r.id')
-    .limit(PAGE)
-    .execute() as Promise<PageRow[]>;
-}
-
-/** The account's property names by id, lower-cased: what `[name]` looks up in a contact. */
-export async function propertyNames(db: Db, accountId: string): Promise<Map<string, string>> {
-  const rows = await db.selectFrom('contact_properties').select(['id', 'name_key']).where('account_id', '=', accountId).execute();
-  return new Map(rows.map((row) => [row.id, row.name_key]));
-}
-
 /** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
 type SendingSms = Omit<StartedSend, 'content'> & { sendId: string; content: SmsContent; sealed: boolean };
 
@@ -245,14 +142,7 @@ export function openedPage(rows: PageRow[], send: { sendId: string; sealed: bool
 /** `links`: each row's landing page link, when the send has one. */
 export function renderPage(rows: PageRow[], send: { accountId: string; sendId: string; content: SmsContent; sealed: boolean }, template: Template, names: Map<string, string>, links: string[] | null): OutgoingSms[] {
   return rows.map((row, i) => {
-    let properties: Map<string, string> | null = null;
-    if (template.tags.length > 0 && row.properties) {
-      properties = new Map();
-      for (const [id, value] of Object.entries(JSON.parse(row.properties) as Record<string, string>)) {
-        const name = names.get(id);
-        if (name !== undefined) properties.set(name, value);
-      }
-    }
+    const properties = template.tags.length > 0 ? rowProperties(row, names) : null;
     // A batch recipient's own tags, else the single request's top-level ones.
     const given = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
     const own = links ? { ...given, [LANDING_PAGE_TAG]: links[i] } : given;
@@ -316,38 +206,20 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
-      let started: StartedSend | 'expanding' | null;
-      while ((started = await database.call(startSmsSend, { sendId, now: clock.now() })) === 'expanding') {
-        if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
-      }
+      const started = await expandedSend(clock, run, () => database.call(startSmsSend, { sendId, now: clock.now() }));
       if (!started) return;
       // Opened here, just before rendering: the clear text lives in this job's memory only.
-      const send: SendingSms = { ...started, ...openedContent(started.content, sendId, encryptionKey), sendId };
+      const send: SendingSms = { ...started, ...openedContent(JSON.parse(started.content) as StoredSmsContent, sendId, encryptionKey), sendId };
       const links = send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
       const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
-      let finished: Finish;
-      for (let rows = send.firstPage; ; rows = await loadPage(database.db, send.accountId, sendId, send.cursor)) {
-        if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
-        if (rows.length === 0) {
-          finished = await database.call(finishSmsSend, { sendId, now: clock.now(), lease: run.lease });
-          break;
-        }
+      return sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
         const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
         await pauseForTest('sms.submitted');
         const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
-        send.cursor = Number(rows.at(-1)!.id);
-        // A short page is the last: recorded and finished in one transaction.
-        const last = rows.length < PAGE ? run.lease : null;
-        const recorded = await database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor: send.cursor, outcomes, steps, receipts, last });
-        if (recorded !== 'more') {
-          finished = recorded;
-          break;
-        }
-      }
-      if (finished === 'retry') throw new SnoozeJob(clock.now() + RETRY_LATER_MS, 'messages refused for now are tried again');
-      return 'completed';
+        return database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor, outcomes, steps, receipts, last });
+      });
     },
     onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, clock, (job.payload as SmsSendJob).sendId, error),
   };

@@ -13,7 +13,8 @@ import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import { matchWaiting, SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
-import { contactProperties, failUnsent, openedPage, pageOutcomes, propertyNames, renderPage, RETRY_LATER_MS, statusEvents, updateRecipients, type Outcome, type PageRow } from './send.ts';
+import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/send.ts';
+import { failUnsent, openedPage, pageOutcomes, renderPage, statusEvents, updateRecipients, type Outcome } from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;

@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely';
 import { isValidSenderName } from '../accounts/service.ts';
-import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { Schema } from '../db/schema.ts';
 import { unprocessable, type FieldError } from '../errors.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
+import { listProblems } from '../messaging/recipients.ts';
+import { scheduledTime } from '../messaging/schedule.ts';
+import { checkTags } from '../messaging/tags.ts';
 import { landingPageUrl } from '../links/landing-pages.ts';
 import { linkBase, parseShortenerUrl, shortenerAccount } from '../links/shortener.ts';
 import type { SmsDraft } from './draft.ts';
@@ -69,7 +71,7 @@ export function checkSmsRequest(
     const { parts } = measure(withSampleLink(body.body, linkBase(draft.shortener.url, publicUrl)));
     if (parts > MAX_PARTS) errors.push({ field: 'body', message: `takes ${parts} SMS parts with the landing page link; a message has at most ${MAX_PARTS}` });
   }
-  if (kind === 'single') draft.tags = checkTags((body as SmsSingleRequest).personalizationSubstitutionTags, 'personalizationSubstitutionTags', errors);
+  if (kind === 'single') draft.tags = checkTags((body as SmsSingleRequest).personalizationSubstitutionTags, 'personalizationSubstitutionTags', errors, RESERVED_TAGS);
 
   if (body.scheduleDateTime !== undefined) {
     const at = scheduledTime(body.scheduleDateTime, account.timeZoneOffset, now);
@@ -85,6 +87,8 @@ export function checkSmsRequest(
   return { draft, errors };
 }
 
+const RESERVED_TAGS = { [LANDING_PAGE_TAG]: 'is the place of the landing page link, which the service fills: use another tagName' };
+
 /** The batch's lists and recipients: at least one of them, lists without repeats, a number given twice kept once. */
 function checkAudience(batch: SmsBatchRequest, draft: SmsDraft, errors: FieldError[]): void {
   draft.listIds = [...new Set((batch.listId ?? []).map((id) => id.toLowerCase()))];
@@ -93,7 +97,7 @@ function checkAudience(batch: SmsBatchRequest, draft: SmsDraft, errors: FieldErr
     const at = `recipients[${i}]`;
     const mobile = mobileFromDigits(recipient.mobileNo);
     if ('problem' in mobile) errors.push({ field: `${at}.mobileNo`, message: mobile.problem });
-    const tags = checkTags(recipient.personalizationSubstitutionTags, `${at}.personalizationSubstitutionTags`, errors);
+    const tags = checkTags(recipient.personalizationSubstitutionTags, `${at}.personalizationSubstitutionTags`, errors, RESERVED_TAGS);
     if (!('problem' in mobile) && !seen.has(mobile.mobile)) {
       seen.add(mobile.mobile);
       draft.recipients.push({ mobile: mobile.mobile, tags });
@@ -102,75 +106,6 @@ function checkAudience(batch: SmsBatchRequest, draft: SmsDraft, errors: FieldErr
   if (draft.listIds.length === 0 && (batch.recipients ?? []).length === 0) {
     errors.push({ field: 'listId', message: 'or recipients is required: give at least one list id or one recipient' });
   }
-}
-
-// A tag is found in a text by the same rule (messaging/tags.ts): 1 to 64 characters other
-// than brackets and line breaks, between square brackets.
-const TAG_NAME = /^\[[^[\]\n]{1,64}\]$/;
-
-/** Tags by tagName as written; each tagName once, so that which value a tag takes is never a guess. */
-function checkTags(tags: Array<{ tagName: string; tagValue: string }> | undefined, path: string, errors: FieldError[]): Record<string, string> {
-  const values: Record<string, string> = {};
-  const first = new Map<string, number>();
-  tags?.forEach(({ tagName, tagValue }, i) => {
-    const field = `${path}[${i}].tagName`;
-    if (!TAG_NAME.test(tagName)) {
-      errors.push({ field, message: 'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket' });
-    } else if (tagName === LANDING_PAGE_TAG) {
-      errors.push({ field, message: 'is the place of the landing page link, which the service fills: use another tagName' });
-    } else if (first.has(tagName)) {
-      errors.push({ field, message: `repeats the tagName of ${path}[${first.get(tagName)}]` });
-    } else {
-      first.set(tagName, i);
-      values[tagName] = tagValue;
-    }
-  });
-  return values;
-}
-
-// RFC 3339 §5.6 date-time, the offset optional (read in the account's time zone when absent);
-// the T may be a t or a space (§5.6, NOTE).
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))?$/;
-
-/** Sends are scheduled at most this far ahead: a later time is far more likely a typo in the year than a plan. */
-export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
-
-/**
- * A scheduleDateTime as epoch ms, null for now (a time in the past is now), or the problem in
- * words. An offset makes it an instant; without one it is a wall-clock time in the account's
- * time zone (ARCHITECTURE.md, "Decisions").
- */
-export function scheduledTime(text: string, timeZoneOffset: string, now: number): number | null | string {
-  const match = DATE_TIME.exec(text);
-  if (!match) {
-    return 'must be a date and time in RFC 3339, like 2026-11-23T14:00:00+05:30 (without the offset, it is read in the account time zone)';
-  }
-  const [, year, month, day, hour, minute, second, fraction, zulu, sign, offsetHours, offsetMinutesText] = match;
-  const y = Number(year);
-  const m = Number(month);
-  const d = Number(day);
-  // RFC 3339 allows a leap second, 60; it is read as the last second of its minute.
-  const s = Math.min(Number(second), 59);
-  const daysInMonth = new Date(Date.UTC(2000 + (y % 400), m, 0)).getUTCDate();
-  if (m < 1 || m > 12 || d < 1 || d > daysInMonth || Number(hour) > 23 || Number(minute) > 59 || Number(second) > 60) {
-    return 'is not a date and time that exists: check the month, day, hours, minutes and seconds';
-  }
-  let offset: number;
-  if (zulu !== undefined) offset = 0;
-  else if (sign !== undefined) {
-    if (Number(offsetHours) > 23 || Number(offsetMinutesText) > 59) return 'has an offset out of range: at most ±23:59';
-    offset = (sign === '+' ? 1 : -1) * (Number(offsetHours) * 60 + Number(offsetMinutesText));
-  } else {
-    // The account's offset was checked when it was set.
-    offset = offsetMinutes(timeZoneOffset) ?? 0;
-  }
-  const wallClock = new Date(0);
-  wallClock.setUTCFullYear(y, m - 1, d);
-  wallClock.setUTCHours(Number(hour), Number(minute), s, Number((fraction ?? '0').slice(0, 3).padEnd(3, '0')));
-  const at = wallClock.getTime() - offset * 60_000;
-  if (at <= now) return null;
-  if (at - now > MAX_SCHEDULE_AHEAD_MS) return 'must be at most a year ahead';
-  return at;
 }
 
 /**
@@ -203,14 +138,7 @@ export async function prepareSms(
     }
   }
 
-  if (draft.listIds.length > 0) {
-    const rows = await db.selectFrom('contact_lists').select('id').where('account_id', '=', accountId).where('id', 'in', draft.listIds).execute();
-    const known = new Set(rows.map((row) => row.id));
-    for (const id of draft.listIds) {
-      // Another account's list is as unknown as a missing one: nothing tells them apart.
-      if (!known.has(id)) errors.push({ field: 'listId', message: `holds ${id}, which is not a list of this account` });
-    }
-  }
+  errors.push(...(await listProblems(db, accountId, draft.listIds)));
 
   if (draft.landingPageId !== null && (await landingPageUrl(db, accountId, draft.landingPageId)) === undefined) {
     // Another account's landing page is as unknown as a missing one.

@@ -1,0 +1,320 @@
+import type { Expression, ExpressionBuilder, Kysely } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Database, DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { defaultListId } from '../crm/setup.ts';
+import { notFound } from '../errors.ts';
+import { cursorCodec } from '../http/cursor.ts';
+import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
+import type { Lease } from '../queue/queries.ts';
+import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
+import { pauseForTest } from '../test-pause.ts';
+import { expandRecipients, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
+
+/**
+ * What a send's pipeline is, whatever its channel (MESSAGING.md): accepted with its request
+ * recipients and its job in one transaction; expanded a range at a time with its checkpoint;
+ * then sent a page of recipients at a time, each page's results recorded with the send's
+ * cursor, until none is left; cancelled while it waits; read back a page at a time. Each
+ * channel renders, hands over and records a page its own way (src/sms/send.ts, src/email/send.ts).
+ */
+
+type Db = Kysely<Schema>;
+
+/** Recipients handed over and recorded together: one commit a page. */
+export const PAGE = 500;
+
+/** A send with messages refused for now tries them again after this long. */
+export const RETRY_LATER_MS = 5_000;
+
+/** How a send's last page ended: done, or messages refused for now remain to try again. */
+export type Finish = 'completed' | 'retry';
+
+/** A send as it is accepted. `content`: the channel's request as its worker reads it, in JSON. */
+export interface NewSend {
+  id: string;
+  accountId: string;
+  channel: Channel;
+  content: string;
+  listIds: string[];
+  webhookUrl: string | null;
+  /** Epoch ms; null = now. */
+  scheduledAt: number | null;
+  /** Stored with its recipients settled already (an immediate single SMS). */
+  expanded: boolean;
+  now: number;
+}
+
+/**
+ * The writes of an accept, in the caller's transaction: the send, its request recipients and
+ * its job. On PostgreSQL they are one statement, so an accept costs one round trip.
+ */
+export async function writeSend(db: Db, dialect: DialectName, send: NewSend, recipients: StoredRecipient[], job: NewJob): Promise<void> {
+  const row = db.insertInto('sends').values({
+    id: send.id,
+    account_id: send.accountId,
+    channel: send.channel,
+    status: send.scheduledAt === null ? 'Queued' : 'Scheduled',
+    content: send.content,
+    list_ids: JSON.stringify(send.listIds),
+    webhook_url: send.webhookUrl,
+    scheduled_at: send.scheduledAt,
+    expanded: send.expanded,
+    created_at: send.now,
+    started_at: null,
+    completed_at: null,
+  });
+  const ownRecipients = recipients.length > 0 ? requestRecipientsInsert(dialect, send.id, send.now, recipients) : undefined;
+  if (dialect === 'postgres') {
+    await enqueueWithWrites(db, job, ownRecipients ? [row, ownRecipients] : [row]);
+  } else {
+    await row.execute();
+    await ownRecipients?.execute(db);
+    await enqueue(db, job);
+  }
+}
+
+/**
+ * `DELETE /sms/{queueId}`, `DELETE /email/batch/{batchId}`: cancels a send that has not started
+ * (its recipients Cancelled, its job gone, found by `jobKey`); answers what the route says:
+ * cancelled, not the account's, or already sending. A send has started once a worker claimed
+ * its job: an immediate single SMS is never marked Sending (it goes from Queued to Completed
+ * in one write), so its waiting job is what tells.
+ */
+export const cancelSend = procedure(
+  import.meta.url,
+  'cancelSend',
+  async ({ db }, args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
+    db.transaction().execute(async (trx) => {
+      const send = await trx.selectFrom('sends').select('status').where('id', '=', args.sendId).where('account_id', '=', args.accountId).where('channel', '=', args.channel).executeTakeFirst();
+      if (!send) return 'not found';
+      if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
+      const waiting = await trx.deleteFrom('jobs').where('idempotency_key', '=', args.jobKey).where('state', '=', 'ready').executeTakeFirst();
+      if (Number(waiting.numDeletedRows) === 0) return 'started';
+      await trx.updateTable('sends').set({ status: 'Cancelled', completed_at: args.now }).where('id', '=', args.sendId).execute();
+      await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').execute();
+      return 'cancelled';
+    }),
+);
+
+export interface PageRow {
+  id: number;
+  address: string;
+  tags: string | null;
+  properties: string | null;
+}
+
+export interface StartedSend {
+  accountId: string;
+  /** The channel's content, in JSON as accepted. */
+  content: string;
+  webhookUrl: string | null;
+  cursor: number;
+  /** The first page to send, read in the same round trip: a one-time passcode's only one. */
+  firstPage: PageRow[];
+}
+
+/** One range of an expansion, just written: what a channel that posts refusals reads (recipients.ts, refusedInRange). */
+export interface ExpandedRange {
+  accountId: string;
+  webhookUrl: string | null;
+  after: string | null;
+  through: string | null;
+}
+
+/**
+ * A send's start, in the caller's transaction: until its recipients are all expanded, one
+ * range of them (expanded from its lists, consent settled) with the send marked Sending and
+ * its checkpoint, answering 'expanding'; `onRange` runs in the same transaction after each.
+ * Then its first page to send (recipients in `pending`). A send cancelled or done answers null.
+ */
+export async function startSend(
+  trx: Db,
+  dialect: DialectName,
+  args: { sendId: string; now: number; pending: readonly string[] },
+  onRange?: (range: ExpandedRange) => Promise<void>,
+): Promise<StartedSend | 'expanding' | null> {
+  const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
+  if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
+  if (!send.expanded) {
+    const channel = send.channel as Channel;
+    const through = await expandRecipients(trx, dialect, {
+      channel,
+      sendId: send.id,
+      accountId: send.account_id,
+      listIds: JSON.parse(send.list_ids) as string[],
+      allContactsListId: await defaultListId(trx, send.account_id),
+      after: send.expanded_through,
+      now: args.now,
+    });
+    await onRange?.({ accountId: send.account_id, webhookUrl: send.webhook_url, after: send.expanded_through, through });
+    await pauseForTest(`${channel}.expand`);
+    await trx
+      .updateTable('sends')
+      .set({ expanded: through === null, expanded_through: through, status: 'Sending', started_at: send.started_at ?? args.now })
+      .where('id', '=', send.id)
+      .execute();
+    if (through !== null) return 'expanding';
+  }
+  const cursor = Number(send.cursor);
+  return {
+    accountId: send.account_id,
+    content: send.content,
+    webhookUrl: send.webhook_url,
+    cursor,
+    firstPage: await loadPage(trx, send.account_id, send.id, cursor, args.pending),
+  };
+}
+
+/**
+ * A page row's contact properties, looked up by the contact's key one row at a time: as a
+ * join, PostgreSQL planned it by the table's statistics, and right after a list was imported
+ * (none yet for its contacts) it read every contact of the account for each recipient.
+ */
+export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['send_recipients'] }, 'r'>, accountId: Expression<string>) {
+  return eb.selectFrom('contacts as c').select('c.properties').where('c.account_id', '=', accountId).whereRef('c.id', '=', 'r.contact_id').as('properties');
+}
+
+/** The next page of a send's recipients still to send (status in `pending`), after the cursor, in id order. */
+export async function loadPage(db: Db, accountId: string, sendId: string, after: number, pending: readonly string[]): Promise<PageRow[]> {
+  return db
+    .selectFrom('send_recipients as r')
+    .select(['r.id', 'r.address', 'r.tags'])
+    .select((eb) => contactProperties(eb, eb.val(accountId)))
+    .where('r.send_id', '=', sendId)
+    .where('r.status', 'in', pending)
+    .where('r.id', '>', after)
+    .orderBy('r.id')
+    .limit(PAGE)
+    .execute() as Promise<PageRow[]>;
+}
+
+/** The account's property names by id, lower-cased: what `[name]` looks up in a contact. */
+export async function propertyNames(db: Db, accountId: string): Promise<Map<string, string>> {
+  const rows = await db.selectFrom('contact_properties').select(['id', 'name_key']).where('account_id', '=', accountId).execute();
+  return new Map(rows.map((row) => [row.id, row.name_key]));
+}
+
+/** A page row's contact properties by lower-cased name (what tags.ts looks a tag up in), or null for none. */
+export function rowProperties(row: PageRow, names: Map<string, string>): Map<string, string> | null {
+  if (!row.properties) return null;
+  const properties = new Map<string, string>();
+  for (const [id, value] of Object.entries(JSON.parse(row.properties) as Record<string, string>)) {
+    const name = names.get(id);
+    if (name !== undefined) properties.set(name, value);
+  }
+  return properties;
+}
+
+/**
+ * The send done, in the caller's transaction: Completed and its job with it, unless
+ * recipients refused for now remain (status in `pending`), which are tried again from the
+ * start of the send after a pause.
+ */
+export async function finishSend(trx: Db, sendId: string, now: number, lease: Lease, pending: readonly string[]): Promise<Finish> {
+  const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('status', 'in', pending).executeTakeFirst();
+  if (waiting) {
+    await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
+    return 'retry';
+  }
+  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
+  await completeJob(trx, lease);
+  return 'completed';
+}
+
+/** The send done when its last page was recorded earlier (it resumed with nothing left to send). */
+export const finishResumedSend = procedure(import.meta.url, 'finishResumedSend', async ({ db }, args: { sendId: string; now: number; lease: Lease; pending: string[] }): Promise<Finish> =>
+  db.transaction().execute((trx) => finishSend(trx, args.sendId, args.now, args.lease, args.pending)),
+);
+
+/** Starts a send, a range of its expansion a call, until it is expanded: its start, or null when there is nothing to send. */
+export async function expandedSend<T>(clock: Clock, run: JobRun, start: () => Promise<T | 'expanding' | null>): Promise<T | null> {
+  let started: T | 'expanding' | null;
+  while ((started = await start()) === 'expanding') {
+    if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
+  }
+  return started;
+}
+
+/**
+ * A send's pages, in id order from its cursor, until none is left: `page` hands one over and
+ * records its results with the cursor given (the page's last recipient id), finishing the
+ * send in the same transaction when it is the last (`last`, the job's lease: a short page).
+ * Messages refused for now are tried again after RETRY_LATER_MS, their job snoozed.
+ */
+export async function sendInPages(
+  deps: { database: Database; clock: Clock },
+  run: JobRun,
+  send: { sendId: string; accountId: string; cursor: number; firstPage: PageRow[] },
+  pending: readonly string[],
+  page: (rows: PageRow[], record: { cursor: number; last: Lease | null }) => Promise<'more' | Finish>,
+): Promise<'completed'> {
+  const { database, clock } = deps;
+  let cursor = send.cursor;
+  let finished: Finish;
+  for (let rows = send.firstPage; ; rows = await loadPage(database.db, send.accountId, send.sendId, cursor, pending)) {
+    if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
+    if (rows.length === 0) {
+      finished = await database.call(finishResumedSend, { sendId: send.sendId, now: clock.now(), lease: run.lease, pending: [...pending] });
+      break;
+    }
+    cursor = Number(rows.at(-1)!.id);
+    const recorded = await page(rows, { cursor, last: rows.length < PAGE ? run.lease : null });
+    if (recorded !== 'more') {
+      finished = recorded;
+      break;
+    }
+  }
+  if (finished === 'retry') throw new SnoozeJob(clock.now() + RETRY_LATER_MS, 'messages refused for now are tried again');
+  return 'completed';
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const recipientCursor = cursorCodec(['integer']);
+
+/**
+ * The common part of a send's read (ARCHITECTURE.md's reads): the account's send of the
+ * channel (404 otherwise), its totals by status word with the parts counted, and a page of
+ * its recipients in id order, each with its history. Until its time comes, a scheduled
+ * send's recipients read Scheduled rather than Queued.
+ */
+export async function readSendPage(db: Db, accountId: string, channel: Channel, sendId: string, page: { limit: number; cursor?: string }, what: string) {
+  const send = await db.selectFrom('sends').selectAll().where('id', '=', sendId).where('account_id', '=', accountId).where('channel', '=', channel).executeTakeFirst();
+  if (!send) throw notFound(what);
+  const word = (status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
+  const counts = await db
+    .selectFrom('send_recipients')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('parts').as('parts')])
+    .where('send_id', '=', sendId)
+    .groupBy('status')
+    .execute();
+  const totals: Record<string, number> = {};
+  for (const row of counts) totals[word(row.status)] = Number(row.n);
+
+  const after = page.cursor === undefined ? 0 : recipientCursor.decode(page.cursor)[0];
+  const rows = await db.selectFrom('send_recipients').selectAll().where('send_id', '=', sendId).where('id', '>', after).orderBy('id').limit(page.limit + 1).execute();
+  const { rows: shown, nextCursor } = recipientCursor.page(rows, page.limit, (last) => [Number(last.id)]);
+  const ids = shown.map((row) => Number(row.id));
+  const history = ids.length === 0 ? [] : await db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute();
+  return {
+    send,
+    summary: { createdAt: iso(send.created_at), scheduledAt: send.scheduled_at === null ? null : iso(send.scheduled_at), status: send.status, totals },
+    counts,
+    recipients: shown.map((row) => ({ ...row, status: word(row.status) })),
+    historyOf: groupBy(history, (h) => Number(h.recipient_id)),
+    ids,
+    nextCursor,
+  };
+}
+
+export function groupBy<T>(rows: T[], key: (row: T) => number): Map<number, T[]> {
+  const groups = new Map<number, T[]>();
+  for (const row of rows) {
+    const k = key(row);
+    const list = groups.get(k);
+    if (list) list.push(row);
+    else groups.set(k, [row]);
+  }
+  return groups;
+}
