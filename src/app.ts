@@ -15,6 +15,7 @@ import { accountRoutes } from './accounts/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
 import { smsRoutes } from './sms/routes.ts';
+import { emailRoutes } from './email/routes.ts';
 import { linkRoutes } from './links/routes.ts';
 import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
@@ -48,7 +49,7 @@ export async function buildApp(
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over SMPP with landing pages, short links and encrypted bodies, and signed webhooks. The email endpoints of the specification are not built yet.' },
+      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over SMPP with landing pages, short links and encrypted bodies, email batches through the sandbox transport with campaigns, suppressions and tracking, and signed webhooks.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
@@ -63,6 +64,7 @@ export async function buildApp(
   queueRoutes(app, ctx);
   crmRoutes(app, ctx);
   smsRoutes(app, ctx);
+  emailRoutes(app, ctx);
   linkRoutes(app, ctx);
 
   return app;

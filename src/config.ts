@@ -30,6 +30,12 @@ export interface Config {
    * (`smpps://` over TLS; smpp-url.ts).
    */
   smsTransport: { kind: 'sandbox'; fail: RegExp | undefined } | { kind: 'smpp'; settings: SmppSettings };
+  /**
+   * EMAIL_TRANSPORT: `sandbox:`, optionally with `?defer=<regular expression>` (addresses it
+   * refuses for now, 4xx) and `&bounce=<regular expression>` (addresses it refuses for good,
+   * 5xx), for trying failures in development.
+   */
+  emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined };
   defaultEmailDomain: string;
   logLevel: string;
   /** After SIGTERM, how long running jobs may take before the process exits without them. */
@@ -110,6 +116,21 @@ function smsTransportSetting(raw: string): Config['smsTransport'] {
   }
 }
 
+function emailTransportSetting(raw: string): Config['emailTransport'] {
+  const match = /^sandbox:(?:\?(.*))?$/.exec(raw);
+  if (!match) throw new ConfigError('EMAIL_TRANSPORT', `must be sandbox: or sandbox:?defer=<regular expression>&bounce=<regular expression>, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`);
+  const setting: Config['emailTransport'] = { kind: 'sandbox', defer: undefined, bounce: undefined };
+  for (const [name, value] of new URLSearchParams(match[1] ?? '')) {
+    if (name !== 'defer' && name !== 'bounce') throw new ConfigError('EMAIL_TRANSPORT', `sandbox: takes defer= and bounce=, not ${name}=`);
+    try {
+      setting[name] = new RegExp(value, 'i');
+    } catch {
+      throw new ConfigError('EMAIL_TRANSPORT', `${name}= must be a regular expression, got "${value}"`);
+    }
+  }
+  return setting;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const jwtSecret = optional(env, 'JWT_SECRET');
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
@@ -158,7 +179,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     defaultSenderName,
     smsTransport,
-    defaultEmailDomain,
+    emailTransport: emailTransportSetting(read(env, 'EMAIL_TRANSPORT', 'sandbox:')),
+    defaultEmailDomain: defaultEmailDomain.toLowerCase(),
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),

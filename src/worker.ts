@@ -16,6 +16,9 @@ import { SMPP_PURGES } from './sms/transports/smpp/journal.ts';
 import { smppTransport, type SmppLog } from './sms/transports/smpp/transport.ts';
 import type { SmsTransport } from './sms/transport.ts';
 import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
+import { EMAIL_SEND_KIND } from './email/accept.ts';
+import { emailSendHandler } from './email/send.ts';
+import { sandboxEmailTransport } from './email/transports/sandbox.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -35,6 +38,10 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
+  // Email batches: several at once, each rendering and handing over a page at a time.
+  const emailTransport = sandboxEmailTransport(ctx.database, ctx.clock, ctx.config.emailTransport);
+  worker.holds(emailTransport);
+  worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport }), { concurrency: 8 });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), { concurrency: 1 });
   // Also recurring: messages no receipt settled end Failed after SMS_RECEIPT_TIMEOUT_HOURS.

@@ -233,12 +233,41 @@ export interface SendRecipientsTable {
   encoding: string | null;
   error: string | null;
   updated_at: number;
+  /** Email: times the message was refused for now (Deferred). */
+  attempts: Generated<number>;
 }
 
 export interface RecipientHistoryTable {
   recipient_id: number;
   status: string;
   at: number;
+  /** Email: a Click's URL. */
+  url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Email: the SMTP reply of a Deferred or Bounce. */
+  reply: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Email: an Open or Click that looks like a machine's (README, "Email"). */
+  machine: ColumnType<boolean | number | null, boolean | null | undefined, boolean | null>;
+}
+
+export interface EmailCampaignsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** name lower-cased: names are unique per account case-insensitively. */
+  name_key: string;
+  html: string;
+  created_at: number;
+}
+
+export interface SandboxEmailTable {
+  id: Generated<number>;
+  account_id: string;
+  send_id: string;
+  message_id: string;
+  recipient: string;
+  /** The message as raw MIME. */
+  raw: string;
+  created_at: number;
 }
 
 export interface SmsPartsTable {
@@ -350,6 +379,8 @@ export interface Schema {
   send_recipients: SendRecipientsTable;
   recipient_history: RecipientHistoryTable;
   sandbox_sms: SandboxSmsTable;
+  sandbox_email: SandboxEmailTable;
+  email_campaigns: EmailCampaignsTable;
   sms_parts: SmsPartsTable;
   sms_receipts: SmsReceiptsTable;
   smpp_submits: SmppSubmitsTable;

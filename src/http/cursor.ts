@@ -1,9 +1,10 @@
 import { badRequest } from '../errors.ts';
 
-type Part = 'integer' | 'uuid' | 'digits';
+type Part = 'integer' | 'uuid' | 'digits' | 'address';
 type Value<P extends Part> = P extends 'integer' ? number : string;
 
-const PART: Record<Part, RegExp> = { integer: /^[0-9]{1,16}$/, digits: /^[0-9]{1,18}$/, uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/ };
+// An address holds dots, the parts' separator: it may only be a cursor's last part, which takes the rest.
+const PART: Record<Part, RegExp> = { integer: /^[0-9]{1,16}$/, digits: /^[0-9]{1,18}$/, uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, address: /^[^@\s]{1,64}@[^@\s]{1,253}$/ };
 
 /**
  * A page cursor: the sort key of the last row shown, as base64url of its parts joined by
@@ -15,8 +16,9 @@ export function cursorCodec<const P extends readonly Part[]>(parts: P) {
   return {
     encode: (key: Key): string => Buffer.from((key as readonly unknown[]).join('.')).toString('base64url'),
     decode(cursor: string): Key {
-      const values = Buffer.from(cursor, 'base64url').toString().split('.');
-      if (values.length !== parts.length || !values.every((value, i) => PART[parts[i]].test(value))) {
+      const split = Buffer.from(cursor, 'base64url').toString().split('.');
+      const values = [...split.slice(0, parts.length - 1), split.slice(parts.length - 1).join('.')];
+      if (split.length < parts.length || !values.every((value, i) => PART[parts[i]].test(value))) {
         throw badRequest('The cursor is not one this API gave out.', [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);
       }
       return values.map((value, i) => (parts[i] === 'integer' ? Number(value) : value)) as Key;

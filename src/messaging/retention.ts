@@ -51,7 +51,8 @@ export const CHUNK_LIMITS: ChunkLimits = { sends: 1000, rows: 10_000 };
 /** What a purged send keeps of its content, by channel: what names the send, never what it said. */
 const KEPT_CONTENT: Record<Channel, readonly string[]> = {
   sms: ['kind', 'senderName'],
-  email: [],
+  // The URLs of its tracked links, which clicks on mail already delivered still lead to.
+  email: ['links'],
 };
 
 /** The content's kept fields, by the send's channel, as a JSON object (`{}` when none). */
@@ -78,6 +79,11 @@ const SEND_ROWS: SendRowsStep[] = [
   async function deleteSandboxSms(db, dialect, ids, limit) {
     const ofSends = sql<SqlBool>`send_id in ${inJson(dialect, ids)}`;
     const result = await db.deleteFrom('sandbox_sms').where(chunkOf(dialect, 'sandbox_sms', ofSends, limit, 'id')).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  },
+  async function deleteSandboxEmail(db, dialect, ids, limit) {
+    const ofSends = sql<SqlBool>`send_id in ${inJson(dialect, ids)}`;
+    const result = await db.deleteFrom('sandbox_email').where(chunkOf(dialect, 'sandbox_email', ofSends, limit, 'id')).executeTakeFirst();
     return Number(result.numDeletedRows);
   },
   async function clearRecipientTags(db, dialect, ids, limit) {

@@ -103,6 +103,8 @@ export interface PageRow {
   address: string;
   tags: string | null;
   properties: string | null;
+  /** Times the message was refused for now (email's Deferred). */
+  attempts: number;
 }
 
 export interface StartedSend {
@@ -180,7 +182,7 @@ export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['se
 export async function loadPage(db: Db, accountId: string, sendId: string, after: number, pending: readonly string[]): Promise<PageRow[]> {
   return db
     .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags'])
+    .select(['r.id', 'r.address', 'r.tags', 'r.attempts'])
     .select((eb) => contactProperties(eb, eb.val(accountId)))
     .where('r.send_id', '=', sendId)
     .where('r.status', 'in', pending)

@@ -40,13 +40,14 @@ export async function removeSuppression(db: Db, accountId: string, channel: Chan
   if (Number(result.numDeletedRows) === 0) throw notFound('The suppression');
 }
 
-// SMS numbers, digits (email's addresses will want a codec of their own: they hold dots).
-const cursor = cursorCodec(['digits']);
+// Pages in address order: SMS numbers are digits, email addresses hold dots.
+const CURSORS = { sms: cursorCodec(['digits']), email: cursorCodec(['address']) };
 
 /** The account's suppressions on a channel, in address order, a page at a time (or the one address asked for). */
 export async function listSuppressions(db: Db, accountId: string, channel: Channel, query: { address?: string; cursor?: string; limit: number }) {
   let select = db.selectFrom('suppressions').select(['address', 'reason', 'created_at']).where('account_id', '=', accountId).where('channel', '=', channel);
   if (query.address !== undefined) select = select.where('address', '=', query.address);
+  const cursor = CURSORS[channel];
   if (query.cursor !== undefined) select = select.where('address', '>', cursor.decode(query.cursor)[0]);
   const rows = await select.orderBy('address').limit(query.limit + 1).execute();
   const { rows: shown, nextCursor } = cursor.page(rows, query.limit, (last) => [last.address]);

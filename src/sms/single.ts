@@ -76,7 +76,7 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
   return db
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
-    .select(['s.id as send_id', 's.account_id', 's.content', 's.webhook_url', 'r.id', 'r.address', 'r.tags'])
+    .select(['s.id as send_id', 's.account_id', 's.content', 's.webhook_url', 'r.id', 'r.address', 'r.tags', 'r.attempts'])
     .select((eb) => contactProperties(eb, eb.ref('s.account_id')))
     .where('r.send_id', 'in', sendIds)
     .where('r.status', '=', 'Queued')

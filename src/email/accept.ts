@@ -1,0 +1,63 @@
+import { postProcedure } from '../http/idempotency.ts';
+import type { StoredRecipient } from '../messaging/recipients.ts';
+import { writeSend } from '../messaging/send.ts';
+import { PRIORITY } from '../queue/queue.ts';
+import type { EmailParty } from './render.ts';
+import type { EmailDraft } from './validate.ts';
+
+/** The queue kind that sends one email batch: expands it, then renders and hands it over a page at a time. */
+export const EMAIL_SEND_KIND = 'email.send';
+
+/** The key of a batch's job: what a cancel finds it by. */
+export const emailJobKey = (sendId: string) => `${EMAIL_SEND_KIND}:${sendId}`;
+
+export interface EmailSendJob {
+  sendId: string;
+}
+
+/**
+ * sends.content of an email batch: what its worker renders. `html` is the batch's own
+ * (emailBody) or its campaign's as it was when the batch was accepted; `links` the URLs its
+ * tracked links lead to, by index, which a click's token names (kept after retention, so
+ * links keep working).
+ */
+export interface EmailSendContent {
+  from: EmailParty;
+  replyTo?: EmailParty;
+  subject: string;
+  preheader?: string;
+  html: string;
+  campaignId: string | null;
+  links: string[];
+}
+
+export interface PreparedEmail {
+  sendId: string;
+  accountId: string;
+  draft: Pick<EmailDraft, 'listIds' | 'scheduledAt' | 'webhookUrl'>;
+  content: EmailSendContent;
+  recipients: StoredRecipient[];
+  now: number;
+}
+
+/** The 202 of `/email/batch` (SPEC §2.7): the batch, its request recipients and its job, committed together. */
+export const recordEmail = postProcedure(import.meta.url, 'recordEmail', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedEmail) => {
+  const send = { id: sendId, accountId, channel: 'email' as const, content: JSON.stringify(content), listIds: draft.listIds, webhookUrl: draft.webhookUrl, scheduledAt: draft.scheduledAt, expanded: false, now };
+  await writeSend(db, dialect, send, recipients, {
+    kind: EMAIL_SEND_KIND,
+    payload: { sendId } satisfies EmailSendJob,
+    accountId,
+    runAt: draft.scheduledAt ?? now,
+    idempotencyKey: emailJobKey(sendId),
+    maxAttempts: 10,
+    priority: PRIORITY.fanout,
+  });
+  return {
+    statusCode: 202,
+    body: {
+      status: true as const,
+      message: draft.scheduledAt === null ? 'The email batch was queued for sending.' : 'The email batch was scheduled.',
+      data: { BatchId: sendId, QueuedTimestamp: now },
+    },
+  };
+}, { oneStatement: 'postgres' });

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { isUniqueViolation } from '../db/errors.ts';
+import { checkName, nameKey } from '../crm/setup.ts';
+import { badRequest, conflict } from '../errors.ts';
+import { cursorCodec } from '../http/cursor.ts';
+import { postProcedure } from '../http/idempotency.ts';
+
+type Db = Kysely<Schema>;
+
+/**
+ * Email campaigns (SPEC §1 rule 6: "designed in the service's email creator", outside the
+ * spec's endpoints; ARCHITECTURE.md's `POST/GET /email/campaigns`): stored HTML that a batch
+ * names by emailCampaignId instead of sending its own emailBody. A batch takes the HTML when
+ * it is accepted.
+ */
+
+// What HTML may hold besides text: tab, line feed, form feed, carriage return. NUL above all
+// must not pass: PostgreSQL's text cannot hold it.
+const CONTROL_IN_HTML = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/;
+
+/** Why HTML cannot be sent, or undefined. */
+export function htmlProblem(html: string): { problem: string } | undefined {
+  if (html.trim() === '') return { problem: 'must hold the HTML of the email: it is empty' };
+  const control = CONTROL_IN_HTML.exec(html);
+  if (control) return { problem: `holds the control character U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which HTML text cannot hold` };
+  return undefined;
+}
+
+export interface NewCampaign {
+  id: string;
+  accountId: string;
+  name: string;
+  html: string;
+  now: number;
+}
+
+const view = (row: { id: string; name: string }) => ({ emailCampaignId: row.id, name: row.name });
+
+/** Checks a new campaign (400s), before its transaction. */
+export function prepareCampaign(accountId: string, body: { name: string; html: string }, now: number): NewCampaign {
+  const name = checkName(body.name, 'name');
+  const problem = htmlProblem(body.html);
+  if (problem) throw badRequest('The campaign HTML cannot be sent.', [{ field: 'html', message: problem.problem }]);
+  return { id: randomUUID(), accountId, name, html: body.html, now };
+}
+
+/** POST /email/campaigns: the campaign, created in the request's transaction (http/idempotency.ts). */
+export const postCampaign = postProcedure(import.meta.url, 'postCampaign', async ({ db }, campaign: NewCampaign) => {
+  try {
+    await db
+      .insertInto('email_campaigns')
+      .values({ id: campaign.id, account_id: campaign.accountId, name: campaign.name, name_key: nameKey(campaign.name), html: campaign.html, created_at: campaign.now })
+      .execute();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`An email campaign named ${campaign.name} already exists.`, [{ field: 'name', message: 'is already taken (names are compared case-insensitively)' }]);
+    throw error;
+  }
+  return { statusCode: 201, body: view(campaign) };
+});
+
+const cursor = cursorCodec(['integer', 'uuid']);
+
+/** The account's campaigns, oldest first, a page at a time. */
+export async function listCampaigns(db: Db, accountId: string, page: { limit: number; cursor?: string }) {
+  let select = db.selectFrom('email_campaigns').select(['id', 'name', 'created_at']).where('account_id', '=', accountId);
+  if (page.cursor !== undefined) {
+    const [createdAt, id] = cursor.decode(page.cursor);
+    select = select.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '>', tuple(createdAt, id)));
+  }
+  const rows = await select.orderBy('created_at').orderBy('id').limit(page.limit + 1).execute();
+  const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.created_at), last.id]);
+  return { campaigns: shown.map(view), nextCursor };
+}
+
+/** The HTML of the account's campaign, or undefined: another account's is as unknown as a missing one. */
+export async function campaignHtml(db: Db, accountId: string, campaignId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('email_campaigns').select('html').where('id', '=', campaignId).where('account_id', '=', accountId).executeTakeFirst();
+  return row?.html;
+}

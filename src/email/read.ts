@@ -1,0 +1,45 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { readSendPage } from '../messaging/send.ts';
+
+type Db = Kysely<Schema>;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * `GET /email/batch/{batchId}` (ARCHITECTURE.md): the batch, its totals by status word, and a
+ * page of its recipients in id order, each with its events: `url` on a Click, `reply` (the
+ * SMTP reply) on a Deferred or Bounce, `machine` on an Open or Click.
+ */
+export async function readEmailBatch(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
+  const read = await readSendPage(db, accountId, 'email', sendId, page, 'The email batch');
+  return {
+    batchId: read.send.id,
+    status: read.summary.status,
+    createdAt: read.summary.createdAt,
+    scheduledAt: read.summary.scheduledAt,
+    totals: read.summary.totals,
+    recipients: read.recipients.map((row) => ({
+      email: row.address,
+      messageId: row.message_id,
+      status: row.status,
+      reason: row.reason,
+      history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({
+        event: h.status,
+        at: iso(h.at),
+        ...(h.url === null ? {} : { url: h.url }),
+        ...(h.reply === null ? {} : { reply: h.reply }),
+        ...(h.machine === null ? {} : { machine: Boolean(h.machine) }),
+      })),
+    })),
+    nextCursor: read.nextCursor,
+  };
+}
+
+/** `GET /sandbox/email`: what the sandbox transport took for the account, newest first, each message as raw MIME. */
+export async function readSandboxEmail(db: Db, accountId: string, query: { to?: string; limit: number }) {
+  let select = db.selectFrom('sandbox_email').selectAll().where('account_id', '=', accountId);
+  if (query.to !== undefined) select = select.where('recipient', '=', query.to);
+  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
+  return { messages: rows.map((row) => ({ batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at) })) };
+}

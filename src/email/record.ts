@@ -1,0 +1,171 @@
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { refusedInRange } from '../messaging/recipients.ts';
+import { finishSend, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import type { Lease } from '../queue/queries.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
+import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
+import { isHardBounce, type EmailResult } from './transport.ts';
+
+/**
+ * An email batch's writes once accepted, run where the data is (db/procedure.ts): its start
+ * with the expansion's Dropped posted, each page's results, and what is left when its job
+ * dies. Kept apart from the rendering (send.ts), whose libraries the database thread need not load.
+ */
+
+type Db = Kysely<Schema>;
+
+/** Email recipients still to send: not yet handed over, or refused for now. */
+export const PENDING = ['Queued', 'Deferred'] as const;
+
+/** A message refused for now this many times is given up: a Bounce, with the last reply. */
+export const MAX_ATTEMPTS = 5;
+
+/**
+ * A batch's start (messaging/send.ts): a range of its expansion a call, its Dropped
+ * recipients posted (SPEC §3 names the word, unlike SMS's NotSent), then its first page.
+ */
+export const startEmailSend = procedure(import.meta.url, 'startEmailSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
+  db.transaction().execute((trx) =>
+    startSend(trx, dialect, { ...args, pending: PENDING }, async (range) => {
+      if (!range.webhookUrl) return;
+      const dropped = await refusedInRange(trx, 'email', args.sendId, range.after, range.through);
+      await appendWebhookEvents(trx, { now: () => args.now }, {
+        accountId: range.accountId,
+        url: range.webhookUrl,
+        type: EMAIL_EVENTS_TYPE,
+        events: dropped.map((r) => emailEvent({ batchId: args.sendId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: args.now })),
+      });
+    }),
+  ),
+);
+
+/** [recipient id, status, message id, the last SMTP reply, attempts] of one message's outcome. */
+type Outcome = [number, string, string, string, number];
+
+interface PageResults {
+  sendId: string;
+  accountId: string;
+  webhookUrl: string | null;
+  now: number;
+  /** The last recipient id of the page: where the next page starts. */
+  cursor: number;
+  outcomes: Outcome[];
+  /** [recipient id, event, SMTP reply or null]: each event of each message, in order: its history. */
+  steps: Array<[number, EmailEventWord, string | null]>;
+  /** Addresses that bounced hard, with the reason they are suppressed. */
+  suppress: Array<[string, string]>;
+  events: object[];
+  /** The page is the batch's last: finish it and complete its job in the same transaction. */
+  last: Lease | null;
+}
+
+/**
+ * One page's results in one transaction: the recipients' statuses and history, hard bounces
+ * suppressed, their webhook events, and the batch's cursor, so a worker that dies after it
+ * resumes with the next page.
+ */
+export const recordEmailPage = procedure(import.meta.url, 'recordEmailPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
+  db.transaction().execute(async (trx) => {
+    if (page.outcomes.length > 0) {
+      await updateRecipients(trx, dialect, page);
+      if (page.webhookUrl) await appendWebhookEvents(trx, { now: () => page.now }, { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events });
+    }
+    await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
+    return page.last ? finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
+  }),
+);
+
+async function updateRecipients(db: Db, dialect: DialectName, page: PageResults): Promise<void> {
+  const outcomes = JSON.stringify(page.outcomes);
+  const steps = JSON.stringify(page.steps);
+  const suppress = JSON.stringify(page.suppress);
+  const { now, accountId } = page;
+  if (dialect === 'sqlite') {
+    await sql`update send_recipients
+                 set status = v.value ->> 1, message_id = v.value ->> 2, error = v.value ->> 3, attempts = v.value ->> 4, updated_at = ${now}
+                from json_each(${outcomes}) v
+               where send_recipients.id = v.value ->> 0`.execute(db);
+    await sql`insert into recipient_history (recipient_id, status, at, reply) select value ->> 0, value ->> 1, ${now}, value ->> 2 from json_each(${steps})`.execute(db);
+    if (page.suppress.length > 0) {
+      await sql`insert into suppressions (account_id, channel, address, reason, created_at)
+                select ${accountId}, 'email', value ->> 0, value ->> 1, ${now} from json_each(${suppress}) where true
+                on conflict (account_id, channel, address) do nothing`.execute(db);
+    }
+    return;
+  }
+  // One statement on PostgreSQL, the recipients found by `id = any(…)` (see sms/send.ts).
+  const ids = `{${page.outcomes.map(([id]) => id).join(',')}}`;
+  await sql`with updated as (update send_recipients r
+                                set status = v ->> 1, message_id = v ->> 2, error = v ->> 3, attempts = (v ->> 4)::int, updated_at = ${now}::bigint
+                               from jsonb_array_elements(${outcomes}::jsonb) v
+                              where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
+                 suppressed as (insert into suppressions (account_id, channel, address, reason, created_at)
+                                select ${accountId}, 'email', s ->> 0, s ->> 1, ${now}::bigint from jsonb_array_elements(${suppress}::jsonb) s
+                                on conflict (account_id, channel, address) do nothing)
+            insert into recipient_history (recipient_id, status, at, reply)
+            select (h ->> 0)::bigint, h ->> 1, ${now}::bigint, h ->> 2 from jsonb_array_elements(${steps}::jsonb) h`.execute(db);
+}
+
+/** What a page's handing over came to, for its record: each message's outcome, its events in order, hard bounces. */
+export function pageResults(
+  sendId: string,
+  now: number,
+  handed: Array<{ row: PageRow; messageId: string; result: EmailResult }>,
+): Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> {
+  const results: Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> = { outcomes: [], steps: [], suppress: [], events: [] };
+  for (const { row, messageId, result } of handed) {
+    const attempts = row.attempts + (result.outcome === 'deferred' ? 1 : 0);
+    let status: EmailEventWord = result.outcome === 'accepted' ? 'Delivered' : result.outcome === 'deferred' ? 'Deferred' : 'Bounce';
+    let reply = result.reply;
+    if (status === 'Deferred' && attempts >= MAX_ATTEMPTS) {
+      status = 'Bounce';
+      reply = `given up after ${attempts} attempts; the last reply: ${result.reply}`;
+    }
+    const id = Number(row.id);
+    const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];
+    // Processed once: when the message was first taken for sending.
+    if (row.attempts === 0) events.unshift(['Processed', null]);
+    results.outcomes.push([id, status, messageId, reply, attempts]);
+    for (const [event, eventReply] of events) {
+      results.steps.push([id, event, eventReply]);
+      results.events.push(emailEvent({ batchId: sendId, messageId, email: row.address, event, reply: eventReply, at: now }));
+    }
+    if (status === 'Bounce' && result.outcome === 'bounced' && isHardBounce(result.reply)) results.suppress.push([row.address, `hard bounce: ${result.reply}`]);
+  }
+  return results;
+}
+
+/**
+ * A batch's job died (its last attempt failed, or it kept killing its worker): what it had
+ * not handed over is Dropped with the reason, posted like any other event, and the batch Completed.
+ */
+export async function dropUnsent(trx: Db, clock: Clock, sendId: string, error: string): Promise<void> {
+  const now = clock.now();
+  const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
+  if (!send) return;
+  const reason = `not sent: ${error}`;
+  const dropped = await trx
+    .updateTable('send_recipients')
+    .set({ status: 'Dropped', reason, updated_at: now })
+    .where('send_id', '=', sendId)
+    .where('status', 'in', PENDING)
+    .returning(['id', 'address', 'message_id'])
+    .execute();
+  if (dropped.length > 0) {
+    await trx.insertInto('recipient_history').values(dropped.map((r) => ({ recipient_id: r.id, status: 'Dropped', at: now }))).execute();
+    if (send.webhook_url) {
+      await appendWebhookEvents(trx, clock, {
+        accountId: send.account_id,
+        url: send.webhook_url,
+        type: EMAIL_EVENTS_TYPE,
+        events: dropped.map((r) => emailEvent({ batchId: sendId, messageId: r.message_id, email: r.address, event: 'Dropped', reason, at: now })),
+      });
+    }
+  }
+  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
+}

@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.ts';
+import { emailAddressProblem } from '../email-address.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { errorResponses, PageLimit, Uuid } from '../http/schemas.ts';
+import { idempotent } from '../http/idempotency.ts';
+import { cancelSend } from '../messaging/send.ts';
+import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
+import { emailJobKey, recordEmail, type PreparedEmail } from './accept.ts';
+import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
+import { readEmailBatch, readSandboxEmail } from './read.ts';
+import { compileEmail } from './render.ts';
+import {
+  CampaignBody, CampaignPage, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
+} from './schemas.ts';
+import { checkEmailRequest, prepareEmail } from './validate.ts';
+
+const email = { auth: 'account', rateLimitGroup: 'email' } as const;
+const tags = ['email'];
+
+/** An address in a request: lower-cased (addresses are compared so), or a 400 naming the field. */
+function address(text: string, field: string): string {
+  const problem = emailAddressProblem(text);
+  if (problem) throw badRequest('The email address is not valid.', [{ field, message: problem }]);
+  return text.toLowerCase();
+}
+
+/** Email (SPEC §2.7, §3, §4 rule 5, §6; ARCHITECTURE.md for the reads, campaigns and suppressions): route table first. */
+export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  const accept = async (body: EmailBatchBody, account: { id: string; timeZoneOffset: string }): Promise<PreparedEmail> => {
+    const now = ctx.clock.now();
+    const { draft, errors } = checkEmailRequest(body, account, now);
+    if (errors.length > 0) throw badRequest('The email batch is not valid.', errors);
+    const { html } = await prepareEmail(ctx.database.reads, account.id, draft, { defaultEmailDomain: ctx.config.defaultEmailDomain });
+    const { from, replyTo, subject, preheader, campaignId, listIds, scheduledAt, webhookUrl } = draft;
+    // The links are found once, here: a click's token names a link by its index in this list.
+    const { links } = compileEmail({ from, replyTo, subject, preheader, html }, { tracking: true });
+    return {
+      sendId: randomUUID(),
+      accountId: account.id,
+      draft: { listIds, scheduledAt, webhookUrl },
+      content: { from, replyTo, subject, preheader, html, campaignId, links },
+      recipients: draft.recipients.map((recipient) => ({ address: recipient.address, tags: Object.keys(recipient.tags).length > 0 ? JSON.stringify(recipient.tags) : null })),
+      now,
+    };
+  };
+
+  r.post('/email/batch', {
+    config: email,
+    schema: { tags, summary: 'Send one email to recipients and/or the contacts of lists, now or at a time', body: EmailBatchRequest, response: { 202: EmailAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
+  }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordEmail, () => accept(request.body, request.account)));
+
+  const BatchParams = Type.Object({ batchId: Uuid() });
+
+  r.get('/email/batch/:batchId', {
+    config: email,
+    schema: { tags, summary: 'An email batch: its status, totals and recipients with their events, a page at a time', params: BatchParams, querystring: PageQuery, response: errorResponses(400, 401, 404, 429) },
+  }, async (request) => readEmailBatch(ctx.db, request.account.id, request.params.batchId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+
+  r.delete('/email/batch/:batchId', {
+    config: email,
+    schema: { tags, summary: 'Cancel an email batch that has not started sending (204); 409 once it has', params: BatchParams, response: errorResponses(400, 401, 404, 409, 429) },
+  }, async (request, reply) => {
+    const sendId = request.params.batchId.toLowerCase();
+    const outcome = await ctx.database.call(cancelSend, { accountId: request.account.id, channel: 'email', sendId, jobKey: emailJobKey(sendId), now: ctx.clock.now() });
+    if (outcome === 'not found') throw notFound('The email batch');
+    if (outcome === 'started') throw conflict('The email batch has started sending, or was cancelled already: it cannot be cancelled.');
+    return reply.code(204).send();
+  });
+
+  r.post('/email/campaigns', {
+    config: email,
+    schema: { tags, summary: 'Store an email campaign: HTML a batch sends by its emailCampaignId', body: CampaignRequest, response: { 201: CampaignBody, ...errorResponses(400, 401, 409, 413, 415, 429) } },
+  }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, postCampaign, () => prepareCampaign(request.account.id, request.body, ctx.clock.now())));
+
+  r.get('/email/campaigns', {
+    config: email,
+    schema: { tags, summary: "The account's email campaigns, oldest first, a page at a time", querystring: PageQuery, response: { 200: CampaignPage, ...errorResponses(400, 401, 429) } },
+  }, async (request) => listCampaigns(ctx.db, request.account.id, { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+
+  // Suppressions (ARCHITECTURE.md): addresses the account never sends to, whatever lists and consent say.
+  const emailView = ({ address: suppressed, ...rest }: SuppressionView) => ({ email: suppressed, ...rest });
+
+  r.post('/email/suppressions', {
+    config: email,
+    schema: { tags, summary: 'Suppress an address: no email of this account goes to it (its recipients are Dropped)', body: SuppressionRequest, response: { 201: SuppressionBody, ...errorResponses(400, 401, 415, 429) } },
+  }, async (request, reply) => {
+    const row = await addSuppression(ctx.db, { accountId: request.account.id, channel: 'email', address: address(request.body.email, 'email'), reason: request.body.reason ?? 'added by hand', now: ctx.clock.now() });
+    return reply.code(201).send(emailView(row));
+  });
+
+  r.get('/email/suppressions', {
+    config: email,
+    schema: { tags, summary: "The account's suppressed addresses, in address order, a page at a time", querystring: SuppressionQuery, response: { 200: SuppressionPage, ...errorResponses(400, 401, 429) } },
+  }, async (request) => {
+    const { query } = request;
+    const page = await listSuppressions(ctx.db, request.account.id, 'email', { address: query.email === undefined ? undefined : address(query.email, 'email'), cursor: query.cursor, limit: Number(query.limit ?? 100) });
+    return { suppressions: page.suppressions.map(emailView), nextCursor: page.nextCursor };
+  });
+
+  r.delete('/email/suppressions/:email', {
+    config: email,
+    schema: { tags, summary: 'Send to a suppressed address again (204; 404 if it was not suppressed)', params: Type.Object({ email: Type.String({ maxLength: 300 }) }), response: errorResponses(400, 401, 404, 429) },
+  }, async (request, reply) => {
+    await removeSuppression(ctx.db, request.account.id, 'email', address(request.params.email, 'email'));
+    return reply.code(204).send();
+  });
+
+  r.get('/sandbox/email', {
+    config: email,
+    schema: {
+      tags,
+      summary: 'What the sandbox transport took for this account, newest first, as raw MIME (EMAIL_TRANSPORT=sandbox:)',
+      querystring: Type.Object({ to: Type.Optional(Type.String({ maxLength: 300 })), limit: Type.Optional(PageLimit(1000, 100, 'Messages')) }),
+      response: errorResponses(400, 401, 429),
+    },
+  }, async (request) => readSandboxEmail(ctx.db, request.account.id, { to: request.query.to === undefined ? undefined : address(request.query.to, 'to'), limit: Number(request.query.limit ?? 100) }));
+}

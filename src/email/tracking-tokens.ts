@@ -1,0 +1,46 @@
+import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+
+/**
+ * The tokens of an email's tracking URLs (`/t/c/<token>`, `/t/o/<token>`, `/t/u/<token>`):
+ * what they name (a recipient row, the kind, a link's index), signed with HMAC-SHA-256 under
+ * a key of their own (email/tracking.ts derives it from ENCRYPTION_KEY). Not forgeable or
+ * enumerable (a token without its tag does not verify, and the tag is 128 bits), and they
+ * carry no address: a recipient's row id is all they name.
+ *
+ * Written base64url of: kind (1 byte) | recipient id (8 bytes, big-endian) | link index
+ * (2 bytes, clicks only) | tag (the first 16 bytes of the HMAC of what precedes it).
+ */
+
+export type TrackingKind = 'click' | 'open' | 'unsubscribe';
+
+export interface TrackingClaim {
+  recipientId: number;
+  kind: TrackingKind;
+  link?: number;
+}
+
+const KINDS: TrackingKind[] = ['click', 'open', 'unsubscribe'];
+const TAG_BYTES = 16;
+
+const tag = (key: KeyObject, claim: Buffer) => createHmac('sha256', key).update(claim).digest().subarray(0, TAG_BYTES);
+
+export function trackingToken(key: KeyObject, claim: TrackingClaim): string {
+  const click = claim.kind === 'click';
+  const bytes = Buffer.alloc(click ? 11 : 9);
+  bytes.writeUInt8(KINDS.indexOf(claim.kind), 0);
+  bytes.writeBigUInt64BE(BigInt(claim.recipientId), 1);
+  if (click) bytes.writeUInt16BE(claim.link ?? 0, 9);
+  return Buffer.concat([bytes, tag(key, bytes)]).toString('base64url');
+}
+
+/** The claim of a token, or null when it was not made under `key` (forged, altered, cut). */
+export function readTrackingToken(key: KeyObject, token: string): TrackingClaim | null {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(token)) return null;
+  const bytes = Buffer.from(token, 'base64url');
+  const kind = KINDS[bytes[0]];
+  if (kind === undefined || bytes.length !== (kind === 'click' ? 11 : 9) + TAG_BYTES) return null;
+  const claim = bytes.subarray(0, bytes.length - TAG_BYTES);
+  if (!timingSafeEqual(tag(key, claim), bytes.subarray(claim.length))) return null;
+  const recipientId = Number(claim.readBigUInt64BE(1));
+  return kind === 'click' ? { recipientId, kind, link: claim.readUInt16BE(9) } : { recipientId, kind };
+}

@@ -1,0 +1,31 @@
+/** One recipient's email, rendered, as a transport takes it. */
+export interface OutgoingEmail {
+  accountId: string;
+  sendId: string;
+  /** Herald's id of the message (a UUID); the Message-ID header is `<messageId@domain>`. */
+  messageId: string;
+  /** The envelope sender. */
+  from: string;
+  to: string;
+  /** The whole message, as raw MIME. */
+  raw: Buffer;
+}
+
+/**
+ * What became of one email at the next hop, with its SMTP reply: accepted (Delivered),
+ * refused for now (4xx: Deferred, tried again) or for good (5xx: Bounce).
+ */
+export type EmailResult = { outcome: 'accepted'; reply: string } | { outcome: 'deferred'; reply: string } | { outcome: 'bounced'; reply: string };
+
+/**
+ * A way out for email (MESSAGING.md: the pipeline never knows which one it drives): hands
+ * over one message and answers what the next hop said. The pipeline hands over a page's
+ * messages concurrently; a transport bounds its own connections.
+ */
+export interface EmailTransport {
+  send(message: OutgoingEmail, signal: AbortSignal): Promise<EmailResult>;
+  close(): Promise<void>;
+}
+
+/** A 5xx reply whose enhanced status is 5.1.x (unknown user or domain): the address is suppressed (ARCHITECTURE.md). */
+export const isHardBounce = (reply: string) => /(?:^|\s)5\.1\.\d{1,3}(?:\s|$)/.test(reply);
