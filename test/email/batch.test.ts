@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { ManualClock } from '../../src/clock.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { bearer } from '../support/app.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { base64, buildBatch, parsedEmails, sandboxEmails, sendBatch, UUID } from './support.ts';
+
+interface EmailEvent {
+  batchId: string;
+  messageId: string | null;
+  email: string;
+  event: string;
+  reason: string | null;
+  reply: string | null;
+}
+
+forEachDatabase((dialect) => {
+  let crm: CrmTest;
+  let alice: CrmClient;
+  let receiver: Receiver;
+  beforeEach(async () => {
+    // Standard Webhooks verifiers check webhook-timestamp against the real time.
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await crm.client();
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await crm.close();
+  });
+
+  const read = async (client: CrmClient, batchId: string) => {
+    const response = await client.get(`/email/batch/${batchId}`);
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json();
+  };
+  /** The email.events posted so far, each post verified with the account's secret. */
+  const posted = async (client: CrmClient): Promise<EmailEvent[]> => {
+    crm.clock.advance(1000);
+    await crm.drain();
+    const secret = (await client.get('/webhooks/secret')).json().secret as string;
+    return receiver.received.flatMap((post) => {
+      const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { type: string; data: EmailEvent[] };
+      assert.equal(payload.type, 'email.events');
+      return payload.data;
+    });
+  };
+
+  it('accepts a Base64 body with exactly SPEC §2.7, renders each recipient’s subject, preheader and body, and reads it back', async () => {
+    const response = await alice.post('/email/batch', buildBatch(
+      { subject: 'Hello [firstName]', preHeaderText: 'Your [plan] plan', emailBody: base64('<p>Dear [firstName], café ☕ is on us.</p>'), replyTo: { email: 'help@mail.localhost', displayName: 'Help' } },
+      { recipients: [{ to: 'Ada@Example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }, { tagName: '[plan]', tagValue: 'Gold' }] }, { to: 'bob@example.com' }] },
+    ));
+    assert.equal(response.statusCode, 202, response.body);
+    const body = response.json();
+    assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
+    assert.equal(body.status, true);
+    assert.deepEqual(Object.keys(body.data).sort(), ['BatchId', 'QueuedTimestamp']);
+    assert.match(body.data.BatchId, UUID);
+    assert.equal(body.data.QueuedTimestamp, crm.clock.now());
+    assert.equal((await read(alice, body.data.BatchId)).status, 'Queued');
+    await crm.drain();
+
+    const mails = await parsedEmails(alice);
+    assert.deepEqual([...mails.keys()].sort(), ['ada@example.com', 'bob@example.com']);
+    const ada = mails.get('ada@example.com')!;
+    assert.equal(ada.subject, 'Hello Ada');
+    assert.match(String(ada.html), /Your Gold plan/);
+    assert.match(String(ada.html), /Dear Ada, café ☕ is on us\./);
+    assert.equal(ada.from?.value[0].address, 'news@mail.localhost');
+    assert.equal(ada.from?.value[0].name, 'Herald News');
+    assert.equal(ada.replyTo?.value[0].address, 'help@mail.localhost');
+    assert.equal(mails.get('bob@example.com')!.subject, 'Hello', 'an unresolved tag becomes nothing (the header drops the trailing space)');
+    assert.notEqual(ada.messageId, mails.get('bob@example.com')!.messageId, 'a Message-ID per recipient');
+
+    const batch = await read(alice, body.data.BatchId);
+    assert.equal(batch.status, 'Completed');
+    assert.deepEqual(batch.totals, { Delivered: 2 });
+    const first = batch.recipients.find((r: { email: string }) => r.email === 'ada@example.com');
+    assert.equal(`<${first.messageId}@mail.localhost>`, ada.messageId);
+    assert.deepEqual(first.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered']);
+    const [newest] = await sandboxEmails(alice, 'ada@example.com');
+    assert.equal(newest.batchId, body.data.BatchId);
+    assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
+  });
+
+  it('stores campaigns (201, names unique, listed) and sends a batch by emailCampaignId', async () => {
+    const created = await alice.post('/email/campaigns', { name: 'Spring sale', html: '<h1>Spring, [firstName]</h1>' });
+    assert.equal(created.statusCode, 201, created.body);
+    const { emailCampaignId, name } = created.json();
+    assert.match(emailCampaignId, UUID);
+    assert.equal(name, 'Spring sale');
+    assert.equal((await alice.post('/email/campaigns', { name: 'SPRING SALE', html: '<p>x</p>' })).statusCode, 409);
+    assert.equal((await alice.post('/email/campaigns', { name: 'Empty', html: ' ' })).statusCode, 400);
+    assert.deepEqual((await alice.get('/email/campaigns')).json(), { campaigns: [{ emailCampaignId, name: 'Spring sale' }], nextCursor: null });
+    const bob = await crm.client();
+    assert.deepEqual((await bob.get('/email/campaigns')).json(), { campaigns: [], nextCursor: null });
+
+    await sendBatch(crm, alice, buildBatch({ emailBody: undefined, emailCampaignId }, { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] }));
+    assert.match(String((await parsedEmails(alice)).get('ada@example.com')!.html), /<h1>Spring, Ada<\/h1>/);
+  });
+
+  it('sends to lists: one email per address whatever its case, the request’s data over the list’s, the most recently updated contact’s, Dropped with the reason for no consent and suppression, every event posted', async () => {
+    await alice.createProperty('firstName');
+    const customers = await alice.createList('Customers');
+    const prospects = await alice.createList('Prospects');
+    const contact = (email: string, firstName: string, emailOptIn?: boolean) => ({
+      email, ...(emailOptIn === undefined ? {} : { emailOptIn }), propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+    });
+    await alice.upsert([contact('asha@example.com', 'Asha', true), contact('bina@example.com', 'Bina', true), contact('chetan@example.com', 'Chetan', false), contact('dev@example.com', 'Dev')], { listId: customers });
+    await alice.upsert([contact('erin@example.com', 'Erin', true)], { listId: prospects });
+    // The same address in the second list, on a contact updated later: its data is the one used.
+    crm.clock.advance(1000);
+    await alice.upsert([{ ...contact('bina@example.com', 'Binita', true), mobileCountryCode: '91', mobileNumber: '9812300002' }], { listId: prospects });
+    assert.equal((await alice.post('/email/suppressions', { email: 'Erin@Example.com', reason: 'asked us by phone' })).statusCode, 201);
+
+    const batchId = await sendBatch(crm, alice, buildBatch({ listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' }, {
+      recipients: [
+        { to: 'ASHA@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }] },
+        { to: 'asha@EXAMPLE.com' },
+        { to: 'new@example.com' },
+        { to: 'chetan@example.com' },
+      ],
+    }));
+
+    const subjects = new Map([...(await parsedEmails(alice))].map(([to, mail]) => [to, mail.subject]));
+    assert.deepEqual(Object.fromEntries(subjects), { 'asha@example.com': 'Hi Dr Asha', 'bina@example.com': 'Hi Binita', 'new@example.com': 'Hi' });
+    assert.equal((await sandboxEmails(alice)).length, 3, 'one email per address');
+
+    const batch = await read(alice, batchId);
+    assert.deepEqual(batch.totals, { Delivered: 3, Dropped: 3 });
+    const dropped = Object.fromEntries(batch.recipients.filter((r: { status: string }) => r.status === 'Dropped').map((r: { email: string; reason: string }) => [r.email, r.reason]));
+    assert.deepEqual(Object.keys(dropped).sort(), ['chetan@example.com', 'dev@example.com', 'erin@example.com']);
+    assert.match(dropped['chetan@example.com'], /no consent/, 'a manually given address whose contact opted out');
+    assert.match(dropped['dev@example.com'], /no consent/, 'a contact created without emailOptIn has none');
+    assert.equal(dropped['erin@example.com'], 'suppressed: asked us by phone');
+
+    const events = await posted(alice);
+    const words = events.map((e) => `${e.email} ${e.event}`).sort();
+    assert.deepEqual(words, [
+      'asha@example.com Delivered', 'asha@example.com Processed', 'bina@example.com Delivered', 'bina@example.com Processed',
+      'chetan@example.com Dropped', 'dev@example.com Dropped', 'erin@example.com Dropped', 'new@example.com Delivered', 'new@example.com Processed',
+    ]);
+    assert.ok(events.every((e) => e.batchId === batchId));
+    assert.equal(receiver.received.length, 1, 'gathered into one post');
+  });
+
+  it('defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses, a deferral is tried again and given up after five', async () => {
+    const sandboxed = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' } });
+    try {
+      const client = await sandboxed.client();
+      const response = await client.post('/email/batch', buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] }));
+      assert.equal(response.statusCode, 202);
+      const batchId = response.json().data.BatchId;
+      await sandboxed.drain();
+      let batch = (await client.get(`/email/batch/${batchId}`)).json();
+      assert.equal(batch.status, 'Sending');
+      assert.deepEqual(batch.totals, { Delivered: 1, Bounce: 1, Deferred: 1 });
+      const gone = batch.recipients.find((r: { email: string }) => r.email === 'gone@example.com');
+      assert.match(gone.history[1].reply, /^550 5\.1\.1/);
+      const suppressed = (await client.get('/email/suppressions?email=gone@example.com')).json().suppressions;
+      assert.match(suppressed[0].reason, /^hard bounce: 550 5\.1\.1/);
+      for (let attempt = 2; attempt <= 5; attempt++) {
+        sandboxed.clock.advance(5000);
+        await sandboxed.drain();
+      }
+      batch = (await client.get(`/email/batch/${batchId}`)).json();
+      assert.equal(batch.status, 'Completed');
+      const slow = batch.recipients.find((r: { email: string }) => r.email === 'slow@example.com');
+      assert.deepEqual(slow.history.map((h: { event: string }) => h.event), ['Processed', 'Deferred', 'Deferred', 'Deferred', 'Deferred', 'Bounce']);
+      assert.match(slow.history.at(-1).reply, /^given up after 5 attempts; the last reply: 451 4\.3\.0/);
+      assert.deepEqual((await client.get('/email/suppressions?email=slow@example.com')).json().suppressions, [], 'a soft bounce does not suppress');
+      assert.deepEqual((await sandboxEmails(client)).map((m) => m.to), ['ok@example.com']);
+    } finally {
+      await sandboxed.close();
+    }
+  });
+
+  it('manages suppressions: added lower-cased with a reason, read a page at a time, deleted; per account', async () => {
+    const added = await alice.post('/email/suppressions', { email: 'Zed@Example.com' });
+    assert.equal(added.statusCode, 201);
+    assert.deepEqual(Object.keys(added.json()).sort(), ['createdAt', 'email', 'reason']);
+    assert.deepEqual([added.json().email, added.json().reason], ['zed@example.com', 'added by hand']);
+    for (const email of ['a.b@example.com', 'c.d@example.com', 'e.f@example.com']) assert.equal((await alice.post('/email/suppressions', { email, reason: 'bounced' })).statusCode, 201);
+    assert.equal((await alice.post('/email/suppressions', { email: 'not an address' })).statusCode, 400);
+
+    const first = (await alice.get('/email/suppressions?limit=2')).json();
+    assert.deepEqual(first.suppressions.map((s: { email: string }) => s.email), ['a.b@example.com', 'c.d@example.com']);
+    const second = (await alice.get(`/email/suppressions?limit=2&cursor=${first.nextCursor}`)).json();
+    assert.deepEqual(second.suppressions.map((s: { email: string }) => s.email), ['e.f@example.com', 'zed@example.com']);
+    assert.equal(second.nextCursor, null);
+    assert.equal((await alice.get('/email/suppressions?cursor=bm90IGEgY3Vyc29y')).statusCode, 400);
+
+    const bob = await crm.client();
+    assert.deepEqual((await bob.get('/email/suppressions')).json(), { suppressions: [], nextCursor: null });
+    assert.equal((await crm.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(bob.token) })).statusCode, 404);
+    const deleted = await crm.t.app.inject({ method: 'DELETE', url: '/email/suppressions/ZED@example.com', headers: bearer(alice.token) });
+    assert.equal(deleted.statusCode, 204);
+    assert.equal((await crm.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(alice.token) })).statusCode, 404);
+    // The address is sendable again.
+    await sendBatch(crm, alice, buildBatch({}, { recipients: [{ to: 'zed@example.com' }] }));
+    assert.equal((await sandboxEmails(alice, 'zed@example.com')).length, 1);
+  });
+
+  it('schedules a batch (Scheduled until its time), cancels one that has not started (204), and refuses to cancel once it has (409)', async () => {
+    const at = new Date(crm.clock.now() + 3_600_000).toISOString();
+    const later = await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }));
+    assert.equal(later.statusCode, 202);
+    const kept = later.json().data.BatchId;
+    const cancelled = (await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }))).json().data.BatchId;
+    const before = await read(alice, kept);
+    assert.deepEqual([before.status, before.scheduledAt, before.totals], ['Scheduled', at, { Scheduled: 1 }]);
+    const bob = await crm.client();
+    const del = (client: CrmClient, id: string) => crm.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
+    assert.equal((await del(bob, cancelled)).statusCode, 404);
+    assert.equal((await del(alice, cancelled)).statusCode, 204);
+    assert.deepEqual([(await read(alice, cancelled)).status, (await read(alice, cancelled)).totals], ['Cancelled', { Cancelled: 1 }]);
+    await crm.drain();
+    assert.deepEqual(await sandboxEmails(alice), [], 'nothing before its time');
+    crm.clock.advance(3_600_000);
+    await crm.drain();
+    assert.equal((await read(alice, kept)).status, 'Completed');
+    assert.equal((await sandboxEmails(alice)).length, 1, 'the cancelled batch sent nothing');
+    assert.equal((await del(alice, kept)).statusCode, 409);
+  });
+
+  it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
+    const post = (body: object) =>
+      crm.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });
+    const first = await post(buildBatch());
+    assert.equal(first.statusCode, 202);
+    const again = await post(buildBatch());
+    assert.equal(again.statusCode, 202);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), first.json());
+    assert.equal((await post(buildBatch({ subject: 'Other' }))).statusCode, 422);
+    await crm.drain();
+    assert.equal((await sandboxEmails(alice)).length, 1);
+  });
+
+  it('keeps accounts apart: another account’s batch, sandbox and suppressions are not there', async () => {
+    const bob = await crm.client();
+    const batchId = await sendBatch(crm, alice, buildBatch());
+    assert.equal((await bob.get(`/email/batch/${batchId}`)).statusCode, 404);
+    assert.deepEqual(await sandboxEmails(bob), []);
+    await bob.post('/email/suppressions', { email: 'ada@example.com' });
+    await sendBatch(crm, alice, buildBatch());
+    assert.equal((await sandboxEmails(alice, 'ada@example.com')).length, 2, 'bob’s suppression is his alone');
+    assert.equal((await alice.get(`/email/batch/${batchId}?limit=1001`)).statusCode, 400);
+  });
+});
