@@ -169,3 +169,63 @@ export async function dropUnsent(trx: Db, clock: Clock, sendId: string, error: s
   }
   await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
 }
+
+/**
+ * User agents of image proxies and link scanners, which open and click what no person read
+ * (README, "Email"): an event from one is recorded and posted with `machine: true`, not hidden.
+ */
+const MACHINE_AGENTS = /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
+
+/** An open or click this soon after delivery is a machine's: no person reads that fast (issue 13's rule). */
+export const MACHINE_WINDOW_MS = 2000;
+
+export type TrackingEvent = { kind: 'click'; link: number } | { kind: 'open' } | { kind: 'unsubscribe' };
+
+/**
+ * A tracking URL followed, in one transaction: the recipient's event in its history and its
+ * webhook; an Unsubscribe also sets emailOptIn false on every contact of the account with
+ * the address and suppresses it. Answers the click's URL (null for the others), or undefined
+ * when the token names no email recipient or link: nothing is recorded then.
+ */
+export const recordTracking = procedure(import.meta.url, 'recordTracking', async ({ db }, args: { recipientId: number; event: TrackingEvent; userAgent: string | null; now: number }): Promise<{ url: string | null } | undefined> =>
+  db.transaction().execute(async (trx) => {
+    const row = await trx
+      .selectFrom('send_recipients as r')
+      .innerJoin('sends as s', 's.id', 'r.send_id')
+      .select(['r.id', 'r.address', 'r.message_id', 's.id as send_id', 's.account_id', 's.webhook_url', 's.content'])
+      .where('r.id', '=', args.recipientId)
+      .where('s.channel', '=', 'email')
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const { event, now } = args;
+    let url: string | null = null;
+    if (event.kind === 'click') {
+      url = (JSON.parse(row.content) as { links?: string[] }).links?.[event.link] ?? null;
+      if (url === null) return undefined;
+    }
+    const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
+    let machine: boolean | null = null;
+    if (event.kind !== 'unsubscribe') {
+      const delivered = await trx.selectFrom('recipient_history').select('at').where('recipient_id', '=', row.id).where('status', '=', 'Delivered').executeTakeFirst();
+      machine = (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) || (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
+    }
+    await trx.insertInto('recipient_history').values({ recipient_id: row.id, status: word, at: now, url, machine }).execute();
+    if (event.kind === 'unsubscribe') {
+      await trx.updateTable('contacts').set({ email_opt_in: false, updated_at: now }).where('account_id', '=', row.account_id).where('email', '=', row.address).execute();
+      await trx
+        .insertInto('suppressions')
+        .values({ account_id: row.account_id, channel: 'email', address: row.address, reason: 'unsubscribed', created_at: now })
+        .onConflict((oc) => oc.columns(['account_id', 'channel', 'address']).doNothing())
+        .execute();
+    }
+    if (row.webhook_url) {
+      await appendWebhookEvents(trx, { now: () => now }, {
+        accountId: row.account_id,
+        url: row.webhook_url,
+        type: EMAIL_EVENTS_TYPE,
+        events: [emailEvent({ batchId: row.send_id, messageId: row.message_id, email: row.address, event: word, url, machine, at: now })],
+      });
+    }
+    return { url };
+  }),
+);

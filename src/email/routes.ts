@@ -12,7 +12,10 @@ import { addSuppression, listSuppressions, removeSuppression, type SuppressionVi
 import { emailJobKey, recordEmail, type PreparedEmail } from './accept.ts';
 import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
 import { readEmailBatch, readSandboxEmail } from './read.ts';
+import { recordTracking, type TrackingEvent } from './record.ts';
 import { compileEmail } from './render.ts';
+import { TRACKING_PATHS, trackingKey } from './tracking.ts';
+import { readTrackingToken } from './tracking-tokens.ts';
 import {
   CampaignBody, CampaignPage, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
@@ -120,4 +123,56 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: errorResponses(400, 401, 429),
     },
   }, async (request) => readSandboxEmail(ctx.db, request.account.id, { to: request.query.to === undefined ? undefined : address(request.query.to, 'to'), limit: Number(request.query.limit ?? 100) }));
+
+  // Tracking (issue 13): followed by anyone holding the email, so no token, no cookie, and the
+  // same 404 for a token that is forged, altered or names nothing.
+  const key = trackingKey(ctx.encryptionKey);
+  const TokenParams = Type.Object({ token: Type.String({ maxLength: 100 }) });
+  const follow = async (token: string, kind: TrackingEvent['kind'], userAgent: string | undefined) => {
+    const claim = readTrackingToken(key, token);
+    if (claim === null || claim.kind !== kind) return undefined;
+    const event: TrackingEvent = kind === 'click' ? { kind, link: claim.link ?? 0 } : { kind };
+    return ctx.database.call(recordTracking, { recipientId: claim.recipientId, event, userAgent: userAgent?.slice(0, 512) ?? null, now: ctx.clock.now() });
+  };
+
+  r.get(`${TRACKING_PATHS.click}/:token`, {
+    schema: { tags, summary: "A tracked link: 302 to its URL, a Click recorded; 404 for a token that is not one", params: TokenParams, response: errorResponses(404) },
+  }, async (request, reply) => {
+    const followed = await follow(request.params.token, 'click', request.headers['user-agent']);
+    if (!followed?.url) throw notFound('The link');
+    return reply.header('cache-control', 'no-store').redirect(followed.url, 302);
+  });
+
+  r.get(`${TRACKING_PATHS.open}/:token`, {
+    schema: { tags, summary: 'The open pixel: a 1×1 GIF always (mail clients show broken images otherwise), an Open recorded for a token that is one', params: TokenParams },
+  }, async (request, reply) => {
+    await follow(request.params.token, 'open', request.headers['user-agent']);
+    return reply.header('cache-control', 'no-store').type('image/gif').send(PIXEL);
+  });
+
+  // The link in the body (GET) and RFC 8058's one-click POST, which mail clients send with
+  // `List-Unsubscribe=One-Click` as its form body: either unsubscribes, with no redirect.
+  const unsubscribe = async (token: string, userAgent: string | undefined) => {
+    if (!(await follow(token, 'unsubscribe', userAgent))) throw notFound('The unsubscribe link');
+  };
+  r.get(`${TRACKING_PATHS.unsubscribe}/:token`, {
+    schema: { tags, summary: 'Unsubscribe from the email this link came in: an Unsubscribe recorded, emailOptIn false, the address suppressed', params: TokenParams, response: errorResponses(404) },
+  }, async (request, reply) => {
+    await unsubscribe(request.params.token, request.headers['user-agent']);
+    return reply.type('text/html; charset=utf-8').send('<!doctype html><title>Unsubscribed</title><p>You are unsubscribed: no more email from this sender will reach this address.</p>');
+  });
+  // RFC 8058 §3.1: the POST's body is the form `List-Unsubscribe=One-Click`, which only this
+  // route parses (elsewhere a form is a 415).
+  app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    scope.withTypeProvider<TypeBoxTypeProvider>().post(`${TRACKING_PATHS.unsubscribe}/:token`, {
+      schema: { tags, summary: 'One-click unsubscribe (RFC 8058), as mail clients post it: the same as the link, answered 200 with no redirect', params: TokenParams, body: Type.Optional(Type.String({ maxLength: 1000, description: 'List-Unsubscribe=One-Click' })), response: errorResponses(404) },
+    }, async (request, reply) => {
+      await unsubscribe(request.params.token, request.headers['user-agent']);
+      return reply.type('text/plain; charset=utf-8').send('Unsubscribed.');
+    });
+  });
 }
+
+/** A transparent 1×1 GIF. */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');

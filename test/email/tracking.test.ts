@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { ManualClock } from '../../src/clock.ts';
+import { trackingKey } from '../../src/email/tracking.ts';
+import { trackingToken } from '../../src/email/tracking-tokens.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
+
+// The tracking URLs, followed as a mail client or a person would: no token, no cookie.
+forEachDatabase((dialect) => {
+  let crm: CrmTest;
+  let alice: CrmClient;
+  let receiver: Receiver;
+  beforeEach(async () => {
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await crm.client();
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await crm.close();
+  });
+
+  /** A delivered batch to ada, its link list set as a renderer that found one link would have; ada's recipient id. */
+  async function delivered() {
+    await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
+    const batchId = await sendBatch(crm, alice, buildBatch({ webHookUrl: receiver.url }));
+    const content = JSON.parse((await crm.t.ctx.db.selectFrom('sends').select('content').where('id', '=', batchId).executeTakeFirstOrThrow()).content);
+    await crm.t.ctx.db.updateTable('sends').set({ content: JSON.stringify({ ...content, links: ['https://shop.example/spring?x=1'] }) }).where('id', '=', batchId).execute();
+    const { id } = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
+    return { batchId, recipientId: Number(id) };
+  }
+  const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(crm.t.ctx.encryptionKey), claim);
+  const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) => crm.t.app.inject({ method, url, headers, payload });
+
+  it('records a click (302 to its URL) and an open (a GIF), a machine’s flagged, and posts them', async () => {
+    const { batchId, recipientId } = await delivered();
+    crm.clock.advance(5000);
+    const click = await open('GET', `/t/c/${token({ recipientId, kind: 'click', link: 0 })}`, { 'user-agent': 'Mozilla/5.0 (Macintosh)' });
+    assert.equal(click.statusCode, 302);
+    assert.equal(click.headers.location, 'https://shop.example/spring?x=1');
+    assert.equal(click.headers['set-cookie'], undefined);
+    const pixel = await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, { 'user-agent': 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)' });
+    assert.equal(pixel.statusCode, 200);
+    assert.equal(pixel.headers['content-type'], 'image/gif');
+    assert.equal(pixel.rawPayload.subarray(0, 6).toString(), 'GIF89a');
+
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(recipient.history.slice(2).map((h: { event: string; url?: string; machine?: boolean }) => [h.event, h.url, h.machine]), [
+      ['Click', 'https://shop.example/spring?x=1', false],
+      ['Open', undefined, true],
+    ]);
+    crm.clock.advance(1000);
+    await crm.drain();
+    const secret = (await alice.get('/webhooks/secret')).json().secret as string;
+    const events = receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<{ event: string; url: string | null; machine: boolean | null }> }).data);
+    assert.deepEqual(events.filter((e) => e.event === 'Click' || e.event === 'Open').map((e) => [e.event, e.url, e.machine]), [
+      ['Click', 'https://shop.example/spring?x=1', false],
+      ['Open', null, true],
+    ]);
+  });
+
+  it('flags an open within 2 seconds of delivery as a machine’s', async () => {
+    const { batchId, recipientId } = await delivered();
+    crm.clock.advance(1500);
+    await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(recipient.history.at(-1), { event: 'Open', at: new Date(crm.clock.now()).toISOString(), machine: true });
+  });
+
+  it('unsubscribes by the one-click POST (RFC 8058) and by the link: emailOptIn false, the address suppressed, later batches Drop it', async () => {
+    const { batchId, recipientId } = await delivered();
+    const oneClick = await open('POST', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click');
+    assert.equal(oneClick.statusCode, 200, oneClick.body);
+    assert.equal(oneClick.headers.location, undefined);
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.equal(recipient.history.at(-1).event, 'Unsubscribe');
+    const [contact] = (await alice.get('/contacts?email=ada@example.com')).json().contacts;
+    assert.equal(contact.emailOptIn, false);
+    assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason, 'unsubscribed');
+    const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`);
+    assert.equal(link.statusCode, 200);
+    assert.match(link.body, /unsubscribed/);
+
+    const next = await sendBatch(crm, alice, buildBatch());
+    assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
+    assert.equal((await sandboxEmails(alice)).length, 1);
+  });
+
+  it('refuses forged, altered and unknown tokens with 404 and records nothing; the pixel still answers its GIF', async () => {
+    const { batchId, recipientId } = await delivered();
+    const good = token({ recipientId, kind: 'click', link: 0 });
+    const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
+    const otherKey = trackingToken(trackingKey(crm.t.ctx.jwtKey), { recipientId, kind: 'click', link: 0 });
+    for (const bad of [altered, otherKey, 'AAAA', token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }), token({ recipientId, kind: 'click', link: 7 }), token({ recipientId, kind: 'open' })]) {
+      assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
+      assert.equal((await open('POST', `/t/u/${bad}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click')).statusCode, 404, bad);
+    }
+    assert.equal((await open('GET', `/t/o/${altered}`)).headers['content-type'], 'image/gif');
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered']);
+  });
+});
