@@ -41,7 +41,7 @@ forEachDatabase((dialect) => {
       const token = (await (await fetch(`${base}/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ userName: account.user_name, password: PASSWORD, privateToken: account.private_token, validity: 'Default' }),
+        body: JSON.stringify({ userName: account.user_name, password: PASSWORD, privateToken: account.privateToken, validity: 'Default' }),
       })).json()).access_token as string;
       // One request recipient is also on the list (in another case), one is not.
       const body = buildBatch({ listId: [listId] }, { recipients: [{ to: 'C1@example.com' }, { to: 'walk-in@example.com' }] });
