@@ -37,14 +37,15 @@ export interface TagSources {
   properties?: Map<string, string> | null;
 }
 
+/** One tag's value for a recipient, the tag as written (`[name]`). */
+export function tagValue(tag: string, sources: TagSources): string {
+  return sources.own?.[tag] ?? sources.properties?.get(tag.slice(1, -1).toLowerCase()) ?? '';
+}
+
 export function renderTemplate(template: Template, sources: TagSources): string {
   if (template.tags.length === 0) return template.pieces[0];
   let text = template.pieces[0];
-  for (let i = 0; i < template.tags.length; i++) {
-    const tag = template.tags[i];
-    const value = sources.own?.[tag] ?? sources.properties?.get(tag.slice(1, -1).toLowerCase()) ?? '';
-    text += value + template.pieces[i + 1];
-  }
+  for (let i = 0; i < template.tags.length; i++) text += tagValue(template.tags[i], sources) + template.pieces[i + 1];
   return text;
 }
 
