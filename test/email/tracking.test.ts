@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
+import { simpleParser } from 'mailparser';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
@@ -7,7 +8,7 @@ import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
-import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
+import { base64, buildBatch, sandboxEmails, sendBatch } from './support.ts';
 
 // The tracking URLs, followed as a mail client or a person would: no token, no cookie.
 forEachDatabase((dialect) => {
@@ -24,17 +25,31 @@ forEachDatabase((dialect) => {
     await crm.close();
   });
 
-  /** A delivered batch to ada, its link list set as a renderer that found one link would have; ada's recipient id. */
+  /** A delivered batch to ada with one link; ada's recipient id, and the message as the sandbox took it. */
   async function delivered() {
     await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
-    const batchId = await sendBatch(crm, alice, buildBatch({ webHookUrl: receiver.url }));
-    const content = JSON.parse((await crm.t.ctx.db.selectFrom('sends').select('content').where('id', '=', batchId).executeTakeFirstOrThrow()).content);
-    await crm.t.ctx.db.updateTable('sends').set({ content: JSON.stringify({ ...content, links: ['https://shop.example/spring?x=1'] }) }).where('id', '=', batchId).execute();
+    const emailBody = base64('<p>Dear [firstName], see <a href="https://shop.example/spring?x=1">the spring sale</a>.</p>');
+    const batchId = await sendBatch(crm, alice, buildBatch({ webHookUrl: receiver.url, emailBody }));
     const { id } = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
-    return { batchId, recipientId: Number(id) };
+    const [message] = await sandboxEmails(alice);
+    return { batchId, recipientId: Number(id), message: await simpleParser(message.raw) };
   }
   const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(crm.t.ctx.encryptionKey), claim);
   const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) => crm.t.app.inject({ method, url, headers, payload });
+
+  it('carries each tracking URL in the message it rendered: the link, the pixel, the unsubscribe link and List-Unsubscribe', async () => {
+    const { recipientId, message } = await delivered();
+    const url = (claim: Parameters<typeof trackingToken>[1]) => `${crm.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
+    const html = message.html as string;
+    assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
+    assert.ok(!html.includes('https://shop.example/spring'), 'the link’s own URL is not in the message');
+    assert.ok(html.includes(`src="${url({ recipientId, kind: 'open' })}"`), 'the pixel');
+    assert.ok(html.includes(url({ recipientId, kind: 'unsubscribe' })), 'the unsubscribe link');
+    assert.ok(message.text!.includes(url({ recipientId, kind: 'click', link: 0 })), 'the text part’s link is tracked too');
+    assert.ok(message.headerLines.some((h) => h.line === 'List-Unsubscribe-Post: List-Unsubscribe=One-Click'), 'RFC 8058');
+    const unfolded = message.headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
+    assert.ok(unfolded.includes(`List-Unsubscribe: <${url({ recipientId, kind: 'unsubscribe' })}>`), unfolded.join('\n'));
+  });
 
   it('records a click (302 to its URL) and an open (a GIF), a machine’s flagged, and posts them', async () => {
     const { batchId, recipientId } = await delivered();
