@@ -186,8 +186,16 @@ export type TrackingEvent = { kind: 'click'; link: number } | { kind: 'open' } |
  * webhook; an Unsubscribe also sets emailOptIn false on every contact of the account with
  * the address and suppresses it. Answers the click's URL (null for the others), or undefined
  * when the token names no email recipient or link: nothing is recorded then.
+ *
+ * A machine's request (MACHINE_AGENTS, a HEAD, or within MACHINE_WINDOW_MS of delivery) is
+ * recorded flagged for an open or a click; for the unsubscribe link it is not acted on at all
+ * (`unconfirmed`): mail scanners follow every link of a message, and would unsubscribe the
+ * people they protect. The one-click POST is `confirmed`: scanners do not post.
  */
-export const recordTracking = procedure(import.meta.url, 'recordTracking', async ({ db }, args: { recipientId: number; event: TrackingEvent; userAgent: string | null; now: number }): Promise<{ url: string | null } | undefined> =>
+export const recordTracking = procedure(
+  import.meta.url,
+  'recordTracking',
+  async ({ db }, args: { recipientId: number; event: TrackingEvent; userAgent: string | null; head: boolean; confirmed: boolean; now: number }): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
   db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('send_recipients as r')
@@ -204,11 +212,10 @@ export const recordTracking = procedure(import.meta.url, 'recordTracking', async
       if (url === null) return undefined;
     }
     const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
-    let machine: boolean | null = null;
-    if (event.kind !== 'unsubscribe') {
-      const delivered = await trx.selectFrom('recipient_history').select('at').where('recipient_id', '=', row.id).where('status', '=', 'Delivered').executeTakeFirst();
-      machine = (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) || (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
-    }
+    const delivered = await trx.selectFrom('recipient_history').select('at').where('recipient_id', '=', row.id).where('status', '=', 'Delivered').executeTakeFirst();
+    const byMachine = args.head || (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) || (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
+    if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
+    const machine = event.kind === 'unsubscribe' ? null : byMachine;
     await trx.insertInto('recipient_history').values({ recipient_id: row.id, status: word, at: now, url, machine }).execute();
     if (event.kind === 'unsubscribe') {
       await trx.updateTable('contacts').set({ email_opt_in: false, updated_at: now }).where('account_id', '=', row.account_id).where('email', '=', row.address).execute();

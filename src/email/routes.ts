@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../email-address.ts';
@@ -128,38 +128,49 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   // same 404 for a token that is forged, altered or names nothing.
   const key = trackingKey(ctx.encryptionKey);
   const TokenParams = Type.Object({ token: Type.String({ maxLength: 100 }) });
-  const follow = async (token: string, kind: TrackingEvent['kind'], userAgent: string | undefined) => {
-    const claim = readTrackingToken(key, token);
+  const follow = async (request: FastifyRequest<{ Params: { token: string } }>, kind: TrackingEvent['kind'], confirmed = false) => {
+    const claim = readTrackingToken(key, request.params.token);
     if (claim === null || claim.kind !== kind) return undefined;
     const event: TrackingEvent = kind === 'click' ? { kind, link: claim.link ?? 0 } : { kind };
-    return ctx.database.call(recordTracking, { recipientId: claim.recipientId, event, userAgent: userAgent?.slice(0, 512) ?? null, now: ctx.clock.now() });
+    const userAgent = request.headers['user-agent']?.slice(0, 512) ?? null;
+    return ctx.database.call(recordTracking, { recipientId: claim.recipientId, event, userAgent, head: request.method === 'HEAD', confirmed, now: ctx.clock.now() });
   };
 
   r.get(`${TRACKING_PATHS.click}/:token`, {
     schema: { tags, summary: "A tracked link: 302 to its URL, a Click recorded; 404 for a token that is not one", params: TokenParams, response: errorResponses(404) },
   }, async (request, reply) => {
-    const followed = await follow(request.params.token, 'click', request.headers['user-agent']);
-    if (!followed?.url) throw notFound('The link');
+    const followed = await follow(request, 'click');
+    if (typeof followed !== 'object' || !followed.url) throw notFound('The link');
     return reply.header('cache-control', 'no-store').redirect(followed.url, 302);
   });
 
   r.get(`${TRACKING_PATHS.open}/:token`, {
     schema: { tags, summary: 'The open pixel: a 1×1 GIF always (mail clients show broken images otherwise), an Open recorded for a token that is one', params: TokenParams },
   }, async (request, reply) => {
-    await follow(request.params.token, 'open', request.headers['user-agent']);
+    await follow(request, 'open');
     return reply.header('cache-control', 'no-store').type('image/gif').send(PIXEL);
   });
 
   // The link in the body (GET) and RFC 8058's one-click POST, which mail clients send with
-  // `List-Unsubscribe=One-Click` as its form body: either unsubscribes, with no redirect.
-  const unsubscribe = async (token: string, userAgent: string | undefined) => {
-    if (!(await follow(token, 'unsubscribe', userAgent))) throw notFound('The unsubscribe link');
-  };
+  // `List-Unsubscribe=One-Click` as its form body: either unsubscribes, with no redirect; a
+  // machine's GET (recordTracking) gets the page's button instead, which posts the same.
   r.get(`${TRACKING_PATHS.unsubscribe}/:token`, {
-    schema: { tags, summary: 'Unsubscribe from the email this link came in: an Unsubscribe recorded, emailOptIn false, the address suppressed', params: TokenParams, response: errorResponses(404) },
+    schema: {
+      tags,
+      summary: 'Unsubscribe from the email this link came in: an Unsubscribe recorded, emailOptIn false, the address suppressed; a link scanner gets a button to press instead',
+      params: TokenParams,
+      response: errorResponses(404),
+    },
   }, async (request, reply) => {
-    await unsubscribe(request.params.token, request.headers['user-agent']);
-    return reply.type('text/html; charset=utf-8').send('<!doctype html><title>Unsubscribed</title><p>You are unsubscribed: no more email from this sender will reach this address.</p>');
+    const followed = await follow(request, 'unsubscribe');
+    if (!followed) throw notFound('The unsubscribe link');
+    reply.type('text/html; charset=utf-8').header('cache-control', 'no-store');
+    if (followed === 'unconfirmed') {
+      return reply.send(
+        `<!doctype html><title>Unsubscribe</title><form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><p>Stop email from this sender to this address? <button>Unsubscribe</button></p></form>`,
+      );
+    }
+    return reply.send('<!doctype html><title>Unsubscribed</title><p>You are unsubscribed: no more email from this sender will reach this address.</p>');
   });
   // RFC 8058 §3.1: the POST's body is the form `List-Unsubscribe=One-Click`, which only this
   // route parses (elsewhere a form is a 415).
@@ -168,7 +179,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     scope.withTypeProvider<TypeBoxTypeProvider>().post(`${TRACKING_PATHS.unsubscribe}/:token`, {
       schema: { tags, summary: 'One-click unsubscribe (RFC 8058), as mail clients post it: the same as the link, answered 200 with no redirect', params: TokenParams, body: Type.Optional(Type.String({ maxLength: 1000, description: 'List-Unsubscribe=One-Click' })), response: errorResponses(404) },
     }, async (request, reply) => {
-      await unsubscribe(request.params.token, request.headers['user-agent']);
+      if (!(await follow(request, 'unsubscribe', true))) throw notFound('The unsubscribe link');
       return reply.type('text/plain; charset=utf-8').send('Unsubscribed.');
     });
   });

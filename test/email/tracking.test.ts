@@ -96,13 +96,36 @@ forEachDatabase((dialect) => {
     const [contact] = (await alice.get('/contacts?email=ada@example.com')).json().contacts;
     assert.equal(contact.emailOptIn, false);
     assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason, 'unsubscribed');
-    const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`);
+    crm.clock.advance(5000);
+    const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
     assert.equal(link.statusCode, 200);
-    assert.match(link.body, /unsubscribed/);
+    assert.match(link.body, /You are unsubscribed/);
 
     const next = await sendBatch(crm, alice, buildBatch());
     assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
     assert.equal((await sandboxEmails(alice)).length, 1);
+  });
+
+  it('does not unsubscribe on a link scanner’s GET, a HEAD or a GET within 2 s of delivery: it answers a button that posts the one-click form', async () => {
+    const { batchId, recipientId } = await delivered();
+    const path = `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`;
+    const early = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
+    crm.clock.advance(5000);
+    const scanned = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (compatible; Microsoft Office Protection; SafeLinks)' });
+    const headed = await crm.t.app.inject({ method: 'HEAD', url: path, headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' } });
+    for (const page of [early, scanned]) {
+      assert.equal(page.statusCode, 200);
+      assert.match(page.body, /<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
+    }
+    assert.equal(headed.statusCode, 200);
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered'], 'nothing recorded');
+    assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions.length, 0);
+    assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, true);
+
+    const pressed = await open('POST', path, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click');
+    assert.equal(pressed.statusCode, 200);
+    assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, false);
   });
 
   it('refuses forged, altered and unknown tokens with 404 and records nothing; the pixel still answers its GIF', async () => {
