@@ -70,6 +70,9 @@ forEachDatabase((dialect) => {
     assert.equal(ada.subject, 'Hello Ada');
     assert.match(String(ada.html), /Your Gold plan/);
     assert.match(String(ada.html), /Dear Ada, café ☕ is on us\./);
+    assert.match(ada.text!, /Dear Ada, café ☕ is on us\./, 'the text alternative, substituted too');
+    assert.doesNotMatch(ada.text!, /Gold plan/, 'the preheader is the HTML’s hidden first element only');
+    assert.match(String(ada.html), /^[\s\S]*?<div[^>]*display:\s*none[^>]*>Your Gold plan/, 'hidden, first');
     assert.equal(ada.from?.value[0].address, 'news@mail.localhost');
     assert.equal(ada.from?.value[0].name, 'Herald News');
     assert.equal(ada.replyTo?.value[0].address, 'help@mail.localhost');
