@@ -15,13 +15,14 @@ import MailComposer, { type Options as MailComposerOptions } from 'nodemailer/li
 import { compileEmail, composeMime, renderEmail } from '../src/email/render.ts';
 import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
 import { generateKey } from '../src/secret-key.ts';
+import { Keyring } from '../src/sealed.ts';
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 20_000);
 const PAGE = Number(process.env.BENCH_PAGE ?? 200);
 const PUBLIC_URL = 'https://herald.example.com';
 
 const html = readFileSync(new URL('fixtures/email-newsletter.html', import.meta.url), 'utf8');
-const key = trackingKey(generateKey());
+const key = trackingKey(new Keyring(generateKey()));
 
 const compileStarted = performance.now();
 const compiled = compileEmail(

@@ -19,6 +19,8 @@ export interface Config {
   jwtSecret: string | undefined;
   /** ENCRYPTION_KEY, the key of isBodyEncrypted bodies; when unset, messaging/encryption-key.ts finds or makes one (SQLite) or stops (PostgreSQL). */
   encryptionKey: KeyObject | undefined;
+  /** ENCRYPTION_KEY_PREVIOUS: keys ENCRYPTION_KEY replaced, newest first, which still open what they sealed (sealed.ts's Keyring). */
+  previousEncryptionKeys: KeyObject[];
   bodyLimitBytes: number;
   /** Take the client address from X-Forwarded-For (behind a reverse proxy) for login throttling. */
   trustProxy: boolean;
@@ -143,6 +145,13 @@ export function loadConfig(env: Env = process.env): Config {
     // The value is a secret: not repeated in the message, which lands in logs.
     throw new ConfigError('ENCRYPTION_KEY', 'must be 64 hex characters (a 32-byte key), such as the output of openssl rand -hex 32');
   }
+  const previousEncryptionKeys = (optional(env, 'ENCRYPTION_KEY_PREVIOUS') ?? '').split(',').filter((hex) => hex.trim() !== '').map((hex) => keyFromHex(hex.trim()));
+  if (previousEncryptionKeys.some((key) => key === undefined)) {
+    throw new ConfigError('ENCRYPTION_KEY_PREVIOUS', 'must be keys of 64 hex characters each, separated by commas, newest first');
+  }
+  if (previousEncryptionKeys.length > 0 && !encryptionKey) {
+    throw new ConfigError('ENCRYPTION_KEY_PREVIOUS', 'needs ENCRYPTION_KEY: the key that replaced them');
+  }
   const adminToken = optional(env, 'ADMIN_TOKEN');
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters long');
@@ -174,6 +183,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken,
     jwtSecret,
     encryptionKey,
+    previousEncryptionKeys: previousEncryptionKeys as KeyObject[],
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'TRUST_PROXY', false),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),

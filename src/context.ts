@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import type { Keyring } from './sealed.ts';
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import type { Clock } from './clock.ts';
@@ -17,6 +18,6 @@ export interface AppContext {
   /** HS256 key of access tokens. */
   jwtKey: KeyObject;
   /** ENCRYPTION_KEY: seals the bodies, tag values and rendered texts of isBodyEncrypted sends, and Idempotency-Key records (sealed.ts). */
-  encryptionKey: KeyObject;
+  encryptionKey: Keyring;
   metrics: Registry;
 }

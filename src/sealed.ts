@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 
 /**
  * Sealed values: the bodies, tag values and rendered texts of an `isBodyEncrypted` send
@@ -24,6 +24,34 @@ export class SealedValueError extends Error {
 }
 
 
+/**
+ * ENCRYPTION_KEY and the keys it replaced (ENCRYPTION_KEY_PREVIOUS), newest first: values are
+ * sealed under the current one and opened under any, so a key can be replaced without losing
+ * what was sealed before it (README, "Replacing ENCRYPTION_KEY"). Keys for other uses (the
+ * hash of Idempotency-Key requests, email's tracking tokens) are derived from each in turn.
+ */
+export class Keyring {
+  readonly current: KeyObject;
+  readonly all: readonly KeyObject[];
+  private readonly derived = new Map<string, Keyring>();
+
+  constructor(current: KeyObject, previous: readonly KeyObject[] = []) {
+    this.current = current;
+    this.all = [current, ...previous];
+  }
+
+  /** The ring of keys derived for `purpose` (HKDF-SHA256, RFC 5869; no salt, the input being a uniformly random key), once. */
+  derive(purpose: string): Keyring {
+    let ring = this.derived.get(purpose);
+    if (!ring) {
+      const [current, ...previous] = this.all.map((key) => createSecretKey(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), purpose, 32))));
+      ring = new Keyring(current, previous);
+      this.derived.set(purpose, ring);
+    }
+    return ring;
+  }
+}
+
 export function seal(key: KeyObject, clear: string, place: string): string {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
@@ -32,16 +60,20 @@ export function seal(key: KeyObject, clear: string, place: string): string {
   return SEALED_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url');
 }
 
-export function open(key: KeyObject, sealed: string, place: string): string {
+/** The clear value, opened under whichever key of the ring sealed it. */
+export function open(keys: Keyring, sealed: string, place: string): string {
   if (!sealed.startsWith(SEALED_PREFIX)) throw new SealedValueError(place);
   const bytes = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64url');
   if (bytes.length < IV_BYTES + TAG_BYTES) throw new SealedValueError(place);
-  const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
-  decipher.setAAD(Buffer.from(place));
-  decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-  try {
-    return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
-  } catch {
-    throw new SealedValueError(place);
+  for (const key of keys.all) {
+    const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
+    decipher.setAAD(Buffer.from(place));
+    decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+    try {
+      return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+    } catch {
+      // Sealed under another key of the ring, or not at all: the next one.
+    }
   }
+  throw new SealedValueError(place);
 }

@@ -16,7 +16,7 @@ import { createWorker } from './worker.ts';
 /** Loads the encryption key, opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
   // First: a PostgreSQL start without ENCRYPTION_KEY stops before it touches the database.
-  const encryptionKey = loadEncryptionKey(config.databaseUrl, config.encryptionKey);
+  const encryptionKey = loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
   const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
   await database.ready();
   await migrateToLatest(database);

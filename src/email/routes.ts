@@ -14,8 +14,7 @@ import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
 import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
 import { compileEmail } from './render.ts';
-import { TRACKING_PATHS, trackingKey } from './tracking.ts';
-import { readTrackingToken } from './tracking-tokens.ts';
+import { readToken, TRACKING_PATHS, trackingKey } from './tracking.ts';
 import {
   CampaignBody, CampaignPage, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
@@ -129,7 +128,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   const key = trackingKey(ctx.encryptionKey);
   const TokenParams = Type.Object({ token: Type.String({ maxLength: 100 }) });
   const follow = async (request: FastifyRequest<{ Params: { token: string } }>, kind: TrackingEvent['kind'], confirmed = false) => {
-    const claim = readTrackingToken(key, request.params.token);
+    const claim = readToken(key, request.params.token);
     if (claim === null || claim.kind !== kind) return undefined;
     const event: TrackingEvent = kind === 'click' ? { kind, link: claim.link ?? 0 } : { kind };
     const userAgent = request.headers['user-agent']?.slice(0, 512) ?? null;

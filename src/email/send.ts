@@ -1,4 +1,5 @@
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
@@ -36,7 +37,7 @@ async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Prom
  * recipients in id order — each rendered (tags, tracking URLs, its own Message-ID) and handed
  * to the transport, the page's results recorded with the batch's cursor — until none is left.
  */
-export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: KeyObject; config: { publicUrl: string } }): JobHandler {
+export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
   return {

@@ -1,24 +1,27 @@
-import { createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
+import type { Keyring } from '../sealed.ts';
 import type { RecipientUrls } from './render.ts';
-import { trackingToken } from './tracking-tokens.ts';
+import { readTrackingToken, trackingToken, type TrackingClaim } from './tracking-tokens.ts';
 
 /** The paths of tracking URLs: a click, the open pixel, unsubscribing. */
 export const TRACKING_PATHS = { click: '/t/c', open: '/t/o', unsubscribe: '/t/u' } as const;
 
-const keys = new WeakMap<KeyObject, KeyObject>();
+/** The keys of tracking tokens, derived from ENCRYPTION_KEY and those it replaced: no other use of those keys can make one. */
+export function trackingKey(encryptionKeys: Keyring): Keyring {
+  return encryptionKeys.derive('herald email tracking tokens');
+}
 
-/** The key of tracking tokens, derived from ENCRYPTION_KEY (RFC 5869), once per key: no other use of that key can make one. */
-export function trackingKey(encryptionKey: KeyObject): KeyObject {
-  let key = keys.get(encryptionKey);
-  if (!key) {
-    key = createSecretKey(Buffer.from(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), 'herald email tracking tokens', 32)));
-    keys.set(encryptionKey, key);
+/** A token's claim, under whichever key of the ring made it (a message sent before ENCRYPTION_KEY was replaced still tracks); null when none did. */
+export function readToken(keys: Keyring, token: string): TrackingClaim | null {
+  for (const key of keys.all) {
+    const claim = readTrackingToken(key, token);
+    if (claim) return claim;
   }
-  return key;
+  return null;
 }
 
 /** A recipient's tracking URLs, under PUBLIC_URL: each names the recipient's row by a signed token. */
-export function recipientUrls(key: KeyObject, publicUrl: string, recipientId: number): RecipientUrls {
+export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: number): RecipientUrls {
+  const key = keys.current;
   return {
     click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${trackingToken(key, { recipientId, kind: 'click', link })}`,
     open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type SqlBool, type Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
@@ -9,7 +9,7 @@ import { procedure, type Procedure, type ProcedureDatabase } from '../db/procedu
 import type { Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { badRequest, unprocessable } from '../errors.ts';
-import { open, seal, SEALED_PREFIX } from '../sealed.ts';
+import { open, seal, SEALED_PREFIX, type Keyring } from '../sealed.ts';
 
 /** Keys are honoured for 24 hours (as Stripe and Brevo do); after that a key may be reused. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
@@ -20,26 +20,18 @@ export interface Outcome<T> {
 }
 
 /**
- * The key of request hashes, derived from ENCRYPTION_KEY (RFC 5869), once per key. Keyed: a
+ * Requests are hashed under a key derived from ENCRYPTION_KEY (sealed.ts's Keyring). Keyed: a
  * plain hash of a body that holds a passcode (`/sms/single`) or a password (`/admin/accounts`)
  * gives the secret back to anyone who reads the table and tries every six digits, or a list
  * of common passwords, with the rest of the body guessed or read beside it.
  */
-const derivedKeys = new WeakMap<KeyObject, { hash: KeyObject; response: Uint8Array }>();
-function keysOf(encryptionKey: KeyObject): { hash: KeyObject; response: Uint8Array } {
-  let keys = derivedKeys.get(encryptionKey);
-  if (!keys) {
-    const derive = (purpose: string) => new Uint8Array(hkdfSync('sha256', encryptionKey, Buffer.alloc(0), purpose, 32));
-    keys = { hash: createSecretKey(derive('herald idempotency request hash')), response: derive('herald idempotency response') };
-    derivedKeys.set(encryptionKey, keys);
-  }
-  return keys;
-}
+const REQUEST_HASH = 'herald idempotency request hash';
+const RESPONSE = 'herald idempotency response';
 
-function requestHash(request: FastifyRequest, encryptionKey: KeyObject): string {
-  return createHmac('sha256', keysOf(encryptionKey).hash)
-    .update(`${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`)
-    .digest('base64url');
+/** The request's hash under each key of the ring, the current one's first: a record made before ENCRYPTION_KEY was replaced still matches. */
+function requestHashes(request: FastifyRequest, keys: Keyring): string[] {
+  const text = `${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`;
+  return keys.derive(REQUEST_HASH).all.map((key) => createHmac('sha256', key).update(text).digest('base64url'));
 }
 
 /** The key a request claims, in the transaction of its work: plain data, as a procedure's arguments are. */
@@ -127,7 +119,7 @@ export function postProcedure<A, T>(
 export async function idempotent<A, T>(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { database: Database; clock: Clock; encryptionKey: KeyObject },
+  deps: { database: Database; clock: Clock; encryptionKey: Keyring },
   scope: string,
   work: PostProcedure<A, T>,
   prepare: () => A | Promise<A>,
@@ -143,7 +135,7 @@ export async function idempotent<A, T>(
   if (key.length < 1 || key.length > 255) {
     throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
   }
-  const hash = requestHash(request, deps.encryptionKey);
+  const [hash, ...formerHashes] = requestHashes(request, deps.encryptionKey);
 
   let args: { value: A } | undefined;
   for (let attempt = 1; ; attempt++) {
@@ -156,17 +148,18 @@ export async function idempotent<A, T>(
       .executeTakeFirst();
     const live = stored && stored.created_at > now - IDEMPOTENCY_TTL_MS ? stored : undefined;
     if (live) {
-      if (live.request_hash !== hash) {
+      if (live.request_hash !== hash && !formerHashes.includes(live.request_hash)) {
         throw unprocessable('This Idempotency-Key was already used with a different request.', [
           { field: 'Idempotency-Key', message: 'was used with another body or path' },
         ]);
       }
       reply.header('idempotent-replayed', 'true');
-      return answer({ statusCode: live.status_code, body: JSON.parse(openResponse(live.response_body, deps.encryptionKey, scope, key)) as T });
+      return answer({ statusCode: live.status_code, body: JSON.parse(openResponse(live.response_body, deps.encryptionKey.derive(RESPONSE), scope, key)) as T });
     }
     args ??= { value: await prepare() };
     try {
-      const claim = { scope, key, hash, now, replace: stored !== undefined, responseKey: keysOf(deps.encryptionKey).response };
+      const responseKey = new Uint8Array(deps.encryptionKey.derive(RESPONSE).current.export());
+      const claim = { scope, key, hash, now, replace: stored !== undefined, responseKey };
       return answer(await database.call(work, { claim, args: args.value }));
     } catch (error) {
       // Another request with this key committed first: go round once more to replay its
@@ -177,8 +170,8 @@ export async function idempotent<A, T>(
 }
 
 /** A recorded response in clear; one recorded before responses were sealed (a day's worth at the upgrade) is JSON as it is. */
-function openResponse(recorded: string, encryptionKey: KeyObject, scope: string, key: string): string {
-  return recorded.startsWith(SEALED_PREFIX) ? open(createSecretKey(keysOf(encryptionKey).response), recorded, responsePlace(scope, key)) : recorded;
+function openResponse(recorded: string, keys: Keyring, scope: string, key: string): string {
+  return recorded.startsWith(SEALED_PREFIX) ? open(keys, recorded, responsePlace(scope, key)) : recorded;
 }
 
 /** Deletes up to `limit` records of keys no longer honoured (by the retention sweep); answers how many it deleted. */

@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { sqlitePath } from '../db/database.ts';
 import { generateKey, keyFromHex } from '../secret-key.ts';
+import { Keyring } from '../sealed.ts';
 
 /**
  * The key of sealed values (sealed.ts), ENCRYPTION_KEY (ARCHITECTURE.md, "Configuration"):
@@ -13,8 +14,11 @@ import { generateKey, keyFromHex } from '../secret-key.ts';
  * bodies. PostgreSQL has no "beside": its processes run on several hosts, which must all hold
  * the same key, so there it must be set.
  */
-export function loadEncryptionKey(databaseUrl: string, configured: KeyObject | undefined): KeyObject {
-  if (configured) return configured;
+export function loadEncryptionKey(databaseUrl: string, configured: KeyObject | undefined, previous: readonly KeyObject[] = []): Keyring {
+  return new Keyring(configured ?? keyOfDatabase(databaseUrl), previous);
+}
+
+function keyOfDatabase(databaseUrl: string): KeyObject {
   const file = sqlitePath(databaseUrl);
   if (file === undefined) {
     throw new ConfigError(

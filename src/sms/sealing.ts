@@ -1,5 +1,4 @@
-import type { KeyObject } from 'node:crypto';
-import { open, seal } from '../sealed.ts';
+import { open, seal, type Keyring } from '../sealed.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
 import type { SmsContent, StoredSmsContent } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
@@ -16,29 +15,29 @@ const contentPlace = (sendId: string) => `sends.content:${sendId}`;
 const tagsPlace = (sendId: string, address: string) => `send_recipients.tags:${sendId}:${address}`;
 
 /** sends.content and the request recipients' tags as they are written for `draft`. */
-export function storedSms(draft: SmsDraft, sendId: string, key: KeyObject): { content: StoredSmsContent; recipients: StoredRecipient[] } {
+export function storedSms(draft: SmsDraft, sendId: string, keys: Keyring): { content: StoredSmsContent; recipients: StoredRecipient[] } {
   const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted } = draft;
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
-    return isBodyEncrypted ? seal(key, JSON.stringify(own), tagsPlace(sendId, address)) : JSON.stringify(own);
+    return isBodyEncrypted ? seal(keys.current, JSON.stringify(own), tagsPlace(sendId, address)) : JSON.stringify(own);
   };
   return {
     content: isBodyEncrypted
-      ? { kind, senderName, landingPageId, shortener, sealed: seal(key, JSON.stringify({ body, tags }), contentPlace(sendId)) }
+      ? { kind, senderName, landingPageId, shortener, sealed: seal(keys.current, JSON.stringify({ body, tags }), contentPlace(sendId)) }
       : { kind, senderName, landingPageId, shortener, body, tags },
     recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: stored(r.mobile, r.tags), contactId: r.contactId })),
   };
 }
 
 /** A send's content in clear, and whether it was sealed (its rendered texts are then sealed wherever they are kept). */
-export function openedContent(content: StoredSmsContent, sendId: string, key: KeyObject): { content: SmsContent; sealed: boolean } {
+export function openedContent(content: StoredSmsContent, sendId: string, keys: Keyring): { content: SmsContent; sealed: boolean } {
   if (!('sealed' in content)) return { content, sealed: false };
   const { sealed, ...settings } = content;
-  const { body, tags } = JSON.parse(open(key, sealed, contentPlace(sendId))) as Pick<SmsContent, 'body' | 'tags'>;
+  const { body, tags } = JSON.parse(open(keys, sealed, contentPlace(sendId))) as Pick<SmsContent, 'body' | 'tags'>;
   return { content: { ...settings, body, tags }, sealed: true };
 }
 
 /** A recipient's own tags (send_recipients.tags) as JSON in clear. */
-export function openedTags(tags: string, sendId: string, address: string, key: KeyObject): string {
-  return open(key, tags, tagsPlace(sendId, address));
+export function openedTags(tags: string, sendId: string, address: string, keys: Keyring): string {
+  return open(keys, tags, tagsPlace(sendId, address));
 }

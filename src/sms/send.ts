@@ -1,4 +1,5 @@
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import type { Keyring } from '../sealed.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
@@ -134,7 +135,7 @@ export async function updateRecipients(db: Db, dialect: DialectName, now: number
 type SendingSms = Omit<StartedSend, 'content'> & { sendId: string; content: SmsContent; sealed: boolean };
 
 /** The page with each recipient's own tags opened, for a sealed send. */
-export function openedPage(rows: PageRow[], send: { sendId: string; sealed: boolean }, key: KeyObject): PageRow[] {
+export function openedPage(rows: PageRow[], send: { sendId: string; sealed: boolean }, key: Keyring): PageRow[] {
   if (!send.sealed) return rows;
   return rows.map((row) => (row.tags === null ? row : { ...row, tags: openedTags(row.tags, send.sendId, row.address, key) }));
 }
@@ -201,7 +202,7 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
  * landing page links written (when the send has one), rendered, segmented, submitted, their
  * results recorded with the send's cursor — until none is left.
  */
-export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject; config: { publicUrl: string } }): JobHandler {
+export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
   const { database, clock, transport, encryptionKey, config } = deps;
   return {
     async handle(job: Job, run: JobRun) {

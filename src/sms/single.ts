@@ -1,4 +1,4 @@
-import type { KeyObject } from 'node:crypto';
+import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
@@ -91,7 +91,7 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
  * as one page — one read, one transport call, one transaction — rather than one send's
  * round trips each. At 500 passcodes a second that is what keeps them at milliseconds.
  */
-export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: KeyObject; config: { publicUrl: string } }): JobHandler {
+export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
   const { database, clock, transport, encryptionKey, config } = deps;
 
   /** One recipient's message; a send that cannot be rendered (its sealed content does not open) fails its own job only. */

@@ -52,6 +52,16 @@ for (const [variable, value] of bad) {
   });
 }
 
+it('takes ENCRYPTION_KEY_PREVIOUS as keys separated by commas beside ENCRYPTION_KEY, and stops on a malformed one or one without ENCRYPTION_KEY', () => {
+  const [current, old, older] = ['ab'.repeat(32), 'cd'.repeat(32), 'ef'.repeat(32)];
+  const config = loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old}, ${older}` });
+  assert.deepEqual(config.previousEncryptionKeys.map((key) => key.export().toString('hex')), [old, older]);
+  assert.deepEqual(loadConfig({ ENCRYPTION_KEY: current }).previousEncryptionKeys, []);
+  const named = (error: unknown) => error instanceof ConfigError && error.message.includes('ENCRYPTION_KEY_PREVIOUS') && !error.message.includes('cd'.repeat(8));
+  assert.throws(() => loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old},${'cd'.repeat(31)}` }), named);
+  assert.throws(() => loadConfig({ ENCRYPTION_KEY_PREVIOUS: old }), named);
+});
+
 it('never repeats a malformed ENCRYPTION_KEY in its message: it is a secret, and messages land in logs', () => {
   const almost = `${'c0ffee'.repeat(10)}c0f`;
   assert.throws(() => loadConfig({ ENCRYPTION_KEY: almost }), (error: unknown) => error instanceof ConfigError && !error.message.includes('c0ffee'));

@@ -4,6 +4,7 @@ import { simpleParser } from 'mailparser';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
+import { Keyring } from '../../src/sealed.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
@@ -34,7 +35,7 @@ forEachDatabase((dialect) => {
     const [message] = await sandboxEmails(alice);
     return { batchId, recipientId: Number(id), message: await simpleParser(message.raw) };
   }
-  const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(crm.t.ctx.encryptionKey), claim);
+  const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(crm.t.ctx.encryptionKey).current, claim);
   const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) => crm.t.app.inject({ method, url, headers, payload });
 
   it('carries each tracking URL in the message it rendered: the link, the pixel, the unsubscribe link and List-Unsubscribe', async () => {
@@ -132,7 +133,7 @@ forEachDatabase((dialect) => {
     const { batchId, recipientId } = await delivered();
     const good = token({ recipientId, kind: 'click', link: 0 });
     const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
-    const otherKey = trackingToken(trackingKey(crm.t.ctx.jwtKey), { recipientId, kind: 'click', link: 0 });
+    const otherKey = trackingToken(trackingKey(new Keyring(crm.t.ctx.jwtKey)).current, { recipientId, kind: 'click', link: 0 });
     for (const bad of [altered, otherKey, 'AAAA', token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }), token({ recipientId, kind: 'click', link: 7 }), token({ recipientId, kind: 'open' })]) {
       assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
       assert.equal((await open('POST', `/t/u/${bad}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click')).statusCode, 404, bad);

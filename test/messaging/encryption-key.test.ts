@@ -22,12 +22,12 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 it('on SQLite without ENCRYPTION_KEY, makes a key once beside the database (mode 0600), never in it', async () => {
   const file = join(dir, 'data', 'herald.db');
   const ctx = await createContext(loadConfig({ DATABASE_URL: `sqlite:${file}` }));
-  const hex = hexOf(ctx.encryptionKey);
+  const hex = hexOf(ctx.encryptionKey.current);
   await closeContext(ctx);
   assert.equal(readFileSync(`${file}.key`, 'utf8'), `${hex}\n`);
   assert.equal(statSync(`${file}.key`).mode & 0o777, 0o600);
   const again = await createContext(loadConfig({ DATABASE_URL: `sqlite:${file}` }));
-  assert.equal(hexOf(again.encryptionKey), hex, 'the same key on the next start');
+  assert.equal(hexOf(again.encryptionKey.current), hex, 'the same key on the next start');
   await closeContext(again);
   for (const name of readdirSync(join(dir, 'data')).filter((name) => !name.endsWith('.key'))) {
     const bytes = readFileSync(join(dir, 'data', name));
@@ -38,7 +38,7 @@ it('on SQLite without ENCRYPTION_KEY, makes a key once beside the database (mode
 it('gives processes that start at once on a new database one key, and leaves only the key file', async () => {
   const url = `sqlite:${join(dir, 'herald.db')}`;
   const script = `import { loadEncryptionKey } from ${JSON.stringify(new URL('../../src/messaging/encryption-key.ts', import.meta.url).href)};
-process.stdout.write(loadEncryptionKey(process.argv[1], undefined).export().toString('hex'));`;
+process.stdout.write(loadEncryptionKey(process.argv[1], undefined).current.export().toString('hex'));`;
   const run = () => promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, url]);
   const keys = (await Promise.all(Array.from({ length: 4 }, run))).map((result) => result.stdout);
   assert.equal(new Set(keys).size, 1, keys.join(' '));
@@ -49,7 +49,7 @@ process.stdout.write(loadEncryptionKey(process.argv[1], undefined).export().toSt
 it('takes ENCRYPTION_KEY when set, on SQLite too, and writes no file', () => {
   const hex = 'ab'.repeat(32);
   const key = loadEncryptionKey(`sqlite:${join(dir, 'herald.db')}`, loadConfig({ ENCRYPTION_KEY: hex }).encryptionKey);
-  assert.equal(hexOf(key), hex);
+  assert.equal(hexOf(key.current), hex);
   assert.deepEqual(readdirSync(dir), []);
 });
 

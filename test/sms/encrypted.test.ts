@@ -4,7 +4,9 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
-import { open } from '../../src/sealed.ts';
+import { Keyring, open } from '../../src/sealed.ts';
+import { generateKey } from '../../src/secret-key.ts';
+import { createWorker } from '../../src/worker.ts';
 import { sandboxTextPlace } from '../../src/sms/transports/sandbox.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
@@ -150,6 +152,26 @@ forEachDatabase((dialect) => {
     const logged = logs.join('');
     assert.match(logged, /"msg":"job failed"/);
     assert.doesNotMatch(logged, new RegExp(`${CODE}|105722|${BODY_WORDS}`));
+  });
+
+  it('sends, after ENCRYPTION_KEY is replaced, what was accepted sealed under the key it replaced, and replays its Idempotency-Key', async () => {
+    const scheduled = { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag, scheduleDateTime: new Date(crm.clock.now() + 60_000).toISOString() };
+    const accepted = await post('/sms/single', scheduled, 'before-the-new-key');
+    assert.equal(accepted.statusCode, 202, accepted.body);
+
+    const replaced = crm.t.ctx.encryptionKey;
+    crm.t.ctx.encryptionKey = new Keyring(generateKey(), replaced.all);
+    const replayed = await post('/sms/single', scheduled, 'before-the-new-key');
+    assert.equal(replayed.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(replayed.json(), accepted.json());
+
+    crm.clock.advance(60_000);
+    const worker = createWorker(crm.t.ctx);
+    await worker.drain();
+    await worker.stop();
+    const [record] = await crm.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).execute();
+    assert.equal(open(crm.t.ctx.encryptionKey, record.text!, sandboxTextPlace(record.message_id, record.part)), `${BODY_WORDS}: ${CODE}`);
+    assert.throws(() => open(replaced, record.text!, sandboxTextPlace(record.message_id, record.part)), 'sealed again under the new key');
   });
 
   it('sends an encrypted text exactly as a clear one: tags from the contact, parts, encoding', async () => {

@@ -1,8 +1,7 @@
-import type { KeyObject } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
-import { seal } from '../../sealed.ts';
+import { seal, type Keyring } from '../../sealed.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
 
 /**
@@ -15,7 +14,7 @@ import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
  * operator, it may hold a page twice after a crash between the two, never lose one. A
  * sensitive message's parts are kept sealed under `key`, each bound to its message and part.
  */
-export function sandboxTransport(clock: Clock, options: { key: KeyObject; fail?: RegExp }): SmsTransport {
+export function sandboxTransport(clock: Clock, options: { key: Keyring; fail?: RegExp }): SmsTransport {
   return {
     async submit(database: ProcedureDatabase, messages: OutgoingSms[]): Promise<SubmitResult[]> {
       const results: SubmitResult[] = [];
@@ -27,7 +26,7 @@ export function sandboxTransport(clock: Clock, options: { key: KeyObject; fail?:
         }
         const { parts, encoding } = m.segmented;
         parts.forEach((part, i) => {
-          const text = m.sensitive ? seal(options.key, part.text, sandboxTextPlace(m.messageId, i + 1)) : part.text;
+          const text = m.sensitive ? seal(options.key.current, part.text, sandboxTextPlace(m.messageId, i + 1)) : part.text;
           rows.push([m.accountId, m.sendId, m.messageId, m.recipient, m.sender, i + 1, parts.length, encoding, text, m.sensitive]);
         });
         const operatorMessageIds = parts.map((_, i) => `${m.messageId}/${i + 1}`);
