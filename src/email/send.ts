@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
@@ -53,6 +54,9 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
       return sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
         const date = new Date(clock.now());
         const handed = await inFlight(rows, IN_FLIGHT, async (row) => {
+          // Rendering is synchronous: a turn of the event loop between two messages lets the
+          // transport's writes of the ones before go out while the next are rendered.
+          await setImmediate();
           const messageId = randomUUID();
           const raw = await renderEmail(compiled, {
             to: row.address,

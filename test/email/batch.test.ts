@@ -90,6 +90,18 @@ forEachDatabase((dialect) => {
     assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
   });
 
+  it('keeps every message of a page handed over at once, more than one group of the sandbox, each once and to its own recipient', async () => {
+    const recipients = Array.from({ length: 45 }, (_, i) => ({ to: `r${i}@example.com`, personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }] }));
+    const batchId = await sendBatch(crm, alice, buildBatch({}, { recipients }));
+    const response = await alice.get('/sandbox/email?limit=1000');
+    assert.equal(response.statusCode, 200, response.body);
+    const messages = response.json().messages as Array<{ to: string; raw: string; batchId: string }>;
+    assert.equal(messages.length, 45);
+    assert.deepEqual(new Set(messages.map((m) => m.to)), new Set(recipients.map((r) => r.to)));
+    for (const message of messages) assert.match(message.raw, new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'));
+    assert.deepEqual((await read(alice, batchId)).totals, { Delivered: 45 });
+  });
+
   it('stores campaigns (201, names unique, listed) and sends a batch by emailCampaignId', async () => {
     const created = await alice.post('/email/campaigns', { name: 'Spring sale', html: '<h1>Spring, [firstName]</h1>' });
     assert.equal(created.statusCode, 201, created.body);

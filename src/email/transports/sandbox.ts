@@ -11,11 +11,19 @@ import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts
  * and `&bounce=<regular expression>` for good (550 5.1.1, a hard Bounce, which suppresses the
  * address); refused messages are not kept. Its record is written before the page's results:
  * like a mail server, it may hold a page twice after a crash between the two, never lose one.
- * The messages handed over at one moment are kept in one statement.
+ * The messages handed over at one moment are kept in one statement, at most KEPT_AT_ONCE.
  */
+/**
+ * A group this full is written at once, not at the end of the turn: the send job renders the
+ * page's next messages while the database keeps these (all at the turn's end, rendering and
+ * writing took turns, and a third of a PostgreSQL batch's time went by with the renderer idle).
+ */
+const KEPT_AT_ONCE = 16;
+
 export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock, options: { defer?: RegExp; bounce?: RegExp }): EmailTransport {
   let waiting: Array<{ row: unknown[]; settle: (error?: unknown) => void }> = [];
   const flush = async () => {
+    if (waiting.length === 0) return;
     const batch = waiting;
     waiting = [];
     try {
@@ -28,7 +36,8 @@ export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock,
   const keep = (m: OutgoingEmail) =>
     new Promise<void>((resolve, reject) => {
       waiting.push({ row: [m.accountId, m.sendId, m.messageId, m.to, m.raw.toString('utf8')], settle: (error) => (error === undefined ? resolve() : reject(error)) });
-      if (waiting.length === 1) setImmediate(flush);
+      if (waiting.length === KEPT_AT_ONCE) void flush();
+      else if (waiting.length === 1) setImmediate(flush);
     });
   return {
     async send(message: OutgoingEmail): Promise<EmailResult> {
