@@ -19,7 +19,8 @@ export interface EmailSendJob {
  * sends.content of an email batch: what its worker renders. `html` is the batch's own
  * (emailBody) or its campaign's as it was when the batch was accepted; `links` the URLs its
  * tracked links lead to, by index, which a click's token names (kept after retention, so
- * links keep working).
+ * links keep working): found by the send job's compile and written before its first message
+ * goes out (send.ts), so the request's thread never parses the HTML.
  */
 export interface EmailSendContent {
   from: EmailParty;
@@ -28,7 +29,7 @@ export interface EmailSendContent {
   preheader?: string;
   html: string;
   campaignId: string | null;
-  links: string[];
+  links?: string[];
 }
 
 export interface PreparedEmail {

@@ -44,6 +44,11 @@ export const startEmailSend = procedure(import.meta.url, 'startEmailSend', async
   ),
 );
 
+/** The batch's content with its tracked links (accept.ts), written by its send job before its first message goes out. */
+export const recordEmailLinks = procedure(import.meta.url, 'recordEmailLinks', async ({ db }, args: { sendId: string; content: string }): Promise<void> => {
+  await db.updateTable('sends').set({ content: args.content }).where('id', '=', args.sendId).execute();
+});
+
 /** [recipient id, status, message id, the last SMTP reply, attempts] of one message's outcome. */
 type Outcome = [number, string, string, string, number];
 

@@ -13,7 +13,6 @@ import { emailJobKey, recordEmail, type PreparedEmail } from './accept.ts';
 import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
 import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
-import { compileEmail } from './render.ts';
 import { readToken, TRACKING_PATHS, trackingKey } from './tracking.ts';
 import {
   CampaignBody, CampaignPage, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
@@ -40,13 +39,11 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     if (errors.length > 0) throw badRequest('The email batch is not valid.', errors);
     const { html } = await prepareEmail(ctx.database.reads, account.id, draft, { defaultEmailDomain: ctx.config.defaultEmailDomain });
     const { from, replyTo, subject, preheader, campaignId, listIds, scheduledAt, webhookUrl } = draft;
-    // The links are found once, here: a click's token names a link by its index in this list.
-    const { links } = compileEmail({ from, replyTo, subject, preheader, html }, { tracking: true });
     return {
       sendId: randomUUID(),
       accountId: account.id,
       draft: { listIds, scheduledAt, webhookUrl },
-      content: { from, replyTo, subject, preheader, html, campaignId, links },
+      content: { from, replyTo, subject, preheader, html, campaignId },
       recipients: draft.recipients.map((recipient) => ({ address: recipient.address, tags: Object.keys(recipient.tags).length > 0 ? JSON.stringify(recipient.tags) : null })),
       now,
     };

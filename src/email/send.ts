@@ -9,7 +9,7 @@ import { expandedSend, propertyNames, rowProperties, sendInPages } from '../mess
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
-import { dropUnsent, pageResults, PENDING, recordEmailPage, startEmailSend } from './record.ts';
+import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
 import { compileEmail, renderEmail, type CompiledEmail } from './render.ts';
 import { recipientUrls, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
@@ -48,6 +48,8 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;
       const compiled: CompiledEmail = compileEmail({ subject: content.subject, preheader: content.preheader, html: content.html, from: content.from, replyTo: content.replyTo }, { tracking: true });
+      // The same HTML finds the same links, so a send resumed after a crash writes what it wrote.
+      if (!content.links) await database.call(recordEmailLinks, { sendId, content: JSON.stringify({ ...content, links: compiled.links }) });
       const names = await propertyNames(database.db, started.accountId);
       const domain = content.from.email.slice(content.from.email.lastIndexOf('@') + 1).toLowerCase();
       const send = { ...started, sendId };
