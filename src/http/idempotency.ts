@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type SqlBool, type Transaction } from 'kysely';
 import type { Clock } from '../clock.ts';
@@ -28,10 +28,13 @@ export interface Outcome<T> {
 const REQUEST_HASH = 'herald idempotency request hash';
 const RESPONSE = 'herald idempotency response';
 
-/** The request's hash under each key of the ring, the current one's first: a record made before ENCRYPTION_KEY was replaced still matches. */
-function requestHashes(request: FastifyRequest, keys: Keyring): string[] {
+/** The request's hash under the current key, and whether a recorded hash is the request's under any key of the ring (a record made before ENCRYPTION_KEY was replaced). */
+function requestHash(request: FastifyRequest, keys: Keyring): { hash: string; madeBy(recorded: string): boolean } {
   const text = `${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`;
-  return keys.derive(REQUEST_HASH).all.map((key) => createHmac('sha256', key).update(text).digest('base64url'));
+  const [current, ...previous] = keys.derive(REQUEST_HASH).all;
+  const under = (key: KeyObject) => createHmac('sha256', key).update(text).digest('base64url');
+  const hash = under(current);
+  return { hash, madeBy: (recorded) => recorded === hash || previous.some((key) => under(key) === recorded) };
 }
 
 /** The key a request claims, in the transaction of its work: plain data, as a procedure's arguments are. */
@@ -135,7 +138,7 @@ export async function idempotent<A, T>(
   if (key.length < 1 || key.length > 255) {
     throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
   }
-  const [hash, ...formerHashes] = requestHashes(request, deps.encryptionKey);
+  const { hash, madeBy } = requestHash(request, deps.encryptionKey);
 
   let args: { value: A } | undefined;
   for (let attempt = 1; ; attempt++) {
@@ -148,7 +151,7 @@ export async function idempotent<A, T>(
       .executeTakeFirst();
     const live = stored && stored.created_at > now - IDEMPOTENCY_TTL_MS ? stored : undefined;
     if (live) {
-      if (live.request_hash !== hash && !formerHashes.includes(live.request_hash)) {
+      if (!madeBy(live.request_hash)) {
         throw unprocessable('This Idempotency-Key was already used with a different request.', [
           { field: 'Idempotency-Key', message: 'was used with another body or path' },
         ]);
