@@ -140,23 +140,19 @@ async function accountCommand(config: () => Config, action: string | undefined, 
     const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
     switch (action) {
       case 'create': {
-        const userName = option('user');
-        return print(
-          (({ privateToken, ...row }) => accountView(row, privateToken))(
-            await createAccount(db, clock, {
-              userName,
-              password: await newPassword(),
-              timeZoneOffset: values['time-zone-offset'],
-              locale: values.locale,
-            }),
-          ),
-        );
+        const created = await createAccount(db, clock, {
+          userName: option('user'),
+          password: await newPassword(),
+          timeZoneOffset: values['time-zone-offset'],
+          locale: values.locale,
+        });
+        return print(accountView(created, created.privateToken));
       }
       case 'list':
         return print((await listAccounts(db)).map((row) => accountView(row)));
       case 'rotate-private-token': {
-        const { privateToken, ...row } = await rotatePrivateToken(db, clock, (await byUser()).id);
-        return print(accountView(row, privateToken));
+        const rotated = await rotatePrivateToken(db, clock, (await byUser()).id);
+        return print(accountView(rotated, rotated.privateToken));
       }
       case 'set-password': {
         const { id } = await byUser();

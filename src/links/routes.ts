@@ -43,12 +43,12 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
   // handsets behind one address), while guessing codes stops after MAX_MISSES_PER_ADDRESS.
   const misses = new FailureThrottle(ctx, { windowMs: MISS_WINDOW_MS, message: 'Too many unknown links opened from this address; try again later.' });
   const follow = async (request: FastifyRequest, reply: FastifyReply, code: string, accountId: string | null) => {
-    const address = [[`link-miss:addr:${request.ip}`, MAX_MISSES_PER_ADDRESS]] as const;
-    await misses.check(address);
+    const missKey = `link-miss:addr:${request.ip}`;
+    await misses.check([[missKey, MAX_MISSES_PER_ADDRESS]]);
     // A HEAD is a client checking the link (a previewer, a monitor), not a person opening it.
     const url = await followLink(ctx.db, { code, accountId, at: ctx.clock.now(), userAgent: request.headers['user-agent'], record: request.method === 'GET' });
     if (url === undefined) {
-      await misses.recordFailure([address[0][0]]);
+      await misses.recordFailure([missKey]);
       throw notFound('The link');
     }
     // no-store: each opening reaches the service and is counted.
