@@ -11,7 +11,7 @@ import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
  * (2 bytes, clicks only) | tag (the first 16 bytes of the HMAC of what precedes it).
  */
 
-export type TrackingKind = 'click' | 'open' | 'unsubscribe';
+export type TrackingKind = 'click' | 'open' | 'unsubscribe' | 'bounce';
 
 export interface TrackingClaim {
   recipientId: number;
@@ -19,24 +19,46 @@ export interface TrackingClaim {
   link?: number;
 }
 
-const KINDS: TrackingKind[] = ['click', 'open', 'unsubscribe'];
+const KINDS: TrackingKind[] = ['click', 'open', 'unsubscribe', 'bounce'];
 const TAG_BYTES = 16;
 
 const tag = (key: KeyObject, claim: Buffer) => createHmac('sha256', key).update(claim).digest().subarray(0, TAG_BYTES);
 
-export function trackingToken(key: KeyObject, claim: TrackingClaim): string {
+function tokenBytes(key: KeyObject, claim: TrackingClaim): Buffer {
   const click = claim.kind === 'click';
   const bytes = Buffer.alloc(click ? 11 : 9);
   bytes.writeUInt8(KINDS.indexOf(claim.kind), 0);
   bytes.writeBigUInt64BE(BigInt(claim.recipientId), 1);
   if (click) bytes.writeUInt16BE(claim.link ?? 0, 9);
-  return Buffer.concat([bytes, tag(key, bytes)]).toString('base64url');
+  return Buffer.concat([bytes, tag(key, bytes)]);
+}
+
+export function trackingToken(key: KeyObject, claim: TrackingClaim): string {
+  return tokenBytes(key, claim).toString('base64url');
+}
+
+/**
+ * The same token for a mailbox's local part (the VERP return path, the `mailto:` of
+ * List-Unsubscribe): lower-case hex, since mail systems may change the case of a local part
+ * on its way back, and 50 characters, so `unsubscribe+<token>` stays within the 64 a local part may have.
+ */
+export function mailboxToken(key: KeyObject, claim: TrackingClaim): string {
+  return tokenBytes(key, claim).toString('hex');
+}
+
+/** The claim of a mailbox token, whatever its case, or null when it was not made under `key`. */
+export function readMailboxToken(key: KeyObject, token: string): TrackingClaim | null {
+  if (!/^(?:[0-9a-fA-F]{2}){25,27}$/.test(token)) return null;
+  return readClaim(key, Buffer.from(token, 'hex'));
 }
 
 /** The claim of a token, or null when it was not made under `key` (forged, altered, cut). */
 export function readTrackingToken(key: KeyObject, token: string): TrackingClaim | null {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(token)) return null;
-  const bytes = Buffer.from(token, 'base64url');
+  return readClaim(key, Buffer.from(token, 'base64url'));
+}
+
+function readClaim(key: KeyObject, bytes: Buffer): TrackingClaim | null {
   const kind = KINDS[bytes[0]];
   if (kind === undefined || bytes.length !== (kind === 'click' ? 11 : 9) + TAG_BYTES) return null;
   const claim = bytes.subarray(0, bytes.length - TAG_BYTES);

@@ -1,6 +1,6 @@
 import type { Keyring } from '../sealed.ts';
 import type { RecipientUrls } from './render.ts';
-import { readTrackingToken, trackingToken, type TrackingClaim } from './tracking-tokens.ts';
+import { mailboxToken, readMailboxToken, readTrackingToken, trackingToken, type TrackingClaim } from './tracking-tokens.ts';
 
 /** The paths of tracking URLs: a click, the open pixel, unsubscribing. */
 export const TRACKING_PATHS = { click: '/t/c', open: '/t/o', unsubscribe: '/t/u' } as const;
@@ -27,4 +27,33 @@ export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: num
     open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,
     unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${trackingToken(key, { recipientId, kind: 'unsubscribe' })}`,
   };
+}
+
+/** The mailboxes at BOUNCE_DOMAIN that name a message: its VERP return path, and the `mailto:` of its List-Unsubscribe. */
+const MAILBOXES = { bounce: 'bounces', unsubscribe: 'unsubscribe' } as const;
+
+/** A recipient's VERP return path, `bounces+<token>@<bounce domain>`: a bounce that comes back names its message. */
+export function returnPath(keys: Keyring, bounceDomain: string, recipientId: number): string {
+  return `${MAILBOXES.bounce}+${mailboxToken(keys.current, { recipientId, kind: 'bounce' })}@${bounceDomain}`;
+}
+
+/** A recipient's `mailto:` unsubscribe address, `unsubscribe+<token>@<bounce domain>` (mail to it unsubscribes, as the one-click POST does). */
+export function unsubscribeMailbox(keys: Keyring, bounceDomain: string, recipientId: number): string {
+  return `${MAILBOXES.unsubscribe}+${mailboxToken(keys.current, { recipientId, kind: 'unsubscribe' })}@${bounceDomain}`;
+}
+
+/**
+ * What an address Herald receives mail at names: a bounce to a message's return path or an
+ * unsubscribe request, with its recipient's row; null for any other address, or a token no
+ * key of the ring made. The domain is not checked: the listener decides which it serves.
+ */
+export function readMailbox(keys: Keyring, address: string): { kind: 'bounce' | 'unsubscribe'; recipientId: number } | null {
+  const match = /^(bounces|unsubscribe)\+([0-9a-f]+)@/i.exec(address);
+  if (!match) return null;
+  const kind = match[1].toLowerCase() === MAILBOXES.bounce ? 'bounce' : 'unsubscribe';
+  for (const key of keys.all) {
+    const claim = readMailboxToken(key, match[2]);
+    if (claim) return claim.kind === kind ? { kind, recipientId: claim.recipientId } : null;
+  }
+  return null;
 }
