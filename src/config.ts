@@ -39,6 +39,10 @@ export interface Config {
    */
   emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined };
   defaultEmailDomain: string;
+  /** BOUNCE_DOMAIN: the domain of VERP return paths (`bounces+<token>@…`) and of List-Unsubscribe's `mailto:`; DEFAULT_EMAIL_DOMAIN when unset. */
+  bounceDomain: string;
+  /** INBOUND_SMTP_PORT: the SMTP listener for bounces, complaints and unsubscribe mail, on HOST; off when unset. */
+  inboundSmtpPort: number | undefined;
   logLevel: string;
   /** After SIGTERM, how long running jobs may take before the process exits without them. */
   shutdownGraceSeconds: number;
@@ -165,6 +169,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!isHostname(defaultEmailDomain)) {
     throw new ConfigError('DEFAULT_EMAIL_DOMAIN', `must be a domain name, got "${defaultEmailDomain}"`);
   }
+  const bounceDomain = read(env, 'BOUNCE_DOMAIN', defaultEmailDomain);
+  if (!isHostname(bounceDomain)) {
+    throw new ConfigError('BOUNCE_DOMAIN', `must be a domain name, got "${bounceDomain}"`);
+  }
   const logLevel = read(env, 'LOG_LEVEL', 'info');
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
@@ -191,6 +199,8 @@ export function loadConfig(env: Env = process.env): Config {
     smsTransport,
     emailTransport: emailTransportSetting(read(env, 'EMAIL_TRANSPORT', 'sandbox:')),
     defaultEmailDomain: defaultEmailDomain.toLowerCase(),
+    bounceDomain: bounceDomain.toLowerCase(),
+    inboundSmtpPort: optional(env, 'INBOUND_SMTP_PORT') === undefined ? undefined : integer(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),

@@ -15,6 +15,13 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
   assert.equal(config.retentionDays, 30);
 });
 
+it('takes BOUNCE_DOMAIN as DEFAULT_EMAIL_DOMAIN unless set, and leaves the inbound SMTP listener off unless INBOUND_SMTP_PORT is set', () => {
+  assert.equal(loadConfig({ DEFAULT_EMAIL_DOMAIN: 'Mail.Example.com' }).bounceDomain, 'mail.example.com');
+  assert.equal(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com' }).bounceDomain, 'bounces.example.com');
+  assert.equal(loadConfig({}).inboundSmtpPort, undefined);
+  assert.equal(loadConfig({ INBOUND_SMTP_PORT: '2525' }).inboundSmtpPort, 2525);
+});
+
 it('takes RETENTION_DAYS as a whole number of days from 1', () => {
   assert.equal(loadConfig({ RETENTION_DAYS: '1' }).retentionDays, 1);
   assert.equal(loadConfig({ RETENTION_DAYS: '365' }).retentionDays, 365);
@@ -32,6 +39,9 @@ const bad: Array<[string, string]> = [
   ['WEBHOOK_ALLOW_PRIVATE', 'yes please'],
   ['DEFAULT_SENDER_NAME', 'WAY-TOO-LONG-NAME'],
   ['DEFAULT_EMAIL_DOMAIN', 'not a domain'],
+  ['BOUNCE_DOMAIN', 'bounces@example.com'],
+  ['INBOUND_SMTP_PORT', '25a'],
+  ['INBOUND_SMTP_PORT', '65536'],
   ['BODY_LIMIT_BYTES', '12'],
   ['LOG_LEVEL', 'loud'],
   ['SHUTDOWN_GRACE_SECONDS', 'soon'],
