@@ -19,6 +19,7 @@ import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
 import { EMAIL_SEND_KIND } from './email/accept.ts';
 import { emailSendHandler } from './email/send.ts';
 import { sandboxEmailTransport } from './email/transports/sandbox.ts';
+import { RenderPool } from './email/render-pool.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -41,7 +42,9 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   // Email batches: several at once, each rendering and handing over a page at a time.
   const emailTransport = sandboxEmailTransport(ctx.database, ctx.clock, ctx.config.emailTransport);
   worker.holds(emailTransport);
-  worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport }), { concurrency: 8 });
+  const renderPool = new RenderPool();
+  worker.holds(renderPool);
+  worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport, renderPool }), { concurrency: 8 });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), { concurrency: 1 });
   // Also recurring: messages no receipt settled end Failed after SMS_RECEIPT_TIMEOUT_HOURS.

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setImmediate } from 'node:timers/promises';
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
@@ -10,14 +9,20 @@ import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
-import { compileEmail, renderEmail, type CompiledEmail } from './render.ts';
-import { recipientUrls, trackingKey } from './tracking.ts';
+import type { RenderPool } from './render-pool.ts';
+import { compileEmail, type CompiledEmail } from './render.ts';
+import { trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
 
-/** Messages of a page rendered and handed over at once: a transport bounds its own connections. */
-const IN_FLIGHT = 32;
+/**
+ * Recipients a render thread is given at once: few enough that their messages reach the
+ * transport soon after one another, enough that a call's cost is spread over many.
+ */
+const RENDER_GROUP = 25;
+/** Groups in flight per render thread: one rendering while the one before goes to the transport. */
+const GROUPS_PER_THREAD = 2;
 
 /** Runs `work` on every item, at most `limit` at once; answers the results in item order. */
 async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
@@ -33,12 +38,22 @@ async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Prom
   return results;
 }
 
+const groups = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+
 /**
  * The `email.send` job: start (expand) once, compile the batch's email once, then pages of
- * recipients in id order — each rendered (tags, tracking URLs, its own Message-ID) and handed
- * to the transport, the page's results recorded with the batch's cursor — until none is left.
+ * recipients in id order — each rendered on the render pool's threads (tags, tracking URLs, its
+ * own Message-ID) and handed to the transport, the page's results recorded with the batch's
+ * cursor — until none is left.
  */
-export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
+export function emailSendHandler(deps: {
+  database: Database;
+  clock: Clock;
+  transport: EmailTransport;
+  renderPool: RenderPool;
+  encryptionKey: Keyring;
+  config: { publicUrl: string };
+}): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
   return {
@@ -53,27 +68,36 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
       const names = await propertyNames(database.db, started.accountId);
       const domain = content.from.email.slice(content.from.email.lastIndexOf('@') + 1).toLowerCase();
       const send = { ...started, sendId };
-      return sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
-        const date = new Date(clock.now());
-        const handed = await inFlight(rows, IN_FLIGHT, async (row) => {
-          // Rendering is synchronous: a turn of the event loop between two messages lets the
-          // transport's writes of the ones before go out while the next are rendered.
-          await setImmediate();
-          const messageId = randomUUID();
-          const raw = await renderEmail(compiled, {
-            to: row.address,
-            sources: { own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null, properties: rowProperties(row, names) },
-            messageId: `<${messageId}@${domain}>`,
-            urls: recipientUrls(key, config.publicUrl, Number(row.id)),
-            date,
+      const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl });
+      try {
+        return await sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
+          const date = new Date(clock.now());
+          const handed = await inFlight(groups(rows, RENDER_GROUP), deps.renderPool.size * GROUPS_PER_THREAD, async (group) => {
+            const messageIds = group.map(() => randomUUID());
+            const raws = await renderer.render(
+              group.map((row, i) => ({
+                recipientId: Number(row.id),
+                to: row.address,
+                sources: { own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null, properties: rowProperties(row, names) },
+                messageId: `<${messageIds[i]}@${domain}>`,
+              })),
+              date,
+            );
+            return Promise.all(
+              group.map(async (row, i) => {
+                const messageId = messageIds[i];
+                const result = await transport.send({ accountId: send.accountId, sendId, messageId, from: content.from.email, to: row.address, raw: raws[i] }, run.signal);
+                return { row, messageId, result };
+              }),
+            );
           });
-          const result = await transport.send({ accountId: send.accountId, sendId, messageId, from: content.from.email, to: row.address, raw }, run.signal);
-          return { row, messageId, result };
+          await pauseForTest('email.handed');
+          const now = clock.now();
+          return database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...pageResults(sendId, now, handed.flat()), last });
         });
-        await pauseForTest('email.handed');
-        const now = clock.now();
-        return database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...pageResults(sendId, now, handed), last });
-      });
+      } finally {
+        renderer.close();
+      }
     },
     onDead: (trx: Db, job: Job, error: string) => dropUnsent(trx, clock, (job.payload as EmailSendJob).sendId, error),
   };

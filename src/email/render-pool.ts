@@ -1,0 +1,129 @@
+import type { KeyObject } from 'node:crypto';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { TagSources } from '../messaging/tags.ts';
+import type { CompiledEmail } from './render.ts';
+
+/**
+ * Rendering emails on threads of their own. Rendering a recipient is pure CPU (tags, tracking
+ * URLs and their MACs, quoted-printable, MIME), the largest part of an email's cost, and the
+ * event loop that runs it also drives the transport and the database: on its own thread it
+ * uses the machine's other cores, and a batch's rendering no longer holds back the process's
+ * other work (an SMS passcode's job, a webhook post). Each thread is given a batch's compiled
+ * email once, then recipients a group at a time; it answers their raw MIME.
+ */
+
+/** What a thread needs of a batch, given once: the compiled email, and what each recipient's tracking URLs are made of. */
+export interface ThreadBatch {
+  compiled: CompiledEmail;
+  /** The current key of tracking tokens (tracking.ts's trackingKey(…).current). */
+  trackingKey: KeyObject;
+  publicUrl: string;
+}
+
+/** One recipient as a thread renders it. */
+export interface ThreadRecipient {
+  recipientId: number;
+  to: string;
+  sources: TagSources;
+  /** `<id@domain>` */
+  messageId: string;
+}
+
+export type RenderRequest =
+  | { kind: 'batch'; id: string; batch: ThreadBatch }
+  | { kind: 'render'; call: number; batch: string; date: number; recipients: ThreadRecipient[] }
+  | { kind: 'forget'; id: string };
+
+export type RenderResponse = { call: number; raws: Uint8Array[] } | { call: number; error: string };
+
+/** A thread's heap holds a compiled email or two and a group of messages: a few MiB. Bounded so a thread never grows the process by much. */
+const THREAD_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 };
+
+/** Threads by default: every core but the one the process's event loop runs on, at least one, at most four. */
+export const DEFAULT_RENDER_THREADS = Math.min(4, Math.max(1, availableParallelism() - 1));
+
+interface Thread {
+  worker: Worker;
+  /** Calls not yet answered, by call number. */
+  pending: Map<number, { resolve: (raws: Buffer[]) => void; reject: (error: Error) => void }>;
+  /** The batches it was given. */
+  batches: Set<string>;
+}
+
+export class RenderPool {
+  readonly size: number;
+  private readonly threads: Thread[] = [];
+  private calls = 0;
+  private batchCount = 0;
+
+  constructor(size = DEFAULT_RENDER_THREADS) {
+    this.size = size;
+  }
+
+  /** A batch's renderer: recipients in, raw MIME out, in order. `close` tells the threads to drop the batch. */
+  open(batch: ThreadBatch): { render(recipients: ThreadRecipient[], date: Date): Promise<Buffer[]>; close(): void } {
+    const id = String(++this.batchCount);
+    return {
+      render: (recipients, date) => this.render(id, batch, recipients, date.getTime()),
+      close: () => {
+        for (const thread of this.threads) {
+          if (thread.batches.delete(id)) thread.worker.postMessage({ kind: 'forget', id } satisfies RenderRequest);
+        }
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const threads = this.threads.splice(0);
+    await Promise.all(threads.map((thread) => thread.worker.terminate()));
+  }
+
+  private render(id: string, batch: ThreadBatch, recipients: ThreadRecipient[], date: number): Promise<Buffer[]> {
+    if (recipients.length === 0) return Promise.resolve([]);
+    const thread = this.leastBusy();
+    if (!thread.batches.has(id)) {
+      thread.worker.postMessage({ kind: 'batch', id, batch } satisfies RenderRequest);
+      thread.batches.add(id);
+    }
+    const call = ++this.calls;
+    return new Promise((resolve, reject) => {
+      if (thread.pending.size === 0) thread.worker.ref();
+      thread.pending.set(call, { resolve, reject });
+      thread.worker.postMessage({ kind: 'render', call, batch: id, date, recipients } satisfies RenderRequest);
+    });
+  }
+
+  /** The thread with the fewest calls waiting, a new one while the pool is not full and every thread has some. */
+  private leastBusy(): Thread {
+    let best: Thread | undefined;
+    for (const thread of this.threads) if (!best || thread.pending.size < best.pending.size) best = thread;
+    if (best && (best.pending.size === 0 || this.threads.length >= this.size)) return best;
+    return this.start();
+  }
+
+  private start(): Thread {
+    const worker = new Worker(new URL('./render-thread.ts', import.meta.url), { resourceLimits: THREAD_LIMITS });
+    // An idle thread does not keep the process alive; one with calls waiting does (render, above).
+    worker.unref();
+    const thread: Thread = { worker, pending: new Map(), batches: new Set() };
+    worker.on('message', (response: RenderResponse) => {
+      const waiting = thread.pending.get(response.call);
+      if (!waiting) return;
+      thread.pending.delete(response.call);
+      if (thread.pending.size === 0) worker.unref();
+      if ('error' in response) waiting.reject(new Error(`rendering failed: ${response.error}`));
+      else waiting.resolve(response.raws.map((raw) => Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)));
+    });
+    const fail = (error: Error) => {
+      const index = this.threads.indexOf(thread);
+      if (index >= 0) this.threads.splice(index, 1);
+      for (const waiting of thread.pending.values()) waiting.reject(error);
+      thread.pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the render thread exited (code ${code})`)));
+    this.threads.push(thread);
+    return thread;
+  }
+}
