@@ -87,6 +87,8 @@ export interface ReceivedMail {
   /** The envelope recipients the sink accepted (RCPT TO). */
   to: string[];
   raw: Buffer;
+  /** It came over TLS (after STARTTLS). */
+  tls: boolean;
   /** Epoch ms. */
   receivedAt: number;
 }
@@ -189,7 +191,7 @@ function compile(rule: SmtpRule): Rule {
     if (!valid) throw new RangeError(`status must be an enhanced status code like 5.1.1, not ${String(status)}`);
     if (valid[1] !== String(code)[0]) throw new RangeError(`status ${status} is not of the class of code ${code}`);
   }
-  const text = rule.text ?? (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused'));
+  const text = rule.text ?? (rule.code === undefined ? defaults.text : (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused')));
   if (typeof text !== 'string' || text === '' || text.length > MAX_TEXT || /[\x00-\x1f\x7f]/.test(text)) {
     throw new RangeError(`text must be one line of 1 to ${MAX_TEXT} characters`);
   }
@@ -311,6 +313,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
             from: mailFrom ? mailFrom.address : '',
             to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
             raw: Buffer.concat(chunks),
+            tls: session.secure,
             receivedAt,
           });
         }
@@ -357,8 +360,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   });
 
   const received = (filter: { to?: string; limit?: number } = {}): ReceivedMail[] => {
-    let list = messages.values();
     if (retain === 0) return [];
+    let list = messages.values();
     if (filter.to !== undefined) {
       const to = filter.to.toLowerCase();
       list = list.filter((mail) => mail.to.some((address) => address.toLowerCase() === to));
@@ -424,7 +427,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
 
 /** A message as the control port shows it: the raw data as UTF-8 text. */
 const mailView = (mail: ReceivedMail) => ({
-  id: mail.id, from: mail.from, to: mail.to, receivedAt: new Date(mail.receivedAt).toISOString(), size: mail.raw.length, raw: mail.raw.toString('utf8'),
+  id: mail.id, from: mail.from, to: mail.to, tls: mail.tls, receivedAt: new Date(mail.receivedAt).toISOString(), size: mail.raw.length, raw: mail.raw.toString('utf8'),
 });
 
 /** A RangeError from the sink (a bad rule or value) as the control port's 400. */
