@@ -102,7 +102,7 @@ describe('accepting', () => {
     assert.equal((await control('DELETE', '/messages')).status, 204);
     assert.deepEqual(sink!.received(), []);
     const stats = (await control('GET', '/stats')).body;
-    assert.deepEqual(stats.messages, { accepted: 3, refused: 0, dropped: 0, retained: 0, firstAt: stats.messages.firstAt, lastAt: stats.messages.lastAt });
+    assert.deepEqual(stats.messages, { accepted: 3, deferred: 0, refused: 0, dropped: 0, retained: 0, firstAt: stats.messages.firstAt, lastAt: stats.messages.lastAt });
     assert.ok(stats.messages.firstAt <= stats.messages.lastAt);
     assert.deepEqual(stats.recipients, { accepted: 3, deferred: 0, rejected: 0 });
     assert.deepEqual(stats.replies, { '2xx': 6, '4xx': 0, '5xx': 0 }, 'a 250 to each RCPT TO and to each message');
@@ -196,6 +196,27 @@ describe('rules', () => {
     assert.deepEqual(sink!.received().map((m) => m.to), [['vip@example.com', 'ada@elsewhere.example']]);
   });
 
+  it('answers the end of the data for an at: data rule, refusing the whole message, and deferring it the given times', async () => {
+    await start({
+      rules: [
+        { match: 'filtered@example.com', action: 'reject', code: 554, status: '5.7.1', text: 'message content rejected', at: 'data' },
+        { match: 'later@example.com', action: 'defer', times: 1, at: 'data' },
+      ],
+    });
+    const refused = await refusal({ to: ['ada@example.com', 'filtered@example.com'] });
+    assert.equal(refused.code, 'EMESSAGE', 'refused after the data, not at RCPT TO');
+    assert.equal(refused.response, '554 5.7.1 message content rejected');
+    const deferred = await refusal({ to: 'later@example.com' });
+    assert.equal(deferred.code, 'EMESSAGE');
+    assert.equal(deferred.response, '451 4.3.0 try again later');
+    await send({ to: 'later@example.com' });
+    await send({ to: 'ada@example.com' });
+    assert.deepEqual(sink!.received().map((m) => m.to), [['later@example.com'], ['ada@example.com']]);
+    const stats = sink!.stats();
+    assert.deepEqual([stats.messages.accepted, stats.messages.deferred, stats.messages.refused], [2, 1, 1]);
+    assert.deepEqual(stats.recipients, { accepted: 5, deferred: 0, rejected: 0 });
+  });
+
   it('refuses malformed rules, changing nothing', async () => {
     await start({ rules: [{ match: 'a@example.com', action: 'reject' }] });
     const bad = [
@@ -208,6 +229,7 @@ describe('rules', () => {
       [{ match: '/(/', action: 'reject' }, /not a valid regular expression/],
       [{ match: '', action: 'reject' }, /match must be/],
       [{ match: 'x@example.com', action: 'bounce' }, /action must be/],
+      [{ match: 'x@example.com', action: 'reject', at: 'end' }, /at must be rcpt or data/],
     ] as const;
     for (const [rule, message] of bad) {
       assert.throws(() => sink!.setRules([rule as never]), (error: Error) => error instanceof RangeError && message.test(error.message));
@@ -221,8 +243,8 @@ describe('rules', () => {
     const put = await control('PUT', '/rules', { rules: [{ match: 'ada@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' }, { match: '/^bob@/', action: 'defer', times: 3 }] });
     assert.equal(put.status, 200);
     assert.deepEqual(put.body.rules, [
-      { match: 'ada@example.com', action: 'reject', reply: '552 5.2.2 mailbox full', used: 0 },
-      { match: '/^bob@/', action: 'defer', times: 3, reply: '451 4.3.0 try again later', used: 0 },
+      { match: 'ada@example.com', action: 'reject', at: 'rcpt', reply: '552 5.2.2 mailbox full', used: 0 },
+      { match: '/^bob@/', action: 'defer', at: 'rcpt', times: 3, reply: '451 4.3.0 try again later', used: 0 },
     ]);
     assert.equal((await refusal({ to: 'ada@example.com' })).response, '552 5.2.2 mailbox full');
     assert.equal((await refusal({ to: 'bob@example.com' })).responseCode, 451);
@@ -341,7 +363,7 @@ describe('herald sim smtp', () => {
     const child = spawn(HERALD, [
       'sim', 'smtp', '--port', '0', '--http-port', '0', '--user', 'herald', '--password', 'secret',
       '--tls-cert', certPath, '--tls-key', keyPath,
-      '--accept', 'vip@bounce.example', '--reject', '/@bounce\\.example$/:550:5.1.1:no such user', '--defer', 'slow@example.com:1', '--retain', '10',
+      '--accept', 'vip@bounce.example', '--reject', '/@bounce\\.example$/:550:5.1.1:no such user', '--defer', 'slow@example.com:1', '--reject-data', 'spam@example.com:554:5.7.1', '--retain', '10',
     ]);
     const exited = once(child, 'exit');
     try {
@@ -354,11 +376,14 @@ describe('herald sim smtp', () => {
       const deferred = await transport.sendMail({ ...MAIL, to: 'slow@example.com' }).then(() => undefined, (error: SendError) => error);
       assert.equal(deferred?.response, '451 4.3.0 try again later');
       await transport.sendMail({ ...MAIL, to: 'slow@example.com' });
+      const filtered = await transport.sendMail({ ...MAIL, to: 'spam@example.com' }).then(() => undefined, (error: SendError) => error);
+      assert.deepEqual([filtered?.code, filtered?.response], ['EMESSAGE', '554 5.7.1 transaction failed']);
 
       const { messages } = await (await fetch(`http://127.0.0.1:${httpPort}/messages`)).json();
       assert.deepEqual(messages.map((m: { to: string[]; tls: boolean }) => [m.to, m.tls]), [[['vip@bounce.example'], true], [['slow@example.com'], true]]);
       const stats = await (await fetch(`http://127.0.0.1:${httpPort}/stats`)).json();
-      assert.deepEqual(stats.recipients, { accepted: 2, deferred: 1, rejected: 1 });
+      assert.deepEqual(stats.recipients, { accepted: 3, deferred: 1, rejected: 1 });
+      assert.equal(stats.messages.refused, 1);
     } finally {
       child.kill('SIGTERM');
     }
@@ -369,7 +394,7 @@ describe('herald sim smtp', () => {
   it('documents its options in --help and refuses a malformed rule as a usage error', () => {
     const help = spawnSync(HERALD, ['sim', 'smtp', '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0);
-    for (const option of ['--port 2525', '--http-port 2526', '--user', '--tls-cert', '--accept MATCH', '--defer MATCH:TIMES', '--reject MATCH', '--drop-after N', '--drop-repeat', '--delay-ms', '--retain', '--max-size']) {
+    for (const option of ['--port 2525', '--http-port 2526', '--user', '--tls-cert', '--accept MATCH', '--defer MATCH:TIMES', '--reject MATCH', '--defer-data', '--reject-data', '--drop-after N', '--drop-repeat', '--delay-ms', '--retain', '--max-size']) {
       assert.ok(help.stdout.includes(option), option);
     }
     assert.match(spawnSync(HERALD, ['sim', '--help'], { encoding: 'utf8' }).stdout, /sim smsc[^]*sim smtp/);
