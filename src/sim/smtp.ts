@@ -393,7 +393,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     connections: { opened: stats.connectionsOpened, open: sockets.size },
     auth: { ...stats.auth },
     recipients: { ...stats.recipients },
-    messages: { ...stats.messages, retained: retain === 0 ? 0 : messages.values().length },
+    messages: { ...stats.messages, retained: retain === 0 ? 0 : messages.size },
     replies: { ...stats.replies },
   });
   const sink: Omit<SmtpSink, 'port' | 'httpPort' | 'close'> = {
