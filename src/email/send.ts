@@ -11,6 +11,8 @@ import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
 import { compileEmail, renderEmail, type CompiledEmail } from './render.ts';
+import { signEmail } from './dkim.ts';
+import { signingKeyFor } from './dkim-keys.ts';
 import { recipientUrls, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 
@@ -38,7 +40,7 @@ async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Prom
  * recipients in id order — each rendered (tags, tracking URLs, its own Message-ID) and handed
  * to the transport, the page's results recorded with the batch's cursor — until none is left.
  */
-export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
+export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string; defaultEmailDomain: string } }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
   return {
@@ -52,6 +54,8 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
       if (!content.links) await database.call(recordEmailLinks, { sendId, content: JSON.stringify({ ...content, links: compiled.links }) });
       const names = await propertyNames(database.db, started.accountId);
       const domain = content.from.email.slice(content.from.email.lastIndexOf('@') + 1).toLowerCase();
+      // Signed with the From domain's key: the service's, or the account's own sender domain's.
+      const dkimKey = await signingKeyFor(database, deps.encryptionKey, clock, { accountId: domain === config.defaultEmailDomain ? null : started.accountId, domain });
       const send = { ...started, sendId };
       return sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
         const date = new Date(clock.now());
@@ -60,13 +64,14 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
           // transport's writes of the ones before go out while the next are rendered.
           await setImmediate();
           const messageId = randomUUID();
-          const raw = await renderEmail(compiled, {
+          const rendered = await renderEmail(compiled, {
             to: row.address,
             sources: { own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null, properties: rowProperties(row, names) },
             messageId: `<${messageId}@${domain}>`,
             urls: recipientUrls(key, config.publicUrl, Number(row.id)),
             date,
           });
+          const raw = await signEmail(rendered, dkimKey);
           const result = await transport.send({ accountId: send.accountId, sendId, messageId, from: content.from.email, to: row.address, raw }, run.signal);
           return { row, messageId, result };
         });
