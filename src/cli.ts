@@ -70,7 +70,7 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
     about: "print the DKIM record to publish: the service domain's (DEFAULT_EMAIL_DOMAIN), or with --user and --domain that sender domain's",
   },
   { name: 'dkim rotate', args: '[--user EMAIL --domain DOMAIN]', about: 'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key stays, retired' },
-  { name: 'dkim keys', args: '[--user EMAIL --domain DOMAIN]', about: "print the domain's DKIM keys, the active one and the retired ones, newest first" },
+  { name: 'dkim keys', args: '[--user EMAIL --domain DOMAIN]', about: "print the domain's DKIM keys, the active one first, then the retired ones" },
   { name: 'dkim remove-key', args: '--selector SELECTOR [--user EMAIL --domain DOMAIN]', about: 'remove a retired DKIM key, once its record is withdrawn from DNS' },
   { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
 ];

@@ -45,8 +45,9 @@ const AccountBody = Type.Object({
 });
 
 const AccountParams = Type.Object({ accountId: Uuid() });
-const SenderDomainParams = Type.Object({ accountId: Uuid(), domain: Type.String({ minLength: 1, maxLength: 253 }) });
-const Selector = Type.String({ minLength: 1, maxLength: 63 });
+const SenderDomainParams = Type.Object({ accountId: Uuid(), domain: Type.String({ pattern: '^[A-Za-z0-9.-]{1,253}$', description: 'A sender domain of the account' }) });
+/** A DNS label, as every selector Herald makes is. */
+const Selector = Type.String({ pattern: '^[A-Za-z0-9-]{1,63}$' });
 
 const DkimRecord = Type.Object({
   selector: Type.String(),
@@ -241,7 +242,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
 
   r.get('/admin/accounts/:accountId/sender-domains/:domain/dkim-keys', {
     config: admin,
-    schema: { tags, summary: "A sender domain's DKIM keys, the active one and those retired, newest first", params: SenderDomainParams, response: { 200: DkimKeys, ...errorResponses(401, 404) } },
+    schema: { tags, summary: "A sender domain's DKIM keys, the active one first, then those retired, the most recently retired first", params: SenderDomainParams, response: { 200: DkimKeys, ...errorResponses(401, 404) } },
   }, async (request) => {
     const holder = await senderDomain(request.params);
     return { domain: holder.domain, keys: await listDkimKeys(ctx.db, holder) };
@@ -269,7 +270,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
 
   r.get('/admin/dkim/keys', {
     config: admin,
-    schema: { tags, summary: "The service domain's DKIM keys, newest first", response: { 200: DkimKeys, ...errorResponses(401) } },
+    schema: { tags, summary: "The service domain's DKIM keys, the active one first, then those retired", response: { 200: DkimKeys, ...errorResponses(401) } },
   }, async () => ({ domain: serviceDomain, keys: await listDkimKeys(ctx.db, service) }));
 
   r.delete('/admin/dkim/keys/:selector', {

@@ -1,6 +1,6 @@
 import { createPrivateKey, generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -167,10 +167,18 @@ export async function rotateDkimKey(database: Database, keyring: Keyring, clock:
   return { domain: holder.domain, dkim: dkimRecord(holder.domain, active) };
 }
 
-/** The holder's keys, newest first: the active one and those rotations retired. */
+/** The holder's keys: the active one, then those rotations retired, the most recently retired first. */
 export async function listDkimKeys(db: Db, holder: DkimKeyHolder): Promise<DkimKeyView[]> {
   await checkHolder(db, holder);
-  const rows = await db.selectFrom('dkim_keys').selectAll().where(ofHolder(holder)).orderBy('created_at', 'desc').orderBy('selector').execute();
+  const rows = await db
+    .selectFrom('dkim_keys')
+    .selectAll()
+    .where(ofHolder(holder))
+    .orderBy(sql`case when retired_at is null then 0 else 1 end`)
+    .orderBy('retired_at', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('selector')
+    .execute();
   return rows.map((row) => ({ ...dkimRecord(holder.domain, row), active: row.retired_at === null, createdAt: new Date(row.created_at).toISOString(), retiredAt: isoOrNull(row.retired_at) }));
 }
 
