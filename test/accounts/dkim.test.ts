@@ -170,11 +170,26 @@ forEachDatabase((dialect) => {
       ['GET', '/admin/dkim/keys'],
       ['DELETE', '/admin/dkim/keys/herald-20261122-abcdef'],
     ];
+    const accountToken = await t.tokenFor(await t.createAccount());
     for (const [method, url] of routes) {
-      const response = await admin(method, url, method === 'POST' ? { domain: 'shop.example' } : undefined, 'not-the-admin-token-at-all');
-      assert.equal(response.statusCode, 401, `${method} ${url}`);
+      for (const token of ['not-the-admin-token-at-all', accountToken]) {
+        const response = await admin(method, url, method === 'POST' ? { domain: 'shop.example' } : undefined, token);
+        assert.equal(response.statusCode, 401, `${method} ${url}`);
+      }
       const bare = await t.app.inject({ method, url });
       assert.equal(bare.statusCode, 401, `${method} ${url} without a token`);
+    }
+  });
+
+  it('documents the DKIM routes and their answers in the OpenAPI document (/docs)', async () => {
+    const { paths } = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const added = paths['/admin/accounts/{accountId}/sender-domains'].post.responses['201'].content['application/json'].schema;
+    assert.deepEqual(Object.keys(added.properties).sort(), ['dkim', 'domain']);
+    assert.deepEqual(Object.keys(added.properties.dkim.properties).sort(), ['recordName', 'recordValue', 'selector']);
+    const listed = paths['/admin/accounts/{accountId}/sender-domains'].get.responses['200'].content['application/json'].schema;
+    assert.deepEqual(listed.properties.senderDomains.items, added);
+    for (const path of ['/admin/dkim', '/admin/dkim/rotations', '/admin/dkim/keys', '/admin/dkim/keys/{selector}', '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-rotations', '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-keys', '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-keys/{selector}']) {
+      assert.ok(paths[path], path);
     }
   });
 });
