@@ -125,7 +125,7 @@ forEachDatabase((dialect) => {
   it('after a rotation, new messages carry the new selector and verify with the new record; earlier ones still verify with the retired one', async () => {
     crm = await startCrmTest(dialect);
     const alice = await crm.client();
-    const { accountId } = { accountId: alice.account.row.id };
+    const accountId = alice.account.row.id;
     const first = await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'shop.example' });
     const from = { senderFrom: { email: 'news@shop.example', displayName: 'Shop' } };
     await sendBatch(crm, alice, buildBatch(from, { recipients: [{ to: 'before@example.com' }] }));
