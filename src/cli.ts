@@ -1,7 +1,10 @@
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { AppError } from './errors.ts';
-import { migrateToLatest, openDatabase } from './db/database.ts';
+import { migrateToLatest, openDatabase, type Database } from './db/database.ts';
+import { PROCEDURE_MODULES } from './procedures.ts';
+import { loadEncryptionKey } from './messaging/encryption-key.ts';
+import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from './email/dkim-keys.ts';
 import { systemClock } from './clock.ts';
 import { ROLES, serve, StartError, type Role } from './server.ts';
 import {
@@ -12,6 +15,7 @@ import {
   deleteAccount,
   listAccounts,
   rotatePrivateToken,
+  senderDomainHolder,
   setPassword,
   updateAccountSettings,
   type AccountRow,
@@ -49,13 +53,25 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
     about: 'set how many requests a minute the account may make to one group of endpoints',
   },
   { name: 'account add-sender-name', args: '--user EMAIL --name NAME', about: 'allow an SMS sender name (senderName of /sms/single and /sms/batch)' },
-  { name: 'account add-sender-domain', args: '--user EMAIL --domain DOMAIN', about: 'add an email sender domain (for the email module, not built yet)' },
+  {
+    name: 'account add-sender-domain',
+    args: '--user EMAIL --domain DOMAIN',
+    about: 'authorise an email sender domain for the account; prints its DKIM record (recordName, recordValue) to publish as a DNS TXT record',
+  },
   {
     name: 'account add-shortener-domain',
     args: '--user EMAIL --domain DOMAIN',
     about: "register a custom short-link host (shortner.shortnerUrl https://DOMAIN); it answers /<code> for the account's links",
   },
   { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
+  {
+    name: 'dkim show',
+    args: '[--user EMAIL --domain DOMAIN]',
+    about: "print the DKIM record to publish: the service domain's (DEFAULT_EMAIL_DOMAIN), or with --user and --domain that sender domain's",
+  },
+  { name: 'dkim rotate', args: '[--user EMAIL --domain DOMAIN]', about: 'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key stays, retired' },
+  { name: 'dkim keys', args: '[--user EMAIL --domain DOMAIN]', about: "print the domain's DKIM keys, the active one first, then the retired ones" },
+  { name: 'dkim remove-key', args: '--selector SELECTOR [--user EMAIL --domain DOMAIN]', about: 'remove a retired DKIM key, once its record is withdrawn from DNS' },
   { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
   {
     name: 'sim smtp',
@@ -117,12 +133,44 @@ function required(command: string, values: Record<string, string | boolean | und
   return value;
 }
 
-const ACCOUNT_ACTIONS = COMMANDS.filter((c) => c.name.startsWith('account ')).map((c) => c.name.slice('account '.length));
+const actionsOf = (group: string) => COMMANDS.filter((c) => c.name.startsWith(`${group} `)).map((c) => c.name.slice(group.length + 1));
+
+/** The group's command named by `action`: undefined after printing the group's usage for --help. */
+function groupCommand(group: 'account' | 'dkim', action: string | undefined): string | undefined {
+  if (action === '--help' || action === '-h') {
+    console.log(usage(group));
+    return undefined;
+  }
+  if (action === undefined || !actionsOf(group).includes(action)) throw new UsageError(group, `unknown ${group} command ${action ?? '(none)'}`);
+  return `${group} ${action}`;
+}
+
+/** The database migrated, with the procedures (db/procedure.ts) the commands call, for `work`; closed after. */
+async function withDatabase<T>(config: Config, work: (database: Database) => Promise<T>): Promise<T> {
+  const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
+  try {
+    await database.ready();
+    await migrateToLatest(database);
+    return await work(database);
+  } finally {
+    await database.close();
+  }
+}
+
+const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+async function accountByUser(db: Database['db'], userName: string): Promise<AccountRow> {
+  const account = await findAccountByUserName(db, userName);
+  if (!account) throw new CommandError(`no account with the user name ${userName}`);
+  return account;
+}
+
+/** ENCRYPTION_KEY, read only by the commands that seal or open DKIM keys: the others run on PostgreSQL without it. */
+const keyringOf = (config: Config) => loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
 
 async function accountCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
-  if (action === '--help' || action === '-h') return console.log(usage('account'));
-  if (action === undefined || !ACCOUNT_ACTIONS.includes(action)) throw new UsageError('account', `unknown account command ${action ?? '(none)'}`);
-  const command = `account ${action}`;
+  const command = groupCommand('account', action);
+  if (command === undefined) return;
   const values = parse(command, args, {
     ...HELP,
     user: { type: 'string' },
@@ -138,17 +186,10 @@ async function accountCommand(config: () => Config, action: string | undefined, 
   if (values.help) return console.log(usage(command));
   const option = (name: string) => required(command, values, name);
   const newPassword = () => readNewPassword({ password: values.password, passwordStdin: values['password-stdin'] });
-  const database = openDatabase(config().databaseUrl);
-  const { db } = database;
   const clock = systemClock;
-  try {
-    await migrateToLatest(database);
-    const byUser = async (): Promise<AccountRow> => {
-      const account = await findAccountByUserName(db, option('user'));
-      if (!account) throw new CommandError(`no account with the user name ${values.user}`);
-      return account;
-    };
-    const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+  await withDatabase(config(), async (database) => {
+    const { db } = database;
+    const byUser = () => accountByUser(db, option('user'));
     switch (action) {
       case 'create': {
         const created = await createAccount(db, clock, {
@@ -178,7 +219,7 @@ async function accountCommand(config: () => Config, action: string | undefined, 
       case 'add-sender-name':
         return print(await addSenderName(db, clock, (await byUser()).id, option('name')));
       case 'add-sender-domain':
-        return print(await addSenderDomain(db, clock, (await byUser()).id, option('domain')));
+        return print(await addSenderDomain(database, keyringOf(config()), clock, { accountId: (await byUser()).id, domain: option('domain'), serviceDomain: config().defaultEmailDomain }));
       case 'add-shortener-domain': {
         const serviceHost = new URL(config().publicUrl).hostname;
         return print(await addShortenerDomain(db, clock, { accountId: (await byUser()).id, domain: option('domain'), serviceHost }));
@@ -187,9 +228,38 @@ async function accountCommand(config: () => Config, action: string | undefined, 
         await deleteAccount(db, (await byUser()).id);
         return print({ deleted: values.user });
     }
-  } finally {
-    await database.close();
-  }
+  });
+}
+
+/** `herald dkim …`: the admin API's DKIM routes, for the service domain or, with --user and --domain, an account's sender domain. */
+async function dkimCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
+  const command = groupCommand('dkim', action);
+  if (command === undefined) return;
+  const values = parse(command, args, { ...HELP, user: { type: 'string' }, domain: { type: 'string' }, selector: { type: 'string' } });
+  if (values.help) return console.log(usage(command));
+  if ((values.user === undefined) !== (values.domain === undefined)) throw new UsageError(command, '--user and --domain go together: an account\'s sender domain');
+  const settings = config();
+  const keyring = keyringOf(settings);
+  const clock = systemClock;
+  await withDatabase(settings, async (database) => {
+    const holder: DkimKeyHolder =
+      values.user === undefined
+        ? { accountId: null, domain: settings.defaultEmailDomain }
+        : await senderDomainHolder(database.db, (await accountByUser(database.db, values.user)).id, values.domain!);
+    switch (action) {
+      case 'show':
+        return print(await dkimDomainView(database, keyring, clock, holder));
+      case 'rotate':
+        return print(await rotateDkimKey(database, keyring, clock, holder));
+      case 'keys':
+        return print({ domain: holder.domain, keys: await listDkimKeys(database.db, holder) });
+      case 'remove-key': {
+        const selector = required(command, values, 'selector');
+        await removeDkimKey(database.db, holder, selector);
+        return print({ removed: selector, domain: holder.domain });
+      }
+    }
+  });
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -217,6 +287,9 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'account':
       await accountCommand(config, args[0], args.slice(1));
+      return;
+    case 'dkim':
+      await dkimCommand(config, args[0], args.slice(1));
       return;
     case 'sim': {
       const known = COMMANDS.some((c) => c.name === `sim ${args[0]}`);

@@ -11,6 +11,10 @@ import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../rate
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
+import type { Database } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Keyring } from '../sealed.ts';
+import { dkimDomainView, dkimRecord, generateDkimKey, insertKeyUnlessActive, type DkimDomainView, type DkimKeyHolder, type NewDkimKey } from '../email/dkim-keys.ts';
 
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
@@ -243,7 +247,7 @@ export async function addSenderName(db: Db, clock: Clock, accountId: string, nam
     if (holder) throw numericNameTaken(name);
   }
   try {
-    return await addOwned(db, clock, 'sender_names', 'name', accountId, name);
+    return await insertSenderName(db, clock, accountId, name);
   } catch (error) {
     // Another account registered it since the check (sender_names_numeric).
     if (isUniqueViolation(error)) throw numericNameTaken(name);
@@ -256,28 +260,51 @@ const numericNameTaken = (name: string) =>
     { field: 'name', message: 'is a numeric sender name another account holds' },
   ]);
 
-export async function addSenderDomain(db: Db, clock: Clock, accountId: string, domain: string): Promise<{ domain: string; createdAt: string }> {
-  const normalized = domain.trim().toLowerCase();
-  if (!isHostname(normalized)) throw badRequest('The sender domain must be a domain name.', [{ field: 'domain', message: 'must be a domain name' }]);
-  return addOwned(db, clock, 'sender_domains', 'domain', accountId, normalized);
+/**
+ * Authorises an email sender domain for the account and answers the DKIM record to publish
+ * (ARCHITECTURE.md): the domain's key is made with it, in one transaction, so no domain is
+ * held without a key. Adding a domain the account holds again answers its current record.
+ */
+export async function addSenderDomain(
+  database: Database,
+  keyring: Keyring,
+  clock: Clock,
+  args: { accountId: string; domain: string; serviceDomain: string },
+): Promise<DkimDomainView> {
+  const domain = args.domain.trim().toLowerCase();
+  if (!isHostname(domain)) throw badRequest('The sender domain must be a domain name.', [{ field: 'domain', message: 'must be a domain name' }]);
+  if (domain === args.serviceDomain) {
+    throw badRequest(`${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): every account sends from it already, signed with its key (GET /admin/dkim).`, [
+      { field: 'domain', message: "is the service's own domain" },
+    ]);
+  }
+  const holder = { accountId: args.accountId, domain };
+  const held = await database.db.selectFrom('dkim_keys').selectAll().where('account_id', '=', args.accountId).where('domain', '=', domain).where('retired_at', 'is', null).executeTakeFirst();
+  const key = held ?? (await database.call(insertSenderDomain, { holder, key: await generateDkimKey(keyring, clock, domain) }));
+  return { domain, dkim: dkimRecord(domain, key) };
 }
 
-async function addOwned<C extends 'name' | 'domain'>(
-  db: Db,
-  clock: Clock,
-  table: 'sender_names' | 'sender_domains',
-  column: C,
-  accountId: string,
-  value: string,
-): Promise<{ [K in C]: string } & { createdAt: string }> {
+export const insertSenderDomain = procedure(import.meta.url, 'insertSenderDomain', async ({ db }, args: { holder: DkimKeyHolder & { accountId: string }; key: NewDkimKey }) =>
+  db.transaction().execute(async (trx) => {
+    if (!(await findAccountById(trx, args.holder.accountId))) throw notFound('The account');
+    await trx
+      .insertInto('sender_domains')
+      .values({ account_id: args.holder.accountId, domain: args.holder.domain, created_at: args.key.createdAt })
+      .onConflict((oc) => oc.columns(['account_id', 'domain']).doNothing())
+      .execute();
+    return insertKeyUnlessActive(trx, args.holder, args.key);
+  }),
+);
+
+async function insertSenderName(db: Db, clock: Clock, accountId: string, name: string): Promise<{ name: string; createdAt: string }> {
   if (!(await findAccountById(db, accountId))) throw notFound('The account');
   const now = clock.now();
   await db
-    .insertInto(table)
-    .values({ account_id: accountId, [column]: value, created_at: now } as never)
-    .onConflict((oc) => oc.columns(['account_id', column]).doNothing())
+    .insertInto('sender_names')
+    .values({ account_id: accountId, name, created_at: now })
+    .onConflict((oc) => oc.columns(['account_id', 'name']).doNothing())
     .execute();
-  return { [column]: value, createdAt: new Date(now).toISOString() } as { [K in C]: string } & { createdAt: string };
+  return { name, createdAt: new Date(now).toISOString() };
 }
 
 export async function listSenderNames(db: Db, accountId: string): Promise<string[]> {
@@ -285,7 +312,19 @@ export async function listSenderNames(db: Db, accountId: string): Promise<string
   return rows.map((r) => r.name);
 }
 
-export async function listSenderDomains(db: Db, accountId: string): Promise<string[]> {
-  const rows = await db.selectFrom('sender_domains').select('domain').where('account_id', '=', accountId).orderBy('domain').execute();
-  return rows.map((r) => r.domain);
+/** The account's sender domains with their DKIM records, in name order; a domain authorised before DKIM existed gets its key now. */
+export async function listSenderDomains(database: Database, keyring: Keyring, clock: Clock, accountId: string): Promise<DkimDomainView[]> {
+  const rows = await database.db.selectFrom('sender_domains').select('domain').where('account_id', '=', accountId).orderBy('domain').execute();
+  const views: DkimDomainView[] = [];
+  for (const { domain } of rows) views.push(await dkimDomainView(database, keyring, clock, { accountId, domain }));
+  return views;
+}
+
+/**
+ * The account's sender domain as a DKIM key holder (email/dkim-keys.ts, which answers 404 when
+ * the account does not hold it), written as it was added: lower case.
+ */
+export async function senderDomainHolder(db: Db, accountId: string, domain: string): Promise<DkimKeyHolder> {
+  if (!(await findAccountById(db, accountId))) throw notFound('The account');
+  return { accountId, domain: domain.trim().toLowerCase() };
 }

@@ -42,6 +42,20 @@ export interface SenderDomainsTable {
   created_at: number;
 }
 
+/** A sender domain's DKIM key (migration 0020): an account's, or the service domain's when account_id is null. */
+export interface DkimKeysTable {
+  domain: string;
+  selector: string;
+  account_id: string | null;
+  /** PKCS#8 PEM, sealed (sealed.ts). */
+  private_key: string;
+  /** Base64 DER SubjectPublicKeyInfo: the record's p=. */
+  public_key: string;
+  created_at: number;
+  /** Null for the active key, which signs; the time a rotation replaced it otherwise. */
+  retired_at: number | null;
+}
+
 export interface IdempotencyKeysTable {
   scope: string;
   key: string;
@@ -370,6 +384,7 @@ export interface Schema {
   accounts: AccountsTable;
   sender_names: SenderNamesTable;
   sender_domains: SenderDomainsTable;
+  dkim_keys: DkimKeysTable;
   idempotency_keys: IdempotencyKeysTable;
   jobs: JobsTable;
   webhook_secrets: WebhookSecretsTable;

@@ -2,23 +2,26 @@ import type { KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { TagSources } from '../messaging/tags.ts';
+import type { DkimSigningKey } from './dkim.ts';
 import type { CompiledEmail } from './render.ts';
 
 /**
- * Rendering emails on threads of their own. Rendering a recipient is pure CPU (tags, tracking
- * URLs and their MACs, quoted-printable, MIME), the largest part of an email's cost, and the
+ * Rendering and signing emails on threads of their own. Both are pure CPU (tags, tracking URLs
+ * and their MACs, quoted-printable, MIME; DKIM's hashes and RSA), most of an email's cost, and the
  * event loop that runs it also drives the transport and the database: on its own thread it
  * uses the machine's other cores, and a batch's rendering no longer holds back the process's
  * other work (an SMS passcode's job, a webhook post). Each thread is given a batch's compiled
- * email once, then recipients a group at a time; it answers their raw MIME.
+ * email once, then recipients a group at a time; it answers their raw MIME, signed.
  */
 
-/** What a thread needs of a batch, given once: the compiled email, and what each recipient's tracking URLs are made of. */
+/** What a thread needs of a batch, given once: the compiled email, what each recipient's tracking URLs are made of, and the key that signs. */
 export interface ThreadBatch {
   compiled: CompiledEmail;
   /** The current key of tracking tokens (tracking.ts's trackingKey(…).current). */
   trackingKey: KeyObject;
   publicUrl: string;
+  /** The From domain's DKIM key (dkim-keys.ts's signingKeyFor). */
+  dkimKey: DkimSigningKey;
 }
 
 /** One recipient as a thread renders it. */
@@ -61,7 +64,7 @@ export class RenderPool {
     this.size = size;
   }
 
-  /** A batch's renderer: recipients in, raw MIME out, in order. `close` tells the threads to drop the batch. */
+  /** A batch's renderer: recipients in, signed raw MIME out, in order. `close` tells the threads to drop the batch. */
   open(batch: ThreadBatch): { render(recipients: ThreadRecipient[], date: Date): Promise<Buffer[]>; close(): void } {
     const id = String(++this.batchCount);
     return {

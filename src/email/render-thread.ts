@@ -1,11 +1,13 @@
 /**
  * A thread of the render pool (render-pool.ts): renders the recipients it is given with the
- * batch's compiled email and its tracking key, and answers their raw MIME, moved rather than
- * copied back. It loads the renderer and nothing of the database, so its heap stays small.
+ * batch's compiled email and its tracking key, signs each with the batch's DKIM key, and
+ * answers their raw MIME, moved rather than copied back. It loads the renderer and the
+ * signer and nothing of the database, so its heap stays small.
  */
 import type { KeyObject } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
 import { Keyring } from '../sealed.ts';
+import { signEmail } from './dkim.ts';
 import type { RenderRequest, RenderResponse, ThreadBatch } from './render-pool.ts';
 import { renderEmail } from './render.ts';
 import { recipientUrls } from './tracking.ts';
@@ -22,15 +24,14 @@ async function render(request: Extract<RenderRequest, { kind: 'render' }>): Prom
   const date = new Date(request.date);
   const raws: Uint8Array[] = [];
   for (const r of request.recipients) {
-    raws.push(
-      await renderEmail(batch.compiled, {
-        to: r.to,
-        sources: r.sources,
-        messageId: r.messageId,
-        urls: recipientUrls(batch.tracking, batch.publicUrl, r.recipientId),
-        date,
-      }),
-    );
+    const rendered = await renderEmail(batch.compiled, {
+      to: r.to,
+      sources: r.sources,
+      messageId: r.messageId,
+      urls: recipientUrls(batch.tracking, batch.publicUrl, r.recipientId),
+      date,
+    });
+    raws.push(await signEmail(rendered, batch.dkimKey));
   }
   return raws;
 }

@@ -11,6 +11,7 @@ import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
 import type { RenderPool } from './render-pool.ts';
 import { compileEmail, type CompiledEmail } from './render.ts';
+import { signingKeyFor } from './dkim-keys.ts';
 import { trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 
@@ -52,7 +53,7 @@ export function emailSendHandler(deps: {
   transport: EmailTransport;
   renderPool: RenderPool;
   encryptionKey: Keyring;
-  config: { publicUrl: string };
+  config: { publicUrl: string; defaultEmailDomain: string };
 }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
@@ -67,8 +68,10 @@ export function emailSendHandler(deps: {
       if (!content.links) await database.call(recordEmailLinks, { sendId, content: JSON.stringify({ ...content, links: compiled.links }) });
       const names = await propertyNames(database.db, started.accountId);
       const domain = content.from.email.slice(content.from.email.lastIndexOf('@') + 1).toLowerCase();
+      // Signed with the From domain's key: the service's, or the account's own sender domain's.
+      const dkimKey = await signingKeyFor(database, deps.encryptionKey, clock, { accountId: domain === config.defaultEmailDomain ? null : started.accountId, domain });
       const send = { ...started, sendId };
-      const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl });
+      const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl, dkimKey });
       try {
         return await sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
           const date = new Date(clock.now());

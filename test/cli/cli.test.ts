@@ -33,7 +33,7 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
 it('prints the usage of every command and group on --help, whatever the environment holds', async () => {
   const everything = await herald(['--help'], {});
   assert.equal(everything.code, 0);
-  const commands = [['serve'], ['migrate'], ['account'], ['account', 'create'], ['account', 'set-password'], ['account', 'list']];
+  const commands = [['serve'], ['migrate'], ['account'], ['account', 'create'], ['account', 'set-password'], ['account', 'list'], ['dkim'], ['dkim', 'rotate']];
   for (const command of commands) {
     // A bad variable too: help reads no configuration, so it cannot fail on one.
     const result = await herald([...command, '--help'], { PORT: 'eighty' });
@@ -90,6 +90,37 @@ forEachDatabase((dialect) => {
     const missing = await herald(['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms'], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /^herald: --per-minute is required\n\nusage: herald account set-rate-limit /);
+  });
+
+  it('authorises a sender domain and prints its DKIM record, shows, rotates, lists and removes DKIM keys from the command line', async () => {
+    const env = { DATABASE_URL: database.url, ...serveKeyEnv(dialect) };
+    await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env);
+    const added = await herald(['account', 'add-sender-domain', '--user', 'ada@example.com', '--domain', 'Shop.Example'], env);
+    assert.equal(added.code, 0, added.stderr);
+    const domain = JSON.parse(added.stdout);
+    assert.deepEqual(Object.keys(domain).sort(), ['dkim', 'domain']);
+    assert.equal(domain.domain, 'shop.example');
+    assert.equal(domain.dkim.recordName, `${domain.dkim.selector}._domainkey.shop.example`);
+    assert.match(domain.dkim.recordValue, /^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}$/);
+
+    const ada = ['--user', 'ada@example.com', '--domain', 'shop.example'];
+    assert.deepEqual(JSON.parse((await herald(['dkim', 'show', ...ada], env)).stdout), domain);
+    const rotated = JSON.parse((await herald(['dkim', 'rotate', ...ada], env)).stdout);
+    assert.notEqual(rotated.dkim.selector, domain.dkim.selector);
+    const keys = JSON.parse((await herald(['dkim', 'keys', ...ada], env)).stdout);
+    assert.deepEqual(keys.keys.map((k: { selector: string; active: boolean }) => [k.selector, k.active]), [[rotated.dkim.selector, true], [domain.dkim.selector, false]]);
+    const active = await herald(['dkim', 'remove-key', '--selector', rotated.dkim.selector, ...ada], env);
+    assert.equal(active.code, 1);
+    assert.match(active.stderr, /^herald: The DKIM key herald-\S+ signs shop\.example's mail: rotate to a new key first/);
+    assert.equal((await herald(['dkim', 'remove-key', '--selector', domain.dkim.selector, ...ada], env)).code, 0);
+
+    const service = JSON.parse((await herald(['dkim', 'show'], env)).stdout);
+    assert.equal(service.domain, 'mail.localhost');
+    assert.equal(service.dkim.recordName, `${service.dkim.selector}._domainkey.mail.localhost`);
+
+    const half = await herald(['dkim', 'show', '--user', 'ada@example.com'], env);
+    assert.equal(half.code, 1);
+    assert.match(half.stderr, /^herald: --user and --domain go together/);
   });
 
   const storedHash = async (userName: string) =>
