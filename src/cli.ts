@@ -19,7 +19,7 @@ import {
 import { findAccountByUserName } from './auth/credentials.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 import { PasswordInputError, readNewPassword } from './password-input.ts';
-import { simCommand, SIM_SMSC_ARGS } from './sim/cli.ts';
+import { simCommand, SIM_SMSC_ARGS, SIM_SMTP_ARGS } from './sim/cli.ts';
 import { addShortenerDomain } from './links/shortener.ts';
 
 /**
@@ -57,6 +57,16 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
   },
   { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
   { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
+  {
+    name: 'sim smtp',
+    args: SIM_SMTP_ARGS,
+    about: `an SMTP sink for development and tests (README, "SMTP sink"). MATCH is a recipient address or
+/regex/flags; the first --accept, --defer or --reject that matches a RCPT TO decides, in the order
+given, and an address none matches is accepted. --defer answers 451 4.3.0 (or CODE STATUS TEXT) to
+its first TIMES attempts for each address, then accepts; --reject answers 550 5.1.1 (or CODE STATUS
+TEXT) every time. --drop-after N destroys the connection instead of answering the message after N
+accepted ones (once, or every N with --drop-repeat).`,
+  },
 ];
 
 const PASSWORD_NOTE = `The password: --password-stdin reads all of standard input (one trailing newline removed);
@@ -207,10 +217,13 @@ async function main(argv: string[]): Promise<void> {
     case 'account':
       await accountCommand(config, args[0], args.slice(1));
       return;
-    case 'sim':
-      if (args[0] === undefined || args.includes('--help') || args.includes('-h')) return console.log(usage('sim smsc'));
-      await simCommand(args[0], args.slice(1), (message) => new UsageError('sim smsc', message));
+    case 'sim': {
+      const known = COMMANDS.some((c) => c.name === `sim ${args[0]}`);
+      const command = known ? `sim ${args[0]}` : 'sim';
+      if (args[0] === undefined || args.includes('--help') || args.includes('-h')) return console.log(usage(command));
+      await simCommand(args[0], args.slice(1), (message) => new UsageError(command, message));
       return;
+    }
     case undefined:
     case 'help':
     case '--help':

@@ -1,8 +1,9 @@
-/** `herald sim smsc [options]`: the command-line face of startSmsc, running until SIGINT or SIGTERM. */
+/** `herald sim smsc|smtp [options]`: the command-line face of startSmsc and startSmtpSink, running until SIGINT or SIGTERM. */
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { FINAL_STATES, startSmsc, type FinalState, type IdFormat, type SmscOptions } from './smsc.ts';
+import { startSmtpSink, type SmtpRule, type SmtpSinkOptions } from './smtp.ts';
 
 export const SIM_SMSC_ARGS = `[--port 2775] [--http-port 2776] [--host 127.0.0.1] [--system-id ID --password PW]
   [--tls-cert cert.pem --tls-key key.pem (SMPP over TLS, port 3550 by default)]
@@ -19,20 +20,21 @@ const OUTCOME_FLAGS: Record<FinalState, string> = {
 const stringOption = { type: 'string' } as const;
 const flag = { type: 'boolean' } as const;
 
-export async function simCommand(action: string | undefined, args: string[], usageError: (message: string) => Error): Promise<void> {
-  if (action !== 'smsc') throw usageError(`unknown sim command ${action ?? '(none)'}`);
-  const { values } = parseArgs({
-    args,
-    options: {
-      port: stringOption, 'http-port': stringOption, host: stringOption, 'system-id': stringOption, password: stringOption,
-      'tls-cert': stringOption, 'tls-key': stringOption,
-      'receipt-delay-ms': stringOption, enroute: flag, 'receipt-before-response': flag, tps: stringOption, 'account-tps': stringOption,
-      throttled: stringOption, 'queue-full': stringOption, 'reject-numbers': stringOption, 'reject-status': stringOption,
-      'drop-after': stringOption, 'id-format': stringOption, 'receipt-id-format': stringOption, 'id-width': stringOption,
-      'first-id': stringOption, gsm7: stringOption, retain: stringOption,
-      ...Object.fromEntries(Object.values(OUTCOME_FLAGS).map((name) => [name, stringOption])),
-    },
-  });
+export const SIM_SMTP_ARGS = `[--port 2525] [--http-port 2526] [--host 127.0.0.1] [--user USER --password PW]
+  [--tls-cert cert.pem --tls-key key.pem (STARTTLS)] [--accept MATCH]
+  [--defer MATCH:TIMES[:CODE[:STATUS[:TEXT]]]] [--reject MATCH[:CODE[:STATUS[:TEXT]]]]
+  [--drop-after N [--drop-repeat]] [--delay-ms N] [--retain 100000 (0: count only)] [--max-size BYTES]`;
+
+/** One simulator's options read from its command line, its mistakes as usage errors. */
+function reader<T extends ParseArgsOptionsConfig>(args: string[], options: T, usageError: (message: string) => Error) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, tokens: true });
+  } catch (error) {
+    if (!(error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw error;
+    throw usageError((error as Error).message);
+  }
+  const { values, tokens } = parsed;
   const text = (name: string) => (values as Record<string, string | boolean | undefined>)[name] as string | undefined;
   const number = (name: string): number | undefined => {
     const raw = text(name);
@@ -41,13 +43,9 @@ export async function simCommand(action: string | undefined, args: string[], usa
     if (raw.trim() === '' || !Number.isFinite(value)) throw usageError(`--${name} must be a number, not "${raw}"`);
     return value;
   };
-  const oneOf = <T extends string>(name: string, choices: readonly T[]): T | undefined => {
-    const raw = text(name);
-    if (raw !== undefined && !choices.includes(raw as T)) throw usageError(`--${name} must be one of ${choices.join(', ')}`);
-    return raw as T | undefined;
+  const together = (first: string, second: string) => {
+    if ((text(first) === undefined) !== (text(second) === undefined)) throw usageError(`--${first} and --${second} go together`);
   };
-  if ((text('system-id') === undefined) !== (text('password') === undefined)) throw usageError('--system-id and --password go together');
-  if ((text('tls-cert') === undefined) !== (text('tls-key') === undefined)) throw usageError('--tls-cert and --tls-key go together');
   const pem = (name: string) => {
     try {
       return readFileSync(text(name)!);
@@ -55,8 +53,47 @@ export async function simCommand(action: string | undefined, args: string[], usa
       throw usageError(`--${name}: cannot read ${text(name)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
     }
   };
+  together('tls-cert', 'tls-key');
   const tls = text('tls-cert') === undefined ? undefined : { cert: pem('tls-cert'), key: pem('tls-key') };
+  return { values, tokens, text, number, together, tls };
+}
 
+/** Starts a simulator, its option errors (RangeError) as usage errors, and runs it until SIGINT or SIGTERM. */
+async function runUntilSignal<T extends { close(): Promise<void> }>(start: () => Promise<T>, banner: (sim: T) => string, usageError: (message: string) => Error) {
+  let sim: T;
+  try {
+    sim = await start();
+  } catch (error) {
+    if (error instanceof RangeError) throw usageError(error.message);
+    throw error;
+  }
+  console.log(banner(sim));
+  await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
+  await sim.close();
+}
+
+export async function simCommand(action: string | undefined, args: string[], usageError: (message: string) => Error): Promise<void> {
+  if (action === 'smsc') return smscCommand(args, usageError);
+  if (action === 'smtp') return smtpCommand(args, usageError);
+  throw usageError(`unknown sim command ${action ?? '(none)'}`);
+}
+
+async function smscCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
+  const { values, text, number, together, tls } = reader(args, {
+    port: stringOption, 'http-port': stringOption, host: stringOption, 'system-id': stringOption, password: stringOption,
+    'tls-cert': stringOption, 'tls-key': stringOption,
+    'receipt-delay-ms': stringOption, enroute: flag, 'receipt-before-response': flag, tps: stringOption, 'account-tps': stringOption,
+    throttled: stringOption, 'queue-full': stringOption, 'reject-numbers': stringOption, 'reject-status': stringOption,
+    'drop-after': stringOption, 'id-format': stringOption, 'receipt-id-format': stringOption, 'id-width': stringOption,
+    'first-id': stringOption, gsm7: stringOption, retain: stringOption,
+    ...Object.fromEntries(Object.values(OUTCOME_FLAGS).map((name) => [name, stringOption])),
+  }, usageError);
+  const oneOf = <T extends string>(name: string, choices: readonly T[]): T | undefined => {
+    const raw = text(name);
+    if (raw !== undefined && !choices.includes(raw as T)) throw usageError(`--${name} must be one of ${choices.join(', ')}`);
+    return raw as T | undefined;
+  };
+  together('system-id', 'password');
   let rejectDestinations: RegExp | undefined;
   try {
     rejectDestinations = text('reject-numbers') === undefined ? undefined : new RegExp(text('reject-numbers')!);
@@ -94,15 +131,68 @@ export async function simCommand(action: string | undefined, args: string[], usa
     gsm7Packed: oneOf('gsm7', ['unpacked', 'packed'] as const) === 'packed',
     retain: number('retain'),
   };
-  let smsc;
-  try {
-    smsc = await startSmsc(options);
-  } catch (error) {
-    if (error instanceof RangeError) throw usageError(error.message);
-    throw error;
-  }
   const host = options.host ?? '127.0.0.1';
-  console.log(`SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`);
-  await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
-  await smsc.close();
+  await runUntilSignal(
+    () => startSmsc(options),
+    (smsc) => `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
+    usageError,
+  );
+}
+
+const ENHANCED = String.raw`[245]\.\d{1,3}\.\d{1,3}`;
+/** MATCH:TIMES[:CODE[:STATUS[:TEXT]]]; MATCH runs to the first `:TIMES` that lets the rest parse. */
+const DEFER_SPEC = new RegExp(String.raw`^(.+?):(\d+)(?::(\d{3})(?::(${ENHANCED}))?(?::(.+))?)?$`, 's');
+/** MATCH[:CODE[:STATUS[:TEXT]]]. */
+const REJECT_SPEC = new RegExp(String.raw`^(.+?)(?::(\d{3})(?::(${ENHANCED}))?(?::(.+))?)?$`, 's');
+
+/** A --accept, --defer or --reject value as a rule. */
+function ruleOf(action: SmtpRule['action'], spec: string, usageError: (message: string) => Error): SmtpRule {
+  if (action === 'accept') return { match: spec, action };
+  const parsed = (action === 'defer' ? DEFER_SPEC : REJECT_SPEC).exec(spec);
+  if (!parsed) throw usageError(`--${action} must be ${action === 'defer' ? 'MATCH:TIMES' : 'MATCH'}[:CODE[:STATUS[:TEXT]]], not "${spec}"`);
+  const [match, times, code, status, text] = action === 'defer' ? parsed.slice(1) : [parsed[1], undefined, ...parsed.slice(2)];
+  return {
+    match,
+    action,
+    ...(times === undefined ? {} : { times: Number(times) }),
+    ...(code === undefined ? {} : { code: Number(code) }),
+    ...(status === undefined ? {} : { status }),
+    ...(text === undefined ? {} : { text }),
+  };
+}
+
+async function smtpCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
+  const { values, tokens, text, number, together, tls } = reader(args, {
+    port: stringOption, 'http-port': stringOption, host: stringOption, user: stringOption, password: stringOption,
+    'tls-cert': stringOption, 'tls-key': stringOption,
+    accept: { type: 'string', multiple: true }, defer: { type: 'string', multiple: true }, reject: { type: 'string', multiple: true },
+    'drop-after': stringOption, 'drop-repeat': flag, 'delay-ms': stringOption, retain: stringOption, 'max-size': stringOption,
+  }, usageError);
+  together('user', 'password');
+  // In the order given, across the three flags: the first rule that matches decides.
+  const rules = tokens.flatMap((token) =>
+    token.kind === 'option' && (token.name === 'accept' || token.name === 'defer' || token.name === 'reject') && token.value !== undefined
+      ? [ruleOf(token.name, token.value, usageError)]
+      : [],
+  );
+  const options: SmtpSinkOptions = {
+    port: number('port') ?? 2525,
+    httpPort: number('http-port') ?? 2526,
+    host: text('host'),
+    user: text('user'),
+    password: text('password'),
+    tls,
+    rules,
+    dropAfter: number('drop-after'),
+    dropRepeat: values['drop-repeat'] === true,
+    delayMs: number('delay-ms'),
+    retain: number('retain'),
+    maxSize: number('max-size'),
+  };
+  const host = options.host ?? '127.0.0.1';
+  await runUntilSignal(
+    () => startSmtpSink(options),
+    (sink) => `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset)`,
+    usageError,
+  );
 }

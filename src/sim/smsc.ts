@@ -16,7 +16,7 @@ import {
   type Deliver, type Header, type Submit,
 } from './pdu.ts';
 import { decodePart, reassemble, Ring, type MessageView, type TakenPart } from './taken.ts';
-import { startControl } from './control.ts';
+import { BadRequest, readJson, startControl, text, type Routes } from './control.ts';
 
 export type IdFormat = 'hex' | 'decimal';
 
@@ -598,7 +598,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   await once(server, 'listening');
   let control: Awaited<ReturnType<typeof startControl>>;
   try {
-    control = await startControl({ host, port: options.httpPort ?? 0, received, arrivals, stats: currentStats, sendMo, reset });
+    control = await startControl({ host, port: options.httpPort ?? 0, routes: smscRoutes({ received, arrivals, stats: currentStats, sendMo, reset }) });
   } catch (error) {
     server.close();
     throw error;
@@ -617,6 +617,39 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       clearTimeout(receiptTimer);
       for (const session of sessions) session.socket.destroy();
       await Promise.all([new Promise((resolve) => server.close(resolve)), control.close()]);
+    },
+  };
+}
+
+/**
+ * The SMSC simulator's control routes:
+ *
+ *   GET  /messages?recipient=   what it took, reassembled, oldest first
+ *   GET  /arrivals              each recipient and when its first part arrived
+ *   GET  /stats                 counters
+ *   POST /mo {from, to, text, systemId?}   an MO message to a bound receiver (409 if none)
+ *   POST /reset                 forgets what it took and zeroes the counters
+ */
+function smscRoutes(smsc: Pick<Smsc, 'received' | 'arrivals' | 'stats' | 'sendMo' | 'reset'>): Routes {
+  return {
+    'GET /messages': (_, url) => ({ status: 200, body: { messages: smsc.received(url.searchParams.get('recipient') ?? undefined) } }),
+    'GET /arrivals': () => ({ status: 200, body: { arrivals: smsc.arrivals() } }),
+    'GET /stats': () => ({ status: 200, body: smsc.stats() }),
+    'POST /mo': async (request) => {
+      const body = await readJson(request);
+      const mo = { from: text(body, 'from', true)!, to: text(body, 'to', true)!, text: text(body, 'text', true)!, systemId: text(body, 'systemId', false) };
+      let sent: boolean;
+      try {
+        sent = smsc.sendMo(mo);
+      } catch (error) {
+        if (error instanceof RangeError) throw new BadRequest(error.message); // a text beyond 255 parts
+        throw error;
+      }
+      return sent ? { status: 202, body: { sent: true } } : { status: 409, body: { error: 'no bind can receive it: bind a receiver or transceiver first' } };
+    },
+    'POST /reset': () => {
+      smsc.reset();
+      return { status: 204 };
     },
   };
 }
