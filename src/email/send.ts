@@ -11,7 +11,7 @@ import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
 import { compileEmail, renderEmail, type CompiledEmail } from './render.ts';
-import { recipientUrls, trackingKey } from './tracking.ts';
+import { recipientUrls, returnPath, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -38,7 +38,7 @@ async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Prom
  * recipients in id order — each rendered (tags, tracking URLs, its own Message-ID) and handed
  * to the transport, the page's results recorded with the batch's cursor — until none is left.
  */
-export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
+export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string; bounceDomain: string } }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
   return {
@@ -67,7 +67,9 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
             urls: recipientUrls(key, config.publicUrl, Number(row.id)),
             date,
           });
-          const result = await transport.send({ accountId: send.accountId, sendId, messageId, from: content.from.email, to: row.address, raw }, run.signal);
+          // The envelope sender is the recipient's VERP address: a bounce that comes back later names its message.
+          const from = returnPath(key, config.bounceDomain, Number(row.id));
+          const result = await transport.send({ accountId: send.accountId, sendId, messageId, from, to: row.address, raw }, run.signal);
           return { row, messageId, result };
         });
         await pauseForTest('email.handed');
