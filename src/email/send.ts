@@ -6,10 +6,11 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { expandedSend, propertyNames, rowProperties, sendInPages } from '../messaging/send.ts';
+import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
-import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
+import { dropUnsent, finishResumedEmailSend, loadEmailPage, pageResults, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
 import { compileEmail, renderEmail, type CompiledEmail } from './render.ts';
 import { recipientUrls, returnPath, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
@@ -53,7 +54,11 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
       const names = await propertyNames(database.db, started.accountId);
       const domain = content.from.email.slice(content.from.email.lastIndexOf('@') + 1).toLowerCase();
       const send = { ...started, sendId };
-      return sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
+      const pending = {
+        load: (cursor: number) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
+        finish: (lease: Lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
+      };
+      return sendInPages(deps, run, send, pending, async (rows, { cursor, last }) => {
         const date = new Date(clock.now());
         const handed = await inFlight(rows, IN_FLIGHT, async (row) => {
           // Rendering is synchronous: a turn of the event loop between two messages lets the
