@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
+import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
@@ -11,6 +12,7 @@ import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import { dropUnsent, finishResumedEmailSend, loadEmailPage, pageResults, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
+import { registerEmailMetrics } from './metrics.ts';
 import { compileEmail, renderEmail, type CompiledEmail } from './render.ts';
 import { recipientUrls, returnPath, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
@@ -39,9 +41,10 @@ async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Prom
  * recipients in id order — each rendered (tags, tracking URLs, its own Message-ID) and handed
  * to the transport, the page's results recorded with the batch's cursor — until none is left.
  */
-export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string; bounceDomain: string } }): JobHandler {
+export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string; bounceDomain: string }; metrics: Registry }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
+  const metrics = registerEmailMetrics(deps.metrics, database);
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
@@ -79,7 +82,13 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
         });
         await pauseForTest('email.handed');
         const now = clock.now();
-        return database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...pageResults(sendId, now, handed), last });
+        const results = pageResults(sendId, now, handed);
+        const recorded = await database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...results, last });
+        // Every hard bounce is a suppression; the other Bounces are soft.
+        const bounced = results.outcomes.filter((outcome) => outcome[1] === 'Bounce').length;
+        metrics.bounces.inc({ kind: 'hard' }, results.suppress.length);
+        metrics.bounces.inc({ kind: 'soft' }, bounced - results.suppress.length);
+        return recorded;
       });
     },
     onDead: (trx: Db, job: Job, error: string) => dropUnsent(trx, clock, (job.payload as EmailSendJob).sendId, error),
