@@ -61,11 +61,12 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
     name: 'sim smtp',
     args: SIM_SMTP_ARGS,
     about: `an SMTP sink for development and tests (README, "SMTP sink"). MATCH is a recipient address or
-/regex/flags; the first --accept, --defer or --reject that matches a RCPT TO decides, in the order
-given, and an address none matches is accepted. --defer answers 451 4.3.0 (or CODE STATUS TEXT) to
-its first TIMES attempts for each address, then accepts; --reject answers 550 5.1.1 (or CODE STATUS
-TEXT) every time. --drop-after N destroys the connection instead of answering the message after N
-accepted ones (once, or every N with --drop-repeat).`,
+/regex/flags; the first rule flag that matches a RCPT TO decides, in the order given, and an
+address none matches is accepted. --defer answers 451 4.3.0 (or CODE STATUS TEXT) to its first
+TIMES attempts for each address, then accepts; --reject answers 550 5.1.1 (or CODE STATUS TEXT)
+every time. --defer-data and --reject-data accept the recipient and give their reply to the end
+of the message's data instead. --drop-after N destroys the connection instead of answering the
+message after N accepted ones (once, or every N with --drop-repeat).`,
   },
 ];
 

@@ -23,6 +23,7 @@ const flag = { type: 'boolean' } as const;
 export const SIM_SMTP_ARGS = `[--port 2525] [--http-port 2526] [--host 127.0.0.1] [--user USER --password PW]
   [--tls-cert cert.pem --tls-key key.pem (STARTTLS)] [--accept MATCH]
   [--defer MATCH:TIMES[:CODE[:STATUS[:TEXT]]]] [--reject MATCH[:CODE[:STATUS[:TEXT]]]]
+  [--defer-data MATCH:TIMES[:…]] [--reject-data MATCH[:…]]
   [--drop-after N [--drop-repeat]] [--delay-ms N] [--retain 100000 (0: count only)] [--max-size BYTES]`;
 
 /** One simulator's options read from its command line, its mistakes as usage errors. */
@@ -145,15 +146,26 @@ const DEFER_SPEC = new RegExp(String.raw`^(.+?):(\d+)(?::(\d{3})(?::(${ENHANCED}
 /** MATCH[:CODE[:STATUS[:TEXT]]]. */
 const REJECT_SPEC = new RegExp(String.raw`^(.+?)(?::(\d{3})(?::(${ENHANCED}))?(?::(.+))?)?$`, 's');
 
-/** A --accept, --defer or --reject value as a rule. */
-function ruleOf(action: SmtpRule['action'], spec: string, usageError: (message: string) => Error): SmtpRule {
+/** The rule flags by their action and when they answer. */
+const RULE_FLAGS: Record<string, Pick<SmtpRule, 'action' | 'at'>> = {
+  accept: { action: 'accept' },
+  defer: { action: 'defer' },
+  reject: { action: 'reject' },
+  'defer-data': { action: 'defer', at: 'data' },
+  'reject-data': { action: 'reject', at: 'data' },
+};
+
+/** A rule flag's value as a rule. */
+function ruleOf(flagName: string, spec: string, usageError: (message: string) => Error): SmtpRule {
+  const { action, at } = RULE_FLAGS[flagName];
   if (action === 'accept') return { match: spec, action };
   const parsed = (action === 'defer' ? DEFER_SPEC : REJECT_SPEC).exec(spec);
-  if (!parsed) throw usageError(`--${action} must be ${action === 'defer' ? 'MATCH:TIMES' : 'MATCH'}[:CODE[:STATUS[:TEXT]]], not "${spec}"`);
+  if (!parsed) throw usageError(`--${flagName} must be ${action === 'defer' ? 'MATCH:TIMES' : 'MATCH'}[:CODE[:STATUS[:TEXT]]], not "${spec}"`);
   const [match, times, code, status, text] = action === 'defer' ? parsed.slice(1) : [parsed[1], undefined, ...parsed.slice(2)];
   return {
     match,
     action,
+    ...(at === undefined ? {} : { at }),
     ...(times === undefined ? {} : { times: Number(times) }),
     ...(code === undefined ? {} : { code: Number(code) }),
     ...(status === undefined ? {} : { status }),
@@ -165,13 +177,13 @@ async function smtpCommand(args: string[], usageError: (message: string) => Erro
   const { values, tokens, text, number, together, tls } = reader(args, {
     port: stringOption, 'http-port': stringOption, host: stringOption, user: stringOption, password: stringOption,
     'tls-cert': stringOption, 'tls-key': stringOption,
-    accept: { type: 'string', multiple: true }, defer: { type: 'string', multiple: true }, reject: { type: 'string', multiple: true },
+    ...Object.fromEntries(Object.keys(RULE_FLAGS).map((name) => [name, { type: 'string', multiple: true } as const])),
     'drop-after': stringOption, 'drop-repeat': flag, 'delay-ms': stringOption, retain: stringOption, 'max-size': stringOption,
   }, usageError);
   together('user', 'password');
-  // In the order given, across the three flags: the first rule that matches decides.
+  // In the order given, across the rule flags: the first rule that matches decides.
   const rules = tokens.flatMap((token) =>
-    token.kind === 'option' && (token.name === 'accept' || token.name === 'defer' || token.name === 'reject') && token.value !== undefined
+    token.kind === 'option' && Object.hasOwn(RULE_FLAGS, token.name) && token.value !== undefined
       ? [ruleOf(token.name, token.value, usageError)]
       : [],
   );

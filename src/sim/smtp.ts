@@ -23,6 +23,8 @@ import { Ring } from './taken.ts';
  *
  * `status`, the enhanced status code (RFC 3463), is written right after the code as given;
  * with a `code` of its own and no `status` the reply has none, as older servers answer.
+ * `at: 'data'` accepts the recipient and gives the reply to the end of the message's data
+ * instead, refusing the whole message, as a provider's content filter does.
  */
 export interface SmtpRule {
   match: string | RegExp;
@@ -32,12 +34,15 @@ export interface SmtpRule {
   code?: number;
   status?: string;
   text?: string;
+  /** When the reply is given: to the RCPT TO (the default) or to the end of the data. */
+  at?: 'rcpt' | 'data';
 }
 
 /** A rule as the sink reports it: its match written as a string, its reply in full, and how often it was used. */
 export interface SmtpRuleView {
   match: string;
   action: SmtpRule['action'];
+  at: 'rcpt' | 'data';
   times?: number;
   /** The reply it gives (a defer's until it lets the address through); absent for accept. */
   reply?: string;
@@ -87,6 +92,8 @@ export interface ReceivedMail {
   /** The envelope recipients the sink accepted (RCPT TO). */
   to: string[];
   raw: Buffer;
+  /** It came over TLS (after STARTTLS). */
+  tls: boolean;
   /** Epoch ms. */
   receivedAt: number;
 }
@@ -96,8 +103,8 @@ export interface SmtpSinkStats {
   auth: { accepted: number; refused: number };
   /** Answers to RCPT TO. */
   recipients: { accepted: number; deferred: number; rejected: number };
-  /** Messages accepted (250 after their data), refused (over the SIZE), dropped without an answer; retained: how many can be read. Times: epoch ms of the first and latest accepted, null before one. */
-  messages: { accepted: number; refused: number; dropped: number; retained: number; firstAt: number | null; lastAt: number | null };
+  /** Messages accepted (250 after their data), deferred or refused after their data (by an `at: 'data'` rule; refused also over the SIZE), dropped without an answer; retained: how many can be read. Times: epoch ms of the first and latest accepted, null before one. */
+  messages: { accepted: number; deferred: number; refused: number; dropped: number; retained: number; firstAt: number | null; lastAt: number | null };
   /** Every answer the sink decided (AUTH, RCPT TO and the end of each message's data) by class; protocol errors smtp-server answers itself are not counted. */
   replies: { '2xx': number; '4xx': number; '5xx': number };
 }
@@ -176,7 +183,9 @@ function compile(rule: SmtpRule): Rule {
     throw new RangeError('match must be an address or a /regular expression/');
   }
   const shown = match instanceof RegExp ? String(match) : match;
-  if (action === 'accept') return { view: { match: shown, action }, matches, times: 0, attempts: new Map(), used: 0 };
+  const at = rule.at ?? 'rcpt';
+  if (at !== 'rcpt' && at !== 'data') throw new RangeError(`at must be rcpt or data, not ${String(at)}`);
+  if (action === 'accept') return { view: { match: shown, action, at }, matches, times: 0, attempts: new Map(), used: 0 };
   if (action !== 'defer' && action !== 'reject') throw new RangeError(`action must be accept, defer or reject, not ${String(action)}`);
 
   const defaults = action === 'defer' ? DEFER_DEFAULT : REJECT_DEFAULT;
@@ -189,7 +198,7 @@ function compile(rule: SmtpRule): Rule {
     if (!valid) throw new RangeError(`status must be an enhanced status code like 5.1.1, not ${String(status)}`);
     if (valid[1] !== String(code)[0]) throw new RangeError(`status ${status} is not of the class of code ${code}`);
   }
-  const text = rule.text ?? (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused'));
+  const text = rule.text ?? (rule.code === undefined ? defaults.text : (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused')));
   if (typeof text !== 'string' || text === '' || text.length > MAX_TEXT || /[\x00-\x1f\x7f]/.test(text)) {
     throw new RangeError(`text must be one line of 1 to ${MAX_TEXT} characters`);
   }
@@ -198,7 +207,7 @@ function compile(rule: SmtpRule): Rule {
   // smtp-server writes no enhanced code of its own (ENHANCEDSTATUSCODES stays off, below),
   // so the reply is exactly `code status text`.
   const message = status === undefined ? text : `${status} ${text}`;
-  const view = { match: shown, action, ...(action === 'defer' ? { times } : {}), reply: `${code} ${message}` };
+  const view = { match: shown, action, at, ...(action === 'defer' ? { times } : {}), reply: `${code} ${message}` };
   return { view, matches, reply: { code, message }, times, attempts: new Map(), used: 0 };
 }
 
@@ -247,7 +256,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       connectionsOpened: 0,
       auth: { accepted: 0, refused: 0 },
       recipients: { accepted: 0, deferred: 0, rejected: 0 },
-      messages: { accepted: 0, refused: 0, dropped: 0, firstAt: null as number | null, lastAt: null as number | null },
+      messages: { accepted: 0, deferred: 0, refused: 0, dropped: 0, firstAt: null as number | null, lastAt: null as number | null },
       replies: { '2xx': 0, '4xx': 0, '5xx': 0 },
     };
   }
@@ -257,22 +266,25 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   // offers no way to close without answering) and to end them all at once on close.
   const sockets = new Map<number, Socket>();
 
-  function onRcptTo(address: { address: string }, callback: (error?: Error) => void): void {
+  /** The reply a transaction's data gets from an `at: 'data'` rule one of its recipients matched; the first such wins. */
+  const dataReplies = new WeakMap<SMTPServerSession, { code: number; message: string }>();
+
+  function onRcptTo(address: { address: string }, session: SMTPServerSession, callback: (error?: Error) => void): void {
     const rule = rules.find((candidate) => candidate.matches(address.address));
     if (rule) rule.used++;
-    if (rule?.reply && rule.view.action === 'defer') {
+    let reply = rule?.reply;
+    if (rule && reply && rule.view.action === 'defer') {
       const key = address.address.toLowerCase();
       const attempts = (rule.attempts.get(key) ?? 0) + 1;
       rule.attempts.set(key, attempts);
-      if (attempts <= rule.times) {
-        stats.recipients.deferred++;
-        count(rule.reply.code);
-        return callback(replyError(rule.reply.code, rule.reply.message));
-      }
-    } else if (rule?.reply) {
-      stats.recipients[rule.reply.code < 500 ? 'deferred' : 'rejected']++;
-      count(rule.reply.code);
-      return callback(replyError(rule.reply.code, rule.reply.message));
+      if (attempts > rule.times) reply = undefined;
+    }
+    if (reply && rule!.view.at === 'data') {
+      if (!dataReplies.has(session)) dataReplies.set(session, reply);
+    } else if (reply) {
+      stats.recipients[reply.code < 500 ? 'deferred' : 'rejected']++;
+      count(reply.code);
+      return callback(replyError(reply.code, reply.message));
     }
     stats.recipients.accepted++;
     count(250);
@@ -291,6 +303,12 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
         return callback(replyError(552, 'message exceeds fixed maximum message size'));
       }
       const answer = () => {
+        const reply = dataReplies.get(session);
+        if (reply) {
+          stats.messages[reply.code < 500 ? 'deferred' : 'refused']++;
+          count(reply.code);
+          return callback(replyError(reply.code, reply.message));
+        }
         if (faults.dropAfter > 0 && !(dropped && !faults.dropRepeat) && acceptedSinceDrop >= faults.dropAfter) {
           dropped = true;
           acceptedSinceDrop = 0;
@@ -311,6 +329,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
             from: mailFrom ? mailFrom.address : '',
             to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
             raw: Buffer.concat(chunks),
+            tls: session.secure,
             receivedAt,
           });
         }
@@ -345,7 +364,11 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       count(235);
       callback(null, { user: auth.username });
     },
-    onRcptTo: (address, _session, callback) => onRcptTo(address, callback),
+    onMailFrom(_address, session, callback) {
+      dataReplies.delete(session); // a new transaction on the connection
+      callback();
+    },
+    onRcptTo,
     onData,
   });
   server.on('error', () => {}); // a client's reset or failed handshake ends only its connection
@@ -357,8 +380,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   });
 
   const received = (filter: { to?: string; limit?: number } = {}): ReceivedMail[] => {
-    let list = messages.values();
     if (retain === 0) return [];
+    let list = messages.values();
     if (filter.to !== undefined) {
       const to = filter.to.toLowerCase();
       list = list.filter((mail) => mail.to.some((address) => address.toLowerCase() === to));
@@ -370,7 +393,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     connections: { opened: stats.connectionsOpened, open: sockets.size },
     auth: { ...stats.auth },
     recipients: { ...stats.recipients },
-    messages: { ...stats.messages, retained: retain === 0 ? 0 : messages.values().length },
+    messages: { ...stats.messages, retained: retain === 0 ? 0 : messages.size },
     replies: { ...stats.replies },
   });
   const sink: Omit<SmtpSink, 'port' | 'httpPort' | 'close'> = {
@@ -424,7 +447,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
 
 /** A message as the control port shows it: the raw data as UTF-8 text. */
 const mailView = (mail: ReceivedMail) => ({
-  id: mail.id, from: mail.from, to: mail.to, receivedAt: new Date(mail.receivedAt).toISOString(), size: mail.raw.length, raw: mail.raw.toString('utf8'),
+  id: mail.id, from: mail.from, to: mail.to, tls: mail.tls, receivedAt: new Date(mail.receivedAt).toISOString(), size: mail.raw.length, raw: mail.raw.toString('utf8'),
 });
 
 /** A RangeError from the sink (a bad rule or value) as the control port's 400. */

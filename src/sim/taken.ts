@@ -85,6 +85,9 @@ export class Ring<T> {
     else this.items[this.next] = item;
     this.next = (this.next + 1) % this.capacity;
   }
+  get size(): number {
+    return this.items.length;
+  }
   /** Oldest first. */
   values(): T[] {
     if (this.items.length < this.capacity) return this.items.slice();
