@@ -9,7 +9,7 @@ import { completeSend, contactProperties, loadPage, PAGE, startSend, type Finish
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
-import { isHardBounce, type EmailResult } from './transport.ts';
+import { bounceReply, type EmailResult } from './transport.ts';
 
 /**
  * An email batch's writes once accepted, run where the data is (db/procedure.ts): its start
@@ -198,10 +198,11 @@ export function pageResults(
     const deferredAt = row.deferred_at === null ? (deferred ? now : null) : Number(row.deferred_at);
     const nextTry = deferred ? retryAt(deferredAt!, attempts, now) : null;
     const status: EmailEventWord = result.outcome === 'accepted' ? 'Delivered' : deferred && nextTry !== null ? 'Deferred' : 'Bounce';
-    const hard = result.outcome === 'bounced' && isHardBounce(result.reply);
+    const bounce = result.outcome === 'bounced' ? bounceReply(result.reply) : null;
+    const hard = bounce?.hard === true;
     const reply =
       result.outcome === 'accepted' ? result.reply
-      : result.outcome === 'bounced' ? `${hard ? 'hard' : 'soft'} bounce: ${result.reply}`
+      : bounce ? bounce.reply
       : nextTry === null ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
       : result.reply;
     const id = Number(row.id);
