@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { keyFromHex } from './secret-key.ts';
 import { parseSmppUrl, type SmppSettings } from './smpp-url.ts';
+import { parseSmtpUrl, type SmtpSettings } from './smtp-url.ts';
 
 /**
  * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").
@@ -35,9 +36,10 @@ export interface Config {
   /**
    * EMAIL_TRANSPORT: `sandbox:`, optionally with `?defer=<regular expression>` (addresses it
    * refuses for now, 4xx) and `&bounce=<regular expression>` (addresses it refuses for good,
-   * 5xx), for trying failures in development.
+   * 5xx), for trying failures in development; or a relay:
+   * `smtp://user:password@host:port?pool=&rate=&tls=` (`smtps://` over TLS; smtp-url.ts).
    */
-  emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined };
+  emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined } | { kind: 'smtp'; settings: SmtpSettings };
   defaultEmailDomain: string;
   /** BOUNCE_DOMAIN: the domain of VERP return paths (`bounces+<token>@…`) and of List-Unsubscribe's `mailto:`; DEFAULT_EMAIL_DOMAIN when unset. */
   bounceDomain: string;
@@ -123,9 +125,16 @@ function smsTransportSetting(raw: string): Config['smsTransport'] {
 }
 
 function emailTransportSetting(raw: string): Config['emailTransport'] {
+  if (/^smtps?:/.test(raw)) {
+    try {
+      return { kind: 'smtp', settings: parseSmtpUrl(raw) };
+    } catch (error) {
+      throw new ConfigError('EMAIL_TRANSPORT', (error as Error).message);
+    }
+  }
   const match = /^sandbox:(?:\?(.*))?$/.exec(raw);
-  if (!match) throw new ConfigError('EMAIL_TRANSPORT', `must be sandbox: or sandbox:?defer=<regular expression>&bounce=<regular expression>, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`);
-  const setting: Config['emailTransport'] = { kind: 'sandbox', defer: undefined, bounce: undefined };
+  if (!match) throw new ConfigError('EMAIL_TRANSPORT', `must be sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`);
+  const setting = { kind: 'sandbox' as const, defer: undefined as RegExp | undefined, bounce: undefined as RegExp | undefined };
   for (const [name, value] of new URLSearchParams(match[1] ?? '')) {
     if (name !== 'defer' && name !== 'bounce') throw new ConfigError('EMAIL_TRANSPORT', `sandbox: takes defer= and bounce=, not ${name}=`);
     try {

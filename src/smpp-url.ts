@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readCaFile } from './ca-file.ts';
 
 /**
  * `SMS_TRANSPORT=smpp://systemId:password@host:port?binds=&window=&tps=&urgent=` (and
@@ -81,16 +81,9 @@ export function parseSmppUrl(raw: string): SmppSettings {
   };
 }
 
-/** The PEM text of `ca=`, read once at start, so a wrong path stops the start rather than every bind. */
+/** `ca=` over TLS only: a private CA's certificates are for the TLS handshake. */
 function certificates(path: string | null, tls: boolean): string | undefined {
   if (path === null || path === '') return undefined;
   if (!tls) throw new Error('ca is for smpps:// (SMPP over TLS) only');
-  let pem: string;
-  try {
-    pem = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new Error(`ca: cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
-  }
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`ca: "${path}" holds no PEM certificate`);
-  return pem;
+  return readCaFile(path);
 }

@@ -20,6 +20,8 @@ import { EMAIL_SEND_KIND } from './email/accept.ts';
 import { emailSendHandler } from './email/send.ts';
 import { sandboxEmailTransport } from './email/transports/sandbox.ts';
 import { RenderPool } from './email/render-pool.ts';
+import { smtpEmailTransport } from './email/transports/smtp.ts';
+import type { EmailTransport } from './email/transport.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -40,7 +42,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });
   // Email batches: several at once, each rendering and handing over a page at a time.
-  const emailTransport = sandboxEmailTransport(ctx.database, ctx.clock, ctx.config.emailTransport);
+  const emailTransport = emailTransportOf(ctx, log);
   worker.holds(emailTransport);
   const renderPool = new RenderPool();
   worker.holds(renderPool);
@@ -56,6 +58,13 @@ function smsTransport(ctx: AppContext, log: SmppLog | undefined): SmsTransport {
   const setting = ctx.config.smsTransport;
   if (setting.kind === 'sandbox') return sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
   return smppTransport(setting.settings, { database: ctx.database, clock: ctx.clock, metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
+}
+
+/** EMAIL_TRANSPORT's transport: an SMTP one opens its pool's connections as messages come. */
+function emailTransportOf(ctx: AppContext, log: SmppLog | undefined): EmailTransport {
+  const setting = ctx.config.emailTransport;
+  if (setting.kind === 'sandbox') return sandboxEmailTransport(ctx.database, ctx.clock, setting);
+  return smtpEmailTransport(setting.settings, { metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
 }
 
 export function createWorker(ctx: AppContext, options: Partial<Omit<WorkerOptions, 'log'>> & { log?: SmppLog } = {}): Worker {

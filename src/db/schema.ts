@@ -249,6 +249,10 @@ export interface SendRecipientsTable {
   updated_at: number;
   /** Email: times the message was refused for now (Deferred). */
   attempts: Generated<number>;
+  /** Email, while Deferred: when it is tried again (epoch ms). */
+  retry_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Email: when it was first refused for now (epoch ms), from which it is given up after 72 hours. */
+  deferred_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface RecipientHistoryTable {

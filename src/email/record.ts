@@ -5,11 +5,11 @@ import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { refusedInRange } from '../messaging/recipients.ts';
-import { finishSend, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { completeSend, contactProperties, loadPage, PAGE, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
-import { isHardBounce, type EmailResult } from './transport.ts';
+import { bounceReply, type EmailResult } from './transport.ts';
 
 /**
  * An email batch's writes once accepted, run where the data is (db/procedure.ts): its start
@@ -22,8 +22,28 @@ type Db = Kysely<Schema>;
 /** Email recipients still to send: not yet handed over, or refused for now. */
 export const PENDING = ['Queued', 'Deferred'] as const;
 
-/** A message refused for now this many times is given up: a Bounce, with the last reply. */
-export const MAX_ATTEMPTS = 5;
+const MINUTE = 60_000;
+
+/**
+ * The waits before each try again of a message refused for now (Deferred), by how many times
+ * it was: the first within a minute (greylisting asks for a minute or a few), then longer, so
+ * a relay that is down for hours is not hammered; after the last, every 4 hours.
+ */
+export const RETRY_WAITS_MS = [1, 5, 15, 30, 60, 120, 240].map((minutes) => minutes * MINUTE);
+
+/** A message refused for now this long after its first refusal is given up: a soft Bounce, with the last reply (the issue's 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a relay's sender gives up sooner). */
+export const GIVE_UP_AFTER_MS = 72 * 60 * MINUTE;
+
+/**
+ * When a message refused for now the `attempts`-th time (1 for the first) is tried again:
+ * after its wait, never later than GIVE_UP_AFTER_MS from its first refusal (`deferredAt`),
+ * so its last try is at that moment; null from then on: it is given up.
+ */
+export function retryAt(deferredAt: number, attempts: number, now: number): number | null {
+  const giveUpAt = deferredAt + GIVE_UP_AFTER_MS;
+  if (now >= giveUpAt) return null;
+  return Math.min(now + RETRY_WAITS_MS[Math.min(attempts, RETRY_WAITS_MS.length) - 1], giveUpAt);
+}
 
 /**
  * A batch's start (messaging/send.ts): a range of its expansion a call, its Dropped
@@ -31,7 +51,7 @@ export const MAX_ATTEMPTS = 5;
  */
 export const startEmailSend = procedure(import.meta.url, 'startEmailSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
   db.transaction().execute((trx) =>
-    startSend(trx, dialect, { ...args, pending: PENDING }, async (range) => {
+    startSend(trx, dialect, { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) }, async (range) => {
       if (!range.webhookUrl) return;
       const dropped = await refusedInRange(trx, 'email', args.sendId, range.after, range.through);
       await appendWebhookEvents(trx, { now: () => args.now }, {
@@ -49,8 +69,50 @@ export const recordEmailLinks = procedure(import.meta.url, 'recordEmailLinks', a
   await db.updateTable('sends').set({ content: args.content }).where('id', '=', args.sendId).execute();
 });
 
-/** [recipient id, status, message id, the last SMTP reply, attempts] of one message's outcome. */
-type Outcome = [number, string, string, string, number];
+/**
+ * The next page of an email batch's recipients to hand over: those not yet tried after the
+ * cursor, in id order (the send_recipients_page index, as for SMS), then — once those run
+ * short — those refused for now whose time has come, the earliest first (the partial
+ * send_recipients_retry index: only the waiting are in it). A Deferred recipient was on a
+ * page already recorded, so its id is at or below the cursor: the cursor stays a checkpoint.
+ */
+export async function loadEmailPage(db: Db, accountId: string, sendId: string, cursor: number, now: number): Promise<PageRow[]> {
+  const fresh = await loadPage(db, accountId, sendId, cursor, ['Queued']);
+  if (fresh.length === PAGE) return fresh;
+  const due = await db
+    .selectFrom('send_recipients as r')
+    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at'])
+    .select((eb) => contactProperties(eb, eb.val(accountId)))
+    .where('r.send_id', '=', sendId)
+    .where('r.retry_at', 'is not', null)
+    .where('r.retry_at', '<=', now)
+    .orderBy('r.retry_at')
+    .orderBy('r.id')
+    .limit(PAGE - fresh.length)
+    .execute();
+  return [...fresh, ...(due as PageRow[])];
+}
+
+/**
+ * An email batch done, in the caller's transaction: Completed and its job with it, unless
+ * recipients refused for now wait, when it is looked at again at the earliest of their times.
+ */
+async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
+  const next = await trx.selectFrom('send_recipients').select((eb) => eb.fn.min('retry_at').as('at')).where('send_id', '=', sendId).where('retry_at', 'is not', null).executeTakeFirst();
+  if (next?.at !== null && next?.at !== undefined) return { retryAt: Number(next.at) };
+  return completeSend(trx, sendId, now, lease);
+}
+
+/** The batch done when its last page was recorded earlier, or when it woke with none due (messaging/send.ts's Pending). */
+export const finishResumedEmailSend = procedure(import.meta.url, 'finishResumedEmailSend', async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<Finish> =>
+  db.transaction().execute((trx) => finishEmailSend(trx, args.sendId, args.now, args.lease)),
+);
+
+/**
+ * [recipient id, status, message id, the last SMTP reply, attempts, when it is tried again,
+ * when it was first refused for now] of one message's outcome.
+ */
+type Outcome = [number, string, string, string, number, number | null, number | null];
 
 interface PageResults {
   sendId: string;
@@ -81,7 +143,7 @@ export const recordEmailPage = procedure(import.meta.url, 'recordEmailPage', asy
       if (page.webhookUrl) await appendWebhookEvents(trx, { now: () => page.now }, { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events });
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-    return page.last ? finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
+    return page.last ? finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
   }),
 );
 
@@ -92,7 +154,8 @@ async function updateRecipients(db: Db, dialect: DialectName, page: PageResults)
   const { now, accountId } = page;
   if (dialect === 'sqlite') {
     await sql`update send_recipients
-                 set status = v.value ->> 1, message_id = v.value ->> 2, error = v.value ->> 3, attempts = v.value ->> 4, updated_at = ${now}
+                 set status = v.value ->> 1, message_id = v.value ->> 2, error = v.value ->> 3, attempts = v.value ->> 4,
+                     retry_at = v.value ->> 5, deferred_at = v.value ->> 6, updated_at = ${now}
                 from json_each(${outcomes}) v
                where send_recipients.id = v.value ->> 0`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at, reply) select value ->> 0, value ->> 1, ${now}, value ->> 2 from json_each(${steps})`.execute(db);
@@ -106,7 +169,8 @@ async function updateRecipients(db: Db, dialect: DialectName, page: PageResults)
   // One statement on PostgreSQL, the recipients found by `id = any(…)` (see sms/send.ts).
   const ids = `{${page.outcomes.map(([id]) => id).join(',')}}`;
   await sql`with updated as (update send_recipients r
-                                set status = v ->> 1, message_id = v ->> 2, error = v ->> 3, attempts = (v ->> 4)::int, updated_at = ${now}::bigint
+                                set status = v ->> 1, message_id = v ->> 2, error = v ->> 3, attempts = (v ->> 4)::int,
+                                    retry_at = (v ->> 5)::bigint, deferred_at = (v ->> 6)::bigint, updated_at = ${now}::bigint
                                from jsonb_array_elements(${outcomes}::jsonb) v
                               where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
                  suppressed as (insert into suppressions (account_id, channel, address, reason, created_at)
@@ -116,7 +180,12 @@ async function updateRecipients(db: Db, dialect: DialectName, page: PageResults)
             select (h ->> 0)::bigint, h ->> 1, ${now}::bigint, h ->> 2 from jsonb_array_elements(${steps}::jsonb) h`.execute(db);
 }
 
-/** What a page's handing over came to, for its record: each message's outcome, its events in order, hard bounces. */
+/**
+ * What a page's handing over came to, for its record: each message's outcome, its events in
+ * order, hard bounces. A refusal for good is a Bounce whose reply says hard (5.1.x: the
+ * address is suppressed) or soft (ARCHITECTURE.md); one for now is Deferred until its next
+ * try (retryAt), or a soft Bounce once GIVE_UP_AFTER_MS have passed since its first.
+ */
 export function pageResults(
   sendId: string,
   now: number,
@@ -124,23 +193,28 @@ export function pageResults(
 ): Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> {
   const results: Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> = { outcomes: [], steps: [], suppress: [], events: [] };
   for (const { row, messageId, result } of handed) {
-    const attempts = row.attempts + (result.outcome === 'deferred' ? 1 : 0);
-    let status: EmailEventWord = result.outcome === 'accepted' ? 'Delivered' : result.outcome === 'deferred' ? 'Deferred' : 'Bounce';
-    let reply = result.reply;
-    if (status === 'Deferred' && attempts >= MAX_ATTEMPTS) {
-      status = 'Bounce';
-      reply = `given up after ${attempts} attempts; the last reply: ${result.reply}`;
-    }
+    const deferred = result.outcome === 'deferred';
+    const attempts = row.attempts + (deferred ? 1 : 0);
+    const deferredAt = row.deferred_at === null ? (deferred ? now : null) : Number(row.deferred_at);
+    const nextTry = deferred ? retryAt(deferredAt!, attempts, now) : null;
+    const status: EmailEventWord = result.outcome === 'accepted' ? 'Delivered' : deferred && nextTry !== null ? 'Deferred' : 'Bounce';
+    const bounce = result.outcome === 'bounced' ? bounceReply(result.reply) : null;
+    const hard = bounce?.hard === true;
+    const reply =
+      result.outcome === 'accepted' ? result.reply
+      : bounce ? bounce.reply
+      : nextTry === null ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
+      : result.reply;
     const id = Number(row.id);
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];
     // Processed once: when the message was first taken for sending.
     if (row.attempts === 0) events.unshift(['Processed', null]);
-    results.outcomes.push([id, status, messageId, reply, attempts]);
+    results.outcomes.push([id, status, messageId, reply, attempts, nextTry, deferredAt]);
     for (const [event, eventReply] of events) {
       results.steps.push([id, event, eventReply]);
       results.events.push(emailEvent({ batchId: sendId, messageId, email: row.address, event, reply: eventReply, at: now }));
     }
-    if (status === 'Bounce' && result.outcome === 'bounced' && isHardBounce(result.reply)) results.suppress.push([row.address, `hard bounce: ${result.reply}`]);
+    if (hard) results.suppress.push([row.address, reply]);
   }
   return results;
 }
@@ -156,7 +230,7 @@ export async function dropUnsent(trx: Db, clock: Clock, sendId: string, error: s
   const reason = `not sent: ${error}`;
   const dropped = await trx
     .updateTable('send_recipients')
-    .set({ status: 'Dropped', reason, updated_at: now })
+    .set({ status: 'Dropped', reason, retry_at: null, updated_at: now })
     .where('send_id', '=', sendId)
     .where('status', 'in', PENDING)
     .returning(['id', 'address', 'message_id'])

@@ -1,18 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
+import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { expandedSend, propertyNames, rowProperties, sendInPages } from '../messaging/send.ts';
+import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
-import { dropUnsent, pageResults, PENDING, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
+import { dropUnsent, finishResumedEmailSend, loadEmailPage, pageResults, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
+import { registerEmailMetrics } from './metrics.ts';
 import type { RenderPool } from './render-pool.ts';
 import { compileEmail, type CompiledEmail } from './render.ts';
 import { signingKeyFor } from './dkim-keys.ts';
-import { trackingKey } from './tracking.ts';
+import { returnPath, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -53,10 +56,12 @@ export function emailSendHandler(deps: {
   transport: EmailTransport;
   renderPool: RenderPool;
   encryptionKey: Keyring;
-  config: { publicUrl: string; defaultEmailDomain: string };
+  config: { publicUrl: string; defaultEmailDomain: string; bounceDomain: string };
+  metrics: Registry;
 }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
+  const metrics = registerEmailMetrics(deps.metrics, database);
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
@@ -71,9 +76,13 @@ export function emailSendHandler(deps: {
       // Signed with the From domain's key: the service's, or the account's own sender domain's.
       const dkimKey = await signingKeyFor(database, deps.encryptionKey, clock, { accountId: domain === config.defaultEmailDomain ? null : started.accountId, domain });
       const send = { ...started, sendId };
+      const pending = {
+        load: (cursor: number) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
+        finish: (lease: Lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
+      };
       const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl, dkimKey });
       try {
-        return await sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
+        return await sendInPages(deps, run, send, pending, async (rows, { cursor, last }) => {
           const date = new Date(clock.now());
           const handed = await inFlight(groups(rows, RENDER_GROUP), deps.renderPool.size * GROUPS_PER_THREAD, async (group) => {
             const messageIds = group.map(() => randomUUID());
@@ -89,14 +98,22 @@ export function emailSendHandler(deps: {
             return Promise.all(
               group.map(async (row, i) => {
                 const messageId = messageIds[i];
-                const result = await transport.send({ accountId: send.accountId, sendId, messageId, from: content.from.email, to: row.address, raw: raws[i] }, run.signal);
+                // The envelope sender is the recipient's VERP address: a bounce that comes back later names its message.
+                const from = returnPath(key, config.bounceDomain, Number(row.id));
+                const result = await transport.send({ accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i] }, run.signal);
                 return { row, messageId, result };
               }),
             );
           });
           await pauseForTest('email.handed');
           const now = clock.now();
-          return database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...pageResults(sendId, now, handed.flat()), last });
+          const results = pageResults(sendId, now, handed.flat());
+          const recorded = await database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...results, last });
+          // Every hard bounce is a suppression; the other Bounces are soft.
+          const bounced = results.outcomes.filter((outcome) => outcome[1] === 'Bounce').length;
+          metrics.bounces.inc({ kind: 'hard' }, results.suppress.length);
+          metrics.bounces.inc({ kind: 'soft' }, bounced - results.suppress.length);
+          return recorded;
         });
       } finally {
         renderer.close();

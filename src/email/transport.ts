@@ -29,3 +29,12 @@ export interface EmailTransport {
 
 /** A 5xx reply whose enhanced status is 5.1.x (unknown user or domain): the address is suppressed (ARCHITECTURE.md). */
 export const isHardBounce = (reply: string) => /(?:^|\s)5\.1\.\d{1,3}(?:\s|$)/.test(reply);
+
+/**
+ * A 5xx reply as a Bounce records and posts it, saying which kind (`hard bounce: 550 5.1.1 …`,
+ * `soft bounce: 552 5.2.2 …`), whether the relay answered it or a bounce came back later by mail.
+ */
+export function bounceReply(reply: string): { hard: boolean; reply: string } {
+  const hard = isHardBounce(reply);
+  return { hard, reply: `${hard ? 'hard' : 'soft'} bounce: ${reply}` };
+}

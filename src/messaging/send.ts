@@ -28,8 +28,8 @@ export const PAGE = 500;
 /** A send with messages refused for now tries them again after this long. */
 export const RETRY_LATER_MS = 5_000;
 
-/** How a send's last page ended: done, or messages refused for now remain to try again. */
-export type Finish = 'completed' | 'retry';
+/** How a send's last page ended: done, or messages refused for now remain, to try again at `retryAt` (epoch ms). */
+export type Finish = 'completed' | { retryAt: number };
 
 /** A send as it is accepted. `content`: the channel's request as its worker reads it, in JSON. */
 export interface NewSend {
@@ -105,6 +105,8 @@ export interface PageRow {
   properties: string | null;
   /** Times the message was refused for now (email's Deferred). */
   attempts: number;
+  /** Email: when it was first refused for now (epoch ms; a string from PostgreSQL), null if never. */
+  deferred_at: number | null;
 }
 
 export interface StartedSend {
@@ -129,12 +131,13 @@ export interface ExpandedRange {
  * A send's start, in the caller's transaction: until its recipients are all expanded, one
  * range of them (expanded from its lists, consent settled) with the send marked Sending and
  * its checkpoint, answering 'expanding'; `onRange` runs in the same transaction after each.
- * Then its first page to send (recipients in `pending`). A send cancelled or done answers null.
+ * Then its first page to send (`load`, the channel's page after the cursor, read in the
+ * transaction). A send cancelled or done answers null.
  */
 export async function startSend(
   trx: Db,
   dialect: DialectName,
-  args: { sendId: string; now: number; pending: readonly string[] },
+  args: { sendId: string; now: number; load: (accountId: string, cursor: number) => Promise<PageRow[]> },
   onRange?: (range: ExpandedRange) => Promise<void>,
 ): Promise<StartedSend | 'expanding' | null> {
   const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
@@ -165,7 +168,7 @@ export async function startSend(
     content: send.content,
     webhookUrl: send.webhook_url,
     cursor,
-    firstPage: await loadPage(trx, send.account_id, send.id, cursor, args.pending),
+    firstPage: await args.load(send.account_id, cursor),
   };
 }
 
@@ -182,7 +185,7 @@ export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['se
 export async function loadPage(db: Db, accountId: string, sendId: string, after: number, pending: readonly string[]): Promise<PageRow[]> {
   return db
     .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags', 'r.attempts'])
+    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at'])
     .select((eb) => contactProperties(eb, eb.val(accountId)))
     .where('r.send_id', '=', sendId)
     .where('r.status', 'in', pending)
@@ -212,14 +215,19 @@ export function rowProperties(row: PageRow, names: Map<string, string>): Map<str
 /**
  * The send done, in the caller's transaction: Completed and its job with it, unless
  * recipients refused for now remain (status in `pending`), which are tried again from the
- * start of the send after a pause.
+ * start of the send after RETRY_LATER_MS.
  */
 export async function finishSend(trx: Db, sendId: string, now: number, lease: Lease, pending: readonly string[]): Promise<Finish> {
   const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('status', 'in', pending).executeTakeFirst();
   if (waiting) {
     await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
-    return 'retry';
+    return { retryAt: now + RETRY_LATER_MS };
   }
+  return completeSend(trx, sendId, now, lease);
+}
+
+/** The send Completed and its job with it, in the caller's transaction. */
+export async function completeSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<'completed'> {
   await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
   await completeJob(trx, lease);
   return 'completed';
@@ -240,35 +248,56 @@ export async function expandedSend<T>(clock: Clock, run: JobRun, start: () => Pr
 }
 
 /**
- * A send's pages, in id order from its cursor, until none is left: `page` hands one over and
- * records its results with the cursor given (the page's last recipient id), finishing the
- * send in the same transaction when it is the last (`last`, the job's lease: a short page).
- * Messages refused for now are tried again after RETRY_LATER_MS, their job snoozed.
+ * A channel's recipients still to send, as its send job reads them: SMS's are those Queued
+ * (pendingByStatus); email's also those refused for now whose time has come (email/record.ts).
+ */
+export interface Pending {
+  /** The next page after the cursor. */
+  load(cursor: number): Promise<PageRow[]>;
+  /** Finishes the send when its last page was recorded earlier (it resumed, or woke, with none to send). */
+  finish(lease: Lease): Promise<Finish>;
+}
+
+/** The send's recipients in `statuses` after the cursor, in id order; once none is left, finishSend. */
+export function pendingByStatus(deps: { database: Database; clock: Clock }, send: { sendId: string; accountId: string }, statuses: readonly string[]): Pending {
+  const { database, clock } = deps;
+  return {
+    load: (cursor) => loadPage(database.db, send.accountId, send.sendId, cursor, statuses),
+    finish: (lease) => database.call(finishResumedSend, { sendId: send.sendId, now: clock.now(), lease, pending: [...statuses] }),
+  };
+}
+
+/**
+ * A send's pages from its cursor (`pending` reads them), until none is left: `page` hands one
+ * over and records its results with the cursor given (the highest recipient id handed so
+ * far), finishing the send in the same transaction when it is the last (`last`, the job's
+ * lease: a short page). When messages refused for now remain, the job is snoozed until the
+ * time the finish names.
  */
 export async function sendInPages(
-  deps: { database: Database; clock: Clock },
+  deps: { clock: Clock },
   run: JobRun,
-  send: { sendId: string; accountId: string; cursor: number; firstPage: PageRow[] },
-  pending: readonly string[],
+  send: { cursor: number; firstPage: PageRow[] },
+  pending: Pending,
   page: (rows: PageRow[], record: { cursor: number; last: Lease | null }) => Promise<'more' | Finish>,
 ): Promise<'completed'> {
-  const { database, clock } = deps;
+  const { clock } = deps;
   let cursor = send.cursor;
   let finished: Finish;
-  for (let rows = send.firstPage; ; rows = await loadPage(database.db, send.accountId, send.sendId, cursor, pending)) {
+  for (let rows = send.firstPage; ; rows = await pending.load(cursor)) {
     if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
     if (rows.length === 0) {
-      finished = await database.call(finishResumedSend, { sendId: send.sendId, now: clock.now(), lease: run.lease, pending: [...pending] });
+      finished = await pending.finish(run.lease);
       break;
     }
-    cursor = Number(rows.at(-1)!.id);
+    cursor = Math.max(cursor, ...rows.map((row) => Number(row.id)));
     const recorded = await page(rows, { cursor, last: rows.length < PAGE ? run.lease : null });
     if (recorded !== 'more') {
       finished = recorded;
       break;
     }
   }
-  if (finished === 'retry') throw new SnoozeJob(clock.now() + RETRY_LATER_MS, 'messages refused for now are tried again');
+  if (finished !== 'completed') throw new SnoozeJob(finished.retryAt, 'messages refused for now are tried again');
   return 'completed';
 }
 

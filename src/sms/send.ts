@@ -5,7 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { expandedSend, finishSend, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { expandedSend, finishSend, loadPage, pendingByStatus, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
@@ -25,7 +25,7 @@ const PENDING = ['Queued'] as const;
 
 /** A send's start (messaging/send.ts): a range of its expansion a call, then its first page. */
 export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
-  db.transaction().execute((trx) => startSend(trx, dialect, { ...args, pending: PENDING })),
+  db.transaction().execute((trx) => startSend(trx, dialect, { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) })),
 );
 
 /**
@@ -214,7 +214,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
       const links = send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
       const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
-      return sendInPages(deps, run, send, PENDING, async (rows, { cursor, last }) => {
+      return sendInPages(deps, run, send, pendingByStatus(deps, send, PENDING), async (rows, { cursor, last }) => {
         const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
         const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
         await pauseForTest('sms.submitted');

@@ -163,32 +163,54 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 1, 'gathered into one post');
   });
 
-  it('defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses, a deferral is tried again and given up after five', async () => {
+  it('defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses; a deferral is tried again after its wait, the job asleep until then, and given up after 72 hours as a soft bounce', async () => {
     const sandboxed = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' } });
     try {
       const client = await sandboxed.client();
       const response = await client.post('/email/batch', buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] }));
       assert.equal(response.statusCode, 202);
       const batchId = response.json().data.BatchId;
+      const firstTry = sandboxed.clock.now();
       await sandboxed.drain();
       let batch = (await client.get(`/email/batch/${batchId}`)).json();
       assert.equal(batch.status, 'Sending');
       assert.deepEqual(batch.totals, { Delivered: 1, Bounce: 1, Deferred: 1 });
       const gone = batch.recipients.find((r: { email: string }) => r.email === 'gone@example.com');
-      assert.match(gone.history[1].reply, /^550 5\.1\.1/);
+      assert.match(gone.history[1].reply, /^hard bounce: 550 5\.1\.1/);
       const suppressed = (await client.get('/email/suppressions?email=gone@example.com')).json().suppressions;
       assert.match(suppressed[0].reason, /^hard bounce: 550 5\.1\.1/);
-      for (let attempt = 2; attempt <= 5; attempt++) {
-        sandboxed.clock.advance(5000);
+
+      const sendJob = () => sandboxed.t.ctx.db.selectFrom('jobs').select('run_at').where('kind', '=', 'email.send').executeTakeFirst();
+      const slowHistory = async () => (await client.get(`/email/batch/${batchId}`)).json().recipients.find((r: { email: string }) => r.email === 'slow@example.com').history as Array<{ event: string; reply: string | null }>;
+      // Asleep until the deferral's first wait is over (a minute), not polling in between.
+      assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000);
+      sandboxed.clock.advance(59_999);
+      await sandboxed.drain();
+      assert.equal((await slowHistory()).length, 2, 'not tried again before its time');
+      sandboxed.clock.advance(1);
+      await sandboxed.drain();
+      assert.deepEqual((await slowHistory()).map((h) => h.event), ['Processed', 'Deferred', 'Deferred']);
+      assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000 + 5 * 60_000, 'the second wait is longer');
+
+      // Woken at each retry time until 72 hours after the first refusal.
+      for (let job = await sendJob(), wakes = 0; job && wakes < 40; job = await sendJob(), wakes++) {
+        sandboxed.clock.set(Number(job.run_at));
         await sandboxed.drain();
       }
       batch = (await client.get(`/email/batch/${batchId}`)).json();
       assert.equal(batch.status, 'Completed');
-      const slow = batch.recipients.find((r: { email: string }) => r.email === 'slow@example.com');
-      assert.deepEqual(slow.history.map((h: { event: string }) => h.event), ['Processed', 'Deferred', 'Deferred', 'Deferred', 'Deferred', 'Bounce']);
-      assert.match(slow.history.at(-1).reply, /^given up after 5 attempts; the last reply: 451 4\.3\.0/);
+      assert.equal(sandboxed.clock.now(), firstTry + 72 * 3_600_000, 'the last try is 72 hours after the first refusal');
+      const history = await slowHistory();
+      // 1, 5, 15, 30, 60 and 120 minutes, then every 4 hours: 24 refusals before the 72nd hour, the 25th at it.
+      assert.deepEqual(history.map((h) => h.event), ['Processed', ...Array(24).fill('Deferred'), 'Bounce']);
+      assert.match(history.at(-1)!.reply!, /^soft bounce: given up after 72 hours and 25 attempts; the last reply: 451 4\.3\.0/);
       assert.deepEqual((await client.get('/email/suppressions?email=slow@example.com')).json().suppressions, [], 'a soft bounce does not suppress');
       assert.deepEqual((await sandboxEmails(client)).map((m) => m.to), ['ok@example.com']);
+      // Posted too (read unverified: the signature's timestamp is 72 hours ahead of the verifier's real clock).
+      sandboxed.clock.advance(1000);
+      await sandboxed.drain();
+      const events = receiver.received.flatMap((post) => (JSON.parse(post.body) as { data: EmailEvent[] }).data).filter((e) => e.email === 'slow@example.com');
+      assert.deepEqual(events.map((e) => e.event), ['Processed', ...Array(24).fill('Deferred'), 'Bounce'], 'every try posted');
     } finally {
       await sandboxed.close();
     }

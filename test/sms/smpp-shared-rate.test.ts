@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { startSmsc, type Smsc } from '../../src/sim/smsc.ts';
 import { segment } from '../../src/sms/segments.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
-import { SharedSubmitRate } from '../../src/sms/transports/smpp/shared-rate.ts';
+import { SharedSendRate } from '../../src/ratelimit/shared-send-rate.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { parseSmppUrl } from '../../src/smpp-url.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
@@ -28,7 +28,7 @@ interface Entry {
 function processRate(options: { tps: number; urgentShare: number; prefix: string; redisUrl?: string; account?: string }) {
   const waiters = new Set<() => void>();
   const logged: Entry[] = [];
-  const rate = new SharedSubmitRate({
+  const rate = new SharedSendRate({
     tps: options.tps,
     urgentShare: options.urgentShare,
     monotonic: () => performance.now(),
@@ -39,6 +39,7 @@ function processRate(options: { tps: number; urgentShare: number; prefix: string
     redisUrl: options.redisUrl ?? REDIS_URL,
     account: options.account ?? '127.0.0.1:2775:herald',
     keyPrefix: options.prefix,
+    name: 'the SMPP submit rate',
     log: {
       info: (object, message) => logged.push({ level: 'info', object: object as Record<string, unknown>, message }),
       warn: (object, message) => logged.push({ level: 'warn', object: object as Record<string, unknown>, message }),

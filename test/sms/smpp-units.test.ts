@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config.ts';
 import { segment } from '../../src/sms/segments.ts';
 import { idReadings, normalisedId } from '../../src/sms/transports/smpp/message-ids.ts';
-import { LocalSubmitRate } from '../../src/sms/transports/smpp/rate.ts';
+import { LocalSendRate } from '../../src/ratelimit/send-rate.ts';
 import { isReceipt, readReceipt } from '../../src/sms/transports/smpp/receipt-pdu.ts';
 import { parseSmppUrl } from '../../src/smpp-url.ts';
 import { refusalOf, statusCode } from '../../src/sms/transports/smpp/statuses.ts';
@@ -82,7 +82,7 @@ describe('submit_sm answers', () => {
 describe('the submit rate', () => {
   it('holds the passcodes’ share: campaigns stop at theirs, passcodes draw on both', () => {
     let now = 0;
-    const rate = new LocalSubmitRate({ tps: 100, urgentShare: 0.2, monotonic: () => now, ready() {} });
+    const rate = new LocalSendRate({ tps: 100, urgentShare: 0.2, monotonic: () => now, ready() {} });
     // Buckets hold a tenth of a second: 8 for every send, 2 for passcodes only.
     let normal = 0;
     while (rate.take(false)) normal++;
@@ -95,14 +95,14 @@ describe('the submit rate', () => {
     normal = 0;
     while (rate.take(false)) normal++;
     assert.equal(normal, 8, 'a pause is not made up in a burst');
-    assert.equal(new LocalSubmitRate({ tps: 0, urgentShare: 0.1, monotonic: () => now, ready() {} }).take(false), true);
+    assert.equal(new LocalSendRate({ tps: 0, urgentShare: 0.1, monotonic: () => now, ready() {} }).take(false), true);
   });
 
   it('calls ready once a refused submit’s token is due, earlier for a passcode than for a campaign', async () => {
     const started = performance.now();
     let woken: () => void;
     const wake = new Promise<void>((resolve) => (woken = resolve));
-    const rate = new LocalSubmitRate({ tps: 100, urgentShare: 0.99, monotonic: () => performance.now(), ready: () => woken() });
+    const rate = new LocalSendRate({ tps: 100, urgentShare: 0.99, monotonic: () => performance.now(), ready: () => woken() });
     // Campaigns 1 a second: their next token in a second; passcodes 99 a second: theirs in milliseconds.
     while (rate.take(false));
     while (rate.take(true));

@@ -9,10 +9,10 @@ import { GroupWriter } from './group-writer.ts';
 import { answeredBefore, applySmppReceipts, recordSmppAnswers, type Answer } from './journal.ts';
 import { normalisedId } from './message-ids.ts';
 import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
-import { LocalSubmitRate, type SubmitRate } from './rate.ts';
+import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
 import type { SmppSettings } from '../../../smpp-url.ts';
-import { SharedSubmitRate } from './shared-rate.ts';
+import { SharedSendRate } from '../../../ratelimit/shared-send-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
 
@@ -30,7 +30,7 @@ export interface SmppTransportOptions {
   timing?: Partial<BindTiming>;
   random?: () => number;
   monotonic?: () => number;
-  /** REDIS_URL: the processes sending on one SMSC account share its tps (shared-rate.ts). */
+  /** REDIS_URL: the processes sending on one SMSC account share its tps (ratelimit/shared-send-rate.ts). */
   redisUrl?: string;
   /** Where in Redis the shared rates live; default `herald:smpp-rate:`. */
   rateKeyPrefix?: string;
@@ -95,12 +95,12 @@ export function smppTransport(settings: SmppSettings, options: SmppTransportOpti
 }
 
 /** The process's own rate, or one shared with the other processes sending on the account when Redis is there to share it. */
-function submitRate(settings: SmppSettings, options: Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & { monotonic: () => number; log: SmppLog; ready: () => void }): SubmitRate {
+function submitRate(settings: SmppSettings, options: Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & { monotonic: () => number; log: SmppLog; ready: () => void }): SendRate {
   const { tps, urgentShare } = settings;
   const { redisUrl, monotonic, log, ready } = options;
-  if (tps === 0 || !redisUrl) return new LocalSubmitRate({ tps, urgentShare, monotonic, ready });
+  if (tps === 0 || !redisUrl) return new LocalSendRate({ tps, urgentShare, monotonic, ready });
   const account = `${settings.host}:${settings.port}:${settings.systemId}`;
-  return new SharedSubmitRate({ tps, urgentShare, monotonic, ready, log, redisUrl, account, keyPrefix: options.rateKeyPrefix });
+  return new SharedSendRate({ tps, urgentShare, monotonic, ready, log, redisUrl, account, keyPrefix: options.rateKeyPrefix ?? 'herald:smpp-rate:', name: 'the SMPP submit rate' });
 }
 
 class SmppTransport implements SmsTransport {
@@ -110,7 +110,7 @@ class SmppTransport implements SmsTransport {
   private readonly log: SmppLog;
   private readonly monotonic: () => number;
   private readonly binds: SmppBind[];
-  private readonly rate: SubmitRate;
+  private readonly rate: SendRate;
   private readonly metrics: SmppMetrics;
   /** Slots of each bind's window a campaign may take; passcodes may take them all. */
   private readonly normalLimit: number;

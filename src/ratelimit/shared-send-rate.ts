@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { connectRedis, redisReady } from '../../../redis.ts';
-import { BURST_SECONDS, laneRates, LocalSubmitRate, type SubmitRate, type SubmitRateOptions } from './rate.ts';
+import { connectRedis, redisReady } from '../redis.ts';
+import { BURST_SECONDS, laneRates, LocalSendRate, type SendRate, type SendRateOptions } from './send-rate.ts';
 
 /**
  * Leased tokens unused this long after their lease are dropped. With it, what the processes
- * submit in any T seconds is at most what Redis granted in T + 0.1 s: tps × (T + 0.1) plus
+ * send in any T seconds is at most what Redis granted in T + 0.1 s: tps × (T + 0.1) plus
  * the buckets' tenth of a second, so tps × (T + 0.2) at the very most, and on average tps.
  */
 const LEASE_MS = 100;
@@ -74,7 +74,7 @@ return { granted, wait, redis.call('ZCARD', KEYS[2]) }`;
 type Lane = 'normal' | 'urgent';
 
 type LeasingRedis = Redis & {
-  heraldSmppLease(buckets: string, processes: string, lane: Lane, want: number, normalRate: number, urgentRate: number, burst: number, process: string, ttlMs: number): Promise<[number, number, number]>;
+  heraldRateLease(buckets: string, processes: string, lane: Lane, want: number, normalRate: number, urgentRate: number, burst: number, process: string, ttlMs: number): Promise<[number, number, number]>;
 };
 
 interface Lease {
@@ -92,25 +92,27 @@ export interface SharedRateLog {
   warn(object: object, message: string): void;
 }
 
-export interface SharedSubmitRateOptions extends SubmitRateOptions {
+export interface SharedSendRateOptions extends SendRateOptions {
   redisUrl: string;
-  /** The SMSC account the budget is for: host:port:systemId (never the password). */
+  /** The account at the next hop the budget is for, such as host:port:user (never the password). */
   account: string;
-  /** Default `herald:smpp-rate:`. */
-  keyPrefix?: string;
+  /** Where in Redis the transport's budgets live, such as `herald:smpp-rate:`. */
+  keyPrefix: string;
+  /** The rate's name in the log, such as "the SMPP submit rate". */
+  name: string;
   log: SharedRateLog;
 }
 
 /**
- * One SMSC account's rate shared by every process that sends on it, through Redis: each
+ * One account's rate at the next hop (an SMSC, an SMTP relay) shared by every process that sends on it, through Redis: each
  * process leases small batches of tokens from the account's buckets (LEASE_SCRIPT) and spends
- * them locally, so a submit costs no round trip. While Redis is unreachable each process
+ * them locally, so a message costs no round trip. While Redis is unreachable each process
  * falls back to its share, tps divided by the processes Redis last counted (itself
  * included; 1 if it has not reached Redis since it started), logs that, and tries Redis
- * again every second: submits slow down, never stop.
+ * again every second: sending slows down, never stops.
  */
-export class SharedSubmitRate implements SubmitRate {
-  private readonly options: SharedSubmitRateOptions;
+export class SharedSendRate implements SendRate {
+  private readonly options: SharedSendRateOptions;
   private readonly redis: LeasingRedis;
   private readonly keys: { buckets: string; processes: string };
   private readonly rates: { normal: number; urgent: number };
@@ -123,15 +125,15 @@ export class SharedSubmitRate implements SubmitRate {
   private calledAt = -Infinity;
   private beating = false;
   /** Set while Redis is unreachable. */
-  private fallback: LocalSubmitRate | undefined;
+  private fallback: LocalSendRate | undefined;
   private closed = false;
 
-  constructor(options: SharedSubmitRateOptions) {
+  constructor(options: SharedSendRateOptions) {
     this.options = options;
     this.redis = connectRedis(options.redisUrl, { commandTimeoutMs: REDIS_PATIENCE_MS }) as LeasingRedis;
-    this.redis.defineCommand('heraldSmppLease', { numberOfKeys: 2, lua: LEASE_SCRIPT });
+    this.redis.defineCommand('heraldRateLease', { numberOfKeys: 2, lua: LEASE_SCRIPT });
     // In braces, so that on a Redis Cluster both keys hash to one slot, as a script needs.
-    const account = `${options.keyPrefix ?? 'herald:smpp-rate:'}{${options.account}}`;
+    const account = `${options.keyPrefix}{${options.account}}`;
     this.keys = { buckets: account, processes: `${account}:processes` };
     this.rates = laneRates(options.tps, options.urgentShare);
     const size = (rate: number) => Math.max(1, Math.floor((rate * LEASE_SPAN_MS) / 1000));
@@ -197,7 +199,7 @@ export class SharedSubmitRate implements SubmitRate {
   private async lease(lane: Lane, want: number): Promise<[number, number]> {
     await redisReady(this.redis, REDIS_PATIENCE_MS);
     const { normal, urgent } = this.rates;
-    const [granted, waitMs, processes] = await this.redis.heraldSmppLease(this.keys.buckets, this.keys.processes, lane, want, normal, urgent, BURST_SECONDS, this.process, PROCESS_TTL_MS);
+    const [granted, waitMs, processes] = await this.redis.heraldRateLease(this.keys.buckets, this.keys.processes, lane, want, normal, urgent, BURST_SECONDS, this.process, PROCESS_TTL_MS);
     this.processes = Math.max(1, processes);
     this.calledAt = this.options.monotonic();
     return [granted, waitMs];
@@ -215,7 +217,7 @@ export class SharedSubmitRate implements SubmitRate {
           const fallback = this.fallback;
           this.fallback = undefined;
           void fallback.close();
-          this.options.log.info({ account: this.options.account, processes: this.processes }, 'Redis is back: the SMPP submit rate is shared again');
+          this.options.log.info({ account: this.options.account, processes: this.processes }, `Redis is back: ${this.options.name} is shared again`);
           this.options.ready();
         },
         (error: unknown) => this.fallBack(error),
@@ -226,10 +228,10 @@ export class SharedSubmitRate implements SubmitRate {
   private fallBack(error: unknown): void {
     if (this.fallback || this.closed) return;
     const tps = this.options.tps / this.processes;
-    this.fallback = new LocalSubmitRate({ ...this.options, tps });
+    this.fallback = new LocalSendRate({ ...this.options, tps });
     this.options.log.warn(
       { account: this.options.account, error: (error as Error).message, processes: this.processes, tps },
-      "Redis is unreachable: the SMPP submit rate falls back to this process's share of tps until it is back",
+      `Redis is unreachable: ${this.options.name} falls back to this process's share of its rate until it is back`,
     );
     this.options.ready();
   }

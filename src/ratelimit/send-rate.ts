@@ -1,12 +1,13 @@
 /**
- * The submit rate (SMS_TRANSPORT's `tps`) the binds draw on: a share of it (`urgent`) held
- * for one-time passcodes, so a campaign never takes the rate passcodes are promised. Per
- * process (LocalSubmitRate), or shared by the processes of a deployment through Redis
- * (SharedSubmitRate, when REDIS_URL is set); the transport does not know which.
+ * A transport's rate (SMS_TRANSPORT's `tps` the SMPP binds draw on, EMAIL_TRANSPORT's `rate`
+ * the SMTP pool does): a share of it (`urgent`) held for one-time passcodes, so a campaign
+ * never takes the rate passcodes are promised. Per process (LocalSendRate), or shared by the
+ * processes of a deployment through Redis (SharedSendRate, when REDIS_URL is set); the
+ * transport does not know which.
  */
-export interface SubmitRate {
+export interface SendRate {
   /**
-   * Takes a submit's token, for a passcode (`urgent`) or not, `waiting` such submits queued;
+   * Takes a message's token, for a passcode (`urgent`) or not, `waiting` such messages queued;
    * false when there is none now, and then `ready` (given at creation) is called once there
    * may be one.
    */
@@ -14,7 +15,8 @@ export interface SubmitRate {
   close(): Promise<void>;
 }
 
-export interface SubmitRateOptions {
+export interface SendRateOptions {
+  /** Messages (SMPP: submit_sm) a second; 0: no cap. */
   tps: number;
   urgentShare: number;
   /** Monotonic milliseconds (performance.now). */
@@ -22,7 +24,7 @@ export interface SubmitRateOptions {
   ready: () => void;
 }
 
-/** A bucket holds a tenth of a second of its rate, so a pause is not made up in a burst the SMSC would throttle. */
+/** A bucket holds a tenth of a second of its rate, so a pause is not made up in a burst the next hop would throttle. */
 export const BURST_SECONDS = 0.1;
 
 /** The two lanes' rates: every send at (1 − urgentShare) × tps, passcodes only at urgentShare × tps. */
@@ -44,7 +46,7 @@ interface Bucket {
  * The process's own rate: two token buckets, one for every send and one only passcodes draw
  * on. A passcode takes from its own bucket first, then from the other.
  */
-export class LocalSubmitRate implements SubmitRate {
+export class LocalSendRate implements SendRate {
   private readonly buckets: { normal: Bucket; urgent: Bucket } | undefined;
   private refilledAt: number;
   private readonly monotonic: () => number;
@@ -53,7 +55,7 @@ export class LocalSubmitRate implements SubmitRate {
   private timerDue = Infinity;
 
   /** `tps` 0: no cap of Herald's own. */
-  constructor(options: SubmitRateOptions) {
+  constructor(options: SendRateOptions) {
     this.monotonic = options.monotonic;
     this.ready = options.ready;
     this.refilledAt = options.monotonic();
@@ -76,7 +78,7 @@ export class LocalSubmitRate implements SubmitRate {
     return false;
   }
 
-  /** How long until a token for such a submit. */
+  /** How long until a token for such a message. */
   waitMs(urgent: boolean): number {
     if (!this.buckets) return 0;
     this.refill();

@@ -1,0 +1,161 @@
+import { createTransport } from 'nodemailer';
+import { Counter, type Registry } from 'prom-client';
+import { LocalSendRate, type SendRate } from '../../ratelimit/send-rate.ts';
+import { SharedSendRate, type SharedRateLog } from '../../ratelimit/shared-send-rate.ts';
+import type { SmtpSettings } from '../../smtp-url.ts';
+import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
+
+/** How long the transport waits on the relay, in ms: a relay that is down or stalls defers the messages it holds, it never holds a send. */
+export interface SmtpTiming {
+  /** For the TCP (and TLS) connection. Default 30 s. */
+  connection: number;
+  /** For the 220 greeting once connected. Default 30 s. */
+  greeting: number;
+  /** For any answer once talking (RFC 5321 §4.5.3.2 allows a relay minutes for DATA; 2 minutes, the default, is what relays answer within). */
+  socket: number;
+}
+
+export const DEFAULT_SMTP_TIMING: SmtpTiming = { connection: 30_000, greeting: 30_000, socket: 120_000 };
+
+/**
+ * Messages a pooled connection carries before it is closed and another opened: relays count
+ * per connection (Postfix's default smtpd_client_message_rate_limit window), and a fresh
+ * connection now and then spreads the pool over a relay's addresses.
+ */
+const MESSAGES_PER_CONNECTION = 500;
+
+/**
+ * Times a message is put on another connection at once when its own closed under it, before
+ * it is answered Deferred: once covers a pooled connection the relay closed while idle.
+ */
+const REQUEUES = 1;
+
+/** What an answer was, for the figures: accepted, refused for now, refused for good, or no answer at all. */
+export type AnswerClass = '2xx' | '4xx' | '5xx' | 'connection';
+
+export interface SmtpMetrics {
+  messages: Counter;
+  answers: Counter<'class'>;
+}
+
+/** The SMTP transport's figures in /metrics: messages handed to the relay, and its answers by class. */
+export function registerSmtpMetrics(registry: Registry): SmtpMetrics {
+  const names = ['herald_smtp_messages_total', 'herald_smtp_answers_total'];
+  // A worker built again on one registry (tests) reports its own transport.
+  for (const name of names) registry.removeSingleMetric(name);
+  const registers = [registry];
+  return {
+    messages: new Counter({ name: names[0], help: 'messages handed to the SMTP relay', registers }),
+    answers: new Counter({ name: names[1], help: "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: none (refused, dropped, timed out, TLS)", labelNames: ['class'], registers }),
+  };
+}
+
+/** An error nodemailer hands back: a refusal carries the relay's reply; a connection failure only its code. */
+interface SendError extends Error {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  /** Set with responseCode: 5xx but 503 (RFC 5321 §4.2.1); nodemailer's reading, so no reply text is read for meaning. */
+  permanent?: boolean;
+}
+
+/**
+ * What a failed hand-over came to. Only the relay's refusal of this message (its MAIL, RCPT
+ * or DATA: nodemailer's EENVELOPE and EMESSAGE) can bounce it; a refusal of the session
+ * (AUTH, a 421, STARTTLS) or no answer at all (refused, dropped, timed out) says nothing of
+ * the message, and is Deferred: tried again later, never lost.
+ */
+export function classifyFailure(error: SendError): { result: EmailResult; answer: AnswerClass } {
+  const refusal = (error.code === 'EENVELOPE' || error.code === 'EMESSAGE') && typeof error.responseCode === 'number';
+  if (refusal && error.permanent) return { result: { outcome: 'bounced', reply: replyOf(error) }, answer: '5xx' };
+  if (refusal) return { result: { outcome: 'deferred', reply: replyOf(error) }, answer: error.responseCode! >= 500 ? '5xx' : '4xx' };
+  if (typeof error.responseCode === 'number') return { result: { outcome: 'deferred', reply: `the relay refused the session: ${replyOf(error)}` }, answer: error.responseCode >= 500 ? '5xx' : '4xx' };
+  return { result: { outcome: 'deferred', reply: `no answer from the relay: ${error.code ?? 'error'} ${error.message}` }, answer: 'connection' };
+}
+
+/** The relay's reply as it wrote it, one line. */
+const replyOf = (error: SendError) => (error.response ?? `${error.responseCode} ${error.message}`).replace(/\r?\n/g, ' ');
+
+export interface SmtpTransportOptions {
+  metrics: Registry;
+  /** REDIS_URL: the processes sending through one relay account share its rate (ratelimit/shared-send-rate.ts). */
+  redisUrl?: string;
+  /** Where in Redis the shared rates live; default `herald:smtp-rate:`. */
+  rateKeyPrefix?: string;
+  log?: SharedRateLog;
+  timing?: Partial<SmtpTiming>;
+}
+
+/**
+ * `EMAIL_TRANSPORT=smtp://…`: every message handed, as the renderer wrote it (raw MIME, not
+ * built again), to one smarthost relay over nodemailer's pool of `pool` connections, the
+ * envelope sender its VERP return path. STARTTLS when offered (`tls=require`: or nothing),
+ * the rate capped per process or across processes, each answer mapped to an EmailResult:
+ * 2xx accepted, a refusal of the message 4xx deferred and 5xx bounced (record.ts tells hard
+ * from soft), and anything else deferred (classifyFailure).
+ */
+export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTransportOptions): EmailTransport {
+  const timing = { ...DEFAULT_SMTP_TIMING, ...options.timing };
+  const metrics = registerSmtpMetrics(options.metrics);
+  const mailer = createTransport({
+    pool: true,
+    host: settings.host,
+    port: settings.port,
+    secure: settings.implicitTls,
+    requireTLS: settings.requireTls,
+    auth: settings.auth && { user: settings.auth.user, pass: settings.auth.password },
+    tls: settings.ca === undefined ? undefined : { ca: settings.ca },
+    maxConnections: settings.pool,
+    maxMessages: MESSAGES_PER_CONNECTION,
+    maxRequeues: REQUEUES,
+    connectionTimeout: timing.connection,
+    greetingTimeout: timing.greeting,
+    socketTimeout: timing.socket,
+  });
+  const waiting: Array<() => void> = [];
+  const pump = () => {
+    while (waiting.length > 0 && rate.take(false, waiting.length)) waiting.shift()!();
+  };
+  const rate = sendRate(settings, options, pump);
+  /** Resolves when the rate lets one more message go, in the order asked. */
+  const token = () =>
+    waiting.length === 0 && rate.take(false, 1)
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          pump();
+        });
+  return {
+    async send(message: OutgoingEmail): Promise<EmailResult> {
+      await token();
+      metrics.messages.inc();
+      try {
+        const info = await mailer.sendMail({ envelope: { from: message.from, to: [message.to] }, raw: message.raw });
+        metrics.answers.inc({ class: '2xx' });
+        return { outcome: 'accepted', reply: info.response };
+      } catch (error) {
+        const { result, answer } = classifyFailure(error as SendError);
+        metrics.answers.inc({ class: answer });
+        return result;
+      }
+    },
+    async close() {
+      mailer.close();
+      await rate.close();
+    },
+  };
+}
+
+/** The process's own rate, or one shared with the other processes sending through the relay account when Redis is there to share it. */
+function sendRate(settings: SmtpSettings, options: SmtpTransportOptions, ready: () => void): SendRate {
+  const common = { tps: settings.rate, urgentShare: 0, monotonic: () => performance.now(), ready };
+  if (settings.rate === 0 || !options.redisUrl) return new LocalSendRate(common);
+  return new SharedSendRate({
+    ...common,
+    redisUrl: options.redisUrl,
+    account: `${settings.host}:${settings.port}:${settings.auth?.user ?? ''}`,
+    keyPrefix: options.rateKeyPrefix ?? 'herald:smtp-rate:',
+    name: 'the SMTP send rate',
+    log: options.log ?? { info() {}, warn() {} },
+  });
+}

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { PAGE } from '../../src/messaging/send.ts';
+import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { accepted, crashSetUp, killedAfter, servedUntilCompleted, tally } from '../support/crash.ts';
+import { buildBatch } from './support.ts';
+
+const LIST = 1200; // more than two pages of 500
+
+// A serve killed (SIGKILL) after the relay took a page of an email batch and before the page's
+// answers were recorded — the worst moment — then a serve started again: what the relay got.
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  let sink: SmtpSink;
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect);
+    sink = await startSmtpSink({ httpPort: null });
+  });
+  afterEach(async () => {
+    await sink.close();
+    await database.close();
+  });
+
+  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that page twice', { timeout: 90_000 }, async () => {
+    const setup = await crashSetUp(database, dialect, LIST, (id) => ({ email: `c${id}@example.com`, mobile: null, mobile_country_code: null, mobile_opt_in: false, email_opt_in: true }));
+    const env = { ...setup.env, EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}` };
+    const batchId = await killedAfter({ ...env, HERALD_TEST_PAUSE_AT: 'email.handed' }, async (doomed) => {
+      const { data } = await accepted(setup, '/email/batch', buildBatch({ listId: [setup.listId] }, { recipients: [] }));
+      await doomed.logged('herald paused at email.handed');
+      return data.BatchId;
+    });
+    assert.equal(sink.received({ limit: 10_000 }).length, PAGE, 'the relay took the first page, whose answers died with the serve');
+
+    await servedUntilCompleted(database, env, batchId);
+    const counts = tally(sink.received({ limit: 10_000 }).flatMap((m) => m.to));
+    assert.equal(counts.size, LIST, 'every recipient delivered');
+    const twice = [...counts.values()].filter((n) => n === 2).length;
+    assert.ok([...counts.values()].every((n) => n <= 2));
+    assert.equal(twice, PAGE, 'those of the page handed over and not recorded, and no others: the documented bound');
+    const statuses = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', batchId).groupBy('status').execute();
+    assert.deepEqual(statuses.map((s) => s.status), ['Delivered']);
+  });
+});

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { smtpEmailTransport } from '../../src/email/transports/smtp.ts';
+import type { OutgoingEmail } from '../../src/email/transport.ts';
+import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
+import { parseSmtpUrl } from '../../src/smtp-url.ts';
+import { REDIS_URL, redisPrefix } from '../support/redis.ts';
+
+describe('EMAIL_TRANSPORT=smtp://', () => {
+  it('reads the relay, its credentials and settings, with the defaults', () => {
+    assert.deepEqual(parseSmtpUrl('smtp://relay.example.com'), {
+      implicitTls: false, requireTls: false, ca: undefined, host: 'relay.example.com', port: 587, auth: undefined, pool: 5, rate: 0,
+    });
+    const full = parseSmtpUrl('smtp://mailer:s%40cret@10.0.0.5:2525?pool=12&rate=300&tls=require');
+    assert.deepEqual([full.port, full.auth, full.pool, full.rate, full.requireTls], [2525, { user: 'mailer', password: 's@cret' }, 12, 300, true]);
+    assert.deepEqual([parseSmtpUrl('smtps://relay.example.com').implicitTls, parseSmtpUrl('smtps://relay.example.com').port], [true, 465]);
+    assert.equal(loadConfig({ EMAIL_TRANSPORT: 'smtp://relay.example.com?pool=2' }).emailTransport.kind, 'smtp');
+  });
+
+  const bad: Array<[string, RegExp]> = [
+    ['smtp://user:hunter2@', /must be a URL|must name the relay host/],
+    ['smtp://user:hunter2@relay.example.com?pool=0', /pool must be a whole number from 1 to 100/],
+    ['smtp://user:hunter2@relay.example.com?pool=many', /pool must be a whole number/],
+    ['smtp://user:hunter2@relay.example.com?rate=-1', /rate must be a whole number from 0 to 100000/],
+    ['smtp://user:hunter2@relay.example.com?tls=maybe', /tls must be starttls or require/],
+    ['smtps://user:hunter2@relay.example.com?tls=require', /tls is for smtp:\/\//],
+    ['smtp://user:hunter2@relay.example.com?timeout=5', /knows no parameter "timeout"/],
+    ['smtp://user:hunter2@relay.example.com?ca=/nonexistent/ca.pem', /ca: cannot read/],
+    ['smtp://:hunter2@relay.example.com', /names a password but no user/],
+    ['smtp://user:hunter2@relay.example.com/path', /takes no path/],
+  ];
+  for (const [value, message] of bad) {
+    it(`stops on ${value.replace('hunter2', '…')} with one clear error that never repeats the password`, () => {
+      assert.throws(
+        () => loadConfig({ EMAIL_TRANSPORT: value }),
+        (error: unknown) => error instanceof ConfigError && error.variable === 'EMAIL_TRANSPORT' && message.test(error.message) && !error.message.includes('hunter2'),
+      );
+    });
+  }
+});
+
+describe('the SMTP transport’s rate', () => {
+  let sink: SmtpSink;
+  before(async () => {
+    sink = await startSmtpSink({ httpPort: null, retain: 0 });
+  });
+  after(() => sink.close());
+
+  const message = (i: number): OutgoingEmail => ({
+    accountId: 'a', sendId: 's', messageId: `m${i}`, from: 'bounces+00@mail.localhost', to: `r${i}@example.com`,
+    raw: Buffer.from(`From: news@mail.localhost\r\nTo: r${i}@example.com\r\nSubject: rate\r\n\r\nhello\r\n`),
+  });
+  const sendAll = (transport: ReturnType<typeof smtpEmailTransport>, n: number) =>
+    Promise.all(Array.from({ length: n }, (_, i) => transport.send(message(i), new AbortController().signal)));
+
+  it('caps the messages a second of one process', async () => {
+    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${sink.port}?rate=20`), { metrics: new Registry() });
+    try {
+      const started = performance.now();
+      const results = await sendAll(transport, 30);
+      const seconds = (performance.now() - started) / 1000;
+      assert.ok(results.every((r) => r.outcome === 'accepted'));
+      // A tenth of a second's burst (2), then 20 a second: 28 more take 1.4 s.
+      assert.ok(seconds >= 1.3, `30 messages at 20 a second took ${seconds.toFixed(2)} s`);
+    } finally {
+      await transport.close();
+    }
+  });
+
+  it('shares the cap between processes through Redis', async () => {
+    const { prefix, clean } = redisPrefix('smtp-rate');
+    const settings = parseSmtpUrl(`smtp://127.0.0.1:${sink.port}?rate=20`);
+    const transports = [0, 1].map(() => smtpEmailTransport(settings, { metrics: new Registry(), redisUrl: REDIS_URL, rateKeyPrefix: prefix }));
+    try {
+      const started = performance.now();
+      await Promise.all(transports.map((transport) => sendAll(transport, 20)));
+      const seconds = (performance.now() - started) / 1000;
+      // 40 messages at 20 a second in all: each process alone would take about 1 s for its 20.
+      assert.ok(seconds >= 1.6, `two processes sent 40 messages at 20 a second in all in ${seconds.toFixed(2)} s`);
+    } finally {
+      await Promise.all(transports.map((transport) => transport.close()));
+      await clean();
+    }
+  });
+});
