@@ -13,6 +13,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './crm/setup.ts',
   './email/accept.ts',
   './email/campaigns.ts',
+  './email/inbound.ts',
   './email/record.ts',
   './links/landing-pages.ts',
   './messaging/retention.ts',

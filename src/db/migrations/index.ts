@@ -18,6 +18,7 @@ import * as smppSubmits from './0016_smpp_submits.ts';
 import * as inboundSms from './0017_inbound_sms.ts';
 import * as privateTokenHashes from './0018_private_token_hashes.ts';
 import * as email from './0019_email.ts';
+import * as emailMessageIds from './0022_email_message_ids.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0017_inbound_sms': inboundSms,
   '0018_private_token_hashes': privateTokenHashes,
   '0019_email': email,
+  '0022_email_message_ids': emailMessageIds,
 };
