@@ -38,9 +38,11 @@ async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Prom
  * recipients in id order — each rendered (tags, tracking URLs, its own Message-ID) and handed
  * to the transport, the page's results recorded with the batch's cursor — until none is left.
  */
-export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
+export function emailSendHandler(deps: { database: Database; clock: Clock; transport: EmailTransport; encryptionKey: Keyring; config: { publicUrl: string; bounceDomain: string; inboundSmtpPort: number | undefined } }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
+  // List-Unsubscribe's mailto: only where the inbound listener takes the mail sent to it.
+  const mailboxDomain = config.inboundSmtpPort === undefined ? undefined : config.bounceDomain;
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
@@ -64,7 +66,7 @@ export function emailSendHandler(deps: { database: Database; clock: Clock; trans
             to: row.address,
             sources: { own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null, properties: rowProperties(row, names) },
             messageId: `<${messageId}@${domain}>`,
-            urls: recipientUrls(key, config.publicUrl, Number(row.id)),
+            urls: recipientUrls(key, config.publicUrl, Number(row.id), mailboxDomain),
             date,
           });
           const result = await transport.send({ accountId: send.accountId, sendId, messageId, from: content.from.email, to: row.address, raw }, run.signal);
