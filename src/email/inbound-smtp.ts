@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import { recordTracking } from './record.ts';
-import { parseMailReport, type MailReport } from './mail-reports.ts';
+import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
 import { readMailbox, trackingKey } from './tracking.ts';
 
@@ -25,9 +25,6 @@ import { readMailbox, trackingKey } from './tracking.ts';
 
 /** The local part of the feedback-loop mailbox at BOUNCE_DOMAIN. */
 export const FEEDBACK_MAILBOX = 'fbl';
-
-/** The largest mail taken (advertised as SIZE, RFC 1870): a DSN or ARF report carries one message, often cut to its head. */
-export const MAX_INBOUND_BYTES = 10 * 1024 * 1024;
 
 /** How long a connection may stay silent (RFC 5321 §4.5.3.2 asks servers for 5 minutes; a report's sender does not dawdle). */
 const SOCKET_TIMEOUT_MS = 60_000;
@@ -86,7 +83,8 @@ export async function startInboundSmtp(ctx: AppContext, options: { host: string;
     // No one logs in to hand over a bounce; no certificate is configured to offer STARTTLS with.
     disabledCommands: ['AUTH', 'STARTTLS'],
     authOptional: true,
-    size: MAX_INBOUND_BYTES,
+    // Advertised as SIZE (RFC 1870); a larger mail is refused after its DATA (552).
+    size: MAX_REPORT_BYTES,
     maxClients: MAX_CLIENTS,
     socketTimeout: SOCKET_TIMEOUT_MS,
     closeTimeout: CLOSE_TIMEOUT_MS,
@@ -105,7 +103,7 @@ export async function startInboundSmtp(ctx: AppContext, options: { host: string;
       stream.once('end', () => {
         if (stream.sizeExceeded) {
           metrics.mail.inc({ outcome: 'too large' }, session.envelope.rcptTo.length);
-          return callback(reply(552, `5.3.4 Message too big: at most ${MAX_INBOUND_BYTES} bytes`));
+          return callback(reply(552, `5.3.4 Message too big: at most ${MAX_REPORT_BYTES} bytes`));
         }
         const raw = Buffer.concat(chunks);
         let parsed: Promise<MailReport> | undefined;

@@ -6,6 +6,9 @@ import { simpleParser, type HeaderValue, type Headers } from 'mailparser';
  * about. Only the report's fields are read here; MIME, encodings and header syntax are mailparser's.
  */
 
+/** The largest report taken, by mail or over HTTP: a DSN or ARF report carries one message, often cut to its head. */
+export const MAX_REPORT_BYTES = 10 * 1024 * 1024;
+
 /** What a report says of the message it is about (the original, whole or its headers). */
 export interface OriginalMessage {
   /** The envelope sender it was sent with: a VERP return path names its recipient. */
