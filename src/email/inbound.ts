@@ -40,7 +40,13 @@ const BOUNCEABLE = ['Delivered', 'Deferred'];
 /** The suppression reason of a complaint. */
 export const SPAM_REPORT_REASON = 'spam report';
 
-async function reportedRow(trx: Db, dialect: DialectName, message: ReportedMessage) {
+/**
+ * The row of the message a report names, locked (PostgreSQL) for the rest of its transaction:
+ * two copies of one report at once (a sender retrying) wait for each other, so the second
+ * sees the first's record; SQLite runs one write transaction at a time. By Message-ID through
+ * send_recipients_message_id (0022).
+ */
+export function reportedRowQuery(trx: Db, dialect: DialectName, message: ReportedMessage) {
   let select = trx
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
@@ -49,9 +55,7 @@ async function reportedRow(trx: Db, dialect: DialectName, message: ReportedMessa
   if (message.recipientId !== null) select = select.where('r.id', '=', message.recipientId);
   else if (message.messageUuid !== null) select = select.where('r.message_id', '=', message.messageUuid);
   else return undefined;
-  // Two copies of one report at once (a sender retrying) wait for each other here on
-  // PostgreSQL, so the second sees the first's record; SQLite runs one write transaction at a time.
-  return (dialect === 'postgres' ? select.forUpdate('r') : select).executeTakeFirst();
+  return dialect === 'postgres' ? select.forUpdate('r') : select;
 }
 
 /**
@@ -68,7 +72,7 @@ export const recordMailReport = procedure(
   'recordMailReport',
   async ({ db, dialect }, args: { message: ReportedMessage; event: ReportedEvent; now: number }): Promise<ReportOutcome> =>
     db.transaction().execute(async (trx) => {
-      const row = await reportedRow(trx, dialect, args.message);
+      const row = await reportedRowQuery(trx, dialect, args.message)?.executeTakeFirst();
       if (!row) return { refused: 'unknown message' };
       if (row.message_id === null) return { refused: 'not sent' };
       const { event, now } = args;
