@@ -33,6 +33,20 @@ export function inboundMetrics(registry: Registry): InboundMetrics {
   };
 }
 
+/** The longest reply kept from a DSN's Diagnostic-Code: a server's words, not its essay. */
+const MAX_REPLY = 1000;
+
+/**
+ * A remote server's words as a reply to keep: control characters (NUL among them, which
+ * PostgreSQL's text cannot hold) as spaces, runs of space as one, at most MAX_REPLY characters.
+ */
+const printable = (text: string) =>
+  text
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim()
+    .slice(0, MAX_REPLY);
+
 /** What a report asks Herald to record, or why it asks nothing (for the log and the outcome's label). */
 export function reportedEvent(report: MailReport): { event: ReportedEvent } | { ignored: string } {
   switch (report.kind) {
@@ -40,7 +54,7 @@ export function reportedEvent(report: MailReport): { event: ReportedEvent } | { 
       // A VERP address names one recipient's message, so its DSN reports one recipient.
       const failed = report.failures.find((f) => f.action === 'failed');
       if (failed) {
-        const reply = failed.diagnosticCode ? `${failed.status} (${failed.diagnosticCode})` : failed.status;
+        const reply = failed.diagnosticCode ? `${failed.status} (${printable(failed.diagnosticCode)})` : failed.status;
         return { event: { kind: 'bounce', hard: isHardBounce(failed.status), reply } };
       }
       // A delay is the next hop still trying: the bounce, if it comes, is another DSN.

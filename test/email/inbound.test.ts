@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { FEEDBACK_MAILBOX, startInboundSmtp, type InboundSmtp } from '../../src/email/inbound-smtp.ts';
 import { reportedRowQuery } from '../../src/email/inbound.ts';
+import { MAX_REPORT_BYTES } from '../../src/email/mail-reports.ts';
 import { returnPath, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
 import { arfFor, dsnFor, sendReport } from '../../src/sim/smtp-reports.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
@@ -97,10 +98,11 @@ forEachDatabase((dialect) => {
     assert.equal((await recipientOf(alice, batchId)).status, 'Delivered');
     assert.equal(await metric('herald_inbound_mail_total{outcome="delayed"}'), '1');
 
-    await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' }));
+    // A NUL and a bell from the remote server: PostgreSQL's text cannot hold the first.
+    await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full\u0000\u0007 over quota' }));
     const recipient = await recipientOf(alice, batchId);
     assert.equal(recipient.status, 'Bounce');
-    assert.equal(recipient.history.at(-1).reply, '5.2.2 (smtp; 552 5.2.2 Mailbox full)');
+    assert.equal(recipient.history.at(-1).reply, '5.2.2 (smtp; 552 5.2.2 Mailbox full over quota)');
     assert.equal(await suppression(alice), undefined);
     assert.equal(await optIn(alice), true);
     assert.deepEqual((await posted(alice)).filter((e) => e.event === 'Bounce').map((e) => e.reason), ['soft bounce, reported after delivery']);
@@ -195,6 +197,15 @@ forEachDatabase((dialect) => {
       });
     }
     assert.equal(await metric('herald_inbound_mail_total{outcome="refused recipient"}'), '5');
+  });
+
+  it('refuses a mail over 10 MB (552 5.3.4) and takes the next', async () => {
+    const { batchId, verp, original } = await delivered(alice);
+    const huge = Buffer.concat([Buffer.from('Subject: big\r\n\r\n'), Buffer.alloc(MAX_REPORT_BYTES + 1024, 'x\r\n')]);
+    await assert.rejects(mail(verp, huge), (error: { responseCode?: number; response?: string }) => error.responseCode === 552 && /5\.3\.4/.test(error.response ?? ''));
+    assert.equal(await metric('herald_inbound_mail_total{outcome="too large"}'), '1');
+    await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' }));
+    assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
   });
 
   it('drops garbage, a non-report and a DSN naming no message with 250, logged, and answers the next report as ever', async () => {
