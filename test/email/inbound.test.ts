@@ -246,10 +246,12 @@ forEachDatabase((dialect) => {
     assert.equal(await optIn(bob), true);
   });
 
-  it('stops answering once closed', async () => {
+  it('refuses to start on a port in use, and stops answering once closed', async () => {
+    const quiet = { info() {}, warn() {}, error() {} };
+    await assert.rejects(startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: inbound.port, log: quiet }), { code: 'EADDRINUSE' });
     await inbound.close();
     await assert.rejects(mail(FBL, Buffer.from('Subject: x\r\n\r\nx\r\n')), /ECONNREFUSED/);
-    inbound = await startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: 0, log: { info() {}, warn() {}, error() {} } });
+    inbound = await startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: 0, log: quiet });
   });
 
   if (dialect === 'postgres') {
