@@ -36,7 +36,8 @@ const COMMANDS: Array<{ name: string; args: string; about: string }> = [
     args: '[--role all|api|worker]',
     about: `run the HTTP API and the queue's workers (migrates the database first). On SQLite one serve per
 database, both together. On PostgreSQL, --role splits them into separate processes; a worker
-process answers /healthz, /readyz and /metrics on WORKER_PORT.`,
+process answers /healthz, /readyz and /metrics on WORKER_PORT. With INBOUND_SMTP_PORT set, the
+API's process (all or api) also takes bounces, spam complaints and unsubscribe mail by SMTP.`,
   },
   { name: 'migrate', args: '', about: 'bring the database schema up to date' },
   {

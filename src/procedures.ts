@@ -14,6 +14,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './email/accept.ts',
   './email/campaigns.ts',
   './email/dkim-keys.ts',
+  './email/inbound.ts',
   './email/record.ts',
   './links/landing-pages.ts',
   './messaging/retention.ts',

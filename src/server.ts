@@ -12,6 +12,7 @@ import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
+import { startInboundSmtp, type InboundSmtp } from './email/inbound-smtp.ts';
 
 /** Loads the encryption key, opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
@@ -44,15 +45,17 @@ export class StartError extends Error {}
 interface Bind {
   host: string;
   port: number;
-  portVariable: 'PORT' | 'WORKER_PORT';
+  portVariable: 'PORT' | 'WORKER_PORT' | 'INBOUND_SMTP_PORT';
 }
 
-async function listen(app: FastifyInstance, { host, port, portVariable }: Bind): Promise<void> {
+/** Starts a listener at `bind`; an address it cannot take is a StartError naming the variable to change. */
+async function listen<T>(start: (bind: Bind) => Promise<T>, bind: Bind): Promise<T> {
   try {
-    await app.listen({ port, host });
+    return await start(bind);
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
+    const { host, port, portVariable } = bind;
     const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'may not be bound by this user' : 'is not an address of this machine';
     throw new StartError(`cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); set ${portVariable} or HOST to another value`);
   }
@@ -73,9 +76,11 @@ export const ROLES = ['all', 'api', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
 /**
- * `herald serve`: the HTTP API, the queue's workers, or both (the default). On SIGTERM or
- * SIGINT it stops accepting, lets in-flight requests and running jobs finish (Fastify's
- * close, the worker's grace period), then closes the database.
+ * `herald serve`: the HTTP API, the queue's workers, or both (the default). The inbound SMTP
+ * listener (INBOUND_SMTP_PORT) runs beside the API, not the workers: like the API it takes
+ * what others send, on a port the operator publishes (the MX), and records it as it comes.
+ * On SIGTERM or SIGINT it stops accepting, lets in-flight requests, mail and running jobs
+ * finish (Fastify's close, the listener's, the worker's grace period), then closes the database.
  */
 export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   const sqliteFile = sqlitePath(config.databaseUrl);
@@ -103,6 +108,7 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
       : { host: config.host, port: config.port, portVariable: 'PORT' };
   const log = app.log;
   const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000, leaseMs: config.jobLeaseSeconds * 1000 });
+  let inbound: InboundSmtp | undefined;
 
   let stopping = false;
   // Fastify's close waits for every open connection, and an HTTP keep-alive connection that
@@ -115,7 +121,7 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    await Promise.all([app.close(), worker?.stop()]);
+    await Promise.all([app.close(), inbound?.close(), worker?.stop()]);
     await close();
     process.exit(0);
   };
@@ -123,12 +129,15 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   process.once('SIGINT', () => void stop('SIGINT'));
 
   try {
-    await listen(app, bind);
+    await listen(({ host, port }) => app.listen({ host, port }), bind);
+    if (role !== 'worker' && config.inboundSmtpPort !== undefined) {
+      inbound = await listen(({ host, port }) => startInboundSmtp(ctx, { host, port, log }), { host: config.host, port: config.inboundSmtpPort, portVariable: 'INBOUND_SMTP_PORT' });
+    }
     await worker?.start();
   } catch (error) {
-    await Promise.all([app.close(), worker?.stop()]);
+    await Promise.all([app.close(), inbound?.close(), worker?.stop()]);
     await close();
     throw error;
   }
-  log.info({ database: ctx.database.dialect, role }, 'herald is serving');
+  log.info({ database: ctx.database.dialect, role, inboundSmtpPort: inbound?.port }, 'herald is serving');
 }

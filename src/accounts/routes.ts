@@ -45,9 +45,9 @@ const AccountBody = Type.Object({
 });
 
 const AccountParams = Type.Object({ accountId: Uuid() });
-const SenderDomainParams = Type.Object({ accountId: Uuid(), domain: Type.String({ pattern: '^[A-Za-z0-9.-]{1,253}$', description: 'A sender domain of the account' }) });
+const SenderDomainParams = Type.Object({ accountId: Uuid(), domain: Type.String({ pattern: '^[A-Za-z0-9.-]{1,253}$', description: 'A sender domain of the account', errorMessage: 'must be a domain name: letters, digits, dots and hyphens' }) });
 /** A DNS label, as every selector Herald makes is. */
-const Selector = Type.String({ pattern: '^[A-Za-z0-9-]{1,63}$' });
+const Selector = Type.String({ pattern: '^[A-Za-z0-9-]{1,63}$', errorMessage: 'must be a DKIM selector: 1 to 63 letters, digits and hyphens' });
 
 const DkimRecord = Type.Object({
   selector: Type.String(),

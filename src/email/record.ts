@@ -5,6 +5,7 @@ import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { refusedInRange } from '../messaging/recipients.ts';
+import { optOutEmail } from '../messaging/suppressions.ts';
 import { completeSend, contactProperties, loadPage, PAGE, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
@@ -296,14 +297,7 @@ export const recordTracking = procedure(
     if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
     const machine = event.kind === 'unsubscribe' ? null : byMachine;
     await trx.insertInto('recipient_history').values({ recipient_id: row.id, status: word, at: now, url, machine }).execute();
-    if (event.kind === 'unsubscribe') {
-      await trx.updateTable('contacts').set({ email_opt_in: false, updated_at: now }).where('account_id', '=', row.account_id).where('email', '=', row.address).execute();
-      await trx
-        .insertInto('suppressions')
-        .values({ account_id: row.account_id, channel: 'email', address: row.address, reason: 'unsubscribed', created_at: now })
-        .onConflict((oc) => oc.columns(['account_id', 'channel', 'address']).doNothing())
-        .execute();
-    }
+    if (event.kind === 'unsubscribe') await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: 'unsubscribed', now });
     if (row.webhook_url) {
       await appendWebhookEvents(trx, { now: () => now }, {
         accountId: row.account_id,

@@ -20,6 +20,8 @@ export interface ThreadBatch {
   /** The current key of tracking tokens (tracking.ts's trackingKey(…).current). */
   trackingKey: KeyObject;
   publicUrl: string;
+  /** BOUNCE_DOMAIN when List-Unsubscribe carries a `mailto:` (inbound mail is on), else undefined. */
+  mailboxDomain: string | undefined;
   /** The From domain's DKIM key (dkim-keys.ts's signingKeyFor). */
   dkimKey: DkimSigningKey;
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../email-address.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { cancelSend } from '../messaging/send.ts';
@@ -15,9 +15,11 @@ import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
 import { readToken, TRACKING_PATHS, trackingKey } from './tracking.ts';
 import {
-  CampaignBody, CampaignPage, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
+  CampaignBody, CampaignPage, ComplaintRecorded, ComplaintRequest, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
-import { checkEmailRequest, prepareEmail } from './validate.ts';
+import { BASE64, checkEmailRequest, prepareEmail } from './validate.ts';
+import { parseMailReport } from './mail-reports.ts';
+import { inboundMetrics, receiveReport } from './receive.ts';
 
 const email = { auth: 'account', rateLimitGroup: 'email' } as const;
 const tags = ['email'];
@@ -119,6 +121,28 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       response: errorResponses(400, 401, 429),
     },
   }, async (request) => readSandboxEmail(ctx.db, request.account.id, { to: request.query.to === undefined ? undefined : address(request.query.to, 'to'), limit: Number(request.query.limit ?? 100) }));
+
+  // Spam complaints from feedback loops that post (ARCHITECTURE.md): the operator's, since
+  // feedback loops report to whoever runs the sending servers. Mailed reports reach the inbound listener.
+  const complaintDeps = { database: ctx.database, clock: ctx.clock, keys: trackingKey(ctx.encryptionKey), metrics: inboundMetrics(ctx.metrics) };
+  r.post('/email/complaints', {
+    config: { auth: 'admin' },
+    schema: {
+      tags: ['admin'],
+      summary: 'Record a spam complaint from an ARF feedback report: Spam Report in the message\'s history and webhook, the address suppressed and opted out, once however often it is posted',
+      body: ComplaintRequest,
+      response: { 200: ComplaintRecorded, ...errorResponses(400, 401, 413, 415, 422) },
+    },
+  }, async (request) => {
+    const arf = request.body.arf.replace(/\s+/g, '');
+    if (arf === '' || !BASE64.test(arf)) throw badRequest('The report is not valid.', [{ field: 'arf', message: 'must be Base64 (A-Z, a-z, 0-9, + and /, padded with =) of the ARF message' }]);
+    const report = await parseMailReport(Buffer.from(arf, 'base64'));
+    if (report.kind !== 'arf') throw unprocessable('The message is not an ARF feedback report (multipart/report with a message/feedback-report part).', [{ field: 'arf', message: report.kind === 'unparseable' ? report.problem : 'has no message/feedback-report part' }]);
+    const received = await receiveReport(complaintDeps, report, { deliveredTo: null, via: 'http' });
+    if ('ignored' in received) throw unprocessable(`The report is of feedback type ${report.feedbackType}, not a complaint (abuse, fraud, virus or other).`, [{ field: 'arf', message: received.ignored }]);
+    if ('refused' in received) throw unprocessable('The report names no message Herald sent: neither its original\'s return path nor its Message-ID is one of Herald\'s.', [{ field: 'arf', message: received.refused }]);
+    return { event: 'Spam Report' as const, repeated: received.repeated, feedbackType: report.feedbackType, accountId: received.accountId, batchId: received.batchId, messageId: received.messageId, email: received.email };
+  });
 
   // Tracking (issue 13): followed by anyone holding the email, so no token, no cookie, and the
   // same 404 for a token that is forged, altered or names nothing.

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { MultilineText, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
 import { MAX_EMAIL_ADDRESS } from '../email-address.ts';
+import { MAX_REPORT_BYTES } from './mail-reports.ts';
 
 /**
  * SPEC §2.7, field names to the letter (`sendingDetails`, `senderFrom`, `preHeaderText`,
@@ -95,3 +96,24 @@ export const SuppressionQuery = Type.Object({
   limit: Type.Optional(PageLimit(1000, 100, 'Suppressions')),
   cursor: Type.Optional(PageCursor(400)),
 });
+
+/** ARCHITECTURE.md: `POST /email/complaints {arf}`, a feedback loop's report over HTTP. */
+export const ComplaintRequest = Type.Object({
+  arf: MultilineText({
+    // Base64 of the largest report, with room for line breaks; BODY_LIMIT_BYTES caps the request first.
+    maxLength: Math.ceil(MAX_REPORT_BYTES * 1.4),
+    description: 'An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message in Base64 (line breaks allowed). It names its message by the original\'s VERP return path (Original-Mail-From, or Return-Path of the original) or Message-ID.',
+  }),
+});
+export const ComplaintRecorded = Type.Object(
+  {
+    event: Type.Literal('Spam Report'),
+    repeated: Type.Boolean({ description: 'The report was received before (by mail or here): nothing was recorded again.' }),
+    feedbackType: Type.String({ description: 'The report\'s Feedback-Type: abuse, fraud, virus or other.' }),
+    accountId: Type.String({ format: 'uuid', description: 'The account whose message it is.' }),
+    batchId: Type.String({ format: 'uuid' }),
+    messageId: Type.String({ format: 'uuid' }),
+    email: Type.String({ description: 'The recipient who complained: suppressed for the account, its contacts with emailOptIn false.' }),
+  },
+  { description: 'What the report recorded.' },
+);

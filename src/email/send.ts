@@ -56,12 +56,14 @@ export function emailSendHandler(deps: {
   transport: EmailTransport;
   renderPool: RenderPool;
   encryptionKey: Keyring;
-  config: { publicUrl: string; defaultEmailDomain: string; bounceDomain: string };
+  config: { publicUrl: string; defaultEmailDomain: string; bounceDomain: string; inboundSmtpPort: number | undefined };
   metrics: Registry;
 }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
   const metrics = registerEmailMetrics(deps.metrics, database);
+  // List-Unsubscribe's mailto: only where the inbound listener takes the mail sent to it.
+  const mailboxDomain = config.inboundSmtpPort === undefined ? undefined : config.bounceDomain;
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
@@ -80,7 +82,7 @@ export function emailSendHandler(deps: {
         load: (cursor: number) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
         finish: (lease: Lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
       };
-      const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl, dkimKey });
+      const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl, mailboxDomain, dkimKey });
       try {
         return await sendInPages(deps, run, send, pending, async (rows, { cursor, last }) => {
           const date = new Date(clock.now());
@@ -111,8 +113,8 @@ export function emailSendHandler(deps: {
           const recorded = await database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...results, last });
           // Every hard bounce is a suppression; the other Bounces are soft.
           const bounced = results.outcomes.filter((outcome) => outcome[1] === 'Bounce').length;
-          metrics.bounces.inc({ kind: 'hard' }, results.suppress.length);
-          metrics.bounces.inc({ kind: 'soft' }, bounced - results.suppress.length);
+          metrics.bounces.inc({ kind: 'hard', timing: 'synchronous' }, results.suppress.length);
+          metrics.bounces.inc({ kind: 'soft', timing: 'synchronous' }, bounced - results.suppress.length);
           return recorded;
         });
       } finally {

@@ -19,13 +19,18 @@ export function readToken(keys: Keyring, token: string): TrackingClaim | null {
   return null;
 }
 
-/** A recipient's tracking URLs, under PUBLIC_URL: each names the recipient's row by a signed token. */
-export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: number): RecipientUrls {
+/**
+ * A recipient's tracking URLs, under PUBLIC_URL: each names the recipient's row by a signed
+ * token. With `mailboxDomain` (BOUNCE_DOMAIN, when the inbound listener takes its mail) also
+ * List-Unsubscribe's `mailto:` there (ARCHITECTURE.md).
+ */
+export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: number, mailboxDomain?: string): RecipientUrls {
   const key = keys.current;
   return {
     click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${trackingToken(key, { recipientId, kind: 'click', link })}`,
     open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,
     unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${trackingToken(key, { recipientId, kind: 'unsubscribe' })}`,
+    ...(mailboxDomain !== undefined && { unsubscribeMailto: `mailto:${unsubscribeMailbox(keys, mailboxDomain, recipientId)}` }),
   };
 }
 

@@ -29,7 +29,7 @@ export interface EmailDraft {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 // Standard Base64 (RFC 4648 §4), padded or not; no line breaks (a JSON string holds none).
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
 /** The HTML of emailBody, or the problem in words. */
 export function decodedHtml(emailBody: string): string | { problem: string } {
   if (!BASE64.test(emailBody)) return { problem: 'must be Base64 (A-Z, a-z, 0-9, + and /, padded with =) of the HTML' };

@@ -35,6 +35,16 @@ export async function addSuppression(db: Db, input: { accountId: string; channel
   return view(row);
 }
 
+/**
+ * The person at an address wants no more email from the account (an unsubscribe, a spam
+ * complaint): every contact of the account with it loses emailOptIn, and it is suppressed
+ * with the reason, so neither a list nor a batch's own recipients reach it again.
+ */
+export async function optOutEmail(db: Db, input: { accountId: string; address: string; reason: string; now: number }): Promise<void> {
+  await db.updateTable('contacts').set({ email_opt_in: false, updated_at: input.now }).where('account_id', '=', input.accountId).where('email', '=', input.address).execute();
+  await addSuppression(db, { ...input, channel: 'email' });
+}
+
 export async function removeSuppression(db: Db, accountId: string, channel: Channel, address: string): Promise<void> {
   const result = await db.deleteFrom('suppressions').where('account_id', '=', accountId).where('channel', '=', channel).where('address', '=', address).executeTakeFirst();
   if (Number(result.numDeletedRows) === 0) throw notFound('The suppression');

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { freePort, herald, onTerminal, serveKeyEnv, start } from './support.ts';
 import { verifyPassword } from '../../src/auth/passwords.ts';
+import { sendReport } from '../../src/sim/smtp-reports.ts';
 
 it('stops at start with one line naming a bad variable', async () => {
   const result = await herald(['migrate'], { PORT: 'eighty' });
@@ -195,6 +196,32 @@ forEachDatabase((dialect) => {
       worker.child.kill('SIGTERM');
       const [code] = await once(worker.child, 'exit');
       assert.equal(code, 0);
+    } finally {
+      worker.child.kill('SIGKILL');
+    }
+  });
+
+  it('runs the inbound SMTP listener beside the API when INBOUND_SMTP_PORT is set, not in a worker process, and closes it on SIGTERM', async () => {
+    const smtpPort = await freePort();
+    const env = { DATABASE_URL: database.url, PORT: String(await freePort()), INBOUND_SMTP_PORT: String(smtpPort), BOUNCE_DOMAIN: 'bounce.example', ...serveKeyEnv(dialect) };
+    const refusedAtRcpt = (error: { responseCode?: number }) => error.responseCode === 550;
+    const hello = () => sendReport('127.0.0.1', smtpPort, { from: '', to: 'someone@elsewhere.example' }, Buffer.from('Subject: hi\r\n\r\nhi\r\n'));
+    const api = await start(['serve', ...(dialect === 'postgres' ? ['--role', 'api'] : [])], env);
+    try {
+      assert.match(api.output(), new RegExp(`"inboundSmtpPort":${smtpPort}`));
+      await assert.rejects(hello(), refusedAtRcpt, 'the listener answers, and refuses an address it does not serve');
+      api.child.kill('SIGTERM');
+      const [code] = await once(api.child, 'exit');
+      assert.equal(code, 0);
+      await assert.rejects(hello(), /ECONNREFUSED/);
+    } finally {
+      api.child.kill('SIGKILL');
+    }
+    if (dialect === 'sqlite') return;
+    const worker = await start(['serve', '--role', 'worker'], { ...env, WORKER_PORT: String(await freePort()) });
+    try {
+      assert.doesNotMatch(worker.output(), /inboundSmtpPort/);
+      await assert.rejects(hello(), /ECONNREFUSED/);
     } finally {
       worker.child.kill('SIGKILL');
     }

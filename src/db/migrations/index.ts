@@ -20,6 +20,7 @@ import * as privateTokenHashes from './0018_private_token_hashes.ts';
 import * as email from './0019_email.ts';
 import * as dkimKeys from './0020_dkim_keys.ts';
 import * as emailRetries from './0021_email_retries.ts';
+import * as emailMessageIds from './0022_email_message_ids.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0019_email': email,
   '0020_dkim_keys': dkimKeys,
   '0021_email_retries': emailRetries,
+  '0022_email_message_ids': emailMessageIds,
 };

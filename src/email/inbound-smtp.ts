@@ -1,0 +1,154 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
+import type { AppContext } from '../context.ts';
+import { recordTracking } from './record.ts';
+import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
+import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
+import { readMailbox, trackingKey } from './tracking.ts';
+
+/**
+ * The inbound SMTP listener (INBOUND_SMTP_PORT, README "Inbound mail"): the MX of
+ * BOUNCE_DOMAIN. It takes mail for three kinds of address there and no other:
+ *
+ * - `bounces+<token>@`: a message's VERP return path. A DSN to it is a Bounce for that
+ *   message (an ARF report to it, as some feedback loops send, a Spam Report);
+ * - `unsubscribe+<token>@`: List-Unsubscribe's `mailto:`. Any mail to it unsubscribes, as the
+ *   one-click POST does;
+ * - `fbl@`: the mailbox an operator registers with mailbox providers' feedback loops. An ARF
+ *   report to it names its message by the original's return path or Message-ID.
+ *
+ * Every other recipient is refused at RCPT (550 5.1.1), so nothing is taken that no one reads.
+ * A mail that reports nothing Herald records (garbage, an auto-reply, a forged token) is logged,
+ * counted, answered 250 and dropped: the sender would only send it again. Only a failure to
+ * record (the database down) answers 451, so the sender tries again later.
+ */
+
+/** The local part of the feedback-loop mailbox at BOUNCE_DOMAIN. */
+export const FEEDBACK_MAILBOX = 'fbl';
+
+/** How long a connection may stay silent (RFC 5321 §4.5.3.2 asks servers for 5 minutes; a report's sender does not dawdle). */
+const SOCKET_TIMEOUT_MS = 60_000;
+/** How long a shutdown waits for connections to end before closing them: a sender cut off mid-message tries again. */
+const CLOSE_TIMEOUT_MS = 10_000;
+/** Connections at once; more are refused (421) until some end. */
+const MAX_CLIENTS = 100;
+
+export interface InboundLog {
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+  error(object: object, message: string): void;
+}
+
+export interface InboundSmtp {
+  /** The port it listens on (INBOUND_SMTP_PORT, or the one chosen for 0). */
+  port: number;
+  /** Stops accepting, lets mail being recorded finish, and closes. */
+  close(): Promise<void>;
+}
+
+/** Outcomes that recorded something (or had before): the others drop the mail, and are logged as warnings. */
+const RECORDED = new Set(['bounce', 'complaint', 'unsubscribe', 'repeated']);
+
+type Mailbox = { kind: 'bounce' | 'unsubscribe'; recipientId: number } | { kind: 'feedback' };
+
+/** An SMTP error reply: smtp-server answers an error with a responseCode with that code and its message. */
+const reply = (responseCode: number, message: string) => Object.assign(new Error(message), { responseCode });
+
+export async function startInboundSmtp(ctx: AppContext, options: { host: string; port: number; log: InboundLog }): Promise<InboundSmtp> {
+  const { config, database, clock } = ctx;
+  const { log } = options;
+  const keys = trackingKey(ctx.encryptionKey);
+  const metrics = inboundMetrics(ctx.metrics);
+
+  const mailboxOf = (address: string): Mailbox | null => {
+    const at = address.lastIndexOf('@');
+    if (at < 1 || address.slice(at + 1).toLowerCase() !== config.bounceDomain) return null;
+    if (address.slice(0, at).toLowerCase() === FEEDBACK_MAILBOX) return { kind: 'feedback' };
+    return readMailbox(keys, address);
+  };
+
+  /** What one accepted recipient's mail came to, as herald_inbound_mail_total's outcome. */
+  const deliver = async (mailbox: Mailbox, report: () => Promise<MailReport>): Promise<string> => {
+    if (mailbox.kind === 'unsubscribe') {
+      const done = await database.call(recordTracking, { recipientId: mailbox.recipientId, event: { kind: 'unsubscribe' }, userAgent: null, head: false, confirmed: true, now: clock.now() });
+      return done ? 'unsubscribe' : 'unknown message';
+    }
+    const received = await receiveReport({ database, clock, keys, metrics }, await report(), { deliveredTo: mailbox.kind === 'bounce' ? mailbox.recipientId : null, via: 'mail' });
+    return receivedLabel(received);
+  };
+
+  const inFlight = new Set<Promise<unknown>>();
+  const server = new SMTPServer({
+    banner: 'Herald: bounces, feedback reports and unsubscribe requests only',
+    // No one logs in to hand over a bounce; no certificate is configured to offer STARTTLS with.
+    disabledCommands: ['AUTH', 'STARTTLS'],
+    authOptional: true,
+    // Advertised as SIZE (RFC 1870); a larger mail is refused after its DATA (552).
+    size: MAX_REPORT_BYTES,
+    maxClients: MAX_CLIENTS,
+    socketTimeout: SOCKET_TIMEOUT_MS,
+    closeTimeout: CLOSE_TIMEOUT_MS,
+    logger: false,
+    onRcptTo(address: SMTPServerAddress, _session, callback) {
+      if (mailboxOf(address.address)) return callback();
+      metrics.mail.inc({ outcome: 'refused recipient' });
+      callback(reply(550, '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only'));
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => {
+        if (!stream.sizeExceeded) chunks.push(chunk);
+      });
+      stream.once('error', (error) => callback(error));
+      stream.once('end', () => {
+        if (stream.sizeExceeded) {
+          metrics.mail.inc({ outcome: 'too large' }, session.envelope.rcptTo.length);
+          return callback(reply(552, `5.3.4 Message too big: at most ${MAX_REPORT_BYTES} bytes`));
+        }
+        const raw = Buffer.concat(chunks);
+        let parsed: Promise<MailReport> | undefined;
+        const report = () => (parsed ??= parseMailReport(raw));
+        const handling = (async () => {
+          for (const { address } of session.envelope.rcptTo) {
+            const outcome = await deliver(mailboxOf(address)!, report);
+            metrics.mail.inc({ outcome });
+            const read = parsed && (await parsed);
+            const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+            log[RECORDED.has(outcome) ? 'info' : 'warn'](
+              { to: address, from, bytes: raw.length, outcome, ...(read?.kind === 'unparseable' && { problem: read.problem }) },
+              RECORDED.has(outcome) ? `inbound mail: ${outcome}` : `inbound mail dropped: ${outcome}`,
+            );
+          }
+        })();
+        inFlight.add(handling);
+        handling
+          .then(
+            () => callback(null, 'Received'),
+            (error: unknown) => {
+              metrics.mail.inc({ outcome: 'failed' });
+              log.error({ err: error, bytes: raw.length }, 'inbound mail could not be recorded; the sender is asked to try again');
+              callback(reply(451, '4.3.0 Could not record the message now; try again later'));
+            },
+          )
+          .finally(() => inFlight.delete(handling));
+      });
+    },
+  });
+  server.on('error', (error) => log.warn({ err: error }, 'inbound SMTP connection error'));
+
+  await new Promise<void>((resolve, reject) => {
+    const failed = (error: Error) => reject(error);
+    server.server.once('error', failed);
+    server.listen(options.port, options.host, () => {
+      server.server.off('error', failed);
+      resolve();
+    });
+  });
+  return {
+    port: (server.server.address() as AddressInfo).port,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.allSettled(inFlight);
+    },
+  };
+}

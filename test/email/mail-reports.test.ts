@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { heraldMessageUuid, parseMailReport } from '../../src/email/mail-reports.ts';
+import { arfFor, dsnFor } from '../../src/sim/smtp-reports.ts';
+
+// Reports as mailbox providers send them (built by the sink's builders), read back: no database.
+const uuid = '0b7c6f1e-3f7a-4c1d-9a53-2f0d2b7f9e41';
+const original = await new MailComposer({
+  from: 'News <news@mail.localhost>',
+  to: 'ada@example.com',
+  subject: 'Spring sale',
+  messageId: `<${uuid}@mail.localhost>`,
+  text: 'Hello',
+  html: '<p>Hello</p>',
+}).compile().build();
+const verp = 'bounces+00aa@bounce.example';
+
+it('reads a failed recipient of a DSN: its status, its diagnostic, and the original’s Message-ID', async () => {
+  const raw = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1', diagnostic: '550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table' });
+  assert.match(raw.toString(), /Content-Type: multipart\/report; report-type=delivery-status;/);
+  assert.deepEqual(await parseMailReport(raw), {
+    kind: 'dsn',
+    failures: [{ action: 'failed', finalRecipient: 'ada@example.com', status: '5.1.1', diagnosticCode: 'smtp; 550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table' }],
+    original: { returnPath: null, messageId: `<${uuid}@mail.localhost>` },
+  });
+});
+
+it('reads a delay as a delay, and a DSN carrying only the original’s head', async () => {
+  const raw = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '4.2.2', action: 'delayed', headersOnly: true });
+  assert.match(raw.toString(), /Content-Type: text\/rfc822-headers/);
+  const report = await parseMailReport(raw);
+  assert.equal(report.kind, 'dsn');
+  assert.deepEqual(report.kind === 'dsn' && report.failures, [{ action: 'delayed', finalRecipient: 'ada@example.com', status: '4.2.2', diagnosticCode: null }]);
+  assert.equal(report.kind === 'dsn' && report.original.messageId, `<${uuid}@mail.localhost>`);
+});
+
+it('reads an ARF report’s feedback type and the original’s return path, whole or by its head', async () => {
+  for (const headersOnly of [false, true]) {
+    const raw = await arfFor({ original, recipient: 'ada@example.com', to: 'fbl@bounce.example', returnPath: verp, headersOnly });
+    assert.match(raw.toString(), /Content-Type: multipart\/report; report-type=feedback-report;/);
+    assert.deepEqual(await parseMailReport(raw), { kind: 'arf', feedbackType: 'abuse', original: { returnPath: verp, messageId: `<${uuid}@mail.localhost>` } });
+  }
+  const redacted = await parseMailReport(await arfFor({ original, recipient: 'ada@example.com', to: 'fbl@bounce.example', feedbackType: 'not-spam' }));
+  assert.deepEqual(redacted, { kind: 'arf', feedbackType: 'not-spam', original: { returnPath: null, messageId: `<${uuid}@mail.localhost>` } });
+});
+
+it('reads a message that reports nothing as other, and bytes that are no message without throwing', async () => {
+  assert.deepEqual(await parseMailReport(original), { kind: 'other' });
+  assert.deepEqual(await parseMailReport(Buffer.from('I am out of the office until Monday.\r\n')), { kind: 'other' });
+  const garbage = await parseMailReport(Buffer.from([0, 255, 13, 10, 13, 10, 0x2d, 0x2d, 0xff, 0xfe, 0, 0]));
+  assert.ok(garbage.kind === 'other' || garbage.kind === 'unparseable', JSON.stringify(garbage));
+  const broken = Buffer.from('Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nAction: exploded\r\nStatus: nine\r\n--x--\r\n');
+  assert.deepEqual(await parseMailReport(broken), { kind: 'dsn', failures: [], original: { returnPath: null, messageId: null } });
+});
+
+it('takes the uuid of Herald’s Message-IDs only', () => {
+  assert.equal(heraldMessageUuid(`<${uuid.toUpperCase()}@mail.localhost>`), uuid);
+  assert.equal(heraldMessageUuid('<CAF=abc@mail.gmail.com>'), null);
+  assert.equal(heraldMessageUuid(null), null);
+});
