@@ -1,9 +1,10 @@
 /**
  * An email batch as `herald serve` runs it (one process: API and workers), through the sandbox
- * transport.
+ * transport or, with BENCH_TRANSPORT=smtp, over SMTP to `herald sim smtp` in a process of its own.
  *
  *   npm run bench:email                                                  # SQLite
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_email npm run bench:email
+ *   BENCH_TRANSPORT=smtp BENCH_LISTS=99000 npm run bench:email           # over SMTP, with plain nodemailer beside it
  *   BENCH_LISTS=99000 npm run bench:email                                # the large batch alone
  *   BENCH_PORT=18720 npm run bench:email                                 # beside another run (default 18700)
  *   BENCH_CPU_PROF=/tmp/prof npm run bench:email                         # the server's CPU profiles there
@@ -24,6 +25,14 @@
  *  - the time from that last hand-over to the last Delivered event received by the webhook;
  *  - the server's peak RSS (VmHWM), one server per size, so "flat in list size" is read across
  *    the rows.
+ *
+ * Over SMTP (`EMAIL_TRANSPORT=smtp://…?pool=5`, DKIM on: every message is signed with the
+ * service domain's key), messages/s runs from the request to the batch's Completed, the moment
+ * its last answer was recorded: every answer recorded durably, not only handed over. Then, with
+ * the server stopped, plain nodemailer in this process: a pool of as many connections to the
+ * same sink, sending as many messages — the same email rendered for the first 1,000 recipients
+ * in turn (rendered before the clock starts), signed by nodemailer with the same key — from the
+ * first send to the last answer; and the ratio of the two rates.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -32,8 +41,15 @@ import { createServer, Agent } from 'node:http';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import { createSecretKey } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { createTransport } from 'nodemailer';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
+import { signingKeyFor } from '../src/email/dkim-keys.ts';
+import { compileEmail, renderEmail } from '../src/email/render.ts';
+import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
+import { Keyring } from '../src/sealed.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
 import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
@@ -42,6 +58,9 @@ const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);
 const RECIPIENTS = 1000;
 const PORT = Number(process.env.BENCH_PORT ?? 18_700);
 const CPU_PROF = process.env.BENCH_CPU_PROF;
+const SMTP = process.env.BENCH_TRANSPORT === 'smtp';
+/** Herald's connections to the sink, and plain nodemailer's. */
+const SMTP_POOL = 5;
 const requestedUrl = process.env.DATABASE_URL || undefined;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
 const html = readFileSync(new URL('fixtures/email-newsletter.html', import.meta.url), 'utf8');
@@ -109,10 +128,76 @@ async function untilCompleted(database: Database, batchId: string): Promise<void
   }
 }
 
+/** `herald sim smtp` in its own process, accepting every message and keeping none (counting only). */
+async function startSink(): Promise<{ port: number; accepted(): Promise<number>; stop(): Promise<void> }> {
+  const child = spawn('bin/herald', ['sim', 'smtp', '--port', '0', '--http-port', '0', '--retain', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const port = Number(/SMTP(?: with STARTTLS)? on [^:]+:(\d+)/.exec(line)![1]);
+  const control = /control on (http:\S+)/.exec(line)![1];
+  return {
+    port,
+    async accepted() {
+      return ((await (await fetch(`${control}/stats`)).json()) as { messages: { accepted: number } }).messages.accepted;
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    },
+  };
+}
+
+const sendingDetails = {
+  senderFrom: { email: 'news@mail.localhost', displayName: 'Example Shop' },
+  replyTo: { email: 'help@mail.localhost', displayName: 'Help' },
+  subject: 'Spring news for [firstName]',
+  preHeaderText: 'Early access for [plan] members in [city]',
+};
+const ownTags = (i: number) => [
+  { tagName: '[firstName]', tagValue: `Guest ${i + 1}` },
+  { tagName: '[city]', tagValue: city(i) },
+  { tagName: '[plan]', tagValue: plan(i) },
+];
+
+/**
+ * Plain pooled nodemailer to the sink: `total` messages, the batch's email rendered for its first
+ * RECIPIENTS recipients before the clock starts and sent in turn, each signed by nodemailer
+ * with the service domain's DKIM key (the one Herald signed with). Answers messages/s, from the
+ * first send to the last answer.
+ */
+async function plainNodemailer(database: Database, sinkPort: number, total: number): Promise<number> {
+  const keyring = new Keyring(createSecretKey(Buffer.from(BENCH_ENCRYPTION_KEY, 'hex')));
+  const key = await signingKeyFor(database, keyring, systemClock, { accountId: null, domain: 'mail.localhost' });
+  const { senderFrom, replyTo, subject, preHeaderText } = sendingDetails;
+  const compiled = compileEmail({ subject, preheader: preHeaderText, html, from: senderFrom, replyTo }, { tracking: true });
+  const tracking = trackingKey(keyring);
+  const date = new Date();
+  const raws: Buffer[] = [];
+  for (let i = 0; i < RECIPIENTS; i++) {
+    const own = Object.fromEntries(ownTags(i).map((t) => [t.tagName, t.tagValue]));
+    raws.push(await renderEmail(compiled, { to: address(i + 1), sources: { own }, messageId: `<${crypto.randomUUID()}@mail.localhost>`, urls: recipientUrls(tracking, 'http://localhost:8080', i + 1), date }));
+  }
+  const mailer = createTransport({ pool: true, host: '127.0.0.1', port: sinkPort, maxConnections: SMTP_POOL, maxMessages: 500 });
+  const dkim = { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+  const started = Date.now();
+  let next = 0;
+  // As many in flight as Herald's send job keeps: the pool queues the rest.
+  const lane = async () => {
+    for (let i = next++; i < total; i = next++) {
+      await mailer.sendMail({ envelope: { from: 'bounces@mail.localhost', to: [address((i % RECIPIENTS) + 1)] }, raw: raws[i % RECIPIENTS], dkim });
+    }
+  };
+  await Promise.all(Array.from({ length: 50 }, lane));
+  const seconds = (Date.now() - started) / 1000;
+  mailer.close();
+  return total / seconds;
+}
+
 interface Figures {
   list: number;
   total: number;
   seconds: number;
+  /** Over SMTP: plain nodemailer's messages/s in the same run. */
+  plain: number | null;
   webhookSeconds: number | null;
   delivered: number;
   peakRss: number;
@@ -123,6 +208,7 @@ interface Figures {
 async function run(url: string, list: number): Promise<Figures> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
   const receiver = await startReceiver();
+  const sink = SMTP ? await startSink() : undefined;
   let server: ReturnType<typeof spawn> | undefined;
   try {
     await migrateToLatest(database);
@@ -135,27 +221,17 @@ async function run(url: string, list: number): Promise<Figures> {
 
     const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
     server = spawn('bin/herald', ['serve'], {
-      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, EMAIL_TRANSPORT: 'sandbox:', ...profile },
+      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:', ...profile },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     const base = `http://127.0.0.1:${PORT}`;
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, password);
 
-    const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({
-      to: address(i + 1),
-      personalizationSubstitutionTags: [
-        { tagName: '[firstName]', tagValue: `Guest ${i + 1}` },
-        { tagName: '[city]', tagValue: city(i) },
-        { tagName: '[plan]', tagValue: plan(i) },
-      ],
-    }));
+    const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ to: address(i + 1), personalizationSubstitutionTags: ownTags(i) }));
     const body = JSON.stringify({
       sendingDetails: {
-        senderFrom: { email: 'news@mail.localhost', displayName: 'Example Shop' },
-        replyTo: { email: 'help@mail.localhost', displayName: 'Help' },
-        subject: 'Spring news for [firstName]',
-        preHeaderText: 'Early access for [plan] members in [city]',
+        ...sendingDetails,
         emailBody: Buffer.from(html, 'utf8').toString('base64'),
         listId: [customers],
         webHookUrl: receiver.url,
@@ -171,15 +247,28 @@ async function run(url: string, list: number): Promise<Figures> {
     const batchId = JSON.parse(accepted.text).data.BatchId as string;
     await untilCompleted(database, batchId);
     const loadAfter = loadavg()[0];
-    const { rows } = await sql<{ n: number | string; last: number | string }>`select count(*) as n, max(created_at) as last from sandbox_email where send_id = ${batchId}`.execute(database.db);
-    if (Number(rows[0].n) !== total) throw new Error(`the sandbox took ${rows[0].n} of the batch's ${total} messages`);
-    const lastHandOver = Number(rows[0].last);
+    let lastHandOver: number;
+    if (sink) {
+      // Over SMTP the measure ends at the batch's last answer recorded: its Completed.
+      const { completed_at } = await database.db.selectFrom('sends').select('completed_at').where('id', '=', batchId).executeTakeFirstOrThrow();
+      lastHandOver = Number(completed_at);
+      const taken = await sink.accepted();
+      if (taken !== total) throw new Error(`the sink took ${taken} of the batch's ${total} messages`);
+    } else {
+      const { rows } = await sql<{ n: number | string; last: number | string }>`select count(*) as n, max(created_at) as last from sandbox_email where send_id = ${batchId}`.execute(database.db);
+      if (Number(rows[0].n) !== total) throw new Error(`the sandbox took ${rows[0].n} of the batch's ${total} messages`);
+      lastHandOver = Number(rows[0].last);
+    }
     const deadline = Date.now() + 120_000;
     while (receiver.delivered() < total && Date.now() < deadline) await sleep(50);
     const peakRss = peakRssMiB(server.pid!);
+    server.kill('SIGTERM');
+    if (server.exitCode === null) await once(server, 'exit');
+    const plain = sink ? await plainNodemailer(database, sink.port, total) : null;
     return {
       list,
       total,
+      plain,
       seconds: (lastHandOver - requested) / 1000,
       webhookSeconds: receiver.delivered() >= total ? (receiver.lastAt() - lastHandOver) / 1000 : null,
       delivered: receiver.delivered(),
@@ -193,6 +282,7 @@ async function run(url: string, list: number): Promise<Figures> {
       if (server.exitCode === null) await once(server, 'exit');
     }
     await receiver.close();
+    await sink?.stop();
     await database.close();
   }
 }
@@ -211,10 +301,13 @@ async function main(): Promise<void> {
       }
     }
   }
-  console.log('batch     messages/s, request to last hand-over   last Delivered webhook after it   peak RSS   load before / after');
+  const until = SMTP ? 'request to last answer recorded' : 'request to last hand-over     ';
+  console.log(`batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / after${SMTP ? '   plain nodemailer   ratio' : ''}`);
   for (const r of results) {
     const webhook = r.webhookSeconds === null ? `only ${r.delivered} of ${r.total} within 120 s` : `${r.webhookSeconds.toFixed(1)} s`;
-    console.log(`${String(r.total).padEnd(9)} ${`${(r.total / r.seconds).toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(40)} ${webhook.padEnd(33)} ${`${r.peakRss.toFixed(0)} MiB`.padEnd(10)} ${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`);
+    const rate = r.total / r.seconds;
+    const plain = r.plain === null ? '' : `   ${r.plain.toFixed(0).padEnd(18)} ${(rate / r.plain).toFixed(2)}`;
+    console.log(`${String(r.total).padEnd(9)} ${`${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42)} ${webhook.padEnd(33)} ${`${r.peakRss.toFixed(0)} MiB`.padEnd(10)} ${`${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13)}${plain}`);
   }
 }
 
