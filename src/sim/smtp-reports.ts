@@ -72,6 +72,7 @@ const fieldBlock = (fields: Array<[string, string | undefined]>) =>
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
 
+/** A report built as it goes over SMTP, its lines ended by CRLF (the texts below are written so). */
 async function report(mail: ConstructorParameters<typeof MailComposer>[0], reportType: string): Promise<Buffer> {
   const root = new MailComposer(mail).compile();
   // MailComposer makes the text and its parts a multipart/mixed; a report is the same tree under its own type.
@@ -99,7 +100,7 @@ export function dsnFor(options: DsnOptions): Promise<Buffer> {
       from: `Mail Delivery System <MAILER-DAEMON@${mta}>`,
       to: options.returnPath,
       subject: action === 'failed' ? 'Undelivered Mail Returned to Sender' : 'Delayed Mail (still being retried)',
-      text: `This is the mail system at host ${mta}.\n\nYour message to <${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\n`,
+      text: `This is the mail system at host ${mta}.\r\n\r\nYour message to <${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\r\n`,
       attachments: [{ contentType: 'message/delivery-status', content: `${perMessage}\r\n${perRecipient}`, filename: false }, originalPart(options)],
     },
     'delivery-status',
@@ -126,7 +127,7 @@ export function arfFor(options: ArfOptions): Promise<Buffer> {
       from: `Feedback Loop <${feedbackLoopAddress(domain)}>`,
       to: options.to,
       subject: `FW: ${feedbackType} report`,
-      text: `This is an email abuse report for an email message received from you (feedback type ${feedbackType}).\n`,
+      text: `This is an email abuse report for an email message received from you (feedback type ${feedbackType}).\r\n`,
       attachments: [{ contentType: 'message/feedback-report', content: feedback, filename: false }, originalPart({ ...options, original })],
     },
     'feedback-report',
