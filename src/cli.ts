@@ -83,7 +83,9 @@ address none matches is accepted. --defer answers 451 4.3.0 (or CODE STATUS TEXT
 TIMES attempts for each address, then accepts; --reject answers 550 5.1.1 (or CODE STATUS TEXT)
 every time. --defer-data and --reject-data accept the recipient and give their reply to the end
 of the message's data instead. --drop-after N destroys the connection instead of answering the
-message after N accepted ones (once, or every N with --drop-repeat).`,
+message after N accepted ones (once, or every N with --drop-repeat). The control port's
+POST /reports sends a DSN or an ARF report about a message it took back to Herald's inbound
+port: to --report-to HOST:PORT unless the request names a host and port.`,
   },
 ];
 

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.ts';
 import { recordTracking } from './record.ts';
 import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
-import { readMailbox, trackingKey } from './tracking.ts';
+import { FEEDBACK_MAILBOX, readMailbox, trackingKey } from './tracking.ts';
 
 /**
  * The inbound SMTP listener (INBOUND_SMTP_PORT, README "Inbound mail"): the MX of
@@ -22,9 +22,6 @@ import { readMailbox, trackingKey } from './tracking.ts';
  * counted, answered 250 and dropped: the sender would only send it again. Only a failure to
  * record (the database down) answers 451, so the sender tries again later.
  */
-
-/** The local part of the feedback-loop mailbox at BOUNCE_DOMAIN. */
-export const FEEDBACK_MAILBOX = 'fbl';
 
 /** How long a connection may stay silent (RFC 5321 §4.5.3.2 asks servers for 5 minutes; a report's sender does not dawdle). */
 const SOCKET_TIMEOUT_MS = 60_000;

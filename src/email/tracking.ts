@@ -37,6 +37,9 @@ export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: num
 /** The mailboxes at BOUNCE_DOMAIN that name a message: its VERP return path, and the `mailto:` of its List-Unsubscribe. */
 const MAILBOXES = { bounce: 'bounces', unsubscribe: 'unsubscribe' } as const;
 
+/** The local part of the feedback-loop mailbox at BOUNCE_DOMAIN, where providers' ARF reports come. */
+export const FEEDBACK_MAILBOX = 'fbl';
+
 /** A recipient's VERP return path, `bounces+<token>@<bounce domain>`: a bounce that comes back names its message. */
 export function returnPath(keys: Keyring, bounceDomain: string, recipientId: number): string {
   return `${MAILBOXES.bounce}+${mailboxToken(keys.current, { recipientId, kind: 'bounce' })}@${bounceDomain}`;

@@ -24,7 +24,8 @@ export const SIM_SMTP_ARGS = `[--port 2525] [--http-port 2526] [--host 127.0.0.1
   [--tls-cert cert.pem --tls-key key.pem (STARTTLS)] [--accept MATCH]
   [--defer MATCH:TIMES[:CODE[:STATUS[:TEXT]]]] [--reject MATCH[:CODE[:STATUS[:TEXT]]]]
   [--defer-data MATCH:TIMES[:…]] [--reject-data MATCH[:…]]
-  [--drop-after N [--drop-repeat]] [--delay-ms N] [--retain 100000 (0: count only)] [--max-size BYTES]`;
+  [--drop-after N [--drop-repeat]] [--delay-ms N] [--retain 100000 (0: count only)] [--max-size BYTES]
+  [--report-to HOST:PORT (Herald's inbound SMTP port, where POST /reports sends DSNs and ARF reports)]`;
 
 /** One simulator's options read from its command line, its mistakes as usage errors. */
 function reader<T extends ParseArgsOptionsConfig>(args: string[], options: T, usageError: (message: string) => Error) {
@@ -173,12 +174,21 @@ function ruleOf(flagName: string, spec: string, usageError: (message: string) =>
   };
 }
 
+/** --report-to HOST:PORT (an IPv6 host in brackets) as the sink's report destination. */
+function reportToOf(spec: string | undefined, usageError: (message: string) => Error): SmtpSinkOptions['reportTo'] {
+  if (spec === undefined) return undefined;
+  const parsed = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(spec);
+  if (!parsed) throw usageError(`--report-to must be HOST:PORT, not "${spec}"`);
+  return { host: parsed[1] ?? parsed[2], port: Number(parsed[3]) };
+}
+
 async function smtpCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
   const { values, tokens, text, number, together, tls } = reader(args, {
     port: stringOption, 'http-port': stringOption, host: stringOption, user: stringOption, password: stringOption,
     'tls-cert': stringOption, 'tls-key': stringOption,
     ...Object.fromEntries(Object.keys(RULE_FLAGS).map((name) => [name, { type: 'string', multiple: true } as const])),
     'drop-after': stringOption, 'drop-repeat': flag, 'delay-ms': stringOption, retain: stringOption, 'max-size': stringOption,
+    'report-to': stringOption,
   }, usageError);
   together('user', 'password');
   // In the order given, across the rule flags: the first rule that matches decides.
@@ -200,11 +210,12 @@ async function smtpCommand(args: string[], usageError: (message: string) => Erro
     delayMs: number('delay-ms'),
     retain: number('retain'),
     maxSize: number('max-size'),
+    reportTo: reportToOf(text('report-to'), usageError),
   };
   const host = options.host ?? '127.0.0.1';
   await runUntilSignal(
     () => startSmtpSink(options),
-    (sink) => `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset)`,
+    (sink) => `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
     usageError,
   );
 }

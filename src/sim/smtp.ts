@@ -3,12 +3,14 @@
  * recipient's MX in development, benchmarks and tests. It accepts mail, answers chosen
  * recipients with a deferral or a refusal carrying the enhanced status code given, drops
  * connections or answers slowly on request, and shows what it took in process and on a
- * small HTTP control port. Everything is in memory.
+ * small HTTP control port. Everything is in memory. It also sends a DSN or an ARF report about
+ * a message it took back to Herald's inbound port, as a recipient's provider would later.
  */
 import type { AddressInfo, Socket } from 'node:net';
 import { once } from 'node:events';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { BadRequest, readJson, startControl, type Routes } from './control.ts';
+import { NotReceived, ReportRefused, reportDestination, reportOn, type ReportDestination, type ReportRequest, type SentReport } from './smtp-reports.ts';
 import { Ring } from './taken.ts';
 
 /**
@@ -79,6 +81,8 @@ export interface SmtpSinkOptions {
   retain?: number;
   /** The SIZE announced and enforced, in bytes. Default 50 MiB. */
   maxSize?: number;
+  /** Where reports go when a request names no host and port: Herald's inbound listener. */
+  reportTo?: ReportDestination;
   /** Clock in epoch milliseconds, for receivedAt. */
   now?: () => number;
 }
@@ -126,6 +130,13 @@ export interface SmtpSink {
   clear(): void;
   /** Forgets the messages, zeroes the counters and the rules' counts. */
   reset(): void;
+  /**
+   * Sends a DSN (from the null sender to the message's envelope sender, its VERP address) or an
+   * ARF report (to the feedback mailbox at that address's domain) about the latest kept message
+   * that matches; answers what it sent. Rejects with RangeError for a bad request, NotReceived
+   * when no kept message matches, ReportRefused when the destination does not take it.
+   */
+  report(request: ReportRequest): Promise<SentReport>;
   close(): Promise<void>;
 }
 
@@ -242,6 +253,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const retain = wholeNumber('retain', options.retain, 100_000);
   const maxSize = wholeNumber('maxSize', options.maxSize, 50 * 1024 * 1024);
   if ((options.user === undefined) !== (options.password === undefined)) throw new RangeError('user and password go together');
+  const reportTo = options.reportTo && reportDestination(options.reportTo.host, options.reportTo.port);
   let rules = compileAll(options.rules ?? []);
   let faults = checkedFaults(options, { dropAfter: 0, dropRepeat: false, delayMs: 0 });
   let messages = new Ring<ReceivedMail>(Math.max(retain, 1));
@@ -419,6 +431,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       acceptedSinceDrop = 0;
       dropped = false;
     },
+    report: (request) => reportOn(received, request, reportTo),
   };
 
   const host = options.host ?? '127.0.0.1';
@@ -471,6 +484,7 @@ function asBadRequest<T>(work: () => T): T {
  *   PUT    /faults {dropAfter?, dropRepeat?, delayMs?}
  *   GET    /stats                 counters, answers by class
  *   POST   /reset                 forgets the messages, zeroes the counters
+ *   POST   /reports {kind, messageId?, to?, …}   sends a DSN or an ARF report about a message; 404 for none
  */
 function smtpRoutes(sink: Omit<SmtpSink, 'port' | 'httpPort' | 'close'>): Routes {
   return {
@@ -500,6 +514,18 @@ function smtpRoutes(sink: Omit<SmtpSink, 'port' | 'httpPort' | 'close'>): Routes
     'POST /reset': () => {
       sink.reset();
       return { status: 204 };
+    },
+    'POST /reports': async (request) => {
+      const body = await readJson(request);
+      try {
+        return { status: 200, body: await sink.report(body as unknown as ReportRequest) };
+      } catch (error) {
+        if (error instanceof RangeError) throw new BadRequest(error.message);
+        if (error instanceof NotReceived) return { status: 404, body: { error: error.message } };
+        // The next hop's failure, not the sink's: 502, with the SMTP reply when there was one.
+        if (error instanceof ReportRefused) return { status: 502, body: { error: error.message, reply: error.reply } };
+        throw error;
+      }
     },
   };
 }

@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/clock.ts';
-import { readMailbox, trackingKey } from '../../src/email/tracking.ts';
+import { readMailbox, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
 import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
+import { dkimpyVerdict, mailauthVerdict } from './dkim-verifiers.ts';
 import { base64, buildBatch, sendBatch } from './support.ts';
 
 interface Recipient {
@@ -21,8 +23,8 @@ forEachDatabase((dialect) => {
   let sink: SmtpSink;
   let crm: CrmTest;
   let client: CrmClient;
-  const start = async (query = '') => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}${query}` } });
+  const start = async (query = '', env: Record<string, string> = {}) => {
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}${query}`, ...env } });
     client = await crm.client();
   };
   beforeEach(async () => {
@@ -45,8 +47,9 @@ forEachDatabase((dialect) => {
     return found?.value ?? 0;
   };
 
-  it('delivers the rendered message as is: text and HTML, headers, its Message-ID, and the envelope sender the recipient’s VERP address', async () => {
-    await start();
+  it('delivers the rendered message as is: text and HTML, headers, its Message-ID, the envelope sender the recipient’s VERP address, and a DKIM signature that verifies as received', async () => {
+    // With INBOUND_SMTP_PORT set, List-Unsubscribe carries the mailto: too (the listener itself is not needed here).
+    await start('', { INBOUND_SMTP_PORT: '0' });
     const batchId = await sendBatch(crm, client, buildBatch(
       { subject: 'Hello [firstName]', emailBody: base64('<p>Dear [firstName], <a href="https://example.com/offer">see the offer</a>.</p>') },
       { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] },
@@ -63,14 +66,25 @@ forEachDatabase((dialect) => {
     assert.equal(parsed.messageId, `<${ada.messageId}@mail.localhost>`);
     assert.match(parsed.text ?? '', /Dear Ada, see the offer/);
     assert.match(String(parsed.html), /<p>Dear Ada, <a href="http:\/\/localhost:8080\/t\/c\/[^"]+">see the offer<\/a>\.<\/p>/);
-    const header = (name: string) => parsed.headerLines.find((line) => line.key === name)?.line;
-    assert.match(header('list-unsubscribe') ?? '', /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[^>]+>$/);
+    const row = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
+    const keys = trackingKey(crm.t.ctx.encryptionKey);
+    const header = (name: string) => parsed.headerLines.find((line) => line.key === name)?.line.replace(/\r\n[ \t]+/g, ' ');
+    const listUnsubscribe = /^List-Unsubscribe: <(http:\/\/localhost:8080\/t\/u\/[^>]+)>, <mailto:([^>]+)>$/.exec(header('list-unsubscribe') ?? '');
+    assert.ok(listUnsubscribe, header('list-unsubscribe'));
+    assert.equal(listUnsubscribe[2], unsubscribeMailbox(keys, 'mail.localhost', Number(row.id)));
     assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
+    // The bytes as the relay took them verify with the record Herald says to publish, by two verifiers we did not write.
+    const { dkim } = (await crm.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })).json();
+    const raw = mail.raw.toString('utf8');
+    const verdict = await mailauthVerdict(raw, dkim);
+    assert.deepEqual([verdict.status, verdict.domain, verdict.selector], ['pass', 'mail.localhost', dkim.selector]);
+    for (const signed of ['from', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post']) assert.ok(verdict.signedHeaders.includes(signed), `${signed} in h=`);
+    assert.equal(await dkimpyVerdict(raw, dkim), 'pass');
+
     // MAIL FROM names the recipient's row by a token Herald signed: a bounce to it names this message.
-    const row = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
     assert.match(mail.from, /^bounces\+[0-9a-f]+@mail\.localhost$/);
-    assert.deepEqual(readMailbox(trackingKey(crm.t.ctx.encryptionKey), mail.from), { kind: 'bounce', recipientId: Number(row.id) });
+    assert.deepEqual(readMailbox(keys, mail.from), { kind: 'bounce', recipientId: Number(row.id) });
     assert.equal(await metric('herald_smtp_answers_total', { class: '2xx' }), 1);
   });
 

@@ -9,6 +9,8 @@ import { after, afterEach, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { createTransport, type SendMailOptions } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
+import { parseMailReport } from '../../src/email/mail-reports.ts';
+import { NotReceived, ReportRefused } from '../../src/sim/smtp-reports.ts';
 import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from '../../src/sim/smtp.ts';
 
 const HERALD = new URL('../../bin/herald', import.meta.url).pathname;
@@ -312,6 +314,114 @@ describe('faults', () => {
   });
 });
 
+describe('reports', () => {
+  // A second sink stands in for Herald's inbound listener: what the first sends it is kept to read.
+  let inbound: SmtpSink | undefined;
+  afterEach(async () => {
+    await inbound?.close();
+    inbound = undefined;
+  });
+  const VERP = 'bounces+ab12@bounce.example';
+  const withReturnPath = (to: string | string[]) => ({ to, envelope: { from: VERP, to } });
+
+  it('sends a DSN about a message it took from the null sender to its return path, and answers what it sent', async () => {
+    inbound = await startSmtpSink({ httpPort: null });
+    await start();
+    await send(withReturnPath('bob@example.com'));
+    const info = await send(withReturnPath('ada@example.com'));
+    const diagnostic = '550 5.1.1 <ada@example.com>: user unknown';
+    const sent = await control('POST', '/reports', { kind: 'dsn', to: 'ADA@example.com', diagnostic, host: '127.0.0.1', port: inbound.port });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    const { raw, ...answer } = sent.body;
+    assert.deepEqual(answer, {
+      kind: 'dsn', id: 2, messageId: info.messageId, recipient: 'ada@example.com', envelope: { from: '', to: VERP }, host: '127.0.0.1', port: inbound.port, reply: '250 OK: queued as 1',
+    });
+    const [dsn] = inbound.received();
+    assert.deepEqual([dsn.from, dsn.to], ['', [VERP]]);
+    assert.equal(dsn.raw.toString('utf8'), raw);
+    assert.deepEqual(await parseMailReport(dsn.raw), {
+      kind: 'dsn',
+      failures: [{ action: 'failed', finalRecipient: 'ada@example.com', status: '5.1.1', diagnosticCode: `smtp; ${diagnostic}` }],
+      original: { returnPath: null, messageId: info.messageId },
+    });
+
+    // By Message-ID, brackets or none, a delay quoting the head only.
+    const delayed = await sink!.report({ kind: 'dsn', messageId: info.messageId.slice(1, -1), status: '4.2.2', action: 'delayed', headersOnly: true, host: '127.0.0.1', port: inbound.port });
+    assert.equal(delayed.recipient, 'ada@example.com');
+    const report = await parseMailReport(inbound.received()[1].raw);
+    assert.deepEqual(report.kind === 'dsn' && report.failures.map((f) => [f.action, f.status]), [['delayed', '4.2.2']]);
+    assert.match(delayed.raw, /Content-Type: text\/rfc822-headers/);
+  });
+
+  it('sends an ARF report to the feedback mailbox at the return path’s domain, to the reportTo destination', async () => {
+    inbound = await startSmtpSink({ httpPort: null });
+    await start({ reportTo: { host: '127.0.0.1', port: inbound.port } });
+    const info = await send(withReturnPath('ada@example.com'));
+    const sent = await control('POST', '/reports', { kind: 'arf', messageId: info.messageId, feedbackType: 'fraud' });
+    assert.equal(sent.status, 200, JSON.stringify(sent.body));
+    assert.deepEqual([sent.body.envelope, sent.body.port], [{ from: 'fbl@fbl.sink.localhost', to: 'fbl@bounce.example' }, inbound.port]);
+    const [arf] = inbound.received();
+    assert.deepEqual([arf.from, arf.to], ['fbl@fbl.sink.localhost', ['fbl@bounce.example']]);
+    assert.deepEqual(await parseMailReport(arf.raw), { kind: 'arf', feedbackType: 'fraud', original: { returnPath: VERP, messageId: info.messageId } });
+  });
+
+  it('answers 404 for no such message, 400 for a bad request, 502 when the destination refuses or is gone', async () => {
+    inbound = await startSmtpSink({ httpPort: null, rules: [{ match: VERP, action: 'reject', code: 550, status: '5.1.1', text: 'no such mailbox' }] });
+    await start({ reportTo: { host: '127.0.0.1', port: inbound.port } });
+    await send(withReturnPath(['ada@example.com', 'bob@example.com']));
+    await send({ to: 'null@example.com', envelope: { from: '', to: ['null@example.com'] } });
+
+    const missing = await control('POST', '/reports', { kind: 'dsn', to: 'cy@example.com' });
+    assert.deepEqual([missing.status, missing.body], [404, { error: 'no message received with recipient cy@example.com' }]);
+    assert.equal((await control('POST', '/reports', { kind: 'arf', messageId: '<nobody@example.com>', to: 'ada@example.com' })).status, 404);
+    await assert.rejects(sink!.report({ kind: 'dsn', messageId: 'nobody@example.com' }), NotReceived);
+
+    const bad: Array<[unknown, RegExp]> = [
+      [{ kind: 'bounce', to: 'ada@example.com' }, /kind must be dsn or arf/],
+      [{ kind: 'dsn' }, /name the message/],
+      [{ kind: 'dsn', to: 'ada@example.com', status: '2.0.0' }, /status must be an enhanced status code of class 4 or 5/],
+      [{ kind: 'dsn', to: 'ada@example.com', action: 'delivered' }, /action must be failed or delayed/],
+      [{ kind: 'dsn', to: 'ada@example.com', diagnostic: 'two\r\nlines' }, /diagnostic must be one line/],
+      [{ kind: 'dsn', to: 'ada@example.com', feedbackType: 'abuse' }, /feedbackType is not a field of a dsn request/],
+      [{ kind: 'arf', to: 'ada@example.com', status: '5.1.1' }, /status is not a field of an arf request/],
+      [{ kind: 'arf', to: 'ada@example.com', feedbackType: 'spam' }, /feedbackType must be one of abuse/],
+      [{ kind: 'arf', to: 'ada@example.com', headersOnly: 'yes' }, /headersOnly must be true or false/],
+      [{ kind: 'arf', to: 'ada@example.com', host: '127.0.0.1' }, /port must be a whole number from 1 to 65535/],
+      [{ kind: 'arf', to: 'ada@example.com', port: 25 }, /host must be a non-empty string/],
+      [{ kind: 'arf', to: 12 }, /to must be one line/],
+      [{ kind: 'dsn', messageId: sink!.received()[0].raw.toString().match(/Message-ID: <([^>]+)>/i)![1] }, /went to 2 recipients: name the one reported on with to/],
+      [{ kind: 'dsn', to: 'null@example.com' }, /came from the null sender/],
+    ];
+    for (const [body, message] of bad) {
+      const answer = await control('POST', '/reports', body);
+      assert.equal(answer.status, 400, JSON.stringify(body));
+      assert.match(answer.body.error, message, JSON.stringify(body));
+    }
+    assert.equal((await control('POST', '/reports', [1])).status, 400);
+    assert.deepEqual(inbound.received(), [], 'nothing sent for a bad request');
+
+    const refused = await control('POST', '/reports', { kind: 'dsn', to: 'bob@example.com' });
+    assert.deepEqual([refused.status, refused.body.reply], [502, '550 5.1.1 no such mailbox']);
+    assert.match(refused.body.error, /^127\.0\.0\.1:\d+ did not take the report: 550 5\.1\.1 no such mailbox$/);
+    const port = inbound.port;
+    await inbound.close();
+    inbound = undefined;
+    const gone = await control('POST', '/reports', { kind: 'arf', to: 'bob@example.com' });
+    assert.deepEqual([gone.status, gone.body.reply], [502, null]);
+    assert.match(gone.body.error, new RegExp(`^127\\.0\\.0\\.1:${port} did not take the report: .*ECONNREFUSED`));
+    await assert.rejects(sink!.report({ kind: 'arf', to: 'bob@example.com' }), ReportRefused);
+  });
+
+  it('needs a destination: a request without host and port to a sink started without reportTo is refused', async () => {
+    await start();
+    await send(withReturnPath('ada@example.com'));
+    const answer = await control('POST', '/reports', { kind: 'dsn', to: 'ada@example.com' });
+    assert.equal(answer.status, 400);
+    assert.match(answer.body.error, /no host and port to send the report to/);
+    await assert.rejects(startSmtpSink({ reportTo: { host: '127.0.0.1', port: 70000 } }), RangeError);
+  });
+});
+
 /** A throwaway self-signed certificate for 127.0.0.1 made for this run (openssl); its directory is removed at the end. */
 const dir = mkdtempSync(join(tmpdir(), 'herald-smtp-sink-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -359,10 +469,11 @@ describe('STARTTLS and AUTH', () => {
 });
 
 describe('herald sim smtp', () => {
-  it('runs the sink with the rules given on the command line until SIGTERM', async () => {
+  it('runs the sink with the rules given on the command line until SIGTERM, sending reports to --report-to', async () => {
+    const inbound = await start({ httpPort: null });
     const child = spawn(HERALD, [
       'sim', 'smtp', '--port', '0', '--http-port', '0', '--user', 'herald', '--password', 'secret',
-      '--tls-cert', certPath, '--tls-key', keyPath,
+      '--tls-cert', certPath, '--tls-key', keyPath, '--report-to', `127.0.0.1:${inbound.port}`,
       '--accept', 'vip@bounce.example', '--reject', '/@bounce\\.example$/:550:5.1.1:no such user', '--defer', 'slow@example.com:1', '--reject-data', 'spam@example.com:554:5.7.1', '--retain', '10',
     ]);
     const exited = once(child, 'exit');
@@ -384,6 +495,10 @@ describe('herald sim smtp', () => {
       const stats = await (await fetch(`http://127.0.0.1:${httpPort}/stats`)).json();
       assert.deepEqual(stats.recipients, { accepted: 3, deferred: 1, rejected: 1 });
       assert.equal(stats.messages.refused, 1);
+
+      const reported = await fetch(`http://127.0.0.1:${httpPort}/reports`, { method: 'POST', body: JSON.stringify({ kind: 'dsn', to: 'vip@bounce.example' }) });
+      assert.equal(reported.status, 200);
+      assert.deepEqual(inbound.received().map((m) => [m.from, m.to]), [['', ['news@shop.example']]]);
     } finally {
       child.kill('SIGTERM');
     }
@@ -394,7 +509,7 @@ describe('herald sim smtp', () => {
   it('documents its options in --help and refuses a malformed rule as a usage error', () => {
     const help = spawnSync(HERALD, ['sim', 'smtp', '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0);
-    for (const option of ['--port 2525', '--http-port 2526', '--user', '--tls-cert', '--accept MATCH', '--defer MATCH:TIMES', '--reject MATCH', '--defer-data', '--reject-data', '--drop-after N', '--drop-repeat', '--delay-ms', '--retain', '--max-size']) {
+    for (const option of ['--port 2525', '--http-port 2526', '--user', '--tls-cert', '--accept MATCH', '--defer MATCH:TIMES', '--reject MATCH', '--defer-data', '--reject-data', '--drop-after N', '--drop-repeat', '--delay-ms', '--retain', '--max-size', '--report-to HOST:PORT', 'POST /reports']) {
       assert.ok(help.stdout.includes(option), option);
     }
     assert.match(spawnSync(HERALD, ['sim', '--help'], { encoding: 'utf8' }).stdout, /sim smsc[^]*sim smtp/);
@@ -402,6 +517,11 @@ describe('herald sim smtp', () => {
     const bad = spawnSync(HERALD, ['sim', 'smtp', '--port', '0', '--http-port', '0', '--reject', 'ada@example.com:550:4.1.1'], { encoding: 'utf8' });
     assert.equal(bad.status, 1);
     assert.match(bad.stderr, /^herald: rule 1: status 4\.1\.1 is not of the class of code 550\n\nusage: herald sim smtp /);
+    for (const [reportTo, message] of [['localhost', /^herald: --report-to must be HOST:PORT, not "localhost"\n/], ['127.0.0.1:0', /^herald: port must be a whole number from 1 to 65535, not 0\n/]] as const) {
+      const refused = spawnSync(HERALD, ['sim', 'smtp', '--port', '0', '--http-port', '0', '--report-to', reportTo], { encoding: 'utf8' });
+      assert.equal(refused.status, 1);
+      assert.match(refused.stderr, message);
+    }
     const unknown = spawnSync(HERALD, ['sim', 'smtp', '--bounce'], { encoding: 'utf8' });
     assert.match(unknown.stderr, /^herald: Unknown option '--bounce'/);
   });
