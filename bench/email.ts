@@ -131,11 +131,12 @@ async function untilCompleted(database: Database, batchId: string): Promise<void
 /** `herald sim smtp` in its own process, accepting every message and keeping none (counting only). */
 async function startSink(): Promise<{ port: number; accepted(): Promise<number>; stop(): Promise<void> }> {
   const child = spawn('bin/herald', ['sim', 'smtp', '--port', '0', '--http-port', '0', '--retain', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-  const port = Number(/SMTP(?: with STARTTLS)? on [^:]+:(\d+)/.exec(line)![1]);
-  const control = /control on (http:\S+)/.exec(line)![1];
+  let banner: RegExpExecArray | null = null;
+  for await (const line of createInterface({ input: child.stdout! })) if ((banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line))) break;
+  if (!banner) throw new Error('herald sim smtp stopped before it listened');
+  const [, port, control] = banner;
   return {
-    port,
+    port: Number(port),
     async accepted() {
       return ((await (await fetch(`${control}/stats`)).json()) as { messages: { accepted: number } }).messages.accepted;
     },
