@@ -8,7 +8,12 @@ import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
  * carry no address: a recipient's row id is all they name.
  *
  * Written base64url of: kind (1 byte) | recipient id (8 bytes, big-endian) | link index
- * (2 bytes, clicks only) | tag (the first 16 bytes of the HMAC of what precedes it).
+ * (2 bytes, clicks only) | tag (the first 16 bytes of the HMAC of the kind and recipient id).
+ *
+ * The tag leaves a click's link index out, so a recipient's click tokens share one HMAC: a
+ * message has one per link (50 on the bench's newsletter), and one each was a tenth of
+ * rendering's CPU. Nothing is lost: changing the index names another link of the same
+ * message for the same recipient, which whoever holds the message can click anyway.
  */
 
 export type TrackingKind = 'click' | 'open' | 'unsubscribe' | 'bounce';
@@ -24,17 +29,34 @@ const TAG_BYTES = 16;
 
 const tag = (key: KeyObject, claim: Buffer) => createHmac('sha256', key).update(claim).digest().subarray(0, TAG_BYTES);
 
+/** The signed part of a claim: its kind and recipient. */
+function head(kind: TrackingKind, recipientId: number): Buffer {
+  const bytes = Buffer.alloc(9);
+  bytes.writeUInt8(KINDS.indexOf(kind), 0);
+  bytes.writeBigUInt64BE(BigInt(recipientId), 1);
+  return bytes;
+}
+
+const linkBytes = (link: number) => {
+  const bytes = Buffer.alloc(2);
+  bytes.writeUInt16BE(link, 0);
+  return bytes;
+};
+
 function tokenBytes(key: KeyObject, claim: TrackingClaim): Buffer {
-  const click = claim.kind === 'click';
-  const bytes = Buffer.alloc(click ? 11 : 9);
-  bytes.writeUInt8(KINDS.indexOf(claim.kind), 0);
-  bytes.writeBigUInt64BE(BigInt(claim.recipientId), 1);
-  if (click) bytes.writeUInt16BE(claim.link ?? 0, 9);
-  return Buffer.concat([bytes, tag(key, bytes)]);
+  const signed = head(claim.kind, claim.recipientId);
+  return Buffer.concat(claim.kind === 'click' ? [signed, linkBytes(claim.link ?? 0), tag(key, signed)] : [signed, tag(key, signed)]);
 }
 
 export function trackingToken(key: KeyObject, claim: TrackingClaim): string {
   return tokenBytes(key, claim).toString('base64url');
+}
+
+/** A recipient's click token for each link, the HMAC made once for them all. */
+export function clickTokens(key: KeyObject, recipientId: number): (link: number) => string {
+  const signed = head('click', recipientId);
+  const signature = tag(key, signed);
+  return (link) => Buffer.concat([signed, linkBytes(link), signature]).toString('base64url');
 }
 
 /**
@@ -62,7 +84,7 @@ function readClaim(key: KeyObject, bytes: Buffer): TrackingClaim | null {
   const kind = KINDS[bytes[0]];
   if (kind === undefined || bytes.length !== (kind === 'click' ? 11 : 9) + TAG_BYTES) return null;
   const claim = bytes.subarray(0, bytes.length - TAG_BYTES);
-  if (!timingSafeEqual(tag(key, claim), bytes.subarray(claim.length))) return null;
+  if (!timingSafeEqual(tag(key, claim.subarray(0, 9)), bytes.subarray(claim.length))) return null;
   const recipientId = Number(claim.readBigUInt64BE(1));
   return kind === 'click' ? { recipientId, kind, link: claim.readUInt16BE(9) } : { recipientId, kind };
 }

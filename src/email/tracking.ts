@@ -1,6 +1,6 @@
 import type { Keyring } from '../sealed.ts';
 import type { RecipientUrls } from './render.ts';
-import { mailboxToken, readMailboxToken, readTrackingToken, trackingToken, type TrackingClaim } from './tracking-tokens.ts';
+import { clickTokens, mailboxToken, readMailboxToken, readTrackingToken, trackingToken, type TrackingClaim } from './tracking-tokens.ts';
 
 /** The paths of tracking URLs: a click, the open pixel, unsubscribing. */
 export const TRACKING_PATHS = { click: '/t/c', open: '/t/o', unsubscribe: '/t/u' } as const;
@@ -26,8 +26,9 @@ export function readToken(keys: Keyring, token: string): TrackingClaim | null {
  */
 export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: number, mailboxDomain?: string): RecipientUrls {
   const key = keys.current;
+  const click = clickTokens(key, recipientId);
   return {
-    click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${trackingToken(key, { recipientId, kind: 'click', link })}`,
+    click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${click(link)}`,
     open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,
     unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${trackingToken(key, { recipientId, kind: 'unsubscribe' })}`,
     ...(mailboxDomain !== undefined && { unsubscribeMailto: `mailto:${unsubscribeMailbox(keys, mailboxDomain, recipientId)}` }),

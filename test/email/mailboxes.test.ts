@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createSecretKey, randomBytes } from 'node:crypto';
 import { it } from 'node:test';
 import { readMailbox, returnPath, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
+import { clickTokens, readTrackingToken, trackingToken } from '../../src/email/tracking-tokens.ts';
 import { Keyring } from '../../src/sealed.ts';
 
 // The addresses Herald receives mail at (VERP return paths, List-Unsubscribe's mailto:): no database.
@@ -36,4 +37,17 @@ it('reads a token made under a key ENCRYPTION_KEY replaced', () => {
   const bounce = returnPath(trackingKey(old), 'bounce.example', 9);
   const ring = trackingKey(new Keyring(newKey(), [old.current]));
   assert.deepEqual(readMailbox(ring, bounce), { kind: 'bounce', recipientId: 9 });
+});
+
+it('makes a recipient’s click tokens with one HMAC: each link’s verifies as that link’s, and a token of another recipient or kind does not verify', () => {
+  const key = keys.current;
+  const click = clickTokens(key, 77);
+  for (const link of [0, 1, 49]) assert.deepEqual(readTrackingToken(key, click(link)), { recipientId: 77, kind: 'click', link });
+  assert.equal(click(3), trackingToken(key, { recipientId: 77, kind: 'click', link: 3 }));
+  const bytes = Buffer.from(click(0), 'base64url');
+  bytes.writeBigUInt64BE(78n, 1);
+  assert.equal(readTrackingToken(key, bytes.toString('base64url')), null, 'another recipient');
+  bytes.writeBigUInt64BE(77n, 1);
+  bytes.writeUInt8(1, 0);
+  assert.equal(readTrackingToken(key, bytes.toString('base64url')), null, 'another kind');
 });
