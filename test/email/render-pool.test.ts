@@ -47,7 +47,7 @@ it('renders and signs on its threads what the renderer and signer do in place, e
 });
 
 it('rejects a call its thread cannot render, and renders the next', async () => {
-  const broken = pool.open({ compiled: { ...compiled, html: { pieces: ['a', 'b'], slots: [999] }, text: undefined as never }, trackingKey: tracking.current, publicUrl, mailboxDomain: 'bounces.example', dkimKey });
+  const broken = pool.open({ compiled: { ...compiled, html: { pieces: ['a', 'b'], encoded: ['a', 'b'], slots: [999] }, text: undefined as never }, trackingKey: tracking.current, publicUrl, mailboxDomain: 'bounces.example', dkimKey });
   await assert.rejects(broken.render(recipients.slice(0, 2), date), /^Error: rendering failed: /);
   broken.close();
   const renderer = pool.open({ compiled, trackingKey: tracking.current, publicUrl, mailboxDomain: 'bounces.example', dkimKey });

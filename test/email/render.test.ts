@@ -238,3 +238,12 @@ it('refuses to write a message of another shape than multipart/alternative of qu
   assert.throws(() => composeMime({ ...base, text: 'text', html: { content: '<p>x</p>', contentTransferEncoding: 'base64' } }), TypeError);
   assert.throws(() => composeMime({ ...base, text: qp('text'), html: qp('<p>x</p>'), attachments: [{ filename: 'a.txt', content: 'a' }] }), TypeError);
 });
+
+it('encodes the batch’s pieces once and each recipient’s values apart, and the parts decode to exactly the text filled in', async () => {
+  // Whitespace that ends a piece or a value, letters beyond ASCII on both sides of a tag, a
+  // line longer than quoted-printable's 76 and an `=`: each joint of pieces and values.
+  const body = `<p>Grüße [firstName] \t</p><p>${'lang '.repeat(30)}[city]=ü [plan]</p><a href="[unsubscribeUrl]">ab</a>`;
+  const { mail } = await render({ html: page(body) }, { own: { '[firstName]': 'Zoë ', '[city]': ' Köln\t', '[plan]': '=3D' } }, { tracking: false });
+  assert.equal(bodyOf(mail), `<p>Grüße Zoë  \t</p><p>${'lang '.repeat(30)} Köln\t=ü =3D</p><a href="https://herald.example/t/u/r1">ab</a>`);
+  assert.match(mail.text!, /^Grüße Zoë/);
+});
