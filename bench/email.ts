@@ -24,7 +24,10 @@
  *    the bench waits for the batch to be Completed before reading);
  *  - the time from that last hand-over to the last Delivered event received by the webhook;
  *  - the server's peak RSS (VmHWM), one server per size, so "flat in list size" is read across
- *    the rows.
+ *    the rows. Herald runs as it is deployed on each database: on SQLite one `herald serve`
+ *    (API and worker in one process); on PostgreSQL BENCH_ROLES (default `api,worker`: an API
+ *    process and a worker process, which renders, signs and sends; `all` for a single one),
+ *    and the peak RSS printed is the largest of them.
  *
  * Over SMTP (`EMAIL_TRANSPORT=smtp://…?pool=5`, DKIM on: every message is signed with the
  * service domain's key), messages/s runs from the request to the batch's Completed, the moment
@@ -210,7 +213,11 @@ async function run(url: string, list: number): Promise<Figures> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
   const receiver = await startReceiver();
   const sink = SMTP ? await startSink() : undefined;
-  let server: ReturnType<typeof spawn> | undefined;
+  let servers: Array<ReturnType<typeof spawn>> = [];
+  const stop = async () => {
+    for (const server of servers) server.kill('SIGTERM');
+    await Promise.all(servers.map((server) => (server.exitCode === null ? once(server, 'exit') : undefined)));
+  };
   try {
     await migrateToLatest(database);
     const password = 'correct horse battery staple';
@@ -221,10 +228,17 @@ async function run(url: string, list: number): Promise<Figures> {
     await seedContacts(database, account.id, customers, list);
 
     const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
-    server = spawn('bin/herald', ['serve'], {
-      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:', ...profile },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const roles = postgres ? (process.env.BENCH_ROLES ?? 'api,worker').split(',') : ['all'];
+    servers = roles.map((role, i) =>
+      spawn('bin/herald', ['serve', '--role', role], {
+        // Each worker process has a probes-and-metrics listener, on a port of its own.
+        env: {
+          ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1 + i), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+          EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:', ...profile,
+        },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      }),
+    );
     const base = `http://127.0.0.1:${PORT}`;
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, password);
@@ -262,9 +276,8 @@ async function run(url: string, list: number): Promise<Figures> {
     }
     const deadline = Date.now() + 120_000;
     while (receiver.delivered() < total && Date.now() < deadline) await sleep(50);
-    const peakRss = peakRssMiB(server.pid!);
-    server.kill('SIGTERM');
-    if (server.exitCode === null) await once(server, 'exit');
+    const peakRss = Math.max(...servers.map((server) => peakRssMiB(server.pid!)));
+    await stop();
     const plain = sink ? await plainNodemailer(database, sink.port, total) : null;
     return {
       list,
@@ -278,10 +291,7 @@ async function run(url: string, list: number): Promise<Figures> {
       loadAfter,
     };
   } finally {
-    if (server) {
-      server.kill('SIGTERM');
-      if (server.exitCode === null) await once(server, 'exit');
-    }
+    await stop();
     await receiver.close();
     await sink?.stop();
     await database.close();
