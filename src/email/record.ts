@@ -6,7 +6,7 @@ import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { refusedInRange } from '../messaging/recipients.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import { completeSend, contactProperties, loadPage, PAGE, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { completeSend, loadPage, PAGE, pageRows, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -80,11 +80,7 @@ export const recordEmailLinks = procedure(import.meta.url, 'recordEmailLinks', a
 export async function loadEmailPage(db: Db, accountId: string, sendId: string, cursor: number, now: number): Promise<PageRow[]> {
   const fresh = await loadPage(db, accountId, sendId, cursor, ['Queued']);
   if (fresh.length === PAGE) return fresh;
-  const due = await db
-    .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at'])
-    .select((eb) => contactProperties(eb, eb.val(accountId)))
-    .where('r.send_id', '=', sendId)
+  const due = await pageRows(db, accountId, sendId)
     .where('r.retry_at', 'is not', null)
     .where('r.retry_at', '<=', now)
     .orderBy('r.retry_at')

@@ -181,13 +181,18 @@ export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['se
   return eb.selectFrom('contacts as c').select('c.properties').where('c.account_id', '=', accountId).whereRef('c.id', '=', 'r.contact_id').as('properties');
 }
 
-/** The next page of a send's recipients still to send (status in `pending`), after the cursor, in id order. */
-export async function loadPage(db: Db, accountId: string, sendId: string, after: number, pending: readonly string[]): Promise<PageRow[]> {
+/** A send's recipients as a page holds them (PageRow), for the caller to narrow, order and limit. */
+export function pageRows(db: Db, accountId: string, sendId: string) {
   return db
     .selectFrom('send_recipients as r')
     .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at'])
     .select((eb) => contactProperties(eb, eb.val(accountId)))
-    .where('r.send_id', '=', sendId)
+    .where('r.send_id', '=', sendId);
+}
+
+/** The next page of a send's recipients still to send (status in `pending`), after the cursor, in id order. */
+export async function loadPage(db: Db, accountId: string, sendId: string, after: number, pending: readonly string[]): Promise<PageRow[]> {
+  return pageRows(db, accountId, sendId)
     .where('r.status', 'in', pending)
     .where('r.id', '>', after)
     .orderBy('r.id')
