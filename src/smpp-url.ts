@@ -1,4 +1,4 @@
-import { readCaFile } from './ca-file.ts';
+import { readCaFile, transportHost, transportUrl, wholeParam } from './transport-url.ts';
 
 /**
  * `SMS_TRANSPORT=smpp://systemId:password@host:port?binds=&window=&tps=&urgent=` (and
@@ -40,29 +40,13 @@ const LIMITS = { binds: [1, 32], window: [1, 1000], tps: [0, 100_000] } as const
 
 /** The settings of an `smpp://` or `smpps://` URL; throws an Error naming the fault (config.ts names the variable). */
 export function parseSmppUrl(raw: string): SmppSettings {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // Not repeated: it holds the password, and the message lands in logs.
-    throw new Error('must be a URL such as smpp://systemId:password@host:2775');
-  }
-  if (url.protocol !== 'smpp:' && url.protocol !== 'smpps:') throw new Error(`must start with smpp:// or smpps://, got "${url.protocol}"`);
-  if (!url.hostname) throw new Error('must name the SMSC host');
+  const url = transportUrl(raw, { schemes: ['smpp:', 'smpps:'], example: 'smpp://systemId:password@host:2775', what: 'the SMSC host', params: ['binds', 'window', 'tps', 'urgent', 'ca'] });
   const systemId = decodeURIComponent(url.username);
   // SMPP 3.4 §5.2.1 and §5.2.2: system_id is at most 15 octets, password at most 8.
   if (systemId === '' || systemId.length > 15) throw new Error('must carry a system_id of 1 to 15 characters before the @');
   const password = decodeURIComponent(url.password);
   if (password.length > 8) throw new Error('password must be at most 8 characters (SMPP 3.4 §5.2.2)');
-  const known = new Set(['binds', 'window', 'tps', 'urgent', 'ca']);
-  for (const name of url.searchParams.keys()) if (!known.has(name)) throw new Error(`knows no parameter "${name}" (binds, window, tps, urgent, ca)`);
-  const whole = (name: keyof typeof LIMITS): number => {
-    const value = url.searchParams.get(name);
-    if (value === null || value === '') return SMPP_DEFAULTS[name];
-    const [min, max] = LIMITS[name];
-    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
-    return Number(value);
-  };
+  const whole = (name: keyof typeof LIMITS) => wholeParam(url, name, LIMITS[name], SMPP_DEFAULTS[name]);
   const urgent = url.searchParams.get('urgent');
   const urgentShare = urgent === null || urgent === '' ? SMPP_DEFAULTS.urgentShare : Number(urgent);
   if (!(urgentShare >= 0 && urgentShare < 1)) throw new Error(`urgent must be a share from 0 to below 1, got "${urgent}"`);
@@ -70,7 +54,7 @@ export function parseSmppUrl(raw: string): SmppSettings {
   return {
     tls,
     ca: certificates(url.searchParams.get('ca'), tls),
-    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    host: transportHost(url),
     port: url.port === '' ? (tls ? SMPP_DEFAULTS.tlsPort : SMPP_DEFAULTS.port) : Number(url.port),
     systemId,
     password,

@@ -1,4 +1,4 @@
-import { readCaFile } from './ca-file.ts';
+import { readCaFile, transportHost, transportUrl, wholeParam } from './transport-url.ts';
 
 /**
  * `EMAIL_TRANSPORT=smtp://user:password@host:port?pool=&rate=&tls=&ca=` (and `smtps://…` for
@@ -36,28 +36,12 @@ const LIMITS = { pool: [1, 100], rate: [0, 100_000] } as const;
 
 /** The settings of an `smtp://` or `smtps://` URL; throws an Error naming the fault (config.ts names the variable). */
 export function parseSmtpUrl(raw: string): SmtpSettings {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // Not repeated: it holds the password, and the message lands in logs.
-    throw new Error('must be a URL such as smtp://user:password@relay.example.com:587');
-  }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`must start with smtp:// or smtps://, got "${url.protocol}"`);
-  if (!url.hostname) throw new Error('must name the relay host');
+  const url = transportUrl(raw, { schemes: ['smtp:', 'smtps:'], example: 'smtp://user:password@relay.example.com:587', what: 'the relay host', params: ['pool', 'rate', 'tls', 'ca'] });
   if (url.pathname !== '' && url.pathname !== '/') throw new Error('takes no path after the host and port');
   const user = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);
   if (user === '' && password !== '') throw new Error('names a password but no user before it');
-  const known = new Set(['pool', 'rate', 'tls', 'ca']);
-  for (const name of url.searchParams.keys()) if (!known.has(name)) throw new Error(`knows no parameter "${name}" (pool, rate, tls, ca)`);
-  const whole = (name: keyof typeof LIMITS): number => {
-    const value = url.searchParams.get(name);
-    if (value === null || value === '') return SMTP_DEFAULTS[name];
-    const [min, max] = LIMITS[name];
-    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
-    return Number(value);
-  };
+  const whole = (name: keyof typeof LIMITS) => wholeParam(url, name, LIMITS[name], SMTP_DEFAULTS[name]);
   const implicitTls = url.protocol === 'smtps:';
   const tls = url.searchParams.get('tls');
   if (tls !== null && tls !== '') {
@@ -69,7 +53,7 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
     implicitTls,
     requireTls: tls === 'require',
     ca: ca === null || ca === '' ? undefined : readCaFile(ca),
-    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    host: transportHost(url),
     port: url.port === '' ? (implicitTls ? SMTP_DEFAULTS.implicitTlsPort : SMTP_DEFAULTS.port) : Number(url.port),
     auth: user === '' ? undefined : { user, password },
     pool: whole('pool'),
