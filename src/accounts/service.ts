@@ -8,7 +8,7 @@ import { isHostname } from '../config.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
-import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
+import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from '../time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
 import type { Database } from '../db/database.ts';

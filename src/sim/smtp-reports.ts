@@ -2,7 +2,6 @@ import { simpleParser } from 'mailparser';
 import { createTransport } from 'nodemailer';
 import MailComposer, { type MailComposerAttachment } from 'nodemailer/lib/mail-composer';
 import { FEEDBACK_MAILBOX } from '../email/tracking.ts';
-import type { ReceivedMail } from './smtp.ts';
 
 /**
  * Reports a mailbox provider sends back about a message, built as real ones are, for the SMTP
@@ -259,6 +258,15 @@ async function messageIdOf(raw: Buffer): Promise<string | null> {
   return (await simpleParser(`${headOf(raw)}\r\n\r\n`, HEAD_PARSING)).messageId ?? null;
 }
 
+/** What a report needs of a message the sink received (smtp.ts's ReceivedMail). */
+export interface ReportedMail {
+  id: number;
+  /** The envelope sender: the return path a DSN goes to; '' for the null sender. */
+  from: string;
+  to: string[];
+  raw: Buffer;
+}
+
 /**
  * Sends the report `request` asks for about the latest message `received` (oldest first, as
  * the sink lists them, `to` among its recipients when given) that matches it. Throws
@@ -266,14 +274,14 @@ async function messageIdOf(raw: Buffer): Promise<string | null> {
  * destination does not take it.
  */
 export async function reportOn(
-  received: (filter: { to?: string }) => ReceivedMail[],
+  received: (filter: { to?: string }) => ReportedMail[],
   request: ReportRequest,
   fallback?: ReportDestination,
 ): Promise<SentReport> {
   const order = checkedRequest(request, fallback);
   const wanted = order.messageId === undefined ? undefined : `<${order.messageId.replace(/^<|>$/g, '')}>`;
   const candidates = received({ to: order.to }).reverse();
-  let mail: ReceivedMail | undefined;
+  let mail: ReportedMail | undefined;
   let messageId: string | null = null;
   for (const candidate of candidates) {
     // Parsing a head only when its bytes hold the id keeps a lookup among 100,000 kept messages quick.
