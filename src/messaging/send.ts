@@ -10,6 +10,7 @@ import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
+import { UsageTally } from './rollup.ts';
 import { expandRecipients, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
 
 /**
@@ -85,7 +86,7 @@ export async function writeSend(db: Db, dialect: DialectName, send: NewSend, rec
 export const cancelSend = procedure(
   import.meta.url,
   'cancelSend',
-  async ({ db }, args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
+  async ({ db, dialect }, args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
     db.transaction().execute(async (trx) => {
       const send = await trx.selectFrom('sends').select('status').where('id', '=', args.sendId).where('account_id', '=', args.accountId).where('channel', '=', args.channel).executeTakeFirst();
       if (!send) return 'not found';
@@ -93,7 +94,10 @@ export const cancelSend = procedure(
       const waiting = await trx.deleteFrom('jobs').where('idempotency_key', '=', args.jobKey).where('state', '=', 'ready').executeTakeFirst();
       if (Number(waiting.numDeletedRows) === 0) return 'started';
       await trx.updateTable('sends').set({ status: 'Cancelled', completed_at: args.now }).where('id', '=', args.sendId).execute();
-      await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').execute();
+      const cancelled = await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').executeTakeFirst();
+      const tally = new UsageTally(args.now);
+      tally.add(args.accountId, args.channel, 'Cancelled', { messages: Number(cancelled.numUpdatedRows) });
+      await tally.write(trx, dialect);
       return 'cancelled';
     }),
 );
@@ -144,7 +148,9 @@ export async function startSend(
   if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
   if (!send.expanded) {
     const channel = send.channel as Channel;
+    const tally = new UsageTally(args.now);
     const through = await expandRecipients(trx, dialect, {
+      tally,
       channel,
       sendId: send.id,
       accountId: send.account_id,
@@ -160,6 +166,7 @@ export async function startSend(
       .set({ expanded: through === null, expanded_through: through, status: 'Sending', started_at: send.started_at ?? args.now })
       .where('id', '=', send.id)
       .execute();
+    await tally.write(trx, dialect);
     if (through !== null) return 'expanding';
   }
   const cursor = Number(send.cursor);
