@@ -33,7 +33,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
  * cancelled. What the migration fills the table with from the messages sent before it; the
  * statistics benchmark builds its rollup so too.
  */
-export async function backfillUsageRollup(db: Kysely<unknown>): Promise<void> {
+export async function backfillUsageRollup<DB>(db: Kysely<DB>): Promise<void> {
   await sql`
     insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
     select account_id, channel, bucket, status, encoding, count(*), sum(parts)
