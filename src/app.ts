@@ -16,6 +16,7 @@ import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
 import { smsRoutes } from './sms/routes.ts';
 import { emailRoutes } from './email/routes.ts';
+import { usageRoutes } from './messaging/routes.ts';
 import { linkRoutes } from './links/routes.ts';
 import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
@@ -65,6 +66,7 @@ export async function buildApp(
   crmRoutes(app, ctx);
   smsRoutes(app, ctx);
   emailRoutes(app, ctx);
+  usageRoutes(app, ctx);
   linkRoutes(app, ctx);
 
   return app;

@@ -383,6 +383,22 @@ export interface LinkClicksTable {
   user_agent: string | null;
 }
 
+/**
+ * Messages that reached a status word, per account, channel and quarter-hour (migration 0023,
+ * src/messaging/rollup.ts): what `GET /stats` and `GET /usage` sum.
+ */
+export interface UsageRollupTable {
+  account_id: string;
+  channel: 'sms' | 'email';
+  /** Epoch ms / 900,000: the quarter-hour, the finest step of an account's offset. */
+  bucket: number;
+  status: string;
+  /** SMS: GSM-7 or UCS-2; '' for none (email, a message never rendered). */
+  encoding: string;
+  messages: number;
+  parts: number;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -397,6 +413,7 @@ export interface Schema {
   sends: SendsTable;
   send_recipients: SendRecipientsTable;
   recipient_history: RecipientHistoryTable;
+  usage_rollup: UsageRollupTable;
   sandbox_sms: SandboxSmsTable;
   sandbox_email: SandboxEmailTable;
   email_campaigns: EmailCampaignsTable;

@@ -3,6 +3,7 @@ import { procedure } from '../db/procedure.ts';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { addSuppression, optOutEmail } from '../messaging/suppressions.ts';
+import { UsageTally } from '../messaging/rollup.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
 
@@ -102,6 +103,9 @@ export const recordMailReport = procedure(
           events: [emailEvent({ batchId: row.send_id, messageId: row.message_id, email: row.address, event: word, reason, reply, at: now })],
         });
       }
+      const tally = new UsageTally(now);
+      tally.add(row.account_id, 'email', word);
+      await tally.write(trx, dialect);
       return { ...outcome, repeated: false };
     }),
 );

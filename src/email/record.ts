@@ -5,6 +5,7 @@ import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { refusedInRange } from '../messaging/recipients.ts';
+import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
 import { completeSend, loadPage, PAGE, pageRows, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
@@ -140,7 +141,11 @@ export const recordEmailPage = procedure(import.meta.url, 'recordEmailPage', asy
       if (page.webhookUrl) await appendWebhookEvents(trx, { now: () => page.now }, { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events });
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-    return page.last ? finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
+    const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
+    const tally = new UsageTally(page.now);
+    for (const [, event] of page.steps) tally.add(page.accountId, 'email', event);
+    await tally.write(trx, dialect);
+    return finished;
   }),
 );
 
@@ -220,7 +225,7 @@ export function pageResults(
  * A batch's job died (its last attempt failed, or it kept killing its worker): what it had
  * not handed over is Dropped with the reason, posted like any other event, and the batch Completed.
  */
-export async function dropUnsent(trx: Db, clock: Clock, sendId: string, error: string): Promise<void> {
+export async function dropUnsent(trx: Db, dialect: DialectName, clock: Clock, sendId: string, error: string): Promise<void> {
   const now = clock.now();
   const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
   if (!send) return;
@@ -232,6 +237,8 @@ export async function dropUnsent(trx: Db, clock: Clock, sendId: string, error: s
     .where('status', 'in', PENDING)
     .returning(['id', 'address', 'message_id'])
     .execute();
+  const tally = new UsageTally(now);
+  tally.add(send.account_id, 'email', 'Dropped', { messages: dropped.length });
   if (dropped.length > 0) {
     await trx.insertInto('recipient_history').values(dropped.map((r) => ({ recipient_id: r.id, status: 'Dropped', at: now }))).execute();
     if (send.webhook_url) {
@@ -244,6 +251,7 @@ export async function dropUnsent(trx: Db, clock: Clock, sendId: string, error: s
     }
   }
   await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
+  await tally.write(trx, dialect);
 }
 
 /**
@@ -271,7 +279,7 @@ export type TrackingEvent = { kind: 'click'; link: number } | { kind: 'open' } |
 export const recordTracking = procedure(
   import.meta.url,
   'recordTracking',
-  async ({ db }, args: { recipientId: number; event: TrackingEvent; userAgent: string | null; head: boolean; confirmed: boolean; now: number }): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
+  async ({ db, dialect }, args: { recipientId: number; event: TrackingEvent; userAgent: string | null; head: boolean; confirmed: boolean; now: number }): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
   db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('send_recipients as r')
@@ -302,6 +310,9 @@ export const recordTracking = procedure(
         events: [emailEvent({ batchId: row.send_id, messageId: row.message_id, email: row.address, event: word, url, machine, at: now })],
       });
     }
+    const tally = new UsageTally(now);
+    tally.add(row.account_id, 'email', word);
+    await tally.write(trx, dialect);
     return { url };
   }),
 );

@@ -7,7 +7,8 @@ import { emailAddressProblem } from '../email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { cancelSend } from '../messaging/send.ts';
+import { cancelSend, listSends } from '../messaging/send.ts';
+import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { emailJobKey, recordEmail, type PreparedEmail } from './accept.ts';
 import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
@@ -57,6 +58,14 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordEmail, () => accept(request.body, request.account)));
 
   const BatchParams = Type.Object({ batchId: Uuid() });
+
+  r.get('/email/batch', {
+    config: email,
+    schema: { tags, summary: "The account's email batches, newest first: status and totals, a page at a time", querystring: SendListQuery, response: { 200: SendListPage('batchId'), ...errorResponses(400, 401, 429) } },
+  }, async (request) => {
+    const page = await listSends(ctx.db, request.account.id, 'email', { limit: Number(request.query.limit ?? 20), cursor: request.query.cursor });
+    return { batches: page.sends.map(({ id, ...send }) => ({ batchId: id, ...send })), nextCursor: page.nextCursor };
+  });
 
   r.get('/email/batch/:batchId', {
     config: email,

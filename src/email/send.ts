@@ -121,7 +121,7 @@ export function emailSendHandler(deps: {
         renderer.close();
       }
     },
-    onDead: (trx: Db, job: Job, error: string) => dropUnsent(trx, clock, (job.payload as EmailSendJob).sendId, error),
+    onDead: (trx: Db, job: Job, error: string) => dropUnsent(trx, database.dialect, clock, (job.payload as EmailSendJob).sendId, error),
   };
 }
 

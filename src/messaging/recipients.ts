@@ -3,6 +3,7 @@ import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../crm/queries.ts';
 import type { FieldError } from '../errors.ts';
+import type { UsageTally } from './rollup.ts';
 
 type Db = Kysely<Schema>;
 
@@ -57,6 +58,8 @@ export interface Expansion {
   now: number;
   /** Contact addresses a range spans at most: EXPANSION_RANGE unless told (tests). */
   rangeSize?: number;
+  /** Counts the recipients the range refused, for the caller's transaction's rollup. */
+  tally?: UsageTally;
 }
 
 /**
@@ -130,9 +133,10 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
        set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
      where send_id = ${e.sendId} and status = 'Queued' and ${inRange(recipient)}
        and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(db);
-  await sql`
+  const history = await sql`
     insert into recipient_history (recipient_id, status, at)
     select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(db);
+  e.tally?.add(e.accountId, e.channel, refused, { messages: Number(history.numAffectedRows ?? 0) });
   return through;
 }
 

@@ -11,6 +11,7 @@ import { procedure } from '../db/procedure.ts';
 import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
 import { appendToStreams } from '../webhooks/events.ts';
+import { UsageTally } from '../messaging/rollup.ts';
 import { applyStranded, notFinal, SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
 
 export const RECEIPT_EXPIRY_KIND = 'sms.receipt-expiry';
@@ -29,13 +30,13 @@ const LOOK_BACK_MS = 7 * 24 * HOUR_MS;
 export const expiryReason = (hours: number) => `no receipt within ${hours} h of the submit: the operator never reported it`;
 
 /** One chunk: answers how many recipients it ended Failed. */
-export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted', async ({ db }, args: { now: number; timeoutHours: number }): Promise<number> =>
+export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted', async ({ db, dialect }, args: { now: number; timeoutHours: number }): Promise<number> =>
   db.transaction().execute(async (trx) => {
     const cutoff = args.now - args.timeoutHours * HOUR_MS;
     const rows = await trx
       .selectFrom('sends as s')
       .innerJoin('send_recipients as r', 'r.send_id', 's.id')
-      .select(['r.id', 'r.address', 'r.message_id', 'r.parts', 's.id as send_id', 's.account_id', 's.webhook_url'])
+      .select(['r.id', 'r.address', 'r.message_id', 'r.parts', 'r.encoding', 's.id as send_id', 's.account_id', 's.webhook_url'])
       .where('s.channel', '=', 'sms')
       .where('s.completed_at', '<', cutoff)
       .where('s.completed_at', '>=', cutoff - LOOK_BACK_MS)
@@ -58,6 +59,9 @@ export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted',
         event: smsStatusEvent({ queueId: row.send_id, messageId: row.message_id, recipient: row.address, status: 'Failed', errorCode: null, error, parts: row.parts, at: args.now }),
       })),
     );
+    const tally = new UsageTally(args.now);
+    for (const row of rows) tally.add(row.account_id, 'sms', 'Failed', { parts: row.parts, encoding: row.encoding });
+    await tally.write(trx, dialect);
     return rows.length;
   }),
 );

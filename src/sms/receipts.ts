@@ -6,6 +6,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { inJson } from '../crm/queries.ts';
+import { UsageTally } from '../messaging/rollup.ts';
 
 type Db = Kysely<Schema>;
 
@@ -76,7 +77,7 @@ export function smsStatusEvent(e: { queueId: string; messageId: string | null; r
  * (takeMatched), so when both look, one applies it. (A global lock did this before, and
  * every receipt waited for every page.)
  */
-export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }): Promise<string[]> {
+export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }, tally?: UsageTally): Promise<string[]> {
   const now = clock.now();
   // One receipt a part, the last given unless it would undo a final one (stillOpen): an SMSC may
   // offer one twice (its answer was lost with a connection), and PostgreSQL refuses an upsert
@@ -104,7 +105,9 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   const ids = [...new Set([...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])])];
   if (ids.length === 0) return [];
   const matched = await takeMatched(db, dialect, ids);
-  await applyMatched(db, dialect, now, matched);
+  const counted = tally ?? new UsageTally(now);
+  await applyMatched(db, dialect, now, matched, counted);
+  if (!tally) await counted.write(db, dialect);
   if (dialect === 'sqlite') return [];
   const found = new Set(matched.map((m) => m.operator_message_id));
   return ids.filter((id) => !found.has(id));
@@ -118,7 +121,11 @@ export async function matchWaiting(db: Db, dialect: DialectName, now: number, wa
   if (dialect === 'sqlite' || waiting.length === 0) return;
   const arrived = await db.selectFrom('sms_receipts').select('operator_message_id').where('operator_message_id', 'in', inJson(dialect, waiting)).limit(1).execute();
   if (arrived.length === 0) return;
-  await db.transaction().execute(async (trx) => applyMatched(trx, dialect, now, await takeMatched(trx, dialect, waiting)));
+  await db.transaction().execute(async (trx) => {
+    const tally = new UsageTally(now);
+    await applyMatched(trx, dialect, now, await takeMatched(trx, dialect, waiting), tally);
+    await tally.write(trx, dialect);
+  });
 }
 
 /**
@@ -128,7 +135,9 @@ export async function matchWaiting(db: Db, dialect: DialectName, now: number, wa
 export async function applyStranded(db: Db, dialect: DialectName, now: number, limit: number): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const matched = await takeMatched(trx, dialect, { limit });
-    await applyMatched(trx, dialect, now, matched);
+    const tally = new UsageTally(now);
+    await applyMatched(trx, dialect, now, matched, tally);
+    await tally.write(trx, dialect);
     return matched.length;
   });
 }
@@ -168,8 +177,8 @@ async function takeMatched(db: Db, dialect: DialectName, which: string[] | { lim
   return parts.map((p) => ({ ...p, status: receiptOf.get(p.operator_message_id)!.status, error_code: receiptOf.get(p.operator_message_id)!.error_code }));
 }
 
-/** Receipts taken with their parts: the parts' words, then each message whose word changes. */
-async function applyMatched(db: Db, dialect: DialectName, now: number, matched: Matched[]): Promise<void> {
+/** Receipts taken with their parts: the parts' words, then each message whose word changes (counted in `tally`). */
+async function applyMatched(db: Db, dialect: DialectName, now: number, matched: Matched[], tally: UsageTally): Promise<void> {
   if (matched.length === 0) return;
   const recipientIds = [...new Set(matched.map((m) => Number(m.recipient_id)))].sort((a, b) => a - b);
   if (dialect === 'postgres') {
@@ -192,7 +201,7 @@ async function applyMatched(db: Db, dialect: DialectName, now: number, matched: 
   const recipients = await db
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
-    .select(['r.id', 'r.status', 'r.address', 'r.message_id', 'r.parts', 'r.send_id', 's.account_id', 's.webhook_url'])
+    .select(['r.id', 'r.status', 'r.address', 'r.message_id', 'r.parts', 'r.encoding', 'r.send_id', 's.account_id', 's.webhook_url'])
     .where('r.id', 'in', recipientIds)
     .execute();
   const errorOf = new Map(matched.filter((m) => m.status === 'Failed').map((m) => [Number(m.recipient_id), m.error_code]));
@@ -211,6 +220,7 @@ async function applyMatched(db: Db, dialect: DialectName, now: number, matched: 
       .execute();
   }
   await db.insertInto('recipient_history').values(changed.map((r) => ({ recipient_id: r.id, status: r.status, at: now }))).execute();
+  for (const r of changed) tally.add(r.account_id, 'sms', r.status, { parts: r.parts, encoding: r.encoding });
   // One append per send's webhook URL: the gathering outbox makes posts of them.
   await appendToStreams(
     db,

@@ -9,7 +9,8 @@ import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
-import { cancelSend } from '../messaging/send.ts';
+import { cancelSend, listSends } from '../messaging/send.ts';
+import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
@@ -54,6 +55,14 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: sms,
     schema: { tags, summary: 'Send one SMS text to recipients and/or the contacts of lists, now or at a time', body: SmsBatchRequest, response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
   }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordSms, () => accept('batch', request.body, request.account)));
+
+  r.get('/sms', {
+    config: sms,
+    schema: { tags, summary: "The account's SMS requests, newest first: status and totals, a page at a time", querystring: SendListQuery, response: { 200: SendListPage('queueId'), ...errorResponses(400, 401, 429) } },
+  }, async (request) => {
+    const page = await listSends(ctx.db, request.account.id, 'sms', { limit: Number(request.query.limit ?? 20), cursor: request.query.cursor });
+    return { sends: page.sends.map(({ id, ...send }) => ({ queueId: id, ...send })), nextCursor: page.nextCursor };
+  });
 
   r.get('/sms/:queueId', {
     config: sms,

@@ -12,6 +12,7 @@ import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts, matchWaiting, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
 import { pauseForTest } from '../test-pause.ts';
+import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
@@ -57,6 +58,7 @@ interface PageResults {
  */
 export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> => {
   let waiting: string[] = [];
+  const tally = new UsageTally(page.now);
   const result = await db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) {
       // The page's events go first: a receipt already waiting for one of its parts appends a
@@ -69,10 +71,12 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
           events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
         });
       }
-      waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
+      waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, { tally, accountOf: () => page.accountId });
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-    return page.last ? finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
+    const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
+    await tally.write(trx, dialect);
+    return finished;
   });
   await matchWaiting(db, dialect, page.now, waiting);
   return result;
@@ -97,8 +101,25 @@ function stepsOf(outcomes: Outcome[]): Array<[number, string]> {
   );
 }
 
-/** Recipients' outcomes, their history and their parts, and receipts that came early, in the caller's transaction. */
-export async function updateRecipients(db: Db, dialect: DialectName, now: number, outcomes: Outcome[], steps: Array<[number, string]>, receipts: Receipt[]): Promise<string[]> {
+/**
+ * Recipients' outcomes, their history and their parts, and receipts that came early, in the
+ * caller's transaction; every status counted in `usage.tally` (the caller writes it last),
+ * each recipient's under its account (`accountOf`).
+ */
+export async function updateRecipients(
+  db: Db,
+  dialect: DialectName,
+  now: number,
+  outcomes: Outcome[],
+  steps: Array<[number, string]>,
+  receipts: Receipt[],
+  usage: { tally: UsageTally; accountOf: (recipientId: number) => string },
+): Promise<string[]> {
+  const byId = new Map(outcomes.map((o) => [o[0], o]));
+  for (const [id, status] of steps) {
+    const [, , , parts, encoding] = byId.get(id)!;
+    usage.tally.add(usage.accountOf(id), 'sms', status, { parts, encoding });
+  }
   const json = JSON.stringify(outcomes);
   const history = JSON.stringify(steps);
   if (dialect === 'sqlite') {
@@ -128,7 +149,7 @@ export async function updateRecipients(db: Db, dialect: DialectName, now: number
                 from outcome, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
   }
   // Receipts for other parts, and any that came before these parts were recorded.
-  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) });
+  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) }, usage.tally);
 }
 
 /** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
@@ -222,7 +243,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
         return database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor, outcomes, steps, receipts, last });
       });
     },
-    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, clock, (job.payload as SmsSendJob).sendId, error),
+    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
   };
 }
 
@@ -230,7 +251,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
  * A send's job died (its last attempt failed, or it kept killing its worker): what it had
  * not sent is Failed with the reason, posted like any other outcome, and the send Completed.
  */
-export async function failUnsent(trx: Db, clock: Clock, sendId: string, error: string): Promise<void> {
+export async function failUnsent(trx: Db, dialect: DialectName, clock: Clock, sendId: string, error: string): Promise<void> {
   const now = clock.now();
   const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
   if (!send) return;
@@ -242,6 +263,8 @@ export async function failUnsent(trx: Db, clock: Clock, sendId: string, error: s
     .where('status', '=', 'Queued')
     .returning(['id', 'address', 'message_id', 'parts'])
     .execute();
+  const tally = new UsageTally(now);
+  tally.add(send.account_id, 'sms', 'Failed', { messages: failed.length });
   if (failed.length > 0) {
     await trx.insertInto('recipient_history').values(failed.map((r) => ({ recipient_id: r.id, status: 'Failed', at: now }))).execute();
     if (send.webhook_url) {
@@ -254,4 +277,5 @@ export async function failUnsent(trx: Db, clock: Clock, sendId: string, error: s
     }
   }
   await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
+  await tally.write(trx, dialect);
 }

@@ -9,6 +9,7 @@ import { completeJobs, type Lease } from '../queue/queries.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../test-pause.ts';
 import { appendToStreams } from '../webhooks/events.ts';
+import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import { matchWaiting, SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
@@ -58,16 +59,23 @@ export const recordSingles = procedure(import.meta.url, 'recordSingles', async (
   await db.transaction().execute(async (trx) => {
     // The page's events first, as recordSmsPage's.
     await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
-    if (page.outcomes.length > 0) waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts);
-    if (page.done.length === 0) return;
-    await trx
-      .updateTable('sends')
-      .set({ status: 'Completed', started_at: page.now, completed_at: page.now })
-      .where('id', 'in', page.done.map((send) => send.sendId))
-      .execute();
-    if ((await completeJobs(trx, page.done.map((send) => send.lease))) !== page.done.length) {
-      throw new Error('a job of the page is no longer held by this claim: the page is sent again');
+    const tally = new UsageTally(page.now);
+    // The events are the steps', one each, in order: each names its recipient's account.
+    const accountOf = new Map(page.steps.map(([id], i) => [id, page.events[i].accountId]));
+    if (page.outcomes.length > 0) {
+      waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, { tally, accountOf: (id) => accountOf.get(id)! });
     }
+    if (page.done.length > 0) {
+      await trx
+        .updateTable('sends')
+        .set({ status: 'Completed', started_at: page.now, completed_at: page.now })
+        .where('id', 'in', page.done.map((send) => send.sendId))
+        .execute();
+      if ((await completeJobs(trx, page.done.map((send) => send.lease))) !== page.done.length) {
+        throw new Error('a job of the page is no longer held by this claim: the page is sent again');
+      }
+    }
+    await tally.write(trx, dialect);
   });
   await matchWaiting(db, dialect, page.now, waiting);
 });
@@ -170,6 +178,6 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
         waiting.push({ sendId, lease: run.lease, signal: run.signal, settle: (outcome) => (outcome ? reject(outcome) : resolve('completed')) });
       });
     },
-    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, clock, (job.payload as SmsSendJob).sendId, error),
+    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
   };
 }

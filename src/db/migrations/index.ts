@@ -21,6 +21,7 @@ import * as email from './0019_email.ts';
 import * as dkimKeys from './0020_dkim_keys.ts';
 import * as emailRetries from './0021_email_retries.ts';
 import * as emailMessageIds from './0022_email_message_ids.ts';
+import * as usageRollup from './0023_usage_rollup.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020_dkim_keys': dkimKeys,
   '0021_email_retries': emailRetries,
   '0022_email_message_ids': emailMessageIds,
+  '0023_usage_rollup': usageRollup,
 };

@@ -1,0 +1,79 @@
+import { Type } from 'typebox';
+import { PageLimit } from '../http/schemas.ts';
+
+const Totals = Type.Record(Type.String(), Type.Integer(), { description: 'Recipients by status word, as the send\'s own read counts them.' });
+
+/** A page of the account's sends, newest first: `GET /sms` (`queueId`) and `GET /email/batch` (`batchId`). */
+export const SendListPage = (idName: 'queueId' | 'batchId') =>
+  Type.Object({
+    [idName === 'queueId' ? 'sends' : 'batches']: Type.Array(
+      Type.Object({
+        [idName]: Type.String({ format: 'uuid' }),
+        createdAt: Type.String({ format: 'date-time' }),
+        scheduledAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+        status: Type.String({ description: 'Queued, Scheduled, Cancelled, Sending or Completed.' }),
+        totals: Totals,
+      }),
+    ),
+    nextCursor: Type.Union([Type.String(), Type.Null()]),
+  });
+
+/** A cursor of the listing: the last send's time and id (up to 70 characters). */
+export const SendListQuery = Type.Object({
+  limit: Type.Optional(PageLimit(100, 20, 'Sends')),
+  cursor: Type.Optional(Type.String({ maxLength: 100, description: 'nextCursor of the previous page.', errorMessage: 'must be a nextCursor from a previous page' })),
+});
+
+const LocalDate = (description: string) => Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD', description });
+
+/** The span of `GET /usage` and `GET /stats`: whole days of the account's timeZoneOffset, both included. */
+const Span = {
+  from: LocalDate("The first day, in the account's timeZoneOffset."),
+  to: LocalDate("The last day, included, in the account's timeZoneOffset."),
+};
+
+export const UsageQuery = Type.Object(Span);
+
+const Count = Type.Integer({ minimum: 0 });
+const Statuses = Type.Record(Type.String(), Count, { description: 'Messages that reached each status word that day (each Open and Click counted).' });
+const Usage = {
+  sms: Type.Object({
+    messages: Type.Integer({ description: 'SMS the operator accepted (Submitted): billed.' }),
+    parts: Type.Object({ gsm7: Count, ucs2: Count }, { description: 'Their parts, each billed as a message (SPEC §8), by encoding.' }),
+    statuses: Statuses,
+  }),
+  email: Type.Object({ messages: Type.Integer({ description: 'Emails handed over for sending (Processed): billed.' }), statuses: Statuses }),
+};
+
+export const UsageBody = Type.Object({
+  from: Type.String(),
+  to: Type.String(),
+  days: Type.Array(Type.Object({ date: Type.String(), ...Usage })),
+  totals: Type.Object(Usage),
+});
+
+export const StatsQuery = Type.Object({
+  ...Span,
+  channel: Type.Union([Type.Literal('sms'), Type.Literal('email')], { errorMessage: 'must be sms or email' }),
+  interval: Type.Optional(Type.Union([Type.Literal('hour'), Type.Literal('day')], { errorMessage: 'must be hour or day', description: 'day by default; hour spans at most 31 days.' })),
+});
+
+export const StatsBody = Type.Object({
+  channel: Type.String(),
+  interval: Type.String(),
+  from: Type.String(),
+  to: Type.String(),
+  points: Type.Array(
+    Type.Object({
+      start: Type.String({ format: 'date-time', description: "The hour's or day's first instant (the account's local midnight for a day), in UTC." }),
+      sent: Type.Integer({ description: 'SMS: Submitted; email: Processed.' }),
+      delivered: Count,
+      failed: Type.Integer({ description: 'SMS: Failed; email: Bounce.' }),
+      refused: Type.Integer({ description: 'Not sent for consent or suppression: SMS NotSent, email Dropped.' }),
+      opened: Type.Integer({ description: 'Email Open events (0 for SMS).' }),
+      clicked: Type.Integer({ description: 'Email Click events (0 for SMS).' }),
+      unsubscribed: Count,
+      complaints: Type.Integer({ description: 'Spam Report events.' }),
+    }),
+  ),
+});
