@@ -3,7 +3,6 @@ import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../crm/queries.ts';
 import type { FieldError } from '../errors.ts';
-import type { UsageTally } from './rollup.ts';
 
 type Db = Kysely<Schema>;
 
@@ -58,8 +57,8 @@ export interface Expansion {
   now: number;
   /** Contact addresses a range spans at most: EXPANSION_RANGE unless told (tests). */
   rangeSize?: number;
-  /** Counts the recipients the range refused, for the caller's transaction's rollup. */
-  tally?: UsageTally;
+  /** Counts the recipients the range refused, for the caller's transaction's rollup (rollup.ts's UsageTally). */
+  tally?: { add(accountId: string, channel: Channel, status: string, count: { messages: number }): void };
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { offsetMinutes } from '../accounts/time-zone.ts';
+import { offsetMinutes } from '../time-zone.ts';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { StatsBody, StatsQuery, UsageBody, UsageQuery } from './schemas.ts';
