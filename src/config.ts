@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { keyFromHex } from './secret-key.ts';
 import { parseSmppUrl, type SmppSettings } from './smpp-url.ts';
 import { parseSmtpUrl, type SmtpSettings } from './smtp-url.ts';
@@ -41,6 +42,8 @@ export interface Config {
    */
   emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined } | { kind: 'smtp'; settings: SmtpSettings };
   defaultEmailDomain: string;
+  /** EMAIL_RENDER_THREADS: threads that render and sign emails in a worker process (email/render-pool.ts); one a core, at most four, unless set. */
+  emailRenderThreads: number;
   /** BOUNCE_DOMAIN: the domain of VERP return paths (`bounces+<token>@…`) and of List-Unsubscribe's `mailto:`; DEFAULT_EMAIL_DOMAIN when unset. */
   bounceDomain: string;
   /** INBOUND_SMTP_PORT: the SMTP listener for bounces, complaints and unsubscribe mail, on HOST; off when unset. */
@@ -209,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     emailTransport: emailTransportSetting(read(env, 'EMAIL_TRANSPORT', 'sandbox:')),
     defaultEmailDomain: defaultEmailDomain.toLowerCase(),
     bounceDomain: bounceDomain.toLowerCase(),
+    emailRenderThreads: integer(env, 'EMAIL_RENDER_THREADS', Math.min(4, availableParallelism()), 1, 64),
     inboundSmtpPort: optional(env, 'INBOUND_SMTP_PORT') === undefined ? undefined : integer(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),

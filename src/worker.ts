@@ -44,7 +44,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   // Email batches: several at once, each rendering and handing over a page at a time.
   const emailTransport = emailTransportOf(ctx, log);
   worker.holds(emailTransport);
-  const renderPool = new RenderPool();
+  const renderPool = new RenderPool(ctx.config.emailRenderThreads);
   worker.holds(renderPool);
   worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport, renderPool }), { concurrency: 8 });
   // A recurring job: one sweep at a time across every process, once an hour.

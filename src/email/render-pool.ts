@@ -1,5 +1,4 @@
 import type { KeyObject } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { TagSources } from '../messaging/tags.ts';
 import type { DkimSigningKey } from './dkim.ts';
@@ -49,13 +48,6 @@ export type RenderResponse = { call: number; raws: Uint8Array[] } | { call: numb
  */
 const THREAD_LIMITS = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 3 };
 
-/**
- * Threads by default: one a core, at most four. The event loop needs less than a core beside
- * them: over SMTP with one thread on two cores, the thread rendered and signed the whole time
- * while the event loop was idle 60 % of it (664 messages/s with two threads, 404 with one).
- */
-export const DEFAULT_RENDER_THREADS = Math.min(4, availableParallelism());
-
 interface Thread {
   worker: Worker;
   /** Calls not yet answered, by call number. */
@@ -70,7 +62,13 @@ export class RenderPool {
   private calls = 0;
   private batchCount = 0;
 
-  constructor(size = DEFAULT_RENDER_THREADS) {
+  /**
+   * `size`: EMAIL_RENDER_THREADS, by default one a core, at most four. The event loop needs
+   * less than a core beside them: over SMTP with one thread on two cores, the thread rendered
+   * and signed the whole time while the event loop was idle 60 % of it (664 messages/s with
+   * two threads, 404 with one). Each thread costs the process about 40 MiB of memory.
+   */
+  constructor(size: number) {
     this.size = size;
   }
 

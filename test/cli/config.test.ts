@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 
@@ -22,6 +23,11 @@ it('takes BOUNCE_DOMAIN as DEFAULT_EMAIL_DOMAIN unless set, and leaves the inbou
   assert.equal(loadConfig({ INBOUND_SMTP_PORT: '2525' }).inboundSmtpPort, 2525);
 });
 
+it('renders email on one thread a core, at most four, unless EMAIL_RENDER_THREADS says how many', () => {
+  assert.equal(loadConfig({}).emailRenderThreads, Math.min(4, availableParallelism()));
+  assert.equal(loadConfig({ EMAIL_RENDER_THREADS: '1' }).emailRenderThreads, 1);
+});
+
 it('takes RETENTION_DAYS as a whole number of days from 1', () => {
   assert.equal(loadConfig({ RETENTION_DAYS: '1' }).retentionDays, 1);
   assert.equal(loadConfig({ RETENTION_DAYS: '365' }).retentionDays, 365);
@@ -41,6 +47,8 @@ const bad: Array<[string, string]> = [
   ['DEFAULT_EMAIL_DOMAIN', 'not a domain'],
   ['BOUNCE_DOMAIN', 'bounces@example.com'],
   ['INBOUND_SMTP_PORT', '25a'],
+  ['EMAIL_RENDER_THREADS', '0'],
+  ['EMAIL_RENDER_THREADS', 'all'],
   ['INBOUND_SMTP_PORT', '65536'],
   ['BODY_LIMIT_BYTES', '12'],
   ['LOG_LEVEL', 'loud'],
