@@ -18,6 +18,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   './email/record.ts',
   './links/landing-pages.ts',
   './messaging/retention.ts',
+  './messaging/rollup.ts',
   './messaging/send.ts',
   './sms/accept.ts',
   './sms/expiry.ts',

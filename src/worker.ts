@@ -16,6 +16,7 @@ import { SMPP_PURGES } from './sms/transports/smpp/journal.ts';
 import { smppTransport, type SmppLog } from './sms/transports/smpp/transport.ts';
 import type { SmsTransport } from './sms/transport.ts';
 import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
+import { USAGE_FOLD_KIND, usageFoldHandler } from './messaging/rollup.ts';
 import { EMAIL_SEND_KIND } from './email/accept.ts';
 import { emailSendHandler } from './email/send.ts';
 import { sandboxEmailTransport } from './email/transports/sandbox.ts';
@@ -49,6 +50,8 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
   worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport, renderPool }), { concurrency: 8 });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), { concurrency: 1 });
+  // Recurring too: what status changes counted, folded into the usage rollup by one job at a time.
+  worker.register(USAGE_FOLD_KIND, usageFoldHandler(ctx), { concurrency: 1 });
   // Also recurring: messages no receipt settled end Failed after SMS_RECEIPT_TIMEOUT_HOURS.
   worker.register(RECEIPT_EXPIRY_KIND, receiptExpiryHandler(ctx), { concurrency: 1 });
 }

@@ -399,6 +399,11 @@ export interface UsageRollupTable {
   parts: number;
 }
 
+/** A transaction's counts not yet folded into usage_rollup (0024). */
+export interface UsageDeltasTable extends UsageRollupTable {
+  id: Generated<number>;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -414,6 +419,7 @@ export interface Schema {
   send_recipients: SendRecipientsTable;
   recipient_history: RecipientHistoryTable;
   usage_rollup: UsageRollupTable;
+  usage_deltas: UsageDeltasTable;
   sandbox_sms: SandboxSmsTable;
   sandbox_email: SandboxEmailTable;
   email_campaigns: EmailCampaignsTable;

@@ -45,7 +45,7 @@ interface PeriodCount {
 }
 
 /**
- * The rollup summed per local period (an hour or a day: `periodMs`) of a span, status and
+ * The rollup and the deltas not yet folded into it (rollup.ts) summed per local period (an hour or a day: `periodMs`) of a span, status and
  * encoding, for the account's channels. The account's offset is whole quarter-hours and so
  * are the buckets, so each bucket falls in one period: the grouping is integer arithmetic on
  * the key, and a month is a range read of at most 2,976 buckets per status.
@@ -53,11 +53,15 @@ interface PeriodCount {
 async function periodCounts(db: Db, q: { accountId: string; channels: Channel[]; start: number; periods: number; periodMs: number }): Promise<PeriodCount[]> {
   const first = q.start / BUCKET_MS;
   const per = q.periodMs / BUCKET_MS;
+  const last = first + q.periods * per;
   // Cast: a number parameter may arrive as a real, whose division would not truncate.
   const { rows } = await sql<PeriodCount>`
     select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding, sum(messages) as messages, sum(parts) as parts
-      from usage_rollup
-     where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${first + q.periods * per}
+      from (select channel, bucket, status, encoding, messages, parts from usage_rollup
+             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}
+            union all
+            select channel, bucket, status, encoding, messages, parts from usage_deltas
+             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}) counted
      group by 1, 2, 3, 4`.execute(db);
   return rows.map((row) => ({ ...row, period: Number(row.period), messages: Number(row.messages), parts: Number(row.parts) }));
 }

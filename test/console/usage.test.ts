@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
+import { foldUsage } from '../../src/messaging/rollup.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { recordMailReport } from '../../src/email/inbound.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
@@ -42,8 +43,10 @@ forEachDatabase((dialect) => {
   const recipientId = async (sendId: string, address: string) =>
     Number((await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('address', '=', address).executeTakeFirstOrThrow()).id);
 
-  /** The rollup of an account, summed per channel and status: { 'sms Submitted': [messages, parts] }. */
+  /** The rollup of an account once its deltas are folded into it, summed per channel and status: { 'sms Submitted': [messages, parts] }. */
   async function rollup(accountId: string) {
+    assert.ok((await crm.t.ctx.database.call(foldUsage, {})) > 0, 'the transactions appended deltas');
+    assert.equal(await crm.t.ctx.database.call(foldUsage, {}), 0, 'a fold takes them all');
     const rows = await crm.t.ctx.db
       .selectFrom('usage_rollup')
       .select(['channel', 'status', (eb) => eb.fn.sum<number>('messages').as('messages'), (eb) => eb.fn.sum<number>('parts').as('parts')])
