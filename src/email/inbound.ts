@@ -3,9 +3,8 @@ import { procedure } from '../db/procedure.ts';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { addSuppression, optOutEmail } from '../messaging/suppressions.ts';
-import { UsageTally } from '../messaging/rollup.ts';
-import { appendWebhookEvents } from '../webhooks/events.ts';
-import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
+import type { EmailEventWord } from './events.ts';
+import { appendEmailEvent } from './record.ts';
 
 /**
  * What mail received after sending reports of a message, recorded on it: an asynchronous
@@ -94,18 +93,7 @@ export const recordMailReport = procedure(
         reason = `feedback type ${event.feedbackType}`;
         await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: SPAM_REPORT_REASON, now });
       }
-      await trx.insertInto('recipient_history').values({ recipient_id: row.id, status: word, at: now, reply }).execute();
-      if (row.webhook_url) {
-        await appendWebhookEvents(trx, { now: () => now }, {
-          accountId: row.account_id,
-          url: row.webhook_url,
-          type: EMAIL_EVENTS_TYPE,
-          events: [emailEvent({ batchId: row.send_id, messageId: row.message_id, email: row.address, event: word, reason, reply, at: now })],
-        });
-      }
-      const tally = new UsageTally(now);
-      tally.add(row.account_id, 'email', word);
-      await tally.write(trx, dialect);
+      await appendEmailEvent(trx, dialect, row, { event: word, reason, reply, at: now });
       return { ...outcome, repeated: false };
     }),
 );

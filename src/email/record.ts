@@ -300,19 +300,42 @@ export const recordTracking = procedure(
     const byMachine = args.head || (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) || (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
     if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
     const machine = event.kind === 'unsubscribe' ? null : byMachine;
-    await trx.insertInto('recipient_history').values({ recipient_id: row.id, status: word, at: now, url, machine }).execute();
     if (event.kind === 'unsubscribe') await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: 'unsubscribed', now });
-    if (row.webhook_url) {
-      await appendWebhookEvents(trx, { now: () => now }, {
-        accountId: row.account_id,
-        url: row.webhook_url,
-        type: EMAIL_EVENTS_TYPE,
-        events: [emailEvent({ batchId: row.send_id, messageId: row.message_id, email: row.address, event: word, url, machine, at: now })],
-      });
-    }
-    const tally = new UsageTally(now);
-    tally.add(row.account_id, 'email', word);
-    await tally.write(trx, dialect);
+    await appendEmailEvent(trx, dialect, row, { event: word, url, machine, at: now });
     return { url };
   }),
 );
+
+/** An email recipient as an event after its sending names it (a tracking URL, a report by mail). */
+export interface SentEmail {
+  id: number;
+  address: string;
+  message_id: string | null;
+  send_id: string;
+  account_id: string;
+  webhook_url: string | null;
+}
+
+/**
+ * One event of a sent email, in the caller's transaction: its row in the recipient's history,
+ * its webhook event, and its count for the usage rollup.
+ */
+export async function appendEmailEvent(
+  trx: Db,
+  dialect: DialectName,
+  sent: SentEmail,
+  e: { event: EmailEventWord; at: number; reason?: string | null; reply?: string | null; url?: string | null; machine?: boolean | null },
+): Promise<void> {
+  await trx.insertInto('recipient_history').values({ recipient_id: sent.id, status: e.event, at: e.at, reply: e.reply ?? null, url: e.url ?? null, machine: e.machine ?? null }).execute();
+  if (sent.webhook_url) {
+    await appendWebhookEvents(trx, { now: () => e.at }, {
+      accountId: sent.account_id,
+      url: sent.webhook_url,
+      type: EMAIL_EVENTS_TYPE,
+      events: [emailEvent({ batchId: sent.send_id, messageId: sent.message_id, email: sent.address, ...e })],
+    });
+  }
+  const tally = new UsageTally(e.at);
+  tally.add(sent.account_id, 'email', e.event);
+  await tally.write(trx, dialect);
+}
