@@ -16,9 +16,21 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 export async function readSms(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
   const read = await readSendPage(db, accountId, 'sms', sendId, page, 'The SMS');
+  const { ids, send } = read;
+  // Billed once the operator took it (GET /usage's rule): a Failed message counts when it was
+  // Submitted first (its receipt failed), not when the SMSC refused it.
   let partsBilled = 0;
   for (const row of read.counts) if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
-  const { ids, send } = read;
+  if (read.counts.some((row) => row.status === 'Failed')) {
+    const failedAfterSubmit = await db
+      .selectFrom('send_recipients as r')
+      .select((eb) => eb.fn.sum<number>('r.parts').as('parts'))
+      .where('r.send_id', '=', send.id)
+      .where('r.status', '=', 'Failed')
+      .where((eb) => eb.exists(eb.selectFrom('recipient_history as h').select('h.recipient_id').whereRef('h.recipient_id', '=', 'r.id').where('h.status', '=', 'Submitted')))
+      .executeTakeFirst();
+    partsBilled += Number(failedAfterSubmit?.parts ?? 0);
+  }
   const linked = (JSON.parse(send.content) as SmsContent).landingPageId !== null;
   const parts = ids.length === 0 ? [] : await db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute();
   const [clicksOf, clicks] = linked ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)]) : [new Map<number, ClickView[]>(), 0];

@@ -130,6 +130,21 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
   });
 
+  it('bills the parts of a message the operator took though its receipt failed, and not those of one it refused', async () => {
+    await crm.close();
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' } });
+    alice = await crm.client();
+    const queueId = await send(alice, '/sms/batch', { senderName: 'HERALD', body: 'x'.repeat(161), recipients: ['919812300001', '919812300002'].map((mobileNo) => ({ mobileNo })) });
+    const statuses = async () => Object.fromEntries((await alice.get(`/sms/${queueId}`)).json().recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]));
+    assert.deepEqual(await statuses(), { '919812300001': 'Delivered', '919812300002': 'Failed' });
+    // As an UNDELIV receipt leaves it (sms/receipts.ts): Failed after the operator took it.
+    const { id } = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', queueId).where('address', '=', '919812300001').executeTakeFirstOrThrow();
+    await crm.t.ctx.db.updateTable('send_recipients').set({ status: 'Failed' }).where('id', '=', id).execute();
+    await crm.t.ctx.db.insertInto('recipient_history').values({ recipient_id: id, status: 'Failed', at: crm.clock.now() }).execute();
+    assert.deepEqual(await statuses(), { '919812300001': 'Failed', '919812300002': 'Failed' });
+    assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
+  });
+
   it('answers /sms/single to a number whose contact has not consented with 422, and queues nothing', async () => {
     await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
     const response = await alice.post('/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'code 1' });
