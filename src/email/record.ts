@@ -7,7 +7,7 @@ import type { Schema } from '../db/schema.ts';
 import { refusedInRange } from '../messaging/recipients.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import { completeSend, loadPage, PAGE, pageRows, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { completeSend, endUnsent, loadPage, PAGE, pageRows, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -221,37 +221,18 @@ export function pageResults(
   return results;
 }
 
-/**
- * A batch's job died (its last attempt failed, or it kept killing its worker): what it had
- * not handed over is Dropped with the reason, posted like any other event, and the batch Completed.
- */
+/** A batch's job died: what it had not handed over is Dropped (messaging/send.ts's endUnsent), and the batch Completed. */
 export async function dropUnsent(trx: Db, dialect: DialectName, clock: Clock, sendId: string, error: string): Promise<void> {
-  const now = clock.now();
-  const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
-  if (!send) return;
-  const reason = `not sent: ${error}`;
-  const dropped = await trx
-    .updateTable('send_recipients')
-    .set({ status: 'Dropped', reason, retry_at: null, updated_at: now })
-    .where('send_id', '=', sendId)
-    .where('status', 'in', PENDING)
-    .returning(['id', 'address', 'message_id'])
-    .execute();
-  const tally = new UsageTally(now);
-  tally.add(send.account_id, 'email', 'Dropped', { messages: dropped.length });
-  if (dropped.length > 0) {
-    await trx.insertInto('recipient_history').values(dropped.map((r) => ({ recipient_id: r.id, status: 'Dropped', at: now }))).execute();
-    if (send.webhook_url) {
-      await appendWebhookEvents(trx, clock, {
-        accountId: send.account_id,
-        url: send.webhook_url,
-        type: EMAIL_EVENTS_TYPE,
-        events: dropped.map((r) => emailEvent({ batchId: sendId, messageId: r.message_id, email: r.address, event: 'Dropped', reason, at: now })),
-      });
-    }
-  }
-  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
-  await tally.write(trx, dialect);
+  await endUnsent(trx, dialect, clock, {
+    sendId,
+    error,
+    channel: 'email',
+    status: 'Dropped',
+    pending: PENDING,
+    columns: (reason) => ({ reason, retry_at: null }),
+    webhookType: EMAIL_EVENTS_TYPE,
+    event: (r, reason, now) => emailEvent({ batchId: sendId, messageId: r.message_id, email: r.address, event: 'Dropped', reason, at: now }),
+  });
 }
 
 /**

@@ -9,6 +9,7 @@ import { cursorCodec } from '../http/cursor.ts';
 import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
 import { pauseForTest } from '../test-pause.ts';
 import { UsageTally } from './rollup.ts';
 import { expandRecipients, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
@@ -249,6 +250,59 @@ export async function completeSend(trx: Db, sendId: string, now: number, lease: 
 export const finishResumedSend = procedure(import.meta.url, 'finishResumedSend', async ({ db }, args: { sendId: string; now: number; lease: Lease; pending: string[] }): Promise<Finish> =>
   db.transaction().execute((trx) => finishSend(trx, args.sendId, args.now, args.lease, args.pending)),
 );
+
+/** A recipient a send's job gave up on, as endUnsent hands it to the channel's webhook event. */
+export interface UnsentRow {
+  id: number;
+  address: string;
+  message_id: string | null;
+  parts: number | null;
+}
+
+/**
+ * A send's job died (its last attempt failed, or it kept killing its worker), in the caller's
+ * transaction: its recipients still in `pending` take the channel's word for it (SMS Failed,
+ * email Dropped) with the reason, in their history, posted like any other outcome and counted
+ * for the usage rollup, and the send is Completed.
+ */
+export async function endUnsent(
+  trx: Db,
+  dialect: DialectName,
+  clock: Clock,
+  args: {
+    sendId: string;
+    error: string;
+    channel: Channel;
+    status: 'Failed' | 'Dropped';
+    pending: readonly string[];
+    /** Where the channel keeps the reason, and what else it clears. */
+    columns: (reason: string) => Record<string, string | null>;
+    webhookType: string;
+    event: (row: UnsentRow, reason: string, now: number) => object;
+  },
+): Promise<void> {
+  const now = clock.now();
+  const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', args.sendId).executeTakeFirst();
+  if (!send) return;
+  const reason = `not sent: ${args.error}`;
+  const ended = (await trx
+    .updateTable('send_recipients')
+    .set({ ...args.columns(reason), status: args.status, updated_at: now })
+    .where('send_id', '=', args.sendId)
+    .where('status', 'in', args.pending)
+    .returning(['id', 'address', 'message_id', 'parts'])
+    .execute()) as UnsentRow[];
+  const tally = new UsageTally(now);
+  tally.add(send.account_id, args.channel, args.status, { messages: ended.length });
+  if (ended.length > 0) {
+    await trx.insertInto('recipient_history').values(ended.map((r) => ({ recipient_id: r.id, status: args.status, at: now }))).execute();
+    if (send.webhook_url) {
+      await appendWebhookEvents(trx, clock, { accountId: send.account_id, url: send.webhook_url, type: args.webhookType, events: ended.map((r) => args.event(r, reason, now)) });
+    }
+  }
+  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', args.sendId).execute();
+  await tally.write(trx, dialect);
+}
 
 /** Starts a send, a range of its expansion a call, until it is expanded: its start, or null when there is nothing to send. */
 export async function expandedSend<T>(clock: Clock, run: JobRun, start: () => Promise<T | 'expanding' | null>): Promise<T | null> {

@@ -5,7 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { expandedSend, finishSend, loadPage, pendingByStatus, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
@@ -247,35 +247,16 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
   };
 }
 
-/**
- * A send's job died (its last attempt failed, or it kept killing its worker): what it had
- * not sent is Failed with the reason, posted like any other outcome, and the send Completed.
- */
+/** A send's job died: what it had not sent is Failed (messaging/send.ts's endUnsent), and the send Completed. */
 export async function failUnsent(trx: Db, dialect: DialectName, clock: Clock, sendId: string, error: string): Promise<void> {
-  const now = clock.now();
-  const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', sendId).executeTakeFirst();
-  if (!send) return;
-  const reason = `not sent: ${error}`;
-  const failed = await trx
-    .updateTable('send_recipients')
-    .set({ status: 'Failed', error: reason, updated_at: now })
-    .where('send_id', '=', sendId)
-    .where('status', '=', 'Queued')
-    .returning(['id', 'address', 'message_id', 'parts'])
-    .execute();
-  const tally = new UsageTally(now);
-  tally.add(send.account_id, 'sms', 'Failed', { messages: failed.length });
-  if (failed.length > 0) {
-    await trx.insertInto('recipient_history').values(failed.map((r) => ({ recipient_id: r.id, status: 'Failed', at: now }))).execute();
-    if (send.webhook_url) {
-      await appendWebhookEvents(trx, clock, {
-        accountId: send.account_id,
-        url: send.webhook_url,
-        type: SMS_STATUS_TYPE,
-        events: failed.map((r) => smsStatusEvent({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: now })),
-      });
-    }
-  }
-  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', sendId).execute();
-  await tally.write(trx, dialect);
+  await endUnsent(trx, dialect, clock, {
+    sendId,
+    error,
+    channel: 'sms',
+    status: 'Failed',
+    pending: ['Queued'],
+    columns: (reason) => ({ error: reason }),
+    webhookType: SMS_STATUS_TYPE,
+    event: (r, reason, now) => smsStatusEvent({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: now }),
+  });
 }
