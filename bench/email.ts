@@ -40,7 +40,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, Agent } from 'node:http';
+import { Agent } from 'node:http';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -55,7 +55,7 @@ import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
 import { Keyring } from '../src/sealed.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
-import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);
 const RECIPIENTS = 1000;
@@ -69,25 +69,6 @@ const postgres = requestedUrl?.startsWith('postgres') ?? false;
 const html = readFileSync(new URL('fixtures/email-newsletter.html', import.meta.url), 'utf8');
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Counts the Delivered events posted to it, and when the last post arrived. */
-async function startReceiver(): Promise<{ url: string; delivered: () => number; lastAt: () => number; close: () => Promise<void> }> {
-  let delivered = 0;
-  let lastAt = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      delivered += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<{ event: string }> }).data.filter((e) => e.event === 'Delivered').length;
-      lastAt = Date.now();
-      res.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/hooks`, delivered: () => delivered, lastAt: () => lastAt, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 const address = (n: number) => `customer${n}@example.com`;
 const city = (n: number) => (n % 3 === 0 ? 'Zürich' : n % 3 === 1 ? 'Pune' : 'Lyon');
@@ -211,7 +192,7 @@ interface Figures {
 
 async function run(url: string, list: number): Promise<Figures> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
-  const receiver = await startReceiver();
+  const receiver = await startWebhookCounter((e) => e.event === 'Delivered');
   const sink = SMTP ? await startSink() : undefined;
   let servers: Array<ReturnType<typeof spawn>> = [];
   const stop = async () => {
@@ -275,7 +256,7 @@ async function run(url: string, list: number): Promise<Figures> {
       lastHandOver = Number(rows[0].last);
     }
     const deadline = Date.now() + 120_000;
-    while (receiver.delivered() < total && Date.now() < deadline) await sleep(50);
+    while (receiver.counted() < total && Date.now() < deadline) await sleep(50);
     const peakRss = Math.max(...servers.map((server) => peakRssMiB(server.pid!)));
     await stop();
     const plain = sink ? await plainNodemailer(database, sink.port, total) : null;
@@ -284,8 +265,8 @@ async function run(url: string, list: number): Promise<Figures> {
       total,
       plain,
       seconds: (lastHandOver - requested) / 1000,
-      webhookSeconds: receiver.delivered() >= total ? (receiver.lastAt() - lastHandOver) / 1000 : null,
-      delivered: receiver.delivered(),
+      webhookSeconds: receiver.counted() >= total ? (receiver.lastAt() - lastHandOver) / 1000 : null,
+      delivered: receiver.counted(),
       peakRss,
       loadBefore,
       loadAfter,

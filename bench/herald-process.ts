@@ -1,12 +1,14 @@
 /**
  * What the benches that drive a running `herald serve` over HTTP share: a fresh PostgreSQL
- * database, waiting for the server, an access token, a cheap POST and the peak RSS.
+ * database, waiting for the server, an access token, a cheap POST, the peak RSS and a webhook
+ * receiver.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request, type Agent } from 'node:http';
+import { once } from 'node:events';
+import { createServer, request, type Agent } from 'node:http';
 import pg from 'pg';
 
 /** One ENCRYPTION_KEY for every process of a run (PostgreSQL requires it; they must share it). */
@@ -99,4 +101,26 @@ export function post(agent: Agent, url: string, headers: Record<string, string>,
 export function peakRssMiB(pid: number): number {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(match![1]) / 1024;
+}
+
+/**
+ * A webhook receiver that counts the events of the posts it takes that `counts` picks (a
+ * message's final status), and notes when the last post arrived.
+ */
+export async function startWebhookCounter(counts: (event: Record<string, unknown>) => boolean): Promise<{ url: string; counted: () => number; lastAt: () => number; close: () => Promise<void> }> {
+  let counted = 0;
+  let lastAt = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      counted += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<Record<string, unknown>> }).data.filter(counts).length;
+      lastAt = Date.now();
+      res.writeHead(204).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/hooks`, counted: () => counted, lastAt: () => lastAt, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }

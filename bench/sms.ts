@@ -28,7 +28,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, Agent } from 'node:http';
+import { Agent } from 'node:http';
 import { createInterface } from 'node:readline';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +37,7 @@ import { createAccount, updateAccountSettings } from '../src/accounts/service.ts
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
-import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
 import { bind, drive } from './smpp-client.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -56,25 +56,6 @@ const postgres = requestedUrl?.startsWith('postgres') ?? false;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-
-/** Counts the final status events (Delivered, Failed) posted to it, one per message, and when the last arrived. */
-async function startReceiver(): Promise<{ url: string; events: () => number; lastAt: () => number; close: () => Promise<void> }> {
-  let events = 0;
-  let lastAt = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      events += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<{ status: string }> }).data.filter((e) => e.status === 'Delivered' || e.status === 'Failed').length;
-      lastAt = Date.now();
-      res.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/hooks`, events: () => events, lastAt: () => lastAt, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 function mobile(n: number): string {
   return String(919_000_000_000 + n);
@@ -218,7 +199,7 @@ async function run(url: string): Promise<void> {
   await database.db.insertInto('contact_lists').values({ id: customers, account_id: account.id, name: 'Customers', name_key: 'customers', is_default: false, created_at: Date.now() }).execute();
   await seedContacts(database, account.id, customers);
 
-  const receiver = await startReceiver();
+  const receiver = await startWebhookCounter((e) => e.status === 'Delivered' || e.status === 'Failed');
   const simulator = SMPP ? await startSimulator() : undefined;
   const clock = simulator ?? sandboxClock;
   const transport = simulator ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` } : {};
@@ -251,7 +232,7 @@ async function run(url: string): Promise<void> {
 
     console.log(`(b) one batch: ${RECIPIENTS} recipients + a list of ${LIST} contacts, with (a) running beside it`);
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ mobileNo: mobile(i + 1) }));
-    const eventsBefore = receiver.events();
+    const eventsBefore = receiver.counted();
     const busy = otpStream(base, headers, receiver.url);
     const requested = Date.now();
     const accepted = await post(new Agent(), `${base}/sms/batch`, headers, JSON.stringify({ listId: [customers], recipients, senderName: 'HERALD', body: 'Our sale starts today: 20% off everything.', webHookUrl: receiver.url }));
@@ -267,14 +248,14 @@ async function run(url: string): Promise<void> {
     const seconds = (lastSubmit - requested) / 1000;
     const expectedEvents = eventsBefore + total + busy.queueIds.size;
     const deadline = Date.now() + 120_000;
-    while (receiver.events() < expectedEvents && Date.now() < deadline) await sleep(50);
+    while (receiver.counted() < expectedEvents && Date.now() < deadline) await sleep(50);
     const peakRss = peakRssMiB(server.pid!);
 
     console.log('figure                                              value');
     console.log(`OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`);
     console.log(`OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`);
     console.log(`batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`);
-    console.log(`batch: last webhook event after the last submit    ${receiver.events() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.events() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`);
+    console.log(`batch: last webhook event after the last submit    ${receiver.counted() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`);
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
     if (simulator) {
       server.kill('SIGTERM');
