@@ -6,8 +6,8 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { ManualClock } from '../../src/clock.ts';
 import { startSmsc, type Smsc } from '../../src/sim/smsc.ts';
-import { segment } from '../../src/sms/segments.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
+import { outgoingMessages } from './smpp-support.ts';
 import { SharedSendRate } from '../../src/ratelimit/shared-send-rate.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { parseSmppUrl } from '../../src/smpp-url.ts';
@@ -238,19 +238,7 @@ forEachDatabase((dialect) => {
     await clean();
   });
 
-  let sequence = 0;
-  const message = (text: string): OutgoingSms => {
-    sequence += 1;
-    return {
-      accountId: 'account',
-      sendId: `send-${sequence}`,
-      messageId: `message-${sequence}`,
-      recipient: String(919812500000 + sequence),
-      sender: 'HERALD',
-      segmented: segment(text, { reference: sequence % 256 }),
-      sensitive: false,
-    };
-  };
+  const message = outgoingMessages();
 
   it('keeps the processes together within the account’s tps at the SMSC, passcodes passing both campaigns on their share', { timeout: 30_000 }, async () => {
     // The operator's contract: 100 a second across every bind of the account.

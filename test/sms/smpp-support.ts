@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
+import { segment } from '../../src/sms/segments.ts';
+import type { OutgoingSms } from '../../src/sms/transport.ts';
 import { startCrmTest } from '../crm/support.ts';
 import { waitFor } from '../support/wait.ts';
 import type { Receiver } from '../webhooks/support.ts';
@@ -46,5 +48,22 @@ export async function startSmppHerald(dialect: DialectName, transport: string, r
       const secret = (await alice.get('/webhooks/secret')).json().secret as string;
       return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: StatusEvent[] }).data);
     },
+  };
+}
+
+/** Messages for a transport driven directly, each of its own send and number, made in turn. */
+export function outgoingMessages(): (text?: string) => OutgoingSms {
+  let sequence = 0;
+  return (text = 'hi') => {
+    sequence += 1;
+    return {
+      accountId: 'account',
+      sendId: `send-${sequence}`,
+      messageId: `message-${sequence}`,
+      recipient: String(919812500000 + sequence),
+      sender: 'HERALD',
+      segmented: segment(text, { reference: sequence % 256 }),
+      sensitive: false,
+    };
   };
 }

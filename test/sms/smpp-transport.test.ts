@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import smpp from 'smpp';
 import { ManualClock } from '../../src/clock.ts';
-import { segment } from '../../src/sms/segments.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
+import { outgoingMessages } from './smpp-support.ts';
 import { parseSmppUrl } from '../../src/smpp-url.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
@@ -42,19 +42,7 @@ forEachDatabase((dialect) => {
       timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, ...timing },
     });
   };
-  let sequence = 0;
-  const message = (text = 'hi'): OutgoingSms => {
-    sequence += 1;
-    return {
-      accountId: 'account',
-      sendId: `send-${sequence}`,
-      messageId: `message-${sequence}`,
-      recipient: String(919812500000 + sequence),
-      sender: 'HERALD',
-      segmented: segment(text, { reference: sequence % 256 }),
-      sensitive: false,
-    };
-  };
+  const message = outgoingMessages();
   const submit = (messages: OutgoingSms[], urgent = false) => transport!.submit(database, messages, new AbortController().signal, { urgent });
   const bound = async () => (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/state="bound"} (\d+)/)?.[1];
 
