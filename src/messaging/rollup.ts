@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
+import { chunkOf } from '../db/chunks.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
@@ -66,16 +67,16 @@ const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, enco
                           do update set messages = usage_rollup.messages + excluded.messages, parts = usage_rollup.parts + excluded.parts`;
 
 /**
- * Adds the oldest deltas to the rollup and deletes them, in one transaction; answers how many
- * it took. On PostgreSQL the delete takes the rows it sees, so a delta whose transaction
- * commits meanwhile waits for the next fold. Run by one job at a time (USAGE_FOLD_KIND), so
+ * Adds at most FOLD_ROWS deltas to the rollup and deletes them, in one transaction; answers how
+ * many it took. On PostgreSQL the delete takes a chunk of the rows it sees (db/chunks.ts), so a
+ * delta whose transaction commits meanwhile waits for the next fold. Run by one job at a time (USAGE_FOLD_KIND), so
  * the rollup's rows have one writer.
  */
 export const foldUsage = procedure(import.meta.url, 'foldUsage', async ({ db, dialect }, _args: Record<string, never>): Promise<number> =>
   db.transaction().execute(async (trx) => {
     if (dialect === 'postgres') {
       const { rows } = await sql<{ n: string }>`
-        with moved as (delete from usage_deltas where id in (select id from usage_deltas order by id limit ${FOLD_ROWS})
+        with moved as (delete from usage_deltas where ${chunkOf(dialect, 'usage_deltas', sql`true`, FOLD_ROWS, 'id')}
                        returning account_id, channel, bucket, status, encoding, messages, parts),
              added as (insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
                        select account_id, channel, bucket, status, encoding, sum(messages), sum(parts) from moved group by 1, 2, 3, 4, 5
