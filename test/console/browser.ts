@@ -1,0 +1,58 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+
+/** Debian's Chromium, which .ci/run installs; playwright-core brings no browser of its own. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Where the test run leaves its screenshots for a reviewer (gitignored). */
+export const SCREENSHOTS = new URL('../../test-output/console/', import.meta.url);
+
+export interface Browser {
+  context: BrowserContext;
+  page: Page;
+  /** Messages the page logged as errors (a CSP refusal among them). */
+  errors: string[];
+  screenshot(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Chromium headless with a fresh profile, one page open; `prefix` starts each screenshot's name. */
+export async function launchBrowser(prefix: string): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`The console's browser test needs Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does).`);
+  }
+  if (!existsSync(new URL('../../web/dist/index.html', import.meta.url))) {
+    throw new Error('The console is not built: `npm ci` builds it (its prepare script runs `vite build web`).');
+  }
+  const profile = mkdtempSync(join(tmpdir(), 'herald-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    acceptDownloads: true,
+    viewport: { width: 1280, height: 900 },
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(error.message));
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return {
+    context,
+    page,
+    errors,
+    async screenshot(name) {
+      await page.screenshot({ path: new URL(`${prefix}-${name}.png`, SCREENSHOTS).pathname, fullPage: true });
+    },
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
