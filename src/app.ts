@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppContext } from './context.ts';
@@ -16,8 +17,9 @@ import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
 import { smsRoutes } from './sms/routes.ts';
 import { emailRoutes } from './email/routes.ts';
-import { usageRoutes } from './messaging/routes.ts';
+import { messagingRoutes } from './messaging/routes.ts';
 import { linkRoutes } from './links/routes.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/destination.ts';
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
@@ -42,6 +44,8 @@ export async function buildApp(
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
   const accessCache = new AccessCache(ctx.clock);
+  // Before authentication: the console's session comes in a cookie.
+  await app.register(cookie);
   registerAuthentication(app, ctx, accessCache);
   app.addSchema(ErrorBody);
   app.addHook('onRoute', (route) => {
@@ -66,7 +70,8 @@ export async function buildApp(
   crmRoutes(app, ctx);
   smsRoutes(app, ctx);
   emailRoutes(app, ctx);
-  usageRoutes(app, ctx);
+  messagingRoutes(app, ctx);
+  await consoleRoutes(app, ctx);
   linkRoutes(app, ctx);
 
   return app;

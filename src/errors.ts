@@ -46,6 +46,10 @@ export const missingToken = () =>
 export const adminUnauthorized = () =>
   new AppError(401, 'The admin token is missing or wrong.', { headers: { 'www-authenticate': 'Bearer' } });
 
+export const consoleSessionEnded = () => new AppError(401, 'The console session has ended or was never opened: sign in again.');
+
+export const csrfRefused = () => new AppError(403, 'A change made under a console session needs the X-CSRF-Token header the sign-in gave.');
+
 export const notFound = (what: string) => new AppError(404, `${what} was not found.`);
 
 export const conflict = (message: string, errors: FieldError[] = []) => new AppError(409, message, { errors });

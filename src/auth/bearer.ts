@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { adminUnauthorized, invalidToken, missingToken } from '../errors.ts';
+import { adminUnauthorized, consoleSessionEnded, csrfRefused, invalidToken, missingToken } from '../errors.ts';
+import { SESSION_COOKIE, csrfTokenMatches, findSession } from './console-sessions.ts';
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
 import { AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
 import { verifyAccessToken, type TokenSubject } from './tokens.ts';
@@ -20,6 +21,8 @@ export interface AuthenticatedAccount {
 declare module 'fastify' {
   interface FastifyRequest {
     account: AuthenticatedAccount;
+    /** The console session's secret when the request came with its cookie rather than a bearer token. */
+    consoleSession: string | null;
   }
   interface FastifyContextConfig {
     /** Who may call the route: an account's bearer token, the operator's ADMIN_TOKEN, or anyone. */
@@ -37,19 +40,26 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return match[1];
 }
 
+const headerValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+
 function sameSecret(given: string, expected: string): boolean {
   const digest = (s: string) => createHash('sha256').update(s).digest();
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /**
  * One onRequest hook authenticates every route by its `config.auth`, then counts account
  * routes against their rate-limit group. It runs before the body is read, so a caller
- * without a valid token or over its limit costs no parsing. Verified tokens and account
+ * without a valid token or over its limit costs no parsing. An account route takes either a
+ * bearer token or the console's session cookie (src/console): the console is one more client
+ * of the same routes; under the cookie, a change needs the session's CSRF token too. Verified tokens and account
  * reads are remembered (access-cache.ts); revocations reach every process within a second.
  */
 export function registerAuthentication(app: FastifyInstance, ctx: AppContext, cache: AccessCache): void {
   app.decorateRequest('account', null as unknown as AuthenticatedAccount);
+  app.decorateRequest('consoleSession', null);
 
   async function subjectOf(token: string): Promise<TokenSubject> {
     const hash = tokenHash(token);
@@ -72,6 +82,16 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     return row;
   }
 
+  async function consoleSubjectOf(request: FastifyRequest): Promise<Omit<TokenSubject, 'expiresAt'>> {
+    const secret = request.cookies[SESSION_COOKIE];
+    if (secret === undefined) throw missingToken();
+    const session = await findSession(ctx.database.reads, secret, ctx.clock.now());
+    if (!session) throw consoleSessionEnded();
+    if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(secret, headerValue(request.headers['x-csrf-token']))) throw csrfRefused();
+    request.consoleSession = secret;
+    return session;
+  }
+
   app.addHook('onRequest', async (request, reply) => {
     const { auth, rateLimitGroup } = request.routeOptions.config;
     if (auth === 'admin') {
@@ -81,11 +101,12 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     }
     if (auth !== 'account') return;
     const token = bearerToken(request);
-    if (token === undefined) throw missingToken();
-    const subject = await subjectOf(token);
+    const subject = token === undefined ? await consoleSubjectOf(request) : await subjectOf(token);
     const row = await accountOf(subject.accountId);
     if (!row) throw invalidToken('its account no longer exists');
-    if (row.token_version !== subject.tokenVersion) throw invalidToken('it was revoked by a password change or private-token rotation');
+    if (row.token_version !== subject.tokenVersion) {
+      throw token === undefined ? consoleSessionEnded() : invalidToken('it was revoked by a password change or private-token rotation');
+    }
     request.account = {
       id: row.id,
       userName: row.user_name,

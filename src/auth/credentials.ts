@@ -1,6 +1,11 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
+import { Type } from 'typebox';
+import { Uuid } from '../http/schemas.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
+import { invalidCredentials } from '../errors.ts';
+import { DECOY_HASH, verifyPassword } from './passwords.ts';
+import type { LoginThrottle } from './throttle.ts';
 
 /**
  * The account a sign-in names (POST /token, the CLI's --user): user names are compared
@@ -23,4 +28,36 @@ export function newPrivateToken(): { privateToken: string; hash: string } {
 
 export function privateTokenMatches(account: Selectable<AccountsTable>, privateToken: string): boolean {
   return timingSafeEqual(Buffer.from(account.private_token_hash, 'hex'), Buffer.from(privateTokenHash(privateToken), 'hex'));
+}
+
+/** The three credentials of a sign-in, as a request body's fields: POST /token's and the console's. */
+export const SignInFields = {
+  userName: Type.String({ minLength: 1, maxLength: 254 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+  privateToken: Uuid(),
+};
+
+export interface Credentials {
+  userName: string;
+  password: string;
+  privateToken: string;
+}
+
+/**
+ * The account whose three credentials these are, under the sign-in throttle: POST /token and
+ * the console's sign-in. A 401 that never tells which of the three was wrong, or a 429.
+ */
+export async function signIn(db: Kysely<Schema>, throttle: LoginThrottle, credentials: Credentials, address: string): Promise<Selectable<AccountsTable>> {
+  const { userName, password, privateToken } = credentials;
+  await throttle.check(userName, address);
+  const account = await findAccountByUserName(db, userName);
+  // Always verify a hash, a decoy one for an unknown name, so timing does not tell
+  // which of the three credentials was wrong.
+  const passwordOk = await verifyPassword(password, account?.password_hash ?? DECOY_HASH);
+  if (!account || !passwordOk || !privateTokenMatches(account, privateToken)) {
+    await throttle.recordFailure(userName, address);
+    throw invalidCredentials();
+  }
+  await throttle.recordSuccess(userName);
+  return account;
 }

@@ -2,19 +2,12 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { invalidCredentials } from '../errors.ts';
-import { errorResponses, Uuid } from '../http/schemas.ts';
-import { findAccountByUserName, privateTokenMatches } from './credentials.ts';
-import { DECOY_HASH, verifyPassword } from './passwords.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { SignInFields, signIn } from './credentials.ts';
 import { LoginThrottle } from './throttle.ts';
 import { VALIDITIES, expiryFor, signAccessToken } from './tokens.ts';
 
-const TokenRequest = Type.Object({
-  userName: Type.String({ minLength: 1, maxLength: 254 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-  privateToken: Uuid(),
-  validity: Type.Enum([...VALIDITIES]),
-});
+const TokenRequest = Type.Object({ ...SignInFields, validity: Type.Enum([...VALIDITIES]) });
 
 // SPEC §5.3, field for field.
 const TokenResponse = Type.Object({
@@ -41,17 +34,8 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const { userName, password, privateToken, validity } = request.body;
-      await throttle.check(userName, request.ip);
-      const account = await findAccountByUserName(ctx.db, userName);
-      // Always verify a hash, a decoy one for an unknown name, so timing does not tell
-      // which of the three credentials was wrong.
-      const passwordOk = await verifyPassword(password, account?.password_hash ?? DECOY_HASH);
-      if (!account || !passwordOk || !privateTokenMatches(account, privateToken)) {
-        await throttle.recordFailure(userName, request.ip);
-        throw invalidCredentials();
-      }
-      await throttle.recordSuccess(userName);
+      const account = await signIn(ctx.db, throttle, request.body, request.ip);
+      const { validity } = request.body;
       // Whole seconds, as in the JWT's iat and exp, so .issued and .expires match the token exactly.
       const issuedAt = Math.floor(ctx.clock.now() / 1000) * 1000;
       const expiresAt = expiryFor(validity, issuedAt);

@@ -404,6 +404,15 @@ export interface UsageDeltasTable extends UsageRollupTable {
   id: Generated<number>;
 }
 
+/** A console sign-in (0025): the cookie holds the secret whose hash is the key. */
+export interface ConsoleSessionsTable {
+  id_hash: string;
+  account_id: string;
+  token_version: number;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -420,6 +429,7 @@ export interface Schema {
   recipient_history: RecipientHistoryTable;
   usage_rollup: UsageRollupTable;
   usage_deltas: UsageDeltasTable;
+  console_sessions: ConsoleSessionsTable;
   sandbox_sms: SandboxSmsTable;
   sandbox_email: SandboxEmailTable;
   email_campaigns: EmailCampaignsTable;

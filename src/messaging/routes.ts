@@ -1,26 +1,43 @@
+import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { offsetMinutes } from '../time-zone.ts';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
-import { StatsBody, StatsQuery, UsageBody, UsageQuery } from './schemas.ts';
-import { readStats, readUsage } from './usage.ts';
+import { ContactIdParams } from '../crm/schemas.ts';
+import { contactMessages } from './contact-messages.ts';
+import { ContactMessagesPage, ContactMessagesQuery, StatsBody, StatsQuery, UsageBody, UsageQuery } from './schemas.ts';
+import { readStats, readUsage, usageCsv } from './usage.ts';
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
 const tags = ['usage'];
 
-/** Usage and statistics over both channels, from the rollup (src/messaging/usage.ts): route table first. */
-export function usageRoutes(app: FastifyInstance, ctx: AppContext): void {
+/** Reads over both channels: usage and statistics from the rollup (usage.ts), and what a contact was sent. */
+export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.get('/usage', {
     config: account,
-    schema: { tags, summary: "Per day of the account's timeZoneOffset: SMS and emails billed (SMS parts by encoding) and the statuses messages reached", querystring: UsageQuery, response: { 200: UsageBody, ...errorResponses(400, 401, 429) } },
-  }, async (request) => readUsage(ctx.db, { accountId: request.account.id, offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0, ...request.query }));
+    schema: { tags, summary: "Per day of the account's timeZoneOffset: SMS and emails billed (SMS parts by encoding) and the statuses messages reached; as CSV with format=csv", querystring: UsageQuery, response: { 200: { content: { 'application/json': { schema: UsageBody }, 'text/csv': { schema: Type.String() } } }, ...errorResponses(400, 401, 429) } },
+  }, async (request, reply) => {
+    const { from, to, format } = request.query;
+    const usage = await readUsage(ctx.db, { accountId: request.account.id, offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0, from, to });
+    if (format !== 'csv') return usage;
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="herald-usage-${from}-to-${to}.csv"`)
+      .send(usageCsv(usage));
+  });
 
   r.get('/stats', {
     config: account,
     schema: { tags, summary: 'Per hour or day: messages of a channel sent, delivered, failed or bounced, opened, clicked, unsubscribed, complained of', querystring: StatsQuery, response: { 200: StatsBody, ...errorResponses(400, 401, 429) } },
   }, async (request) =>
     readStats(ctx.db, { accountId: request.account.id, offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0, channel: request.query.channel, from: request.query.from, to: request.query.to, interval: request.query.interval ?? 'day' }));
+
+  r.get('/contacts/:contactId/messages', {
+    config: account,
+    schema: { tags: ['contacts'], summary: 'What the account sent a contact, by SMS and email, newest first, a page at a time', params: ContactIdParams, querystring: ContactMessagesQuery, response: { 200: ContactMessagesPage, ...errorResponses(400, 401, 404, 429) } },
+  }, async (request) =>
+    contactMessages(ctx.db, request.account.id, Number(request.params.contactId), { limit: Number(request.query.limit ?? 20), cursor: request.query.cursor }));
 }

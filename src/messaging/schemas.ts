@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { PageLimit } from '../http/schemas.ts';
+import { PageCursor, PageLimit } from '../http/schemas.ts';
 
 const Totals = Type.Record(Type.String(), Type.Integer(), { description: 'Recipients by status word, as the send\'s own read counts them.' });
 
@@ -32,7 +32,10 @@ const Span = {
   to: LocalDate("The last day, included, in the account's timeZoneOffset."),
 };
 
-export const UsageQuery = Type.Object(Span);
+export const UsageQuery = Type.Object({
+  ...Span,
+  format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { errorMessage: 'must be json or csv', description: 'csv: the days as a text/csv download, a row each, for a spreadsheet.' })),
+});
 
 const Count = Type.Integer({ minimum: 0 });
 const Statuses = Type.Record(Type.String(), Count, { description: 'Messages that reached each status word that day (each Open and Click counted).' });
@@ -76,4 +79,24 @@ export const StatsBody = Type.Object({
       complaints: Type.Integer({ description: 'Spam Report events.' }),
     }),
   ),
+});
+
+export const ContactMessagesQuery = Type.Object({
+  limit: Type.Optional(PageLimit(100, 20, 'Messages')),
+  cursor: Type.Optional(PageCursor(40)),
+});
+
+export const ContactMessagesPage = Type.Object({
+  messages: Type.Array(
+    Type.Object({
+      channel: Type.Union([Type.Literal('sms'), Type.Literal('email')]),
+      sendId: Type.String({ format: 'uuid', description: 'The queueId (SMS) or batchId (email).' }),
+      messageId: Type.Union([Type.String(), Type.Null()]),
+      address: Type.String({ description: 'The number or email address it went to.' }),
+      status: Type.String(),
+      reason: Type.Union([Type.String(), Type.Null()]),
+      updatedAt: Type.String({ format: 'date-time' }),
+    }),
+  ),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
 });

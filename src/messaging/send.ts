@@ -399,7 +399,7 @@ export async function readSendPage(db: Db, accountId: string, channel: Channel, 
 }
 
 /** A recipient's status word as reads show it: until its time comes, a scheduled send's Queued recipients read Scheduled. */
-const recipientWord = (send: { status: string }, status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
+export const recipientWord = (send: { status: string }, status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
 
 /** How many recipients of a send are at each status, with their parts. */
 export interface StatusCount {

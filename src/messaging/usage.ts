@@ -122,3 +122,26 @@ export async function readUsage(db: Db, q: { accountId: string; offsetMinutes: n
   }
   return { from: q.from, to: q.to, days: perDay, totals };
 }
+
+type UsageRead = Awaited<ReturnType<typeof readUsage>>;
+
+const column = (channel: Channel, status: string) => `${channel}_${status.toLowerCase().replace(/ /g, '_')}`;
+
+/**
+ * `GET /usage?format=csv`: a row per day, the billed counts first, then a column for each
+ * status word some day of the span reached (`sms_delivered`, `email_spam_report`, …).
+ */
+export function usageCsv(usage: UsageRead): string {
+  const words = (channel: Channel) => Object.keys(usage.totals[channel].statuses).sort();
+  const statusColumns = (['sms', 'email'] as const).flatMap((channel) => words(channel).map((word) => ({ channel, word })));
+  const header = ['date', 'sms_messages', 'sms_parts_gsm7', 'sms_parts_ucs2', 'email_messages', ...statusColumns.map(({ channel, word }) => column(channel, word))];
+  const rows = usage.days.map((day) => [
+    day.date,
+    day.sms.messages,
+    day.sms.parts.gsm7,
+    day.sms.parts.ucs2,
+    day.email.messages,
+    ...statusColumns.map(({ channel, word }) => day[channel].statuses[word] ?? 0),
+  ]);
+  return [header, ...rows].map((row) => row.join(',')).join('\r\n') + '\r\n';
+}

@@ -130,6 +130,15 @@ forEachDatabase((dialect) => {
     assert.deepEqual(usage.days[1].sms, { messages: 3, parts: { gsm7: 2, ucs2: 2 }, statuses: { Submitted: 3, Delivered: 3, Failed: 1, NotSent: 1, Cancelled: 1 } });
     assert.deepEqual(usage.days[1].email, { messages: 3, statuses: { Processed: 3, Delivered: 2, Bounce: 1, Dropped: 1, Open: 2, Click: 1, Unsubscribe: 1, 'Spam Report': 1 } });
     assert.deepEqual(usage.totals, { sms: usage.days[1].sms, email: usage.days[1].email });
+    const csv = await alice.get('/usage?from=2026-03-09&to=2026-03-10&format=csv');
+    assert.equal(csv.statusCode, 200, csv.body);
+    assert.match(String(csv.headers['content-type']), /^text\/csv/);
+    assert.match(String(csv.headers['content-disposition']), /^attachment; filename="herald-usage-2026-03-09-to-2026-03-10\.csv"$/);
+    assert.deepEqual(csv.body.trimEnd().split('\r\n'), [
+      'date,sms_messages,sms_parts_gsm7,sms_parts_ucs2,email_messages,sms_cancelled,sms_delivered,sms_failed,sms_notsent,sms_submitted,email_bounce,email_click,email_delivered,email_dropped,email_open,email_processed,email_spam_report,email_unsubscribe',
+      '2026-03-09,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0',
+      '2026-03-10,3,2,2,3,1,3,1,1,3,1,1,2,1,2,3,1,1',
+    ]);
     const bobs = (await bob.get('/usage?from=2026-03-10&to=2026-03-10')).json();
     assert.deepEqual(bobs.days[0].sms, { messages: 1, parts: { gsm7: 1, ucs2: 0 }, statuses: { Submitted: 1, Delivered: 1 } });
     assert.deepEqual(bobs.days[0].email, { messages: 0, statuses: {} });

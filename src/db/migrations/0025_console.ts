@@ -1,0 +1,29 @@
+import { sql, type Kysely } from 'kysely';
+
+/**
+ * The console's sign-ins (src/console/sessions.ts), and the index behind "what a contact was
+ * sent" (GET /contacts/{contactId}/messages).
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  // id_hash: SHA-256 (hex) of the cookie's secret, so a read of the table signs no one in.
+  // token_version: the account's when it signed in; a password change or private-token
+  // rotation moves the account's on, and ends the session as it ends access tokens.
+  await db.schema
+    .createTable('console_sessions')
+    .addColumn('id_hash', 'text', (c) => c.primaryKey())
+    .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+    .addColumn('token_version', 'integer', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('expires_at', 'bigint', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('console_sessions_expiry').on('console_sessions').column('expires_at').execute();
+
+  // Contact ids are per account, so the read joins sends for the account; recipients given
+  // by address without a matching contact have none and stay out of the index.
+  await db.schema
+    .createIndex('send_recipients_contact')
+    .on('send_recipients')
+    .columns(['contact_id', 'id'])
+    .where(sql.ref('contact_id'), 'is not', null)
+    .execute();
+}
