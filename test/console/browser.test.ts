@@ -156,8 +156,8 @@ forEachDatabase((dialect) => {
   it('adds and removes a suppression', async () => {
     await open('/suppressions', 'Suppressions');
     const sms = page.getByRole('region', { name: 'SMS suppressions' });
-    await sms.getByLabel('Number').fill('919812345677');
-    await sms.getByLabel('Reason').fill('asked by phone');
+    await sms.getByRole('textbox', { name: /^Number/ }).fill('919812345677');
+    await sms.getByRole('textbox', { name: /^Reason/ }).fill('asked by phone');
     await sms.getByRole('button', { name: 'Add suppression' }).click();
     await row(sms.getByRole('table'), '919812345677').waitFor();
     assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]), [['919812345677', 'asked by phone']]);

@@ -36,6 +36,8 @@ export async function launchBrowser(prefix: string): Promise<Browser> {
     acceptDownloads: true,
     viewport: { width: 1280, height: 900 },
   });
+  // Well under node:test's own limits, so a missing element fails with its locator named.
+  context.setDefaultTimeout(10_000);
   const page = context.pages()[0] ?? (await context.newPage());
   const errors: string[] = [];
   page.on('console', (message) => {

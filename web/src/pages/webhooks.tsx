@@ -102,7 +102,7 @@ export function Webhooks() {
           row={(d) => (
             <tr key={d.id}>
               <DeliveryCells delivery={d} />
-              <td>{d.status !== 'pending' && <button type="button" class="small" aria-label={`Retry delivery ${d.id.slice(0, 8)}`} onClick={() => retry(d.id)}>Retry</button>}</td>
+              <td><button type="button" class="small" aria-label={`Retry delivery ${d.id.slice(0, 8)}`} onClick={() => retry(d.id)}>Retry</button></td>
             </tr>
           )}
         />
