@@ -56,7 +56,7 @@ function route(path: string): JSX.Element {
 
 const section = (path: string) => `/${path.split('/')[1] ?? ''}`;
 
-function Layout(props: { session: Session; onSignOut: () => void; path: string; children: ComponentChildren }) {
+function Layout(props: { session: Session; zoneLabel: string; onSignOut: () => void; path: string; children: ComponentChildren }) {
   const main = useRef<HTMLElement>(null);
   const first = useRef(true);
   // After a navigation, focus goes to the new page's heading, as a page load would take it to the top.
@@ -81,7 +81,10 @@ function Layout(props: { session: Session; onSignOut: () => void; path: string; 
             ))}
           </ul>
         </nav>
-        <span class="who">{props.session.userName}</span>
+        <span class="who">
+          {props.session.userName}
+          <small>Times in {props.zoneLabel}</small>
+        </span>
         <button type="button" onClick={props.onSignOut}>Sign out</button>
       </header>
       <main id="main" ref={main}>{props.children}</main>
@@ -108,7 +111,7 @@ export function App() {
   const signOut = () => request('DELETE', '/console/session').finally(() => signedIn(null));
   return (
     <ZoneContext.Provider value={zone}>
-      <Layout session={session} onSignOut={signOut} path={path}>
+      <Layout session={session} zoneLabel={zone.label} onSignOut={signOut} path={path}>
         {route(path)}
       </Layout>
     </ZoneContext.Provider>

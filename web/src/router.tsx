@@ -49,7 +49,7 @@ export function match(pattern: string, path: string): Record<string, string> | n
 }
 
 /** A link inside the console: a plain <a> (open in a new tab works), followed without a reload. */
-export function Link(props: { href: string; children: ComponentChildren; class?: string; 'aria-current'?: 'page' }) {
+export function Link(props: { href: string; children: ComponentChildren; class?: string; title?: string; 'aria-current'?: 'page' }) {
   const follow = (event: MouseEvent) => {
     if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
     event.preventDefault();
@@ -57,8 +57,13 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
     scrollTo(0, 0);
   };
   return (
-    <a href={BASE + props.href} onClick={follow} class={props.class} aria-current={props['aria-current']}>
+    <a href={BASE + props.href} onClick={follow} class={props.class} title={props.title} aria-current={props['aria-current']}>
       {props.children}
     </a>
   );
+}
+
+/** A link to an object by its UUID, showing its first 8 digits (enough to tell it apart in a table; its page shows all). */
+export function IdLink(props: { href: string; id: string }) {
+  return <Link href={props.href} class="mono" title={props.id}>{props.id.slice(0, 8)}</Link>;
 }

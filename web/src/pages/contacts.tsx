@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { get, withQuery } from '../api.ts';
 import { useLoad, usePages } from '../load.ts';
-import { Link, navigate, useLocation } from '../router.tsx';
+import { IdLink, Link, navigate, useLocation } from '../router.tsx';
 import type { Contact, ContactList, ContactMessage } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
@@ -86,7 +86,7 @@ function Messages(props: { contactId: string }) {
       row={(m) => (
         <tr key={m.messageId}>
           <td>{m.channel === 'sms' ? 'SMS' : 'Email'}</td>
-          <td><Link href={`/${m.channel}/${m.sendId}`} class="mono">{m.sendId}</Link></td>
+          <td><IdLink href={`/${m.channel}/${m.sendId}`} id={m.sendId} /></td>
           <td class="mono">{m.address}</td>
           <td><Status word={m.status} /></td>
           <td>{m.reason ?? '—'}</td>

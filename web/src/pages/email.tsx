@@ -1,6 +1,6 @@
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
-import { Link } from '../router.tsx';
+import { IdLink } from '../router.tsx';
 import type { EmailBatch, EmailRecipient, EmailSummary, Totals } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
@@ -17,7 +17,7 @@ export function EmailBatchRow(props: { batch: EmailSummary }) {
   const { batch } = props;
   return (
     <tr>
-      <td><Link href={`/email/${batch.batchId}`} class="mono">{batch.batchId}</Link></td>
+      <td><IdLink href={`/email/${batch.batchId}`} id={batch.batchId} /></td>
       <td><Time at={batch.createdAt} /></td>
       <td><Time at={batch.scheduledAt} /></td>
       <td><Status word={batch.status} /></td>

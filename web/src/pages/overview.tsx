@@ -61,7 +61,7 @@ export function Overview() {
       </Part>
       <Show loaded={latest}>
         {([sms, email]) => (
-          <div class="columns">
+          <>
             <Part title="Latest SMS sends" id="latest-sms">
               <Table caption="Latest SMS sends" head={SEND_COLUMNS} rows={sms.items.length} empty="No SMS sent yet.">
                 {sms.items.map((send) => <SmsSendRow key={send.queueId} send={send} />)}
@@ -74,7 +74,7 @@ export function Overview() {
               </Table>
               <p><Link href="/email">All email batches</Link></p>
             </Part>
-          </div>
+          </>
         )}
       </Show>
       <Part title="Webhook failures" id="webhook-failures">

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
-import { Link } from '../router.tsx';
+import { IdLink } from '../router.tsx';
 import type { SmsRecipient, SmsSend, SmsSummary } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
@@ -19,7 +19,7 @@ export function SmsSendRow(props: { send: SmsSummary }) {
   const { send } = props;
   return (
     <tr>
-      <td><Link href={`/sms/${send.queueId}`} class="mono">{send.queueId}</Link></td>
+      <td><IdLink href={`/sms/${send.queueId}`} id={send.queueId} /></td>
       <td><Time at={send.createdAt} /></td>
       <td><Time at={send.scheduledAt} /></td>
       <td><Status word={send.status} /></td>

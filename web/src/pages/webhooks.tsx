@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
 import { useLoad, usePages } from '../load.ts';
-import { Link } from '../router.tsx';
+import { IdLink } from '../router.tsx';
 import type { Delivery, WebhookSecret } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
@@ -20,7 +20,7 @@ export function DeliveryCells(props: { delivery: Delivery }) {
   const d = props.delivery;
   return (
     <>
-      <td><Link href={`/webhooks/${d.id}`} class="mono">{d.id.slice(0, 8)}</Link></td>
+      <td><IdLink href={`/webhooks/${d.id}`} id={d.id} /></td>
       <td>{d.type}</td>
       <td class="mono wrap">{d.url}</td>
       <td><Status word={d.status} /></td>
