@@ -14,7 +14,7 @@ import { launchBrowser, type Browser } from './browser.ts';
 /**
  * The console (issue 15) in headless Chromium against a real listener: what a user does in it,
  * each change checked through the API as a bearer client sees it. Each page is screenshot to
- * test-output/console/<database>-<page>.png for a reviewer.
+ * test-output/console/<database>-<page>.png for a reviewer, and checked by axe-core.
  */
 forEachDatabase((dialect) => {
   let crm: CrmTest;
@@ -76,7 +76,7 @@ forEachDatabase((dialect) => {
     await page.getByLabel('Private token').fill(alice.account.privateToken);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'wrong' }).waitFor();
-    await browser.screenshot('sign-in');
+    await browser.look('sign-in');
 
     await page.getByLabel('Password').fill(alice.account.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -106,21 +106,21 @@ forEachDatabase((dialect) => {
     // Tables show an id's first 8 digits; its page shows it whole.
     await row(table('Latest SMS sends'), queueId.slice(0, 8)).waitFor();
     await row(table('Latest email batches'), batchId.slice(0, 8)).waitFor();
-    await browser.screenshot('overview');
+    await browser.look('overview');
 
     await page.getByRole('link', { name: 'SMS', exact: true }).click();
     await heading('SMS sends').waitFor();
-    await browser.screenshot('sms-sends');
+    await browser.look('sms-sends');
     await page.getByRole('link', { name: queueId.slice(0, 8) }).click();
     await heading('SMS send').waitFor();
     await page.getByText(queueId).waitFor();
     const smsRecipients = table('Recipients');
     assert.match(await row(smsRecipients, '919812345601').innerText(), /Delivered/);
     assert.match(await row(smsRecipients, '919811111111').innerText(), /Failed/);
-    await browser.screenshot('sms-send');
+    await browser.look('sms-send');
 
     await open('/email', 'Email batches');
-    await browser.screenshot('email-batches');
+    await browser.look('email-batches');
     await page.getByRole('link', { name: batchId.slice(0, 8) }).click();
     await heading('Email batch').waitFor();
     const emailRecipients = table('Recipients');
@@ -128,7 +128,7 @@ forEachDatabase((dialect) => {
     assert.match(await row(emailRecipients, 'gone@example.com').innerText(), /Bounce/);
     await row(table('Bounces and drops with their reasons'), 'gone@example.com').waitFor();
     assert.match(await page.getByRole('list', { name: 'Funnel' }).innerText(), /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)/);
-    await browser.screenshot('email-batch');
+    await browser.look('email-batch');
 
     await open('/contacts', 'Contacts');
     await page.getByLabel('Email').fill('ada@example.com');
@@ -136,11 +136,11 @@ forEachDatabase((dialect) => {
     await row(table('Contacts found'), 'ada@example.com').getByRole('link').click();
     await heading('Contact').waitFor();
     await row(table('Messages sent to this contact, newest first'), batchId.slice(0, 8)).waitFor();
-    await browser.screenshot('contact');
+    await browser.look('contact');
     await open('/lists', 'Lists');
     await page.getByRole('link', { name: 'All contacts' }).click();
     await row(table('Contacts of the list'), 'ada@example.com').waitFor();
-    await browser.screenshot('list');
+    await browser.look('list');
   });
 
   it('cancels a scheduled send', async () => {
@@ -152,7 +152,7 @@ forEachDatabase((dialect) => {
     await page.getByRole('button', { name: 'Cancel send' }).waitFor({ state: 'detached' });
     assert.match(await row(table('Recipients'), '919812345602').innerText(), /Cancelled/);
     assert.equal(await sendStatus(`/sms/${queueId}`), 'Cancelled');
-    await browser.screenshot('sms-send-cancelled');
+    await browser.look('sms-send-cancelled');
   });
 
   it('adds and removes a suppression', async () => {
@@ -163,7 +163,7 @@ forEachDatabase((dialect) => {
     await sms.getByRole('button', { name: 'Add suppression' }).click();
     await row(sms.getByRole('table'), '919812345677').waitFor();
     assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]), [['919812345677', 'asked by phone']]);
-    await browser.screenshot('suppressions');
+    await browser.look('suppressions');
 
     await row(sms.getByRole('table'), '919812345677').getByRole('button', { name: 'Remove' }).click();
     await sms.getByText('No longer suppressed', { exact: false }).waitFor();
@@ -185,7 +185,7 @@ forEachDatabase((dialect) => {
     await page.getByText(secret).waitFor();
     const deliveries = table('Webhook deliveries, newest first');
     assert.match(await row(deliveries, failed.id.slice(0, 8)).innerText(), /HTTP 500/);
-    await browser.screenshot('webhooks');
+    await browser.look('webhooks');
     await row(deliveries, failed.id.slice(0, 8)).getByRole('button', { name: 'Retry' }).click();
     await page.getByRole('status').filter({ hasText: 'posted again' }).waitFor();
     await crm.drain();
@@ -196,7 +196,7 @@ forEachDatabase((dialect) => {
 
     await row(deliveries, failed.id.slice(0, 8)).getByRole('link').click();
     await heading('Webhook delivery').waitFor();
-    await browser.screenshot('webhook-delivery');
+    await browser.look('webhook-delivery');
 
     await open('/webhooks', 'Webhooks');
     await page.getByRole('button', { name: 'Rotate secret' }).click();
@@ -210,7 +210,7 @@ forEachDatabase((dialect) => {
   it('downloads the usage CSV, whose numbers are those of GET /usage', async () => {
     await open('/usage', 'Usage');
     await page.getByRole('table', { name: /^Usage per day/ }).waitFor();
-    await browser.screenshot('usage');
+    await browser.look('usage');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
     const csv = readFileSync(await download.path(), 'utf8').trim().split(/\r?\n/).map((line) => line.split(','));
     const [header, ...days] = csv;
@@ -233,7 +233,7 @@ forEachDatabase((dialect) => {
     assert.equal(response.statusCode, 202);
     await open(`/sms/${response.json().data.QueueId}`, 'Not found');
     await open('/email/00000000-0000-4000-8000-000000000000', 'Not found');
-    await browser.screenshot('not-found');
+    await browser.look('not-found');
   });
 
   it('refuses a change without the CSRF token', async () => {
@@ -250,7 +250,7 @@ forEachDatabase((dialect) => {
     await page.setViewportSize({ width: 375, height: 800 });
     await open('/sms', 'SMS sends');
     assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375);
-    await browser.screenshot('sms-sends-375');
+    await browser.look('sms-sends-375');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
