@@ -160,12 +160,14 @@ forEachDatabase((dialect) => {
     const sms = page.getByRole('region', { name: 'SMS suppressions' });
     await sms.getByRole('textbox', { name: /^Number/ }).fill('919812345677');
     await sms.getByRole('textbox', { name: /^Reason/ }).fill('asked by phone');
-    await sms.getByRole('button', { name: 'Add suppression' }).click();
+    // By keyboard: Enter in the form submits it.
+    await page.keyboard.press('Enter');
     await row(sms.getByRole('table'), '919812345677').waitFor();
     assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]), [['919812345677', 'asked by phone']]);
     await browser.look('suppressions');
 
-    await row(sms.getByRole('table'), '919812345677').getByRole('button', { name: 'Remove' }).click();
+    await row(sms.getByRole('table'), '919812345677').getByRole('button', { name: 'Remove' }).focus();
+    await page.keyboard.press('Enter');
     await sms.getByText('No longer suppressed', { exact: false }).waitFor();
     await row(sms.getByRole('table'), '919812345677').waitFor({ state: 'detached' });
     assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions, []);
