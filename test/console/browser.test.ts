@@ -143,7 +143,7 @@ forEachDatabase((dialect) => {
     await browser.look('list');
   });
 
-  it('cancels a scheduled send', async () => {
+  it('cancels a scheduled SMS send and a scheduled email batch', async () => {
     const tomorrow = new Date(crm.clock.now() + 86_400_000).toISOString();
     const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'Later', recipients: [{ mobileNo: '919812345602' }], scheduleDateTime: tomorrow });
     await open(`/sms/${queueId}`, 'SMS send');
@@ -153,6 +153,13 @@ forEachDatabase((dialect) => {
     assert.match(await row(table('Recipients'), '919812345602').innerText(), /Cancelled/);
     assert.equal(await sendStatus(`/sms/${queueId}`), 'Cancelled');
     await browser.look('sms-send-cancelled');
+
+    const batchId = await accepted('/email/batch', buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }));
+    await open(`/email/${batchId}`, 'Email batch');
+    await page.getByRole('button', { name: 'Cancel batch' }).click();
+    await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
+    assert.match(await row(table('Recipients'), 'later@example.com').innerText(), /Cancelled/);
+    assert.equal(await sendStatus(`/email/batch/${batchId}`), 'Cancelled');
   });
 
   it('adds and removes a suppression', async () => {

@@ -1,8 +1,9 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { get, withQuery } from '../api.ts';
+import { get, request, withQuery } from '../api.ts';
 import { usePages, type Loaded, type Pages } from '../load.ts';
 import type { SendSummary } from '../types.ts';
+import { ErrorMessage } from './states.tsx';
 import { Status, TotalsText } from './status.tsx';
 import { Time } from './zone.tsx';
 
@@ -53,5 +54,35 @@ export function History(props: { events: Array<{ word: string; at: string; detai
         </li>
       ))}
     </ol>
+  );
+}
+
+/**
+ * "Cancel send" ("Cancel batch") while a send is Scheduled: DELETE on its read's path, which
+ * answers 409 once sending started; then the send is read again and shows Cancelled.
+ */
+export function CancelSend(props: { path: string; what: 'send' | 'batch'; scheduled: boolean; onCancelled: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Error | null>(null);
+  const [cancelled, setCancelled] = useState(false);
+  const cancel = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await request('DELETE', props.path);
+      setCancelled(true);
+      props.onCancelled();
+    } catch (failure) {
+      setError(failure as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="cancel">
+      {props.scheduled && <button type="button" class="danger" onClick={cancel} disabled={busy}>Cancel {props.what}</button>}
+      {error && <ErrorMessage error={error} />}
+      {cancelled && <p role="status" class="notice">The {props.what} was cancelled: nothing of it will go out.</p>}
+    </div>
   );
 }

@@ -7,7 +7,7 @@ import { Show } from '../components/states.tsx';
 import { Status, TotalsText } from '../components/status.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
 import { Time } from '../components/zone.tsx';
-import { History, SendFacts, useSendRead } from '../components/send.tsx';
+import { CancelSend, History, SendFacts, useSendRead } from '../components/send.tsx';
 import { SEND_COLUMNS } from './sms.tsx';
 
 export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
@@ -92,7 +92,7 @@ export function EmailBatchPage(props: { batchId: string }) {
       {(batch) => {
         const refused = recipients.items.filter((r) => REFUSED.has(r.status));
         return (
-          <Page title="Email batch">
+          <Page title="Email batch" actions={<CancelSend path={path} what="batch" scheduled={batch.status === 'Scheduled'} onCancelled={recipients.reload} />}>
             <SendFacts id={batch.batchId} idName="Batch id" summary={batch} />
             <Part title="Funnel" id="funnel">
               <Funnel totals={batch.totals} recipients={recipients.items} complete={recipients.nextCursor === null} />

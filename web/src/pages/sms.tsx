@@ -1,14 +1,13 @@
-import { useState } from 'preact/hooks';
-import { get, request, withQuery } from '../api.ts';
+import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
 import { IdLink } from '../router.tsx';
 import type { SmsRecipient, SmsSend, SmsSummary } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
-import { ErrorMessage, Show } from '../components/states.tsx';
+import { Show } from '../components/states.tsx';
 import { Status, TotalsText } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
 import { Time } from '../components/zone.tsx';
-import { History, SendFacts, useSendRead } from '../components/send.tsx';
+import { CancelSend, History, SendFacts, useSendRead } from '../components/send.tsx';
 
 export const SEND_COLUMNS = ['Id', 'Created', 'Scheduled for', 'Status', 'Recipients by status'];
 
@@ -58,30 +57,10 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
 export function SmsSendPage(props: { queueId: string }) {
   const path = `/sms/${encodeURIComponent(props.queueId)}`;
   const { send, recipients } = useSendRead<SmsSend, SmsRecipient>(path);
-  const [cancelError, setCancelError] = useState<Error | null>(null);
-  const [cancelling, setCancelling] = useState(false);
-  const [cancelled, setCancelled] = useState(false);
-
-  const cancel = async () => {
-    setCancelling(true);
-    setCancelError(null);
-    try {
-      await request('DELETE', path);
-      setCancelled(true);
-      recipients.reload();
-    } catch (error) {
-      setCancelError(error as Error);
-    } finally {
-      setCancelling(false);
-    }
-  };
-
   return (
     <Show loaded={send}>
       {(send) => (
-        <Page title="SMS send" actions={send.status === 'Scheduled' && <button type="button" class="danger" onClick={cancel} disabled={cancelling}>Cancel send</button>}>
-          {cancelError && <ErrorMessage error={cancelError} />}
-          {cancelled && <p role="status" class="notice">The send was cancelled: nothing of it will go out.</p>}
+        <Page title="SMS send" actions={<CancelSend path={path} what="send" scheduled={send.status === 'Scheduled'} onCancelled={recipients.reload} />}>
           <SendFacts id={send.queueId} idName="Queue id" summary={send}>
             <dt>Parts billed</dt>
             <dd>{send.partsBilled}</dd>
