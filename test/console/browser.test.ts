@@ -1,0 +1,274 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { after, before, it } from 'node:test';
+import type { Locator, Page } from 'playwright-core';
+import { ManualClock } from '../../src/clock.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
+import { buildContact, startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { buildBatch } from '../email/support.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+import { launchBrowser, type Browser } from './browser.ts';
+
+/**
+ * The console (issue 15) in headless Chromium against a real listener: what a user does in it,
+ * each change checked through the API as a bearer client sees it. Each page is screenshot to
+ * test-output/console/<database>-<page>.png for a reviewer, and checked by axe-core.
+ */
+forEachDatabase((dialect) => {
+  let crm: CrmTest;
+  let alice: CrmClient;
+  let bob: CrmClient;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  let receiver: Receiver;
+
+  before(async () => {
+    // The browser's clock is the real one, so the server's starts at the real now: "the last 30 days" agree.
+    crm = await startCrmTest(dialect, {
+      clock: new ManualClock(Date.now()),
+      env: { SMS_TRANSPORT: 'sandbox:?fail=^9198111', EMAIL_TRANSPORT: 'sandbox:?bounce=^gone@' },
+    });
+    await crm.t.app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(crm.t.app.server.address() as AddressInfo).port}`;
+    alice = await crm.client();
+    bob = await crm.client();
+    receiver = await startReceiver();
+    browser = await launchBrowser(dialect);
+    page = browser.page;
+  });
+  after(async () => {
+    await browser?.close();
+    await receiver?.close();
+    await crm?.close();
+  });
+
+  const heading = (name: string) => page.getByRole('heading', { name, exact: true, level: 1 });
+  const table = (name: string) => page.getByRole('table', { name, exact: true });
+  const row = (of: Locator, text: string) => of.getByRole('row').filter({ hasText: text });
+  const open = async (path: string, title: string) => {
+    await page.goto(`${base}/console${path}`);
+    await heading(title).waitFor();
+  };
+  const accepted = async (path: string, body: object) => {
+    const response = await alice.post(path, body);
+    assert.equal(response.statusCode, 202, response.body);
+    return (response.json().data.QueueId ?? response.json().data.BatchId) as string;
+  };
+  const sendStatus = async (path: string) => (await alice.get(path)).json().status as string;
+
+  it('serves a page whose scripts and styles are all files of its own (the CSP allows no inline ones)', async () => {
+    const response = await crm.t.app.inject({ method: 'GET', url: '/console/' });
+    assert.equal(response.statusCode, 200);
+    assert.match(response.headers['content-security-policy'] as string, /script-src 'self'/);
+    const html = response.body;
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+    assert.doesNotMatch(html, /<style|\sstyle=/, 'no inline style');
+  });
+
+  it('refuses a wrong password, then signs in', async () => {
+    await page.goto(`${base}/console/`);
+    await page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
+    await page.getByLabel('User name').fill(alice.account.userName);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByLabel('Private token').fill(alice.account.privateToken);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'wrong' }).waitFor();
+    await browser.look('sign-in');
+
+    await page.getByLabel('Password').fill(alice.account.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading('Overview').waitFor();
+    const cookies = await browser.context.cookies(base);
+    const session = cookies.find((cookie) => cookie.name === 'herald_console');
+    assert.ok(session, 'the session cookie is set');
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, 'Strict');
+    assert.deepEqual(await page.evaluate(() => [localStorage.length, sessionStorage.length]), [0, 0], 'no token kept in storage');
+  });
+
+  it('finds an SMS batch and an email batch sent through the API, with their recipients, and draws the charts', async () => {
+    const contact = buildContact({ email: 'ada@example.com', emailOptIn: true });
+    await alice.upsert([contact]);
+    const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'Your order shipped', recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }] });
+    const batchId = await accepted('/email/batch', buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] }));
+    await crm.drain();
+
+    await open('/', 'Overview');
+    for (const name of ['Messages sent per day', 'Delivery rate per day']) {
+      const canvas = page.getByRole('figure', { name }).locator('canvas');
+      await canvas.waitFor();
+      const box = await canvas.boundingBox();
+      assert.ok(box && box.width > 100 && box.height > 100, `${name} is drawn: ${JSON.stringify(box)}`);
+    }
+    // Tables show an id's first 8 digits; its page shows it whole.
+    await row(table('Latest SMS sends'), queueId.slice(0, 8)).waitFor();
+    await row(table('Latest email batches'), batchId.slice(0, 8)).waitFor();
+    await browser.look('overview');
+
+    await page.getByRole('link', { name: 'SMS', exact: true }).click();
+    await heading('SMS sends').waitFor();
+    await browser.look('sms-sends');
+    await page.getByRole('link', { name: queueId.slice(0, 8) }).click();
+    await heading('SMS send').waitFor();
+    await page.getByText(queueId).waitFor();
+    const smsRecipients = table('Recipients');
+    assert.match(await row(smsRecipients, '919812345601').innerText(), /Delivered/);
+    assert.match(await row(smsRecipients, '919811111111').innerText(), /Failed/);
+    await browser.look('sms-send');
+
+    await open('/email', 'Email batches');
+    await browser.look('email-batches');
+    await page.getByRole('link', { name: batchId.slice(0, 8) }).click();
+    await heading('Email batch').waitFor();
+    const emailRecipients = table('Recipients');
+    assert.match(await row(emailRecipients, 'ada@example.com').innerText(), /Delivered/);
+    assert.match(await row(emailRecipients, 'gone@example.com').innerText(), /Bounce/);
+    await row(table('Bounces and drops with their reasons'), 'gone@example.com').waitFor();
+    assert.match(await page.getByRole('list', { name: 'Funnel' }).innerText(), /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)/);
+    await browser.look('email-batch');
+
+    await open('/contacts', 'Contacts');
+    await page.getByLabel('Email').fill('ada@example.com');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await row(table('Contacts found'), 'ada@example.com').getByRole('link').click();
+    await heading('Contact').waitFor();
+    await row(table('Messages sent to this contact, newest first'), batchId.slice(0, 8)).waitFor();
+    await browser.look('contact');
+    await open('/lists', 'Lists');
+    await page.getByRole('link', { name: 'All contacts' }).click();
+    await row(table('Contacts of the list'), 'ada@example.com').waitFor();
+    await browser.look('list');
+  });
+
+  it('cancels a scheduled SMS send and a scheduled email batch', async () => {
+    const tomorrow = new Date(crm.clock.now() + 86_400_000).toISOString();
+    const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'Later', recipients: [{ mobileNo: '919812345602' }], scheduleDateTime: tomorrow });
+    await open(`/sms/${queueId}`, 'SMS send');
+    await page.getByRole('button', { name: 'Cancel send' }).click();
+    await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel send' }).waitFor({ state: 'detached' });
+    assert.match(await row(table('Recipients'), '919812345602').innerText(), /Cancelled/);
+    assert.equal(await sendStatus(`/sms/${queueId}`), 'Cancelled');
+    await browser.look('sms-send-cancelled');
+
+    const batchId = await accepted('/email/batch', buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }));
+    await open(`/email/${batchId}`, 'Email batch');
+    await page.getByRole('button', { name: 'Cancel batch' }).click();
+    await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
+    assert.match(await row(table('Recipients'), 'later@example.com').innerText(), /Cancelled/);
+    assert.equal(await sendStatus(`/email/batch/${batchId}`), 'Cancelled');
+  });
+
+  it('adds and removes a suppression', async () => {
+    await open('/suppressions', 'Suppressions');
+    const sms = page.getByRole('region', { name: 'SMS suppressions' });
+    await sms.getByRole('textbox', { name: /^Number/ }).fill('919812345677');
+    await sms.getByRole('textbox', { name: /^Reason/ }).fill('asked by phone');
+    // By keyboard: Enter in the form submits it.
+    await page.keyboard.press('Enter');
+    await row(sms.getByRole('table'), '919812345677').waitFor();
+    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]), [['919812345677', 'asked by phone']]);
+    await browser.look('suppressions');
+
+    await row(sms.getByRole('table'), '919812345677').getByRole('button', { name: 'Remove' }).focus();
+    await page.keyboard.press('Enter');
+    await sms.getByText('No longer suppressed', { exact: false }).waitFor();
+    await row(sms.getByRole('table'), '919812345677').waitFor({ state: 'detached' });
+    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions, []);
+  });
+
+  it('retries a webhook delivery that failed', async () => {
+    receiver.reply({ status: 500 });
+    await alice.upsert([buildContact()], { webhookUrl: receiver.url });
+    assert.equal(receiver.received.length, 1);
+    const [failed] = (await alice.get('/webhooks/deliveries')).json().deliveries;
+    assert.equal(failed.lastStatusCode, 500);
+
+    await open('/', 'Overview');
+    await row(table('Failing webhook deliveries among the latest 100'), failed.id.slice(0, 8)).waitFor();
+    await open('/webhooks', 'Webhooks');
+    const secret = (await alice.get('/webhooks/secret')).json().secret as string;
+    await page.getByText(secret).waitFor();
+    const deliveries = table('Webhook deliveries, newest first');
+    assert.match(await row(deliveries, failed.id.slice(0, 8)).innerText(), /HTTP 500/);
+    await browser.look('webhooks');
+    await row(deliveries, failed.id.slice(0, 8)).getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('status').filter({ hasText: 'posted again' }).waitFor();
+    await crm.drain();
+    assert.equal(receiver.received.length, 2);
+    assert.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id']);
+    const retried = (await alice.get(`/webhooks/deliveries/${failed.id}`)).json();
+    assert.equal(retried.status, 'delivered');
+
+    await row(deliveries, failed.id.slice(0, 8)).getByRole('link').click();
+    await heading('Webhook delivery').waitFor();
+    await browser.look('webhook-delivery');
+
+    await open('/webhooks', 'Webhooks');
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByRole('button', { name: 'Yes, rotate the secret' }).click();
+    await page.getByRole('status').filter({ hasText: 'rotated' }).waitFor();
+    const rotated = (await alice.get('/webhooks/secret')).json().secret as string;
+    assert.notEqual(rotated, secret);
+    await page.getByText(rotated).waitFor();
+  });
+
+  it('downloads the usage CSV, whose numbers are those of GET /usage', async () => {
+    await open('/usage', 'Usage');
+    await page.getByRole('table', { name: /^Usage per day/ }).waitFor();
+    await browser.look('usage');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
+    const csv = readFileSync(await download.path(), 'utf8').trim().split(/\r?\n/).map((line) => line.split(','));
+    const [header, ...days] = csv;
+    assert.deepEqual(header.slice(0, 5), ['date', 'sms_messages', 'sms_parts_gsm7', 'sms_parts_ucs2', 'email_messages']);
+    const href = await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href');
+    const query = new URL(href!, base).searchParams;
+    const usage = (await alice.get(`/usage?from=${query.get('from')}&to=${query.get('to')}`)).json();
+    assert.equal(days.length, usage.days.length);
+    for (const [i, day] of usage.days.entries()) {
+      const fields = Object.fromEntries(header.map((name, j) => [name, days[i][j]]));
+      assert.equal(fields.date, day.date);
+      assert.deepEqual([fields.sms_messages, fields.sms_parts_gsm7, fields.sms_parts_ucs2, fields.email_messages].map(Number), [day.sms.messages, day.sms.parts.gsm7, day.sms.parts.ucs2, day.email.messages]);
+    }
+    assert.equal(usage.totals.sms.messages, 1, 'the one SMS the operator took');
+    assert.equal(usage.totals.email.messages, 2);
+  });
+
+  it("shows another account's send as not found", async () => {
+    const response = await bob.post('/sms/batch', { senderName: 'HERALD', body: 'Bob', recipients: [{ mobileNo: '919812345603' }] });
+    assert.equal(response.statusCode, 202);
+    await open(`/sms/${response.json().data.QueueId}`, 'Not found');
+    await open('/email/00000000-0000-4000-8000-000000000000', 'Not found');
+    await browser.look('not-found');
+  });
+
+  it('refuses a change without the CSRF token', async () => {
+    await open('/', 'Overview');
+    const status = await page.evaluate(async () => {
+      const response = await fetch('/sms/suppressions', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ number: '919812345688' }) });
+      return response.status;
+    });
+    assert.equal(status, 403);
+    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions, []);
+  });
+
+  it('fits a phone: the page does not scroll sideways, tables scroll in their wrapper', async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    await open('/sms', 'SMS sends');
+    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375);
+    await browser.look('sms-sends-375');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('signs out', async () => {
+    await open('/', 'Overview');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
+    assert.equal(await page.evaluate(async () => (await fetch('/console/session', { credentials: 'same-origin' })).status), 401);
+    // The browser logs each refused request (the 401s, 403 and 404s above) as an error; nothing else may be one.
+    assert.deepEqual(browser.errors.filter((text) => !text.startsWith('Failed to load resource')), [], 'no script error, no CSP refusal');
+  });
+});

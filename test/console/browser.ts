@@ -1,0 +1,76 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+
+/** Debian's Chromium, which .ci/run installs; playwright-core brings no browser of its own. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Where the test run leaves its screenshots for a reviewer (gitignored). */
+export const SCREENSHOTS = new URL('../../test-output/console/', import.meta.url);
+
+/** axe-core's script, evaluated in the page through the DevTools protocol, which the page's CSP does not govern. */
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+export interface Browser {
+  context: BrowserContext;
+  page: Page;
+  /** Messages the page logged as errors (a CSP refusal among them). */
+  errors: string[];
+  /** Writes the page's screenshot and fails on what axe-core finds against WCAG 2.1 A and AA there. */
+  look(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function accessibilityViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
+    const { violations } = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+  });
+}
+
+/** Chromium headless with a fresh profile, one page open; `prefix` starts each screenshot's name. */
+export async function launchBrowser(prefix: string): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`The console's browser test needs Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does).`);
+  }
+  if (!existsSync(new URL('../../web/dist/index.html', import.meta.url))) {
+    throw new Error('The console is not built: `npm ci` builds it (its prepare script runs `vite build web`).');
+  }
+  const profile = mkdtempSync(join(tmpdir(), 'herald-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    acceptDownloads: true,
+    viewport: { width: 1280, height: 900 },
+  });
+  // Well under node:test's own limits, so a missing element fails with its locator named.
+  context.setDefaultTimeout(10_000);
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(error.message));
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  return {
+    context,
+    page,
+    errors,
+    async look(name) {
+      await page.screenshot({ path: new URL(`${prefix}-${name}.png`, SCREENSHOTS).pathname, fullPage: true });
+      const violations = await accessibilityViolations(page);
+      if (violations.length > 0) throw new Error(`The ${name} page breaks WCAG 2.1 AA:\n${violations.join('\n')}`);
+    },
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,14 @@
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
+import { formatTime, zoneOf, type Zone } from '../time.ts';
+
+export const ZoneContext = createContext<Zone>(zoneOf('UTC+00:00~Coordinated Universal Time', 'en'));
+
+export const useZone = () => useContext(ZoneContext);
+
+/** An instant in the account's offset, with the UTC instant for machines. */
+export function Time(props: { at: string | null }) {
+  const zone = useZone();
+  if (props.at === null) return <span>—</span>;
+  return <time dateTime={props.at}>{formatTime(props.at, zone)}</time>;
+}

@@ -1,0 +1,121 @@
+import { get, withQuery } from '../api.ts';
+import { usePages } from '../load.ts';
+import { IdLink } from '../router.tsx';
+import type { EmailBatch, EmailRecipient, EmailSummary, Totals } from '../types.ts';
+import { Page, Part } from '../components/page.tsx';
+import { Show } from '../components/states.tsx';
+import { Status, TotalsText } from '../components/status.tsx';
+import { PagedTable, Table } from '../components/table.tsx';
+import { Time } from '../components/zone.tsx';
+import { CancelSend, History, SendFacts, useSendRead } from '../components/send.tsx';
+import { SEND_COLUMNS } from './sms.tsx';
+
+export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
+  get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then((page) => ({ items: page.batches, nextCursor: page.nextCursor }));
+
+export function EmailBatchRow(props: { batch: EmailSummary }) {
+  const { batch } = props;
+  return (
+    <tr>
+      <td><IdLink href={`/email/${batch.batchId}`} id={batch.batchId} /></td>
+      <td><Time at={batch.createdAt} /></td>
+      <td><Time at={batch.scheduledAt} /></td>
+      <td><Status word={batch.status} /></td>
+      <td><TotalsText totals={batch.totals} /></td>
+    </tr>
+  );
+}
+
+export function EmailBatches() {
+  const pages = usePages((cursor) => emailBatchesPage(cursor), 'email');
+  return (
+    <Page title="Email batches">
+      <PagedTable caption="Email batches, newest first" head={SEND_COLUMNS} pages={pages} row={(batch) => <EmailBatchRow key={batch.batchId} batch={batch} />} empty="No email sent yet." />
+    </Page>
+  );
+}
+
+/** Recipient statuses of an email handed over for sending: every one was Processed first. */
+const HANDED_OVER = ['Processed', 'Deferred', 'Bounce', 'Delivered'];
+const REFUSED = new Set(['Bounce', 'Dropped']);
+
+const reached = (recipients: EmailRecipient[], event: string) => recipients.filter((r) => r.history.some((h) => h.event === event)).length;
+
+/**
+ * Processed → delivered from the batch's totals (all its recipients); opened and clicked are
+ * events in each recipient's history, so they count the recipients loaded so far.
+ */
+function Funnel(props: { totals: Totals; recipients: EmailRecipient[]; complete: boolean }) {
+  const processed = HANDED_OVER.reduce((sum, word) => sum + (props.totals[word] ?? 0), 0);
+  const steps = [
+    { name: 'Processed', n: processed },
+    { name: 'Delivered', n: props.totals.Delivered ?? 0 },
+    { name: 'Opened', n: reached(props.recipients, 'Open') },
+    { name: 'Clicked', n: reached(props.recipients, 'Click') },
+  ];
+  const share = (n: number) => (processed === 0 ? 0 : Math.round((n / processed) * 100));
+  return (
+    <>
+      <ol class="funnel" aria-label="Funnel">
+        {steps.map((step) => (
+          <li key={step.name}>
+            <span class="funnel-name">{step.name}</span>
+            <span class="funnel-bar" aria-hidden="true"><span style={{ width: `${share(step.n)}%` }} /></span>
+            <span class="funnel-count">{step.n} ({share(step.n)}%)</span>
+          </li>
+        ))}
+      </ol>
+      {!props.complete && <p class="muted">Opened and clicked count the {props.recipients.length} recipients loaded below; load more to count more.</p>}
+    </>
+  );
+}
+
+const lastReply = (r: EmailRecipient) => r.history.findLast((h) => h.reply !== undefined)?.reply ?? null;
+
+function RecipientRow(props: { recipient: EmailRecipient }) {
+  const r = props.recipient;
+  return (
+    <tr>
+      <td class="mono">{r.email}</td>
+      <td><Status word={r.status} /></td>
+      <td>{r.reason ?? '—'}</td>
+      <td><History events={r.history.map((h) => ({ word: h.event, at: h.at, detail: h.url ?? h.reply }))} /></td>
+    </tr>
+  );
+}
+
+export function EmailBatchPage(props: { batchId: string }) {
+  const path = `/email/batch/${encodeURIComponent(props.batchId)}`;
+  const { send, recipients } = useSendRead<EmailBatch, EmailRecipient>(path);
+  return (
+    <Show loaded={send}>
+      {(batch) => {
+        const refused = recipients.items.filter((r) => REFUSED.has(r.status));
+        return (
+          <Page title="Email batch" actions={<CancelSend path={path} what="batch" scheduled={batch.status === 'Scheduled'} onCancelled={recipients.reload} />}>
+            <SendFacts id={batch.batchId} idName="Batch id" summary={batch} />
+            <Part title="Funnel" id="funnel">
+              <Funnel totals={batch.totals} recipients={recipients.items} complete={recipients.nextCursor === null} />
+            </Part>
+            <Part title="Bounces and drops" id="refused">
+              <p>{batch.totals.Bounce ?? 0} bounced, {batch.totals.Dropped ?? 0} dropped in all.</p>
+              <Table caption="Bounces and drops with their reasons" head={['Recipient', 'Status', 'Reason', 'Server reply']} rows={refused.length} empty="None among the recipients loaded.">
+                {refused.map((r) => (
+                  <tr key={r.messageId}>
+                    <td class="mono">{r.email}</td>
+                    <td><Status word={r.status} /></td>
+                    <td>{r.reason ?? '—'}</td>
+                    <td>{lastReply(r) ?? '—'}</td>
+                  </tr>
+                ))}
+              </Table>
+            </Part>
+            <Part title="Recipients" id="recipients">
+              <PagedTable caption="Recipients" head={['Recipient', 'Status', 'Reason', 'History']} pages={recipients} row={(r) => <RecipientRow key={r.messageId} recipient={r} />} />
+            </Part>
+          </Page>
+        );
+      }}
+    </Show>
+  );
+}

@@ -1,0 +1,77 @@
+import { get, withQuery } from '../api.ts';
+import { usePages } from '../load.ts';
+import { IdLink } from '../router.tsx';
+import type { SmsRecipient, SmsSend, SmsSummary } from '../types.ts';
+import { Page, Part } from '../components/page.tsx';
+import { Show } from '../components/states.tsx';
+import { Status, TotalsText } from '../components/status.tsx';
+import { PagedTable } from '../components/table.tsx';
+import { Time } from '../components/zone.tsx';
+import { CancelSend, History, SendFacts, useSendRead } from '../components/send.tsx';
+
+export const SEND_COLUMNS = ['Id', 'Created', 'Scheduled for', 'Status', 'Recipients by status'];
+
+export const smsSendsPage = (cursor: string | undefined, limit = 20) =>
+  get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit })).then((page) => ({ items: page.sends, nextCursor: page.nextCursor }));
+
+export function SmsSendRow(props: { send: SmsSummary }) {
+  const { send } = props;
+  return (
+    <tr>
+      <td><IdLink href={`/sms/${send.queueId}`} id={send.queueId} /></td>
+      <td><Time at={send.createdAt} /></td>
+      <td><Time at={send.scheduledAt} /></td>
+      <td><Status word={send.status} /></td>
+      <td><TotalsText totals={send.totals} /></td>
+    </tr>
+  );
+}
+
+export function SmsSends() {
+  const pages = usePages((cursor) => smsSendsPage(cursor), 'sms');
+  return (
+    <Page title="SMS sends">
+      <PagedTable caption="SMS sends, newest first" head={SEND_COLUMNS} pages={pages} row={(send) => <SmsSendRow key={send.queueId} send={send} />} empty="No SMS sent yet." />
+    </Page>
+  );
+}
+
+const RECIPIENT_COLUMNS = ['Recipient', 'Status', 'Parts', 'Encoding', 'Reason or error', 'History', 'Parts at the operator', 'Clicks'];
+
+function RecipientRow(props: { recipient: SmsRecipient }) {
+  const r = props.recipient;
+  return (
+    <tr>
+      <td class="mono">{r.recipient}</td>
+      <td><Status word={r.status} /></td>
+      <td>{r.parts ?? '—'}</td>
+      <td>{r.encoding ?? '—'}</td>
+      <td>{[r.reason, r.error].filter(Boolean).join('; ') || '—'}</td>
+      <td><History events={r.history.map((h) => ({ word: h.status, at: h.at }))} /></td>
+      <td>{r.partStatus.length === 0 ? '—' : r.partStatus.map((p) => `${p.part}: ${p.status}`).join(', ')}</td>
+      <td>{r.clicks.length === 0 ? '0' : <>{r.clicks.length}, first <Time at={r.clicks[0].at} /></>}</td>
+    </tr>
+  );
+}
+
+export function SmsSendPage(props: { queueId: string }) {
+  const path = `/sms/${encodeURIComponent(props.queueId)}`;
+  const { send, recipients } = useSendRead<SmsSend, SmsRecipient>(path);
+  return (
+    <Show loaded={send}>
+      {(send) => (
+        <Page title="SMS send" actions={<CancelSend path={path} what="send" scheduled={send.status === 'Scheduled'} onCancelled={recipients.reload} />}>
+          <SendFacts id={send.queueId} idName="Queue id" summary={send}>
+            <dt>Parts billed</dt>
+            <dd>{send.partsBilled}</dd>
+            <dt>Link clicks</dt>
+            <dd>{send.clicks}</dd>
+          </SendFacts>
+          <Part title="Recipients" id="recipients">
+            <PagedTable caption="Recipients" head={RECIPIENT_COLUMNS} pages={recipients} row={(r) => <RecipientRow key={r.messageId} recipient={r} />} />
+          </Part>
+        </Page>
+      )}
+    </Show>
+  );
+}

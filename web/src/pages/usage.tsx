@@ -1,0 +1,84 @@
+import { useState } from 'preact/hooks';
+import { get, withQuery } from '../api.ts';
+import { useLoad } from '../load.ts';
+import { navigate, useLocation } from '../router.tsx';
+import { addDays, localDate } from '../time.ts';
+import type { EmailUsage, SmsUsage, Usage as UsageBody } from '../types.ts';
+import { Page } from '../components/page.tsx';
+import { Show } from '../components/states.tsx';
+import { Table } from '../components/table.tsx';
+import { useZone } from '../components/zone.tsx';
+
+const words = (statuses: Record<string, number>) => Object.entries(statuses).map(([word, n]) => `${word} ${n}`).join(' · ') || '—';
+
+function Cells(props: { sms: SmsUsage; email: EmailUsage }) {
+  const { sms, email } = props;
+  return (
+    <>
+      <td class="num">{sms.messages}</td>
+      <td class="num">{sms.parts.gsm7}</td>
+      <td class="num">{sms.parts.ucs2}</td>
+      <td class="num">{email.messages}</td>
+      <td>{words(sms.statuses)}</td>
+      <td>{words(email.statuses)}</td>
+    </>
+  );
+}
+
+/** Billed messages per day of the account's offset, both ends included; the span is in the URL. */
+export function Usage() {
+  const zone = useZone();
+  const { query } = useLocation();
+  const today = localDate(Date.now(), zone);
+  const to = query.get('to') ?? today;
+  const from = query.get('from') ?? addDays(to, -29);
+  const [fromInput, setFrom] = useState(from);
+  const [toInput, setTo] = useState(to);
+  const usage = useLoad(() => get<UsageBody>(withQuery('/usage', { from, to })), `${from}|${to}`);
+
+  const show = (event: Event) => {
+    event.preventDefault();
+    navigate(withQuery('/usage', { from: fromInput, to: toInput }));
+  };
+  return (
+    <Page title="Usage">
+      <form class="inline-form" onSubmit={show} aria-label="Usage span">
+        <label>
+          From
+          <input type="date" name="from" required value={fromInput} max={toInput} onInput={(e) => setFrom(e.currentTarget.value)} />
+        </label>
+        <label>
+          To
+          <input type="date" name="to" required value={toInput} min={fromInput} onInput={(e) => setTo(e.currentTarget.value)} />
+        </label>
+        <button type="submit">Show</button>
+        <a class="button" href={withQuery('/usage', { from, to, format: 'csv' })} download={`herald-usage-${from}-${to}.csv`}>Download CSV</a>
+      </form>
+      <p class="muted">Days in your account's time zone ({zone.label}). SMS are billed once the operator accepts them, each part as a message; emails once handed over for sending.</p>
+      <Show loaded={usage}>
+        {(data) => (
+          <Table
+            caption={`Usage per day, ${data.from} to ${data.to}`}
+            head={['Date', 'SMS', 'SMS parts GSM-7', 'SMS parts UCS-2', 'Emails', 'SMS statuses', 'Email statuses']}
+            rows={data.days.length}
+            foot={
+              <tfoot>
+                <tr>
+                  <th scope="row">Total</th>
+                  <Cells sms={data.totals.sms} email={data.totals.email} />
+                </tr>
+              </tfoot>
+            }
+          >
+            {data.days.map((day) => (
+              <tr key={day.date}>
+                <th scope="row">{day.date}</th>
+                <Cells sms={day.sms} email={day.email} />
+              </tr>
+            ))}
+          </Table>
+        )}
+      </Show>
+    </Page>
+  );
+}

@@ -1,0 +1,150 @@
+import { useState } from 'preact/hooks';
+import { get, request, withQuery } from '../api.ts';
+import { useLoad, usePages } from '../load.ts';
+import { IdLink } from '../router.tsx';
+import type { Delivery, WebhookSecret } from '../types.ts';
+import { Page, Part } from '../components/page.tsx';
+import { ErrorMessage, Show } from '../components/states.tsx';
+import { Status } from '../components/status.tsx';
+import { PagedTable } from '../components/table.tsx';
+import { Time } from '../components/zone.tsx';
+
+export const deliveriesPage = (cursor: string | undefined, limit = 50) =>
+  get<{ deliveries: Delivery[]; nextCursor: string | null }>(withQuery('/webhooks/deliveries', { cursor, limit })).then((page) => ({ items: page.deliveries, nextCursor: page.nextCursor }));
+
+const outcome = (d: Delivery) => [d.lastStatusCode === null ? null : `HTTP ${d.lastStatusCode}`, d.lastError].filter(Boolean).join(': ') || '—';
+
+export const DELIVERY_COLUMNS = ['Delivery', 'Type', 'URL', 'Status', 'Attempts', 'Last outcome', 'Last attempt'];
+
+export function DeliveryCells(props: { delivery: Delivery }) {
+  const d = props.delivery;
+  return (
+    <>
+      <td><IdLink href={`/webhooks/${d.id}`} id={d.id} /></td>
+      <td>{d.type}</td>
+      <td class="mono wrap">{d.url}</td>
+      <td><Status word={d.status} /></td>
+      <td>{d.attempts}</td>
+      <td>{outcome(d)}</td>
+      <td><Time at={d.lastAttemptAt} /></td>
+    </>
+  );
+}
+
+function SecretPart() {
+  const secret = useLoad(() => get<WebhookSecret>('/webhooks/secret'), 'secret');
+  const [confirming, setConfirming] = useState(false);
+  const [error, setError] = useState<Error | null>(null);
+  const [notice, setNotice] = useState('');
+  const rotate = async () => {
+    setError(null);
+    try {
+      await request('POST', '/webhooks/secret/rotate');
+      setConfirming(false);
+      setNotice('The secret was rotated. The previous one keeps signing for 24 hours.');
+      secret.reload();
+    } catch (failure) {
+      setError(failure as Error);
+    }
+  };
+  return (
+    <Part title="Signing secret" id="secret">
+      <Show loaded={secret}>
+        {(data) => (
+          <dl class="facts">
+            <dt>Secret</dt>
+            <dd><code class="secret">{data.secret}</code></dd>
+            <dt>Previous secret signs until</dt>
+            <dd><Time at={data.previousSecretExpiresAt} /></dd>
+          </dl>
+        )}
+      </Show>
+      {confirming ? (
+        <div class="confirm" role="group" aria-label="Confirm the rotation">
+          <p>Receivers must verify with the new secret within 24 hours. Rotate now?</p>
+          <button type="button" class="danger" onClick={rotate}>Yes, rotate the secret</button>
+          <button type="button" onClick={() => setConfirming(false)}>Keep the current secret</button>
+        </div>
+      ) : (
+        <button type="button" onClick={() => setConfirming(true)}>Rotate secret</button>
+      )}
+      {error && <ErrorMessage error={error} />}
+      <p role="status" class="notice">{notice}</p>
+    </Part>
+  );
+}
+
+export function Webhooks() {
+  const pages = usePages((cursor) => deliveriesPage(cursor), 'deliveries');
+  const [error, setError] = useState<Error | null>(null);
+  const [notice, setNotice] = useState('');
+  const retry = async (id: string) => {
+    setError(null);
+    try {
+      await request('POST', `/webhooks/deliveries/${id}/retry`);
+      setNotice(`Delivery ${id.slice(0, 8)} is posted again.`);
+      pages.reload();
+    } catch (failure) {
+      setError(failure as Error);
+    }
+  };
+  return (
+    <Page title="Webhooks">
+      <SecretPart />
+      <Part title="Deliveries" id="deliveries">
+        {error && <ErrorMessage error={error} />}
+        <p role="status" class="notice">{notice}</p>
+        <PagedTable
+          caption="Webhook deliveries, newest first"
+          head={[...DELIVERY_COLUMNS, 'Action']}
+          pages={pages}
+          empty="No webhook was posted yet."
+          row={(d) => (
+            <tr key={d.id}>
+              <DeliveryCells delivery={d} />
+              <td><button type="button" class="small" aria-label={`Retry delivery ${d.id.slice(0, 8)}`} onClick={() => retry(d.id)}>Retry</button></td>
+            </tr>
+          )}
+        />
+      </Part>
+    </Page>
+  );
+}
+
+export function DeliveryPage(props: { id: string }) {
+  const path = `/webhooks/deliveries/${encodeURIComponent(props.id)}`;
+  const delivery = useLoad(() => get<Delivery & { payload: unknown }>(path), path);
+  return (
+    <Show loaded={delivery}>
+      {(d) => (
+        <Page title="Webhook delivery">
+          <dl class="facts">
+            <dt>Id (webhook-id header)</dt>
+            <dd class="mono">{d.id}</dd>
+            <dt>Type</dt>
+            <dd>{d.type}</dd>
+            <dt>URL</dt>
+            <dd class="mono wrap">{d.url}</dd>
+            <dt>Status</dt>
+            <dd><Status word={d.status} /></dd>
+            <dt>Attempts</dt>
+            <dd>{d.attempts}</dd>
+            <dt>Last outcome</dt>
+            <dd>{outcome(d)}</dd>
+            <dt>Last attempt</dt>
+            <dd><Time at={d.lastAttemptAt} /></dd>
+            <dt>Next attempt</dt>
+            <dd><Time at={d.nextAttemptAt} /></dd>
+            <dt>Created</dt>
+            <dd><Time at={d.createdAt} /></dd>
+            <dt>Delivered</dt>
+            <dd><Time at={d.deliveredAt} /></dd>
+          </dl>
+          <Part title="Body" id="payload">
+            <pre class="payload" tabIndex={0}>{JSON.stringify(d.payload, null, 2)}</pre>
+          </Part>
+        </Page>
+      )}
+    </Show>
+  );
+}

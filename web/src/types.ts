@@ -1,0 +1,154 @@
+/** The shapes the console reads, as the API documents them (/docs; ARCHITECTURE.md's reads). */
+
+export interface Session {
+  userName: string;
+  timeZoneOffset: string;
+  locale: string;
+  csrfToken: string;
+}
+
+export type Totals = Record<string, number>;
+
+export interface SendSummary {
+  createdAt: string;
+  scheduledAt: string | null;
+  status: string;
+  totals: Totals;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface SmsSummary extends SendSummary {
+  queueId: string;
+}
+
+export interface EmailSummary extends SendSummary {
+  batchId: string;
+}
+
+export interface SmsRecipient {
+  recipient: string;
+  messageId: string;
+  status: string;
+  reason: string | null;
+  parts: number | null;
+  encoding: string | null;
+  error: string | null;
+  history: Array<{ status: string; at: string }>;
+  partStatus: Array<{ part: number; operatorMessageId: string | null; status: string }>;
+  clicks: Array<{ at: string; userAgent: string | null }>;
+}
+
+export interface SmsSend extends SmsSummary {
+  partsBilled: number;
+  clicks: number;
+  recipients: SmsRecipient[];
+  nextCursor: string | null;
+}
+
+export interface EmailEvent {
+  event: string;
+  at: string;
+  url?: string;
+  reply?: string;
+  machine?: boolean;
+}
+
+export interface EmailRecipient {
+  email: string;
+  messageId: string;
+  status: string;
+  reason: string | null;
+  history: EmailEvent[];
+}
+
+export interface EmailBatch extends EmailSummary {
+  recipients: EmailRecipient[];
+  nextCursor: string | null;
+}
+
+export interface StatsPoint {
+  start: string;
+  sent: number;
+  delivered: number;
+  failed: number;
+  refused: number;
+  opened: number;
+  clicked: number;
+  unsubscribed: number;
+  complaints: number;
+}
+
+export interface SmsUsage {
+  messages: number;
+  parts: { gsm7: number; ucs2: number };
+  statuses: Record<string, number>;
+}
+
+export interface EmailUsage {
+  messages: number;
+  statuses: Record<string, number>;
+}
+
+export interface Usage {
+  from: string;
+  to: string;
+  days: Array<{ date: string; sms: SmsUsage; email: EmailUsage }>;
+  totals: { sms: SmsUsage; email: EmailUsage };
+}
+
+export interface Contact {
+  contactId: number;
+  email: string | null;
+  mobileCountryCode: string | null;
+  mobileNumber: string | null;
+  mobileOptIn: boolean;
+  emailOptIn: boolean;
+  propertyfields: Array<{ propertyid: string; propertyname: string; propertyvalue: string }>;
+  listIds: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ContactMessage {
+  channel: 'sms' | 'email';
+  sendId: string;
+  messageId: string;
+  address: string;
+  status: string;
+  reason: string | null;
+  updatedAt: string;
+}
+
+export interface ContactList {
+  listId: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface Suppression {
+  reason: string;
+  createdAt: string;
+}
+
+export interface WebhookSecret {
+  secret: string;
+  previousSecretExpiresAt: string | null;
+}
+
+export interface Delivery {
+  id: string;
+  type: string;
+  url: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  lastAttemptAt: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+}
