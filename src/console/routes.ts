@@ -96,7 +96,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     // Every other path under /console is a page of the front end's router.
     const page = async (_request: unknown, reply: FastifyReply) => {
       if (!built) throw new AppError(503, 'The console is not built: `npm ci` builds it (or `npm run build:console`).');
-      return reply.header('cache-control', 'no-cache').sendFile('index.html', BUILT);
+      return reply.header('cache-control', 'no-cache').sendFile('index.html', BUILT, { cacheControl: false });
     };
     pages.get('/console', { schema: { hide: true } }, page);
     pages.get('/console/*', { schema: { hide: true } }, page);

@@ -6,10 +6,32 @@ type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+const ENGAGEMENT = { Open: 'opened', Click: 'clicked', Unsubscribe: 'unsubscribed', 'Spam Report': 'complaints' } as const;
+
 /**
- * `GET /email/batch/{batchId}` (ARCHITECTURE.md): the batch, its totals by status word, and a
- * page of its recipients in id order, each with its events: `url` on a Click, `reply` (the
- * SMTP reply) on a Deferred or Bounce, `machine` on an Open or Click.
+ * How many of a batch's recipients had each event at least once: the funnel's lower steps,
+ * which its totals (each recipient's one status word) cannot give. A walk of the batch's
+ * recipients and their history by their indexes.
+ */
+async function engagementOf(db: Db, sendId: string): Promise<Record<(typeof ENGAGEMENT)[keyof typeof ENGAGEMENT], number>> {
+  const rows = await db
+    .selectFrom('recipient_history as h')
+    .innerJoin('send_recipients as r', 'r.id', 'h.recipient_id')
+    .select(['h.status', (eb) => eb.fn.count<number>('h.recipient_id').distinct().as('recipients')])
+    .where('r.send_id', '=', sendId)
+    .where('h.status', 'in', Object.keys(ENGAGEMENT))
+    .groupBy('h.status')
+    .execute();
+  const engagement = { opened: 0, clicked: 0, unsubscribed: 0, complaints: 0 };
+  for (const row of rows) engagement[ENGAGEMENT[row.status as keyof typeof ENGAGEMENT]] = Number(row.recipients);
+  return engagement;
+}
+
+/**
+ * `GET /email/batch/{batchId}` (ARCHITECTURE.md): the batch, its totals by status word, the
+ * recipients who opened, clicked, unsubscribed and complained, and a page of its recipients in
+ * id order, each with its events: `url` on a Click, `reply` (the SMTP reply) on a Deferred or
+ * Bounce, `machine` on an Open or Click.
  */
 export async function readEmailBatch(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
   const read = await readSendPage(db, accountId, 'email', sendId, page, 'The email batch');
@@ -19,6 +41,7 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
     createdAt: read.summary.createdAt,
     scheduledAt: read.summary.scheduledAt,
     totals: read.summary.totals,
+    engagement: await engagementOf(db, read.send.id),
     recipients: read.recipients.map((row) => ({
       email: row.address,
       messageId: row.message_id,

@@ -146,9 +146,12 @@ const cursor = cursorCodec(['integer', 'uuid']);
 export async function listDeliveries(
   db: Kysely<Schema>,
   accountId: string,
-  page: { limit: number; cursor?: string },
+  page: { limit: number; cursor?: string; failing?: boolean },
 ): Promise<{ deliveries: DeliveryRow[]; nextCursor: string | null }> {
   let query = db.selectFrom('webhook_deliveries').selectAll().where('account_id', '=', accountId);
+  // The webhook_deliveries_failing index's condition, word for word and without parameters:
+  // SQLite takes a partial index only for a query whose terms imply it as written.
+  if (page.failing) query = query.where(sql<boolean>`status <> 'delivered' and attempts > 0`);
   if (page.cursor !== undefined) {
     const [createdAt, id] = cursor.decode(page.cursor);
     query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(createdAt, id)));

@@ -33,6 +33,10 @@ const DeliveryParams = Type.Object({ id: Uuid() });
 const DeliveryPage = Type.Object({
   limit: Type.Optional(PageLimit(100, 50, 'Deliveries')),
   cursor: Type.Optional(PageCursor(200)),
+  failing: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], {
+    description: 'true: only deliveries whose last attempt failed, given up or waiting for a retry.',
+    errorMessage: 'must be true or false',
+  })),
 });
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
@@ -58,12 +62,13 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: account,
     schema: {
       tags,
-      summary: 'Recent webhook deliveries, newest first',
+      summary: 'Recent webhook deliveries, newest first; with failing=true, those whose last attempt failed',
       querystring: DeliveryPage,
       response: { 200: Type.Object({ deliveries: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401, 429) },
     },
   }, async (request) => {
-    const page = await listDeliveries(ctx.db, request.account.id, { limit: Number(request.query.limit ?? 50), cursor: request.query.cursor });
+    const { limit, cursor, failing } = request.query;
+    const page = await listDeliveries(ctx.db, request.account.id, { limit: Number(limit ?? 50), cursor, failing: failing === 'true' });
     return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor };
   });
 

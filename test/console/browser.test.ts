@@ -8,6 +8,8 @@ import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { buildContact, startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
 import { buildBatch } from '../email/support.ts';
+import { trackingKey } from '../../src/email/tracking.ts';
+import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { launchBrowser, type Browser } from './browser.ts';
 
@@ -66,6 +68,17 @@ forEachDatabase((dialect) => {
     const html = response.body;
     assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
     assert.doesNotMatch(html, /<style|\sstyle=/, 'no inline style');
+    assert.equal(response.headers['cache-control'], 'no-cache', 'a new release is seen at the next load');
+    const deep = await crm.t.app.inject({ method: 'GET', url: '/console/sms/00000000-0000-4000-8000-000000000000' });
+    assert.equal(deep.statusCode, 200);
+    assert.equal(deep.body, html, "a page's address loads the app, which routes it");
+    const script = /<script[^>]*\bsrc="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    assert.ok(script, html);
+    const asset = await crm.t.app.inject({ method: 'GET', url: script });
+    assert.equal(asset.statusCode, 200);
+    assert.match(String(asset.headers['content-type']), /javascript/);
+    assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable', 'hashed names: cached for a year');
+    assert.equal((await crm.t.app.inject({ method: 'GET', url: '/console/assets/missing-0000.js' })).statusCode, 404);
   });
 
   it('refuses a wrong password, then signs in', async () => {
@@ -95,6 +108,10 @@ forEachDatabase((dialect) => {
     const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'Your order shipped', recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }] });
     const batchId = await accepted('/email/batch', buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] }));
     await crm.drain();
+    // Ada opens hers: the funnel's third step.
+    const ada = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
+    const pixel = trackingToken(trackingKey(crm.t.ctx.encryptionKey).current, { recipientId: Number(ada.id), kind: 'open' });
+    assert.equal((await crm.t.app.inject({ method: 'GET', url: `/t/o/${pixel}`, headers: { 'user-agent': 'Mozilla/5.0 (Macintosh)' } })).statusCode, 200);
 
     await open('/', 'Overview');
     for (const name of ['Messages sent per day', 'Delivery rate per day']) {
@@ -127,7 +144,7 @@ forEachDatabase((dialect) => {
     assert.match(await row(emailRecipients, 'ada@example.com').innerText(), /Delivered/);
     assert.match(await row(emailRecipients, 'gone@example.com').innerText(), /Bounce/);
     await row(table('Bounces and drops with their reasons'), 'gone@example.com').waitFor();
-    assert.match(await page.getByRole('list', { name: 'Funnel' }).innerText(), /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)/);
+    assert.match(await page.getByRole('list', { name: 'Funnel' }).innerText(), /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)[\s\S]*Opened\s+1 \(50%\)[\s\S]*Clicked\s+0 \(0%\)/);
     await browser.look('email-batch');
 
     await open('/contacts', 'Contacts');
@@ -188,7 +205,7 @@ forEachDatabase((dialect) => {
     assert.equal(failed.lastStatusCode, 500);
 
     await open('/', 'Overview');
-    await row(table('Failing webhook deliveries among the latest 100'), failed.id.slice(0, 8)).waitFor();
+    await row(table('Failing webhook deliveries, newest first'), failed.id.slice(0, 8)).waitFor();
     await open('/webhooks', 'Webhooks');
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
     await page.getByText(secret).waitFor();

@@ -112,6 +112,9 @@ forEachDatabase((dialect) => {
       'email Spam Report': [1, 0],
     });
 
+    // The batch's funnel: recipients with each event, Ada's two opens one recipient.
+    assert.deepEqual((await alice.get(`/email/batch/${batchId}`)).json().engagement, { opened: 1, clicked: 1, unsubscribed: 1, complaints: 1 });
+
     const stats = async (client: CrmClient, channel: string) => {
       const response = await client.get(`/stats?from=2026-03-10&to=2026-03-10&channel=${channel}`);
       assert.equal(response.statusCode, 200, response.body);

@@ -120,6 +120,32 @@ forEachDatabase((dialect) => {
     assert.equal((await get('/webhooks/deliveries/00000000-0000-4000-8000-000000000000')).statusCode, 404);
   });
 
+  it('lists with failing=true only the deliveries whose last attempt failed, given up or waiting for a retry', async () => {
+    const handler = webhookDeliveryHandler(t.ctx);
+    const attempt = async (status: number) => {
+      const id = await emit(alice);
+      t.clock.advance(1_000);
+      receiver.reply({ status });
+      await runDeliveryJob(handler, t.ctx.db, id);
+      return id;
+    };
+    await attempt(200);
+    const gaveUp = await attempt(410);
+    const retrying = await attempt(500);
+    await emit(alice); // not attempted yet
+    await emit(bob);
+    const failing = (await get('/webhooks/deliveries?failing=true')).json();
+    assert.deepEqual(failing.deliveries.map((d: { id: string; status: string }) => [d.id, d.status]), [[retrying, 'pending'], [gaveUp, 'failed']]);
+    assert.equal(failing.nextCursor, null);
+    const first = (await get('/webhooks/deliveries?failing=true&limit=1')).json();
+    assert.deepEqual(first.deliveries.map((d: { id: string }) => d.id), [retrying]);
+    const second = (await get(`/webhooks/deliveries?failing=true&limit=1&cursor=${first.nextCursor}`)).json();
+    assert.deepEqual(second.deliveries.map((d: { id: string }) => d.id), [gaveUp]);
+    assert.equal((await get('/webhooks/deliveries?failing=false')).json().deliveries.length, 4);
+    assert.deepEqual((await get('/webhooks/deliveries?failing=true', bobToken)).json().deliveries, []);
+    assert.equal((await get('/webhooks/deliveries?failing=yes')).statusCode, 400);
+  });
+
   it('replays a delivery now with the same webhook-id, retiring the job it had', async () => {
     const handler = webhookDeliveryHandler(t.ctx);
     const id = await emit(alice);

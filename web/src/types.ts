@@ -66,6 +66,8 @@ export interface EmailRecipient {
 }
 
 export interface EmailBatch extends EmailSummary {
+  /** Recipients of the whole batch with each event at least once. */
+  engagement: { opened: number; clicked: number; unsubscribed: number; complaints: number };
   recipients: EmailRecipient[];
   nextCursor: string | null;
 }

@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The console's sign-ins (src/console/sessions.ts), and the index behind "what a contact was
- * sent" (GET /contacts/{contactId}/messages).
+ * The console's sign-ins (src/auth/console-sessions.ts), and the indexes behind two of its reads
+ * that API clients want too: what a contact was sent (GET /contacts/{contactId}/messages) and
+ * the webhook deliveries that are failing (GET /webhooks/deliveries?failing=true).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // id_hash: SHA-256 (hex) of the cookie's secret, so a read of the table signs no one in.
@@ -25,5 +26,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('send_recipients')
     .columns(['contact_id', 'id'])
     .where(sql.ref('contact_id'), 'is not', null)
+    .execute();
+
+  // A delivery whose last attempt failed, given up or waiting for its retry: few, however many went through.
+  await db.schema
+    .createIndex('webhook_deliveries_failing')
+    .on('webhook_deliveries')
+    .columns(['account_id', 'created_at', 'id'])
+    .where(sql<boolean>`status <> 'delivered' and attempts > 0`)
     .execute();
 }

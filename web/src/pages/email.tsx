@@ -1,7 +1,7 @@
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
 import { IdLink } from '../router.tsx';
-import type { EmailBatch, EmailRecipient, EmailSummary, Totals } from '../types.ts';
+import type { EmailBatch, EmailRecipient, EmailSummary } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Status, TotalsText } from '../components/status.tsx';
@@ -39,19 +39,18 @@ export function EmailBatches() {
 const HANDED_OVER = ['Processed', 'Deferred', 'Bounce', 'Delivered'];
 const REFUSED = new Set(['Bounce', 'Dropped']);
 
-const reached = (recipients: EmailRecipient[], event: string) => recipients.filter((r) => r.history.some((h) => h.event === event)).length;
-
 /**
- * Processed → delivered from the batch's totals (all its recipients); opened and clicked are
- * events in each recipient's history, so they count the recipients loaded so far.
+ * Processed → delivered from the batch's totals, opened and clicked from its engagement: the
+ * recipients of the whole batch with each event, whatever page of them is loaded below.
  */
-function Funnel(props: { totals: Totals; recipients: EmailRecipient[]; complete: boolean }) {
-  const processed = HANDED_OVER.reduce((sum, word) => sum + (props.totals[word] ?? 0), 0);
+function Funnel(props: { batch: EmailBatch }) {
+  const { totals, engagement } = props.batch;
+  const processed = HANDED_OVER.reduce((sum, word) => sum + (totals[word] ?? 0), 0);
   const steps = [
     { name: 'Processed', n: processed },
-    { name: 'Delivered', n: props.totals.Delivered ?? 0 },
-    { name: 'Opened', n: reached(props.recipients, 'Open') },
-    { name: 'Clicked', n: reached(props.recipients, 'Click') },
+    { name: 'Delivered', n: totals.Delivered ?? 0 },
+    { name: 'Opened', n: engagement.opened },
+    { name: 'Clicked', n: engagement.clicked },
   ];
   const share = (n: number) => (processed === 0 ? 0 : Math.round((n / processed) * 100));
   return (
@@ -65,7 +64,7 @@ function Funnel(props: { totals: Totals; recipients: EmailRecipient[]; complete:
           </li>
         ))}
       </ol>
-      {!props.complete && <p class="muted">Opened and clicked count the {props.recipients.length} recipients loaded below; load more to count more.</p>}
+      <p>{engagement.unsubscribed} unsubscribed, {engagement.complaints} reported it as spam.</p>
     </>
   );
 }
@@ -95,7 +94,7 @@ export function EmailBatchPage(props: { batchId: string }) {
           <Page title="Email batch" actions={<CancelSend path={path} what="batch" scheduled={batch.status === 'Scheduled'} onCancelled={recipients.reload} />}>
             <SendFacts id={batch.batchId} idName="Batch id" summary={batch} />
             <Part title="Funnel" id="funnel">
-              <Funnel totals={batch.totals} recipients={recipients.items} complete={recipients.nextCursor === null} />
+              <Funnel batch={batch} />
             </Part>
             <Part title="Bounces and drops" id="refused">
               <p>{batch.totals.Bounce ?? 0} bounced, {batch.totals.Dropped ?? 0} dropped in all.</p>

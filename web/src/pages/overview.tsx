@@ -15,6 +15,7 @@ import { DELIVERY_COLUMNS, DeliveryCells, deliveriesPage } from './webhooks.tsx'
 
 const DAYS = 30;
 const LATEST = 5;
+const FAILURES = 10;
 
 const stats = (channel: 'sms' | 'email', from: string, to: string) =>
   get<{ points: StatsPoint[] }>(withQuery('/stats', { from, to, channel, interval: 'day' })).then((body) => body.points);
@@ -52,8 +53,8 @@ export function Overview() {
   const from = addDays(to, -(DAYS - 1));
   const charts = useLoad(() => Promise.all([stats('sms', from, to), stats('email', from, to)]), from);
   const latest = useLoad(() => Promise.all([smsSendsPage(undefined, LATEST), emailBatchesPage(undefined, LATEST)]), 'latest');
-  // The newest deliveries, of which the failed ones: what went wrong lately.
-  const failures = useLoad(() => deliveriesPage(undefined, 100).then((page) => page.items.filter((d) => d.status === 'failed' || (d.status === 'pending' && d.attempts > 0))), 'failures');
+  // What went wrong lately: the newest deliveries whose last attempt failed.
+  const failures = useLoad(() => deliveriesPage(undefined, FAILURES, true).then((page) => page.items), 'failures');
   return (
     <Page title="Overview">
       <Part title={`The last ${DAYS} days`} id="trend">
@@ -80,7 +81,7 @@ export function Overview() {
       <Part title="Webhook failures" id="webhook-failures">
         <Show loaded={failures}>
           {(failed) => (
-            <Table caption="Failing webhook deliveries among the latest 100" head={DELIVERY_COLUMNS} rows={failed.length} empty="None: the latest deliveries all went through.">
+            <Table caption="Failing webhook deliveries, newest first" head={DELIVERY_COLUMNS} rows={failed.length} empty="None: every delivery's last attempt went through.">
               {failed.map((d) => <tr key={d.id}><DeliveryCells delivery={d} /></tr>)}
             </Table>
           )}

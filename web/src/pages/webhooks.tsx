@@ -9,8 +9,8 @@ import { Status } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
 import { Time } from '../components/zone.tsx';
 
-export const deliveriesPage = (cursor: string | undefined, limit = 50) =>
-  get<{ deliveries: Delivery[]; nextCursor: string | null }>(withQuery('/webhooks/deliveries', { cursor, limit })).then((page) => ({ items: page.deliveries, nextCursor: page.nextCursor }));
+export const deliveriesPage = (cursor: string | undefined, limit = 50, failing?: boolean) =>
+  get<{ deliveries: Delivery[]; nextCursor: string | null }>(withQuery('/webhooks/deliveries', { cursor, limit, failing: failing ? 'true' : undefined })).then((page) => ({ items: page.deliveries, nextCursor: page.nextCursor }));
 
 const outcome = (d: Delivery) => [d.lastStatusCode === null ? null : `HTTP ${d.lastStatusCode}`, d.lastError].filter(Boolean).join(': ') || '—';
 
