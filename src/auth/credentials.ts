@@ -1,7 +1,5 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import { Type } from 'typebox';
-import { Uuid } from '../http/schemas.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
 import { invalidCredentials } from '../errors.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
@@ -29,13 +27,6 @@ export function newPrivateToken(): { privateToken: string; hash: string } {
 export function privateTokenMatches(account: Selectable<AccountsTable>, privateToken: string): boolean {
   return timingSafeEqual(Buffer.from(account.private_token_hash, 'hex'), Buffer.from(privateTokenHash(privateToken), 'hex'));
 }
-
-/** The three credentials of a sign-in, as a request body's fields: POST /token's and the console's. */
-export const SignInFields = {
-  userName: Type.String({ minLength: 1, maxLength: 254 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-  privateToken: Uuid(),
-};
 
 export interface Credentials {
   userName: string;

@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
-import { SignInFields, signIn } from './credentials.ts';
+import { signIn } from './credentials.ts';
+import { SignInFields } from './schemas.ts';
 import { LoginThrottle } from './throttle.ts';
 import { VALIDITIES, expiryFor, signAccessToken } from './tokens.ts';
 
