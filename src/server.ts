@@ -12,7 +12,7 @@ import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
-import { startInboundSmtp, type InboundSmtp } from './email/inbound-smtp.ts';
+import type { InboundSmtp } from './email/inbound-smtp.ts';
 
 /** Loads the encryption key, opens the database (migrating it), loads the signing key and the counter store. */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
@@ -131,6 +131,8 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   try {
     await listen(({ host, port }) => app.listen({ host, port }), bind);
     if (role !== 'worker' && config.inboundSmtpPort !== undefined) {
+      // Loaded only here: SMTP and MIME libraries that a service without the listener need not carry.
+      const { startInboundSmtp } = await import('./email/inbound-smtp.ts');
       inbound = await listen(({ host, port }) => startInboundSmtp(ctx, { host, port, log }), { host: config.host, port: config.inboundSmtpPort, portVariable: 'INBOUND_SMTP_PORT' });
     }
     await worker?.start();

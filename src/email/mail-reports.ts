@@ -1,4 +1,4 @@
-import { simpleParser, type HeaderValue, type Headers } from 'mailparser';
+import type { HeaderValue, Headers, SimpleParserOptions } from 'mailparser';
 
 /**
  * What a mail Herald receives reports, read with mailparser: a delivery status notification
@@ -53,6 +53,9 @@ function bareAddress(field: string | null): string | null {
   const address = field.replace(/^[\w-]+\s*;/, '').trim().replace(/^<|>$/g, '').trim();
   return address === '' ? null : address.toLowerCase();
 }
+
+/** mailparser's parser, loaded with the first report: a service that never receives one need not carry it. */
+const simpleParser = async (source: string | Buffer, options: SimpleParserOptions) => (await import('mailparser')).simpleParser(source, options);
 
 const PARSING = { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true, checksumAlgo: false } as const;
 

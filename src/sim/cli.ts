@@ -2,8 +2,10 @@
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { FINAL_STATES, startSmsc, type FinalState, type IdFormat, type SmscOptions } from './smsc.ts';
-import { startSmtpSink, type SmtpRule, type SmtpSinkOptions } from './smtp.ts';
+// The simulators themselves load with their command: `herald serve` imports this module for
+// the usage table only, and would otherwise carry the SMPP, SMTP and MIME libraries they use.
+import type { FinalState, IdFormat, SmscOptions } from './smsc.ts';
+import type { SmtpRule, SmtpSinkOptions } from './smtp.ts';
 
 export const SIM_SMSC_ARGS = `[--port 2775] [--http-port 2776] [--host 127.0.0.1] [--system-id ID --password PW]
   [--tls-cert cert.pem --tls-key key.pem (SMPP over TLS, port 3550 by default)]
@@ -81,6 +83,7 @@ export async function simCommand(action: string | undefined, args: string[], usa
 }
 
 async function smscCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
+  const { FINAL_STATES, startSmsc } = await import('./smsc.ts');
   const { values, text, number, together, tls } = reader(args, {
     port: stringOption, 'http-port': stringOption, host: stringOption, 'system-id': stringOption, password: stringOption,
     'tls-cert': stringOption, 'tls-key': stringOption,
@@ -183,6 +186,7 @@ function reportToOf(spec: string | undefined, usageError: (message: string) => E
 }
 
 async function smtpCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
+  const { startSmtpSink } = await import('./smtp.ts');
   const { values, tokens, text, number, together, tls } = reader(args, {
     port: stringOption, 'http-port': stringOption, host: stringOption, user: stringOption, password: stringOption,
     'tls-cert': stringOption, 'tls-key': stringOption,
