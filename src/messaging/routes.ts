@@ -37,7 +37,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/contacts/:contactId/messages', {
     config: account,
-    schema: { tags: ['contacts'], summary: 'What the account sent a contact, by SMS and email, newest first, a page at a time', params: ContactIdParams, querystring: ContactMessagesQuery, response: { 200: ContactMessagesPage, ...errorResponses(400, 401, 404, 429) } },
+    schema: { tags: ['contacts'], summary: "What the account sent a contact's number and address, by SMS and email, newest first, a page at a time", params: ContactIdParams, querystring: ContactMessagesQuery, response: { 200: ContactMessagesPage, ...errorResponses(400, 401, 404, 429) } },
   }, async (request) =>
-    contactMessages(ctx.db, request.account.id, Number(request.params.contactId), { limit: Number(request.query.limit ?? 20), cursor: request.query.cursor }));
+    contactMessages(ctx.db, ctx.database.dialect, { accountId: request.account.id, contactId: Number(request.params.contactId), limit: Number(request.query.limit ?? 20), cursor: request.query.cursor }));
 }

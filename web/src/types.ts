@@ -118,10 +118,12 @@ export interface Contact {
 export interface ContactMessage {
   channel: 'sms' | 'email';
   sendId: string;
-  messageId: string;
+  /** Null until the message is handed to its transport. */
+  messageId: string | null;
   address: string;
   status: string;
   reason: string | null;
+  sentAt: string;
   updatedAt: string;
 }
 

@@ -1,9 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The console's sign-ins (src/auth/console-sessions.ts), and the indexes behind two of its reads
- * that API clients want too: what a contact was sent (GET /contacts/{contactId}/messages) and
- * the webhook deliveries that are failing (GET /webhooks/deliveries?failing=true).
+ * The console's sign-ins (src/auth/console-sessions.ts), and the index behind one of its reads
+ * that API clients want too: the webhook deliveries that are failing
+ * (GET /webhooks/deliveries?failing=true).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // id_hash: SHA-256 (hex) of the cookie's secret, so a read of the table signs no one in.
@@ -18,15 +18,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('console_sessions_expiry').on('console_sessions').column('expires_at').execute();
-
-  // Contact ids are per account, so the read joins sends for the account; recipients given
-  // by address without a matching contact have none and stay out of the index.
-  await db.schema
-    .createIndex('send_recipients_contact')
-    .on('send_recipients')
-    .columns(['contact_id', 'id'])
-    .where(sql.ref('contact_id'), 'is not', null)
-    .execute();
 
   // A delivery whose last attempt failed, given up or waiting for its retry: few, however many went through.
   await db.schema

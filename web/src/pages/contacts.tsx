@@ -80,13 +80,14 @@ function Messages(props: { contactId: string }) {
   return (
     <PagedTable
       caption="Messages sent to this contact, newest first"
-      head={['Channel', 'Send', 'Address', 'Status', 'Reason', 'Updated']}
+      head={['Channel', 'Send', 'Sent', 'Address', 'Status', 'Reason', 'Status since']}
       pages={pages}
       empty="Nothing was sent to this contact."
       row={(m) => (
-        <tr key={m.messageId}>
+        <tr key={`${m.sendId} ${m.address}`}>
           <td>{m.channel === 'sms' ? 'SMS' : 'Email'}</td>
           <td><IdLink href={`/${m.channel}/${m.sendId}`} id={m.sendId} /></td>
+          <td><Time at={m.sentAt} /></td>
           <td class="mono">{m.address}</td>
           <td><Status word={m.status} /></td>
           <td>{m.reason ?? '—'}</td>
