@@ -42,11 +42,14 @@ export type RenderRequest =
 export type RenderResponse = { call: number; raws: Uint8Array[] } | { call: number; error: string };
 
 /**
- * A thread's heap holds a compiled email or two and a group of messages: about 13 MiB live.
- * Bounded so a thread never grows the process by much (48 and 8 MiB committed 49 MiB a
- * thread for the same speed).
+ * A thread's heap holds its modules (about 10 MiB: nodemailer's composer, html-to-text,
+ * htmlparser2), a compiled email or two and a group of messages: about 11 MiB old and up to 6
+ * MiB young while it renders. Bounded so a thread never grows the process by much, but not
+ * tighter: at 32 and 3 MiB a thread spent much of its time collecting garbage — two threads
+ * alone (npm run bench:render-pool) made 662 messages/s at 32 and 3 MiB, 1,190 to 1,226 at 48
+ * and 8, for 8 MiB more peak resident memory.
  */
-const THREAD_LIMITS = { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 3 };
+const THREAD_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 };
 
 interface Thread {
   worker: Worker;
