@@ -42,7 +42,7 @@ export interface Config {
    */
   emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined } | { kind: 'smtp'; settings: SmtpSettings };
   defaultEmailDomain: string;
-  /** EMAIL_RENDER_THREADS: threads that render and sign emails in a worker process (email/render-pool.ts); one a core, at most four, unless set. */
+  /** EMAIL_RENDER_THREADS: threads that render and sign emails in a worker process (email/render-pool.ts); one a core but the event loop's, 1 to 4, unless set. */
   emailRenderThreads: number;
   /** BOUNCE_DOMAIN: the domain of VERP return paths (`bounces+<token>@…`) and of List-Unsubscribe's `mailto:`; DEFAULT_EMAIL_DOMAIN when unset. */
   bounceDomain: string;
@@ -212,7 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     emailTransport: emailTransportSetting(read(env, 'EMAIL_TRANSPORT', 'sandbox:')),
     defaultEmailDomain: defaultEmailDomain.toLowerCase(),
     bounceDomain: bounceDomain.toLowerCase(),
-    emailRenderThreads: integer(env, 'EMAIL_RENDER_THREADS', Math.min(4, availableParallelism()), 1, 64),
+    emailRenderThreads: integer(env, 'EMAIL_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 1, 64),
     inboundSmtpPort: optional(env, 'INBOUND_SMTP_PORT') === undefined ? undefined : integer(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),

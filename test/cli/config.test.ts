@@ -23,8 +23,8 @@ it('takes BOUNCE_DOMAIN as DEFAULT_EMAIL_DOMAIN unless set, and leaves the inbou
   assert.equal(loadConfig({ INBOUND_SMTP_PORT: '2525' }).inboundSmtpPort, 2525);
 });
 
-it('renders email on one thread a core, at most four, unless EMAIL_RENDER_THREADS says how many', () => {
-  assert.equal(loadConfig({}).emailRenderThreads, Math.min(4, availableParallelism()));
+it('renders email on one thread a core but the event loop\'s, one to four, unless EMAIL_RENDER_THREADS says how many', () => {
+  assert.equal(loadConfig({}).emailRenderThreads, Math.max(1, Math.min(4, availableParallelism() - 1)));
   assert.equal(loadConfig({ EMAIL_RENDER_THREADS: '1' }).emailRenderThreads, 1);
 });
 
