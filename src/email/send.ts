@@ -25,8 +25,12 @@ type Db = Kysely<Schema>;
  * transport soon after one another, enough that a call's cost is spread over many.
  */
 const RENDER_GROUP = 25;
-/** Groups in flight per render thread: one rendering while the one before goes to the transport. */
-const GROUPS_PER_THREAD = 2;
+/**
+ * Groups in flight per render thread: the thread renders while the groups before go to the
+ * transport. With two, one thread sat idle a quarter of the time over SMTP, waiting for its
+ * next group (661 messages/s for 20,000 emails; 710 with four).
+ */
+const GROUPS_PER_THREAD = 4;
 
 /** Runs `work` on every item, at most `limit` at once; answers the results in item order. */
 async function inFlight<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
