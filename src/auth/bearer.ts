@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { adminUnauthorized, consoleSessionEnded, csrfRefused, invalidToken, missingToken } from '../errors.ts';
-import { SESSION_COOKIE, csrfTokenMatches, findSession } from './console-sessions.ts';
+import { SESSION_COOKIE, csrfTokenFor, findSession } from './console-sessions.ts';
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
 import { AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
 import { verifyAccessToken, type TokenSubject } from './tokens.ts';
@@ -53,9 +53,10 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * One onRequest hook authenticates every route by its `config.auth`, then counts account
  * routes against their rate-limit group. It runs before the body is read, so a caller
  * without a valid token or over its limit costs no parsing. An account route takes either a
- * bearer token or the console's session cookie (src/console): the console is one more client
- * of the same routes; under the cookie, a change needs the session's CSRF token too. Verified tokens and account
- * reads are remembered (access-cache.ts); revocations reach every process within a second.
+ * bearer token or the console's session cookie (console-sessions.ts): the console is one more
+ * client of the same routes; under the cookie, a change needs the session's CSRF token too.
+ * Verified tokens and account reads are remembered (access-cache.ts); revocations reach every
+ * process within a second.
  */
 export function registerAuthentication(app: FastifyInstance, ctx: AppContext, cache: AccessCache): void {
   app.decorateRequest('account', null as unknown as AuthenticatedAccount);
@@ -87,7 +88,10 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     if (secret === undefined) throw missingToken();
     const session = await findSession(ctx.database.reads, secret, ctx.clock.now());
     if (!session) throw consoleSessionEnded();
-    if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(secret, headerValue(request.headers['x-csrf-token']))) throw csrfRefused();
+    if (!SAFE_METHODS.has(request.method)) {
+      const given = headerValue(request.headers['x-csrf-token']);
+      if (given === undefined || !sameSecret(given, csrfTokenFor(secret))) throw csrfRefused();
+    }
     request.consoleSession = secret;
     return session;
   }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 
@@ -17,13 +17,6 @@ const hashOf = (secret: string) => createHash('sha256').update(secret).digest('h
  */
 export function csrfTokenFor(secret: string): string {
   return createHash('sha256').update('herald console csrf\0').update(secret).digest('base64url');
-}
-
-export function csrfTokenMatches(secret: string, given: string | undefined): boolean {
-  if (given === undefined) return false;
-  const expected = Buffer.from(csrfTokenFor(secret));
-  const actual = Buffer.from(given);
-  return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
 /** A new session for the account, its secret for the cookie; sessions that have expired are removed on the way. */

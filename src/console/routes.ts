@@ -48,10 +48,10 @@ const tags = ['console'];
 export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const throttle = new LoginThrottle(ctx.counters, ctx.clock);
-  const secure = ctx.config.publicUrl.startsWith('https:');
-  const sessionBody = (secret: string, a: { user_name: string; time_zone_offset: string; locale: string }) => ({
-    userName: a.user_name,
-    timeZoneOffset: a.time_zone_offset,
+  const cookie = { httpOnly: true, secure: ctx.config.publicUrl.startsWith('https:'), sameSite: 'strict', path: '/' } as const;
+  const sessionBody = (secret: string, a: { userName: string; timeZoneOffset: string; locale: string }) => ({
+    userName: a.userName,
+    timeZoneOffset: a.timeZoneOffset,
     locale: a.locale,
     csrfToken: csrfTokenFor(secret),
   });
@@ -61,8 +61,8 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
   }, async (request, reply) => {
     const signedIn = await signIn(ctx.db, throttle, request.body, request.ip);
     const secret = await openSession(ctx.db, signedIn, ctx.clock.now());
-    reply.setCookie(SESSION_COOKIE, secret, { httpOnly: true, secure, sameSite: 'strict', path: '/', maxAge: SESSION_TTL_MS / 1000 });
-    return sessionBody(secret, signedIn);
+    reply.setCookie(SESSION_COOKIE, secret, { ...cookie, maxAge: SESSION_TTL_MS / 1000 });
+    return sessionBody(secret, { userName: signedIn.user_name, timeZoneOffset: signedIn.time_zone_offset, locale: signedIn.locale });
   });
 
   r.get('/console/session', {
@@ -70,8 +70,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags, summary: 'The signed-in account and the CSRF token of its console session', response: { 200: SessionBody, ...errorResponses(401) } },
   }, async (request) => {
     if (request.consoleSession === null) throw consoleSessionEnded();
-    const { userName, timeZoneOffset, locale } = request.account;
-    return { userName, timeZoneOffset, locale, csrfToken: csrfTokenFor(request.consoleSession) };
+    return sessionBody(request.consoleSession, request.account);
   });
 
   r.delete('/console/session', {
@@ -79,7 +78,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags, summary: 'Sign out of the console', response: errorResponses(401, 403) },
   }, async (request, reply) => {
     if (request.consoleSession !== null) await closeSession(ctx.db, request.consoleSession);
-    reply.clearCookie(SESSION_COOKIE, { httpOnly: true, secure, sameSite: 'strict', path: '/' });
+    reply.clearCookie(SESSION_COOKIE, cookie);
     return reply.code(204).send();
   });
 

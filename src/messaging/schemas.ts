@@ -21,7 +21,7 @@ export const SendListPage = (idName: 'queueId' | 'batchId') =>
 /** A cursor of the listing: the last send's time and id (up to 70 characters). */
 export const SendListQuery = Type.Object({
   limit: Type.Optional(PageLimit(100, 20, 'Sends')),
-  cursor: Type.Optional(Type.String({ maxLength: 100, description: 'nextCursor of the previous page.', errorMessage: 'must be a nextCursor from a previous page' })),
+  cursor: Type.Optional(PageCursor(100)),
 });
 
 const LocalDate = (description: string) => Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD', description });
