@@ -54,11 +54,6 @@ forEachDatabase((dialect) => {
     await page.goto(`${base}/console${path}`);
     await heading(title).waitFor();
   };
-  const accepted = async (path: string, body: object) => {
-    const response = await alice.post(path, body);
-    assert.equal(response.statusCode, 202, response.body);
-    return (response.json().data.QueueId ?? response.json().data.BatchId) as string;
-  };
   const sendStatus = async (path: string) => (await alice.get(path)).json().status as string;
 
   it('serves a page whose scripts and styles are all files of its own (the CSP allows no inline ones)', async () => {
@@ -105,8 +100,8 @@ forEachDatabase((dialect) => {
   it('finds an SMS batch and an email batch sent through the API, with their recipients, and draws the charts', async () => {
     const contact = buildContact({ email: 'ada@example.com', emailOptIn: true });
     await alice.upsert([contact]);
-    const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'Your order shipped', recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }] });
-    const batchId = await accepted('/email/batch', buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] }));
+    const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'Your order shipped', recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }] });
+    const batchId = await alice.accept('/email/batch', buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] }));
     await crm.drain();
     // Ada opens hers: the funnel's third step.
     const ada = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
@@ -162,7 +157,7 @@ forEachDatabase((dialect) => {
 
   it('cancels a scheduled SMS send and a scheduled email batch', async () => {
     const tomorrow = new Date(crm.clock.now() + 86_400_000).toISOString();
-    const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'Later', recipients: [{ mobileNo: '919812345602' }], scheduleDateTime: tomorrow });
+    const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'Later', recipients: [{ mobileNo: '919812345602' }], scheduleDateTime: tomorrow });
     await open(`/sms/${queueId}`, 'SMS send');
     await page.getByRole('button', { name: 'Cancel send' }).click();
     await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
@@ -172,7 +167,7 @@ forEachDatabase((dialect) => {
     assert.equal(await sendStatus(`/sms/${queueId}`), 'Cancelled');
     await browser.look('sms-send-cancelled');
 
-    const batchId = await accepted('/email/batch', buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }));
+    const batchId = await alice.accept('/email/batch', buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }));
     await open(`/email/${batchId}`, 'Email batch');
     await page.getByRole('button', { name: 'Cancel batch' }).click();
     await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();

@@ -18,11 +18,10 @@ forEachDatabase((dialect) => {
   afterEach(() => crm.close());
 
   const accepted = async (client: CrmClient, path: string, body: object) => {
-    const response = await client.post(path, body);
-    assert.equal(response.statusCode, 202, response.body);
+    const sendId = await client.accept(path, body);
     await crm.drain();
     crm.clock.advance(1000);
-    return (response.json().data.QueueId ?? response.json().data.BatchId) as string;
+    return sendId;
   };
   const messages = async (client: CrmClient, contactId: number, query = '') => {
     const response = await client.get(`/contacts/${contactId}/messages${query}`);

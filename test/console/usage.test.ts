@@ -29,10 +29,9 @@ forEachDatabase((dialect) => {
   afterEach(() => crm.close());
 
   const accepted = async (client: CrmClient, path: string, body: object) => {
-    const response = await client.post(path, body);
-    assert.equal(response.statusCode, 202, response.body);
+    const sendId = await client.accept(path, body);
     await crm.drain();
-    return (response.json().data.QueueId ?? response.json().data.BatchId) as string;
+    return sendId;
   };
   const sms = (client: CrmClient, recipients: string[], body = 'Hello from Herald') =>
     accepted(client, '/sms/batch', { senderName: 'HERALD', body, recipients: recipients.map((mobileNo) => ({ mobileNo })) });

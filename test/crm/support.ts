@@ -43,6 +43,8 @@ export interface CrmClient {
   upsert(contacts: ContactInput[], extra?: Record<string, unknown>): Promise<BatchStatus>;
   get(url: string): Promise<LightMyRequestResponse>;
   post(url: string, payload: unknown): Promise<LightMyRequestResponse>;
+  /** Posts a send (`/sms/…`, `/email/batch`), expects 202, and answers its QueueId or BatchId. */
+  accept(url: string, payload: object): Promise<string>;
   contact(contactId: number): Promise<Contact>;
   createProperty(name: string): Promise<string>;
   createList(name: string): Promise<string>;
@@ -109,6 +111,12 @@ export async function startCrmTest(dialect: DialectName, options: { clock?: Manu
         postBatch,
         get,
         post,
+        async accept(url, payload) {
+          const response = await post(url, payload);
+          if (response.statusCode !== 202) throw new Error(`POST ${url} answered ${response.statusCode}: ${response.body}`);
+          const { data } = response.json();
+          return (data.QueueId ?? data.BatchId) as string;
+        },
         async upsert(contacts, extra = {}) {
           const accepted = await postBatch({ createUpdateContacts: contacts, ...extra });
           if (accepted.statusCode !== 202) throw new Error(`POST /contacts/batch answered ${accepted.statusCode}: ${accepted.body}`);

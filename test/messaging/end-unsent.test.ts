@@ -27,11 +27,6 @@ forEachDatabase((dialect) => {
   });
 
   const later = () => new Date(crm.clock.now() + 3_600_000).toISOString();
-  const accepted = async (path: string, body: object) => {
-    const response = await alice.post(path, body);
-    assert.equal(response.statusCode, 202, response.body);
-    return (response.json().data.QueueId ?? response.json().data.BatchId) as string;
-  };
   const giveUp = (end: typeof failUnsent, sendId: string) => crm.t.ctx.db.transaction().execute((trx) => end(trx, dialect, crm.clock, sendId, 'worker lost'));
   async function posted() {
     crm.clock.advance(1500);
@@ -46,7 +41,7 @@ forEachDatabase((dialect) => {
   };
 
   it('fails the SMS a send had not sent, with the error, posted, counted, the send Completed', async () => {
-    const queueId = await accepted('/sms/batch', { senderName: 'HERALD', body: 'x', scheduleDateTime: later(), webHookUrl: receiver.url, recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }] });
+    const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'x', scheduleDateTime: later(), webHookUrl: receiver.url, recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }] });
     await giveUp(failUnsent, queueId);
     const read = (await alice.get(`/sms/${queueId}`)).json();
     assert.equal(read.status, 'Completed');
@@ -62,7 +57,7 @@ forEachDatabase((dialect) => {
   });
 
   it('drops the emails a batch had not handed over, with the error, posted, counted, the batch Completed', async () => {
-    const batchId = await accepted('/email/batch', buildBatch({ scheduleDateTime: later(), webHookUrl: receiver.url }, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] }));
+    const batchId = await alice.accept('/email/batch', buildBatch({ scheduleDateTime: later(), webHookUrl: receiver.url }, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] }));
     await giveUp(dropUnsent, batchId);
     const read = (await alice.get(`/email/batch/${batchId}`)).json();
     assert.equal(read.status, 'Completed');
