@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
 import { usePages, type Loaded, type Pages } from '../load.ts';
+import { IdLink } from '../router.tsx';
 import type { SendSummary } from '../types.ts';
 import { ErrorMessage } from './states.tsx';
 import { Status, TotalsText } from './status.tsx';
@@ -20,6 +21,23 @@ export function useSendRead<S extends SendSummary & { recipients: R[]; nextCurso
   }, path);
   const first = recipients.first;
   return { send: send !== null ? { state: 'done', data: send } : first.state === 'failed' ? first : { state: 'loading' }, recipients };
+}
+
+/** The columns of a listing of sends (SendRow). */
+export const SEND_COLUMNS = ['Id', 'Created', 'Scheduled for', 'Status', 'Recipients by status'];
+
+/** A send in a listing, of either channel: its id linking to its page (`href`), its times, status and recipients by status. */
+export function SendRow(props: { href: string; id: string; summary: SendSummary }) {
+  const { summary } = props;
+  return (
+    <tr>
+      <td><IdLink href={props.href} id={props.id} /></td>
+      <td><Time at={summary.createdAt} /></td>
+      <td><Time at={summary.scheduledAt} /></td>
+      <td><Status word={summary.status} /></td>
+      <td><TotalsText totals={summary.totals} /></td>
+    </tr>
+  );
 }
 
 /** The facts every send shows: its id, status, times and recipients by status; `children` adds the channel's own. */

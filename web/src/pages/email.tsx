@@ -1,30 +1,16 @@
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
-import { IdLink } from '../router.tsx';
 import type { EmailBatch, EmailRecipient, EmailSummary } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
-import { Status, TotalsText } from '../components/status.tsx';
+import { Status } from '../components/status.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
-import { Time } from '../components/zone.tsx';
-import { CancelSend, History, SendFacts, useSendRead } from '../components/send.tsx';
-import { SEND_COLUMNS } from './sms.tsx';
+import { CancelSend, History, SEND_COLUMNS, SendFacts, SendRow, useSendRead } from '../components/send.tsx';
 
 export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
   get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then((page) => ({ items: page.batches, nextCursor: page.nextCursor }));
 
-export function EmailBatchRow(props: { batch: EmailSummary }) {
-  const { batch } = props;
-  return (
-    <tr>
-      <td><IdLink href={`/email/${batch.batchId}`} id={batch.batchId} /></td>
-      <td><Time at={batch.createdAt} /></td>
-      <td><Time at={batch.scheduledAt} /></td>
-      <td><Status word={batch.status} /></td>
-      <td><TotalsText totals={batch.totals} /></td>
-    </tr>
-  );
-}
+export const EmailBatchRow = (props: { batch: EmailSummary }) => <SendRow href={`/email/${props.batch.batchId}`} id={props.batch.batchId} summary={props.batch} />;
 
 export function EmailBatches() {
   const pages = usePages((cursor) => emailBatchesPage(cursor), 'email');

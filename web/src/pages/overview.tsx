@@ -10,7 +10,8 @@ import { Show } from '../components/states.tsx';
 import { Table } from '../components/table.tsx';
 import { useZone } from '../components/zone.tsx';
 import { EmailBatchRow, emailBatchesPage } from './email.tsx';
-import { SEND_COLUMNS, SmsSendRow, smsSendsPage } from './sms.tsx';
+import { SmsSendRow, smsSendsPage } from './sms.tsx';
+import { SEND_COLUMNS } from '../components/send.tsx';
 import { DELIVERY_COLUMNS, DeliveryCells, deliveriesPage } from './webhooks.tsx';
 
 const DAYS = 30;

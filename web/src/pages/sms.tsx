@@ -1,31 +1,17 @@
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
-import { IdLink } from '../router.tsx';
 import type { SmsRecipient, SmsSend, SmsSummary } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
-import { Status, TotalsText } from '../components/status.tsx';
+import { Status } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
 import { Time } from '../components/zone.tsx';
-import { CancelSend, History, SendFacts, useSendRead } from '../components/send.tsx';
-
-export const SEND_COLUMNS = ['Id', 'Created', 'Scheduled for', 'Status', 'Recipients by status'];
+import { CancelSend, History, SEND_COLUMNS, SendFacts, SendRow, useSendRead } from '../components/send.tsx';
 
 export const smsSendsPage = (cursor: string | undefined, limit = 20) =>
   get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit })).then((page) => ({ items: page.sends, nextCursor: page.nextCursor }));
 
-export function SmsSendRow(props: { send: SmsSummary }) {
-  const { send } = props;
-  return (
-    <tr>
-      <td><IdLink href={`/sms/${send.queueId}`} id={send.queueId} /></td>
-      <td><Time at={send.createdAt} /></td>
-      <td><Time at={send.scheduledAt} /></td>
-      <td><Status word={send.status} /></td>
-      <td><TotalsText totals={send.totals} /></td>
-    </tr>
-  );
-}
+export const SmsSendRow = (props: { send: SmsSummary }) => <SendRow href={`/sms/${props.send.queueId}`} id={props.send.queueId} summary={props.send} />;
 
 export function SmsSends() {
   const pages = usePages((cursor) => smsSendsPage(cursor), 'sms');
