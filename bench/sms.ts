@@ -7,6 +7,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_sms npm run bench:sms
  *   BENCH_SECONDS=10 BENCH_LIST=49000 npm run bench:sms                 # a shorter run
  *   BENCH_PORT=18700 npm run bench:sms                                  # beside another run (default 18600)
+ *   BENCH_CPU_PROF=/tmp/prof npm run bench:sms                          # the server's CPU profiles there
  *
  * On PostgreSQL the database named in DATABASE_URL is created (dropped first) and dropped at
  * the end. Every send carries a webHookUrl on a local receiver; the account's rate limit is
@@ -52,6 +53,7 @@ const BINDS = 2;
 const WINDOW = 50;
 const PORT = Number(process.env.BENCH_PORT ?? 18_600);
 const requestedUrl = process.env.DATABASE_URL || undefined;
+const CPU_PROF = process.env.BENCH_CPU_PROF;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -203,8 +205,9 @@ async function run(url: string): Promise<void> {
   const simulator = SMPP ? await startSimulator() : undefined;
   const clock = simulator ?? sandboxClock;
   const transport = simulator ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` } : {};
+  const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
   const server = spawn('bin/herald', ['serve'], {
-    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, ...transport },
+    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, ...transport, ...profile },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${PORT}`;

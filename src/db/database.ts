@@ -4,7 +4,7 @@ import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
 import { resolveProcedures, type Procedure } from './procedure.ts';
 import { Notifier } from './notifications.ts';
-import { prepareHotStatements } from './prepared.ts';
+import { PLANNED_AT_EACH_RUN, prepareHotStatements } from './prepared.ts';
 import { migrations } from './migrations/index.ts';
 import type { DialectName } from './dialect.ts';
 
@@ -83,7 +83,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       },
     };
   }
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes });
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, types: pgTypes, options: PLANNED_AT_EACH_RUN });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   prepareHotStatements(pool);

@@ -71,7 +71,7 @@ export function emailSendHandler(deps: {
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
-      const started = await expandedSend(clock, run, () => database.call(startEmailSend, { sendId, now: clock.now() }));
+      const started = await expandedSend(deps, run, () => database.call(startEmailSend, { sendId, now: clock.now() }));
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;
       const compiled: CompiledEmail = compileEmail({ subject: content.subject, preheader: content.preheader, html: content.html, from: content.from, replyTo: content.replyTo }, { tracking: true });

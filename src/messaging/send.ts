@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, Kysely } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -304,12 +304,26 @@ export async function endUnsent(
   await tally.write(trx, dialect);
 }
 
-/** Starts a send, a range of its expansion a call, until it is expanded: its start, or null when there is nothing to send. */
-export async function expandedSend<T>(clock: Clock, run: JobRun, start: () => Promise<T | 'expanding' | null>): Promise<T | null> {
+/**
+ * Starts a send, a range of its expansion a call, until it is expanded: its start, or null
+ * when there is nothing to send.
+ *
+ * On PostgreSQL an expansion of more than one range is followed by an ANALYZE of
+ * send_recipients. Its statistics know nothing of a send just written, and take the
+ * recipients of one to be a handful (a new send_id is not among the values they count), so
+ * each page's read planned a bitmap scan of all the send's remaining recipients and a sort of
+ * them, 15 ms a page, rather than the first 500 in index order; autovacuum gets to the table
+ * only a minute or more later. ANALYZE samples a fixed number of rows whatever the table's
+ * size, and SKIP_LOCKED leaves it to autovacuum when that is already at it.
+ */
+export async function expandedSend<T>(deps: { database: Database; clock: Clock }, run: JobRun, start: () => Promise<T | 'expanding' | null>): Promise<T | null> {
   let started: T | 'expanding' | null;
+  let ranges = 0;
   while ((started = await start()) === 'expanding') {
-    if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
+    ranges++;
+    if (run.signal.aborted) throw new SnoozeJob(deps.clock.now(), 'the worker is stopping');
   }
+  if (ranges > 0 && deps.database.dialect === 'postgres') await sql`analyze (skip_locked) send_recipients`.execute(deps.database.db);
   return started;
 }
 

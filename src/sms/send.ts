@@ -228,7 +228,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
-      const started = await expandedSend(clock, run, () => database.call(startSmsSend, { sendId, now: clock.now() }));
+      const started = await expandedSend(deps, run, () => database.call(startSmsSend, { sendId, now: clock.now() }));
       if (!started) return;
       // Opened here, just before rendering: the clear text lives in this job's memory only.
       const send: SendingSms = { ...started, ...openedContent(JSON.parse(started.content) as StoredSmsContent, sendId, encryptionKey), sendId };
