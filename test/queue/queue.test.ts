@@ -476,6 +476,30 @@ forEachDatabase((dialect) => {
     }
   });
 
+  it('runs again at once a job snoozed until now, without waiting the poll', { timeout: 10_000 }, async () => {
+    const runs: number[] = [];
+    const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
+    worker.register('test', {
+      handle: async () => {
+        runs.push(Date.now());
+        // Longer than the loop's first short wait after its claim, as a gather of 5,000 events is.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        if (runs.length < 5) throw new SnoozeJob(Date.now(), 'more to do');
+        return undefined;
+      },
+    });
+    worker.start();
+    try {
+      const queuedAt = Date.now();
+      await enqueue(database.db, { kind: 'test', payload: null, runAt: queuedAt });
+      while (runs.length < 5 && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(runs.length, 5, 'snoozed four times, then done');
+      assert.ok(runs[4] - queuedAt < 2000, `five runs took ${runs[4] - queuedAt} ms, poll 60 s`);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('wakes at the time of a job scheduled for later, without waiting the poll', { timeout: 10_000 }, async () => {
     const runs = awaitedRuns();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
