@@ -26,16 +26,32 @@ export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers',
     .execute();
 });
 
-/** Parts of these messages an SMSC answered in an earlier try, whose outcome was not recorded then. */
+/**
+ * Parts of these messages an SMSC answered in an earlier try, whose outcome was not recorded
+ * then: looked up by their key (send, recipient), a message at a time. Asked as two lists
+ * (`send_id in … and recipient in …`), PostgreSQL hashed both and scanned the whole table,
+ * every answer of the running batch, for every page: 4 ms a page and growing.
+ */
 export async function answeredBefore(db: Db, dialect: DialectName, messages: Array<{ sendId: string; recipient: string }>): Promise<Answer[]> {
   if (messages.length === 0) return [];
-  const rows = await db
-    .selectFrom('smpp_submits')
-    .select(['send_id', 'recipient', 'part', 'parts', 'operator_message_id'])
-    .where('send_id', 'in', inJson(dialect, [...new Set(messages.map((m) => m.sendId))]))
-    .where('recipient', 'in', inJson(dialect, [...new Set(messages.map((m) => m.recipient))]))
-    .execute();
+  const keys = JSON.stringify(messages.map((m) => [m.sendId, m.recipient]));
+  const { rows } =
+    dialect === 'postgres'
+      ? await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
+                               from jsonb_array_elements(${keys}::jsonb) m
+                               join smpp_submits s on s.send_id = m ->> 0 and s.recipient = m ->> 1`.execute(db)
+      : await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
+                               from json_each(${keys}) m
+                               join smpp_submits s on s.send_id = m.value ->> 0 and s.recipient = m.value ->> 1`.execute(db);
   return rows.map((row) => [row.send_id, row.recipient, Number(row.part), Number(row.parts), row.operator_message_id]);
+}
+
+interface AnswerRow {
+  send_id: string;
+  recipient: string;
+  part: number;
+  parts: number;
+  operator_message_id: string;
 }
 
 /**
