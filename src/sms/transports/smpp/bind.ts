@@ -102,6 +102,9 @@ export class SmppBind {
     const { host, port, tls, ca, systemId, password } = this.options;
     const session = smpp.connect({ host, port, tls, ca });
     this.session = session;
+    // A passcode's submit_sm is one small write: under Nagle's algorithm it waited for the
+    // SMSC to acknowledge whatever this bind sent before it (a submit, a deliver_sm_resp).
+    session.socket.setNoDelay(true);
     // Between the TCP connection and the end of the TLS handshake, where an untrusted certificate fails.
     let handshaking = false;
     session.on('error', (error: NodeJS.ErrnoException) => {
