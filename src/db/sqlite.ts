@@ -19,7 +19,7 @@ import {
   type QueryResult,
 } from 'kysely';
 import { AppError } from '../errors.ts';
-import { isBackground } from './priority.ts';
+import { Turns } from './priority.ts';
 import type { Procedure } from './procedure.ts';
 import { beginImmediate, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
@@ -118,15 +118,6 @@ class SqliteThreadConnection implements DatabaseConnection {
   }
 }
 
-/**
- * How long background work waits while urgent work takes the connection before it has a turn
- * anyway, so that a campaign keeps moving under a steady stream of requests. Measured with
- * bench/sms.ts (500 passcodes a second beside a 100,000-recipient batch): at 20 to 30 ms the
- * passcodes fell behind the batch's statements; at 100 ms they kept a p99 under 55 ms, and
- * the batch went at about 9,400 messages a second (12,500 with no passcodes beside it).
- */
-const BACKGROUND_PATIENCE_MS = 100;
-
 /** Kysely's SqliteDriver, for a connection answered by message: one connection, taken in turn. */
 class SqliteThreadDriver implements Driver {
   private readonly path: string;
@@ -134,9 +125,8 @@ class SqliteThreadDriver implements Driver {
   private starting: Promise<void> | undefined;
   private thread: SqliteThread | undefined;
   private connection: SqliteThreadConnection | undefined;
-  private held = false;
-  /** Who waits for the connection, in turn: urgent ones before those in the background (priority.ts). */
-  private readonly waiting = { urgent: [] as Array<() => void>, background: [] as Array<{ take: () => void; since: number }> };
+  /** The one connection, in turn: urgent callers before those in the background (priority.ts). */
+  private readonly turns = new Turns(1);
 
   constructor(path: string, procedures: readonly string[]) {
     this.path = path;
@@ -170,21 +160,13 @@ class SqliteThreadDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    if (this.held) {
-      await new Promise<void>((take) => (isBackground() ? this.waiting.background.push({ take, since: performance.now() }) : this.waiting.urgent.push(take)));
-    } else {
-      this.held = true;
-    }
+    await this.turns.take();
     return this.connection!;
   }
 
   /** Hands the connection to the next waiter, which then holds it; or frees it. */
   async releaseConnection(): Promise<void> {
-    const { urgent, background } = this.waiting;
-    const urgentTurn = urgent.length > 0 && (background.length === 0 || performance.now() - background[0].since < BACKGROUND_PATIENCE_MS);
-    const next = urgentTurn ? urgent.shift() : background.shift()?.take;
-    if (next) next();
-    else this.held = false;
+    this.turns.give();
   }
 
   beginTransaction(connection: DatabaseConnection): Promise<void> {

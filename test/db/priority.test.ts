@@ -2,51 +2,53 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { inBackground } from '../../src/db/priority.ts';
-import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
-// SQLite's one connection is taken in turn, urgent work first (db/priority.ts). PostgreSQL
-// has a pool and no turns to take: there is nothing of its to test here.
-let database: TestDatabase;
-beforeEach(async () => {
-  database = await createTestDatabase('sqlite');
-});
-afterEach(() => database.close());
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Holds the connection in a transaction until the returned release is called. */
-async function holdConnection(): Promise<{ release: () => void; done: Promise<void> }> {
-  let release!: () => void;
-  let holding!: () => void;
-  const held = new Promise<void>((resolve) => (holding = resolve));
-  const done = database.db.transaction().execute(async () => {
-    holding();
-    await new Promise<void>((resolve) => (release = resolve));
+// A database's connections are taken in turn, urgent work first (db/priority.ts): SQLite's
+// one, and PostgreSQL's pool (here of one connection, so that one held transaction fills it).
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect, { poolSize: 1 });
   });
-  await held;
-  return { release, done };
-}
+  afterEach(() => database.close());
 
-it('hands the connection to urgent work before background work that waited longer', async () => {
-  const order: string[] = [];
-  const { release, done } = await holdConnection();
-  const background = inBackground(() => sql`select 1`.execute(database.db)).then(() => order.push('background'));
-  await sleep(5);
-  const urgent = sql`select 1`.execute(database.db).then(() => order.push('urgent'));
-  await sleep(5);
-  release();
-  await Promise.all([done, background, urgent]);
-  assert.deepEqual(order, ['urgent', 'background']);
-});
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-it('gives background work its turn once it has waited its patience, urgent work waiting or not', async () => {
-  const order: string[] = [];
-  const { release, done } = await holdConnection();
-  const background = inBackground(() => sql`select 1`.execute(database.db)).then(() => order.push('background'));
-  await sleep(150);
-  const urgent = sql`select 1`.execute(database.db).then(() => order.push('urgent'));
-  await sleep(5);
-  release();
-  await Promise.all([done, background, urgent]);
-  assert.deepEqual(order, ['background', 'urgent']);
+  /** Holds the connection in a transaction until the returned release is called. */
+  async function holdConnection(): Promise<{ release: () => void; done: Promise<void> }> {
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const done = database.db.transaction().execute(async () => {
+      holding();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await held;
+    return { release, done };
+  }
+
+  it('hands the connection to urgent work before background work that waited longer', async () => {
+    const order: string[] = [];
+    const { release, done } = await holdConnection();
+    const background = inBackground(() => sql`select 1`.execute(database.db)).then(() => order.push('background'));
+    await sleep(5);
+    const urgent = sql`select 1`.execute(database.db).then(() => order.push('urgent'));
+    await sleep(5);
+    release();
+    await Promise.all([done, background, urgent]);
+    assert.deepEqual(order, ['urgent', 'background']);
+  });
+
+  it('gives background work its turn once it has waited its patience, urgent work waiting or not', async () => {
+    const order: string[] = [];
+    const { release, done } = await holdConnection();
+    const background = inBackground(() => sql`select 1`.execute(database.db)).then(() => order.push('background'));
+    await sleep(150);
+    const urgent = sql`select 1`.execute(database.db).then(() => order.push('urgent'));
+    await sleep(5);
+    release();
+    await Promise.all([done, background, urgent]);
+    assert.deepEqual(order, ['background', 'urgent']);
+  });
 });
