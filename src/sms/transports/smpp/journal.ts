@@ -35,14 +35,11 @@ export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers',
 export async function answeredBefore(db: Db, dialect: DialectName, messages: Array<{ sendId: string; recipient: string }>): Promise<Answer[]> {
   if (messages.length === 0) return [];
   const keys = JSON.stringify(messages.map((m) => [m.sendId, m.recipient]));
-  const { rows } =
-    dialect === 'postgres'
-      ? await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
-                               from jsonb_array_elements(${keys}::jsonb) m
-                               join smpp_submits s on s.send_id = m ->> 0 and s.recipient = m ->> 1`.execute(db)
-      : await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
-                               from json_each(${keys}) m
-                               join smpp_submits s on s.send_id = m.value ->> 0 and s.recipient = m.value ->> 1`.execute(db);
+  // The keys as rows `m` with a column `value`, whichever the database: each a [send, recipient] pair.
+  const keyRows = dialect === 'postgres' ? sql`jsonb_array_elements(${keys}::jsonb) as m(value)` : sql`json_each(${keys}) as m`;
+  const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
+                                          from ${keyRows}
+                                          join smpp_submits s on s.send_id = m.value ->> 0 and s.recipient = m.value ->> 1`.execute(db);
   return rows.map((row) => [row.send_id, row.recipient, Number(row.part), Number(row.parts), row.operator_message_id]);
 }
 
