@@ -232,8 +232,8 @@ export async function setInboundSmsWebhookUrl(db: Db, clock: Clock, id: string, 
 export async function deleteAccount(db: Db, id: string): Promise<void> {
   const result = isPostgres(db)
     ? await sql<{ id: string }>`
-        with sends as (select id from sends where account_id = ${id}),
-             recipients as (delete from send_recipients where send_id in (select id from sends) returning id),
+        with account_sends as (select id from sends where account_id = ${id}),
+             recipients as (delete from send_recipients where send_id in (select id from account_sends) returning id),
              history as (delete from recipient_history where recipient_id in (select id from recipients)),
              parts as (delete from sms_parts where recipient_id in (select id from recipients)),
              sandbox_sms as (delete from sandbox_sms where account_id = ${id}),
