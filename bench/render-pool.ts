@@ -12,7 +12,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { RenderPool } from '../src/email/render-pool.ts';
-import { compileEmail } from '../src/email/render.ts';
+import { compileEmail } from '../src/email/compile.ts';
 import { trackingKey } from '../src/email/tracking.ts';
 import { Keyring } from '../src/sealed.ts';
 import { generateKey } from '../src/secret-key.ts';

@@ -3,7 +3,8 @@ import { createSecretKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { after, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { RenderPool } from '../../src/email/render-pool.ts';
-import { compileEmail, renderEmail } from '../../src/email/render.ts';
+import { compileEmail } from '../../src/email/compile.ts';
+import { renderEmail } from '../../src/email/render.ts';
 import { recipientUrls } from '../../src/email/tracking.ts';
 import { Keyring } from '../../src/sealed.ts';
 
