@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startThread } from '../threads.ts';
 import type { TagSources } from '../messaging/tags.ts';
 import type { DkimSigningKey } from './dkim.ts';
 import type { CompiledEmail } from './render.ts';
@@ -42,14 +43,17 @@ export type RenderRequest =
 export type RenderResponse = { call: number; raws: Uint8Array[] } | { call: number; error: string };
 
 /**
- * A thread's heap holds its modules (about 10 MiB: nodemailer's composer, html-to-text,
- * htmlparser2), a compiled email or two and a group of messages: about 11 MiB old and up to 6
- * MiB young while it renders. Bounded so a thread never grows the process by much, but not
- * tighter: at 32 and 3 MiB a thread spent much of its time collecting garbage — two threads
- * alone (npm run bench:render-pool) made 662 messages/s at 32 and 3 MiB, 1,190 to 1,226 at 48
- * and 8, for 8 MiB more peak resident memory.
+ * A thread's heap holds its modules (nodemailer's composer and signer; not compile.ts's HTML
+ * parser and html-to-text), a compiled email or two and a group of messages: about 11 MiB old
+ * and a few MiB young while it renders. Bounded so a thread never grows the process by much,
+ * but not tighter: at 32 MiB old a thread spent much of its time collecting garbage (two
+ * threads alone, npm run bench:render-pool, made 662 messages/s at 32 and 3 MiB, 1,190 to
+ * 1,226 at 48 and 8). The young generation of 6 MiB (2 MiB semi-spaces) made 811 and 857
+ * messages/s on one thread against 843 and 869 at 8; until the threads were started with
+ * their own limits (threads.ts) they had the main thread's 8 MiB semi-spaces, 16 MiB of
+ * young generation each at their peak.
  */
-const THREAD_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 8 };
+const THREAD_LIMITS = { maxOldGenerationSizeMb: 48, maxYoungGenerationSizeMb: 6 };
 
 interface Thread {
   worker: Worker;
@@ -118,7 +122,7 @@ export class RenderPool {
   }
 
   private start(): Thread {
-    const worker = new Worker(new URL('./render-thread.ts', import.meta.url), { resourceLimits: THREAD_LIMITS });
+    const worker = startThread(new URL('./render-thread.ts', import.meta.url), { resourceLimits: THREAD_LIMITS });
     // An idle thread does not keep the process alive; one with calls waiting does (render, above).
     worker.unref();
     const thread: Thread = { worker, pending: new Map(), batches: new Set() };
