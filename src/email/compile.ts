@@ -2,7 +2,7 @@ import { compile as compileHtmlToText } from 'html-to-text';
 import { Parser } from 'htmlparser2';
 import { encode as encodeQuotedPrintable } from 'nodemailer/lib/qp';
 import { compileTemplate, type Template } from '../messaging/tags.ts';
-import { escapeHtml, FIXED_SLOTS, OPEN, PREHEADER, UNSUBSCRIBE, UNSUBSCRIBE_TAG, type CompiledEmail, type EmailContent, type Skeleton } from './render.ts';
+import { escapeHtml, FIXED_SLOTS, OPEN, PREHEADER, UNSUBSCRIBE, type CompiledEmail, type EmailContent, type Skeleton } from './render.ts';
 
 /**
  * One email of a batch, compiled once: everything that does not depend on the recipient is
@@ -34,6 +34,8 @@ import { escapeHtml, FIXED_SLOTS, OPEN, PREHEADER, UNSUBSCRIBE, UNSUBSCRIBE_TAG,
  * tables), images and the preheader are left out, links show their tracked URLs, and the
  * unsubscribe URL is always there.
  */
+
+export const UNSUBSCRIBE_TAG = '[unsubscribeUrl]';
 
 /**
  * What the body is cut into: static HTML, or a hole (a slot). `htmlOnly` parts (the preheader

@@ -43,8 +43,6 @@ export interface CompiledEmail {
   text: Skeleton;
 }
 
-export const UNSUBSCRIBE_TAG = '[unsubscribeUrl]';
-
 /**
  * The slots after the tags': each link's, then these. Fixed offsets from the end keep a
  * recipient's values one flat array.

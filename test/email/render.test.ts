@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import MailComposer, { type Options as MailComposerOptions } from 'nodemailer/lib/mail-composer';
-import { compileEmail } from '../../src/email/compile.ts';
-import { composeMime, renderEmail, UNSUBSCRIBE_TAG, type EmailContent, type RecipientUrls } from '../../src/email/render.ts';
+import { compileEmail, UNSUBSCRIBE_TAG } from '../../src/email/compile.ts';
+import { composeMime, renderEmail, type EmailContent, type RecipientUrls } from '../../src/email/render.ts';
 import type { TagSources } from '../../src/messaging/tags.ts';
 
 const from = { email: 'news@mail.localhost', displayName: 'Zoë at Herald' };
