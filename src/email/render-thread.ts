@@ -39,6 +39,8 @@ async function render(request: Extract<RenderRequest, { kind: 'render' }>): Prom
 /** A buffer of its own, which can be moved to the other thread (a small one may share Node's pool with others). */
 const movable = (raw: Uint8Array) => (raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : new Uint8Array(raw));
 
+let turn = Promise.resolve();
+
 parentPort!.on('message', (request: RenderRequest) => {
   if (request.kind === 'batch') {
     const { trackingKey, ...rest } = request.batch;
@@ -49,11 +51,15 @@ parentPort!.on('message', (request: RenderRequest) => {
     batches.delete(request.id);
     return;
   }
-  render(request).then(
-    (raws) => {
-      const moved = raws.map(movable);
-      parentPort!.postMessage({ call: request.call, raws: moved } satisfies RenderResponse, moved.map((raw) => raw.buffer as ArrayBuffer));
-    },
-    (error: unknown) => parentPort!.postMessage({ call: request.call, error: error instanceof Error ? error.message : String(error) } satisfies RenderResponse),
+  // One call after another, in the order asked: signing waits on its streams, and calls taken
+  // together would all finish late, the group to hand over first with those rendered ahead.
+  turn = turn.then(() =>
+    render(request).then(
+      (raws) => {
+        const moved = raws.map(movable);
+        parentPort!.postMessage({ call: request.call, raws: moved } satisfies RenderResponse, moved.map((raw) => raw.buffer as ArrayBuffer));
+      },
+      (error: unknown) => parentPort!.postMessage({ call: request.call, error: error instanceof Error ? error.message : String(error) } satisfies RenderResponse),
+    ),
   );
 });

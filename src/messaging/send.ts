@@ -347,35 +347,57 @@ export function pendingByStatus(deps: { database: Database; clock: Clock }, send
   };
 }
 
+/** What a channel's `page` is given beside its rows. */
+export interface PageContext {
+  /** The highest recipient id handed so far: the cursor its record writes. */
+  cursor: number;
+  /** The job's lease when this is the send's last page (a short one), for its record to finish the send; else null. */
+  last: Lease | null;
+  /** The next page, being read while this one is handed over; null when it is read after this one's record (sendInPages). */
+  next: Promise<PageRow[]> | null;
+}
+
 /**
  * A send's pages from its cursor (`pending` reads them), until none is left: `page` hands one
  * over and records its results with the cursor given (the highest recipient id handed so
  * far), finishing the send in the same transaction when it is the last (`last`, the job's
  * lease: a short page). When messages refused for now remain, the job is snoozed until the
  * time the finish names.
+ *
+ * The next page is read while a page is handed over, when its record cannot change what that
+ * read sees: a full page of first tries (none refused before) records only its own rows, all
+ * behind the cursor, and those it defers are not due before their wait. A page holding
+ * retries is read after its record: until then they are still due, and email's read of the
+ * retries due (email/record.ts, loadEmailPage) would find them again. Nothing of the next
+ * page is handed over before this one is recorded: a crash still resends one page at most.
  */
 export async function sendInPages(
   deps: { clock: Clock },
   run: JobRun,
   send: { cursor: number; firstPage: PageRow[] },
   pending: Pending,
-  page: (rows: PageRow[], record: { cursor: number; last: Lease | null }) => Promise<'more' | Finish>,
+  page: (rows: PageRow[], context: PageContext) => Promise<'more' | Finish>,
 ): Promise<'completed'> {
   const { clock } = deps;
   let cursor = send.cursor;
   let finished: Finish;
-  for (let rows = send.firstPage; ; rows = await pending.load(cursor)) {
+  for (let rows = send.firstPage; ; ) {
     if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
     if (rows.length === 0) {
       finished = await pending.finish(run.lease);
       break;
     }
     cursor = Math.max(cursor, ...rows.map((row) => Number(row.id)));
-    const recorded = await page(rows, { cursor, last: rows.length < PAGE ? run.lease : null });
+    const last = rows.length < PAGE ? run.lease : null;
+    const next = last === null && rows.every((row) => row.attempts === 0) ? pending.load(cursor) : null;
+    // A job that stops after this page never reads what was read ahead; its failure is the next turn's to throw.
+    next?.catch(() => undefined);
+    const recorded = await page(rows, { cursor, last, next });
     if (recorded !== 'more') {
       finished = recorded;
       break;
     }
+    rows = await (next ?? pending.load(cursor));
   }
   if (finished !== 'completed') throw new SnoozeJob(finished.retryAt, 'messages refused for now are tried again');
   return 'completed';

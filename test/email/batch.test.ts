@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
+import { PAGE } from '../../src/messaging/send.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
@@ -90,16 +91,20 @@ forEachDatabase((dialect) => {
     assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
   });
 
-  it('keeps every message of a page handed over at once, more than one group of the sandbox, each once and to its own recipient', async () => {
-    const recipients = Array.from({ length: 45 }, (_, i) => ({ to: `r${i}@example.com`, personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }] }));
+  it('keeps every message of pages handed over at once and rendered ahead, many groups of the sandbox, each once and to its own recipient', async () => {
+    // Two full pages: the second is read and rendered while the first is handed over and recorded.
+    const recipients = Array.from({ length: 2 * PAGE }, (_, i) => ({ to: `r${i}@example.com`, personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }] }));
     const batchId = await sendBatch(crm, alice, buildBatch({}, { recipients }));
     const response = await alice.get('/sandbox/email?limit=1000');
     assert.equal(response.statusCode, 200, response.body);
     const messages = response.json().messages as Array<{ to: string; raw: string; batchId: string }>;
-    assert.equal(messages.length, 45);
+    assert.equal(messages.length, 2 * PAGE);
     assert.deepEqual(new Set(messages.map((m) => m.to)), new Set(recipients.map((r) => r.to)));
-    for (const message of messages) assert.match(message.raw, new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'));
-    assert.deepEqual((await read(alice, batchId)).totals, { Delivered: 45 });
+    for (const message of messages) {
+      assert.match(message.raw, new RegExp(`^To: ${message.to}\r?$`, 'm'));
+      assert.match(message.raw, new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'));
+    }
+    assert.deepEqual((await read(alice, batchId)).totals, { Delivered: 2 * PAGE });
   });
 
   it('stores campaigns (201, names unique, listed) and sends a batch by emailCampaignId', async () => {
