@@ -71,10 +71,10 @@ export class RenderPool {
 
   /**
    * `size`: EMAIL_RENDER_THREADS, by default one a core but the event loop's, at least one and
-   * at most four. On two cores one thread renders and signs as fast as the event loop beside it
-   * hands messages to the transport and records them (100,000 emails over SMTP: 696 messages/s,
-   * plain nodemailer 698), and a second one, about 60 MiB at its peak, took the process over
-   * 300 MiB for the sandbox's speed only (1,045 against 825 messages/s).
+   * at most four. On two cores one thread, kept busy by rendering ahead (email/send.ts), renders
+   * and signs faster than plain nodemailer sends (100,000 emails over SMTP: 810 and 814
+   * messages/s against 719 and 690), and a second one, about 60 MiB at its peak when it was
+   * measured, took the process over 300 MiB for the sandbox's speed only (1,045 against 825).
    */
   constructor(size: number) {
     this.size = size;
