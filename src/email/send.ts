@@ -166,7 +166,7 @@ export function emailSendHandler(deps: {
       try {
         return await sendInPages(deps, run, send, pending, async (rows, { cursor, last, next }) => {
           ahead.add(rows);
-          next?.then((rows) => ahead.add(rows), () => undefined);
+          next?.then((nextRows) => ahead.add(nextRows), () => undefined);
           const handed = await inFlight(groupCount(rows), window, async () => {
             const { group, rendered } = ahead.take();
             const { messageIds, raws } = await rendered;
