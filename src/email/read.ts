@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { readSendPage } from '../messaging/send.ts';
+import { contentState, readSendPage, type SendReadPage } from '../messaging/send.ts';
+import type { EmailSendContent } from './accept.ts';
 
 type Db = Kysely<Schema>;
 
@@ -31,10 +32,14 @@ async function engagementOf(db: Db, sendId: string): Promise<Record<(typeof ENGA
  * `GET /email/batch/{batchId}` (ARCHITECTURE.md): the batch, its totals by status word, the
  * recipients who opened, clicked, unsubscribed and complained, and a page of its recipients in
  * id order, each with its events: `url` on a Click, `reply` (the SMTP reply) on a Deferred or
- * Bounce, `machine` on an Open or Click.
+ * Bounce, `machine` on an Open or Click. Its `content`: the sender, subject, preheader and
+ * HTML as accepted (the campaign's as it was then), before each recipient's tags fill them,
+ * unless purged.
  */
-export async function readEmailBatch(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
+export async function readEmailBatch(db: Db, accountId: string, sendId: string, page: SendReadPage) {
   const read = await readSendPage(db, accountId, 'email', sendId, page, 'The email batch');
+  const shown = contentState(read.send, false);
+  const stored = JSON.parse(read.send.content) as EmailSendContent;
   return {
     batchId: read.send.id,
     status: read.summary.status,
@@ -42,6 +47,16 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
     scheduledAt: read.summary.scheduledAt,
     totals: read.summary.totals,
     engagement: await engagementOf(db, read.send.id),
+    contentState: shown,
+    content: shown === 'available'
+      ? {
+        senderFrom: stored.from.email,
+        senderName: stored.from.displayName ?? null,
+        subject: stored.subject,
+        preHeaderText: stored.preheader ?? null,
+        html: stored.html,
+      }
+      : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null },
     recipients: read.recipients.map((row) => ({
       email: row.address,
       messageId: row.message_id,

@@ -16,7 +16,7 @@ import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
 import { readToken, TRACKING_PATHS, trackingKey } from './tracking.ts';
 import {
-  CampaignBody, CampaignPage, ComplaintRecorded, ComplaintRequest, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
+  BatchReadQuery, CampaignBody, CampaignPage, ComplaintRecorded, ComplaintRequest, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
 import { BASE64, checkEmailRequest, prepareEmail } from './validate.ts';
 import { parseMailReport } from './mail-reports.ts';
@@ -69,8 +69,12 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/email/batch/:batchId', {
     config: email,
-    schema: { tags, summary: 'An email batch: its status, totals and recipients with their events, a page at a time', params: BatchParams, querystring: PageQuery, response: errorResponses(400, 401, 404, 429) },
-  }, async (request) => readEmailBatch(ctx.db, request.account.id, request.params.batchId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+    schema: { tags, summary: 'An email batch: its status, totals and recipients with their events, a page at a time', params: BatchParams, querystring: BatchReadQuery, response: errorResponses(400, 401, 404, 429) },
+  }, async (request) => {
+    const { limit, cursor, status } = request.query;
+    const batchId = request.params.batchId.toLowerCase();
+    return readEmailBatch(ctx.db, request.account.id, batchId, { limit: Number(limit ?? 100), cursor, status });
+  });
 
   r.delete('/email/batch/:batchId', {
     config: email,

@@ -10,7 +10,7 @@ import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
 import { cancelSend, listSends } from '../messaging/send.ts';
-import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
+import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
@@ -23,6 +23,12 @@ const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
 const tags = ['sms'];
 
 const Limit = Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', errorMessage: 'must be 1 to 1000' });
+/** `GET /sms/{queueId}`: a page of its recipients, those at one status word with `status`. */
+const ReadQuery = Type.Object({
+  limit: Type.Optional(Limit),
+  cursor: Type.Optional(Type.String()),
+  status: Type.Optional(RecipientStatus('sms')),
+});
 
 /** SMS (SPEC §2.1–2.5, §4 rules 1–3; ARCHITECTURE.md for the reads): route table first. */
 export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -66,8 +72,12 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/sms/:queueId', {
     config: sms,
-    schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Type.String()) }), response: errorResponses(400, 401, 404, 429) },
-  }, async (request) => readSms(ctx.db, request.account.id, request.params.queueId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+    schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: ReadQuery, response: errorResponses(400, 401, 404, 429) },
+  }, async (request) => {
+    const { limit, cursor, status } = request.query;
+    const queueId = request.params.queueId.toLowerCase();
+    return readSms(ctx.db, request.account.id, queueId, { limit: Number(limit ?? 100), cursor, status });
+  });
 
   r.delete('/sms/:queueId', {
     config: sms,
