@@ -21,6 +21,7 @@ import { Keyring } from '../../src/sealed.ts';
 import { keyFromHex } from '../../src/secret-key.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
+import { herald } from '../cli/support.ts';
 import { mailauthVerdict } from '../email/dkim-verifiers.ts';
 import { runDeliveryJob, startReceiver, type Received, type Receiver } from '../webhooks/support.ts';
 
@@ -279,6 +280,34 @@ forEachDatabase((dialect) => {
       const service = { accountId: null, domain: 'mail.localhost' };
       const key = await signingKeyFor(t.database, t.ctx.encryptionKey, t.clock, service);
       assert.equal((await mailauthVerdict((await signEmail(raw, key)).toString(), dkim.dkim)).status, 'pass');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('herald rotate-jwt-secret ends every access token at the restart, and new ones work', async () => {
+    const env = { DATABASE_URL: database.url, ENCRYPTION_KEY: encryptionKey };
+    const first = await start();
+    const account = await first.createAccount();
+    const old = await first.tokenFor(account);
+    await first.close();
+
+    const refused = await herald(['rotate-jwt-secret'], { ...env, JWT_SECRET: 'x'.repeat(32) });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^herald: JWT_SECRET is set, and it is the key of access tokens/);
+    if (dialect === 'postgres') {
+      const keyless = await herald(['rotate-jwt-secret'], { ...env, ENCRYPTION_KEY: '' });
+      assert.equal(keyless.code, 1);
+      assert.match(keyless.stderr, /^herald: invalid ENCRYPTION_KEY: must be set on PostgreSQL/);
+    }
+    const rotated = await herald(['rotate-jwt-secret'], env);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /Every access token issued before no longer works[^]*Restart every herald serve/);
+
+    const t = await start();
+    try {
+      assert.equal((await get(t, '/account', old)).statusCode, 401, 'the old token has ended');
+      assert.equal((await get(t, '/account', await t.tokenFor(account))).statusCode, 200);
     } finally {
       await t.close();
     }
