@@ -21,6 +21,7 @@ import {
   type AccountRow,
 } from './accounts/service.ts';
 import { findAccountByUserName } from './auth/credentials.ts';
+import { rotateJwtSecret } from './auth/signing-key.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 import { PasswordInputError, readNewPassword } from './password-input.ts';
 import { simCommand, SIM_SMSC_ARGS, SIM_SMTP_ARGS } from './sim/cli.ts';
@@ -40,6 +41,15 @@ process answers /healthz, /readyz and /metrics on WORKER_PORT. With INBOUND_SMTP
 API's process (all or api) also takes bounces, spam complaints and unsubscribe mail by SMTP.`,
   },
   { name: 'migrate', args: '', about: 'bring the database schema up to date' },
+  {
+    name: 'rotate-jwt-secret',
+    args: '',
+    about: `make a new key of access tokens, sealed in the database, for when a copy of the database
+may have leaked (a backup from before the upgrade that sealed the key holds it in clear). Every
+access token issued before stops working: clients ask POST /token again. A running serve keeps the
+old key until it restarts: restart every serve process. Needs ENCRYPTION_KEY (on SQLite, the key
+file beside the database will do); refused when JWT_SECRET is set, which is then the key.`,
+  },
   {
     name: 'account create',
     args: '--user EMAIL [--password-stdin | --password PW] [--time-zone-offset "UTC+05:30~India Standard Time"] [--locale en-IN]',
@@ -168,7 +178,7 @@ async function accountByUser(db: Database['db'], userName: string): Promise<Acco
   return account;
 }
 
-/** ENCRYPTION_KEY, read only by the commands that seal or open DKIM keys: the others run on PostgreSQL without it. */
+/** ENCRYPTION_KEY, read only by the commands that seal or open secrets: the others run on PostgreSQL without it. */
 const keyringOf = (config: Config) => loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
 
 async function accountCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
@@ -286,6 +296,24 @@ async function main(argv: string[]): Promise<void> {
       } finally {
         await database.close();
       }
+      return;
+    }
+    case 'rotate-jwt-secret': {
+      if (parse(command, args, HELP).help) return console.log(usage(command));
+      const settings = config();
+      if (settings.jwtSecret !== undefined) {
+        throw new CommandError(
+          'JWT_SECRET is set, and it is the key of access tokens, not the one in the database: ' +
+            'change JWT_SECRET on every process and restart them to end every token',
+        );
+      }
+      const keyring = keyringOf(settings);
+      await withDatabase(settings, (database) => rotateJwtSecret(database.db, keyring));
+      console.log(
+        'A new key of access tokens is sealed in the database. Every access token issued before no longer works: ' +
+          'clients ask POST /token again.\nRestart every herald serve process: each loads the key at its start, ' +
+          'and until then goes on signing and accepting tokens with the old one.',
+      );
       return;
     }
     case 'account':

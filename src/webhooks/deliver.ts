@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Schema } from '../db/schema.ts';
+import type { Keyring } from '../sealed.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
@@ -12,6 +13,8 @@ export interface DeliveryDeps {
   db: Kysely<Schema>;
   clock: Clock;
   config: { webhookAllowPrivate: boolean };
+  /** ENCRYPTION_KEY, which opens the account's webhook secrets (secrets.ts). */
+  encryptionKey: Keyring;
 }
 
 export interface DeliveryOptions {
@@ -128,7 +131,10 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
     try {
       const now = deps.clock.now();
       const timestamp = Math.floor(now / 1000);
-      const secrets = signingSecrets(await ensureSecret(deps.db, deps.clock, delivery.account_id), now);
+      const secrets = signingSecrets(
+        await ensureSecret(deps.db, deps.encryptionKey, deps.clock, delivery.account_id),
+        now,
+      );
       const headers = {
         'content-type': 'application/json',
         'user-agent': 'Herald',

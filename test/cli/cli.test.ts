@@ -34,7 +34,10 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
 it('prints the usage of every command and group on --help, whatever the environment holds', async () => {
   const everything = await herald(['--help'], {});
   assert.equal(everything.code, 0);
-  const commands = [['serve'], ['migrate'], ['account'], ['account', 'create'], ['account', 'set-password'], ['account', 'list'], ['dkim'], ['dkim', 'rotate']];
+  const commands = [
+    ['serve'], ['migrate'], ['rotate-jwt-secret'], ['account'], ['account', 'create'], ['account', 'set-password'],
+    ['account', 'list'], ['dkim'], ['dkim', 'rotate'],
+  ];
   for (const command of commands) {
     // A bad variable too: help reads no configuration, so it cannot fail on one.
     const result = await herald([...command, '--help'], { PORT: 'eighty' });
@@ -48,6 +51,8 @@ it('prints the usage of every command and group on --help, whatever the environm
   const passwordHelp = (await herald(['account', 'set-password', '-h'], {})).stdout;
   assert.match(passwordHelp, /--password-stdin/);
   assert.match(passwordHelp, /--password PW[^]*lands in the shell's history/);
+  const rotateHelp = (await herald(['rotate-jwt-secret', '--help'], {})).stdout;
+  assert.match(rotateHelp, /Every\saccess token issued before stops working[^]*restart every serve process/);
 });
 
 forEachDatabase((dialect) => {

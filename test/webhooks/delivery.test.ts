@@ -7,7 +7,7 @@ import { webhookDeliveryHandler, type DeliveryOptions } from '../../src/webhooks
 import { systemResolver } from '../../src/webhooks/destination.ts';
 import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
-import { ensureSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '../../src/webhooks/secrets.ts';
+import { ensureSecret, newSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '../../src/webhooks/secrets.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { runDeliveryJob, startReceiver, type Receiver } from './support.ts';
@@ -29,7 +29,7 @@ forEachDatabase((dialect) => {
   });
 
   const handlerFor = (options: DeliveryOptions & { allowPrivate?: boolean } = {}): JobHandler =>
-    webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config: { webhookAllowPrivate: options.allowPrivate ?? true } }, options);
+    webhookDeliveryHandler({ ...t.ctx, config: { webhookAllowPrivate: options.allowPrivate ?? true } }, options);
 
   const emit = (url = receiver.url, data: unknown = { queueId: 'q-1', status: 'Delivered' }) =>
     t.ctx.db.transaction().execute((trx) => emitWebhook(trx, t.clock, { accountId: account.row.id, url, type: 'sms.status', data }));
@@ -50,7 +50,7 @@ forEachDatabase((dialect) => {
     assert.equal(post.headers['content-type'], 'application/json');
     assert.equal(post.headers['user-agent'], 'Herald');
 
-    const { secret } = await ensureSecret(t.ctx.db, t.clock, account.row.id);
+    const { secret } = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>);
     assert.deepEqual(payload, { type: 'sms.status', timestamp: new Date(t.clock.now()).toISOString(), data: { queueId: 'q-1', status: 'Delivered' } });
@@ -256,8 +256,9 @@ forEachDatabase((dialect) => {
 
   it('signs with both secrets during a rotation, each signature verifying alone, and with one after it', async () => {
     const handler = handlerFor();
-    const before = await ensureSecret(t.ctx.db, t.clock, account.row.id);
-    const after = await rotateSecret(t.ctx.db, t.clock, account.row.id);
+    const before = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
+    const next = newSecret(t.ctx.encryptionKey, account.row.id);
+    const after = await rotateSecret(t.ctx.db, account.row.id, next, t.clock.now());
     assert.notEqual(after.secret, before.secret);
 
     const id = await emit();
