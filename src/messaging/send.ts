@@ -112,6 +112,8 @@ export interface PageRow {
   attempts: number;
   /** Email: when it was first refused for now (epoch ms; a string from PostgreSQL), null if never. */
   deferred_at: number | null;
+  /** Email: the id its message was first tried with (a retry's), null if never tried. */
+  message_id: string | null;
 }
 
 export interface StartedSend {
@@ -193,7 +195,7 @@ export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['se
 export function pageRows(db: Db, accountId: string, sendId: string) {
   return db
     .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at'])
+    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at', 'r.message_id'])
     .select((eb) => contactProperties(eb, eb.val(accountId)))
     .where('r.send_id', '=', sendId);
 }

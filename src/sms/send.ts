@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Keyring } from '../sealed.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
@@ -6,6 +5,7 @@ import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
@@ -172,7 +172,7 @@ export function renderPage(rows: PageRow[], send: { accountId: string; sendId: s
     return {
       accountId: send.accountId,
       sendId: send.sendId,
-      messageId: randomUUID(),
+      messageId: recipientMessageId(send.sendId, Number(row.id)),
       recipient: row.address,
       sender: send.content.senderName,
       segmented: segment(text, { reference: Number(row.id) % 256 }),

@@ -40,5 +40,9 @@ forEachDatabase((dialect) => {
     assert.equal(twice, PAGE, 'those of the page handed over and not recorded, and no others: the documented bound');
     const statuses = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', batchId).groupBy('status').execute();
     assert.deepEqual(statuses.map((s) => s.status), ['Delivered']);
+    // Rendered again, a message kept its Message-ID: the page sent twice, too, carries the ids recorded.
+    const recorded = new Map((await database.db.selectFrom('send_recipients').select(['address', 'message_id']).where('send_id', '=', batchId).execute()).map((r) => [r.address, r.message_id]));
+    const strays = sink.received({ limit: 10_000 }).filter((m) => !m.raw.toString('latin1').includes(`\r\nMessage-ID: <${recorded.get(m.to[0])}@`));
+    assert.deepEqual(strays.map((m) => m.to[0]), []);
   });
 });
