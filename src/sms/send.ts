@@ -125,7 +125,7 @@ export async function updateRecipients(
   if (dialect === 'sqlite') {
     await sql`update send_recipients
                  set status = v.value ->> 1, message_id = v.value ->> 2, parts = v.value ->> 3, encoding = v.value ->> 4,
-                     error = v.value ->> 5, updated_at = ${now}
+                     error = v.value ->> 5, error_code = v.value ->> 6, updated_at = ${now}
                 from json_each(${json}) v
                where send_recipients.id = v.value ->> 0`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at) select value ->> 0, value ->> 1, ${now} from json_each(${history})`.execute(db);
@@ -139,7 +139,8 @@ export async function updateRecipients(
     const ids = `{${outcomes.map(([id]) => id).join(',')}}`;
     await sql`with outcome as (select v from jsonb_array_elements(${json}::jsonb) v),
                    updated as (update send_recipients r
-                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
+                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5,
+                                      error_code = v ->> 6, updated_at = ${now}::bigint
                                  from outcome
                                 where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
                    history as (insert into recipient_history (recipient_id, status, at)

@@ -25,6 +25,7 @@ import * as usageRollup from './0023_usage_rollup.ts';
 import * as usageDeltas from './0024_usage_deltas.ts';
 import * as consoleSessions from './0025_console.ts';
 import * as messageRowsUnchained from './0026_message_rows_unchained.ts';
+import * as recipientErrorCodes from './0027_recipient_error_codes.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '0024_usage_deltas': usageDeltas,
   '0025_console': consoleSessions,
   '0026_message_rows_unchained': messageRowsUnchained,
+  '0027_recipient_error_codes': recipientErrorCodes,
 };
