@@ -12,7 +12,7 @@ import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { pauseForTest } from '../test-pause.ts';
 import { UsageTally } from './rollup.ts';
-import { expandRecipients, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
+import { expandRecipients, refusedInRange, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
 
 /**
  * What a send's pipeline is, whatever its channel (MESSAGING.md): accepted with its request
@@ -179,6 +179,21 @@ export async function startSend(
     webhookUrl: send.webhook_url,
     cursor,
     firstPage: await args.load(send.account_id, cursor),
+  };
+}
+
+/**
+ * A startSend `onRange` that posts the recipients a range refused (NotSent, Dropped) to the
+ * send's webhook, in the caller's transaction, each as the channel's `event` of it.
+ */
+export function postRefused(
+  trx: Db,
+  args: { channel: Channel; sendId: string; now: number; type: string; event: (row: { address: string; reason: string | null }) => object },
+): (range: ExpandedRange) => Promise<void> {
+  return async (range) => {
+    if (!range.webhookUrl) return;
+    const refused = await refusedInRange(trx, args.channel, args.sendId, range.after, range.through);
+    await appendWebhookEvents(trx, { now: () => args.now }, { accountId: range.accountId, url: range.webhookUrl, type: args.type, events: refused.map(args.event) });
   };
 }
 

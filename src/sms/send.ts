@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import { endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, postRefused, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
 import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
@@ -24,9 +24,28 @@ type Db = Kysely<Schema>;
 /** SMS recipients still to send: one refused for now stays Queued, to be tried again. */
 const PENDING = ['Queued'] as const;
 
-/** A send's start (messaging/send.ts): a range of its expansion a call, then its first page. */
+/** The webhook's errorCode of a recipient not sent for consent or suppression (ARCHITECTURE.md). */
+export const NOT_SENT = 'not_sent';
+
+/**
+ * A send's start (messaging/send.ts): a range of its expansion a call, its NotSent recipients
+ * posted as Failed with errorCode not_sent (webhooks carry only the spec's words, as Twilio
+ * posts failed, 21610, for an unsubscribed recipient), then its first page.
+ */
 export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
-  db.transaction().execute((trx) => startSend(trx, dialect, { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) })),
+  db.transaction().execute((trx) =>
+    startSend(
+      trx,
+      dialect,
+      { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) },
+      postRefused(trx, {
+        ...args,
+        channel: 'sms',
+        type: SMS_STATUS_TYPE,
+        event: (r) => smsStatusEvent({ queueId: args.sendId, messageId: null, recipient: r.address, status: 'Failed', errorCode: NOT_SENT, error: `not sent: ${r.reason}`, parts: null, at: args.now }),
+      }),
+    ),
+  ),
 );
 
 /**

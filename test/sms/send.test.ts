@@ -118,9 +118,43 @@ forEachDatabase((dialect) => {
       [queueId, '919812300001', 'Submitted', 1],
       [queueId, '919812300002', 'Delivered', 1],
       [queueId, '919812300002', 'Submitted', 1],
+      [queueId, '919812300003', 'Failed', null],
       [queueId, '919812300009', 'Delivered', 1],
       [queueId, '919812300009', 'Submitted', 1],
     ]);
+  });
+
+  it('posts a recipient not sent for consent or suppression as Failed, errorCode not_sent, while the read keeps NotSent and its reason', async () => {
+    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
+    await alice.post('/sms/suppressions', { number: '919812300004', reason: 'replied STOP' });
+    const at = new Date(crm.clock.now() + 60_000).toISOString();
+    const recipients = ['919812300003', '919812300004', '919812300005'].map((mobileNo) => ({ mobileNo }));
+    const batch = await send(alice, '/sms/batch', { recipients, senderName: 'HERALD', body: 'sale', webHookUrl: receiver.url });
+    // A scheduled single is settled again when its time comes, as a batch is.
+    const single = await send(alice, '/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code', scheduleDateTime: at, webHookUrl: receiver.url });
+    await alice.post('/sms/suppressions', { number: '919812300006', reason: 'replied STOP' });
+    crm.clock.advance(60_000);
+    await crm.drain();
+    crm.clock.advance(1000);
+    await crm.drain();
+
+    const read = (await alice.get(`/sms/${batch}`)).json();
+    assert.deepEqual(read.recipients.map((r: Record<string, unknown>) => [r.recipient, r.status, r.reason, r.errorCode]), [
+      ['919812300003', 'NotSent', 'no consent: a contact with this address has not opted in', null],
+      ['919812300004', 'NotSent', 'suppressed: replied STOP', null],
+      ['919812300005', 'Delivered', null, null],
+    ]);
+    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Array<{ queueId: string; recipient: string; status: string; at?: string }>);
+    const failed = events.filter((e) => e.status === 'Failed').map(({ at: _at, ...e }) => e);
+    const notSent = (queueId: string, recipient: string, reason: string) =>
+      ({ queueId, messageId: null, recipient, status: 'Failed', errorCode: 'not_sent', error: `not sent: ${reason}`, parts: null });
+    assert.deepEqual(new Set(failed), new Set([
+      notSent(batch, '919812300003', 'no consent: a contact with this address has not opted in'),
+      notSent(batch, '919812300004', 'suppressed: replied STOP'),
+      notSent(single, '919812300006', 'suppressed: replied STOP'),
+    ]));
+    assert.deepEqual(events.filter((e) => e.recipient !== '919812300005').map((e) => e.status), ['Failed', 'Failed', 'Failed'], 'nothing else of them is posted');
+    assert.equal((await alice.get(`/sms/${single}`)).json().recipients[0].status, 'NotSent');
   });
 
   it('splits a long text into parts, and bills them', async () => {
