@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -445,10 +445,38 @@ export async function readSendPage(db: Db, accountId: string, channel: Channel, 
     summary: sendSummary(send, counts),
     counts,
     recipients: shown.map((row) => ({ ...row, status: word(row.status) })),
-    historyOf: groupBy(history, (h) => Number(h.recipient_id)),
+    historyOf: readHistory(send, channel, shown, history),
     ids,
     nextCursor,
   };
+}
+
+type HistoryRow = Selectable<Schema['recipient_history']>;
+
+/**
+ * Each recipient's history as reads show it: what recipient_history holds, between the words
+ * that the send's own times tell, which no row holds and so never post (ARCHITECTURE.md):
+ * Scheduled at a scheduled send's creation; Queued, SMS's first word (email's history holds
+ * SPEC §3's events only), when its message was queued: at the send's creation, or when a
+ * scheduled one started; Cancelled when the send of a cancelled recipient was.
+ */
+function readHistory(send: Selectable<Schema['sends']>, channel: Channel, rows: Array<{ id: number; status: string }>, recorded: HistoryRow[]): Map<number, HistoryRow[]> {
+  const entry = (recipientId: number, status: string, at: number | null): HistoryRow[] =>
+    at === null ? [] : [{ recipient_id: recipientId, status, at: Number(at), url: null, reply: null, machine: null }];
+  const scheduled = send.scheduled_at !== null;
+  const queuedAt = channel === 'sms' ? (scheduled ? send.started_at : send.created_at) : null;
+  const recordedOf = groupBy(recorded, (h) => Number(h.recipient_id));
+  return new Map(
+    rows.map((row) => {
+      const id = Number(row.id);
+      return [id, [
+        ...entry(id, 'Scheduled', scheduled ? send.created_at : null),
+        ...entry(id, 'Queued', queuedAt),
+        ...(recordedOf.get(id) ?? []),
+        ...entry(id, 'Cancelled', row.status === 'Cancelled' ? send.completed_at : null),
+      ]];
+    }),
+  );
 }
 
 /** A recipient's status word as reads show it: until its time comes, a scheduled send's Queued recipients read Scheduled. */

@@ -53,7 +53,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
       encoding: row.encoding,
       error: row.error,
       errorCode: row.error_code,
-      history: [{ status: 'Queued', at: iso(send.created_at) }, ...(read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
+      history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) })),
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
       clicks: clicksOf.get(Number(row.id)) ?? [],
     })),

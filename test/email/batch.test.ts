@@ -269,6 +269,29 @@ forEachDatabase((dialect) => {
     assert.equal((await del(alice, kept)).statusCode, 409);
   });
 
+  it('reads Scheduled and Cancelled in a recipient’s history from the batch’s own times, and never posts them', async () => {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const createdAt = crm.clock.now();
+    const at = createdAt + 60_000;
+    const body = buildBatch({ scheduleDateTime: iso(at), webHookUrl: receiver.url });
+    const scheduled = await alice.accept('/email/batch', body);
+    const cancelled = await alice.accept('/email/batch', body);
+    const immediate = await alice.accept('/email/batch', buildBatch({ webHookUrl: receiver.url }));
+    crm.clock.advance(1000);
+    for (const batchId of [cancelled, immediate]) {
+      assert.equal((await crm.t.app.inject({ method: 'DELETE', url: `/email/batch/${batchId}`, headers: bearer(alice.token) })).statusCode, 204);
+    }
+    const history = async (batchId: string) => (await read(alice, batchId)).recipients[0].history as Array<{ event: string; at: string }>;
+    assert.deepEqual(await history(scheduled), [{ event: 'Scheduled', at: iso(createdAt) }]);
+    assert.deepEqual(await history(cancelled), [{ event: 'Scheduled', at: iso(createdAt) }, { event: 'Cancelled', at: iso(createdAt + 1000) }]);
+    assert.deepEqual(await history(immediate), [{ event: 'Cancelled', at: iso(createdAt + 1000) }]);
+
+    crm.clock.advance(59_000);
+    await crm.drain();
+    assert.deepEqual((await history(scheduled)).map((h) => [h.event, h.at]), [['Scheduled', iso(createdAt)], ['Processed', iso(at)], ['Delivered', iso(at)]]);
+    assert.deepEqual((await posted(alice)).map((e) => [e.batchId, e.event]), [[scheduled, 'Processed'], [scheduled, 'Delivered']]);
+  });
+
   it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
     const post = (body: object) =>
       crm.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });

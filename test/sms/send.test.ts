@@ -243,6 +243,32 @@ forEachDatabase((dialect) => {
     assert.equal((await cancel(alice, sent)).statusCode, 409);
   });
 
+  it('reads Scheduled, Queued and Cancelled in a recipient’s history from the send’s own times, and never posts them', async () => {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const createdAt = crm.clock.now();
+    const at = createdAt + 60_000;
+    const body = { recipients: [{ mobileNo: '919812345678' }], senderName: 'HERALD', body: 'x', scheduleDateTime: iso(at), webHookUrl: receiver.url };
+    const scheduled = await alice.accept('/sms/batch', body);
+    const cancelled = await alice.accept('/sms/batch', body);
+    const immediate = await alice.accept('/sms/batch', { ...body, scheduleDateTime: undefined });
+    crm.clock.advance(1000);
+    for (const queueId of [cancelled, immediate]) {
+      assert.equal((await crm.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers: { authorization: `Bearer ${alice.token}` } })).statusCode, 204);
+    }
+    const history = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0].history as Array<{ status: string; at: string }>;
+    assert.deepEqual(await history(scheduled), [{ status: 'Scheduled', at: iso(createdAt) }]);
+    assert.deepEqual(await history(cancelled), [{ status: 'Scheduled', at: iso(createdAt) }, { status: 'Cancelled', at: iso(createdAt + 1000) }]);
+    assert.deepEqual(await history(immediate), [{ status: 'Queued', at: iso(createdAt) }, { status: 'Cancelled', at: iso(createdAt + 1000) }]);
+
+    crm.clock.advance(59_000);
+    await crm.drain();
+    crm.clock.advance(1000);
+    await crm.drain();
+    assert.deepEqual((await history(scheduled)).map((h) => [h.status, h.at]), [['Scheduled', iso(createdAt)], ['Queued', iso(at)], ['Submitted', iso(at)], ['Delivered', iso(at)]]);
+    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Array<{ queueId: string; status: string }>);
+    assert.deepEqual(events.map((e) => [e.queueId, e.status]), [[scheduled, 'Submitted'], [scheduled, 'Delivered']]);
+  });
+
   it('never sends to a suppressed number: NotSent in a batch, 422 for a single, until the suppression is removed', async () => {
     const bob = await crm.client();
     const added = await alice.post('/sms/suppressions', { number: '919812300001', reason: 'replied STOP' });
