@@ -1,10 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import { readSendPage } from '../messaging/send.ts';
 
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const sandboxCursor = cursorCodec(['integer']);
 
 const ENGAGEMENT = { Open: 'opened', Click: 'clicked', Unsubscribe: 'unsubscribed', 'Spam Report': 'complaints' } as const;
 
@@ -60,9 +62,10 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
 }
 
 /** `GET /sandbox/email`: what the sandbox transport took for the account, newest first, each message as raw MIME. */
-export async function readSandboxEmail(db: Db, accountId: string, query: { to?: string; limit: number }) {
+export async function readSandboxEmail(db: Db, accountId: string, query: { to?: string; limit: number; cursor?: string }) {
   let select = db.selectFrom('sandbox_email').selectAll().where('account_id', '=', accountId);
   if (query.to !== undefined) select = select.where('recipient', '=', query.to);
-  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
-  return { messages: rows.map((row) => ({ batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at) })) };
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  const { rows, nextCursor } = sandboxCursor.page(await select.orderBy('id', 'desc').limit(query.limit + 1).execute(), query.limit, (last) => [Number(last.id)]);
+  return { messages: rows.map((row) => ({ batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at) })), nextCursor };
 }

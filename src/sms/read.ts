@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import { groupBy, readSendPage } from '../messaging/send.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { SmsContent } from './accept.ts';
@@ -7,6 +8,7 @@ import type { SmsContent } from './accept.ts';
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const sandboxCursor = cursorCodec(['integer']);
 
 /**
  * `GET /sms/{queueId}` (ARCHITECTURE.md): the send, its totals by status word, and a page of
@@ -66,10 +68,11 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
  * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
  * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
  */
-export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number }) {
+export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number; cursor?: string }) {
   let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
   if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
-  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  const { rows, nextCursor } = sandboxCursor.page(await select.orderBy('id', 'desc').limit(query.limit + 1).execute(), query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({
       queueId: row.send_id,
@@ -83,5 +86,6 @@ export async function readSandboxSms(db: Db, accountId: string, query: { recipie
       encrypted: Boolean(row.sealed),
       at: iso(row.created_at),
     })),
+    nextCursor,
   };
 }

@@ -292,6 +292,24 @@ forEachDatabase((dialect) => {
     assert.deepEqual((await posted(alice)).map((e) => [e.batchId, e.event]), [[scheduled, 'Processed'], [scheduled, 'Delivered']]);
   });
 
+  it('pages GET /sandbox/email newest first with a cursor that shows another account nothing', async () => {
+    const bob = await crm.client();
+    await sendBatch(crm, alice, buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }, { to: 'cy@example.com' }] }));
+    const page = async (client: CrmClient, query: string) => {
+      const response = await client.get(`/sandbox/email?${query}`);
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { messages: Array<{ to: string }>; nextCursor: string | null };
+    };
+    const all = (await page(alice, '')).messages.map((m) => m.to);
+    assert.equal(all.length, 3);
+    const first = await page(alice, 'limit=2');
+    assert.deepEqual(first.messages.map((m) => m.to), all.slice(0, 2));
+    const second = await page(alice, `limit=2&cursor=${first.nextCursor}`);
+    assert.deepEqual([second.messages.map((m) => m.to), second.nextCursor], [all.slice(2), null]);
+    assert.deepEqual(await page(bob, `cursor=${first.nextCursor}`), { messages: [], nextCursor: null });
+    assert.equal((await alice.get('/sandbox/email?cursor=x')).statusCode, 400);
+  });
+
   it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
     const post = (body: object) =>
       crm.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });

@@ -54,4 +54,31 @@ forEachDatabase((dialect) => {
     assert.equal(await worker.drain(), 1);
     assert.deepEqual((await admin('GET', '/admin/jobs')).json().jobs, []);
   });
+
+  /** Accepts scheduled SMS, each one job of kind sms.send due at `due`. */
+  async function scheduleSms(count: number, due: number): Promise<void> {
+    const token = await t.tokenFor(await t.createAccount());
+    for (let n = 1; n <= count; n++) {
+      const body = { recipient: `91981230000${n}`, senderName: 'HERALD', body: 'later', scheduleDateTime: new Date(due).toISOString() };
+      assert.equal((await t.app.inject({ method: 'POST', url: '/sms/single', headers: bearer(token), payload: body })).statusCode, 202);
+    }
+  }
+  const jobsPage = async (query: string) => {
+    const response = await t.app.inject({ method: 'GET', url: `/admin/jobs?state=ready&kind=sms.send&${query}`, headers: bearer(ADMIN_TOKEN) });
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json() as { jobs: Array<{ id: number; createdAt: string; runAt: string }>; nextCursor: string | null };
+  };
+
+  it('pages /admin/jobs newest first with a cursor; a cursor it did not give is a 400', async () => {
+    await scheduleSms(3, t.clock.now() + 3_600_000);
+    const first = await jobsPage('limit=2');
+    assert.equal(first.jobs.length, 2);
+    assert.ok(first.jobs[0].id > first.jobs[1].id, 'newest first');
+    assert.equal(typeof first.nextCursor, 'string');
+    const second = await jobsPage(`limit=2&cursor=${first.nextCursor}`);
+    assert.deepEqual([second.jobs.length, second.nextCursor], [1, null]);
+    assert.ok(second.jobs[0].id < first.jobs[1].id);
+    const refused = await t.app.inject({ method: 'GET', url: '/admin/jobs?cursor=bm90LWFuLWlk', headers: bearer(ADMIN_TOKEN) });
+    assert.deepEqual([refused.statusCode, refused.json().errors], [400, [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]]);
+  });
 });

@@ -198,6 +198,24 @@ forEachDatabase((dialect) => {
     assert.equal(intoHerList.statusCode, 422);
   });
 
+  it('pages GET /sandbox/sms newest first with a cursor that shows another account nothing', async () => {
+    const bob = await crm.client();
+    await send(alice, '/sms/batch', { recipients: ['919812300001', '919812300002', '919812300003'].map((mobileNo) => ({ mobileNo })), senderName: 'HERALD', body: 'hi' });
+    const page = async (client: CrmClient, query: string) => {
+      const response = await client.get(`/sandbox/sms?${query}`);
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { messages: SandboxMessage[]; nextCursor: string | null };
+    };
+    const all = (await page(alice, '')).messages.map((m) => m.recipient);
+    assert.equal(all.length, 3);
+    const first = await page(alice, 'limit=2');
+    assert.deepEqual(first.messages.map((m) => m.recipient), all.slice(0, 2));
+    const second = await page(alice, `limit=2&cursor=${first.nextCursor}`);
+    assert.deepEqual([second.messages.map((m) => m.recipient), second.nextCursor], [all.slice(2), null]);
+    assert.deepEqual(await page(bob, `cursor=${first.nextCursor}`), { messages: [], nextCursor: null });
+    assert.equal((await alice.get('/sandbox/sms?cursor=x')).statusCode, 400);
+  });
+
   it('queues a request sent again with its Idempotency-Key once', async () => {
     const body = { recipient: '919812345678', senderName: 'HERALD', body: 'once' };
     const post = () => crm.t.app.inject({ method: 'POST', url: '/sms/single', headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'otp-1' }, payload: body });
