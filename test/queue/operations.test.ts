@@ -15,10 +15,10 @@ forEachDatabase((dialect) => {
   it('reports queue depth by kind and state, and the age of the oldest due job, in /metrics', async () => {
     const now = t.clock.now();
     await enqueueMany(t.ctx.db, [
-      { kind: 'sms.send', payload: 1, runAt: now - 90_000 },
-      { kind: 'sms.send', payload: 2, runAt: now - 1_000 },
-      { kind: 'sms.send', payload: 3, runAt: now + 60_000 },
-      { kind: 'email.send', payload: 4, runAt: now - 5_000 },
+      { kind: 'sms.send', payload: 1, now: now - 90_000 },
+      { kind: 'sms.send', payload: 2, now: now - 1_000 },
+      { kind: 'sms.send', payload: 3, now, runAt: now + 60_000 },
+      { kind: 'email.send', payload: 4, now: now - 5_000 },
     ]);
     const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
     assert.match(metrics, /^herald_queue_jobs\{kind="sms\.send",state="ready"\} 3$/m);
@@ -28,7 +28,7 @@ forEachDatabase((dialect) => {
   });
 
   it('lets the operator list dead jobs with their last error, and run one again', async () => {
-    await enqueue(t.ctx.db, { kind: 'sms.send', payload: { to: '919900000001' }, runAt: t.clock.now(), maxAttempts: 1 });
+    await enqueue(t.ctx.db, { kind: 'sms.send', payload: { to: '919900000001' }, now: t.clock.now(), maxAttempts: 1 });
     let failing = true;
     const worker = new Worker({ database: t.ctx.database, clock: t.clock });
     worker.register('sms.send', { handle: async () => { if (failing) throw new Error('the SMSC refused the bind'); } });
@@ -80,5 +80,13 @@ forEachDatabase((dialect) => {
     assert.ok(second.jobs[0].id < first.jobs[1].id);
     const refused = await t.app.inject({ method: 'GET', url: '/admin/jobs?cursor=bm90LWFuLWlk', headers: bearer(ADMIN_TOKEN) });
     assert.deepEqual([refused.statusCode, refused.json().errors], [400, [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]]);
+  });
+
+  it('shows when a scheduled job was queued (createdAt) apart from when it is due (runAt)', async () => {
+    const queuedAt = t.clock.now();
+    const due = queuedAt + 3_600_000;
+    await scheduleSms(1, due);
+    const [job] = (await jobsPage('')).jobs;
+    assert.deepEqual([job.createdAt, job.runAt], [new Date(queuedAt).toISOString(), new Date(due).toISOString()]);
   });
 });
