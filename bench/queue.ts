@@ -46,7 +46,9 @@ async function startWorker(url: string): Promise<ChildProcess> {
 async function pushJobsThrough(database: Database, perTransaction: number): Promise<void> {
   for (let start = 0; start < JOBS; start += perTransaction) {
     const now = Date.now();
-    const chunk: NewJob[] = Array.from({ length: Math.min(perTransaction, JOBS - start) }, (_, n) => ({ kind: 'bench.noop', payload: { n: start + n }, now }));
+    const count = Math.min(perTransaction, JOBS - start);
+    const job = (n: number): NewJob => ({ kind: 'bench.noop', payload: { n: start + n }, now });
+    const chunk = Array.from({ length: count }, (_, n) => job(n));
     await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
   }
   for (;;) {
@@ -108,7 +110,9 @@ async function priorityClaimLatency(url: string): Promise<{ median: number; wors
   try {
     const now = Date.now();
     for (let start = 0; start < LOW_PRIORITY_JOBS; start += 10_000) {
-      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => ({ kind: 'bench.send', payload: { n: start + n }, now: now - 60_000, priority: PRIORITY.fanout }));
+      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => (
+        { kind: 'bench.send', payload: { n: start + n }, now: now - 60_000, priority: PRIORITY.fanout }
+      ));
       await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
     }
     const took: number[] = [];

@@ -62,10 +62,20 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
 }
 
 /** `GET /sandbox/email`: what the sandbox transport took for the account, newest first, each message as raw MIME. */
-export async function readSandboxEmail(db: Db, accountId: string, query: { to?: string; limit: number; cursor?: string }) {
+export async function readSandboxEmail(
+  db: Db,
+  accountId: string,
+  query: { to?: string; limit: number; cursor?: string },
+) {
   let select = db.selectFrom('sandbox_email').selectAll().where('account_id', '=', accountId);
   if (query.to !== undefined) select = select.where('recipient', '=', query.to);
   if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
-  const { rows, nextCursor } = sandboxCursor.page(await select.orderBy('id', 'desc').limit(query.limit + 1).execute(), query.limit, (last) => [Number(last.id)]);
-  return { messages: rows.map((row) => ({ batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at) })), nextCursor };
+  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
+  return {
+    messages: rows.map((row) => ({
+      batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at),
+    })),
+    nextCursor,
+  };
 }

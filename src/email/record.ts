@@ -6,7 +6,10 @@ import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import { completeSend, endUnsent, loadPage, PAGE, pageRows, postRefused, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import {
+  completeSend, endUnsent, loadPage, PAGE, pageRows, postRefused, startSend,
+  type Finish, type PageRow, type StartedSend,
+} from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -60,7 +63,9 @@ export const startEmailSend = procedure(import.meta.url, 'startEmailSend', async
         ...args,
         channel: 'email',
         type: EMAIL_EVENTS_TYPE,
-        event: (r) => emailEvent({ batchId: args.sendId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: args.now }),
+        event: (r) => emailEvent({
+          batchId: args.sendId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: args.now,
+        }),
       }),
     ),
   ),

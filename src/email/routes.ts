@@ -125,13 +125,19 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: email,
     schema: {
       tags,
-      summary: 'What the sandbox transport took for this account, newest first, as raw MIME, a page at a time (EMAIL_TRANSPORT=sandbox:)',
-      querystring: Type.Object({ to: Type.Optional(Type.String({ maxLength: 300 })), limit: Type.Optional(PageLimit(1000, 100, 'Messages')), cursor: Type.Optional(PageCursor(40)) }),
+      summary: 'What the sandbox transport took for this account, newest first, as raw MIME, a page at a time '
+        + '(EMAIL_TRANSPORT=sandbox:)',
+      querystring: Type.Object({
+        to: Type.Optional(Type.String({ maxLength: 300 })),
+        limit: Type.Optional(PageLimit(1000, 100, 'Messages')),
+        cursor: Type.Optional(PageCursor(40)),
+      }),
       response: errorResponses(400, 401, 429),
     },
   }, async (request) => {
     const { to, limit, cursor } = request.query;
-    return readSandboxEmail(ctx.db, request.account.id, { to: to === undefined ? undefined : address(to, 'to'), limit: Number(limit ?? 100), cursor });
+    const page = { to: to === undefined ? undefined : address(to, 'to'), limit: Number(limit ?? 100), cursor };
+    return readSandboxEmail(ctx.db, request.account.id, page);
   });
 
   // Spam complaints from feedback loops that post (ARCHITECTURE.md): the operator's, since

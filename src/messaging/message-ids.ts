@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
  * which a forged report could otherwise name (email/inbound.ts).
  */
 export function recipientMessageId(sendId: string, recipientId: number): string {
-  const hash = createHash('sha1').update(Buffer.from(sendId.replaceAll('-', ''), 'hex')).update(String(recipientId)).digest();
+  const namespace = Buffer.from(sendId.replaceAll('-', ''), 'hex');
+  const hash = createHash('sha1').update(namespace).update(String(recipientId)).digest();
   hash[6] = (hash[6] & 0x0f) | 0x50;
   hash[8] = (hash[8] & 0x3f) | 0x80;
   const hex = hash.toString('hex');

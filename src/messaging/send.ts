@@ -12,7 +12,9 @@ import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { pauseForTest } from '../test-pause.ts';
 import { UsageTally } from './rollup.ts';
-import { expandRecipients, refusedInRange, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
+import {
+  expandRecipients, refusedInRange, requestRecipientsInsert, type Channel, type StoredRecipient,
+} from './recipients.ts';
 
 /**
  * What a send's pipeline is, whatever its channel (MESSAGING.md): accepted with its request
@@ -188,12 +190,19 @@ export async function startSend(
  */
 export function postRefused(
   trx: Db,
-  args: { channel: Channel; sendId: string; now: number; type: string; event: (row: { address: string; reason: string | null }) => object },
+  args: {
+    channel: Channel;
+    sendId: string;
+    now: number;
+    type: string;
+    event: (refused: { address: string; reason: string | null }) => object;
+  },
 ): (range: ExpandedRange) => Promise<void> {
   return async (range) => {
     if (!range.webhookUrl) return;
     const refused = await refusedInRange(trx, args.channel, args.sendId, range.after, range.through);
-    await appendWebhookEvents(trx, { now: () => args.now }, { accountId: range.accountId, url: range.webhookUrl, type: args.type, events: refused.map(args.event) });
+    const stream = { accountId: range.accountId, url: range.webhookUrl, type: args.type };
+    await appendWebhookEvents(trx, { now: () => args.now }, { ...stream, events: refused.map(args.event) });
   };
 }
 
@@ -460,7 +469,12 @@ type HistoryRow = Selectable<Schema['recipient_history']>;
  * SPEC §3's events only), when its message was queued: at the send's creation, or when a
  * scheduled one started; Cancelled when the send of a cancelled recipient was.
  */
-function readHistory(send: Selectable<Schema['sends']>, channel: Channel, rows: Array<{ id: number; status: string }>, recorded: HistoryRow[]): Map<number, HistoryRow[]> {
+function readHistory(
+  send: Selectable<Schema['sends']>,
+  channel: Channel,
+  rows: Array<{ id: number; status: string }>,
+  recorded: HistoryRow[],
+): Map<number, HistoryRow[]> {
   const entry = (recipientId: number, status: string, at: number | null): HistoryRow[] =>
     at === null ? [] : [{ recipient_id: recipientId, status, at: Number(at), url: null, reply: null, machine: null }];
   const scheduled = send.scheduled_at !== null;

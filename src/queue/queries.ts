@@ -178,11 +178,15 @@ export async function lapsedToDeath(db: Kysely<Schema>, dialect: DialectName, id
 const jobCursor = cursorCodec(['integer']);
 
 /** Jobs in a state, newest first, a page at a time: what an operator inspects, dead ones above all. */
-export async function listJobs(db: Kysely<Schema>, filter: { state: JobRow['state']; kind?: string; limit: number; cursor?: string }): Promise<{ jobs: JobRow[]; nextCursor: string | null }> {
+export async function listJobs(
+  db: Kysely<Schema>,
+  filter: { state: JobRow['state']; kind?: string; limit: number; cursor?: string },
+): Promise<{ jobs: JobRow[]; nextCursor: string | null }> {
   let query = db.selectFrom('jobs').selectAll().where('state', '=', filter.state);
   if (filter.kind !== undefined) query = query.where('kind', '=', filter.kind);
   if (filter.cursor !== undefined) query = query.where('id', '<', jobCursor.decode(filter.cursor)[0]);
-  const { rows, nextCursor } = jobCursor.page(await query.orderBy('id', 'desc').limit(filter.limit + 1).execute(), filter.limit, (last) => [Number(last.id)]);
+  const read = await query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  const { rows, nextCursor } = jobCursor.page(read, filter.limit, (last) => [Number(last.id)]);
   return { jobs: rows, nextCursor };
 }
 

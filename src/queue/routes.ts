@@ -58,7 +58,10 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
         limit: Type.Optional(PageLimit(1000, 100, 'Jobs')),
         cursor: Type.Optional(PageCursor(40)),
       }),
-      response: { 200: Type.Object({ jobs: Type.Array(JobBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401) },
+      response: {
+        200: Type.Object({ jobs: Type.Array(JobBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+        ...errorResponses(400, 401),
+      },
     },
   }, async (request) => {
     const { state = 'dead', kind, limit = '100', cursor } = request.query;

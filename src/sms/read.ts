@@ -68,11 +68,16 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
  * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
  * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
  */
-export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number; cursor?: string }) {
+export async function readSandboxSms(
+  db: Db,
+  accountId: string,
+  query: { recipient?: string; limit: number; cursor?: string },
+) {
   let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
   if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
   if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
-  const { rows, nextCursor } = sandboxCursor.page(await select.orderBy('id', 'desc').limit(query.limit + 1).execute(), query.limit, (last) => [Number(last.id)]);
+  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({
       queueId: row.send_id,

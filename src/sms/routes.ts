@@ -117,15 +117,21 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: sms,
     schema: {
       tags,
-      summary: 'What the sandbox transport took for this account, newest first, a page at a time (SMS_TRANSPORT=sandbox:)',
+      summary: 'What the sandbox transport took for this account, newest first, a page at a time '
+        + '(SMS_TRANSPORT=sandbox:)',
       querystring: Type.Object({
-        recipient: Type.Optional(Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' })),
+        recipient: Type.Optional(
+          Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' }),
+        ),
         limit: Type.Optional(Limit),
         cursor: Type.Optional(PageCursor(40)),
       }),
       response: errorResponses(400, 401, 429),
     },
-  }, async (request) => readSandboxSms(ctx.db, request.account.id, { recipient: request.query.recipient, limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+  }, async (request) => {
+    const { recipient, limit, cursor } = request.query;
+    return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
+  });
 
   if (ctx.config.smsTransport.kind !== 'sandbox') return;
 

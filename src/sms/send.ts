@@ -4,7 +4,10 @@ import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, postRefused, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import {
+  endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, postRefused, propertyNames, rowProperties,
+  sendInPages, startSend, type Finish, type PageRow, type StartedSend,
+} from '../messaging/send.ts';
 import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
@@ -42,7 +45,10 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
         ...args,
         channel: 'sms',
         type: SMS_STATUS_TYPE,
-        event: (r) => smsStatusEvent({ queueId: args.sendId, messageId: null, recipient: r.address, status: 'Failed', errorCode: NOT_SENT, error: `not sent: ${r.reason}`, parts: null, at: args.now }),
+        event: (r) => smsStatusEvent({
+          queueId: args.sendId, messageId: null, recipient: r.address, status: 'Failed',
+          errorCode: NOT_SENT, error: `not sent: ${r.reason}`, parts: null, at: args.now,
+        }),
       }),
     ),
   ),
@@ -158,8 +164,9 @@ export async function updateRecipients(
     const ids = `{${outcomes.map(([id]) => id).join(',')}}`;
     await sql`with outcome as (select v from jsonb_array_elements(${json}::jsonb) v),
                    updated as (update send_recipients r
-                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5,
-                                      error_code = v ->> 6, updated_at = ${now}::bigint
+                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int,
+                                      encoding = v ->> 4, error = v ->> 5, error_code = v ->> 6,
+                                      updated_at = ${now}::bigint
                                  from outcome
                                 where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
                    history as (insert into recipient_history (recipient_id, status, at)

@@ -269,32 +269,36 @@ forEachDatabase((dialect) => {
     assert.equal((await del(alice, kept)).statusCode, 409);
   });
 
-  it('reads Scheduled and Cancelled in a recipient’s history from the batch’s own times, and never posts them', async () => {
-    const iso = (ms: number) => new Date(ms).toISOString();
+  it('reads Scheduled and Cancelled in a history from the batch’s own times, and never posts them', async () => {
+    const entry = (event: string, ms: number) => ({ event, at: new Date(ms).toISOString() });
     const createdAt = crm.clock.now();
     const at = createdAt + 60_000;
-    const body = buildBatch({ scheduleDateTime: iso(at), webHookUrl: receiver.url });
+    const body = buildBatch({ scheduleDateTime: new Date(at).toISOString(), webHookUrl: receiver.url });
     const scheduled = await alice.accept('/email/batch', body);
     const cancelled = await alice.accept('/email/batch', body);
     const immediate = await alice.accept('/email/batch', buildBatch({ webHookUrl: receiver.url }));
     crm.clock.advance(1000);
     for (const batchId of [cancelled, immediate]) {
-      assert.equal((await crm.t.app.inject({ method: 'DELETE', url: `/email/batch/${batchId}`, headers: bearer(alice.token) })).statusCode, 204);
+      const url = `/email/batch/${batchId}`;
+      assert.equal((await crm.t.app.inject({ method: 'DELETE', url, headers: bearer(alice.token) })).statusCode, 204);
     }
-    const history = async (batchId: string) => (await read(alice, batchId)).recipients[0].history as Array<{ event: string; at: string }>;
-    assert.deepEqual(await history(scheduled), [{ event: 'Scheduled', at: iso(createdAt) }]);
-    assert.deepEqual(await history(cancelled), [{ event: 'Scheduled', at: iso(createdAt) }, { event: 'Cancelled', at: iso(createdAt + 1000) }]);
-    assert.deepEqual(await history(immediate), [{ event: 'Cancelled', at: iso(createdAt + 1000) }]);
+    const history = async (batchId: string) => (await read(alice, batchId)).recipients[0].history;
+    assert.deepEqual(await history(scheduled), [entry('Scheduled', createdAt)]);
+    assert.deepEqual(await history(cancelled), [entry('Scheduled', createdAt), entry('Cancelled', createdAt + 1000)]);
+    assert.deepEqual(await history(immediate), [entry('Cancelled', createdAt + 1000)]);
 
     crm.clock.advance(59_000);
     await crm.drain();
-    assert.deepEqual((await history(scheduled)).map((h) => [h.event, h.at]), [['Scheduled', iso(createdAt)], ['Processed', iso(at)], ['Delivered', iso(at)]]);
-    assert.deepEqual((await posted(alice)).map((e) => [e.batchId, e.event]), [[scheduled, 'Processed'], [scheduled, 'Delivered']]);
+    const sent = [entry('Scheduled', createdAt), entry('Processed', at), entry('Delivered', at)];
+    assert.deepEqual(await history(scheduled), sent);
+    const events = (await posted(alice)).map((e) => [e.batchId, e.event]);
+    assert.deepEqual(events, [[scheduled, 'Processed'], [scheduled, 'Delivered']]);
   });
 
   it('pages GET /sandbox/email newest first with a cursor that shows another account nothing', async () => {
     const bob = await crm.client();
-    await sendBatch(crm, alice, buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }, { to: 'cy@example.com' }] }));
+    const recipients = ['ada@example.com', 'bob@example.com', 'cy@example.com'].map((to) => ({ to }));
+    await sendBatch(crm, alice, buildBatch({}, { recipients }));
     const page = async (client: CrmClient, query: string) => {
       const response = await client.get(`/sandbox/email?${query}`);
       assert.equal(response.statusCode, 200, response.body);

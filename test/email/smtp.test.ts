@@ -166,23 +166,25 @@ forEachDatabase((dialect) => {
     assert.equal(await metric('herald_email_deferred_recipients'), 0);
   });
 
-  it('keeps one messageId across a 451 and its retry: in every event, the read, and both attempts’ Message-ID', async () => {
+  it('keeps one messageId across a 451 and its retry: events, the read, both attempts’ Message-ID', async () => {
     const relay = await greylistingRelay();
     const receiver = await startReceiver();
     closeAfter = [relay.close, receiver.close];
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${relay.port}` } });
-    client = await crm.client();
-    const batchId = await sendBatch(crm, client, buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: 'ada@example.com' }] }));
+    await start('', { EMAIL_TRANSPORT: `smtp://127.0.0.1:${relay.port}` });
+    const batchId = await sendBatch(crm, client, buildBatch({ webHookUrl: receiver.url }));
     assert.equal((await recipient(batchId, 'ada@example.com')).status, 'Deferred');
     crm.clock.advance(60_000);
     await crm.drain();
     const ada = await recipient(batchId, 'ada@example.com');
-    assert.deepEqual([ada.status, ada.history.map((h) => h.event)], ['Delivered', ['Processed', 'Deferred', 'Delivered']]);
+    assert.equal(ada.status, 'Delivered');
+    assert.deepEqual(ada.history.map((h) => h.event), ['Processed', 'Deferred', 'Delivered']);
 
     crm.clock.advance(1000);
     await crm.drain();
-    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Array<{ event: string; messageId: string }>);
-    assert.deepEqual(events.map((e) => [e.event, e.messageId]), [['Processed', ada.messageId], ['Deferred', ada.messageId], ['Delivered', ada.messageId]]);
+    type Event = { event: string; messageId: string };
+    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
+    assert.deepEqual(events.map((e) => e.event), ['Processed', 'Deferred', 'Delivered']);
+    assert.deepEqual(events.map((e) => e.messageId), [ada.messageId, ada.messageId, ada.messageId]);
     assert.deepEqual(relay.attempts, [
       { to: 'ada@example.com', messageId: `<${ada.messageId}@mail.localhost>`, code: 451 },
       { to: 'ada@example.com', messageId: `<${ada.messageId}@mail.localhost>`, code: 250 },

@@ -248,7 +248,8 @@ forEachDatabase((dialect) => {
       const reply = (text: string) => db().insertInto('sms_inbound').values({ account_id: accountId, sender: '919800000001', destination: '447700900123', text, contact_id: null, received_at: crm.clock.now() }).execute();
       await reply('old reply');
       await idempotentList('old-key', 'Old');
-      await enqueue(db(), { kind: 'test.later', payload: null, now: crm.clock.now(), runAt: crm.clock.now() + 60 * DAY });
+      const now = crm.clock.now();
+      await enqueue(db(), { kind: 'test.later', payload: null, now, runAt: now + 60 * DAY });
 
       crm.clock.advance(30 * DAY);
       await dies();

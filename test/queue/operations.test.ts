@@ -55,18 +55,24 @@ forEachDatabase((dialect) => {
     assert.deepEqual((await admin('GET', '/admin/jobs')).json().jobs, []);
   });
 
+  interface JobsPage {
+    jobs: Array<{ id: number; createdAt: string; runAt: string }>;
+    nextCursor: string | null;
+  }
   /** Accepts scheduled SMS, each one job of kind sms.send due at `due`. */
   async function scheduleSms(count: number, due: number): Promise<void> {
-    const token = await t.tokenFor(await t.createAccount());
+    const headers = bearer(await t.tokenFor(await t.createAccount()));
+    const scheduleDateTime = new Date(due).toISOString();
     for (let n = 1; n <= count; n++) {
-      const body = { recipient: `91981230000${n}`, senderName: 'HERALD', body: 'later', scheduleDateTime: new Date(due).toISOString() };
-      assert.equal((await t.app.inject({ method: 'POST', url: '/sms/single', headers: bearer(token), payload: body })).statusCode, 202);
+      const payload = { recipient: `91981230000${n}`, senderName: 'HERALD', body: 'later', scheduleDateTime };
+      assert.equal((await t.app.inject({ method: 'POST', url: '/sms/single', headers, payload })).statusCode, 202);
     }
   }
+  const admin = (url: string) => t.app.inject({ method: 'GET', url, headers: bearer(ADMIN_TOKEN) });
   const jobsPage = async (query: string) => {
-    const response = await t.app.inject({ method: 'GET', url: `/admin/jobs?state=ready&kind=sms.send&${query}`, headers: bearer(ADMIN_TOKEN) });
+    const response = await admin(`/admin/jobs?state=ready&kind=sms.send&${query}`);
     assert.equal(response.statusCode, 200, response.body);
-    return response.json() as { jobs: Array<{ id: number; createdAt: string; runAt: string }>; nextCursor: string | null };
+    return response.json() as JobsPage;
   };
 
   it('pages /admin/jobs newest first with a cursor; a cursor it did not give is a 400', async () => {
@@ -78,8 +84,9 @@ forEachDatabase((dialect) => {
     const second = await jobsPage(`limit=2&cursor=${first.nextCursor}`);
     assert.deepEqual([second.jobs.length, second.nextCursor], [1, null]);
     assert.ok(second.jobs[0].id < first.jobs[1].id);
-    const refused = await t.app.inject({ method: 'GET', url: '/admin/jobs?cursor=bm90LWFuLWlk', headers: bearer(ADMIN_TOKEN) });
-    assert.deepEqual([refused.statusCode, refused.json().errors], [400, [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]]);
+    const refused = await admin('/admin/jobs?cursor=bm90LWFuLWlk');
+    assert.equal(refused.statusCode, 400);
+    assert.deepEqual(refused.json().errors.map((e: { field: string }) => e.field), ['cursor']);
   });
 
   it('shows when a scheduled job was queued (createdAt) apart from when it is due (runAt)', async () => {

@@ -56,7 +56,8 @@ forEachDatabase((dialect) => {
       /the request failed/,
     );
     assert.deepEqual(await jobs(), []);
-    await database.db.transaction().execute((trx) => enqueue(trx, { kind: 'test', payload: { n: 2 }, now: clock.now() }));
+    const job = { kind: 'test', payload: { n: 2 }, now: clock.now() };
+    await database.db.transaction().execute((trx) => enqueue(trx, job));
     const { seen, handler } = recorder();
     assert.equal(await workerWith({ test: handler }).drain(), 1);
     assert.deepEqual(seen.map((job) => job.payload), [{ n: 2 }]);
@@ -214,7 +215,9 @@ forEachDatabase((dialect) => {
   });
 
   it('runs the high-priority job first with 50,000 low-priority jobs of its kind ready', { timeout: 120_000 }, async () => {
-    const low = Array.from({ length: 50_000 }, (_, n) => ({ kind: 'send', payload: n, now: clock.now() - 1000, priority: PRIORITY.fanout }));
+    const low = Array.from({ length: 50_000 }, (_, n) => (
+      { kind: 'send', payload: n, now: clock.now() - 1000, priority: PRIORITY.fanout }
+    ));
     for (let start = 0; start < low.length; start += 10_000) await enqueueMany(database.db, low.slice(start, start + 10_000));
     await enqueue(database.db, { kind: 'send', payload: 'otp', now: clock.now(), priority: PRIORITY.otp });
     const [first] = await claimJobs(database.db, database.dialect, { kind: 'send', limit: 1, workerId: 'w', now: clock.now(), leaseMs: 30_000 });
@@ -234,7 +237,8 @@ forEachDatabase((dialect) => {
       const READY = 200;
       const LIMIT = 10;
       const CLAIMERS = 4;
-      await enqueueMany(database.db, Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, now: clock.now() })));
+      const jobs = Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, now: clock.now() }));
+      await enqueueMany(database.db, jobs);
       const claim = (workerId: string) => ({ kind: 'test', limit: LIMIT, workerId, now: clock.now(), leaseMs: 30_000 });
 
       const plan = await database.db.transaction().execute(async (trx) => {
@@ -358,7 +362,9 @@ forEachDatabase((dialect) => {
   });
 
   it('runs each kind with its own concurrency', async () => {
-    await enqueueMany(database.db, Array.from({ length: 12 }, (_, n) => ({ kind: n % 2 ? 'wide' : 'narrow', payload: n, now: clock.now() })));
+    const kinds = ['narrow', 'wide'];
+    const queued = Array.from({ length: 12 }, (_, n) => ({ kind: kinds[n % 2], payload: n, now: clock.now() }));
+    await enqueueMany(database.db, queued);
     const peak = { wide: 0, narrow: 0 };
     const now = { wide: 0, narrow: 0 };
     const gauge = (kind: 'wide' | 'narrow'): JobHandler => ({
@@ -379,7 +385,8 @@ forEachDatabase((dialect) => {
 
   it('drains 10,000 jobs with two worker processes: none run twice, none left', { timeout: 120_000 }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
-    await enqueueMany(database.db, Array.from({ length: 10_000 }, (_, n) => ({ kind: 'test.record', payload: n, now: Date.now() })));
+    const jobs = Array.from({ length: 10_000 }, (_, n) => ({ kind: 'test.record', payload: n, now: Date.now() }));
+    await enqueueMany(database.db, jobs);
     const workers = await Promise.all(['a', 'b'].map((label) => startWorkerProcess(database.url, { WORKER_LABEL: label })));
     try {
       while (Number((await sql<{ n: number }>`select count(*) as n from jobs`.execute(database.db)).rows[0].n) > 0) {

@@ -113,7 +113,8 @@ forEachDatabase((dialect) => {
       const view = await settled(queueId);
       for (const recipient of view.recipients) {
         const delivered = outcomeOf.get(recipient.recipient) === 'DELIVRD';
-        assert.deepEqual([recipient.status, recipient.errorCode], delivered ? ['Delivered', null] : ['Failed', '001'], recipient.recipient);
+        const expected = delivered ? ['Delivered', null] : ['Failed', '001'];
+        assert.deepEqual([recipient.status, recipient.errorCode], expected, recipient.recipient);
       }
       const final = (await events()).filter((e) => e.status !== 'Submitted');
       assert.deepEqual(
