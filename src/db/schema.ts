@@ -254,6 +254,8 @@ export interface SendRecipientsTable {
   parts: number | null;
   encoding: string | null;
   error: string | null;
+  /** SMS: the operator's error code of a Failed message (a receipt's `err:`, an SMPP command_status), null for none. */
+  error_code: ColumnType<string | null, string | null | undefined, string | null>;
   updated_at: number;
   /** Email: times the message was refused for now (Deferred). */
   attempts: Generated<number>;

@@ -1,11 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import { contentState, readSendPage, type SendReadPage } from '../messaging/send.ts';
 import type { EmailSendContent } from './accept.ts';
 
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const sandboxCursor = cursorCodec(['integer']);
 
 const ENGAGEMENT = { Open: 'opened', Click: 'clicked', Unsubscribe: 'unsubscribed', 'Spam Report': 'complaints' } as const;
 
@@ -75,9 +77,20 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
 }
 
 /** `GET /sandbox/email`: what the sandbox transport took for the account, newest first, each message as raw MIME. */
-export async function readSandboxEmail(db: Db, accountId: string, query: { to?: string; limit: number }) {
+export async function readSandboxEmail(
+  db: Db,
+  accountId: string,
+  query: { to?: string; limit: number; cursor?: string },
+) {
   let select = db.selectFrom('sandbox_email').selectAll().where('account_id', '=', accountId);
   if (query.to !== undefined) select = select.where('recipient', '=', query.to);
-  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
-  return { messages: rows.map((row) => ({ batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at) })) };
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
+  return {
+    messages: rows.map((row) => ({
+      batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at),
+    })),
+    nextCursor,
+  };
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import { contentState, groupBy, readSendPage, type SendReadPage } from '../messaging/send.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { StoredSmsContent } from './accept.ts';
@@ -7,6 +8,7 @@ import type { StoredSmsContent } from './accept.ts';
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const sandboxCursor = cursorCodec(['integer']);
 
 /**
  * `GET /sms/{queueId}` (ARCHITECTURE.md): the send, its totals by status word, and a page of
@@ -59,7 +61,8 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
       parts: row.parts,
       encoding: row.encoding,
       error: row.error,
-      history: [{ status: 'Queued', at: iso(send.created_at) }, ...(read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
+      errorCode: row.error_code,
+      history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) })),
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
       clicks: clicksOf.get(Number(row.id)) ?? [],
     })),
@@ -72,10 +75,16 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
  * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
  * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
  */
-export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number }) {
+export async function readSandboxSms(
+  db: Db,
+  accountId: string,
+  query: { recipient?: string; limit: number; cursor?: string },
+) {
   let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
   if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
-  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({
       queueId: row.send_id,
@@ -89,5 +98,6 @@ export async function readSandboxSms(db: Db, accountId: string, query: { recipie
       encrypted: Boolean(row.sealed),
       at: iso(row.created_at),
     })),
+    nextCursor,
   };
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
-import { errorResponses, MultilineText, Uuid } from '../http/schemas.ts';
+import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
@@ -125,8 +125,23 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/sandbox/sms', {
     config: sms,
-    schema: { tags, summary: "What the sandbox transport took for this account, newest first (SMS_TRANSPORT=sandbox:)", querystring: Type.Object({ recipient: Type.Optional(Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' })), limit: Type.Optional(Limit) }), response: errorResponses(400, 401, 429) },
-  }, async (request) => readSandboxSms(ctx.db, request.account.id, { recipient: request.query.recipient, limit: Number(request.query.limit ?? 100) }));
+    schema: {
+      tags,
+      summary: 'What the sandbox transport took for this account, newest first, a page at a time '
+        + '(SMS_TRANSPORT=sandbox:)',
+      querystring: Type.Object({
+        recipient: Type.Optional(
+          Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' }),
+        ),
+        limit: Type.Optional(Limit),
+        cursor: Type.Optional(PageCursor(40)),
+      }),
+      response: errorResponses(400, 401, 429),
+    },
+  }, async (request) => {
+    const { recipient, limit, cursor } = request.query;
+    return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
+  });
 
   if (ctx.config.smsTransport.kind !== 'sandbox') return;
 
