@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { keyFromHex } from './secret-key.ts';
 import { parseSmppUrl, type SmppSettings } from './smpp-url.ts';
@@ -24,8 +25,14 @@ export interface Config {
   /** ENCRYPTION_KEY_PREVIOUS: keys ENCRYPTION_KEY replaced, newest first, which still open what they sealed (sealed.ts's Keyring). */
   previousEncryptionKeys: KeyObject[];
   bodyLimitBytes: number;
-  /** Take the client address from X-Forwarded-For (behind a reverse proxy) for login throttling. */
-  trustProxy: boolean;
+  /**
+   * TRUST_PROXY, Fastify's trustProxy: which hops of X-Forwarded-For to believe for the
+   * client's address (sign-in throttling per client, link misses, logs). false: none, the
+   * peer is the client; the proxies' addresses or CIDRs: the client is the last address
+   * before them; true: every hop, so a client that reaches the service past the proxy, or a
+   * proxy that appends to the header, lets the client name its own address.
+   */
+  trustProxy: boolean | string[];
   webhookAllowPrivate: boolean;
   defaultSenderName: string;
   /**
@@ -149,6 +156,25 @@ function emailTransportSetting(raw: string): Config['emailTransport'] {
   return setting;
 }
 
+// proxy-addr's names for the ranges a proxy on the same host or network usually has.
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function trustProxySetting(raw: string): Config['trustProxy'] {
+  if (/^(true|1)$/i.test(raw)) return true;
+  if (/^(false|0)$/i.test(raw)) return false;
+  const proxies = raw.split(',').map((entry) => entry.trim());
+  for (const proxy of proxies) {
+    const [address, bits, extra] = proxy.split('/');
+    const family = isIP(address);
+    const prefixOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (!PROXY_RANGES.has(proxy) && (family === 0 || !prefixOk || extra !== undefined)) {
+      const form = "true, false, or the proxies' addresses or CIDRs (or loopback, linklocal, uniquelocal), with commas";
+      throw new ConfigError('TRUST_PROXY', `must be ${form}, got "${proxy}"`);
+    }
+  }
+  return proxies;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const jwtSecret = optional(env, 'JWT_SECRET');
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
@@ -205,7 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     encryptionKey,
     previousEncryptionKeys: previousEncryptionKeys as KeyObject[],
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
-    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxySetting(read(env, 'TRUST_PROXY', 'false')),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     defaultSenderName,
     smsTransport,

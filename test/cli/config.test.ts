@@ -33,7 +33,17 @@ it('takes RETENTION_DAYS as a whole number of days from 1', () => {
   assert.equal(loadConfig({ RETENTION_DAYS: '365' }).retentionDays, 365);
 });
 
+it('takes TRUST_PROXY as true, false, or the proxies\' addresses and CIDRs', () => {
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy, true);
+  const proxies = loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy;
+  assert.deepEqual(proxies, ['loopback', '10.0.0.0/8', '2001:db8::/32']);
+});
+
 const bad: Array<[string, string]> = [
+  ['TRUST_PROXY', 'yes'],
+  ['TRUST_PROXY', '10.0.0.0/33'],
+  ['TRUST_PROXY', 'proxy.example.com'],
   ['PORT', 'eighty'],
   ['PORT', '70000'],
   ['WORKER_PORT', 'eighty-one'],
