@@ -200,6 +200,33 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 0);
   });
 
+  it('never posts to a cloud metadata service, private addresses allowed, however its address is written', async () => {
+    // A name a DNS answer points at the metadata service, and GCP's name pointed at the receiver:
+    // either would be posted to were the address judged only by WEBHOOK_ALLOW_PRIVATE.
+    const names: Record<string, string> = {
+      'imds.example.com': '169.254.169.254',
+      'metadata.google.internal': '127.0.0.1',
+    };
+    const resolve = async (host: string) => [{ address: names[host], family: 4 }];
+    const handler = handlerFor({ allowPrivate: true, timeoutMs: 1_000, resolve });
+    const urls = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:169.254.169.254]/latest/meta-data/',
+      'http://[fd00:ec2::254]/latest/meta-data/',
+      'http://100.100.100.200/latest/meta-data/',
+      'http://imds.example.com/latest/meta-data/',
+      `http://metadata.google.internal:${receiver.port}/computeMetadata/v1/`,
+    ];
+    for (const url of urls) {
+      const id = await emit(url);
+      assert.equal(await attempt(handler, id), 'done', url);
+      const row = await delivery(id);
+      assert.deepEqual([row.status, row.attempts, row.next_attempt_at], ['failed', 1, null], url);
+      assert.match(row.last_error!, /^refused: .*; webhooks are never posted there, whatever WEBHOOK_ALLOW/, url);
+    }
+    assert.equal(receiver.received.length, 0);
+  });
+
   it('connects to the address it checked, not to a second DNS answer', async () => {
     // No DNS knows hooks.herald.test; the post can only arrive if the vetted address is used.
     const handler = handlerFor({ resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
