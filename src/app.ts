@@ -8,6 +8,7 @@ import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { ANNOTATIONS } from './http/input.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { probeRoutes } from './http/probes.ts';
+import { requestLogging } from './http/request-log.ts';
 import { ErrorBody } from './http/schemas.ts';
 import { registerAuthentication } from './auth/bearer.ts';
 import { AccessCache } from './auth/access-cache.ts';
@@ -30,7 +31,7 @@ export async function buildApp(
   options: { logger?: FastifyServerOptions['logger']; resolve?: Resolver } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: requestLogging(options.logger),
     bodyLimit: ctx.config.bodyLimitBytes,
     trustProxy: ctx.config.trustProxy,
     // verbose: each error carries its schema node, for errorMessage and "did you mean".
@@ -82,7 +83,7 @@ export async function buildApp(
  * API's own, so an orchestrator checks and scrapes a worker as it does an API process.
  */
 export function buildWorkerApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): FastifyInstance {
-  const app = Fastify({ logger: options.logger ?? false });
+  const app = Fastify({ logger: requestLogging(options.logger) });
   registerErrorHandling(app);
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
