@@ -131,6 +131,34 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 10);
   });
 
+  it('warns when it gives a delivery up, naming the account and receiver\'s host, not its path or query', async () => {
+    const warnings: Array<[object, string]> = [];
+    const warn = (fields: object, message: string) => void warnings.push([fields, message]);
+    const log = { info() {}, error() {}, warn };
+    const config = { webhookAllowPrivate: true };
+    const handler = webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config, log });
+    const id = await emit(`${receiver.url}/s3cret-path?key=s3cret-query`);
+    for (const delay of RETRY_DELAYS_MS) {
+      receiver.reply({ status: 502 });
+      await attempt(handler, id);
+      t.clock.advance(delay);
+    }
+    assert.deepEqual(warnings, [], 'nothing while it retries');
+    receiver.reply({ status: 502 });
+    assert.equal(await attempt(handler, id), 'done');
+    assert.deepEqual(warnings, [[
+      {
+        accountId: account.row.id,
+        deliveryId: id,
+        host: `127.0.0.1:${receiver.port}`,
+        attempts: 10,
+        error: 'the receiver answered 502; gave up after 10 attempts',
+      },
+      `webhook delivery given up; POST /webhooks/deliveries/${id}/retry posts it again`,
+    ]]);
+    assert.doesNotMatch(JSON.stringify(warnings), /s3cret/);
+  });
+
   it('stops an event that gets 410 Gone, and only that event', async () => {
     const handler = handlerFor();
     const gone = await emit();
