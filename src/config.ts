@@ -156,6 +156,19 @@ function emailTransportSetting(raw: string): Config['emailTransport'] {
   return setting;
 }
 
+// Addresses that name no one host a link could reach: every interface, or this machine's loopback.
+const LOCAL_HOSTS = new Set(['0.0.0.0', '::', '127.0.0.1', '::1', 'localhost']);
+
+/**
+ * PUBLIC_URL unless set (ARCHITECTURE.md, "Reads gain what was sent"): where this listener
+ * answers, `http://localhost:<PORT>`, or `http://<HOST>:<PORT>` when HOST names one address
+ * another machine could reach.
+ */
+function defaultPublicUrl(host: string, port: number): string {
+  const name = LOCAL_HOSTS.has(host.toLowerCase()) ? 'localhost' : isIP(host) === 6 ? `[${host}]` : host;
+  return `http://${name}:${port}`;
+}
+
 // proxy-addr's names for the ranges a proxy on the same host or network usually has.
 const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
@@ -219,13 +232,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', `must be sqlite:<path> or postgres://…, got "${databaseUrl}"`);
   }
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = read(env, 'HOST', '127.0.0.1');
   return {
-    port: integer(env, 'PORT', 8080, 0, 65535),
-    host: read(env, 'HOST', '127.0.0.1'),
+    port,
+    host,
     workerPort: integer(env, 'WORKER_PORT', 8081, 0, 65535),
     databaseUrl,
     redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
-    publicUrl: url(env, 'PUBLIC_URL', 'http://localhost:8080', ['http:', 'https:'])!.replace(/\/+$/, ''),
+    publicUrl: url(env, 'PUBLIC_URL', defaultPublicUrl(host, port), ['http:', 'https:'])!.replace(/\/+$/, ''),
     adminToken,
     jwtSecret,
     encryptionKey,

@@ -19,7 +19,8 @@ forEachDatabase((dialect) => {
   let alice: CrmClient;
   let receiver: Receiver;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
+    // PUBLIC_URL unset: its default follows PORT.
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { PORT: '3000' } });
     alice = await crm.client();
     receiver = await startReceiver();
   });
@@ -45,6 +46,7 @@ forEachDatabase((dialect) => {
     const url = (claim: Parameters<typeof trackingToken>[1]) => `${crm.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
     const html = message.html as string;
     assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
+    assert.ok(html.includes('href="http://localhost:3000/t/c/'), 'PUBLIC_URL defaults to localhost at PORT');
     assert.ok(!html.includes('https://shop.example/spring'), 'the link’s own URL is not in the message');
     assert.ok(html.includes(`src="${url({ recipientId, kind: 'open' })}"`), 'the pixel');
     assert.ok(html.includes(url({ recipientId, kind: 'unsubscribe' })), 'the unsubscribe link');
