@@ -127,6 +127,18 @@ forEachDatabase((dialect) => {
       ]);
     });
 
+    it('points `name` to the spec\'s `propertyname`, a field it is no misspelling of', async () => {
+      refused(await postJson('/contacts/properties', { name: 'tier' }), 400, [
+        { field: 'propertyname', message: /^is required$/ },
+        { field: 'name', message: /^is not a known field; did you mean propertyname\?$/ },
+      ]);
+      const field = { name: 'tier', propertyvalue: 'gold' };
+      const contacts = [{ email: 'a@example.com', propertyfields: [field] }];
+      refused(await postJson('/contacts/batch', { createUpdateContacts: contacts }), 400, [
+        { field: 'createUpdateContacts[0].propertyfields[0].name', message: /did you mean propertyname\?$/ },
+      ]);
+    });
+
     it('refuses unknown query parameters, on routes with and without a query schema', async () => {
       const list = (await send('GET', '/lists')).json().lists[0].listId;
       refused(await send('GET', `/lists/${list}/contacts?limt=5`), 400, [{ field: 'limt', message: /did you mean limit\?/ }]);
