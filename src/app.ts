@@ -25,6 +25,12 @@ import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/des
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
 
+/** What /docs says the API is. */
+const API_DESCRIPTION =
+  'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over '
+  + 'SMPP with landing pages, short links, encrypted bodies and replies from handsets, email batches through the '
+  + 'sandbox transport or an SMTP relay with campaigns, DKIM, suppressions, tracking and bounces, and signed webhooks.';
+
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
 export async function buildApp(
   ctx: AppContext,
@@ -55,7 +61,7 @@ export async function buildApp(
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over SMPP with landing pages, short links and encrypted bodies, email batches through the sandbox transport with campaigns, suppressions and tracking, and signed webhooks.' },
+      info: { title: 'Herald', version: '0.1.0', description: API_DESCRIPTION },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
