@@ -143,9 +143,8 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
   });
 
-  if (ctx.config.smsTransport.kind !== 'sandbox') return;
-
   // A message from a handset, as an SMSC would bring one (sms/inbound.ts), for development.
+  // Registered whatever the transport, so that under SMPP it says why it cannot be used.
   const Address = Type.String({ pattern: '^\\+?[0-9]{3,17}$', errorMessage: 'must be the country code and number, digits only' });
   r.post('/sandbox/sms/inbound', {
     config: sms,
@@ -157,9 +156,15 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
         to: Type.String({ minLength: 1, maxLength: 17, description: "One of the account's numeric sender names, or a sender name it last sent to `from` from" }),
         text: MultilineText({ maxLength: 1600 }),
       }),
-      response: { 201: Type.Object({ from: Type.String(), to: Type.String(), text: Type.String(), contactId: Type.Union([Type.Integer(), Type.Null()]), keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]) }), ...errorResponses(400, 401, 415, 422, 429) },
+      response: { 201: Type.Object({ from: Type.String(), to: Type.String(), text: Type.String(), contactId: Type.Union([Type.Integer(), Type.Null()]), keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]) }), ...errorResponses(400, 401, 409, 415, 422, 429) },
     },
   }, async (request, reply) => {
+    if (ctx.config.smsTransport.kind !== 'sandbox') {
+      throw conflict(
+        'Simulating a message from a handset needs the sandbox transport (SMS_TRANSPORT=sandbox:); '
+        + 'this service sends over SMPP, where messages from handsets come from the SMSC.',
+      );
+    }
     const { from, to, text } = request.body;
     const outcome = await receiveInboundSms(ctx.database, ctx.clock, { from, to, text, at: ctx.clock.now() }, { onlyAccountId: request.account.id });
     if (!outcome) {

@@ -131,6 +131,34 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 10);
   });
 
+  it('warns when it gives a delivery up, naming the account and receiver\'s host, not its path or query', async () => {
+    const warnings: Array<[object, string]> = [];
+    const warn = (fields: object, message: string) => void warnings.push([fields, message]);
+    const log = { info() {}, error() {}, warn };
+    const config = { webhookAllowPrivate: true };
+    const handler = webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config, encryptionKey: t.ctx.encryptionKey, log });
+    const id = await emit(`${receiver.url}/s3cret-path?key=s3cret-query`);
+    for (const delay of RETRY_DELAYS_MS) {
+      receiver.reply({ status: 502 });
+      await attempt(handler, id);
+      t.clock.advance(delay);
+    }
+    assert.deepEqual(warnings, [], 'nothing while it retries');
+    receiver.reply({ status: 502 });
+    assert.equal(await attempt(handler, id), 'done');
+    assert.deepEqual(warnings, [[
+      {
+        accountId: account.row.id,
+        deliveryId: id,
+        host: `127.0.0.1:${receiver.port}`,
+        attempts: 10,
+        error: 'the receiver answered 502; gave up after 10 attempts',
+      },
+      `webhook delivery given up; POST /webhooks/deliveries/${id}/retry posts it again`,
+    ]]);
+    assert.doesNotMatch(JSON.stringify(warnings), /s3cret/);
+  });
+
   it('stops an event that gets 410 Gone, and only that event', async () => {
     const handler = handlerFor();
     const gone = await emit();
@@ -196,6 +224,33 @@ forEachDatabase((dialect) => {
       assert.equal(row.attempts, 1, url);
       assert.equal(row.next_attempt_at, null, url);
       assert.match(row.last_error!, /^refused: .* is a (loopback|private|link-local) address/, url);
+    }
+    assert.equal(receiver.received.length, 0);
+  });
+
+  it('never posts to a cloud metadata service, private addresses allowed, however its address is written', async () => {
+    // A name a DNS answer points at the metadata service, and GCP's name pointed at the receiver:
+    // either would be posted to were the address judged only by WEBHOOK_ALLOW_PRIVATE.
+    const names: Record<string, string> = {
+      'imds.example.com': '169.254.169.254',
+      'metadata.google.internal': '127.0.0.1',
+    };
+    const resolve = async (host: string) => [{ address: names[host], family: 4 }];
+    const handler = handlerFor({ allowPrivate: true, timeoutMs: 1_000, resolve });
+    const urls = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:169.254.169.254]/latest/meta-data/',
+      'http://[fd00:ec2::254]/latest/meta-data/',
+      'http://100.100.100.200/latest/meta-data/',
+      'http://imds.example.com/latest/meta-data/',
+      `http://metadata.google.internal:${receiver.port}/computeMetadata/v1/`,
+    ];
+    for (const url of urls) {
+      const id = await emit(url);
+      assert.equal(await attempt(handler, id), 'done', url);
+      const row = await delivery(id);
+      assert.deepEqual([row.status, row.attempts, row.next_attempt_at], ['failed', 1, null], url);
+      assert.match(row.last_error!, /^refused: .*; webhooks are never posted there, whatever WEBHOOK_ALLOW/, url);
     }
     assert.equal(receiver.received.length, 0);
   });
