@@ -46,7 +46,9 @@ async function startWorker(url: string): Promise<ChildProcess> {
 async function pushJobsThrough(database: Database, perTransaction: number): Promise<void> {
   for (let start = 0; start < JOBS; start += perTransaction) {
     const now = Date.now();
-    const chunk: NewJob[] = Array.from({ length: Math.min(perTransaction, JOBS - start) }, (_, n) => ({ kind: 'bench.noop', payload: { n: start + n }, runAt: now }));
+    const count = Math.min(perTransaction, JOBS - start);
+    const job = (n: number): NewJob => ({ kind: 'bench.noop', payload: { n: start + n }, now });
+    const chunk = Array.from({ length: count }, (_, n) => job(n));
     await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
   }
   for (;;) {
@@ -108,12 +110,14 @@ async function priorityClaimLatency(url: string): Promise<{ median: number; wors
   try {
     const now = Date.now();
     for (let start = 0; start < LOW_PRIORITY_JOBS; start += 10_000) {
-      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => ({ kind: 'bench.send', payload: { n: start + n }, runAt: now - 60_000, priority: PRIORITY.fanout }));
+      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => (
+        { kind: 'bench.send', payload: { n: start + n }, now: now - 60_000, priority: PRIORITY.fanout }
+      ));
       await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
     }
     const took: number[] = [];
     for (let n = 0; n < PRIORITY_CLAIMS; n++) {
-      await enqueue(database.db, { kind: 'bench.send', payload: 'otp', runAt: Date.now(), priority: PRIORITY.otp });
+      await enqueue(database.db, { kind: 'bench.send', payload: 'otp', now: Date.now(), priority: PRIORITY.otp });
       const started = performance.now();
       const [job] = await claimJobs(database.db, database.dialect, { kind: 'bench.send', limit: 1, workerId: 'bench', now: Date.now(), leaseMs: 30_000 });
       took.push(performance.now() - started);

@@ -11,7 +11,6 @@
 import { sql } from 'kysely';
 import { createAccount } from '../src/accounts/service.ts';
 import { buildApp } from '../src/app.ts';
-import { loadSigningKey } from '../src/auth/signing-key.ts';
 import { ManualClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import type { AppContext } from '../src/context.ts';
@@ -21,6 +20,7 @@ import { createMetricsRegistry } from '../src/http/metrics.ts';
 import { loadEncryptionKey } from '../src/messaging/encryption-key.ts';
 import { PROCEDURE_MODULES } from '../src/procedures.ts';
 import { MemoryCounterStore } from '../src/ratelimit/counters.ts';
+import { prepareStoredSecrets } from '../src/stored-secrets.ts';
 import { BENCH_ENCRYPTION_KEY, onEachDatabase } from './herald-process.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000_000);
@@ -90,14 +90,15 @@ async function run(url: string): Promise<void> {
     const { rollupRows } = (await sql<{ rollupRows: number }>`select count(*) as "rollupRows" from usage_rollup`.execute(database.db)).rows[0];
 
     const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY });
+    const encryptionKey = loadEncryptionKey(url, config.encryptionKey);
     const ctx: AppContext = {
       config,
       database,
       db: database.db,
       clock,
       counters: new MemoryCounterStore(),
-      jwtKey: await loadSigningKey(database.db, config.jwtSecret),
-      encryptionKey: loadEncryptionKey(url, config.encryptionKey),
+      jwtKey: await prepareStoredSecrets(database, encryptionKey, config.jwtSecret),
+      encryptionKey,
       metrics: createMetricsRegistry(),
     };
     const app = await buildApp(ctx);

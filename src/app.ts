@@ -8,6 +8,7 @@ import { frameworkErrors, registerErrorHandling } from './http/errors.ts';
 import { ANNOTATIONS } from './http/input.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { probeRoutes } from './http/probes.ts';
+import { requestLogging } from './http/request-log.ts';
 import { ErrorBody } from './http/schemas.ts';
 import { registerAuthentication } from './auth/bearer.ts';
 import { AccessCache } from './auth/access-cache.ts';
@@ -24,13 +25,19 @@ import { systemResolver, webhookUrlRefusal, type Resolver } from './webhooks/des
 import { registerQueueMetrics } from './queue/metrics.ts';
 import { queueRoutes } from './queue/routes.ts';
 
+/** What /docs says the API is. */
+const API_DESCRIPTION =
+  'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over '
+  + 'SMPP with landing pages, short links, encrypted bodies and replies from handsets, email batches through the '
+  + 'sandbox transport or an SMTP relay with campaigns, DKIM, suppressions, tracking and bounces, and signed webhooks.';
+
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
 export async function buildApp(
   ctx: AppContext,
   options: { logger?: FastifyServerOptions['logger']; resolve?: Resolver } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: requestLogging(options.logger),
     bodyLimit: ctx.config.bodyLimitBytes,
     trustProxy: ctx.config.trustProxy,
     // verbose: each error carries its schema node, for errorMessage and "did you mean".
@@ -54,7 +61,7 @@ export async function buildApp(
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Herald', version: '0.1.0', description: 'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over SMPP with landing pages, short links and encrypted bodies, email batches through the sandbox transport with campaigns, suppressions and tracking, and signed webhooks.' },
+      info: { title: 'Herald', version: '0.1.0', description: API_DESCRIPTION },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
@@ -82,7 +89,7 @@ export async function buildApp(
  * API's own, so an orchestrator checks and scrapes a worker as it does an API process.
  */
 export function buildWorkerApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): FastifyInstance {
-  const app = Fastify({ logger: options.logger ?? false });
+  const app = Fastify({ logger: requestLogging(options.logger) });
   registerErrorHandling(app);
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);

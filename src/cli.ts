@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { AppError } from './errors.ts';
-import { migrateToLatest, openDatabase, type Database } from './db/database.ts';
+import { migrateToLatest, openDatabase, pendingMigrations, sqlitePath, type Database } from './db/database.ts';
 import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadEncryptionKey } from './messaging/encryption-key.ts';
 import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from './email/dkim-keys.ts';
@@ -21,6 +23,7 @@ import {
   type AccountRow,
 } from './accounts/service.ts';
 import { findAccountByUserName } from './auth/credentials.ts';
+import { rotateJwtSecret } from './auth/signing-key.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
 import { PasswordInputError, readNewPassword } from './password-input.ts';
 import { simCommand, SIM_SMSC_ARGS, SIM_SMTP_ARGS } from './sim/cli.ts';
@@ -41,11 +44,20 @@ API's process (all or api) also takes bounces, spam complaints and unsubscribe m
   },
   { name: 'migrate', args: '', about: 'bring the database schema up to date' },
   {
+    name: 'rotate-jwt-secret',
+    args: '',
+    about: `make a new key of access tokens, sealed in the database, for when a copy of the database
+may have leaked (a backup from before the upgrade that sealed the key holds it in clear). Every
+access token issued before stops working: clients ask POST /token again. A running serve keeps the
+old key until it restarts: restart every serve process. Needs ENCRYPTION_KEY (on SQLite, the key
+file beside the database will do); refused when JWT_SECRET is set, which is then the key.`,
+  },
+  {
     name: 'account create',
     args: '--user EMAIL [--password-stdin | --password PW] [--time-zone-offset "UTC+05:30~India Standard Time"] [--locale en-IN]',
     about: 'create an account and print it, with its privateToken',
   },
-  { name: 'account list', args: '', about: 'print every account' },
+  { name: 'account list', args: '', about: 'print every account (of a database that exists and is migrated)' },
   { name: 'account rotate-private-token', args: '--user EMAIL', about: 'give the account a new privateToken; its access tokens stop working' },
   { name: 'account set-password', args: '--user EMAIL [--password-stdin | --password PW]', about: "change the account's password; its access tokens stop working" },
   {
@@ -68,10 +80,17 @@ API's process (all or api) also takes bounces, spam complaints and unsubscribe m
   {
     name: 'dkim show',
     args: '[--user EMAIL --domain DOMAIN]',
-    about: "print the DKIM record to publish: the service domain's (DEFAULT_EMAIL_DOMAIN), or with --user and --domain that sender domain's",
+    about: `print the DKIM record to publish: the service domain's (DEFAULT_EMAIL_DOMAIN), or with --user and
+--domain that sender domain's. The service domain's first key is made here if it has none yet
+(which needs ENCRYPTION_KEY on PostgreSQL). Like every command that reads, it neither makes nor
+migrates the database: run herald migrate first.`,
   },
   { name: 'dkim rotate', args: '[--user EMAIL --domain DOMAIN]', about: 'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key stays, retired' },
-  { name: 'dkim keys', args: '[--user EMAIL --domain DOMAIN]', about: "print the domain's DKIM keys, the active one first, then the retired ones" },
+  {
+    name: 'dkim keys',
+    args: '[--user EMAIL --domain DOMAIN]',
+    about: "print the domain's DKIM keys, the active one first, then the retired ones (of a migrated database)",
+  },
   { name: 'dkim remove-key', args: '--selector SELECTOR [--user EMAIL --domain DOMAIN]', about: 'remove a retired DKIM key, once its record is withdrawn from DNS' },
   { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
   {
@@ -160,6 +179,41 @@ async function withDatabase<T>(config: Config, work: (database: Database) => Pro
   }
 }
 
+// PostgreSQL's "invalid_catalog_name": the database named in DATABASE_URL does not exist.
+const NO_SUCH_DATABASE = '3D000';
+
+/**
+ * The database as it is, for the commands that read: one that does not exist is not created
+ * (node:sqlite would make an empty file, and a read of it answers nothing anyone uses) and one
+ * behind the code is not migrated (a read is no time to change a schema): either is a
+ * CommandError saying what to run.
+ */
+async function withExistingDatabase<T>(config: Config, work: (database: Database) => Promise<T>): Promise<T> {
+  const file = sqlitePath(config.databaseUrl);
+  const where = file === undefined ? 'of DATABASE_URL' : file === ':memory:' ? file : resolve(file);
+  if (file !== undefined && (file === ':memory:' || !existsSync(file))) {
+    throw new CommandError(`the database ${where} does not exist: herald migrate (or herald serve) makes it`);
+  }
+  const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
+  try {
+    await database.ready();
+    const pending = await pendingMigrations(database);
+    if (pending.length > 0) {
+      const behind = `${pending.length} migrations to run, from ${pending[0]}`;
+      throw new CommandError(`the database ${where} is not migrated (${behind}): run herald migrate first`);
+    }
+    return await work(database);
+  } catch (error) {
+    if ((error as { code?: string }).code === NO_SUCH_DATABASE) {
+      const reason = (error as Error).message;
+      throw new CommandError(`the database ${where} does not exist (${reason}): create it, then run herald migrate`);
+    }
+    throw error;
+  } finally {
+    await database.close();
+  }
+}
+
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
 async function accountByUser(db: Database['db'], userName: string): Promise<AccountRow> {
@@ -168,7 +222,7 @@ async function accountByUser(db: Database['db'], userName: string): Promise<Acco
   return account;
 }
 
-/** ENCRYPTION_KEY, read only by the commands that seal or open DKIM keys: the others run on PostgreSQL without it. */
+/** ENCRYPTION_KEY, read only by the commands that seal or open secrets: the others run on PostgreSQL without it. */
 const keyringOf = (config: Config) => loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
 
 async function accountCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
@@ -190,7 +244,8 @@ async function accountCommand(config: () => Config, action: string | undefined, 
   const option = (name: string) => required(command, values, name);
   const newPassword = () => readNewPassword({ password: values.password, passwordStdin: values['password-stdin'] });
   const clock = systemClock;
-  await withDatabase(config(), async (database) => {
+  const opened = action === 'list' ? withExistingDatabase : withDatabase;
+  await opened(config(), async (database) => {
     const { db } = database;
     const byUser = () => accountByUser(db, option('user'));
     switch (action) {
@@ -242,18 +297,18 @@ async function dkimCommand(config: () => Config, action: string | undefined, arg
   if (values.help) return console.log(usage(command));
   if ((values.user === undefined) !== (values.domain === undefined)) throw new UsageError(command, '--user and --domain go together: an account\'s sender domain');
   const settings = config();
-  const keyring = keyringOf(settings);
   const clock = systemClock;
-  await withDatabase(settings, async (database) => {
+  const opened = action === 'show' || action === 'keys' ? withExistingDatabase : withDatabase;
+  await opened(settings, async (database) => {
     const holder: DkimKeyHolder =
       values.user === undefined
         ? { accountId: null, domain: settings.defaultEmailDomain }
         : await senderDomainHolder(database.db, (await accountByUser(database.db, values.user)).id, values.domain!);
     switch (action) {
       case 'show':
-        return print(await dkimDomainView(database, keyring, clock, holder));
+        return print(await dkimDomainView(database, keyringOf(settings), clock, holder));
       case 'rotate':
-        return print(await rotateDkimKey(database, keyring, clock, holder));
+        return print(await rotateDkimKey(database, keyringOf(settings), clock, holder));
       case 'keys':
         return print({ domain: holder.domain, keys: await listDkimKeys(database.db, holder) });
       case 'remove-key': {
@@ -286,6 +341,24 @@ async function main(argv: string[]): Promise<void> {
       } finally {
         await database.close();
       }
+      return;
+    }
+    case 'rotate-jwt-secret': {
+      if (parse(command, args, HELP).help) return console.log(usage(command));
+      const settings = config();
+      if (settings.jwtSecret !== undefined) {
+        throw new CommandError(
+          'JWT_SECRET is set, and it is the key of access tokens, not the one in the database: ' +
+            'change JWT_SECRET on every process and restart them to end every token',
+        );
+      }
+      const keyring = keyringOf(settings);
+      await withDatabase(settings, (database) => rotateJwtSecret(database.db, keyring));
+      console.log(
+        'A new key of access tokens is sealed in the database. Every access token issued before no longer works: ' +
+          'clients ask POST /token again.\nRestart every herald serve process: each loads the key at its start, ' +
+          'and until then goes on signing and accepting tokens with the old one.',
+      );
       return;
     }
     case 'account':

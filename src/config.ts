@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { keyFromHex } from './secret-key.ts';
 import { parseSmppUrl, type SmppSettings } from './smpp-url.ts';
@@ -24,8 +25,14 @@ export interface Config {
   /** ENCRYPTION_KEY_PREVIOUS: keys ENCRYPTION_KEY replaced, newest first, which still open what they sealed (sealed.ts's Keyring). */
   previousEncryptionKeys: KeyObject[];
   bodyLimitBytes: number;
-  /** Take the client address from X-Forwarded-For (behind a reverse proxy) for login throttling. */
-  trustProxy: boolean;
+  /**
+   * TRUST_PROXY, Fastify's trustProxy: which hops of X-Forwarded-For to believe for the
+   * client's address (sign-in throttling per client, link misses, logs). false: none, the
+   * peer is the client; the proxies' addresses or CIDRs: the client is the last address
+   * before them; true: every hop, so a client that reaches the service past the proxy, or a
+   * proxy that appends to the header, lets the client name its own address.
+   */
+  trustProxy: boolean | string[];
   webhookAllowPrivate: boolean;
   defaultSenderName: string;
   /**
@@ -149,6 +156,38 @@ function emailTransportSetting(raw: string): Config['emailTransport'] {
   return setting;
 }
 
+// Addresses that name no one host a link could reach: every interface, or this machine's loopback.
+const LOCAL_HOSTS = new Set(['0.0.0.0', '::', '127.0.0.1', '::1', 'localhost']);
+
+/**
+ * PUBLIC_URL unless set (ARCHITECTURE.md, "Reads gain what was sent"): where this listener
+ * answers, `http://localhost:<PORT>`, or `http://<HOST>:<PORT>` when HOST names one address
+ * another machine could reach.
+ */
+function defaultPublicUrl(host: string, port: number): string {
+  const name = LOCAL_HOSTS.has(host.toLowerCase()) ? 'localhost' : isIP(host) === 6 ? `[${host}]` : host;
+  return `http://${name}:${port}`;
+}
+
+// proxy-addr's names for the ranges a proxy on the same host or network usually has.
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function trustProxySetting(raw: string): Config['trustProxy'] {
+  if (/^(true|1)$/i.test(raw)) return true;
+  if (/^(false|0)$/i.test(raw)) return false;
+  const proxies = raw.split(',').map((entry) => entry.trim());
+  for (const proxy of proxies) {
+    const [address, bits, extra] = proxy.split('/');
+    const family = isIP(address);
+    const prefixOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (!PROXY_RANGES.has(proxy) && (family === 0 || !prefixOk || extra !== undefined)) {
+      const form = "true, false, or the proxies' addresses or CIDRs (or loopback, linklocal, uniquelocal), with commas";
+      throw new ConfigError('TRUST_PROXY', `must be ${form}, got "${proxy}"`);
+    }
+  }
+  return proxies;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const jwtSecret = optional(env, 'JWT_SECRET');
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
@@ -193,19 +232,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', `must be sqlite:<path> or postgres://…, got "${databaseUrl}"`);
   }
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = read(env, 'HOST', '127.0.0.1');
   return {
-    port: integer(env, 'PORT', 8080, 0, 65535),
-    host: read(env, 'HOST', '127.0.0.1'),
+    port,
+    host,
     workerPort: integer(env, 'WORKER_PORT', 8081, 0, 65535),
     databaseUrl,
     redisUrl: url(env, 'REDIS_URL', undefined, ['redis:', 'rediss:']),
-    publicUrl: url(env, 'PUBLIC_URL', 'http://localhost:8080', ['http:', 'https:'])!.replace(/\/+$/, ''),
+    publicUrl: url(env, 'PUBLIC_URL', defaultPublicUrl(host, port), ['http:', 'https:'])!.replace(/\/+$/, ''),
     adminToken,
     jwtSecret,
     encryptionKey,
     previousEncryptionKeys: previousEncryptionKeys as KeyObject[],
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 5 * 1024 * 1024, 1024, 100 * 1024 * 1024),
-    trustProxy: boolean(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxySetting(read(env, 'TRUST_PROXY', 'false')),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     defaultSenderName,
     smsTransport,

@@ -62,10 +62,33 @@ export function seal(key: KeyObject, clear: string, place: string): string {
 
 /** The clear value, opened under whichever key of the ring sealed it. */
 export function open(keys: Keyring, sealed: string, place: string): string {
-  if (!sealed.startsWith(SEALED_PREFIX)) throw new SealedValueError(place);
+  const clear = tryOpen(keys, sealed, place);
+  if (clear === undefined) throw new SealedValueError(place);
+  return clear;
+}
+
+/** The clear value, or undefined where open would throw: for a caller with something better to say. */
+export function tryOpen(keys: Keyring, sealed: string, place: string): string | undefined {
+  return openUnder(keys.all, sealed, place);
+}
+
+/**
+ * `sealed` sealed again under the ring's current key if an older key of the ring sealed it;
+ * undefined if the current key did, or none did (such a value fails where it is used, with its
+ * own error). For the secrets kept for good, at the start of a process that was given the keys
+ * ENCRYPTION_KEY replaced: once they are sealed anew, dropping the old keys loses none of them.
+ */
+export function resealed(keys: Keyring, sealed: string, place: string): string | undefined {
+  if (openUnder([keys.current], sealed, place) !== undefined) return undefined;
+  const clear = openUnder(keys.all.slice(1), sealed, place);
+  return clear === undefined ? undefined : seal(keys.current, clear, place);
+}
+
+function openUnder(keys: readonly KeyObject[], sealed: string, place: string): string | undefined {
+  if (!sealed.startsWith(SEALED_PREFIX)) return undefined;
   const bytes = Buffer.from(sealed.slice(SEALED_PREFIX.length), 'base64url');
-  if (bytes.length < IV_BYTES + TAG_BYTES) throw new SealedValueError(place);
-  for (const key of keys.all) {
+  if (bytes.length < IV_BYTES + TAG_BYTES) return undefined;
+  for (const key of keys) {
     const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
     decipher.setAAD(Buffer.from(place));
     decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
@@ -75,5 +98,5 @@ export function open(keys: Keyring, sealed: string, place: string): string {
       // Sealed under another key of the ring, or not at all: the next one.
     }
   }
-  throw new SealedValueError(place);
+  return undefined;
 }

@@ -6,15 +6,18 @@ import type { AppContext } from './context.ts';
 import { migrateToLatest, openDatabase, sqlitePath } from './db/database.ts';
 import { takeServeLock, type ServeLock } from './db/serve-lock.ts';
 import { PROCEDURE_MODULES } from './procedures.ts';
-import { loadSigningKey } from './auth/signing-key.ts';
 import { loadEncryptionKey } from './messaging/encryption-key.ts';
+import { prepareStoredSecrets } from './stored-secrets.ts';
 import { createCounterStore } from './ratelimit/counters.ts';
 import { createMetricsRegistry } from './http/metrics.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
 import type { InboundSmtp } from './email/inbound-smtp.ts';
 
-/** Loads the encryption key, opens the database (migrating it), loads the signing key and the counter store. */
+/**
+ * Loads the encryption key, opens the database (migrating it), seals its secrets and loads the
+ * signing key (stored-secrets.ts), and the counter store.
+ */
 export async function createContext(config: Config, clock: Clock = systemClock): Promise<AppContext> {
   // First: a PostgreSQL start without ENCRYPTION_KEY stops before it touches the database.
   const encryptionKey = loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
@@ -27,7 +30,7 @@ export async function createContext(config: Config, clock: Clock = systemClock):
     db: database.db,
     clock,
     counters: createCounterStore(config.redisUrl),
-    jwtKey: await loadSigningKey(database.db, config.jwtSecret),
+    jwtKey: await prepareStoredSecrets(database, encryptionKey, config.jwtSecret),
     encryptionKey,
     metrics: createMetricsRegistry(),
   };

@@ -1,4 +1,5 @@
 import type { AppContext } from './context.ts';
+import type { Log } from './log.ts';
 import { Worker, type WorkerOptions } from './queue/worker.ts';
 import { DELIVER_KIND } from './webhooks/outbox.ts';
 import { webhookDeliveryHandler } from './webhooks/deliver.ts';
@@ -13,7 +14,7 @@ import { smsSendHandler } from './sms/send.ts';
 import { smsSingleHandler } from './sms/single.ts';
 import { sandboxTransport } from './sms/transports/sandbox.ts';
 import { SMPP_PURGES } from './sms/transports/smpp/journal.ts';
-import { smppTransport, type SmppLog } from './sms/transports/smpp/transport.ts';
+import { smppTransport } from './sms/transports/smpp/transport.ts';
 import type { SmsTransport } from './sms/transport.ts';
 import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
 import { USAGE_FOLD_KIND, usageFoldHandler } from './messaging/rollup.ts';
@@ -28,9 +29,9 @@ import type { EmailTransport } from './email/transport.ts';
  * Every module's job handlers, registered in one place: the worker side's route table.
  * `concurrency` is per worker process.
  */
-export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppLog): void {
+export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log): void {
   // Webhook posts wait on other people's servers: many at once, capped per host in deliver.ts.
-  worker.register(DELIVER_KIND, webhookDeliveryHandler(ctx), { concurrency: 32 });
+  worker.register(DELIVER_KIND, webhookDeliveryHandler({ ...ctx, log }), { concurrency: 32 });
   // Gathering status events into posts is a short transaction per stream, on the database only.
   worker.register(GATHER_KIND, webhookGatherHandler(ctx), { concurrency: 4 });
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
@@ -57,20 +58,22 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: SmppL
 }
 
 /** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */
-function smsTransport(ctx: AppContext, log: SmppLog | undefined): SmsTransport {
+function smsTransport(ctx: AppContext, log: Log | undefined): SmsTransport {
   const setting = ctx.config.smsTransport;
   if (setting.kind === 'sandbox') return sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
   return smppTransport(setting.settings, { database: ctx.database, clock: ctx.clock, metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
 }
 
 /** EMAIL_TRANSPORT's transport: an SMTP one opens its pool's connections as messages come. */
-function emailTransportOf(ctx: AppContext, log: SmppLog | undefined): EmailTransport {
+function emailTransportOf(ctx: AppContext, log: Log | undefined): EmailTransport {
   const setting = ctx.config.emailTransport;
   if (setting.kind === 'sandbox') return sandboxEmailTransport(ctx.database, ctx.clock, setting);
   return smtpEmailTransport(setting.settings, { metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
 }
 
-export function createWorker(ctx: AppContext, options: Partial<Omit<WorkerOptions, 'log'>> & { log?: SmppLog } = {}): Worker {
+type CreateWorkerOptions = Partial<Omit<WorkerOptions, 'log'>> & { log?: Log };
+
+export function createWorker(ctx: AppContext, options: CreateWorkerOptions = {}): Worker {
   const worker = new Worker({ database: ctx.database, clock: ctx.clock, ...options });
   registerJobHandlers(worker, ctx, options.log);
   return worker;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { Keyring, open, seal, SealedValueError } from '../src/sealed.ts';
+import { Keyring, open, resealed, seal, SealedValueError } from '../src/sealed.ts';
 import { generateKey, keyFromHex } from '../src/secret-key.ts';
 
 const key = generateKey();
@@ -47,6 +47,17 @@ it('opens, after ENCRYPTION_KEY is replaced, what the keys it replaced sealed, a
   assert.equal(derived.all.length, 3);
   assert.ok(derived.all[1].equals(new Keyring(old).derive('herald email tracking tokens').current), 'each key derives what it derived alone');
   assert.ok(!derived.current.equals(replaced.derive('another purpose').current));
+});
+
+it('seals anew under the current key what an older key sealed; leaves what the current or no key sealed', () => {
+  const [old, current] = [generateKey(), generateKey()];
+  const replaced = new Keyring(current, [old]);
+  const byOld = seal(old, 'kept for good', place);
+  const again = resealed(replaced, byOld, place)!;
+  assert.equal(open(new Keyring(current), again, place), 'kept for good', 'opens without the old key');
+  assert.equal(resealed(replaced, again, place), undefined, 'already under the current key');
+  assert.equal(resealed(replaced, seal(generateKey(), 'a lost key', place), place), undefined);
+  assert.equal(resealed(replaced, byOld, 'another place'), undefined);
 });
 
 it('takes a key as exactly 64 hex characters', () => {

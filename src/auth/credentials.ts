@@ -49,6 +49,6 @@ export async function signIn(db: Kysely<Schema>, throttle: LoginThrottle, creden
     await throttle.recordFailure(userName, address);
     throw invalidCredentials();
   }
-  await throttle.recordSuccess(userName);
+  await throttle.recordSuccess(userName, address);
   return account;
 }

@@ -1,19 +1,32 @@
 import type { Clock } from '../clock.ts';
+import { clientGroup } from '../ratelimit/client-address.ts';
 import type { CounterStore } from '../ratelimit/counters.ts';
 import { FailureThrottle } from '../ratelimit/failures.ts';
 
 /**
- * Credential guessing at POST /token is throttled twice over: per user name (one account
- * attacked from many addresses) and per client address (many accounts tried from one).
+ * Credential guessing at POST /token and the console's sign-in, counted three ways over 15
+ * minutes: per user name and client (5), so a guesser locks out only itself and the owner
+ * still signs in from elsewhere; per user name across every client (100), the ceiling for a
+ * guesser spread over many addresses, which then locks the name for everyone; and per client
+ * across user names (20), against one client trying many accounts. A client is an IPv4
+ * address or an IPv6 /64 (client-address.ts); behind a reverse proxy every request comes from
+ * the proxy unless TRUST_PROXY takes the client from X-Forwarded-For.
  */
 export const LOGIN_WINDOW_MS = 15 * 60_000;
-export const MAX_FAILURES_PER_USER = 5;
-export const MAX_FAILURES_PER_ADDRESS = 20;
+export const MAX_FAILURES_PER_USER_AND_CLIENT = 5;
+export const MAX_FAILURES_PER_USER = 100;
+export const MAX_FAILURES_PER_CLIENT = 20;
+
+// The client first: it holds no space, so the key reads back unambiguously whatever the name holds.
+const pairKey = (user: string, client: string) => `login:client-user:${client} ${user}`;
 
 function keys(userName: string, address: string): Array<[string, number]> {
+  const user = userName.trim().toLowerCase();
+  const client = clientGroup(address);
   return [
-    [`login:user:${userName.trim().toLowerCase()}`, MAX_FAILURES_PER_USER],
-    [`login:addr:${address}`, MAX_FAILURES_PER_ADDRESS],
+    [pairKey(user, client), MAX_FAILURES_PER_USER_AND_CLIENT],
+    [`login:user:${user}`, MAX_FAILURES_PER_USER],
+    [`login:client:${client}`, MAX_FAILURES_PER_CLIENT],
   ];
 }
 
@@ -23,7 +36,7 @@ export class LoginThrottle {
     this.failures = new FailureThrottle({ counters, clock }, { windowMs: LOGIN_WINDOW_MS, message: 'Too many failed sign-in attempts; try again later.' });
   }
 
-  /** Throws 429 while either the user name or the address has used up its failures. */
+  /** Throws 429 while the user name from this client, the user name or the client has used up its failures. */
   async check(userName: string, address: string): Promise<void> {
     await this.failures.check(keys(userName, address));
   }
@@ -32,8 +45,12 @@ export class LoginThrottle {
     await this.failures.recordFailure(keys(userName, address).map(([key]) => key));
   }
 
-  async recordSuccess(userName: string): Promise<void> {
-    const [[key]] = keys(userName, '');
+  /**
+   * Forgets the name's failures from this client. Its count across clients stays: an owner
+   * signing in between guesses must not reset the ceiling for the guesser.
+   */
+  async recordSuccess(userName: string, address: string): Promise<void> {
+    const [[key]] = keys(userName, address);
     await this.failures.clear(key);
   }
 }

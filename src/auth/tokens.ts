@@ -1,5 +1,6 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import { decodeBase64url } from '../base64url.ts';
 import { invalidToken } from '../errors.ts';
 
 export const VALIDITIES = ['Default', 'ShortLive', 'LongLive'] as const;
@@ -41,8 +42,14 @@ export async function signAccessToken(key: KeyObject, subject: Omit<TokenSubject
     .sign(key);
 }
 
-/** Verifies signature, algorithm (HS256 only: `none` and every other algorithm are refused) and expiry. */
+/**
+ * Verifies signature, algorithm (HS256 only: `none` and every other algorithm are refused) and
+ * expiry. Each part must be canonical base64url: jose decodes the signature leniently (padding,
+ * spare bits), which would let one token be written several ways.
+ */
 export async function verifyAccessToken(key: KeyObject, token: string, now: number): Promise<TokenSubject> {
+  const parts = token.split('.');
+  if (parts.length !== 3 || parts.some((part) => decodeBase64url(part) === null)) throw invalidToken('it is malformed');
   try {
     const { payload } = await jwtVerify(token, key, {
       algorithms: ['HS256'],

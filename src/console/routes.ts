@@ -92,6 +92,12 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     if (built) {
       // Vite names every asset by its content's hash, so a file never changes under its name.
       await pages.register(fastifyStatic, { root: `${BUILT}assets`, prefix: '/console/assets/', immutable: true, maxAge: '365d', index: false });
+      // The console's pages name the icon (web/index.html); a browser asks every other page's
+      // origin for /favicon.ico, and is given the same SVG under its own type.
+      const icon = async (_request: unknown, reply: FastifyReply) =>
+        reply.sendFile('favicon.svg', BUILT, { maxAge: '1d' });
+      pages.get('/console/favicon.svg', { schema: { hide: true } }, icon);
+      pages.get('/favicon.ico', { schema: { hide: true } }, icon);
     }
     // Every other path under /console is a page of the front end's router.
     const page = async (_request: unknown, reply: FastifyReply) => {

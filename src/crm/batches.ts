@@ -262,7 +262,7 @@ export const recordBatch = postProcedure(import.meta.url, 'recordBatch', async (
     kind: CONTACT_BATCH_KIND,
     payload: batch.job,
     accountId: batch.accountId,
-    runAt: batch.acceptedAt,
+    now: batch.acceptedAt,
     idempotencyKey: jobKey(batch.batchId),
     maxAttempts: MAX_ATTEMPTS,
     priority: PRIORITY.contactBatch,

@@ -20,6 +20,7 @@ import {
   ListIdParams,
   Page,
   PropertyBody,
+  PropertyName,
 } from './schemas.ts';
 
 const contacts = { auth: 'account', rateLimitGroup: 'contacts' } as const;
@@ -56,7 +57,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.post('/contacts/properties', {
     config: contacts,
-    schema: { tags, summary: 'Create a contact property', body: Type.Object({ propertyname: Type.String() }), response: { 201: PropertyBody, ...errorResponses(400, 401, 409, 415, 422, 429) } },
+    schema: { tags, summary: 'Create a contact property', body: Type.Object({ propertyname: PropertyName() }), response: { 201: PropertyBody, ...errorResponses(400, 401, 409, 415, 422, 429) } },
   }, async (request, reply) =>
     idempotent(request, reply, ctx, request.account.id, postProperty, () => ({ accountId: request.account.id, name: request.body.propertyname, now: ctx.clock.now() })),
   );

@@ -16,10 +16,16 @@ const OptIn = Type.Unsafe<unknown>({
 });
 const Digits = Type.Unsafe<unknown>({ description: 'Digits only, as a string or a JSON number.' });
 
+/** A property's name, as the spec spells the field (`propertyname`); `name`, a client's likely word, points to it. */
+export const PropertyName = (options: { maxLength?: number; description?: string } = {}) =>
+  Type.String({ ...options, 'x-also-called': ['name'] });
+
 export const PropertyField = Type.Object(
   {
     propertyid: Type.Optional(UuidField({ description: 'Written by id when present.' })),
-    propertyname: Type.Optional(Type.String({ maxLength: 100, description: 'Written by name when there is no id; case-insensitive.' })),
+    propertyname: Type.Optional(
+      PropertyName({ maxLength: 100, description: 'Written by name when there is no id; case-insensitive.' }),
+    ),
     propertyvalue: MultilineText({ maxLength: 4000, description: 'May hold tabs and line breaks.' }),
   },
   { additionalProperties: false },

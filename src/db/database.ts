@@ -139,14 +139,18 @@ function inTurns(pool: pg.Pool, turns: Turns): PostgresPool {
   };
 }
 
+const migratorOf = (database: Database) =>
+  new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+
 export async function migrateToLatest(database: Database): Promise<string[]> {
-  const migrator = new Migrator({
-    db: database.db,
-    provider: { getMigrations: async () => migrations },
-  });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await migratorOf(database).migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** The migrations the database has yet to run, by name: it is read, never changed (no table is made). */
+export async function pendingMigrations(database: Database): Promise<string[]> {
+  return (await migratorOf(database).getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 export async function isReachable(database: Database): Promise<boolean> {

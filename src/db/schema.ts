@@ -96,11 +96,19 @@ export interface JobsTable {
   finished_at: number | null;
 }
 
+/**
+ * An account's webhook secrets: `whsec_` + Base64 of the key (Standard Webhooks' secret
+ * format), sealed (webhooks/secrets.ts). Each has a clear column beside its sealed one, set only
+ * by the code before migration 0027, or by a process still on it during a rolling upgrade:
+ * such a value is the newer, and the next start seals it and empties its clear column.
+ */
 export interface WebhookSecretsTable {
   account_id: string;
-  /** `whsec_` + Base64 of the key (Standard Webhooks' secret format). */
-  secret: string;
-  previous_secret: string | null;
+  sealed_secret: string | null;
+  /** The secret the last rotation replaced, which signs beside the new one until previous_expires_at. */
+  sealed_previous_secret: string | null;
+  secret: ColumnType<string | null, string | null | undefined, string | null>;
+  previous_secret: ColumnType<string | null, string | null | undefined, string | null>;
   previous_expires_at: number | null;
   created_at: number;
   rotated_at: number | null;
@@ -246,6 +254,8 @@ export interface SendRecipientsTable {
   parts: number | null;
   encoding: string | null;
   error: string | null;
+  /** SMS: the operator's error code of a Failed message (a receipt's `err:`, an SMPP command_status), null for none. */
+  error_code: ColumnType<string | null, string | null | undefined, string | null>;
   updated_at: number;
   /** Email: times the message was refused for now (Deferred). */
   attempts: Generated<number>;

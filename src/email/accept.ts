@@ -48,6 +48,7 @@ export const recordEmail = postProcedure(import.meta.url, 'recordEmail', async (
     kind: EMAIL_SEND_KIND,
     payload: { sendId } satisfies EmailSendJob,
     accountId,
+    now,
     runAt: draft.scheduledAt ?? now,
     idempotencyKey: emailJobKey(sendId),
     maxAttempts: 10,

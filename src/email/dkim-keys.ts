@@ -6,7 +6,7 @@ import type { Database } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { DkimKeysTable, Schema } from '../db/schema.ts';
 import { conflict, notFound } from '../errors.ts';
-import { open, seal, type Keyring } from '../sealed.ts';
+import { open, resealed, seal, type Keyring } from '../sealed.ts';
 import type { DkimSigningKey } from './dkim.ts';
 
 /**
@@ -165,6 +165,26 @@ export async function rotateDkimKey(database: Database, keyring: Keyring, clock:
   const key = await generateDkimKey(keyring, clock, holder.domain);
   const active = await database.call(replaceDkimKey, { holder, key, now: clock.now() });
   return { domain: holder.domain, dkim: dkimRecord(holder.domain, active) };
+}
+
+/**
+ * Every private key sealed anew under the current ENCRYPTION_KEY where one it replaced sealed
+ * it (sealed.ts, resealed), so that dropping the old key later stops none from signing. Retired
+ * keys too: then nothing in the table needs the old key.
+ */
+export async function resealDkimKeys(db: Db, keyring: Keyring): Promise<void> {
+  const keys = await db.selectFrom('dkim_keys').select(['domain', 'selector', 'private_key']).execute();
+  for (const key of keys) {
+    const again = resealed(sealingKey(keyring), key.private_key, place(key.domain, key.selector));
+    if (!again) continue;
+    await db
+      .updateTable('dkim_keys')
+      .set({ private_key: again })
+      .where('domain', '=', key.domain)
+      .where('selector', '=', key.selector)
+      .where('private_key', '=', key.private_key)
+      .execute();
+  }
 }
 
 /** The holder's keys: the active one, then those rotations retired, the most recently retired first. */

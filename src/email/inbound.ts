@@ -16,9 +16,9 @@ type Db = Kysely<Schema>;
 
 /**
  * The message a report is about: the recipient row its VERP return path names (a signed token,
- * so trusted), else the one whose Message-ID carries this uuid (random, so known only to those
- * who hold the message). Either names one account's message: the account is the row's, never
- * the report's say.
+ * so trusted), else the one whose Message-ID carries this uuid (derived from its send's random
+ * id, so known only to those who hold the message or the send: messaging/message-ids.ts).
+ * Either names one account's message: the account is the row's, never the report's say.
  */
 export interface ReportedMessage {
   recipientId: number | null;

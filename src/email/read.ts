@@ -1,10 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { readSendPage } from '../messaging/send.ts';
+import { cursorCodec } from '../http/cursor.ts';
+import { contentState, readSendPage, type SendReadPage } from '../messaging/send.ts';
+import type { EmailSendContent } from './accept.ts';
 
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const sandboxCursor = cursorCodec(['integer']);
 
 const ENGAGEMENT = { Open: 'opened', Click: 'clicked', Unsubscribe: 'unsubscribed', 'Spam Report': 'complaints' } as const;
 
@@ -31,10 +34,14 @@ async function engagementOf(db: Db, sendId: string): Promise<Record<(typeof ENGA
  * `GET /email/batch/{batchId}` (ARCHITECTURE.md): the batch, its totals by status word, the
  * recipients who opened, clicked, unsubscribed and complained, and a page of its recipients in
  * id order, each with its events: `url` on a Click, `reply` (the SMTP reply) on a Deferred or
- * Bounce, `machine` on an Open or Click.
+ * Bounce, `machine` on an Open or Click. Its `content`: the sender, subject, preheader and
+ * HTML as accepted (the campaign's as it was then), before each recipient's tags fill them,
+ * unless purged.
  */
-export async function readEmailBatch(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
+export async function readEmailBatch(db: Db, accountId: string, sendId: string, page: SendReadPage) {
   const read = await readSendPage(db, accountId, 'email', sendId, page, 'The email batch');
+  const shown = contentState(read.send, false);
+  const stored = JSON.parse(read.send.content) as EmailSendContent;
   return {
     batchId: read.send.id,
     status: read.summary.status,
@@ -42,6 +49,16 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
     scheduledAt: read.summary.scheduledAt,
     totals: read.summary.totals,
     engagement: await engagementOf(db, read.send.id),
+    contentState: shown,
+    content: shown === 'available'
+      ? {
+        senderFrom: stored.from.email,
+        senderName: stored.from.displayName ?? null,
+        subject: stored.subject,
+        preHeaderText: stored.preheader ?? null,
+        html: stored.html,
+      }
+      : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null },
     recipients: read.recipients.map((row) => ({
       email: row.address,
       messageId: row.message_id,
@@ -60,9 +77,20 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
 }
 
 /** `GET /sandbox/email`: what the sandbox transport took for the account, newest first, each message as raw MIME. */
-export async function readSandboxEmail(db: Db, accountId: string, query: { to?: string; limit: number }) {
+export async function readSandboxEmail(
+  db: Db,
+  accountId: string,
+  query: { to?: string; limit: number; cursor?: string },
+) {
   let select = db.selectFrom('sandbox_email').selectAll().where('account_id', '=', accountId);
   if (query.to !== undefined) select = select.where('recipient', '=', query.to);
-  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
-  return { messages: rows.map((row) => ({ batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at) })) };
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
+  return {
+    messages: rows.map((row) => ({
+      batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at),
+    })),
+    nextCursor,
+  };
 }

@@ -4,10 +4,12 @@ import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { refusedInRange } from '../messaging/recipients.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import { completeSend, endUnsent, loadPage, PAGE, pageRows, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import {
+  completeSend, endUnsent, loadPage, PAGE, pageRows, postRefused, startSend,
+  type Finish, type PageRow, type StartedSend,
+} from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -53,16 +55,19 @@ export function retryAt(deferredAt: number, attempts: number, now: number): numb
  */
 export const startEmailSend = procedure(import.meta.url, 'startEmailSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
   db.transaction().execute((trx) =>
-    startSend(trx, dialect, { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) }, async (range) => {
-      if (!range.webhookUrl) return;
-      const dropped = await refusedInRange(trx, 'email', args.sendId, range.after, range.through);
-      await appendWebhookEvents(trx, { now: () => args.now }, {
-        accountId: range.accountId,
-        url: range.webhookUrl,
+    startSend(
+      trx,
+      dialect,
+      { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) },
+      postRefused(trx, {
+        ...args,
+        channel: 'email',
         type: EMAIL_EVENTS_TYPE,
-        events: dropped.map((r) => emailEvent({ batchId: args.sendId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: args.now })),
-      });
-    }),
+        event: (r) => emailEvent({
+          batchId: args.sendId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: args.now,
+        }),
+      }),
+    ),
   ),
 );
 

@@ -5,7 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
-import { errorResponses, PageLimit, Uuid } from '../http/schemas.ts';
+import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { cancelSend, listSends } from '../messaging/send.ts';
 import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
@@ -16,7 +16,7 @@ import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
 import { readToken, TRACKING_PATHS, trackingKey } from './tracking.ts';
 import {
-  CampaignBody, CampaignPage, ComplaintRecorded, ComplaintRequest, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
+  BatchReadQuery, CampaignBody, CampaignPage, ComplaintRecorded, ComplaintRequest, CampaignRequest, EmailAccepted, EmailBatchRequest, PageQuery, SuppressionBody, SuppressionPage, SuppressionQuery, SuppressionRequest, type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
 import { BASE64, checkEmailRequest, prepareEmail } from './validate.ts';
 import { parseMailReport } from './mail-reports.ts';
@@ -69,8 +69,12 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/email/batch/:batchId', {
     config: email,
-    schema: { tags, summary: 'An email batch: its status, totals and recipients with their events, a page at a time', params: BatchParams, querystring: PageQuery, response: errorResponses(400, 401, 404, 429) },
-  }, async (request) => readEmailBatch(ctx.db, request.account.id, request.params.batchId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+    schema: { tags, summary: 'An email batch: its status, totals and recipients with their events, a page at a time', params: BatchParams, querystring: BatchReadQuery, response: errorResponses(400, 401, 404, 429) },
+  }, async (request) => {
+    const { limit, cursor, status } = request.query;
+    const batchId = request.params.batchId.toLowerCase();
+    return readEmailBatch(ctx.db, request.account.id, batchId, { limit: Number(limit ?? 100), cursor, status });
+  });
 
   r.delete('/email/batch/:batchId', {
     config: email,
@@ -125,11 +129,20 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: email,
     schema: {
       tags,
-      summary: 'What the sandbox transport took for this account, newest first, as raw MIME (EMAIL_TRANSPORT=sandbox:)',
-      querystring: Type.Object({ to: Type.Optional(Type.String({ maxLength: 300 })), limit: Type.Optional(PageLimit(1000, 100, 'Messages')) }),
+      summary: 'What the sandbox transport took for this account, newest first, as raw MIME, a page at a time '
+        + '(EMAIL_TRANSPORT=sandbox:)',
+      querystring: Type.Object({
+        to: Type.Optional(Type.String({ maxLength: 300 })),
+        limit: Type.Optional(PageLimit(1000, 100, 'Messages')),
+        cursor: Type.Optional(PageCursor(40)),
+      }),
       response: errorResponses(400, 401, 429),
     },
-  }, async (request) => readSandboxEmail(ctx.db, request.account.id, { to: request.query.to === undefined ? undefined : address(request.query.to, 'to'), limit: Number(request.query.limit ?? 100) }));
+  }, async (request) => {
+    const { to, limit, cursor } = request.query;
+    const page = { to: to === undefined ? undefined : address(to, 'to'), limit: Number(limit ?? 100), cursor };
+    return readSandboxEmail(ctx.db, request.account.id, page);
+  });
 
   // Spam complaints from feedback loops that post (ARCHITECTURE.md): the operator's, since
   // feedback loops report to whoever runs the sending servers. Mailed reports reach the inbound listener.

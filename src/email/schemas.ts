@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { MultilineText, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
+import { RecipientStatus } from '../messaging/schemas.ts';
 import { MAX_EMAIL_ADDRESS } from '../email-address.ts';
 import { MAX_REPORT_BYTES } from './mail-reports.ts';
 
@@ -84,6 +85,9 @@ export const PageQuery = Type.Object({
   limit: Type.Optional(PageLimit(1000, 100, 'Items')),
   cursor: Type.Optional(PageCursor(400)),
 });
+
+/** `GET /email/batch/{batchId}`: a page of its recipients, those at one status word with `status`. */
+export const BatchReadQuery = Type.Object({ ...PageQuery.properties, status: Type.Optional(RecipientStatus('email')) });
 
 export const SuppressionRequest = Type.Object({
   email: Address('The address never to send to.'),

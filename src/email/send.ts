@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
+import { recipientMessageId } from '../messaging/message-ids.ts';
 import { expandedSend, propertyNames, rowProperties, sendInPages, type PageRow } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
@@ -151,7 +151,8 @@ export function emailSendHandler(deps: {
       const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl, mailboxDomain, dkimKey });
       const window = deps.renderPool.size * GROUPS_PER_THREAD;
       const ahead = new RenderAhead(window, async (group) => {
-        const messageIds = group.map(() => randomUUID());
+        // A message first tried before ids were derived keeps the id it went out with.
+        const messageIds = group.map((row) => row.message_id ?? recipientMessageId(sendId, Number(row.id)));
         const raws = await renderer.render(
           group.map((row, i) => ({
             recipientId: Number(row.id),

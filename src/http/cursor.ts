@@ -1,3 +1,4 @@
+import { decodeBase64url } from '../base64url.ts';
 import { badRequest } from '../errors.ts';
 
 type Part = 'integer' | 'uuid' | 'digits' | 'address';
@@ -16,7 +17,7 @@ export function cursorCodec<const P extends readonly Part[]>(parts: P) {
   return {
     encode: (key: Key): string => Buffer.from((key as readonly unknown[]).join('.')).toString('base64url'),
     decode(cursor: string): Key {
-      const split = Buffer.from(cursor, 'base64url').toString().split('.');
+      const split = (decodeBase64url(cursor)?.toString() ?? '').split('.');
       const values = [...split.slice(0, parts.length - 1), split.slice(parts.length - 1).join('.')];
       if (split.length < parts.length || !values.every((value, i) => PART[parts[i]].test(value))) {
         throw badRequest('The cursor is not one this API gave out.', [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);

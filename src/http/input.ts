@@ -17,9 +17,11 @@ export interface SchemaNode {
  *   instead of the validator's wording ("must match pattern …");
  * - `x-multiline`: a text field that may hold tabs and line breaks (a property value, an
  *   SMS text); every other string refuses every control character;
- * - `x-webhook-url`: a URL the service will post to, vetted when the request names it.
+ * - `x-webhook-url`: a URL the service will post to, vetted when the request names it;
+ * - `x-also-called`: names a client may send for the field, which an unknown field's error
+ *   points to it from (`name` for the spec's `propertyname`), as a near misspelling does.
  */
-export const ANNOTATIONS = ['errorMessage', 'x-multiline', 'x-webhook-url'] as const;
+export const ANNOTATIONS = ['errorMessage', 'x-multiline', 'x-webhook-url', 'x-also-called'] as const;
 
 /** Deeper than any request of the contract (a contact's property fields are four levels). */
 export const MAX_DEPTH = 32;

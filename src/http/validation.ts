@@ -62,6 +62,12 @@ export function probablyMeant(unknown: string, known: string[]): string | undefi
   return ranked[0]?.name;
 }
 
+/** The field whose schema lists `name` among its `x-also-called` names. */
+function alsoCalled(name: string, properties: Record<string, SchemaNode>): string | undefined {
+  const names = (node: SchemaNode) => (node['x-also-called'] as string[] | undefined) ?? [];
+  return Object.entries(properties).find(([, node]) => names(node).includes(name))?.[0];
+}
+
 const TYPE_WORDS: Record<string, string> = {
   string: 'a string',
   number: 'a number',
@@ -131,7 +137,8 @@ export function describeIssues(issues: ValidationIssue[]): FieldError[] {
       errors.push({ field: fieldPath(issue.instancePath, String(issue.params.missingProperty)), message: 'is required' });
     } else if (issue.keyword === 'additionalProperties') {
       const name = String(issue.params.additionalProperty);
-      const meant = probablyMeant(name, Object.keys(issue.parentSchema?.properties ?? {}));
+      const known = issue.parentSchema?.properties ?? {};
+      const meant = alsoCalled(name, known) ?? probablyMeant(name, Object.keys(known));
       errors.push({ field: fieldPath(issue.instancePath, name), message: meant ? `is not a known field; did you mean ${meant}?` : 'is not a known field' });
     } else if (typeof issue.parentSchema?.errorMessage === 'string') {
       errors.push({ field: field || '(body)', message: issue.parentSchema.errorMessage });

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { PageCursor, PageLimit } from '../http/schemas.ts';
+import type { Channel } from './recipients.ts';
 
 const Totals = Type.Record(Type.String(), Type.Integer(), { description: 'Recipients by status word, as the send\'s own read counts them.' });
 
@@ -23,6 +24,19 @@ export const SendListQuery = Type.Object({
   limit: Type.Optional(PageLimit(100, 20, 'Sends')),
   cursor: Type.Optional(PageCursor(100)),
 });
+
+/** ARCHITECTURE.md's recipient status words by channel, as reads show them. */
+const RECIPIENT_WORDS: Record<Channel, string[]> = {
+  sms: ['Scheduled', 'Queued', 'Cancelled', 'Submitted', 'Processed', 'Delivered', 'Failed', 'NotSent'],
+  email: ['Scheduled', 'Queued', 'Cancelled', 'Processed', 'Dropped', 'Deferred', 'Bounce', 'Delivered'],
+};
+
+/** `?status=` of a send's read: only the recipients at this word. */
+export const RecipientStatus = (channel: Channel) =>
+  Type.Union(RECIPIENT_WORDS[channel].map((word) => Type.Literal(word)), {
+    errorMessage: `must be one of ${RECIPIENT_WORDS[channel].join(', ')}`,
+    description: 'Only the recipients at this status word.',
+  });
 
 const LocalDate = (description: string) => Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD', description });
 

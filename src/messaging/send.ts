@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -12,7 +12,9 @@ import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { pauseForTest } from '../test-pause.ts';
 import { UsageTally } from './rollup.ts';
-import { expandRecipients, requestRecipientsInsert, type Channel, type StoredRecipient } from './recipients.ts';
+import {
+  expandRecipients, refusedInRange, requestRecipientsInsert, type Channel, type StoredRecipient,
+} from './recipients.ts';
 
 /**
  * What a send's pipeline is, whatever its channel (MESSAGING.md): accepted with its request
@@ -112,6 +114,8 @@ export interface PageRow {
   attempts: number;
   /** Email: when it was first refused for now (epoch ms; a string from PostgreSQL), null if never. */
   deferred_at: number | null;
+  /** Email: the id its message was first tried with (a retry's), null if never tried. */
+  message_id: string | null;
 }
 
 export interface StartedSend {
@@ -181,6 +185,28 @@ export async function startSend(
 }
 
 /**
+ * A startSend `onRange` that posts the recipients a range refused (NotSent, Dropped) to the
+ * send's webhook, in the caller's transaction, each as the channel's `event` of it.
+ */
+export function postRefused(
+  trx: Db,
+  args: {
+    channel: Channel;
+    sendId: string;
+    now: number;
+    type: string;
+    event: (refused: { address: string; reason: string | null }) => object;
+  },
+): (range: ExpandedRange) => Promise<void> {
+  return async (range) => {
+    if (!range.webhookUrl) return;
+    const refused = await refusedInRange(trx, args.channel, args.sendId, range.after, range.through);
+    const stream = { accountId: range.accountId, url: range.webhookUrl, type: args.type };
+    await appendWebhookEvents(trx, { now: () => args.now }, { ...stream, events: refused.map(args.event) });
+  };
+}
+
+/**
  * A page row's contact properties, looked up by the contact's key one row at a time: as a
  * join, PostgreSQL planned it by the table's statistics, and right after a list was imported
  * (none yet for its contacts) it read every contact of the account for each recipient.
@@ -193,7 +219,7 @@ export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['se
 export function pageRows(db: Db, accountId: string, sendId: string) {
   return db
     .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at'])
+    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at', 'r.message_id'])
     .select((eb) => contactProperties(eb, eb.val(accountId)))
     .where('r.send_id', '=', sendId);
 }
@@ -407,19 +433,50 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const recipientCursor = cursorCodec(['integer']);
 
 /**
+ * What a send's read shows of what it said (ARCHITECTURE.md, "Reads gain what was sent"):
+ * `sealed` for an isBodyEncrypted send, whose text no read opens; `purged` once retention cut
+ * it (retention.ts). Its content's fields are null unless `available`.
+ */
+export type ContentState = 'available' | 'sealed' | 'purged';
+
+export const contentState = (send: { purged_at: number | null }, sealed: boolean): ContentState =>
+  send.purged_at !== null ? 'purged' : sealed ? 'sealed' : 'available';
+
+/** A page of a send's read: `status`, one of its channel's words (RecipientStatus), shows only the recipients at it. */
+export interface SendReadPage {
+  limit: number;
+  cursor?: string;
+  status?: string;
+}
+
+/**
  * The common part of a send's read (ARCHITECTURE.md's reads): the account's send of the
  * channel (404 otherwise), its totals by status word with the parts counted, and a page of
  * its recipients in id order, each with its history. Until its time comes, a scheduled
  * send's recipients read Scheduled rather than Queued.
  */
-export async function readSendPage(db: Db, accountId: string, channel: Channel, sendId: string, page: { limit: number; cursor?: string }, what: string) {
+export async function readSendPage(
+  db: Db,
+  accountId: string,
+  channel: Channel,
+  sendId: string,
+  page: SendReadPage,
+  what: string,
+) {
   const send = await db.selectFrom('sends').selectAll().where('id', '=', sendId).where('account_id', '=', accountId).where('channel', '=', channel).executeTakeFirst();
   if (!send) throw notFound(what);
   const word = (status: string) => recipientWord(send, status);
   const counts = (await statusCounts(db, [send.id])).get(send.id) ?? [];
 
   const after = page.cursor === undefined ? 0 : recipientCursor.decode(page.cursor)[0];
-  const rows = await db.selectFrom('send_recipients').selectAll().where('send_id', '=', sendId).where('id', '>', after).orderBy('id').limit(page.limit + 1).execute();
+  let select = db.selectFrom('send_recipients').selectAll().where('send_id', '=', sendId).where('id', '>', after);
+  // No index of its own: the page walks the send's recipients in id order until it has
+  // `limit` of the word, so a rare word walks the whole send, as the totals above already do.
+  // 100,000 recipients with one Failed: 212 ms against 199 ms unfiltered on SQLite, 109
+  // against 83 ms on PostgreSQL; an index by status would cost every status change a write.
+  const status = page.status === undefined ? undefined : storedStatus(send, page.status);
+  if (status !== undefined && status !== null) select = select.where('status', '=', status);
+  const rows = status === null ? [] : await select.orderBy('id').limit(page.limit + 1).execute();
   const { rows: shown, nextCursor } = recipientCursor.page(rows, page.limit, (last) => [Number(last.id)]);
   const ids = shown.map((row) => Number(row.id));
   const history = ids.length === 0 ? [] : await db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute();
@@ -428,14 +485,53 @@ export async function readSendPage(db: Db, accountId: string, channel: Channel, 
     summary: sendSummary(send, counts),
     counts,
     recipients: shown.map((row) => ({ ...row, status: word(row.status) })),
-    historyOf: groupBy(history, (h) => Number(h.recipient_id)),
+    historyOf: readHistory(send, channel, shown, history),
     ids,
     nextCursor,
   };
 }
 
+type HistoryRow = Selectable<Schema['recipient_history']>;
+
+/**
+ * Each recipient's history as reads show it: what recipient_history holds, between the words
+ * that the send's own times tell, which no row holds and so never post (ARCHITECTURE.md):
+ * Scheduled at a scheduled send's creation; Queued, SMS's first word (email's history holds
+ * SPEC §3's events only), when its message was queued: at the send's creation, or when a
+ * scheduled one started; Cancelled when the send of a cancelled recipient was.
+ */
+function readHistory(
+  send: Selectable<Schema['sends']>,
+  channel: Channel,
+  rows: Array<{ id: number; status: string }>,
+  recorded: HistoryRow[],
+): Map<number, HistoryRow[]> {
+  const entry = (recipientId: number, status: string, at: number | null): HistoryRow[] =>
+    at === null ? [] : [{ recipient_id: recipientId, status, at: Number(at), url: null, reply: null, machine: null }];
+  const scheduled = send.scheduled_at !== null;
+  const queuedAt = channel === 'sms' ? (scheduled ? send.started_at : send.created_at) : null;
+  const recordedOf = groupBy(recorded, (h) => Number(h.recipient_id));
+  return new Map(
+    rows.map((row) => {
+      const id = Number(row.id);
+      return [id, [
+        ...entry(id, 'Scheduled', scheduled ? send.created_at : null),
+        ...entry(id, 'Queued', queuedAt),
+        ...(recordedOf.get(id) ?? []),
+        ...entry(id, 'Cancelled', row.status === 'Cancelled' ? send.completed_at : null),
+      ]];
+    }),
+  );
+}
+
 /** A recipient's status word as reads show it: until its time comes, a scheduled send's Queued recipients read Scheduled. */
 export const recipientWord = (send: { status: string }, status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
+
+/** The stored status of the recipients that read `word` (recipientWord's inverse), or null when none can. */
+function storedStatus(send: { status: string }, word: string): string | null {
+  if (word === 'Scheduled') return send.status === 'Scheduled' ? 'Queued' : null;
+  return word === 'Queued' && send.status === 'Scheduled' ? null : word;
+}
 
 /** How many recipients of a send are at each status, with their parts. */
 export interface StatusCount {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import { chunkOf } from '../db/chunks.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
+import { cursorCodec } from '../http/cursor.ts';
 import type { DialectName } from '../db/database.ts';
 import type { JobsTable, Schema } from '../db/schema.ts';
 
@@ -174,11 +175,19 @@ export async function lapsedToDeath(db: Kysely<Schema>, dialect: DialectName, id
     .executeTakeFirst();
 }
 
-/** Jobs in a state, newest first: what an operator inspects, dead ones above all. */
-export async function listJobs(db: Kysely<Schema>, filter: { state: JobRow['state']; kind?: string; limit: number }): Promise<JobRow[]> {
+const jobCursor = cursorCodec(['integer']);
+
+/** Jobs in a state, newest first, a page at a time: what an operator inspects, dead ones above all. */
+export async function listJobs(
+  db: Kysely<Schema>,
+  filter: { state: JobRow['state']; kind?: string; limit: number; cursor?: string },
+): Promise<{ jobs: JobRow[]; nextCursor: string | null }> {
   let query = db.selectFrom('jobs').selectAll().where('state', '=', filter.state);
   if (filter.kind !== undefined) query = query.where('kind', '=', filter.kind);
-  return query.orderBy('id', 'desc').limit(filter.limit).execute();
+  if (filter.cursor !== undefined) query = query.where('id', '<', jobCursor.decode(filter.cursor)[0]);
+  const read = await query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  const { rows, nextCursor } = jobCursor.page(read, filter.limit, (last) => [Number(last.id)]);
+  return { jobs: rows, nextCursor };
 }
 
 /**

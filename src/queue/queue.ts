@@ -29,8 +29,10 @@ export interface NewJob {
   kind: string;
   payload: unknown;
   accountId?: string | null;
-  /** Epoch ms, from the caller's clock: not before then. */
-  runAt: number;
+  /** Epoch ms, from the caller's clock: when it is queued (its createdAt). */
+  now: number;
+  /** Epoch ms: not before then. Default: now. */
+  runAt?: number;
   /** A job whose key is already queued is not added again. Default: a fresh UUID. */
   idempotencyKey?: string;
   maxAttempts?: number;
@@ -51,9 +53,9 @@ function jobsInsert(db: Kysely<Schema>, jobs: NewJob[]) {
     state: 'ready' as const,
     max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     priority: job.priority ?? PRIORITY.fanout,
-    run_at: job.runAt,
+    run_at: job.runAt ?? job.now,
     idempotency_key: job.idempotencyKey ?? randomUUID(),
-    created_at: job.runAt,
+    created_at: job.now,
     last_error: null,
   }));
   return db

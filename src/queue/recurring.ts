@@ -41,6 +41,6 @@ export function recurringHandler(clock: Clock, task: RecurringTask): JobHandler 
 
 /** Queues the recurring job of `kind` to run now, unless it is queued already; a dead one runs again. */
 export async function scheduleRecurring(db: Kysely<Schema>, kind: string, now: number): Promise<void> {
-  await enqueue(db, { kind, payload: null, runAt: now, idempotencyKey: kind });
+  await enqueue(db, { kind, payload: null, now, idempotencyKey: kind });
   await reviveJob(db, { idempotencyKey: kind }, now);
 }

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { isoOrNull } from '../clock.ts';
 import type { AppContext } from '../context.ts';
 import { notFound } from '../errors.ts';
-import { errorResponses, PageLimit } from '../http/schemas.ts';
+import { errorResponses, PageCursor, PageLimit } from '../http/schemas.ts';
 import { listJobs, reviveJob, type JobRow } from './queries.ts';
 
 const JobBody = Type.Object({
@@ -51,17 +51,22 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
     config: admin,
     schema: {
       tags,
-      summary: 'Jobs in one state (dead by default), newest first',
+      summary: 'Jobs in one state (dead by default), newest first, a page at a time',
       querystring: Type.Object({
         state: Type.Optional(Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')])),
         kind: Type.Optional(Type.String({ maxLength: 100 })),
         limit: Type.Optional(PageLimit(1000, 100, 'Jobs')),
+        cursor: Type.Optional(PageCursor(40)),
       }),
-      response: { 200: Type.Object({ jobs: Type.Array(JobBody) }), ...errorResponses(400, 401) },
+      response: {
+        200: Type.Object({ jobs: Type.Array(JobBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+        ...errorResponses(400, 401),
+      },
     },
   }, async (request) => {
-    const { state = 'dead', kind, limit = '100' } = request.query;
-    return { jobs: (await listJobs(ctx.db, { state, kind, limit: Number(limit) })).map(jobView) };
+    const { state = 'dead', kind, limit = '100', cursor } = request.query;
+    const page = await listJobs(ctx.db, { state, kind, limit: Number(limit), cursor });
+    return { jobs: page.jobs.map(jobView), nextCursor: page.nextCursor };
   });
 
   r.post('/admin/jobs/:id/retry', {

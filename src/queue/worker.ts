@@ -13,6 +13,7 @@ import {
   lapsedToDeath,
   lapsingToDeath,
   leaseOf,
+  MAX_LAPSES,
   releaseJob,
   rescueExpiredLeases,
   type JobRow,
@@ -357,9 +358,23 @@ export class Worker {
       await releaseJob(db, lease, { runAt: now + retryDelayMs(job.attempt, this.options.random()), error: message, now });
       return;
     }
-    await db.transaction().execute(async (trx) => {
-      if ((await releaseJob(trx, lease, { runAt: null, error: message, now })) && kind.handler.onDead) await kind.handler.onDead(trx, job, message);
+    const died = await db.transaction().execute(async (trx) => {
+      const released = await releaseJob(trx, lease, { runAt: null, error: message, now });
+      if (released && kind.handler.onDead) await kind.handler.onDead(trx, job, message);
+      return released;
     });
+    if (died) this.dead(job, `its last attempt (${job.attempt} of ${job.maxAttempts}) failed`);
+  }
+
+  /**
+   * A job no worker runs again until an operator revives it: an error line naming it (its
+   * error is the "job failed" line before, and on the row), since whatever it was doing for
+   * its account now waits on someone.
+   */
+  private dead(job: Job, why: string): void {
+    const { id: jobId, kind, accountId, attempt } = job;
+    const message = `job dead: ${why}; POST /admin/jobs/${jobId}/retry runs it again`;
+    this.options.log?.error({ jobId, kind, accountId, attempts: attempt }, message);
   }
 
   /** Completions are coalesced: every job finishing while a delete runs joins the next one. */
@@ -396,11 +411,13 @@ export class Worker {
     const now = this.options.clock.now();
     await rescueExpiredLeases(db, dialect, now);
     for (const id of await lapsingToDeath(db, dialect, [...this.kinds.keys()])) {
-      await db.transaction().execute(async (trx) => {
+      const died = await db.transaction().execute(async (trx) => {
         const row = await lapsedToDeath(trx, dialect, id, now);
         const onDead = row && this.kinds.get(row.kind)?.handler.onDead;
         if (onDead) await onDead(trx, jobOf(row), row.last_error!);
+        return row;
       });
+      if (died) this.dead(jobOf(died), `its lease lapsed ${MAX_LAPSES} times (it keeps killing or hanging its worker)`);
     }
   }
 

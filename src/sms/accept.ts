@@ -51,6 +51,7 @@ export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db
     kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
     payload: { sendId } satisfies SmsSendJob,
     accountId,
+    now,
     runAt: draft.scheduledAt ?? now,
     idempotencyKey: sendJobKey(sendId),
     maxAttempts: 10,

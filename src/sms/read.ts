@@ -1,20 +1,23 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { groupBy, readSendPage } from '../messaging/send.ts';
+import { cursorCodec } from '../http/cursor.ts';
+import { contentState, groupBy, readSendPage, type SendReadPage } from '../messaging/send.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
-import type { SmsContent } from './accept.ts';
+import type { StoredSmsContent } from './accept.ts';
 
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const sandboxCursor = cursorCodec(['integer']);
 
 /**
  * `GET /sms/{queueId}` (ARCHITECTURE.md): the send, its totals by status word, and a page of
  * its recipients in id order, each with its history and its parts as the operator took them,
  * and, when it carried a landing page link, its clicks: each recipient's own (isUniqueUrl),
- * and the count of them all, which alone counts a link the recipients share.
+ * and the count of them all, which alone counts a link the recipients share. Its `content`:
+ * the sender name and body as the request gave them (tags unfilled), unless sealed or purged.
  */
-export async function readSms(db: Db, accountId: string, sendId: string, page: { limit: number; cursor?: string }) {
+export async function readSms(db: Db, accountId: string, sendId: string, page: SendReadPage) {
   const read = await readSendPage(db, accountId, 'sms', sendId, page, 'The SMS');
   const { ids, send } = read;
   // Billed once the operator took it (GET /usage's rule): a Failed message counts when it was
@@ -31,7 +34,9 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
       .executeTakeFirst();
     partsBilled += Number(failedAfterSubmit?.parts ?? 0);
   }
-  const linked = (JSON.parse(send.content) as SmsContent).landingPageId !== null;
+  const stored = JSON.parse(send.content) as StoredSmsContent;
+  const shown = contentState(send, 'sealed' in stored);
+  const linked = stored.landingPageId !== null;
   const parts = ids.length === 0 ? [] : await db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute();
   const [clicksOf, clicks] = linked ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)]) : [new Map<number, ClickView[]>(), 0];
   const partsOf = groupBy(parts, (p) => Number(p.recipient_id));
@@ -44,6 +49,10 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
     totals: read.summary.totals,
     partsBilled,
     clicks,
+    contentState: shown,
+    content: shown === 'available' && 'body' in stored
+      ? { senderName: stored.senderName, body: stored.body }
+      : { senderName: null, body: null },
     recipients: read.recipients.map((row) => ({
       recipient: row.address,
       messageId: row.message_id,
@@ -52,7 +61,8 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
       parts: row.parts,
       encoding: row.encoding,
       error: row.error,
-      history: [{ status: 'Queued', at: iso(send.created_at) }, ...(read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) }))],
+      errorCode: row.error_code,
+      history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) })),
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
       clicks: clicksOf.get(Number(row.id)) ?? [],
     })),
@@ -65,10 +75,16 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: {
  * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
  * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
  */
-export async function readSandboxSms(db: Db, accountId: string, query: { recipient?: string; limit: number }) {
+export async function readSandboxSms(
+  db: Db,
+  accountId: string,
+  query: { recipient?: string; limit: number; cursor?: string },
+) {
   let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
   if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
-  const rows = await select.orderBy('id', 'desc').limit(query.limit).execute();
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({
       queueId: row.send_id,
@@ -82,5 +98,6 @@ export async function readSandboxSms(db: Db, accountId: string, query: { recipie
       encrypted: Boolean(row.sealed),
       at: iso(row.created_at),
     })),
+    nextCursor,
   };
 }

@@ -209,14 +209,24 @@ async function applyMatched(db: Db, dialect: DialectName, now: number, matched: 
   for (const p of parts) partsOf.set(Number(p.recipient_id), [...(partsOf.get(Number(p.recipient_id)) ?? []), p.status]);
   const changed = recipients.flatMap((r) => {
     const status = messageStatus(partsOf.get(Number(r.id)) ?? []);
-    return status && status !== r.status ? [{ ...r, status }] : [];
+    const errorCode = status === 'Failed' ? (errorOf.get(Number(r.id)) ?? null) : null;
+    return status && status !== r.status ? [{ ...r, status, errorCode }] : [];
   });
   if (changed.length === 0) return;
-  for (const status of new Set(changed.map((r) => r.status))) {
+  // One update for each word and error code the messages take: nearly always Delivered alone.
+  const outcomes = new Map<string, Array<(typeof changed)[number]>>();
+  for (const r of changed) {
+    const key = JSON.stringify([r.status, r.errorCode]);
+    const rows = outcomes.get(key);
+    if (rows) rows.push(r);
+    else outcomes.set(key, [r]);
+  }
+  for (const rows of outcomes.values()) {
+    const { status, errorCode } = rows[0];
     await db
       .updateTable('send_recipients')
-      .set({ status, error: status === 'Failed' ? UNDELIVERED : null, updated_at: now })
-      .where('id', 'in', changed.filter((r) => r.status === status).map((r) => r.id))
+      .set({ status, error: status === 'Failed' ? UNDELIVERED : null, error_code: errorCode, updated_at: now })
+      .where('id', 'in', rows.map((r) => r.id))
       .execute();
   }
   await db.insertInto('recipient_history').values(changed.map((r) => ({ recipient_id: r.id, status: r.status, at: now }))).execute();
@@ -234,7 +244,7 @@ async function applyMatched(db: Db, dialect: DialectName, now: number, matched: 
         messageId: r.message_id,
         recipient: r.address,
         status: r.status,
-        errorCode: errorOf.get(Number(r.id)) ?? null,
+        errorCode: r.errorCode,
         error: r.status === 'Failed' ? UNDELIVERED : null,
         parts: r.parts,
         at: now,

@@ -4,13 +4,13 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
-import { errorResponses, MultilineText, Uuid } from '../http/schemas.ts';
+import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../mobile-number.ts';
 import { cancelSend, listSends } from '../messaging/send.ts';
-import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
+import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
@@ -23,6 +23,12 @@ const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
 const tags = ['sms'];
 
 const Limit = Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', errorMessage: 'must be 1 to 1000' });
+/** `GET /sms/{queueId}`: a page of its recipients, those at one status word with `status`. */
+const ReadQuery = Type.Object({
+  limit: Type.Optional(Limit),
+  cursor: Type.Optional(Type.String()),
+  status: Type.Optional(RecipientStatus('sms')),
+});
 
 /** SMS (SPEC §2.1–2.5, §4 rules 1–3; ARCHITECTURE.md for the reads): route table first. */
 export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -66,8 +72,12 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/sms/:queueId', {
     config: sms,
-    schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Type.String()) }), response: errorResponses(400, 401, 404, 429) },
-  }, async (request) => readSms(ctx.db, request.account.id, request.params.queueId.toLowerCase(), { limit: Number(request.query.limit ?? 100), cursor: request.query.cursor }));
+    schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: ReadQuery, response: errorResponses(400, 401, 404, 429) },
+  }, async (request) => {
+    const { limit, cursor, status } = request.query;
+    const queueId = request.params.queueId.toLowerCase();
+    return readSms(ctx.db, request.account.id, queueId, { limit: Number(limit ?? 100), cursor, status });
+  });
 
   r.delete('/sms/:queueId', {
     config: sms,
@@ -115,12 +125,26 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/sandbox/sms', {
     config: sms,
-    schema: { tags, summary: "What the sandbox transport took for this account, newest first (SMS_TRANSPORT=sandbox:)", querystring: Type.Object({ recipient: Type.Optional(Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' })), limit: Type.Optional(Limit) }), response: errorResponses(400, 401, 429) },
-  }, async (request) => readSandboxSms(ctx.db, request.account.id, { recipient: request.query.recipient, limit: Number(request.query.limit ?? 100) }));
-
-  if (ctx.config.smsTransport.kind !== 'sandbox') return;
+    schema: {
+      tags,
+      summary: 'What the sandbox transport took for this account, newest first, a page at a time '
+        + '(SMS_TRANSPORT=sandbox:)',
+      querystring: Type.Object({
+        recipient: Type.Optional(
+          Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' }),
+        ),
+        limit: Type.Optional(Limit),
+        cursor: Type.Optional(PageCursor(40)),
+      }),
+      response: errorResponses(400, 401, 429),
+    },
+  }, async (request) => {
+    const { recipient, limit, cursor } = request.query;
+    return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
+  });
 
   // A message from a handset, as an SMSC would bring one (sms/inbound.ts), for development.
+  // Registered whatever the transport, so that under SMPP it says why it cannot be used.
   const Address = Type.String({ pattern: '^\\+?[0-9]{3,17}$', errorMessage: 'must be the country code and number, digits only' });
   r.post('/sandbox/sms/inbound', {
     config: sms,
@@ -132,9 +156,15 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
         to: Type.String({ minLength: 1, maxLength: 17, description: "One of the account's numeric sender names, or a sender name it last sent to `from` from" }),
         text: MultilineText({ maxLength: 1600 }),
       }),
-      response: { 201: Type.Object({ from: Type.String(), to: Type.String(), text: Type.String(), contactId: Type.Union([Type.Integer(), Type.Null()]), keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]) }), ...errorResponses(400, 401, 415, 422, 429) },
+      response: { 201: Type.Object({ from: Type.String(), to: Type.String(), text: Type.String(), contactId: Type.Union([Type.Integer(), Type.Null()]), keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]) }), ...errorResponses(400, 401, 409, 415, 422, 429) },
     },
   }, async (request, reply) => {
+    if (ctx.config.smsTransport.kind !== 'sandbox') {
+      throw conflict(
+        'Simulating a message from a handset needs the sandbox transport (SMS_TRANSPORT=sandbox:); '
+        + 'this service sends over SMPP, where messages from handsets come from the SMSC.',
+      );
+    }
     const { from, to, text } = request.body;
     const outcome = await receiveInboundSms(ctx.database, ctx.clock, { from, to, text, at: ctx.clock.now() }, { onlyAccountId: request.account.id });
     if (!outcome) {

@@ -1,11 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { Keyring } from '../sealed.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, propertyNames, rowProperties, sendInPages, startSend, type Finish, type PageRow, type StartedSend } from '../messaging/send.ts';
+import {
+  endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, postRefused, propertyNames, rowProperties,
+  sendInPages, startSend, type Finish, type PageRow, type StartedSend,
+} from '../messaging/send.ts';
+import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
@@ -24,9 +27,31 @@ type Db = Kysely<Schema>;
 /** SMS recipients still to send: one refused for now stays Queued, to be tried again. */
 const PENDING = ['Queued'] as const;
 
-/** A send's start (messaging/send.ts): a range of its expansion a call, then its first page. */
+/** The webhook's errorCode of a recipient not sent for consent or suppression (ARCHITECTURE.md). */
+export const NOT_SENT = 'not_sent';
+
+/**
+ * A send's start (messaging/send.ts): a range of its expansion a call, its NotSent recipients
+ * posted as Failed with errorCode not_sent (webhooks carry only the spec's words, as Twilio
+ * posts failed, 21610, for an unsubscribed recipient), then its first page.
+ */
 export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
-  db.transaction().execute((trx) => startSend(trx, dialect, { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) })),
+  db.transaction().execute((trx) =>
+    startSend(
+      trx,
+      dialect,
+      { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) },
+      postRefused(trx, {
+        ...args,
+        channel: 'sms',
+        type: SMS_STATUS_TYPE,
+        event: (r) => smsStatusEvent({
+          queueId: args.sendId, messageId: null, recipient: r.address, status: 'Failed',
+          errorCode: NOT_SENT, error: `not sent: ${r.reason}`, parts: null, at: args.now,
+        }),
+      }),
+    ),
+  ),
 );
 
 /**
@@ -125,7 +150,7 @@ export async function updateRecipients(
   if (dialect === 'sqlite') {
     await sql`update send_recipients
                  set status = v.value ->> 1, message_id = v.value ->> 2, parts = v.value ->> 3, encoding = v.value ->> 4,
-                     error = v.value ->> 5, updated_at = ${now}
+                     error = v.value ->> 5, error_code = v.value ->> 6, updated_at = ${now}
                 from json_each(${json}) v
                where send_recipients.id = v.value ->> 0`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at) select value ->> 0, value ->> 1, ${now} from json_each(${history})`.execute(db);
@@ -139,7 +164,9 @@ export async function updateRecipients(
     const ids = `{${outcomes.map(([id]) => id).join(',')}}`;
     await sql`with outcome as (select v from jsonb_array_elements(${json}::jsonb) v),
                    updated as (update send_recipients r
-                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int, encoding = v ->> 4, error = v ->> 5, updated_at = ${now}::bigint
+                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int,
+                                      encoding = v ->> 4, error = v ->> 5, error_code = v ->> 6,
+                                      updated_at = ${now}::bigint
                                  from outcome
                                 where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
                    history as (insert into recipient_history (recipient_id, status, at)
@@ -172,7 +199,7 @@ export function renderPage(rows: PageRow[], send: { accountId: string; sendId: s
     return {
       accountId: send.accountId,
       sendId: send.sendId,
-      messageId: randomUUID(),
+      messageId: recipientMessageId(send.sendId, Number(row.id)),
       recipient: row.address,
       sender: send.content.senderName,
       segmented: segment(text, { reference: Number(row.id) % 256 }),

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Schema } from '../db/schema.ts';
+import { silentLog, type Log } from '../log.ts';
+import type { Keyring } from '../sealed.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
@@ -12,6 +14,9 @@ export interface DeliveryDeps {
   db: Kysely<Schema>;
   clock: Clock;
   config: { webhookAllowPrivate: boolean };
+  /** ENCRYPTION_KEY, which opens the account's webhook secrets (secrets.ts). */
+  encryptionKey: Keyring;
+  log?: Log;
 }
 
 export interface DeliveryOptions {
@@ -113,6 +118,7 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
   const resolve = options.resolve ?? systemResolver;
   const hostWaitMs = options.hostWaitMs ?? HOST_WAIT_MS;
   const hosts = new HostSlots(POSTS_PER_HOST);
+  const log = deps.log ?? silentLog;
 
   /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
   async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
@@ -128,7 +134,10 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
     try {
       const now = deps.clock.now();
       const timestamp = Math.floor(now / 1000);
-      const secrets = signingSecrets(await ensureSecret(deps.db, deps.clock, delivery.account_id), now);
+      const secrets = signingSecrets(
+        await ensureSecret(deps.db, deps.encryptionKey, deps.clock, delivery.account_id),
+        now,
+      );
       const headers = {
         'content-type': 'application/json',
         'user-agent': 'Herald',
@@ -168,7 +177,20 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
       .where('id', '=', delivery.id)
       .where('generation', '=', delivery.generation)
       .executeTakeFirst();
-    return saved.numUpdatedRows > 0n ? retryAt : undefined;
+    if (saved.numUpdatedRows === 0n) return undefined;
+    if (status === 'failed') givenUp(delivery, attempts, lastError!);
+    return retryAt;
+  }
+
+  /**
+   * The account's receiver will not get this event unless someone replays it: a warning
+   * naming the account, the receiver's host (its path and query may hold the customer's
+   * own tokens) and why.
+   */
+  function givenUp(delivery: DeliveryRow, attempts: number, error: string): void {
+    const host = URL.parse(delivery.url)?.host ?? '(not a URL)';
+    const fields = { accountId: delivery.account_id, deliveryId: delivery.id, host, attempts, error };
+    log.warn(fields, `webhook delivery given up; POST /webhooks/deliveries/${delivery.id}/retry posts it again`);
   }
 
   return {

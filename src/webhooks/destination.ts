@@ -5,13 +5,13 @@ import ipaddr from 'ipaddr.js';
 import { Type } from 'typebox';
 
 /**
- * What a webhook must never reach unless WEBHOOK_ALLOW_PRIVATE=true: a customer names the
- * URL, so without this guard the service would post from inside the operator's network
- * (server-side request forgery). ipaddr.js keeps the IANA special-purpose registries
- * (RFC 6890 and later) as named ranges; every range but `unicast` is refused, those that
- * embed an IPv4 address in IPv6 included (NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo),
- * since the gateway that unwraps them may sit inside the network. An IPv4-mapped address
- * (::ffff:127.0.0.1) is judged as the IPv4 address it carries.
+ * What a webhook must never reach unless WEBHOOK_ALLOW_PRIVATE=true (alwaysRefused, below:
+ * not even then): a customer names the URL, so without this guard the service would post
+ * from inside the operator's network (server-side request forgery). ipaddr.js keeps the
+ * IANA special-purpose registries (RFC 6890 and later) as named ranges; every range but
+ * `unicast` is refused, those that embed an IPv4 address in IPv6 included (NAT64
+ * 64:ff9b::/96, 6to4 2002::/16, Teredo), since the gateway that unwraps them may sit inside
+ * the network. An IPv4-mapped address (::ffff:127.0.0.1) is judged as the IPv4 address it carries.
  */
 const RANGE_WORDS: Record<string, string> = {
   unspecified: '"this network"',
@@ -41,10 +41,49 @@ export function blockedCategory(address: string): string | undefined {
   return RANGE_WORDS[range] ?? 'reserved';
 }
 
+/**
+ * Refused whatever WEBHOOK_ALLOW_PRIVATE says (ARCHITECTURE.md, "Reads gain what was sent"):
+ * the cloud metadata services, which hand whoever asks the host's credentials. Opening
+ * private addresses for a development receiver must not open them. Link-local holds AWS's,
+ * GCP's and Azure's 169.254.169.254; AWS's IPv6 one and Alibaba's are named; GCP's name is
+ * refused before it is resolved.
+ */
+const METADATA_HOSTS = new Set(['metadata.google.internal']);
+const METADATA_ADDRESSES = new Set(
+  ['fd00:ec2::254', '100.100.100.200'].map((address) => ipaddr.parse(address).toNormalizedString()),
+);
+
+/**
+ * The IPv4 address an IPv6 one carries where a gateway unwraps it: mapped (::ffff:a.b.c.d),
+ * NAT64's well-known prefix (64:ff9b::/96, RFC 6052) and 6to4 (2002:aabb:ccdd::/48, RFC 3056).
+ */
+function carriedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  if (address.isIPv4MappedAddress()) return address.toIPv4Address();
+  const [, p1, p2, , , , p6, p7] = address.parts;
+  const bytes = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 255, low >> 8, low & 255]);
+  if (address.range() === 'rfc6052' && address.match(ipaddr.parseCIDR('64:ff9b::/96'))) return bytes(p6, p7);
+  if (address.range() === '6to4') return bytes(p1, p2);
+  return undefined;
+}
+
+/** Why the address is never posted to, or undefined when only the public-address rule decides. */
+export function alwaysRefused(address: string): string | undefined {
+  const parsed = ipaddr.parse(address);
+  for (const candidate of [parsed, ...(parsed.kind() === 'ipv6' ? [carriedIPv4(parsed as ipaddr.IPv6)] : [])]) {
+    if (candidate === undefined) continue;
+    if (METADATA_ADDRESSES.has(candidate.toNormalizedString())) return 'a cloud metadata service address';
+    if (candidate.range() === 'linkLocal') return 'a link-local address, where cloud metadata services answer';
+  }
+  return undefined;
+}
+
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 /** Every address of the host, as the operating system resolves it (hosts file included). */
 export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true });
+
+const NEVER = '; webhooks are never posted there, whatever WEBHOOK_ALLOW_PRIVATE says';
+const ONLY_PUBLIC = '; webhooks are only posted to public addresses';
 
 /** A URL the service will not post to; recorded on the delivery, never retried. */
 export class RefusedDestination extends Error {}
@@ -65,16 +104,17 @@ export async function vetDestination(url: string, options: DestinationOptions): 
     throw new RefusedDestination(`refused: webhook URLs must be http or https, not ${target.protocol.slice(0, -1)}`);
   }
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (METADATA_HOSTS.has(host.replace(/\.$/, ''))) {
+    throw new RefusedDestination(`refused: ${host} is a cloud metadata service${NEVER}`);
+  }
   const family = isIP(host);
   const addresses = family ? [{ address: host, family }] : await options.resolve(host);
-  if (!options.allowPrivate) {
-    for (const { address } of addresses) {
-      const category = blockedCategory(address);
-      if (category) {
-        const where = address === host ? address : `${host} resolves to ${address}, which`;
-        throw new RefusedDestination(`refused: ${where} is a ${category} address; webhooks are only posted to public addresses`);
-      }
-    }
+  for (const { address } of addresses) {
+    const where = address === host ? address : `${host} resolves to ${address}, which`;
+    const never = alwaysRefused(address);
+    if (never) throw new RefusedDestination(`refused: ${where} is ${never}${NEVER}`);
+    const category = options.allowPrivate ? undefined : blockedCategory(address);
+    if (category) throw new RefusedDestination(`refused: ${where} is a ${category} address${ONLY_PUBLIC}`);
   }
   return { target, addresses };
 }

@@ -114,6 +114,7 @@ export async function appendWebhookEvents(db: Kysely<Schema>, clock: Clock, appe
     kind: GATHER_KIND,
     payload: stream,
     accountId: stream.accountId,
+    now,
     runAt: now + GATHER_WINDOW_MS,
     idempotencyKey: key,
     priority: PRIORITY.webhook,

@@ -27,13 +27,13 @@ export interface WebhookEvent {
   data: unknown;
 }
 
-function deliveryJob(row: Pick<DeliveryRow, 'id' | 'account_id' | 'generation'>, runAt: number): NewJob {
+function deliveryJob(row: Pick<DeliveryRow, 'id' | 'account_id' | 'generation'>, now: number): NewJob {
   const payload: DeliveryJob = { deliveryId: row.id, generation: row.generation };
   return {
     kind: DELIVER_KIND,
     payload,
     accountId: row.account_id,
-    runAt,
+    now,
     idempotencyKey: `${DELIVER_KIND}:${row.id}:${row.generation}`,
     priority: PRIORITY.webhook,
   };

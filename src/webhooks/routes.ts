@@ -5,7 +5,7 @@ import type { AppContext } from '../context.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { deliveryView, findDelivery, listDeliveries, postDeliveryRetry } from './outbox.ts';
-import { ensureSecret, postSecretRotation, secretView } from './secrets.ts';
+import { ensureSecret, newSecret, postSecretRotation, secretView } from './secrets.ts';
 
 const Secret = Type.Object({
   secret: Type.String({ description: 'whsec_ and the Base64 key; verify posts with any Standard Webhooks library.' }),
@@ -48,14 +48,25 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   r.get('/webhooks/secret', {
     config: account,
-    schema: { tags, summary: 'The secret that signs webhook posts', response: { 200: Secret, ...errorResponses(401, 429) } },
-  }, async (request) => secretView(await ensureSecret(ctx.db, ctx.clock, request.account.id), ctx.clock.now()));
+    schema: {
+      tags,
+      summary: 'The secret that signs webhook posts',
+      response: { 200: Secret, ...errorResponses(401, 409, 429) },
+    },
+  }, async (request) => {
+    const secrets = await ensureSecret(ctx.db, ctx.encryptionKey, ctx.clock, request.account.id);
+    return secretView(secrets, ctx.clock.now());
+  });
 
   r.post('/webhooks/secret/rotate', {
     config: account,
     schema: { tags, summary: 'A new signing secret; the old one keeps signing for 24 hours', response: { 200: Secret, ...errorResponses(401, 422, 429) } },
   }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, postSecretRotation, () => ({ accountId: request.account.id, now: ctx.clock.now() })),
+    idempotent(request, reply, ctx, request.account.id, postSecretRotation, () => ({
+      accountId: request.account.id,
+      next: newSecret(ctx.encryptionKey, request.account.id),
+      now: ctx.clock.now(),
+    })),
   );
 
   r.get('/webhooks/deliveries', {

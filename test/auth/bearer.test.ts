@@ -48,6 +48,17 @@ forEachDatabase((dialect) => {
     assertInvalidToken(await call(bearer('not.a.jwt')), /malformed/);
   });
 
+  it('refuses a token written otherwise than signed: padded, a character appended, a spare bit set', async () => {
+    const token = await t.tokenFor(account);
+    // The HS256 signature is 32 bytes: its last character carries 2 bits that decode to nothing.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const spareBit = token.slice(0, -1) + alphabet[alphabet.indexOf(token.at(-1)!) ^ 1];
+    for (const variant of [`${token}=`, `${token}A`, spareBit]) {
+      assertInvalidToken(await call(bearer(variant)), /malformed|signature/);
+    }
+    assert.equal((await call(bearer(token))).statusCode, 200);
+  });
+
   it('refuses alg: none', async () => {
     const unsecured = new UnsecuredJWT(claims()).setIssuedAt(now()).setExpirationTime(now() + 600).encode();
     assertInvalidToken(await call(bearer(unsecured)), /algorithm/);

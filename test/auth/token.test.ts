@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { MemoryCounterStore, RedisCounterStore, type CounterStore } from '../../src/ratelimit/counters.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer, errorFields, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
+import { REDIS_URL, redisPrefix } from '../support/redis.ts';
 
 forEachDatabase((dialect) => {
   let t: TestApp;
@@ -100,7 +102,7 @@ forEachDatabase((dialect) => {
     assert.equal(response.statusCode, 200);
   });
 
-  it('throttles guessing one user name with 429 and Retry-After, even with the right password, until the window ends', async () => {
+  it('throttles guessing a name from one address: 429 and Retry-After, right password too, till the end', async () => {
     for (let i = 0; i < 5; i++) {
       const response = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest({ password: `guess number ${i}` }) });
       assert.equal(response.statusCode, 401);
@@ -141,5 +143,101 @@ forEachDatabase((dialect) => {
     assert.equal(throttled.statusCode, 429);
     const otherAddress = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest(), remoteAddress: '10.1.2.3' });
     assert.equal(otherAddress.statusCode, 200);
+  });
+
+  // The sign-in throttle counts in the rate limits' store: in memory, or in Redis shared by every API process.
+  const stores: Array<[string, () => { counters: CounterStore; clean(): Promise<unknown> }]> = [
+    ['in memory', () => ({ counters: new MemoryCounterStore(), clean: async () => {} })],
+    ['in Redis', () => {
+      const { prefix, clean } = redisPrefix('login');
+      return { counters: new RedisCounterStore(REDIS_URL, prefix), clean };
+    }],
+  ];
+  for (const [where, open] of stores) {
+    describe(`counting sign-in failures per user name and client, ${where}`, () => {
+      let throttled: TestApp;
+      let owner: TestAccount;
+      let store: ReturnType<typeof open>;
+      beforeEach(async () => {
+        store = open();
+        throttled = await startTestApp(dialect, { counters: store.counters });
+        owner = await throttled.createAccount();
+      });
+      afterEach(async () => {
+        await throttled.close();
+        await store.counters.close();
+        await store.clean();
+      });
+
+      const signIn = (remoteAddress: string, password = owner.password, headers: Record<string, string> = {}) =>
+        throttled.app.inject({
+          method: 'POST',
+          url: '/token',
+          remoteAddress,
+          headers,
+          payload: { userName: owner.userName, password, privateToken: owner.privateToken, validity: 'Default' },
+        });
+      const guess = async (remoteAddress: string, times: number) => {
+        for (let i = 0; i < times; i++) assert.equal((await signIn(remoteAddress, `guess ${i}`)).statusCode, 401);
+      };
+
+      it('locks the address that failed five times out of the name, only that one: the owner signs in', async () => {
+        await guess('198.51.100.7', 5);
+        assert.equal((await signIn('198.51.100.7')).statusCode, 429);
+        assert.equal((await signIn('203.0.113.20')).statusCode, 200);
+      });
+
+      it('locks the name for everyone at 100 failures across addresses, none of which reached five', async () => {
+        for (let client = 0; client < 25; client++) await guess(`198.51.100.${client + 1}`, 4);
+        const locked = await signIn('203.0.113.20');
+        assert.equal(locked.statusCode, 429);
+        assert.ok(Number(locked.headers['retry-after']) > 0);
+      });
+
+      it('counts the addresses of one IPv6 /64 together, and an IPv4-mapped address as its IPv4 one', async () => {
+        for (let i = 1; i <= 5; i++) assert.equal((await signIn(`2001:db8:1:2::${i}`, `guess ${i}`)).statusCode, 401);
+        assert.equal((await signIn('2001:db8:1:2:ffff:ffff:ffff:ffff')).statusCode, 429);
+        assert.equal((await signIn('2001:db8:1:3::1')).statusCode, 200, 'the next /64 is another client');
+        await guess('::ffff:198.51.100.9', 5);
+        assert.equal((await signIn('198.51.100.9')).statusCode, 429);
+      });
+
+      it('forgets an address\'s failures of the name once it signs in from there', async () => {
+        await guess('198.51.100.7', 4);
+        assert.equal((await signIn('198.51.100.7')).statusCode, 200);
+        await guess('198.51.100.7', 4);
+        assert.equal((await signIn('198.51.100.7')).statusCode, 200, 'four more failures are not five');
+      });
+    });
+  }
+
+  it('takes the client from X-Forwarded-For as TRUST_PROXY says: without it every client is the proxy', async () => {
+    const request = (app: TestApp, owner: TestAccount, forwardedFor: string, password: string) =>
+      app.app.inject({
+        method: 'POST',
+        url: '/token',
+        remoteAddress: '10.0.0.1',
+        headers: { 'x-forwarded-for': forwardedFor },
+        payload: { userName: owner.userName, password, privateToken: owner.privateToken, validity: 'Default' },
+      });
+    // [TRUST_PROXY, how the guesser's requests come, another client's sign-in]
+    const cases: Array<[string, (i: number) => string, number]> = [
+      ['true', () => '198.51.100.7', 200],
+      // The proxy appends the peer it saw; what the guesser wrote before that is not believed.
+      ['10.0.0.0/8', (i) => `192.0.2.${i}, 198.51.100.7`, 200],
+      ['false', () => '198.51.100.7', 429],
+    ];
+    for (const [trustProxy, guesser, otherClient] of cases) {
+      const app = await startTestApp(dialect, { env: { TRUST_PROXY: trustProxy } });
+      try {
+        const owner = await app.createAccount();
+        for (let i = 0; i < 5; i++) assert.equal((await request(app, owner, guesser(i), `guess ${i}`)).statusCode, 401);
+        const told = `TRUST_PROXY=${trustProxy}`;
+        assert.equal((await request(app, owner, guesser(9), owner.password)).statusCode, 429, told);
+        assert.equal((await request(app, owner, '203.0.113.20', owner.password)).statusCode, otherClient, told);
+      } finally {
+        await app.close();
+      }
+    }
   });
 });

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, it } from 'node:test';
-import { forEachDatabase, createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { sql } from 'kysely';
+import { forEachDatabase, createTestDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../support/databases.ts';
 import { freePort, herald, onTerminal, serveKeyEnv, start } from './support.ts';
 import { verifyPassword } from '../../src/auth/passwords.ts';
 import { sendReport } from '../../src/sim/smtp-reports.ts';
@@ -34,7 +38,10 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
 it('prints the usage of every command and group on --help, whatever the environment holds', async () => {
   const everything = await herald(['--help'], {});
   assert.equal(everything.code, 0);
-  const commands = [['serve'], ['migrate'], ['account'], ['account', 'create'], ['account', 'set-password'], ['account', 'list'], ['dkim'], ['dkim', 'rotate']];
+  const commands = [
+    ['serve'], ['migrate'], ['rotate-jwt-secret'], ['account'], ['account', 'create'], ['account', 'set-password'],
+    ['account', 'list'], ['dkim'], ['dkim', 'rotate'],
+  ];
   for (const command of commands) {
     // A bad variable too: help reads no configuration, so it cannot fail on one.
     const result = await herald([...command, '--help'], { PORT: 'eighty' });
@@ -48,6 +55,8 @@ it('prints the usage of every command and group on --help, whatever the environm
   const passwordHelp = (await herald(['account', 'set-password', '-h'], {})).stdout;
   assert.match(passwordHelp, /--password-stdin/);
   assert.match(passwordHelp, /--password PW[^]*lands in the shell's history/);
+  const rotateHelp = (await herald(['rotate-jwt-secret', '--help'], {})).stdout;
+  assert.match(rotateHelp, /Every\saccess token issued before stops working[^]*restart every serve process/);
 });
 
 forEachDatabase((dialect) => {
@@ -122,6 +131,50 @@ forEachDatabase((dialect) => {
     const half = await herald(['dkim', 'show', '--user', 'ada@example.com'], env);
     assert.equal(half.code, 1);
     assert.match(half.stderr, /^herald: --user and --domain go together/);
+  });
+
+  // The commands that only read: run on a database that is not there, or not migrated, they make nothing.
+  const readers = [['account', 'list'], ['dkim', 'show'], ['dkim', 'keys']];
+
+  it('reads no database into being: account list, dkim show and keys stop on one that does not exist', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
+    try {
+      const file = join(dir, 'data', 'herald.db');
+      const missing = dialect === 'sqlite'
+        ? { url: `sqlite:${file}`, says: `the database ${file} does not exist` }
+        : { url: POSTGRES_ADMIN_URL.replace(/\/[^/]*$/, '/herald_never_made'), says: 'the database of DATABASE_URL' };
+      for (const command of readers) {
+        const read = await herald(command, { DATABASE_URL: missing.url, ...serveKeyEnv(dialect) });
+        assert.equal(read.code, 1, command.join(' '));
+        assert.equal(read.stdout, '');
+        assert.ok(read.stderr.startsWith(`herald: ${missing.says}`), read.stderr);
+        assert.match(read.stderr, /herald migrate/);
+      }
+      assert.deepEqual(readdirSync(dir), [], 'no directory, database or key file was made');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('migrates no database to read it: account list, dkim show and dkim keys stop on one not migrated', async () => {
+    const empty = await createTestDatabase(dialect, { empty: true });
+    try {
+      await sql`select 1`.execute(empty.db); // SQLite's file is made when it is first opened
+      for (const command of readers) {
+        const read = await herald(command, { DATABASE_URL: empty.url, ...serveKeyEnv(dialect) });
+        assert.equal(read.code, 1, command.join(' '));
+        assert.match(read.stderr, /^herald: the database .* is not migrated \(\d+ migrations to run, from 0001_/);
+        assert.match(read.stderr, /: run herald migrate first\n$/);
+      }
+      const tables = await (dialect === 'sqlite'
+        ? sql<{ name: string }>`select name from sqlite_master where type = 'table'`
+        : sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = 'public'`
+      ).execute(empty.db);
+      assert.deepEqual(tables.rows, [], 'not even the migrations table');
+      if (dialect === 'sqlite') assert.ok(!existsSync(`${empty.url.slice('sqlite:'.length)}.key`), 'no key file');
+    } finally {
+      await empty.close();
+    }
   });
 
   const storedHash = async (userName: string) =>

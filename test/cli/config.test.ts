@@ -33,7 +33,29 @@ it('takes RETENTION_DAYS as a whole number of days from 1', () => {
   assert.equal(loadConfig({ RETENTION_DAYS: '365' }).retentionDays, 365);
 });
 
+it('defaults PUBLIC_URL to where the listener answers: localhost at PORT, or HOST when it names one address', () => {
+  const publicUrl = (env: Record<string, string>) => loadConfig(env).publicUrl;
+  assert.equal(publicUrl({ PORT: '3000' }), 'http://localhost:3000');
+  assert.equal(publicUrl({ HOST: '0.0.0.0', PORT: '9000' }), 'http://localhost:9000');
+  assert.equal(publicUrl({ HOST: '::' }), 'http://localhost:8080');
+  assert.equal(publicUrl({ HOST: '::1', PORT: '8443' }), 'http://localhost:8443');
+  assert.equal(publicUrl({ HOST: '10.1.2.3', PORT: '3000' }), 'http://10.1.2.3:3000');
+  assert.equal(publicUrl({ HOST: '2001:db8::5' }), 'http://[2001:db8::5]:8080');
+  assert.equal(publicUrl({ HOST: 'herald.internal', PORT: '80' }), 'http://herald.internal:80');
+  assert.equal(publicUrl({ HOST: '10.1.2.3', PUBLIC_URL: 'https://herald.example/' }), 'https://herald.example');
+});
+
+it('takes TRUST_PROXY as true, false, or the proxies\' addresses and CIDRs', () => {
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy, true);
+  const proxies = loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy;
+  assert.deepEqual(proxies, ['loopback', '10.0.0.0/8', '2001:db8::/32']);
+});
+
 const bad: Array<[string, string]> = [
+  ['TRUST_PROXY', 'yes'],
+  ['TRUST_PROXY', '10.0.0.0/33'],
+  ['TRUST_PROXY', 'proxy.example.com'],
   ['PORT', 'eighty'],
   ['PORT', '70000'],
   ['WORKER_PORT', 'eighty-one'],

@@ -15,11 +15,17 @@ export const SCREENSHOTS = new URL('../../test-output/console/', import.meta.url
 /** axe-core's script, evaluated in the page through the DevTools protocol, which the page's CSP does not govern. */
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
+export interface BrowserError {
+  text: string;
+  /** The resource that failed to load, or the page that logged the error. */
+  url: string;
+}
+
 export interface Browser {
   context: BrowserContext;
   page: Page;
-  /** Messages the page logged as errors (a CSP refusal among them). */
-  errors: string[];
+  /** Messages the page logged as errors (a CSP refusal, a failed load among them), with what each concerns. */
+  errors: BrowserError[];
   /** Writes the page's screenshot and fails on what axe-core finds against WCAG 2.1 A and AA there. */
   look(name: string): Promise<void>;
   close(): Promise<void>;
@@ -53,11 +59,11 @@ export async function launchBrowser(prefix: string): Promise<Browser> {
   // Well under node:test's own limits, so a missing element fails with its locator named.
   context.setDefaultTimeout(10_000);
   const page = context.pages()[0] ?? (await context.newPage());
-  const errors: string[] = [];
+  const errors: BrowserError[] = [];
   page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
+    if (message.type() === 'error') errors.push({ text: message.text(), url: message.location().url });
   });
-  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('pageerror', (error) => errors.push({ text: error.message, url: page.url() }));
   mkdirSync(SCREENSHOTS, { recursive: true });
   return {
     context,

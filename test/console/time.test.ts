@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { addDays, chartDate, formatTime, localDate, zoneOf } from '../../web/src/time.ts';
+import { addDays, chartDate, dayStart, formatDay, formatTime, localDate, zoneOf } from '../../web/src/time.ts';
 
 // The console shows times in the account's timeZoneOffset, whatever the browser's own zone.
 it("reads the account's offset, and shows an instant on its local clock and day", () => {
@@ -27,4 +27,11 @@ it('steps days across month and year ends', () => {
 it("gives the chart a Date whose local fields are the account's", () => {
   const d = chartDate(Date.UTC(2026, 2, 10, 18, 45) / 1000, zoneOf('UTC+05:30~India Standard Time', 'en'));
   assert.deepEqual([d.getFullYear(), d.getMonth(), d.getDate(), d.getHours(), d.getMinutes()], [2026, 2, 11, 0, 15]);
+});
+
+it("finds a day's first instant in the account's offset, and names the day an instant is in", () => {
+  const india = zoneOf('UTC+05:30~India Standard Time', 'en-GB');
+  assert.equal(new Date(dayStart('2026-03-11', india)).toISOString(), '2026-03-10T18:30:00.000Z');
+  assert.equal(formatDay(dayStart('2026-03-11', india), india), '11 Mar 2026');
+  assert.equal(formatDay(Date.UTC(2026, 2, 10, 18, 29), india), '10 Mar 2026');
 });

@@ -117,6 +117,11 @@ forEachDatabase((dialect) => {
     assert.equal(pages, 3);
     assert.equal((await alice.get(`/lists/${await allContactsOf(alice)}/contacts`)).json().contacts.length, 6);
     assert.equal((await alice.get(`/lists/${list}/contacts?cursor=bm9wZQ`)).statusCode, 400);
+    const firstCursor = (await alice.get(`/lists/${list}/contacts?limit=2`)).json().nextCursor as string;
+    for (const variant of [`${firstCursor}A`, `${firstCursor}%3D`]) {
+      const page = await alice.get(`/lists/${list}/contacts?limit=2&cursor=${variant}`);
+      assert.equal(page.statusCode, 400, 'a cursor is taken only as given');
+    }
     assert.equal((await alice.get(`/lists/${list}/contacts?limit=1001`)).statusCode, 400);
   });
 

@@ -269,6 +269,51 @@ forEachDatabase((dialect) => {
     assert.equal((await del(alice, kept)).statusCode, 409);
   });
 
+  it('reads Scheduled and Cancelled in a history from the batch’s own times, and never posts them', async () => {
+    const entry = (event: string, ms: number) => ({ event, at: new Date(ms).toISOString() });
+    const createdAt = crm.clock.now();
+    const at = createdAt + 60_000;
+    const body = buildBatch({ scheduleDateTime: new Date(at).toISOString(), webHookUrl: receiver.url });
+    const scheduled = await alice.accept('/email/batch', body);
+    const cancelled = await alice.accept('/email/batch', body);
+    const immediate = await alice.accept('/email/batch', buildBatch({ webHookUrl: receiver.url }));
+    crm.clock.advance(1000);
+    for (const batchId of [cancelled, immediate]) {
+      const url = `/email/batch/${batchId}`;
+      assert.equal((await crm.t.app.inject({ method: 'DELETE', url, headers: bearer(alice.token) })).statusCode, 204);
+    }
+    const history = async (batchId: string) => (await read(alice, batchId)).recipients[0].history;
+    assert.deepEqual(await history(scheduled), [entry('Scheduled', createdAt)]);
+    assert.deepEqual(await history(cancelled), [entry('Scheduled', createdAt), entry('Cancelled', createdAt + 1000)]);
+    assert.deepEqual(await history(immediate), [entry('Cancelled', createdAt + 1000)]);
+
+    crm.clock.advance(59_000);
+    await crm.drain();
+    const sent = [entry('Scheduled', createdAt), entry('Processed', at), entry('Delivered', at)];
+    assert.deepEqual(await history(scheduled), sent);
+    const events = (await posted(alice)).map((e) => [e.batchId, e.event]);
+    assert.deepEqual(events, [[scheduled, 'Processed'], [scheduled, 'Delivered']]);
+  });
+
+  it('pages GET /sandbox/email newest first with a cursor that shows another account nothing', async () => {
+    const bob = await crm.client();
+    const recipients = ['ada@example.com', 'bob@example.com', 'cy@example.com'].map((to) => ({ to }));
+    await sendBatch(crm, alice, buildBatch({}, { recipients }));
+    const page = async (client: CrmClient, query: string) => {
+      const response = await client.get(`/sandbox/email?${query}`);
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { messages: Array<{ to: string }>; nextCursor: string | null };
+    };
+    const all = (await page(alice, '')).messages.map((m) => m.to);
+    assert.equal(all.length, 3);
+    const first = await page(alice, 'limit=2');
+    assert.deepEqual(first.messages.map((m) => m.to), all.slice(0, 2));
+    const second = await page(alice, `limit=2&cursor=${first.nextCursor}`);
+    assert.deepEqual([second.messages.map((m) => m.to), second.nextCursor], [all.slice(2), null]);
+    assert.deepEqual(await page(bob, `cursor=${first.nextCursor}`), { messages: [], nextCursor: null });
+    assert.equal((await alice.get('/sandbox/email?cursor=x')).statusCode, 400);
+  });
+
   it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
     const post = (body: object) =>
       crm.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { PAGE } from '../../src/messaging/send.ts';
-import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
+import { startSmtpSink, type ReceivedMail, type SmtpSink } from '../../src/sim/smtp.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { accepted, crashSetUp, killedAfter, servedUntilCompleted, tally } from '../support/crash.ts';
 import { buildBatch } from './support.ts';
@@ -40,5 +40,13 @@ forEachDatabase((dialect) => {
     assert.equal(twice, PAGE, 'those of the page handed over and not recorded, and no others: the documented bound');
     const statuses = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', batchId).groupBy('status').execute();
     assert.deepEqual(statuses.map((s) => s.status), ['Delivered']);
+    // Rendered again, a message kept its Message-ID: the page sent twice, too, carries the ids recorded.
+    const rows = await database.db.selectFrom('send_recipients').select(['address', 'message_id'])
+      .where('send_id', '=', batchId).execute();
+    const recorded = new Map(rows.map((r) => [r.address, r.message_id]));
+    const header = (m: ReceivedMail) => `\r\nMessage-ID: <${recorded.get(m.to[0])}@`;
+    const carries = (m: ReceivedMail) => m.raw.toString('latin1').includes(header(m));
+    const strays = sink.received({ limit: 10_000 }).filter((m) => !carries(m));
+    assert.deepEqual(strays.map((m) => m.to[0]), []);
   });
 });

@@ -85,3 +85,58 @@ describe('the SMTP transport’s rate', () => {
     }
   });
 });
+
+describe('what the SMTP transport tells the operator of its relay', () => {
+  const message: OutgoingEmail = {
+    accountId: 'a', sendId: 's', messageId: 'm', from: 'bounces+00@mail.localhost', to: 'ada@example.com',
+    raw: Buffer.from('From: news@mail.localhost\r\nTo: ada@example.com\r\nSubject: hi\r\n\r\nhello\r\n'),
+  };
+  const send = (transport: ReturnType<typeof smtpEmailTransport>) =>
+    transport.send(message, new AbortController().signal);
+  const capture = () => {
+    const lines: Array<{ level: string; fields: Record<string, unknown>; message: string }> = [];
+    const at = (level: string) => (fields: object, message: string) =>
+      void lines.push({ level, fields: fields as Record<string, unknown>, message });
+    return { lines, log: { info: at('info'), warn: at('warn'), error: at('error') } };
+  };
+
+  it('logs an error once, naming the relay and never the password, when the relay refuses its login', async () => {
+    const sink = await startSmtpSink({ httpPort: null, retain: 0, user: 'mailer', password: 'right-password' });
+    const { lines, log } = capture();
+    const settings = parseSmtpUrl(`smtp://mailer:hunter2@127.0.0.1:${sink.port}?pool=1`);
+    const transport = smtpEmailTransport(settings, { metrics: new Registry(), log });
+    try {
+      for (let i = 0; i < 3; i++) assert.equal((await send(transport)).outcome, 'deferred');
+      const told = lines.filter((line) => line.level !== 'info');
+      assert.deepEqual(told.map((line) => [line.level, line.fields.relay]), [['error', `127.0.0.1:${sink.port}`]]);
+      assert.match(told[0].message, /refused the session/);
+      assert.match(String(told[0].fields.reply), /535/);
+      assert.ok(!JSON.stringify(lines).includes('hunter2'));
+    } finally {
+      await transport.close();
+      await sink.close();
+    }
+  });
+
+  it('warns once when the relay keeps failing, and again when it answers', async () => {
+    const sink = await startSmtpSink({ httpPort: null, retain: 0 });
+    const port = sink.port;
+    await sink.close();
+    const { lines, log } = capture();
+    const settings = parseSmtpUrl(`smtp://127.0.0.1:${port}?pool=1`);
+    const transport = smtpEmailTransport(settings, { metrics: new Registry(), log });
+    let back: SmtpSink | undefined;
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await send(transport)).outcome, 'deferred');
+      back = await startSmtpSink({ port, httpPort: null, retain: 0 });
+      assert.equal((await send(transport)).outcome, 'accepted');
+      assert.deepEqual(lines.map((line) => [line.level, line.message, line.fields.relay, line.fields.failures]), [
+        ['warn', 'the SMTP relay keeps failing: messages are deferred until it answers', `127.0.0.1:${port}`, 3],
+        ['warn', 'the SMTP relay answers again', `127.0.0.1:${port}`, 5],
+      ]);
+    } finally {
+      await transport.close();
+      await back?.close();
+    }
+  });
+});

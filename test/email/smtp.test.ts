@@ -1,14 +1,49 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
+import type { AddressInfo, Socket } from 'node:net';
 import { simpleParser } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../../src/clock.ts';
 import { readMailbox, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
 import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
+import { startReceiver } from '../webhooks/support.ts';
 import { dkimpyVerdict, mailauthVerdict } from './dkim-verifiers.ts';
 import { base64, buildBatch, sendBatch } from './support.ts';
+
+/**
+ * A relay that refuses each address's first message at the end of its data (451, as a content
+ * filter that greylists does) and takes it the next time, keeping every attempt's Message-ID:
+ * the sink keeps only what it took.
+ */
+async function greylistingRelay() {
+  const attempts: Array<{ to: string; messageId: string | undefined; code: number }> = [];
+  const server = new SMTPServer({
+    logger: false,
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    onData(stream, session, callback) {
+      let raw = '';
+      stream.on('data', (chunk: Buffer) => (raw += chunk.toString('latin1')));
+      stream.once('end', () => {
+        const to = session.envelope.rcptTo[0].address;
+        const code = attempts.some((attempt) => attempt.to === to) ? 250 : 451;
+        attempts.push({ to, messageId: /^Message-ID:\s*(\S+)/im.exec(raw)?.[1], code });
+        callback(code === 250 ? null : Object.assign(new Error('4.3.0 try again later'), { responseCode: 451 }));
+      });
+    },
+  });
+  const sockets = new Set<Socket>();
+  server.server.on('connection', (socket: Socket) => sockets.add(socket.once('close', () => sockets.delete(socket))));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const close = async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { port: (server.server.address() as AddressInfo).port, attempts, close };
+}
 
 interface Recipient {
   email: string;
@@ -30,9 +65,13 @@ forEachDatabase((dialect) => {
   beforeEach(async () => {
     sink = await startSmtpSink({ httpPort: null });
   });
+  /** Closed after the app, whose pooled connections they would otherwise wait for. */
+  let closeAfter: Array<() => Promise<void>> = [];
   afterEach(async () => {
     await crm?.close();
     await sink.close();
+    for (const close of closeAfter) await close();
+    closeAfter = [];
   });
 
   const recipients = async (batchId: string): Promise<Recipient[]> => {
@@ -125,6 +164,31 @@ forEachDatabase((dialect) => {
     );
     assert.deepEqual([await metric('herald_email_bounces_total', { kind: 'hard' }), await metric('herald_email_bounces_total', { kind: 'soft' })], [1, 1]);
     assert.equal(await metric('herald_email_deferred_recipients'), 0);
+  });
+
+  it('keeps one messageId across a 451 and its retry: events, the read, both attempts’ Message-ID', async () => {
+    const relay = await greylistingRelay();
+    const receiver = await startReceiver();
+    closeAfter = [relay.close, receiver.close];
+    await start('', { EMAIL_TRANSPORT: `smtp://127.0.0.1:${relay.port}` });
+    const batchId = await sendBatch(crm, client, buildBatch({ webHookUrl: receiver.url }));
+    assert.equal((await recipient(batchId, 'ada@example.com')).status, 'Deferred');
+    crm.clock.advance(60_000);
+    await crm.drain();
+    const ada = await recipient(batchId, 'ada@example.com');
+    assert.equal(ada.status, 'Delivered');
+    assert.deepEqual(ada.history.map((h) => h.event), ['Processed', 'Deferred', 'Delivered']);
+
+    crm.clock.advance(1000);
+    await crm.drain();
+    type Event = { event: string; messageId: string };
+    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
+    assert.deepEqual(events.map((e) => e.event), ['Processed', 'Deferred', 'Delivered']);
+    assert.deepEqual(events.map((e) => e.messageId), [ada.messageId, ada.messageId, ada.messageId]);
+    assert.deepEqual(relay.attempts, [
+      { to: 'ada@example.com', messageId: `<${ada.messageId}@mail.localhost>`, code: 451 },
+      { to: 'ada@example.com', messageId: `<${ada.messageId}@mail.localhost>`, code: 250 },
+    ]);
   });
 
   it('loses nothing when the relay drops the connection mid-batch: the message in flight is Deferred, the pool reconnects, every recipient Delivered once', async () => {

@@ -11,13 +11,16 @@ import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
 import { base64, buildBatch, sandboxEmails, sendBatch } from './support.ts';
 
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
 // The tracking URLs, followed as a mail client or a person would: no token, no cookie.
 forEachDatabase((dialect) => {
   let crm: CrmTest;
   let alice: CrmClient;
   let receiver: Receiver;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
+    // PUBLIC_URL unset: its default follows PORT.
+    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { PORT: '3000' } });
     alice = await crm.client();
     receiver = await startReceiver();
   });
@@ -43,6 +46,7 @@ forEachDatabase((dialect) => {
     const url = (claim: Parameters<typeof trackingToken>[1]) => `${crm.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
     const html = message.html as string;
     assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
+    assert.ok(html.includes('href="http://localhost:3000/t/c/'), 'PUBLIC_URL defaults to localhost at PORT');
     assert.ok(!html.includes('https://shop.example/spring'), 'the link’s own URL is not in the message');
     assert.ok(html.includes(`src="${url({ recipientId, kind: 'open' })}"`), 'the pixel');
     assert.ok(html.includes(url({ recipientId, kind: 'unsubscribe' })), 'the unsubscribe link');
@@ -141,5 +145,31 @@ forEachDatabase((dialect) => {
     assert.equal((await open('GET', `/t/o/${altered}`)).headers['content-type'], 'image/gif');
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
     assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered']);
+  });
+
+  it('takes a token only as written: a character more, padding, a spare bit is 404, recording nothing', async () => {
+    const { batchId, recipientId } = await delivered();
+    crm.clock.advance(5000);
+    const click = token({ recipientId, kind: 'click', link: 0 });
+    const pixel = token({ recipientId, kind: 'open' });
+    const unsubscribe = token({ recipientId, kind: 'unsubscribe' });
+    // An open or unsubscribe token is 25 bytes: its last character carries 4 bits that decode to nothing.
+    const spareBit = (t: string) => t.slice(0, -1) + BASE64URL[BASE64URL.indexOf(t.at(-1)!) ^ 1];
+    for (const bad of [`${click}A`, `${click}=`, `${click}AAA`]) {
+      assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
+    }
+    for (const bad of [`${pixel}A`, spareBit(pixel)]) {
+      const answer = await open('GET', `/t/o/${bad}`, { 'user-agent': 'Mozilla/5.0 (Macintosh)' });
+      assert.equal(answer.headers['content-type'], 'image/gif', bad);
+    }
+    for (const bad of [`${unsubscribe}A`, spareBit(unsubscribe)]) {
+      const person = { 'user-agent': 'Mozilla/5.0 (Macintosh)' };
+      assert.equal((await open('GET', `/t/u/${bad}`, person)).statusCode, 404, bad);
+      const form = { 'content-type': 'application/x-www-form-urlencoded' };
+      assert.equal((await open('POST', `/t/u/${bad}`, form, 'List-Unsubscribe=One-Click')).statusCode, 404, bad);
+    }
+    assert.equal((await open('GET', `/t/c/${click}`)).statusCode, 302, 'the token as written still works');
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered', 'Click']);
   });
 });

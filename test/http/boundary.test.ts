@@ -127,6 +127,18 @@ forEachDatabase((dialect) => {
       ]);
     });
 
+    it('points `name` to the spec\'s `propertyname`, a field it is no misspelling of', async () => {
+      refused(await postJson('/contacts/properties', { name: 'tier' }), 400, [
+        { field: 'propertyname', message: /^is required$/ },
+        { field: 'name', message: /^is not a known field; did you mean propertyname\?$/ },
+      ]);
+      const field = { name: 'tier', propertyvalue: 'gold' };
+      const contacts = [{ email: 'a@example.com', propertyfields: [field] }];
+      refused(await postJson('/contacts/batch', { createUpdateContacts: contacts }), 400, [
+        { field: 'createUpdateContacts[0].propertyfields[0].name', message: /did you mean propertyname\?$/ },
+      ]);
+    });
+
     it('refuses unknown query parameters, on routes with and without a query schema', async () => {
       const list = (await send('GET', '/lists')).json().lists[0].listId;
       refused(await send('GET', `/lists/${list}/contacts?limt=5`), 400, [{ field: 'limt', message: /did you mean limit\?/ }]);
@@ -148,13 +160,53 @@ forEachDatabase((dialect) => {
   });
 
   describe('webhook URLs, when the request names them', () => {
-    for (const url of ['http://127.0.0.1/hook', 'http://localhost:8080/hook', 'http://[::1]/hook', 'http://169.254.169.254/latest/meta-data', 'http://0x7f000001/hook', 'http://[64:ff9b::7f00:1]/']) {
+    const privateUrls = ['http://127.0.0.1/hook', 'http://localhost:8080/hook', 'http://[::1]/hook'];
+    for (const url of [...privateUrls, 'http://0x7f000001/hook', 'http://[64:ff9b::7f00:1]/']) {
       it(`refuses ${url} with 422 naming the field, and queues nothing`, async () => {
         const response = await postJson('/contacts/batch', { createUpdateContacts: [{ email: 'a@example.com' }], webhookUrl: url });
         refused(response, 422, [{ field: 'webhookUrl', message: /address; webhooks are only posted to public addresses$/ }]);
         assert.deepEqual(await t.ctx.db.selectFrom('jobs').select('id').execute(), []);
       });
     }
+
+    it('refuses cloud metadata addresses in every webhook field, even with WEBHOOK_ALLOW_PRIVATE=true', async () => {
+      const open = await startTestApp(dialect, { database: t.database, env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+      try {
+        const token = await open.tokenFor(await open.createAccount());
+        const headers = { ...bearer(token), 'content-type': 'application/json' };
+        const request = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
+          open.app.inject({ method, url, headers, payload: JSON.stringify(body) });
+        const emailBody = Buffer.from('<p>Hi</p>').toString('base64');
+        const email = { senderFrom: { email: 'news@mail.localhost', displayName: 'News' }, subject: 'Hi', emailBody };
+        const sms = { senderName: 'HERALD', body: 'Hi' };
+        const contacts = [{ email: 'a@example.com' }];
+        const recipients = [{ mobileNo: '919812345678' }];
+        const fields: Array<[string, 'POST' | 'PATCH', string, (url: string) => unknown]> = [
+          ['webhookUrl', 'POST', '/contacts/batch', (url) => ({ createUpdateContacts: contacts, webhookUrl: url })],
+          ['webHookUrl', 'POST', '/sms/single', (url) => ({ ...sms, recipient: '919812345678', webHookUrl: url })],
+          ['webHookUrl', 'POST', '/sms/batch', (url) => ({ ...sms, recipients, webHookUrl: url })],
+          ['sendingDetails.webHookUrl', 'POST', '/email/batch', (url) => ({
+            sendingDetails: { ...email, webHookUrl: url },
+            recipients: [{ to: 'ada@example.com' }],
+          })],
+          ['inboundSmsWebhookUrl', 'PATCH', '/account', (url) => ({ inboundSmsWebhookUrl: url })],
+        ];
+        const urls = [
+          'http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/', 'http://[fd00:ec2::254]/',
+          'http://100.100.100.200/', 'http://[::ffff:169.254.169.254]/', 'http://metadata.google.internal/v1/',
+        ];
+        const never = /never posted there, whatever WEBHOOK_ALLOW_PRIVATE says$/;
+        for (const [field, method, path, body] of fields) {
+          for (const url of urls) refused(await request(method, path, body(url)), 422, [{ field, message: never }]);
+          const accepted = await request(method, path, body('http://10.0.0.1/hook'));
+          assert.ok(accepted.statusCode < 300, `${path} takes a private address when allowed: ${accepted.body}`);
+        }
+        const deliveries = open.ctx.db.selectFrom('jobs').select('id').where('kind', '=', 'webhook.deliver');
+        assert.equal((await deliveries.execute()).length, 0);
+      } finally {
+        await open.close();
+      }
+    });
 
     it('refuses a URL that is not http or https with 400', async () => {
       const response = await postJson('/contacts/batch', { createUpdateContacts: [{ email: 'a@example.com' }], webhookUrl: 'ftp://example.com/hook' });

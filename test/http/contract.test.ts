@@ -85,6 +85,8 @@ forEachDatabase((dialect) => {
     assert.equal(document.paths['/l/{code}'].get.security, undefined, 'a short link is opened without a token');
     assert.equal(document.paths['/{code}'], undefined, 'the shortener hosts’ path is no route of the API’s host');
     assert.ok(document.components.schemas.ErrorBody);
+    assert.match(document.info.description, /email batches through the sandbox transport or an SMTP relay/);
+    assert.ok(document.paths['/sandbox/sms/inbound'].post.responses['409'], 'it says when it is not the sandbox');
 
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(docs.statusCode, 200);

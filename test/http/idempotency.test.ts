@@ -75,8 +75,10 @@ forEachDatabase((dialect) => {
     assert.equal((await create('ada@example.com', 'key-6')).statusCode, 201);
     const stored = await t.ctx.db.selectFrom('idempotency_keys').select(['request_hash', 'response_body']).where('key', '=', 'key-6').executeTakeFirstOrThrow();
     assert.doesNotMatch(JSON.stringify(stored), /correct horse/);
-    // The same request through a process with another key does not match the stored hash.
-    const other = await startTestApp(dialect, { database: t.database, clock: t.clock, env: { ENCRYPTION_KEY: 'ab'.repeat(32) } });
+    // The same request through a process with another key does not match the stored hash (with
+    // JWT_SECRET: the database's token key does not open under another key).
+    const env = { ENCRYPTION_KEY: 'ab'.repeat(32), JWT_SECRET: 'j'.repeat(32) };
+    const other = await startTestApp(dialect, { database: t.database, clock: t.clock, env });
     try {
       const elsewhere = await other.app.inject({
         method: 'POST',

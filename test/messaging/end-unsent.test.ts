@@ -46,8 +46,8 @@ forEachDatabase((dialect) => {
     const read = (await alice.get(`/sms/${queueId}`)).json();
     assert.equal(read.status, 'Completed');
     assert.deepEqual(read.recipients.map((r: { status: string; error: string; history: Array<{ status: string }> }) => [r.status, r.error, r.history.map((h) => h.status)]), [
-      ['Failed', 'not sent: worker lost', ['Queued', 'Failed']],
-      ['Failed', 'not sent: worker lost', ['Queued', 'Failed']],
+      ['Failed', 'not sent: worker lost', ['Scheduled', 'Failed']],
+      ['Failed', 'not sent: worker lost', ['Scheduled', 'Failed']],
     ]);
     assert.deepEqual((await posted()).map((e) => [e.recipient, e.status, e.error]).sort(), [
       ['919812300001', 'Failed', 'not sent: worker lost'],

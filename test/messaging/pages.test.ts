@@ -6,7 +6,8 @@ import { PAGE, sendInPages, type PageRow, type Pending } from '../../src/messagi
 // sendInPages's order of reads, hand-overs and records, with pages in memory: a page is read
 // while the one before is handed over only when that one's record cannot change the read.
 
-const row = (id: number, attempts = 0): PageRow => ({ id, address: `r${id}@example.com`, tags: null, properties: null, attempts, deferred_at: null });
+const row = (id: number, attempts = 0): PageRow =>
+  ({ id, address: `r${id}@example.com`, tags: null, properties: null, attempts, deferred_at: null, message_id: null });
 const rows = (from: number, count: number, attempts = 0) => Array.from({ length: count }, (_, i) => row(from + i, attempts));
 
 /** Runs sendInPages over `pages` (what each read answers, in turn), logging each read, hand-over and record. */

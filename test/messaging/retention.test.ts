@@ -126,8 +126,9 @@ forEachDatabase((dialect) => {
     await swept(crm.clock.now());
     await worker.stop();
 
-    // 31 days: the read is as it was; the words are gone.
-    assert.deepEqual((await alice.get(`/sms/${old}`)).json(), oldRead);
+    // 31 days: the read is as it was but for its content; the words are gone.
+    const purged = { contentState: 'purged', content: { senderName: null, body: null } };
+    assert.deepEqual((await alice.get(`/sms/${old}`)).json(), { ...oldRead, ...purged });
     assert.deepEqual(await content(old), { kind: 'batch', senderName: 'HERALD' });
     assert.equal((await sendRow(old)).purged_at, crm.clock.now());
     assert.deepEqual(await tagsOf(old), [null, null]);
@@ -226,7 +227,7 @@ forEachDatabase((dialect) => {
       const failing = new Worker({ database: ctx.database, clock: crm.clock });
       failing.register('test.failing', { handle: async () => Promise.reject(new Error('always fails')) });
       const dies = async () => {
-        await enqueue(db(), { kind: 'test.failing', payload: null, runAt: crm.clock.now(), maxAttempts: 1 });
+        await enqueue(db(), { kind: 'test.failing', payload: null, now: crm.clock.now(), maxAttempts: 1 });
         await failing.drain();
       };
       const emit = async () => {
@@ -248,7 +249,8 @@ forEachDatabase((dialect) => {
       const reply = (text: string) => db().insertInto('sms_inbound').values({ account_id: accountId, sender: '919800000001', destination: '447700900123', text, contact_id: null, received_at: crm.clock.now() }).execute();
       await reply('old reply');
       await idempotentList('old-key', 'Old');
-      await enqueue(db(), { kind: 'test.later', payload: null, runAt: crm.clock.now() + 60 * DAY });
+      const now = crm.clock.now();
+      await enqueue(db(), { kind: 'test.later', payload: null, now, runAt: now + 60 * DAY });
 
       crm.clock.advance(30 * DAY);
       await dies();

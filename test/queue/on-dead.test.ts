@@ -11,10 +11,15 @@ import { forEachDatabase } from '../support/databases.ts';
 forEachDatabase((dialect) => {
   let crm: CrmTest;
   let alice: CrmClient;
+  let warnings: Array<{ level: number; msg: string; jobId?: number; kind?: string; accountId?: string | null }>;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
+    warnings = [];
+    const stream = { write: (line: string) => void warnings.push(JSON.parse(line)) };
+    crm = await startCrmTest(dialect, { logger: { level: 'warn', stream } });
     alice = await crm.client();
   });
+  const deadLines = () =>
+    warnings.filter((l) => l.msg.startsWith('job dead')).map((l) => [l.level, l.jobId, l.kind, l.accountId, l.msg]);
   afterEach(() => crm.close());
 
   const db = () => crm.t.ctx.db;
@@ -44,6 +49,12 @@ forEachDatabase((dialect) => {
     assert.equal(delivery.status, 'failed');
     assert.match(delivery.last_error!, /its job died: the lease lapsed/);
     assert.equal(delivery.next_attempt_at, null);
+    const { id: jobId } = await db().selectFrom('jobs').select('id').executeTakeFirstOrThrow();
+    const accountId = alice.account.row.id;
+    const why = `its lease lapsed ${MAX_LAPSES} times (it keeps killing or hanging its worker)`;
+    assert.deepEqual(deadLines(), [
+      [50, jobId, DELIVER_KIND, accountId, `job dead: ${why}; POST /admin/jobs/${jobId}/retry runs it again`],
+    ]);
   });
 
   it('marks Failed, and posts that, a contact batch whose job fails its last attempt', async () => {
@@ -55,8 +66,14 @@ forEachDatabase((dialect) => {
       .where('kind', '=', CONTACT_BATCH_KIND)
       .execute();
     await crm.drain();
-    const job = await db().selectFrom('jobs').select(['state', 'attempts']).where('kind', '=', CONTACT_BATCH_KIND).executeTakeFirstOrThrow();
+    const job = await db()
+      .selectFrom('jobs')
+      .select(['id', 'state', 'attempts'])
+      .where('kind', '=', CONTACT_BATCH_KIND)
+      .executeTakeFirstOrThrow();
     assert.deepEqual([job.state, job.attempts], ['dead', 1]);
+    const dead = `job dead: its last attempt (1 of 1) failed; POST /admin/jobs/${job.id}/retry runs it again`;
+    assert.deepEqual(deadLines(), [[50, job.id, CONTACT_BATCH_KIND, alice.account.row.id, dead]]);
     const status = (await alice.get(`/contacts/batch/${batchId}`)).json();
     assert.equal(status.status, 'Failed');
     assert.match(status.error, /^not applied after 1 attempts: /);

@@ -50,13 +50,14 @@ forEachDatabase((dialect) => {
   it('enqueues inside the caller’s transaction: rolled back with it, committed with it', async () => {
     await assert.rejects(
       database.db.transaction().execute(async (trx) => {
-        await enqueue(trx, { kind: 'test', payload: { n: 1 }, runAt: clock.now() });
+        await enqueue(trx, { kind: 'test', payload: { n: 1 }, now: clock.now() });
         throw new Error('the request failed after queueing');
       }),
       /the request failed/,
     );
     assert.deepEqual(await jobs(), []);
-    await database.db.transaction().execute((trx) => enqueue(trx, { kind: 'test', payload: { n: 2 }, runAt: clock.now() }));
+    const job = { kind: 'test', payload: { n: 2 }, now: clock.now() };
+    await database.db.transaction().execute((trx) => enqueue(trx, job));
     const { seen, handler } = recorder();
     assert.equal(await workerWith({ test: handler }).drain(), 1);
     assert.deepEqual(seen.map((job) => job.payload), [{ n: 2 }]);
@@ -64,7 +65,7 @@ forEachDatabase((dialect) => {
   });
 
   it('does not run scheduled work before its time', async () => {
-    await enqueue(database.db, { kind: 'test', payload: 'later', runAt: clock.now() + 60_000 });
+    await enqueue(database.db, { kind: 'test', payload: 'later', now: clock.now(), runAt: clock.now() + 60_000 });
     const { seen, handler } = recorder();
     const worker = workerWith({ test: handler });
     assert.equal(await worker.drain(), 0);
@@ -76,7 +77,7 @@ forEachDatabase((dialect) => {
   });
 
   it('retries a failing job with exponential backoff, then keeps it as dead', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 3 });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 3 });
     const attempts: number[] = [];
     const worker = workerWith({ test: { handle: async (job) => { attempts.push(job.attempt); throw new Error(`boom ${job.attempt}`); } } });
 
@@ -106,7 +107,7 @@ forEachDatabase((dialect) => {
   });
 
   it('snoozes a job to the handler’s own time without spending an attempt, however often', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 2 });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 2 });
     const attempts: number[] = [];
     const worker = workerWith({ test: { handle: async (job) => { attempts.push(job.attempt); throw new SnoozeJob(clock.now() + 5000, 'receiver busy'); } } });
     for (let n = 0; n < 25; n++) {
@@ -120,8 +121,8 @@ forEachDatabase((dialect) => {
   });
 
   it('adds a job once per idempotency key, and hands the key to every run of it', async () => {
-    await enqueue(database.db, { kind: 'test', payload: 1, runAt: clock.now(), idempotencyKey: 'sms:42' });
-    await enqueue(database.db, { kind: 'test', payload: 2, runAt: clock.now(), idempotencyKey: 'sms:42' });
+    await enqueue(database.db, { kind: 'test', payload: 1, now: clock.now(), idempotencyKey: 'sms:42' });
+    await enqueue(database.db, { kind: 'test', payload: 2, now: clock.now(), idempotencyKey: 'sms:42' });
     assert.equal((await jobs()).length, 1);
     const keys: string[] = [];
     const worker = workerWith({ test: { handle: async (job) => { keys.push(job.idempotencyKey); if (job.attempt === 1) throw new Error('lost'); } } });
@@ -132,7 +133,7 @@ forEachDatabase((dialect) => {
   });
 
   it('gives a job whose worker died to another worker once the lease lapses, after a backoff, without spending an attempt', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
     const [claimed] = await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'dead-worker', now: clock.now(), leaseMs: 0 });
     assert.equal(claimed.state, 'running');
     const { seen, handler } = recorder();
@@ -149,7 +150,7 @@ forEachDatabase((dialect) => {
   });
 
   it('keeps a lease its worker holds by the database’s clock, whatever the host’s clock says', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
     await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'live-worker', now: clock.now(), leaseMs: 60_000 });
     clock.advance(24 * 60 * 60_000); // a host whose clock runs a day ahead
     const { seen, handler } = recorder();
@@ -159,7 +160,7 @@ forEachDatabase((dialect) => {
   });
 
   it('backs off by lapse count and marks dead, running its kind’s onDead in the same transaction, a job whose lease lapses five times', async () => {
-    await enqueue(database.db, { kind: 'test', payload: 'poison', runAt: clock.now() });
+    await enqueue(database.db, { kind: 'test', payload: 'poison', now: clock.now() });
     const buried: Array<[unknown, string, number]> = [];
     const worker = workerWith({
       test: {
@@ -188,7 +189,7 @@ forEachDatabase((dialect) => {
   });
 
   it('runs onDead with the job marked dead when its last attempt fails, and keeps neither if onDead throws', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 1 });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 1 });
     let refuse = true;
     const errors: string[] = [];
     const worker = workerWith({
@@ -214,9 +215,11 @@ forEachDatabase((dialect) => {
   });
 
   it('runs the high-priority job first with 50,000 low-priority jobs of its kind ready', { timeout: 120_000 }, async () => {
-    const low = Array.from({ length: 50_000 }, (_, n) => ({ kind: 'send', payload: n, runAt: clock.now() - 1000, priority: PRIORITY.fanout }));
+    const low = Array.from({ length: 50_000 }, (_, n) => (
+      { kind: 'send', payload: n, now: clock.now() - 1000, priority: PRIORITY.fanout }
+    ));
     for (let start = 0; start < low.length; start += 10_000) await enqueueMany(database.db, low.slice(start, start + 10_000));
-    await enqueue(database.db, { kind: 'send', payload: 'otp', runAt: clock.now(), priority: PRIORITY.otp });
+    await enqueue(database.db, { kind: 'send', payload: 'otp', now: clock.now(), priority: PRIORITY.otp });
     const [first] = await claimJobs(database.db, database.dialect, { kind: 'send', limit: 1, workerId: 'w', now: clock.now(), leaseMs: 30_000 });
     assert.equal(JSON.parse(first.payload), 'otp');
   });
@@ -234,7 +237,8 @@ forEachDatabase((dialect) => {
       const READY = 200;
       const LIMIT = 10;
       const CLAIMERS = 4;
-      await enqueueMany(database.db, Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, runAt: clock.now() })));
+      const jobs = Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, now: clock.now() }));
+      await enqueueMany(database.db, jobs);
       const claim = (workerId: string) => ({ kind: 'test', limit: LIMIT, workerId, now: clock.now(), leaseMs: 30_000 });
 
       const plan = await database.db.transaction().execute(async (trx) => {
@@ -275,7 +279,7 @@ forEachDatabase((dialect) => {
   it('completes a job in its handler’s transaction: gone only if that transaction commits', async () => {
     await sql`create table work_done (n integer not null)`.execute(database.db);
     const done = () => database.db.selectFrom('work_done' as never).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now(), maxAttempts: 2 });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 2 });
     let failCommit = true;
     const worker = workerWith({
       test: {
@@ -304,7 +308,7 @@ forEachDatabase((dialect) => {
 
   it('refuses to complete, and so to commit the work of, a job whose lease another worker took', async () => {
     await sql`create table work_done (n integer not null)`.execute(database.db);
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
     const worker = workerWith({
       test: {
         handle: async (job, run) => {
@@ -325,7 +329,7 @@ forEachDatabase((dialect) => {
   });
 
   it('refuses a stale claim’s completion after the same worker claimed the job again', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, runAt: clock.now() });
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
     const claim = () => claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'same-worker', now: clock.now(), leaseMs: 0 });
     const [stale] = await claim();
     await workerWith({}).drain(); // the rescuer returns the lapsed job
@@ -339,7 +343,7 @@ forEachDatabase((dialect) => {
   });
 
   it('keeps renewing the lease of a job that runs longer than its lease', async () => {
-    await enqueue(database.db, { kind: 'slow', payload: null, runAt: realClock.now() });
+    await enqueue(database.db, { kind: 'slow', payload: null, now: realClock.now() });
     const runs: string[] = [];
     const slow = new Worker({ database, clock: realClock, leaseMs: 300, pollMs: 10 });
     slow.register('slow', { handle: async () => { runs.push('slow'); await new Promise((resolve) => setTimeout(resolve, 1_200)); } });
@@ -358,7 +362,9 @@ forEachDatabase((dialect) => {
   });
 
   it('runs each kind with its own concurrency', async () => {
-    await enqueueMany(database.db, Array.from({ length: 12 }, (_, n) => ({ kind: n % 2 ? 'wide' : 'narrow', payload: n, runAt: clock.now() })));
+    const kinds = ['narrow', 'wide'];
+    const queued = Array.from({ length: 12 }, (_, n) => ({ kind: kinds[n % 2], payload: n, now: clock.now() }));
+    await enqueueMany(database.db, queued);
     const peak = { wide: 0, narrow: 0 };
     const now = { wide: 0, narrow: 0 };
     const gauge = (kind: 'wide' | 'narrow'): JobHandler => ({
@@ -379,7 +385,8 @@ forEachDatabase((dialect) => {
 
   it('drains 10,000 jobs with two worker processes: none run twice, none left', { timeout: 120_000 }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
-    await enqueueMany(database.db, Array.from({ length: 10_000 }, (_, n) => ({ kind: 'test.record', payload: n, runAt: Date.now() })));
+    const jobs = Array.from({ length: 10_000 }, (_, n) => ({ kind: 'test.record', payload: n, now: Date.now() }));
+    await enqueueMany(database.db, jobs);
     const workers = await Promise.all(['a', 'b'].map((label) => startWorkerProcess(database.url, { WORKER_LABEL: label })));
     try {
       while (Number((await sql<{ n: number }>`select count(*) as n from jobs`.execute(database.db)).rows[0].n) > 0) {
@@ -395,7 +402,7 @@ forEachDatabase((dialect) => {
 
   it('completes, in another worker, the job of a worker process killed with SIGKILL mid-item', { timeout: 60_000 }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
-    await enqueue(database.db, { kind: 'test.hang', payload: null, runAt: Date.now() });
+    await enqueue(database.db, { kind: 'test.hang', payload: null, now: Date.now() });
     // A lease of a few seconds: at one second a loaded machine can delay the heartbeat past it.
     const doomed = await startWorkerProcess(database.url, { WORKER_LABEL: 'doomed', LEASE_MS: '3000' });
     try {
@@ -445,11 +452,11 @@ forEachDatabase((dialect) => {
     worker.register('test', runs.handler);
     worker.start();
     try {
-      await enqueue(database.db, { kind: 'test', payload: 1, runAt: Date.now() });
+      await enqueue(database.db, { kind: 'test', payload: 1, now: Date.now() });
       await runs.run(1, 2000);
-      await enqueue(database.db, { kind: 'test', payload: 2, runAt: Date.now() });
+      await enqueue(database.db, { kind: 'test', payload: 2, now: Date.now() });
       assert.equal((await runs.run(2, 1000)).payload, 2);
-      await database.db.transaction().execute((trx) => enqueue(trx, { kind: 'test', payload: 3, runAt: Date.now() }));
+      await database.db.transaction().execute((trx) => enqueue(trx, { kind: 'test', payload: 3, now: Date.now() }));
       assert.equal((await runs.run(3, 1000)).payload, 3);
     } finally {
       await worker.stop();
@@ -464,11 +471,11 @@ forEachDatabase((dialect) => {
     const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
     try {
       await withProcedure.ready();
-      await enqueue(database.db, { kind: 'test', payload: 'first', runAt: Date.now() });
+      await enqueue(database.db, { kind: 'test', payload: 'first', now: Date.now() });
       await runs.run(1, 2000);
       // Past its short after-run wait, the worker idles until a wake-up or its 60 s poll.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      await withProcedure.call(enqueuesJob, { kind: 'test', payload: 'from a procedure', runAt: Date.now() });
+      await withProcedure.call(enqueuesJob, { kind: 'test', payload: 'from a procedure', now: Date.now() });
       assert.equal((await runs.run(2, 1000)).payload, 'from a procedure');
     } finally {
       await worker.stop();
@@ -491,7 +498,7 @@ forEachDatabase((dialect) => {
     worker.start();
     try {
       const queuedAt = Date.now();
-      await enqueue(database.db, { kind: 'test', payload: null, runAt: queuedAt });
+      await enqueue(database.db, { kind: 'test', payload: null, now: queuedAt });
       while (runs.length < 5 && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 10));
       assert.equal(runs.length, 5, 'snoozed four times, then done');
       assert.ok(runs[4] - queuedAt < 2000, `five runs took ${runs[4] - queuedAt} ms, poll 60 s`);
@@ -506,10 +513,10 @@ forEachDatabase((dialect) => {
     worker.register('test', runs.handler);
     worker.start();
     try {
-      await enqueue(database.db, { kind: 'test', payload: 'now', runAt: Date.now() });
+      await enqueue(database.db, { kind: 'test', payload: 'now', now: Date.now() });
       await runs.run(1, 2000);
       const due = Date.now() + 300;
-      await enqueue(database.db, { kind: 'test', payload: 'later', runAt: due });
+      await enqueue(database.db, { kind: 'test', payload: 'later', now: Date.now(), runAt: due });
       assert.equal((await runs.run(2, 1300)).payload, 'later');
       assert.ok(Date.now() >= due, 'not before its time');
     } finally {
@@ -523,10 +530,10 @@ forEachDatabase((dialect) => {
       const runs = async () => Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n);
       const other = await startWorkerProcess(database.url, { POLL_MS: '10000' });
       try {
-        await enqueue(database.db, { kind: 'test.record', payload: null, runAt: Date.now() });
+        await enqueue(database.db, { kind: 'test.record', payload: null, now: Date.now() });
         while ((await runs()) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
         const queuedAt = Date.now();
-        await enqueue(database.db, { kind: 'test.record', payload: null, runAt: Date.now() });
+        await enqueue(database.db, { kind: 'test.record', payload: null, now: Date.now() });
         while ((await runs()) < 2 && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
         assert.equal(await runs(), 2);
         assert.ok(Date.now() - queuedAt < 2000, `claimed ${Date.now() - queuedAt} ms after it was queued, poll 10 s`);
@@ -542,11 +549,11 @@ forEachDatabase((dialect) => {
       const other = await startWorkerProcess(database.url, { POLL_MS: '10000' });
       try {
         await withProcedure.ready();
-        await enqueue(database.db, { kind: 'test.record', payload: null, runAt: Date.now() });
+        await enqueue(database.db, { kind: 'test.record', payload: null, now: Date.now() });
         while ((await runs()) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
         for (let n = 2; n <= 4; n++) {
           const queuedAt = Date.now();
-          await withProcedure.call(enqueuesJob, { kind: 'test.record', payload: n, runAt: Date.now() });
+          await withProcedure.call(enqueuesJob, { kind: 'test.record', payload: n, now: Date.now() });
           while ((await runs()) < n && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
           assert.equal(await runs(), n);
           assert.ok(Date.now() - queuedAt < 2000, `claimed ${Date.now() - queuedAt} ms after it was queued, poll 10 s`);
@@ -560,7 +567,7 @@ forEachDatabase((dialect) => {
 
   it('exits within its grace period despite a handler that ignores its signal; the next worker completes the job', { timeout: 60_000 }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
-    await enqueue(database.db, { kind: 'test.stuck', payload: null, runAt: Date.now() });
+    await enqueue(database.db, { kind: 'test.stuck', payload: null, now: Date.now() });
     const stuck = await startWorkerProcess(database.url, { STUCK: '1', LEASE_MS: '1000', SHUTDOWN_GRACE_MS: '1000' });
     while ((await jobs())[0].state !== 'running') await new Promise((resolve) => setTimeout(resolve, 20));
     const exited = once(stuck, 'exit');

@@ -64,8 +64,13 @@ forEachDatabase((dialect) => {
     const queueId = await killedAt('sms.submitted', setup, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Your code is 482913' });
     const counts = await resumed(setup.env, queueId);
     assert.deepEqual([...counts], [['919812345678', 2]]);
-    const [recipient] = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', queueId).execute();
+    const [recipient] = await database.db.selectFrom('send_recipients').select(['status', 'message_id'])
+      .where('send_id', '=', queueId).execute();
     assert.equal(recipient.status, 'Delivered');
+    const copies = await database.db.selectFrom('sandbox_sms').select('message_id')
+      .where('send_id', '=', queueId).execute();
+    const sameId = [recipient.message_id, recipient.message_id];
+    assert.deepEqual(copies.map((copy) => copy.message_id), sameId, 'rendered again, it kept its messageId');
   });
 
   it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every recipient, and sends again at most binds × window', { timeout: 120_000 }, async (t) => {

@@ -186,6 +186,11 @@ forEachDatabase((dialect) => {
     smsc = await startSmsc({ systemId: 'herald', password: 'secret' });
     await start({ SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}` });
     await addSenderName(alice, NUMBER);
+    // The sandbox's simulated MO says what it needs rather than that it does not exist.
+    const simulated = await mo(alice, { from: '919812300011', to: NUMBER, text: 'STOP' });
+    assert.equal(simulated.statusCode, 409, simulated.body);
+    assert.match(simulated.json().message, /needs the sandbox transport \(SMS_TRANSPORT=sandbox:\)/);
+    assert.equal((await mo(alice, { from: 'a number?', to: NUMBER, text: 'STOP' })).statusCode, 400, 'bad input first');
     const control = (body: object) =>
       fetch(`http://127.0.0.1:${smsc!.httpPort}/mo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     // Herald binds at its worker's start; the simulator refuses an MO until a bind can take it.

@@ -118,9 +118,49 @@ forEachDatabase((dialect) => {
       [queueId, '919812300001', 'Submitted', 1],
       [queueId, '919812300002', 'Delivered', 1],
       [queueId, '919812300002', 'Submitted', 1],
+      [queueId, '919812300003', 'Failed', null],
       [queueId, '919812300009', 'Delivered', 1],
       [queueId, '919812300009', 'Submitted', 1],
     ]);
+  });
+
+  it('posts a recipient not sent for consent or suppression as Failed, not_sent; the read keeps NotSent', async () => {
+    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
+    await alice.post('/sms/suppressions', { number: '919812300004', reason: 'replied STOP' });
+    const scheduleDateTime = new Date(crm.clock.now() + 60_000).toISOString();
+    const recipients = ['919812300003', '919812300004', '919812300005'].map((mobileNo) => ({ mobileNo }));
+    const sms = { senderName: 'HERALD', body: 'sale', webHookUrl: receiver.url };
+    const batch = await send(alice, '/sms/batch', { ...sms, recipients });
+    // A scheduled single is settled again when its time comes, as a batch is.
+    const single = await send(alice, '/sms/single', { ...sms, recipient: '919812300006', scheduleDateTime });
+    await alice.post('/sms/suppressions', { number: '919812300006', reason: 'replied STOP' });
+    crm.clock.advance(60_000);
+    await crm.drain();
+    crm.clock.advance(1000);
+    await crm.drain();
+
+    const read = (await alice.get(`/sms/${batch}`)).json();
+    const shown = read.recipients.map((r: Record<string, unknown>) => [r.recipient, r.status, r.reason, r.errorCode]);
+    assert.deepEqual(shown, [
+      ['919812300003', 'NotSent', 'no consent: a contact with this address has not opted in', null],
+      ['919812300004', 'NotSent', 'suppressed: replied STOP', null],
+      ['919812300005', 'Delivered', null, null],
+    ]);
+    type Event = { queueId: string; recipient: string; status: string; at?: string };
+    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
+    const failed = events.filter((e) => e.status === 'Failed').map(({ at: _at, ...e }) => e);
+    const notSent = (queueId: string, recipient: string, reason: string) => ({
+      queueId, messageId: null, recipient, status: 'Failed', errorCode: 'not_sent', error: `not sent: ${reason}`,
+      parts: null,
+    });
+    assert.deepEqual(new Set(failed), new Set([
+      notSent(batch, '919812300003', 'no consent: a contact with this address has not opted in'),
+      notSent(batch, '919812300004', 'suppressed: replied STOP'),
+      notSent(single, '919812300006', 'suppressed: replied STOP'),
+    ]));
+    const others = events.filter((e) => e.recipient !== '919812300005');
+    assert.deepEqual(others.map((e) => e.status), ['Failed', 'Failed', 'Failed'], 'nothing else of them is posted');
+    assert.equal((await alice.get(`/sms/${single}`)).json().recipients[0].status, 'NotSent');
   });
 
   it('splits a long text into parts, and bills them', async () => {
@@ -162,6 +202,25 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await sandbox(bob), []);
     const intoHerList = await bob.post('/sms/batch', { listId: [list], senderName: 'HERALD', body: 'hi' });
     assert.equal(intoHerList.statusCode, 422);
+  });
+
+  it('pages GET /sandbox/sms newest first with a cursor that shows another account nothing', async () => {
+    const bob = await crm.client();
+    const recipients = ['919812300001', '919812300002', '919812300003'].map((mobileNo) => ({ mobileNo }));
+    await send(alice, '/sms/batch', { recipients, senderName: 'HERALD', body: 'hi' });
+    const page = async (client: CrmClient, query: string) => {
+      const response = await client.get(`/sandbox/sms?${query}`);
+      assert.equal(response.statusCode, 200, response.body);
+      return response.json() as { messages: SandboxMessage[]; nextCursor: string | null };
+    };
+    const all = (await page(alice, '')).messages.map((m) => m.recipient);
+    assert.equal(all.length, 3);
+    const first = await page(alice, 'limit=2');
+    assert.deepEqual(first.messages.map((m) => m.recipient), all.slice(0, 2));
+    const second = await page(alice, `limit=2&cursor=${first.nextCursor}`);
+    assert.deepEqual([second.messages.map((m) => m.recipient), second.nextCursor], [all.slice(2), null]);
+    assert.deepEqual(await page(bob, `cursor=${first.nextCursor}`), { messages: [], nextCursor: null });
+    assert.equal((await alice.get('/sandbox/sms?cursor=x')).statusCode, 400);
   });
 
   it('queues a request sent again with its Idempotency-Key once', async () => {
@@ -207,6 +266,37 @@ forEachDatabase((dialect) => {
     assert.equal((await cancel()).statusCode, 409);
     const sent = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'now' });
     assert.equal((await cancel(alice, sent)).statusCode, 409);
+  });
+
+  it('reads Scheduled, Queued and Cancelled in a history from the send’s own times, and never posts them', async () => {
+    const entry = (status: string, ms: number) => ({ status, at: new Date(ms).toISOString() });
+    const createdAt = crm.clock.now();
+    const at = createdAt + 60_000;
+    const recipients = [{ mobileNo: '919812345678' }];
+    const sms = { recipients, senderName: 'HERALD', body: 'x', webHookUrl: receiver.url };
+    const later = { ...sms, scheduleDateTime: new Date(at).toISOString() };
+    const scheduled = await alice.accept('/sms/batch', later);
+    const cancelled = await alice.accept('/sms/batch', later);
+    const immediate = await alice.accept('/sms/batch', sms);
+    crm.clock.advance(1000);
+    for (const queueId of [cancelled, immediate]) {
+      const headers = { authorization: `Bearer ${alice.token}` };
+      assert.equal((await crm.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers })).statusCode, 204);
+    }
+    const history = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0].history;
+    assert.deepEqual(await history(scheduled), [entry('Scheduled', createdAt)]);
+    assert.deepEqual(await history(cancelled), [entry('Scheduled', createdAt), entry('Cancelled', createdAt + 1000)]);
+    assert.deepEqual(await history(immediate), [entry('Queued', createdAt), entry('Cancelled', createdAt + 1000)]);
+
+    crm.clock.advance(59_000);
+    await crm.drain();
+    crm.clock.advance(1000);
+    await crm.drain();
+    const sent = [entry('Scheduled', createdAt), entry('Queued', at), entry('Submitted', at), entry('Delivered', at)];
+    assert.deepEqual(await history(scheduled), sent);
+    type Event = { queueId: string; status: string };
+    const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
+    assert.deepEqual(events.map((e) => [e.queueId, e.status]), [[scheduled, 'Submitted'], [scheduled, 'Delivered']]);
   });
 
   it('never sends to a suppressed number: NotSent in a batch, 422 for a single, until the suppression is removed', async () => {

@@ -22,8 +22,12 @@ forEachDatabase((dialect) => {
   let smsc: Smsc | undefined;
   let transport: SmsTransport | undefined;
   const metrics = new Registry();
+  let logged: Array<{ level: string; message: string; bind?: string }>;
+  const at = (level: string) => (fields: { bind?: string }, message: string) =>
+    void logged.push({ level, message, bind: fields.bind });
   beforeEach(async () => {
     database = await createTestDatabase(dialect);
+    logged = [];
   });
   afterEach(async () => {
     await transport?.close();
@@ -39,6 +43,7 @@ forEachDatabase((dialect) => {
       database,
       clock: new ManualClock(Date.now()),
       metrics,
+      log: { info: at('info'), warn: at('warn'), error: at('error') },
       timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, ...timing },
     });
   };
@@ -63,6 +68,16 @@ forEachDatabase((dialect) => {
     assert.equal(result.accepted, true);
     assert.deepEqual(smsc.received().map((m) => m.text), ['sent once the SMSC is back']);
     await waitFor('both binds back', async () => ((await bound()) === '2' ? true : undefined));
+    // Each bind's loss and its return are warnings naming the bind; its first bind is not.
+    const binds = [`herald@127.0.0.1:${port}#1`, `herald@127.0.0.1:${port}#2`];
+    const told = (message: string) => {
+      const lines = logged.filter((line) => line.message === message).map((line) => `${line.level} ${line.bind}`);
+      return [...new Set(lines)].sort();
+    };
+    assert.deepEqual(told('SMPP bound'), binds.map((bind) => `info ${bind}`));
+    assert.deepEqual(told('SMPP bind lost'), binds.map((bind) => `warn ${bind}`));
+    assert.deepEqual(told('SMPP bind back'), binds.map((bind) => `warn ${bind}`));
+    assert.ok(!JSON.stringify(logged).includes('secret'), 'the password is never logged');
     // Its slot frees once the answer is recorded.
     await waitFor('the answer recorded', async () => ((await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined));
     await waitFor('the slot freed', async () => ((await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).endsWith(' 0') ? true : undefined));

@@ -6,6 +6,7 @@ import { segment } from '../../src/sms/segments.ts';
 import { idReadings, normalisedId } from '../../src/sms/transports/smpp/message-ids.ts';
 import { LocalSendRate } from '../../src/ratelimit/send-rate.ts';
 import { isReceipt, readReceipt } from '../../src/sms/transports/smpp/receipt-pdu.ts';
+import { ReceiptWatch, UNMATCHED_TELL_MS } from '../../src/sms/transports/smpp/receipt-watch.ts';
 import { parseSmppUrl } from '../../src/smpp-url.ts';
 import { refusalOf, statusCode } from '../../src/sms/transports/smpp/statuses.ts';
 import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
@@ -69,6 +70,27 @@ describe('delivery receipts', () => {
 
   it('tells receipts and intermediate notifications from messages sent by handsets', () => {
     assert.deepEqual([0x04, 0x20, 0x00, 0x40].map((esm_class) => isReceipt({ esm_class })), [true, true, false, false]);
+  });
+});
+
+describe('receipts that match nothing', () => {
+  it('are told once they have matched no message for ten minutes, and again when receipts match', () => {
+    let now = 0;
+    const lines: Array<[string, Record<string, unknown>]> = [];
+    const at = (level: string) => (fields: object) => void lines.push([level, fields as Record<string, unknown>]);
+    const smsc = 'herald@smsc.example.com:2775';
+    const watch = new ReceiptWatch(smsc, { info: at('info'), warn: at('warn'), error: at('error') }, () => now);
+    watch.applied(3, 3);
+    now += UNMATCHED_TELL_MS - 1;
+    watch.applied(2, 1);
+    watch.applied(2, 2);
+    assert.deepEqual(lines, [], 'one matched: ordinary, and the spell starts again');
+    now += UNMATCHED_TELL_MS;
+    watch.applied(4, 4);
+    watch.applied(1, 1);
+    assert.deepEqual(lines, [['error', { smsc, unmatched: 6, minutes: 10 }]], 'told once a spell');
+    watch.applied(1, 0);
+    assert.deepEqual(lines.slice(1), [['warn', { smsc, unmatched: 7 }]]);
   });
 });
 

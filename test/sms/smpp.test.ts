@@ -112,7 +112,9 @@ forEachDatabase((dialect) => {
       assert.deepEqual([...outcomeOf.values()].sort(), ['DELIVRD', 'DELIVRD', 'UNDELIV', 'UNDELIV']);
       const view = await settled(queueId);
       for (const recipient of view.recipients) {
-        assert.equal(recipient.status, outcomeOf.get(recipient.recipient) === 'DELIVRD' ? 'Delivered' : 'Failed', recipient.recipient);
+        const delivered = outcomeOf.get(recipient.recipient) === 'DELIVRD';
+        const expected = delivered ? ['Delivered', null] : ['Failed', '001'];
+        assert.deepEqual([recipient.status, recipient.errorCode], expected, recipient.recipient);
       }
       const final = (await events()).filter((e) => e.status !== 'Submitted');
       assert.deepEqual(
@@ -170,8 +172,9 @@ forEachDatabase((dialect) => {
     const queueId = await send('/sms/batch', { recipients: [{ mobileNo: '919812300051' }, { mobileNo: '919812300052' }], senderName: 'HERALD', body: 'hi', webHookUrl: receiver.url });
     const view = await settled(queueId);
     const refused = view.recipients.find((r: { recipient: string }) => r.recipient === '919812300051');
-    assert.deepEqual([refused.status, refused.parts], ['Failed', 1]);
+    assert.deepEqual([refused.status, refused.parts, refused.errorCode], ['Failed', 1, '0x0000000B']);
     assert.match(refused.error, /0x0000000B/);
+    assert.equal(view.recipients.find((r: { recipient: string }) => r.recipient === '919812300052').errorCode, null);
     const event = (await events()).find((e) => e.recipient === '919812300051');
     assert.deepEqual([event?.status, event?.errorCode], ['Failed', '0x0000000B']);
   });

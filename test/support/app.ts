@@ -1,11 +1,12 @@
+import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import { ManualClock } from '../../src/clock.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { buildApp } from '../../src/app.ts';
-import { loadSigningKey } from '../../src/auth/signing-key.ts';
 import { loadEncryptionKey } from '../../src/messaging/encryption-key.ts';
+import { prepareStoredSecrets } from '../../src/stored-secrets.ts';
 import { generateKey } from '../../src/secret-key.ts';
 import { MemoryCounterStore, type CounterStore } from '../../src/ratelimit/counters.ts';
 import { createMetricsRegistry } from '../../src/http/metrics.ts';
@@ -35,6 +36,18 @@ export interface TestAccount {
 
 let accountCounter = 0;
 
+/**
+ * PostgreSQL requires ENCRYPTION_KEY (server.ts), so its tests are given one, the same to every
+ * app on one database, as SQLite's apps share the key file beside theirs: the database's token
+ * key is sealed under it.
+ */
+const postgresKeys = new WeakMap<TestDatabase, KeyObject>();
+function postgresKeyOf(database: TestDatabase): KeyObject {
+  let key = postgresKeys.get(database);
+  if (!key) postgresKeys.set(database, (key = generateKey()));
+  return key;
+}
+
 export async function startTestApp(
   dialect: DialectName,
   options: { env?: Record<string, string>; counters?: CounterStore; clock?: ManualClock; database?: TestDatabase; logger?: FastifyServerOptions['logger'] } = {},
@@ -42,15 +55,16 @@ export async function startTestApp(
   const database = options.database ?? (await createTestDatabase(dialect));
   const clock = options.clock ?? new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 0));
   const config = loadConfig({ DATABASE_URL: database.url, ADMIN_TOKEN, LOG_LEVEL: 'silent', ...options.env });
+  const configured = config.encryptionKey ?? (dialect === 'postgres' ? postgresKeyOf(database) : undefined);
+  const encryptionKey = loadEncryptionKey(database.url, configured, config.previousEncryptionKeys);
   const ctx: AppContext = {
     config,
     database,
     db: database.db,
     clock,
     counters: options.counters ?? new MemoryCounterStore(),
-    jwtKey: await loadSigningKey(database.db, config.jwtSecret),
-    // As a start loads it (server.ts): PostgreSQL requires one, so its tests are given a new one.
-    encryptionKey: loadEncryptionKey(database.url, config.encryptionKey ?? (dialect === 'postgres' ? generateKey() : undefined)),
+    jwtKey: await prepareStoredSecrets(database, encryptionKey, config.jwtSecret),
+    encryptionKey,
     metrics: createMetricsRegistry(),
   };
   const app = await buildApp(ctx, { logger: options.logger });

@@ -7,7 +7,7 @@ import { webhookDeliveryHandler, type DeliveryOptions } from '../../src/webhooks
 import { systemResolver } from '../../src/webhooks/destination.ts';
 import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
-import { ensureSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '../../src/webhooks/secrets.ts';
+import { ensureSecret, newSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '../../src/webhooks/secrets.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { runDeliveryJob, startReceiver, type Receiver } from './support.ts';
@@ -29,7 +29,7 @@ forEachDatabase((dialect) => {
   });
 
   const handlerFor = (options: DeliveryOptions & { allowPrivate?: boolean } = {}): JobHandler =>
-    webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config: { webhookAllowPrivate: options.allowPrivate ?? true } }, options);
+    webhookDeliveryHandler({ ...t.ctx, config: { webhookAllowPrivate: options.allowPrivate ?? true } }, options);
 
   const emit = (url = receiver.url, data: unknown = { queueId: 'q-1', status: 'Delivered' }) =>
     t.ctx.db.transaction().execute((trx) => emitWebhook(trx, t.clock, { accountId: account.row.id, url, type: 'sms.status', data }));
@@ -50,7 +50,7 @@ forEachDatabase((dialect) => {
     assert.equal(post.headers['content-type'], 'application/json');
     assert.equal(post.headers['user-agent'], 'Herald');
 
-    const { secret } = await ensureSecret(t.ctx.db, t.clock, account.row.id);
+    const { secret } = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>);
     assert.deepEqual(payload, { type: 'sms.status', timestamp: new Date(t.clock.now()).toISOString(), data: { queueId: 'q-1', status: 'Delivered' } });
@@ -131,6 +131,34 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 10);
   });
 
+  it('warns when it gives a delivery up, naming the account and receiver\'s host, not its path or query', async () => {
+    const warnings: Array<[object, string]> = [];
+    const warn = (fields: object, message: string) => void warnings.push([fields, message]);
+    const log = { info() {}, error() {}, warn };
+    const config = { webhookAllowPrivate: true };
+    const handler = webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config, encryptionKey: t.ctx.encryptionKey, log });
+    const id = await emit(`${receiver.url}/s3cret-path?key=s3cret-query`);
+    for (const delay of RETRY_DELAYS_MS) {
+      receiver.reply({ status: 502 });
+      await attempt(handler, id);
+      t.clock.advance(delay);
+    }
+    assert.deepEqual(warnings, [], 'nothing while it retries');
+    receiver.reply({ status: 502 });
+    assert.equal(await attempt(handler, id), 'done');
+    assert.deepEqual(warnings, [[
+      {
+        accountId: account.row.id,
+        deliveryId: id,
+        host: `127.0.0.1:${receiver.port}`,
+        attempts: 10,
+        error: 'the receiver answered 502; gave up after 10 attempts',
+      },
+      `webhook delivery given up; POST /webhooks/deliveries/${id}/retry posts it again`,
+    ]]);
+    assert.doesNotMatch(JSON.stringify(warnings), /s3cret/);
+  });
+
   it('stops an event that gets 410 Gone, and only that event', async () => {
     const handler = handlerFor();
     const gone = await emit();
@@ -200,6 +228,33 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 0);
   });
 
+  it('never posts to a cloud metadata service, private addresses allowed, however its address is written', async () => {
+    // A name a DNS answer points at the metadata service, and GCP's name pointed at the receiver:
+    // either would be posted to were the address judged only by WEBHOOK_ALLOW_PRIVATE.
+    const names: Record<string, string> = {
+      'imds.example.com': '169.254.169.254',
+      'metadata.google.internal': '127.0.0.1',
+    };
+    const resolve = async (host: string) => [{ address: names[host], family: 4 }];
+    const handler = handlerFor({ allowPrivate: true, timeoutMs: 1_000, resolve });
+    const urls = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:169.254.169.254]/latest/meta-data/',
+      'http://[fd00:ec2::254]/latest/meta-data/',
+      'http://100.100.100.200/latest/meta-data/',
+      'http://imds.example.com/latest/meta-data/',
+      `http://metadata.google.internal:${receiver.port}/computeMetadata/v1/`,
+    ];
+    for (const url of urls) {
+      const id = await emit(url);
+      assert.equal(await attempt(handler, id), 'done', url);
+      const row = await delivery(id);
+      assert.deepEqual([row.status, row.attempts, row.next_attempt_at], ['failed', 1, null], url);
+      assert.match(row.last_error!, /^refused: .*; webhooks are never posted there, whatever WEBHOOK_ALLOW/, url);
+    }
+    assert.equal(receiver.received.length, 0);
+  });
+
   it('connects to the address it checked, not to a second DNS answer', async () => {
     // No DNS knows hooks.herald.test; the post can only arrive if the vetted address is used.
     const handler = handlerFor({ resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
@@ -256,8 +311,9 @@ forEachDatabase((dialect) => {
 
   it('signs with both secrets during a rotation, each signature verifying alone, and with one after it', async () => {
     const handler = handlerFor();
-    const before = await ensureSecret(t.ctx.db, t.clock, account.row.id);
-    const after = await rotateSecret(t.ctx.db, t.clock, account.row.id);
+    const before = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
+    const next = newSecret(t.ctx.encryptionKey, account.row.id);
+    const after = await rotateSecret(t.ctx.db, account.row.id, next, t.clock.now());
     assert.notEqual(after.secret, before.secret);
 
     const id = await emit();

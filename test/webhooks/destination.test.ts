@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { blockedCategory, RefusedDestination, vetDestination, webhookUrlRefusal, type Resolver } from '../../src/webhooks/destination.ts';
+import {
+  alwaysRefused,
+  blockedCategory,
+  RefusedDestination,
+  vetDestination,
+  webhookUrlRefusal,
+  type Resolver,
+} from '../../src/webhooks/destination.ts';
 
 const resolveTo = (...addresses: string[]): Resolver => async () =>
   addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
@@ -71,6 +78,37 @@ describe('the server-side request forgery guard', () => {
     assert.deepEqual(publicOnes.addresses.map((a) => a.address), ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']);
     const privateOnes = await vetDestination('http://localhost:9/', { allowPrivate: true, resolve: resolveTo('127.0.0.1') });
     assert.deepEqual(privateOnes.addresses, [{ address: '127.0.0.1', family: 4 }]);
+  });
+
+  describe('cloud metadata services, refused even with WEBHOOK_ALLOW_PRIVATE=true', () => {
+    const metadata = [
+      '169.254.169.254', '169.254.0.1', 'fe80::1', 'fd00:ec2::254', '100.100.100.200',
+      '::ffff:169.254.169.254', '::ffff:100.100.100.200', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::1',
+    ];
+    for (const address of metadata) it(`never posts to ${address}`, () => assert.ok(alwaysRefused(address), address));
+    for (const address of ['10.0.0.1', '127.0.0.1', '::1', 'fd12:3456::1', '100.64.0.1', '8.8.8.8']) {
+      it(`leaves ${address} to the public-address rule`, () => assert.equal(alwaysRefused(address), undefined));
+    }
+
+    const allowPrivate = { allowPrivate: true, resolve: resolveTo('10.0.0.1') };
+    it('refuses the literal addresses, a name resolving to one, and metadata.google.internal unresolved', async () => {
+      const literals = ['http://169.254.169.254/', 'http://[fd00:ec2::254]/', 'http://100.100.100.200/'];
+      const never = /never posted there, whatever WEBHOOK_ALLOW_PRIVATE says/;
+      for (const url of [...literals, 'http://[::ffff:a9fe:a9fe]/']) {
+        await assert.rejects(vetDestination(url, allowPrivate), never, url);
+      }
+      await assert.rejects(
+        vetDestination('http://imds.example/', { ...allowPrivate, resolve: resolveTo('10.0.0.1', '169.254.169.254') }),
+        /imds\.example resolves to 169\.254\.169\.254, which is a link-local address/,
+      );
+      const unresolved: Resolver = async () => assert.fail('metadata.google.internal must not be resolved');
+      for (const url of ['http://metadata.google.internal/computeMetadata/v1/', 'http://METADATA.google.internal./']) {
+        const refused = /metadata\.google\.internal\.? is a cloud metadata service/;
+        await assert.rejects(vetDestination(url, { allowPrivate: true, resolve: unresolved }), refused, url);
+      }
+      const [allowed] = (await vetDestination('http://10.0.0.1/', allowPrivate)).addresses;
+      assert.equal(allowed.address, '10.0.0.1', 'other private addresses are allowed');
+    });
   });
 
   describe('checked when a request names the URL', () => {

@@ -51,7 +51,7 @@ forEachDatabase((dialect) => {
 
   /** The post's body, after checking its signature with the account's secret. */
   async function verified(post: Received, accountId = account.row.id): Promise<Envelope> {
-    const { secret } = await ensureSecret(t.ctx.db, t.clock, accountId);
+    const { secret } = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, accountId);
     return new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as Envelope;
   }
 

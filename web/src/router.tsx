@@ -63,7 +63,7 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
   );
 }
 
-/** A link to an object by its UUID, showing its first 8 digits (enough to tell it apart in a table; its page shows all). */
+/** A link to an object by its UUID, shown whole: what support and the API are given. */
 export function IdLink(props: { href: string; id: string }) {
-  return <Link href={props.href} class="mono" title={props.id}>{props.id.slice(0, 8)}</Link>;
+  return <Link href={props.href} class="mono id">{props.id}</Link>;
 }

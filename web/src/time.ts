@@ -33,6 +33,16 @@ export function formatTime(instant: string | null, zone: Zone): string {
   return new Intl.DateTimeFormat(zone.locale, { timeZone: 'UTC', dateStyle: 'medium', timeStyle: 'medium' }).format(shifted(instant, zone));
 }
 
+/** The account's day holding the instant, as a date (Nov 22, 2026). */
+export function formatDay(instant: number, zone: Zone): string {
+  return new Intl.DateTimeFormat(zone.locale, { timeZone: 'UTC', dateStyle: 'medium' }).format(shifted(instant, zone));
+}
+
+/** The first instant (ms) of a `YYYY-MM-DD` day of the account's offset. */
+export function dayStart(date: string, zone: Zone): number {
+  return Date.parse(`${date}T00:00:00Z`) - zone.offsetMinutes * 60_000;
+}
+
 /** `YYYY-MM-DD` of the account's day holding the instant. */
 export function localDate(instant: number, zone: Zone): string {
   return shifted(instant, zone).toISOString().slice(0, 10);

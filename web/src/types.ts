@@ -31,7 +31,8 @@ export interface EmailSummary extends SendSummary {
 
 export interface SmsRecipient {
   recipient: string;
-  messageId: string;
+  /** Null until the message is made (a recipient not sent to has none). */
+  messageId: string | null;
   status: string;
   reason: string | null;
   parts: number | null;
@@ -42,9 +43,15 @@ export interface SmsRecipient {
   clicks: Array<{ at: string; userAgent: string | null }>;
 }
 
+/** Whether a send's read shows what it said: `sealed` (isBodyEncrypted) and `purged` (retention) show none of it. */
+export type ContentState = 'available' | 'sealed' | 'purged';
+
 export interface SmsSend extends SmsSummary {
   partsBilled: number;
   clicks: number;
+  contentState: ContentState;
+  /** The request's sender name and body, tags unfilled; null unless `available`. */
+  content: { senderName: string | null; body: string | null };
   recipients: SmsRecipient[];
   nextCursor: string | null;
 }
@@ -59,7 +66,8 @@ export interface EmailEvent {
 
 export interface EmailRecipient {
   email: string;
-  messageId: string;
+  /** Null for a recipient not sent to (Dropped before its message was made). */
+  messageId: string | null;
   status: string;
   reason: string | null;
   history: EmailEvent[];
@@ -68,6 +76,15 @@ export interface EmailRecipient {
 export interface EmailBatch extends EmailSummary {
   /** Recipients of the whole batch with each event at least once. */
   engagement: { opened: number; clicked: number; unsubscribed: number; complaints: number };
+  contentState: ContentState;
+  /** As accepted, before each recipient's tags fill it; null unless `available`. */
+  content: {
+    senderFrom: string | null;
+    senderName: string | null;
+    subject: string | null;
+    preHeaderText: string | null;
+    html: string | null;
+  };
   recipients: EmailRecipient[];
   nextCursor: string | null;
 }

@@ -25,6 +25,8 @@ import * as usageRollup from './0023_usage_rollup.ts';
 import * as usageDeltas from './0024_usage_deltas.ts';
 import * as consoleSessions from './0025_console.ts';
 import * as messageRowsUnchained from './0026_message_rows_unchained.ts';
+import * as sealedSecrets from './0027_sealed_secrets.ts';
+import * as recipientErrorCodes from './0028_recipient_error_codes.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +56,6 @@ export const migrations: Record<string, Migration> = {
   '0024_usage_deltas': usageDeltas,
   '0025_console': consoleSessions,
   '0026_message_rows_unchained': messageRowsUnchained,
+  '0027_sealed_secrets': sealedSecrets,
+  '0028_recipient_error_codes': recipientErrorCodes,
 };

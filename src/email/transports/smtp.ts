@@ -1,7 +1,8 @@
 import { createTransport } from 'nodemailer';
 import { Counter, type Registry } from 'prom-client';
 import { LocalSendRate, type SendRate } from '../../ratelimit/send-rate.ts';
-import { SharedSendRate, type SharedRateLog } from '../../ratelimit/shared-send-rate.ts';
+import { silentLog, type Log } from '../../log.ts';
+import { SharedSendRate } from '../../ratelimit/shared-send-rate.ts';
 import type { SmtpSettings } from '../../smtp-url.ts';
 import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
 
@@ -65,12 +66,18 @@ interface SendError extends Error {
  * (AUTH, a 421, STARTTLS) or no answer at all (refused, dropped, timed out) says nothing of
  * the message, and is Deferred: tried again later, never lost.
  */
-export function classifyFailure(error: SendError): { result: EmailResult; answer: AnswerClass } {
-  const refusal = (error.code === 'EENVELOPE' || error.code === 'EMESSAGE') && typeof error.responseCode === 'number';
-  if (refusal && error.permanent) return { result: { outcome: 'bounced', reply: replyOf(error) }, answer: '5xx' };
-  if (refusal) return { result: { outcome: 'deferred', reply: replyOf(error) }, answer: error.responseCode! >= 500 ? '5xx' : '4xx' };
-  if (typeof error.responseCode === 'number') return { result: { outcome: 'deferred', reply: `the relay refused the session: ${replyOf(error)}` }, answer: error.responseCode >= 500 ? '5xx' : '4xx' };
-  return { result: { outcome: 'deferred', reply: `no answer from the relay: ${error.code ?? 'error'} ${error.message}` }, answer: 'connection' };
+export function classifyFailure(error: SendError): { result: EmailResult; answer: AnswerClass; ofRelay: boolean } {
+  const code = error.responseCode;
+  const refusal = (error.code === 'EENVELOPE' || error.code === 'EMESSAGE') && typeof code === 'number';
+  const answer: AnswerClass = typeof code !== 'number' ? 'connection' : code >= 500 ? '5xx' : '4xx';
+  if (refusal) {
+    const outcome = error.permanent ? 'bounced' : 'deferred';
+    return { result: { outcome, reply: replyOf(error) }, answer, ofRelay: false };
+  }
+  const reply = typeof code === 'number'
+    ? `the relay refused the session: ${replyOf(error)}`
+    : `no answer from the relay: ${error.code ?? 'error'} ${error.message}`;
+  return { result: { outcome: 'deferred', reply }, answer, ofRelay: true };
 }
 
 /** The relay's reply as it wrote it, one line. */
@@ -82,8 +89,51 @@ export interface SmtpTransportOptions {
   redisUrl?: string;
   /** Where in Redis the shared rates live; default `herald:smtp-rate:`. */
   rateKeyPrefix?: string;
-  log?: SharedRateLog;
+  log?: Log;
   timing?: Partial<SmtpTiming>;
+}
+
+/** Failures of the relay itself in a row (no answer, or a 4xx to the session) before the operator is told. */
+export const RELAY_FAILURES_TO_TELL = 3;
+
+/**
+ * Tells the operator when the relay, not a message, is the trouble: a 5xx to the session (AUTH
+ * refused, the relay turning Herald away) at once, an error; a run of RELAY_FAILURES_TO_TELL
+ * connections that failed or sessions refused for now, a warning; and its end, when the relay
+ * answers a message again. Once a run, not once a message: messages are deferred meanwhile, a
+ * page of a thousand of them in a few seconds. A refusal of one message (its MAIL, RCPT or
+ * DATA) is the relay working, and ends a run.
+ */
+class RelayWatch {
+  private readonly relay: string;
+  private readonly log: Log;
+  private failures = 0;
+  private told = false;
+
+  constructor(relay: string, log: Log) {
+    this.relay = relay;
+    this.log = log;
+  }
+
+  answered(): void {
+    if (this.told) this.log.warn({ relay: this.relay, failures: this.failures }, 'the SMTP relay answers again');
+    this.failures = 0;
+    this.told = false;
+  }
+
+  failed(answer: AnswerClass, reply: string): void {
+    this.failures += 1;
+    if (this.told) return;
+    if (answer === '5xx') {
+      this.told = true;
+      const message = "the SMTP relay refused the session: messages are deferred (is EMAIL_TRANSPORT's login right?)";
+      this.log.error({ relay: this.relay, reply }, message);
+    } else if (this.failures >= RELAY_FAILURES_TO_TELL) {
+      this.told = true;
+      const message = 'the SMTP relay keeps failing: messages are deferred until it answers';
+      this.log.warn({ relay: this.relay, failures: this.failures, reply }, message);
+    }
+  }
 }
 
 /**
@@ -112,6 +162,7 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
     greetingTimeout: timing.greeting,
     socketTimeout: timing.socket,
   });
+  const relay = new RelayWatch(`${settings.host}:${settings.port}`, options.log ?? silentLog);
   const waiting: Array<() => void> = [];
   const pump = () => {
     while (waiting.length > 0 && rate.take(false, waiting.length)) waiting.shift()!();
@@ -132,10 +183,13 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
       try {
         const info = await mailer.sendMail({ envelope: { from: message.from, to: [message.to] }, raw: message.raw });
         metrics.answers.inc({ class: '2xx' });
+        relay.answered();
         return { outcome: 'accepted', reply: info.response };
       } catch (error) {
-        const { result, answer } = classifyFailure(error as SendError);
+        const { result, answer, ofRelay } = classifyFailure(error as SendError);
         metrics.answers.inc({ class: answer });
+        if (ofRelay) relay.failed(answer, result.reply);
+        else relay.answered();
         return result;
       }
     },
@@ -156,6 +210,6 @@ function sendRate(settings: SmtpSettings, options: SmtpTransportOptions, ready: 
     account: `${settings.host}:${settings.port}:${settings.auth?.user ?? ''}`,
     keyPrefix: options.rateKeyPrefix ?? 'herald:smtp-rate:',
     name: 'the SMTP send rate',
-    log: options.log ?? { info() {}, warn() {} },
+    log: options.log ?? silentLog,
   });
 }

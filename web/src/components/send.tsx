@@ -3,22 +3,27 @@ import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
 import { usePages, type Loaded, type Pages } from '../load.ts';
 import { IdLink } from '../router.tsx';
-import type { SendSummary } from '../types.ts';
+import type { ContentState, SendSummary, Totals } from '../types.ts';
+import { CopyId } from './copy-id.tsx';
 import { ErrorMessage } from './states.tsx';
 import { Status, TotalsText } from './status.tsx';
-import { Time } from './zone.tsx';
+import { Time, useNumber } from './zone.tsx';
 
 /**
  * One send's read (`GET /sms/{id}`, `GET /email/batch/{id}`): its summary from the first page
- * (kept while the recipients load again), its recipients a page at a time.
+ * (kept while the recipients load again), its recipients a page at a time, only those at
+ * `status` when it is given (the read's `?status=`).
  */
-export function useSendRead<S extends SendSummary & { recipients: R[]; nextCursor: string | null }, R>(path: string): { send: Loaded<S>; recipients: Pages<R> } {
+export function useSendRead<S extends SendSummary & { recipients: R[]; nextCursor: string | null }, R>(
+  path: string,
+  status: string,
+): { send: Loaded<S>; recipients: Pages<R> } {
   const [send, setSend] = useState<S | null>(null);
   const recipients = usePages(async (cursor) => {
-    const page = await get<S>(withQuery(path, { cursor }));
+    const page = await get<S>(withQuery(path, { cursor, status }));
     if (cursor === undefined) setSend(page);
     return { items: page.recipients, nextCursor: page.nextCursor };
-  }, path);
+  }, `${path} ${status}`);
   const first = recipients.first;
   return { send: send !== null ? { state: 'done', data: send } : first.state === 'failed' ? first : { state: 'loading' }, recipients };
 }
@@ -46,7 +51,7 @@ export function SendFacts(props: { id: string; idName: string; summary: SendSumm
   return (
     <dl class="facts">
       <dt>{props.idName}</dt>
-      <dd class="mono">{props.id}</dd>
+      <dd><CopyId id={props.id} name={props.idName.toLowerCase()} /></dd>
       <dt>Status</dt>
       <dd><Status word={summary.status} /></dd>
       <dt>Created</dt>
@@ -58,6 +63,34 @@ export function SendFacts(props: { id: string; idName: string; summary: SendSumm
       {props.children}
     </dl>
   );
+}
+
+/**
+ * "Status" over the recipients' table: all of them, or those at one status word, as the send's
+ * totals name them (a word the send has no recipient at finds none).
+ */
+export function StatusFilter(props: { totals: Totals; status: string; onChange: (status: string) => void }) {
+  const number = useNumber();
+  const words = Object.keys(props.totals);
+  if (props.status !== '' && !words.includes(props.status)) words.push(props.status);
+  return (
+    <label class="filter">
+      Status
+      <select value={props.status} onChange={(event) => props.onChange(event.currentTarget.value)}>
+        <option value="">All</option>
+        {words.map((word) => <option key={word} value={word}>{`${word} (${number(props.totals[word] ?? 0)})`}</option>)}
+      </select>
+    </label>
+  );
+}
+
+/** What a send's page says in place of its content when its read shows none (`contentState`). */
+export function ContentWithheld(props: { state: Exclude<ContentState, 'available'>; what: string }) {
+  const why = props.state === 'sealed'
+    ? `Sealed: the ${props.what} was sent with isBodyEncrypted, kept encrypted, and is never shown.`
+    : `Purged: retention removed the ${props.what} some days after the send completed (RETENTION_DAYS). ` +
+      'What became of it stays.';
+  return <p class="withheld">{why}</p>;
 }
 
 /** A recipient's history, oldest first: one line per status or event. */

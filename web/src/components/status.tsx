@@ -1,3 +1,5 @@
+import { useNumber } from './zone.tsx';
+
 const GOOD = new Set(['Delivered', 'Completed', 'delivered', 'Open', 'Click']);
 const BAD = new Set(['Failed', 'Bounce', 'Dropped', 'NotSent', 'failed', 'Spam Report', 'Cancelled']);
 
@@ -9,7 +11,8 @@ export function Status(props: { word: string }) {
 
 /** `Delivered 3 · Failed 1`: a send's recipients by status word. */
 export function TotalsText(props: { totals: Record<string, number> }) {
+  const number = useNumber();
   const entries = Object.entries(props.totals);
   if (entries.length === 0) return <span class="muted">no recipients</span>;
-  return <span>{entries.map(([word, n]) => `${word} ${n}`).join(' · ')}</span>;
+  return <span>{entries.map(([word, n]) => `${word} ${number(n)}`).join(' · ')}</span>;
 }

@@ -1,3 +1,4 @@
+import { useState } from 'preact/hooks';
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
 import type { EmailBatch, EmailRecipient, EmailSummary } from '../types.ts';
@@ -5,7 +6,11 @@ import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
-import { CancelSend, History, SEND_COLUMNS, SendFacts, SendRow, useSendRead } from '../components/send.tsx';
+import { HtmlPreview } from '../components/preview.tsx';
+import {
+  CancelSend, ContentWithheld, History, SEND_COLUMNS, SendFacts, SendRow, StatusFilter, useSendRead,
+} from '../components/send.tsx';
+import { Num, useNumber } from '../components/zone.tsx';
 
 export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
   get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then((page) => ({ items: page.batches, nextCursor: page.nextCursor }));
@@ -39,6 +44,7 @@ function Funnel(props: { batch: EmailBatch }) {
     { name: 'Clicked', n: engagement.clicked },
   ];
   const share = (n: number) => (processed === 0 ? 0 : Math.round((n / processed) * 100));
+  const number = useNumber();
   return (
     <>
       <ol class="funnel" aria-label="Funnel">
@@ -46,11 +52,11 @@ function Funnel(props: { batch: EmailBatch }) {
           <li key={step.name}>
             <span class="funnel-name">{step.name}</span>
             <span class="funnel-bar" aria-hidden="true"><span style={{ width: `${share(step.n)}%` }} /></span>
-            <span class="funnel-count">{step.n} ({share(step.n)}%)</span>
+            <span class="funnel-count">{number(step.n)} ({share(step.n)}%)</span>
           </li>
         ))}
       </ol>
-      <p>{engagement.unsubscribed} unsubscribed, {engagement.complaints} reported it as spam.</p>
+      <p>{number(engagement.unsubscribed)} unsubscribed, {number(engagement.complaints)} reported it as spam.</p>
     </>
   );
 }
@@ -62,6 +68,7 @@ function RecipientRow(props: { recipient: EmailRecipient }) {
   return (
     <tr>
       <td class="mono">{r.email}</td>
+      <td class="mono id">{r.messageId ?? '—'}</td>
       <td><Status word={r.status} /></td>
       <td>{r.reason ?? '—'}</td>
       <td><History events={r.history.map((h) => ({ word: h.event, at: h.at, detail: h.url ?? h.reply }))} /></td>
@@ -69,9 +76,34 @@ function RecipientRow(props: { recipient: EmailRecipient }) {
   );
 }
 
+/** What the batch said, before each recipient's tags fill it: its sender, subject, preheader, and HTML in a preview. */
+function EmailContentPart(props: { batch: EmailBatch }) {
+  const { contentState, content } = props.batch;
+  return (
+    <Part title="Message" id="message">
+      {contentState === 'available' ? (
+        <>
+          <dl class="facts">
+            <dt>From</dt>
+            <dd>{content.senderName ? `${content.senderName} <${content.senderFrom}>` : content.senderFrom}</dd>
+            <dt>Subject</dt>
+            <dd>{content.subject}</dd>
+            <dt>Preheader</dt>
+            <dd>{content.preHeaderText ?? '—'}</dd>
+          </dl>
+          <HtmlPreview html={content.html ?? ''} title="Preview of the email's HTML" />
+        </>
+      ) : (
+        <ContentWithheld state={contentState} what="email" />
+      )}
+    </Part>
+  );
+}
+
 export function EmailBatchPage(props: { batchId: string }) {
   const path = `/email/batch/${encodeURIComponent(props.batchId)}`;
-  const { send, recipients } = useSendRead<EmailBatch, EmailRecipient>(path);
+  const [status, setStatus] = useState('');
+  const { send, recipients } = useSendRead<EmailBatch, EmailRecipient>(path, status);
   return (
     <Show loaded={send}>
       {(batch) => {
@@ -79,14 +111,15 @@ export function EmailBatchPage(props: { batchId: string }) {
         return (
           <Page title="Email batch" actions={<CancelSend path={path} what="batch" scheduled={batch.status === 'Scheduled'} onCancelled={recipients.reload} />}>
             <SendFacts id={batch.batchId} idName="Batch id" summary={batch} />
+            <EmailContentPart batch={batch} />
             <Part title="Funnel" id="funnel">
               <Funnel batch={batch} />
             </Part>
             <Part title="Bounces and drops" id="refused">
-              <p>{batch.totals.Bounce ?? 0} bounced, {batch.totals.Dropped ?? 0} dropped in all.</p>
+              <p><Num n={batch.totals.Bounce ?? 0} /> bounced, <Num n={batch.totals.Dropped ?? 0} /> dropped in all.</p>
               <Table caption="Bounces and drops with their reasons" head={['Recipient', 'Status', 'Reason', 'Server reply']} rows={refused.length} empty="None among the recipients loaded.">
                 {refused.map((r) => (
-                  <tr key={r.messageId}>
+                  <tr key={r.email}>
                     <td class="mono">{r.email}</td>
                     <td><Status word={r.status} /></td>
                     <td>{r.reason ?? '—'}</td>
@@ -96,7 +129,13 @@ export function EmailBatchPage(props: { batchId: string }) {
               </Table>
             </Part>
             <Part title="Recipients" id="recipients">
-              <PagedTable caption="Recipients" head={['Recipient', 'Status', 'Reason', 'History']} pages={recipients} row={(r) => <RecipientRow key={r.messageId} recipient={r} />} />
+              <StatusFilter totals={batch.totals} status={status} onChange={setStatus} />
+              <PagedTable
+                caption="Recipients"
+                head={['Recipient', 'Message id', 'Status', 'Reason', 'History']}
+                pages={recipients}
+                row={(r) => <RecipientRow key={r.email} recipient={r} />}
+              />
             </Part>
           </Page>
         );

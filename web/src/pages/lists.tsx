@@ -18,7 +18,7 @@ export function Lists() {
             {data.map((list) => (
               <tr key={list.listId}>
                 <td><Link href={`/lists/${list.listId}`}>{list.name}</Link></td>
-                <td class="mono">{list.listId}</td>
+                <td class="mono id">{list.listId}</td>
                 <td><Time at={list.createdAt} /></td>
               </tr>
             ))}

@@ -5,10 +5,11 @@ import { Link } from '../router.tsx';
 import { addDays, localDate } from '../time.ts';
 import type { StatsPoint } from '../types.ts';
 import { TimeChart, type Line } from '../components/chart.tsx';
+import { EMAIL_COLOUR, SMS_COLOUR } from '../components/colours.ts';
 import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Table } from '../components/table.tsx';
-import { useZone } from '../components/zone.tsx';
+import { useNumber, useZone } from '../components/zone.tsx';
 import { EmailBatchRow, emailBatchesPage } from './email.tsx';
 import { SmsSendRow, smsSendsPage } from './sms.tsx';
 import { SEND_COLUMNS } from '../components/send.tsx';
@@ -23,27 +24,44 @@ const stats = (channel: 'sms' | 'email', from: string, to: string) =>
 
 const rate = (p: StatsPoint) => (p.sent === 0 ? null : (p.delivered / p.sent) * 100);
 const sum = (points: StatsPoint[], key: 'sent' | 'delivered') => points.reduce((n, p) => n + p[key], 0);
+/** Email's line is dashed: the channels apart without their colour. */
+const dash = [6, 4];
 
-// Colours of at least 4.5:1 on white; the dashes tell the channels apart without colour.
-const SMS_COLOUR = '#1f5fae';
-const EMAIL_COLOUR = '#a4372a';
 
 function Charts(props: { sms: StatsPoint[]; email: StatsPoint[] }) {
   const { sms, email } = props;
+  const number = useNumber();
   const times = useMemo(() => sms.map((p) => Date.parse(p.start)), [sms]);
+  const overall = (points: StatsPoint[]) =>
+    sum(points, 'sent') === 0 ? 'none sent' : `${Math.round((sum(points, 'delivered') / sum(points, 'sent')) * 100)}%`;
+  const sent = (points: StatsPoint[]) => number(sum(points, 'sent'));
   const sends: Line[] = useMemo(() => [
-    { label: 'SMS sent', values: sms.map((p) => p.sent), color: SMS_COLOUR },
-    { label: 'Emails sent', values: email.map((p) => p.sent), color: EMAIL_COLOUR, dash: [6, 4] },
+    { label: 'SMS sent', values: sms.map((p) => p.sent), color: SMS_COLOUR, overall: sent(sms) },
+    { label: 'Emails sent', values: email.map((p) => p.sent), color: EMAIL_COLOUR, dash, overall: sent(email) },
   ], [sms, email]);
   const rates: Line[] = useMemo(() => [
-    { label: 'SMS delivered', values: sms.map(rate), color: SMS_COLOUR },
-    { label: 'Emails delivered', values: email.map(rate), color: EMAIL_COLOUR, dash: [6, 4] },
+    { label: 'SMS delivered', values: sms.map(rate), color: SMS_COLOUR, overall: overall(sms) },
+    { label: 'Emails delivered', values: email.map(rate), color: EMAIL_COLOUR, dash, overall: overall(email) },
   ], [sms, email]);
-  const overall = (points: StatsPoint[]) => (sum(points, 'sent') === 0 ? 'none sent' : `${Math.round((sum(points, 'delivered') / sum(points, 'sent')) * 100)}% delivered`);
+  const span = `all ${DAYS} days`;
   return (
     <div class="charts">
-      <TimeChart title="Messages sent per day" summary={`${sum(sms, 'sent')} SMS and ${sum(email, 'sent')} emails sent in ${DAYS} days`} times={times} lines={sends} />
-      <TimeChart title="Delivery rate per day" summary={`SMS ${overall(sms)}, email ${overall(email)}`} times={times} lines={rates} unit="%" max={100} />
+      <TimeChart
+        title="Messages sent per day"
+        summary={`${sent(sms)} SMS and ${sent(email)} emails sent in ${DAYS} days`}
+        span={span}
+        times={times}
+        lines={sends}
+      />
+      <TimeChart
+        title="Delivery rate per day"
+        summary={`SMS ${overall(sms)} delivered, email ${overall(email)} delivered`}
+        span={span}
+        times={times}
+        lines={rates}
+        unit="%"
+        max={100}
+      />
     </div>
   );
 }

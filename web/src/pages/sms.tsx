@@ -1,3 +1,4 @@
+import { useState } from 'preact/hooks';
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
 import type { SmsRecipient, SmsSend, SmsSummary } from '../types.ts';
@@ -5,8 +6,10 @@ import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
-import { Time } from '../components/zone.tsx';
-import { CancelSend, History, SEND_COLUMNS, SendFacts, SendRow, useSendRead } from '../components/send.tsx';
+import { Num, Time } from '../components/zone.tsx';
+import {
+  CancelSend, ContentWithheld, History, SEND_COLUMNS, SendFacts, SendRow, StatusFilter, useSendRead,
+} from '../components/send.tsx';
 
 export const smsSendsPage = (cursor: string | undefined, limit = 20) =>
   get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit })).then((page) => ({ items: page.sends, nextCursor: page.nextCursor }));
@@ -22,13 +25,17 @@ export function SmsSends() {
   );
 }
 
-const RECIPIENT_COLUMNS = ['Recipient', 'Status', 'Parts', 'Encoding', 'Reason or error', 'History', 'Parts at the operator', 'Clicks'];
+const RECIPIENT_COLUMNS = [
+  'Recipient', 'Message id', 'Status', 'Parts', 'Encoding', 'Reason or error', 'History',
+  'Parts at the operator', 'Clicks',
+];
 
 function RecipientRow(props: { recipient: SmsRecipient }) {
   const r = props.recipient;
   return (
     <tr>
       <td class="mono">{r.recipient}</td>
+      <td class="mono id">{r.messageId ?? '—'}</td>
       <td><Status word={r.status} /></td>
       <td>{r.parts ?? '—'}</td>
       <td>{r.encoding ?? '—'}</td>
@@ -40,21 +47,48 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
   );
 }
 
+/** What the send said: its sender name and text as the request gave them, tags unfilled. */
+function SmsContentPart(props: { send: SmsSend }) {
+  const { contentState, content } = props.send;
+  return (
+    <Part title="Message" id="message">
+      {contentState === 'available' ? (
+        <dl class="facts">
+          <dt>Sender name</dt>
+          <dd>{content.senderName}</dd>
+          <dt>Text</dt>
+          <dd class="pre message-text">{content.body}</dd>
+        </dl>
+      ) : (
+        <ContentWithheld state={contentState} what="text" />
+      )}
+    </Part>
+  );
+}
+
 export function SmsSendPage(props: { queueId: string }) {
   const path = `/sms/${encodeURIComponent(props.queueId)}`;
-  const { send, recipients } = useSendRead<SmsSend, SmsRecipient>(path);
+  const [status, setStatus] = useState('');
+  const { send, recipients } = useSendRead<SmsSend, SmsRecipient>(path, status);
   return (
     <Show loaded={send}>
       {(send) => (
         <Page title="SMS send" actions={<CancelSend path={path} what="send" scheduled={send.status === 'Scheduled'} onCancelled={recipients.reload} />}>
           <SendFacts id={send.queueId} idName="Queue id" summary={send}>
             <dt>Parts billed</dt>
-            <dd>{send.partsBilled}</dd>
+            <dd><Num n={send.partsBilled} /></dd>
             <dt>Link clicks</dt>
-            <dd>{send.clicks}</dd>
+            <dd><Num n={send.clicks} /></dd>
           </SendFacts>
+          <SmsContentPart send={send} />
           <Part title="Recipients" id="recipients">
-            <PagedTable caption="Recipients" head={RECIPIENT_COLUMNS} pages={recipients} row={(r) => <RecipientRow key={r.messageId} recipient={r} />} />
+            <StatusFilter totals={send.totals} status={status} onChange={setStatus} />
+            <PagedTable
+              caption="Recipients"
+              head={RECIPIENT_COLUMNS}
+              pages={recipients}
+              row={(r) => <RecipientRow key={r.recipient} recipient={r} />}
+            />
           </Part>
         </Page>
       )}

@@ -1,28 +1,54 @@
-import { useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { get, withQuery } from '../api.ts';
 import { useLoad } from '../load.ts';
 import { navigate, useLocation } from '../router.tsx';
-import { addDays, localDate } from '../time.ts';
+import { addDays, dayStart, localDate } from '../time.ts';
 import type { EmailUsage, SmsUsage, Usage as UsageBody } from '../types.ts';
 import { Page } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Table } from '../components/table.tsx';
-import { useZone } from '../components/zone.tsx';
-
-const words = (statuses: Record<string, number>) => Object.entries(statuses).map(([word, n]) => `${word} ${n}`).join(' · ') || '—';
+import { TimeChart, type Line } from '../components/chart.tsx';
+import { EMAIL_COLOUR, SMS_COLOUR } from '../components/colours.ts';
+import { useNumber, useZone } from '../components/zone.tsx';
 
 function Cells(props: { sms: SmsUsage; email: EmailUsage }) {
   const { sms, email } = props;
+  const number = useNumber();
+  const words = (statuses: Record<string, number>) =>
+    Object.entries(statuses).map(([word, n]) => `${word} ${number(n)}`).join(' · ') || '—';
   return (
     <>
-      <td class="num">{sms.messages}</td>
-      <td class="num">{sms.parts.gsm7}</td>
-      <td class="num">{sms.parts.ucs2}</td>
-      <td class="num">{email.messages}</td>
+      <td class="num">{number(sms.messages)}</td>
+      <td class="num">{number(sms.parts.gsm7)}</td>
+      <td class="num">{number(sms.parts.ucs2)}</td>
+      <td class="num">{number(email.messages)}</td>
       <td>{words(sms.statuses)}</td>
       <td>{words(email.statuses)}</td>
     </>
   );
+}
+
+const parts = (sms: SmsUsage) => sms.parts.gsm7 + sms.parts.ucs2;
+
+type DayUsage = { sms: SmsUsage; email: EmailUsage };
+
+/** The billed SMS parts and emails of each day, as bars: the table's figures at a glance. */
+function UsageChart(props: { usage: UsageBody }) {
+  const { days, totals } = props.usage;
+  const zone = useZone();
+  const number = useNumber();
+  const times = useMemo(() => days.map((day) => dayStart(day.date, zone)), [days, zone]);
+  const lines = useMemo(() => {
+    const line = (label: string, color: string, count: (usage: DayUsage) => number): Line =>
+      ({ label, color, values: days.map(count), overall: number(count(totals)) });
+    return [
+      line('SMS parts', SMS_COLOUR, (usage) => parts(usage.sms)),
+      line('Emails', EMAIL_COLOUR, (usage) => usage.email.messages),
+    ];
+  }, [days, totals]);
+  const span = `${props.usage.from} to ${props.usage.to}`;
+  const summary = `${number(parts(totals.sms))} SMS parts and ${number(totals.email.messages)} emails billed, ${span}`;
+  return <TimeChart title="Billed per day" summary={summary} span={span} times={times} lines={lines} bars />;
 }
 
 /** Billed messages per day of the account's offset, both ends included; the span is in the URL. */
@@ -57,26 +83,29 @@ export function Usage() {
       <p class="muted">Days in your account's time zone ({zone.label}). SMS are billed once the operator accepts them, each part as a message; emails once handed over for sending.</p>
       <Show loaded={usage}>
         {(data) => (
-          <Table
-            caption={`Usage per day, ${data.from} to ${data.to}`}
-            head={['Date', 'SMS', 'SMS parts GSM-7', 'SMS parts UCS-2', 'Emails', 'SMS statuses', 'Email statuses']}
-            rows={data.days.length}
-            foot={
-              <tfoot>
-                <tr>
-                  <th scope="row">Total</th>
-                  <Cells sms={data.totals.sms} email={data.totals.email} />
+          <>
+            <UsageChart usage={data} />
+            <Table
+              caption={`Usage per day, ${data.from} to ${data.to}`}
+              head={['Date', 'SMS', 'SMS parts GSM-7', 'SMS parts UCS-2', 'Emails', 'SMS statuses', 'Email statuses']}
+              rows={data.days.length}
+              foot={
+                <tfoot>
+                  <tr>
+                    <th scope="row">Total</th>
+                    <Cells sms={data.totals.sms} email={data.totals.email} />
+                  </tr>
+                </tfoot>
+              }
+            >
+              {data.days.map((day) => (
+                <tr key={day.date}>
+                  <th scope="row">{day.date}</th>
+                  <Cells sms={day.sms} email={day.email} />
                 </tr>
-              </tfoot>
-            }
-          >
-            {data.days.map((day) => (
-              <tr key={day.date}>
-                <th scope="row">{day.date}</th>
-                <Cells sms={day.sms} email={day.email} />
-              </tr>
-            ))}
-          </Table>
+              ))}
+            </Table>
+          </>
         )}
       </Show>
     </Page>

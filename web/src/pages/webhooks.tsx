@@ -7,7 +7,8 @@ import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
-import { Time } from '../components/zone.tsx';
+import { CopyId } from '../components/copy-id.tsx';
+import { Num, Time } from '../components/zone.tsx';
 
 export const deliveriesPage = (cursor: string | undefined, limit = 50, failing?: boolean) =>
   get<{ deliveries: Delivery[]; nextCursor: string | null }>(withQuery('/webhooks/deliveries', { cursor, limit, failing: failing ? 'true' : undefined })).then((page) => ({ items: page.deliveries, nextCursor: page.nextCursor }));
@@ -24,7 +25,7 @@ export function DeliveryCells(props: { delivery: Delivery }) {
       <td>{d.type}</td>
       <td class="mono wrap">{d.url}</td>
       <td><Status word={d.status} /></td>
-      <td>{d.attempts}</td>
+      <td><Num n={d.attempts} /></td>
       <td>{outcome(d)}</td>
       <td><Time at={d.lastAttemptAt} /></td>
     </>
@@ -82,7 +83,7 @@ export function Webhooks() {
     setError(null);
     try {
       await request('POST', `/webhooks/deliveries/${id}/retry`);
-      setNotice(`Delivery ${id.slice(0, 8)} is posted again.`);
+      setNotice(`Delivery ${id} is posted again.`);
       pages.reload();
     } catch (failure) {
       setError(failure as Error);
@@ -102,7 +103,11 @@ export function Webhooks() {
           row={(d) => (
             <tr key={d.id}>
               <DeliveryCells delivery={d} />
-              <td><button type="button" class="small" aria-label={`Retry delivery ${d.id.slice(0, 8)}`} onClick={() => retry(d.id)}>Retry</button></td>
+              <td>
+                <button type="button" class="small" aria-label={`Retry delivery ${d.id}`} onClick={() => retry(d.id)}>
+                  Retry
+                </button>
+              </td>
             </tr>
           )}
         />
@@ -120,7 +125,7 @@ export function DeliveryPage(props: { id: string }) {
         <Page title="Webhook delivery">
           <dl class="facts">
             <dt>Id (webhook-id header)</dt>
-            <dd class="mono">{d.id}</dd>
+            <dd><CopyId id={d.id} name="delivery id" /></dd>
             <dt>Type</dt>
             <dd>{d.type}</dd>
             <dt>URL</dt>
@@ -128,7 +133,7 @@ export function DeliveryPage(props: { id: string }) {
             <dt>Status</dt>
             <dd><Status word={d.status} /></dd>
             <dt>Attempts</dt>
-            <dd>{d.attempts}</dd>
+            <dd><Num n={d.attempts} /></dd>
             <dt>Last outcome</dt>
             <dd>{outcome(d)}</dd>
             <dt>Last attempt</dt>

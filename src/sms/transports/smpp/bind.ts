@@ -1,4 +1,5 @@
 import smpp from 'smpp';
+import type { Log } from '../../../log.ts';
 
 type Pdu = InstanceType<typeof smpp.PDU>;
 type Session = InstanceType<typeof smpp.Session>;
@@ -48,7 +49,7 @@ export interface BindOptions {
   random: () => number;
   /** Monotonic milliseconds (performance.now): pauses and timeouts, not dates. */
   monotonic: () => number;
-  log: { info(object: object, message: string): void; warn(object: object, message: string): void; error(object: object, message: string): void };
+  log: Log;
   /** The bind can take submits (it bound, or a pause ended). */
   ready(): void;
   /** A deliver_sm: `respond` answers it with a command_status, once. */
@@ -82,6 +83,8 @@ export class SmppBind {
   private failures = 0;
   private throttles = 0;
   private lastEnquiry = 0;
+  /** When (monotonic ms) the bind was lost, until it is back: its return is told as its loss was. */
+  private lostAt: number | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private pauseTimer: NodeJS.Timeout | undefined;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -230,7 +233,13 @@ export class SmppBind {
     this.failures = 0;
     this.lastEnquiry = this.options.monotonic();
     this.setState('bound');
-    this.options.log.info({ bind: this.options.name }, 'SMPP bound');
+    if (this.lostAt === undefined) {
+      this.options.log.info({ bind: this.options.name }, 'SMPP bound');
+    } else {
+      const downForMs = Math.round(this.options.monotonic() - this.lostAt);
+      this.options.log.warn({ bind: this.options.name, downForMs }, 'SMPP bind back');
+      this.lostAt = undefined;
+    }
     this.options.ready();
   }
 
@@ -267,6 +276,7 @@ export class SmppBind {
     this.failures = Math.min(this.failures + 1, 30);
     // Half the wait fixed, half random: binds lost together do not return together.
     const wait = ceiling / 2 + (this.options.random() * ceiling) / 2;
+    this.lostAt ??= this.options.monotonic();
     this.options.log.warn({ bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) }, 'SMPP bind lost');
     this.setState('down');
     for (const submit of unanswered) submit.lost();

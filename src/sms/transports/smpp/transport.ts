@@ -2,6 +2,7 @@ import type { Registry } from 'prom-client';
 import type { Clock } from '../../../clock.ts';
 import type { Database } from '../../../db/database.ts';
 import { inBackground } from '../../../db/priority.ts';
+import { silentLog, type Log } from '../../../log.ts';
 import { receiveInboundSms } from '../../inbound.ts';
 import type { OutgoingSms, SmsTransport, SubmitOptions, SubmitResult } from '../../transport.ts';
 import { DEFAULT_TIMING, SmppBind, type BindTiming } from './bind.ts';
@@ -11,22 +12,18 @@ import { normalisedId } from './message-ids.ts';
 import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
+import { ReceiptWatch } from './receipt-watch.ts';
 import type { SmppSettings } from '../../../smpp-url.ts';
 import { SharedSendRate } from '../../../ratelimit/shared-send-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
 
-export interface SmppLog {
-  info(object: object, message: string): void;
-  warn(object: object, message: string): void;
-  error(object: object, message: string): void;
-}
 
 export interface SmppTransportOptions {
   database: Database;
   clock: Clock;
   metrics: Registry;
-  log?: SmppLog;
+  log?: Log;
   timing?: Partial<BindTiming>;
   random?: () => number;
   monotonic?: () => number;
@@ -77,7 +74,6 @@ interface HeldReceipt {
 /** What a deliver_sm from a handset carries besides a receipt's fields. */
 type HandsetPdu = Parameters<typeof readReceipt>[0] & { destination_addr?: string; data_coding?: number; message_payload?: { message: string | Buffer } };
 
-const silent: SmppLog = { info() {}, warn() {}, error() {} };
 
 /**
  * SMS over SMPP 3.4 to an operator's SMSC (`SMS_TRANSPORT=smpp://…`): parts go out over
@@ -95,7 +91,13 @@ export function smppTransport(settings: SmppSettings, options: SmppTransportOpti
 }
 
 /** The process's own rate, or one shared with the other processes sending on the account when Redis is there to share it. */
-function submitRate(settings: SmppSettings, options: Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & { monotonic: () => number; log: SmppLog; ready: () => void }): SendRate {
+type RateOptions = Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & {
+  monotonic: () => number;
+  log: Log;
+  ready: () => void;
+};
+
+function submitRate(settings: SmppSettings, options: RateOptions): SendRate {
   const { tps, urgentShare } = settings;
   const { redisUrl, monotonic, log, ready } = options;
   if (tps === 0 || !redisUrl) return new LocalSendRate({ tps, urgentShare, monotonic, ready });
@@ -107,7 +109,7 @@ class SmppTransport implements SmsTransport {
   private readonly settings: SmppSettings;
   private readonly database: Database;
   private readonly clock: Clock;
-  private readonly log: SmppLog;
+  private readonly log: Log;
   private readonly monotonic: () => number;
   private readonly binds: SmppBind[];
   private readonly rate: SendRate;
@@ -128,7 +130,7 @@ class SmppTransport implements SmsTransport {
     this.settings = settings;
     this.database = options.database;
     this.clock = options.clock;
-    this.log = options.log ?? silent;
+    this.log = options.log ?? silentLog;
     this.monotonic = options.monotonic ?? (() => performance.now());
     this.boundSince = this.monotonic();
     this.rate = submitRate(settings, { ...options, monotonic: this.monotonic, log: this.log, ready: () => this.pump() });
@@ -159,11 +161,14 @@ class SmppTransport implements SmsTransport {
       binds: () => this.binds.map((bind) => bind.state),
     });
     const { database } = this;
+    const watch = new ReceiptWatch(`${settings.systemId}@${settings.host}:${settings.port}`, this.log, this.monotonic);
     this.answers = new GroupWriter((answers) => database.call(recordSmppAnswers, { now: this.clock.now(), answers }), { maxItems: GROUP_MAX });
     this.receipts = new GroupWriter(
       async (receipts) => {
         const waiting = await inBackground(() => database.call(applySmppReceipts, { now: this.clock.now(), receipts }));
-        if (waiting > 0) this.log.warn({ receipts: waiting }, 'SMPP receipts that match no submit yet: kept until one is recorded');
+        watch.applied(receipts.length, waiting);
+        // A receipt may come before its submit's answer is recorded: ordinary unless it lasts (ReceiptWatch).
+        if (waiting > 0) this.log.info({ receipts: waiting }, 'SMPP receipts that match no submit yet: kept for one');
       },
       { maxItems: GROUP_MAX },
     );

@@ -1,0 +1,47 @@
+import { sql, type Kysely } from 'kysely';
+import type { DialectName } from './dialect.ts';
+import type { Schema } from './schema.ts';
+
+type Erase = (db: Kysely<Schema>, tables: ReadonlyArray<keyof Schema>) => Promise<void>;
+
+/**
+ * After values were overwritten or deleted that must not stay readable (a secret in clear,
+ * once sealed): the files of the database no longer hold them. Both rewrite what they clean
+ * under a lock that holds every other writer off while they run, so they are for a start that
+ * changed such values, on small tables.
+ */
+export const eraseDeletedValues: Record<DialectName, Erase> = {
+  /**
+   * SQLite keeps a deleted value in its page (a freed cell, a free page) and in the WAL's older
+   * frames until they are written over. The WAL is copied into the file and emptied; VACUUM
+   * writes the whole database anew from its live rows, through the WAL (in WAL mode); that WAL
+   * is copied and emptied in turn.
+   */
+  sqlite: async (db) => {
+    await emptyWal(db);
+    await sql`vacuum`.execute(db);
+    await emptyWal(db);
+  },
+  /**
+   * PostgreSQL keeps the old version of an updated or deleted row (a dead tuple) until a vacuum,
+   * and a plain VACUUM only marks its space free: the bytes can stay in the page (seen with
+   * pageinspect after updating a row to a shorter value). VACUUM FULL writes each table anew,
+   * outside a transaction (VACUUM refuses one). What it cannot remove: the versions that a
+   * transaction begun before the change may still read (a pg_dump under way), until it ends and
+   * a vacuum comes; and PostgreSQL's own WAL, until it recycles its segments.
+   */
+  postgres: async (db, tables) => {
+    await sql`vacuum full ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db);
+  },
+};
+
+/** A checkpoint that waits for readers (up to busy_timeout) and leaves the WAL empty, or says it could not. */
+async function emptyWal(db: Kysely<Schema>): Promise<void> {
+  const { rows } = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(db);
+  if (rows[0]?.busy) {
+    throw new Error(
+      'the SQLite WAL could not be emptied: another connection kept reading the database, ' +
+        'and what was deleted may rest in the WAL until written over',
+    );
+  }
+}

@@ -1,0 +1,37 @@
+import type { KeyObject } from 'node:crypto';
+import { loadSigningKey, resealJwtSecret, sealJwtSecret } from './auth/signing-key.ts';
+import type { Database } from './db/database.ts';
+import { eraseDeletedValues } from './db/erase.ts';
+import { resealDkimKeys } from './email/dkim-keys.ts';
+import type { Keyring } from './sealed.ts';
+import { resealWebhookSecrets, sealWebhookSecrets } from './webhooks/secrets.ts';
+
+/**
+ * What every start (server.ts's createContext, and the tests' app) does with the secrets the
+ * database keeps for good, before anything reads them, and its answer: the access tokens' key.
+ *
+ * Those the code before migration 0027 left in clear (the token key, the webhook secrets) are
+ * sealed under ENCRYPTION_KEY, here because a migration has no key; then the files of the
+ * database are rid of the clear values (db/erase.ts), only at the start that sealed them, so
+ * that other starts stay fast. When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS),
+ * what they sealed of these and of the DKIM keys is sealed anew under it, so that dropping them
+ * later loses none; each value the current key sealed already costs one AES-GCM open, no write.
+ */
+export async function prepareStoredSecrets(
+  database: Database,
+  keyring: Keyring,
+  jwtSecret: string | undefined,
+): Promise<KeyObject> {
+  const { db } = database;
+  const sealedJwtSecret = await sealJwtSecret(db, keyring);
+  const sealedWebhookSecrets = await sealWebhookSecrets(db, keyring);
+  if (sealedJwtSecret || sealedWebhookSecrets) {
+    await eraseDeletedValues[database.dialect](db, ['settings', 'webhook_secrets']);
+  }
+  if (keyring.all.length > 1) {
+    await resealJwtSecret(db, keyring);
+    await resealWebhookSecrets(db, keyring);
+    await resealDkimKeys(db, keyring);
+  }
+  return loadSigningKey(db, keyring, jwtSecret);
+}

@@ -1,0 +1,343 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { afterEach, beforeEach, it } from 'node:test';
+import { promisify } from 'node:util';
+import { Migrator, sql } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import { createAccount } from '../../src/accounts/service.ts';
+import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
+import { expiryFor, signAccessToken } from '../../src/auth/tokens.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { ConfigError } from '../../src/config.ts';
+import { migrateToLatest, sqlitePath } from '../../src/db/database.ts';
+import { migrations } from '../../src/db/migrations/index.ts';
+import { signingKeyFor } from '../../src/email/dkim-keys.ts';
+import { signEmail } from '../../src/email/dkim.ts';
+import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
+import { emitWebhook } from '../../src/webhooks/outbox.ts';
+import { Keyring } from '../../src/sealed.ts';
+import { keyFromHex } from '../../src/secret-key.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
+import { herald } from '../cli/support.ts';
+import { mailauthVerdict } from '../email/dkim-verifiers.ts';
+import { runDeliveryJob, startReceiver, type Received, type Receiver } from '../webhooks/support.ts';
+
+// The token key and the webhook secrets rest sealed (issue 27): src/stored-secrets.ts.
+
+/** Runs of 16 printable ASCII characters or more in raw bytes, as `strings -n 16` finds them. */
+function printableRuns(bytes: Buffer): Set<string> {
+  return new Set(bytes.toString('latin1').match(/[\x20-\x7e]{16,}/g) ?? []);
+}
+
+const PG_DUMP = ['/usr/bin/pg_dump', '/usr/lib/postgresql/15/bin/pg_dump'].find((path) => existsSync(path));
+
+/** Every string the database holds as it rests: SQLite's file and its WAL, or all of a pg_dump. */
+async function restingStrings(database: TestDatabase): Promise<Set<string>> {
+  const file = sqlitePath(database.url);
+  if (file === undefined) {
+    assert.ok(PG_DUMP, 'pg_dump is installed');
+    const options = { encoding: 'buffer', maxBuffer: 1 << 28 } as const;
+    return printableRuns((await promisify(execFile)(PG_DUMP, [`--dbname=${database.url}`], options)).stdout);
+  }
+  const runs = printableRuns(readFileSync(file));
+  if (existsSync(`${file}-wal`)) for (const run of printableRuns(readFileSync(`${file}-wal`))) runs.add(run);
+  return runs;
+}
+
+/** Something the app signed with a key it keeps: the signed text and the HMAC-SHA256 it made of it. */
+interface Signed {
+  what: string;
+  input: string;
+  mac: Buffer;
+  /** The length in bytes of the key that made it: Herald's keys are random bytes of that length. */
+  keyBytes: number;
+}
+
+function signedToken(token: string, keyBytes: number): Signed {
+  const [header, payload, signature] = token.split('.');
+  return { what: 'an access token', input: `${header}.${payload}`, mac: Buffer.from(signature, 'base64url'), keyBytes };
+}
+
+function signedPost(post: Received, keyBytes: number): Signed[] {
+  const input = `${post.headers['webhook-id']}.${post.headers['webhook-timestamp']}.${post.body}`;
+  const signatures = (post.headers['webhook-signature'] as string).split(' ');
+  const mac = (signature: string) => Buffer.from(signature.slice('v1,'.length), 'base64');
+  return signatures.map((signature) => ({ what: 'a webhook post', input, mac: mac(signature), keyBytes }));
+}
+
+/** The bytes of a `whsec_` secret's key. */
+const webhookKeyBytes = (secret: string) => Buffer.from(secret.slice('whsec_'.length), 'base64').length;
+
+/**
+ * The keys the strings give, every way a key of `size` bytes is written: as it is, in Base64
+ * or Base64url, padded or not (Node's decoder takes both alphabets, RFC 4648 §4 and §5), or
+ * in hex, starting at any offset of any string (a value sits between others in a row).
+ */
+function* candidateKeys(strings: Iterable<string>, size: number): Generator<Buffer> {
+  const base64Lengths = [...new Set([Math.ceil((size * 4) / 3), Math.ceil(size / 3) * 4])];
+  for (const string of strings) {
+    for (let at = 0; at + size <= string.length; at++) {
+      yield Buffer.from(string.slice(at, at + size), 'latin1');
+      for (const length of base64Lengths) {
+        if (at + length > string.length) continue;
+        const decoded = Buffer.from(string.slice(at, at + length), 'base64');
+        if (decoded.length === size) yield decoded;
+      }
+      const hex = string.slice(at, at + size * 2);
+      if (hex.length === size * 2 && /^[0-9a-fA-F]+$/.test(hex)) yield Buffer.from(hex, 'hex');
+    }
+  }
+}
+
+/**
+ * HMAC-SHA256 (RFC 2104) under a key of 64 bytes or fewer, from two hashes: createHmac imports
+ * its key on every call, which took ten times as long as the hashes on this machine, and the
+ * scan tries a key at every offset of every string.
+ */
+function hmacSha256(key: Buffer, input: string): Buffer {
+  const padded = Buffer.alloc(64);
+  key.copy(padded);
+  const xored = (pad: number) => padded.map((byte) => byte ^ pad);
+  const inner = createHash('sha256').update(xored(0x36)).update(input).digest();
+  return createHash('sha256').update(xored(0x5c)).update(inner).digest();
+}
+
+/** What of `signed` a string of the database verifies: it should be nothing. */
+function forgeable(strings: Set<string>, signed: Signed[]): string[] {
+  const probe = randomBytes(32);
+  assert.deepEqual(hmacSha256(probe, 'probe'), createHmac('sha256', probe).update('probe').digest());
+  const found = new Set<string>();
+  for (const size of new Set(signed.map((s) => s.keyBytes))) {
+    assert.ok(size <= 64, 'a key hmacSha256 takes');
+    const inputs = [...new Set(signed.filter((s) => s.keyBytes === size).map((s) => s.input))];
+    for (const key of candidateKeys(strings, size)) {
+      for (const input of inputs) {
+        const mac = hmacSha256(key, input);
+        for (const s of signed) if (s.input === input && s.mac.equals(mac)) found.add(s.what);
+      }
+    }
+  }
+  return [...found];
+}
+
+/** A post signed by each of `secrets` alone verifies, by the standardwebhooks package. */
+function assertSignedBy(post: Received, secrets: string[]): void {
+  const signatures = (post.headers['webhook-signature'] as string).split(' ');
+  assert.equal(signatures.length, secrets.length);
+  for (const [i, secret] of secrets.entries()) {
+    const headers = { ...(post.headers as Record<string, string>), 'webhook-signature': signatures[i] };
+    assert.ok(new Webhook(secret).verify(post.body, headers));
+  }
+}
+
+const newWebhookSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+const keyEnv = (key: string) => ({ ENCRYPTION_KEY: key, WEBHOOK_ALLOW_PRIVATE: 'true' });
+
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  let receiver: Receiver;
+  let encryptionKey: string;
+  beforeEach(async (context) => {
+    // The test of a database made before the upgrade migrates its own, from empty.
+    database = await createTestDatabase(dialect, { empty: context.name.startsWith('a database made before') });
+    receiver = await startReceiver();
+    encryptionKey = randomBytes(32).toString('hex');
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await database.close();
+  });
+
+  /** A start of the service on the test's database, through the start of `serve` (stored-secrets.ts). */
+  const start = (env: Record<string, string> = keyEnv(encryptionKey)) =>
+    startTestApp(dialect, { database, env, clock: new ManualClock(Date.now()) });
+
+  const get = (t: TestApp, url: string, token: string) => t.app.inject({ method: 'GET', url, headers: bearer(token) });
+
+  /** A webhook the app posts to the receiver for the account, signed as every post is. */
+  async function postedWebhook(t: TestApp, accountId: string): Promise<Received> {
+    const id = await t.ctx.db.transaction().execute((trx) =>
+      emitWebhook(trx, t.clock, { accountId, url: receiver.url, type: 'contacts.batch', data: { inserted: 1 } }),
+    );
+    assert.equal(await runDeliveryJob(webhookDeliveryHandler(t.ctx), t.ctx.db, id), 'done');
+    return receiver.received.at(-1)!;
+  }
+
+  it('leaves no string in the database, its WAL or a dump that verifies a token or a webhook signature', async () => {
+    const t = await start();
+    try {
+      const account = await t.createAccount();
+      const token = await t.tokenFor(account);
+      const { secret } = (await get(t, '/webhooks/secret', token)).json();
+      const rotated = await t.app.inject({ method: 'POST', url: '/webhooks/secret/rotate', headers: bearer(token) });
+      assert.equal(rotated.statusCode, 200, rotated.body);
+      const post = await postedWebhook(t, account.row.id);
+      const signed = [signedToken(token, t.ctx.jwtKey.symmetricKeySize!), ...signedPost(post, webhookKeyBytes(secret))];
+      assert.equal(signed.length, 3, 'the token, and the post signed by the new secret and the one it replaced');
+      assert.deepEqual(forgeable(await restingStrings(database), signed), []);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a database made before the upgrade keeps its token and secrets through the start that seals them', async () => {
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    assert.ifError((await migrator.migrateTo('0026_message_rows_unchained')).error);
+    // What the code before wrote: the token key and both webhook secrets in clear, and a token.
+    const now = Date.now();
+    const jwtSecret = randomBytes(32).toString('base64url');
+    const [secret, previousSecret] = [newWebhookSecret(), newWebhookSecret()];
+    const previousExpiresAt = now + 3_600_000;
+    const credentials = { userName: 'ada@example.com', password: 'correct horse battery staple' };
+    const account = await createAccount(database.db, new ManualClock(now), credentials);
+    await database.db.insertInto('settings').values({ key: 'jwt_secret', value: jwtSecret }).execute();
+    await sql`insert into webhook_secrets
+                     (account_id, secret, previous_secret, previous_expires_at, created_at, rotated_at)
+              values (${account.id}, ${secret}, ${previousSecret}, ${previousExpiresAt}, ${now}, ${now})`
+      .execute(database.db);
+    const issuedAt = Math.floor(now / 1000) * 1000;
+    const subject = { accountId: account.id, tokenVersion: account.token_version };
+    const oldKey = createSecretKey(Buffer.from(jwtSecret, 'base64url'));
+    const token = await signAccessToken(oldKey, subject, issuedAt, expiryFor('Default', issuedAt));
+    await migrateToLatest(database);
+
+    const t = await start();
+    try {
+      assert.equal((await get(t, '/account', token)).statusCode, 200, 'the token issued before still authenticates');
+      const view = (await get(t, '/webhooks/secret', token)).json();
+      assert.deepEqual(view, { secret, previousSecretExpiresAt: new Date(previousExpiresAt).toISOString() });
+      const post = await postedWebhook(t, account.id);
+      assertSignedBy(post, [secret, previousSecret]);
+
+      const settings = await database.db.selectFrom('settings').select('key').execute();
+      assert.deepEqual(settings.map((row) => row.key), ['sealed_jwt_secret']);
+      const row = await database.db.selectFrom('webhook_secrets').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([row.secret, row.previous_secret], [null, null]);
+      const signed = [signedToken(token, 32), ...signedPost(post, 32)];
+      assert.deepEqual(forgeable(await restingStrings(database), signed), [], 'none left in a free page or the WAL');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('reads a webhook secret the old code wrote in clear in a rolling upgrade; the next start seals it', async () => {
+    const t = await start();
+    const [alice, bob] = [await t.createAccount(), await t.createAccount()];
+    const bobsOld = (await get(t, '/webhooks/secret', await t.tokenFor(bob))).json().secret;
+    // The old code's first use of a secret and its rotation: the clear column only.
+    const [alicesSecret, bobsNew] = [newWebhookSecret(), newWebhookSecret()];
+    await sql`insert into webhook_secrets (account_id, secret, created_at)
+              values (${alice.row.id}, ${alicesSecret}, ${t.clock.now()})`.execute(database.db);
+    await sql`update webhook_secrets
+                 set previous_secret = secret, secret = ${bobsNew}, previous_expires_at = ${t.clock.now() + 3_600_000}
+               where account_id = ${bob.row.id}`.execute(database.db);
+    try {
+      assertSignedBy(await postedWebhook(t, alice.row.id), [alicesSecret]);
+      assertSignedBy(await postedWebhook(t, bob.row.id), [bobsNew]);
+    } finally {
+      await t.close();
+    }
+
+    const again = await start();
+    try {
+      const rows = await database.db.selectFrom('webhook_secrets').selectAll().execute();
+      for (const row of rows) {
+        assert.deepEqual([row.secret, row.previous_secret, row.sealed_secret?.slice(0, 3)], [null, null, 'v1:']);
+      }
+      assert.equal((await get(again, '/webhooks/secret', await again.tokenFor(alice))).json().secret, alicesSecret);
+      assertSignedBy(await postedWebhook(again, bob.row.id), [bobsNew]);
+      assert.notEqual(bobsNew, bobsOld);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('replacing ENCRYPTION_KEY seals the secrets and DKIM keys anew: dropping the old key loses none', async () => {
+    const oldKey = encryptionKey;
+    const first = await start(keyEnv(oldKey));
+    const account = await first.createAccount();
+    const token = await first.tokenFor(account);
+    const before = (await get(first, '/webhooks/secret', token)).json().secret;
+    const rotation = await first.app.inject({ method: 'POST', url: '/webhooks/secret/rotate', headers: bearer(token) });
+    const rotated = rotation.json();
+    const dkim = (await get(first, '/admin/dkim', ADMIN_TOKEN)).json();
+    await first.close();
+
+    const newKey = randomBytes(32).toString('hex');
+    await (await start({ ...keyEnv(newKey), ENCRYPTION_KEY_PREVIOUS: oldKey })).close();
+
+    const t = await start(keyEnv(newKey));
+    try {
+      assert.equal((await get(t, '/account', token)).statusCode, 200, 'the token still authenticates');
+      assert.deepEqual((await get(t, '/webhooks/secret', token)).json(), rotated);
+      assertSignedBy(await postedWebhook(t, account.row.id), [rotated.secret, before]);
+      assert.deepEqual((await get(t, '/admin/dkim', ADMIN_TOKEN)).json(), dkim, 'the same DKIM key');
+      const raw = Buffer.from('From: ada@mail.localhost\r\nTo: bob@example.com\r\nSubject: Hi\r\n\r\nHello\r\n');
+      const service = { accountId: null, domain: 'mail.localhost' };
+      const key = await signingKeyFor(t.database, t.ctx.encryptionKey, t.clock, service);
+      assert.equal((await mailauthVerdict((await signEmail(raw, key)).toString(), dkim.dkim)).status, 'pass');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('herald rotate-jwt-secret ends every access token at the restart, and new ones work', async () => {
+    const env = { DATABASE_URL: database.url, ENCRYPTION_KEY: encryptionKey };
+    const first = await start();
+    const account = await first.createAccount();
+    const old = await first.tokenFor(account);
+    await first.close();
+
+    const refused = await herald(['rotate-jwt-secret'], { ...env, JWT_SECRET: 'x'.repeat(32) });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^herald: JWT_SECRET is set, and it is the key of access tokens/);
+    if (dialect === 'postgres') {
+      const keyless = await herald(['rotate-jwt-secret'], { ...env, ENCRYPTION_KEY: '' });
+      assert.equal(keyless.code, 1);
+      assert.match(keyless.stderr, /^herald: invalid ENCRYPTION_KEY: must be set on PostgreSQL/);
+    }
+    const rotated = await herald(['rotate-jwt-secret'], env);
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /Every access token issued before no longer works[^]*Restart every herald serve/);
+
+    const t = await start();
+    try {
+      assert.equal((await get(t, '/account', old)).statusCode, 401, 'the old token has ended');
+      assert.equal((await get(t, '/account', await t.tokenFor(account))).statusCode, 200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('stops a start under another ENCRYPTION_KEY; a webhook secret of a lost key asks for a rotation', async () => {
+    const first = await start();
+    const account = await first.createAccount();
+    const { secret } = (await get(first, '/webhooks/secret', await first.tokenFor(account))).json();
+    await first.close();
+
+    const otherKey = randomBytes(32).toString('hex');
+    await assert.rejects(start(keyEnv(otherKey)), (error: unknown) =>
+      error instanceof ConfigError && /^invalid ENCRYPTION_KEY: .*herald rotate-jwt-secret/.test(error.message));
+    await rotateJwtSecret(database.db, new Keyring(keyFromHex(otherKey)!));
+
+    const t = await start(keyEnv(otherKey));
+    try {
+      const token = await t.tokenFor(account);
+      const lost = await get(t, '/webhooks/secret', token);
+      assert.equal(lost.statusCode, 409, lost.body);
+      assert.match(lost.json().message, /rotate it \(POST \/webhooks\/secret\/rotate\)/);
+      const rotation = await t.app.inject({ method: 'POST', url: '/webhooks/secret/rotate', headers: bearer(token) });
+      assert.equal(rotation.statusCode, 200, rotation.body);
+      const next = rotation.json().secret;
+      assert.notEqual(next, secret);
+      assert.equal((await get(t, '/webhooks/secret', token)).json().secret, next);
+      assertSignedBy(await postedWebhook(t, account.row.id), [next]);
+    } finally {
+      await t.close();
+    }
+  });
+});
