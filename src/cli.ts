@@ -92,11 +92,15 @@ migrates the database: run herald migrate first.`,
     about: "print the domain's DKIM keys, the active one first, then the retired ones (of a migrated database)",
   },
   { name: 'dkim remove-key', args: '--selector SELECTOR [--user EMAIL --domain DOMAIN]', about: 'remove a retired DKIM key, once its record is withdrawn from DNS' },
-  { name: 'sim smsc', args: SIM_SMSC_ARGS, about: 'an SMPP 3.4 SMSC simulator for development and tests (README, "SMSC simulator")' },
+  {
+    name: 'sim smsc',
+    args: SIM_SMSC_ARGS,
+    about: 'an SMPP 3.4 SMSC simulator for development and tests (docs/operations.md, "SMSC simulator")',
+  },
   {
     name: 'sim smtp',
     args: SIM_SMTP_ARGS,
-    about: `an SMTP sink for development and tests (README, "SMTP sink"). MATCH is a recipient address or
+    about: `an SMTP sink for development and tests (docs/operations.md, "SMTP sink"). MATCH is a recipient address or
 /regex/flags; the first rule flag that matches a RCPT TO decides, in the order given, and an
 address none matches is accepted. --defer answers 451 4.3.0 (or CODE STATUS TEXT) to its first
 TIMES attempts for each address, then accepts; --reject answers 550 5.1.1 (or CODE STATUS TEXT)
@@ -122,7 +126,7 @@ function usage(name = ''): string {
     : [`usage: herald ${name || '<command>'} …`, commands.map((c) => `  ${synopsis(c)}\n${c.about.replace(/^/gm, '      ')}`).join('\n')];
   if (commands.some((c) => c.args.includes('--password-stdin'))) parts.push(PASSWORD_NOTE);
   if (name === '') parts.push('Every command takes --help.');
-  parts.push('Configuration is read from the environment (see README.md).');
+  parts.push('Configuration is read from the environment (see docs/operations.md, "Configuration").');
   return parts.join('\n\n');
 }
 

@@ -27,7 +27,7 @@ export class SealedValueError extends Error {
 /**
  * ENCRYPTION_KEY and the keys it replaced (ENCRYPTION_KEY_PREVIOUS), newest first: values are
  * sealed under the current one and opened under any, so a key can be replaced without losing
- * what was sealed before it (README, "Replacing ENCRYPTION_KEY"). Keys for other uses (the
+ * what was sealed before it (docs/operations.md, "Replacing ENCRYPTION_KEY"). Keys for other uses (the
  * hash of Idempotency-Key requests, email's tracking tokens) are derived from each in turn.
  */
 export class Keyring {

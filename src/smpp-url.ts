@@ -25,7 +25,7 @@ export interface SmppSettings {
   /**
    * submit_sm a bind has outstanding: sent, and not yet answered and recorded. Default 50, so
    * 2 × 50 = 100 submits a process may have answered and not recorded: the most a crash
-   * sends twice (README, "Delivery guarantee").
+   * sends twice (docs/sms.md, "SMS over SMPP": its delivery guarantee).
    */
   window: number;
   /** submit_sm a second across the process's binds (the operator's contract); 0, the default: no cap of Herald's own. */

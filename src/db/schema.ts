@@ -273,7 +273,7 @@ export interface RecipientHistoryTable {
   url: ColumnType<string | null, string | null | undefined, string | null>;
   /** Email: the SMTP reply of a Deferred or Bounce. */
   reply: ColumnType<string | null, string | null | undefined, string | null>;
-  /** Email: an Open or Click that looks like a machine's (README, "Email"). */
+  /** Email: an Open or Click that looks like a machine's (docs/email.md, "Sending": tracking). */
   machine: ColumnType<boolean | number | null, boolean | null | undefined, boolean | null>;
 }
 

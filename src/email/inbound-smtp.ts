@@ -7,8 +7,9 @@ import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
 import { FEEDBACK_MAILBOX, readMailbox, trackingKey } from './tracking.ts';
 
 /**
- * The inbound SMTP listener (INBOUND_SMTP_PORT, README "Inbound mail"): the MX of
- * BOUNCE_DOMAIN. It takes mail for three kinds of address there and no other:
+ * The inbound SMTP listener (INBOUND_SMTP_PORT; docs/email.md, "Inbound mail: bounces,
+ * complaints, unsubscribes"): the MX of BOUNCE_DOMAIN. It takes mail for three kinds of address
+ * there and no other:
  *
  * - `bounces+<token>@`: a message's VERP return path. A DSN to it is a Bounce for that
  *   message (an ARF report to it, as some feedback loops send, a Spam Report);

@@ -242,7 +242,7 @@ export async function dropUnsent(trx: Db, dialect: DialectName, clock: Clock, se
 
 /**
  * User agents of image proxies and link scanners, which open and click what no person read
- * (README, "Email"): an event from one is recorded and posted with `machine: true`, not hidden.
+ * (docs/email.md, "Sending": tracking): an event from one is recorded and posted with `machine: true`, not hidden.
  */
 const MACHINE_AGENTS = /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
 

@@ -18,7 +18,7 @@ export const MAX_MISSES_PER_ADDRESS = 300;
 const tags = ['links'];
 
 /**
- * Landing pages, short links and the hosts that shorten them (ARCHITECTURE.md; README,
+ * Landing pages, short links and the hosts that shorten them (ARCHITECTURE.md; docs/sms.md,
  * "Landing pages and short links"): route table first, handlers only call the service.
  */
 export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {

@@ -542,8 +542,8 @@ export interface StatusCount {
 
 /**
  * The sends' recipients counted by status, in one grouped read by the (send_id, id) index:
- * it visits each recipient of the sends once (about 1 µs each here; see the README's
- * "Sends, usage and statistics" for a page of 100 sends).
+ * it visits each recipient of the sends once (about 1 µs each here; docs/api.md, "Sends, usage
+ * and statistics", gives what a page of sends costs).
  */
 async function statusCounts(db: Db, sendIds: string[]): Promise<Map<string, StatusCount[]>> {
   if (sendIds.length === 0) return new Map();

@@ -66,7 +66,7 @@ async function periodCounts(db: Db, q: { accountId: string; channels: Channel[];
   return rows.map((row) => ({ ...row, period: Number(row.period), messages: Number(row.messages), parts: Number(row.parts) }));
 }
 
-/** The status words each figure of `GET /stats` counts, per channel (README, "Sends, usage and statistics"). */
+/** The status words each figure of `GET /stats` counts, per channel (docs/api.md, "Sends, usage and statistics"). */
 const FIGURES = {
   sms: { sent: ['Submitted'], delivered: ['Delivered'], failed: ['Failed'], refused: ['NotSent'], opened: [], clicked: [], unsubscribed: [], complaints: [] },
   email: { sent: ['Processed'], delivered: ['Delivered'], failed: ['Bounce'], refused: ['Dropped'], opened: ['Open'], clicked: ['Click'], unsubscribed: ['Unsubscribe'], complaints: ['Spam Report'] },
@@ -103,7 +103,7 @@ function emptyUsage() {
 }
 
 /**
- * `GET /usage`: per local day, the billed counts (README, "Sends, usage and statistics"): SMS
+ * `GET /usage`: per local day, the billed counts (docs/api.md, "Sends, usage and statistics"): SMS
  * messages the operator accepted (Submitted) and their parts by encoding, emails handed over
  * for sending (Processed); and every status word messages reached that day.
  */

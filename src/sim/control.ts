@@ -1,6 +1,6 @@
 /**
  * The simulators' control port: plain node:http, JSON in and out, a table of routes by
- * `METHOD /path` that each simulator supplies (README: "SMSC simulator", "SMTP sink").
+ * `METHOD /path` that each simulator supplies (docs/operations.md: "SMSC simulator", "SMTP sink").
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

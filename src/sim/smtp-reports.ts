@@ -151,7 +151,7 @@ export interface ReportDestination {
 
 /**
  * A report the SMTP sink is asked to send about a message it received (its control route
- * `POST /reports`, README "SMTP sink"): a DSN to the message's envelope sender (its VERP
+ * `POST /reports`, docs/operations.md, "SMTP sink"): a DSN to the message's envelope sender (its VERP
  * return path), or an ARF report to the feedback mailbox at that address's domain.
  */
 export interface ReportRequest {
