@@ -35,13 +35,24 @@ export const eraseDeletedValues: Record<DialectName, Erase> = {
   },
 };
 
+/**
+ * The database's own checkpointer thread (sqlite-checkpointer.ts) runs a PASSIVE checkpoint
+ * twice a second, and SQLite runs one checkpoint at a time: a TRUNCATE that meets one answers
+ * busy at once, whatever busy_timeout says. A passive round takes milliseconds, so waiting a
+ * little and trying again is enough; a reader that outlasts every try is reported.
+ */
+const CHECKPOINT_TRIES = 40;
+const CHECKPOINT_RETRY_MS = 50;
+
 /** A checkpoint that waits for readers (up to busy_timeout) and leaves the WAL empty, or says it could not. */
 async function emptyWal(db: Kysely<Schema>): Promise<void> {
-  const { rows } = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(db);
-  if (rows[0]?.busy) {
-    throw new Error(
-      'the SQLite WAL could not be emptied: another connection kept reading the database, ' +
-        'and what was deleted may rest in the WAL until written over',
-    );
+  for (let attempt = 1; attempt <= CHECKPOINT_TRIES; attempt++) {
+    const { rows } = await sql<{ busy: number }>`pragma wal_checkpoint(truncate)`.execute(db);
+    if (!rows[0]?.busy) return;
+    await new Promise((resolve) => setTimeout(resolve, CHECKPOINT_RETRY_MS));
   }
+  throw new Error(
+    'the SQLite WAL could not be emptied: another connection kept reading the database, ' +
+      'and what was deleted may rest in the WAL until written over',
+  );
 }
