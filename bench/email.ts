@@ -49,7 +49,7 @@ import { createInterface } from 'node:readline';
 import { createTransport } from 'nodemailer';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
-import { signingKeyFor } from '../src/email/dkim-keys.ts';
+import { signingKeyFor } from '../src/senders/dkim-keys.ts';
 import { compileEmail } from '../src/email/compile.ts';
 import { renderEmail } from '../src/email/render.ts';
 import { recipientUrls, trackingKey } from '../src/email/tracking.ts';

@@ -14,6 +14,7 @@ import { registerAuthentication } from './auth/bearer.ts';
 import { AccessCache } from './auth/access-cache.ts';
 import { authRoutes } from './auth/routes.ts';
 import { accountRoutes } from './accounts/routes.ts';
+import { senderRoutes } from './senders/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { crmRoutes } from './crm/routes.ts';
 import { smsRoutes } from './sms/routes.ts';
@@ -72,6 +73,7 @@ export async function buildApp(
   probeRoutes(app, ctx);
   authRoutes(app, ctx);
   accountRoutes(app, ctx, accessCache);
+  senderRoutes(app, ctx);
   webhookRoutes(app, ctx);
   queueRoutes(app, ctx);
   crmRoutes(app, ctx);

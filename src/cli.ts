@@ -6,22 +6,21 @@ import { AppError } from './errors.ts';
 import { migrateToLatest, openDatabase, pendingMigrations, sqlitePath, type Database } from './db/database.ts';
 import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadEncryptionKey } from './messaging/encryption-key.ts';
-import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from './email/dkim-keys.ts';
+import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from './senders/dkim-keys.ts';
 import { systemClock } from './clock.ts';
 import { ROLES, serve, StartError, type Role } from './server.ts';
 import {
   accountView,
-  addSenderDomain,
-  addSenderName,
   createAccount,
   deleteAccount,
   listAccounts,
   rotatePrivateToken,
-  senderDomainHolder,
   setPassword,
   updateAccountSettings,
   type AccountRow,
 } from './accounts/service.ts';
+import { addSenderName } from './senders/names.ts';
+import { addSenderDomain, senderDomainHolder } from './senders/domains.ts';
 import { findAccountByUserName } from './auth/credentials.ts';
 import { rotateJwtSecret } from './auth/signing-key.ts';
 import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';

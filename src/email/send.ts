@@ -15,7 +15,7 @@ import { registerEmailMetrics } from './metrics.ts';
 import type { RenderPool } from './render-pool.ts';
 import { compileEmail } from './compile.ts';
 import type { CompiledEmail } from './render.ts';
-import { signingKeyFor } from './dkim-keys.ts';
+import { signingKeyFor } from '../senders/dkim-keys.ts';
 import { returnPath, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 

@@ -13,7 +13,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { ConfigError } from '../../src/config.ts';
 import { migrateToLatest, sqlitePath } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
-import { signingKeyFor } from '../../src/email/dkim-keys.ts';
+import { signingKeyFor } from '../../src/senders/dkim-keys.ts';
 import { signEmail } from '../../src/email/dkim.ts';
 import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
 import { emitWebhook } from '../../src/webhooks/outbox.ts';
