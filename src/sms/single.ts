@@ -129,7 +129,7 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     const page = gathered.filter((waiting) => !failed.has(waiting.sendId));
     for (const waiting of gathered) if (failed.has(waiting.sendId)) waiting.settle(failed.get(waiting.sendId));
     const signal = AbortSignal.any(page.map((waiting) => waiting.signal));
-    const results = rows.length > 0 ? await transport.submit({ db: database.db, dialect: database.dialect }, messages, signal, { urgent: true }) : [];
+    const results = rows.length > 0 ? await transport.submit(messages, signal, { urgent: true }) : [];
     await pauseForTest('sms.submitted');
     const now = clock.now();
     const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);

@@ -58,11 +58,11 @@ forEachDatabase((dialect) => {
     alice = await client();
     started = [];
     const { ctx } = crm.t;
-    const sandbox = sandboxTransport(crm.clock, { key: ctx.encryptionKey });
+    const sandbox = sandboxTransport(ctx.database, crm.clock, { key: ctx.encryptionKey });
     const transport: SmsTransport = {
-      async submit(database, messages, signal) {
+      async submit(messages, signal) {
         const taken = messages.filter((m) => m.recipient !== REFUSED_FOR_NOW);
-        const results = await sandbox.submit(database, taken, signal);
+        const results = await sandbox.submit(taken, signal);
         return messages.map((m) => (m.recipient === REFUSED_FOR_NOW ? { accepted: false as const, permanent: false, error: 'busy', errorCode: null } : results.shift()!));
       },
       close: () => sandbox.close(),
