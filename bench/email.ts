@@ -55,7 +55,7 @@ import { renderEmail } from '../src/email/render.ts';
 import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
 import { Keyring } from '../src/sealed.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
-import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);

@@ -8,7 +8,7 @@ import { badRequest, conflict, notFound } from '../errors.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
-import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from '../time-zone.ts';
+import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
 

@@ -14,7 +14,7 @@ import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts, matchWaiting, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
-import { pauseForTest } from '../test-pause.ts';
+import { pauseForTest } from '../messaging/test-pause.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';

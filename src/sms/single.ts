@@ -7,7 +7,7 @@ import type { Schema } from '../db/schema.ts';
 import { compileTemplate } from '../messaging/tags.ts';
 import { completeJobs, type Lease } from '../queue/queries.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
-import { pauseForTest } from '../test-pause.ts';
+import { pauseForTest } from '../messaging/test-pause.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';

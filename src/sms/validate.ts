@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { unprocessable, type FieldError } from '../errors.ts';
-import { mobileFromDigits } from '../mobile-number.ts';
+import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { scheduledTime } from '../messaging/schedule.ts';
 import { checkTags } from '../messaging/tags.ts';

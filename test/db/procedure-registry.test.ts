@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase } from '../../src/db/database.ts';
-import { PROCEDURE_MODULES } from '../../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../../src/server/procedures.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 const MISNAMED = new URL('./support/misnamed-procedure.ts', import.meta.url).href;

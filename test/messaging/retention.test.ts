@@ -12,7 +12,7 @@ import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { sandboxTransport } from '../../src/sms/transports/sandbox.ts';
 import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
-import { createWorker } from '../../src/worker.ts';
+import { createWorker } from '../../src/server/worker.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';

@@ -11,7 +11,7 @@ import { outgoingMessages } from './smpp-support.ts';
 import { SharedSendRate } from '../../src/ratelimit/shared-send-rate.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { receiveInboundSms } from '../../src/sms/inbound.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { REDIS_URL, redisPrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';

@@ -11,7 +11,7 @@ import { segment } from '../../src/sms/segments.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { receiveInboundSms } from '../../src/sms/inbound.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';

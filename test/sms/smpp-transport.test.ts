@@ -7,7 +7,7 @@ import smpp from 'smpp';
 import { ManualClock } from '../../src/clock.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
 import { outgoingMessages } from './smpp-support.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
 import { receiveInboundSms } from '../../src/sms/inbound.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';

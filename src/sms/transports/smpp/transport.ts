@@ -12,7 +12,7 @@ import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
 import { ReceiptWatch } from './receipt-watch.ts';
-import type { SmppSettings } from '../../../smpp-url.ts';
+import type { SmppSettings } from './url.ts';
 import { SharedSendRate } from '../../../ratelimit/shared-send-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';

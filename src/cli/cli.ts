@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
-import { ConfigError, loadConfig, type Config } from './config.ts';
-import { AppError } from './errors.ts';
-import { migrateToLatest, openDatabase, pendingMigrations, sqlitePath, type Database } from './db/database.ts';
-import { PROCEDURE_MODULES } from './procedures.ts';
-import { loadEncryptionKey } from './messaging/encryption-key.ts';
-import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from './senders/dkim-keys.ts';
-import { systemClock } from './clock.ts';
-import { ROLES, serve, StartError, type Role } from './server.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { migrateToLatest, openDatabase, pendingMigrations, sqlitePath, type Database } from '../db/database.ts';
+import { PROCEDURE_MODULES } from '../server/procedures.ts';
+import { loadEncryptionKey } from '../messaging/encryption-key.ts';
+import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from '../senders/dkim-keys.ts';
+import { systemClock } from '../clock.ts';
+import { ROLES, serve, StartError, type Role } from '../server/server.ts';
 import {
   accountView,
   createAccount,
@@ -18,15 +18,15 @@ import {
   setPassword,
   updateAccountSettings,
   type AccountRow,
-} from './accounts/service.ts';
-import { addSenderName } from './senders/names.ts';
-import { addSenderDomain, senderDomainHolder } from './senders/domains.ts';
-import { findAccountByUserName } from './auth/credentials.ts';
-import { rotateJwtSecret } from './auth/signing-key.ts';
-import { RATE_LIMIT_GROUPS, type RateLimitGroup } from './ratelimit/limits.ts';
+} from '../accounts/service.ts';
+import { addSenderName } from '../senders/names.ts';
+import { addSenderDomain, senderDomainHolder } from '../senders/domains.ts';
+import { findAccountByUserName } from '../auth/credentials.ts';
+import { rotateJwtSecret } from '../auth/signing-key.ts';
+import { RATE_LIMIT_GROUPS, type RateLimitGroup } from '../ratelimit/limits.ts';
 import { PasswordInputError, readNewPassword } from './password-input.ts';
-import { simCommand, SIM_SMSC_ARGS, SIM_SMTP_ARGS } from './sim/cli.ts';
-import { addShortenerDomain } from './links/shortener.ts';
+import { simCommand, SIM_SMSC_ARGS, SIM_SMTP_ARGS } from '../sim/cli.ts';
+import { addShortenerDomain } from '../links/shortener.ts';
 
 /**
  * Every command's usage, the one source of `herald --help`, `herald account --help`,
