@@ -39,14 +39,6 @@ async function modulesLoadedWith(modules: readonly string[]): Promise<string[]> 
   return loaded;
 }
 
-it('keeps the storage layer below the domains: opening a database loads nothing of src/ but src/db/, the shared errors and the thread starter', async () => {
-  const source = new URL('../../src/', import.meta.url).href;
-  const loaded = await modulesLoadedWith([new URL('db/database.ts', source).href]);
-  const shared = new Set([`${source}errors.ts`, `${source}threads.ts`]);
-  const above = loaded.filter((url) => url.startsWith(source) && !url.startsWith(`${source}db/`) && !shared.has(url));
-  assert.deepEqual(above, []);
-});
-
 it("keeps libphonenumber's metadata out of the procedures' modules, which the SQLite thread loads", async () => {
   const loaded = await modulesLoadedWith(PROCEDURE_MODULES);
   assert.ok(loaded.some((url) => url.endsWith('/src/crm/apply.ts')));
