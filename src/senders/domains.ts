@@ -7,7 +7,15 @@ import type { Schema } from '../db/schema.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Keyring } from '../sealed.ts';
 import { findAccountById } from '../accounts/service.ts';
-import { dkimDomainView, dkimRecord, generateDkimKey, insertKeyUnlessActive, type DkimDomainView, type DkimKeyHolder, type NewDkimKey } from './dkim-keys.ts';
+import {
+  dkimDomainView,
+  dkimRecord,
+  generateDkimKey,
+  insertKeyUnlessActive,
+  type DkimDomainView,
+  type DkimKeyHolder,
+  type NewDkimKey,
+} from './dkim-keys.ts';
 
 /**
  * An account's email sender domains (the From domains it may send from besides the service's
