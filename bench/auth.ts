@@ -54,7 +54,7 @@ await database.close();
 
 const heraldPort = 18_580;
 const barePort = 18_581;
-const herald = await start(['src/cli.ts', 'serve'], `http://127.0.0.1:${heraldPort}/healthz`, { DATABASE_URL: databaseUrl, PORT: String(heraldPort), LOG_LEVEL: 'warn', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY });
+const herald = await start(['src/cli/cli.ts', 'serve'], `http://127.0.0.1:${heraldPort}/healthz`, { DATABASE_URL: databaseUrl, PORT: String(heraldPort), LOG_LEVEL: 'warn', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY });
 try {
   const tokenRequest = JSON.stringify({ userName: account.user_name, password, privateToken: account.privateToken, validity: 'Default' });
   const tokenResponse = await fetch(`http://127.0.0.1:${heraldPort}/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: tokenRequest });

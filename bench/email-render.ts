@@ -18,8 +18,7 @@ import MailComposer, { type Options as MailComposerOptions } from 'nodemailer/li
 import { compileEmail } from '../src/email/compile.ts';
 import { composeMime, renderEmail } from '../src/email/render.ts';
 import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
-import { generateKey } from '../src/secret-key.ts';
-import { Keyring } from '../src/sealed.ts';
+import { generateKey, Keyring } from '../src/sealed.ts';
 import { signEmail } from '../src/email/dkim.ts';
 
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 20_000);

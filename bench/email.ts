@@ -49,13 +49,13 @@ import { createInterface } from 'node:readline';
 import { createTransport } from 'nodemailer';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
-import { signingKeyFor } from '../src/email/dkim-keys.ts';
+import { signingKeyFor } from '../src/senders/dkim-keys.ts';
 import { compileEmail } from '../src/email/compile.ts';
 import { renderEmail } from '../src/email/render.ts';
 import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
 import { Keyring } from '../src/sealed.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
-import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
 
 const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);

@@ -14,8 +14,7 @@ import { loadConfig } from '../src/config.ts';
 import { RenderPool } from '../src/email/render-pool.ts';
 import { compileEmail } from '../src/email/compile.ts';
 import { trackingKey } from '../src/email/tracking.ts';
-import { Keyring } from '../src/sealed.ts';
-import { generateKey } from '../src/secret-key.ts';
+import { generateKey, Keyring } from '../src/sealed.ts';
 
 const THREADS = Number(process.argv[2] ?? loadConfig({}).emailRenderThreads);
 const RECIPIENTS = Number(process.env.BENCH_RECIPIENTS ?? 6000);

@@ -13,7 +13,7 @@ import { createAccount } from '../src/accounts/service.ts';
 import { ManualClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { CHUNK_LIMITS, purgeSendsChunk, sweep } from '../src/messaging/retention.ts';
-import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { onEachDatabase } from './herald-process.ts';
 import { SMS_PURGES } from '../src/sms/receipts.ts';
 

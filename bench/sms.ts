@@ -37,7 +37,7 @@ import { sql } from 'kysely';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
-import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
 import { bind, drive } from './smpp-client.ts';
 

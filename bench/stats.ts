@@ -10,7 +10,7 @@
  */
 import { sql } from 'kysely';
 import { createAccount } from '../src/accounts/service.ts';
-import { buildApp } from '../src/app.ts';
+import { buildApp } from '../src/server/app.ts';
 import { ManualClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import type { AppContext } from '../src/context.ts';
@@ -18,9 +18,9 @@ import { migrateToLatest, openDatabase, type Database } from '../src/db/database
 import { backfillUsageRollup } from '../src/db/migrations/0023_usage_rollup.ts';
 import { createMetricsRegistry } from '../src/http/metrics.ts';
 import { loadEncryptionKey } from '../src/messaging/encryption-key.ts';
-import { PROCEDURE_MODULES } from '../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { MemoryCounterStore } from '../src/ratelimit/counters.ts';
-import { prepareStoredSecrets } from '../src/stored-secrets.ts';
+import { prepareStoredSecrets } from '../src/server/stored-secrets.ts';
 import { BENCH_ENCRYPTION_KEY, onEachDatabase } from './herald-process.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000_000);

@@ -1,9 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { keyFromHex } from './secret-key.ts';
-import { parseSmppUrl, type SmppSettings } from './smpp-url.ts';
-import { parseSmtpUrl, type SmtpSettings } from './smtp-url.ts';
+import { keyFromHex } from './sealed.ts';
+import { parseSmppUrl, type SmppSettings } from './sms/transports/smpp/url.ts';
+import { parseSmtpUrl, type SmtpSettings } from './email/transports/smtp-url.ts';
 
 /**
  * Configuration comes from the environment only (ARCHITECTURE.md, "Configuration").
@@ -38,14 +38,14 @@ export interface Config {
   /**
    * SMS_TRANSPORT: `sandbox:`, optionally `sandbox:?fail=<regular expression>` (numbers it
    * refuses), or an SMSC: `smpp://systemId:password@host:port?binds=&window=&tps=&urgent=`
-   * (`smpps://` over TLS; smpp-url.ts).
+   * (`smpps://` over TLS; sms/transports/smpp/url.ts).
    */
   smsTransport: { kind: 'sandbox'; fail: RegExp | undefined } | { kind: 'smpp'; settings: SmppSettings };
   /**
    * EMAIL_TRANSPORT: `sandbox:`, optionally with `?defer=<regular expression>` (addresses it
    * refuses for now, 4xx) and `&bounce=<regular expression>` (addresses it refuses for good,
    * 5xx), for trying failures in development; or a relay:
-   * `smtp://user:password@host:port?pool=&rate=&tls=` (`smtps://` over TLS; smtp-url.ts).
+   * `smtp://user:password@host:port?pool=&rate=&tls=` (`smtps://` over TLS; email/transports/smtp-url.ts).
    */
   emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined } | { kind: 'smtp'; settings: SmtpSettings };
   defaultEmailDomain: string;

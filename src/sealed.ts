@@ -25,6 +25,18 @@ export class SealedValueError extends Error {
 
 
 /**
+ * The one rule for ENCRYPTION_KEY's form, wherever it is read (the environment, the key file
+ * beside a SQLite database): 32 bytes, written as 64 hex characters.
+ */
+export function keyFromHex(hex: string): KeyObject | undefined {
+  return /^[0-9a-fA-F]{64}$/.test(hex) ? createSecretKey(Buffer.from(hex, 'hex')) : undefined;
+}
+
+export function generateKey(): KeyObject {
+  return createSecretKey(randomBytes(32));
+}
+
+/**
  * ENCRYPTION_KEY and the keys it replaced (ENCRYPTION_KEY_PREVIOUS), newest first: values are
  * sealed under the current one and opened under any, so a key can be replaced without losing
  * what was sealed before it (docs/operations.md, "Replacing ENCRYPTION_KEY"). Keys for other uses (the

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * What the transport URLs (smpp-url.ts, smtp-url.ts) have in common: a URL of one of its
- * schemes naming its host, with known parameters only, whole-number parameters within limits,
- * and a `ca=` file. Each throws an Error naming the fault (config.ts names the variable), and
+ * What the transport URLs (sms/transports/smpp/url.ts, email/transports/smtp-url.ts) have in
+ * common: a URL of one of its schemes naming its host, with known parameters only, whole-number
+ * parameters within limits, and a `ca=` file. Each throws an Error naming the fault (config.ts names the variable), and
  * never repeats the URL, which holds a password and lands in logs.
  */
 

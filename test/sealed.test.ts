@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { Keyring, open, resealed, seal, SealedValueError } from '../src/sealed.ts';
-import { generateKey, keyFromHex } from '../src/secret-key.ts';
+import { generateKey, keyFromHex, Keyring, open, resealed, seal, SealedValueError } from '../src/sealed.ts';
 
 const key = generateKey();
 const ring = new Keyring(key);

@@ -5,17 +5,12 @@ import type { Clock } from '../clock.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { isHostname } from '../config.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
-import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from '../time-zone.ts';
+import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
-import type { Database } from '../db/database.ts';
-import { procedure } from '../db/procedure.ts';
-import type { Keyring } from '../sealed.ts';
-import { dkimDomainView, dkimRecord, generateDkimKey, insertKeyUnlessActive, type DkimDomainView, type DkimKeyHolder, type NewDkimKey } from '../email/dkim-keys.ts';
 
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
@@ -241,106 +236,4 @@ export async function deleteAccount(db: Db, id: string): Promise<void> {
         delete from accounts where id = ${id} returning id`.execute(db)
     : { rows: await db.deleteFrom('accounts').where('id', '=', id).returning('id').execute() };
   if (result.rows.length === 0) throw notFound('The account');
-}
-
-/**
- * Alphanumeric sender IDs are at most 11 characters (GSM 03.40 TP-OA);
- * numeric ones (a long code or short code) at most 15 digits (E.164).
- */
-export function isValidSenderName(name: string): boolean {
-  return /^(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11}$/.test(name) || /^\d{3,15}$/.test(name);
-}
-
-export async function addSenderName(db: Db, clock: Clock, accountId: string, name: string): Promise<{ name: string; createdAt: string }> {
-  if (!isValidSenderName(name)) {
-    throw badRequest('A sender name is 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits.', [
-      { field: 'name', message: 'must be an alphanumeric sender ID (≤ 11) or a number (≤ 15 digits)' },
-    ]);
-  }
-  if (/^\d+$/.test(name)) {
-    // A numeric name routes replies to its account (sms/inbound.ts): one account holds it at most.
-    const holder = await db.selectFrom('sender_names').select('account_id').where('name', '=', name).where('account_id', '<>', accountId).executeTakeFirst();
-    if (holder) throw numericNameTaken(name);
-  }
-  try {
-    return await insertSenderName(db, clock, accountId, name);
-  } catch (error) {
-    // Another account registered it since the check (sender_names_numeric).
-    if (isUniqueViolation(error)) throw numericNameTaken(name);
-    throw error;
-  }
-}
-
-const numericNameTaken = (name: string) =>
-  conflict(`Another account holds the sender number ${name}: replies to it are routed to that account, so it cannot be shared.`, [
-    { field: 'name', message: 'is a numeric sender name another account holds' },
-  ]);
-
-/**
- * Authorises an email sender domain for the account and answers the DKIM record to publish
- * (ARCHITECTURE.md): the domain's key is made with it, in one transaction, so no domain is
- * held without a key. Adding a domain the account holds again answers its current record.
- */
-export async function addSenderDomain(
-  database: Database,
-  keyring: Keyring,
-  clock: Clock,
-  args: { accountId: string; domain: string; serviceDomain: string },
-): Promise<DkimDomainView> {
-  const domain = args.domain.trim().toLowerCase();
-  if (!isHostname(domain)) throw badRequest('The sender domain must be a domain name.', [{ field: 'domain', message: 'must be a domain name' }]);
-  if (domain === args.serviceDomain) {
-    throw badRequest(`${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): every account sends from it already, signed with its key (GET /admin/dkim).`, [
-      { field: 'domain', message: "is the service's own domain" },
-    ]);
-  }
-  const holder = { accountId: args.accountId, domain };
-  const held = await database.db.selectFrom('dkim_keys').selectAll().where('account_id', '=', args.accountId).where('domain', '=', domain).where('retired_at', 'is', null).executeTakeFirst();
-  const key = held ?? (await database.call(insertSenderDomain, { holder, key: await generateDkimKey(keyring, clock, domain) }));
-  return { domain, dkim: dkimRecord(domain, key) };
-}
-
-export const insertSenderDomain = procedure(import.meta.url, 'insertSenderDomain', async ({ db }, args: { holder: DkimKeyHolder & { accountId: string }; key: NewDkimKey }) =>
-  db.transaction().execute(async (trx) => {
-    if (!(await findAccountById(trx, args.holder.accountId))) throw notFound('The account');
-    await trx
-      .insertInto('sender_domains')
-      .values({ account_id: args.holder.accountId, domain: args.holder.domain, created_at: args.key.createdAt })
-      .onConflict((oc) => oc.columns(['account_id', 'domain']).doNothing())
-      .execute();
-    return insertKeyUnlessActive(trx, args.holder, args.key);
-  }),
-);
-
-async function insertSenderName(db: Db, clock: Clock, accountId: string, name: string): Promise<{ name: string; createdAt: string }> {
-  if (!(await findAccountById(db, accountId))) throw notFound('The account');
-  const now = clock.now();
-  await db
-    .insertInto('sender_names')
-    .values({ account_id: accountId, name, created_at: now })
-    .onConflict((oc) => oc.columns(['account_id', 'name']).doNothing())
-    .execute();
-  return { name, createdAt: new Date(now).toISOString() };
-}
-
-export async function listSenderNames(db: Db, accountId: string): Promise<string[]> {
-  const rows = await db.selectFrom('sender_names').select('name').where('account_id', '=', accountId).orderBy('name').execute();
-  return rows.map((r) => r.name);
-}
-
-/** The account's sender domains with their DKIM records, in name order; a domain authorised before DKIM existed gets its key now. */
-export async function listSenderDomains(database: Database, keyring: Keyring, clock: Clock, accountId: string): Promise<DkimDomainView[]> {
-  const rows = await database.db.selectFrom('sender_domains').select('domain').where('account_id', '=', accountId).orderBy('domain').execute();
-  const views: DkimDomainView[] = [];
-  for (const { domain } of rows) views.push(await dkimDomainView(database, keyring, clock, { accountId, domain }));
-  return views;
-}
-
-/**
- * The account's sender domain as a DKIM key holder (email/dkim-keys.ts, which answers 404 when
- * the account does not hold it), written as it was added: lower case.
- */
-export async function senderDomainHolder(db: Db, accountId: string, domain: string): Promise<DkimKeyHolder> {
-  if (!(await findAccountById(db, accountId))) throw notFound('The account');
-  return { accountId, domain: domain.trim().toLowerCase() };
 }

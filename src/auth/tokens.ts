@@ -1,6 +1,6 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
-import { decodeBase64url } from '../base64url.ts';
+import { decodeBase64url } from '../http/base64url.ts';
 import { invalidToken } from '../errors.ts';
 
 export const VALIDITIES = ['Default', 'ShortLive', 'LongLive'] as const;

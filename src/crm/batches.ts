@@ -10,7 +10,7 @@ import { inJson } from './queries.ts';
 import type { ContactBatchRequest } from './schemas.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
 // Types only: validate.ts loads libphonenumber's metadata, and the database thread, which
-// imports this module for its procedures (src/procedures.ts), has no use for it.
+// imports this module for its procedures (src/server/procedures.ts), has no use for it.
 import type { BatchEntry, CheckedEntry } from './validate.ts';
 
 type Db = Kysely<Schema>;

@@ -1,6 +1,6 @@
 import { setImmediate } from 'node:timers/promises';
-import { emailAddressProblem } from '../email-address.ts';
-import { mobileFromParts } from '../mobile-number.ts';
+import { emailAddressProblem } from './email-address.ts';
+import { mobileFromParts } from './mobile-number.ts';
 import type { FieldError } from '../errors.ts';
 import type { ContactBatchRequest, ContactInput } from './schemas.ts';
 

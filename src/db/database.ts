@@ -54,7 +54,7 @@ export interface OpenOptions {
   poolSize?: number;
   /**
    * The modules that define the procedures this database runs (the application's are listed
-   * in src/procedures.ts, which its start passes here). None by default: a database opened
+   * in src/server/procedures.ts, which its start passes here). None by default: a database opened
    * to migrate, or by a bench or a test of the queue, runs none.
    */
   procedures?: readonly string[];

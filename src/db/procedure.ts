@@ -44,7 +44,7 @@ const keyOf = (ref: ProcedureRef) => `${ref.module}#${ref.name}`;
 const APPLICATION = new URL('../', import.meta.url).href;
 
 /**
- * Imports every module of the registry (src/procedures.ts) and checks that each procedure
+ * Imports every module of the registry (src/server/procedures.ts) and checks that each procedure
  * is exported under the name and from the module it gives, and that every procedure of the
  * application this thread has defined is one of them: what another thread is asked to find
  * by ref, it finds.
@@ -63,7 +63,8 @@ export async function resolveProcedures(modules: readonly string[]): Promise<Pro
   }
   for (const candidate of defined) {
     if (candidate.module.startsWith(APPLICATION) && found.get(keyOf(candidate)) !== candidate) {
-      throw new Error(`the procedure ${candidate.name} of ${candidate.module} is in no module of the procedure registry (src/procedures.ts)`);
+      const registry = 'the procedure registry (src/server/procedures.ts)';
+      throw new Error(`the procedure ${candidate.name} of ${candidate.module} is in no module of ${registry}`);
     }
   }
   return found;

@@ -1,20 +1,13 @@
-import type { KeyObject } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import DKIM from 'nodemailer/lib/dkim';
+import type { DkimSigningKey } from '../senders/dkim-keys.ts';
 
 /**
  * DKIM signing (RFC 6376) of a rendered message, by nodemailer's signer: relaxed/relaxed,
  * rsa-sha256. Nothing here reads the database: the key is looked up once per batch
- * (dkim-keys.ts, signingKeyFor) and this runs on every message, so it can move to a worker
+ * (senders/dkim-keys.ts, signingKeyFor) and this runs on every message, so it can move to a worker
  * thread (a KeyObject crosses threads by postMessage).
  */
-
-/** What signs one domain's mail: its active key and the selector its public key is published under. */
-export interface DkimSigningKey {
-  domain: string;
-  selector: string;
-  privateKey: KeyObject;
-}
 
 /**
  * The header fields signed when present (h=). nodemailer's default list (RFC 4871 §5.5's) lacks

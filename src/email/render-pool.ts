@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import { startThread } from '../threads.ts';
 import type { TagSources } from '../messaging/tags.ts';
-import type { DkimSigningKey } from './dkim.ts';
+import type { DkimSigningKey } from '../senders/dkim-keys.ts';
 import type { CompiledEmail } from './render.ts';
 
 /**
@@ -22,7 +22,7 @@ export interface ThreadBatch {
   publicUrl: string;
   /** BOUNCE_DOMAIN when List-Unsubscribe carries a `mailto:` (inbound mail is on), else undefined. */
   mailboxDomain: string | undefined;
-  /** The From domain's DKIM key (dkim-keys.ts's signingKeyFor). */
+  /** The From domain's DKIM key (senders/dkim-keys.ts's signingKeyFor). */
   dkimKey: DkimSigningKey;
 }
 

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { emailAddressProblem } from '../email-address.ts';
+import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';

@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import { MultilineText, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
 import { RecipientStatus } from '../messaging/schemas.ts';
-import { MAX_EMAIL_ADDRESS } from '../email-address.ts';
+import { MAX_EMAIL_ADDRESS } from '../crm/email-address.ts';
 import { MAX_REPORT_BYTES } from './mail-reports.ts';
 
 /**

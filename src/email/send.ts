@@ -8,14 +8,14 @@ import { recipientMessageId } from '../messaging/message-ids.ts';
 import { expandedSend, propertyNames, rowProperties, sendInPages, type PageRow } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
-import { pauseForTest } from '../test-pause.ts';
+import { pauseForTest } from '../messaging/test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import { dropUnsent, finishResumedEmailSend, loadEmailPage, pageResults, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
 import { registerEmailMetrics } from './metrics.ts';
 import type { RenderPool } from './render-pool.ts';
 import { compileEmail } from './compile.ts';
 import type { CompiledEmail } from './render.ts';
-import { signingKeyFor } from './dkim-keys.ts';
+import { signingKeyFor } from '../senders/dkim-keys.ts';
 import { returnPath, trackingKey } from './tracking.ts';
 import type { EmailTransport } from './transport.ts';
 

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { decodeBase64url } from '../base64url.ts';
+import { decodeBase64url } from '../http/base64url.ts';
 
 /**
  * The tokens of an email's tracking URLs (`/t/c/<token>`, `/t/o/<token>`, `/t/u/<token>`):

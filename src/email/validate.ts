@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { emailAddressProblem } from '../email-address.ts';
+import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, unprocessable, type FieldError } from '../errors.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { scheduledTime } from '../messaging/schedule.ts';

@@ -1,4 +1,4 @@
-import { decodeBase64url } from '../base64url.ts';
+import { decodeBase64url } from './base64url.ts';
 import { badRequest } from '../errors.ts';
 
 type Part = 'integer' | 'uuid' | 'digits' | 'address';

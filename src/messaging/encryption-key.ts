@@ -3,8 +3,7 @@ import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unli
 import { dirname, resolve } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { sqlitePath } from '../db/database.ts';
-import { generateKey, keyFromHex } from '../secret-key.ts';
-import { Keyring } from '../sealed.ts';
+import { generateKey, keyFromHex, Keyring } from '../sealed.ts';
 
 /**
  * The key of sealed values (sealed.ts), ENCRYPTION_KEY (ARCHITECTURE.md, "Configuration"):

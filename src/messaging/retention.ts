@@ -140,7 +140,7 @@ export const purgeSendsChunk = procedure(
 /**
  * A store of a channel's own that the sweep empties of what is older than `before`: deletes
  * at most `limit` rows in one transaction and answers how many. The channels hand theirs to
- * the sweep (src/worker.ts), which knows none of them.
+ * the sweep (src/server/worker.ts), which knows none of them.
  */
 export type Purge = (database: ProcedureDatabase, before: number, limit: number) => Promise<number>;
 
@@ -202,7 +202,7 @@ export async function sweep(
   return report;
 }
 
-/** The sweep's job handler: registered by every worker (src/worker.ts), run by one at a time. */
+/** The sweep's job handler: registered by every worker (src/server/worker.ts), run by one at a time. */
 export function retentionHandler(deps: { database: Database; clock: Clock; config: { retentionDays: number } }, channelPurges: Record<string, Purge>): JobHandler {
   return recurringHandler(deps.clock, {
     kind: RETENTION_KIND,

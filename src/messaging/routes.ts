@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { offsetMinutes } from '../time-zone.ts';
+import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { ContactIdParams } from '../crm/schemas.ts';

@@ -1,4 +1,4 @@
-import { offsetMinutes } from '../time-zone.ts';
+import { offsetMinutes } from '../accounts/time-zone.ts';
 
 /** scheduleDateTime (SPEC §1 rule 5, §2.1, §2.2, §2.7), the same for every channel. */
 

@@ -10,7 +10,7 @@ import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { pauseForTest } from '../test-pause.ts';
+import { pauseForTest } from './test-pause.ts';
 import { UsageTally } from './rollup.ts';
 import {
   expandRecipients, refusedInRange, requestRecipientsInsert, type Channel, type StoredRecipient,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { connectRedis, redisReady } from '../redis.ts';
+import { connectRedis, redisReady } from './redis.ts';
 
 /**
  * The state behind rate limits (fixed-window counters) and login throttling (sliding

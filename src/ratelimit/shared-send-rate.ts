@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { connectRedis, redisReady } from '../redis.ts';
+import { connectRedis, redisReady } from './redis.ts';
 import { BURST_SECONDS, laneRates, LocalSendRate, type SendRate, type SendRateOptions } from './send-rate.ts';
 
 /**

@@ -12,6 +12,7 @@ import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { addSuppression } from '../messaging/suppressions.ts';
 import { appendToStreams } from '../webhooks/events.ts';
+import type { InboundSms } from './transport.ts';
 
 type Db = Kysely<Schema>;
 
@@ -23,16 +24,6 @@ export const STOP_REASON = 'STOP reply';
 /** The usual opt-out and opt-in words (as carriers and Twilio take them): the whole message, any case. */
 const STOP_WORDS = new Set(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT']);
 const START_WORDS = new Set(['START', 'UNSTOP', 'YES']);
-
-export interface InboundSms {
-  /** The handset's number. */
-  from: string;
-  /** The number (or sender name) it wrote to. */
-  to: string;
-  text: string;
-  /** Epoch ms it was received. */
-  at: number;
-}
 
 export interface InboundOutcome {
   accountId: string;

@@ -8,7 +8,7 @@ import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas
 import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
-import { mobileFromDigits } from '../mobile-number.ts';
+import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { cancelSend, listSends } from '../messaging/send.ts';
 import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';

@@ -14,7 +14,7 @@ import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { applyReceipts, matchWaiting, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
-import { pauseForTest } from '../test-pause.ts';
+import { pauseForTest } from '../messaging/test-pause.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';
@@ -264,7 +264,7 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
       const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
       return sendInPages(deps, run, send, pendingByStatus(deps, send, PENDING), async (rows, { cursor, last }) => {
         const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
-        const results = await transport.submit({ db: database.db, dialect: database.dialect }, messages, run.signal);
+        const results = await transport.submit(messages, run.signal);
         await pauseForTest('sms.submitted');
         const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
         return database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor, outcomes, steps, receipts, last });

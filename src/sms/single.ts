@@ -7,7 +7,7 @@ import type { Schema } from '../db/schema.ts';
 import { compileTemplate } from '../messaging/tags.ts';
 import { completeJobs, type Lease } from '../queue/queries.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
-import { pauseForTest } from '../test-pause.ts';
+import { pauseForTest } from '../messaging/test-pause.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
@@ -129,7 +129,7 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     const page = gathered.filter((waiting) => !failed.has(waiting.sendId));
     for (const waiting of gathered) if (failed.has(waiting.sendId)) waiting.settle(failed.get(waiting.sendId));
     const signal = AbortSignal.any(page.map((waiting) => waiting.signal));
-    const results = rows.length > 0 ? await transport.submit({ db: database.db, dialect: database.dialect }, messages, signal, { urgent: true }) : [];
+    const results = rows.length > 0 ? await transport.submit(messages, signal, { urgent: true }) : [];
     await pauseForTest('sms.submitted');
     const now = clock.now();
     const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);

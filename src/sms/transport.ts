@@ -1,4 +1,3 @@
-import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Receipt } from './receipts.ts';
 import type { Segmented } from './segments.ts';
 
@@ -35,10 +34,27 @@ export interface SubmitOptions {
 
 /**
  * A way out for SMS (MESSAGING.md: the pipeline never knows which one it drives). `submit`
- * takes a page of messages and answers a result for each, in order. A transport may be
- * handed the database to keep what it took (the sandbox does).
+ * takes a page of messages and answers a result for each, in order. A transport that keeps
+ * what it took is given the database when it is made.
  */
 export interface SmsTransport {
-  submit(database: ProcedureDatabase, messages: OutgoingSms[], signal: AbortSignal, options?: SubmitOptions): Promise<SubmitResult[]>;
+  submit(messages: OutgoingSms[], signal: AbortSignal, options?: SubmitOptions): Promise<SubmitResult[]>;
   close(): Promise<void>;
 }
+
+/** A message from a handset, as a transport that receives them hands it over. */
+export interface InboundSms {
+  /** The handset's number. */
+  from: string;
+  /** The number (or sender name) it wrote to. */
+  to: string;
+  text: string;
+  /** Epoch ms it was received. */
+  at: number;
+}
+
+/**
+ * Keeps a message from a handset (sms/inbound.ts), given to a transport that receives them when
+ * it is made: answers the account it routed to, or null when it routes to none.
+ */
+export type ReceiveInboundSms = (mo: InboundSms) => Promise<{ accountId: string } | null>;

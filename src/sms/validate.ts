@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely';
-import { isValidSenderName } from '../accounts/service.ts';
 import type { Schema } from '../db/schema.ts';
 import { unprocessable, type FieldError } from '../errors.ts';
-import { mobileFromDigits } from '../mobile-number.ts';
+import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { scheduledTime } from '../messaging/schedule.ts';
 import { checkTags } from '../messaging/tags.ts';
+import { isValidSenderName, listSenderNames } from '../senders/names.ts';
 import { landingPageUrl } from '../links/landing-pages.ts';
 import { linkBase, parseShortenerUrl, shortenerAccount } from '../links/shortener.ts';
 import type { SmsDraft } from './draft.ts';
@@ -123,7 +123,7 @@ export async function prepareSms(
   const errors: FieldError[] = [];
 
   if (draft.senderName !== config.defaultSenderName) {
-    const names = (await db.selectFrom('sender_names').select('name').where('account_id', '=', accountId).execute()).map((row) => row.name);
+    const names = await listSenderNames(db, accountId);
     if (!names.includes(draft.senderName)) {
       // Compared exactly: the name shows on handsets as written, and it is the name as
       // registered that was verified. One that differs only in case is pointed to.

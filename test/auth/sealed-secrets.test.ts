@@ -13,19 +13,18 @@ import { ManualClock } from '../../src/clock.ts';
 import { ConfigError } from '../../src/config.ts';
 import { migrateToLatest, sqlitePath } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
-import { signingKeyFor } from '../../src/email/dkim-keys.ts';
+import { signingKeyFor } from '../../src/senders/dkim-keys.ts';
 import { signEmail } from '../../src/email/dkim.ts';
 import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
 import { emitWebhook } from '../../src/webhooks/outbox.ts';
-import { Keyring } from '../../src/sealed.ts';
-import { keyFromHex } from '../../src/secret-key.ts';
+import { keyFromHex, Keyring } from '../../src/sealed.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
 import { herald } from '../cli/support.ts';
 import { mailauthVerdict } from '../email/dkim-verifiers.ts';
 import { runDeliveryJob, startReceiver, type Received, type Receiver } from '../webhooks/support.ts';
 
-// The token key and the webhook secrets rest sealed (issue 27): src/stored-secrets.ts.
+// The token key and the webhook secrets rest sealed (issue 27): src/server/stored-secrets.ts.
 
 /** Runs of 16 printable ASCII characters or more in raw bytes, as `strings -n 16` finds them. */
 function printableRuns(bytes: Buffer): Set<string> {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { it } from 'node:test';
-import { PasswordInputError, readNewPassword, type PasswordIo } from '../../src/password-input.ts';
+import { PasswordInputError, readNewPassword, type PasswordIo } from '../../src/cli/password-input.ts';
 
 /** The CLI prints a PasswordInputError as one line: the class matters as much as the words. */
 const refusal = (message: RegExp) => (error: unknown) => error instanceof PasswordInputError && message.test(error.message);

@@ -1,7 +1,7 @@
 import type { FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import type { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
-import { createWorker } from '../../src/worker.ts';
+import { createWorker } from '../../src/server/worker.ts';
 import type { Worker } from '../../src/queue/worker.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import type { ContactView } from '../../src/crm/contacts.ts';

@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { smtpEmailTransport } from '../../src/email/transports/smtp.ts';
 import type { OutgoingEmail } from '../../src/email/transport.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
-import { parseSmtpUrl } from '../../src/smtp-url.ts';
+import { parseSmtpUrl } from '../../src/email/transports/smtp-url.ts';
 import { REDIS_URL, redisPrefix } from '../support/redis.ts';
 
 describe('EMAIL_TRANSPORT=smtp://', () => {

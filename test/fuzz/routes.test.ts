@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { createWorker } from '../../src/worker.ts';
+import { createWorker } from '../../src/server/worker.ts';
 import { MAX_SCHEDULE_AHEAD_MS } from '../../src/messaging/schedule.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';

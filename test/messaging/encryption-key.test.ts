@@ -7,7 +7,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { promisify } from 'node:util';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { loadEncryptionKey } from '../../src/messaging/encryption-key.ts';
-import { closeContext, createContext } from '../../src/server.ts';
+import { closeContext, createContext } from '../../src/server/server.ts';
 import { herald } from '../cli/support.ts';
 import { createTestDatabase } from '../support/databases.ts';
 

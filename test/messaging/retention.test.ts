@@ -12,7 +12,7 @@ import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { sandboxTransport } from '../../src/sms/transports/sandbox.ts';
 import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
-import { createWorker } from '../../src/worker.ts';
+import { createWorker } from '../../src/server/worker.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
@@ -58,11 +58,11 @@ forEachDatabase((dialect) => {
     alice = await client();
     started = [];
     const { ctx } = crm.t;
-    const sandbox = sandboxTransport(crm.clock, { key: ctx.encryptionKey });
+    const sandbox = sandboxTransport(ctx.database, crm.clock, { key: ctx.encryptionKey });
     const transport: SmsTransport = {
-      async submit(database, messages, signal) {
+      async submit(messages, signal) {
         const taken = messages.filter((m) => m.recipient !== REFUSED_FOR_NOW);
-        const results = await sandbox.submit(database, taken, signal);
+        const results = await sandbox.submit(taken, signal);
         return messages.map((m) => (m.recipient === REFUSED_FOR_NOW ? { accepted: false as const, permanent: false, error: 'busy', errorCode: null } : results.shift()!));
       },
       close: () => sandbox.close(),

@@ -24,7 +24,7 @@ forEachDatabase((dialect) => {
     alice = await crm.client();
     bob = await crm.client();
     const transport: SmsTransport = {
-      async submit(_database, messages) {
+      async submit(messages) {
         return messages.map((m) => ({ accepted: true as const, operatorMessageIds: m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`) }));
       },
       async close() {},

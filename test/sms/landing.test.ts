@@ -197,7 +197,7 @@ forEachDatabase((dialect) => {
     const submitted: Array<{ attempt: number; code: string; stored: boolean }> = [];
     let attempt = 0;
     const transport: SmsTransport = {
-      async submit(_database, messages) {
+      async submit(messages) {
         attempt++;
         for (const message of messages) {
           const [, code] = SERVICE_LINK.exec(message.segmented.parts.map((p) => p.text).join(''))!;

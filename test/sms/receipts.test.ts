@@ -33,7 +33,7 @@ forEachDatabase((dialect) => {
     early = () => [];
     const { database } = crm.t.ctx;
     const transport: SmsTransport = {
-      async submit(_database, messages) {
+      async submit(messages) {
         pages.push(messages.map((m) => m.recipient));
         await hold;
         const ids = messages.map((m) => m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`));

@@ -6,11 +6,12 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { ManualClock } from '../../src/clock.ts';
 import { startSmsc, type Smsc } from '../../src/sim/smsc.ts';
-import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
+import type { InboundSms, OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
 import { outgoingMessages } from './smpp-support.ts';
 import { SharedSendRate } from '../../src/ratelimit/shared-send-rate.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { receiveInboundSms } from '../../src/sms/inbound.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { REDIS_URL, redisPrefix } from '../support/redis.ts';
 import { waitFor } from '../support/wait.ts';
@@ -245,10 +246,12 @@ forEachDatabase((dialect) => {
     smsc = await startSmsc({ accountTps: 100, receiptDelayMs: 10 });
     // Half of it held for passcodes: campaigns 50 a second in all.
     const settings = parseSmppUrl(`smpp://herald:secret@127.0.0.1:${smsc.port}?binds=1&tps=100&urgent=0.5`);
+    const clock = new ManualClock(Date.now());
+    const receiveInbound = (mo: InboundSms) => receiveInboundSms(database, clock, mo);
     transports = [0, 1].map(() =>
-      smppTransport(settings, { database, clock: new ManualClock(Date.now()), metrics: new Registry(), redisUrl: REDIS_URL, rateKeyPrefix: prefix }),
+      smppTransport(settings, { database, clock, metrics: new Registry(), redisUrl: REDIS_URL, rateKeyPrefix: prefix, receiveInbound }),
     );
-    const submit = (transport: SmsTransport, messages: OutgoingSms[], urgent = false) => transport.submit(database, messages, new AbortController().signal, { urgent });
+    const submit = (transport: SmsTransport, messages: OutgoingSms[], urgent = false) => transport.submit(messages, new AbortController().signal, { urgent });
     const started = performance.now();
     const campaigns = Promise.all(transports.map((transport) => submit(transport, Array.from({ length: 100 }, () => message('campaign')))));
     await new Promise((resolve) => setTimeout(resolve, 1000));

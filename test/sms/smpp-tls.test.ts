@@ -9,8 +9,9 @@ import { ManualClock } from '../../src/clock.ts';
 import { startSmsc, type Smsc } from '../../src/sim/smsc.ts';
 import { segment } from '../../src/sms/segments.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
+import { receiveInboundSms } from '../../src/sms/inbound.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
@@ -90,16 +91,18 @@ forEachDatabase((dialect) => {
         smsc = await startSmsc({ tls: { cert: served.cert, key: served.key } });
         const errors: Array<{ object: { code?: string }; message: string }> = [];
         const log = { info() {}, warn() {}, error: (object: object, message: string) => errors.push({ object, message }) };
+        const clock = new ManualClock(Date.now());
         transport = smppTransport(parseSmppUrl(`smpps://herald:secret@127.0.0.1:${smsc.port}${query}`), {
           database,
-          clock: new ManualClock(Date.now()),
+          clock,
           metrics: new Registry(),
+          receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
           log,
           timing: { reconnectBaseMs: 20, reconnectMaxMs: 50 },
         });
         const stop = new AbortController();
         const message = { accountId: 'account', sendId: 'send', messageId: 'message', recipient: '919812345678', sender: 'HERALD', segmented: segment('not sent', { reference: 1 }), sensitive: false };
-        const result = transport.submit(database, [message], stop.signal);
+        const result = transport.submit([message], stop.signal);
         // Both binds tried, and tried again.
         await waitFor('failed handshakes', async () => (errors.length >= 4 ? true : undefined));
         assert.equal(errors[0].object.code, code);

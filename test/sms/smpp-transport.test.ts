@@ -7,8 +7,9 @@ import smpp from 'smpp';
 import { ManualClock } from '../../src/clock.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
 import { outgoingMessages } from './smpp-support.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
+import { receiveInboundSms } from '../../src/sms/inbound.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
@@ -39,16 +40,18 @@ forEachDatabase((dialect) => {
 
   const open = async (query: string, options: SmscOptions = {}, timing = {}) => {
     smsc = await startSmsc({ receiptDelayMs: 10, ...options });
+    const clock = new ManualClock(Date.now());
     transport = smppTransport(parseSmppUrl(`smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`), {
       database,
-      clock: new ManualClock(Date.now()),
+      clock,
       metrics,
+      receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
       log: { info: at('info'), warn: at('warn'), error: at('error') },
       timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, ...timing },
     });
   };
   const message = outgoingMessages();
-  const submit = (messages: OutgoingSms[], urgent = false) => transport!.submit(database, messages, new AbortController().signal, { urgent });
+  const submit = (messages: OutgoingSms[], urgent = false) => transport!.submit(messages, new AbortController().signal, { urgent });
   const bound = async () => (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/state="bound"} (\d+)/)?.[1];
 
   it('keeps an idle link alive with enquire_link', async () => {
@@ -118,7 +121,9 @@ forEachDatabase((dialect) => {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {
-      transport = smppTransport(parseSmppUrl(`smpp://herald:secret@127.0.0.1:${(server.address() as AddressInfo).port}?binds=1`), { database, clock: new ManualClock(Date.now()), metrics });
+      const clock = new ManualClock(Date.now());
+      const url = `smpp://herald:secret@127.0.0.1:${(server.address() as AddressInfo).port}?binds=1`;
+      transport = smppTransport(parseSmppUrl(url), { database, clock, metrics, receiveInbound: (mo) => receiveInboundSms(database, clock, mo) });
       await waitFor('three answers', async () => (answers.length === 3 ? true : undefined));
       assert.deepEqual(answers, [0, 0, 0]);
       // Kept under each reading of its id, for a submit recorded later.

@@ -7,7 +7,7 @@ import { idReadings, normalisedId } from '../../src/sms/transports/smpp/message-
 import { LocalSendRate } from '../../src/ratelimit/send-rate.ts';
 import { isReceipt, readReceipt } from '../../src/sms/transports/smpp/receipt-pdu.ts';
 import { ReceiptWatch, UNMATCHED_TELL_MS } from '../../src/sms/transports/smpp/receipt-watch.ts';
-import { parseSmppUrl } from '../../src/smpp-url.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { refusalOf, statusCode } from '../../src/sms/transports/smpp/statuses.ts';
 import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { addSenderName } from '../../src/accounts/service.ts';
+import { addSenderName } from '../../src/senders/names.ts';
 import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
 import { purgeRecordedAnswers } from '../../src/sms/transports/smpp/journal.ts';
 import type { MessageView } from '../../src/sim/taken.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe } from 'node:test';
 import pg from 'pg';
 import { migrateToLatest, openDatabase, type Database, type DialectName } from '../../src/db/database.ts';
-import { PROCEDURE_MODULES } from '../../src/procedures.ts';
+import { PROCEDURE_MODULES } from '../../src/server/procedures.ts';
 
 /**
  * One suite, every database (STYLE.md): storage tests are written once and run on

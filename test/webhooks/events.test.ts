@@ -7,7 +7,7 @@ import { claimJobs, leaseOf, type JobRow } from '../../src/queue/queries.ts';
 import type { Job, Worker } from '../../src/queue/worker.ts';
 import { appendWebhookEvents, GATHER_KIND, GATHER_WINDOW_MS, webhookGatherHandler, type EventStream } from '../../src/webhooks/events.ts';
 import { ensureSecret } from '../../src/webhooks/secrets.ts';
-import { createWorker } from '../../src/worker.ts';
+import { createWorker } from '../../src/server/worker.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { startReceiver, type Received, type Receiver } from './support.ts';

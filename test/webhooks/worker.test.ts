@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { emitWebhook } from '../../src/webhooks/outbox.ts';
-import { createWorker } from '../../src/worker.ts';
+import { createWorker } from '../../src/server/worker.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { startReceiver, type Receiver } from './support.ts';

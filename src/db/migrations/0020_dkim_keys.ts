@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * DKIM keys (src/email/dkim-keys.ts): each sender domain's signing keys, an account's for the
+ * DKIM keys (src/senders/dkim-keys.ts): each sender domain's signing keys, an account's for the
  * domains the operator authorised for it, the service's (account_id null) for
  * DEFAULT_EMAIL_DOMAIN. A domain has one active key (retired_at null), which signs, and the
  * keys a rotation retired, listed until the operator removes them, so the new record can be

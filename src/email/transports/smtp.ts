@@ -3,7 +3,7 @@ import { Counter, type Registry } from 'prom-client';
 import { LocalSendRate, type SendRate } from '../../ratelimit/send-rate.ts';
 import { silentLog, type Log } from '../../log.ts';
 import { SharedSendRate } from '../../ratelimit/shared-send-rate.ts';
-import type { SmtpSettings } from '../../smtp-url.ts';
+import type { SmtpSettings } from './smtp-url.ts';
 import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
 
 /** How long the transport waits on the relay, in ms: a relay that is down or stalls defers the messages it holds, it never holds a send. */

@@ -14,9 +14,9 @@ import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
  * operator, it may hold a page twice after a crash between the two, never lose one. A
  * sensitive message's parts are kept sealed under `key`, each bound to its message and part.
  */
-export function sandboxTransport(clock: Clock, options: { key: Keyring; fail?: RegExp }): SmsTransport {
+export function sandboxTransport(database: ProcedureDatabase, clock: Clock, options: { key: Keyring; fail?: RegExp }): SmsTransport {
   return {
-    async submit(database: ProcedureDatabase, messages: OutgoingSms[]): Promise<SubmitResult[]> {
+    async submit(messages: OutgoingSms[]): Promise<SubmitResult[]> {
       const results: SubmitResult[] = [];
       const rows: unknown[][] = [];
       for (const m of messages) {

@@ -3,8 +3,7 @@ import type { Clock } from '../../../clock.ts';
 import type { Database } from '../../../db/database.ts';
 import { inBackground } from '../../../db/priority.ts';
 import { silentLog, type Log } from '../../../log.ts';
-import { receiveInboundSms } from '../../inbound.ts';
-import type { OutgoingSms, SmsTransport, SubmitOptions, SubmitResult } from '../../transport.ts';
+import type { OutgoingSms, ReceiveInboundSms, SmsTransport, SubmitOptions, SubmitResult } from '../../transport.ts';
 import { DEFAULT_TIMING, SmppBind, type BindTiming } from './bind.ts';
 import { GroupWriter } from './group-writer.ts';
 import { answeredBefore, applySmppReceipts, recordSmppAnswers, type Answer } from './journal.ts';
@@ -13,7 +12,7 @@ import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
 import { ReceiptWatch } from './receipt-watch.ts';
-import type { SmppSettings } from '../../../smpp-url.ts';
+import type { SmppSettings } from './url.ts';
 import { SharedSendRate } from '../../../ratelimit/shared-send-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
@@ -23,6 +22,8 @@ export interface SmppTransportOptions {
   database: Database;
   clock: Clock;
   metrics: Registry;
+  /** Where messages from handsets go (sms/inbound.ts's receiveInboundSms). */
+  receiveInbound: ReceiveInboundSms;
   log?: Log;
   timing?: Partial<BindTiming>;
   random?: () => number;
@@ -109,6 +110,7 @@ class SmppTransport implements SmsTransport {
   private readonly settings: SmppSettings;
   private readonly database: Database;
   private readonly clock: Clock;
+  private readonly receiveInbound: ReceiveInboundSms;
   private readonly log: Log;
   private readonly monotonic: () => number;
   private readonly binds: SmppBind[];
@@ -130,6 +132,7 @@ class SmppTransport implements SmsTransport {
     this.settings = settings;
     this.database = options.database;
     this.clock = options.clock;
+    this.receiveInbound = options.receiveInbound;
     this.log = options.log ?? silentLog;
     this.monotonic = options.monotonic ?? (() => performance.now());
     this.boundSince = this.monotonic();
@@ -176,7 +179,7 @@ class SmppTransport implements SmsTransport {
     for (const bind of this.binds) bind.open();
   }
 
-  async submit(_database: unknown, messages: OutgoingSms[], signal: AbortSignal, options: SubmitOptions = {}): Promise<SubmitResult[]> {
+  async submit(messages: OutgoingSms[], signal: AbortSignal, options: SubmitOptions = {}): Promise<SubmitResult[]> {
     const urgent = options.urgent === true;
     const earlier = await answeredBefore(this.database.reads, this.database.dialect, messages);
     const answered = new Map<string, Answer[]>();
@@ -375,7 +378,7 @@ class SmppTransport implements SmsTransport {
   }
 
   /**
-   * A message from a handset (sms/inbound.ts), answered once it is kept. One that routes to no
+   * A message from a handset (given to receiveInbound), answered once it is kept. One that routes to no
    * account is answered too, and dropped: offered again, it would route nowhere again.
    */
   private fromHandset(pdu: HandsetPdu, respond: (status: number) => void): void {
@@ -383,7 +386,7 @@ class SmppTransport implements SmsTransport {
     const message = pdu.short_message?.message ?? pdu.message_payload?.message;
     const text = typeof message === 'string' ? message : message ? (pdu.data_coding === 8 ? new TextDecoder('utf-16be').decode(message) : message.toString('latin1')) : '';
     const mo = { from: pdu.source_addr ?? '', to: pdu.destination_addr ?? '', text, at: this.clock.now() };
-    receiveInboundSms(this.database, this.clock, mo).then(
+    this.receiveInbound(mo).then(
       (outcome) => {
         if (!outcome) this.log.warn({}, 'an SMPP message from a handset routes to no account: answered and dropped');
         respond(ESME_ROK);

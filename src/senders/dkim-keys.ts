@@ -1,4 +1,4 @@
-import { createPrivateKey, generateKeyPair, randomBytes } from 'node:crypto';
+import { createPrivateKey, generateKeyPair, randomBytes, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import { isoOrNull, type Clock } from '../clock.ts';
@@ -7,7 +7,6 @@ import { procedure } from '../db/procedure.ts';
 import type { DkimKeysTable, Schema } from '../db/schema.ts';
 import { conflict, notFound } from '../errors.ts';
 import { open, resealed, seal, type Keyring } from '../sealed.ts';
-import type { DkimSigningKey } from './dkim.ts';
 
 /**
  * The DKIM keys of sender domains (migration 0020): made when the operator authorises a
@@ -48,6 +47,13 @@ export interface DkimKeyView extends DkimRecord {
   active: boolean;
   createdAt: string;
   retiredAt: string | null;
+}
+
+/** What signs one domain's mail: its active key and the selector its public key is published under. */
+export interface DkimSigningKey {
+  domain: string;
+  selector: string;
+  privateKey: KeyObject;
 }
 
 /** A key made and sealed, ready to insert: plain data, as a procedure's arguments are. */

@@ -1,4 +1,4 @@
-import { readCaFile, transportHost, transportUrl, wholeParam } from './transport-url.ts';
+import { readCaFile, transportHost, transportUrl, wholeParam } from '../../transport-url.ts';
 
 /**
  * `EMAIL_TRANSPORT=smtp://user:password@host:port?pool=&rate=&tls=&ca=` (and `smtps://…` for

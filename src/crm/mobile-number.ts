@@ -10,7 +10,7 @@ import mobileMetadata from 'libphonenumber-js/metadata.mobile.json';
  * digits, without the +.
  *
  * This module loads the metadata (about 100 kB): keep it out of the modules the SQLite
- * thread loads (src/procedures.ts).
+ * thread loads (src/server/procedures.ts).
  */
 export interface MobileNumber {
   /** E.164 digits: country code then national number. */

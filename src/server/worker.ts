@@ -1,29 +1,29 @@
-import type { AppContext } from './context.ts';
-import type { Log } from './log.ts';
-import { Worker, type WorkerOptions } from './queue/worker.ts';
-import { DELIVER_KIND } from './webhooks/outbox.ts';
-import { webhookDeliveryHandler } from './webhooks/deliver.ts';
-import { GATHER_KIND, webhookGatherHandler } from './webhooks/events.ts';
-import { CONTACT_BATCH_KIND } from './crm/batches.ts';
-import { contactBatchHandler } from './crm/apply.ts';
-import { SMS_SEND_KIND, SMS_SINGLE_KIND } from './sms/accept.ts';
-import { SMS_PURGES } from './sms/receipts.ts';
-import { INBOUND_PURGES } from './sms/inbound.ts';
-import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from './sms/expiry.ts';
-import { smsSendHandler } from './sms/send.ts';
-import { smsSingleHandler } from './sms/single.ts';
-import { sandboxTransport } from './sms/transports/sandbox.ts';
-import { SMPP_PURGES } from './sms/transports/smpp/journal.ts';
-import { smppTransport } from './sms/transports/smpp/transport.ts';
-import type { SmsTransport } from './sms/transport.ts';
-import { RETENTION_KIND, retentionHandler } from './messaging/retention.ts';
-import { USAGE_FOLD_KIND, usageFoldHandler } from './messaging/rollup.ts';
-import { EMAIL_SEND_KIND } from './email/accept.ts';
-import { emailSendHandler } from './email/send.ts';
-import { sandboxEmailTransport } from './email/transports/sandbox.ts';
-import { RenderPool } from './email/render-pool.ts';
-import { smtpEmailTransport } from './email/transports/smtp.ts';
-import type { EmailTransport } from './email/transport.ts';
+import type { AppContext } from '../context.ts';
+import type { Log } from '../log.ts';
+import { Worker, type WorkerOptions } from '../queue/worker.ts';
+import { DELIVER_KIND } from '../webhooks/outbox.ts';
+import { webhookDeliveryHandler } from '../webhooks/deliver.ts';
+import { GATHER_KIND, webhookGatherHandler } from '../webhooks/events.ts';
+import { CONTACT_BATCH_KIND } from '../crm/batches.ts';
+import { contactBatchHandler } from '../crm/apply.ts';
+import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../sms/accept.ts';
+import { SMS_PURGES } from '../sms/receipts.ts';
+import { INBOUND_PURGES, receiveInboundSms } from '../sms/inbound.ts';
+import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from '../sms/expiry.ts';
+import { smsSendHandler } from '../sms/send.ts';
+import { smsSingleHandler } from '../sms/single.ts';
+import { sandboxTransport } from '../sms/transports/sandbox.ts';
+import { SMPP_PURGES } from '../sms/transports/smpp/journal.ts';
+import { smppTransport } from '../sms/transports/smpp/transport.ts';
+import type { InboundSms, SmsTransport } from '../sms/transport.ts';
+import { RETENTION_KIND, retentionHandler } from '../messaging/retention.ts';
+import { USAGE_FOLD_KIND, usageFoldHandler } from '../messaging/rollup.ts';
+import { EMAIL_SEND_KIND } from '../email/accept.ts';
+import { emailSendHandler } from '../email/send.ts';
+import { sandboxEmailTransport } from '../email/transports/sandbox.ts';
+import { RenderPool } from '../email/render-pool.ts';
+import { smtpEmailTransport } from '../email/transports/smtp.ts';
+import type { EmailTransport } from '../email/transport.ts';
 
 /**
  * Every module's job handlers, registered in one place: the worker side's route table.
@@ -60,8 +60,10 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
 /** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */
 function smsTransport(ctx: AppContext, log: Log | undefined): SmsTransport {
   const setting = ctx.config.smsTransport;
-  if (setting.kind === 'sandbox') return sandboxTransport(ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
-  return smppTransport(setting.settings, { database: ctx.database, clock: ctx.clock, metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
+  if (setting.kind === 'sandbox') return sandboxTransport(ctx.database, ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
+  const receiveInbound = (mo: InboundSms) => receiveInboundSms(ctx.database, ctx.clock, mo);
+  const { database, clock, metrics } = ctx;
+  return smppTransport(setting.settings, { database, clock, metrics, log, redisUrl: ctx.config.redisUrl, receiveInbound });
 }
 
 /** EMAIL_TRANSPORT's transport: an SMTP one opens its pool's connections as messages come. */

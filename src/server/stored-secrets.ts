@@ -1,10 +1,10 @@
 import type { KeyObject } from 'node:crypto';
-import { loadSigningKey, resealJwtSecret, sealJwtSecret } from './auth/signing-key.ts';
-import type { Database } from './db/database.ts';
-import { eraseDeletedValues } from './db/erase.ts';
-import { resealDkimKeys } from './email/dkim-keys.ts';
-import type { Keyring } from './sealed.ts';
-import { resealWebhookSecrets, sealWebhookSecrets } from './webhooks/secrets.ts';
+import { loadSigningKey, resealJwtSecret, sealJwtSecret } from '../auth/signing-key.ts';
+import type { Database } from '../db/database.ts';
+import { eraseDeletedValues } from '../db/erase.ts';
+import { resealDkimKeys } from '../senders/dkim-keys.ts';
+import type { Keyring } from '../sealed.ts';
+import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
 
 /**
  * What every start (server.ts's createContext, and the tests' app) does with the secrets the

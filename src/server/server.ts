@@ -1,18 +1,18 @@
 import { resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { systemClock, type Clock } from './clock.ts';
-import { ConfigError, type Config } from './config.ts';
-import type { AppContext } from './context.ts';
-import { migrateToLatest, openDatabase, sqlitePath } from './db/database.ts';
-import { takeServeLock, type ServeLock } from './db/serve-lock.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import { ConfigError, type Config } from '../config.ts';
+import type { AppContext } from '../context.ts';
+import { migrateToLatest, openDatabase, sqlitePath } from '../db/database.ts';
+import { takeServeLock, type ServeLock } from '../db/serve-lock.ts';
 import { PROCEDURE_MODULES } from './procedures.ts';
-import { loadEncryptionKey } from './messaging/encryption-key.ts';
+import { loadEncryptionKey } from '../messaging/encryption-key.ts';
 import { prepareStoredSecrets } from './stored-secrets.ts';
-import { createCounterStore } from './ratelimit/counters.ts';
-import { createMetricsRegistry } from './http/metrics.ts';
+import { createCounterStore } from '../ratelimit/counters.ts';
+import { createMetricsRegistry } from '../http/metrics.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
 import { createWorker } from './worker.ts';
-import type { InboundSmtp } from './email/inbound-smtp.ts';
+import type { InboundSmtp } from '../email/inbound-smtp.ts';
 
 /**
  * Loads the encryption key, opens the database (migrating it), seals its secrets and loads the
@@ -135,7 +135,7 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     await listen(({ host, port }) => app.listen({ host, port }), bind);
     if (role !== 'worker' && config.inboundSmtpPort !== undefined) {
       // Loaded only here: SMTP and MIME libraries that a service without the listener need not carry.
-      const { startInboundSmtp } = await import('./email/inbound-smtp.ts');
+      const { startInboundSmtp } = await import('../email/inbound-smtp.ts');
       inbound = await listen(({ host, port }) => startInboundSmtp(ctx, { host, port, log }), { host: config.host, port: config.inboundSmtpPort, portVariable: 'INBOUND_SMTP_PORT' });
     }
     await worker?.start();

@@ -1,4 +1,4 @@
-import { readCaFile, transportHost, transportUrl, wholeParam } from './transport-url.ts';
+import { readCaFile, transportHost, transportUrl, wholeParam } from '../../../transport-url.ts';
 
 /**
  * `SMS_TRANSPORT=smpp://systemId:password@host:port?binds=&window=&tps=&urgent=` (and

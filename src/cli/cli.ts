@@ -1,0 +1,88 @@
+import { ConfigError, loadConfig } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { migrateToLatest, openDatabase } from '../db/database.ts';
+import { rotateJwtSecret } from '../auth/signing-key.ts';
+import { ROLES, serve, StartError, type Role } from '../server/server.ts';
+import { simCommand } from '../sim/cli.ts';
+import { PasswordInputError } from './password-input.ts';
+import { COMMANDS, CommandError, HELP, parse, usage, UsageError } from './commands.ts';
+import { keyringOf, withDatabase } from './database.ts';
+import { accountCommand } from './account.ts';
+import { dkimCommand } from './dkim.ts';
+
+/** The `herald` program (bin/herald): each command's usage is in commands.ts, the one source of every --help. */
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv;
+  // Read on use, so that --help works whatever the environment holds.
+  const config = () => loadConfig();
+  switch (command) {
+    case 'serve': {
+      const values = parse(command, args, { ...HELP, role: { type: 'string', default: 'all' } });
+      if (values.help) return console.log(usage(command));
+      if (!(ROLES as readonly string[]).includes(values.role)) throw new UsageError(command, `--role must be one of ${ROLES.join(', ')}`);
+      await serve(config(), values.role as Role);
+      return;
+    }
+    case 'migrate': {
+      if (parse(command, args, HELP).help) return console.log(usage(command));
+      const database = openDatabase(config().databaseUrl);
+      try {
+        const applied = await migrateToLatest(database);
+        console.log(applied.length ? `applied: ${applied.join(', ')}` : 'the database is up to date');
+      } finally {
+        await database.close();
+      }
+      return;
+    }
+    case 'rotate-jwt-secret': {
+      if (parse(command, args, HELP).help) return console.log(usage(command));
+      const settings = config();
+      if (settings.jwtSecret !== undefined) {
+        throw new CommandError(
+          'JWT_SECRET is set, and it is the key of access tokens, not the one in the database: ' +
+            'change JWT_SECRET on every process and restart them to end every token',
+        );
+      }
+      const keyring = keyringOf(settings);
+      await withDatabase(settings, (database) => rotateJwtSecret(database.db, keyring));
+      console.log(
+        'A new key of access tokens is sealed in the database. Every access token issued before no longer works: ' +
+          'clients ask POST /token again.\nRestart every herald serve process: each loads the key at its start, ' +
+          'and until then goes on signing and accepting tokens with the old one.',
+      );
+      return;
+    }
+    case 'account':
+      await accountCommand(config, args[0], args.slice(1));
+      return;
+    case 'dkim':
+      await dkimCommand(config, args[0], args.slice(1));
+      return;
+    case 'sim': {
+      const known = COMMANDS.some((c) => c.name === `sim ${args[0]}`);
+      const command = known ? `sim ${args[0]}` : 'sim';
+      if (args[0] === undefined || args.includes('--help') || args.includes('-h')) return console.log(usage(command));
+      await simCommand(args[0], args.slice(1), (message) => new UsageError(command, message));
+      return;
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      console.log(usage());
+      return;
+    default:
+      throw new UsageError('', `unknown command ${command}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof AppError || error instanceof StartError || error instanceof CommandError || error instanceof PasswordInputError) {
+    console.error(`herald: ${error.message}`);
+  } else if (error instanceof UsageError) {
+    console.error(`herald: ${error.message}\n\n${usage(error.command)}`);
+  } else {
+    console.error(error);
+  }
+  process.exit(1);
+});
