@@ -10,6 +10,7 @@ import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * Receipts through a transport of the test's own: it accepts every part under an id of its
@@ -134,7 +135,7 @@ forEachDatabase((dialect) => {
     const response = await alice.post('/sms/single', { recipient: '919812300021', senderName: 'HERALD', body: 'code 1' });
     const queueId = response.json().data.QueueId as string;
     const draining = worker.drain();
-    while (pages.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor('the passcode at the transport', async () => (pages.length > 0 ? true : undefined));
     assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Queued');
     const cancel = await api.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers: { authorization: `Bearer ${alice.token}` } });
     assert.equal(cancel.statusCode, 409, cancel.body);
@@ -166,11 +167,10 @@ forEachDatabase((dialect) => {
     const waitingForLock = async (other: Promise<unknown>) => {
       let settled = false;
       void other.finally(() => (settled = true));
-      while (!settled) {
-        const rows = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(api.t.ctx.db);
-        if (rows.rows[0].n > 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      const lockWaits = async () => (await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`
+        .execute(api.t.ctx.db)).rows[0].n;
+      await waitFor('a statement waiting for a lock', async () => (settled || (await lockWaits()) > 0 || undefined));
     };
 
     it('applies, once, a receipt written while its part was being recorded, though neither transaction saw the other’s row', async () => {
