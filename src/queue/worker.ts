@@ -118,6 +118,8 @@ export interface WorkerOptions {
    */
   shutdownGraceMs?: number;
   random?: () => number;
+  /** Told when a kind's loop starts to wait for work, and for at most how long: tests wait on it, not on time. */
+  onIdle?: (kind: string, ms: number) => void;
 }
 
 interface Kind {
@@ -153,7 +155,7 @@ interface Running {
 export class Worker {
   readonly id = randomUUID();
   private readonly kinds = new Map<string, Kind>();
-  private readonly options: Required<Omit<WorkerOptions, 'log'>> & Pick<WorkerOptions, 'log'>;
+  private readonly options: Required<Omit<WorkerOptions, 'log' | 'onIdle'>> & Pick<WorkerOptions, 'log' | 'onIdle'>;
   private readonly running = new Map<number, Running>();
   private readonly abort = new AbortController();
   private pendingCompletions: Lease[] = [];
@@ -291,6 +293,7 @@ export class Worker {
 
   private idle(kind: Kind, ms: number): Promise<void> {
     if (kind.woken || this.stopping) return Promise.resolve();
+    this.options.onIdle?.(kind.name, ms);
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {

@@ -3,32 +3,32 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { buildBatch, sandboxEmails } from '../email/support.ts';
 
 // DELETE /admin/accounts/{id}: everything the account sent goes with it, down to the rows
 // written per message (which have no foreign keys on PostgreSQL), and nothing of another's.
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
-  let bob: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
+  let bob: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
-    alice = await crm.client();
-    bob = await crm.client();
+    api = await startApiTest(dialect);
+    alice = await api.client();
+    bob = await api.client();
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
   /** One SMS batch of two messages and one email batch of one, sent through the sandbox. */
-  async function sendSome(client: CrmClient): Promise<void> {
+  async function sendSome(client: ApiClient): Promise<void> {
     await client.accept('/sms/batch', { senderName: 'HERALD', body: 'Hello from Herald', recipients: [{ mobileNo: '919812345678' }, { mobileNo: '919812345679' }] });
     await client.accept('/email/batch', buildBatch());
-    await crm.drain();
+    await api.drain();
   }
 
   /** The account's rows in each table written per message. */
   async function messageRows(accountId: string): Promise<Record<string, number>> {
-    const count = async (query: ReturnType<typeof sql<{ n: number }>>) => Number((await query.execute(crm.t.ctx.db)).rows[0].n);
+    const count = async (query: ReturnType<typeof sql<{ n: number }>>) => Number((await query.execute(api.t.ctx.db)).rows[0].n);
     const recipients = sql`select r.id from send_recipients r join sends s on s.id = r.send_id where s.account_id = ${accountId}`;
     return {
       sends: await count(sql`select count(*) as n from sends where account_id = ${accountId}`),
@@ -47,7 +47,7 @@ forEachDatabase((dialect) => {
            + (select count(*) from recipient_history h where not exists (select 1 from send_recipients r where r.id = h.recipient_id))
            + (select count(*) from sms_parts p where not exists (select 1 from send_recipients r where r.id = p.recipient_id))
            + (select count(*) from sandbox_sms b where not exists (select 1 from sends s where s.id = b.send_id))
-           + (select count(*) from sandbox_email b where not exists (select 1 from sends s where s.id = b.send_id)) as n`.execute(crm.t.ctx.db);
+           + (select count(*) from sandbox_email b where not exists (select 1 from sends s where s.id = b.send_id)) as n`.execute(api.t.ctx.db);
     return Number(rows[0].n);
   }
 
@@ -58,7 +58,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await messageRows(alice.account.row.id), before);
     assert.deepEqual(await messageRows(bob.account.row.id), before);
 
-    const deleted = await crm.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
+    const deleted = await api.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
     assert.equal(deleted.statusCode, 204, deleted.body);
 
     assert.deepEqual(await messageRows(alice.account.row.id), { sends: 0, send_recipients: 0, recipient_history: 0, sms_parts: 0, sandbox_sms: 0, sandbox_email: 0 });
@@ -66,7 +66,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await messageRows(bob.account.row.id), before);
     assert.equal((await sandboxEmails(bob)).length, 1, 'the other account still reads its sandbox');
 
-    const again = await crm.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
+    const again = await api.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
     assert.equal(again.statusCode, 404, again.body);
   });
 });

@@ -6,7 +6,7 @@ import type { Locator, Page } from 'playwright-core';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
-import { buildContact, startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch } from '../email/support.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
@@ -20,9 +20,9 @@ import { launchBrowser, type Browser, type BrowserError } from './browser.ts';
  * logs a browser error but the refusals a test asks for.
  */
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
-  let bob: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
+  let bob: ApiClient;
   let browser: Browser;
   let page: Page;
   let base: string;
@@ -32,14 +32,14 @@ forEachDatabase((dialect) => {
 
   before(async () => {
     // The browser's clock is the real one, so the server's starts at the real now: "the last 30 days" agree.
-    crm = await startCrmTest(dialect, {
+    api = await startApiTest(dialect, {
       clock: new ManualClock(Date.now()),
       env: { SMS_TRANSPORT: 'sandbox:?fail=^9198111', EMAIL_TRANSPORT: 'sandbox:?bounce=^gone@' },
     });
-    await crm.t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(crm.t.app.server.address() as AddressInfo).port}`;
-    alice = await crm.client();
-    bob = await crm.client();
+    await api.t.app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
+    alice = await api.client();
+    bob = await api.client();
     receiver = await startReceiver();
     browser = await launchBrowser(dialect);
     page = browser.page;
@@ -55,7 +55,7 @@ forEachDatabase((dialect) => {
   after(async () => {
     await browser?.close();
     await receiver?.close();
-    await crm?.close();
+    await api?.close();
   });
 
   const heading = (name: string) => page.getByRole('heading', { name, exact: true, level: 1 });
@@ -68,33 +68,33 @@ forEachDatabase((dialect) => {
   const sendStatus = async (path: string) => (await alice.get(path)).json().status as string;
 
   it('serves a page whose scripts and styles are all files of its own (the CSP allows no inline ones)', async () => {
-    const response = await crm.t.app.inject({ method: 'GET', url: '/console/' });
+    const response = await api.t.app.inject({ method: 'GET', url: '/console/' });
     assert.equal(response.statusCode, 200);
     assert.match(response.headers['content-security-policy'] as string, /script-src 'self'/);
     const html = response.body;
     assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
     assert.doesNotMatch(html, /<style|\sstyle=/, 'no inline style');
     assert.equal(response.headers['cache-control'], 'no-cache', 'a new release is seen at the next load');
-    const deep = await crm.t.app.inject({ method: 'GET', url: '/console/sms/00000000-0000-4000-8000-000000000000' });
+    const deep = await api.t.app.inject({ method: 'GET', url: '/console/sms/00000000-0000-4000-8000-000000000000' });
     assert.equal(deep.statusCode, 200);
     assert.equal(deep.body, html, "a page's address loads the app, which routes it");
     const script = /<script[^>]*\bsrc="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
     assert.ok(script, html);
-    const asset = await crm.t.app.inject({ method: 'GET', url: script });
+    const asset = await api.t.app.inject({ method: 'GET', url: script });
     assert.equal(asset.statusCode, 200);
     assert.match(String(asset.headers['content-type']), /javascript/);
     assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable', 'hashed names: cached for a year');
-    assert.equal((await crm.t.app.inject({ method: 'GET', url: '/console/assets/missing-0000.js' })).statusCode, 404);
+    assert.equal((await api.t.app.inject({ method: 'GET', url: '/console/assets/missing-0000.js' })).statusCode, 404);
   });
 
   it('serves its icon, and /favicon.ico for every other page of the origin', async () => {
     for (const url of ['/favicon.ico', '/console/favicon.svg']) {
-      const icon = await crm.t.app.inject({ method: 'GET', url });
+      const icon = await api.t.app.inject({ method: 'GET', url });
       assert.equal(icon.statusCode, 200, url);
       assert.equal(icon.headers['content-type'], 'image/svg+xml', url);
       assert.match(icon.body, /^<svg /);
     }
-    const html = (await crm.t.app.inject({ method: 'GET', url: '/console/' })).body;
+    const html = (await api.t.app.inject({ method: 'GET', url: '/console/' })).body;
     assert.match(html, /<link rel="icon" type="image\/svg\+xml" href="\/console\/favicon.svg">/);
   });
 
@@ -133,11 +133,11 @@ forEachDatabase((dialect) => {
       { subject: 'Spring at Herald', emailBody: base64(html) },
       { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] },
     ));
-    await crm.drain();
+    await api.drain();
     // Ada opens hers: the funnel's third step.
-    const ada = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
-    const pixel = trackingToken(trackingKey(crm.t.ctx.encryptionKey).current, { recipientId: Number(ada.id), kind: 'open' });
-    assert.equal((await crm.t.app.inject({ method: 'GET', url: `/t/o/${pixel}`, headers: { 'user-agent': 'Mozilla/5.0 (Macintosh)' } })).statusCode, 200);
+    const ada = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
+    const pixel = trackingToken(trackingKey(api.t.ctx.encryptionKey).current, { recipientId: Number(ada.id), kind: 'open' });
+    assert.equal((await api.t.app.inject({ method: 'GET', url: `/t/o/${pixel}`, headers: { 'user-agent': 'Mozilla/5.0 (Macintosh)' } })).statusCode, 200);
 
     await open('/', 'Overview');
     for (const name of ['Messages sent per day', 'Delivery rate per day']) {
@@ -214,7 +214,7 @@ forEachDatabase((dialect) => {
   });
 
   it('cancels a scheduled SMS send and a scheduled email batch', async () => {
-    const tomorrow = new Date(crm.clock.now() + 86_400_000).toISOString();
+    const tomorrow = new Date(api.clock.now() + 86_400_000).toISOString();
     const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'Later', recipients: [{ mobileNo: '919812345602' }], scheduleDateTime: tomorrow });
     await open(`/sms/${queueId}`, 'SMS send');
     await page.getByRole('button', { name: 'Cancel send' }).click();
@@ -243,7 +243,7 @@ forEachDatabase((dialect) => {
         personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '739184' }],
       }],
     });
-    await crm.drain();
+    await api.drain();
     await open(`/sms/${queueId}`, 'SMS send');
     const message = page.getByRole('region', { name: 'Message' });
     await message.getByText('Sealed: the text was sent with isBodyEncrypted').waitFor();
@@ -289,7 +289,7 @@ forEachDatabase((dialect) => {
     await browser.look('webhooks');
     await row(deliveries, failed.id).getByRole('button', { name: 'Retry' }).click();
     await page.getByRole('status').filter({ hasText: 'posted again' }).waitFor();
-    await crm.drain();
+    await api.drain();
     assert.equal(receiver.received.length, 2);
     assert.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id']);
     const retried = (await alice.get(`/webhooks/deliveries/${failed.id}`)).json();

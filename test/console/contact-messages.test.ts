@@ -2,28 +2,28 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { buildBatch } from '../email/support.ts';
 
 // GET /contacts/{contactId}/messages: what a contact was sent, for the console's contact page.
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
-  let bob: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
+  let bob: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.UTC(2026, 2, 10, 12)), env: { SMS_TRANSPORT: 'sandbox:', EMAIL_TRANSPORT: 'sandbox:' } });
-    alice = await crm.client();
-    bob = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.UTC(2026, 2, 10, 12)), env: { SMS_TRANSPORT: 'sandbox:', EMAIL_TRANSPORT: 'sandbox:' } });
+    alice = await api.client();
+    bob = await api.client();
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
-  const accepted = async (client: CrmClient, path: string, body: object) => {
+  const accepted = async (client: ApiClient, path: string, body: object) => {
     const sendId = await client.accept(path, body);
-    await crm.drain();
-    crm.clock.advance(1000);
+    await api.drain();
+    api.clock.advance(1000);
     return sendId;
   };
-  const messages = async (client: CrmClient, contactId: number, query = '') => {
+  const messages = async (client: ApiClient, contactId: number, query = '') => {
     const response = await client.get(`/contacts/${contactId}/messages${query}`);
     assert.equal(response.statusCode, 200, response.body);
     return response.json() as { messages: Array<{ channel: string; sendId: string; address: string; status: string }>; nextCursor: string | null };

@@ -8,45 +8,45 @@ import { trackingKey } from '../../src/email/tracking.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch } from '../email/support.ts';
 
 // GET /sms, GET /email/batch, GET /usage and GET /stats: what an account's console reads.
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
-  let bob: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
+  let bob: ApiClient;
   // 2026-03-10 12:00 UTC.
   const NOON = Date.UTC(2026, 2, 10, 12, 0, 0);
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, {
+    api = await startApiTest(dialect, {
       clock: new ManualClock(NOON),
       env: { SMS_TRANSPORT: 'sandbox:?fail=^9198111', EMAIL_TRANSPORT: 'sandbox:?bounce=^gone@' },
     });
-    alice = await crm.client();
-    bob = await crm.client();
+    alice = await api.client();
+    bob = await api.client();
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
-  const accepted = async (client: CrmClient, path: string, body: object) => {
+  const accepted = async (client: ApiClient, path: string, body: object) => {
     const sendId = await client.accept(path, body);
-    await crm.drain();
+    await api.drain();
     return sendId;
   };
-  const sms = (client: CrmClient, recipients: string[], body = 'Hello from Herald') =>
+  const sms = (client: ApiClient, recipients: string[], body = 'Hello from Herald') =>
     accepted(client, '/sms/batch', { senderName: 'HERALD', body, recipients: recipients.map((mobileNo) => ({ mobileNo })) });
-  const setOffset = async (client: CrmClient, timeZoneOffset: string) => {
-    const response = await crm.t.app.inject({ method: 'PATCH', url: `/admin/accounts/${client.account.row.id}`, headers: bearer(ADMIN_TOKEN), payload: { timeZoneOffset } });
+  const setOffset = async (client: ApiClient, timeZoneOffset: string) => {
+    const response = await api.t.app.inject({ method: 'PATCH', url: `/admin/accounts/${client.account.row.id}`, headers: bearer(ADMIN_TOKEN), payload: { timeZoneOffset } });
     assert.equal(response.statusCode, 200, response.body);
   };
   const recipientId = async (sendId: string, address: string) =>
-    Number((await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('address', '=', address).executeTakeFirstOrThrow()).id);
+    Number((await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('address', '=', address).executeTakeFirstOrThrow()).id);
 
   /** The rollup of an account once its deltas are folded into it, summed per channel and status: { 'sms Submitted': [messages, parts] }. */
   async function rollup(accountId: string) {
-    assert.ok((await crm.t.ctx.database.call(foldUsage, {})) > 0, 'the transactions appended deltas');
-    assert.equal(await crm.t.ctx.database.call(foldUsage, {}), 0, 'a fold takes them all');
-    const rows = await crm.t.ctx.db
+    assert.ok((await api.t.ctx.database.call(foldUsage, {})) > 0, 'the transactions appended deltas');
+    assert.equal(await api.t.ctx.database.call(foldUsage, {}), 0, 'a fold takes them all');
+    const rows = await api.t.ctx.db
       .selectFrom('usage_rollup')
       .select(['channel', 'status', (eb) => eb.fn.sum<number>('messages').as('messages'), (eb) => eb.fn.sum<number>('parts').as('parts')])
       .where('account_id', '=', accountId)
@@ -62,7 +62,7 @@ forEachDatabase((dialect) => {
         from (select s.channel, h.status, coalesce(r.parts, 0) as parts from recipient_history h join send_recipients r on r.id = h.recipient_id join sends s on s.id = r.send_id where s.account_id = ${accountId}
               union all
               select s.channel, r.status, 0 from send_recipients r join sends s on s.id = r.send_id where s.account_id = ${accountId} and r.status = 'Cancelled') e
-       group by channel, status`.execute(crm.t.ctx.db);
+       group by channel, status`.execute(api.t.ctx.db);
     return Object.fromEntries(rows.map((row) => [`${row.channel} ${row.status}`, [Number(row.messages), Number(row.parts)]]));
   }
 
@@ -72,23 +72,23 @@ forEachDatabase((dialect) => {
     // 71 UCS-2 characters: two parts.
     await sms(alice, ['919812345603'], 'Привет'.repeat(12));
     const scheduled = await accepted(alice, '/sms/batch', { senderName: 'HERALD', body: 'later', recipients: [{ mobileNo: '919812345604' }], scheduleDateTime: '2026-03-11T09:00:00Z' });
-    const cancel = await crm.t.app.inject({ method: 'DELETE', url: `/sms/${scheduled}`, headers: bearer(alice.token) });
+    const cancel = await api.t.app.inject({ method: 'DELETE', url: `/sms/${scheduled}`, headers: bearer(alice.token) });
     assert.equal(cancel.statusCode, 204);
 
     assert.equal((await alice.post('/email/suppressions', { email: 'blocked@example.com' })).statusCode, 201);
     const emailBody = base64('<p>See <a href="https://shop.example/sale">the sale</a>.</p>');
     const batchId = await accepted(alice, '/email/batch', buildBatch({ emailBody }, { recipients: ['ada@example.com', 'grace@example.com', 'gone@example.com', 'blocked@example.com'].map((to) => ({ to })) }));
-    crm.clock.advance(10_000);
-    const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(crm.t.ctx.encryptionKey).current, claim);
+    api.clock.advance(10_000);
+    const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(api.t.ctx.encryptionKey).current, claim);
     const ada = await recipientId(batchId, 'ada@example.com');
     const person = { 'user-agent': 'Mozilla/5.0 (Macintosh)' };
     for (const url of [`/t/o/${token({ recipientId: ada, kind: 'open' })}`, `/t/o/${token({ recipientId: ada, kind: 'open' })}`, `/t/c/${token({ recipientId: ada, kind: 'click', link: 0 })}`]) {
-      assert.ok([200, 302].includes((await crm.t.app.inject({ method: 'GET', url, headers: person })).statusCode));
+      assert.ok([200, 302].includes((await api.t.app.inject({ method: 'GET', url, headers: person })).statusCode));
     }
-    const unsubscribe = await crm.t.app.inject({ method: 'POST', url: `/t/u/${token({ recipientId: ada, kind: 'unsubscribe' })}`, headers: { ...person, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'List-Unsubscribe=One-Click' });
+    const unsubscribe = await api.t.app.inject({ method: 'POST', url: `/t/u/${token({ recipientId: ada, kind: 'unsubscribe' })}`, headers: { ...person, 'content-type': 'application/x-www-form-urlencoded' }, payload: 'List-Unsubscribe=One-Click' });
     assert.ok(unsubscribe.statusCode < 300, unsubscribe.body);
     const grace = await recipientId(batchId, 'grace@example.com');
-    const complaint = await crm.t.ctx.database.call(recordMailReport, { message: { recipientId: grace, messageUuid: null }, event: { kind: 'complaint', feedbackType: 'abuse' }, now: crm.clock.now() });
+    const complaint = await api.t.ctx.database.call(recordMailReport, { message: { recipientId: grace, messageUuid: null }, event: { kind: 'complaint', feedbackType: 'abuse' }, now: api.clock.now() });
     assert.equal('recorded' in complaint && complaint.recorded, 'Spam Report');
     // Bob's send: never in Alice's figures.
     await sms(bob, ['919812345605']);
@@ -114,7 +114,7 @@ forEachDatabase((dialect) => {
     // The batch's funnel: recipients with each event, Ada's two opens one recipient.
     assert.deepEqual((await alice.get(`/email/batch/${batchId}`)).json().engagement, { opened: 1, clicked: 1, unsubscribed: 1, complaints: 1 });
 
-    const stats = async (client: CrmClient, channel: string) => {
+    const stats = async (client: ApiClient, channel: string) => {
       const response = await client.get(`/stats?from=2026-03-10&to=2026-03-10&channel=${channel}`);
       assert.equal(response.statusCode, 200, response.body);
       return response.json().points;
@@ -149,7 +149,7 @@ forEachDatabase((dialect) => {
   it('counts a message at 23:30 local time on its local day, and local hours in a half-hour offset', async () => {
     await setOffset(alice, 'UTC+05:30~India Standard Time');
     // 2026-03-10 23:30 in India is 18:00 UTC.
-    crm.clock.set(Date.UTC(2026, 2, 10, 18, 0, 0));
+    api.clock.set(Date.UTC(2026, 2, 10, 18, 0, 0));
     await sms(alice, ['919812345601']);
     const usage = (await alice.get('/usage?from=2026-03-10&to=2026-03-11')).json();
     assert.deepEqual(usage.days.map((d: { date: string; sms: { messages: number } }) => [d.date, d.sms.messages]), [['2026-03-10', 1], ['2026-03-11', 0]]);
@@ -184,14 +184,14 @@ forEachDatabase((dialect) => {
     // A leap year's 366 days, both ends included, is the most.
     assert.equal((await alice.get('/usage?from=2024-01-01&to=2024-12-31')).statusCode, 200);
     assert.equal((await alice.get('/stats?from=2026-01-01&to=2026-01-31&channel=email&interval=hour')).json().points.length, 744);
-    assert.equal((await crm.t.app.inject({ method: 'GET', url: '/usage?from=2026-01-01&to=2026-01-02' })).statusCode, 401);
+    assert.equal((await api.t.app.inject({ method: 'GET', url: '/usage?from=2026-01-01&to=2026-01-02' })).statusCode, 401);
   });
 
   it('lists the account’s SMS sends and email batches newest first, a page at a time, each with its read’s totals; another account’s never', async () => {
     const sent: string[] = [];
     for (const recipients of [['919812345601'], ['919812345602', '919811111111'], ['919812345603']]) {
       sent.push(await sms(alice, recipients));
-      crm.clock.advance(1000);
+      api.clock.advance(1000);
     }
     // Two in the same millisecond: the id orders them.
     const twins = [await sms(alice, ['919812345604']), await sms(alice, ['919812345605'])];
@@ -218,7 +218,7 @@ forEachDatabase((dialect) => {
 
     const scheduled = await accepted(alice, '/email/batch', buildBatch({ scheduleDateTime: '2026-03-11T09:00:00Z' }));
     const batches = (await alice.get('/email/batch')).json();
-    assert.deepEqual(batches, { batches: [{ batchId: scheduled, createdAt: new Date(crm.clock.now()).toISOString(), scheduledAt: '2026-03-11T09:00:00.000Z', status: 'Scheduled', totals: { Scheduled: 1 } }], nextCursor: null });
+    assert.deepEqual(batches, { batches: [{ batchId: scheduled, createdAt: new Date(api.clock.now()).toISOString(), scheduledAt: '2026-03-11T09:00:00.000Z', status: 'Scheduled', totals: { Scheduled: 1 } }], nextCursor: null });
     assert.deepEqual((await bob.get('/email/batch')).json(), { batches: [], nextCursor: null });
 
     for (const url of ['/sms?cursor=bm90LWEtY3Vyc29y', '/sms?limit=101', '/sms?limit=0', '/email/batch?cursor=%3F']) {

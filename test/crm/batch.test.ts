@@ -3,15 +3,15 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
 import { CONTACT_BATCH_KIND } from '../../src/crm/batches.ts';
 import { claimJobs, rescueExpiredLeases } from '../../src/queue/queries.ts';
-import { buildContact, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
+import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let crm: ApiTest;
+  let alice: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
+    crm = await startApiTest(dialect);
     alice = await crm.client();
   });
   afterEach(() => crm.close());

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
-import { buildContact, buildEmail, buildMobile, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
+import { buildContact, buildEmail, buildMobile, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let crm: ApiTest;
+  let alice: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
+    crm = await startApiTest(dialect);
     alice = await crm.client();
   });
   afterEach(() => crm.close());

@@ -2,18 +2,18 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { buildContact, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
+import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let crm: ApiTest;
+  let alice: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
+    crm = await startApiTest(dialect);
     alice = await crm.client();
   });
   afterEach(() => crm.close());
 
-  const allContactsOf = async (client: CrmClient) => ((await client.get('/lists')).json().lists as Array<{ listId: string }>)[0].listId;
+  const allContactsOf = async (client: ApiClient) => ((await client.get('/lists')).json().lists as Array<{ listId: string }>)[0].listId;
 
   it('gives every account an `All contacts` list from its creation, the admin API included', async () => {
     const created = await crm.t.app.inject({

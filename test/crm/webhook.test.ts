@@ -5,15 +5,15 @@ import { ManualClock } from '../../src/clock.ts';
 import { CONTACT_BATCH_KIND } from '../../src/crm/batches.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { buildContact, startCrmTest, type CrmClient, type CrmTest } from './support.ts';
+import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let crm: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   beforeEach(async () => {
     // Standard Webhooks verifiers check webhook-timestamp against the real time (±5 min).
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
+    crm = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
     alice = await crm.client();
     receiver = await startReceiver();
   });

@@ -6,7 +6,7 @@ import { PAGE } from '../../src/messaging/send.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch, parsedEmails, sandboxEmails, sendBatch, UUID } from './support.ts';
 
 interface EmailEvent {
@@ -19,29 +19,29 @@ interface EmailEvent {
 }
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   beforeEach(async () => {
     // Standard Webhooks verifiers check webhook-timestamp against the real time.
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await api.client();
     receiver = await startReceiver();
   });
   afterEach(async () => {
     await receiver.close();
-    await crm.close();
+    await api.close();
   });
 
-  const read = async (client: CrmClient, batchId: string) => {
+  const read = async (client: ApiClient, batchId: string) => {
     const response = await client.get(`/email/batch/${batchId}`);
     assert.equal(response.statusCode, 200, response.body);
     return response.json();
   };
   /** The email.events posted so far, each post verified with the account's secret. */
-  const posted = async (client: CrmClient): Promise<EmailEvent[]> => {
-    crm.clock.advance(1000);
-    await crm.drain();
+  const posted = async (client: ApiClient): Promise<EmailEvent[]> => {
+    api.clock.advance(1000);
+    await api.drain();
     const secret = (await client.get('/webhooks/secret')).json().secret as string;
     return receiver.received.flatMap((post) => {
       const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { type: string; data: EmailEvent[] };
@@ -61,9 +61,9 @@ forEachDatabase((dialect) => {
     assert.equal(body.status, true);
     assert.deepEqual(Object.keys(body.data).sort(), ['BatchId', 'QueuedTimestamp']);
     assert.match(body.data.BatchId, UUID);
-    assert.equal(body.data.QueuedTimestamp, crm.clock.now());
+    assert.equal(body.data.QueuedTimestamp, api.clock.now());
     assert.equal((await read(alice, body.data.BatchId)).status, 'Queued');
-    await crm.drain();
+    await api.drain();
 
     const mails = await parsedEmails(alice);
     assert.deepEqual([...mails.keys()].sort(), ['ada@example.com', 'bob@example.com']);
@@ -94,7 +94,7 @@ forEachDatabase((dialect) => {
   it('keeps every message of pages handed over at once and rendered ahead, many groups of the sandbox, each once and to its own recipient', async () => {
     // Two full pages: the second is read and rendered while the first is handed over and recorded.
     const recipients = Array.from({ length: 2 * PAGE }, (_, i) => ({ to: `r${i}@example.com`, personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }] }));
-    const batchId = await sendBatch(crm, alice, buildBatch({}, { recipients }));
+    const batchId = await sendBatch(api, alice, buildBatch({}, { recipients }));
     const response = await alice.get('/sandbox/email?limit=1000');
     assert.equal(response.statusCode, 200, response.body);
     const messages = response.json().messages as Array<{ to: string; raw: string; batchId: string }>;
@@ -116,10 +116,10 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.post('/email/campaigns', { name: 'SPRING SALE', html: '<p>x</p>' })).statusCode, 409);
     assert.equal((await alice.post('/email/campaigns', { name: 'Empty', html: ' ' })).statusCode, 400);
     assert.deepEqual((await alice.get('/email/campaigns')).json(), { campaigns: [{ emailCampaignId, name: 'Spring sale' }], nextCursor: null });
-    const bob = await crm.client();
+    const bob = await api.client();
     assert.deepEqual((await bob.get('/email/campaigns')).json(), { campaigns: [], nextCursor: null });
 
-    await sendBatch(crm, alice, buildBatch({ emailBody: undefined, emailCampaignId }, { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] }));
+    await sendBatch(api, alice, buildBatch({ emailBody: undefined, emailCampaignId }, { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] }));
     assert.match(String((await parsedEmails(alice)).get('ada@example.com')!.html), /<h1>Spring, Ada<\/h1>/);
   });
 
@@ -133,11 +133,11 @@ forEachDatabase((dialect) => {
     await alice.upsert([contact('asha@example.com', 'Asha', true), contact('bina@example.com', 'Bina', true), contact('chetan@example.com', 'Chetan', false), contact('dev@example.com', 'Dev')], { listId: customers });
     await alice.upsert([contact('erin@example.com', 'Erin', true)], { listId: prospects });
     // The same address in the second list, on a contact updated later: its data is the one used.
-    crm.clock.advance(1000);
+    api.clock.advance(1000);
     await alice.upsert([{ ...contact('bina@example.com', 'Binita', true), mobileCountryCode: '91', mobileNumber: '9812300002' }], { listId: prospects });
     assert.equal((await alice.post('/email/suppressions', { email: 'Erin@Example.com', reason: 'asked us by phone' })).statusCode, 201);
 
-    const batchId = await sendBatch(crm, alice, buildBatch({ listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' }, {
+    const batchId = await sendBatch(api, alice, buildBatch({ listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' }, {
       recipients: [
         { to: 'ASHA@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }] },
         { to: 'asha@EXAMPLE.com' },
@@ -169,7 +169,7 @@ forEachDatabase((dialect) => {
   });
 
   it('defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses; a deferral is tried again after its wait, the job asleep until then, and given up after 72 hours as a soft bounce', async () => {
-    const sandboxed = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' } });
+    const sandboxed = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' } });
     try {
       const client = await sandboxed.client();
       const response = await client.post('/email/batch', buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] }));
@@ -236,34 +236,34 @@ forEachDatabase((dialect) => {
     assert.equal(second.nextCursor, null);
     assert.equal((await alice.get('/email/suppressions?cursor=bm90IGEgY3Vyc29y')).statusCode, 400);
 
-    const bob = await crm.client();
+    const bob = await api.client();
     assert.deepEqual((await bob.get('/email/suppressions')).json(), { suppressions: [], nextCursor: null });
-    assert.equal((await crm.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(bob.token) })).statusCode, 404);
-    const deleted = await crm.t.app.inject({ method: 'DELETE', url: '/email/suppressions/ZED@example.com', headers: bearer(alice.token) });
+    assert.equal((await api.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(bob.token) })).statusCode, 404);
+    const deleted = await api.t.app.inject({ method: 'DELETE', url: '/email/suppressions/ZED@example.com', headers: bearer(alice.token) });
     assert.equal(deleted.statusCode, 204);
-    assert.equal((await crm.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(alice.token) })).statusCode, 404);
+    assert.equal((await api.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(alice.token) })).statusCode, 404);
     // The address is sendable again.
-    await sendBatch(crm, alice, buildBatch({}, { recipients: [{ to: 'zed@example.com' }] }));
+    await sendBatch(api, alice, buildBatch({}, { recipients: [{ to: 'zed@example.com' }] }));
     assert.equal((await sandboxEmails(alice, 'zed@example.com')).length, 1);
   });
 
   it('schedules a batch (Scheduled until its time), cancels one that has not started (204), and refuses to cancel once it has (409)', async () => {
-    const at = new Date(crm.clock.now() + 3_600_000).toISOString();
+    const at = new Date(api.clock.now() + 3_600_000).toISOString();
     const later = await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }));
     assert.equal(later.statusCode, 202);
     const kept = later.json().data.BatchId;
     const cancelled = (await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }))).json().data.BatchId;
     const before = await read(alice, kept);
     assert.deepEqual([before.status, before.scheduledAt, before.totals], ['Scheduled', at, { Scheduled: 1 }]);
-    const bob = await crm.client();
-    const del = (client: CrmClient, id: string) => crm.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
+    const bob = await api.client();
+    const del = (client: ApiClient, id: string) => api.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
     assert.equal((await del(bob, cancelled)).statusCode, 404);
     assert.equal((await del(alice, cancelled)).statusCode, 204);
     assert.deepEqual([(await read(alice, cancelled)).status, (await read(alice, cancelled)).totals], ['Cancelled', { Cancelled: 1 }]);
-    await crm.drain();
+    await api.drain();
     assert.deepEqual(await sandboxEmails(alice), [], 'nothing before its time');
-    crm.clock.advance(3_600_000);
-    await crm.drain();
+    api.clock.advance(3_600_000);
+    await api.drain();
     assert.equal((await read(alice, kept)).status, 'Completed');
     assert.equal((await sandboxEmails(alice)).length, 1, 'the cancelled batch sent nothing');
     assert.equal((await del(alice, kept)).statusCode, 409);
@@ -271,24 +271,24 @@ forEachDatabase((dialect) => {
 
   it('reads Scheduled and Cancelled in a history from the batch’s own times, and never posts them', async () => {
     const entry = (event: string, ms: number) => ({ event, at: new Date(ms).toISOString() });
-    const createdAt = crm.clock.now();
+    const createdAt = api.clock.now();
     const at = createdAt + 60_000;
     const body = buildBatch({ scheduleDateTime: new Date(at).toISOString(), webHookUrl: receiver.url });
     const scheduled = await alice.accept('/email/batch', body);
     const cancelled = await alice.accept('/email/batch', body);
     const immediate = await alice.accept('/email/batch', buildBatch({ webHookUrl: receiver.url }));
-    crm.clock.advance(1000);
+    api.clock.advance(1000);
     for (const batchId of [cancelled, immediate]) {
       const url = `/email/batch/${batchId}`;
-      assert.equal((await crm.t.app.inject({ method: 'DELETE', url, headers: bearer(alice.token) })).statusCode, 204);
+      assert.equal((await api.t.app.inject({ method: 'DELETE', url, headers: bearer(alice.token) })).statusCode, 204);
     }
     const history = async (batchId: string) => (await read(alice, batchId)).recipients[0].history;
     assert.deepEqual(await history(scheduled), [entry('Scheduled', createdAt)]);
     assert.deepEqual(await history(cancelled), [entry('Scheduled', createdAt), entry('Cancelled', createdAt + 1000)]);
     assert.deepEqual(await history(immediate), [entry('Cancelled', createdAt + 1000)]);
 
-    crm.clock.advance(59_000);
-    await crm.drain();
+    api.clock.advance(59_000);
+    await api.drain();
     const sent = [entry('Scheduled', createdAt), entry('Processed', at), entry('Delivered', at)];
     assert.deepEqual(await history(scheduled), sent);
     const events = (await posted(alice)).map((e) => [e.batchId, e.event]);
@@ -296,10 +296,10 @@ forEachDatabase((dialect) => {
   });
 
   it('pages GET /sandbox/email newest first with a cursor that shows another account nothing', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const recipients = ['ada@example.com', 'bob@example.com', 'cy@example.com'].map((to) => ({ to }));
-    await sendBatch(crm, alice, buildBatch({}, { recipients }));
-    const page = async (client: CrmClient, query: string) => {
+    await sendBatch(api, alice, buildBatch({}, { recipients }));
+    const page = async (client: ApiClient, query: string) => {
       const response = await client.get(`/sandbox/email?${query}`);
       assert.equal(response.statusCode, 200, response.body);
       return response.json() as { messages: Array<{ to: string }>; nextCursor: string | null };
@@ -316,7 +316,7 @@ forEachDatabase((dialect) => {
 
   it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
     const post = (body: object) =>
-      crm.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });
+      api.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });
     const first = await post(buildBatch());
     assert.equal(first.statusCode, 202);
     const again = await post(buildBatch());
@@ -324,17 +324,17 @@ forEachDatabase((dialect) => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.deepEqual(again.json(), first.json());
     assert.equal((await post(buildBatch({ subject: 'Other' }))).statusCode, 422);
-    await crm.drain();
+    await api.drain();
     assert.equal((await sandboxEmails(alice)).length, 1);
   });
 
   it('keeps accounts apart: another account’s batch, sandbox and suppressions are not there', async () => {
-    const bob = await crm.client();
-    const batchId = await sendBatch(crm, alice, buildBatch());
+    const bob = await api.client();
+    const batchId = await sendBatch(api, alice, buildBatch());
     assert.equal((await bob.get(`/email/batch/${batchId}`)).statusCode, 404);
     assert.deepEqual(await sandboxEmails(bob), []);
     await bob.post('/email/suppressions', { email: 'ada@example.com' });
-    await sendBatch(crm, alice, buildBatch());
+    await sendBatch(api, alice, buildBatch());
     assert.equal((await sandboxEmails(alice, 'ada@example.com')).length, 2, 'bob’s suppression is his alone');
     assert.equal((await alice.get(`/email/batch/${batchId}?limit=1001`)).statusCode, 400);
   });

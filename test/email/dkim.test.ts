@@ -2,31 +2,31 @@ import assert from 'node:assert/strict';
 import { afterEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { dkimpyVerdict, mailauthVerdict } from './dkim-verifiers.ts';
 import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
 
 const SIGNED = ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'list-unsubscribe', 'list-unsubscribe-post', 'reply-to'];
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  afterEach(() => crm.close());
+  let api: ApiTest;
+  afterEach(() => api.close());
 
   const admin = async (method: 'GET' | 'POST', url: string, payload?: object) => {
-    const response = await crm.t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
+    const response = await api.t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
     assert.ok(response.statusCode === 200 || response.statusCode === 201, response.body);
     return response.json();
   };
-  const onlyEmail = async (client: CrmClient, to: string) => {
+  const onlyEmail = async (client: ApiClient, to: string) => {
     const [message] = await sandboxEmails(client, to);
     assert.ok(message, `a message to ${to}`);
     return message.raw;
   };
 
   it("signs every message of a batch with the service domain's key: mailauth and dkimpy verify it with the published record, List-Unsubscribe and List-Unsubscribe-Post among the signed headers", async () => {
-    crm = await startCrmTest(dialect);
-    const alice = await crm.client();
-    await sendBatch(crm, alice, buildBatch({ replyTo: { email: 'help@mail.localhost', displayName: 'Help' } }, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] }));
+    api = await startApiTest(dialect);
+    const alice = await api.client();
+    await sendBatch(api, alice, buildBatch({ replyTo: { email: 'help@mail.localhost', displayName: 'Help' } }, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] }));
     const { domain, dkim } = await admin('GET', '/admin/dkim');
     assert.equal(domain, 'mail.localhost');
     for (const to of ['ada@example.com', 'bob@example.com']) {
@@ -43,9 +43,9 @@ forEachDatabase((dialect) => {
 
   it('a long List-Unsubscribe, folded over lines, still verifies (nodemailer once folded it so that signatures broke)', async () => {
     const publicUrl = `https://${'herald-tracking-'.repeat(3)}links.example.com/${'a-long-path-prefix/'.repeat(6)}mail`;
-    crm = await startCrmTest(dialect, { env: { PUBLIC_URL: publicUrl } });
-    const alice = await crm.client();
-    await sendBatch(crm, alice, buildBatch());
+    api = await startApiTest(dialect, { env: { PUBLIC_URL: publicUrl } });
+    const alice = await api.client();
+    await sendBatch(api, alice, buildBatch());
     const raw = await onlyEmail(alice, 'ada@example.com');
     const listUnsubscribe = /^List-Unsubscribe:(.*(?:\r\n[ \t].*)*)/m.exec(raw)![1];
     assert.ok(listUnsubscribe.replace(/\r\n[ \t]+/g, ' ').includes(`<${publicUrl}/t/u/`), listUnsubscribe);
@@ -56,15 +56,15 @@ forEachDatabase((dialect) => {
   });
 
   it("signs a message from an account's own sender domain with that domain's key, and one from the service domain with the service's", async () => {
-    crm = await startCrmTest(dialect);
-    const alice = await crm.client();
-    const bob = await crm.client();
+    api = await startApiTest(dialect);
+    const alice = await api.client();
+    const bob = await api.client();
     const own = await admin('POST', `/admin/accounts/${alice.account.row.id}/sender-domains`, { domain: 'shop.example' });
     // Another account authorised for the same domain holds a key of its own, which never signs Alice's mail.
     const bobs = await admin('POST', `/admin/accounts/${bob.account.row.id}/sender-domains`, { domain: 'shop.example' });
     assert.notEqual(bobs.dkim.selector, own.dkim.selector);
-    await sendBatch(crm, alice, buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }, { recipients: [{ to: 'ada@example.com' }] }));
-    await sendBatch(crm, alice, buildBatch({}, { recipients: [{ to: 'bob@example.com' }] }));
+    await sendBatch(api, alice, buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }, { recipients: [{ to: 'ada@example.com' }] }));
+    await sendBatch(api, alice, buildBatch({}, { recipients: [{ to: 'bob@example.com' }] }));
 
     const fromShop = await onlyEmail(alice, 'ada@example.com');
     const verdict = await mailauthVerdict(fromShop, own.dkim);
@@ -79,15 +79,15 @@ forEachDatabase((dialect) => {
   });
 
   it('after a rotation, new messages carry the new selector and verify with the new record; earlier ones still verify with the retired one', async () => {
-    crm = await startCrmTest(dialect);
-    const alice = await crm.client();
+    api = await startApiTest(dialect);
+    const alice = await api.client();
     const accountId = alice.account.row.id;
     const first = await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'shop.example' });
     const from = { senderFrom: { email: 'news@shop.example', displayName: 'Shop' } };
-    await sendBatch(crm, alice, buildBatch(from, { recipients: [{ to: 'before@example.com' }] }));
+    await sendBatch(api, alice, buildBatch(from, { recipients: [{ to: 'before@example.com' }] }));
     const rotated = await admin('POST', `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-rotations`);
     assert.notEqual(rotated.dkim.selector, first.dkim.selector);
-    await sendBatch(crm, alice, buildBatch(from, { recipients: [{ to: 'after@example.com' }] }));
+    await sendBatch(api, alice, buildBatch(from, { recipients: [{ to: 'after@example.com' }] }));
 
     const after = await onlyEmail(alice, 'after@example.com');
     const verdict = await mailauthVerdict(after, rotated.dkim);
@@ -99,16 +99,16 @@ forEachDatabase((dialect) => {
     const service = await admin('GET', '/admin/dkim');
     const serviceRotated = await admin('POST', '/admin/dkim/rotations');
     assert.notEqual(serviceRotated.dkim.selector, service.dkim.selector);
-    await sendBatch(crm, alice, buildBatch({}, { recipients: [{ to: 'service@example.com' }] }));
+    await sendBatch(api, alice, buildBatch({}, { recipients: [{ to: 'service@example.com' }] }));
     const fromService = await onlyEmail(alice, 'service@example.com');
     assert.equal((await mailauthVerdict(fromService, serviceRotated.dkim)).selector, serviceRotated.dkim.selector);
     assert.equal(await dkimpyVerdict(fromService, serviceRotated.dkim), 'pass');
   });
 
   it('a message altered after signing fails verification: its body, or a signed header', async () => {
-    crm = await startCrmTest(dialect);
-    const alice = await crm.client();
-    await sendBatch(crm, alice, buildBatch());
+    api = await startApiTest(dialect);
+    const alice = await api.client();
+    await sendBatch(api, alice, buildBatch());
     const raw = await onlyEmail(alice, 'ada@example.com');
     const { dkim } = await admin('GET', '/admin/dkim');
     assert.equal((await mailauthVerdict(raw, dkim)).status, 'pass', 'unaltered, it passes');

@@ -13,7 +13,7 @@ import { arfFor, dsnFor, sendReport } from '../../src/sim/smtp-reports.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
 
 // What Herald receives after sending: DSNs, ARF reports and unsubscribe mail, over real SMTP
@@ -22,51 +22,51 @@ const BOUNCE_DOMAIN = 'bounce.example';
 const FBL = `${FEEDBACK_MAILBOX}@${BOUNCE_DOMAIN}`;
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   let inbound: InboundSmtp;
   let logged: Array<{ level: string; object: Record<string, unknown>; message: string }>;
 
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { INBOUND_SMTP_PORT: '0', BOUNCE_DOMAIN } });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { INBOUND_SMTP_PORT: '0', BOUNCE_DOMAIN } });
+    alice = await api.client();
     receiver = await startReceiver();
     logged = [];
     const log = Object.fromEntries(['info', 'warn', 'error'].map((level) => [level, (object: Record<string, unknown>, message: string) => logged.push({ level, object, message })]));
-    inbound = await startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: 0, log: log as never });
+    inbound = await startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: 0, log: log as never });
   });
   afterEach(async () => {
     await inbound.close();
     await receiver.close();
-    await crm.close();
+    await api.close();
   });
 
-  const keys = () => trackingKey(crm.t.ctx.encryptionKey);
+  const keys = () => trackingKey(api.t.ctx.encryptionKey);
   const mail = (to: string, raw: Buffer, from = '') => sendReport('127.0.0.1', inbound.port, { from, to }, raw);
 
   /** A batch with a webhook delivered to `address` (a contact of the client's, opted in); its recipient, VERP address and message as sent. */
-  async function delivered(client: CrmClient, address = 'ada@example.com') {
+  async function delivered(client: ApiClient, address = 'ada@example.com') {
     await client.upsert([{ email: address, emailOptIn: true }]);
-    const batchId = await sendBatch(crm, client, buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: address }] }));
-    const { id } = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
+    const batchId = await sendBatch(api, client, buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: address }] }));
+    const { id } = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
     const [sent] = await sandboxEmails(client, address);
     const recipientId = Number(id);
     return { batchId, recipientId, verp: returnPath(keys(), BOUNCE_DOMAIN, recipientId), original: Buffer.from(sent.raw) };
   }
-  const recipientOf = async (client: CrmClient, batchId: string) => (await client.get(`/email/batch/${batchId}`)).json().recipients[0];
-  const suppression = async (client: CrmClient, address = 'ada@example.com') => (await client.get(`/email/suppressions?email=${address}`)).json().suppressions[0];
-  const optIn = async (client: CrmClient, address = 'ada@example.com') => (await client.get(`/contacts?email=${address}`)).json().contacts[0].emailOptIn as boolean;
+  const recipientOf = async (client: ApiClient, batchId: string) => (await client.get(`/email/batch/${batchId}`)).json().recipients[0];
+  const suppression = async (client: ApiClient, address = 'ada@example.com') => (await client.get(`/email/suppressions?email=${address}`)).json().suppressions[0];
+  const optIn = async (client: ApiClient, address = 'ada@example.com') => (await client.get(`/contacts?email=${address}`)).json().contacts[0].emailOptIn as boolean;
   /** The email events posted to the receiver so far, verified with the client's webhook secret. */
-  async function posted(client: CrmClient) {
-    crm.clock.advance(1500);
-    await crm.drain();
+  async function posted(client: ApiClient) {
+    api.clock.advance(1500);
+    await api.drain();
     const secret = (await client.get('/webhooks/secret')).json().secret as string;
     return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<Record<string, unknown>> }).data);
   }
-  const metric = async (line: string) => (await crm.t.ctx.metrics.metrics()).split('\n').find((l) => l.startsWith(line))?.split(' ').at(-1);
+  const metric = async (line: string) => (await api.t.ctx.metrics.metrics()).split('\n').find((l) => l.startsWith(line))?.split(' ').at(-1);
   const complain = (arf: Buffer | string, token: string | null = ADMIN_TOKEN) =>
-    crm.t.app.inject({ method: 'POST', url: '/email/complaints', headers: token ? bearer(token) : {}, payload: { arf: typeof arf === 'string' ? arf : arf.toString('base64') } });
+    api.t.app.inject({ method: 'POST', url: '/email/complaints', headers: token ? bearer(token) : {}, payload: { arf: typeof arf === 'string' ? arf : arf.toString('base64') } });
 
   it('records a DSN 5.1.1 to a VERP address as a hard Bounce after Delivered: suppressed, its reply in the history, posted; the same DSN again records nothing', async () => {
     const { batchId, verp, original } = await delivered(alice);
@@ -111,11 +111,11 @@ forEachDatabase((dialect) => {
   it('records a DSN for a message waiting to be tried again as its Bounce, and tries it no more', async () => {
     const { batchId, recipientId, verp, original } = await delivered(alice);
     // As a relay's 4xx leaves it (src/email/record.ts): Deferred, due again in a minute.
-    const now = crm.clock.now();
-    await crm.t.ctx.db.updateTable('send_recipients').set({ status: 'Deferred', retry_at: now + 60_000, deferred_at: now }).where('id', '=', recipientId).execute();
+    const now = api.clock.now();
+    await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Deferred', retry_at: now + 60_000, deferred_at: now }).where('id', '=', recipientId).execute();
     const dsn = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1', diagnostic: '550 5.1.1 User unknown' });
     assert.match(await mail(verp, dsn), /^250 /);
-    const row = await crm.t.ctx.db.selectFrom('send_recipients').select(['status', 'retry_at']).where('id', '=', recipientId).executeTakeFirstOrThrow();
+    const row = await api.t.ctx.db.selectFrom('send_recipients').select(['status', 'retry_at']).where('id', '=', recipientId).executeTakeFirstOrThrow();
     assert.deepEqual({ ...row }, { status: 'Bounce', retry_at: null });
     assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
   });
@@ -181,7 +181,7 @@ forEachDatabase((dialect) => {
     assert.equal(await optIn(alice), false);
     assert.deepEqual((await posted(alice)).filter((e) => e.event === 'Unsubscribe').map((e) => e.email), ['ada@example.com']);
 
-    const off = await startCrmTest(dialect, { env: { BOUNCE_DOMAIN } });
+    const off = await startApiTest(dialect, { env: { BOUNCE_DOMAIN } });
     try {
       const bob = await off.client();
       await bob.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
@@ -242,7 +242,7 @@ forEachDatabase((dialect) => {
   });
 
   it('touches only the account whose message a report names, though another account sent to the same address', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const ofAlice = await delivered(alice);
     const ofBob = await delivered(bob);
     await mail(ofAlice.verp, await dsnFor({ original: ofAlice.original, recipient: 'ada@example.com', returnPath: ofAlice.verp, status: '5.1.1' }));
@@ -260,16 +260,16 @@ forEachDatabase((dialect) => {
 
   it('refuses to start on a port in use, and stops answering once closed', async () => {
     const quiet = { info() {}, warn() {}, error() {} };
-    await assert.rejects(startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: inbound.port, log: quiet }), { code: 'EADDRINUSE' });
+    await assert.rejects(startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: inbound.port, log: quiet }), { code: 'EADDRINUSE' });
     await inbound.close();
     await assert.rejects(mail(FBL, Buffer.from('Subject: x\r\n\r\nx\r\n')), /ECONNREFUSED/);
-    inbound = await startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: 0, log: quiet });
+    inbound = await startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: 0, log: quiet });
   });
 
   if (dialect === 'postgres') {
     it('finds a message by its Message-ID through send_recipients_message_id, not a scan of the recipients', async () => {
       const { batchId } = await delivered(alice);
-      const { db } = crm.t.ctx;
+      const { db } = api.t.ctx;
       // A table of a few sends' worth, handed over, as a busy service holds.
       await db.executeQuery(CompiledQuery.raw(`insert into send_recipients (send_id, address, status, message_id, updated_at)
         select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0 from generate_series(1, 50000) n`, [batchId]));

@@ -7,7 +7,7 @@ import { startInboundSmtp, type InboundSmtp } from '../../src/email/inbound-smtp
 import { FEEDBACK_MAILBOX, returnPath, trackingKey } from '../../src/email/tracking.ts';
 import type { SentReport } from '../../src/sim/smtp-reports.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { buildBatch, sendBatch } from './support.ts';
@@ -27,22 +27,22 @@ const quiet = { info() {}, warn() {}, error() {} };
 
 forEachDatabase((dialect) => {
   let sink: SmtpSink;
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let inbound: InboundSmtp;
 
   beforeEach(async () => {
     sink = await startSmtpSink();
-    crm = await startCrmTest(dialect, {
+    api = await startApiTest(dialect, {
       clock: new ManualClock(Date.now()),
       env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}`, INBOUND_SMTP_PORT: '0', BOUNCE_DOMAIN },
     });
-    alice = await crm.client();
-    inbound = await startInboundSmtp(crm.t.ctx, { host: '127.0.0.1', port: 0, log: quiet });
+    alice = await api.client();
+    inbound = await startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: 0, log: quiet });
   });
   afterEach(async () => {
     await inbound.close();
-    await crm.close();
+    await api.close();
     await sink.close();
   });
 
@@ -59,30 +59,30 @@ forEachDatabase((dialect) => {
     return answer as SentReport;
   }
   /** Sends a batch to `addresses` (contacts of the client's, opted in) over SMTP; answers its id once every recipient is Delivered. */
-  async function delivered(client: CrmClient, addresses: string[]): Promise<string> {
+  async function delivered(client: ApiClient, addresses: string[]): Promise<string> {
     await client.upsert(addresses.map((email) => ({ email, emailOptIn: true })));
-    const batchId = await sendBatch(crm, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
+    const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
     assert.deepEqual((await recipients(client, batchId)).map((r) => r.status), addresses.map(() => 'Delivered'));
     return batchId;
   }
-  const recipients = async (client: CrmClient, batchId: string): Promise<Recipient[]> => (await client.get(`/email/batch/${batchId}?limit=1000`)).json().recipients;
-  const recipient = async (client: CrmClient, batchId: string, email: string) => (await recipients(client, batchId)).find((r) => r.email === email)!;
-  const suppression = async (client: CrmClient, email: string) => (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions[0] as { reason: string } | undefined;
-  const optIn = async (client: CrmClient, email: string) => (await client.get(`/contacts?email=${encodeURIComponent(email)}`)).json().contacts[0].emailOptIn as boolean;
-  const metric = async (line: string) => (await crm.t.ctx.metrics.metrics()).split('\n').find((l) => l.startsWith(line))?.split(' ').at(-1);
+  const recipients = async (client: ApiClient, batchId: string): Promise<Recipient[]> => (await client.get(`/email/batch/${batchId}?limit=1000`)).json().recipients;
+  const recipient = async (client: ApiClient, batchId: string, email: string) => (await recipients(client, batchId)).find((r) => r.email === email)!;
+  const suppression = async (client: ApiClient, email: string) => (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions[0] as { reason: string } | undefined;
+  const optIn = async (client: ApiClient, email: string) => (await client.get(`/contacts?email=${encodeURIComponent(email)}`)).json().contacts[0].emailOptIn as boolean;
+  const metric = async (line: string) => (await api.t.ctx.metrics.metrics()).split('\n').find((l) => l.startsWith(line))?.split(' ').at(-1);
   const rowId = async (batchId: string, email: string) =>
-    Number((await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', email).executeTakeFirstOrThrow()).id);
+    Number((await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', email).executeTakeFirstOrThrow()).id);
 
   it('a DSN 5.1.1 the sink sends for one of several delivered recipients bounces that one alone, hard and suppressed; a 5.2.2 is soft, not suppressed', async () => {
     const batchId = await delivered(alice, ['ada@example.com', 'bob@example.com', 'cy@example.com']);
     // Another account's message to bob, taken by the sink after Alice's: the DSN names Alice's by its Message-ID.
-    const carol = await crm.client();
+    const carol = await api.client();
     const carolsBatch = await delivered(carol, ['bob@example.com']);
 
     const bob = await recipient(alice, batchId, 'bob@example.com');
     const diagnostic = '550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown';
     const dsn = await report({ kind: 'dsn', messageId: `${bob.messageId}@mail.localhost`, to: 'bob@example.com', status: '5.1.1', diagnostic });
-    assert.deepEqual(dsn.envelope, { from: '', to: returnPath(trackingKey(crm.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')) });
+    assert.deepEqual(dsn.envelope, { from: '', to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')) });
     assert.equal(dsn.messageId, `<${bob.messageId}@mail.localhost>`);
 
     const bounced = await recipient(alice, batchId, 'bob@example.com');
@@ -125,7 +125,7 @@ forEachDatabase((dialect) => {
     assert.equal(await optIn(alice, 'bob@example.com'), true);
     assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
 
-    const posted = await crm.t.app.inject({ method: 'POST', url: '/email/complaints', headers: bearer(ADMIN_TOKEN), payload: { arf: Buffer.from(arf.raw).toString('base64') } });
+    const posted = await api.t.app.inject({ method: 'POST', url: '/email/complaints', headers: bearer(ADMIN_TOKEN), payload: { arf: Buffer.from(arf.raw).toString('base64') } });
     assert.equal(posted.statusCode, 200, posted.body);
     assert.deepEqual(posted.json(), { event: 'Spam Report', repeated: true, feedbackType: 'abuse', accountId: alice.account.row.id, batchId, messageId: ada.messageId, email: 'ada@example.com' });
     assert.equal((await recipient(alice, batchId, 'ada@example.com')).history.length, 3, 'recorded once');

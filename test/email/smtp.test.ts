@@ -6,7 +6,7 @@ import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../../src/clock.ts';
 import { readMailbox, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver } from '../webhooks/support.ts';
@@ -56,11 +56,11 @@ interface Recipient {
 // to the SMTP sink (herald sim smtp) in this process, whose rules answer per address.
 forEachDatabase((dialect) => {
   let sink: SmtpSink;
-  let crm: CrmTest;
-  let client: CrmClient;
+  let api: ApiTest;
+  let client: ApiClient;
   const start = async (query = '', env: Record<string, string> = {}) => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}${query}`, ...env } });
-    client = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}${query}`, ...env } });
+    client = await api.client();
   };
   beforeEach(async () => {
     sink = await startSmtpSink({ httpPort: null });
@@ -68,7 +68,7 @@ forEachDatabase((dialect) => {
   /** Closed after the app, whose pooled connections they would otherwise wait for. */
   let closeAfter: Array<() => Promise<void>> = [];
   afterEach(async () => {
-    await crm?.close();
+    await api?.close();
     await sink.close();
     for (const close of closeAfter) await close();
     closeAfter = [];
@@ -82,14 +82,14 @@ forEachDatabase((dialect) => {
   const recipient = async (batchId: string, email: string) => (await recipients(batchId)).find((r) => r.email === email)!;
   const suppressions = async (email: string) => (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions as Array<{ reason: string }>;
   const metric = async (name: string, labels: Record<string, string> = {}) => {
-    const found = (await crm.t.ctx.metrics.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+    const found = (await api.t.ctx.metrics.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
     return found?.value ?? 0;
   };
 
   it('delivers the rendered message as is: text and HTML, headers, its Message-ID, the envelope sender the recipient’s VERP address, and a DKIM signature that verifies as received', async () => {
     // With INBOUND_SMTP_PORT set, List-Unsubscribe carries the mailto: too (the listener itself is not needed here).
     await start('', { INBOUND_SMTP_PORT: '0' });
-    const batchId = await sendBatch(crm, client, buildBatch(
+    const batchId = await sendBatch(api, client, buildBatch(
       { subject: 'Hello [firstName]', emailBody: base64('<p>Dear [firstName], <a href="https://example.com/offer">see the offer</a>.</p>') },
       { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] },
     ));
@@ -105,8 +105,8 @@ forEachDatabase((dialect) => {
     assert.equal(parsed.messageId, `<${ada.messageId}@mail.localhost>`);
     assert.match(parsed.text ?? '', /Dear Ada, see the offer/);
     assert.match(String(parsed.html), /<p>Dear Ada, <a href="http:\/\/localhost:8080\/t\/c\/[^"]+">see the offer<\/a>\.<\/p>/);
-    const row = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
-    const keys = trackingKey(crm.t.ctx.encryptionKey);
+    const row = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
+    const keys = trackingKey(api.t.ctx.encryptionKey);
     const header = (name: string) => parsed.headerLines.find((line) => line.key === name)?.line.replace(/\r\n[ \t]+/g, ' ');
     const listUnsubscribe = /^List-Unsubscribe: <(http:\/\/localhost:8080\/t\/u\/[^>]+)>, <mailto:([^>]+)>$/.exec(header('list-unsubscribe') ?? '');
     assert.ok(listUnsubscribe, header('list-unsubscribe'));
@@ -114,7 +114,7 @@ forEachDatabase((dialect) => {
     assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
     // The bytes as the relay took them verify with the record Herald says to publish, by two verifiers we did not write.
-    const { dkim } = (await crm.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })).json();
+    const { dkim } = (await api.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })).json();
     const raw = mail.raw.toString('utf8');
     const verdict = await mailauthVerdict(raw, dkim);
     assert.deepEqual([verdict.status, verdict.domain, verdict.selector], ['pass', 'mail.localhost', dkim.selector]);
@@ -134,7 +134,7 @@ forEachDatabase((dialect) => {
       { match: 'full@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' },
     ]);
     await start();
-    const batchId = await sendBatch(crm, client, buildBatch({}, { recipients: [{ to: 'greylisted@example.com' }, { to: 'unknown@example.com' }, { to: 'full@example.com' }] }));
+    const batchId = await sendBatch(api, client, buildBatch({}, { recipients: [{ to: 'greylisted@example.com' }, { to: 'unknown@example.com' }, { to: 'full@example.com' }] }));
 
     const unknown = await recipient(batchId, 'unknown@example.com');
     assert.equal(unknown.status, 'Bounce');
@@ -149,8 +149,8 @@ forEachDatabase((dialect) => {
     assert.equal(greylisted.status, 'Deferred');
     assert.equal(greylisted.history.at(-1)!.reply, '451 4.3.0 try again later');
     assert.equal(await metric('herald_email_deferred_recipients'), 1);
-    crm.clock.advance(60_000);
-    await crm.drain();
+    api.clock.advance(60_000);
+    await api.drain();
     greylisted = await recipient(batchId, 'greylisted@example.com');
     assert.equal(greylisted.status, 'Delivered');
     assert.deepEqual(greylisted.history.map((h) => h.event), ['Processed', 'Deferred', 'Delivered']);
@@ -171,16 +171,16 @@ forEachDatabase((dialect) => {
     const receiver = await startReceiver();
     closeAfter = [relay.close, receiver.close];
     await start('', { EMAIL_TRANSPORT: `smtp://127.0.0.1:${relay.port}` });
-    const batchId = await sendBatch(crm, client, buildBatch({ webHookUrl: receiver.url }));
+    const batchId = await sendBatch(api, client, buildBatch({ webHookUrl: receiver.url }));
     assert.equal((await recipient(batchId, 'ada@example.com')).status, 'Deferred');
-    crm.clock.advance(60_000);
-    await crm.drain();
+    api.clock.advance(60_000);
+    await api.drain();
     const ada = await recipient(batchId, 'ada@example.com');
     assert.equal(ada.status, 'Delivered');
     assert.deepEqual(ada.history.map((h) => h.event), ['Processed', 'Deferred', 'Delivered']);
 
-    crm.clock.advance(1000);
-    await crm.drain();
+    api.clock.advance(1000);
+    await api.drain();
     type Event = { event: string; messageId: string };
     const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
     assert.deepEqual(events.map((e) => e.event), ['Processed', 'Deferred', 'Delivered']);
@@ -195,7 +195,7 @@ forEachDatabase((dialect) => {
     sink.setFaults({ dropAfter: 50 });
     await start();
     const addresses = Array.from({ length: 200 }, (_, i) => `r${i}@example.com`);
-    const batchId = await sendBatch(crm, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
+    const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
     const first = await recipients(batchId);
     const deferred = first.filter((r) => r.status === 'Deferred');
     assert.ok(deferred.length >= 1, 'the message whose answer never came');
@@ -203,8 +203,8 @@ forEachDatabase((dialect) => {
     assert.equal(first.filter((r) => r.status === 'Delivered').length, 200 - deferred.length, 'the pool went on over a new connection');
     assert.ok(await metric('herald_smtp_answers_total', { class: 'connection' }) >= 1);
 
-    crm.clock.advance(60_000);
-    await crm.drain();
+    api.clock.advance(60_000);
+    await api.drain();
     assert.deepEqual(new Set((await recipients(batchId)).map((r) => r.status)), new Set(['Delivered']));
     const received = sink.received({ limit: 1000 }).flatMap((m) => m.to).sort();
     assert.deepEqual(received, [...addresses].sort(), 'each address received exactly once');
@@ -212,7 +212,7 @@ forEachDatabase((dialect) => {
 
   it('with tls=require, defers rather than sends in clear to a relay that offers no STARTTLS', async () => {
     await start('?tls=require');
-    const batchId = await sendBatch(crm, client, buildBatch({}, { recipients: [{ to: 'secret@example.com' }] }));
+    const batchId = await sendBatch(api, client, buildBatch({}, { recipients: [{ to: 'secret@example.com' }] }));
     const secret = await recipient(batchId, 'secret@example.com');
     assert.equal(secret.status, 'Deferred');
     assert.match(secret.history.at(-1)!.reply!, /^the relay refused the session/);

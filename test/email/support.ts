@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { simpleParser, type ParsedMail } from 'mailparser';
-import type { CrmClient, CrmTest } from '../crm/support.ts';
+import type { ApiClient, ApiTest } from '../support/client.ts';
 
 export interface SandboxEmail {
   batchId: string;
@@ -28,23 +28,23 @@ export function buildBatch(details: Record<string, unknown> = {}, rest: Record<s
   };
 }
 
-export async function sandboxEmails(client: CrmClient, to?: string): Promise<SandboxEmail[]> {
+export async function sandboxEmails(client: ApiClient, to?: string): Promise<SandboxEmail[]> {
   const response = await client.get(`/sandbox/email${to ? `?to=${encodeURIComponent(to)}` : ''}`);
   assert.equal(response.statusCode, 200, response.body);
   return response.json().messages as SandboxEmail[];
 }
 
 /** Each message the sandbox took, parsed back, by recipient. */
-export async function parsedEmails(client: CrmClient): Promise<Map<string, ParsedMail>> {
+export async function parsedEmails(client: ApiClient): Promise<Map<string, ParsedMail>> {
   const parsed = new Map<string, ParsedMail>();
   for (const message of await sandboxEmails(client)) parsed.set(message.to, await simpleParser(message.raw));
   return parsed;
 }
 
 /** Posts a batch, expects 202, runs the queue until idle; answers the BatchId. */
-export async function sendBatch(crm: CrmTest, client: CrmClient, body: object): Promise<string> {
+export async function sendBatch(api: ApiTest, client: ApiClient, body: object): Promise<string> {
   const response = await client.post('/email/batch', body);
   assert.equal(response.statusCode, 202, response.body);
-  await crm.drain();
+  await api.drain();
   return response.json().data.BatchId as string;
 }

@@ -8,42 +8,42 @@ import { Keyring } from '../../src/sealed.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch, sandboxEmails, sendBatch } from './support.ts';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 // The tracking URLs, followed as a mail client or a person would: no token, no cookie.
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   beforeEach(async () => {
     // PUBLIC_URL unset: its default follows PORT.
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { PORT: '3000' } });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { PORT: '3000' } });
+    alice = await api.client();
     receiver = await startReceiver();
   });
   afterEach(async () => {
     await receiver.close();
-    await crm.close();
+    await api.close();
   });
 
   /** A delivered batch to ada with one link; ada's recipient id, and the message as the sandbox took it. */
   async function delivered() {
     await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
     const emailBody = base64('<p>Dear [firstName], see <a href="https://shop.example/spring?x=1">the spring sale</a>.</p>');
-    const batchId = await sendBatch(crm, alice, buildBatch({ webHookUrl: receiver.url, emailBody }));
-    const { id } = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
+    const batchId = await sendBatch(api, alice, buildBatch({ webHookUrl: receiver.url, emailBody }));
+    const { id } = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
     const [message] = await sandboxEmails(alice);
     return { batchId, recipientId: Number(id), message: await simpleParser(message.raw) };
   }
-  const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(crm.t.ctx.encryptionKey).current, claim);
-  const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) => crm.t.app.inject({ method, url, headers, payload });
+  const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(api.t.ctx.encryptionKey).current, claim);
+  const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) => api.t.app.inject({ method, url, headers, payload });
 
   it('carries each tracking URL in the message it rendered: the link, the pixel, the unsubscribe link and List-Unsubscribe', async () => {
     const { recipientId, message } = await delivered();
-    const url = (claim: Parameters<typeof trackingToken>[1]) => `${crm.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
+    const url = (claim: Parameters<typeof trackingToken>[1]) => `${api.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
     const html = message.html as string;
     assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
     assert.ok(html.includes('href="http://localhost:3000/t/c/'), 'PUBLIC_URL defaults to localhost at PORT');
@@ -58,7 +58,7 @@ forEachDatabase((dialect) => {
 
   it('records a click (302 to its URL) and an open (a GIF), a machine’s flagged, and posts them', async () => {
     const { batchId, recipientId } = await delivered();
-    crm.clock.advance(5000);
+    api.clock.advance(5000);
     const click = await open('GET', `/t/c/${token({ recipientId, kind: 'click', link: 0 })}`, { 'user-agent': 'Mozilla/5.0 (Macintosh)' });
     assert.equal(click.statusCode, 302);
     assert.equal(click.headers.location, 'https://shop.example/spring?x=1');
@@ -73,8 +73,8 @@ forEachDatabase((dialect) => {
       ['Click', 'https://shop.example/spring?x=1', false],
       ['Open', undefined, true],
     ]);
-    crm.clock.advance(1000);
-    await crm.drain();
+    api.clock.advance(1000);
+    await api.drain();
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
     const events = receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<{ event: string; url: string | null; machine: boolean | null }> }).data);
     assert.deepEqual(events.filter((e) => e.event === 'Click' || e.event === 'Open').map((e) => [e.event, e.url, e.machine]), [
@@ -85,10 +85,10 @@ forEachDatabase((dialect) => {
 
   it('flags an open within 2 seconds of delivery as a machine’s', async () => {
     const { batchId, recipientId } = await delivered();
-    crm.clock.advance(1500);
+    api.clock.advance(1500);
     await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(recipient.history.at(-1), { event: 'Open', at: new Date(crm.clock.now()).toISOString(), machine: true });
+    assert.deepEqual(recipient.history.at(-1), { event: 'Open', at: new Date(api.clock.now()).toISOString(), machine: true });
   });
 
   it('unsubscribes by the one-click POST (RFC 8058) and by the link: emailOptIn false, the address suppressed, later batches Drop it', async () => {
@@ -101,12 +101,12 @@ forEachDatabase((dialect) => {
     const [contact] = (await alice.get('/contacts?email=ada@example.com')).json().contacts;
     assert.equal(contact.emailOptIn, false);
     assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason, 'unsubscribed');
-    crm.clock.advance(5000);
+    api.clock.advance(5000);
     const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
     assert.equal(link.statusCode, 200);
     assert.match(link.body, /You are unsubscribed/);
 
-    const next = await sendBatch(crm, alice, buildBatch());
+    const next = await sendBatch(api, alice, buildBatch());
     assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
     assert.equal((await sandboxEmails(alice)).length, 1);
   });
@@ -115,9 +115,9 @@ forEachDatabase((dialect) => {
     const { batchId, recipientId } = await delivered();
     const path = `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`;
     const early = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
-    crm.clock.advance(5000);
+    api.clock.advance(5000);
     const scanned = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (compatible; Microsoft Office Protection; SafeLinks)' });
-    const headed = await crm.t.app.inject({ method: 'HEAD', url: path, headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' } });
+    const headed = await api.t.app.inject({ method: 'HEAD', url: path, headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' } });
     for (const page of [early, scanned]) {
       assert.equal(page.statusCode, 200);
       assert.match(page.body, /<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
@@ -137,7 +137,7 @@ forEachDatabase((dialect) => {
     const { batchId, recipientId } = await delivered();
     const good = token({ recipientId, kind: 'click', link: 0 });
     const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
-    const otherKey = trackingToken(trackingKey(new Keyring(crm.t.ctx.jwtKey)).current, { recipientId, kind: 'click', link: 0 });
+    const otherKey = trackingToken(trackingKey(new Keyring(api.t.ctx.jwtKey)).current, { recipientId, kind: 'click', link: 0 });
     for (const bad of [altered, otherKey, 'AAAA', token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }), token({ recipientId, kind: 'click', link: 7 }), token({ recipientId, kind: 'open' })]) {
       assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
       assert.equal((await open('POST', `/t/u/${bad}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click')).statusCode, 404, bad);
@@ -149,7 +149,7 @@ forEachDatabase((dialect) => {
 
   it('takes a token only as written: a character more, padding, a spare bit is 404, recording nothing', async () => {
     const { batchId, recipientId } = await delivered();
-    crm.clock.advance(5000);
+    api.clock.advance(5000);
     const click = token({ recipientId, kind: 'click', link: 0 });
     const pixel = token({ recipientId, kind: 'open' });
     const unsubscribe = token({ recipientId, kind: 'unsubscribe' });

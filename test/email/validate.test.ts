@@ -2,19 +2,19 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch, sandboxEmails } from './support.ts';
 
 // Every validation case of POST /email/batch (issue 13), through HTTP: the status, the field
 // paths, and nothing queued.
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
-    alice = await crm.client();
+    api = await startApiTest(dialect);
+    alice = await api.client();
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
   const refused = async (body: unknown, status: number, fields: string[]) => {
     const response = await alice.post('/email/batch', body);
@@ -42,11 +42,11 @@ forEachDatabase((dialect) => {
     const foreign = await refused(buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }), 422, ['sendingDetails.senderFrom.email']);
     assert.match(foreign.errors[0].message, /shop\.example/);
     // Once the operator adds the domain for the account, it may send from it; another account still may not.
-    const added = await crm.t.app.inject({ method: 'POST', url: `/admin/accounts/${alice.account.row.id}/sender-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain: 'shop.example' } });
+    const added = await api.t.app.inject({ method: 'POST', url: `/admin/accounts/${alice.account.row.id}/sender-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain: 'shop.example' } });
     assert.equal(added.statusCode, 201, added.body);
     const accepted = await alice.post('/email/batch', buildBatch({ senderFrom: { email: 'News@Shop.Example', displayName: 'Shop' }, replyTo: { email: 'help@elsewhere.example', displayName: 'Help' } }));
     assert.equal(accepted.statusCode, 202, accepted.body);
-    const bob = await crm.client();
+    const bob = await api.client();
     const bobs = await bob.post('/email/batch', buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }));
     assert.equal(bobs.statusCode, 422);
   });
@@ -60,7 +60,7 @@ forEachDatabase((dialect) => {
     await refused(buildBatch({ emailBody: base64('<p>a\u0000b</p>') }), 400, ['sendingDetails.emailBody']);
     await refused(buildBatch({ emailBody: base64('  \n ') }), 400, ['sendingDetails.emailBody']);
     await refused(buildBatch({ emailBody: undefined, emailCampaignId: '5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40' }), 422, ['sendingDetails.emailCampaignId']);
-    const bob = await crm.client();
+    const bob = await api.client();
     const hers = (await bob.post('/email/campaigns', { name: 'Bob’s', html: '<p>hi</p>' })).json().emailCampaignId;
     await refused(buildBatch({ emailBody: undefined, emailCampaignId: hers }), 422, ['sendingDetails.emailCampaignId']);
   });
@@ -75,7 +75,7 @@ forEachDatabase((dialect) => {
       'recipients[0].personalizationSubstitutionTags[0].tagName',
     ]);
     await refused(buildBatch({ listId: ['5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40'] }), 422, ['sendingDetails.listId']);
-    const bob = await crm.client();
+    const bob = await api.client();
     await refused(buildBatch({ listId: [await bob.createList('Bob’s')] }), 422, ['sendingDetails.listId']);
     await refused(buildBatch({ listId: ['not-a-uuid'] }), 400, ['sendingDetails.listId[0]']);
   });
@@ -86,7 +86,7 @@ forEachDatabase((dialect) => {
     await refused(buildBatch({ webhookUrl: 'https://example.com/hooks' }), 400, ['sendingDetails.webhookUrl']);
     await refused(buildBatch({ subject: 'a\u0000b' }), 400, ['sendingDetails.subject']);
     await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com', extra: 1 }] }), 400, ['recipients[0].extra']);
-    const privateHooks = await startCrmTest(dialect, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
+    const privateHooks = await startApiTest(dialect, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
     try {
       const client = await privateHooks.client();
       const response = await client.post('/email/batch', buildBatch({ webHookUrl: 'http://127.0.0.1:9/hooks' }));
@@ -99,9 +99,9 @@ forEachDatabase((dialect) => {
 
   it('lists every problem of a request in one answer, and queues nothing for any of them', async () => {
     await refused(buildBatch({ subject: '', emailBody: '***' }, { recipients: [{ to: 'x' }] }), 400, ['sendingDetails.subject', 'sendingDetails.emailBody', 'recipients[0].to']);
-    await crm.drain();
+    await api.drain();
     assert.deepEqual(await sandboxEmails(alice), []);
-    const sends = await crm.t.ctx.db.selectFrom('sends').select('id').execute();
+    const sends = await api.t.ctx.db.selectFrom('sends').select('id').execute();
     assert.deepEqual(sends, []);
   });
 });

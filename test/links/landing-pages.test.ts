@@ -2,31 +2,31 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
-    alice = await crm.client();
+    api = await startApiTest(dialect);
+    alice = await api.client();
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
   const admin = (method: 'GET' | 'POST', url: string, payload?: object, token = ADMIN_TOKEN) =>
-    crm.t.app.inject({ method, url, headers: bearer(token), ...(payload ? { payload } : {}) });
+    api.t.app.inject({ method, url, headers: bearer(token), ...(payload ? { payload } : {}) });
 
   it('creates a landing page (201, exactly {landingPageId, name, url}) and lists the account’s own, a page at a time', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const created = await alice.post('/landing-pages', { name: ' Spring sale ', url: 'https://Shop.Example.com/spring sale?src=sms' });
     assert.equal(created.statusCode, 201, created.body);
     const page = created.json();
     assert.deepEqual(Object.keys(page).sort(), ['landingPageId', 'name', 'url']);
     assert.match(page.landingPageId, UUID);
     assert.deepEqual([page.name, page.url], ['Spring sale', 'https://shop.example.com/spring%20sale?src=sms']);
-    crm.clock.advance(1);
+    api.clock.advance(1);
     const second = (await alice.post('/landing-pages', { name: 'Winter', url: 'http://example.com' })).json();
     await bob.post('/landing-pages', { name: 'Bob’s', url: 'https://bob.example' });
 
@@ -59,7 +59,7 @@ forEachDatabase((dialect) => {
   });
 
   it('answers 409 for a name the account already has (case-insensitively), not for another account’s', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     assert.equal((await alice.post('/landing-pages', { name: 'Sale', url: 'https://example.com' })).statusCode, 201);
     const again = await alice.post('/landing-pages', { name: 'SALE', url: 'https://example.org' });
     assert.equal(again.statusCode, 409);
@@ -68,7 +68,7 @@ forEachDatabase((dialect) => {
   });
 
   it('creates a landing page posted again with its Idempotency-Key once', async () => {
-    const post = () => crm.t.app.inject({ method: 'POST', url: '/landing-pages', headers: { ...bearer(alice.token), 'idempotency-key': 'page-1' }, payload: { name: 'Sale', url: 'https://example.com' } });
+    const post = () => api.t.app.inject({ method: 'POST', url: '/landing-pages', headers: { ...bearer(alice.token), 'idempotency-key': 'page-1' }, payload: { name: 'Sale', url: 'https://example.com' } });
     const [first, again] = [await post(), await post()];
     assert.equal(again.statusCode, 201);
     assert.equal(again.headers['idempotent-replayed'], 'true');
@@ -77,12 +77,12 @@ forEachDatabase((dialect) => {
   });
 
   it('needs a token for landing pages', async () => {
-    assert.equal((await crm.t.app.inject({ method: 'GET', url: '/landing-pages' })).statusCode, 401);
-    assert.equal((await crm.t.app.inject({ method: 'POST', url: '/landing-pages', payload: { name: 'x', url: 'https://example.com' } })).statusCode, 401);
+    assert.equal((await api.t.app.inject({ method: 'GET', url: '/landing-pages' })).statusCode, 401);
+    assert.equal((await api.t.app.inject({ method: 'POST', url: '/landing-pages', payload: { name: 'x', url: 'https://example.com' } })).statusCode, 401);
   });
 
   it('registers shortener domains under ADMIN_TOKEN: one account per domain, never the service’s own host', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const path = `/admin/accounts/${alice.account.row.id}/shortener-domains`;
     const created = await admin('POST', path, { domain: ' Go.Example.com ' });
     assert.equal(created.statusCode, 201, created.body);
@@ -109,17 +109,17 @@ forEachDatabase((dialect) => {
 
   it('answers 404 in the error shape for a short link that is not one, and for /<code> on the service’s own host', async () => {
     for (const url of ['/l/Abc12345', '/l/abc', '/l/too-long-and-dashed', '/l/%C3%A9']) {
-      const response = await crm.t.app.inject({ method: 'GET', url });
+      const response = await api.t.app.inject({ method: 'GET', url });
       assert.equal(response.statusCode, 404, url);
       assert.deepEqual([response.json().status, response.json().message], ['Failure', 'The link was not found.'], url);
     }
     for (const url of ['/Abc12345', '/nowhere', '/%00']) {
-      const response = await crm.t.app.inject({ method: 'GET', url });
+      const response = await api.t.app.inject({ method: 'GET', url });
       assert.equal(response.statusCode, 404, url);
       assert.deepEqual(response.json(), { status: 'Failure', message: `No route for GET ${url}.`, errors: [] }, url);
     }
     // A host nobody registered is not a shortener host either.
-    const elsewhere = await crm.t.app.inject({ method: 'GET', url: '/Abc12345', headers: { host: 'unknown.example.com' } });
+    const elsewhere = await api.t.app.inject({ method: 'GET', url: '/Abc12345', headers: { host: 'unknown.example.com' } });
     assert.deepEqual([elsewhere.statusCode, elsewhere.json().message], [404, 'No route for GET /Abc12345.']);
   });
 });

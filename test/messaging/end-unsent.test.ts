@@ -7,36 +7,36 @@ import { foldUsage } from '../../src/messaging/rollup.ts';
 import { failUnsent } from '../../src/sms/send.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { buildBatch } from '../email/support.ts';
 
 // A send whose job died (its onDead): what it had not sent ends with the channel's word and
 // the job's error, in its history, posted and counted, and the send is Completed.
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await api.client();
     receiver = await startReceiver();
   });
   afterEach(async () => {
     await receiver.close();
-    await crm.close();
+    await api.close();
   });
 
-  const later = () => new Date(crm.clock.now() + 3_600_000).toISOString();
-  const giveUp = (end: typeof failUnsent, sendId: string) => crm.t.ctx.db.transaction().execute((trx) => end(trx, dialect, crm.clock, sendId, 'worker lost'));
+  const later = () => new Date(api.clock.now() + 3_600_000).toISOString();
+  const giveUp = (end: typeof failUnsent, sendId: string) => api.t.ctx.db.transaction().execute((trx) => end(trx, dialect, api.clock, sendId, 'worker lost'));
   async function posted() {
-    crm.clock.advance(1500);
-    await crm.drain();
+    api.clock.advance(1500);
+    await api.drain();
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
     return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<Record<string, unknown>> }).data);
   }
   const counted = async (status: string) => {
-    await crm.t.ctx.database.call(foldUsage, {});
-    const row = await crm.t.ctx.db.selectFrom('usage_rollup').select((eb) => eb.fn.sum<number>('messages').as('n')).where('account_id', '=', alice.account.row.id).where('status', '=', status).executeTakeFirst();
+    await api.t.ctx.database.call(foldUsage, {});
+    const row = await api.t.ctx.db.selectFrom('usage_rollup').select((eb) => eb.fn.sum<number>('messages').as('n')).where('account_id', '=', alice.account.row.id).where('status', '=', status).executeTakeFirst();
     return Number(row?.n ?? 0);
   };
 

@@ -5,7 +5,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { sweep } from '../../src/messaging/retention.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer, errorFields } from '../support/app.ts';
-import { startCrmTest, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch } from '../email/support.ts';
 
 const DAY = 24 * 60 * 60_000;
@@ -28,17 +28,17 @@ interface Client {
  * (available, sealed, purged), the account's only; and `?status=` narrows their recipients.
  */
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
+  let api: ApiTest;
   let alice: Client;
   let bob: Client;
   // Tokens that outlive the retention the purge tests move the clock through.
   const client = async (): Promise<Client> => {
-    const auth = bearer(await crm.t.tokenFor(await crm.t.createAccount(), 'LongLive'));
+    const auth = bearer(await api.t.tokenFor(await api.t.createAccount(), 'LongLive'));
     return {
-      get: (url) => crm.t.app.inject({ method: 'GET', url, headers: auth }),
-      post: (url, payload) => crm.t.app.inject({ method: 'POST', url, payload, headers: auth }),
+      get: (url) => api.t.app.inject({ method: 'GET', url, headers: auth }),
+      post: (url, payload) => api.t.app.inject({ method: 'POST', url, payload, headers: auth }),
       async accept(url, payload) {
-        const response = await crm.t.app.inject({ method: 'POST', url, payload, headers: auth });
+        const response = await api.t.app.inject({ method: 'POST', url, payload, headers: auth });
         assert.equal(response.statusCode, 202, response.body);
         const { data } = response.json();
         return (data.QueueId ?? data.BatchId) as string;
@@ -46,14 +46,14 @@ forEachDatabase((dialect) => {
     };
   };
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, {
+    api = await startApiTest(dialect, {
       clock: new ManualClock(Date.UTC(2026, 0, 5, 12)),
       env: { SMS_TRANSPORT: 'sandbox:?fail=^9198111', EMAIL_TRANSPORT: 'sandbox:?bounce=^gone@' },
     });
     alice = await client();
     bob = await client();
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
   const read = async (account: Client, path: string) => {
     const response = await account.get(path);
@@ -70,8 +70,8 @@ forEachDatabase((dialect) => {
   const numbersOf = (sms: { recipients: Array<{ recipient: string }> }) => sms.recipients.map((r) => r.recipient);
   const addressesOf = (batch: { recipients: Array<{ email: string }> }) => batch.recipients.map((r) => r.email);
   const purge = async () => {
-    crm.clock.advance((RETENTION_DAYS + 1) * DAY);
-    const report = await sweep(crm.t.ctx.database, crm.clock.now(), RETENTION_DAYS);
+    api.clock.advance((RETENTION_DAYS + 1) * DAY);
+    const report = await sweep(api.t.ctx.database, api.clock.now(), RETENTION_DAYS);
     assert.ok(report.sends > 0, 'the sweep purged the sends');
   };
 
@@ -81,7 +81,7 @@ forEachDatabase((dialect) => {
       body: 'Hello [firstName], your order shipped',
       recipients: [{ mobileNo: '919812345601', personalizationSubstitutionTags: [tag('[firstName]', 'Ada')] }],
     });
-    await crm.drain();
+    await api.drain();
     const sms = await read(alice, `/sms/${queueId}`);
     assert.equal(sms.contentState, 'available');
     assert.deepEqual(sms.content, { senderName: 'HERALD', body: 'Hello [firstName], your order shipped' });
@@ -91,7 +91,7 @@ forEachDatabase((dialect) => {
     const html = '<p style="color:#333">Dear [firstName], <img src="https://images.example.com/a.png" alt="a"></p>';
     const preHeaderText = 'Read me, [firstName]';
     const batchId = await alice.accept('/email/batch', buildBatch({ preHeaderText, emailBody: base64(html) }));
-    await crm.drain();
+    await api.drain();
     const batch = await read(alice, `/email/batch/${batchId}`);
     assert.equal(batch.contentState, 'available');
     assert.deepEqual(batch.content, {
@@ -126,7 +126,7 @@ forEachDatabase((dialect) => {
       isBodyEncrypted: true,
       personalizationSubstitutionTags: [tag('[code]', SEALED_CODE)],
     });
-    await crm.drain();
+    await api.drain();
     for (const queueId of [batch, single]) {
       const response = await alice.get(`/sms/${queueId}`);
       assert.equal(response.statusCode, 200, response.body);
@@ -144,7 +144,7 @@ forEachDatabase((dialect) => {
     const queueId = await alice.accept('/sms/batch', { ...smsTo('919812345604'), body: 'Walrus reminder' });
     const walrus = { subject: 'Walrus', emailBody: base64('<p>Walrus</p>') };
     const batchId = await alice.accept('/email/batch', buildBatch(walrus));
-    await crm.drain();
+    await api.drain();
     assert.equal((await read(alice, `/sms/${queueId}`)).contentState, 'available');
     await purge();
 
@@ -164,7 +164,7 @@ forEachDatabase((dialect) => {
   it("answers 404 for another account's send, its content and its recipients by status", async () => {
     const queueId = await alice.accept('/sms/batch', { ...smsTo('919812345605'), body: 'For Alice only' });
     const batchId = await alice.accept('/email/batch', buildBatch());
-    await crm.drain();
+    await api.drain();
     const paths = [`/sms/${queueId}`, `/email/batch/${batchId}`];
     for (const path of [...paths, ...paths.map((p) => `${p}?status=Delivered`)]) {
       const response = await bob.get(path);
@@ -179,7 +179,7 @@ forEachDatabase((dialect) => {
     const queueId = await alice.accept('/sms/batch', smsTo(...numbers));
     const addresses = ['ada@example.com', 'gone@example.com', 'bea@example.com'];
     const batchId = await alice.accept('/email/batch', buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
-    await crm.drain();
+    await api.drain();
 
     const failed = await read(alice, `/sms/${queueId}?status=Failed`);
     assert.deepEqual(numbersOf(failed), ['919811100001', '919811100002']);
@@ -198,7 +198,7 @@ forEachDatabase((dialect) => {
   });
 
   it('finds the recipients of a scheduled send by the word its read shows them at, Scheduled', async () => {
-    const scheduleDateTime = new Date(crm.clock.now() + DAY).toISOString();
+    const scheduleDateTime = new Date(api.clock.now() + DAY).toISOString();
     const queueId = await alice.accept('/sms/batch', { ...smsTo('919812345609'), scheduleDateTime });
     const later = { recipients: [{ to: 'later@example.com' }] };
     const batchId = await alice.accept('/email/batch', buildBatch({ scheduleDateTime }, later));

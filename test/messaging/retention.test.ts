@@ -16,7 +16,7 @@ import { createWorker } from '../../src/server/worker.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
-import { startCrmTest, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiTest } from '../support/client.ts';
 import { waitFor } from '../support/wait.ts';
 import { INBOUND_PURGES } from '../../src/sms/inbound.ts';
 import { SMS_PURGES } from '../../src/sms/receipts.ts';
@@ -36,13 +36,13 @@ interface Client {
 }
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
+  let api: ApiTest;
   let alice: Client;
   const client = async (): Promise<Client> => {
-    const account = await crm.t.createAccount();
-    const auth = bearer(await crm.t.tokenFor(account, 'LongLive'));
+    const account = await api.t.createAccount();
+    const auth = bearer(await api.t.tokenFor(account, 'LongLive'));
     const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object, headers: Record<string, string> = {}) =>
-      crm.t.app.inject({ method, url, payload, headers: { ...auth, ...headers } });
+      api.t.app.inject({ method, url, payload, headers: { ...auth, ...headers } });
     return {
       accountId: account.row.id,
       get: (url) => inject('GET', url),
@@ -54,11 +54,11 @@ forEachDatabase((dialect) => {
   /** Workers a test started, stopped after it whatever its outcome. */
   let started: Worker[];
   beforeEach(async () => {
-    crm = await startCrmTest(dialect, { clock: new ManualClock(START) });
+    api = await startApiTest(dialect, { clock: new ManualClock(START) });
     alice = await client();
     started = [];
-    const { ctx } = crm.t;
-    const sandbox = sandboxTransport(ctx.database, crm.clock, { key: ctx.encryptionKey });
+    const { ctx } = api.t;
+    const sandbox = sandboxTransport(ctx.database, api.clock, { key: ctx.encryptionKey });
     const transport: SmsTransport = {
       async submit(messages, signal) {
         const taken = messages.filter((m) => m.recipient !== REFUSED_FOR_NOW);
@@ -67,16 +67,16 @@ forEachDatabase((dialect) => {
       },
       close: () => sandbox.close(),
     };
-    sendingWorker = new Worker({ database: ctx.database, clock: crm.clock });
+    sendingWorker = new Worker({ database: ctx.database, clock: api.clock });
     sendingWorker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }));
     sendingWorker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }));
   });
   afterEach(async () => {
     await Promise.all(started.map((worker) => worker.stop()));
-    await crm.close();
+    await api.close();
   });
 
-  const db = () => crm.t.ctx.db;
+  const db = () => api.t.ctx.db;
   /** A batch with a tag of each recipient's own, sent through the sandbox; answers its queueId. */
   const sendBatch = async (account: Client, numbers: string[]) => {
     const response = await account.post('/sms/batch', {
@@ -100,7 +100,7 @@ forEachDatabase((dialect) => {
       return job?.state === 'ready' && Number(job.run_at) === at + RETENTION_EVERY_MS ? job : undefined;
     });
   const startWorker = async () => {
-    const worker = createWorker(crm.t.ctx, { pollMs: 20 });
+    const worker = createWorker(api.t.ctx, { pollMs: 20 });
     started.push(worker);
     await worker.start();
     return worker;
@@ -112,10 +112,10 @@ forEachDatabase((dialect) => {
     const scheduled = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812300003' }], senderName: 'HERALD', body: 'Later', scheduleDateTime: '2026-01-20T09:00:00Z' });
     const cancelled = scheduled.json().data.QueueId as string;
     assert.equal((await alice.delete(`/sms/${cancelled}`)).statusCode, 204);
-    crm.clock.advance(2 * DAY);
+    api.clock.advance(2 * DAY);
     const recent = await sendBatch(alice, ['919812300004']);
     const bobs = await sendBatch(bob, ['919812300001']);
-    crm.clock.advance(29 * DAY);
+    api.clock.advance(29 * DAY);
     const sending = await sendBatch(alice, ['919812300005', REFUSED_FOR_NOW]);
     assert.equal((await sendRow(sending)).status, 'Sending');
     const oldRead = (await alice.get(`/sms/${old}`)).json();
@@ -123,14 +123,14 @@ forEachDatabase((dialect) => {
     assert.equal(await sandboxCount(old), 2);
 
     const worker = await startWorker();
-    await swept(crm.clock.now());
+    await swept(api.clock.now());
     await worker.stop();
 
     // 31 days: the read is as it was but for its content; the words are gone.
     const purged = { contentState: 'purged', content: { senderName: null, body: null } };
     assert.deepEqual((await alice.get(`/sms/${old}`)).json(), { ...oldRead, ...purged });
     assert.deepEqual(await content(old), { kind: 'batch', senderName: 'HERALD' });
-    assert.equal((await sendRow(old)).purged_at, crm.clock.now());
+    assert.equal((await sendRow(old)).purged_at, api.clock.now());
     assert.deepEqual(await tagsOf(old), [null, null]);
     assert.equal(await sandboxCount(old), 0);
     const shown = (await alice.get('/sandbox/sms')).json().messages as Array<{ queueId: string }>;
@@ -152,9 +152,9 @@ forEachDatabase((dialect) => {
 
   it('is one recurring job however many workers start: it runs again after its interval, and its row stays through a restart', async () => {
     // Completed 30 days less half an hour before the first sweep: due at the second.
-    crm.clock.set(START - 30 * DAY + HOUR / 2);
+    api.clock.set(START - 30 * DAY + HOUR / 2);
     const edge = await sendBatch(alice, ['919812300001']);
-    crm.clock.set(START);
+    api.clock.set(START);
 
     const [a, b] = await Promise.all([startWorker(), startWorker()]);
     const [job] = await retentionJobs();
@@ -162,7 +162,7 @@ forEachDatabase((dialect) => {
     await swept(START);
     assert.equal((await sendRow(edge)).purged_at, null, 'not due at the first sweep');
 
-    crm.clock.advance(RETENTION_EVERY_MS);
+    api.clock.advance(RETENTION_EVERY_MS);
     const second = await swept(START + RETENTION_EVERY_MS);
     assert.equal((await sendRow(edge)).purged_at, START + RETENTION_EVERY_MS);
     assert.equal(second.id, job.id);
@@ -177,7 +177,7 @@ forEachDatabase((dialect) => {
       [[job.id, START + 2 * RETENTION_EVERY_MS]],
       'a restart neither adds a job nor moves its time',
     );
-    crm.clock.advance(RETENTION_EVERY_MS);
+    api.clock.advance(RETENTION_EVERY_MS);
     await swept(START + 2 * RETENTION_EVERY_MS);
     await restarted.stop();
   });
@@ -187,10 +187,10 @@ forEachDatabase((dialect) => {
     const sends: string[] = [];
     for (const from of [100, 200, 300]) {
       sends.push(await sendBatch(alice, numbers(4, from)));
-      crm.clock.advance(60_000);
+      api.clock.advance(60_000);
     }
-    crm.clock.advance(31 * DAY);
-    const now = crm.clock.now();
+    api.clock.advance(31 * DAY);
+    const now = api.clock.now();
     const limits = { sends: 2, rows: 5 };
     const remaining = async () => {
       let rows = 0;
@@ -200,12 +200,12 @@ forEachDatabase((dialect) => {
     assert.equal(await remaining(), 24);
 
     // One chunk: five rows of the two oldest sends go, and no send is marked while rows of it remain.
-    const first = await crm.t.ctx.database.call(purgeSendsChunk, { before: now - 30 * DAY, now, limits });
+    const first = await api.t.ctx.database.call(purgeSendsChunk, { before: now - 30 * DAY, now, limits });
     assert.deepEqual(first, { sends: 0, rows: 5, more: true });
     assert.equal(await remaining(), 19);
     assert.ok((await Promise.all(sends.map(sendRow))).every((send) => send.purged_at === null));
 
-    const report = await sweep(crm.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES });
+    const report = await sweep(api.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES });
     assert.equal(report.sends, 3);
     assert.equal(report.sendRows, 19);
     // The sends' rows five at a time (3, 2 of the first two sends; 5; 1 and they are marked;
@@ -216,46 +216,46 @@ forEachDatabase((dialect) => {
       assert.equal((await sendRow(id)).purged_at, now);
       assert.deepEqual(await content(id), { kind: 'batch', senderName: 'HERALD' });
     }
-    assert.equal((await sweep(crm.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES })).transactions, 1 + 4, 'a second sweep finds nothing to do, one statement a store');
+    assert.equal((await sweep(api.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES })).transactions, 1 + 4, 'a second sweep finds nothing to do, one statement a store');
   });
 
   it('lets go of dead jobs, settled webhook deliveries and unmatched receipts older than RETENTION_DAYS, and of expired Idempotency-Key records; keeps what is live', async () => {
     const receiver: Receiver = await startReceiver();
     try {
-      const { ctx } = crm.t;
+      const { ctx } = api.t;
       const { accountId } = alice;
-      const failing = new Worker({ database: ctx.database, clock: crm.clock });
+      const failing = new Worker({ database: ctx.database, clock: api.clock });
       failing.register('test.failing', { handle: async () => Promise.reject(new Error('always fails')) });
       const dies = async () => {
-        await enqueue(db(), { kind: 'test.failing', payload: null, now: crm.clock.now(), maxAttempts: 1 });
+        await enqueue(db(), { kind: 'test.failing', payload: null, now: api.clock.now(), maxAttempts: 1 });
         await failing.drain();
       };
       const emit = async () => {
-        const id = await emitWebhook(db(), crm.clock, { accountId, url: receiver.url, type: 'test.event', data: {} });
-        await crm.drain();
+        const id = await emitWebhook(db(), api.clock, { accountId, url: receiver.url, type: 'test.event', data: {} });
+        await api.drain();
         return (await db().selectFrom('webhook_deliveries').select(['id', 'status']).where('id', '=', id).executeTakeFirstOrThrow());
       };
       const idempotentList = async (key: string, name: string) => {
         const response = await alice.post('/lists', { name }, { 'idempotency-key': key });
         assert.equal(response.statusCode, 201, response.body);
       };
-      const receipt = (id: string) => db().transaction().execute((trx) => applyReceipts(trx, dialect, crm.clock, { receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }] }));
+      const receipt = (id: string) => db().transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }] }));
 
       await dies();
       const delivered = await emit();
       const replayed = await emit();
       assert.deepEqual([delivered.status, replayed.status], ['delivered', 'delivered']);
       await receipt('never-submitted-old');
-      const reply = (text: string) => db().insertInto('sms_inbound').values({ account_id: accountId, sender: '919800000001', destination: '447700900123', text, contact_id: null, received_at: crm.clock.now() }).execute();
+      const reply = (text: string) => db().insertInto('sms_inbound').values({ account_id: accountId, sender: '919800000001', destination: '447700900123', text, contact_id: null, received_at: api.clock.now() }).execute();
       await reply('old reply');
       await idempotentList('old-key', 'Old');
-      const now = crm.clock.now();
+      const now = api.clock.now();
       await enqueue(db(), { kind: 'test.later', payload: null, now, runAt: now + 60 * DAY });
 
-      crm.clock.advance(30 * DAY);
+      api.clock.advance(30 * DAY);
       await dies();
       const recentDelivered = await emit();
-      crm.clock.advance(DAY);
+      api.clock.advance(DAY);
       await receipt('never-submitted-recent');
       await reply('recent reply');
       await idempotentList('recent-key', 'Recent');
@@ -263,7 +263,7 @@ forEachDatabase((dialect) => {
       const replay = await alice.post(`/webhooks/deliveries/${replayed.id}/retry`);
       assert.equal(replay.statusCode, 202, replay.body);
 
-      const report = await sweep(ctx.database, crm.clock.now(), 30, { channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES } });
+      const report = await sweep(ctx.database, api.clock.now(), 30, { channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES } });
       assert.deepEqual([report.deadJobs, report.deliveries, report.channels.unmatchedReceipts, report.channels.inboundSms, report.idempotencyKeys], [1, 1, 1, 1, 1]);
       assert.deepEqual((await db().selectFrom('sms_inbound').select('text').execute()).map((r) => r.text), ['recent reply']);
 

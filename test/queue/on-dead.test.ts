@@ -3,46 +3,46 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { claimJobs, MAX_LAPSES } from '../../src/queue/queries.ts';
 import { CONTACT_BATCH_KIND } from '../../src/crm/batches.ts';
 import { DELIVER_KIND, emitWebhook } from '../../src/webhooks/outbox.ts';
-import { buildContact, startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 
 // The queue's accounting as each kind meets it: snoozes spend no attempt, and a job that
 // dies leaves no domain row waiting for it (onDead).
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let warnings: Array<{ level: number; msg: string; jobId?: number; kind?: string; accountId?: string | null }>;
   beforeEach(async () => {
     warnings = [];
     const stream = { write: (line: string) => void warnings.push(JSON.parse(line)) };
-    crm = await startCrmTest(dialect, { logger: { level: 'warn', stream } });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { logger: { level: 'warn', stream } });
+    alice = await api.client();
   });
   const deadLines = () =>
     warnings.filter((l) => l.msg.startsWith('job dead')).map((l) => [l.level, l.jobId, l.kind, l.accountId, l.msg]);
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
-  const db = () => crm.t.ctx.db;
-  const claimLapsed = (kind: string) => claimJobs(db(), dialect, { kind, limit: 1, workerId: 'crashing-worker', now: crm.clock.now(), leaseMs: 0 });
+  const db = () => api.t.ctx.db;
+  const claimLapsed = (kind: string) => claimJobs(db(), dialect, { kind, limit: 1, workerId: 'crashing-worker', now: api.clock.now(), leaseMs: 0 });
 
   it('retries a webhook post on the delivery’s own schedule without spending the job’s attempts', async () => {
-    const deliveryId = await emitWebhook(db(), crm.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
+    const deliveryId = await emitWebhook(db(), api.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
     for (let post = 1; post <= 3; post++) {
-      await crm.drain();
+      await api.drain();
       const delivery = await db().selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirstOrThrow();
       const job = await db().selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([delivery.status, delivery.attempts, job.state, job.attempts, job.run_at], ['pending', post, 'ready', 0, delivery.next_attempt_at]);
-      crm.clock.set(job.run_at);
+      api.clock.set(job.run_at);
     }
   });
 
   it('fails the webhook delivery of a job whose lease lapsed five times', async () => {
-    const deliveryId = await emitWebhook(db(), crm.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
+    const deliveryId = await emitWebhook(db(), api.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
     for (let lapse = 1; lapse <= MAX_LAPSES; lapse++) {
       assert.equal((await claimLapsed(DELIVER_KIND)).length, 1, `claim ${lapse}`);
-      assert.equal(await crm.drain(), 0, 'rescued, and not rerun before its backoff');
+      assert.equal(await api.drain(), 0, 'rescued, and not rerun before its backoff');
       const job = await db().selectFrom('jobs').select(['state', 'run_at']).executeTakeFirstOrThrow();
-      if (lapse < MAX_LAPSES) crm.clock.set(job.run_at);
+      if (lapse < MAX_LAPSES) api.clock.set(job.run_at);
       else assert.equal(job.state, 'dead');
     }
     const delivery = await db().selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirstOrThrow();
@@ -65,7 +65,7 @@ forEachDatabase((dialect) => {
       .set({ max_attempts: 1, payload: JSON.stringify({ batchId, listId: 'none', contacts: 5, propertyIds: [] }) })
       .where('kind', '=', CONTACT_BATCH_KIND)
       .execute();
-    await crm.drain();
+    await api.drain();
     const job = await db()
       .selectFrom('jobs')
       .select(['id', 'state', 'attempts'])

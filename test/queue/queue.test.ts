@@ -11,6 +11,7 @@ import { completeJob, SnoozeJob, Worker, type Job, type JobHandler } from '../..
 import { claimJobs, claimStatement, leaseOf, MAX_LAPSES } from '../../src/queue/queries.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
 import { enqueuesJob } from './support/enqueuing-procedure.ts';
 
 const NODE = process.execPath;
@@ -37,6 +38,8 @@ forEachDatabase((dialect) => {
   afterEach(() => database.close());
 
   const jobs = () => database.db.selectFrom('jobs').selectAll().orderBy('id').execute();
+  const rowsIn = async (table: 'jobs' | 'test_runs') =>
+    Number((await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(database.db)).rows[0].n);
   const workerWith = (handlers: Record<string, JobHandler>, random = () => 0.5) => {
     const worker = new Worker({ database, clock, random });
     for (const [kind, handler] of Object.entries(handlers)) worker.register(kind, handler);
@@ -343,34 +346,55 @@ forEachDatabase((dialect) => {
   });
 
   it('keeps renewing the lease of a job that runs longer than its lease', async () => {
-    await enqueue(database.db, { kind: 'slow', payload: null, now: realClock.now() });
+    await enqueue(database.db, { kind: 'slow', payload: null, now: clock.now() });
     const runs: string[] = [];
-    const slow = new Worker({ database, clock: realClock, leaseMs: 300, pollMs: 10 });
-    slow.register('slow', { handle: async () => { runs.push('slow'); await new Promise((resolve) => setTimeout(resolve, 1_200)); } });
-    const other = new Worker({ database, clock: realClock, leaseMs: 300 });
+    const started = Promise.withResolvers<void>();
+    const finish = Promise.withResolvers<void>();
+    const leaseMs = 300;
+    const slow = new Worker({ database, clock, leaseMs, pollMs: 10 });
+    slow.register('slow', {
+      handle: async () => {
+        runs.push('slow');
+        started.resolve();
+        await finish.promise;
+      },
+    });
+    const other = new Worker({ database, clock, leaseMs });
     other.register('slow', { handle: async () => void runs.push('other') });
     slow.start();
-    while (runs.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    const until = Date.now() + 1_000;
-    while (Date.now() < until) {
+    await started.promise;
+    const expiry = async () => Number((await jobs())[0]?.lease_expires_at);
+    const firstExpiry = await expiry();
+    // Leases are judged by the database's clock: the job runs until a renewal came after its first
+    // lease would have lapsed, while another worker keeps trying to take it (its clock moved past
+    // any lapse's backoff, so that a lapsed job would be run there at once).
+    await waitFor('a renewal after the first lease would have lapsed', async () => {
+      clock.advance(60_000);
       await other.drain();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+      assert.deepEqual(runs, ['slow'], 'no other worker ran the job');
+      return (await expiry()) >= firstExpiry + leaseMs ? true : undefined;
+    });
+    finish.resolve();
     await slow.stop();
     assert.deepEqual(runs, ['slow']);
     assert.deepEqual(await jobs(), []);
   });
 
-  it('runs each kind with its own concurrency', async () => {
+  it('runs each kind with its own concurrency', { timeout: 10_000 }, async () => {
     const kinds = ['narrow', 'wide'];
     const queued = Array.from({ length: 12 }, (_, n) => ({ kind: kinds[n % 2], payload: n, now: clock.now() }));
     await enqueueMany(database.db, queued);
     const peak = { wide: 0, narrow: 0 };
     const now = { wide: 0, narrow: 0 };
+    const bothFull = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    // Each run holds until both kinds run as many as they may at once: one claimed past its
+    // concurrency would show in its peak then, the rest run through after.
     const gauge = (kind: 'wide' | 'narrow'): JobHandler => ({
       handle: async () => {
         peak[kind] = Math.max(peak[kind], ++now[kind]);
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        if (now.wide >= 6 && now.narrow >= 2) bothFull.resolve();
+        await release.promise;
         now[kind]--;
       },
     });
@@ -378,7 +402,9 @@ forEachDatabase((dialect) => {
     worker.register('wide', gauge('wide'), { concurrency: 6 });
     worker.register('narrow', gauge('narrow'), { concurrency: 2 });
     worker.start();
-    while ((await jobs()).length > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await bothFull.promise;
+    release.resolve();
+    await waitFor('every job done', async () => ((await jobs()).length === 0 ? true : undefined));
     await worker.stop();
     assert.deepEqual(peak, { wide: 6, narrow: 2 });
   });
@@ -389,9 +415,8 @@ forEachDatabase((dialect) => {
     await enqueueMany(database.db, jobs);
     const workers = await Promise.all(['a', 'b'].map((label) => startWorkerProcess(database.url, { WORKER_LABEL: label })));
     try {
-      while (Number((await sql<{ n: number }>`select count(*) as n from jobs`.execute(database.db)).rows[0].n) > 0) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const drained = async () => ((await rowsIn('jobs')) === 0 ? true : undefined);
+      await waitFor('every job run', drained, { timeoutMs: 110_000 });
     } finally {
       await Promise.all(workers.map(stopWorkerProcess));
     }
@@ -406,9 +431,8 @@ forEachDatabase((dialect) => {
     // A lease of a few seconds: at one second a loaded machine can delay the heartbeat past it.
     const doomed = await startWorkerProcess(database.url, { WORKER_LABEL: 'doomed', LEASE_MS: '3000' });
     try {
-      while (Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n) === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const midItem = async () => ((await rowsIn('test_runs')) > 0 ? true : undefined);
+      await waitFor('the doomed worker mid-item', midItem, { timeoutMs: 30_000 });
     } finally {
       doomed.kill('SIGKILL');
       await once(doomed, 'exit');
@@ -417,13 +441,13 @@ forEachDatabase((dialect) => {
     assert.equal(leased.state, 'running');
 
     const completed: Job[] = [];
-    const survivor = new Worker({ database, clock: { now: () => Date.now() }, leaseMs: 1000 });
+    const survivor = new Worker({ database, clock: realClock, leaseMs: 1000 });
     survivor.register('test.hang', { handle: async (job) => void completed.push(job) });
-    const deadline = Date.now() + 20_000;
-    while (completed.length === 0 && Date.now() < deadline) {
+    // The dead worker's lease lapses by the database's clock, then the job waits out its backoff.
+    await waitFor('the job run by the survivor', async () => {
       await survivor.drain();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+      return completed.length > 0 ? true : undefined;
+    }, { timeoutMs: 20_000 });
     assert.equal(completed.length, 1);
     assert.equal(completed[0].id, leased.id);
     assert.equal(completed[0].attempt, 1, 'its worker’s death spent no attempt');
@@ -463,18 +487,35 @@ forEachDatabase((dialect) => {
     }
   });
 
+  /**
+   * The worker's idle waits, as its onIdle tells them. `asleep` resolves at the next wait longer than the
+   * short one after a claim: the worker then sleeps until a wake-up, a scheduled job or its poll. Asked
+   * from a handler, it is the wait after that handler's claim.
+   */
+  const idleWaits = () => {
+    let waiting: (() => void) | undefined;
+    return {
+      onIdle: (_kind: string, ms: number) => {
+        if (ms > 1000) waiting?.();
+      },
+      asleep: () => new Promise<void>((resolve) => (waiting = resolve)),
+    };
+  };
+
   it('wakes its running worker when a procedure queues a job, on SQLite from the database’s own thread', { timeout: 10_000 }, async () => {
     const runs = awaitedRuns();
-    const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
-    worker.register('test', runs.handler);
+    const idle = idleWaits();
+    const worker = new Worker({ database, clock: realClock, pollMs: 60_000, onIdle: idle.onIdle });
+    let asleep: Promise<void> | undefined;
+    worker.register('test', { handle: (job) => ((asleep ??= idle.asleep()), runs.handler.handle(job)) });
     worker.start();
     const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
     try {
       await withProcedure.ready();
       await enqueue(database.db, { kind: 'test', payload: 'first', now: Date.now() });
       await runs.run(1, 2000);
-      // Past its short after-run wait, the worker idles until a wake-up or its 60 s poll.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Past its short wait after the claim, the worker sleeps until a wake-up or its 60 s poll.
+      await asleep;
       await withProcedure.call(enqueuesJob, { kind: 'test', payload: 'from a procedure', now: Date.now() });
       assert.equal((await runs.run(2, 1000)).payload, 'from a procedure');
     } finally {
@@ -485,21 +526,23 @@ forEachDatabase((dialect) => {
 
   it('runs again at once a job snoozed until now, without waiting the poll', { timeout: 10_000 }, async () => {
     const runs: number[] = [];
-    const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
+    const idle = idleWaits();
+    const worker = new Worker({ database, clock: realClock, pollMs: 60_000, onIdle: idle.onIdle });
     worker.register('test', {
       handle: async () => {
         runs.push(Date.now());
-        // Longer than the loop's first short wait after its claim, as a gather of 5,000 events is.
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        if (runs.length < 5) throw new SnoozeJob(Date.now(), 'more to do');
-        return undefined;
+        if (runs.length === 5) return undefined;
+        // Longer than the loop's first short wait after its claim, as a gather of 5,000 events is:
+        // the loop sleeps until its poll by the time the job snoozes.
+        await idle.asleep();
+        throw new SnoozeJob(Date.now(), 'more to do');
       },
     });
     worker.start();
     try {
       const queuedAt = Date.now();
       await enqueue(database.db, { kind: 'test', payload: null, now: queuedAt });
-      while (runs.length < 5 && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 10));
+      await waitFor('five runs', async () => (runs.length >= 5 ? true : undefined), { timeoutMs: 5000 });
       assert.equal(runs.length, 5, 'snoozed four times, then done');
       assert.ok(runs[4] - queuedAt < 2000, `five runs took ${runs[4] - queuedAt} ms, poll 60 s`);
     } finally {
@@ -527,14 +570,14 @@ forEachDatabase((dialect) => {
   if (dialect === 'postgres') {
     it('wakes a worker in another process through NOTIFY, long before its poll', { timeout: 30_000 }, async () => {
       await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
-      const runs = async () => Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n);
+      const runs = () => rowsIn('test_runs');
       const other = await startWorkerProcess(database.url, { POLL_MS: '10000' });
       try {
         await enqueue(database.db, { kind: 'test.record', payload: null, now: Date.now() });
-        while ((await runs()) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitFor('the first run', async () => ((await runs()) >= 1 ? true : undefined));
         const queuedAt = Date.now();
         await enqueue(database.db, { kind: 'test.record', payload: null, now: Date.now() });
-        while ((await runs()) < 2 && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitFor('the second run', async () => ((await runs()) >= 2 ? true : undefined), { timeoutMs: 5000 });
         assert.equal(await runs(), 2);
         assert.ok(Date.now() - queuedAt < 2000, `claimed ${Date.now() - queuedAt} ms after it was queued, poll 10 s`);
       } finally {
@@ -544,17 +587,17 @@ forEachDatabase((dialect) => {
 
     it('wakes a worker in another process when a procedure queues a job: the NOTIFY follows its commit', { timeout: 30_000 }, async () => {
       await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
-      const runs = async () => Number((await sql<{ n: number }>`select count(*) as n from test_runs`.execute(database.db)).rows[0].n);
+      const runs = () => rowsIn('test_runs');
       const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
       const other = await startWorkerProcess(database.url, { POLL_MS: '10000' });
       try {
         await withProcedure.ready();
         await enqueue(database.db, { kind: 'test.record', payload: null, now: Date.now() });
-        while ((await runs()) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
+        await waitFor('the first run', async () => ((await runs()) >= 1 ? true : undefined));
         for (let n = 2; n <= 4; n++) {
           const queuedAt = Date.now();
           await withProcedure.call(enqueuesJob, { kind: 'test.record', payload: n, now: Date.now() });
-          while ((await runs()) < n && Date.now() - queuedAt < 5000) await new Promise((resolve) => setTimeout(resolve, 20));
+          await waitFor(`run ${n}`, async () => ((await runs()) >= n ? true : undefined), { timeoutMs: 5000 });
           assert.equal(await runs(), n);
           assert.ok(Date.now() - queuedAt < 2000, `claimed ${Date.now() - queuedAt} ms after it was queued, poll 10 s`);
         }
@@ -569,7 +612,7 @@ forEachDatabase((dialect) => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
     await enqueue(database.db, { kind: 'test.stuck', payload: null, now: Date.now() });
     const stuck = await startWorkerProcess(database.url, { STUCK: '1', LEASE_MS: '1000', SHUTDOWN_GRACE_MS: '1000' });
-    while ((await jobs())[0].state !== 'running') await new Promise((resolve) => setTimeout(resolve, 20));
+    await waitFor('the job running', async () => ((await jobs())[0].state === 'running' ? true : undefined));
     const exited = once(stuck, 'exit');
     const signalledAt = Date.now();
     stuck.kill('SIGTERM');
@@ -579,7 +622,9 @@ forEachDatabase((dialect) => {
 
     const next = await startWorkerProcess(database.url, { WORKER_LABEL: 'next', LEASE_MS: '1000' });
     try {
-      while ((await jobs()).length > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      await waitFor('the job done by the next worker', async () => ((await jobs()).length === 0 ? true : undefined), {
+        timeoutMs: 30_000,
+      });
     } finally {
       await stopWorkerProcess(next);
     }

@@ -9,7 +9,7 @@ import { createWorker } from '../../src/server/worker.ts';
 import { sandboxTextPlace } from '../../src/sms/transports/sandbox.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 // Distinctive: the passcode comes from a tag, the words around it from the body.
 const CODE = '739184';
@@ -28,10 +28,10 @@ interface SandboxMessage {
 }
 
 /** Where each needle is in the database's storage: SQLite's files as bytes, or every text column of PostgreSQL. */
-async function foundInStorage(crm: CrmTest, dialect: DialectName, needles: string[]): Promise<Record<string, string[]>> {
+async function foundInStorage(api: ApiTest, dialect: DialectName, needles: string[]): Promise<Record<string, string[]>> {
   const found: Record<string, string[]> = Object.fromEntries(needles.map((needle) => [needle, []]));
   if (dialect === 'sqlite') {
-    const file = crm.t.database.url.slice('sqlite:'.length);
+    const file = api.t.database.url.slice('sqlite:'.length);
     // The WAL first: a checkpoint between the two reads then still leaves every page in one of them.
     for (const path of [`${file}-wal`, file]) {
       if (!existsSync(path)) continue;
@@ -40,7 +40,7 @@ async function foundInStorage(crm: CrmTest, dialect: DialectName, needles: strin
     }
     return found;
   }
-  const db = crm.t.ctx.db;
+  const db = api.t.ctx.db;
   const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
     select table_name, column_name from information_schema.columns
      where table_schema = current_schema() and data_type in ('text', 'character varying', 'character', 'json', 'jsonb')`.execute(db);
@@ -55,26 +55,26 @@ async function foundInStorage(crm: CrmTest, dialect: DialectName, needles: strin
 }
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   let logs: string[];
   beforeEach(async () => {
     logs = [];
     // Every level, so that anything the app would ever log of a request or a job is seen.
     const logger = { level: 'trace', stream: { write: (line: string) => void logs.push(line) } };
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), logger });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), logger });
+    alice = await api.client();
     receiver = await startReceiver();
   });
   afterEach(async () => {
     await receiver.close();
-    await crm.close();
+    await api.close();
   });
 
-  const sandbox = async (client: CrmClient) => (await client.get('/sandbox/sms')).json().messages as SandboxMessage[];
+  const sandbox = async (client: ApiClient) => (await client.get('/sandbox/sms')).json().messages as SandboxMessage[];
   const post = (path: string, body: object, idempotencyKey?: string) =>
-    crm.t.app.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${alice.token}`, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) }, payload: body });
+    api.t.app.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${alice.token}`, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) }, payload: body });
   const passcode = { senderName: 'HERALD', body: `${BODY_WORDS}: [code]`, isBodyEncrypted: true };
   const codeTag = [{ tagName: '[code]', tagValue: CODE }];
 
@@ -89,9 +89,9 @@ forEachDatabase((dialect) => {
     assert.equal(batch.statusCode, 202, batch.body);
     const clear = await post('/sms/single', { recipient: '919812399999', senderName: 'HERALD', body: `${CLEAR_WORDS}: [code]`, personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: CLEAR_CODE }] });
     assert.equal(clear.statusCode, 202, clear.body);
-    await crm.drain();
-    crm.clock.advance(1000);
-    await crm.drain();
+    await api.drain();
+    api.clock.advance(1000);
+    await api.drain();
 
     const singleId = accepted.json().data.QueueId;
     const batchId = batch.json().data.QueueId;
@@ -111,8 +111,8 @@ forEachDatabase((dialect) => {
       ['919812345678', null, true],
     ]);
     assert.deepEqual(messages.filter((m) => m.queueId === clear.json().data.QueueId).map((m) => [m.text, m.encrypted]), [[`${CLEAR_WORDS}: ${CLEAR_CODE}`, false]]);
-    const records = await crm.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'recipient', 'part', 'text']).where('send_id', 'in', [singleId, batchId]).execute();
-    const opened = Object.fromEntries(records.map((r) => [r.recipient, open(crm.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))]));
+    const records = await api.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'recipient', 'part', 'text']).where('send_id', 'in', [singleId, batchId]).execute();
+    const opened = Object.fromEntries(records.map((r) => [r.recipient, open(api.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))]));
     assert.deepEqual(opened, { '919812345678': `${BODY_WORDS}: ${CODE}`, '919812300001': `${BODY_WORDS}: ${CODE}`, '919812300002': `${BODY_WORDS}: ` });
 
     // Statuses were posted, and they carry no text.
@@ -121,7 +121,7 @@ forEachDatabase((dialect) => {
     assert.match(posted, /"Delivered"/);
     assert.doesNotMatch(posted, new RegExp(`${CODE}|${BODY_WORDS}`));
 
-    const found = await foundInStorage(crm, dialect, [CODE, BODY_WORDS, CLEAR_CODE, CLEAR_WORDS]);
+    const found = await foundInStorage(api, dialect, [CODE, BODY_WORDS, CLEAR_CODE, CLEAR_WORDS]);
     assert.deepEqual([found[CODE], found[BODY_WORDS]], [[], []], 'the encrypted send is in clear nowhere');
     assert.ok(found[CLEAR_CODE].length > 0 && found[CLEAR_WORDS].length > 0, `the clear send is found: ${JSON.stringify(found)}`);
 
@@ -130,7 +130,7 @@ forEachDatabase((dialect) => {
     assert.doesNotMatch(logged, new RegExp(`${CODE}|${BODY_WORDS}`));
 
     // Another account sees none of it.
-    const bob = await crm.client();
+    const bob = await api.client();
     assert.deepEqual(await sandbox(bob), []);
     assert.equal((await bob.get(`/sms/${singleId}`)).statusCode, 404);
   });
@@ -139,10 +139,10 @@ forEachDatabase((dialect) => {
     const first = await post('/sms/single', { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag });
     const second = await post('/sms/single', { ...passcode, recipient: '919812345679', personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '105722' }] });
     const [firstId, secondId] = [first.json().data.QueueId, second.json().data.QueueId];
-    const db = crm.t.ctx.db;
+    const db = api.t.ctx.db;
     const { content } = await db.selectFrom('sends').select('content').where('id', '=', firstId).executeTakeFirstOrThrow();
     await db.updateTable('sends').set({ content }).where('id', '=', secondId).execute();
-    await crm.drain();
+    await api.drain();
 
     assert.deepEqual((await sandbox(alice)).map((m) => m.queueId), [firstId]);
     const job = await db.selectFrom('jobs').select(['state', 'last_error']).where('idempotency_key', '=', `sms.send:${secondId}`).executeTakeFirstOrThrow();
@@ -154,22 +154,22 @@ forEachDatabase((dialect) => {
   });
 
   it('sends, after ENCRYPTION_KEY is replaced, what was accepted sealed under the key it replaced, and replays its Idempotency-Key', async () => {
-    const scheduled = { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag, scheduleDateTime: new Date(crm.clock.now() + 60_000).toISOString() };
+    const scheduled = { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag, scheduleDateTime: new Date(api.clock.now() + 60_000).toISOString() };
     const accepted = await post('/sms/single', scheduled, 'before-the-new-key');
     assert.equal(accepted.statusCode, 202, accepted.body);
 
-    const replaced = crm.t.ctx.encryptionKey;
-    crm.t.ctx.encryptionKey = new Keyring(generateKey(), replaced.all);
+    const replaced = api.t.ctx.encryptionKey;
+    api.t.ctx.encryptionKey = new Keyring(generateKey(), replaced.all);
     const replayed = await post('/sms/single', scheduled, 'before-the-new-key');
     assert.equal(replayed.headers['idempotent-replayed'], 'true');
     assert.deepEqual(replayed.json(), accepted.json());
 
-    crm.clock.advance(60_000);
-    const worker = createWorker(crm.t.ctx);
+    api.clock.advance(60_000);
+    const worker = createWorker(api.t.ctx);
     await worker.drain();
     await worker.stop();
-    const [record] = await crm.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).execute();
-    assert.equal(open(crm.t.ctx.encryptionKey, record.text!, sandboxTextPlace(record.message_id, record.part)), `${BODY_WORDS}: ${CODE}`);
+    const [record] = await api.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).execute();
+    assert.equal(open(api.t.ctx.encryptionKey, record.text!, sandboxTextPlace(record.message_id, record.part)), `${BODY_WORDS}: ${CODE}`);
     assert.throws(() => open(replaced, record.text!, sandboxTextPlace(record.message_id, record.part)), 'sealed again under the new key');
   });
 
@@ -180,11 +180,11 @@ forEachDatabase((dialect) => {
     const body = `[firstName], your code is [code]. ${'ж'.repeat(70)}`;
     const response = await post('/sms/batch', { senderName: 'HERALD', body, isBodyEncrypted: true, listId: [list], recipients: [{ mobileNo: '919812300005', personalizationSubstitutionTags: codeTag }] });
     assert.equal(response.statusCode, 202, response.body);
-    await crm.drain();
+    await api.drain();
     const read = (await alice.get(`/sms/${response.json().data.QueueId}`)).json();
     assert.deepEqual(read.recipients.map((r: { status: string; parts: number; encoding: string }) => [r.status, r.parts, r.encoding]), [['Delivered', 2, 'UCS-2']]);
-    const records = await crm.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).orderBy('part').execute();
-    const text = records.map((r) => open(crm.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))).join('');
+    const records = await api.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).orderBy('part').execute();
+    const text = records.map((r) => open(api.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))).join('');
     assert.equal(text, `Asha, your code is ${CODE}. ${'ж'.repeat(70)}`);
   });
 });

@@ -8,7 +8,7 @@ import { ADMIN_TOKEN } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 /** Messages from handsets (MO): routing, storing, STOP and START, the webhook; on the sandbox and over SMPP. */
 interface InboundEvent {
@@ -22,18 +22,18 @@ interface InboundEvent {
 const NUMBER = '447700900123';
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest | undefined;
+  let api: ApiTest | undefined;
   let smsc: Smsc | undefined;
-  let alice: CrmClient;
-  let bob: CrmClient;
+  let alice: ApiClient;
+  let bob: ApiClient;
   let receiver: Receiver;
 
   /** Herald (sandbox transport unless `env` says otherwise) with two accounts, Alice's MO posted to the receiver unless `hooked` is false. */
   const start = async (env: Record<string, string> = {}, hooked = true) => {
     // Standard Webhooks verifiers check webhook-timestamp against the real time.
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env });
-    alice = await crm.client();
-    bob = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env });
+    alice = await api.client();
+    bob = await api.client();
     if (!hooked) return;
     const patched = await patchAccount(alice, { inboundSmsWebhookUrl: receiver.url });
     assert.equal(patched.statusCode, 200, patched.body);
@@ -42,33 +42,33 @@ forEachDatabase((dialect) => {
     receiver = await startReceiver();
   });
   afterEach(async () => {
-    await crm?.worker.stop();
-    await crm?.close();
+    await api?.worker.stop();
+    await api?.close();
     await smsc?.close();
     await receiver.close();
-    crm = undefined;
+    api = undefined;
     smsc = undefined;
   });
 
-  const patchAccount = (client: CrmClient, payload: object) =>
-    crm!.t.app.inject({ method: 'PATCH', url: '/account', headers: { authorization: `Bearer ${client.token}` }, payload });
-  const addSenderName = (client: CrmClient, name: string) =>
-    crm!.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/sender-names`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name } });
-  const mo = (client: CrmClient, body: { from: string; to: string; text: string }) => client.post('/sandbox/sms/inbound', body);
-  const send = async (client: CrmClient, path: '/sms/single' | '/sms/batch', body: object) => {
+  const patchAccount = (client: ApiClient, payload: object) =>
+    api!.t.app.inject({ method: 'PATCH', url: '/account', headers: { authorization: `Bearer ${client.token}` }, payload });
+  const addSenderName = (client: ApiClient, name: string) =>
+    api!.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/sender-names`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name } });
+  const mo = (client: ApiClient, body: { from: string; to: string; text: string }) => client.post('/sandbox/sms/inbound', body);
+  const send = async (client: ApiClient, path: '/sms/single' | '/sms/batch', body: object) => {
     const response = await client.post(path, body);
     assert.equal(response.statusCode, 202, response.body);
-    await crm!.drain();
+    await api!.drain();
     return response.json().data.QueueId as string;
   };
   /** The sms.inbound events posted to Alice's receiver so far, their signatures checked. */
   const posted = async () => {
-    crm!.clock.advance(1000);
-    await crm!.drain();
+    api!.clock.advance(1000);
+    await api!.drain();
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
     return receiver.received.map((post) => new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { type: string; data: InboundEvent[] });
   };
-  const suppressions = async (client: CrmClient) =>
+  const suppressions = async (client: ApiClient) =>
     (await client.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]);
 
   it('routes an MO to the account holding its numeric destination, stores it with the contact, and posts it signed', async () => {
@@ -84,8 +84,8 @@ forEachDatabase((dialect) => {
     const [post, ...more] = await posted();
     assert.equal(more.length, 0);
     assert.equal(post.type, 'sms.inbound');
-    assert.deepEqual(post.data, [{ from: '919812300001', to: NUMBER, text: 'Is my order\nready?', at: new Date(crm!.clock.now() - 1000).toISOString(), contactId: inserted.contactIds[0] }]);
-    const stored = await crm!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute();
+    assert.deepEqual(post.data, [{ from: '919812300001', to: NUMBER, text: 'Is my order\nready?', at: new Date(api!.clock.now() - 1000).toISOString(), contactId: inserted.contactIds[0] }]);
+    const stored = await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute();
     assert.deepEqual(stored.map((row) => [row.account_id, row.sender, row.destination, Number(row.contact_id)]), [[alice.account.row.id, '919812300001', NUMBER, inserted.contactIds[0]]]);
 
     // Bob cannot make one to Alice's number, and with no webhook URL an MO is stored only.
@@ -93,14 +93,14 @@ forEachDatabase((dialect) => {
     assert.equal((await patchAccount(alice, { inboundSmsWebhookUrl: null })).json().inboundSmsWebhookUrl, null);
     assert.equal((await mo(alice, { from: '919812300009', to: NUMBER, text: 'no contact' })).json().contactId, null);
     assert.equal((await posted()).length, 1);
-    assert.equal((await crm!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
+    assert.equal((await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
   });
 
   it('routes an MO to a shared sender name to the account that last sent to the number from it; an MO to nowhere is dropped', async () => {
     await start();
     await send(alice, '/sms/single', { recipient: '919812300002', senderName: 'HERALD', body: 'Your code is 1234' });
     await send(bob, '/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'Your code is 5678' });
-    const inbound = (from: string) => receiveInboundSms(crm!.t.ctx.database, crm!.clock, { from, to: 'HERALD', text: 'thanks', at: crm!.clock.now() });
+    const inbound = (from: string) => receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: 'HERALD', text: 'thanks', at: api!.clock.now() });
     assert.equal((await inbound('919812300002'))?.accountId, alice.account.row.id);
     assert.equal((await inbound('919812300003'))?.accountId, bob.account.row.id);
     assert.equal(await inbound('919812300004'), null);
@@ -166,7 +166,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(taken.json().errors.map((e: { field: string }) => e.field), ['name']);
     assert.equal((await addSenderName(bob, 'SHOP')).statusCode, 201);
     assert.equal((await addSenderName(alice, 'SHOP')).statusCode, 201);
-    const names = await crm!.t.app.inject({ method: 'GET', url: `/admin/accounts/${bob.account.row.id}/sender-names`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const names = await api!.t.app.inject({ method: 'GET', url: `/admin/accounts/${bob.account.row.id}/sender-names`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     assert.deepEqual(names.json().senderNames, ['SHOP']);
   });
 
@@ -206,6 +206,6 @@ forEachDatabase((dialect) => {
       ['919812300011', NUMBER, 'Merci, à demain 日本'],
       ['919812300011', NUMBER, 'STOP'],
     ]);
-    assert.equal((await crm!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
+    assert.equal((await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
   });
 });

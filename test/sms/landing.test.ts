@@ -7,7 +7,7 @@ import { smsSendHandler } from '../../src/sms/send.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 /** The service's own links in tests: PUBLIC_URL is left at its default. */
 const SERVICE_LINK = /http:\/\/localhost:8080\/l\/([0-9A-Za-z]{8})/;
@@ -20,53 +20,53 @@ interface Recipient {
 }
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let offer: string;
   beforeEach(async () => {
-    crm = await startCrmTest(dialect);
-    alice = await crm.client();
+    api = await startApiTest(dialect);
+    alice = await api.client();
     offer = await landingPage(alice, 'Offer', 'https://shop.example.com/offer?from=sms');
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
-  async function landingPage(client: CrmClient, name: string, url: string): Promise<string> {
+  async function landingPage(client: ApiClient, name: string, url: string): Promise<string> {
     const response = await client.post('/landing-pages', { name, url });
     assert.equal(response.statusCode, 201, response.body);
     return response.json().landingPageId;
   }
-  const send = async (client: CrmClient, path: '/sms/single' | '/sms/batch', body: object) => {
+  const send = async (client: ApiClient, path: '/sms/single' | '/sms/batch', body: object) => {
     const response = await client.post(path, body);
     assert.equal(response.statusCode, 202, response.body);
-    await crm.drain();
+    await api.drain();
     return response.json().data.QueueId as string;
   };
   /** Each recipient's whole text, parts joined. */
-  const texts = async (client: CrmClient) => {
+  const texts = async (client: ApiClient) => {
     const messages = (await client.get('/sandbox/sms?limit=1000')).json().messages as Array<{ recipient: string; part: number; text: string }>;
     const byRecipient = new Map<string, string[]>();
     for (const m of messages.sort((a, b) => a.part - b.part)) byRecipient.set(m.recipient, [...(byRecipient.get(m.recipient) ?? []), m.text]);
     return new Map([...byRecipient].map(([recipient, parts]) => [recipient, parts.join('')]));
   };
   const open = (path: string, headers: Record<string, string> = {}) =>
-    crm.t.app.inject({ method: 'GET', url: path, headers: { 'user-agent': BROWSER, ...headers } });
-  const read = async (client: CrmClient, queueId: string) => (await client.get(`/sms/${queueId}`)).json() as { clicks: number; partsBilled: number; recipients: Recipient[] };
-  const registerShortener = async (client: CrmClient, domain: string) => {
-    const response = await crm.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/shortener-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain } });
+    api.t.app.inject({ method: 'GET', url: path, headers: { 'user-agent': BROWSER, ...headers } });
+  const read = async (client: ApiClient, queueId: string) => (await client.get(`/sms/${queueId}`)).json() as { clicks: number; partsBilled: number; recipients: Recipient[] };
+  const registerShortener = async (client: ApiClient, domain: string) => {
+    const response = await api.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/shortener-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain } });
     assert.equal(response.statusCode, 201, response.body);
   };
 
   it('stops an address that keeps opening unknown links (429 with Retry-After), never one that opens real ones, nor another address', async () => {
     await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Our sale starts today:', landingPageId: offer });
     const path = new URL(SERVICE_LINK.exec((await texts(alice)).get('919812345678')!)![0]).pathname;
-    const from = (remoteAddress: string, url: string) => crm.t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'user-agent': BROWSER } });
+    const from = (remoteAddress: string, url: string) => api.t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'user-agent': BROWSER } });
     for (let i = 0; i < MAX_MISSES_PER_ADDRESS + 50; i++) assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'real links never count');
     for (let i = 0; i < MAX_MISSES_PER_ADDRESS; i++) assert.equal((await from('203.0.113.9', `/l/Zz${String(i).padStart(6, '0')}`)).statusCode, 404);
     const refused = await from('203.0.113.9', path);
     assert.equal(refused.statusCode, 429, 'refused, a real link too, once the misses are used up');
     assert.equal(Number(refused.headers['retry-after']), MISS_WINDOW_MS / 1000);
     assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'another address is not');
-    crm.clock.advance(MISS_WINDOW_MS);
+    api.clock.advance(MISS_WINDOW_MS);
     assert.equal((await from('203.0.113.9', path)).statusCode, 302, 'and once its oldest miss is a window old, it opens again');
   });
 
@@ -77,21 +77,21 @@ forEachDatabase((dialect) => {
     assert.equal(text, `Our sale starts today: ${link}`);
     assert.deepEqual((await read(alice, queueId)).recipients[0].clicks, [], 'no click before one');
 
-    crm.clock.advance(60_000);
+    api.clock.advance(60_000);
     const opened = await open(new URL(link).pathname);
     assert.equal(opened.statusCode, 302);
     assert.equal(opened.headers.location, 'https://shop.example.com/offer?from=sms');
     assert.equal(opened.headers['cache-control'], 'no-store');
     await open(`/l/${code}`, { 'user-agent': '' });
     // A HEAD (a link previewer checking it) answers the same and is no click.
-    const checked = await crm.t.app.inject({ method: 'HEAD', url: `/l/${code}` });
+    const checked = await api.t.app.inject({ method: 'HEAD', url: `/l/${code}` });
     assert.deepEqual([checked.statusCode, checked.headers.location], [302, 'https://shop.example.com/offer?from=sms']);
 
     const after = await read(alice, queueId);
     assert.equal(after.clicks, 2);
     assert.deepEqual(after.recipients[0].clicks, [
-      { at: new Date(crm.clock.now()).toISOString(), userAgent: BROWSER },
-      { at: new Date(crm.clock.now()).toISOString(), userAgent: '' },
+      { at: new Date(api.clock.now()).toISOString(), userAgent: BROWSER },
+      { at: new Date(api.clock.now()).toISOString(), userAgent: '' },
     ]);
   });
 
@@ -138,19 +138,19 @@ forEachDatabase((dialect) => {
   });
 
   it('refuses another account’s landing page with 422 as an unknown one, and queues nothing', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const theirs = await landingPage(bob, 'Bob’s offer', 'https://bob.example');
     for (const landingPageId of [theirs, '0b6c1c1e-8f4e-4c49-9a51-3f3d2c1b0a99']) {
       const response = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812345678' }], senderName: 'HERALD', body: 'hi', landingPageId });
       assert.equal(response.statusCode, 422);
       assert.deepEqual(errorFields(response), ['landingPageId']);
     }
-    await crm.drain();
+    await api.drain();
     assert.equal((await texts(alice)).size, 0);
   });
 
   it('never leads one account’s code anywhere through another account’s shortener host, nor reads its clicks', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     await registerShortener(alice, 'go.alice.example');
     await registerShortener(bob, 'go.bob.example');
     const aliceSend = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'A', landingPageId: offer, shortner: { shortnerUrl: 'https://Go.Alice.example/' } });
@@ -182,7 +182,7 @@ forEachDatabase((dialect) => {
   });
 
   it('refuses a shortnerUrl that is not a shortener domain registered for the account with 422', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     await registerShortener(bob, 'go.bob.example');
     for (const shortnerUrl of ['https://go.bob.example', 'https://unregistered.example', 'https://go.bob.example/path', 'not a url']) {
       const response = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', landingPageId: offer, shortner: { shortnerUrl } });
@@ -201,7 +201,7 @@ forEachDatabase((dialect) => {
         attempt++;
         for (const message of messages) {
           const [, code] = SERVICE_LINK.exec(message.segmented.parts.map((p) => p.text).join(''))!;
-          const stored = await crm.t.ctx.database.reads.selectFrom('links').select('code').where('code', '=', code).executeTakeFirst();
+          const stored = await api.t.ctx.database.reads.selectFrom('links').select('code').where('code', '=', code).executeTakeFirst();
           submitted.push({ attempt, code, stored: stored !== undefined });
         }
         if (attempt === 1) throw new Error('the connection to the SMSC dropped');
@@ -209,12 +209,12 @@ forEachDatabase((dialect) => {
       },
       async close() {},
     };
-    const worker = new Worker({ database: crm.t.ctx.database, clock: crm.clock });
-    worker.register(SMS_SEND_KIND, smsSendHandler({ ...crm.t.ctx, transport }), { concurrency: 1 });
+    const worker = new Worker({ database: api.t.ctx.database, clock: api.clock });
+    worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport }), { concurrency: 1 });
     const accepted = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }], senderName: 'HERALD', body: 'Sale', landingPageId: offer });
     assert.equal(accepted.statusCode, 202);
     await worker.drain();
-    crm.clock.advance(3_600_000);
+    api.clock.advance(3_600_000);
     await worker.drain();
 
     assert.deepEqual(submitted.map((s) => [s.attempt, s.stored]), [[1, true], [1, true], [2, true], [2, true]]);
@@ -227,10 +227,10 @@ forEachDatabase((dialect) => {
     await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Sale', landingPageId: offer });
     const [, code] = SERVICE_LINK.exec((await texts(alice)).get('919812345678')!)!;
     assert.equal((await open(`/l/${code}`)).statusCode, 302);
-    const deleted = await crm.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
+    const deleted = await api.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
     assert.equal(deleted.statusCode, 204);
     assert.equal((await open(`/l/${code}`)).statusCode, 404);
-    assert.deepEqual(await crm.t.ctx.db.selectFrom('link_clicks').selectAll().execute(), []);
+    assert.deepEqual(await api.t.ctx.db.selectFrom('link_clicks').selectAll().execute(), []);
   });
 
   it('shows no clicks on a send without a landing page', async () => {

@@ -9,7 +9,8 @@ import { smsSendHandler } from '../../src/sms/send.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { waitFor } from '../support/wait.ts';
 
 /**
  * Receipts through a transport of the test's own: it accepts every part under an id of its
@@ -17,8 +18,8 @@ import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
  * an operator that answers both at once can) or only when the test says.
  */
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let worker: Worker;
   let early: (ids: string[]) => Receipt[];
   let pages: string[][];
@@ -28,17 +29,17 @@ forEachDatabase((dialect) => {
     pages = [];
     hold = undefined;
     refuseForNow = new Set();
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await api.client();
     early = () => [];
-    const { database } = crm.t.ctx;
+    const { database } = api.t.ctx;
     const transport: SmsTransport = {
       async submit(messages) {
         pages.push(messages.map((m) => m.recipient));
         await hold;
         const ids = messages.map((m) => m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`));
         const receipts = early(ids.flat());
-        if (receipts.length > 0) await database.db.transaction().execute((trx) => applyReceipts(trx, dialect, crm.clock, { receipts }));
+        if (receipts.length > 0) await database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
         return messages.map((m, i) =>
           refuseForNow.has(m.recipient)
             ? { accepted: false as const, permanent: false, error: 'throttled', errorCode: '0x58' }
@@ -47,11 +48,11 @@ forEachDatabase((dialect) => {
       },
       async close() {},
     };
-    worker = new Worker({ database, clock: crm.clock });
-    worker.register(SMS_SEND_KIND, smsSendHandler({ ...crm.t.ctx, transport }), { concurrency: 1 });
-    worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...crm.t.ctx, transport }), { concurrency: 4 });
+    worker = new Worker({ database, clock: api.clock });
+    worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport }), { concurrency: 1 });
+    worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...api.t.ctx, transport }), { concurrency: 4 });
   });
-  afterEach(() => crm.close());
+  afterEach(() => api.close());
 
   const send = async (recipient: string, body: string) => {
     const response = await alice.post('/sms/single', { recipient, senderName: 'HERALD', body });
@@ -60,7 +61,7 @@ forEachDatabase((dialect) => {
     return response.json().data.QueueId as string;
   };
   const recipientOf = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0];
-  const report = (receipts: Receipt[]) => crm.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, crm.clock, { receipts }));
+  const report = (receipts: Receipt[]) => api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
 
   it('applies a receipt that came before its submit’s result was recorded, and posts its status after the Submitted', async () => {
     early = (ids) => ids.map((operatorMessageId) => ({ operatorMessageId, state: 'DELIVRD', errorCode: null }));
@@ -69,9 +70,9 @@ forEachDatabase((dialect) => {
     const recipient = await recipientOf(response.json().data.QueueId);
     assert.equal(recipient.status, 'Delivered');
     assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
-    const appended = await crm.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
+    const appended = await api.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
     assert.deepEqual(appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status), ['Submitted', 'Delivered']);
-    assert.equal((await crm.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left waiting');
+    assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left waiting');
   });
 
   it('makes a two-part message Delivered only when its last part is, and Failed when a part fails', async () => {
@@ -121,7 +122,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await alice.get(`/sms/${id}`)).json().status)), ['Completed', 'Queued', 'Completed']);
 
     refuseForNow.clear();
-    crm.clock.advance(5_000);
+    api.clock.advance(5_000);
     await worker.drain();
     assert.deepEqual(pages.slice(1), [[numbers[1]]], 'only the refused one is sent again');
     assert.equal((await recipientOf(queueIds[1])).status, 'Submitted');
@@ -134,9 +135,9 @@ forEachDatabase((dialect) => {
     const response = await alice.post('/sms/single', { recipient: '919812300021', senderName: 'HERALD', body: 'code 1' });
     const queueId = response.json().data.QueueId as string;
     const draining = worker.drain();
-    while (pages.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor('the passcode at the transport', async () => (pages.length > 0 ? true : undefined));
     assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Queued');
-    const cancel = await crm.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers: { authorization: `Bearer ${alice.token}` } });
+    const cancel = await api.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers: { authorization: `Bearer ${alice.token}` } });
     assert.equal(cancel.statusCode, 409, cancel.body);
     release();
     await draining;
@@ -147,60 +148,59 @@ forEachDatabase((dialect) => {
   // SQLite's one writer takes them in turn, so these interleavings cannot happen there.
   if (dialect === 'postgres') {
     /** Runs `work` in a transaction that commits only once `commit` is called. */
-    const held = <T>(work: (trx: typeof crm.t.ctx.db) => Promise<T>) => {
+    const held = <T>(work: (trx: typeof api.t.ctx.db) => Promise<T>) => {
       let commit!: () => void;
       const release = new Promise<void>((resolve) => (commit = resolve));
       let ran!: (value: T) => void;
       const done = new Promise<T>((resolve) => (ran = resolve));
-      const committed = crm.t.ctx.database.db.transaction().execute(async (trx) => {
+      const committed = api.t.ctx.database.db.transaction().execute(async (trx) => {
         ran(await work(trx));
         await release;
       });
       return { done, commit: async () => (commit(), await committed) };
     };
     const deliveredEvents = async () =>
-      (await crm.t.ctx.db.selectFrom('webhook_events').select('events').execute())
+      (await api.t.ctx.db.selectFrom('webhook_events').select('events').execute())
         .flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>)
         .filter((e) => e.status === 'Delivered').length;
     /** Until a statement waits for a lock, or `other` has settled without waiting for one. */
     const waitingForLock = async (other: Promise<unknown>) => {
       let settled = false;
       void other.finally(() => (settled = true));
-      while (!settled) {
-        const rows = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(crm.t.ctx.db);
-        if (rows.rows[0].n > 0) return;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      const lockWaits = async () => (await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`
+        .execute(api.t.ctx.db)).rows[0].n;
+      await waitFor('a statement waiting for a lock', async () => (settled || (await lockWaits()) > 0 || undefined));
     };
 
     it('applies, once, a receipt written while its part was being recorded, though neither transaction saw the other’s row', async () => {
       const queueId = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', webHookUrl: 'http://127.0.0.1:9/sms' });
       await worker.drain();
       const id = 'op-919812345678-1';
-      const part = await crm.t.ctx.db.selectFrom('sms_parts').selectAll().where('operator_message_id', '=', id).executeTakeFirstOrThrow();
-      await crm.t.ctx.db.deleteFrom('sms_parts').where('operator_message_id', '=', id).execute();
+      const part = await api.t.ctx.db.selectFrom('sms_parts').selectAll().where('operator_message_id', '=', id).executeTakeFirstOrThrow();
+      await api.t.ctx.db.deleteFrom('sms_parts').where('operator_message_id', '=', id).execute();
 
       const page = held(async (trx) => {
         await trx.insertInto('sms_parts').values(part).execute();
-        return applyReceipts(trx, dialect, crm.clock, { receipts: [], parts: [id] });
+        return applyReceipts(trx, dialect, api.clock, { receipts: [], parts: [id] });
       });
       assert.deepEqual(await page.done, [id], 'the page left its part waiting');
       const receiptWaiting = await report([{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }]);
       assert.deepEqual(receiptWaiting, [id], 'the receipt saw no part');
-      await matchWaiting(crm.t.ctx.db, dialect, crm.clock.now(), receiptWaiting);
+      await matchWaiting(api.t.ctx.db, dialect, api.clock.now(), receiptWaiting);
       assert.equal((await recipientOf(queueId.json().data.QueueId)).status, 'Submitted', 'nothing applied while the part is uncommitted');
       await page.commit();
-      await Promise.all([matchWaiting(crm.t.ctx.db, dialect, crm.clock.now(), [id]), matchWaiting(crm.t.ctx.db, dialect, crm.clock.now(), [id])]);
+      await Promise.all([matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]), matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id])]);
 
       const recipient = await recipientOf(queueId.json().data.QueueId);
       assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
       assert.equal(await deliveredEvents(), 1, 'one webhook event');
-      assert.equal((await crm.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+      assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
     });
 
     it('ends a two-part message Delivered when its parts’ receipts are applied side by side', async () => {
       const queueId = await send('919812345678', 'x'.repeat(161));
-      const first = held((trx) => applyReceipts(trx, dialect, crm.clock, { receipts: [{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }] }));
+      const first = held((trx) => applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }] }));
       await first.done;
       const second = report([{ operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null }]);
       await waitingForLock(second);
@@ -214,6 +214,6 @@ forEachDatabase((dialect) => {
 
   it('keeps a receipt for an id it does not know, without failing', async () => {
     await report([{ operatorMessageId: 'never-submitted', state: 'DELIVRD', errorCode: null }]);
-    assert.deepEqual((await crm.t.ctx.db.selectFrom('sms_receipts').select('operator_message_id').execute()).map((r) => r.operator_message_id), ['never-submitted']);
+    assert.deepEqual((await api.t.ctx.db.selectFrom('sms_receipts').select('operator_message_id').execute()).map((r) => r.operator_message_id), ['never-submitted']);
   });
 });

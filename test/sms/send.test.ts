@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { startCrmTest, type CrmClient, type CrmTest } from '../crm/support.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -20,29 +20,29 @@ interface SandboxMessage {
 }
 
 forEachDatabase((dialect) => {
-  let crm: CrmTest;
-  let alice: CrmClient;
+  let api: ApiTest;
+  let alice: ApiClient;
   let receiver: Receiver;
   beforeEach(async () => {
     // Standard Webhooks verifiers check webhook-timestamp against the real time.
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()) });
-    alice = await crm.client();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await api.client();
     receiver = await startReceiver();
   });
   afterEach(async () => {
     await receiver.close();
-    await crm.close();
+    await api.close();
   });
 
-  const sandbox = async (client: CrmClient, recipient?: string) =>
+  const sandbox = async (client: ApiClient, recipient?: string) =>
     (await client.get(`/sandbox/sms${recipient ? `?recipient=${recipient}` : ''}`)).json().messages as SandboxMessage[];
-  const send = async (client: CrmClient, path: '/sms/single' | '/sms/batch', body: object) => {
+  const send = async (client: ApiClient, path: '/sms/single' | '/sms/batch', body: object) => {
     const response = await client.post(path, body);
     assert.equal(response.statusCode, 202, response.body);
-    await crm.drain();
+    await api.drain();
     return response.json().data.QueueId as string;
   };
-  const secret = async (client: CrmClient) => (await client.get('/webhooks/secret')).json().secret as string;
+  const secret = async (client: ApiClient) => (await client.get('/webhooks/secret')).json().secret as string;
 
   it('accepts /sms/single with exactly SPEC §2.5, submits it to the sandbox with its tags, and reads it back', async () => {
     const response = await alice.post('/sms/single', {
@@ -56,8 +56,8 @@ forEachDatabase((dialect) => {
     assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
     assert.equal(body.status, 'Success');
     assert.match(body.data.QueueId, UUID);
-    assert.equal(body.data.QueuedTimestamp, crm.clock.now());
-    await crm.drain();
+    assert.equal(body.data.QueuedTimestamp, api.clock.now());
+    await api.drain();
 
     const [message] = await sandbox(alice);
     assert.deepEqual([message.recipient, message.senderName, message.text, message.parts, message.encoding], ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7']);
@@ -107,8 +107,8 @@ forEachDatabase((dialect) => {
     assert.match(notSent.reason, /consent/);
 
     // The status events are gathered into one signed post.
-    crm.clock.advance(1000);
-    await crm.drain();
+    api.clock.advance(1000);
+    await api.drain();
     assert.equal(receiver.received.length, 1);
     const post = receiver.received[0];
     const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as { type: string; data: Array<{ queueId: string; recipient: string; status: string; parts: number }> };
@@ -127,17 +127,17 @@ forEachDatabase((dialect) => {
   it('posts a recipient not sent for consent or suppression as Failed, not_sent; the read keeps NotSent', async () => {
     await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
     await alice.post('/sms/suppressions', { number: '919812300004', reason: 'replied STOP' });
-    const scheduleDateTime = new Date(crm.clock.now() + 60_000).toISOString();
+    const scheduleDateTime = new Date(api.clock.now() + 60_000).toISOString();
     const recipients = ['919812300003', '919812300004', '919812300005'].map((mobileNo) => ({ mobileNo }));
     const sms = { senderName: 'HERALD', body: 'sale', webHookUrl: receiver.url };
     const batch = await send(alice, '/sms/batch', { ...sms, recipients });
     // A scheduled single is settled again when its time comes, as a batch is.
     const single = await send(alice, '/sms/single', { ...sms, recipient: '919812300006', scheduleDateTime });
     await alice.post('/sms/suppressions', { number: '919812300006', reason: 'replied STOP' });
-    crm.clock.advance(60_000);
-    await crm.drain();
-    crm.clock.advance(1000);
-    await crm.drain();
+    api.clock.advance(60_000);
+    await api.drain();
+    api.clock.advance(1000);
+    await api.drain();
 
     const read = (await alice.get(`/sms/${batch}`)).json();
     const shown = read.recipients.map((r: Record<string, unknown>) => [r.recipient, r.status, r.reason, r.errorCode]);
@@ -171,16 +171,16 @@ forEachDatabase((dialect) => {
   });
 
   it('bills the parts of a message the operator took though its receipt failed, and not those of one it refused', async () => {
-    await crm.close();
-    crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' } });
-    alice = await crm.client();
+    await api.close();
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' } });
+    alice = await api.client();
     const queueId = await send(alice, '/sms/batch', { senderName: 'HERALD', body: 'x'.repeat(161), recipients: ['919812300001', '919812300002'].map((mobileNo) => ({ mobileNo })) });
     const statuses = async () => Object.fromEntries((await alice.get(`/sms/${queueId}`)).json().recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]));
     assert.deepEqual(await statuses(), { '919812300001': 'Delivered', '919812300002': 'Failed' });
     // As an UNDELIV receipt leaves it (sms/receipts.ts): Failed after the operator took it.
-    const { id } = await crm.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', queueId).where('address', '=', '919812300001').executeTakeFirstOrThrow();
-    await crm.t.ctx.db.updateTable('send_recipients').set({ status: 'Failed' }).where('id', '=', id).execute();
-    await crm.t.ctx.db.insertInto('recipient_history').values({ recipient_id: id, status: 'Failed', at: crm.clock.now() }).execute();
+    const { id } = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', queueId).where('address', '=', '919812300001').executeTakeFirstOrThrow();
+    await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Failed' }).where('id', '=', id).execute();
+    await api.t.ctx.db.insertInto('recipient_history').values({ recipient_id: id, status: 'Failed', at: api.clock.now() }).execute();
     assert.deepEqual(await statuses(), { '919812300001': 'Failed', '919812300002': 'Failed' });
     assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
   });
@@ -190,12 +190,12 @@ forEachDatabase((dialect) => {
     const response = await alice.post('/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'code 1' });
     assert.equal(response.statusCode, 422);
     assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), ['recipient']);
-    await crm.drain();
+    await api.drain();
     assert.deepEqual(await sandbox(alice), []);
   });
 
   it('keeps accounts apart: another account’s send, sandbox and lists are not there', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const list = await alice.createList('Mine');
     const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi' });
     assert.equal((await bob.get(`/sms/${queueId}`)).statusCode, 404);
@@ -205,10 +205,10 @@ forEachDatabase((dialect) => {
   });
 
   it('pages GET /sandbox/sms newest first with a cursor that shows another account nothing', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const recipients = ['919812300001', '919812300002', '919812300003'].map((mobileNo) => ({ mobileNo }));
     await send(alice, '/sms/batch', { recipients, senderName: 'HERALD', body: 'hi' });
-    const page = async (client: CrmClient, query: string) => {
+    const page = async (client: ApiClient, query: string) => {
       const response = await client.get(`/sandbox/sms?${query}`);
       assert.equal(response.statusCode, 200, response.body);
       return response.json() as { messages: SandboxMessage[]; nextCursor: string | null };
@@ -225,41 +225,41 @@ forEachDatabase((dialect) => {
 
   it('queues a request sent again with its Idempotency-Key once', async () => {
     const body = { recipient: '919812345678', senderName: 'HERALD', body: 'once' };
-    const post = () => crm.t.app.inject({ method: 'POST', url: '/sms/single', headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'otp-1' }, payload: body });
+    const post = () => api.t.app.inject({ method: 'POST', url: '/sms/single', headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'otp-1' }, payload: body });
     const [first, again] = [await post(), await post()];
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.deepEqual(again.json(), first.json());
-    await crm.drain();
+    await api.drain();
     assert.equal((await sandbox(alice)).length, 1);
   });
 
   it('sends a scheduled SMS at its time, not before, read in the account’s offset when the time has none', async () => {
     // The test account's offset is UTC+00:00 unless it says otherwise.
-    const at = new Date(Math.ceil(crm.clock.now() / 1000) * 1000 + 3_600_000);
+    const at = new Date(Math.ceil(api.clock.now() / 1000) * 1000 + 3_600_000);
     const local = at.toISOString().slice(0, 19);
     const queueId = (await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'later', scheduleDateTime: local })).json().data.QueueId;
-    await crm.drain();
+    await api.drain();
     assert.deepEqual(await sandbox(alice), []);
     const waiting = (await alice.get(`/sms/${queueId}`)).json();
     assert.deepEqual([waiting.status, waiting.scheduledAt, waiting.recipients[0].status], ['Scheduled', at.toISOString(), 'Scheduled']);
-    crm.clock.advance(at.getTime() - crm.clock.now() - 1);
-    await crm.drain();
+    api.clock.advance(at.getTime() - api.clock.now() - 1);
+    await api.drain();
     assert.deepEqual(await sandbox(alice), [], 'not a millisecond early');
-    crm.clock.advance(1);
-    await crm.drain();
+    api.clock.advance(1);
+    await api.drain();
     assert.equal((await sandbox(alice)).length, 1);
     assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
   });
 
   it('cancels a send that has not started (204), and refuses once it has (409)', async () => {
-    const bob = await crm.client();
-    const later = new Date(crm.clock.now() + 60_000).toISOString();
+    const bob = await api.client();
+    const later = new Date(api.clock.now() + 60_000).toISOString();
     const queueId = (await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812345678' }], senderName: 'HERALD', body: 'x', scheduleDateTime: later })).json().data.QueueId;
-    const cancel = (client = alice, id = queueId) => crm.t.app.inject({ method: 'DELETE', url: `/sms/${id}`, headers: { authorization: `Bearer ${client.token}` } });
+    const cancel = (client = alice, id = queueId) => api.t.app.inject({ method: 'DELETE', url: `/sms/${id}`, headers: { authorization: `Bearer ${client.token}` } });
     assert.equal((await cancel(bob)).statusCode, 404);
     assert.equal((await cancel()).statusCode, 204);
-    crm.clock.advance(60_000);
-    await crm.drain();
+    api.clock.advance(60_000);
+    await api.drain();
     assert.deepEqual(await sandbox(alice), []);
     const read = (await alice.get(`/sms/${queueId}`)).json();
     assert.deepEqual([read.status, read.totals], ['Cancelled', { Cancelled: 1 }]);
@@ -270,7 +270,7 @@ forEachDatabase((dialect) => {
 
   it('reads Scheduled, Queued and Cancelled in a history from the send’s own times, and never posts them', async () => {
     const entry = (status: string, ms: number) => ({ status, at: new Date(ms).toISOString() });
-    const createdAt = crm.clock.now();
+    const createdAt = api.clock.now();
     const at = createdAt + 60_000;
     const recipients = [{ mobileNo: '919812345678' }];
     const sms = { recipients, senderName: 'HERALD', body: 'x', webHookUrl: receiver.url };
@@ -278,20 +278,20 @@ forEachDatabase((dialect) => {
     const scheduled = await alice.accept('/sms/batch', later);
     const cancelled = await alice.accept('/sms/batch', later);
     const immediate = await alice.accept('/sms/batch', sms);
-    crm.clock.advance(1000);
+    api.clock.advance(1000);
     for (const queueId of [cancelled, immediate]) {
       const headers = { authorization: `Bearer ${alice.token}` };
-      assert.equal((await crm.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers })).statusCode, 204);
+      assert.equal((await api.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers })).statusCode, 204);
     }
     const history = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0].history;
     assert.deepEqual(await history(scheduled), [entry('Scheduled', createdAt)]);
     assert.deepEqual(await history(cancelled), [entry('Scheduled', createdAt), entry('Cancelled', createdAt + 1000)]);
     assert.deepEqual(await history(immediate), [entry('Queued', createdAt), entry('Cancelled', createdAt + 1000)]);
 
-    crm.clock.advance(59_000);
-    await crm.drain();
-    crm.clock.advance(1000);
-    await crm.drain();
+    api.clock.advance(59_000);
+    await api.drain();
+    api.clock.advance(1000);
+    await api.drain();
     const sent = [entry('Scheduled', createdAt), entry('Queued', at), entry('Submitted', at), entry('Delivered', at)];
     assert.deepEqual(await history(scheduled), sent);
     type Event = { queueId: string; status: string };
@@ -300,7 +300,7 @@ forEachDatabase((dialect) => {
   });
 
   it('never sends to a suppressed number: NotSent in a batch, 422 for a single, until the suppression is removed', async () => {
-    const bob = await crm.client();
+    const bob = await api.client();
     const added = await alice.post('/sms/suppressions', { number: '919812300001', reason: 'replied STOP' });
     assert.equal(added.statusCode, 201);
     assert.deepEqual(Object.keys(added.json()).sort(), ['createdAt', 'number', 'reason']);
@@ -315,7 +315,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual((await bob.get('/sms/suppressions')).json().suppressions, []);
     await send(bob, '/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'hi' });
     assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string }) => s.number), ['919812300001']);
-    const remove = () => crm.t.app.inject({ method: 'DELETE', url: '/sms/suppressions/919812300001', headers: { authorization: `Bearer ${alice.token}` } });
+    const remove = () => api.t.app.inject({ method: 'DELETE', url: '/sms/suppressions/919812300001', headers: { authorization: `Bearer ${alice.token}` } });
     assert.equal((await remove()).statusCode, 204);
     assert.equal((await remove()).statusCode, 404);
     assert.equal((await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' })).statusCode, 202);

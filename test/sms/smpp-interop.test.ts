@@ -74,8 +74,8 @@ forEachDatabase((dialect) => {
     herald = await startSmppHerald(dialect, `smpp://herald:secret@127.0.0.1:${smsc.port}?binds=1`, receiver);
   });
   after(async () => {
-    await herald?.crm.worker.stop();
-    await herald?.crm.close();
+    await herald?.api.worker.stop();
+    await herald?.api.close();
     await receiver?.close();
     await smsc?.close();
   });
@@ -87,7 +87,7 @@ forEachDatabase((dialect) => {
     });
     assert.deepEqual(binds, [{ pdu: 'bind_transceiver', system_id: 'herald', interface_version: 0x34, accepted: true }]);
     await waitFor('Herald bound', async () => {
-      const metrics = (await herald!.crm.t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const metrics = (await herald!.api.t.app.inject({ method: 'GET', url: '/metrics' })).body;
       return /herald_smpp_binds\{state="bound"\} 1\b/.test(metrics) ? true : undefined;
     });
   });

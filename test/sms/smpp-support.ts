@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { segment } from '../../src/sms/segments.ts';
 import type { OutgoingSms } from '../../src/sms/transport.ts';
-import { startCrmTest } from '../crm/support.ts';
+import { startApiTest } from '../support/client.ts';
 import { waitFor } from '../support/wait.ts';
 import type { Receiver } from '../webhooks/support.ts';
 
@@ -21,17 +21,17 @@ export interface StatusEvent {
 export type SmppHerald = Awaited<ReturnType<typeof startSmppHerald>>;
 
 export async function startSmppHerald(dialect: DialectName, transport: string, receiver: Receiver) {
-  const crm = await startCrmTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: transport } });
-  const alice = await crm.client();
+  const api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: transport } });
+  const alice = await api.client();
   const read = async (queueId: string) => (await alice.get(`/sms/${queueId}?limit=1000`)).json();
   return {
-    crm,
+    api,
     alice,
     /** Posts a send and runs the jobs it queued; its QueueId. */
     async send(path: '/sms/single' | '/sms/batch', body: object) {
       const response = await alice.post(path, body);
       assert.equal(response.statusCode, 202, response.body);
-      await crm.drain();
+      await api.drain();
       return response.json().data.QueueId as string;
     },
     read,
@@ -43,8 +43,8 @@ export async function startSmppHerald(dialect: DialectName, transport: string, r
       }),
     /** The sms.status events posted to `receiver` so far, their signatures checked. */
     async events() {
-      crm.clock.advance(1000);
-      await crm.drain();
+      api.clock.advance(1000);
+      await api.drain();
       const secret = (await alice.get('/webhooks/secret')).json().secret as string;
       return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: StatusEvent[] }).data);
     },

@@ -15,7 +15,7 @@ import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import type { CrmTest } from '../crm/support.ts';
+import type { ApiTest } from '../support/client.ts';
 import { startSmppHerald } from './smpp-support.ts';
 
 /**
@@ -47,22 +47,22 @@ forEachDatabase((dialect) => {
   });
 
   describe('trusted', () => {
-    let crm: CrmTest | undefined;
+    let api: ApiTest | undefined;
     let receiver: Receiver;
     beforeEach(async () => {
       receiver = await startReceiver();
     });
     afterEach(async () => {
-      await crm?.worker.stop();
-      await crm?.close();
+      await api?.worker.stop();
+      await api?.close();
       await receiver.close();
-      crm = undefined;
+      api = undefined;
     });
 
     it('delivers a single over smpps:// to an SMSC whose certificate is trusted through ca=', async () => {
       smsc = await startSmsc({ tls: { cert: local.cert, key: local.key }, systemId: 'herald', password: 'secret', receiptDelayMs: 20 });
       const herald = await startSmppHerald(dialect, `smpps://herald:secret@127.0.0.1:${smsc.port}?ca=${encodeURIComponent(local.certPath)}`, receiver);
-      crm = herald.crm;
+      api = herald.api;
       const queueId = await herald.send('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Your code is 482913', webHookUrl: receiver.url });
       assert.deepEqual(smsc.received().map((m) => [m.recipient, m.text]), [['919812345678', 'Your code is 482913']]);
       const view = await herald.settled(queueId);

@@ -7,7 +7,7 @@ import type { MessageView } from '../../src/sim/taken.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import type { CrmClient, CrmTest } from '../crm/support.ts';
+import type { ApiClient, ApiTest } from '../support/client.ts';
 import { startSmppHerald, type SmppHerald } from './smpp-support.ts';
 
 /**
@@ -17,8 +17,8 @@ import { startSmppHerald, type SmppHerald } from './smpp-support.ts';
  */
 forEachDatabase((dialect) => {
   let smsc: Smsc | undefined;
-  let crm: CrmTest | undefined;
-  let alice: CrmClient;
+  let api: ApiTest | undefined;
+  let alice: ApiClient;
   let send: SmppHerald['send'];
   let read: SmppHerald['read'];
   let settled: SmppHerald['settled'];
@@ -28,18 +28,18 @@ forEachDatabase((dialect) => {
     receiver = await startReceiver();
   });
   afterEach(async () => {
-    await crm?.worker.stop();
-    await crm?.close();
+    await api?.worker.stop();
+    await api?.close();
     await smsc?.close();
     await receiver.close();
-    crm = undefined;
+    api = undefined;
     smsc = undefined;
   });
 
   /** A simulator with these options, and Herald bound to it with `query` in SMS_TRANSPORT. */
   const start = async (options: SmscOptions = {}, query = '') => {
     smsc = await startSmsc({ systemId: 'herald', password: 'secret', receiptDelayMs: 20, ...options });
-    ({ crm, alice, send, read, settled, events } = await startSmppHerald(dialect, `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`, receiver));
+    ({ api, alice, send, read, settled, events } = await startSmppHerald(dialect, `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`, receiver));
   };
   /** What the simulator took, through its control port. */
   const taken = async (recipient?: string) =>
@@ -67,7 +67,7 @@ forEachDatabase((dialect) => {
 
   it('sends a batch from a numeric sender as TON 1 / NPI 1, every recipient Delivered', async () => {
     await start();
-    await addSenderName(crm!.t.ctx.db, crm!.clock, alice.account.row.id, '447700900123');
+    await addSenderName(api!.t.ctx.db, api!.clock, alice.account.row.id, '447700900123');
     const recipients = ['919812300001', '919812300002', '919812300003'];
     const queueId = await send('/sms/batch', { recipients: recipients.map((mobileNo) => ({ mobileNo })), senderName: '447700900123', body: 'Your order shipped.' });
     const messages = await taken();
@@ -75,8 +75,8 @@ forEachDatabase((dialect) => {
     for (const message of messages) assert.deepEqual(message.source, { ton: 1, npi: 1, addr: '447700900123' });
     assert.deepEqual((await settled(queueId)).totals, { Delivered: 3 });
     // Each answer was kept until its message's outcome was recorded; the retention sweep then drops it.
-    assert.equal((await crm!.t.ctx.db.selectFrom('smpp_submits').selectAll().execute()).length, 3);
-    assert.equal(await purgeRecordedAnswers(crm!.t.ctx.database, 0, 1000), 3);
+    assert.equal((await api!.t.ctx.db.selectFrom('smpp_submits').selectAll().execute()).length, 3);
+    assert.equal(await purgeRecordedAnswers(api!.t.ctx.database, 0, 1000), 3);
   });
 
   it('sends 161 GSM-7 and 71 UCS-2 characters as two concatenated parts each, joined again whole at the SMSC', async () => {
@@ -121,7 +121,7 @@ forEachDatabase((dialect) => {
         final.map((e) => [e.recipient, e.status, e.errorCode]).sort(),
         recipients.map((r) => (outcomeOf.get(r) === 'DELIVRD' ? [r, 'Delivered', null] : [r, 'Failed', '001'])).sort(),
       );
-      assert.equal((await crm!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
+      assert.equal((await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
     });
   }
 
@@ -148,7 +148,7 @@ forEachDatabase((dialect) => {
     const view = await settled(queueId);
     assert.deepEqual(view.totals, { Delivered: 2 });
     for (const recipient of view.recipients) assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
-    assert.equal((await crm!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
+    assert.equal((await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
   });
 
   it('never sends again a part whose answer an earlier try recorded: only the missing part goes, under the recorded id', async () => {
@@ -157,8 +157,8 @@ forEachDatabase((dialect) => {
     assert.equal(response.statusCode, 202, response.body);
     const queueId = response.json().data.QueueId as string;
     // As a try cut short would leave it: part 1 answered and recorded, part 2 not.
-    await crm!.t.ctx.db.insertInto('smpp_submits').values({ send_id: queueId, recipient: '919812300061', part: 1, parts: 2, operator_message_id: 'earlier-1', at: crm!.clock.now() }).execute();
-    await crm!.drain();
+    await api!.t.ctx.db.insertInto('smpp_submits').values({ send_id: queueId, recipient: '919812300061', part: 1, parts: 2, operator_message_id: 'earlier-1', at: api!.clock.now() }).execute();
+    await api!.drain();
     const [message] = await taken('919812300061');
     assert.deepEqual(message.parts.map((p) => p.concatenation?.sequence), [2]);
     const [recipient] = (await read(queueId)).recipients;
@@ -189,9 +189,9 @@ forEachDatabase((dialect) => {
     const port = smsc!.port;
     await smsc!.close();
     smsc = await startSmsc({ port, systemId: 'herald', password: 'secret', receiptDelayMs: 20 });
-    crm!.clock.advance(5_000);
-    await waitFor('the bind back', async () => ((await crm!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes('herald_smpp_binds{state="bound"} 2') ? true : undefined));
-    await crm!.drain();
+    api!.clock.advance(5_000);
+    await waitFor('the bind back', async () => ((await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes('herald_smpp_binds{state="bound"} 2') ? true : undefined));
+    await api!.drain();
     const view = await settled(queueId);
     assert.deepEqual([view.status, view.totals], ['Completed', { Delivered: 2 }]);
     assert.deepEqual((await taken()).map((m) => m.recipient), ['919812300081']);
@@ -222,7 +222,7 @@ forEachDatabase((dialect) => {
     assert.equal(stats.submits.accepted, 5000, 'every message taken once: no answered submit was sent again');
     const recipients = (await taken()).map((m) => m.recipient);
     assert.equal(new Set(recipients).size, 5000);
-    const metrics = (await crm!.t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const metrics = (await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body;
     assert.match(metrics, /herald_smpp_resubmits_total\{reason="throttled"\} [1-9]/);
     assert.match(metrics, /herald_smpp_responses_total\{status="0x00000000"\} 5000/);
     // At least one receipt each: the SMSC offers again those it sent on a connection it then dropped.

@@ -268,7 +268,7 @@ forEachDatabase((dialect) => {
     const ids = await Promise.all([1, 2, 3, 4, 5].map(() => emit()));
     receiver.reply('hang', 'hang', 'hang', 'hang');
     const hanging = ids.slice(0, 4).map((id) => attempt(handler, id));
-    while (receiver.received.length < 4) await new Promise((resolve) => setTimeout(resolve, 10));
+    await receiver.posts(4);
     assert.equal(await attempt(handler, ids[4]), 'retry');
     const waiting = await delivery(ids[4]);
     assert.equal(waiting.attempts, 0);
@@ -300,7 +300,7 @@ forEachDatabase((dialect) => {
     const { generation } = await delivery(id);
     const job = { payload: { deliveryId: id, generation } } as unknown as Job;
     const running = handlerFor().handle(job, { signal: stop.signal, lease: { id: 0, token: 'test' } });
-    while (receiver.received.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await receiver.posts(1);
     stop.abort();
     await assert.rejects(running, SnoozeJob);
     const row = await delivery(id);

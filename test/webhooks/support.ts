@@ -21,6 +21,8 @@ export interface Receiver {
   readonly mostAtOnce: number;
   /** Replies for the next posts, in order; once they run out, each post gets 200. */
   reply(...replies: Reply[]): void;
+  /** Resolves once `count` posts have arrived (their bodies read), answered or not. */
+  posts(count: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -28,6 +30,7 @@ export interface Receiver {
 export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
   const replies: Reply[] = [];
+  const waiting: Array<{ count: number; arrived: () => void }> = [];
   let open = 0;
   let mostAtOnce = 0;
   const server = createServer((request, response) => {
@@ -38,6 +41,7 @@ export async function startReceiver(): Promise<Receiver> {
     request.on('data', (chunk: string) => (body += chunk));
     request.on('end', () => {
       received.push({ headers: request.headers, body });
+      for (const waiter of waiting.filter((w) => received.length >= w.count)) waiter.arrived();
       const reply = replies.shift() ?? { status: 200 };
       if (reply === 'hang') return;
       setTimeout(() => response.writeHead(reply.status, reply.headers).end('{"ok":true}'), reply.delayMs ?? 0);
@@ -53,6 +57,8 @@ export async function startReceiver(): Promise<Receiver> {
       return mostAtOnce;
     },
     reply: (...more) => replies.push(...more),
+    posts: (count) =>
+      received.length >= count ? Promise.resolve() : new Promise((arrived) => waiting.push({ count, arrived })),
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -3,8 +3,8 @@ import type { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { createWorker } from '../../src/server/worker.ts';
 import type { Worker } from '../../src/queue/worker.ts';
-import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import type { ContactView } from '../../src/crm/contacts.ts';
+import { bearer, startTestApp, type TestAccount, type TestApp } from './app.ts';
 
 export interface ContactInput {
   contactId?: number;
@@ -21,7 +21,8 @@ let sequence = 0;
 
 /** A valid Indian mobile (+91 98xxxxxxxx), different on every call. */
 export function buildMobile(): { mobileCountryCode: string; mobileNumber: string } {
-  return { mobileCountryCode: '91', mobileNumber: `98${String(10_000_000 + (++sequence % 90_000_000)).padStart(8, '0')}` };
+  const mobileNumber = `98${String(10_000_000 + (++sequence % 90_000_000)).padStart(8, '0')}`;
+  return { mobileCountryCode: '91', mobileNumber };
 }
 
 export function buildEmail(): string {
@@ -35,10 +36,14 @@ export function buildContact(overrides: ContactInput = {}): ContactInput {
   return contact;
 }
 
-export interface CrmClient {
+/** One account's view of the API, as a customer calls it: sends, contacts, lists, properties. */
+export interface ApiClient {
   account: TestAccount;
   token: string;
-  postBatch(body: unknown, options?: { contentType?: string; idempotencyKey?: string }): Promise<LightMyRequestResponse>;
+  postBatch(
+    body: unknown,
+    options?: { contentType?: string; idempotencyKey?: string },
+  ): Promise<LightMyRequestResponse>;
   /** Posts the batch, expects 202, runs the queue until it is idle, and answers the batch status. */
   upsert(contacts: ContactInput[], extra?: Record<string, unknown>): Promise<BatchStatus>;
   get(url: string): Promise<LightMyRequestResponse>;
@@ -68,19 +73,26 @@ export interface BatchStatus {
 
 export type Contact = ContactView;
 
-export interface CrmTest {
+export interface ApiTest {
   t: TestApp;
   clock: ManualClock;
   worker: Worker;
   /** Runs every queued job (batches, then their webhook posts) until none is left. */
   drain(): Promise<number>;
-  client(): Promise<CrmClient>;
+  client(): Promise<ApiClient>;
   close(): Promise<void>;
 }
 
-/** `logger`: the app's, which the worker logs through too (off by default); `env`: configuration beside the tests' own. */
-export async function startCrmTest(dialect: DialectName, options: { clock?: ManualClock; logger?: FastifyServerOptions['logger']; env?: Record<string, string> } = {}): Promise<CrmTest> {
-  const t = await startTestApp(dialect, { clock: options.clock, logger: options.logger, env: { WEBHOOK_ALLOW_PRIVATE: 'true', ...options.env } });
+/**
+ * An app on a fresh database with its worker, for tests of any module through the API.
+ * `logger`: the app's, which the worker logs through too (off by default); `env`: configuration beside the tests' own.
+ */
+export async function startApiTest(
+  dialect: DialectName,
+  options: { clock?: ManualClock; logger?: FastifyServerOptions['logger']; env?: Record<string, string> } = {},
+): Promise<ApiTest> {
+  const env = { WEBHOOK_ALLOW_PRIVATE: 'true', ...options.env };
+  const t = await startTestApp(dialect, { clock: options.clock, logger: options.logger, env });
   const worker = createWorker(t.ctx, { log: t.app.log });
   const drain = () => worker.drain();
   return {
@@ -93,8 +105,9 @@ export async function startCrmTest(dialect: DialectName, options: { clock?: Manu
       const token = await t.tokenFor(account);
       const auth = bearer(token);
       const get = (url: string) => t.app.inject({ method: 'GET', url, headers: auth });
-      const post = (url: string, payload: unknown) => t.app.inject({ method: 'POST', url, headers: auth, payload: payload as object });
-      const postBatch: CrmClient['postBatch'] = (body, opts = {}) =>
+      const post = (url: string, payload: unknown) =>
+        t.app.inject({ method: 'POST', url, headers: auth, payload: payload as object });
+      const postBatch: ApiClient['postBatch'] = (body, opts = {}) =>
         t.app.inject({
           method: 'POST',
           url: '/contacts/batch',
@@ -113,30 +126,40 @@ export async function startCrmTest(dialect: DialectName, options: { clock?: Manu
         post,
         async accept(url, payload) {
           const response = await post(url, payload);
-          if (response.statusCode !== 202) throw new Error(`POST ${url} answered ${response.statusCode}: ${response.body}`);
+          if (response.statusCode !== 202) {
+            throw new Error(`POST ${url} answered ${response.statusCode}: ${response.body}`);
+          }
           const { data } = response.json();
           return (data.QueueId ?? data.BatchId) as string;
         },
         async upsert(contacts, extra = {}) {
           const accepted = await postBatch({ createUpdateContacts: contacts, ...extra });
-          if (accepted.statusCode !== 202) throw new Error(`POST /contacts/batch answered ${accepted.statusCode}: ${accepted.body}`);
+          if (accepted.statusCode !== 202) {
+            throw new Error(`POST /contacts/batch answered ${accepted.statusCode}: ${accepted.body}`);
+          }
           await drain();
           const status = await get(`/contacts/batch/${accepted.json().data.BatchId}`);
           return status.json() as BatchStatus;
         },
         async contact(contactId) {
           const response = await get(`/contacts/${contactId}`);
-          if (response.statusCode !== 200) throw new Error(`GET /contacts/${contactId} answered ${response.statusCode}: ${response.body}`);
+          if (response.statusCode !== 200) {
+            throw new Error(`GET /contacts/${contactId} answered ${response.statusCode}: ${response.body}`);
+          }
           return response.json() as Contact;
         },
         async createProperty(name) {
           const response = await post('/contacts/properties', { propertyname: name });
-          if (response.statusCode !== 201) throw new Error(`POST /contacts/properties answered ${response.statusCode}: ${response.body}`);
+          if (response.statusCode !== 201) {
+            throw new Error(`POST /contacts/properties answered ${response.statusCode}: ${response.body}`);
+          }
           return response.json().propertyid as string;
         },
         async createList(name) {
           const response = await post('/lists', { name });
-          if (response.statusCode !== 201) throw new Error(`POST /lists answered ${response.statusCode}: ${response.body}`);
+          if (response.statusCode !== 201) {
+            throw new Error(`POST /lists answered ${response.statusCode}: ${response.body}`);
+          }
           return response.json().listId as string;
         },
       };
