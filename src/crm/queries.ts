@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { ContactsTable, Schema } from '../db/schema.ts';
 
@@ -240,18 +240,4 @@ export async function lockAccountContacts(db: Db, dialect: DialectName, accountI
       ? sql<{ id: string }>`select pg_advisory_xact_lock(hashtextextended(${`contacts:${accountId}`}, 0)), ${defaultList} as id`
       : sql<{ id: string }>`select ${defaultList} as id`;
   return (await query.execute(db)).rows[0].id;
-}
-
-/**
- * `x in (…)` over a list of any length as one JSON parameter, for the everyday reads
- * (property names, contactIds) whose lists come from a request and so have no fixed size.
- */
-export function inJson(dialect: DialectName, values: readonly unknown[], type: 'text' | 'bigint' = 'text'): Expression<any> {
-  const list: RawBuilder<unknown> =
-    dialect === 'sqlite'
-      ? sql`(select value from json_each(${json(values)}))`
-      : type === 'bigint'
-        ? sql`(select jsonb_array_elements_text(${json(values)}::jsonb)::bigint)`
-        : sql`(select jsonb_array_elements_text(${json(values)}::jsonb))`;
-  return list;
 }

@@ -7,3 +7,8 @@ export type DialectName = 'sqlite' | 'postgres';
 export function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
+
+/** The dialect of a connection or a transaction, to pick a module's statements by (its queries.ts). */
+export function dialectOf(db: Kysely<any>): DialectName {
+  return isPostgres(db) ? 'postgres' : 'sqlite';
+}

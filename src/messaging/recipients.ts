@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
-import { inJson } from '../crm/queries.ts';
+import { inJson } from '../db/in-json.ts';
 import type { FieldError } from '../errors.ts';
 
 type Db = Kysely<Schema>;

@@ -4,7 +4,7 @@ import { chunkOf } from '../db/chunks.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { inJson } from '../crm/queries.ts';
+import { inJson } from '../db/in-json.ts';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.ts';
 import { purgeDeadJobs } from '../queue/queries.ts';
 import { recurringHandler } from '../queue/recurring.ts';

@@ -5,7 +5,7 @@ import { chunkOf } from '../db/chunks.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
-import { inJson } from '../crm/queries.ts';
+import { inJson } from '../db/in-json.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 
 type Db = Kysely<Schema>;

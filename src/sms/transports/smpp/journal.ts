@@ -8,7 +8,7 @@ import type { DialectName } from '../../../db/dialect.ts';
 import { chunkOf } from '../../../db/chunks.ts';
 import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
-import { inJson } from '../../../crm/queries.ts';
+import { inJson } from '../../../db/in-json.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
 
