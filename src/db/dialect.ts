@@ -12,3 +12,9 @@ export function isPostgres(db: Kysely<any>): boolean {
 export function dialectOf(db: Kysely<any>): DialectName {
   return isPostgres(db) ? 'postgres' : 'sqlite';
 }
+
+/**
+ * Whether write transactions run side by side, each blind to the others' uncommitted rows:
+ * PostgreSQL's do; SQLite runs one at a time.
+ */
+export const CONCURRENT_WRITES: Record<DialectName, boolean> = { sqlite: false, postgres: true };

@@ -9,6 +9,7 @@ import { chunkOf } from '../../../db/chunks.ts';
 import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
 import { inJson } from '../../../db/in-json.ts';
+import { queries } from '../../queries.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
 
@@ -34,12 +35,11 @@ export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers',
  */
 export async function answeredBefore(db: Db, dialect: DialectName, messages: Array<{ sendId: string; recipient: string }>): Promise<Answer[]> {
   if (messages.length === 0) return [];
-  const keys = JSON.stringify(messages.map((m) => [m.sendId, m.recipient]));
-  // The keys as rows `m` with a column `value`, whichever the database: each a [send, recipient] pair.
-  const keyRows = dialect === 'postgres' ? sql`jsonb_array_elements(${keys}::jsonb) as m(value)` : sql`json_each(${keys}) as m`;
+  const keys = messages.map(({ sendId, recipient }) => ({ sendId, recipient }));
   const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
-                                          from ${keyRows}
-                                          join smpp_submits s on s.send_id = m.value ->> 0 and s.recipient = m.value ->> 1`.execute(db);
+                                          from ${queries[dialect].messageKeyRows(keys)}
+                                          join smpp_submits s on s.send_id = m.value ->> 'sendId'
+                                                             and s.recipient = m.value ->> 'recipient'`.execute(db);
   return rows.map((row) => [row.send_id, row.recipient, Number(row.part), Number(row.parts), row.operator_message_id]);
 }
 
