@@ -15,14 +15,25 @@ import type { DeliveryReceipt } from './receipt-pdu.ts';
 
 type Db = Kysely<Schema>;
 
-/** A part the SMSC took: [send id, recipient, part (from 1), parts, operator's id]. */
-export type Answer = [string, string, number, number, string];
+/** A part the SMSC took. */
+export interface Answer {
+  sendId: string;
+  recipient: string;
+  /** From 1. */
+  part: number;
+  parts: number;
+  operatorMessageId: string;
+}
 
 export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers', async ({ db }, args: { now: number; answers: Answer[] }): Promise<void> => {
   await db
     .insertInto('smpp_submits')
     // One row a part, the last given: PostgreSQL refuses an upsert that touches a row twice.
-    .values([...new Map(args.answers.map((a) => [`${a[0]}\n${a[1]}\n${a[2]}`, a])).values()].map(([send_id, recipient, part, parts, operator_message_id]) => ({ send_id, recipient, part, parts, operator_message_id, at: args.now })))
+    .values(
+      [...new Map(args.answers.map((a) => [`${a.sendId}\n${a.recipient}\n${a.part}`, a])).values()].map((a) => ({
+        send_id: a.sendId, recipient: a.recipient, part: a.part, parts: a.parts, operator_message_id: a.operatorMessageId, at: args.now,
+      })),
+    )
     .onConflict((oc) => oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({ parts: eb.ref('excluded.parts'), operator_message_id: eb.ref('excluded.operator_message_id'), at: eb.ref('excluded.at') })))
     .execute();
 });
@@ -40,7 +51,9 @@ export async function answeredBefore(db: Db, dialect: DialectName, messages: Arr
                                           from ${queries[dialect].messageKeyRows(keys)}
                                           join smpp_submits s on s.send_id = m.value ->> 'sendId'
                                                              and s.recipient = m.value ->> 'recipient'`.execute(db);
-  return rows.map((row) => [row.send_id, row.recipient, Number(row.part), Number(row.parts), row.operator_message_id]);
+  return rows.map((row) => ({
+    sendId: row.send_id, recipient: row.recipient, part: Number(row.part), parts: Number(row.parts), operatorMessageId: row.operator_message_id,
+  }));
 }
 
 interface AnswerRow {
