@@ -139,7 +139,9 @@ export function candidateKeys(accountId: string, listId: string, allContactsList
   const keys: CandidateKeys = { accountId, listId, allContactsListId, ids: [], pairs: [], mobiles: [], emails: [] };
   for (const entry of entries) {
     if (entry.contactId !== undefined) keys.ids.push(entry.contactId);
-    else if (entry.mobile !== undefined && entry.email !== undefined) keys.pairs.push({ mobile: entry.mobile, email: entry.email });
+    else if (entry.mobile !== undefined && entry.email !== undefined) {
+      keys.pairs.push({ mobile: entry.mobile, email: entry.email });
+    }
     else if (entry.mobile !== undefined) keys.mobiles.push(entry.mobile);
     else if (entry.email !== undefined) keys.emails.push(entry.email);
   }
@@ -191,7 +193,9 @@ export function resolveEntries(entries: BatchEntry[], stored: CandidateRow[]): D
 }
 
 /** A ContactRow's fields, and those of them that identify a contact. */
-const FIELDS: ReadonlyArray<keyof ContactRow> = ['id', 'email', 'mobile', 'countryCode', 'mobileOptIn', 'emailOptIn', 'properties'];
+const FIELDS: ReadonlyArray<keyof ContactRow> = [
+  'id', 'email', 'mobile', 'countryCode', 'mobileOptIn', 'emailOptIn', 'properties',
+];
 const IDENTITY: ReadonlyArray<keyof ContactRow> = ['email', 'mobile', 'countryCode'];
 
 export interface BatchResult {

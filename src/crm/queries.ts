@@ -69,7 +69,8 @@ const SQLITE = {
              cross join contacts c on c.account_id = ${k.accountId} and c.id = i.value
             union all
             select c.* from json_each(${json(k.pairs)}) p
-             cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value ->> 'mobile' and c.email = p.value ->> 'email'
+             cross join contacts c on c.account_id = ${k.accountId}
+                                  and c.mobile = p.value ->> 'mobile' and c.email = p.value ->> 'email'
             union all
             select c.* from json_each(${json(k.mobiles)}) p
              cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value and c.email is null
@@ -135,7 +136,8 @@ const POSTGRES = {
              cross join lateral (select * from contacts where account_id = ${k.accountId} and id = i.id::bigint offset 0) c
             union all
             select c.* from jsonb_array_elements(${json(k.pairs)}::jsonb) p
-             cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p ->> 'mobile' and email = p ->> 'email' offset 0) c
+             cross join lateral (select * from contacts where account_id = ${k.accountId}
+                                    and mobile = p ->> 'mobile' and email = p ->> 'email' offset 0) c
             union all
             select c.* from jsonb_array_elements_text(${json(k.mobiles)}::jsonb) p(mobile)
              cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p.mobile offset 0) c
@@ -148,7 +150,8 @@ const POSTGRES = {
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
     insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
     select (r ->> 'id')::bigint, ${accountId}, r ->> 'email', r ->> 'mobile', r ->> 'countryCode',
-           (r ->> 'mobileOptIn')::boolean, (r ->> 'emailOptIn')::boolean, r ->> 'properties', ${now}::bigint, ${now}::bigint
+           (r ->> 'mobileOptIn')::boolean, (r ->> 'emailOptIn')::boolean, r ->> 'properties',
+           ${now}::bigint, ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
     on conflict (account_id, id) do nothing
     returning id`,
@@ -170,7 +173,8 @@ const POSTGRES = {
 
   addMembers: (now: number, members: ListMember[]) => sql`
     insert into list_members (list_id, contact_id, added_at)
-    select r ->> 'listId', (r ->> 'contactId')::bigint, ${now}::bigint from jsonb_array_elements(${json(members)}::jsonb) r
+    select r ->> 'listId', (r ->> 'contactId')::bigint, ${now}::bigint
+      from jsonb_array_elements(${json(members)}::jsonb) r
     on conflict do nothing`,
 };
 

@@ -5,7 +5,11 @@ import type { DialectName } from './dialect.ts';
  * `x in (…)` over a list of any length as one JSON parameter, for the everyday reads
  * (property names, contactIds) whose lists come from a request and so have no fixed size.
  */
-export function inJson(dialect: DialectName, values: readonly unknown[], type: 'text' | 'bigint' = 'text'): Expression<any> {
+export function inJson(
+  dialect: DialectName,
+  values: readonly unknown[],
+  type: 'text' | 'bigint' = 'text',
+): Expression<any> {
   const json = JSON.stringify(values);
   const list: RawBuilder<unknown> =
     dialect === 'sqlite'

@@ -113,7 +113,8 @@ const POSTGRES: typeof SQLITE = {
 
   async insertSandboxEmail(db, now, messages) {
     await sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, created_at)
-              select r ->> 'accountId', r ->> 'sendId', r ->> 'messageId', r ->> 'recipient', r ->> 'raw', ${now}::bigint
+              select r ->> 'accountId', r ->> 'sendId', r ->> 'messageId', r ->> 'recipient', r ->> 'raw',
+                     ${now}::bigint
                 from jsonb_array_elements(${JSON.stringify(messages)}::jsonb) r`.execute(db);
   },
 

@@ -57,7 +57,8 @@ export async function issueLinks(database: ProcedureDatabase, target: LinkTarget
       while (drawn.has(code)) code = newCode();
       drawn.set(code, i);
     }
-    const written = new Set(await insertLinks(database, target, [...drawn].map(([code, i]) => ({ code, recipientId: recipientIds[i] }))));
+    const links = [...drawn].map(([code, i]) => ({ code, recipientId: recipientIds[i] }));
+    const written = new Set(await insertLinks(database, target, links));
     for (const [code, i] of drawn) if (written.has(code)) codes[i] = code;
     pending = [...drawn].filter(([code]) => !written.has(code)).map(([, i]) => i);
   }
@@ -77,6 +78,7 @@ export async function sharedLink(database: ProcedureDatabase, target: LinkTarget
 }
 
 /** Inserts links; answers the codes written (a code taken is skipped, not an error). */
-async function insertLinks({ db, dialect }: ProcedureDatabase, target: LinkTarget, links: NewLink[]): Promise<string[]> {
-  return (await queries[dialect].insertLinks(target, JSON.stringify(links)).execute(db)).rows.map((row) => row.code);
+async function insertLinks(database: ProcedureDatabase, target: LinkTarget, links: NewLink[]): Promise<string[]> {
+  const { rows } = await queries[database.dialect].insertLinks(target, JSON.stringify(links)).execute(database.db);
+  return rows.map((row) => row.code);
 }

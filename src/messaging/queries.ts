@@ -30,7 +30,8 @@ export interface UsageDelta {
 }
 
 const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, encoding)
-                          do update set messages = usage_rollup.messages + excluded.messages, parts = usage_rollup.parts + excluded.parts`;
+                          do update set messages = usage_rollup.messages + excluded.messages,
+                                        parts = usage_rollup.parts + excluded.parts`;
 
 /** A send's rows of its accept: the send row and its own recipients (writeSend's `row` and `recipients`). */
 type AcceptWrites = Array<OperationNodeSource & { execute(db: Db): Promise<unknown> }>;
@@ -61,10 +62,12 @@ const SQLITE = {
 
   /** Adds at most `limit` of the oldest deltas to the rollup and deletes them; answers how many. */
   async foldUsage(trx: Db, limit: number): Promise<number> {
-    const last = await trx.selectFrom('usage_deltas').select('id').orderBy('id').offset(limit - 1).limit(1).executeTakeFirst();
+    const last = await trx
+      .selectFrom('usage_deltas').select('id').orderBy('id').offset(limit - 1).limit(1).executeTakeFirst();
     const upTo = last?.id ?? Number.MAX_SAFE_INTEGER;
     await sql`insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
-              select account_id, channel, bucket, status, encoding, sum(messages), sum(parts) from usage_deltas where id <= ${upTo}
+              select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)
+                from usage_deltas where id <= ${upTo}
                group by 1, 2, 3, 4, 5 ${ADD_TO_ROLLUP}`.execute(trx);
     const deleted = await trx.deleteFrom('usage_deltas').where('id', '<=', upTo).executeTakeFirst();
     return Number(deleted.numDeletedRows);
@@ -108,7 +111,8 @@ const POSTGRES: typeof SQLITE = {
       with moved as (delete from usage_deltas where ${chunkOf('postgres', 'usage_deltas', sql`true`, limit, 'id')}
                      returning account_id, channel, bucket, status, encoding, messages, parts),
            added as (insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
-                     select account_id, channel, bucket, status, encoding, sum(messages), sum(parts) from moved group by 1, 2, 3, 4, 5
+                     select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)
+                       from moved group by 1, 2, 3, 4, 5
                      order by 1, 2, 3, 4, 5 ${ADD_TO_ROLLUP})
       select count(*) as n from moved`.execute(trx);
     return Number(rows[0].n);

@@ -52,7 +52,9 @@ const digits = (address: string) => address.trim().replace(/^\+/, '');
  * at the first sent from that name: a handful of rows, never the sends.
  */
 async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
-  const owner = await db.selectFrom('sender_names').select('account_id').where('name', '=', to).where(queries[dialect].numericName).executeTakeFirst();
+  const owner = await db
+    .selectFrom('sender_names').select('account_id').where('name', '=', to).where(queries[dialect].numericName)
+    .executeTakeFirst();
   if (owner) return owner.account_id;
   const last = await db
     .selectFrom('send_recipients as r')
@@ -108,7 +110,9 @@ export const storeInboundSms = procedure(
 
       let keyword = keywordOf(args.text);
       const optIn = (value: boolean) =>
-        trx.updateTable('contacts').set({ mobile_opt_in: value, updated_at: args.now }).where('account_id', '=', accountId).where('mobile', '=', from).execute();
+        trx
+          .updateTable('contacts').set({ mobile_opt_in: value, updated_at: args.now })
+          .where('account_id', '=', accountId).where('mobile', '=', from).execute();
       if (keyword === 'stop') {
         await addSuppression(trx, { accountId, channel: 'sms', address: from, reason: STOP_REASON, now: args.now });
         await optIn(false);

@@ -89,13 +89,14 @@ const SQLITE = {
   async updateRecipients(db: Db, now: number, outcomes: Outcome[], steps: Step[]): Promise<void> {
     const json = JSON.stringify(outcomes);
     await sql`update send_recipients
-                 set status = v.value ->> 'status', message_id = v.value ->> 'messageId', parts = v.value ->> 'parts',
-                     encoding = v.value ->> 'encoding', error = v.value ->> 'error', error_code = v.value ->> 'errorCode',
-                     updated_at = ${now}
+                 set status = v.value ->> 'status', message_id = v.value ->> 'messageId',
+                     parts = v.value ->> 'parts', encoding = v.value ->> 'encoding',
+                     error = v.value ->> 'error', error_code = v.value ->> 'errorCode', updated_at = ${now}
                 from json_each(${json}) v
                where send_recipients.id = v.value ->> 'id'`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at)
-              select value ->> 'recipientId', value ->> 'status', ${now} from json_each(${JSON.stringify(steps)})`.execute(db);
+              select value ->> 'recipientId', value ->> 'status', ${now}
+                from json_each(${JSON.stringify(steps)})`.execute(db);
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
               select o.value ->> 'id', p.key + 1, p.value, o.value -> 'partStatuses' ->> p.key
                 from json_each(${json}) o, json_each(o.value -> 'operatorMessageIds') p`.execute(db);
@@ -109,9 +110,11 @@ const SQLITE = {
   },
 
   async insertSandboxParts(db: Db, now: number, parts: SandboxPart[]): Promise<void> {
-    await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text, sealed, created_at)
-              select value ->> 'accountId', value ->> 'sendId', value ->> 'messageId', value ->> 'recipient', value ->> 'sender',
-                     value ->> 'part', value ->> 'parts', value ->> 'encoding', value ->> 'text', value ->> 'sealed', ${now}
+    await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text,
+                                       sealed, created_at)
+              select value ->> 'accountId', value ->> 'sendId', value ->> 'messageId', value ->> 'recipient',
+                     value ->> 'sender', value ->> 'part', value ->> 'parts', value ->> 'encoding', value ->> 'text',
+                     value ->> 'sealed', ${now}
                 from json_each(${JSON.stringify(parts)})`.execute(db);
   },
 
@@ -131,9 +134,9 @@ const POSTGRES: typeof SQLITE = {
   async updateRecipients(db, now, outcomes, steps) {
     await sql`with outcome as (select v from jsonb_array_elements(${JSON.stringify(outcomes)}::jsonb) v),
                    updated as (update send_recipients r
-                                  set status = v ->> 'status', message_id = v ->> 'messageId', parts = (v ->> 'parts')::int,
-                                      encoding = v ->> 'encoding', error = v ->> 'error', error_code = v ->> 'errorCode',
-                                      updated_at = ${now}::bigint
+                                  set status = v ->> 'status', message_id = v ->> 'messageId',
+                                      parts = (v ->> 'parts')::int, encoding = v ->> 'encoding',
+                                      error = v ->> 'error', error_code = v ->> 'errorCode', updated_at = ${now}::bigint
                                  from outcome
                                 where r.id = any(${idArray(outcomes.map(({ id }) => id))}::bigint[])
                                   and r.id = (v ->> 'id')::bigint),
@@ -142,7 +145,8 @@ const POSTGRES: typeof SQLITE = {
                                  from jsonb_array_elements(${JSON.stringify(steps)}::jsonb) h)
               insert into sms_parts (recipient_id, part, operator_message_id, status)
               select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int
-                from outcome, jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n)`.execute(db);
+                from outcome,
+                     jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n)`.execute(db);
   },
 
   // Receipts for two parts of one message, applied side by side, would each read the other
@@ -153,17 +157,19 @@ const POSTGRES: typeof SQLITE = {
   async updateParts(db, recipientIds, updates) {
     const ids = idArray(recipientIds);
     await sql`select id from send_recipients where id = any(${ids}::bigint[]) order by id for update`.execute(db);
-    await sql`update sms_parts p set status = v ->> 'status' from jsonb_array_elements(${JSON.stringify(updates)}::jsonb) v
+    await sql`update sms_parts p set status = v ->> 'status'
+                from jsonb_array_elements(${JSON.stringify(updates)}::jsonb) v
                where p.recipient_id = any(${ids}::bigint[])
                  and p.recipient_id = (v ->> 'recipientId')::bigint and p.part = (v ->> 'part')::int
                  and ${stillOpen(sql.ref('p.status'), sql`v ->> 'status'`)}`.execute(db);
   },
 
   async insertSandboxParts(db, now, parts) {
-    await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text, sealed, created_at)
+    await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text,
+                                       sealed, created_at)
               select r ->> 'accountId', r ->> 'sendId', r ->> 'messageId', r ->> 'recipient', r ->> 'sender',
-                     (r ->> 'part')::int, (r ->> 'parts')::int, r ->> 'encoding', r ->> 'text', (r ->> 'sealed')::boolean,
-                     ${now}::bigint
+                     (r ->> 'part')::int, (r ->> 'parts')::int, r ->> 'encoding', r ->> 'text',
+                     (r ->> 'sealed')::boolean, ${now}::bigint
                 from jsonb_array_elements(${JSON.stringify(parts)}::jsonb) r`.execute(db);
   },
 

@@ -105,11 +105,17 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
  * The webhook events (ARCHITECTURE.md's sms.status) of steps, one per status each message
  * went through; `sendOf` names the send of a recipient row.
  */
-export function statusEvents(outcomes: Outcome[], steps: Step[], now: number, sendOf: (recipientId: number) => string): object[] {
+export function statusEvents(
+  outcomes: Outcome[],
+  steps: Step[],
+  now: number,
+  sendOf: (recipientId: number) => string,
+): object[] {
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   return steps.map(({ recipientId, status }) => {
     const { messageId, parts, error, errorCode, recipient } = byId.get(recipientId)!;
-    return smsStatusEvent({ queueId: sendOf(recipientId), messageId, recipient, status, errorCode, error, parts, at: now });
+    const queueId = sendOf(recipientId);
+    return smsStatusEvent({ queueId, messageId, recipient, status, errorCode, error, parts, at: now });
   });
 }
 
@@ -143,7 +149,8 @@ export async function updateRecipients(
   }
   await queries[dialect].updateRecipients(db, now, outcomes, steps);
   // Receipts for other parts, and any that came before these parts were recorded.
-  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o.operatorMessageIds) }, usage.tally);
+  const parts = outcomes.flatMap((o) => o.operatorMessageIds);
+  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts }, usage.tally);
 }
 
 /** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
@@ -180,7 +187,11 @@ export function renderPage(rows: PageRow[], send: { accountId: string; sendId: s
  * none: it stays Queued, to be tried again), the statuses each went through, and the
  * receipts given with the answers that name no part of the page.
  */
-export function pageOutcomes(rows: PageRow[], messages: OutgoingSms[], results: SubmitResult[]): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
+export function pageOutcomes(
+  rows: PageRow[],
+  messages: OutgoingSms[],
+  results: SubmitResult[],
+): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
   const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
   const outcomes: Outcome[] = [];
   rows.forEach((row, i) => {
@@ -197,10 +208,12 @@ export function pageOutcomes(rows: PageRow[], messages: OutgoingSms[], results: 
  */
 function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, given: Map<string, Receipt>): Outcome | undefined {
   const { encoding, parts } = message.segmented;
-  const sent = { id: Number(row.id), messageId: message.messageId, parts: parts.length, encoding, recipient: row.address };
+  const { messageId } = message;
+  const sent = { id: Number(row.id), messageId, parts: parts.length, encoding, recipient: row.address };
   if (!result.accepted) {
     if (!result.permanent) return undefined;
-    return { ...sent, status: 'Failed', error: result.error, errorCode: result.errorCode, operatorMessageIds: [], partStatuses: [] };
+    const { error, errorCode } = result;
+    return { ...sent, status: 'Failed', error, errorCode, operatorMessageIds: [], partStatuses: [] };
   }
   const partStatuses = result.operatorMessageIds.map((id) => {
     const receipt = given.get(id);

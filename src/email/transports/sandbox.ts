@@ -35,7 +35,8 @@ export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock,
   };
   const keep = (m: OutgoingEmail) =>
     new Promise<void>((resolve, reject) => {
-      const row = { accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.to, raw: m.raw.toString('utf8') };
+      const raw = m.raw.toString('utf8');
+      const row = { accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.to, raw };
       waiting.push({ row, settle: (error) => (error === undefined ? resolve() : reject(error)) });
       if (waiting.length === KEPT_AT_ONCE) void flush();
       else if (waiting.length === 1) setImmediate(flush);

@@ -31,7 +31,12 @@ export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers',
     // One row a part, the last given: PostgreSQL refuses an upsert that touches a row twice.
     .values(
       [...new Map(args.answers.map((a) => [`${a.sendId}\n${a.recipient}\n${a.part}`, a])).values()].map((a) => ({
-        send_id: a.sendId, recipient: a.recipient, part: a.part, parts: a.parts, operator_message_id: a.operatorMessageId, at: args.now,
+        send_id: a.sendId,
+        recipient: a.recipient,
+        part: a.part,
+        parts: a.parts,
+        operator_message_id: a.operatorMessageId,
+        at: args.now,
       })),
     )
     .onConflict((oc) => oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({ parts: eb.ref('excluded.parts'), operator_message_id: eb.ref('excluded.operator_message_id'), at: eb.ref('excluded.at') })))
@@ -52,7 +57,11 @@ export async function answeredBefore(db: Db, dialect: DialectName, messages: Arr
                                           join smpp_submits s on s.send_id = m.value ->> 'sendId'
                                                              and s.recipient = m.value ->> 'recipient'`.execute(db);
   return rows.map((row) => ({
-    sendId: row.send_id, recipient: row.recipient, part: Number(row.part), parts: Number(row.parts), operatorMessageId: row.operator_message_id,
+    sendId: row.send_id,
+    recipient: row.recipient,
+    part: Number(row.part),
+    parts: Number(row.parts),
+    operatorMessageId: row.operator_message_id,
   }));
 }
 

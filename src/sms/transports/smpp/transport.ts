@@ -191,7 +191,8 @@ class SmppTransport implements SmsTransport {
           const tracker: Tracker = { message, ids: parts.map(() => null), unsettled: 0, failure: undefined, settle };
           // An earlier try's answers count only for the same segmentation of the message.
           for (const answer of answered.get(`${message.sendId}\n${message.recipient}`) ?? []) {
-            if (answer.parts === parts.length && answer.part <= answer.parts) tracker.ids[answer.part - 1] = answer.operatorMessageId;
+            const sameSegmentation = answer.parts === parts.length && answer.part <= answer.parts;
+            if (sameSegmentation) tracker.ids[answer.part - 1] = answer.operatorMessageId;
           }
           const missing = parts.flatMap((part, i) => (tracker.ids[i] === null ? [{ part, i }] : []));
           tracker.unsettled = missing.length;
@@ -283,7 +284,9 @@ class SmppTransport implements SmsTransport {
       tracker.ids[part] = id;
       this.partSettled(tracker);
       // The slot frees once the answer is recorded: what a crash can lose is bounded by the window.
-      const answer = { sendId: message.sendId, recipient: message.recipient, part: part + 1, parts: message.segmented.parts.length, operatorMessageId: id };
+      const { sendId, recipient } = message;
+      const parts = message.segmented.parts.length;
+      const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id };
       this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
       return;
     }
