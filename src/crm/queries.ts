@@ -8,7 +8,8 @@ type Db = Kysely<Schema>;
  * The contact batch's hot statements, written out for each database.
  *
  * Every statement takes its rows as ONE JSON parameter and unpacks it in SQL (SQLite's
- * json_each, PostgreSQL's jsonb_array_elements) instead of binding a VALUES list:
+ * json_each, or jsonb_each for rows of objects, which reads their fields without parsing each
+ * row again (sms/queries.ts); PostgreSQL's jsonb_array_elements) instead of binding a VALUES list:
  *  - the statement text is the same for 1 row or 1,000, so it is prepared once (the SQLite
  *    adapter caches statements by text; a VALUES list of each length is a new statement);
  *  - no batch can reach the bound-parameter ceilings (SQLite 32,766, PostgreSQL 65,535);
@@ -68,7 +69,7 @@ const SQLITE = {
       from (select c.* from json_each(${json(k.ids)}) i
              cross join contacts c on c.account_id = ${k.accountId} and c.id = i.value
             union all
-            select c.* from json_each(${json(k.pairs)}) p
+            select c.* from jsonb_each(${json(k.pairs)}) p
              cross join contacts c on c.account_id = ${k.accountId}
                                   and c.mobile = p.value ->> 'mobile' and c.email = p.value ->> 'email'
             union all
@@ -82,7 +83,7 @@ const SQLITE = {
     insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
     select value ->> 'id', ${accountId}, value ->> 'email', value ->> 'mobile', value ->> 'countryCode',
            value ->> 'mobileOptIn', value ->> 'emailOptIn', value ->> 'properties', ${now}, ${now}
-      from json_each(${json(rows)}) where true
+      from jsonb_each(${json(rows)}) where true
     on conflict (account_id, id) do nothing
     returning id`,
 
@@ -93,7 +94,7 @@ const SQLITE = {
   // MATERIALIZED CTE keeps the lookup a step of its own, driven by json_each.
   update: (accountId: string, now: number, rows: ContactRow[]) => sql`
     with u as materialized (
-      select c.rowid as rid, v.value from json_each(${json(rows)}) v
+      select c.rowid as rid, v.value from jsonb_each(${json(rows)}) v
        cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 'id')
     update contacts
        set email = u.value ->> 'email', mobile = u.value ->> 'mobile', mobile_country_code = u.value ->> 'countryCode',
@@ -104,7 +105,7 @@ const SQLITE = {
 
   updateData: (accountId: string, now: number, rows: ContactRow[]) => sql`
     with u as materialized (
-      select c.rowid as rid, v.value from json_each(${json(rows)}) v
+      select c.rowid as rid, v.value from jsonb_each(${json(rows)}) v
        cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 'id')
     update contacts
        set mobile_opt_in = u.value ->> 'mobileOptIn', email_opt_in = u.value ->> 'emailOptIn',
@@ -115,7 +116,7 @@ const SQLITE = {
   // `where true` lets SQLite's parser tell the upsert clause from a join's ON.
   addMembers: (now: number, members: ListMember[]) => sql`
     insert into list_members (list_id, contact_id, added_at)
-    select value ->> 'listId', value ->> 'contactId', ${now} from json_each(${json(members)}) where true
+    select value ->> 'listId', value ->> 'contactId', ${now} from jsonb_each(${json(members)}) where true
     on conflict do nothing`,
 };
 

@@ -4,7 +4,8 @@ import type { Schema } from '../db/schema.ts';
 
 /**
  * The email statements that differ by database. Rows travel as ONE JSON parameter of objects
- * unpacked in SQL (as crm/queries.ts explains), each field read by its name.
+ * unpacked in SQL (as crm/queries.ts explains), each field read by its name; on SQLite
+ * by jsonb_each (sms/queries.ts says why).
  */
 
 type Db = Kysely<Schema>;
@@ -67,15 +68,15 @@ const SQLITE = {
                  set status = v.value ->> 'status', message_id = v.value ->> 'messageId', error = v.value ->> 'reply',
                      attempts = v.value ->> 'attempts', retry_at = v.value ->> 'retryAt',
                      deferred_at = v.value ->> 'deferredAt', updated_at = ${now}
-                from json_each(${JSON.stringify(w.outcomes)}) v
+                from jsonb_each(${JSON.stringify(w.outcomes)}) v
                where send_recipients.id = v.value ->> 'id'`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at, reply)
               select value ->> 'recipientId', value ->> 'status', ${now}, value ->> 'reply'
-                from json_each(${JSON.stringify(w.steps)})`.execute(db);
+                from jsonb_each(${JSON.stringify(w.steps)})`.execute(db);
     if (w.suppress.length > 0) {
       await sql`insert into suppressions (account_id, channel, address, reason, created_at)
                 select ${accountId}, 'email', value ->> 'address', value ->> 'reason', ${now}
-                  from json_each(${JSON.stringify(w.suppress)}) where true
+                  from jsonb_each(${JSON.stringify(w.suppress)}) where true
                 on conflict (account_id, channel, address) do nothing`.execute(db);
     }
   },
@@ -84,7 +85,7 @@ const SQLITE = {
     await sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, created_at)
               select value ->> 'accountId', value ->> 'sendId', value ->> 'messageId', value ->> 'recipient',
                      value ->> 'raw', ${now}
-                from json_each(${JSON.stringify(messages)})`.execute(db);
+                from jsonb_each(${JSON.stringify(messages)})`.execute(db);
   },
 
   /** SQLite runs one write transaction at a time: the row needs no lock. */

@@ -15,7 +15,7 @@ const SQLITE = {
   insertLinks: ({ accountId, sendId, url, now }: LinkTarget, links: string): Codes => sql`
     insert into links (code, account_id, send_id, recipient_id, url, created_at)
     select value ->> 'code', ${accountId}, ${sendId}, value ->> 'recipientId', ${url}, ${now}
-      from json_each(${links}) where true
+      from jsonb_each(${links}) where true
     on conflict (code) do nothing returning code`,
 };
 

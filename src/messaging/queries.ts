@@ -7,7 +7,8 @@ import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
 
 /**
  * The messaging statements that differ by database. Rows travel as ONE JSON parameter of
- * objects unpacked in SQL (as crm/queries.ts explains), each field read by its name.
+ * objects unpacked in SQL (as crm/queries.ts explains), each field read by its name; on SQLite
+ * by jsonb_each (sms/queries.ts says why).
  */
 
 type Db = Kysely<Schema>;
@@ -47,7 +48,7 @@ const SQLITE = {
   insertRequestRecipients: (sendId: string, now: number, rows: RecipientRow[]) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
     select ${sendId}, value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', ${now}
-      from json_each(${JSON.stringify(rows)}) where true
+      from jsonb_each(${JSON.stringify(rows)}) where true
     on conflict (send_id, address) do nothing`,
 
   /** Of the content's JSON object, the fields `keys` names, as a JSON object (`{}` when none). */
@@ -58,7 +59,7 @@ const SQLITE = {
     insert into usage_deltas (account_id, channel, bucket, status, encoding, messages, parts)
     select value ->> 'accountId', value ->> 'channel', ${bucket}, value ->> 'status', value ->> 'encoding',
            value ->> 'messages', value ->> 'parts'
-      from json_each(${JSON.stringify(deltas)})`,
+      from jsonb_each(${JSON.stringify(deltas)})`,
 
   /** Adds at most `limit` of the oldest deltas to the rollup and deletes them; answers how many. */
   async foldUsage(trx: Db, limit: number): Promise<number> {
