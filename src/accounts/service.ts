@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
-import { isPostgres } from '../db/dialect.ts';
+import { type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -11,6 +10,8 @@ import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../rate
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
+
+import { deleteAccountRows } from './queries.ts';
 
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
@@ -225,15 +226,5 @@ export async function setInboundSmsWebhookUrl(db: Db, clock: Clock, id: string, 
  * the sandbox's copies of its messages go in the same statement.
  */
 export async function deleteAccount(db: Db, id: string): Promise<void> {
-  const result = isPostgres(db)
-    ? await sql<{ id: string }>`
-        with account_sends as (select id from sends where account_id = ${id}),
-             recipients as (delete from send_recipients where send_id in (select id from account_sends) returning id),
-             history as (delete from recipient_history where recipient_id in (select id from recipients)),
-             parts as (delete from sms_parts where recipient_id in (select id from recipients)),
-             sandbox_sms as (delete from sandbox_sms where account_id = ${id}),
-             sandbox_email as (delete from sandbox_email where account_id = ${id})
-        delete from accounts where id = ${id} returning id`.execute(db)
-    : { rows: await db.deleteFrom('accounts').where('id', '=', id).returning('id').execute() };
-  if (result.rows.length === 0) throw notFound('The account');
+  if (!(await deleteAccountRows(db, id))) throw notFound('The account');
 }

@@ -18,6 +18,7 @@ import {
   type CandidateKeys,
   type CandidateRow,
   type ContactRow,
+  type ListMember,
 } from './queries.ts';
 import type { BatchEntry } from './validate.ts';
 
@@ -52,7 +53,10 @@ interface Draft {
 
 const keyOf = (mobile: string | null, email: string | null) => `${mobile ?? ''}\n${email ?? ''}`;
 
-const rowOf = (d: Draft): ContactRow => [d.id, d.email, d.mobile, d.countryCode, d.mobileOptIn, d.emailOptIn, JSON.stringify(d.properties)];
+const rowOf = (d: Draft): ContactRow => ({
+  id: d.id, email: d.email, mobile: d.mobile, countryCode: d.countryCode,
+  mobileOptIn: d.mobileOptIn, emailOptIn: d.emailOptIn, properties: JSON.stringify(d.properties),
+});
 
 /** When several contacts share one (mobile, email), the oldest is the one a batch entry matches. */
 const precedes = (a: Draft, b: Draft) =>
@@ -106,23 +110,23 @@ class Drafts {
 }
 
 function storedDraft(row: CandidateRow): Draft {
-  const before: ContactRow = [
-    Number(row.id),
-    row.email,
-    row.mobile,
-    row.mobile_country_code,
-    Boolean(row.mobile_opt_in),
-    Boolean(row.email_opt_in),
-    row.properties,
-  ];
+  const before: ContactRow = {
+    id: Number(row.id),
+    email: row.email,
+    mobile: row.mobile,
+    countryCode: row.mobile_country_code,
+    mobileOptIn: Boolean(row.mobile_opt_in),
+    emailOptIn: Boolean(row.email_opt_in),
+    properties: row.properties,
+  };
   return {
-    id: before[0],
+    id: before.id,
     chosenId: false,
     email: row.email,
     mobile: row.mobile,
     countryCode: row.mobile_country_code,
-    mobileOptIn: before[4],
-    emailOptIn: before[5],
+    mobileOptIn: before.mobileOptIn,
+    emailOptIn: before.emailOptIn,
     properties: JSON.parse(row.properties) as Record<string, string>,
     before,
     inList: Boolean(row.in_list),
@@ -135,7 +139,9 @@ export function candidateKeys(accountId: string, listId: string, allContactsList
   const keys: CandidateKeys = { accountId, listId, allContactsListId, ids: [], pairs: [], mobiles: [], emails: [] };
   for (const entry of entries) {
     if (entry.contactId !== undefined) keys.ids.push(entry.contactId);
-    else if (entry.mobile !== undefined && entry.email !== undefined) keys.pairs.push([entry.mobile, entry.email]);
+    else if (entry.mobile !== undefined && entry.email !== undefined) {
+      keys.pairs.push({ mobile: entry.mobile, email: entry.email });
+    }
     else if (entry.mobile !== undefined) keys.mobiles.push(entry.mobile);
     else if (entry.email !== undefined) keys.emails.push(entry.email);
   }
@@ -186,7 +192,11 @@ export function resolveEntries(entries: BatchEntry[], stored: CandidateRow[]): D
   return order;
 }
 
-const IDENTITY = [1, 2, 3]; // email, mobile, country code in a ContactRow
+/** A ContactRow's fields, and those of them that identify a contact. */
+const FIELDS: ReadonlyArray<keyof ContactRow> = [
+  'id', 'email', 'mobile', 'countryCode', 'mobileOptIn', 'emailOptIn', 'properties',
+];
+const IDENTITY: ReadonlyArray<keyof ContactRow> = ['email', 'mobile', 'countryCode'];
 
 export interface BatchResult {
   inserted: number[];
@@ -224,23 +234,23 @@ export async function applyBatch(db: Db, dialect: DialectName, now: number, targ
   const result: BatchResult = { inserted: [], updated: [], skipped: [] };
   const rewrites: ContactRow[] = [];
   const dataUpdates: ContactRow[] = [];
-  const members: Array<[string, number]> = [];
+  const members: ListMember[] = [];
   for (const d of drafts) {
     if (d.before === undefined) {
       result.inserted.push(d.id);
-      if (listId !== allContacts) members.push([listId, d.id]);
+      if (listId !== allContacts) members.push({ listId, contactId: d.id });
       continue;
     }
     const row = rowOf(d);
-    const changed = row.some((value, i) => value !== d.before![i]);
+    const changed = FIELDS.some((field) => row[field] !== d.before![field]);
     if (!changed && d.inList) {
       result.skipped.push(d.id);
       continue;
     }
     result.updated.push(d.id);
-    if (IDENTITY.some((i) => row[i] !== d.before![i])) rewrites.push(row);
+    if (IDENTITY.some((field) => row[field] !== d.before![field])) rewrites.push(row);
     else dataUpdates.push(row);
-    if (!d.inList) members.push([listId, d.id]);
+    if (!d.inList) members.push({ listId, contactId: d.id });
   }
 
   await updateContacts(db, dialect, accountId, now, rewrites);

@@ -6,7 +6,7 @@ import type { ContactBatchesTable, ContactBatchStatus, Schema } from '../db/sche
 import { AppError, notFound, unprocessable, type FieldError } from '../errors.ts';
 import { postProcedure } from '../http/idempotency.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
-import { inJson } from './queries.ts';
+import { inJson } from '../db/in-json.ts';
 import type { ContactBatchRequest } from './schemas.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
 // Types only: validate.ts loads libphonenumber's metadata, and the database thread, which

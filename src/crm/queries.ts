@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { ContactsTable, Schema } from '../db/schema.ts';
 
@@ -8,7 +8,8 @@ type Db = Kysely<Schema>;
  * The contact batch's hot statements, written out for each database.
  *
  * Every statement takes its rows as ONE JSON parameter and unpacks it in SQL (SQLite's
- * json_each, PostgreSQL's jsonb_array_elements) instead of binding a VALUES list:
+ * json_each, or jsonb_each for rows of objects, which reads their fields without parsing each
+ * row again (sms/queries.ts); PostgreSQL's jsonb_array_elements) instead of binding a VALUES list:
  *  - the statement text is the same for 1 row or 1,000, so it is prepared once (the SQLite
  *    adapter caches statements by text; a VALUES list of each length is a new statement);
  *  - no batch can reach the bound-parameter ceilings (SQLite 32,766, PostgreSQL 65,535);
@@ -22,11 +23,22 @@ type Db = Kysely<Schema>;
 /** A stored contact as the apply step reads it, with whether it is already in the target list. */
 export type CandidateRow = Selectable<ContactsTable> & { in_list: boolean | number };
 
-/**
- * [id, email, mobile, country code, mobile opt-in, email opt-in, properties JSON]: the one
- * row shape that both the insert and the update unpack.
- */
-export type ContactRow = [number, string | null, string | null, string | null, boolean, boolean, string];
+/** The one row shape that both the insert and the update unpack; `properties` in JSON. */
+export interface ContactRow {
+  id: number;
+  email: string | null;
+  mobile: string | null;
+  countryCode: string | null;
+  mobileOptIn: boolean;
+  emailOptIn: boolean;
+  properties: string;
+}
+
+/** A contact's membership of a list. */
+export interface ListMember {
+  listId: string;
+  contactId: number;
+}
 
 export interface CandidateKeys {
   accountId: string;
@@ -35,8 +47,8 @@ export interface CandidateKeys {
   allContactsListId: string;
   /** contactIds named by the batch, each within the account. */
   ids: number[];
-  /** [mobile, email] of entries with both. */
-  pairs: Array<[string, string]>;
+  /** Entries with both a mobile and an email. */
+  pairs: Array<{ mobile: string; email: string }>;
   /** Mobiles of entries without an email, and emails of entries without a mobile. */
   mobiles: string[];
   emails: string[];
@@ -57,8 +69,9 @@ const SQLITE = {
       from (select c.* from json_each(${json(k.ids)}) i
              cross join contacts c on c.account_id = ${k.accountId} and c.id = i.value
             union all
-            select c.* from json_each(${json(k.pairs)}) p
-             cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value ->> 0 and c.email = p.value ->> 1
+            select c.* from jsonb_each(${json(k.pairs)}) p
+             cross join contacts c on c.account_id = ${k.accountId}
+                                  and c.mobile = p.value ->> 'mobile' and c.email = p.value ->> 'email'
             union all
             select c.* from json_each(${json(k.mobiles)}) p
              cross join contacts c on c.account_id = ${k.accountId} and c.mobile = p.value and c.email is null
@@ -68,8 +81,9 @@ const SQLITE = {
 
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
     insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
-    select value ->> 0, ${accountId}, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ${now}, ${now}
-      from json_each(${json(rows)}) where true
+    select value ->> 'id', ${accountId}, value ->> 'email', value ->> 'mobile', value ->> 'countryCode',
+           value ->> 'mobileOptIn', value ->> 'emailOptIn', value ->> 'properties', ${now}, ${now}
+      from jsonb_each(${json(rows)}) where true
     on conflict (account_id, id) do nothing
     returning id`,
 
@@ -80,27 +94,29 @@ const SQLITE = {
   // MATERIALIZED CTE keeps the lookup a step of its own, driven by json_each.
   update: (accountId: string, now: number, rows: ContactRow[]) => sql`
     with u as materialized (
-      select c.rowid as rid, v.value from json_each(${json(rows)}) v
-       cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 0)
+      select c.rowid as rid, v.value from jsonb_each(${json(rows)}) v
+       cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 'id')
     update contacts
-       set email = u.value ->> 1, mobile = u.value ->> 2, mobile_country_code = u.value ->> 3,
-           mobile_opt_in = u.value ->> 4, email_opt_in = u.value ->> 5, properties = u.value ->> 6, updated_at = ${now}
+       set email = u.value ->> 'email', mobile = u.value ->> 'mobile', mobile_country_code = u.value ->> 'countryCode',
+           mobile_opt_in = u.value ->> 'mobileOptIn', email_opt_in = u.value ->> 'emailOptIn',
+           properties = u.value ->> 'properties', updated_at = ${now}
       from u
      where contacts.rowid = u.rid`,
 
   updateData: (accountId: string, now: number, rows: ContactRow[]) => sql`
     with u as materialized (
-      select c.rowid as rid, v.value from json_each(${json(rows)}) v
-       cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 0)
+      select c.rowid as rid, v.value from jsonb_each(${json(rows)}) v
+       cross join contacts c on c.account_id = ${accountId} and c.id = v.value ->> 'id')
     update contacts
-       set mobile_opt_in = u.value ->> 4, email_opt_in = u.value ->> 5, properties = u.value ->> 6, updated_at = ${now}
+       set mobile_opt_in = u.value ->> 'mobileOptIn', email_opt_in = u.value ->> 'emailOptIn',
+           properties = u.value ->> 'properties', updated_at = ${now}
       from u
      where contacts.rowid = u.rid`,
 
   // `where true` lets SQLite's parser tell the upsert clause from a join's ON.
-  addMembers: (now: number, members: Array<[string, number]>) => sql`
+  addMembers: (now: number, members: ListMember[]) => sql`
     insert into list_members (list_id, contact_id, added_at)
-    select value ->> 0, value ->> 1, ${now} from json_each(${json(members)}) where true
+    select value ->> 'listId', value ->> 'contactId', ${now} from jsonb_each(${json(members)}) where true
     on conflict do nothing`,
 };
 
@@ -121,7 +137,8 @@ const POSTGRES = {
              cross join lateral (select * from contacts where account_id = ${k.accountId} and id = i.id::bigint offset 0) c
             union all
             select c.* from jsonb_array_elements(${json(k.pairs)}::jsonb) p
-             cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p ->> 0 and email = p ->> 1 offset 0) c
+             cross join lateral (select * from contacts where account_id = ${k.accountId}
+                                    and mobile = p ->> 'mobile' and email = p ->> 'email' offset 0) c
             union all
             select c.* from jsonb_array_elements_text(${json(k.mobiles)}::jsonb) p(mobile)
              cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p.mobile offset 0) c
@@ -133,27 +150,32 @@ const POSTGRES = {
 
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
     insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
-    select (r ->> 0)::bigint, ${accountId}, r ->> 1, r ->> 2, r ->> 3, (r ->> 4)::boolean, (r ->> 5)::boolean, r ->> 6, ${now}::bigint, ${now}::bigint
+    select (r ->> 'id')::bigint, ${accountId}, r ->> 'email', r ->> 'mobile', r ->> 'countryCode',
+           (r ->> 'mobileOptIn')::boolean, (r ->> 'emailOptIn')::boolean, r ->> 'properties',
+           ${now}::bigint, ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
     on conflict (account_id, id) do nothing
     returning id`,
 
   update: (accountId: string, now: number, rows: ContactRow[]) => sql`
     update contacts c
-       set email = r ->> 1, mobile = r ->> 2, mobile_country_code = r ->> 3,
-           mobile_opt_in = (r ->> 4)::boolean, email_opt_in = (r ->> 5)::boolean, properties = r ->> 6, updated_at = ${now}::bigint
+       set email = r ->> 'email', mobile = r ->> 'mobile', mobile_country_code = r ->> 'countryCode',
+           mobile_opt_in = (r ->> 'mobileOptIn')::boolean, email_opt_in = (r ->> 'emailOptIn')::boolean,
+           properties = r ->> 'properties', updated_at = ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
-     where c.account_id = ${accountId} and c.id = (r ->> 0)::bigint`,
+     where c.account_id = ${accountId} and c.id = (r ->> 'id')::bigint`,
 
   updateData: (accountId: string, now: number, rows: ContactRow[]) => sql`
     update contacts c
-       set mobile_opt_in = (r ->> 4)::boolean, email_opt_in = (r ->> 5)::boolean, properties = r ->> 6, updated_at = ${now}::bigint
+       set mobile_opt_in = (r ->> 'mobileOptIn')::boolean, email_opt_in = (r ->> 'emailOptIn')::boolean,
+           properties = r ->> 'properties', updated_at = ${now}::bigint
       from jsonb_array_elements(${json(rows)}::jsonb) r
-     where c.account_id = ${accountId} and c.id = (r ->> 0)::bigint`,
+     where c.account_id = ${accountId} and c.id = (r ->> 'id')::bigint`,
 
-  addMembers: (now: number, members: Array<[string, number]>) => sql`
+  addMembers: (now: number, members: ListMember[]) => sql`
     insert into list_members (list_id, contact_id, added_at)
-    select r ->> 0, (r ->> 1)::bigint, ${now}::bigint from jsonb_array_elements(${json(members)}::jsonb) r
+    select r ->> 'listId', (r ->> 'contactId')::bigint, ${now}::bigint
+      from jsonb_array_elements(${json(members)}::jsonb) r
     on conflict do nothing`,
 };
 
@@ -223,7 +245,7 @@ export async function updateContactData(db: Db, dialect: DialectName, accountId:
   if (rows.length > 0) await updateQuery(dialect, 'data', accountId, now, rows).execute(db);
 }
 
-export async function addListMembers(db: Db, dialect: DialectName, now: number, members: Array<[listId: string, contactId: number]>): Promise<void> {
+export async function addListMembers(db: Db, dialect: DialectName, now: number, members: ListMember[]): Promise<void> {
   if (members.length > 0) await STATEMENTS[dialect].addMembers(now, members).execute(db);
 }
 
@@ -240,18 +262,4 @@ export async function lockAccountContacts(db: Db, dialect: DialectName, accountI
       ? sql<{ id: string }>`select pg_advisory_xact_lock(hashtextextended(${`contacts:${accountId}`}, 0)), ${defaultList} as id`
       : sql<{ id: string }>`select ${defaultList} as id`;
   return (await query.execute(db)).rows[0].id;
-}
-
-/**
- * `x in (…)` over a list of any length as one JSON parameter, for the everyday reads
- * (property names, contactIds) whose lists come from a request and so have no fixed size.
- */
-export function inJson(dialect: DialectName, values: readonly unknown[], type: 'text' | 'bigint' = 'text'): Expression<any> {
-  const list: RawBuilder<unknown> =
-    dialect === 'sqlite'
-      ? sql`(select value from json_each(${json(values)}))`
-      : type === 'bigint'
-        ? sql`(select jsonb_array_elements_text(${json(values)}::jsonb)::bigint)`
-        : sql`(select jsonb_array_elements_text(${json(values)}::jsonb))`;
-  return list;
 }

@@ -7,3 +7,14 @@ export type DialectName = 'sqlite' | 'postgres';
 export function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
+
+/** The dialect of a connection or a transaction, to pick a module's statements by (its queries.ts). */
+export function dialectOf(db: Kysely<any>): DialectName {
+  return isPostgres(db) ? 'postgres' : 'sqlite';
+}
+
+/**
+ * Whether write transactions run side by side, each blind to the others' uncommitted rows:
+ * PostgreSQL's do; SQLite runs one at a time.
+ */
+export const CONCURRENT_WRITES: Record<DialectName, boolean> = { sqlite: false, postgres: true };

@@ -89,11 +89,14 @@ export class Notifier {
 
   private async send(): Promise<void> {
     while (this.pending.size > 0 && !this.closed) {
-      const batch = [...this.pending].flatMap(([channel, payloads]) => [...payloads].map((payload) => [channel, payload]));
+      const batch = [...this.pending].flatMap(([channel, payloads]) =>
+        [...payloads].map((payload) => ({ channel, payload })),
+      );
       this.pending = new Map();
       try {
         this.client ??= await this.open();
-        await this.client.query('select pg_notify(n ->> 0, n ->> 1) from jsonb_array_elements($1::jsonb) n', [JSON.stringify(batch)]);
+        const notifyEach = "select pg_notify(n ->> 'channel', n ->> 'payload') from jsonb_array_elements($1::jsonb) n";
+        await this.client.query(notifyEach, [JSON.stringify(batch)]);
         await new Promise((resolve) => setTimeout(resolve, NOTIFY_INTERVAL_MS));
       } catch (error) {
         // Listeners then find the work at their next poll.

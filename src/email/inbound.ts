@@ -4,6 +4,7 @@ import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { addSuppression, optOutEmail } from '../messaging/suppressions.ts';
 import type { EmailEventWord } from './events.ts';
+import { queries } from './queries.ts';
 import { appendEmailEvent } from './record.ts';
 
 /**
@@ -55,7 +56,7 @@ export function reportedRowQuery(trx: Db, dialect: DialectName, message: Reporte
   if (message.recipientId !== null) select = select.where('r.id', '=', message.recipientId);
   else if (message.messageUuid !== null) select = select.where('r.message_id', '=', message.messageUuid);
   else return undefined;
-  return dialect === 'postgres' ? select.forUpdate('r') : select;
+  return queries[dialect].lockReportedRow(select);
 }
 
 /**

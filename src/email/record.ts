@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -13,6 +12,7 @@ import {
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
+import { queries, type Outcome, type Step, type Suppressed } from './queries.ts';
 import { bounceReply, type EmailResult } from './transport.ts';
 
 /**
@@ -111,12 +111,6 @@ export const finishResumedEmailSend = procedure(import.meta.url, 'finishResumedE
   db.transaction().execute((trx) => finishEmailSend(trx, args.sendId, args.now, args.lease)),
 );
 
-/**
- * [recipient id, status, message id, the last SMTP reply, attempts, when it is tried again,
- * when it was first refused for now] of one message's outcome.
- */
-type Outcome = [number, string, string, string, number, number | null, number | null];
-
 interface PageResults {
   sendId: string;
   accountId: string;
@@ -125,10 +119,9 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
-  /** [recipient id, event, SMTP reply or null]: each event of each message, in order: its history. */
-  steps: Array<[number, EmailEventWord, string | null]>;
-  /** Addresses that bounced hard, with the reason they are suppressed. */
-  suppress: Array<[string, string]>;
+  /** Each event of each message, in order: its history. */
+  steps: Array<Step & { status: EmailEventWord }>;
+  suppress: Suppressed[];
   events: object[];
   /** The page is the batch's last: finish it and complete its job in the same transaction. */
   last: Lease | null;
@@ -142,50 +135,17 @@ interface PageResults {
 export const recordEmailPage = procedure(import.meta.url, 'recordEmailPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
   db.transaction().execute(async (trx) => {
     if (page.outcomes.length > 0) {
-      await updateRecipients(trx, dialect, page);
+      await queries[dialect].updateRecipients(trx, page);
       if (page.webhookUrl) await appendWebhookEvents(trx, { now: () => page.now }, { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events });
     }
     await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
     const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
     const tally = new UsageTally(page.now);
-    for (const [, event] of page.steps) tally.add(page.accountId, 'email', event);
+    for (const step of page.steps) tally.add(page.accountId, 'email', step.status);
     await tally.write(trx, dialect);
     return finished;
   }),
 );
-
-async function updateRecipients(db: Db, dialect: DialectName, page: PageResults): Promise<void> {
-  const outcomes = JSON.stringify(page.outcomes);
-  const steps = JSON.stringify(page.steps);
-  const suppress = JSON.stringify(page.suppress);
-  const { now, accountId } = page;
-  if (dialect === 'sqlite') {
-    await sql`update send_recipients
-                 set status = v.value ->> 1, message_id = v.value ->> 2, error = v.value ->> 3, attempts = v.value ->> 4,
-                     retry_at = v.value ->> 5, deferred_at = v.value ->> 6, updated_at = ${now}
-                from json_each(${outcomes}) v
-               where send_recipients.id = v.value ->> 0`.execute(db);
-    await sql`insert into recipient_history (recipient_id, status, at, reply) select value ->> 0, value ->> 1, ${now}, value ->> 2 from json_each(${steps})`.execute(db);
-    if (page.suppress.length > 0) {
-      await sql`insert into suppressions (account_id, channel, address, reason, created_at)
-                select ${accountId}, 'email', value ->> 0, value ->> 1, ${now} from json_each(${suppress}) where true
-                on conflict (account_id, channel, address) do nothing`.execute(db);
-    }
-    return;
-  }
-  // One statement on PostgreSQL, the recipients found by `id = any(…)` (see sms/send.ts).
-  const ids = `{${page.outcomes.map(([id]) => id).join(',')}}`;
-  await sql`with updated as (update send_recipients r
-                                set status = v ->> 1, message_id = v ->> 2, error = v ->> 3, attempts = (v ->> 4)::int,
-                                    retry_at = (v ->> 5)::bigint, deferred_at = (v ->> 6)::bigint, updated_at = ${now}::bigint
-                               from jsonb_array_elements(${outcomes}::jsonb) v
-                              where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
-                 suppressed as (insert into suppressions (account_id, channel, address, reason, created_at)
-                                select ${accountId}, 'email', s ->> 0, s ->> 1, ${now}::bigint from jsonb_array_elements(${suppress}::jsonb) s
-                                on conflict (account_id, channel, address) do nothing)
-            insert into recipient_history (recipient_id, status, at, reply)
-            select (h ->> 0)::bigint, h ->> 1, ${now}::bigint, h ->> 2 from jsonb_array_elements(${steps}::jsonb) h`.execute(db);
-}
 
 /**
  * What a page's handing over came to, for its record: each message's outcome, its events in
@@ -216,12 +176,12 @@ export function pageResults(
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];
     // Processed once: when the message was first taken for sending.
     if (row.attempts === 0) events.unshift(['Processed', null]);
-    results.outcomes.push([id, status, messageId, reply, attempts, nextTry, deferredAt]);
+    results.outcomes.push({ id, status, messageId, reply, attempts, retryAt: nextTry, deferredAt });
     for (const [event, eventReply] of events) {
-      results.steps.push([id, event, eventReply]);
+      results.steps.push({ recipientId: id, status: event, reply: eventReply });
       results.events.push(emailEvent({ batchId: sendId, messageId, email: row.address, event, reply: eventReply, at: now }));
     }
-    if (hard) results.suppress.push([row.address, reply]);
+    if (hard) results.suppress.push({ address: row.address, reason: reply });
   }
   return results;
 }

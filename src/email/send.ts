@@ -186,7 +186,7 @@ export function emailSendHandler(deps: {
           const results = pageResults(sendId, now, handed.flat());
           const recorded = await database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...results, last });
           // Every hard bounce is a suppression; the other Bounces are soft.
-          const bounced = results.outcomes.filter((outcome) => outcome[1] === 'Bounce').length;
+          const bounced = results.outcomes.filter((outcome) => outcome.status === 'Bounce').length;
           metrics.bounces.inc({ kind: 'hard', timing: 'synchronous' }, results.suppress.length);
           metrics.bounces.inc({ kind: 'soft', timing: 'synchronous' }, bounced - results.suppress.length);
           return recorded;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import type { ProcedureDatabase } from '../db/procedure.ts';
+import { queries, type NewLink } from './queries.ts';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -57,7 +57,8 @@ export async function issueLinks(database: ProcedureDatabase, target: LinkTarget
       while (drawn.has(code)) code = newCode();
       drawn.set(code, i);
     }
-    const written = new Set(await insertLinks(database, target, [...drawn].map(([code, i]) => [code, recipientIds[i]])));
+    const links = [...drawn].map(([code, i]) => ({ code, recipientId: recipientIds[i] }));
+    const written = new Set(await insertLinks(database, target, links));
     for (const [code, i] of drawn) if (written.has(code)) codes[i] = code;
     pending = [...drawn].filter(([code]) => !written.has(code)).map(([, i]) => i);
   }
@@ -76,17 +77,8 @@ export async function sharedLink(database: ProcedureDatabase, target: LinkTarget
   return row?.code ?? (await issueLinks(database, target, [null]))[0];
 }
 
-/** Inserts [code, recipient id] rows; answers the codes written (a code taken is skipped, not an error). */
-async function insertLinks({ db, dialect }: ProcedureDatabase, target: LinkTarget, rows: Array<[string, number | null]>): Promise<string[]> {
-  const json = JSON.stringify(rows);
-  const { accountId, sendId, url, now } = target;
-  // SQLite needs a WHERE on an INSERT … SELECT before ON CONFLICT (its parser's ambiguity).
-  const query = dialect === 'postgres'
-    ? sql<{ code: string }>`insert into links (code, account_id, send_id, recipient_id, url, created_at)
-        select v ->> 0, ${accountId}, ${sendId}, (v ->> 1)::bigint, ${url}, ${now}::bigint from jsonb_array_elements(${json}::jsonb) v
-        on conflict (code) do nothing returning code`
-    : sql<{ code: string }>`insert into links (code, account_id, send_id, recipient_id, url, created_at)
-        select value ->> 0, ${accountId}, ${sendId}, value ->> 1, ${url}, ${now} from json_each(${json}) where true
-        on conflict (code) do nothing returning code`;
-  return (await query.execute(db)).rows.map((row) => row.code);
+/** Inserts links; answers the codes written (a code taken is skipped, not an error). */
+async function insertLinks(database: ProcedureDatabase, target: LinkTarget, links: NewLink[]): Promise<string[]> {
+  const { rows } = await queries[database.dialect].insertLinks(target, JSON.stringify(links)).execute(database.db);
+  return rows.map((row) => row.code);
 }

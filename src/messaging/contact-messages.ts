@@ -3,6 +3,7 @@ import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
+import { queries } from './queries.ts';
 import { recipientWord } from './send.ts';
 
 const cursor = cursorCodec(['integer']);
@@ -19,12 +20,9 @@ export async function contactMessages(db: Kysely<Schema>, dialect: DialectName, 
   if (!contact) throw notFound('The contact');
   const addresses = [contact.mobile, contact.email].filter((address) => address !== null);
   if (addresses.length === 0) return { messages: [], nextCursor: null };
-  // SQLite's planner, with no statistics, would walk all the account's sends and look the
-  // addresses up in each; its CROSS JOIN keeps the recipients (by address) the outer loop.
-  const join = dialect === 'sqlite' ? sql`cross join` : sql`join`;
   const { rows } = await sql<{ id: number; channel: 'sms' | 'email'; send_id: string; send_status: string; created_at: number; message_id: string | null; address: string; status: string; reason: string | null; updated_at: number }>`
     select r.id, s.channel, s.id as send_id, s.status as send_status, s.created_at, r.message_id, r.address, r.status, r.reason, r.updated_at
-      from send_recipients r ${join} sends s on s.id = r.send_id
+      from send_recipients r ${queries[dialect].recipientsToSends} sends s on s.id = r.send_id
      where r.address in (${sql.join(addresses)}) and s.account_id = ${q.accountId}
        ${q.cursor === undefined ? sql`` : sql`and r.id < ${cursor.decode(q.cursor)[0]}`}
      order by r.id desc

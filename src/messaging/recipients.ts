@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
-import { inJson } from '../crm/queries.ts';
+import { inJson } from '../db/in-json.ts';
 import type { FieldError } from '../errors.ts';
+import { queries } from './queries.ts';
 
 type Db = Kysely<Schema>;
 
@@ -17,21 +18,13 @@ const CHANNEL = {
 
 export type Channel = keyof typeof CHANNEL;
 
-const json = (value: unknown) => JSON.stringify(value);
-
 /**
  * The INSERT of the request's own recipients, in request order (they come first: a list's
  * contact with the same address adds nothing, rule 3 of SPEC §2.2).
  */
 export function requestRecipientsInsert(dialect: DialectName, sendId: string, now: number, recipients: StoredRecipient[]) {
-  const rows = recipients.map((r) => [r.address, r.tags, r.contactId ?? null]);
-  return dialect === 'sqlite'
-    ? sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-          select ${sendId}, value ->> 0, value ->> 1, value ->> 2, 'Queued', ${now} from json_each(${json(rows)}) where true
-          on conflict (send_id, address) do nothing`
-    : sql`insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-          select ${sendId}, r ->> 0, r ->> 1, (r ->> 2)::bigint, 'Queued', ${now}::bigint from jsonb_array_elements(${json(rows)}::jsonb) r
-          on conflict (send_id, address) do nothing`;
+  const rows = recipients.map((r) => ({ address: r.address, tags: r.tags, contactId: r.contactId ?? null }));
+  return queries[dialect].insertRequestRecipients(sendId, now, rows);
 }
 
 /**
@@ -90,7 +83,7 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
   const col = sql.ref(`c.${address}`);
   const everyone = e.listIds.includes(e.allContactsListId);
   const lists = e.listIds.filter((id) => id !== e.allContactsListId);
-  const now = dialect === 'postgres' ? sql`${e.now}::bigint` : sql`${e.now}`;
+  const now = queries[dialect].epochMs(e.now);
   // The range's last address: the EXPANSION_RANGE-th of the account's contacts after `after`;
   // none when fewer are left, and then this range runs to the end.
   const through =

@@ -4,12 +4,13 @@ import { chunkOf } from '../db/chunks.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { inJson } from '../crm/queries.ts';
+import { inJson } from '../db/in-json.ts';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.ts';
 import { purgeDeadJobs } from '../queue/queries.ts';
 import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
 import { purgeSettledDeliveries } from '../webhooks/outbox.ts';
+import { queries } from './queries.ts';
 import type { Channel } from './recipients.ts';
 
 type Db = Kysely<Schema>;
@@ -57,13 +58,9 @@ const KEPT_CONTENT: Record<Channel, readonly string[]> = {
 
 /** The content's kept fields, by the send's channel, as a JSON object (`{}` when none). */
 function keptContent(dialect: DialectName) {
-  const cases = (Object.entries(KEPT_CONTENT) as Array<[Channel, readonly string[]]>).map(([channel, keys]) => {
-    const kept =
-      dialect === 'sqlite'
-        ? sql`(select json_group_object(key, value) from json_each(content) where key in ${inJson(dialect, keys)})`
-        : sql`(select coalesce(jsonb_object_agg(key, value), '{}')::text from jsonb_each(content::jsonb) where key in ${inJson(dialect, keys)})`;
-    return sql`when ${channel} then ${kept}`;
-  });
+  const cases = (Object.entries(KEPT_CONTENT) as Array<[Channel, readonly string[]]>).map(
+    ([channel, keys]) => sql`when ${channel} then ${queries[dialect].contentFields(keys)}`,
+  );
   return sql<string>`case channel ${sql.join(cases, sql` `)} end`;
 }
 

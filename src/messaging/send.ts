@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -6,10 +6,11 @@ import type { Schema } from '../db/schema.ts';
 import { defaultListId } from '../crm/setup.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
+import type { NewJob } from '../queue/queue.ts';
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
+import { queries } from './queries.ts';
 import { pauseForTest } from './test-pause.ts';
 import { UsageTally } from './rollup.ts';
 import {
@@ -70,13 +71,7 @@ export async function writeSend(db: Db, dialect: DialectName, send: NewSend, rec
     completed_at: null,
   });
   const ownRecipients = recipients.length > 0 ? requestRecipientsInsert(dialect, send.id, send.now, recipients) : undefined;
-  if (dialect === 'postgres') {
-    await enqueueWithWrites(db, job, ownRecipients ? [row, ownRecipients] : [row]);
-  } else {
-    await row.execute();
-    await ownRecipients?.execute(db);
-    await enqueue(db, job);
-  }
+  await queries[dialect].writeAccept(db, ownRecipients ? [row, ownRecipients] : [row], job);
 }
 
 /**
@@ -334,13 +329,8 @@ export async function endUnsent(
  * Starts a send, a range of its expansion a call, until it is expanded: its start, or null
  * when there is nothing to send.
  *
- * On PostgreSQL an expansion of more than one range is followed by an ANALYZE of
- * send_recipients. Its statistics know nothing of a send just written, and take the
- * recipients of one to be a handful (a new send_id is not among the values they count), so
- * each page's read planned a bitmap scan of all the send's remaining recipients and a sort of
- * them, 15 ms a page, rather than the first 500 in index order; autovacuum gets to the table
- * only a minute or more later. ANALYZE samples a fixed number of rows whatever the table's
- * size, and SKIP_LOCKED leaves it to autovacuum when that is already at it.
+ * An expansion of more than one range is followed by the database's step after one: on
+ * PostgreSQL an ANALYZE of send_recipients (messaging/queries.ts says why).
  */
 export async function expandedSend<T>(deps: { database: Database; clock: Clock }, run: JobRun, start: () => Promise<T | 'expanding' | null>): Promise<T | null> {
   let started: T | 'expanding' | null;
@@ -349,7 +339,7 @@ export async function expandedSend<T>(deps: { database: Database; clock: Clock }
     ranges++;
     if (run.signal.aborted) throw new SnoozeJob(deps.clock.now(), 'the worker is stopping');
   }
-  if (ranges > 0 && deps.database.dialect === 'postgres') await sql`analyze (skip_locked) send_recipients`.execute(deps.database.db);
+  if (ranges > 0) await queries[deps.database.dialect].expanded(deps.database.db);
   return started;
 }
 

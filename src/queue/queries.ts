@@ -15,6 +15,12 @@ export function databaseNow(dialect: DialectName) {
     : sql<number>`cast(unixepoch('subsec') * 1000 as integer)`;
 }
 
+/**
+ * Whether a queueing statement can wake other processes' workers itself: PostgreSQL's NOTIFY.
+ * SQLite's workers share one process, where wakeups.ts tells them.
+ */
+export const NOTIFIES_OTHER_PROCESSES: Record<DialectName, boolean> = { sqlite: false, postgres: true };
+
 /** What identifies one claim of one job: a lapsed claim's lease no longer matches. */
 export interface Lease {
   id: number;

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type OperationNodeSource } from 'kysely';
-import { isPostgres } from '../db/dialect.ts';
+import { dialectOf } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { afterCommit, notifyAfterCommit } from '../db/notifications.ts';
+import { NOTIFIES_OTHER_PROCESSES } from './queries.ts';
 import { announceJobs, JOBS_CHANNEL } from './wakeups.ts';
 
 /**
@@ -103,7 +104,7 @@ function wakeLocalWorkers(kinds: Set<string>): void {
 export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<void> {
   if (jobs.length === 0) return;
   const kinds = new Set(jobs.map((job) => job.kind));
-  const notify = isPostgres(db) && !notifiedAfterCommit(kinds);
+  const notify = NOTIFIES_OTHER_PROCESSES[dialectOf(db)] && !notifiedAfterCommit(kinds);
   for (let start = 0; start < jobs.length; start += INSERT_CHUNK) {
     await enqueueStatement(db, jobs.slice(start, start + INSERT_CHUNK), [], notify).execute(db);
   }

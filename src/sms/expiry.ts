@@ -12,7 +12,8 @@ import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { UsageTally } from '../messaging/rollup.ts';
-import { applyStranded, notFinal, SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
+import { notFinal } from './queries.ts';
+import { applyStranded, SMS_STATUS_TYPE, smsStatusEvent } from './receipts.ts';
 
 export const RECEIPT_EXPIRY_KIND = 'sms.receipt-expiry';
 const EVERY_MS = 60 * 60_000;

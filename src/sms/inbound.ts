@@ -3,7 +3,7 @@
  * STOP and START applied, and posted to the account's inboundSmsWebhookUrl, in one
  * transaction. A procedure (db/procedure.ts): on SQLite it runs on the database's thread.
  */
-import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import { chunkOf } from '../db/chunks.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
@@ -12,6 +12,7 @@ import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { addSuppression } from '../messaging/suppressions.ts';
 import { appendToStreams } from '../webhooks/events.ts';
+import { queries } from './queries.ts';
 import type { InboundSms } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -35,9 +36,6 @@ export interface InboundOutcome {
 /** A number as SMSCs write it (+44…, 0044… stays as given) in the E.164 digits Herald keeps. */
 const digits = (address: string) => address.trim().replace(/^\+/, '');
 
-/** Whether a sender name is numeric, in the form of sender_names_numeric's condition, so the index serves it. */
-export const numericName = (dialect: DialectName): RawBuilder<SqlBool> => (dialect === 'postgres' ? sql`name ~ '^[0-9]+$'` : sql`name not glob '*[^0-9]*'`);
-
 /**
  * The account an MO belongs to: the one holding its destination as a numeric sender name
  * (unique across accounts), else the one that last sent to the handset from that name. The
@@ -45,9 +43,10 @@ export const numericName = (dialect: DialectName): RawBuilder<SqlBool> => (diale
  * at the first sent from that name: a handful of rows, never the sends.
  */
 async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
-  const owner = await db.selectFrom('sender_names').select('account_id').where('name', '=', to).where(numericName(dialect)).executeTakeFirst();
+  const owner = await db
+    .selectFrom('sender_names').select('account_id').where('name', '=', to).where(queries[dialect].numericName)
+    .executeTakeFirst();
   if (owner) return owner.account_id;
-  const senderName = dialect === 'postgres' ? sql`s.content::json ->> 'senderName'` : sql`s.content ->> '$.senderName'`;
   const last = await db
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
@@ -55,7 +54,7 @@ async function routeOf(db: Db, dialect: DialectName, from: string, to: string): 
     .where('r.address', '=', from)
     .where('s.channel', '=', 'sms')
     .where('r.status', 'not in', ['Queued', 'Cancelled', 'NotSent'])
-    .where(sql<SqlBool>`${senderName} = ${to}`)
+    .where(sql<SqlBool>`${queries[dialect].senderName} = ${to}`)
     .orderBy('r.id', 'desc')
     .limit(1)
     .executeTakeFirst();
@@ -102,7 +101,9 @@ export const storeInboundSms = procedure(
 
       let keyword = keywordOf(args.text);
       const optIn = (value: boolean) =>
-        trx.updateTable('contacts').set({ mobile_opt_in: dialect === 'sqlite' ? Number(value) : value, updated_at: args.now }).where('account_id', '=', accountId).where('mobile', '=', from).execute();
+        trx
+          .updateTable('contacts').set({ mobile_opt_in: value, updated_at: args.now })
+          .where('account_id', '=', accountId).where('mobile', '=', from).execute();
       if (keyword === 'stop') {
         await addSuppression(trx, { accountId, channel: 'sms', address: from, reason: STOP_REASON, now: args.now });
         await optIn(false);

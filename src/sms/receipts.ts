@@ -1,12 +1,13 @@
-import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.ts';
-import type { DialectName } from '../db/database.ts';
+import { CONCURRENT_WRITES, type DialectName } from '../db/dialect.ts';
 import { chunkOf } from '../db/chunks.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
-import { inJson } from '../crm/queries.ts';
+import { inJson } from '../db/in-json.ts';
 import { UsageTally } from '../messaging/rollup.ts';
+import { queries, stillOpen } from './queries.ts';
 
 type Db = Kysely<Schema>;
 
@@ -35,22 +36,6 @@ export function messageStatus(parts: string[]): string | undefined {
   if (parts.every((status) => status === 'Delivered')) return 'Delivered';
   if (parts.includes('Processed')) return 'Processed';
   return undefined;
-}
-
-const json = (value: unknown) => JSON.stringify(value);
-
-/**
- * Whether a part at `current` takes `next`: an intermediate receipt (Processed) never undoes a
- * final one. SMSCs send ENROUTE and DELIVRD on their own connections, and the two can arrive,
- * or be applied, in either order.
- */
-function stillOpen(current: RawBuilder<unknown>, next: RawBuilder<unknown>): RawBuilder<SqlBool> {
-  return sql<SqlBool>`(${next} <> 'Processed' or ${notFinal(current)})`;
-}
-
-/** Whether a part's status is not final yet: neither Delivered nor Failed. */
-export function notFinal(status: RawBuilder<unknown>): RawBuilder<SqlBool> {
-  return sql<SqlBool>`${status} not in ('Delivered', 'Failed')`;
 }
 
 export const UNDELIVERED = 'the operator reported the message undelivered';
@@ -108,7 +93,7 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   const counted = tally ?? new UsageTally(now);
   await applyMatched(db, dialect, now, matched, counted);
   if (!tally) await counted.write(db, dialect);
-  if (dialect === 'sqlite') return [];
+  if (!CONCURRENT_WRITES[dialect]) return [];
   const found = new Set(matched.map((m) => m.operator_message_id));
   return ids.filter((id) => !found.has(id));
 }
@@ -118,7 +103,7 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
  * (its answer): first a read, since nearly always nothing of it has come meanwhile.
  */
 export async function matchWaiting(db: Db, dialect: DialectName, now: number, waiting: string[]): Promise<void> {
-  if (dialect === 'sqlite' || waiting.length === 0) return;
+  if (!CONCURRENT_WRITES[dialect] || waiting.length === 0) return;
   const arrived = await db.selectFrom('sms_receipts').select('operator_message_id').where('operator_message_id', 'in', inJson(dialect, waiting)).limit(1).execute();
   if (arrived.length === 0) return;
   await db.transaction().execute(async (trx) => {
@@ -181,21 +166,8 @@ async function takeMatched(db: Db, dialect: DialectName, which: string[] | { lim
 async function applyMatched(db: Db, dialect: DialectName, now: number, matched: Matched[], tally: UsageTally): Promise<void> {
   if (matched.length === 0) return;
   const recipientIds = [...new Set(matched.map((m) => Number(m.recipient_id)))].sort((a, b) => a - b);
-  if (dialect === 'postgres') {
-    // Receipts for two parts of one message, applied side by side, would each read the other
-    // part as it was and neither would end the message: its row, locked first (in id order,
-    // so two such transactions never wait for each other both), takes them in turn.
-    await sql`select id from send_recipients where id = any(${`{${recipientIds.join(',')}}`}::bigint[]) order by id for update`.execute(db);
-  }
-  const updates = json(matched.map((m) => [Number(m.recipient_id), m.part, m.status]));
-  await (dialect === 'sqlite'
-    ? sql`update sms_parts set status = v.value ->> 2 from json_each(${updates}) v
-           where sms_parts.recipient_id = v.value ->> 0 and sms_parts.part = v.value ->> 1 and ${stillOpen(sql.ref('sms_parts.status'), sql`v.value ->> 2`)}`
-    : // By `= any(…)`, as updateRecipients finds its rows (send.ts): a join alone let the planner scan the table.
-      sql`update sms_parts p set status = v ->> 2 from jsonb_array_elements(${updates}::jsonb) v
-           where p.recipient_id = any(${`{${recipientIds.join(',')}}`}::bigint[])
-             and p.recipient_id = (v ->> 0)::bigint and p.part = (v ->> 1)::int and ${stillOpen(sql.ref('p.status'), sql`v ->> 2`)}`
-  ).execute(db);
+  const updates = matched.map((m) => ({ recipientId: Number(m.recipient_id), part: m.part, status: m.status }));
+  await queries[dialect].updateParts(db, recipientIds, updates);
 
   const parts = await db.selectFrom('sms_parts').select(['recipient_id', 'status']).where('recipient_id', 'in', recipientIds).execute();
   const recipients = await db

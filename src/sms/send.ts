@@ -1,5 +1,5 @@
 import type { Keyring } from '../sealed.ts';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -20,6 +20,7 @@ import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedContent, openedTags } from './sealing.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
+import { queries, type Outcome, type Step } from './queries.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -54,13 +55,6 @@ export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ 
   ),
 );
 
-/**
- * [recipient id, status, message id, parts, encoding, error, error code, recipient, the
- * operator's id of each part, each part's status] of one message's outcome: its status the
- * last it reached (Submitted, or further with the receipts given with the answer).
- */
-export type Outcome = [number, string, string, number, string, string | null, string | null, string, string[], string[]];
-
 interface PageResults {
   sendId: string;
   accountId: string;
@@ -69,8 +63,8 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
-  /** [recipient id, status] of every status each message went through, in order: its history and its events. */
-  steps: Array<[number, string]>;
+  /** Every status each message went through, in order. */
+  steps: Step[];
   /** Receipts the transport gave with its answers that name no part of this page. */
   receipts: Receipt[];
   /** The page is the send's last: finish the send and complete its job in the same transaction. */
@@ -111,18 +105,26 @@ export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async (
  * The webhook events (ARCHITECTURE.md's sms.status) of steps, one per status each message
  * went through; `sendOf` names the send of a recipient row.
  */
-export function statusEvents(outcomes: Outcome[], steps: Array<[number, string]>, now: number, sendOf: (recipientId: number) => string): object[] {
-  const byId = new Map(outcomes.map((o) => [o[0], o]));
-  return steps.map(([id, status]) => {
-    const [, , messageId, parts, , error, errorCode, recipient] = byId.get(id)!;
-    return smsStatusEvent({ queueId: sendOf(id), messageId, recipient, status, errorCode, error, parts, at: now });
+export function statusEvents(
+  outcomes: Outcome[],
+  steps: Step[],
+  now: number,
+  sendOf: (recipientId: number) => string,
+): object[] {
+  const byId = new Map(outcomes.map((o) => [o.id, o]));
+  return steps.map(({ recipientId, status }) => {
+    const { messageId, parts, error, errorCode, recipient } = byId.get(recipientId)!;
+    const queueId = sendOf(recipientId);
+    return smsStatusEvent({ queueId, messageId, recipient, status, errorCode, error, parts, at: now });
   });
 }
 
 /** Every status each message went through: a message the operator took was Submitted first, whatever its receipts made it since. */
-function stepsOf(outcomes: Outcome[]): Array<[number, string]> {
-  return outcomes.flatMap(([id, status, , , , , , , taken]): Array<[number, string]> =>
-    taken.length === 0 || status === 'Submitted' ? [[id, status]] : [[id, 'Submitted'], [id, status]],
+function stepsOf(outcomes: Outcome[]): Step[] {
+  return outcomes.flatMap(({ id, status, operatorMessageIds }): Step[] =>
+    operatorMessageIds.length === 0 || status === 'Submitted'
+      ? [{ recipientId: id, status }]
+      : [{ recipientId: id, status: 'Submitted' }, { recipientId: id, status }],
   );
 }
 
@@ -136,47 +138,19 @@ export async function updateRecipients(
   dialect: DialectName,
   now: number,
   outcomes: Outcome[],
-  steps: Array<[number, string]>,
+  steps: Step[],
   receipts: Receipt[],
   usage: { tally: UsageTally; accountOf: (recipientId: number) => string },
 ): Promise<string[]> {
-  const byId = new Map(outcomes.map((o) => [o[0], o]));
-  for (const [id, status] of steps) {
-    const [, , , parts, encoding] = byId.get(id)!;
-    usage.tally.add(usage.accountOf(id), 'sms', status, { parts, encoding });
+  const byId = new Map(outcomes.map((o) => [o.id, o]));
+  for (const { recipientId, status } of steps) {
+    const { parts, encoding } = byId.get(recipientId)!;
+    usage.tally.add(usage.accountOf(recipientId), 'sms', status, { parts, encoding });
   }
-  const json = JSON.stringify(outcomes);
-  const history = JSON.stringify(steps);
-  if (dialect === 'sqlite') {
-    await sql`update send_recipients
-                 set status = v.value ->> 1, message_id = v.value ->> 2, parts = v.value ->> 3, encoding = v.value ->> 4,
-                     error = v.value ->> 5, error_code = v.value ->> 6, updated_at = ${now}
-                from json_each(${json}) v
-               where send_recipients.id = v.value ->> 0`.execute(db);
-    await sql`insert into recipient_history (recipient_id, status, at) select value ->> 0, value ->> 1, ${now} from json_each(${history})`.execute(db);
-    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
-              select o.value ->> 0, p.key + 1, p.value, o.value -> 9 ->> p.key from json_each(${json}) o, json_each(o.value -> 8) p`.execute(db);
-  } else {
-    // One statement on PostgreSQL, where each round trip is a wait for another process. The
-    // recipients are found by `id = any(…)`: joined to the outcomes alone, whose count the
-    // planner cannot see (it assumes 100), it scanned the whole table while it was small, or
-    // its statistics said so, and a page's update took a millisecond and growing.
-    const ids = `{${outcomes.map(([id]) => id).join(',')}}`;
-    await sql`with outcome as (select v from jsonb_array_elements(${json}::jsonb) v),
-                   updated as (update send_recipients r
-                                  set status = v ->> 1, message_id = v ->> 2, parts = (v ->> 3)::int,
-                                      encoding = v ->> 4, error = v ->> 5, error_code = v ->> 6,
-                                      updated_at = ${now}::bigint
-                                 from outcome
-                                where r.id = any(${ids}::bigint[]) and r.id = (v ->> 0)::bigint),
-                   history as (insert into recipient_history (recipient_id, status, at)
-                               select (h ->> 0)::bigint, h ->> 1, ${now}::bigint from jsonb_array_elements(${history}::jsonb) h)
-              insert into sms_parts (recipient_id, part, operator_message_id, status)
-              select (v ->> 0)::bigint, p.n, p.id, (v -> 9) ->> (p.n - 1)::int
-                from outcome, jsonb_array_elements_text(v -> 8) with ordinality p(id, n)`.execute(db);
-  }
+  await queries[dialect].updateRecipients(db, now, outcomes, steps);
   // Receipts for other parts, and any that came before these parts were recorded.
-  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts: outcomes.flatMap((o) => o[8]) }, usage.tally);
+  const parts = outcomes.flatMap((o) => o.operatorMessageIds);
+  return applyReceipts(db, dialect, { now: () => now }, { receipts, parts }, usage.tally);
 }
 
 /** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
@@ -209,16 +183,15 @@ export function renderPage(rows: PageRow[], send: { accountId: string; sendId: s
 }
 
 /**
- * A message's outcome, with the receipts its answer came with already applied: written once
- * as its last status, with Submitted before it in its history and events. Receipts in
- * `given` that name a part of this message are taken out of it.
- */
-/**
  * What a page's submit came to: each message's outcome in row order (one refused for now has
  * none: it stays Queued, to be tried again), the statuses each went through, and the
  * receipts given with the answers that name no part of the page.
  */
-export function pageOutcomes(rows: PageRow[], messages: OutgoingSms[], results: SubmitResult[]): { outcomes: Outcome[]; steps: Array<[number, string]>; receipts: Receipt[] } {
+export function pageOutcomes(
+  rows: PageRow[],
+  messages: OutgoingSms[],
+  results: SubmitResult[],
+): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
   const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
   const outcomes: Outcome[] = [];
   rows.forEach((row, i) => {
@@ -228,11 +201,19 @@ export function pageOutcomes(rows: PageRow[], messages: OutgoingSms[], results: 
   return { outcomes, steps: stepsOf(outcomes), receipts: [...given.values()] };
 }
 
+/**
+ * A message's outcome, with the receipts its answer came with already applied: written once
+ * as its last status, with Submitted before it in its history and events. Receipts in
+ * `given` that name a part of this message are taken out of it.
+ */
 function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, given: Map<string, Receipt>): Outcome | undefined {
   const { encoding, parts } = message.segmented;
+  const { messageId } = message;
+  const sent = { id: Number(row.id), messageId, parts: parts.length, encoding, recipient: row.address };
   if (!result.accepted) {
     if (!result.permanent) return undefined;
-    return [Number(row.id), 'Failed', message.messageId, parts.length, encoding, result.error, result.errorCode, row.address, [], []];
+    const { error, errorCode } = result;
+    return { ...sent, status: 'Failed', error, errorCode, operatorMessageIds: [], partStatuses: [] };
   }
   const partStatuses = result.operatorMessageIds.map((id) => {
     const receipt = given.get(id);
@@ -242,7 +223,7 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
   const status = messageStatus(partStatuses) ?? 'Submitted';
   const failure = status === 'Failed' ? UNDELIVERED : null;
   const errorCode = status === 'Failed' ? (result.receipts?.find((r) => PART_STATUS[r.state] === 'Failed')?.errorCode ?? null) : null;
-  return [Number(row.id), status, message.messageId, parts.length, encoding, failure, errorCode, row.address, result.operatorMessageIds, partStatuses];
+  return { ...sent, status, error: failure, errorCode, operatorMessageIds: result.operatorMessageIds, partStatuses };
 }
 
 /**

@@ -15,7 +15,8 @@ import { matchWaiting, SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
 import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/send.ts';
-import { failUnsent, openedPage, pageOutcomes, renderPage, statusEvents, updateRecipients, type Outcome } from './send.ts';
+import type { Outcome, Step } from './queries.ts';
+import { failUnsent, openedPage, pageOutcomes, renderPage, statusEvents, updateRecipients } from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -41,7 +42,7 @@ interface SingleRow extends PageRow {
 interface SinglesResults {
   now: number;
   outcomes: Outcome[];
-  steps: Array<[number, string]>;
+  steps: Step[];
   receipts: Receipt[];
   /** Each webhook event with its send's account and URL. */
   events: Array<{ accountId: string; url: string | null; event: object }>;
@@ -61,7 +62,7 @@ export const recordSingles = procedure(import.meta.url, 'recordSingles', async (
     await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
     const tally = new UsageTally(page.now);
     // The events are the steps', one each, in order: each names its recipient's account.
-    const accountOf = new Map(page.steps.map(([id], i) => [id, page.events[i].accountId]));
+    const accountOf = new Map(page.steps.map((step, i) => [step.recipientId, page.events[i].accountId]));
     if (page.outcomes.length > 0) {
       waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, { tally, accountOf: (id) => accountOf.get(id)! });
     }
@@ -133,13 +134,13 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     await pauseForTest('sms.submitted');
     const now = clock.now();
     const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
-    const recorded = new Set(outcomes.map(([recipientId]) => recipientId));
+    const recorded = new Set(outcomes.map((outcome) => outcome.id));
     // A send with its message refused for now is tried again later; any other is done, one
     // whose recipient is no longer Queued included (its job has nothing left to do).
     const later = new Set(rows.filter((row) => !recorded.has(Number(row.id))).map((row) => row.send_id));
     const rowOf = new Map(rows.map((row) => [Number(row.id), row]));
     const events = statusEvents(outcomes, steps, now, (id) => rowOf.get(id)!.send_id).map((event, i) => {
-      const { account_id: accountId, webhook_url: url } = rowOf.get(steps[i][0])!;
+      const { account_id: accountId, webhook_url: url } = rowOf.get(steps[i].recipientId)!;
       return { accountId, url, event };
     });
     const done = page.filter((waiting) => !later.has(waiting.sendId)).map(({ sendId, lease }) => ({ sendId, lease }));

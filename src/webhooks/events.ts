@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { isPostgres } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { completeJob, SnoozeJob, type JobHandler } from '../queue/worker.ts';
 import { createDeliveries, webhookBody, type NewDelivery } from './outbox.ts';
+import { lockStream, lockStreamShared } from './queries.ts';
 
 /**
  * Status events are gathered into shared posts (ARCHITECTURE.md, "at most 1 second or 500
@@ -98,7 +98,7 @@ export async function appendWebhookEvents(db: Kysely<Schema>, clock: Clock, appe
   const stream: EventStream = { accountId: append.accountId, url: append.url, type: append.type };
   const now = clock.now();
   const key = streamKey(stream);
-  if (isPostgres(db)) await sql`select pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))`.execute(db);
+  await lockStreamShared(db, key);
   await db
     .insertInto('webhook_events')
     .values({
@@ -176,7 +176,7 @@ async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number
  */
 async function gather(database: Database, now: number, stream: EventStream, lease: Lease): Promise<'completed' | 'more'> {
   return database.db.transaction().execute(async (trx) => {
-    if (database.dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtextextended(${streamKey(stream)}, 0))`.execute(trx);
+    await lockStream(trx, streamKey(stream));
     const limit = POSTS_PER_RUN * EVENTS_PER_POST;
     const events = await takeEvents(trx, stream, limit);
     const deliveries: NewDelivery[] = [];

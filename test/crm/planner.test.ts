@@ -72,7 +72,9 @@ describe('sqlite: the updates of a batch seek each contact by its key', () => {
     it(`never scans the contacts table (${what})`, async () => {
       const t = await createTestDatabase('sqlite');
       try {
-        const statement = updateQuery('sqlite', what, 'an-account', 0, [[1, null, '919800000001', '91', true, false, '{}']]).compile(t.db);
+        const row = { id: 1, email: null, mobile: '919800000001', countryCode: '91', properties: '{}' };
+        const contacts = [{ ...row, mobileOptIn: true, emailOptIn: false }];
+        const statement = updateQuery('sqlite', what, 'an-account', 0, contacts).compile(t.db);
         const { rows } = await t.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${statement.sql}`, [...statement.parameters]));
         const plan = rows.map((row) => row.detail);
         assert.ok(plan.some((step) => /SEARCH contacts USING INTEGER PRIMARY KEY/.test(step)), plan.join('\n'));

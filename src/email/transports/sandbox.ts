@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
+import { queries, type SandboxEmail } from '../queries.ts';
 import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
 
 /**
@@ -21,13 +21,13 @@ import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts
 const KEPT_AT_ONCE = 16;
 
 export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock, options: { defer?: RegExp; bounce?: RegExp }): EmailTransport {
-  let waiting: Array<{ row: unknown[]; settle: (error?: unknown) => void }> = [];
+  let waiting: Array<{ row: SandboxEmail; settle: (error?: unknown) => void }> = [];
   const flush = async () => {
     if (waiting.length === 0) return;
     const batch = waiting;
     waiting = [];
     try {
-      await insertRecords(database, clock.now(), batch.map((w) => w.row));
+      await queries[database.dialect].insertSandboxEmail(database.db, clock.now(), batch.map((w) => w.row));
       for (const w of batch) w.settle();
     } catch (error) {
       for (const w of batch) w.settle(error);
@@ -35,7 +35,9 @@ export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock,
   };
   const keep = (m: OutgoingEmail) =>
     new Promise<void>((resolve, reject) => {
-      waiting.push({ row: [m.accountId, m.sendId, m.messageId, m.to, m.raw.toString('utf8')], settle: (error) => (error === undefined ? resolve() : reject(error)) });
+      const raw = m.raw.toString('utf8');
+      const row = { accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.to, raw };
+      waiting.push({ row, settle: (error) => (error === undefined ? resolve() : reject(error)) });
       if (waiting.length === KEPT_AT_ONCE) void flush();
       else if (waiting.length === 1) setImmediate(flush);
     });
@@ -48,14 +50,4 @@ export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock,
     },
     async close() {},
   };
-}
-
-async function insertRecords({ db, dialect }: ProcedureDatabase, now: number, rows: unknown[][]): Promise<void> {
-  const json = JSON.stringify(rows);
-  await (dialect === 'postgres'
-    ? sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, created_at)
-          select r ->> 0, r ->> 1, r ->> 2, r ->> 3, r ->> 4, ${now}::bigint from jsonb_array_elements(${json}::jsonb) r`
-    : sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, created_at)
-          select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, ${now} from json_each(${json})`
-  ).execute(db);
 }

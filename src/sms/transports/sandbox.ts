@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
 import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
 import { seal, type Keyring } from '../../sealed.ts';
+import { queries, type SandboxPart } from '../queries.ts';
 import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
 
 /**
@@ -18,7 +18,7 @@ export function sandboxTransport(database: ProcedureDatabase, clock: Clock, opti
   return {
     async submit(messages: OutgoingSms[]): Promise<SubmitResult[]> {
       const results: SubmitResult[] = [];
-      const rows: unknown[][] = [];
+      const rows: SandboxPart[] = [];
       for (const m of messages) {
         if (options.fail?.test(m.recipient)) {
           results.push({ accepted: false, permanent: true, error: 'the sandbox refuses this number (SMS_TRANSPORT fail pattern)', errorCode: 'sandbox' });
@@ -27,12 +27,15 @@ export function sandboxTransport(database: ProcedureDatabase, clock: Clock, opti
         const { parts, encoding } = m.segmented;
         parts.forEach((part, i) => {
           const text = m.sensitive ? seal(options.key.current, part.text, sandboxTextPlace(m.messageId, i + 1)) : part.text;
-          rows.push([m.accountId, m.sendId, m.messageId, m.recipient, m.sender, i + 1, parts.length, encoding, text, m.sensitive]);
+          rows.push({
+            accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.recipient, sender: m.sender,
+            part: i + 1, parts: parts.length, encoding, text, sealed: m.sensitive,
+          });
         });
         const operatorMessageIds = parts.map((_, i) => `${m.messageId}/${i + 1}`);
         results.push({ accepted: true, operatorMessageIds, receipts: operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })) });
       }
-      if (rows.length > 0) await insertRecords(database, clock.now(), rows);
+      if (rows.length > 0) await queries[database.dialect].insertSandboxParts(database.db, clock.now(), rows);
       return results;
     },
     async close() {},
@@ -41,15 +44,3 @@ export function sandboxTransport(database: ProcedureDatabase, clock: Clock, opti
 
 /** What a sealed record's text is bound to: its message and part. */
 export const sandboxTextPlace = (messageId: string, part: number) => `sandbox_sms.text:${messageId}/${part}`;
-
-async function insertRecords({ db, dialect }: ProcedureDatabase, now: number, rows: unknown[][]): Promise<void> {
-  const json = JSON.stringify(rows);
-  await (dialect === 'postgres'
-    ? sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text, sealed, created_at)
-          select r ->> 0, r ->> 1, r ->> 2, r ->> 3, r ->> 4, (r ->> 5)::int, (r ->> 6)::int, r ->> 7, r ->> 8, (r ->> 9)::boolean, ${now}::bigint
-            from jsonb_array_elements(${json}::jsonb) r`
-    : sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text, sealed, created_at)
-          select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8, value ->> 9, ${now}
-            from json_each(${json})`
-  ).execute(db);
-}

@@ -8,20 +8,37 @@ import type { DialectName } from '../../../db/dialect.ts';
 import { chunkOf } from '../../../db/chunks.ts';
 import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
-import { inJson } from '../../../crm/queries.ts';
+import { inJson } from '../../../db/in-json.ts';
+import { queries } from '../../queries.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
 
 type Db = Kysely<Schema>;
 
-/** A part the SMSC took: [send id, recipient, part (from 1), parts, operator's id]. */
-export type Answer = [string, string, number, number, string];
+/** A part the SMSC took. */
+export interface Answer {
+  sendId: string;
+  recipient: string;
+  /** From 1. */
+  part: number;
+  parts: number;
+  operatorMessageId: string;
+}
 
 export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers', async ({ db }, args: { now: number; answers: Answer[] }): Promise<void> => {
   await db
     .insertInto('smpp_submits')
     // One row a part, the last given: PostgreSQL refuses an upsert that touches a row twice.
-    .values([...new Map(args.answers.map((a) => [`${a[0]}\n${a[1]}\n${a[2]}`, a])).values()].map(([send_id, recipient, part, parts, operator_message_id]) => ({ send_id, recipient, part, parts, operator_message_id, at: args.now })))
+    .values(
+      [...new Map(args.answers.map((a) => [`${a.sendId}\n${a.recipient}\n${a.part}`, a])).values()].map((a) => ({
+        send_id: a.sendId,
+        recipient: a.recipient,
+        part: a.part,
+        parts: a.parts,
+        operator_message_id: a.operatorMessageId,
+        at: args.now,
+      })),
+    )
     .onConflict((oc) => oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({ parts: eb.ref('excluded.parts'), operator_message_id: eb.ref('excluded.operator_message_id'), at: eb.ref('excluded.at') })))
     .execute();
 });
@@ -34,13 +51,18 @@ export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers',
  */
 export async function answeredBefore(db: Db, dialect: DialectName, messages: Array<{ sendId: string; recipient: string }>): Promise<Answer[]> {
   if (messages.length === 0) return [];
-  const keys = JSON.stringify(messages.map((m) => [m.sendId, m.recipient]));
-  // The keys as rows `m` with a column `value`, whichever the database: each a [send, recipient] pair.
-  const keyRows = dialect === 'postgres' ? sql`jsonb_array_elements(${keys}::jsonb) as m(value)` : sql`json_each(${keys}) as m`;
+  const keys = messages.map(({ sendId, recipient }) => ({ sendId, recipient }));
   const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
-                                          from ${keyRows}
-                                          join smpp_submits s on s.send_id = m.value ->> 0 and s.recipient = m.value ->> 1`.execute(db);
-  return rows.map((row) => [row.send_id, row.recipient, Number(row.part), Number(row.parts), row.operator_message_id]);
+                                          from ${queries[dialect].messageKeyRows(keys)}
+                                          join smpp_submits s on s.send_id = m.value ->> 'sendId'
+                                                             and s.recipient = m.value ->> 'recipient'`.execute(db);
+  return rows.map((row) => ({
+    sendId: row.send_id,
+    recipient: row.recipient,
+    part: Number(row.part),
+    parts: Number(row.parts),
+    operatorMessageId: row.operator_message_id,
+  }));
 }
 
 interface AnswerRow {

@@ -184,7 +184,7 @@ class SmppTransport implements SmsTransport {
     const earlier = await answeredBefore(this.database.reads, this.database.dialect, messages);
     const answered = new Map<string, Answer[]>();
     for (const answer of earlier) {
-      const key = `${answer[0]}\n${answer[1]}`;
+      const key = `${answer.sendId}\n${answer.recipient}`;
       answered.set(key, [...(answered.get(key) ?? []), answer]);
     }
     const results = messages.map(
@@ -193,8 +193,9 @@ class SmppTransport implements SmsTransport {
           const { parts, encoding } = message.segmented;
           const tracker: Tracker = { message, ids: parts.map(() => null), unsettled: 0, failure: undefined, settle };
           // An earlier try's answers count only for the same segmentation of the message.
-          for (const [, , part, total, id] of answered.get(`${message.sendId}\n${message.recipient}`) ?? []) {
-            if (total === parts.length && part <= total) tracker.ids[part - 1] = id;
+          for (const answer of answered.get(`${message.sendId}\n${message.recipient}`) ?? []) {
+            const sameSegmentation = answer.parts === parts.length && answer.part <= answer.parts;
+            if (sameSegmentation) tracker.ids[answer.part - 1] = answer.operatorMessageId;
           }
           const missing = parts.flatMap((part, i) => (tracker.ids[i] === null ? [{ part, i }] : []));
           tracker.unsettled = missing.length;
@@ -286,7 +287,10 @@ class SmppTransport implements SmsTransport {
       tracker.ids[part] = id;
       this.partSettled(tracker);
       // The slot frees once the answer is recorded: what a crash can lose is bounded by the window.
-      this.recordAnswer([message.sendId, message.recipient, part + 1, message.segmented.parts.length, id]).then(() => this.freeSlot(bind, message.recipient));
+      const { sendId, recipient } = message;
+      const parts = message.segmented.parts.length;
+      const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id };
+      this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
       return;
     }
     this.freeSlot(bind, message.recipient);

@@ -1,0 +1,140 @@
+import { sql, type Kysely, type OperationNodeSource, type RawBuilder } from 'kysely';
+import { chunkOf } from '../db/chunks.ts';
+import type { DialectName } from '../db/dialect.ts';
+import { inJson } from '../db/in-json.ts';
+import type { Schema } from '../db/schema.ts';
+import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
+
+/**
+ * The messaging statements that differ by database. Rows travel as ONE JSON parameter of
+ * objects unpacked in SQL (as crm/queries.ts explains), each field read by its name; on SQLite
+ * by jsonb_each (sms/queries.ts says why).
+ */
+
+type Db = Kysely<Schema>;
+
+/** A request's recipient row to insert: `tags` in JSON (sealed when the send's body is), or null. */
+export interface RecipientRow {
+  address: string;
+  tags: string | null;
+  contactId: number | null;
+}
+
+/** One count of a UsageTally (rollup.ts), as usage_deltas holds it. */
+export interface UsageDelta {
+  accountId: string;
+  channel: string;
+  status: string;
+  encoding: string;
+  messages: number;
+  parts: number;
+}
+
+const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, encoding)
+                          do update set messages = usage_rollup.messages + excluded.messages,
+                                        parts = usage_rollup.parts + excluded.parts`;
+
+/** A send's rows of its accept: the send row and its own recipients (writeSend's `row` and `recipients`). */
+type AcceptWrites = Array<OperationNodeSource & { execute(db: Db): Promise<unknown> }>;
+
+const SQLITE = {
+  /** An epoch-ms parameter as a column of the send tables takes it. */
+  epochMs: (ms: number): RawBuilder<number> => sql`${ms}`,
+
+  // SQLite's planner, with no statistics, would walk all the account's sends and look the
+  // addresses up in each; its CROSS JOIN keeps the recipients (by address) the outer loop.
+  recipientsToSends: sql`cross join`,
+
+  insertRequestRecipients: (sendId: string, now: number, rows: RecipientRow[]) => sql`
+    insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
+    select ${sendId}, value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', ${now}
+      from jsonb_each(${JSON.stringify(rows)}) where true
+    on conflict (send_id, address) do nothing`,
+
+  /** Of the content's JSON object, the fields `keys` names, as a JSON object (`{}` when none). */
+  contentFields: (keys: readonly string[]) =>
+    sql`(select json_group_object(key, value) from json_each(content) where key in ${inJson('sqlite', keys)})`,
+
+  insertUsageDeltas: (bucket: number, deltas: UsageDelta[]) => sql`
+    insert into usage_deltas (account_id, channel, bucket, status, encoding, messages, parts)
+    select value ->> 'accountId', value ->> 'channel', ${bucket}, value ->> 'status', value ->> 'encoding',
+           value ->> 'messages', value ->> 'parts'
+      from jsonb_each(${JSON.stringify(deltas)})`,
+
+  /** Adds at most `limit` of the oldest deltas to the rollup and deletes them; answers how many. */
+  async foldUsage(trx: Db, limit: number): Promise<number> {
+    const last = await trx
+      .selectFrom('usage_deltas').select('id').orderBy('id').offset(limit - 1).limit(1).executeTakeFirst();
+    const upTo = last?.id ?? Number.MAX_SAFE_INTEGER;
+    await sql`insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
+              select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)
+                from usage_deltas where id <= ${upTo}
+               group by 1, 2, 3, 4, 5 ${ADD_TO_ROLLUP}`.execute(trx);
+    const deleted = await trx.deleteFrom('usage_deltas').where('id', '<=', upTo).executeTakeFirst();
+    return Number(deleted.numDeletedRows);
+  },
+
+  /** The writes of an accept and its job, in the caller's transaction. */
+  async writeAccept(db: Db, writes: AcceptWrites, job: NewJob): Promise<void> {
+    for (const write of writes) await write.execute(db);
+    await enqueue(db, job);
+  },
+
+  /** After an expansion of more than one range: nothing to do on SQLite. */
+  async expanded(_db: Db): Promise<void> {},
+};
+
+const POSTGRES: typeof SQLITE = {
+  epochMs: (ms) => sql`${ms}::bigint`,
+
+  recipientsToSends: sql`join`,
+
+  insertRequestRecipients: (sendId, now, rows) => sql`
+    insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
+    select ${sendId}, r ->> 'address', r ->> 'tags', (r ->> 'contactId')::bigint, 'Queued', ${now}::bigint
+      from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) r
+    on conflict (send_id, address) do nothing`,
+
+  contentFields: (keys) =>
+    sql`(select coalesce(jsonb_object_agg(key, value), '{}')::text from jsonb_each(content::jsonb)
+          where key in ${inJson('postgres', keys)})`,
+
+  insertUsageDeltas: (bucket, deltas) => sql`
+    insert into usage_deltas (account_id, channel, bucket, status, encoding, messages, parts)
+    select r ->> 'accountId', r ->> 'channel', ${bucket}::bigint, r ->> 'status', r ->> 'encoding',
+           (r ->> 'messages')::bigint, (r ->> 'parts')::bigint
+      from jsonb_array_elements(${JSON.stringify(deltas)}::jsonb) r`,
+
+  // One statement. The delete takes a chunk of the rows it sees (db/chunks.ts), so a delta
+  // whose transaction commits meanwhile waits for the next fold.
+  async foldUsage(trx, limit) {
+    const { rows } = await sql<{ n: string }>`
+      with moved as (delete from usage_deltas where ${chunkOf('postgres', 'usage_deltas', sql`true`, limit, 'id')}
+                     returning account_id, channel, bucket, status, encoding, messages, parts),
+           added as (insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
+                     select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)
+                       from moved group by 1, 2, 3, 4, 5
+                     order by 1, 2, 3, 4, 5 ${ADD_TO_ROLLUP})
+      select count(*) as n from moved`.execute(trx);
+    return Number(rows[0].n);
+  },
+
+  // One statement, so an accept costs one round trip.
+  async writeAccept(db, writes, job) {
+    await enqueueWithWrites(db, job, writes);
+  },
+
+  /**
+   * An ANALYZE of send_recipients. Its statistics know nothing of a send just written, and
+   * take the recipients of one to be a handful (a new send_id is not among the values they
+   * count), so each page's read planned a bitmap scan of all the send's remaining recipients
+   * and a sort of them, 15 ms a page, rather than the first 500 in index order; autovacuum
+   * gets to the table only a minute or more later. ANALYZE samples a fixed number of rows
+   * whatever the table's size, and SKIP_LOCKED leaves it to autovacuum when that is already at it.
+   */
+  async expanded(db) {
+    await sql`analyze (skip_locked) send_recipients`.execute(db);
+  },
+};
+
+export const queries: Record<DialectName, typeof SQLITE> = { sqlite: SQLITE, postgres: POSTGRES };
