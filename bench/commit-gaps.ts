@@ -62,7 +62,10 @@ function watch(path: string, stopped: Int32Array): void {
     gaps.longestBlindMs = Math.max(gaps.longestBlindMs, now - lastLook);
     blindInGap ||= now - lastLook > BLIND_MS;
     lastLook = now;
-    gaps.largestWalBytes = Math.max(gaps.largestWalBytes, statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0);
+    gaps.largestWalBytes = Math.max(
+      gaps.largestWalBytes,
+      statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0,
+    );
     const current = version.get()!.data_version;
     if (current === seen) continue;
     if (lastCommit !== undefined) {
@@ -76,4 +79,5 @@ function watch(path: string, stopped: Int32Array): void {
   parentPort!.postMessage(gaps);
 }
 
-if (!isMainThread && workerData?.commitGaps) watch(workerData.commitGaps.path as string, workerData.commitGaps.stopped as Int32Array);
+if (!isMainThread && workerData?.commitGaps)
+  watch(workerData.commitGaps.path as string, workerData.commitGaps.stopped as Int32Array);

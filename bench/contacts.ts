@@ -44,7 +44,14 @@ import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { createProperty } from '../src/crm/setup.ts';
 import { systemClock } from '../src/clock.ts';
-import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import {
+  authorizedHeaders,
+  BENCH_ENCRYPTION_KEY,
+  peakRssMiB,
+  post,
+  waitForHealth,
+  withFreshPostgres,
+} from './herald-process.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 1_000_000);
 const PER_REQUEST = 1000;
@@ -87,7 +94,14 @@ function plan(): BenchContact[][] {
   const make = (): BenchContact => {
     const n = made.length;
     // Indian mobiles 9xxxxxxxxx are all valid, and every n gets its own.
-    const contact = { n, email: `contact${n}@bench.example.com`, mobile: String(9_000_000_000 + n), mobileOptIn: true, emailOptIn: n % 3 !== 0, visits: 0 };
+    const contact = {
+      n,
+      email: `contact${n}@bench.example.com`,
+      mobile: String(9_000_000_000 + n),
+      mobileOptIn: true,
+      emailOptIn: n % 3 !== 0,
+      visits: 0,
+    };
     made.push(contact);
     return contact;
   };
@@ -136,14 +150,24 @@ function flatness(appliedAt: number[]): Flatness | undefined {
   if (appliedAt.length < 2 * WINDOW + 1) return undefined;
   const span = (from: number) => appliedAt[from + WINDOW] - appliedAt[from];
   const [first, last] = [span(0), span(appliedAt.length - 1 - WINDOW)];
-  return { first: (WINDOW * PER_REQUEST * 1000) / first, last: (WINDOW * PER_REQUEST * 1000) / last, slowdown: last / first };
+  return {
+    first: (WINDOW * PER_REQUEST * 1000) / first,
+    last: (WINDOW * PER_REQUEST * 1000) / last,
+    slowdown: last / first,
+  };
 }
 
-async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate: number; seconds: number; peakRss: number; flat: Flatness | undefined }> {
+async function viaHttp(
+  url: string,
+  requests: BenchContact[][],
+): Promise<{ rate: number; seconds: number; peakRss: number; flat: Flatness | undefined }> {
   const database = openDatabase(url, { poolSize: 2 });
   await migrateToLatest(database);
   const password = 'correct horse battery staple';
-  const account = await createAccount(database.db, systemClock, { userName: `bench-${Date.now()}@example.com`, password });
+  const account = await createAccount(database.db, systemClock, {
+    userName: `bench-${Date.now()}@example.com`,
+    password,
+  });
   await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { contacts: 1_000_000 } });
   const propertyIds = [
     (await createProperty(database.db, systemClock, account.id, 'firstName')).propertyid,
@@ -155,7 +179,14 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
   const children = roles.map((role, i) =>
     spawn('bin/herald', ['serve', '--role', role], {
       // Each worker process has a probes-and-metrics listener, on a port of its own.
-      env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1 + i), LOG_LEVEL: 'warn', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY },
+      env: {
+        ...process.env,
+        DATABASE_URL: url,
+        PORT: String(PORT),
+        WORKER_PORT: String(PORT + 1 + i),
+        LOG_LEVEL: 'warn',
+        ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+      },
       stdio: ['ignore', 'inherit', 'inherit'],
     }),
   );
@@ -182,18 +213,42 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
       }),
     );
     const accepted = performance.now();
-    const appliedByThen = (await database.db.selectFrom('contact_batches').select('id').where('account_id', '=', account.id).where('status', '=', 'Completed').execute()).length;
+    const appliedByThen = (
+      await database.db
+        .selectFrom('contact_batches')
+        .select('id')
+        .where('account_id', '=', account.id)
+        .where('status', '=', 'Completed')
+        .execute()
+    ).length;
     for (;;) {
-      const rows = await database.db.selectFrom('contact_batches').select(['status']).where('account_id', '=', account.id).where('status', 'in', ['Queued', 'Failed']).execute();
+      const rows = await database.db
+        .selectFrom('contact_batches')
+        .select(['status'])
+        .where('account_id', '=', account.id)
+        .where('status', 'in', ['Queued', 'Failed'])
+        .execute();
       if (rows.some((r) => r.status === 'Failed')) throw new Error('a batch failed');
       if (rows.length === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const seconds = (performance.now() - started) / 1000;
     const peakRss = Math.max(...children.map((child) => peakRssMiB(child.pid!)));
-    const applied = await database.db.selectFrom('contact_batches').select('completed_at').where('account_id', '=', account.id).orderBy('completed_at').execute();
-    console.log(`  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s (${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`);
-    return { rate: (requests.length * PER_REQUEST) / seconds, seconds, peakRss, flat: flatness(applied.map((row) => Number(row.completed_at))) };
+    const applied = await database.db
+      .selectFrom('contact_batches')
+      .select('completed_at')
+      .where('account_id', '=', account.id)
+      .orderBy('completed_at')
+      .execute();
+    console.log(
+      `  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s (${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`,
+    );
+    return {
+      rate: (requests.length * PER_REQUEST) / seconds,
+      seconds,
+      peakRss,
+      flat: flatness(applied.map((row) => Number(row.completed_at))),
+    };
   } finally {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
@@ -205,19 +260,35 @@ async function viaHttp(url: string, requests: BenchContact[][]): Promise<{ rate:
 async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ rate: number; seconds: number }> {
   const database = openDatabase(url, { poolSize: 1 });
   await migrateToLatest(database);
-  const account = await createAccount(database.db, systemClock, { userName: `plain-${Date.now()}@example.com`, password: 'correct horse battery staple' });
+  const account = await createAccount(database.db, systemClock, {
+    userName: `plain-${Date.now()}@example.com`,
+    password: 'correct horse battery staple',
+  });
   const propertyIds = [randomUUID(), randomUUID(), randomUUID()];
   await database.close();
   for (const c of requests.flat()) c.visits = 0;
 
-  const columns = 'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at';
+  const columns =
+    'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at';
   const update =
     'on conflict (account_id, id) do update set email = excluded.email, mobile = excluded.mobile, mobile_country_code = excluded.mobile_country_code, ' +
     'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = excluded.properties, updated_at = excluded.updated_at';
   const rowsOf = (contacts: BenchContact[], now: number) =>
     contacts.map((c) => [
-      c.n + 1, account.id, SHAPE === 'mobile' ? null : c.email, SHAPE === 'email' ? null : `91${c.mobile}`, SHAPE === 'email' ? null : '91', c.mobileOptIn, c.emailOptIn,
-      JSON.stringify({ [propertyIds[0]]: `First${c.n}`, [propertyIds[1]]: `City${c.n % 97}`, [propertyIds[2]]: String(++c.visits) }), now, now,
+      c.n + 1,
+      account.id,
+      SHAPE === 'mobile' ? null : c.email,
+      SHAPE === 'email' ? null : `91${c.mobile}`,
+      SHAPE === 'email' ? null : '91',
+      c.mobileOptIn,
+      c.emailOptIn,
+      JSON.stringify({
+        [propertyIds[0]]: `First${c.n}`,
+        [propertyIds[1]]: `City${c.n % 97}`,
+        [propertyIds[2]]: String(++c.visits),
+      }),
+      now,
+      now,
     ]);
 
   const started = performance.now();
@@ -237,13 +308,17 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
   } else {
     const db = new DatabaseSync(url.slice('sqlite:'.length));
     // The same settings as Herald's own connection (src/db/sqlite-thread.ts), so only the work differs.
-    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 40000; PRAGMA cache_size = -16384');
+    db.exec(
+      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 40000; PRAGMA cache_size = -16384',
+    );
     const statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
     const prepared = (text: string) => statements.get(text) ?? statements.set(text, db.prepare(text)).get(text)!;
     for (const contacts of requests) {
       const rows = rowsOf(contacts, Date.now()).map((row) => row.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
       db.exec('begin immediate');
-      prepared(`insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`).run(...(rows.flat() as Array<string | number | null>));
+      prepared(
+        `insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`,
+      ).run(...(rows.flat() as Array<string | number | null>));
       db.exec('commit');
     }
     db.close();
@@ -259,18 +334,28 @@ async function main(): Promise<void> {
   try {
     const run = async () => {
       const requests = plan();
-      console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
+      console.log(
+        `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+      );
       const shape = { both: 'email and mobile', email: 'email only', mobile: 'mobile only' }[SHAPE];
-      console.log(`load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`);
+      console.log(
+        `load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`,
+      );
       const http = await viaHttp(httpUrl, requests);
       const plain = await viaPlainSql(plainUrl, requests);
       console.log('path                                contacts/s   seconds   peak RSS MiB');
-      console.log(`HTTP API → queue → applied         ${http.rate.toFixed(0).padStart(10)} ${http.seconds.toFixed(1).padStart(9)} ${http.peakRss.toFixed(0).padStart(14)}`);
-      console.log(`plain SQL bulk upsert              ${plain.rate.toFixed(0).padStart(10)} ${plain.seconds.toFixed(1).padStart(9)}`);
+      console.log(
+        `HTTP API → queue → applied         ${http.rate.toFixed(0).padStart(10)} ${http.seconds.toFixed(1).padStart(9)} ${http.peakRss.toFixed(0).padStart(14)}`,
+      );
+      console.log(
+        `plain SQL bulk upsert              ${plain.rate.toFixed(0).padStart(10)} ${plain.seconds.toFixed(1).padStart(9)}`,
+      );
       console.log(`ratio HTTP / plain: ${(http.rate / plain.rate).toFixed(3)}`);
       if (http.flat) {
         const { first, last, slowdown } = http.flat;
-        console.log(`applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 (to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`);
+        console.log(
+          `applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 (to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`,
+        );
       }
     };
     if (postgres) await withFreshPostgres(httpUrl, ['plain'], run);

@@ -30,7 +30,13 @@ const key = trackingKey(new Keyring(generateKey()));
 
 const compileStarted = performance.now();
 const compiled = compileEmail(
-  { subject: 'Spring news for [firstName]', preheader: 'Early access for [plan] members', html, from: { email: 'news@mail.localhost', displayName: 'Example Shop' }, replyTo: { email: 'help@shop.example.com' } },
+  {
+    subject: 'Spring news for [firstName]',
+    preheader: 'Early access for [plan] members',
+    html,
+    from: { email: 'news@mail.localhost', displayName: 'Example Shop' },
+    replyTo: { email: 'help@shop.example.com' },
+  },
   { tracking: true },
 );
 const compileMs = performance.now() - compileStarted;
@@ -39,13 +45,22 @@ const urlsOf = (recipientId: number) => recipientUrls(key, PUBLIC_URL, recipient
 
 const recipient = (i: number) => ({
   to: `customer${i}@example.com`,
-  sources: { own: { '[firstName]': `Customer ${i}` }, properties: new Map([['city', 'Zürich'], ['plan', i % 2 ? 'Gold' : 'Silver']]) },
+  sources: {
+    own: { '[firstName]': `Customer ${i}` },
+    properties: new Map([
+      ['city', 'Zürich'],
+      ['plan', i % 2 ? 'Gold' : 'Silver'],
+    ]),
+  },
   messageId: `<${i}.bench@mail.localhost>`,
   urls: urlsOf(i),
   date: new Date(),
 });
 
-async function pages(count: number, render: (i: number) => Promise<Buffer>): Promise<{ ms: number; cpuMs: number; bytes: number; peakRss: number }> {
+async function pages(
+  count: number,
+  render: (i: number) => Promise<Buffer>,
+): Promise<{ ms: number; cpuMs: number; bytes: number; peakRss: number }> {
   let peakRss = process.memoryUsage.rss();
   let bytes = 0;
   const started = performance.now();
@@ -76,15 +91,31 @@ const composerOptions = (i: number): MailComposerOptions => ({
   subject: parsed.subject,
   messageId: `<${i}.bench@mail.localhost>`,
   text: { content: parsed.text, contentType: 'text/plain; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
-  html: { content: parsed.html as string, contentType: 'text/html; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
+  html: {
+    content: parsed.html as string,
+    contentType: 'text/html; charset=utf-8',
+    contentTransferEncoding: 'quoted-printable',
+  },
 });
 const composed = await pages(SAMPLE, async (i) => composeMime(composerOptions(i)));
 const built = await pages(SAMPLE, (i) => new MailComposer(composerOptions(i)).compile().build());
-const dkimKey = { domain: 'mail.localhost', selector: 'bench', privateKey: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey };
-const rendered = await Promise.all(Array.from({ length: Math.min(SAMPLE, 1000) }, (_, i) => renderEmail(compiled, recipient(i))));
+const dkimKey = {
+  domain: 'mail.localhost',
+  selector: 'bench',
+  privateKey: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey,
+};
+const rendered = await Promise.all(
+  Array.from({ length: Math.min(SAMPLE, 1000) }, (_, i) => renderEmail(compiled, recipient(i))),
+);
 const signed = await pages(SAMPLE, (i) => signEmail(rendered[i % rendered.length], dkimKey));
 
 const perRecipient = (ms: number, count: number) => `${(ms / count).toFixed(3)} ms`;
-console.log(`fixture: ${Buffer.byteLength(html)} bytes of HTML, ${compiled.links.length} tracked links, compiled once in ${compileMs.toFixed(1)} ms`);
-console.log(`${RECIPIENTS} recipients in pages of ${PAGE}: ${Math.round(RECIPIENTS / (all.ms / 1000))} renders/s, ${perRecipient(all.cpuMs, RECIPIENTS)} of CPU each, ${Math.round(all.bytes / RECIPIENTS)} bytes each, peak RSS ${Math.round(all.peakRss / 2 ** 20)} MB`);
-console.log(`apart, per recipient: ${perRecipient(tokensMs, SAMPLE)} for its ${compiled.links.length + 2} tracking tokens; ${perRecipient(composed.cpuMs, SAMPLE)} of CPU composing its MIME (composeMime), where the composer's own streaming build() takes ${perRecipient(built.cpuMs, SAMPLE)}; ${perRecipient(signed.cpuMs, SAMPLE)} of CPU signing it with DKIM (RSA-2048)`);
+console.log(
+  `fixture: ${Buffer.byteLength(html)} bytes of HTML, ${compiled.links.length} tracked links, compiled once in ${compileMs.toFixed(1)} ms`,
+);
+console.log(
+  `${RECIPIENTS} recipients in pages of ${PAGE}: ${Math.round(RECIPIENTS / (all.ms / 1000))} renders/s, ${perRecipient(all.cpuMs, RECIPIENTS)} of CPU each, ${Math.round(all.bytes / RECIPIENTS)} bytes each, peak RSS ${Math.round(all.peakRss / 2 ** 20)} MB`,
+);
+console.log(
+  `apart, per recipient: ${perRecipient(tokensMs, SAMPLE)} for its ${compiled.links.length + 2} tracking tokens; ${perRecipient(composed.cpuMs, SAMPLE)} of CPU composing its MIME (composeMime), where the composer's own streaming build() takes ${perRecipient(built.cpuMs, SAMPLE)}; ${perRecipient(signed.cpuMs, SAMPLE)} of CPU signing it with DKIM (RSA-2048)`,
+);

@@ -56,7 +56,15 @@ import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
 import { Keyring } from '../src/sealed.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
-import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import {
+  authorizedHeaders,
+  BENCH_ENCRYPTION_KEY,
+  peakRssMiB,
+  post,
+  startWebhookCounter,
+  waitForHealth,
+  withFreshPostgres,
+} from './herald-process.ts';
 
 const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);
 const RECIPIENTS = 1000;
@@ -80,34 +88,55 @@ async function seedContacts(database: Database, accountId: string, listId: strin
   const property = { firstName: crypto.randomUUID(), city: crypto.randomUUID(), plan: crypto.randomUUID() };
   await database.db
     .insertInto('contact_properties')
-    .values(Object.entries(property).map(([name, id]) => ({ id, account_id: accountId, name, name_key: name.toLowerCase(), created_at: Date.now() })))
+    .values(
+      Object.entries(property).map(([name, id]) => ({
+        id,
+        account_id: accountId,
+        name,
+        name_key: name.toLowerCase(),
+        created_at: Date.now(),
+      })),
+    )
     .execute();
   for (let start = 0; start < count; start += 2000) {
     const rows = Array.from({ length: Math.min(2000, count - start) }, (_, i) => start + i + 1);
     await database.db.transaction().execute(async (trx) => {
       await trx
         .insertInto('contacts')
-        .values(rows.map((n) => ({
-          id: n,
-          account_id: accountId,
-          email: address(RECIPIENTS + n),
-          mobile: null,
-          mobile_country_code: null,
-          mobile_opt_in: false,
-          email_opt_in: true,
-          properties: JSON.stringify({ [property.firstName]: `Customer ${n}`, [property.city]: city(n), [property.plan]: plan(n) }),
-          created_at: n,
-          updated_at: n,
-        })))
+        .values(
+          rows.map((n) => ({
+            id: n,
+            account_id: accountId,
+            email: address(RECIPIENTS + n),
+            mobile: null,
+            mobile_country_code: null,
+            mobile_opt_in: false,
+            email_opt_in: true,
+            properties: JSON.stringify({
+              [property.firstName]: `Customer ${n}`,
+              [property.city]: city(n),
+              [property.plan]: plan(n),
+            }),
+            created_at: n,
+            updated_at: n,
+          })),
+        )
         .execute();
-      await trx.insertInto('list_members').values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n }))).execute();
+      await trx
+        .insertInto('list_members')
+        .values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n })))
+        .execute();
     });
   }
 }
 
 async function untilCompleted(database: Database, batchId: string): Promise<void> {
   for (;;) {
-    const row = await database.db.selectFrom('sends').select('status').where('id', '=', batchId).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('sends')
+      .select('status')
+      .where('id', '=', batchId)
+      .executeTakeFirstOrThrow();
     if (row.status === 'Completed') return;
     await sleep(100);
   }
@@ -115,9 +144,12 @@ async function untilCompleted(database: Database, batchId: string): Promise<void
 
 /** `herald sim smtp` in its own process, accepting every message and keeping none (counting only). */
 async function startSink(): Promise<{ port: number; accepted(): Promise<number>; stop(): Promise<void> }> {
-  const child = spawn('bin/herald', ['sim', 'smtp', '--port', '0', '--http-port', '0', '--retain', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('bin/herald', ['sim', 'smtp', '--port', '0', '--http-port', '0', '--retain', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let banner: RegExpExecArray | null = null;
-  for await (const line of createInterface({ input: child.stdout! })) if ((banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line))) break;
+  for await (const line of createInterface({ input: child.stdout! }))
+    if ((banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line))) break;
   if (!banner) throw new Error('herald sim smtp stopped before it listened');
   const [, port, control] = banner;
   return {
@@ -154,22 +186,47 @@ async function plainNodemailer(database: Database, sinkPort: number, total: numb
   const keyring = new Keyring(createSecretKey(Buffer.from(BENCH_ENCRYPTION_KEY, 'hex')));
   const key = await signingKeyFor(database, keyring, systemClock, { accountId: null, domain: 'mail.localhost' });
   const { senderFrom, replyTo, subject, preHeaderText } = sendingDetails;
-  const compiled = compileEmail({ subject, preheader: preHeaderText, html, from: senderFrom, replyTo }, { tracking: true });
+  const compiled = compileEmail(
+    { subject, preheader: preHeaderText, html, from: senderFrom, replyTo },
+    { tracking: true },
+  );
   const tracking = trackingKey(keyring);
   const date = new Date();
   const raws: Buffer[] = [];
   for (let i = 0; i < RECIPIENTS; i++) {
     const own = Object.fromEntries(ownTags(i).map((t) => [t.tagName, t.tagValue]));
-    raws.push(await renderEmail(compiled, { to: address(i + 1), sources: { own }, messageId: `<${crypto.randomUUID()}@mail.localhost>`, urls: recipientUrls(tracking, 'http://localhost:8080', i + 1), date }));
+    raws.push(
+      await renderEmail(compiled, {
+        to: address(i + 1),
+        sources: { own },
+        messageId: `<${crypto.randomUUID()}@mail.localhost>`,
+        urls: recipientUrls(tracking, 'http://localhost:8080', i + 1),
+        date,
+      }),
+    );
   }
-  const mailer = createTransport({ pool: true, host: '127.0.0.1', port: sinkPort, maxConnections: SMTP_POOL, maxMessages: 500 });
-  const dkim = { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string };
+  const mailer = createTransport({
+    pool: true,
+    host: '127.0.0.1',
+    port: sinkPort,
+    maxConnections: SMTP_POOL,
+    maxMessages: 500,
+  });
+  const dkim = {
+    domainName: key.domain,
+    keySelector: key.selector,
+    privateKey: key.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+  };
   const started = Date.now();
   let next = 0;
   // As many in flight as Herald's send job keeps: the pool queues the rest.
   const lane = async () => {
     for (let i = next++; i < total; i = next++) {
-      await mailer.sendMail({ envelope: { from: 'bounces@mail.localhost', to: [address((i % RECIPIENTS) + 1)] }, raw: raws[i % RECIPIENTS], dkim });
+      await mailer.sendMail({
+        envelope: { from: 'bounces@mail.localhost', to: [address((i % RECIPIENTS) + 1)] },
+        raw: raws[i % RECIPIENTS],
+        dkim,
+      });
     }
   };
   await Promise.all(Array.from({ length: 50 }, lane));
@@ -203,10 +260,23 @@ async function run(url: string, list: number): Promise<Figures> {
   try {
     await migrateToLatest(database);
     const password = 'correct horse battery staple';
-    const account = await createAccount(database.db, systemClock, { userName: `bench-${Date.now()}@example.com`, password });
+    const account = await createAccount(database.db, systemClock, {
+      userName: `bench-${Date.now()}@example.com`,
+      password,
+    });
     await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { email: 1_000_000 } });
     const customers = crypto.randomUUID();
-    await database.db.insertInto('contact_lists').values({ id: customers, account_id: account.id, name: 'Customers', name_key: 'customers', is_default: false, created_at: Date.now() }).execute();
+    await database.db
+      .insertInto('contact_lists')
+      .values({
+        id: customers,
+        account_id: account.id,
+        name: 'Customers',
+        name_key: 'customers',
+        is_default: false,
+        created_at: Date.now(),
+      })
+      .execute();
     await seedContacts(database, account.id, customers, list);
 
     const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
@@ -215,8 +285,15 @@ async function run(url: string, list: number): Promise<Figures> {
       spawn('bin/herald', ['serve', '--role', role], {
         // Each worker process has a probes-and-metrics listener, on a port of its own.
         env: {
-          ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1 + i), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
-          EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:', ...profile,
+          ...process.env,
+          DATABASE_URL: url,
+          PORT: String(PORT),
+          WORKER_PORT: String(PORT + 1 + i),
+          LOG_LEVEL: 'warn',
+          WEBHOOK_ALLOW_PRIVATE: 'true',
+          ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+          EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:',
+          ...profile,
         },
         stdio: ['ignore', 'inherit', 'inherit'],
       }),
@@ -225,7 +302,10 @@ async function run(url: string, list: number): Promise<Figures> {
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, password);
 
-    const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ to: address(i + 1), personalizationSubstitutionTags: ownTags(i) }));
+    const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({
+      to: address(i + 1),
+      personalizationSubstitutionTags: ownTags(i),
+    }));
     const body = JSON.stringify({
       sendingDetails: {
         ...sendingDetails,
@@ -237,7 +317,9 @@ async function run(url: string, list: number): Promise<Figures> {
     });
     const total = RECIPIENTS + list;
     const loadBefore = loadavg()[0];
-    console.log(`batch of ${total} (${RECIPIENTS} recipients + a list of ${list}); load average before: ${loadBefore.toFixed(2)}`);
+    console.log(
+      `batch of ${total} (${RECIPIENTS} recipients + a list of ${list}); load average before: ${loadBefore.toFixed(2)}`,
+    );
     const requested = Date.now();
     const accepted = await post(new Agent(), `${base}/email/batch`, headers, body);
     if (accepted.status !== 202) throw new Error(`/email/batch answered ${accepted.status}: ${accepted.text}`);
@@ -247,13 +329,23 @@ async function run(url: string, list: number): Promise<Figures> {
     let lastHandOver: number;
     if (sink) {
       // Over SMTP the measure ends at the batch's last answer recorded: its Completed.
-      const { completed_at } = await database.db.selectFrom('sends').select('completed_at').where('id', '=', batchId).executeTakeFirstOrThrow();
+      const { completed_at } = await database.db
+        .selectFrom('sends')
+        .select('completed_at')
+        .where('id', '=', batchId)
+        .executeTakeFirstOrThrow();
       lastHandOver = Number(completed_at);
       const taken = await sink.accepted();
       if (taken !== total) throw new Error(`the sink took ${taken} of the batch's ${total} messages`);
     } else {
-      const { rows } = await sql<{ n: number | string; last: number | string }>`select count(*) as n, max(created_at) as last from sandbox_email where send_id = ${batchId}`.execute(database.db);
-      if (Number(rows[0].n) !== total) throw new Error(`the sandbox took ${rows[0].n} of the batch's ${total} messages`);
+      const { rows } = await sql<{
+        n: number | string;
+        last: number | string;
+      }>`select count(*) as n, max(created_at) as last from sandbox_email where send_id = ${batchId}`.execute(
+        database.db,
+      );
+      if (Number(rows[0].n) !== total)
+        throw new Error(`the sandbox took ${rows[0].n} of the batch's ${total} messages`);
       lastHandOver = Number(rows[0].last);
     }
     const deadline = Date.now() + 120_000;
@@ -281,7 +373,9 @@ async function run(url: string, list: number): Promise<Figures> {
 }
 
 async function main(): Promise<void> {
-  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
+  console.log(
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+  );
   const results: Figures[] = [];
   for (const list of LISTS) {
     if (postgres) results.push(await withFreshPostgres(requestedUrl!, [], () => run(requestedUrl!, list)));
@@ -295,12 +389,17 @@ async function main(): Promise<void> {
     }
   }
   const until = SMTP ? 'request to last answer recorded' : 'request to last hand-over     ';
-  console.log(`batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / after${SMTP ? '   plain nodemailer   ratio' : ''}`);
+  console.log(
+    `batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / after${SMTP ? '   plain nodemailer   ratio' : ''}`,
+  );
   for (const r of results) {
-    const webhook = r.webhookSeconds === null ? `only ${r.delivered} of ${r.total} within 120 s` : `${r.webhookSeconds.toFixed(1)} s`;
+    const webhook =
+      r.webhookSeconds === null ? `only ${r.delivered} of ${r.total} within 120 s` : `${r.webhookSeconds.toFixed(1)} s`;
     const rate = r.total / r.seconds;
     const plain = r.plain === null ? '' : `   ${r.plain.toFixed(0).padEnd(18)} ${(rate / r.plain).toFixed(2)}`;
-    console.log(`${String(r.total).padEnd(9)} ${`${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42)} ${webhook.padEnd(33)} ${`${r.peakRss.toFixed(0)} MiB`.padEnd(10)} ${`${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13)}${plain}`);
+    console.log(
+      `${String(r.total).padEnd(9)} ${`${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42)} ${webhook.padEnd(33)} ${`${r.peakRss.toFixed(0)} MiB`.padEnd(10)} ${`${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13)}${plain}`,
+    );
   }
 }
 

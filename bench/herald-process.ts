@@ -20,7 +20,8 @@ export const BENCH_ENCRYPTION_KEY = process.env.ENCRYPTION_KEY ?? randomBytes(32
  */
 export async function withFreshPostgres<T>(url: string, suffixes: string[], body: () => Promise<T>): Promise<T> {
   const name = new URL(url).pathname.slice(1);
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`DATABASE_URL must name a database to create (lower case, digits, _), got "${name}"`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name))
+    throw new Error(`DATABASE_URL must name a database to create (lower case, digits, _), got "${name}"`);
   const names = [name, ...suffixes.map((suffix) => `${name}_${suffix}`)];
   const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() });
   await admin.connect();
@@ -71,11 +72,20 @@ export async function waitForHealth(base: string): Promise<void> {
 }
 
 /** The JSON and bearer headers of an account's requests, with a token from POST /token. */
-export async function authorizedHeaders(base: string, account: { user_name: string; privateToken: string }, password: string): Promise<Record<string, string>> {
+export async function authorizedHeaders(
+  base: string,
+  account: { user_name: string; privateToken: string },
+  password: string,
+): Promise<Record<string, string>> {
   const response = await fetch(`${base}/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ userName: account.user_name, password, privateToken: account.privateToken, validity: 'Default' }),
+    body: JSON.stringify({
+      userName: account.user_name,
+      password,
+      privateToken: account.privateToken,
+      validity: 'Default',
+    }),
   });
   const { access_token } = (await response.json()) as { access_token: string };
   return { 'content-type': 'application/json', authorization: `Bearer ${access_token}` };
@@ -85,14 +95,23 @@ export async function authorizedHeaders(base: string, account: { user_name: stri
  * POSTs with node:http on kept-alive connections: the load generator shares the machine's
  * two cores with what it measures, and fetch cost it about twice the CPU.
  */
-export function post(agent: Agent, url: string, headers: Record<string, string>, body: Buffer | string): Promise<{ status: number; text: string }> {
+export function post(
+  agent: Agent,
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer | string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, text: Buffer.concat(chunks).toString() }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -107,14 +126,18 @@ export function peakRssMiB(pid: number): number {
  * A webhook receiver that counts the events of the posts it takes that `counts` picks (a
  * message's final status), and notes when the last post arrived.
  */
-export async function startWebhookCounter(counts: (event: Record<string, unknown>) => boolean): Promise<{ url: string; counted: () => number; lastAt: () => number; close: () => Promise<void> }> {
+export async function startWebhookCounter(
+  counts: (event: Record<string, unknown>) => boolean,
+): Promise<{ url: string; counted: () => number; lastAt: () => number; close: () => Promise<void> }> {
   let counted = 0;
   let lastAt = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      counted += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<Record<string, unknown>> }).data.filter(counts).length;
+      counted += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<Record<string, unknown>> }).data.filter(
+        counts,
+      ).length;
       lastAt = Date.now();
       res.writeHead(204).end();
     });
@@ -122,5 +145,10 @@ export async function startWebhookCounter(counts: (event: Record<string, unknown
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}/hooks`, counted: () => counted, lastAt: () => lastAt, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    counted: () => counted,
+    lastAt: () => lastAt,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

@@ -110,16 +110,25 @@ async function priorityClaimLatency(url: string): Promise<{ median: number; wors
   try {
     const now = Date.now();
     for (let start = 0; start < LOW_PRIORITY_JOBS; start += 10_000) {
-      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => (
-        { kind: 'bench.send', payload: { n: start + n }, now: now - 60_000, priority: PRIORITY.fanout }
-      ));
+      const chunk: NewJob[] = Array.from({ length: 10_000 }, (_, n) => ({
+        kind: 'bench.send',
+        payload: { n: start + n },
+        now: now - 60_000,
+        priority: PRIORITY.fanout,
+      }));
       await database.db.transaction().execute((trx) => enqueueMany(trx, chunk));
     }
     const took: number[] = [];
     for (let n = 0; n < PRIORITY_CLAIMS; n++) {
       await enqueue(database.db, { kind: 'bench.send', payload: 'otp', now: Date.now(), priority: PRIORITY.otp });
       const started = performance.now();
-      const [job] = await claimJobs(database.db, database.dialect, { kind: 'bench.send', limit: 1, workerId: 'bench', now: Date.now(), leaseMs: 30_000 });
+      const [job] = await claimJobs(database.db, database.dialect, {
+        kind: 'bench.send',
+        limit: 1,
+        workerId: 'bench',
+        now: Date.now(),
+        leaseMs: 30_000,
+      });
       took.push(performance.now() - started);
       if (job.priority !== PRIORITY.otp) throw new Error('the claim passed over the OTP job');
       await database.db.deleteFrom('jobs').where('id', '=', job.id).execute();
@@ -133,12 +142,16 @@ async function priorityClaimLatency(url: string): Promise<{ median: number; wors
 
 const dir = mkdtempSync(join(tmpdir(), 'herald-bench-queue-'));
 try {
-  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`);
+  console.log(
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`,
+  );
   const results: Array<[string, number, number]> = [];
   results.push(['sqlite', 1, await run(`sqlite:${join(dir, 'queue.db')}`, 1)]);
-  for (const workers of [1, 4]) results.push(['postgres', workers, await withBenchPostgres('queue', (url) => run(url, workers))]);
+  for (const workers of [1, 4])
+    results.push(['postgres', workers, await withBenchPostgres('queue', (url) => run(url, workers))]);
   console.log('database   workers   items/s');
-  for (const [database, workers, rate] of results) console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
+  for (const [database, workers, rate] of results)
+    console.log(`${database.padEnd(10)} ${String(workers).padStart(7)} ${rate.toFixed(0).padStart(9)}`);
   const gaps = await commitGaps(join(dir, 'gaps.db'));
   console.log(
     `sqlite, one process: longest gap between two committed writes: ${gaps.longestMs.toFixed(1)} ms ` +
@@ -149,8 +162,11 @@ try {
     ['sqlite', await priorityClaimLatency(`sqlite:${join(dir, 'lanes.db')}`)],
     ['postgres', await withBenchPostgres('queue', priorityClaimLatency)],
   ];
-  console.log(`OTP claim with ${LOW_PRIORITY_JOBS} lower-priority jobs ready (${PRIORITY_CLAIMS} claims)\ndatabase   median ms   worst ms`);
-  for (const [database, { median, worst }] of lanes) console.log(`${database.padEnd(10)} ${median.toFixed(2).padStart(9)} ${worst.toFixed(2).padStart(10)}`);
+  console.log(
+    `OTP claim with ${LOW_PRIORITY_JOBS} lower-priority jobs ready (${PRIORITY_CLAIMS} claims)\ndatabase   median ms   worst ms`,
+  );
+  for (const [database, { median, worst }] of lanes)
+    console.log(`${database.padEnd(10)} ${median.toFixed(2).padStart(9)} ${worst.toFixed(2).padStart(10)}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

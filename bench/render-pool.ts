@@ -22,12 +22,27 @@ const GROUP = 25;
 
 const html = readFileSync(new URL('fixtures/email-newsletter.html', import.meta.url), 'utf8');
 const compiled = compileEmail(
-  { subject: 'Spring news for [firstName]', preheader: 'Early access for [plan] members', html, from: { email: 'news@mail.localhost', displayName: 'Example Shop' } },
+  {
+    subject: 'Spring news for [firstName]',
+    preheader: 'Early access for [plan] members',
+    html,
+    from: { email: 'news@mail.localhost', displayName: 'Example Shop' },
+  },
   { tracking: true },
 );
-const dkimKey = { domain: 'mail.localhost', selector: 'bench', privateKey: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey };
+const dkimKey = {
+  domain: 'mail.localhost',
+  selector: 'bench',
+  privateKey: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey,
+};
 const pool = new RenderPool(THREADS);
-const renderer = pool.open({ compiled, trackingKey: trackingKey(new Keyring(generateKey())).current, publicUrl: 'https://herald.example.com', mailboxDomain: undefined, dkimKey });
+const renderer = pool.open({
+  compiled,
+  trackingKey: trackingKey(new Keyring(generateKey())).current,
+  publicUrl: 'https://herald.example.com',
+  mailboxDomain: undefined,
+  dkimKey,
+});
 
 const startRss = process.memoryUsage.rss();
 let peakRss = startRss;
@@ -50,6 +65,8 @@ const started = performance.now();
 await Promise.all(Array.from({ length: THREADS * 2 }, lane));
 const seconds = (performance.now() - started) / 1000;
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
-console.log(`${THREADS} render thread(s): ${Math.round(RECIPIENTS / seconds)} messages/s rendered and signed; peak RSS ${mib(peakRss)} MiB (${mib(startRss)} at the start)`);
+console.log(
+  `${THREADS} render thread(s): ${Math.round(RECIPIENTS / seconds)} messages/s rendered and signed; peak RSS ${mib(peakRss)} MiB (${mib(startRss)} at the start)`,
+);
 renderer.close();
 await pool.close();

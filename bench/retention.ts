@@ -31,16 +31,29 @@ function series(database: Database, n: number) {
 
 async function fill(database: Database, accountId: string, completedAt: number): Promise<number> {
   const { db } = database;
-  const content = JSON.stringify({ kind: 'batch', senderName: 'HERALD', body: 'Your code is [code]', tags: {}, landingPageId: null, shortener: null });
+  const content = JSON.stringify({
+    kind: 'batch',
+    senderName: 'HERALD',
+    body: 'Your code is [code]',
+    tags: {},
+    landingPageId: null,
+    shortener: null,
+  });
   await sql`insert into sends (id, account_id, channel, status, content, list_ids, created_at, completed_at)
-            select 'send-' || g, ${accountId}, 'sms', 'Completed', ${content}, '[]', cast(${completedAt} as bigint), cast(${completedAt} as bigint) + g from ${series(database, SENDS + 1)}`.execute(db);
+            select 'send-' || g, ${accountId}, 'sms', 'Completed', ${content}, '[]', cast(${completedAt} as bigint), cast(${completedAt} as bigint) + g from ${series(database, SENDS + 1)}`.execute(
+    db,
+  );
   await sql`insert into send_recipients (send_id, address, tags, status, updated_at)
             select 'send-' || (1 + g % ${sql.lit(SENDS)}), '9198' || g, '{"[code]":"482913"}', 'Delivered', cast(${completedAt} as bigint)
               from ${series(database, SENDS * RECIPIENTS)}`.execute(db);
   await sql`insert into send_recipients (send_id, address, status, updated_at)
-            select 'send-' || ${sql.lit(SENDS + 1)}, '4479' || g, 'Delivered', cast(${completedAt} as bigint) from ${series(database, LIST_RECIPIENTS)}`.execute(db);
+            select 'send-' || ${sql.lit(SENDS + 1)}, '4479' || g, 'Delivered', cast(${completedAt} as bigint) from ${series(database, LIST_RECIPIENTS)}`.execute(
+    db,
+  );
   await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text, created_at)
-            select ${accountId}, send_id, 'message-' || id, address, 'HERALD', 1, 1, 'GSM-7', 'Your code is 482913', cast(${completedAt} as bigint) from send_recipients`.execute(db);
+            select ${accountId}, send_id, 'message-' || id, address, 'HERALD', 1, 1, 'GSM-7', 'Your code is 482913', cast(${completedAt} as bigint) from send_recipients`.execute(
+    db,
+  );
   return SENDS * RECIPIENTS * 2 + LIST_RECIPIENTS;
 }
 
@@ -50,10 +63,15 @@ async function run(url: string): Promise<void> {
     await database.ready();
     await migrateToLatest(database);
     const clock = new ManualClock(Date.now());
-    const account = await createAccount(database.db, clock, { userName: `bench-${process.pid}@example.com`, password: 'correct horse battery staple' });
+    const account = await createAccount(database.db, clock, {
+      userName: `bench-${process.pid}@example.com`,
+      password: 'correct horse battery staple',
+    });
     const rows = await fill(database, account.id, clock.now() - 40 * DAY);
     // What the fill left to settle (SQLite's WAL to copy back, PostgreSQL's statistics) is not the purge's cost.
-    await (database.dialect === 'postgres' ? sql`vacuum analyze` : sql`pragma wal_checkpoint(truncate)`).execute(database.db);
+    await (database.dialect === 'postgres' ? sql`vacuum analyze` : sql`pragma wal_checkpoint(truncate)`).execute(
+      database.db,
+    );
 
     const now = clock.now();
     const chunkMs: number[] = [];

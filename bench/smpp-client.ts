@@ -10,7 +10,9 @@ export async function bind(port: number) {
   const session = smpp.connect({ host: '127.0.0.1', port });
   await once(session, 'connect');
   await new Promise<void>((resolve, reject) =>
-    session.bind_transceiver({ system_id: 'bench', password: 'bench' }, (pdu) => (pdu.command_status === 0 ? resolve() : reject(new Error('bind refused')))),
+    session.bind_transceiver({ system_id: 'bench', password: 'bench' }, (pdu) =>
+      pdu.command_status === 0 ? resolve() : reject(new Error('bind refused')),
+    ),
   );
   return session;
 }
@@ -32,7 +34,16 @@ export function drive(session: smpp.Session, count: number, receipts: boolean, w
       if (sent === count) return;
       sent++;
       session.submit_sm(
-        { source_addr: 'HERALD', source_addr_ton: 5, destination_addr: '447700900123', dest_addr_ton: 1, dest_addr_npi: 1, data_coding: 0, registered_delivery: receipts ? 1 : 0, short_message },
+        {
+          source_addr: 'HERALD',
+          source_addr_ton: 5,
+          destination_addr: '447700900123',
+          dest_addr_ton: 1,
+          dest_addr_npi: 1,
+          data_coding: 0,
+          registered_delivery: receipts ? 1 : 0,
+          short_message,
+        },
         () => {
           answered++;
           next();

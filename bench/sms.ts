@@ -38,7 +38,15 @@ import { createAccount, updateAccountSettings } from '../src/accounts/service.ts
 import { systemClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
-import { authorizedHeaders, BENCH_ENCRYPTION_KEY, peakRssMiB, post, startWebhookCounter, waitForHealth, withFreshPostgres } from './herald-process.ts';
+import {
+  authorizedHeaders,
+  BENCH_ENCRYPTION_KEY,
+  peakRssMiB,
+  post,
+  startWebhookCounter,
+  waitForHealth,
+  withFreshPostgres,
+} from './herald-process.ts';
 import { bind, drive } from './smpp-client.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
@@ -70,9 +78,25 @@ async function seedContacts(database: Database, accountId: string, listId: strin
     await database.db.transaction().execute(async (trx) => {
       await trx
         .insertInto('contacts')
-        .values(rows.map((n) => ({ id: n, account_id: accountId, email: null, mobile: mobile(RECIPIENTS + n), mobile_country_code: '91', mobile_opt_in: true, email_opt_in: false, properties: '{}', created_at: n, updated_at: n })))
+        .values(
+          rows.map((n) => ({
+            id: n,
+            account_id: accountId,
+            email: null,
+            mobile: mobile(RECIPIENTS + n),
+            mobile_country_code: '91',
+            mobile_opt_in: true,
+            email_opt_in: false,
+            properties: '{}',
+            created_at: n,
+            updated_at: n,
+          })),
+        )
         .execute();
-      await trx.insertInto('list_members').values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n }))).execute();
+      await trx
+        .insertInto('list_members')
+        .values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n })))
+        .execute();
     });
   }
 }
@@ -100,7 +124,12 @@ function otpStream(base: string, headers: Record<string, string>, webhookUrl: st
       const sentAt = Date.now();
       const recipient = mobile(900_000 + i);
       sentTo.set(recipient, sentAt);
-      const body = JSON.stringify({ recipient, senderName: 'HERALD', body: `Your code is ${100000 + i}`, webHookUrl: webhookUrl });
+      const body = JSON.stringify({
+        recipient,
+        senderName: 'HERALD',
+        body: `Your code is ${100000 + i}`,
+        webHookUrl: webhookUrl,
+      });
       const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
         if (status !== 202) throw new Error(`/sms/single answered ${status}: ${text}`);
         queueIds.set(JSON.parse(text).data.QueueId, sentAt);
@@ -133,15 +162,38 @@ const sandboxClock: SubmitClock = {
     const rows: Array<{ recipient: string; created_at: number }> = [];
     for (let start = 0; start < sendIds.length; start += 5000) {
       // One push per row: spread as arguments, a batch of 200,000 overflowed the call stack.
-      for (const row of await database.db.selectFrom('sandbox_sms').select(['recipient', 'created_at']).where('send_id', 'in', sendIds.slice(start, start + 5000)).where('part', '=', 1).execute()) rows.push(row);
+      for (const row of await database.db
+        .selectFrom('sandbox_sms')
+        .select(['recipient', 'created_at'])
+        .where('send_id', 'in', sendIds.slice(start, start + 5000))
+        .where('part', '=', 1)
+        .execute())
+        rows.push(row);
     }
     return new Map(rows.map((row) => [row.recipient, Number(row.created_at)]));
   },
 };
 
 /** `herald sim smsc` in its own process, every submit answered and receipted DELIVRD. */
-async function startSimulator(): Promise<SubmitClock & { port: number; reset(): Promise<void>; stop(): Promise<void> }> {
-  const child = spawn('bin/herald', ['sim', 'smsc', '--port', '0', '--http-port', '0', '--receipt-delay-ms', String(RECEIPT_DELAY_MS), '--retain', '400000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function startSimulator(): Promise<
+  SubmitClock & { port: number; reset(): Promise<void>; stop(): Promise<void> }
+> {
+  const child = spawn(
+    'bin/herald',
+    [
+      'sim',
+      'smsc',
+      '--port',
+      '0',
+      '--http-port',
+      '0',
+      '--receipt-delay-ms',
+      String(RECEIPT_DELAY_MS),
+      '--retain',
+      '400000',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
   const port = Number(/SMPP on [^:]+:(\d+)/.exec(line)![1]);
   const control = /control on (http:\S+)/.exec(line)![1];
@@ -165,7 +217,11 @@ async function untilCompleted(database: Database, sendIds: string[]): Promise<vo
   for (;;) {
     let open = 0;
     for (let start = 0; start < sendIds.length; start += 5000) {
-      const { rows } = await sql<{ n: number }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(sendIds.slice(start, start + 5000))})`.execute(database.db);
+      const { rows } = await sql<{
+        n: number;
+      }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(sendIds.slice(start, start + 5000))})`.execute(
+        database.db,
+      );
       open += Number(rows[0].n);
     }
     if (open === 0) return;
@@ -174,11 +230,17 @@ async function untilCompleted(database: Database, sendIds: string[]): Promise<vo
 }
 
 /** Request-to-submit latencies of the passcodes, once every one has been submitted. */
-async function otpLatencies(database: Database, clock: SubmitClock, run: OtpRun): Promise<{ p50: number; p99: number; count: number }> {
+async function otpLatencies(
+  database: Database,
+  clock: SubmitClock,
+  run: OtpRun,
+): Promise<{ p50: number; p99: number; count: number }> {
   const ids = [...run.queueIds.keys()];
   await untilCompleted(database, ids);
   const submitted = await clock.submitted(database, ids);
-  const latencies = [...run.sentTo].flatMap(([recipient, sentAt]) => (submitted.has(recipient) ? [submitted.get(recipient)! - sentAt] : [])).sort((a, b) => a - b);
+  const latencies = [...run.sentTo]
+    .flatMap(([recipient, sentAt]) => (submitted.has(recipient) ? [submitted.get(recipient)! - sentAt] : []))
+    .sort((a, b) => a - b);
   return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), count: latencies.length };
 }
 
@@ -196,19 +258,44 @@ async function run(url: string): Promise<void> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
   await migrateToLatest(database);
   const password = 'correct horse battery staple';
-  const account = await createAccount(database.db, systemClock, { userName: `bench-${Date.now()}@example.com`, password });
+  const account = await createAccount(database.db, systemClock, {
+    userName: `bench-${Date.now()}@example.com`,
+    password,
+  });
   await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { sms: 1_000_000 } });
   const customers = crypto.randomUUID();
-  await database.db.insertInto('contact_lists').values({ id: customers, account_id: account.id, name: 'Customers', name_key: 'customers', is_default: false, created_at: Date.now() }).execute();
+  await database.db
+    .insertInto('contact_lists')
+    .values({
+      id: customers,
+      account_id: account.id,
+      name: 'Customers',
+      name_key: 'customers',
+      is_default: false,
+      created_at: Date.now(),
+    })
+    .execute();
   await seedContacts(database, account.id, customers);
 
   const receiver = await startWebhookCounter((e) => e.status === 'Delivered' || e.status === 'Failed');
   const simulator = SMPP ? await startSimulator() : undefined;
   const clock = simulator ?? sandboxClock;
-  const transport = simulator ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` } : {};
+  const transport = simulator
+    ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` }
+    : {};
   const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
   const server = spawn('bin/herald', ['serve'], {
-    env: { ...process.env, DATABASE_URL: url, PORT: String(PORT), WORKER_PORT: String(PORT + 1), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY, ...transport, ...profile },
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      PORT: String(PORT),
+      WORKER_PORT: String(PORT + 1),
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+      ...transport,
+      ...profile,
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${PORT}`;
@@ -239,16 +326,30 @@ async function run(url: string): Promise<void> {
     const eventsBefore = receiver.counted();
     const busy = otpStream(base, headers, receiver.url);
     const requested = Date.now();
-    const accepted = await post(new Agent(), `${base}/sms/batch`, headers, JSON.stringify({ listId: [customers], recipients, senderName: 'HERALD', body: 'Our sale starts today: 20% off everything.', webHookUrl: receiver.url }));
+    const accepted = await post(
+      new Agent(),
+      `${base}/sms/batch`,
+      headers,
+      JSON.stringify({
+        listId: [customers],
+        recipients,
+        senderName: 'HERALD',
+        body: 'Our sale starts today: 20% off everything.',
+        webHookUrl: receiver.url,
+      }),
+    );
     if (accepted.status !== 202) throw new Error(`/sms/batch answered ${accepted.status}: ${accepted.text}`);
     const batchId = JSON.parse(accepted.text).data.QueueId as string;
     await untilCompleted(database, [batchId]);
     await busy.stop();
     const busyLatency = await otpLatencies(database, clock, busy);
-    const batchSubmits = [...(await clock.submitted(database, [batchId])).entries()].filter(([recipient]) => !busy.sentTo.has(recipient));
+    const batchSubmits = [...(await clock.submitted(database, [batchId])).entries()].filter(
+      ([recipient]) => !busy.sentTo.has(recipient),
+    );
     const lastSubmit = batchSubmits.reduce((last, [, at]) => Math.max(last, at), 0);
     const total = RECIPIENTS + LIST;
-    if (batchSubmits.length !== total) throw new Error(`the transport took ${batchSubmits.length} of the batch's ${total} messages`);
+    if (batchSubmits.length !== total)
+      throw new Error(`the transport took ${batchSubmits.length} of the batch's ${total} messages`);
     const seconds = (lastSubmit - requested) / 1000;
     const expectedEvents = eventsBefore + total + busy.queueIds.size;
     const deadline = Date.now() + 120_000;
@@ -256,17 +357,27 @@ async function run(url: string): Promise<void> {
     const peakRss = peakRssMiB(server.pid!);
 
     console.log('figure                                              value');
-    console.log(`OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`);
-    console.log(`OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`);
-    console.log(`batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`);
-    console.log(`batch: last webhook event after the last submit    ${receiver.counted() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`);
+    console.log(
+      `OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`,
+    );
+    console.log(
+      `OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`,
+    );
+    console.log(
+      `batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`,
+    );
+    console.log(
+      `batch: last webhook event after the last submit    ${receiver.counted() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`,
+    );
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
     if (simulator) {
       server.kill('SIGTERM');
       if (server.exitCode === null) await once(server, 'exit');
       await simulator.reset();
       const bare = await bareClientRate(simulator.port, total);
-      console.log(`(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ${bare.toFixed(0)}   (Herald: ${((total / seconds) / bare).toFixed(2)} of it)`);
+      console.log(
+        `(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ${bare.toFixed(0)}   (Herald: ${(total / seconds / bare).toFixed(2)} of it)`,
+      );
     }
   } finally {
     server.kill('SIGTERM');
@@ -280,7 +391,9 @@ async function run(url: string): Promise<void> {
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'herald-bench-sms-'));
   const url = requestedUrl ?? `sqlite:${join(dir, 'herald.db')}`;
-  console.log(`machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`);
+  console.log(
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+  );
   try {
     if (postgres) await withFreshPostgres(url, [], () => run(url));
     else await run(url);

@@ -26,7 +26,9 @@ function cpuSeconds(pid: number): number {
 }
 
 async function run(receipts: boolean): Promise<void> {
-  const child = spawn(HERALD, ['sim', 'smsc', '--port', '0', '--http-port', '0', '--receipt-delay-ms', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(HERALD, ['sim', 'smsc', '--port', '0', '--http-port', '0', '--receipt-delay-ms', '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   try {
     const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
     const port = Number(/SMPP on [^:]+:(\d+)/.exec(line)![1]);

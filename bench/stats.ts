@@ -52,7 +52,14 @@ async function fill(database: Database, accountIds: string[], end: number): Prom
   const start = end - DAYS * DAY;
   const step = Math.floor((DAYS * DAY) / sends);
   const accounts = accountIds.map((id, i) => `when ${i} then '${id}'`).join(' ');
-  const content = JSON.stringify({ kind: 'batch', senderName: 'HERALD', body: 'Hello', tags: {}, landingPageId: null, shortener: null });
+  const content = JSON.stringify({
+    kind: 'batch',
+    senderName: 'HERALD',
+    body: 'Hello',
+    tags: {},
+    landingPageId: null,
+    shortener: null,
+  });
   await sql`insert into sends (id, account_id, channel, status, content, list_ids, created_at, completed_at)
             select 'send-' || g, case g % ${sql.lit(ACCOUNTS)} ${sql.raw(accounts)} end, case g / ${sql.lit(ACCOUNTS)} % 2 when 0 then 'sms' else 'email' end, 'Completed', ${content}, '[]',
                    ${sql.lit(start)} + cast(g as bigint) * ${sql.lit(step)}, ${sql.lit(start)} + cast(g as bigint) * ${sql.lit(step)} + 60000
@@ -71,7 +78,9 @@ async function fill(database: Database, accountIds: string[], end: number): Prom
   await sql`insert into recipient_history (recipient_id, status, at)
             select id, case when status in ('NotSent', 'Dropped') then status when encoding is null then 'Processed' else 'Submitted' end, updated_at - 5000 from send_recipients
             union all
-            select id, case when status = 'Delivered' and id % 10 = 2 and encoding is null then 'Open' else status end, updated_at from send_recipients`.execute(db);
+            select id, case when status = 'Delivered' and id % 10 = 2 and encoding is null then 'Open' else status end, updated_at from send_recipients`.execute(
+    db,
+  );
   await backfillUsageRollup(db);
 }
 
@@ -82,12 +91,26 @@ async function run(url: string): Promise<void> {
     await migrateToLatest(database);
     const clock = new ManualClock(Date.UTC(2026, 2, 31, 12, 0, 0));
     const accounts = [];
-    for (let i = 0; i < ACCOUNTS; i++) accounts.push(await createAccount(database.db, clock, { userName: `bench-${i}-${process.pid}@example.com`, password: PASSWORD }));
+    for (let i = 0; i < ACCOUNTS; i++)
+      accounts.push(
+        await createAccount(database.db, clock, {
+          userName: `bench-${i}-${process.pid}@example.com`,
+          password: PASSWORD,
+        }),
+      );
     const filling = performance.now();
-    await fill(database, accounts.map((a) => a.id), clock.now());
-    await (database.dialect === 'postgres' ? sql`vacuum analyze` : sql`pragma wal_checkpoint(truncate)`).execute(database.db);
+    await fill(
+      database,
+      accounts.map((a) => a.id),
+      clock.now(),
+    );
+    await (database.dialect === 'postgres' ? sql`vacuum analyze` : sql`pragma wal_checkpoint(truncate)`).execute(
+      database.db,
+    );
     const fillS = (performance.now() - filling) / 1000;
-    const { rollupRows } = (await sql<{ rollupRows: number }>`select count(*) as "rollupRows" from usage_rollup`.execute(database.db)).rows[0];
+    const { rollupRows } = (
+      await sql<{ rollupRows: number }>`select count(*) as "rollupRows" from usage_rollup`.execute(database.db)
+    ).rows[0];
 
     const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent', ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY });
     const encryptionKey = loadEncryptionKey(url, config.encryptionKey);
@@ -105,7 +128,16 @@ async function run(url: string): Promise<void> {
     await app.ready();
     try {
       const [account] = accounts;
-      const token = await app.inject({ method: 'POST', url: '/token', payload: { userName: account.user_name, password: PASSWORD, privateToken: account.privateToken, validity: 'Default' } });
+      const token = await app.inject({
+        method: 'POST',
+        url: '/token',
+        payload: {
+          userName: account.user_name,
+          password: PASSWORD,
+          privateToken: account.privateToken,
+          validity: 'Default',
+        },
+      });
       const authorization = `Bearer ${token.json().access_token}`;
       const timed = async (query: string) => {
         const ms: number[] = [];
@@ -114,7 +146,8 @@ async function run(url: string): Promise<void> {
           const begun = performance.now();
           const response = await app.inject({ method: 'GET', url: `/stats?${query}`, headers: { authorization } });
           const took = performance.now() - begun;
-          if (response.statusCode !== 200) throw new Error(`GET /stats answered ${response.statusCode}: ${response.body}`);
+          if (response.statusCode !== 200)
+            throw new Error(`GET /stats answered ${response.statusCode}: ${response.body}`);
           points = response.json().points.reduce((sum: number, p: { sent: number }) => sum + p.sent, 0);
           if (i >= 2) ms.push(took);
         }

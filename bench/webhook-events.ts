@@ -35,7 +35,10 @@ async function run(url: string): Promise<void> {
   try {
     await migrateToLatest(database);
     const clock = new ManualClock(Date.now());
-    const account = await createAccount(database.db, clock, { userName: `bench-${process.pid}@example.com`, password: 'correct horse battery staple' });
+    const account = await createAccount(database.db, clock, {
+      userName: `bench-${process.pid}@example.com`,
+      password: 'correct horse battery staple',
+    });
     const stream = { accountId: account.id, url: 'https://hooks.example.com/herald', type: 'sms.status' };
     const worker = new Worker({ database, clock });
     worker.register(GATHER_KIND, webhookGatherHandler({ database, clock }));
@@ -51,11 +54,16 @@ async function run(url: string): Promise<void> {
     started = performance.now();
     await worker.drain();
     const gatherMs = performance.now() - started;
-    const { count } = await database.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
+    const { count } = await database.db
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
 
     started = performance.now();
     for (let n = 0; n < SINGLES; n++) {
-      await database.db.transaction().execute((trx) => appendWebhookEvents(trx, clock, { ...stream, events: [statusEvent(n)] }));
+      await database.db
+        .transaction()
+        .execute((trx) => appendWebhookEvents(trx, clock, { ...stream, events: [statusEvent(n)] }));
     }
     const singleMs = performance.now() - started;
 

@@ -47,7 +47,9 @@ export interface Config {
    * 5xx), for trying failures in development; or a relay:
    * `smtp://user:password@host:port?pool=&rate=&tls=` (`smtps://` over TLS; email/transports/smtp-url.ts).
    */
-  emailTransport: { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined } | { kind: 'smtp'; settings: SmtpSettings };
+  emailTransport:
+    | { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined }
+    | { kind: 'smtp'; settings: SmtpSettings };
   defaultEmailDomain: string;
   /** EMAIL_RENDER_THREADS: threads that render and sign emails in a worker process (email/render-pool.ts); one a core but the event loop's, 1 to 4, unless set. */
   emailRenderThreads: number;
@@ -125,7 +127,11 @@ function smsTransportSetting(raw: string): Config['smsTransport'] {
     }
   }
   const match = /^sandbox:(?:\?fail=(.+))?$/.exec(raw);
-  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`);
+  if (!match)
+    throw new ConfigError(
+      'SMS_TRANSPORT',
+      `must be sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`,
+    );
   if (match[1] === undefined) return { kind: 'sandbox', fail: undefined };
   try {
     return { kind: 'sandbox', fail: new RegExp(decodeURIComponent(match[1])) };
@@ -143,10 +149,19 @@ function emailTransportSetting(raw: string): Config['emailTransport'] {
     }
   }
   const match = /^sandbox:(?:\?(.*))?$/.exec(raw);
-  if (!match) throw new ConfigError('EMAIL_TRANSPORT', `must be sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`);
-  const setting = { kind: 'sandbox' as const, defer: undefined as RegExp | undefined, bounce: undefined as RegExp | undefined };
+  if (!match)
+    throw new ConfigError(
+      'EMAIL_TRANSPORT',
+      `must be sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`,
+    );
+  const setting = {
+    kind: 'sandbox' as const,
+    defer: undefined as RegExp | undefined,
+    bounce: undefined as RegExp | undefined,
+  };
   for (const [name, value] of new URLSearchParams(match[1] ?? '')) {
-    if (name !== 'defer' && name !== 'bounce') throw new ConfigError('EMAIL_TRANSPORT', `sandbox: takes defer= and bounce=, not ${name}=`);
+    if (name !== 'defer' && name !== 'bounce')
+      throw new ConfigError('EMAIL_TRANSPORT', `sandbox: takes defer= and bounce=, not ${name}=`);
     try {
       setting[name] = new RegExp(value, 'i');
     } catch {
@@ -198,11 +213,20 @@ export function loadConfig(env: Env = process.env): Config {
   const encryptionKey = encryptionKeyHex === undefined ? undefined : keyFromHex(encryptionKeyHex);
   if (encryptionKeyHex !== undefined && !encryptionKey) {
     // The value is a secret: not repeated in the message, which lands in logs.
-    throw new ConfigError('ENCRYPTION_KEY', 'must be 64 hex characters (a 32-byte key), such as the output of openssl rand -hex 32');
+    throw new ConfigError(
+      'ENCRYPTION_KEY',
+      'must be 64 hex characters (a 32-byte key), such as the output of openssl rand -hex 32',
+    );
   }
-  const previousEncryptionKeys = (optional(env, 'ENCRYPTION_KEY_PREVIOUS') ?? '').split(',').filter((hex) => hex.trim() !== '').map((hex) => keyFromHex(hex.trim()));
+  const previousEncryptionKeys = (optional(env, 'ENCRYPTION_KEY_PREVIOUS') ?? '')
+    .split(',')
+    .filter((hex) => hex.trim() !== '')
+    .map((hex) => keyFromHex(hex.trim()));
   if (previousEncryptionKeys.some((key) => key === undefined)) {
-    throw new ConfigError('ENCRYPTION_KEY_PREVIOUS', 'must be keys of 64 hex characters each, separated by commas, newest first');
+    throw new ConfigError(
+      'ENCRYPTION_KEY_PREVIOUS',
+      'must be keys of 64 hex characters each, separated by commas, newest first',
+    );
   }
   if (previousEncryptionKeys.length > 0 && !encryptionKey) {
     throw new ConfigError('ENCRYPTION_KEY_PREVIOUS', 'needs ENCRYPTION_KEY: the key that replaced them');
@@ -213,7 +237,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const defaultSenderName = read(env, 'DEFAULT_SENDER_NAME', 'HERALD');
   if (!/^[A-Za-z0-9 ]{1,11}$/.test(defaultSenderName)) {
-    throw new ConfigError('DEFAULT_SENDER_NAME', 'must be 1 to 11 letters, digits or spaces (an alphanumeric sender ID)');
+    throw new ConfigError(
+      'DEFAULT_SENDER_NAME',
+      'must be 1 to 11 letters, digits or spaces (an alphanumeric sender ID)',
+    );
   }
   const smsTransport = smsTransportSetting(read(env, 'SMS_TRANSPORT', 'sandbox:'));
   const defaultEmailDomain = read(env, 'DEFAULT_EMAIL_DOMAIN', 'mail.localhost');
@@ -226,7 +253,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const logLevel = read(env, 'LOG_LEVEL', 'info');
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
-    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
+    throw new ConfigError(
+      'LOG_LEVEL',
+      `must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`,
+    );
   }
   const databaseUrl = read(env, 'DATABASE_URL', 'sqlite:./data/herald.db');
   if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
@@ -253,8 +283,15 @@ export function loadConfig(env: Env = process.env): Config {
     emailTransport: emailTransportSetting(read(env, 'EMAIL_TRANSPORT', 'sandbox:')),
     defaultEmailDomain: defaultEmailDomain.toLowerCase(),
     bounceDomain: bounceDomain.toLowerCase(),
-    emailRenderThreads: integer(env, 'EMAIL_RENDER_THREADS', Math.max(1, Math.min(4, availableParallelism() - 1)), 1, 64),
-    inboundSmtpPort: optional(env, 'INBOUND_SMTP_PORT') === undefined ? undefined : integer(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
+    emailRenderThreads: integer(
+      env,
+      'EMAIL_RENDER_THREADS',
+      Math.max(1, Math.min(4, availableParallelism() - 1)),
+      1,
+      64,
+    ),
+    inboundSmtpPort:
+      optional(env, 'INBOUND_SMTP_PORT') === undefined ? undefined : integer(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
     logLevel,
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),

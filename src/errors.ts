@@ -29,8 +29,7 @@ export class AppError extends Error {
 
 export const badRequest = (message: string, errors: FieldError[] = []) => new AppError(400, message, { errors });
 
-export const invalidCredentials = () =>
-  new AppError(401, 'The user name, password or private token is incorrect.');
+export const invalidCredentials = () => new AppError(401, 'The user name, password or private token is incorrect.');
 
 export const invalidToken = (reason: string) =>
   new AppError(401, `The access token is not valid: ${reason}.`, {
@@ -46,9 +45,11 @@ export const missingToken = () =>
 export const adminUnauthorized = () =>
   new AppError(401, 'The admin token is missing or wrong.', { headers: { 'www-authenticate': 'Bearer' } });
 
-export const consoleSessionEnded = () => new AppError(401, 'The console session has ended or was never opened: sign in again.');
+export const consoleSessionEnded = () =>
+  new AppError(401, 'The console session has ended or was never opened: sign in again.');
 
-export const csrfRefused = () => new AppError(403, 'A change made under a console session needs the X-CSRF-Token header the sign-in gave.');
+export const csrfRefused = () =>
+  new AppError(403, 'A change made under a console session needs the X-CSRF-Token header the sign-in gave.');
 
 export const notFound = (what: string) => new AppError(404, `${what} was not found.`);
 

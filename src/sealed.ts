@@ -19,10 +19,11 @@ const TAG_BYTES = 16;
 /** A value that does not open: sealed under another key, for another place, or altered. */
 export class SealedValueError extends Error {
   constructor(place: string) {
-    super(`a sealed value of ${place} does not open: it was sealed under another ENCRYPTION_KEY, for another place, or altered`);
+    super(
+      `a sealed value of ${place} does not open: it was sealed under another ENCRYPTION_KEY, for another place, or altered`,
+    );
   }
 }
-
 
 /**
  * The one rule for ENCRYPTION_KEY's form, wherever it is read (the environment, the key file
@@ -56,7 +57,9 @@ export class Keyring {
   derive(purpose: string): Keyring {
     let ring = this.derived.get(purpose);
     if (!ring) {
-      const [current, ...previous] = this.all.map((key) => createSecretKey(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), purpose, 32))));
+      const [current, ...previous] = this.all.map((key) =>
+        createSecretKey(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), purpose, 32))),
+      );
       ring = new Keyring(current, previous);
       this.derived.set(purpose, ring);
     }

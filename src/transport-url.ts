@@ -8,7 +8,10 @@ import { readFileSync } from 'node:fs';
  */
 
 /** `raw` as a URL of one of `schemes` (`smpp:`…) naming its host (`what`: "the SMSC host") and taking no parameter but `params`. */
-export function transportUrl(raw: string, options: { schemes: string[]; example: string; what: string; params: string[] }): URL {
+export function transportUrl(
+  raw: string,
+  options: { schemes: string[]; example: string; what: string; params: string[] },
+): URL {
   let url: URL;
   try {
     url = new URL(raw);
@@ -16,9 +19,11 @@ export function transportUrl(raw: string, options: { schemes: string[]; example:
     throw new Error(`must be a URL such as ${options.example}`);
   }
   const [plain, secure] = options.schemes;
-  if (!options.schemes.includes(url.protocol)) throw new Error(`must start with ${plain}// or ${secure}//, got "${url.protocol}"`);
+  if (!options.schemes.includes(url.protocol))
+    throw new Error(`must start with ${plain}// or ${secure}//, got "${url.protocol}"`);
   if (!url.hostname) throw new Error(`must name ${options.what}`);
-  for (const name of url.searchParams.keys()) if (!options.params.includes(name)) throw new Error(`knows no parameter "${name}" (${options.params.join(', ')})`);
+  for (const name of url.searchParams.keys())
+    if (!options.params.includes(name)) throw new Error(`knows no parameter "${name}" (${options.params.join(', ')})`);
   return url;
 }
 
@@ -29,7 +34,8 @@ export const transportHost = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$
 export function wholeParam(url: URL, name: string, [min, max]: readonly [number, number], fallback: number): number {
   const value = url.searchParams.get(name);
   if (value === null || value === '') return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max)
+    throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
   return Number(value);
 }
 

@@ -102,7 +102,10 @@ const imports = importsOf(files);
 const describe = ({ from, to }: Import) => `src/${from} imports src/${to}`;
 
 it('gives every module of src/ a layer', () => {
-  assert.deepEqual(files.map((file) => relative(SRC, file)).filter((path) => !placeOf(path)), []);
+  assert.deepEqual(
+    files.map((file) => relative(SRC, file)).filter((path) => !placeOf(path)),
+    [],
+  );
 });
 
 it('runs every import down the layers: none reaches a layer above its own', () => {

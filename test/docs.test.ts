@@ -78,7 +78,10 @@ function anchors(text: string): Set<string> {
   const found = new Set<string>();
   for (const [, heading] of text.replace(FENCE, '').matchAll(/^#{1,6} +(.+?) *#*$/gm)) {
     const words = heading.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const slug = words.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = words
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     found.add(count === 0 ? slug : `${slug}-${count}`);
@@ -112,7 +115,10 @@ function brokenReferences(page: string, text: string, files: Repo): string[] {
 
 it('the README and docs/ name only files, scripts and headings that exist', () => {
   assert.ok(PAGES.length > 1, 'docs/ holds pages');
-  assert.deepEqual(PAGES.flatMap((page) => brokenReferences(page, repo.read(page), repo)), []);
+  assert.deepEqual(
+    PAGES.flatMap((page) => brokenReferences(page, repo.read(page), repo)),
+    [],
+  );
 });
 
 it('finds a named file, a script, a linked page and a heading that are not there', () => {
@@ -145,12 +151,15 @@ it('reads headings as GitHub anchors them', () => {
     '# a comment',
     '```',
   ].join('\n');
-  assert.deepEqual([...anchors(text)], [
-    'herald',
-    'encryption_key',
-    'replacing-encryption_key',
-    'inbound-mail-bounces-complaints',
-    'sends-usage',
-    'sends-usage-1',
-  ]);
+  assert.deepEqual(
+    [...anchors(text)],
+    [
+      'herald',
+      'encryption_key',
+      'replacing-encryption_key',
+      'inbound-mail-bounces-complaints',
+      'sends-usage',
+      'sends-usage-1',
+    ],
+  );
 });

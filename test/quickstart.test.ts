@@ -44,7 +44,10 @@ it("runs the README's quick start against a started server", { timeout: 90_000 }
   const blocks = quickstartBlocks(readme);
   assert.ok(blocks.length >= 4, 'the README marks its quick start blocks with <!-- quickstart -->');
   for (const line of PRINTED) {
-    assert.ok(blocks.some((block) => block.includes(`# ${line}\n`)), `the README shows "${line}"`);
+    assert.ok(
+      blocks.some((block) => block.includes(`# ${line}\n`)),
+      `the README shows "${line}"`,
+    );
   }
 
   const dir = await mkdtemp(join(tmpdir(), 'herald-quickstart-'));
@@ -70,17 +73,23 @@ it("runs the README's quick start against a started server", { timeout: 90_000 }
     const [code] = await once(bash, 'close');
     assert.equal(code, 0, `the quick start stopped:\n${stderr}\n${stdout}`);
 
-    const made = (await readFile(calls, 'utf8')).trim().split('\n').map((line) => {
-      const [status, method, target] = line.split(' ');
-      return { status: Number(status), call: `${method} ${target.slice(url.length)}` };
-    });
+    const made = (await readFile(calls, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [status, method, target] = line.split(' ');
+        return { status: Number(status), call: `${method} ${target.slice(url.length)}` };
+      });
     for (const { call, status } of made) {
       const answer = ANSWERS.find((expected) => expected.call.test(call));
       assert.ok(answer, `the README's quick start made a request the test does not know: ${call}`);
       assert.equal(status, answer.status, call);
     }
     for (const { call } of ANSWERS) {
-      assert.ok(made.some((request) => call.test(request.call)), `the quick start made ${call}`);
+      assert.ok(
+        made.some((request) => call.test(request.call)),
+        `the quick start made ${call}`,
+      );
     }
     // Raw MIME ends its lines with CRLF: a terminal shows them as the README does.
     const printed = stdout.split('\n').map((line) => line.trimEnd());

@@ -12,12 +12,17 @@ it('opens what it sealed, any text, under its key and place; each seal differs',
     assert.match(sealed, /^v1:[A-Za-z0-9_-]+$/);
     assert.equal(open(ring, sealed, place), clear);
   }
-  assert.notEqual(seal(key, 'Your code is 739184', place), seal(key, 'Your code is 739184', place), 'a fresh IV each time');
+  assert.notEqual(
+    seal(key, 'Your code is 739184', place),
+    seal(key, 'Your code is 739184', place),
+    'a fresh IV each time',
+  );
 });
 
 it('refuses to open under another key, for another place, altered, or not sealed at all', () => {
   const sealed = seal(key, 'Your code is 739184', place);
-  const refused = (fn: () => unknown) => assert.throws(fn, (error: unknown) => error instanceof SealedValueError && !String(error).includes('739184'));
+  const refused = (fn: () => unknown) =>
+    assert.throws(fn, (error: unknown) => error instanceof SealedValueError && !String(error).includes('739184'));
   refused(() => open(new Keyring(generateKey()), sealed, place));
   refused(() => open(ring, sealed, 'sends.content:3f1c2a9e-0000-4000-8000-000000000002'));
   const bytes = Buffer.from(sealed.slice(3), 'base64url');
@@ -39,12 +44,19 @@ it('opens, after ENCRYPTION_KEY is replaced, what the keys it replaced sealed, a
   assert.equal(open(replaced, byOld, place), 'sealed before');
   assert.equal(open(replaced, byOlder, place), 'sealed long before');
   assert.equal(open(new Keyring(current), seal(replaced.current, 'sealed now', place), place), 'sealed now');
-  assert.throws(() => open(new Keyring(current), byOld, place), SealedValueError, 'a key dropped from the ring opens nothing it sealed');
+  assert.throws(
+    () => open(new Keyring(current), byOld, place),
+    SealedValueError,
+    'a key dropped from the ring opens nothing it sealed',
+  );
 
   const derived = replaced.derive('herald email tracking tokens');
   assert.equal(derived, replaced.derive('herald email tracking tokens'), 'derived once');
   assert.equal(derived.all.length, 3);
-  assert.ok(derived.all[1].equals(new Keyring(old).derive('herald email tracking tokens').current), 'each key derives what it derived alone');
+  assert.ok(
+    derived.all[1].equals(new Keyring(old).derive('herald email tracking tokens').current),
+    'each key derives what it derived alone',
+  );
   assert.ok(!derived.current.equals(replaced.derive('another purpose').current));
 });
 
@@ -63,5 +75,6 @@ it('takes a key as exactly 64 hex characters', () => {
   const hex = 'a'.repeat(32) + 'F'.repeat(32);
   const fromHex = keyFromHex(hex)!;
   assert.equal(fromHex.export().toString('hex'), hex.toLowerCase());
-  for (const bad of ['', 'a'.repeat(63), 'a'.repeat(65), 'g'.repeat(64), ` ${'a'.repeat(64)}`]) assert.equal(keyFromHex(bad), undefined, bad);
+  for (const bad of ['', 'a'.repeat(63), 'a'.repeat(65), 'g'.repeat(64), ` ${'a'.repeat(64)}`])
+    assert.equal(keyFromHex(bad), undefined, bad);
 });

@@ -7,7 +7,8 @@ import { startThread } from '../src/threads.ts';
 
 // A thread that makes garbage, with a few thousand objects alive at a time, and answers the
 // largest its young generation (new_space) grew to, in MiB.
-const churn = new URL(`data:text/javascript,${encodeURIComponent(`
+const churn = new URL(
+  `data:text/javascript,${encodeURIComponent(`
   import { parentPort } from 'node:worker_threads';
   import { getHeapSpaceStatistics } from 'node:v8';
   const young = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').physical_space_size;
@@ -19,7 +20,8 @@ const churn = new URL(`data:text/javascript,${encodeURIComponent(`
     if (i % 10_000 === 0) largest = Math.max(largest, young());
   }
   parentPort.postMessage(largest / 1048576);
-`)}`);
+`)}`,
+);
 
 async function youngPeak(worker: Worker): Promise<number> {
   const [mib] = await once(worker, 'message');
@@ -39,6 +41,9 @@ it("a thread keeps its own young generation under the main thread's --max-semi-s
   const own = await youngPeak(startThread(churn, { resourceLimits: limits }));
   // new_space counts both semi-spaces and V8's pages around them: about 32 MiB with the flag's
   // 16 MiB semi-spaces, 6 to 10 with the 1 MiB ones of a 3 MiB young generation.
-  assert.ok(overridden >= 24, `a plain Worker's young generation reached ${overridden} MiB: the flag's, not its limit's`);
+  assert.ok(
+    overridden >= 24,
+    `a plain Worker's young generation reached ${overridden} MiB: the flag's, not its limit's`,
+  );
   assert.ok(own <= 16, `startThread's young generation reached ${own} MiB, the flag's rather than its limit's`);
 });

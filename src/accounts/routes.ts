@@ -31,7 +31,12 @@ const PartialRateLimits = Type.Partial(RateLimits);
 const AccountBody = Type.Object({
   accountId: Type.String({ format: 'uuid' }),
   userName: Type.String(),
-  privateToken: Type.Optional(Type.String({ format: 'uuid', description: 'Only when it was just made (creation, rotation): the account keeps its hash, so it is shown once.' })),
+  privateToken: Type.Optional(
+    Type.String({
+      format: 'uuid',
+      description: 'Only when it was just made (creation, rotation): the account keeps its hash, so it is shown once.',
+    }),
+  ),
   timeZoneOffset: Type.String(),
   locale: Type.String(),
   rateLimits: RateLimits,
@@ -58,113 +63,184 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     rateLimits: RateLimits,
     inboundSmsWebhookUrl: Type.Union([Type.String(), Type.Null()]),
   });
-  const ownAccount = ({ id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl }: AuthenticatedAccount) => ({ accountId: id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl });
+  const ownAccount = ({
+    id,
+    userName,
+    timeZoneOffset,
+    locale,
+    rateLimits,
+    inboundSmsWebhookUrl,
+  }: AuthenticatedAccount) => ({ accountId: id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl });
 
-  r.get('/account', {
-    config: { auth: 'account', rateLimitGroup: 'account' },
-    schema: { tags: ['account'], summary: "The calling account's settings", response: { 200: OwnAccount, ...errorResponses(401, 429) } },
-  }, async (request) => ownAccount(request.account));
-
-  r.patch('/account', {
-    config: { auth: 'account', rateLimitGroup: 'account' },
-    schema: {
-      tags: ['account'],
-      summary: "Change the calling account's own settings: where messages from handsets (MO) are posted",
-      body: Type.Object({
-        inboundSmsWebhookUrl: Type.Union([
-          WebhookUrl('Receives each message a handset sends to this account\'s numbers or replies to its messages (`sms.inbound`), signed; null stops the posts.'),
-          Type.Null(),
-        ]),
-      }),
-      response: { 200: OwnAccount, ...errorResponses(400, 401, 415, 422, 429) },
+  r.get(
+    '/account',
+    {
+      config: { auth: 'account', rateLimitGroup: 'account' },
+      schema: {
+        tags: ['account'],
+        summary: "The calling account's settings",
+        response: { 200: OwnAccount, ...errorResponses(401, 429) },
+      },
     },
-  }, async (request) => {
-    await setInboundSmsWebhookUrl(ctx.db, ctx.clock, request.account.id, request.body.inboundSmsWebhookUrl);
-    accessCache.forget(request.account.id);
-    return ownAccount({ ...request.account, inboundSmsWebhookUrl: request.body.inboundSmsWebhookUrl });
-  });
+    async (request) => ownAccount(request.account),
+  );
+
+  r.patch(
+    '/account',
+    {
+      config: { auth: 'account', rateLimitGroup: 'account' },
+      schema: {
+        tags: ['account'],
+        summary: "Change the calling account's own settings: where messages from handsets (MO) are posted",
+        body: Type.Object({
+          inboundSmsWebhookUrl: Type.Union([
+            WebhookUrl(
+              "Receives each message a handset sends to this account's numbers or replies to its messages (`sms.inbound`), signed; null stops the posts.",
+            ),
+            Type.Null(),
+          ]),
+        }),
+        response: { 200: OwnAccount, ...errorResponses(400, 401, 415, 422, 429) },
+      },
+    },
+    async (request) => {
+      await setInboundSmsWebhookUrl(ctx.db, ctx.clock, request.account.id, request.body.inboundSmsWebhookUrl);
+      accessCache.forget(request.account.id);
+      return ownAccount({ ...request.account, inboundSmsWebhookUrl: request.body.inboundSmsWebhookUrl });
+    },
+  );
 
   if (!ctx.config.adminToken) return;
 
-  r.post('/admin/accounts', {
-    config: admin,
-    schema: {
-      tags,
-      summary: 'Create an account',
-      body: Type.Object({
-        userName: Type.String({ minLength: 1, maxLength: 254 }),
-        password: Type.String({ minLength: 1, maxLength: 1024 }),
-        timeZoneOffset: Type.Optional(Type.String({ maxLength: 120 })),
-        locale: Type.Optional(Type.String({ maxLength: 35 })),
-      }),
-      response: { 201: AccountBody, ...errorResponses(400, 401, 409, 415, 422) },
+  r.post(
+    '/admin/accounts',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Create an account',
+        body: Type.Object({
+          userName: Type.String({ minLength: 1, maxLength: 254 }),
+          password: Type.String({ minLength: 1, maxLength: 1024 }),
+          timeZoneOffset: Type.Optional(Type.String({ maxLength: 120 })),
+          locale: Type.Optional(Type.String({ maxLength: 35 })),
+        }),
+        response: { 201: AccountBody, ...errorResponses(400, 401, 409, 415, 422) },
+      },
     },
-  }, async (request, reply) =>
-    idempotent(request, reply, ctx, 'admin', postAccount, () => prepareAccount(ctx.clock, request.body)),
+    async (request, reply) =>
+      idempotent(request, reply, ctx, 'admin', postAccount, () => prepareAccount(ctx.clock, request.body)),
   );
 
-  r.get('/admin/accounts', {
-    config: admin,
-    schema: { tags, summary: 'List accounts', response: { 200: Type.Object({ accounts: Type.Array(AccountBody) }), ...errorResponses(401) } },
-  }, async () => ({ accounts: (await listAccounts(ctx.db)).map((row) => accountView(row)) }));
-
-  r.get('/admin/accounts/:accountId', {
-    config: admin,
-    schema: { tags, summary: 'Read an account', params: AccountParams, response: { 200: AccountBody, ...errorResponses(401, 404) } },
-  }, async (request) => {
-    const row = await findAccountById(ctx.db, request.params.accountId);
-    if (!row) throw notFound('The account');
-    return accountView(row);
-  });
-
-  r.patch('/admin/accounts/:accountId', {
-    config: admin,
-    schema: {
-      tags,
-      summary: "Change an account's time zone, locale or rate limits",
-      params: AccountParams,
-      body: Type.Object(
-        { timeZoneOffset: Type.Optional(Type.String()), locale: Type.Optional(Type.String()), rateLimits: Type.Optional(PartialRateLimits) },
-        { minProperties: 1 },
-      ),
-      response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
+  r.get(
+    '/admin/accounts',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'List accounts',
+        response: { 200: Type.Object({ accounts: Type.Array(AccountBody) }), ...errorResponses(401) },
+      },
     },
-  }, async (request) => {
-    const row = await updateAccountSettings(ctx.db, ctx.clock, request.params.accountId, request.body);
-    accessCache.forget(row.id);
-    return accountView(row);
-  });
+    async () => ({ accounts: (await listAccounts(ctx.db)).map((row) => accountView(row)) }),
+  );
 
-  r.delete('/admin/accounts/:accountId', {
-    config: admin,
-    schema: { tags, summary: 'Delete an account and everything it owns', params: AccountParams, response: { ...errorResponses(401, 404) } },
-  }, async (request, reply) => {
-    await deleteAccount(ctx.db, request.params.accountId);
-    accessCache.forget(request.params.accountId);
-    return reply.code(204).send();
-  });
-
-  r.post('/admin/accounts/:accountId/rotate-private-token', {
-    config: admin,
-    schema: { tags, summary: 'Issue a new private token; revokes every access token', params: AccountParams, response: { 200: AccountBody, ...errorResponses(401, 404) } },
-  }, async (request) => {
-    const row = await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId);
-    accessCache.forget(row.id);
-    return accountView(row, row.privateToken);
-  });
-
-  r.put('/admin/accounts/:accountId/password', {
-    config: admin,
-    schema: {
-      tags,
-      summary: 'Set a new password; revokes every access token',
-      params: AccountParams,
-      body: Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) }),
-      response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
+  r.get(
+    '/admin/accounts/:accountId',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Read an account',
+        params: AccountParams,
+        response: { 200: AccountBody, ...errorResponses(401, 404) },
+      },
     },
-  }, async (request) => {
-    const row = await setPassword(ctx.db, ctx.clock, request.params.accountId, request.body.password);
-    accessCache.forget(row.id);
-    return accountView(row);
-  });
+    async (request) => {
+      const row = await findAccountById(ctx.db, request.params.accountId);
+      if (!row) throw notFound('The account');
+      return accountView(row);
+    },
+  );
+
+  r.patch(
+    '/admin/accounts/:accountId',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "Change an account's time zone, locale or rate limits",
+        params: AccountParams,
+        body: Type.Object(
+          {
+            timeZoneOffset: Type.Optional(Type.String()),
+            locale: Type.Optional(Type.String()),
+            rateLimits: Type.Optional(PartialRateLimits),
+          },
+          { minProperties: 1 },
+        ),
+        response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const row = await updateAccountSettings(ctx.db, ctx.clock, request.params.accountId, request.body);
+      accessCache.forget(row.id);
+      return accountView(row);
+    },
+  );
+
+  r.delete(
+    '/admin/accounts/:accountId',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Delete an account and everything it owns',
+        params: AccountParams,
+        response: { ...errorResponses(401, 404) },
+      },
+    },
+    async (request, reply) => {
+      await deleteAccount(ctx.db, request.params.accountId);
+      accessCache.forget(request.params.accountId);
+      return reply.code(204).send();
+    },
+  );
+
+  r.post(
+    '/admin/accounts/:accountId/rotate-private-token',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Issue a new private token; revokes every access token',
+        params: AccountParams,
+        response: { 200: AccountBody, ...errorResponses(401, 404) },
+      },
+    },
+    async (request) => {
+      const row = await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId);
+      accessCache.forget(row.id);
+      return accountView(row, row.privateToken);
+    },
+  );
+
+  r.put(
+    '/admin/accounts/:accountId/password',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Set a new password; revokes every access token',
+        params: AccountParams,
+        body: Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+        response: { 200: AccountBody, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const row = await setPassword(ctx.db, ctx.clock, request.params.accountId, request.body.password);
+      accessCache.forget(row.id);
+      return accountView(row);
+    },
+  );
 }

@@ -47,21 +47,28 @@ const EMAIL = /^[^\s@"(),:;<>[\]\\]+@[^\s@"(),:;<>[\]\\]+\.[^\s@"(),:;<>[\]\\]+$
 function checkUserName(userName: string): string {
   const trimmed = userName.trim();
   if (!EMAIL.test(trimmed) || trimmed.length > 254) {
-    throw badRequest('The user name must be an email address.', [{ field: 'userName', message: 'must be an email address' }]);
+    throw badRequest('The user name must be an email address.', [
+      { field: 'userName', message: 'must be an email address' },
+    ]);
   }
   return trimmed;
 }
 
 function checkPassword(password: string): void {
   if (password.length < 10 || password.length > 1024) {
-    throw badRequest('The password must be 10 to 1024 characters long.', [{ field: 'password', message: 'must be 10 to 1024 characters' }]);
+    throw badRequest('The password must be 10 to 1024 characters long.', [
+      { field: 'password', message: 'must be 10 to 1024 characters' },
+    ]);
   }
 }
 
 function checkTimeZoneOffset(value: string): void {
   if (offsetMinutes(value) === undefined) {
     throw badRequest('The time zone offset must look like UTC+05:30~India Standard Time.', [
-      { field: 'timeZoneOffset', message: 'must be UTC<+|->hh:mm~<name>, between UTC-12:00 and UTC+14:00 in quarter hours' },
+      {
+        field: 'timeZoneOffset',
+        message: 'must be UTC<+|->hh:mm~<name>, between UTC-12:00 and UTC+14:00 in quarter hours',
+      },
     ]);
   }
 }
@@ -73,13 +80,17 @@ function checkLocale(value: string): string {
   } catch {
     // fall through to the error below
   }
-  throw badRequest('The locale must be a BCP 47 language tag such as en or en-IN.', [{ field: 'locale', message: 'must be a BCP 47 language tag' }]);
+  throw badRequest('The locale must be a BCP 47 language tag such as en or en-IN.', [
+    { field: 'locale', message: 'must be a BCP 47 language tag' },
+  ]);
 }
 
 function checkRateLimits(limits: Partial<RateLimits>): void {
   for (const [group, value] of Object.entries(limits)) {
     if (!(RATE_LIMIT_GROUPS as readonly string[]).includes(group)) {
-      throw badRequest(`Unknown rate-limit group ${group}.`, [{ field: `rateLimits.${group}`, message: `must be one of ${RATE_LIMIT_GROUPS.join(', ')}` }]);
+      throw badRequest(`Unknown rate-limit group ${group}.`, [
+        { field: `rateLimits.${group}`, message: `must be one of ${RATE_LIMIT_GROUPS.join(', ')}` },
+      ]);
     }
     if (!Number.isInteger(value) || value < 1 || value > 1_000_000) {
       throw badRequest('A rate limit must be a whole number of requests per minute from 1 to 1000000.', [
@@ -151,7 +162,10 @@ export type AccountWithToken = AccountRow & { privateToken: string };
 
 export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountWithToken> {
   const account = await prepareAccount(clock, input);
-  return { ...(await db.transaction().execute((trx) => insertAccount(trx, account))), privateToken: account.privateToken };
+  return {
+    ...(await db.transaction().execute((trx) => insertAccount(trx, account))),
+    privateToken: account.privateToken,
+  };
 }
 
 /** POST /admin/accounts, in the request's transaction (http/idempotency.ts). */
@@ -168,7 +182,12 @@ export async function findAccountById(db: Db, id: string): Promise<AccountRow | 
   return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-async function updateAccount(db: Db, id: string, values: Partial<AccountRow>, bumpTokenVersion: boolean): Promise<AccountRow> {
+async function updateAccount(
+  db: Db,
+  id: string,
+  values: Partial<AccountRow>,
+  bumpTokenVersion: boolean,
+): Promise<AccountRow> {
   const row = await db
     .updateTable('accounts')
     .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))
@@ -182,7 +201,10 @@ async function updateAccount(db: Db, id: string, values: Partial<AccountRow>, bu
 /** A new private token; every access token issued before it stops working. */
 export async function rotatePrivateToken(db: Db, clock: Clock, id: string): Promise<AccountWithToken> {
   const { privateToken, hash } = newPrivateToken();
-  return { ...(await updateAccount(db, id, { private_token_hash: hash, updated_at: clock.now() }, true)), privateToken };
+  return {
+    ...(await updateAccount(db, id, { private_token_hash: hash, updated_at: clock.now() }, true)),
+    privateToken,
+  };
 }
 
 /** A new password; every access token issued before it stops working. */
@@ -197,7 +219,12 @@ export interface AccountSettings {
   rateLimits?: Partial<RateLimits>;
 }
 
-export async function updateAccountSettings(db: Db, clock: Clock, id: string, settings: AccountSettings): Promise<AccountRow> {
+export async function updateAccountSettings(
+  db: Db,
+  clock: Clock,
+  id: string,
+  settings: AccountSettings,
+): Promise<AccountRow> {
   const current = await findAccountById(db, id);
   if (!current) throw notFound('The account');
   const values: Partial<AccountRow> = { updated_at: clock.now() };

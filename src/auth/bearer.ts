@@ -76,7 +76,15 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     if (known) return known;
     const row = await ctx.database.reads
       .selectFrom('accounts')
-      .select(['id', 'user_name', 'token_version', 'time_zone_offset', 'locale', 'rate_limits', 'inbound_sms_webhook_url'])
+      .select([
+        'id',
+        'user_name',
+        'token_version',
+        'time_zone_offset',
+        'locale',
+        'rate_limits',
+        'inbound_sms_webhook_url',
+      ])
       .where('id', '=', id)
       .executeTakeFirst();
     if (row) cache.rememberAccount(row);
@@ -109,7 +117,9 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     const row = await accountOf(subject.accountId);
     if (!row) throw invalidToken('its account no longer exists');
     if (row.token_version !== subject.tokenVersion) {
-      throw token === undefined ? consoleSessionEnded() : invalidToken('it was revoked by a password change or private-token rotation');
+      throw token === undefined
+        ? consoleSessionEnded()
+        : invalidToken('it was revoked by a password change or private-token rotation');
     }
     request.account = {
       id: row.id,

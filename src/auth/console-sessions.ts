@@ -20,18 +20,32 @@ export function csrfTokenFor(secret: string): string {
 }
 
 /** A new session for the account, its secret for the cookie; sessions that have expired are removed on the way. */
-export async function openSession(db: Kysely<Schema>, account: { id: string; token_version: number }, now: number): Promise<string> {
+export async function openSession(
+  db: Kysely<Schema>,
+  account: { id: string; token_version: number },
+  now: number,
+): Promise<string> {
   const secret = randomBytes(32).toString('base64url');
   await db.deleteFrom('console_sessions').where('expires_at', '<=', now).execute();
   await db
     .insertInto('console_sessions')
-    .values({ id_hash: hashOf(secret), account_id: account.id, token_version: account.token_version, created_at: now, expires_at: now + SESSION_TTL_MS })
+    .values({
+      id_hash: hashOf(secret),
+      account_id: account.id,
+      token_version: account.token_version,
+      created_at: now,
+      expires_at: now + SESSION_TTL_MS,
+    })
     .execute();
   return secret;
 }
 
 /** The account and token version a live session speaks for. */
-export async function findSession(db: Kysely<Schema>, secret: string, now: number): Promise<{ accountId: string; tokenVersion: number } | undefined> {
+export async function findSession(
+  db: Kysely<Schema>,
+  secret: string,
+  now: number,
+): Promise<{ accountId: string; tokenVersion: number } | undefined> {
   const row = await db
     .selectFrom('console_sessions')
     .select(['account_id', 'token_version'])

@@ -9,8 +9,15 @@ import type { LoginThrottle } from './throttle.ts';
  * The account a sign-in names (POST /token, the CLI's --user): user names are compared
  * trimmed and case-insensitively, as they were stored (user_name_key).
  */
-export async function findAccountByUserName(db: Kysely<Schema>, userName: string): Promise<Selectable<AccountsTable> | undefined> {
-  return db.selectFrom('accounts').selectAll().where('user_name_key', '=', userName.trim().toLowerCase()).executeTakeFirst();
+export async function findAccountByUserName(
+  db: Kysely<Schema>,
+  userName: string,
+): Promise<Selectable<AccountsTable> | undefined> {
+  return db
+    .selectFrom('accounts')
+    .selectAll()
+    .where('user_name_key', '=', userName.trim().toLowerCase())
+    .executeTakeFirst();
 }
 
 /** What an account keeps of its private token (a UUID, compared case-insensitively). */
@@ -25,7 +32,10 @@ export function newPrivateToken(): { privateToken: string; hash: string } {
 }
 
 export function privateTokenMatches(account: Selectable<AccountsTable>, privateToken: string): boolean {
-  return timingSafeEqual(Buffer.from(account.private_token_hash, 'hex'), Buffer.from(privateTokenHash(privateToken), 'hex'));
+  return timingSafeEqual(
+    Buffer.from(account.private_token_hash, 'hex'),
+    Buffer.from(privateTokenHash(privateToken), 'hex'),
+  );
 }
 
 export interface Credentials {
@@ -38,7 +48,12 @@ export interface Credentials {
  * The account whose three credentials these are, under the sign-in throttle: POST /token and
  * the console's sign-in. A 401 that never tells which of the three was wrong, or a 429.
  */
-export async function signIn(db: Kysely<Schema>, throttle: LoginThrottle, credentials: Credentials, address: string): Promise<Selectable<AccountsTable>> {
+export async function signIn(
+  db: Kysely<Schema>,
+  throttle: LoginThrottle,
+  credentials: Credentials,
+  address: string,
+): Promise<Selectable<AccountsTable>> {
   const { userName, password, privateToken } = credentials;
   await throttle.check(userName, address);
   const account = await findAccountByUserName(db, userName);

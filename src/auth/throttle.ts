@@ -33,7 +33,10 @@ function keys(userName: string, address: string): Array<[string, number]> {
 export class LoginThrottle {
   private readonly failures: FailureThrottle;
   constructor(counters: CounterStore, clock: Clock) {
-    this.failures = new FailureThrottle({ counters, clock }, { windowMs: LOGIN_WINDOW_MS, message: 'Too many failed sign-in attempts; try again later.' });
+    this.failures = new FailureThrottle(
+      { counters, clock },
+      { windowMs: LOGIN_WINDOW_MS, message: 'Too many failed sign-in attempts; try again later.' },
+    );
   }
 
   /** Throws 429 while the user name from this client, the user name or the client has used up its failures. */

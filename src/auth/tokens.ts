@@ -31,7 +31,12 @@ export interface TokenSubject {
   expiresAt: number;
 }
 
-export async function signAccessToken(key: KeyObject, subject: Omit<TokenSubject, 'expiresAt'>, issuedAt: number, expiresAt: number): Promise<string> {
+export async function signAccessToken(
+  key: KeyObject,
+  subject: Omit<TokenSubject, 'expiresAt'>,
+  issuedAt: number,
+  expiresAt: number,
+): Promise<string> {
   return new SignJWT({ ver: subject.tokenVersion })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(subject.accountId)

@@ -62,17 +62,34 @@ export async function accountCommand(config: () => Config, action: string | unde
       }
       case 'set-rate-limit': {
         const group = option('group') as RateLimitGroup;
-        if (!RATE_LIMIT_GROUPS.includes(group)) throw new UsageError(command, `--group must be one of ${RATE_LIMIT_GROUPS.join(', ')}`);
+        if (!RATE_LIMIT_GROUPS.includes(group))
+          throw new UsageError(command, `--group must be one of ${RATE_LIMIT_GROUPS.join(', ')}`);
         const perMinute = Number(option('per-minute'));
-        return print(accountView(await updateAccountSettings(db, clock, (await byUser()).id, { rateLimits: { [group]: perMinute } })));
+        return print(
+          accountView(
+            await updateAccountSettings(db, clock, (await byUser()).id, { rateLimits: { [group]: perMinute } }),
+          ),
+        );
       }
       case 'add-sender-name':
         return print(await addSenderName(db, clock, (await byUser()).id, option('name')));
       case 'add-sender-domain':
-        return print(await addSenderDomain(database, keyringOf(config()), clock, { accountId: (await byUser()).id, domain: option('domain'), serviceDomain: config().defaultEmailDomain }));
+        return print(
+          await addSenderDomain(database, keyringOf(config()), clock, {
+            accountId: (await byUser()).id,
+            domain: option('domain'),
+            serviceDomain: config().defaultEmailDomain,
+          }),
+        );
       case 'add-shortener-domain': {
         const serviceHost = new URL(config().publicUrl).hostname;
-        return print(await addShortenerDomain(db, clock, { accountId: (await byUser()).id, domain: option('domain'), serviceHost }));
+        return print(
+          await addShortenerDomain(db, clock, {
+            accountId: (await byUser()).id,
+            domain: option('domain'),
+            serviceHost,
+          }),
+        );
       }
       case 'delete':
         await deleteAccount(db, (await byUser()).id);

@@ -19,7 +19,8 @@ async function main(argv: string[]): Promise<void> {
     case 'serve': {
       const values = parse(command, args, { ...HELP, role: { type: 'string', default: 'all' } });
       if (values.help) return console.log(usage(command));
-      if (!(ROLES as readonly string[]).includes(values.role)) throw new UsageError(command, `--role must be one of ${ROLES.join(', ')}`);
+      if (!(ROLES as readonly string[]).includes(values.role))
+        throw new UsageError(command, `--role must be one of ${ROLES.join(', ')}`);
       await serve(config(), values.role as Role);
       return;
     }
@@ -77,7 +78,13 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof AppError || error instanceof StartError || error instanceof CommandError || error instanceof PasswordInputError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof AppError ||
+    error instanceof StartError ||
+    error instanceof CommandError ||
+    error instanceof PasswordInputError
+  ) {
     console.error(`herald: ${error.message}`);
   } else if (error instanceof UsageError) {
     console.error(`herald: ${error.message}\n\n${usage(error.command)}`);

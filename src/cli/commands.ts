@@ -30,23 +30,37 @@ file beside the database will do); refused when JWT_SECRET is set, which is then
     about: 'create an account and print it, with its privateToken',
   },
   { name: 'account list', args: '', about: 'print every account (of a database that exists and is migrated)' },
-  { name: 'account rotate-private-token', args: '--user EMAIL', about: 'give the account a new privateToken; its access tokens stop working' },
-  { name: 'account set-password', args: '--user EMAIL [--password-stdin | --password PW]', about: "change the account's password; its access tokens stop working" },
+  {
+    name: 'account rotate-private-token',
+    args: '--user EMAIL',
+    about: 'give the account a new privateToken; its access tokens stop working',
+  },
+  {
+    name: 'account set-password',
+    args: '--user EMAIL [--password-stdin | --password PW]',
+    about: "change the account's password; its access tokens stop working",
+  },
   {
     name: 'account set-rate-limit',
     args: '--user EMAIL --group sms|email|contacts|account --per-minute N',
     about: 'set how many requests a minute the account may make to one group of endpoints',
   },
-  { name: 'account add-sender-name', args: '--user EMAIL --name NAME', about: 'allow an SMS sender name (senderName of /sms/single and /sms/batch)' },
+  {
+    name: 'account add-sender-name',
+    args: '--user EMAIL --name NAME',
+    about: 'allow an SMS sender name (senderName of /sms/single and /sms/batch)',
+  },
   {
     name: 'account add-sender-domain',
     args: '--user EMAIL --domain DOMAIN',
-    about: 'authorise an email sender domain for the account; prints its DKIM record (recordName, recordValue) to publish as a DNS TXT record',
+    about:
+      'authorise an email sender domain for the account; prints its DKIM record (recordName, recordValue) to publish as a DNS TXT record',
   },
   {
     name: 'account add-shortener-domain',
     args: '--user EMAIL --domain DOMAIN',
-    about: "register a custom short-link host (shortner.shortnerUrl https://DOMAIN); it answers /<code> for the account's links",
+    about:
+      "register a custom short-link host (shortner.shortnerUrl https://DOMAIN); it answers /<code> for the account's links",
   },
   { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
   {
@@ -57,13 +71,22 @@ file beside the database will do); refused when JWT_SECRET is set, which is then
 (which needs ENCRYPTION_KEY on PostgreSQL). Like every command that reads, it neither makes nor
 migrates the database: run herald migrate first.`,
   },
-  { name: 'dkim rotate', args: '[--user EMAIL --domain DOMAIN]', about: 'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key stays, retired' },
+  {
+    name: 'dkim rotate',
+    args: '[--user EMAIL --domain DOMAIN]',
+    about:
+      'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key stays, retired',
+  },
   {
     name: 'dkim keys',
     args: '[--user EMAIL --domain DOMAIN]',
     about: "print the domain's DKIM keys, the active one first, then the retired ones (of a migrated database)",
   },
-  { name: 'dkim remove-key', args: '--selector SELECTOR [--user EMAIL --domain DOMAIN]', about: 'remove a retired DKIM key, once its record is withdrawn from DNS' },
+  {
+    name: 'dkim remove-key',
+    args: '--selector SELECTOR [--user EMAIL --domain DOMAIN]',
+    about: 'remove a retired DKIM key, once its record is withdrawn from DNS',
+  },
   {
     name: 'sim smsc',
     args: SIM_SMSC_ARGS,
@@ -95,7 +118,10 @@ export function usage(name = ''): string {
   const commands = own ? [own] : COMMANDS.filter((c) => c.name.startsWith(name && `${name} `));
   const parts = own
     ? [`usage: herald ${synopsis(own)}`, own.about]
-    : [`usage: herald ${name || '<command>'} …`, commands.map((c) => `  ${synopsis(c)}\n${c.about.replace(/^/gm, '      ')}`).join('\n')];
+    : [
+        `usage: herald ${name || '<command>'} …`,
+        commands.map((c) => `  ${synopsis(c)}\n${c.about.replace(/^/gm, '      ')}`).join('\n'),
+      ];
   if (commands.some((c) => c.args.includes('--password-stdin'))) parts.push(PASSWORD_NOTE);
   if (name === '') parts.push('Every command takes --help.');
   parts.push('Configuration is read from the environment (see docs/operations.md, "Configuration").');
@@ -131,7 +157,8 @@ export function required(command: string, values: Record<string, string | boolea
   return value;
 }
 
-const actionsOf = (group: string) => COMMANDS.filter((c) => c.name.startsWith(`${group} `)).map((c) => c.name.slice(group.length + 1));
+const actionsOf = (group: string) =>
+  COMMANDS.filter((c) => c.name.startsWith(`${group} `)).map((c) => c.name.slice(group.length + 1));
 
 /** The group's command named by `action`: undefined after printing the group's usage for --help. */
 export function groupCommand(group: 'account' | 'dkim', action: string | undefined): string | undefined {
@@ -139,7 +166,8 @@ export function groupCommand(group: 'account' | 'dkim', action: string | undefin
     console.log(usage(group));
     return undefined;
   }
-  if (action === undefined || !actionsOf(group).includes(action)) throw new UsageError(group, `unknown ${group} command ${action ?? '(none)'}`);
+  if (action === undefined || !actionsOf(group).includes(action))
+    throw new UsageError(group, `unknown ${group} command ${action ?? '(none)'}`);
   return `${group} ${action}`;
 }
 

@@ -62,4 +62,5 @@ export async function accountByUser(db: Database['db'], userName: string): Promi
 }
 
 /** ENCRYPTION_KEY, read only by the commands that seal or open secrets: the others run on PostgreSQL without it. */
-export const keyringOf = (config: Config) => loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
+export const keyringOf = (config: Config) =>
+  loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);

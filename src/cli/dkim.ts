@@ -1,6 +1,12 @@
 import type { Config } from '../config.ts';
 import { systemClock } from '../clock.ts';
-import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey, type DkimKeyHolder } from '../senders/dkim-keys.ts';
+import {
+  dkimDomainView,
+  listDkimKeys,
+  removeDkimKey,
+  rotateDkimKey,
+  type DkimKeyHolder,
+} from '../senders/dkim-keys.ts';
 import { senderDomainHolder } from '../senders/domains.ts';
 import { groupCommand, HELP, parse, print, required, usage, UsageError } from './commands.ts';
 import { accountByUser, keyringOf, withDatabase, withExistingDatabase } from './database.ts';
@@ -9,9 +15,15 @@ import { accountByUser, keyringOf, withDatabase, withExistingDatabase } from './
 export async function dkimCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
   const command = groupCommand('dkim', action);
   if (command === undefined) return;
-  const values = parse(command, args, { ...HELP, user: { type: 'string' }, domain: { type: 'string' }, selector: { type: 'string' } });
+  const values = parse(command, args, {
+    ...HELP,
+    user: { type: 'string' },
+    domain: { type: 'string' },
+    selector: { type: 'string' },
+  });
   if (values.help) return console.log(usage(command));
-  if ((values.user === undefined) !== (values.domain === undefined)) throw new UsageError(command, '--user and --domain go together: an account\'s sender domain');
+  if ((values.user === undefined) !== (values.domain === undefined))
+    throw new UsageError(command, "--user and --domain go together: an account's sender domain");
   const settings = config();
   const clock = systemClock;
   const opened = action === 'show' || action === 'keys' ? withExistingDatabase : withDatabase;

@@ -41,7 +41,9 @@ export async function readNewPassword(options: PasswordOptions, io: PasswordIo =
   if (options.passwordStdin) return (await text(io.stdin)).replace(/\r?\n$/, '');
   if (options.password !== undefined) return options.password;
   if (!io.stdin.isTTY) {
-    throw new PasswordInputError('no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it');
+    throw new PasswordInputError(
+      'no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it',
+    );
   }
   const first = await io.ask('Password:');
   const second = await io.ask('Password again:');

@@ -48,7 +48,12 @@ const tags = ['console'];
 export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const throttle = new LoginThrottle(ctx.counters, ctx.clock);
-  const cookie = { httpOnly: true, secure: ctx.config.publicUrl.startsWith('https:'), sameSite: 'strict', path: '/' } as const;
+  const cookie = {
+    httpOnly: true,
+    secure: ctx.config.publicUrl.startsWith('https:'),
+    sameSite: 'strict',
+    path: '/',
+  } as const;
   const sessionBody = (secret: string, a: { userName: string; timeZoneOffset: string; locale: string }) => ({
     userName: a.userName,
     timeZoneOffset: a.timeZoneOffset,
@@ -56,31 +61,56 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     csrfToken: csrfTokenFor(secret),
   });
 
-  r.post('/console/session', {
-    schema: { tags, summary: "Sign in to the console: the /token credentials and throttle; the session goes in an HttpOnly cookie", body: Type.Object(SignInFields), response: { 200: SessionBody, ...errorResponses(400, 401, 413, 415, 429) } },
-  }, async (request, reply) => {
-    const signedIn = await signIn(ctx.db, throttle, request.body, request.ip);
-    const secret = await openSession(ctx.db, signedIn, ctx.clock.now());
-    reply.setCookie(SESSION_COOKIE, secret, { ...cookie, maxAge: SESSION_TTL_MS / 1000 });
-    return sessionBody(secret, { userName: signedIn.user_name, timeZoneOffset: signedIn.time_zone_offset, locale: signedIn.locale });
-  });
+  r.post(
+    '/console/session',
+    {
+      schema: {
+        tags,
+        summary: 'Sign in to the console: the /token credentials and throttle; the session goes in an HttpOnly cookie',
+        body: Type.Object(SignInFields),
+        response: { 200: SessionBody, ...errorResponses(400, 401, 413, 415, 429) },
+      },
+    },
+    async (request, reply) => {
+      const signedIn = await signIn(ctx.db, throttle, request.body, request.ip);
+      const secret = await openSession(ctx.db, signedIn, ctx.clock.now());
+      reply.setCookie(SESSION_COOKIE, secret, { ...cookie, maxAge: SESSION_TTL_MS / 1000 });
+      return sessionBody(secret, {
+        userName: signedIn.user_name,
+        timeZoneOffset: signedIn.time_zone_offset,
+        locale: signedIn.locale,
+      });
+    },
+  );
 
-  r.get('/console/session', {
-    config: account,
-    schema: { tags, summary: 'The signed-in account and the CSRF token of its console session', response: { 200: SessionBody, ...errorResponses(401) } },
-  }, async (request) => {
-    if (request.consoleSession === null) throw consoleSessionEnded();
-    return sessionBody(request.consoleSession, request.account);
-  });
+  r.get(
+    '/console/session',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'The signed-in account and the CSRF token of its console session',
+        response: { 200: SessionBody, ...errorResponses(401) },
+      },
+    },
+    async (request) => {
+      if (request.consoleSession === null) throw consoleSessionEnded();
+      return sessionBody(request.consoleSession, request.account);
+    },
+  );
 
-  r.delete('/console/session', {
-    config: account,
-    schema: { tags, summary: 'Sign out of the console', response: errorResponses(401, 403) },
-  }, async (request, reply) => {
-    if (request.consoleSession !== null) await closeSession(ctx.db, request.consoleSession);
-    reply.clearCookie(SESSION_COOKIE, cookie);
-    return reply.code(204).send();
-  });
+  r.delete(
+    '/console/session',
+    {
+      config: account,
+      schema: { tags, summary: 'Sign out of the console', response: errorResponses(401, 403) },
+    },
+    async (request, reply) => {
+      if (request.consoleSession !== null) await closeSession(ctx.db, request.consoleSession);
+      reply.clearCookie(SESSION_COOKIE, cookie);
+      return reply.code(204).send();
+    },
+  );
 
   await app.register(async (pages) => {
     pages.addHook('onSend', async (_request, reply) => {
@@ -91,7 +121,13 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     const built = existsSync(`${BUILT}index.html`);
     if (built) {
       // Vite names every asset by its content's hash, so a file never changes under its name.
-      await pages.register(fastifyStatic, { root: `${BUILT}assets`, prefix: '/console/assets/', immutable: true, maxAge: '365d', index: false });
+      await pages.register(fastifyStatic, {
+        root: `${BUILT}assets`,
+        prefix: '/console/assets/',
+        immutable: true,
+        maxAge: '365d',
+        index: false,
+      });
       // The console's pages name the icon (web/index.html); a browser asks every other page's
       // origin for /favicon.ico, and is given the same SVG under its own type.
       const icon = async (_request: unknown, reply: FastifyReply) =>

@@ -54,8 +54,13 @@ interface Draft {
 const keyOf = (mobile: string | null, email: string | null) => `${mobile ?? ''}\n${email ?? ''}`;
 
 const rowOf = (d: Draft): ContactRow => ({
-  id: d.id, email: d.email, mobile: d.mobile, countryCode: d.countryCode,
-  mobileOptIn: d.mobileOptIn, emailOptIn: d.emailOptIn, properties: JSON.stringify(d.properties),
+  id: d.id,
+  email: d.email,
+  mobile: d.mobile,
+  countryCode: d.countryCode,
+  mobileOptIn: d.mobileOptIn,
+  emailOptIn: d.emailOptIn,
+  properties: JSON.stringify(d.properties),
 });
 
 /** When several contacts share one (mobile, email), the oldest is the one a batch entry matches. */
@@ -135,14 +140,18 @@ function storedDraft(row: CandidateRow): Draft {
 }
 
 /** The stored contacts any entry could reach: by contactId, or by its exact pair. */
-export function candidateKeys(accountId: string, listId: string, allContactsListId: string, entries: BatchEntry[]): CandidateKeys {
+export function candidateKeys(
+  accountId: string,
+  listId: string,
+  allContactsListId: string,
+  entries: BatchEntry[],
+): CandidateKeys {
   const keys: CandidateKeys = { accountId, listId, allContactsListId, ids: [], pairs: [], mobiles: [], emails: [] };
   for (const entry of entries) {
     if (entry.contactId !== undefined) keys.ids.push(entry.contactId);
     else if (entry.mobile !== undefined && entry.email !== undefined) {
       keys.pairs.push({ mobile: entry.mobile, email: entry.email });
-    }
-    else if (entry.mobile !== undefined) keys.mobiles.push(entry.mobile);
+    } else if (entry.mobile !== undefined) keys.mobiles.push(entry.mobile);
     else if (entry.email !== undefined) keys.emails.push(entry.email);
   }
   return keys;
@@ -166,7 +175,10 @@ export function resolveEntries(entries: BatchEntry[], stored: CandidateRow[]): D
   const order: Draft[] = [];
   let created = 0;
   for (const entry of entries) {
-    let draft = entry.contactId !== undefined ? drafts.byId.get(entry.contactId) : drafts.match(entry.mobile ?? null, entry.email ?? null);
+    let draft =
+      entry.contactId !== undefined
+        ? drafts.byId.get(entry.contactId)
+        : drafts.match(entry.mobile ?? null, entry.email ?? null);
     if (!draft) {
       draft = {
         id: entry.contactId ?? 0,
@@ -194,7 +206,13 @@ export function resolveEntries(entries: BatchEntry[], stored: CandidateRow[]): D
 
 /** A ContactRow's fields, and those of them that identify a contact. */
 const FIELDS: ReadonlyArray<keyof ContactRow> = [
-  'id', 'email', 'mobile', 'countryCode', 'mobileOptIn', 'emailOptIn', 'properties',
+  'id',
+  'email',
+  'mobile',
+  'countryCode',
+  'mobileOptIn',
+  'emailOptIn',
+  'properties',
 ];
 const IDENTITY: ReadonlyArray<keyof ContactRow> = ['email', 'mobile', 'countryCode'];
 
@@ -210,7 +228,13 @@ export interface BatchResult {
  * once: inserted, updated, or skipped when the batch left its data and memberships
  * exactly as they were (then nothing is written and updatedAt stays).
  */
-export async function applyBatch(db: Db, dialect: DialectName, now: number, target: { accountId: string; listId: string }, entries: BatchEntry[]): Promise<BatchResult> {
+export async function applyBatch(
+  db: Db,
+  dialect: DialectName,
+  now: number,
+  target: { accountId: string; listId: string },
+  entries: BatchEntry[],
+): Promise<BatchResult> {
   const { accountId, listId } = target;
   const allContacts = await lockAccountContacts(db, dialect, accountId);
   const stored = await loadCandidates(db, dialect, candidateKeys(accountId, listId, allContacts, entries));
@@ -270,7 +294,12 @@ async function finish(db: Db, now: number, batchId: string, values: Partial<Batc
   // SPEC §6: one post per batch, with its counts and contact ids: the status read's body.
   if (row?.webhook_url) {
     const clock: Clock = { now: () => now };
-    await emitWebhook(db, clock, { accountId: row.account_id, url: row.webhook_url, type: BATCH_WEBHOOK_TYPE, data: batchView(row) });
+    await emitWebhook(db, clock, {
+      accountId: row.account_id,
+      url: row.webhook_url,
+      type: BATCH_WEBHOOK_TYPE,
+      data: batchView(row),
+    });
   }
   return row;
 }
@@ -288,26 +317,36 @@ interface ApplyJob {
  * its webhook post queued and its job completed; or, for a batch no longer Queued,
  * nothing. Runs where the data is (database.call): on SQLite, on the database's thread.
  */
-export const applyBatchJob = procedure(import.meta.url, 'applyBatchJob', async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued'> => {
-  try {
-    await db.transaction().execute(async (trx) => {
-      const result = await applyBatch(trx, dialect, run.now, { accountId: run.accountId, listId: run.payload.listId }, unpackEntries(run.payload));
-      const done = await finish(trx, run.now, run.payload.batchId, {
-        status: 'Completed',
-        started_at: run.now,
-        inserted_ids: JSON.stringify(result.inserted),
-        updated_ids: JSON.stringify(result.updated),
-        skipped_ids: JSON.stringify(result.skipped),
+export const applyBatchJob = procedure(
+  import.meta.url,
+  'applyBatchJob',
+  async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued'> => {
+    try {
+      await db.transaction().execute(async (trx) => {
+        const result = await applyBatch(
+          trx,
+          dialect,
+          run.now,
+          { accountId: run.accountId, listId: run.payload.listId },
+          unpackEntries(run.payload),
+        );
+        const done = await finish(trx, run.now, run.payload.batchId, {
+          status: 'Completed',
+          started_at: run.now,
+          inserted_ids: JSON.stringify(result.inserted),
+          updated_ids: JSON.stringify(result.updated),
+          skipped_ids: JSON.stringify(result.skipped),
+        });
+        if (!done) throw new NotQueued();
+        await completeJob(trx, run.lease);
       });
-      if (!done) throw new NotQueued();
-      await completeJob(trx, run.lease);
-    });
-    return 'applied';
-  } catch (error) {
-    if (error instanceof NotQueued) return 'not queued';
-    throw error;
-  }
-});
+      return 'applied';
+    } catch (error) {
+      if (error instanceof NotQueued) return 'not queued';
+      throw error;
+    }
+  },
+);
 
 /**
  * The `contacts.batch` job. A failed attempt changes nothing and is retried by the queue;
@@ -319,12 +358,21 @@ export function contactBatchHandler(deps: { database: Database; clock: Clock }):
   const { database, clock } = deps;
   return {
     async handle(job: Job, run: JobRun) {
-      const outcome = await database.call(applyBatchJob, { lease: run.lease, accountId: job.accountId!, payload: job.payload as BatchJob, now: clock.now() });
+      const outcome = await database.call(applyBatchJob, {
+        lease: run.lease,
+        accountId: job.accountId!,
+        payload: job.payload as BatchJob,
+        now: clock.now(),
+      });
       if (outcome === 'applied') return 'completed';
     },
     async onDead(trx: Db, job: Job, error: string) {
       const now = clock.now();
-      await finish(trx, now, (job.payload as BatchJob).batchId, { status: 'Failed', started_at: now, error: `not applied after ${job.attempt} attempts: ${error}` });
+      await finish(trx, now, (job.payload as BatchJob).batchId, {
+        status: 'Failed',
+        started_at: now,
+        error: `not applied after ${job.attempt} attempts: ${error}`,
+      });
     },
   };
 }

@@ -39,7 +39,15 @@ export interface BatchJob {
   contacts: PackedEntry[];
 }
 
-type PackedEntry = [number | null, string | null, string | null, string | null, boolean | null, boolean | null, Array<number | string> | null];
+type PackedEntry = [
+  number | null,
+  string | null,
+  string | null,
+  string | null,
+  boolean | null,
+  boolean | null,
+  Array<number | string> | null,
+];
 
 export function packEntries(batchId: string, listId: string, entries: BatchEntry[]): BatchJob {
   const propertyIds: string[] = [];
@@ -54,7 +62,15 @@ export function packEntries(batchId: string, listId: string, entries: BatchEntry
         properties.push(i, value);
       }
     }
-    return [e.contactId ?? null, e.email ?? null, e.mobile ?? null, e.countryCode ?? null, e.mobileOptIn ?? null, e.emailOptIn ?? null, properties];
+    return [
+      e.contactId ?? null,
+      e.email ?? null,
+      e.mobile ?? null,
+      e.countryCode ?? null,
+      e.mobileOptIn ?? null,
+      e.emailOptIn ?? null,
+      properties,
+    ];
   });
   return { batchId, listId, propertyIds, contacts };
 }
@@ -70,7 +86,8 @@ export function unpackEntries(job: BatchJob): BatchEntry[] {
     if (emailOptIn !== null) entry.emailOptIn = emailOptIn;
     if (properties !== null) {
       entry.properties = {};
-      for (let i = 0; i < properties.length; i += 2) entry.properties[job.propertyIds[properties[i] as number]] = properties[i + 1] as string;
+      for (let i = 0; i < properties.length; i += 2)
+        entry.properties[job.propertyIds[properties[i] as number]] = properties[i + 1] as string;
     }
     return entry;
   });
@@ -109,7 +126,11 @@ const outcome = (ids: string | null): Outcome | null => {
   return { count: contactIds.length, contactIds };
 };
 
-export function batchView(row: BatchRow, status: ContactBatchStatus = row.status, retrying: Retrying | null = null): BatchView {
+export function batchView(
+  row: BatchRow,
+  status: ContactBatchStatus = row.status,
+  retrying: Retrying | null = null,
+): BatchView {
   return {
     batchId: row.id,
     status,
@@ -126,7 +147,12 @@ export function batchView(row: BatchRow, status: ContactBatchStatus = row.status
 }
 
 export async function findBatch(db: Db, accountId: string, batchId: string): Promise<BatchView> {
-  const row = await db.selectFrom('contact_batches').selectAll().where('id', '=', batchId).where('account_id', '=', accountId).executeTakeFirst();
+  const row = await db
+    .selectFrom('contact_batches')
+    .selectAll()
+    .where('id', '=', batchId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   if (!row) throw notFound('The contact batch');
   if (row.status !== 'Queued') return batchView(row);
   // A queued batch whose job a worker holds is being applied; one whose job failed says so,
@@ -139,7 +165,12 @@ export async function findBatch(db: Db, accountId: string, batchId: string): Pro
   if (job?.state === 'running') return batchView(row, 'Processing');
   const retrying =
     job?.state === 'ready' && job.last_error !== null && job.attempts > 0
-      ? { failedAttempts: job.attempts, maxAttempts: job.max_attempts, lastError: job.last_error, nextAttemptAt: new Date(job.run_at).toISOString() }
+      ? {
+          failedAttempts: job.attempts,
+          maxAttempts: job.max_attempts,
+          lastError: job.last_error,
+          nextAttemptAt: new Date(job.run_at).toISOString(),
+        }
       : null;
   return batchView(row, 'Queued', retrying);
 }
@@ -195,12 +226,17 @@ export async function prepareBatch(
   const refs = checked.entries.flatMap((entry) => entry.propertyRefs);
   const askedIds = [...new Set(refs.flatMap((ref) => (ref.id === undefined ? [] : [ref.id])))];
   const askedNames = [...new Set(refs.flatMap((ref) => (ref.name === undefined ? [] : [nameKey(ref.name)])))];
-  const known = refs.length === 0 ? [] : await db
-    .selectFrom('contact_properties')
-    .select(['id', 'name_key'])
-    .where('account_id', '=', accountId)
-    .where((eb) => eb.or([eb('id', 'in', inJson(dialect, askedIds)), eb('name_key', 'in', inJson(dialect, askedNames))]))
-    .execute();
+  const known =
+    refs.length === 0
+      ? []
+      : await db
+          .selectFrom('contact_properties')
+          .select(['id', 'name_key'])
+          .where('account_id', '=', accountId)
+          .where((eb) =>
+            eb.or([eb('id', 'in', inJson(dialect, askedIds)), eb('name_key', 'in', inJson(dialect, askedNames))]),
+          )
+          .execute();
   const idsKnown = new Set(known.map((p) => p.id));
   const idByName = new Map(known.map((p) => [p.name_key, p.id]));
   const invalidProperties = new Set<string>();
@@ -275,6 +311,12 @@ export function acceptedBody(batchId: string) {
   return {
     status: 'Success' as const,
     message: 'The contact batch was accepted; its contacts will be created or updated shortly.',
-    data: { BatchId: batchId, Processed: null, ContactId: null, InvalidProperties: [] as string[], InvalidContactIds: [] as number[] },
+    data: {
+      BatchId: batchId,
+      Processed: null,
+      ContactId: null,
+      InvalidProperties: [] as string[],
+      InvalidContactIds: [] as number[],
+    },
   };
 }

@@ -45,7 +45,12 @@ async function contactViews(db: Db, accountId: string, rows: ContactRecord[]): P
   const propertyIds = [...new Set(properties.flatMap((p) => Object.keys(p)))];
   const names = new Map<string, string>();
   if (propertyIds.length > 0) {
-    const named = await db.selectFrom('contact_properties').select(['id', 'name']).where('account_id', '=', accountId).where('id', 'in', propertyIds).execute();
+    const named = await db
+      .selectFrom('contact_properties')
+      .select(['id', 'name'])
+      .where('account_id', '=', accountId)
+      .where('id', 'in', propertyIds)
+      .execute();
     for (const p of named) names.set(p.id, p.name);
   }
   return rows.map((row, i) => {
@@ -71,7 +76,12 @@ async function contactViews(db: Db, accountId: string, rows: ContactRecord[]): P
 }
 
 export async function findContact(db: Db, accountId: string, contactId: number): Promise<ContactView> {
-  const row = await db.selectFrom('contacts').selectAll().where('id', '=', contactId).where('account_id', '=', accountId).executeTakeFirst();
+  const row = await db
+    .selectFrom('contacts')
+    .selectAll()
+    .where('id', '=', contactId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   if (!row) throw notFound('The contact');
   return (await contactViews(db, accountId, [row]))[0];
 }
@@ -83,7 +93,11 @@ const SEARCH_LIMIT = 100;
  * Contacts with this email and/or this mobile (country code and number, digits), written
  * the way the batch stores them: the email lower-cased, the mobile as E.164 digits.
  */
-export async function searchContacts(db: Db, accountId: string, query: { email?: string; mobile?: string }): Promise<ContactView[]> {
+export async function searchContacts(
+  db: Db,
+  accountId: string,
+  query: { email?: string; mobile?: string },
+): Promise<ContactView[]> {
   if (query.email === undefined && query.mobile === undefined) {
     throw badRequest('Give email, mobile or both.', [{ field: 'email', message: 'or mobile is required' }]);
   }
@@ -107,15 +121,29 @@ export interface ContactPage {
 const cursor = cursorCodec(['integer']);
 
 /** A page of a list's contacts, for the API and for the SMS and email modules' list expansion. */
-export async function listContactsPage(db: Db, accountId: string, listId: string, page: { limit: number; cursor?: string }): Promise<ContactPage> {
+export async function listContactsPage(
+  db: Db,
+  accountId: string,
+  listId: string,
+  page: { limit: number; cursor?: string },
+): Promise<ContactPage> {
   await requireList(db, accountId, listId);
   const after = page.cursor === undefined ? 0 : cursor.decode(page.cursor)[0];
   const rows =
     listId === (await defaultListId(db, accountId))
-      ? await db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where('id', '>', after).orderBy('id').limit(page.limit + 1).execute()
+      ? await db
+          .selectFrom('contacts')
+          .selectAll()
+          .where('account_id', '=', accountId)
+          .where('id', '>', after)
+          .orderBy('id')
+          .limit(page.limit + 1)
+          .execute()
       : await db
           .selectFrom('list_members as m')
-          .innerJoin('contacts as c', (join) => join.on('c.account_id', '=', accountId).onRef('c.id', '=', 'm.contact_id'))
+          .innerJoin('contacts as c', (join) =>
+            join.on('c.account_id', '=', accountId).onRef('c.id', '=', 'm.contact_id'),
+          )
           .selectAll('c')
           .where('m.list_id', '=', listId)
           .where('m.contact_id', '>', after)

@@ -7,7 +7,8 @@
  * receiving servers still refuse it.
  * https://html.spec.whatwg.org/multipage/input.html#valid-e-mail-address
  */
-const WHATWG_EMAIL = /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+const WHATWG_EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
 
 // RFC 5321 §4.5.3.1: a local part of at most 64 octets, a path of at most 256 (the address
 // and its angle brackets), so 254 for the address.
@@ -21,6 +22,7 @@ export function emailAddressProblem(address: string): string | undefined {
     return 'must be an email address in ASCII: give an internationalised domain in its xn-- form';
   }
   if (!WHATWG_EMAIL.test(address)) return 'must be an email address';
-  if (address.indexOf('@') > MAX_LOCAL_PART) return `must be an email address whose part before @ is at most ${MAX_LOCAL_PART} characters`;
+  if (address.indexOf('@') > MAX_LOCAL_PART)
+    return `must be an email address whose part before @ is at most ${MAX_LOCAL_PART} characters`;
   return undefined;
 }

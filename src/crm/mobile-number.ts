@@ -69,17 +69,24 @@ const MAX_NATIONAL_NUMBER = 17;
  * each a string of digits or a JSON whole number; undefined for a field that is missing.
  * Either the number, or the problems by part in words.
  */
-export function mobileFromParts(countryCodeValue: unknown, numberValue: unknown): MobileNumber | { problems: { countryCode?: string; number?: string } } {
+export function mobileFromParts(
+  countryCodeValue: unknown,
+  numberValue: unknown,
+): MobileNumber | { problems: { countryCode?: string; number?: string } } {
   const problems: { countryCode?: string; number?: string } = {};
   const countryCode = countryCodeValue === undefined ? undefined : digitsOf(countryCodeValue);
   const number = numberValue === undefined ? undefined : digitsOf(numberValue);
   if (countryCode === undefined) problems.countryCode = 'is required with mobileNumber';
-  else if (countryCode === null || !DIGITS.test(countryCode) || countryCode.length > MAX_COUNTRY_CODE) problems.countryCode = `must be 1 to ${MAX_COUNTRY_CODE} digits`;
+  else if (countryCode === null || !DIGITS.test(countryCode) || countryCode.length > MAX_COUNTRY_CODE)
+    problems.countryCode = `must be 1 to ${MAX_COUNTRY_CODE} digits`;
   if (number === undefined) problems.number = 'is required with mobileCountryCode';
-  else if (number === null || !DIGITS.test(number) || number.length > MAX_NATIONAL_NUMBER) problems.number = `must be digits only, at most ${MAX_NATIONAL_NUMBER}`;
+  else if (number === null || !DIGITS.test(number) || number.length > MAX_NATIONAL_NUMBER)
+    problems.number = `must be digits only, at most ${MAX_NATIONAL_NUMBER}`;
   if (problems.countryCode !== undefined || problems.number !== undefined) return { problems };
 
-  const mobile = validAsGiven(countryCode! + number!, countryCode!) ?? parsed(() => parsePhoneNumberFromString(number!, { defaultCallingCode: countryCode! })).valid;
+  const mobile =
+    validAsGiven(countryCode! + number!, countryCode!) ??
+    parsed(() => parsePhoneNumberFromString(number!, { defaultCallingCode: countryCode! })).valid;
   return mobile ?? { problems: { number: `is not a valid mobile number for country code +${countryCode}` } };
 }
 
@@ -94,10 +101,19 @@ const MAX_MOBILE_DIGITS = 18;
 export function mobileFromDigits(value: unknown): MobileNumber | { problem: string } {
   const digits = digitsOf(value);
   if (digits === null) {
-    return { problem: typeof value === 'number' ? 'must be a whole number of at most 15 digits, or a string of digits' : 'must be the country code and number, digits only, as a string or a number' };
+    return {
+      problem:
+        typeof value === 'number'
+          ? 'must be a whole number of at most 15 digits, or a string of digits'
+          : 'must be the country code and number, digits only, as a string or a number',
+    };
   }
   if (!DIGITS.test(digits)) {
-    return { problem: digits.startsWith('+') ? 'must be digits only: leave out the +' : 'must be the country code and number, digits only: no +, spaces or other symbols' };
+    return {
+      problem: digits.startsWith('+')
+        ? 'must be digits only: leave out the +'
+        : 'must be the country code and number, digits only: no +, spaces or other symbols',
+    };
   }
   if (digits.length > MAX_MOBILE_DIGITS) return { problem: `must be at most ${MAX_MOBILE_DIGITS} digits` };
   const valid = validAsGiven(digits);

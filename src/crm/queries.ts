@@ -199,14 +199,21 @@ export async function loadCandidates(db: Db, dialect: DialectName, keys: Candida
  * is locked until commit, but only the account's own batches write it, and those apply
  * one at a time anyway (lockAccountContacts).
  */
-export async function allocateContactIds(db: Db, accountId: string, count: number, reserved: ReadonlySet<number>): Promise<number[]> {
+export async function allocateContactIds(
+  db: Db,
+  accountId: string,
+  count: number,
+  reserved: ReadonlySet<number>,
+): Promise<number[]> {
   const ids: number[] = [];
   while (ids.length < count) {
     const wanted = count - ids.length;
     const { last } = await db
       .insertInto('contact_id_counters')
       .values({ account_id: accountId, last_value: wanted })
-      .onConflict((oc) => oc.column('account_id').doUpdateSet({ last_value: sql`contact_id_counters.last_value + excluded.last_value` }))
+      .onConflict((oc) =>
+        oc.column('account_id').doUpdateSet({ last_value: sql`contact_id_counters.last_value + excluded.last_value` }),
+      )
       .returning('last_value as last')
       .executeTakeFirstOrThrow();
     for (let id = Number(last) - wanted + 1; id <= Number(last); id++) if (!reserved.has(id)) ids.push(id);
@@ -219,18 +226,38 @@ export async function allocateContactIds(db: Db, accountId: string, count: numbe
  * already took by contactId is passed over rather than failing the batch, for the caller
  * to draw another id.
  */
-export async function insertContacts(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<Set<number>> {
+export async function insertContacts(
+  db: Db,
+  dialect: DialectName,
+  accountId: string,
+  now: number,
+  rows: ContactRow[],
+): Promise<Set<number>> {
   if (rows.length === 0) return new Set();
-  return new Set((await STATEMENTS[dialect].insert(accountId, now, rows).execute(db)).rows.map((row) => Number(row.id)));
+  return new Set(
+    (await STATEMENTS[dialect].insert(accountId, now, rows).execute(db)).rows.map((row) => Number(row.id)),
+  );
 }
 
 /** The statement updateContacts (`whole`) or updateContactData (`data`) runs; test/crm/planner.test.ts checks its plan. */
-export function updateQuery(dialect: DialectName, what: 'whole' | 'data', accountId: string, now: number, rows: ContactRow[]): RawBuilder<unknown> {
+export function updateQuery(
+  dialect: DialectName,
+  what: 'whole' | 'data',
+  accountId: string,
+  now: number,
+  rows: ContactRow[],
+): RawBuilder<unknown> {
   return STATEMENTS[dialect][what === 'whole' ? 'update' : 'updateData'](accountId, now, rows);
 }
 
 /** Rewrites stored contacts whole; their mobile or email changed (an entry with a contactId). */
-export async function updateContacts(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<void> {
+export async function updateContacts(
+  db: Db,
+  dialect: DialectName,
+  accountId: string,
+  now: number,
+  rows: ContactRow[],
+): Promise<void> {
   if (rows.length > 0) await updateQuery(dialect, 'whole', accountId, now, rows).execute(db);
 }
 
@@ -241,7 +268,13 @@ export async function updateContacts(db: Db, dialect: DialectName, accountId: st
  * stored contacts (commit included) took 46 ms with them and 15 to 24 ms without.
  * PostgreSQL compares the values and makes no difference (8 to 10 ms either way).
  */
-export async function updateContactData(db: Db, dialect: DialectName, accountId: string, now: number, rows: ContactRow[]): Promise<void> {
+export async function updateContactData(
+  db: Db,
+  dialect: DialectName,
+  accountId: string,
+  now: number,
+  rows: ContactRow[],
+): Promise<void> {
   if (rows.length > 0) await updateQuery(dialect, 'data', accountId, now, rows).execute(db);
 }
 
@@ -259,7 +292,9 @@ export async function lockAccountContacts(db: Db, dialect: DialectName, accountI
   const defaultList = sql<string>`(select id from contact_lists where account_id = ${accountId} and is_default = ${sql.lit(true)})`;
   const query =
     dialect === 'postgres'
-      ? sql<{ id: string }>`select pg_advisory_xact_lock(hashtextextended(${`contacts:${accountId}`}, 0)), ${defaultList} as id`
+      ? sql<{
+          id: string;
+        }>`select pg_advisory_xact_lock(hashtextextended(${`contacts:${accountId}`}, 0)), ${defaultList} as id`
       : sql<{ id: string }>`select ${defaultList} as id`;
   return (await query.execute(db)).rows[0].id;
 }

@@ -33,7 +33,13 @@ export const PropertyField = Type.Object(
 
 export const ContactInput = Type.Object(
   {
-    contactId: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Updates this contact, or creates it under this id.' })),
+    contactId: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'Updates this contact, or creates it under this id.',
+      }),
+    ),
     mobileCountryCode: Type.Optional(Digits),
     mobileNumber: Type.Optional(Digits),
     email: Type.Optional(Type.String({ maxLength: 254, description: 'May be empty when there is no email.' })),
@@ -69,16 +75,34 @@ const Outcome = Type.Object({ count: Type.Integer(), contactIds: Type.Array(Type
 
 export const BatchStatus = Type.Object({
   batchId: Uuid,
-  status: Type.Union([Type.Literal('Queued'), Type.Literal('Processing'), Type.Literal('Completed'), Type.Literal('Failed')]),
+  status: Type.Union([
+    Type.Literal('Queued'),
+    Type.Literal('Processing'),
+    Type.Literal('Completed'),
+    Type.Literal('Failed'),
+  ]),
   listId: Uuid,
   contacts: Type.Integer({ description: 'Entries in the request.' }),
   inserted: Type.Union([Outcome, Type.Null()]),
   updated: Type.Union([Outcome, Type.Null()]),
-  skipped: Type.Union([Outcome, Type.Null()], { description: 'Existing contacts the batch left exactly as they were.' }),
+  skipped: Type.Union([Outcome, Type.Null()], {
+    description: 'Existing contacts the batch left exactly as they were.',
+  }),
   error: Type.Union([Type.String(), Type.Null()]),
   retrying: Type.Union(
-    [Type.Object({ failedAttempts: Type.Integer(), maxAttempts: Type.Integer(), lastError: Type.String(), nextAttemptAt: IsoTime }), Type.Null()],
-    { description: 'A queued batch whose job failed and will be tried again: how often, why, and when next; null otherwise.' },
+    [
+      Type.Object({
+        failedAttempts: Type.Integer(),
+        maxAttempts: Type.Integer(),
+        lastError: Type.String(),
+        nextAttemptAt: IsoTime,
+      }),
+      Type.Null(),
+    ],
+    {
+      description:
+        'A queued batch whose job failed and will be tried again: how often, why, and when next; null otherwise.',
+    },
   ),
   createdAt: IsoTime,
   completedAt: Type.Union([IsoTime, Type.Null()]),
@@ -91,14 +115,19 @@ export const Contact = Type.Object({
   mobileNumber: Type.Union([Type.String(), Type.Null()]),
   mobileOptIn: Type.Boolean(),
   emailOptIn: Type.Boolean(),
-  propertyfields: Type.Array(Type.Object({ propertyid: Uuid, propertyname: Type.String(), propertyvalue: Type.String() })),
+  propertyfields: Type.Array(
+    Type.Object({ propertyid: Uuid, propertyname: Type.String(), propertyvalue: Type.String() }),
+  ),
   listIds: Type.Array(Uuid),
   createdAt: IsoTime,
   updatedAt: IsoTime,
 });
 
 export const ContactIdParams = Type.Object({
-  contactId: Type.String({ pattern: '^[1-9][0-9]{0,15}$', errorMessage: 'must be a contact id: a whole number from 1, at most 16 digits' }),
+  contactId: Type.String({
+    pattern: '^[1-9][0-9]{0,15}$',
+    errorMessage: 'must be a contact id: a whole number from 1, at most 16 digits',
+  }),
 });
 export const BatchIdParams = Type.Object({ batchId: UuidField() });
 export const ListIdParams = Type.Object({ listId: UuidField() });
@@ -106,11 +135,13 @@ export const ListIdParams = Type.Object({ listId: UuidField() });
 // Query strings arrive as text and the app's validator does not coerce, so numbers are patterns.
 export const ContactSearch = Type.Object({
   email: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
-  mobile: Type.Optional(Type.String({
-    pattern: '^[0-9]{4,18}$',
-    description: 'Country code and number, digits only.',
-    errorMessage: 'is the country code and number, digits only (4 to 18 of them)',
-  })),
+  mobile: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{4,18}$',
+      description: 'Country code and number, digits only.',
+      errorMessage: 'is the country code and number, digits only (4 to 18 of them)',
+    }),
+  ),
 });
 export const Page = Type.Object({
   limit: Type.Optional(PageLimit(1000, 100, 'Contacts')),

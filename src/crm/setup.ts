@@ -24,7 +24,11 @@ export interface PropertyView {
   propertyname: string;
 }
 
-const listView = (row: ListRow): ListView => ({ listId: row.id, name: row.name, createdAt: new Date(row.created_at).toISOString() });
+const listView = (row: ListRow): ListView => ({
+  listId: row.id,
+  name: row.name,
+  createdAt: new Date(row.created_at).toISOString(),
+});
 const propertyView = (row: PropertyRow): PropertyView => ({ propertyid: row.id, propertyname: row.name });
 
 /** Names are compared case-insensitively, so `firstName` and `FirstName` are one property. */
@@ -33,7 +37,9 @@ export const nameKey = (name: string) => name.trim().toLowerCase();
 export function checkName(name: string, field: string): string {
   const trimmed = name.trim();
   if (trimmed.length === 0 || trimmed.length > MAX_NAME_LENGTH) {
-    throw badRequest(`The ${field} must be 1 to ${MAX_NAME_LENGTH} characters.`, [{ field, message: `must be 1 to ${MAX_NAME_LENGTH} characters` }]);
+    throw badRequest(`The ${field} must be 1 to ${MAX_NAME_LENGTH} characters.`, [
+      { field, message: `must be 1 to ${MAX_NAME_LENGTH} characters` },
+    ]);
   }
   return trimmed;
 }
@@ -42,7 +48,14 @@ export function checkName(name: string, field: string): string {
 export async function createDefaultList(db: Db, clock: Clock, accountId: string): Promise<void> {
   await db
     .insertInto('contact_lists')
-    .values({ id: randomUUID(), account_id: accountId, name: DEFAULT_LIST_NAME, name_key: nameKey(DEFAULT_LIST_NAME), is_default: true, created_at: clock.now() })
+    .values({
+      id: randomUUID(),
+      account_id: accountId,
+      name: DEFAULT_LIST_NAME,
+      name_key: nameKey(DEFAULT_LIST_NAME),
+      is_default: true,
+      created_at: clock.now(),
+    })
     .execute();
 }
 
@@ -51,30 +64,54 @@ export async function createList(db: Db, clock: Clock, accountId: string, name: 
   try {
     const row = await db
       .insertInto('contact_lists')
-      .values({ id: randomUUID(), account_id: accountId, name: checked, name_key: nameKey(checked), is_default: false, created_at: clock.now() })
+      .values({
+        id: randomUUID(),
+        account_id: accountId,
+        name: checked,
+        name_key: nameKey(checked),
+        is_default: false,
+        created_at: clock.now(),
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     return listView(row);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`A list named ${checked} already exists.`, [{ field: 'name', message: 'is already taken' }]);
+    if (isUniqueViolation(error))
+      throw conflict(`A list named ${checked} already exists.`, [{ field: 'name', message: 'is already taken' }]);
     throw error;
   }
 }
 
 /** POST /lists: the list, created in the request's transaction (http/idempotency.ts). */
-export const postList = postProcedure(import.meta.url, 'postList', async ({ db }, args: { accountId: string; name: string; now: number }) => ({
-  statusCode: 201,
-  body: await createList(db, { now: () => args.now }, args.accountId, args.name),
-}));
+export const postList = postProcedure(
+  import.meta.url,
+  'postList',
+  async ({ db }, args: { accountId: string; name: string; now: number }) => ({
+    statusCode: 201,
+    body: await createList(db, { now: () => args.now }, args.accountId, args.name),
+  }),
+);
 
 export async function listLists(db: Db, accountId: string): Promise<ListView[]> {
-  const rows = await db.selectFrom('contact_lists').selectAll().where('account_id', '=', accountId).orderBy('is_default', 'desc').orderBy('created_at').orderBy('id').execute();
+  const rows = await db
+    .selectFrom('contact_lists')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('is_default', 'desc')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map(listView);
 }
 
 /** The account's list, or undefined: another account's list is as unknown as a missing one. */
 export async function findListId(db: Db, accountId: string, listId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('contact_lists').select('id').where('id', '=', listId).where('account_id', '=', accountId).executeTakeFirst();
+  const row = await db
+    .selectFrom('contact_lists')
+    .select('id')
+    .where('id', '=', listId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   return row?.id;
 }
 
@@ -99,25 +136,43 @@ export async function createProperty(db: Db, clock: Clock, accountId: string, na
   try {
     const row = await db
       .insertInto('contact_properties')
-      .values({ id: randomUUID(), account_id: accountId, name: checked, name_key: nameKey(checked), created_at: clock.now() })
+      .values({
+        id: randomUUID(),
+        account_id: accountId,
+        name: checked,
+        name_key: nameKey(checked),
+        created_at: clock.now(),
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     return propertyView(row);
   } catch (error) {
     if (isUniqueViolation(error)) {
-      throw conflict(`A property named ${checked} already exists.`, [{ field: 'propertyname', message: 'is already taken (names are compared case-insensitively)' }]);
+      throw conflict(`A property named ${checked} already exists.`, [
+        { field: 'propertyname', message: 'is already taken (names are compared case-insensitively)' },
+      ]);
     }
     throw error;
   }
 }
 
 /** POST /contacts/properties: the property, created in the request's transaction (http/idempotency.ts). */
-export const postProperty = postProcedure(import.meta.url, 'postProperty', async ({ db }, args: { accountId: string; name: string; now: number }) => ({
-  statusCode: 201,
-  body: await createProperty(db, { now: () => args.now }, args.accountId, args.name),
-}));
+export const postProperty = postProcedure(
+  import.meta.url,
+  'postProperty',
+  async ({ db }, args: { accountId: string; name: string; now: number }) => ({
+    statusCode: 201,
+    body: await createProperty(db, { now: () => args.now }, args.accountId, args.name),
+  }),
+);
 
 export async function listProperties(db: Db, accountId: string): Promise<PropertyView[]> {
-  const rows = await db.selectFrom('contact_properties').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+  const rows = await db
+    .selectFrom('contact_properties')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map(propertyView);
 }

@@ -47,7 +47,9 @@ function optIn(value: unknown, field: string, errors: FieldError[]): boolean | u
  * by field path (`createUpdateContacts[17].email`) rather than stopping at the first: one
  * invalid contact rejects the batch, so the client needs the whole list to fix it at once.
  */
-export async function checkContacts(contacts: ContactInput[]): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
+export async function checkContacts(
+  contacts: ContactInput[],
+): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
   const errors: FieldError[] = [];
   const entries: CheckedEntry[] = [];
   for (const [i, input] of contacts.entries()) {
@@ -67,7 +69,9 @@ const CHECK_SLICE = 100;
  * The checks that need the request alone; run before any transaction is opened. The
  * webhook URL was checked at the HTTP boundary (webhooks/destination.ts, WebhookUrl).
  */
-export async function checkBatchRequest(request: ContactBatchRequest): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
+export async function checkBatchRequest(
+  request: ContactBatchRequest,
+): Promise<{ entries: CheckedEntry[]; errors: FieldError[] }> {
   return checkContacts(request.createUpdateContacts);
 }
 
@@ -89,7 +93,8 @@ function checkContact(input: ContactInput, i: number, errors: FieldError[]): Che
   if (countryCode !== undefined || number !== undefined) {
     const mobile = mobileFromParts(countryCode, number);
     if ('problems' in mobile) {
-      if (mobile.problems.countryCode) errors.push({ field: `${at}.mobileCountryCode`, message: mobile.problems.countryCode });
+      if (mobile.problems.countryCode)
+        errors.push({ field: `${at}.mobileCountryCode`, message: mobile.problems.countryCode });
       if (mobile.problems.number) errors.push({ field: `${at}.mobileNumber`, message: mobile.problems.number });
     } else {
       entry.mobile = mobile.mobile;
@@ -105,15 +110,28 @@ function checkContact(input: ContactInput, i: number, errors: FieldError[]): Che
   input.propertyfields?.forEach((property, j) => {
     const field = `${at}.propertyfields[${j}]`;
     if (property.propertyid !== undefined) {
-      entry.propertyRefs.push({ field: `${field}.propertyid`, id: property.propertyid.toLowerCase(), value: property.propertyvalue });
+      entry.propertyRefs.push({
+        field: `${field}.propertyid`,
+        id: property.propertyid.toLowerCase(),
+        value: property.propertyvalue,
+      });
     } else if (property.propertyname !== undefined && property.propertyname.trim() !== '') {
-      entry.propertyRefs.push({ field: `${field}.propertyname`, name: property.propertyname.trim(), value: property.propertyvalue });
+      entry.propertyRefs.push({
+        field: `${field}.propertyname`,
+        name: property.propertyname.trim(),
+        value: property.propertyvalue,
+      });
     } else {
       errors.push({ field, message: 'needs a propertyid or a propertyname' });
     }
   });
 
-  const identified = entry.contactId !== undefined || input.email?.trim() || countryCode !== undefined || number !== undefined;
-  if (!identified) errors.push({ field: at, message: 'needs at least one of email, mobileCountryCode with mobileNumber, or contactId' });
+  const identified =
+    entry.contactId !== undefined || input.email?.trim() || countryCode !== undefined || number !== undefined;
+  if (!identified)
+    errors.push({
+      field: at,
+      message: 'needs at least one of email, mobileCountryCode with mobileNumber, or contactId',
+    });
   return entry;
 }

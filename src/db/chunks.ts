@@ -16,7 +16,13 @@ import type { DialectName } from './dialect.ts';
  * whole table against the chunk, 143 ms for 10,000 of 200,000 webhook deliveries, where this
  * takes 9 ms, and the gap grows with the table.
  */
-export function chunkOf(dialect: DialectName, table: string, where: RawBuilder<SqlBool>, limit: number, key?: string): RawBuilder<SqlBool> {
+export function chunkOf(
+  dialect: DialectName,
+  table: string,
+  where: RawBuilder<SqlBool>,
+  limit: number,
+  key?: string,
+): RawBuilder<SqlBool> {
   const from = sql.table(table);
   const id = sql.ref(key ?? (dialect === 'postgres' ? 'ctid' : 'rowid'));
   return dialect === 'postgres'

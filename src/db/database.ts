@@ -42,7 +42,9 @@ export interface Database {
 // pg returns it as a string by default.
 const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    oid === 20
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** The file of a `sqlite:<path>` URL (or `:memory:`); undefined for PostgreSQL. */

@@ -32,7 +32,10 @@ const BACKGROUND_PATIENCE_MS = 100;
 export class Turns {
   private readonly capacity: number;
   private held = 0;
-  private readonly waiting = { urgent: [] as Array<() => void>, background: [] as Array<{ take: () => void; since: number }> };
+  private readonly waiting = {
+    urgent: [] as Array<() => void>,
+    background: [] as Array<{ take: () => void; since: number }>,
+  };
 
   constructor(capacity: number) {
     this.capacity = capacity;
@@ -44,13 +47,19 @@ export class Turns {
       this.held += 1;
       return Promise.resolve();
     }
-    return new Promise<void>((take) => (isBackground() ? this.waiting.background.push({ take, since: performance.now() }) : this.waiting.urgent.push(take)));
+    return new Promise<void>((take) =>
+      isBackground()
+        ? this.waiting.background.push({ take, since: performance.now() })
+        : this.waiting.urgent.push(take),
+    );
   }
 
   /** Hands the caller's turn to the next waiter, which then holds it; or frees it. */
   give(): void {
     const { urgent, background } = this.waiting;
-    const urgentTurn = urgent.length > 0 && (background.length === 0 || performance.now() - background[0].since < BACKGROUND_PATIENCE_MS);
+    const urgentTurn =
+      urgent.length > 0 &&
+      (background.length === 0 || performance.now() - background[0].since < BACKGROUND_PATIENCE_MS);
     const next = urgentTurn ? urgent.shift() : background.shift()?.take;
     if (next) next();
     else this.held -= 1;

@@ -29,7 +29,11 @@ export interface Procedure<A, R> extends ProcedureRef {
 
 const defined = new Set<Procedure<unknown, unknown>>();
 
-export function procedure<A, R>(module: string, name: string, run: (database: ProcedureDatabase, args: A) => Promise<R>): Procedure<A, R> {
+export function procedure<A, R>(
+  module: string,
+  name: string,
+  run: (database: ProcedureDatabase, args: A) => Promise<R>,
+): Procedure<A, R> {
   const defining: Procedure<A, R> = { module, name, run };
   defined.add(defining as Procedure<unknown, unknown>);
   return defining;
@@ -56,7 +60,9 @@ export async function resolveProcedures(modules: readonly string[]): Promise<Pro
       if (!defined.has(value as Procedure<unknown, unknown>)) continue;
       const candidate = value as Procedure<unknown, unknown>;
       if (candidate.module !== module || candidate.name !== exported) {
-        throw new Error(`${module} exports the procedure ${exported} under the ref ${candidate.name} of ${candidate.module}`);
+        throw new Error(
+          `${module} exports the procedure ${exported} under the ref ${candidate.name} of ${candidate.module}`,
+        );
       }
       found.set(keyOf(candidate), candidate);
     }

@@ -30,7 +30,12 @@ export interface SqliteFailure {
   code?: string;
   errcode?: number;
   errstr?: string;
-  appError?: { statusCode: number; errors: FieldError[]; headers: Record<string, string>; data: Record<string, unknown> | undefined };
+  appError?: {
+    statusCode: number;
+    errors: FieldError[];
+    headers: Record<string, string>;
+    data: Record<string, unknown> | undefined;
+  };
 }
 
 export type SqliteReply =
@@ -81,7 +86,10 @@ function open(path: string): DatabaseSync {
 function startCheckpointer(path: string, native: DatabaseSync): { worker: Worker; afterRequest(): void } | undefined {
   if (path === ':memory:') return undefined;
   // It allocates next to nothing: the smallest young generation (1 MiB semi-spaces).
-  const worker = startThread(new URL('./sqlite-checkpointer.ts', import.meta.url), { workerData: { path }, resourceLimits: { maxYoungGenerationSizeMb: 3 } });
+  const worker = startThread(new URL('./sqlite-checkpointer.ts', import.meta.url), {
+    workerData: { path },
+    resourceLimits: { maxYoungGenerationSizeMb: 3 },
+  });
   const finish = native.prepare('PRAGMA wal_checkpoint(PASSIVE)');
   let caughtUp = false;
   const afterRequest = () => {
@@ -134,7 +142,11 @@ async function serve(path: string, procedureModules: readonly string[]): Promise
     let reply: SqliteReply;
     try {
       if ('sql' in request) reply = execute(request.id, request.sql, request.parameters);
-      else reply = { id: request.id, result: await findProcedure(procedures, request).run({ db, dialect: 'sqlite' }, request.args) };
+      else
+        reply = {
+          id: request.id,
+          result: await findProcedure(procedures, request).run({ db, dialect: 'sqlite' }, request.args),
+        };
     } catch (error) {
       reply = { id: request.id, error: failure(error) };
     }

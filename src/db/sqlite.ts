@@ -27,7 +27,11 @@ import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './
 
 function rebuild(failure: SqliteFailure): Error {
   if (failure.appError) return new AppError(failure.appError.statusCode, failure.message, failure.appError);
-  return Object.assign(new Error(failure.message), { code: failure.code, errcode: failure.errcode, errstr: failure.errstr });
+  return Object.assign(new Error(failure.message), {
+    code: failure.code,
+    errcode: failure.errcode,
+    errstr: failure.errstr,
+  });
 }
 
 type Pending = { resolve: (reply: SqliteReply) => void; reject: (error: Error) => void };
@@ -51,7 +55,10 @@ class SqliteThread {
     // row over. 16 MiB saved 7 MiB at an email batch's peak (275 MiB against 282) and ran the
     // SMS batch at 4,884 and 5,806 messages/s against 5,422 and 5,949 (bench/sms.ts, one run
     // after another): within this machine's noise, but not a gain, so it stays.
-    const worker = startThread(new URL('./sqlite-thread.ts', import.meta.url), { workerData: { path, procedures }, resourceLimits: { maxYoungGenerationSizeMb: 24 } });
+    const worker = startThread(new URL('./sqlite-thread.ts', import.meta.url), {
+      workerData: { path, procedures },
+      resourceLimits: { maxYoungGenerationSizeMb: 24 },
+    });
     const opened = await new Promise<SqliteOpened>((resolve, reject) => {
       worker.once('message', resolve);
       worker.once('error', reject);

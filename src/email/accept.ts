@@ -42,24 +42,40 @@ export interface PreparedEmail {
 }
 
 /** The 202 of `/email/batch` (SPEC §2.7): the batch, its request recipients and its job, committed together. */
-export const recordEmail = postProcedure(import.meta.url, 'recordEmail', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedEmail) => {
-  const send = { id: sendId, accountId, channel: 'email' as const, content: JSON.stringify(content), listIds: draft.listIds, webhookUrl: draft.webhookUrl, scheduledAt: draft.scheduledAt, expanded: false, now };
-  await writeSend(db, dialect, send, recipients, {
-    kind: EMAIL_SEND_KIND,
-    payload: { sendId } satisfies EmailSendJob,
-    accountId,
-    now,
-    runAt: draft.scheduledAt ?? now,
-    idempotencyKey: emailJobKey(sendId),
-    maxAttempts: 10,
-    priority: PRIORITY.fanout,
-  });
-  return {
-    statusCode: 202,
-    body: {
-      status: true as const,
-      message: draft.scheduledAt === null ? 'The email batch was queued for sending.' : 'The email batch was scheduled.',
-      data: { BatchId: sendId, QueuedTimestamp: now },
-    },
-  };
-}, { oneStatement: 'postgres' });
+export const recordEmail = postProcedure(
+  import.meta.url,
+  'recordEmail',
+  async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedEmail) => {
+    const send = {
+      id: sendId,
+      accountId,
+      channel: 'email' as const,
+      content: JSON.stringify(content),
+      listIds: draft.listIds,
+      webhookUrl: draft.webhookUrl,
+      scheduledAt: draft.scheduledAt,
+      expanded: false,
+      now,
+    };
+    await writeSend(db, dialect, send, recipients, {
+      kind: EMAIL_SEND_KIND,
+      payload: { sendId } satisfies EmailSendJob,
+      accountId,
+      now,
+      runAt: draft.scheduledAt ?? now,
+      idempotencyKey: emailJobKey(sendId),
+      maxAttempts: 10,
+      priority: PRIORITY.fanout,
+    });
+    return {
+      statusCode: 202,
+      body: {
+        status: true as const,
+        message:
+          draft.scheduledAt === null ? 'The email batch was queued for sending.' : 'The email batch was scheduled.',
+        data: { BatchId: sendId, QueuedTimestamp: now },
+      },
+    };
+  },
+  { oneStatement: 'postgres' },
+);

@@ -24,7 +24,10 @@ const CONTROL_IN_HTML = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/;
 export function htmlProblem(html: string): { problem: string } | undefined {
   if (html.trim() === '') return { problem: 'must hold the HTML of the email: it is empty' };
   const control = CONTROL_IN_HTML.exec(html);
-  if (control) return { problem: `holds the control character U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which HTML text cannot hold` };
+  if (control)
+    return {
+      problem: `holds the control character U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which HTML text cannot hold`,
+    };
   return undefined;
 }
 
@@ -51,10 +54,20 @@ export const postCampaign = postProcedure(import.meta.url, 'postCampaign', async
   try {
     await db
       .insertInto('email_campaigns')
-      .values({ id: campaign.id, account_id: campaign.accountId, name: campaign.name, name_key: nameKey(campaign.name), html: campaign.html, created_at: campaign.now })
+      .values({
+        id: campaign.id,
+        account_id: campaign.accountId,
+        name: campaign.name,
+        name_key: nameKey(campaign.name),
+        html: campaign.html,
+        created_at: campaign.now,
+      })
       .execute();
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`An email campaign named ${campaign.name} already exists.`, [{ field: 'name', message: 'is already taken (names are compared case-insensitively)' }]);
+    if (isUniqueViolation(error))
+      throw conflict(`An email campaign named ${campaign.name} already exists.`, [
+        { field: 'name', message: 'is already taken (names are compared case-insensitively)' },
+      ]);
     throw error;
   }
   return { statusCode: 201, body: view(campaign) };
@@ -64,18 +77,30 @@ const cursor = cursorCodec(['integer', 'uuid']);
 
 /** The account's campaigns, oldest first, a page at a time. */
 export async function listCampaigns(db: Db, accountId: string, page: { limit: number; cursor?: string }) {
-  let select = db.selectFrom('email_campaigns').select(['id', 'name', 'created_at']).where('account_id', '=', accountId);
+  let select = db
+    .selectFrom('email_campaigns')
+    .select(['id', 'name', 'created_at'])
+    .where('account_id', '=', accountId);
   if (page.cursor !== undefined) {
     const [createdAt, id] = cursor.decode(page.cursor);
     select = select.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '>', tuple(createdAt, id)));
   }
-  const rows = await select.orderBy('created_at').orderBy('id').limit(page.limit + 1).execute();
+  const rows = await select
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
   const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.created_at), last.id]);
   return { campaigns: shown.map(view), nextCursor };
 }
 
 /** The HTML of the account's campaign, or undefined: another account's is as unknown as a missing one. */
 export async function campaignHtml(db: Db, accountId: string, campaignId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('email_campaigns').select('html').where('id', '=', campaignId).where('account_id', '=', accountId).executeTakeFirst();
+  const row = await db
+    .selectFrom('email_campaigns')
+    .select('html')
+    .where('id', '=', campaignId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   return row?.html;
 }

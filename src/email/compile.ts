@@ -2,7 +2,16 @@ import { compile as compileHtmlToText } from 'html-to-text';
 import { Parser } from 'htmlparser2';
 import { encode as encodeQuotedPrintable } from 'nodemailer/lib/qp';
 import { compileTemplate, type Template } from '../messaging/tags.ts';
-import { escapeHtml, FIXED_SLOTS, OPEN, PREHEADER, UNSUBSCRIBE, type CompiledEmail, type EmailContent, type Skeleton } from './render.ts';
+import {
+  escapeHtml,
+  FIXED_SLOTS,
+  OPEN,
+  PREHEADER,
+  UNSUBSCRIBE,
+  type CompiledEmail,
+  type EmailContent,
+  type Skeleton,
+} from './render.ts';
 
 /**
  * One email of a batch, compiled once: everything that does not depend on the recipient is
@@ -67,7 +76,8 @@ const htmlToText = compileHtmlToText({
   ],
 });
 
-const PREHEADER_STYLE = 'display:none;max-height:0;max-width:0;overflow:hidden;mso-hide:all;font-size:1px;line-height:1px;color:transparent;opacity:0';
+const PREHEADER_STYLE =
+  'display:none;max-height:0;max-width:0;overflow:hidden;mso-hide:all;font-size:1px;line-height:1px;color:transparent;opacity:0';
 
 export function compileEmail(content: EmailContent, options: { tracking: boolean }): CompiledEmail {
   const source = content.html.replaceAll(HOLE_START, '').replaceAll(HOLE_END, '');
@@ -161,7 +171,11 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
   flushText();
 
   const opening: Part[] = content.preheader
-    ? [{ html: `<div style="${PREHEADER_STYLE}">`, htmlOnly: true }, { slot: fixedPlaceholder(PREHEADER), htmlOnly: true }, { html: '</div>', htmlOnly: true }]
+    ? [
+        { html: `<div style="${PREHEADER_STYLE}">`, htmlOnly: true },
+        { slot: fixedPlaceholder(PREHEADER), htmlOnly: true },
+        { html: '</div>', htmlOnly: true },
+      ]
     : [];
   const closing: Part[] = [];
   if (!unsubscribePlaced) {
@@ -172,13 +186,17 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
     );
   }
   if (options.tracking) {
-    closing.push({ html: '<img src="', htmlOnly: true }, { slot: fixedPlaceholder(OPEN), htmlOnly: true }, { html: '" width="1" height="1" alt="" style="display:block;border:0;width:1px;height:1px" />', htmlOnly: true });
+    closing.push(
+      { html: '<img src="', htmlOnly: true },
+      { slot: fixedPlaceholder(OPEN), htmlOnly: true },
+      { html: '" width="1" height="1" alt="" style="display:block;border:0;width:1px;height:1px" />', htmlOnly: true },
+    );
   }
   const openAt = bodyStart ?? fragmentStart;
   const closeAt = bodyEnd ?? source.length;
   edits.push({ start: openAt, end: openAt, parts: opening }, { start: closeAt, end: closeAt, parts: closing });
   // An insertion goes before an edit starting at the same place: the preheader before the body's first text.
-  edits.sort((a, b) => a.start - b.start || (a.end - a.start) - (b.end - b.start));
+  edits.sort((a, b) => a.start - b.start || a.end - a.start - (b.end - b.start));
 
   const parts: Part[] = [];
   let at = 0;
@@ -216,7 +234,10 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
     tags,
     html,
     // split() with a capturing group alternates the text between holes and the holes' slots.
-    text: textSkeleton(textPieces.filter((_, i) => i % 2 === 0), textPieces.filter((_, i) => i % 2 === 1).map(Number)),
+    text: textSkeleton(
+      textPieces.filter((_, i) => i % 2 === 0),
+      textPieces.filter((_, i) => i % 2 === 1).map(Number),
+    ),
   };
 }
 
@@ -240,4 +261,8 @@ function skeleton(parts: Part[], slotOf: (slot: number) => number): Skeleton {
   return textSkeleton(pieces, slots);
 }
 
-const textSkeleton = (pieces: string[], slots: number[]): Skeleton => ({ pieces, encoded: pieces.map(encodeQuotedPrintable), slots });
+const textSkeleton = (pieces: string[], slots: number[]): Skeleton => ({
+  pieces,
+  encoded: pieces.map(encodeQuotedPrintable),
+  slots,
+});

@@ -40,9 +40,15 @@ export class DkimSigningError extends Error {}
 
 /** The raw MIME message with a DKIM-Signature header field first, made with `key`. */
 export async function signEmail(raw: Buffer, key: DkimSigningKey): Promise<Buffer> {
-  const signer = new DKIM({ domainName: key.domain, keySelector: key.selector, privateKey: key.privateKey, headerFieldNames: HEADER_FIELD_NAMES });
+  const signer = new DKIM({
+    domainName: key.domain,
+    keySelector: key.selector,
+    privateKey: key.privateKey,
+    headerFieldNames: HEADER_FIELD_NAMES,
+  });
   const signed = await buffer(signer.sign(raw));
   // nodemailer answers the message unchanged when the key does not sign (sign.js catches the error).
-  if (signed.length === raw.length) throw new DkimSigningError(`the DKIM key ${key.selector} of ${key.domain} did not sign the message`);
+  if (signed.length === raw.length)
+    throw new DkimSigningError(`the DKIM key ${key.selector} of ${key.domain} did not sign the message`);
   return signed;
 }

@@ -2,7 +2,16 @@
 export const EMAIL_EVENTS_TYPE = 'email.events';
 
 /** SPEC §3's email words: every one is posted, and read in a recipient's history. */
-export type EmailEventWord = 'Processed' | 'Dropped' | 'Deferred' | 'Bounce' | 'Delivered' | 'Open' | 'Click' | 'Spam Report' | 'Unsubscribe';
+export type EmailEventWord =
+  | 'Processed'
+  | 'Dropped'
+  | 'Deferred'
+  | 'Bounce'
+  | 'Delivered'
+  | 'Open'
+  | 'Click'
+  | 'Spam Report'
+  | 'Unsubscribe';
 
 /** One event of an email.events post (ARCHITECTURE.md's body), `at` epoch ms. */
 export function emailEvent(e: {

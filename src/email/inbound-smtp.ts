@@ -52,7 +52,10 @@ type Mailbox = { kind: 'bounce' | 'unsubscribe'; recipientId: number } | { kind:
 /** An SMTP error reply: smtp-server answers an error with a responseCode with that code and its message. */
 const reply = (responseCode: number, message: string) => Object.assign(new Error(message), { responseCode });
 
-export async function startInboundSmtp(ctx: AppContext, options: { host: string; port: number; log: InboundLog }): Promise<InboundSmtp> {
+export async function startInboundSmtp(
+  ctx: AppContext,
+  options: { host: string; port: number; log: InboundLog },
+): Promise<InboundSmtp> {
   const { config, database, clock } = ctx;
   const { log } = options;
   const keys = trackingKey(ctx.encryptionKey);
@@ -68,10 +71,20 @@ export async function startInboundSmtp(ctx: AppContext, options: { host: string;
   /** What one accepted recipient's mail came to, as herald_inbound_mail_total's outcome. */
   const deliver = async (mailbox: Mailbox, report: () => Promise<MailReport>): Promise<string> => {
     if (mailbox.kind === 'unsubscribe') {
-      const done = await database.call(recordTracking, { recipientId: mailbox.recipientId, event: { kind: 'unsubscribe' }, userAgent: null, head: false, confirmed: true, now: clock.now() });
+      const done = await database.call(recordTracking, {
+        recipientId: mailbox.recipientId,
+        event: { kind: 'unsubscribe' },
+        userAgent: null,
+        head: false,
+        confirmed: true,
+        now: clock.now(),
+      });
       return done ? 'unsubscribe' : 'unknown message';
     }
-    const received = await receiveReport({ database, clock, keys, metrics }, await report(), { deliveredTo: mailbox.kind === 'bounce' ? mailbox.recipientId : null, via: 'mail' });
+    const received = await receiveReport({ database, clock, keys, metrics }, await report(), {
+      deliveredTo: mailbox.kind === 'bounce' ? mailbox.recipientId : null,
+      via: 'mail',
+    });
     return receivedLabel(received);
   };
 
@@ -90,7 +103,12 @@ export async function startInboundSmtp(ctx: AppContext, options: { host: string;
     onRcptTo(address: SMTPServerAddress, _session, callback) {
       if (mailboxOf(address.address)) return callback();
       metrics.mail.inc({ outcome: 'refused recipient' });
-      callback(reply(550, '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only'));
+      callback(
+        reply(
+          550,
+          '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only',
+        ),
+      );
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -113,7 +131,13 @@ export async function startInboundSmtp(ctx: AppContext, options: { host: string;
             const read = parsed && (await parsed);
             const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
             log[RECORDED.has(outcome) ? 'info' : 'warn'](
-              { to: address, from, bytes: raw.length, outcome, ...(read?.kind === 'unparseable' && { problem: read.problem }) },
+              {
+                to: address,
+                from,
+                bytes: raw.length,
+                outcome,
+                ...(read?.kind === 'unparseable' && { problem: read.problem }),
+              },
               RECORDED.has(outcome) ? `inbound mail: ${outcome}` : `inbound mail dropped: ${outcome}`,
             );
           }
@@ -124,7 +148,10 @@ export async function startInboundSmtp(ctx: AppContext, options: { host: string;
             () => callback(null, 'Received'),
             (error: unknown) => {
               metrics.mail.inc({ outcome: 'failed' });
-              log.error({ err: error, bytes: raw.length }, 'inbound mail could not be recorded; the sender is asked to try again');
+              log.error(
+                { err: error, bytes: raw.length },
+                'inbound mail could not be recorded; the sender is asked to try again',
+              );
               callback(reply(451, '4.3.0 Could not record the message now; try again later'));
             },
           )

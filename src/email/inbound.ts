@@ -32,7 +32,14 @@ export type ReportedEvent =
 
 /** What a report came to: recorded (or recorded before: `repeated`), or why not. */
 export type ReportOutcome =
-  | { recorded: Extract<EmailEventWord, 'Bounce' | 'Spam Report'>; repeated: boolean; accountId: string; batchId: string; messageId: string; email: string }
+  | {
+      recorded: Extract<EmailEventWord, 'Bounce' | 'Spam Report'>;
+      repeated: boolean;
+      accountId: string;
+      batchId: string;
+      messageId: string;
+      email: string;
+    }
   | { refused: 'unknown message' | 'not sent' };
 
 /** Statuses of a message the next hop took or is still trying (the answer to a later bounce). */
@@ -71,14 +78,23 @@ export function reportedRowQuery(trx: Db, dialect: DialectName, message: Reporte
 export const recordMailReport = procedure(
   import.meta.url,
   'recordMailReport',
-  async ({ db, dialect }, args: { message: ReportedMessage; event: ReportedEvent; now: number }): Promise<ReportOutcome> =>
+  async (
+    { db, dialect },
+    args: { message: ReportedMessage; event: ReportedEvent; now: number },
+  ): Promise<ReportOutcome> =>
     db.transaction().execute(async (trx) => {
       const row = await reportedRowQuery(trx, dialect, args.message)?.executeTakeFirst();
       if (!row) return { refused: 'unknown message' };
       if (row.message_id === null) return { refused: 'not sent' };
       const { event, now } = args;
       const word = event.kind === 'bounce' ? 'Bounce' : 'Spam Report';
-      const outcome = { recorded: word, accountId: row.account_id, batchId: row.send_id, messageId: row.message_id, email: row.address } as const;
+      const outcome = {
+        recorded: word,
+        accountId: row.account_id,
+        batchId: row.send_id,
+        messageId: row.message_id,
+        email: row.address,
+      } as const;
       let reason: string;
       let reply: string | null = null;
       if (event.kind === 'bounce') {
@@ -86,10 +102,26 @@ export const recordMailReport = procedure(
         if (!BOUNCEABLE.includes(row.status)) return { refused: 'not sent' };
         reply = event.reply;
         reason = `${event.hard ? 'hard' : 'soft'} bounce, reported after delivery`;
-        await trx.updateTable('send_recipients').set({ status: 'Bounce', error: reply, retry_at: null, updated_at: now }).where('id', '=', row.id).execute();
-        if (event.hard) await addSuppression(trx, { accountId: row.account_id, channel: 'email', address: row.address, reason: `hard bounce: ${reply}`, now });
+        await trx
+          .updateTable('send_recipients')
+          .set({ status: 'Bounce', error: reply, retry_at: null, updated_at: now })
+          .where('id', '=', row.id)
+          .execute();
+        if (event.hard)
+          await addSuppression(trx, {
+            accountId: row.account_id,
+            channel: 'email',
+            address: row.address,
+            reason: `hard bounce: ${reply}`,
+            now,
+          });
       } else {
-        const before = await trx.selectFrom('recipient_history').select('at').where('recipient_id', '=', row.id).where('status', '=', word).executeTakeFirst();
+        const before = await trx
+          .selectFrom('recipient_history')
+          .select('at')
+          .where('recipient_id', '=', row.id)
+          .where('status', '=', word)
+          .executeTakeFirst();
         if (before) return { ...outcome, repeated: true };
         reason = `feedback type ${event.feedbackType}`;
         await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: SPAM_REPORT_REASON, now });

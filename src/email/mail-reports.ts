@@ -42,22 +42,35 @@ const ENHANCED_STATUS = /^[245]\.\d{1,3}\.\d{1,3}$/;
 function text(headers: Headers, name: string): string | null {
   const value: HeaderValue | undefined = headers.get(name);
   if (typeof value === 'string') return value.trim() || null;
-  if (value && typeof value === 'object' && 'text' in value && typeof value.text === 'string') return value.text.trim() || null;
-  if (value && typeof value === 'object' && 'value' in value && typeof value.value === 'string') return value.value.trim() || null;
+  if (value && typeof value === 'object' && 'text' in value && typeof value.text === 'string')
+    return value.text.trim() || null;
+  if (value && typeof value === 'object' && 'value' in value && typeof value.value === 'string')
+    return value.value.trim() || null;
   return null;
 }
 
 /** An address as a report writes it (`rfc822; a@b`, `<a@b>`): the address alone, lower-cased. */
 function bareAddress(field: string | null): string | null {
   if (field === null) return null;
-  const address = field.replace(/^[\w-]+\s*;/, '').trim().replace(/^<|>$/g, '').trim();
+  const address = field
+    .replace(/^[\w-]+\s*;/, '')
+    .trim()
+    .replace(/^<|>$/g, '')
+    .trim();
   return address === '' ? null : address.toLowerCase();
 }
 
 /** mailparser's parser, loaded with the first report: a service that never receives one need not carry it. */
-const simpleParser = async (source: string | Buffer, options: SimpleParserOptions) => (await import('mailparser')).simpleParser(source, options);
+const simpleParser = async (source: string | Buffer, options: SimpleParserOptions) =>
+  (await import('mailparser')).simpleParser(source, options);
 
-const PARSING = { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true, checksumAlgo: false } as const;
+const PARSING = {
+  skipHtmlToText: true,
+  skipTextToHtml: true,
+  skipTextLinks: true,
+  skipImageLinks: true,
+  checksumAlgo: false,
+} as const;
 
 /** A block of header fields (a DSN's per-message or per-recipient fields, a feedback report's, a message's head), parsed as a header is. */
 async function fields(block: string): Promise<Headers> {
@@ -78,14 +91,23 @@ async function original(part: string | undefined, reportedFrom: string | null): 
 /** A DSN's per-recipient fields that report a failure or a delay; successes (NOTIFY=SUCCESS) say nothing Herald records. */
 async function failures(deliveryStatus: string): Promise<DeliveryFailure[]> {
   // RFC 3464 §2.1: the per-message fields, then one group per recipient, separated by blank lines.
-  const groups = deliveryStatus.split(/\r?\n[ \t]*\r?\n/).slice(1).filter((group) => group.trim() !== '');
+  const groups = deliveryStatus
+    .split(/\r?\n[ \t]*\r?\n/)
+    .slice(1)
+    .filter((group) => group.trim() !== '');
   const found: DeliveryFailure[] = [];
   for (const group of groups) {
     const headers = await fields(group);
     const action = text(headers, 'action')?.toLowerCase().split(/[\s(]/, 1)[0];
     const status = text(headers, 'status')?.split(/[\s(]/, 1)[0];
-    if ((action !== 'failed' && action !== 'delayed') || status === undefined || !ENHANCED_STATUS.test(status)) continue;
-    found.push({ action, finalRecipient: bareAddress(text(headers, 'final-recipient')), status, diagnosticCode: text(headers, 'diagnostic-code') });
+    if ((action !== 'failed' && action !== 'delayed') || status === undefined || !ENHANCED_STATUS.test(status))
+      continue;
+    found.push({
+      action,
+      finalRecipient: bareAddress(text(headers, 'final-recipient')),
+      status,
+      diagnosticCode: text(headers, 'diagnostic-code'),
+    });
   }
   return found;
 }
@@ -100,17 +122,23 @@ export async function parseMailReport(raw: Buffer): Promise<MailReport> {
   try {
     // Embedded messages and the report's own parts kept as attachments, not folded into the text.
     const mail = await simpleParser(raw, { ...PARSING, keepDeliveryStatus: true, ignoreEmbedded: true });
-    const part = (type: string) => mail.attachments.find((a) => a.contentType.toLowerCase() === type)?.content.toString('utf8');
+    const part = (type: string) =>
+      mail.attachments.find((a) => a.contentType.toLowerCase() === type)?.content.toString('utf8');
     const originalPart = part('message/rfc822') ?? part('text/rfc822-headers');
     const deliveryStatus = part('message/delivery-status');
-    if (deliveryStatus !== undefined) return { kind: 'dsn', failures: await failures(deliveryStatus), original: await original(originalPart, null) };
+    if (deliveryStatus !== undefined)
+      return { kind: 'dsn', failures: await failures(deliveryStatus), original: await original(originalPart, null) };
     const feedback = part('message/feedback-report');
     if (feedback !== undefined) {
       const report = await fields(feedback);
       // RFC 5965 §3.1: Feedback-Type is required; §3.2: Original-Mail-From is the original's envelope sender.
       const feedbackType = text(report, 'feedback-type')?.toLowerCase();
       if (!feedbackType) return { kind: 'unparseable', problem: 'a feedback report without Feedback-Type' };
-      return { kind: 'arf', feedbackType, original: await original(originalPart, bareAddress(text(report, 'original-mail-from'))) };
+      return {
+        kind: 'arf',
+        feedbackType,
+        original: await original(originalPart, bareAddress(text(report, 'original-mail-from'))),
+      };
     }
     return { kind: 'other' };
   } catch (error) {
@@ -120,7 +148,10 @@ export async function parseMailReport(raw: Buffer): Promise<MailReport> {
 
 /** The uuid Herald's Message-ID `<uuid@domain>` carries (send_recipients.message_id), or null for anyone else's. */
 export function heraldMessageUuid(messageId: string | null): string | null {
-  const match = messageId === null ? null : /^<?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@[^@>\s]+>?$/i.exec(messageId.trim());
+  const match =
+    messageId === null
+      ? null
+      : /^<?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@[^@>\s]+>?$/i.exec(messageId.trim());
   return match ? match[1].toLowerCase() : null;
 }
 

@@ -15,7 +15,12 @@ export function emailBounces(registry: Registry): Counter<'kind' | 'timing'> {
   const name = 'herald_email_bounces_total';
   return (
     (registry.getSingleMetric(name) as Counter<'kind' | 'timing'> | undefined) ??
-    new Counter({ name, help: 'email Bounces recorded, by kind (hard: 5.1.x, suppressed; or soft) and timing (the answer, or a DSN later)', labelNames: ['kind', 'timing'], registers: [registry] })
+    new Counter({
+      name,
+      help: 'email Bounces recorded, by kind (hard: 5.1.x, suppressed; or soft) and timing (the answer, or a DSN later)',
+      labelNames: ['kind', 'timing'],
+      registers: [registry],
+    })
   );
 }
 
@@ -35,7 +40,11 @@ export function registerEmailMetrics(registry: Registry, database: Database): Em
     help: 'email recipients refused for now (Deferred) and waiting for their next try, in every batch',
     registers,
     async collect() {
-      const row = await database.db.selectFrom('send_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('retry_at', 'is not', null).executeTakeFirst();
+      const row = await database.db
+        .selectFrom('send_recipients')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('retry_at', 'is not', null)
+        .executeTakeFirst();
       this.set(Number(row?.n ?? 0));
     },
   });

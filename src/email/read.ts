@@ -9,14 +9,22 @@ type Db = Kysely<Schema>;
 const iso = (ms: number) => new Date(ms).toISOString();
 const sandboxCursor = cursorCodec(['integer']);
 
-const ENGAGEMENT = { Open: 'opened', Click: 'clicked', Unsubscribe: 'unsubscribed', 'Spam Report': 'complaints' } as const;
+const ENGAGEMENT = {
+  Open: 'opened',
+  Click: 'clicked',
+  Unsubscribe: 'unsubscribed',
+  'Spam Report': 'complaints',
+} as const;
 
 /**
  * How many of a batch's recipients had each event at least once: the funnel's lower steps,
  * which its totals (each recipient's one status word) cannot give. A walk of the batch's
  * recipients and their history by their indexes.
  */
-async function engagementOf(db: Db, sendId: string): Promise<Record<(typeof ENGAGEMENT)[keyof typeof ENGAGEMENT], number>> {
+async function engagementOf(
+  db: Db,
+  sendId: string,
+): Promise<Record<(typeof ENGAGEMENT)[keyof typeof ENGAGEMENT], number>> {
   const rows = await db
     .selectFrom('recipient_history as h')
     .innerJoin('send_recipients as r', 'r.id', 'h.recipient_id')
@@ -50,15 +58,16 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
     totals: read.summary.totals,
     engagement: await engagementOf(db, read.send.id),
     contentState: shown,
-    content: shown === 'available'
-      ? {
-        senderFrom: stored.from.email,
-        senderName: stored.from.displayName ?? null,
-        subject: stored.subject,
-        preHeaderText: stored.preheader ?? null,
-        html: stored.html,
-      }
-      : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null },
+    content:
+      shown === 'available'
+        ? {
+            senderFrom: stored.from.email,
+            senderName: stored.from.displayName ?? null,
+            subject: stored.subject,
+            preHeaderText: stored.preheader ?? null,
+            html: stored.html,
+          }
+        : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null },
     recipients: read.recipients.map((row) => ({
       email: row.address,
       messageId: row.message_id,
@@ -85,11 +94,18 @@ export async function readSandboxEmail(
   let select = db.selectFrom('sandbox_email').selectAll().where('account_id', '=', accountId);
   if (query.to !== undefined) select = select.where('recipient', '=', query.to);
   if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
-  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const read = await select
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
   const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({
-      batchId: row.send_id, messageId: row.message_id, to: row.recipient, raw: row.raw, at: iso(row.created_at),
+      batchId: row.send_id,
+      messageId: row.message_id,
+      to: row.recipient,
+      raw: row.raw,
+      at: iso(row.created_at),
     })),
     nextCursor,
   };

@@ -26,11 +26,20 @@ export interface InboundMetrics {
 /** The inbound figures on `registry`, made once: the listener and the complaints route share them. */
 export function inboundMetrics(registry: Registry): InboundMetrics {
   const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
-    (registry.getSingleMetric(name) as Counter<L> | undefined) ?? new Counter({ name, help, labelNames, registers: [registry] });
+    (registry.getSingleMetric(name) as Counter<L> | undefined) ??
+    new Counter({ name, help, labelNames, registers: [registry] });
   return {
-    mail: counter('herald_inbound_mail_total', 'mail received by the inbound SMTP listener, per recipient, by outcome', ['outcome']),
+    mail: counter(
+      'herald_inbound_mail_total',
+      'mail received by the inbound SMTP listener, per recipient, by outcome',
+      ['outcome'],
+    ),
     bounces: emailBounces(registry),
-    complaints: counter('herald_email_complaints_total', 'spam complaints (ARF feedback reports) recorded, by the way they came', ['via']),
+    complaints: counter(
+      'herald_email_complaints_total',
+      'spam complaints (ARF feedback reports) recorded, by the way they came',
+      ['via'],
+    ),
   };
 }
 
@@ -62,7 +71,9 @@ export function reportedEvent(report: MailReport): { event: ReportedEvent } | { 
       return { ignored: report.failures.length > 0 ? 'delayed' : 'no failure reported' };
     }
     case 'arf':
-      return isComplaint(report.feedbackType) ? { event: { kind: 'complaint', feedbackType: report.feedbackType } } : { ignored: `feedback type ${report.feedbackType}` };
+      return isComplaint(report.feedbackType)
+        ? { event: { kind: 'complaint', feedbackType: report.feedbackType } }
+        : { ignored: `feedback type ${report.feedbackType}` };
     case 'other':
       return { ignored: 'not a report' };
     case 'unparseable':
@@ -98,7 +109,8 @@ export async function receiveReport(
   const message = reportedMessage(deps.keys, report, options.deliveredTo);
   const outcome = await deps.database.call(recordMailReport, { message, event: asked.event, now: deps.clock.now() });
   if ('recorded' in outcome && !outcome.repeated) {
-    if (asked.event.kind === 'bounce') deps.metrics.bounces.inc({ kind: asked.event.hard ? 'hard' : 'soft', timing: 'asynchronous' });
+    if (asked.event.kind === 'bounce')
+      deps.metrics.bounces.inc({ kind: asked.event.hard ? 'hard' : 'soft', timing: 'asynchronous' });
     else deps.metrics.complaints.inc({ via: options.via });
   }
   return outcome;

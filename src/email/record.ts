@@ -6,8 +6,16 @@ import type { Schema } from '../db/schema.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
 import {
-  completeSend, endUnsent, loadPage, PAGE, pageRows, postRefused, startSend,
-  type Finish, type PageRow, type StartedSend,
+  completeSend,
+  endUnsent,
+  loadPage,
+  PAGE,
+  pageRows,
+  postRefused,
+  startSend,
+  type Finish,
+  type PageRow,
+  type StartedSend,
 } from '../messaging/send.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
@@ -53,28 +61,41 @@ export function retryAt(deferredAt: number, attempts: number, now: number): numb
  * A batch's start (messaging/send.ts): a range of its expansion a call, its Dropped
  * recipients posted (SPEC §3 names the word, unlike SMS's NotSent), then its first page.
  */
-export const startEmailSend = procedure(import.meta.url, 'startEmailSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
-  db.transaction().execute((trx) =>
-    startSend(
-      trx,
-      dialect,
-      { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) },
-      postRefused(trx, {
-        ...args,
-        channel: 'email',
-        type: EMAIL_EVENTS_TYPE,
-        event: (r) => emailEvent({
-          batchId: args.sendId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: args.now,
+export const startEmailSend = procedure(
+  import.meta.url,
+  'startEmailSend',
+  async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
+    db.transaction().execute((trx) =>
+      startSend(
+        trx,
+        dialect,
+        { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) },
+        postRefused(trx, {
+          ...args,
+          channel: 'email',
+          type: EMAIL_EVENTS_TYPE,
+          event: (r) =>
+            emailEvent({
+              batchId: args.sendId,
+              messageId: null,
+              email: r.address,
+              event: 'Dropped',
+              reason: r.reason,
+              at: args.now,
+            }),
         }),
-      }),
+      ),
     ),
-  ),
 );
 
 /** The batch's content with its tracked links (accept.ts), written by its send job before its first message goes out. */
-export const recordEmailLinks = procedure(import.meta.url, 'recordEmailLinks', async ({ db }, args: { sendId: string; content: string }): Promise<void> => {
-  await db.updateTable('sends').set({ content: args.content }).where('id', '=', args.sendId).execute();
-});
+export const recordEmailLinks = procedure(
+  import.meta.url,
+  'recordEmailLinks',
+  async ({ db }, args: { sendId: string; content: string }): Promise<void> => {
+    await db.updateTable('sends').set({ content: args.content }).where('id', '=', args.sendId).execute();
+  },
+);
 
 /**
  * The next page of an email batch's recipients to hand over: those not yet tried after the
@@ -83,7 +104,13 @@ export const recordEmailLinks = procedure(import.meta.url, 'recordEmailLinks', a
  * send_recipients_retry index: only the waiting are in it). A Deferred recipient was on a
  * page already recorded, so its id is at or below the cursor: the cursor stays a checkpoint.
  */
-export async function loadEmailPage(db: Db, accountId: string, sendId: string, cursor: number, now: number): Promise<PageRow[]> {
+export async function loadEmailPage(
+  db: Db,
+  accountId: string,
+  sendId: string,
+  cursor: number,
+  now: number,
+): Promise<PageRow[]> {
   const fresh = await loadPage(db, accountId, sendId, cursor, ['Queued']);
   if (fresh.length === PAGE) return fresh;
   const due = await pageRows(db, accountId, sendId)
@@ -101,14 +128,22 @@ export async function loadEmailPage(db: Db, accountId: string, sendId: string, c
  * recipients refused for now wait, when it is looked at again at the earliest of their times.
  */
 async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
-  const next = await trx.selectFrom('send_recipients').select((eb) => eb.fn.min('retry_at').as('at')).where('send_id', '=', sendId).where('retry_at', 'is not', null).executeTakeFirst();
+  const next = await trx
+    .selectFrom('send_recipients')
+    .select((eb) => eb.fn.min('retry_at').as('at'))
+    .where('send_id', '=', sendId)
+    .where('retry_at', 'is not', null)
+    .executeTakeFirst();
   if (next?.at !== null && next?.at !== undefined) return { retryAt: Number(next.at) };
   return completeSend(trx, sendId, now, lease);
 }
 
 /** The batch done when its last page was recorded earlier, or when it woke with none due (messaging/send.ts's Pending). */
-export const finishResumedEmailSend = procedure(import.meta.url, 'finishResumedEmailSend', async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<Finish> =>
-  db.transaction().execute((trx) => finishEmailSend(trx, args.sendId, args.now, args.lease)),
+export const finishResumedEmailSend = procedure(
+  import.meta.url,
+  'finishResumedEmailSend',
+  async ({ db }, args: { sendId: string; now: number; lease: Lease }): Promise<Finish> =>
+    db.transaction().execute((trx) => finishEmailSend(trx, args.sendId, args.now, args.lease)),
 );
 
 interface PageResults {
@@ -132,19 +167,27 @@ interface PageResults {
  * suppressed, their webhook events, and the batch's cursor, so a worker that dies after it
  * resumes with the next page.
  */
-export const recordEmailPage = procedure(import.meta.url, 'recordEmailPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
-  db.transaction().execute(async (trx) => {
-    if (page.outcomes.length > 0) {
-      await queries[dialect].updateRecipients(trx, page);
-      if (page.webhookUrl) await appendWebhookEvents(trx, { now: () => page.now }, { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events });
-    }
-    await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-    const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
-    const tally = new UsageTally(page.now);
-    for (const step of page.steps) tally.add(page.accountId, 'email', step.status);
-    await tally.write(trx, dialect);
-    return finished;
-  }),
+export const recordEmailPage = procedure(
+  import.meta.url,
+  'recordEmailPage',
+  async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
+    db.transaction().execute(async (trx) => {
+      if (page.outcomes.length > 0) {
+        await queries[dialect].updateRecipients(trx, page);
+        if (page.webhookUrl)
+          await appendWebhookEvents(
+            trx,
+            { now: () => page.now },
+            { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events },
+          );
+      }
+      await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
+      const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
+      const tally = new UsageTally(page.now);
+      for (const step of page.steps) tally.add(page.accountId, 'email', step.status);
+      await tally.write(trx, dialect);
+      return finished;
+    }),
 );
 
 /**
@@ -158,20 +201,29 @@ export function pageResults(
   now: number,
   handed: Array<{ row: PageRow; messageId: string; result: EmailResult }>,
 ): Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> {
-  const results: Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> = { outcomes: [], steps: [], suppress: [], events: [] };
+  const results: Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> = {
+    outcomes: [],
+    steps: [],
+    suppress: [],
+    events: [],
+  };
   for (const { row, messageId, result } of handed) {
     const deferred = result.outcome === 'deferred';
     const attempts = row.attempts + (deferred ? 1 : 0);
     const deferredAt = row.deferred_at === null ? (deferred ? now : null) : Number(row.deferred_at);
     const nextTry = deferred ? retryAt(deferredAt!, attempts, now) : null;
-    const status: EmailEventWord = result.outcome === 'accepted' ? 'Delivered' : deferred && nextTry !== null ? 'Deferred' : 'Bounce';
+    const status: EmailEventWord =
+      result.outcome === 'accepted' ? 'Delivered' : deferred && nextTry !== null ? 'Deferred' : 'Bounce';
     const bounce = result.outcome === 'bounced' ? bounceReply(result.reply) : null;
     const hard = bounce?.hard === true;
     const reply =
-      result.outcome === 'accepted' ? result.reply
-      : bounce ? bounce.reply
-      : nextTry === null ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
-      : result.reply;
+      result.outcome === 'accepted'
+        ? result.reply
+        : bounce
+          ? bounce.reply
+          : nextTry === null
+            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
+            : result.reply;
     const id = Number(row.id);
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];
     // Processed once: when the message was first taken for sending.
@@ -179,7 +231,9 @@ export function pageResults(
     results.outcomes.push({ id, status, messageId, reply, attempts, retryAt: nextTry, deferredAt });
     for (const [event, eventReply] of events) {
       results.steps.push({ recipientId: id, status: event, reply: eventReply });
-      results.events.push(emailEvent({ batchId: sendId, messageId, email: row.address, event, reply: eventReply, at: now }));
+      results.events.push(
+        emailEvent({ batchId: sendId, messageId, email: row.address, event, reply: eventReply, at: now }),
+      );
     }
     if (hard) results.suppress.push({ address: row.address, reason: reply });
   }
@@ -187,7 +241,13 @@ export function pageResults(
 }
 
 /** A batch's job died: what it had not handed over is Dropped (messaging/send.ts's endUnsent), and the batch Completed. */
-export async function dropUnsent(trx: Db, dialect: DialectName, clock: Clock, sendId: string, error: string): Promise<void> {
+export async function dropUnsent(
+  trx: Db,
+  dialect: DialectName,
+  clock: Clock,
+  sendId: string,
+  error: string,
+): Promise<void> {
   await endUnsent(trx, dialect, clock, {
     sendId,
     error,
@@ -196,7 +256,8 @@ export async function dropUnsent(trx: Db, dialect: DialectName, clock: Clock, se
     pending: PENDING,
     columns: (reason) => ({ reason, retry_at: null }),
     webhookType: EMAIL_EVENTS_TYPE,
-    event: (r, reason, now) => emailEvent({ batchId: sendId, messageId: r.message_id, email: r.address, event: 'Dropped', reason, at: now }),
+    event: (r, reason, now) =>
+      emailEvent({ batchId: sendId, messageId: r.message_id, email: r.address, event: 'Dropped', reason, at: now }),
   });
 }
 
@@ -204,7 +265,8 @@ export async function dropUnsent(trx: Db, dialect: DialectName, clock: Clock, se
  * User agents of image proxies and link scanners, which open and click what no person read
  * (docs/email.md, "Sending": tracking): an event from one is recorded and posted with `machine: true`, not hidden.
  */
-const MACHINE_AGENTS = /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
+const MACHINE_AGENTS =
+  /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
 
 /** An open or click this soon after delivery is a machine's: no person reads that fast (issue 13's rule). */
 export const MACHINE_WINDOW_MS = 2000;
@@ -225,31 +287,50 @@ export type TrackingEvent = { kind: 'click'; link: number } | { kind: 'open' } |
 export const recordTracking = procedure(
   import.meta.url,
   'recordTracking',
-  async ({ db, dialect }, args: { recipientId: number; event: TrackingEvent; userAgent: string | null; head: boolean; confirmed: boolean; now: number }): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
-  db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('send_recipients as r')
-      .innerJoin('sends as s', 's.id', 'r.send_id')
-      .select(['r.id', 'r.address', 'r.message_id', 's.id as send_id', 's.account_id', 's.webhook_url', 's.content'])
-      .where('r.id', '=', args.recipientId)
-      .where('s.channel', '=', 'email')
-      .executeTakeFirst();
-    if (!row) return undefined;
-    const { event, now } = args;
-    let url: string | null = null;
-    if (event.kind === 'click') {
-      url = (JSON.parse(row.content) as { links?: string[] }).links?.[event.link] ?? null;
-      if (url === null) return undefined;
-    }
-    const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
-    const delivered = await trx.selectFrom('recipient_history').select('at').where('recipient_id', '=', row.id).where('status', '=', 'Delivered').executeTakeFirst();
-    const byMachine = args.head || (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) || (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
-    if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
-    const machine = event.kind === 'unsubscribe' ? null : byMachine;
-    if (event.kind === 'unsubscribe') await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: 'unsubscribed', now });
-    await appendEmailEvent(trx, dialect, row, { event: word, url, machine, at: now });
-    return { url };
-  }),
+  async (
+    { db, dialect },
+    args: {
+      recipientId: number;
+      event: TrackingEvent;
+      userAgent: string | null;
+      head: boolean;
+      confirmed: boolean;
+      now: number;
+    },
+  ): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
+    db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom('send_recipients as r')
+        .innerJoin('sends as s', 's.id', 'r.send_id')
+        .select(['r.id', 'r.address', 'r.message_id', 's.id as send_id', 's.account_id', 's.webhook_url', 's.content'])
+        .where('r.id', '=', args.recipientId)
+        .where('s.channel', '=', 'email')
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const { event, now } = args;
+      let url: string | null = null;
+      if (event.kind === 'click') {
+        url = (JSON.parse(row.content) as { links?: string[] }).links?.[event.link] ?? null;
+        if (url === null) return undefined;
+      }
+      const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
+      const delivered = await trx
+        .selectFrom('recipient_history')
+        .select('at')
+        .where('recipient_id', '=', row.id)
+        .where('status', '=', 'Delivered')
+        .executeTakeFirst();
+      const byMachine =
+        args.head ||
+        (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) ||
+        (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
+      if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
+      const machine = event.kind === 'unsubscribe' ? null : byMachine;
+      if (event.kind === 'unsubscribe')
+        await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: 'unsubscribed', now });
+      await appendEmailEvent(trx, dialect, row, { event: word, url, machine, at: now });
+      return { url };
+    }),
 );
 
 /** An email recipient as an event after its sending names it (a tracking URL, a report by mail). */
@@ -270,16 +351,37 @@ export async function appendEmailEvent(
   trx: Db,
   dialect: DialectName,
   sent: SentEmail,
-  e: { event: EmailEventWord; at: number; reason?: string | null; reply?: string | null; url?: string | null; machine?: boolean | null },
+  e: {
+    event: EmailEventWord;
+    at: number;
+    reason?: string | null;
+    reply?: string | null;
+    url?: string | null;
+    machine?: boolean | null;
+  },
 ): Promise<void> {
-  await trx.insertInto('recipient_history').values({ recipient_id: sent.id, status: e.event, at: e.at, reply: e.reply ?? null, url: e.url ?? null, machine: e.machine ?? null }).execute();
+  await trx
+    .insertInto('recipient_history')
+    .values({
+      recipient_id: sent.id,
+      status: e.event,
+      at: e.at,
+      reply: e.reply ?? null,
+      url: e.url ?? null,
+      machine: e.machine ?? null,
+    })
+    .execute();
   if (sent.webhook_url) {
-    await appendWebhookEvents(trx, { now: () => e.at }, {
-      accountId: sent.account_id,
-      url: sent.webhook_url,
-      type: EMAIL_EVENTS_TYPE,
-      events: [emailEvent({ batchId: sent.send_id, messageId: sent.message_id, email: sent.address, ...e })],
-    });
+    await appendWebhookEvents(
+      trx,
+      { now: () => e.at },
+      {
+        accountId: sent.account_id,
+        url: sent.webhook_url,
+        type: EMAIL_EVENTS_TYPE,
+        events: [emailEvent({ batchId: sent.send_id, messageId: sent.message_id, email: sent.address, ...e })],
+      },
+    );
   }
   const tally = new UsageTally(e.at);
   tally.add(sent.account_id, 'email', e.event);

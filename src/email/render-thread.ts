@@ -37,7 +37,8 @@ async function render(request: Extract<RenderRequest, { kind: 'render' }>): Prom
 }
 
 /** A buffer of its own, which can be moved to the other thread (a small one may share Node's pool with others). */
-const movable = (raw: Uint8Array) => (raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : new Uint8Array(raw));
+const movable = (raw: Uint8Array) =>
+  raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength ? raw : new Uint8Array(raw);
 
 let turn = Promise.resolve();
 
@@ -57,9 +58,16 @@ parentPort!.on('message', (request: RenderRequest) => {
     render(request).then(
       (raws) => {
         const moved = raws.map(movable);
-        parentPort!.postMessage({ call: request.call, raws: moved } satisfies RenderResponse, moved.map((raw) => raw.buffer as ArrayBuffer));
+        parentPort!.postMessage(
+          { call: request.call, raws: moved } satisfies RenderResponse,
+          moved.map((raw) => raw.buffer as ArrayBuffer),
+        );
       },
-      (error: unknown) => parentPort!.postMessage({ call: request.call, error: error instanceof Error ? error.message : String(error) } satisfies RenderResponse),
+      (error: unknown) =>
+        parentPort!.postMessage({
+          call: request.call,
+          error: error instanceof Error ? error.message : String(error),
+        } satisfies RenderResponse),
     ),
   );
 });

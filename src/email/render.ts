@@ -117,27 +117,32 @@ export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): P
   htmlValues[fixed + PREHEADER] = compiled.preheader ? escapeHtml(renderTemplate(compiled.preheader, r.sources)) : '';
 
   const { from, replyTo } = compiled.content;
-  const unsubscribe = r.urls.unsubscribeMailto ? `<${r.urls.unsubscribe}>, <${r.urls.unsubscribeMailto}>` : `<${r.urls.unsubscribe}>`;
-  return composeMime({
-    from: { name: from.displayName ?? '', address: from.email },
-    replyTo: replyTo ? { name: replyTo.displayName ?? '', address: replyTo.email } : undefined,
-    to: r.to,
-    subject: renderTemplate(compiled.subject, r.sources),
-    messageId: r.messageId,
-    date: r.date,
-    // Quoted-printable, said rather than left to the composer, which otherwise scans each part
-    // character by character to choose (a third of its time on the bench's message): the parts
-    // are mostly ASCII, which QP keeps readable and about as long, where base64 adds a third.
-    // The bodies are written encoded already (composeMime's second argument); the composer is
-    // given a stand-in, not read, since it leaves an empty part out.
-    text: { content: ' ', contentType: 'text/plain; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
-    html: { content: ' ', contentType: 'text/html; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
-    headers: {
-      'List-Unsubscribe': unsubscribe,
-      // RFC 8058: the URL above unsubscribes on a POST of this body, with no page to visit.
-      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+  const unsubscribe = r.urls.unsubscribeMailto
+    ? `<${r.urls.unsubscribe}>, <${r.urls.unsubscribeMailto}>`
+    : `<${r.urls.unsubscribe}>`;
+  return composeMime(
+    {
+      from: { name: from.displayName ?? '', address: from.email },
+      replyTo: replyTo ? { name: replyTo.displayName ?? '', address: replyTo.email } : undefined,
+      to: r.to,
+      subject: renderTemplate(compiled.subject, r.sources),
+      messageId: r.messageId,
+      date: r.date,
+      // Quoted-printable, said rather than left to the composer, which otherwise scans each part
+      // character by character to choose (a third of its time on the bench's message): the parts
+      // are mostly ASCII, which QP keeps readable and about as long, where base64 adds a third.
+      // The bodies are written encoded already (composeMime's second argument); the composer is
+      // given a stand-in, not read, since it leaves an empty part out.
+      text: { content: ' ', contentType: 'text/plain; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
+      html: { content: ' ', contentType: 'text/html; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
+      headers: {
+        'List-Unsubscribe': unsubscribe,
+        // RFC 8058: the URL above unsubscribes on a POST of this body, with no page to visit.
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
     },
-  }, [fillEncoded(compiled.text, textValues), fillEncoded(compiled.html, htmlValues)]);
+    [fillEncoded(compiled.text, textValues), fillEncoded(compiled.html, htmlValues)],
+  );
 }
 
 /**
@@ -156,7 +161,15 @@ export function composeMime(options: MailComposerOptions, encoded?: string[]): B
   const root = new MailComposer(options).compile();
   let raw = `${root.buildHeaders()}\r\n\r\n`;
   const parts = root.childNodes;
-  if (root.multipart !== 'alternative' || parts.some((part) => typeof part.content !== 'string' || part.childNodes.length > 0 || part.getTransferEncoding() !== 'quoted-printable')) {
+  if (
+    root.multipart !== 'alternative' ||
+    parts.some(
+      (part) =>
+        typeof part.content !== 'string' ||
+        part.childNodes.length > 0 ||
+        part.getTransferEncoding() !== 'quoted-printable',
+    )
+  ) {
     throw new TypeError('composeMime writes a multipart/alternative of quoted-printable text parts');
   }
   parts.forEach((part, i) => {

@@ -29,37 +29,72 @@ const Party = (what: string) =>
   });
 
 export const SubstitutionTag = Type.Object({
-  tagName: Type.String({ maxLength: 66, description: 'The placeholder as written in the subject, preheader or body, in square brackets: [firstName].' }),
+  tagName: Type.String({
+    maxLength: 66,
+    description: 'The placeholder as written in the subject, preheader or body, in square brackets: [firstName].',
+  }),
   tagValue: MultilineText({ maxLength: 10_000, description: 'Replacement text.' }),
 });
 
 export const SendingDetails = Type.Object({
-  listId: Type.Optional(Type.Array(Uuid(), { maxItems: MAX_EMAIL_LISTS, description: 'Lists whose contacts (with emailOptIn true) receive the email.' })),
+  listId: Type.Optional(
+    Type.Array(Uuid(), {
+      maxItems: MAX_EMAIL_LISTS,
+      description: 'Lists whose contacts (with emailOptIn true) receive the email.',
+    }),
+  ),
   senderFrom: Party('sender'),
   replyTo: Type.Optional(Party('reply-to')),
   subject: Type.String({ maxLength: 998, description: 'May contain substitution tags.' }),
-  preHeaderText: Type.Optional(Type.String({ maxLength: 500, description: 'Shown after the subject in the inbox; may contain substitution tags.' })),
-  emailBody: Type.Optional(Type.String({ maxLength: Math.ceil(MAX_HTML_BYTES / 3) * 4, description: 'The HTML of the email, UTF-8 encoded in Base64. Exactly one of emailBody and emailCampaignId.' })),
-  emailCampaignId: Type.Optional(Uuid({ description: 'A stored campaign of the account (POST /email/campaigns) whose HTML is sent.' })),
-  scheduleDateTime: Type.Optional(Type.String({
-    maxLength: 40,
-    description: "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
-  })),
-  webHookUrl: Type.Optional(WebhookUrl('Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, Unsubscribe), signed, gathered per URL.')),
+  preHeaderText: Type.Optional(
+    Type.String({
+      maxLength: 500,
+      description: 'Shown after the subject in the inbox; may contain substitution tags.',
+    }),
+  ),
+  emailBody: Type.Optional(
+    Type.String({
+      maxLength: Math.ceil(MAX_HTML_BYTES / 3) * 4,
+      description: 'The HTML of the email, UTF-8 encoded in Base64. Exactly one of emailBody and emailCampaignId.',
+    }),
+  ),
+  emailCampaignId: Type.Optional(
+    Uuid({ description: 'A stored campaign of the account (POST /email/campaigns) whose HTML is sent.' }),
+  ),
+  scheduleDateTime: Type.Optional(
+    Type.String({
+      maxLength: 40,
+      description:
+        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
+    }),
+  ),
+  webHookUrl: Type.Optional(
+    WebhookUrl(
+      'Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, Unsubscribe), signed, gathered per URL.',
+    ),
+  ),
 });
 
 export const EmailRecipient = Type.Object({
   to: Address('The recipient address.'),
-  personalizationSubstitutionTags: Type.Optional(Type.Array(SubstitutionTag, { maxItems: MAX_TAGS, description: "This recipient's tag values; they win over a list contact's data." })),
+  personalizationSubstitutionTags: Type.Optional(
+    Type.Array(SubstitutionTag, {
+      maxItems: MAX_TAGS,
+      description: "This recipient's tag values; they win over a list contact's data.",
+    }),
+  ),
 });
 
 /** SPEC §2.7. */
 export const EmailBatchRequest = Type.Object({
   sendingDetails: SendingDetails,
-  recipients: Type.Optional(Type.Array(EmailRecipient, {
-    maxItems: MAX_EMAIL_RECIPIENTS,
-    description: 'Recipients named in the request; an address given twice (in any case) gets one email, with its first entry.',
-  })),
+  recipients: Type.Optional(
+    Type.Array(EmailRecipient, {
+      maxItems: MAX_EMAIL_RECIPIENTS,
+      description:
+        'Recipients named in the request; an address given twice (in any case) gets one email, with its first entry.',
+    }),
+  ),
 });
 export type EmailBatchRequest = Static<typeof EmailBatchRequest>;
 
@@ -75,11 +110,20 @@ export const EmailAccepted = Type.Object({
 
 /** ARCHITECTURE.md, "setup objects": `POST /email/campaigns {name, html}` → 201 `{emailCampaignId, name}`. */
 export const CampaignRequest = Type.Object({
-  name: Type.String({ maxLength: 200, description: 'A name of 1 to 100 characters, unique in the account (case-insensitively).' }),
-  html: MultilineText({ maxLength: MAX_HTML_BYTES, description: 'The HTML of the email, plain (not Base64); may contain substitution tags.' }),
+  name: Type.String({
+    maxLength: 200,
+    description: 'A name of 1 to 100 characters, unique in the account (case-insensitively).',
+  }),
+  html: MultilineText({
+    maxLength: MAX_HTML_BYTES,
+    description: 'The HTML of the email, plain (not Base64); may contain substitution tags.',
+  }),
 });
 export const CampaignBody = Type.Object({ emailCampaignId: Type.String({ format: 'uuid' }), name: Type.String() });
-export const CampaignPage = Type.Object({ campaigns: Type.Array(CampaignBody), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+export const CampaignPage = Type.Object({
+  campaigns: Type.Array(CampaignBody),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
 
 export const PageQuery = Type.Object({
   limit: Type.Optional(PageLimit(1000, 100, 'Items')),
@@ -91,10 +135,15 @@ export const BatchReadQuery = Type.Object({ ...PageQuery.properties, status: Typ
 
 export const SuppressionRequest = Type.Object({
   email: Address('The address never to send to.'),
-  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "Why, in words; 'added by hand' when absent." })),
+  reason: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: "Why, in words; 'added by hand' when absent." }),
+  ),
 });
 export const SuppressionBody = Type.Object({ email: Type.String(), reason: Type.String(), createdAt: Type.String() });
-export const SuppressionPage = Type.Object({ suppressions: Type.Array(SuppressionBody), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+export const SuppressionPage = Type.Object({
+  suppressions: Type.Array(SuppressionBody),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
 export const SuppressionQuery = Type.Object({
   email: Type.Optional(Address('Only this address.')),
   limit: Type.Optional(PageLimit(1000, 100, 'Suppressions')),
@@ -106,18 +155,23 @@ export const ComplaintRequest = Type.Object({
   arf: MultilineText({
     // Base64 of the largest report, with room for line breaks; BODY_LIMIT_BYTES caps the request first.
     maxLength: Math.ceil(MAX_REPORT_BYTES * 1.4),
-    description: 'An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message in Base64 (line breaks allowed). It names its message by the original\'s VERP return path (Original-Mail-From, or Return-Path of the original) or Message-ID.',
+    description:
+      "An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message in Base64 (line breaks allowed). It names its message by the original's VERP return path (Original-Mail-From, or Return-Path of the original) or Message-ID.",
   }),
 });
 export const ComplaintRecorded = Type.Object(
   {
     event: Type.Literal('Spam Report'),
-    repeated: Type.Boolean({ description: 'The report was received before (by mail or here): nothing was recorded again.' }),
-    feedbackType: Type.String({ description: 'The report\'s Feedback-Type: abuse, fraud, virus or other.' }),
+    repeated: Type.Boolean({
+      description: 'The report was received before (by mail or here): nothing was recorded again.',
+    }),
+    feedbackType: Type.String({ description: "The report's Feedback-Type: abuse, fraud, virus or other." }),
     accountId: Type.String({ format: 'uuid', description: 'The account whose message it is.' }),
     batchId: Type.String({ format: 'uuid' }),
     messageId: Type.String({ format: 'uuid' }),
-    email: Type.String({ description: 'The recipient who complained: suppressed for the account, its contacts with emailOptIn false.' }),
+    email: Type.String({
+      description: 'The recipient who complained: suppressed for the account, its contacts with emailOptIn false.',
+    }),
   },
   { description: 'What the report recorded.' },
 );

@@ -10,7 +10,15 @@ import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
-import { dropUnsent, finishResumedEmailSend, loadEmailPage, pageResults, recordEmailLinks, recordEmailPage, startEmailSend } from './record.ts';
+import {
+  dropUnsent,
+  finishResumedEmailSend,
+  loadEmailPage,
+  pageResults,
+  recordEmailLinks,
+  recordEmailPage,
+  startEmailSend,
+} from './record.ts';
 import { registerEmailMetrics } from './metrics.ts';
 import type { RenderPool } from './render-pool.ts';
 import { compileEmail } from './compile.ts';
@@ -136,19 +144,41 @@ export function emailSendHandler(deps: {
       const started = await expandedSend(deps, run, () => database.call(startEmailSend, { sendId, now: clock.now() }));
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;
-      const compiled: CompiledEmail = compileEmail({ subject: content.subject, preheader: content.preheader, html: content.html, from: content.from, replyTo: content.replyTo }, { tracking: true });
+      const compiled: CompiledEmail = compileEmail(
+        {
+          subject: content.subject,
+          preheader: content.preheader,
+          html: content.html,
+          from: content.from,
+          replyTo: content.replyTo,
+        },
+        { tracking: true },
+      );
       // The same HTML finds the same links, so a send resumed after a crash writes what it wrote.
-      if (!content.links) await database.call(recordEmailLinks, { sendId, content: JSON.stringify({ ...content, links: compiled.links }) });
+      if (!content.links)
+        await database.call(recordEmailLinks, {
+          sendId,
+          content: JSON.stringify({ ...content, links: compiled.links }),
+        });
       const names = await propertyNames(database.db, started.accountId);
       const domain = content.from.email.slice(content.from.email.lastIndexOf('@') + 1).toLowerCase();
       // Signed with the From domain's key: the service's, or the account's own sender domain's.
-      const dkimKey = await signingKeyFor(database, deps.encryptionKey, clock, { accountId: domain === config.defaultEmailDomain ? null : started.accountId, domain });
+      const dkimKey = await signingKeyFor(database, deps.encryptionKey, clock, {
+        accountId: domain === config.defaultEmailDomain ? null : started.accountId,
+        domain,
+      });
       const send = { ...started, sendId };
       const pending = {
         load: (cursor: number) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
         finish: (lease: Lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
       };
-      const renderer = deps.renderPool.open({ compiled, trackingKey: key.current, publicUrl: config.publicUrl, mailboxDomain, dkimKey });
+      const renderer = deps.renderPool.open({
+        compiled,
+        trackingKey: key.current,
+        publicUrl: config.publicUrl,
+        mailboxDomain,
+        dkimKey,
+      });
       const window = deps.renderPool.size * GROUPS_PER_THREAD;
       const ahead = new RenderAhead(window, async (group) => {
         // A message first tried before ids were derived keeps the id it went out with.
@@ -157,7 +187,10 @@ export function emailSendHandler(deps: {
           group.map((row, i) => ({
             recipientId: Number(row.id),
             to: row.address,
-            sources: { own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null, properties: rowProperties(row, names) },
+            sources: {
+              own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null,
+              properties: rowProperties(row, names),
+            },
             messageId: `<${messageIds[i]}@${domain}>`,
           })),
           new Date(clock.now()),
@@ -167,7 +200,10 @@ export function emailSendHandler(deps: {
       try {
         return await sendInPages(deps, run, send, pending, async (rows, { cursor, last, next }) => {
           ahead.add(rows);
-          next?.then((nextRows) => ahead.add(nextRows), () => undefined);
+          next?.then(
+            (nextRows) => ahead.add(nextRows),
+            () => undefined,
+          );
           const handed = await inFlight(groupCount(rows), window, async () => {
             const { group, rendered } = ahead.take();
             const { messageIds, raws } = await rendered;
@@ -176,7 +212,10 @@ export function emailSendHandler(deps: {
                 const messageId = messageIds[i];
                 // The envelope sender is the recipient's VERP address: a bounce that comes back later names its message.
                 const from = returnPath(key, config.bounceDomain, Number(row.id));
-                const result = await transport.send({ accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i] }, run.signal);
+                const result = await transport.send(
+                  { accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i] },
+                  run.signal,
+                );
                 return { row, messageId, result };
               }),
             );
@@ -184,7 +223,15 @@ export function emailSendHandler(deps: {
           await pauseForTest('email.handed');
           const now = clock.now();
           const results = pageResults(sendId, now, handed.flat());
-          const recorded = await database.call(recordEmailPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now, cursor, ...results, last });
+          const recorded = await database.call(recordEmailPage, {
+            sendId,
+            accountId: send.accountId,
+            webhookUrl: send.webhookUrl,
+            now,
+            cursor,
+            ...results,
+            last,
+          });
           // Every hard bounce is a suppression; the other Bounces are soft.
           const bounced = results.outcomes.filter((outcome) => outcome.status === 'Bounce').length;
           metrics.bounces.inc({ kind: 'hard', timing: 'synchronous' }, results.suppress.length);
@@ -195,7 +242,7 @@ export function emailSendHandler(deps: {
         renderer.close();
       }
     },
-    onDead: (trx: Db, job: Job, error: string) => dropUnsent(trx, database.dialect, clock, (job.payload as EmailSendJob).sendId, error),
+    onDead: (trx: Db, job: Job, error: string) =>
+      dropUnsent(trx, database.dialect, clock, (job.payload as EmailSendJob).sendId, error),
   };
 }
-

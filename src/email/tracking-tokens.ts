@@ -46,7 +46,9 @@ const linkBytes = (link: number) => {
 
 function tokenBytes(key: KeyObject, claim: TrackingClaim): Buffer {
   const signed = head(claim.kind, claim.recipientId);
-  return Buffer.concat(claim.kind === 'click' ? [signed, linkBytes(claim.link ?? 0), tag(key, signed)] : [signed, tag(key, signed)]);
+  return Buffer.concat(
+    claim.kind === 'click' ? [signed, linkBytes(claim.link ?? 0), tag(key, signed)] : [signed, tag(key, signed)],
+  );
 }
 
 export function trackingToken(key: KeyObject, claim: TrackingClaim): string {

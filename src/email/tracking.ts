@@ -1,6 +1,13 @@
 import type { Keyring } from '../sealed.ts';
 import type { RecipientUrls } from './render.ts';
-import { clickTokens, mailboxToken, readMailboxToken, readTrackingToken, trackingToken, type TrackingClaim } from './tracking-tokens.ts';
+import {
+  clickTokens,
+  mailboxToken,
+  readMailboxToken,
+  readTrackingToken,
+  trackingToken,
+  type TrackingClaim,
+} from './tracking-tokens.ts';
 
 /** The paths of tracking URLs: a click, the open pixel, unsubscribing. */
 export const TRACKING_PATHS = { click: '/t/c', open: '/t/o', unsubscribe: '/t/u' } as const;
@@ -24,14 +31,21 @@ export function readToken(keys: Keyring, token: string): TrackingClaim | null {
  * token. With `mailboxDomain` (BOUNCE_DOMAIN, when the inbound listener takes its mail) also
  * List-Unsubscribe's `mailto:` there (ARCHITECTURE.md).
  */
-export function recipientUrls(keys: Keyring, publicUrl: string, recipientId: number, mailboxDomain?: string): RecipientUrls {
+export function recipientUrls(
+  keys: Keyring,
+  publicUrl: string,
+  recipientId: number,
+  mailboxDomain?: string,
+): RecipientUrls {
   const key = keys.current;
   const click = clickTokens(key, recipientId);
   return {
     click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${click(link)}`,
     open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,
     unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${trackingToken(key, { recipientId, kind: 'unsubscribe' })}`,
-    ...(mailboxDomain !== undefined && { unsubscribeMailto: `mailto:${unsubscribeMailbox(keys, mailboxDomain, recipientId)}` }),
+    ...(mailboxDomain !== undefined && {
+      unsubscribeMailto: `mailto:${unsubscribeMailbox(keys, mailboxDomain, recipientId)}`,
+    }),
   };
 }
 
@@ -56,7 +70,10 @@ export function unsubscribeMailbox(keys: Keyring, bounceDomain: string, recipien
  * unsubscribe request, with its recipient's row; null for any other address, or a token no
  * key of the ring made. The domain is not checked: the listener decides which it serves.
  */
-export function readMailbox(keys: Keyring, address: string): { kind: 'bounce' | 'unsubscribe'; recipientId: number } | null {
+export function readMailbox(
+  keys: Keyring,
+  address: string,
+): { kind: 'bounce' | 'unsubscribe'; recipientId: number } | null {
   const match = /^(bounces|unsubscribe)\+([0-9a-f]+)@/i.exec(address);
   if (!match) return null;
   const kind = match[1].toLowerCase() === MAILBOXES.bounce ? 'bounce' : 'unsubscribe';

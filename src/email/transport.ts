@@ -15,7 +15,10 @@ export interface OutgoingEmail {
  * What became of one email at the next hop, with its SMTP reply: accepted (Delivered),
  * refused for now (4xx: Deferred, tried again) or for good (5xx: Bounce).
  */
-export type EmailResult = { outcome: 'accepted'; reply: string } | { outcome: 'deferred'; reply: string } | { outcome: 'bounced'; reply: string };
+export type EmailResult =
+  | { outcome: 'accepted'; reply: string }
+  | { outcome: 'deferred'; reply: string }
+  | { outcome: 'bounced'; reply: string };
 
 /**
  * A way out for email (MESSAGING.md: the pipeline never knows which one it drives): hands

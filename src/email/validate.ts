@@ -34,7 +34,8 @@ export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0
 export function decodedHtml(emailBody: string): string | { problem: string } {
   if (!BASE64.test(emailBody)) return { problem: 'must be Base64 (A-Z, a-z, 0-9, + and /, padded with =) of the HTML' };
   const bytes = Buffer.from(emailBody, 'base64');
-  if (bytes.length > MAX_HTML_BYTES) return { problem: `holds ${bytes.length} bytes of HTML; at most ${MAX_HTML_BYTES}` };
+  if (bytes.length > MAX_HTML_BYTES)
+    return { problem: `holds ${bytes.length} bytes of HTML; at most ${MAX_HTML_BYTES}` };
   let html: string;
   try {
     html = utf8.decode(bytes);
@@ -55,7 +56,11 @@ function party(given: { email: string; displayName: string }, path: string, erro
  * path, and the request as an EmailDraft. The body has passed the route's schema; its webhook
  * URL was vetted at the HTTP boundary.
  */
-export function checkEmailRequest(body: EmailBatchRequest, account: { timeZoneOffset: string }, now: number): { draft: EmailDraft; errors: FieldError[] } {
+export function checkEmailRequest(
+  body: EmailBatchRequest,
+  account: { timeZoneOffset: string },
+  now: number,
+): { draft: EmailDraft; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const details = body.sendingDetails;
   const draft: EmailDraft = {
@@ -73,9 +78,15 @@ export function checkEmailRequest(body: EmailBatchRequest, account: { timeZoneOf
   if (details.subject.trim() === '') errors.push({ field: 'sendingDetails.subject', message: 'must not be empty' });
 
   if (details.emailBody !== undefined && details.emailCampaignId !== undefined) {
-    errors.push({ field: 'sendingDetails.emailBody', message: 'and emailCampaignId are both given: give exactly one of them' });
+    errors.push({
+      field: 'sendingDetails.emailBody',
+      message: 'and emailCampaignId are both given: give exactly one of them',
+    });
   } else if (details.emailBody === undefined && details.emailCampaignId === undefined) {
-    errors.push({ field: 'sendingDetails.emailBody', message: 'or emailCampaignId is required: give exactly one of them' });
+    errors.push({
+      field: 'sendingDetails.emailBody',
+      message: 'or emailCampaignId is required: give exactly one of them',
+    });
   } else if (details.emailBody !== undefined) {
     const html = decodedHtml(details.emailBody);
     if (typeof html === 'string') draft.html = html;
@@ -95,7 +106,10 @@ export function checkEmailRequest(body: EmailBatchRequest, account: { timeZoneOf
     }
   });
   if (draft.listIds.length === 0 && (body.recipients ?? []).length === 0) {
-    errors.push({ field: 'recipients', message: 'or sendingDetails.listId is required: give at least one recipient or one list id' });
+    errors.push({
+      field: 'recipients',
+      message: 'or sendingDetails.listId is required: give at least one recipient or one list id',
+    });
   }
 
   if (details.scheduleDateTime !== undefined) {
@@ -111,11 +125,21 @@ export function checkEmailRequest(body: EmailBatchRequest, account: { timeZoneOf
  * transaction: its sender's domain, its campaign (whose HTML it takes) and its lists. Throws
  * one error listing every problem.
  */
-export async function prepareEmail(db: Kysely<Schema>, accountId: string, draft: EmailDraft, config: { defaultEmailDomain: string }): Promise<{ html: string }> {
+export async function prepareEmail(
+  db: Kysely<Schema>,
+  accountId: string,
+  draft: EmailDraft,
+  config: { defaultEmailDomain: string },
+): Promise<{ html: string }> {
   const errors: FieldError[] = [];
   const domain = draft.from.email.slice(draft.from.email.lastIndexOf('@') + 1).toLowerCase();
   if (domain !== config.defaultEmailDomain) {
-    const owned = await db.selectFrom('sender_domains').select('domain').where('account_id', '=', accountId).where('domain', '=', domain).executeTakeFirst();
+    const owned = await db
+      .selectFrom('sender_domains')
+      .select('domain')
+      .where('account_id', '=', accountId)
+      .where('domain', '=', domain)
+      .executeTakeFirst();
     if (!owned) {
       errors.push({
         field: 'sendingDetails.senderFrom.email',
@@ -127,11 +151,18 @@ export async function prepareEmail(db: Kysely<Schema>, accountId: string, draft:
   if (draft.campaignId !== null) {
     html = (await campaignHtml(db, accountId, draft.campaignId)) ?? null;
     // Another account's campaign is as unknown as a missing one.
-    if (html === null) errors.push({ field: 'sendingDetails.emailCampaignId', message: `is ${draft.campaignId}, which is not an email campaign of this account` });
+    if (html === null)
+      errors.push({
+        field: 'sendingDetails.emailCampaignId',
+        message: `is ${draft.campaignId}, which is not an email campaign of this account`,
+      });
   }
   errors.push(...(await listProblems(db, accountId, draft.listIds, 'sendingDetails.listId')));
   if (errors.length > 0) {
-    throw unprocessable(`The email batch was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`, errors);
+    throw unprocessable(
+      `The email batch was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
+      errors,
+    );
   }
   return { html: html! };
 }

@@ -28,7 +28,10 @@ function noBodyProblems(body: unknown): FieldError[] {
  * refused in every string of the body, query string and path, before validation; and every
  * webhook URL field vetted after validation, once the caller is known, with 422.
  */
-export function registerBoundary(app: FastifyInstance, webhookUrlRefusal: (url: string) => Promise<string | undefined>): void {
+export function registerBoundary(
+  app: FastifyInstance,
+  webhookUrlRefusal: (url: string) => Promise<string | undefined>,
+): void {
   registerJsonParser(app);
 
   async function vetWebhookUrls(request: FastifyRequest): Promise<void> {
@@ -51,7 +54,8 @@ export function registerBoundary(app: FastifyInstance, webhookUrlRefusal: (url: 
     };
     // Only the routes that take a webhook URL pay for the hook: a lookup, after validation
     // and authentication, so an anonymous or malformed request never makes the server ask DNS.
-    if (hasAnnotation(schema?.body, 'x-webhook-url')) route.preHandler = [vetWebhookUrls, ...[route.preHandler ?? []].flat()];
+    if (hasAnnotation(schema?.body, 'x-webhook-url'))
+      route.preHandler = [vetWebhookUrls, ...[route.preHandler ?? []].flat()];
   });
 
   app.addHook('preValidation', async (request) => {

@@ -5,7 +5,12 @@ type Part = 'integer' | 'uuid' | 'digits' | 'address';
 type Value<P extends Part> = P extends 'integer' ? number : string;
 
 // An address holds dots, the parts' separator: it may only be a cursor's last part, which takes the rest.
-const PART: Record<Part, RegExp> = { integer: /^[0-9]{1,16}$/, digits: /^[0-9]{1,18}$/, uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, address: /^[^@\s]{1,64}@[^@\s]{1,253}$/ };
+const PART: Record<Part, RegExp> = {
+  integer: /^[0-9]{1,16}$/,
+  digits: /^[0-9]{1,18}$/,
+  uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  address: /^[^@\s]{1,64}@[^@\s]{1,253}$/,
+};
 
 /**
  * A page cursor: the sort key of the last row shown, as base64url of its parts joined by
@@ -20,7 +25,9 @@ export function cursorCodec<const P extends readonly Part[]>(parts: P) {
       const split = (decodeBase64url(cursor)?.toString() ?? '').split('.');
       const values = [...split.slice(0, parts.length - 1), split.slice(parts.length - 1).join('.')];
       if (split.length < parts.length || !values.every((value, i) => PART[parts[i]].test(value))) {
-        throw badRequest('The cursor is not one this API gave out.', [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);
+        throw badRequest('The cursor is not one this API gave out.', [
+          { field: 'cursor', message: 'must be a nextCursor from a previous page' },
+        ]);
       }
       return values.map((value, i) => (parts[i] === 'integer' ? Number(value) : value)) as Key;
     },

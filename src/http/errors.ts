@@ -27,7 +27,8 @@ function toContract(error: FastifyError | AppError, request: FastifyRequest): Co
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    if (fastifyError.validationContext === 'body' && request.body === undefined) return failure(400, 'The body is empty; send a JSON object.');
+    if (fastifyError.validationContext === 'body' && request.body === undefined)
+      return failure(400, 'The body is empty; send a JSON object.');
     return failure(400, 'The request is not valid.', describeIssues(fastifyError.validation as ValidationIssue[]));
   }
   const known = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
@@ -47,7 +48,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return send(reply, contract);
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ status: 'Failure', message: `No route for ${request.method} ${request.url.split('?')[0]}.`, errors: [] }),
+    reply
+      .code(404)
+      .send({ status: 'Failure', message: `No route for ${request.method} ${request.url.split('?')[0]}.`, errors: [] }),
   );
 }
 

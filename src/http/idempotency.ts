@@ -61,15 +61,26 @@ const responsePlace = (scope: string, key: string) => `idempotency_keys:${scope}
  * blocks on this row (PostgreSQL) or on the write lock (SQLite) and then conflicts on the
  * key, rather than on whatever unique constraint the work itself touches.
  */
-export async function withIdempotencyKey<T>(trx: Transaction<Schema>, claim: KeyClaim | undefined, work: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+export async function withIdempotencyKey<T>(
+  trx: Transaction<Schema>,
+  claim: KeyClaim | undefined,
+  work: () => Promise<Outcome<T>>,
+): Promise<Outcome<T>> {
   if (!claim) return work();
   const { scope, key } = claim;
-  if (claim.replace) await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
-  await trx.insertInto('idempotency_keys').values({ scope, key, request_hash: claim.hash, status_code: 0, response_body: '', created_at: claim.now }).execute();
+  if (claim.replace)
+    await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+  await trx
+    .insertInto('idempotency_keys')
+    .values({ scope, key, request_hash: claim.hash, status_code: 0, response_body: '', created_at: claim.now })
+    .execute();
   const outcome = await work();
   await trx
     .updateTable('idempotency_keys')
-    .set({ status_code: outcome.statusCode, response_body: seal(createSecretKey(claim.responseKey), JSON.stringify(outcome.body), responsePlace(scope, key)) })
+    .set({
+      status_code: outcome.statusCode,
+      response_body: seal(createSecretKey(claim.responseKey), JSON.stringify(outcome.body), responsePlace(scope, key)),
+    })
     .where('scope', '=', scope)
     .where('key', '=', key)
     .execute();
@@ -136,7 +147,9 @@ export async function idempotent<A, T>(
   if (header === undefined) return answer(await database.call(work, { claim: undefined, args: await prepare() }));
   const key = Array.isArray(header) ? header[0] : header;
   if (key.length < 1 || key.length > 255) {
-    throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
+    throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [
+      { field: 'Idempotency-Key', message: 'must be 1 to 255 characters' },
+    ]);
   }
   const { hash, madeBy } = requestHash(request, deps.encryptionKey);
 
@@ -157,7 +170,10 @@ export async function idempotent<A, T>(
         ]);
       }
       reply.header('idempotent-replayed', 'true');
-      return answer({ statusCode: live.status_code, body: JSON.parse(openResponse(live.response_body, deps.encryptionKey.derive(RESPONSE), scope, key)) as T });
+      return answer({
+        statusCode: live.status_code,
+        body: JSON.parse(openResponse(live.response_body, deps.encryptionKey.derive(RESPONSE), scope, key)) as T,
+      });
     }
     args ??= { value: await prepare() };
     try {
@@ -178,8 +194,16 @@ function openResponse(recorded: string, keys: Keyring, scope: string, key: strin
 }
 
 /** Deletes up to `limit` records of keys no longer honoured (by the retention sweep); answers how many it deleted. */
-export async function purgeExpiredIdempotencyKeys({ db, dialect }: ProcedureDatabase, now: number, limit: number): Promise<number> {
+export async function purgeExpiredIdempotencyKeys(
+  { db, dialect }: ProcedureDatabase,
+  now: number,
+  limit: number,
+): Promise<number> {
   const expired = sql<SqlBool>`created_at <= ${now - IDEMPOTENCY_TTL_MS}`;
-  const result = await db.deleteFrom('idempotency_keys').where(expired).where(chunkOf(dialect, 'idempotency_keys', expired, limit)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('idempotency_keys')
+    .where(expired)
+    .where(chunkOf(dialect, 'idempotency_keys', expired, limit))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

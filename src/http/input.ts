@@ -42,21 +42,29 @@ function stringProblem(value: string, multiline: boolean): string | undefined {
   const control = (multiline ? CONTROL_IN_TEXT : CONTROL).exec(value);
   if (control) {
     if (control[0] === '\u0000') return 'must not contain NUL (U+0000)';
-    const allowed = multiline ? 'only tab, line feed and carriage return are allowed here' : 'this field is one line of text';
+    const allowed = multiline
+      ? 'only tab, line feed and carriage return are allowed here'
+      : 'this field is one line of text';
     return `must not contain the control character ${codePoint(control[0])}; ${allowed}`;
   }
   if (!value.isWellFormed()) return 'must be well-formed Unicode: it holds half of a surrogate pair';
   return undefined;
 }
 
-const child = (path: string, key: string | number) => (typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key);
+const child = (path: string, key: string | number) =>
+  typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
 
 /** The schema nodes a value under `key` may be checked against: a union's branches all count. */
 function childSchemas(schemas: SchemaNode[], key: string | number): SchemaNode[] {
   const found: SchemaNode[] = [];
   const visit = (node: SchemaNode) => {
     for (const branch of [...(node.anyOf ?? []), ...(node.allOf ?? []), ...(node.oneOf ?? [])]) visit(branch);
-    const next = typeof key === 'number' ? node.items : Object.hasOwn(node.properties ?? {}, key) ? node.properties![key] : undefined;
+    const next =
+      typeof key === 'number'
+        ? node.items
+        : Object.hasOwn(node.properties ?? {}, key)
+          ? node.properties![key]
+          : undefined;
     if (next) found.push(next);
   };
   schemas.forEach(visit);
@@ -64,14 +72,27 @@ function childSchemas(schemas: SchemaNode[], key: string | number): SchemaNode[]
 }
 
 const annotated = (schemas: SchemaNode[], keyword: string): boolean =>
-  schemas.some((node) => node[keyword] === true || annotated([...(node.anyOf ?? []), ...(node.allOf ?? []), ...(node.oneOf ?? [])], keyword));
+  schemas.some(
+    (node) =>
+      node[keyword] === true ||
+      annotated([...(node.anyOf ?? []), ...(node.allOf ?? []), ...(node.oneOf ?? [])], keyword),
+  );
 
 /**
  * Every string of a request part (body, query string or path parameters), with its field
  * path and the schema nodes that describe it (none for a field the schema does not know).
  * Stops descending at MAX_DEPTH.
  */
-function* strings(value: unknown, schemas: SchemaNode[], path: string, depth = 0): Generator<{ field: string; value: string; schemas: SchemaNode[] } | { field: string; tooDeep: true } | { field: string; key: string }> {
+function* strings(
+  value: unknown,
+  schemas: SchemaNode[],
+  path: string,
+  depth = 0,
+): Generator<
+  | { field: string; value: string; schemas: SchemaNode[] }
+  | { field: string; tooDeep: true }
+  | { field: string; key: string }
+> {
   if (typeof value === 'string') {
     yield { field: path, value, schemas };
     return;
@@ -103,7 +124,10 @@ export function inputProblems(value: unknown, schema: SchemaNode | undefined, pa
       errors.push({ field: item.field || '(body)', message: `nests deeper than ${MAX_DEPTH} levels` });
     } else if ('key' in item) {
       if (PROTOTYPE_KEYS.has(item.key)) {
-        errors.push({ field: item.field, message: `is refused: ${item.key} is a name JavaScript gives to an object's prototype, and no field has it` });
+        errors.push({
+          field: item.field,
+          message: `is refused: ${item.key} is a name JavaScript gives to an object's prototype, and no field has it`,
+        });
       } else {
         const problem = stringProblem(item.key, false);
         if (problem) errors.push({ field: item.field, message: `is not a field name: a name ${problem}` });
@@ -120,12 +144,22 @@ export function inputProblems(value: unknown, schema: SchemaNode | undefined, pa
 export function hasAnnotation(schema: SchemaNode | undefined, keyword: (typeof ANNOTATIONS)[number]): boolean {
   if (!schema) return false;
   if (schema[keyword] === true) return true;
-  const children = [...Object.values(schema.properties ?? {}), ...(schema.items ? [schema.items] : []), ...(schema.anyOf ?? []), ...(schema.allOf ?? []), ...(schema.oneOf ?? [])];
+  const children = [
+    ...Object.values(schema.properties ?? {}),
+    ...(schema.items ? [schema.items] : []),
+    ...(schema.anyOf ?? []),
+    ...(schema.allOf ?? []),
+    ...(schema.oneOf ?? []),
+  ];
   return children.some((node) => hasAnnotation(node, keyword));
 }
 
 /** The strings of a request part whose schema carries the annotation, with their field paths. */
-export function annotatedStrings(value: unknown, schema: SchemaNode | undefined, keyword: (typeof ANNOTATIONS)[number]): Array<{ field: string; value: string }> {
+export function annotatedStrings(
+  value: unknown,
+  schema: SchemaNode | undefined,
+  keyword: (typeof ANNOTATIONS)[number],
+): Array<{ field: string; value: string }> {
   const found: Array<{ field: string; value: string }> = [];
   if (!schema) return found;
   for (const item of strings(value, [schema], '')) {

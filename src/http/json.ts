@@ -33,6 +33,8 @@ export function registerJsonParser(app: FastifyInstance): void {
   // text/plain is dropped so that every other type is a 415, not a string body.
   app.removeAllContentTypeParsers();
   for (const type of ['application/json', 'application/json-patch+json']) {
-    app.addContentTypeParser(type, { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) => parseJson(request, body));
+    app.addContentTypeParser(type, { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) =>
+      parseJson(request, body),
+    );
   }
 }

@@ -16,7 +16,11 @@ export const errorResponses = (...codes: number[]) =>
 
 /** A UUID, in a body, a query string or a path. */
 export const Uuid = (options: { description?: string } = {}) =>
-  Type.String({ format: 'uuid', errorMessage: 'must be a UUID (32 hexadecimal digits in groups of 8-4-4-4-12)', ...options });
+  Type.String({
+    format: 'uuid',
+    errorMessage: 'must be a UUID (32 hexadecimal digits in groups of 8-4-4-4-12)',
+    ...options,
+  });
 
 /**
  * A page size in a query string: query strings arrive as text and the app's validator does
@@ -33,7 +37,12 @@ export function PageLimit(max: 10 | 100 | 1000, byDefault: number, what: string)
 
 /** The nextCursor of a previous page, given back as it was. */
 export const PageCursor = (maxLength: number) =>
-  Type.String({ maxLength, description: 'nextCursor of the previous page.', errorMessage: 'must be a nextCursor from a previous page' });
+  Type.String({
+    maxLength,
+    description: 'nextCursor of the previous page.',
+    errorMessage: 'must be a nextCursor from a previous page',
+  });
 
 /** Text that may run over several lines: tabs and line breaks allowed, other control characters not (http/input.ts). */
-export const MultilineText = (options: { maxLength: number; description?: string }) => Type.String({ ...options, 'x-multiline': true });
+export const MultilineText = (options: { maxLength: number; description?: string }) =>
+  Type.String({ ...options, 'x-multiline': true });

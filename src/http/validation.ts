@@ -13,7 +13,10 @@ export interface ValidationIssue {
 
 /** `/recipients/3/mobileNo` → `recipients[3].mobileNo`, the field-path form of the error shape. */
 export function fieldPath(pointer: string, extra?: string): string {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extra !== undefined) parts.push(extra);
   return parts.reduce((path, part) => (/^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
 }
@@ -27,11 +30,15 @@ export function fieldPath(pointer: string, extra?: string): string {
 export function closeSchema(node: SchemaNode): SchemaNode {
   const closed: SchemaNode = { ...node };
   if (node.properties) {
-    closed.properties = Object.fromEntries(Object.entries(node.properties).map(([key, value]) => [key, closeSchema(value)]));
-    if (node.additionalProperties === undefined && node.patternProperties === undefined) closed.additionalProperties = false;
+    closed.properties = Object.fromEntries(
+      Object.entries(node.properties).map(([key, value]) => [key, closeSchema(value)]),
+    );
+    if (node.additionalProperties === undefined && node.patternProperties === undefined)
+      closed.additionalProperties = false;
   }
   if (node.items) closed.items = closeSchema(node.items);
-  for (const union of ['anyOf', 'allOf', 'oneOf'] as const) if (node[union]) closed[union] = node[union].map(closeSchema);
+  for (const union of ['anyOf', 'allOf', 'oneOf'] as const)
+    if (node[union]) closed[union] = node[union].map(closeSchema);
   return closed;
 }
 
@@ -48,7 +55,8 @@ function distance(a: string, b: string): number {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.length][b.length];
@@ -58,7 +66,10 @@ function distance(a: string, b: string): number {
 export function probablyMeant(unknown: string, known: string[]): string | undefined {
   if (unknown.length > 100) return undefined;
   const allowed = unknown.length < 5 ? 1 : 2;
-  const ranked = known.map((name) => ({ name, d: distance(unknown, name) })).filter(({ d }) => d <= allowed).sort((x, y) => x.d - y.d);
+  const ranked = known
+    .map((name) => ({ name, d: distance(unknown, name) }))
+    .filter(({ d }) => d <= allowed)
+    .sort((x, y) => x.d - y.d);
   return ranked[0]?.name;
 }
 
@@ -90,7 +101,10 @@ function sentence(issue: ValidationIssue): string {
   const p = issue.params;
   switch (issue.keyword) {
     case 'type':
-      return `must be ${String(p.type).split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
+      return `must be ${String(p.type)
+        .split(',')
+        .map((t) => TYPE_WORDS[t] ?? t)
+        .join(' or ')}`;
     case 'minLength':
       return p.limit === 1 ? 'must not be empty' : `must be at least ${plural(p.limit, 'character')}`;
     case 'maxLength':
@@ -129,23 +143,34 @@ const constants = (branches: unknown): unknown[] | undefined => {
  * with the known field it probably meant; one line for a union, not one per branch.
  */
 export function describeIssues(issues: ValidationIssue[]): FieldError[] {
-  const unions = new Set(issues.filter((i) => i.keyword === 'anyOf' || i.keyword === 'oneOf').map((i) => i.instancePath));
+  const unions = new Set(
+    issues.filter((i) => i.keyword === 'anyOf' || i.keyword === 'oneOf').map((i) => i.instancePath),
+  );
   const errors: FieldError[] = [];
   for (const issue of issues) {
     const field = fieldPath(issue.instancePath);
     if (issue.keyword === 'required') {
-      errors.push({ field: fieldPath(issue.instancePath, String(issue.params.missingProperty)), message: 'is required' });
+      errors.push({
+        field: fieldPath(issue.instancePath, String(issue.params.missingProperty)),
+        message: 'is required',
+      });
     } else if (issue.keyword === 'additionalProperties') {
       const name = String(issue.params.additionalProperty);
       const known = issue.parentSchema?.properties ?? {};
       const meant = alsoCalled(name, known) ?? probablyMeant(name, Object.keys(known));
-      errors.push({ field: fieldPath(issue.instancePath, name), message: meant ? `is not a known field; did you mean ${meant}?` : 'is not a known field' });
+      errors.push({
+        field: fieldPath(issue.instancePath, name),
+        message: meant ? `is not a known field; did you mean ${meant}?` : 'is not a known field',
+      });
     } else if (typeof issue.parentSchema?.errorMessage === 'string') {
       errors.push({ field: field || '(body)', message: issue.parentSchema.errorMessage });
     } else if (unions.has(issue.instancePath)) {
       if (issue.keyword !== 'anyOf' && issue.keyword !== 'oneOf') continue;
       const allowed = constants(issue.schema);
-      errors.push({ field: field || '(body)', message: allowed ? `must be one of ${allowed.join(', ')}` : 'does not have any of the accepted forms' });
+      errors.push({
+        field: field || '(body)',
+        message: allowed ? `must be one of ${allowed.join(', ')}` : 'does not have any of the accepted forms',
+      });
     } else {
       errors.push({ field: field || '(body)', message: sentence(issue) });
     }

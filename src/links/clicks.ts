@@ -13,7 +13,10 @@ const MAX_USER_AGENT = 512;
  * `accountId` narrows it to one account's links (a shortener host answers for its own
  * account alone).
  */
-export async function followLink(db: Db, click: { code: string; accountId: string | null; at: number; userAgent: string | undefined; record: boolean }): Promise<string | undefined> {
+export async function followLink(
+  db: Db,
+  click: { code: string; accountId: string | null; at: number; userAgent: string | undefined; record: boolean },
+): Promise<string | undefined> {
   if (!CODE.test(click.code)) return undefined;
   let find = db.selectFrom('links').select('url').where('code', '=', click.code);
   if (click.accountId !== null) find = find.where('account_id', '=', click.accountId);
@@ -24,7 +27,16 @@ export async function followLink(db: Db, click: { code: string; accountId: strin
   await db
     .insertInto('link_clicks')
     .columns(['code', 'at', 'user_agent'])
-    .expression(db.selectFrom('links').select(['code', sql<number>`cast(${click.at} as bigint)`.as('at'), sql<string | null>`cast(${userAgent} as text)`.as('user_agent')]).where('code', '=', click.code))
+    .expression(
+      db
+        .selectFrom('links')
+        .select([
+          'code',
+          sql<number>`cast(${click.at} as bigint)`.as('at'),
+          sql<string | null>`cast(${userAgent} as text)`.as('user_agent'),
+        ])
+        .where('code', '=', click.code),
+    )
     .execute();
   return link.url;
 }

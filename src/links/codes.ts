@@ -47,7 +47,11 @@ export interface LinkTarget {
  * `recipientIds`. A code already taken is drawn again for its recipient alone (at ten
  * million links, one draw in twenty million collides).
  */
-export async function issueLinks(database: ProcedureDatabase, target: LinkTarget, recipientIds: Array<number | null>): Promise<string[]> {
+export async function issueLinks(
+  database: ProcedureDatabase,
+  target: LinkTarget,
+  recipientIds: Array<number | null>,
+): Promise<string[]> {
   const codes = new Array<string>(recipientIds.length);
   let pending = recipientIds.map((_, i) => i);
   while (pending.length > 0) {

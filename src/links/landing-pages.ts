@@ -15,7 +15,11 @@ export interface LandingPageView {
   url: string;
 }
 
-const view = (row: { id: string; name: string; url: string }): LandingPageView => ({ landingPageId: row.id, name: row.name, url: row.url });
+const view = (row: { id: string; name: string; url: string }): LandingPageView => ({
+  landingPageId: row.id,
+  name: row.name,
+  url: row.url,
+});
 
 /**
  * An absolute http or https URL as a browser would send it (host lower-cased, IDN in
@@ -30,7 +34,8 @@ export function absoluteHttpUrl(text: string): string | undefined {
   } catch {
     return undefined;
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '') return undefined;
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '')
+    return undefined;
   return url.href;
 }
 
@@ -43,7 +48,11 @@ export interface NewLandingPage {
 }
 
 /** Checks a new landing page (400s), before its transaction. */
-export function prepareLandingPage(accountId: string, body: { name: string; url: string }, now: number): NewLandingPage {
+export function prepareLandingPage(
+  accountId: string,
+  body: { name: string; url: string },
+  now: number,
+): NewLandingPage {
   const name = checkName(body.name, 'name');
   const url = absoluteHttpUrl(body.url);
   if (url === undefined) {
@@ -55,35 +64,61 @@ export function prepareLandingPage(accountId: string, body: { name: string; url:
 }
 
 /** POST /landing-pages: the page, created in the request's transaction (http/idempotency.ts). */
-export const postLandingPage = postProcedure(import.meta.url, 'postLandingPage', async ({ db }, page: NewLandingPage) => {
-  try {
-    await db
-      .insertInto('landing_pages')
-      .values({ id: page.id, account_id: page.accountId, name: page.name, name_key: nameKey(page.name), url: page.url, created_at: page.now })
-      .execute();
-  } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`A landing page named ${page.name} already exists.`, [{ field: 'name', message: 'is already taken (names are compared case-insensitively)' }]);
-    throw error;
-  }
-  return { statusCode: 201, body: view(page) };
-});
+export const postLandingPage = postProcedure(
+  import.meta.url,
+  'postLandingPage',
+  async ({ db }, page: NewLandingPage) => {
+    try {
+      await db
+        .insertInto('landing_pages')
+        .values({
+          id: page.id,
+          account_id: page.accountId,
+          name: page.name,
+          name_key: nameKey(page.name),
+          url: page.url,
+          created_at: page.now,
+        })
+        .execute();
+    } catch (error) {
+      if (isUniqueViolation(error))
+        throw conflict(`A landing page named ${page.name} already exists.`, [
+          { field: 'name', message: 'is already taken (names are compared case-insensitively)' },
+        ]);
+      throw error;
+    }
+    return { statusCode: 201, body: view(page) };
+  },
+);
 
 const cursor = cursorCodec(['integer', 'uuid']);
 
 /** The account's landing pages, oldest first, a page at a time. */
 export async function listLandingPages(db: Db, accountId: string, page: { limit: number; cursor?: string }) {
-  let select = db.selectFrom('landing_pages').select(['id', 'name', 'url', 'created_at']).where('account_id', '=', accountId);
+  let select = db
+    .selectFrom('landing_pages')
+    .select(['id', 'name', 'url', 'created_at'])
+    .where('account_id', '=', accountId);
   if (page.cursor !== undefined) {
     const [createdAt, id] = cursor.decode(page.cursor);
     select = select.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '>', tuple(createdAt, id)));
   }
-  const rows = await select.orderBy('created_at').orderBy('id').limit(page.limit + 1).execute();
+  const rows = await select
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(page.limit + 1)
+    .execute();
   const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.created_at), last.id]);
   return { landingPages: shown.map(view), nextCursor };
 }
 
 /** The URL of the account's landing page, or undefined: another account's page is as unknown as a missing one. */
 export async function landingPageUrl(db: Db, accountId: string, landingPageId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('landing_pages').select('url').where('id', '=', landingPageId).where('account_id', '=', accountId).executeTakeFirst();
+  const row = await db
+    .selectFrom('landing_pages')
+    .select('url')
+    .where('id', '=', landingPageId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   return row?.url;
 }

@@ -3,17 +3,25 @@ import { PageCursor, PageLimit } from '../http/schemas.ts';
 
 /** ARCHITECTURE.md, "setup objects": `POST /landing-pages {name, url}` → 201 `{landingPageId, name, url}`. */
 export const LandingPageRequest = Type.Object({
-  name: Type.String({ maxLength: 200, description: 'A name of 1 to 100 characters, unique in the account (case-insensitively).' }),
+  name: Type.String({
+    maxLength: 200,
+    description: 'A name of 1 to 100 characters, unique in the account (case-insensitively).',
+  }),
   url: Type.String({ maxLength: 2048, description: 'Where the link leads: an absolute http:// or https:// URL.' }),
 });
 
 export const LandingPageBody = Type.Object({
   landingPageId: Type.String({ format: 'uuid' }),
   name: Type.String(),
-  url: Type.String({ description: 'As a browser writes it: host lower-cased, spaces and non-ASCII characters escaped.' }),
+  url: Type.String({
+    description: 'As a browser writes it: host lower-cased, spaces and non-ASCII characters escaped.',
+  }),
 });
 
-export const LandingPagePage = Type.Object({ landingPages: Type.Array(LandingPageBody), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+export const LandingPagePage = Type.Object({
+  landingPages: Type.Array(LandingPageBody),
+  nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
 
 export const LandingPageQuery = Type.Object({
   limit: Type.Optional(PageLimit(1000, 100, 'Landing pages')),

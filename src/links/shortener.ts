@@ -33,7 +33,8 @@ export function parseShortenerUrl(shortnerUrl: string): { origin: string; host: 
     return undefined;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
-  if (url.username !== '' || url.password !== '' || url.port !== '' || url.pathname !== '/' || /[?#]/.test(shortnerUrl)) return undefined;
+  if (url.username !== '' || url.password !== '' || url.port !== '' || url.pathname !== '/' || /[?#]/.test(shortnerUrl))
+    return undefined;
   return { origin: `${url.protocol}//${url.hostname}`, host: url.hostname };
 }
 
@@ -49,11 +50,23 @@ export interface ShortenerDomainView {
  * again for the same account changes nothing. The service's own host cannot be one: its
  * unknown paths are 404s, not codes.
  */
-export async function addShortenerDomain(db: Db, clock: Clock, input: { accountId: string; domain: string; serviceHost: string }): Promise<ShortenerDomainView> {
+export async function addShortenerDomain(
+  db: Db,
+  clock: Clock,
+  input: { accountId: string; domain: string; serviceHost: string },
+): Promise<ShortenerDomainView> {
   const domain = input.domain.trim().toLowerCase();
-  if (!isHostname(domain)) throw badRequest('The shortener domain must be a domain name.', [{ field: 'domain', message: 'must be a domain name, like go.example.com' }]);
+  if (!isHostname(domain))
+    throw badRequest('The shortener domain must be a domain name.', [
+      { field: 'domain', message: 'must be a domain name, like go.example.com' },
+    ]);
   if (domain === input.serviceHost) {
-    throw badRequest("The service's own host cannot be a shortener domain.", [{ field: 'domain', message: `is the service's own host (PUBLIC_URL); its links are at ${SERVICE_LINK_PATH}/<code> already` }]);
+    throw badRequest("The service's own host cannot be a shortener domain.", [
+      {
+        field: 'domain',
+        message: `is the service's own host (PUBLIC_URL); its links are at ${SERVICE_LINK_PATH}/<code> already`,
+      },
+    ]);
   }
   const account = await db.selectFrom('accounts').select('id').where('id', '=', input.accountId).executeTakeFirst();
   if (!account) throw notFound('The account');
@@ -62,18 +75,34 @@ export async function addShortenerDomain(db: Db, clock: Clock, input: { accountI
     .values({ domain, account_id: input.accountId, created_at: clock.now() })
     .onConflict((oc) => oc.column('domain').doNothing())
     .execute();
-  const row = await db.selectFrom('shortener_domains').select(['account_id', 'created_at']).where('domain', '=', domain).executeTakeFirstOrThrow();
-  if (row.account_id !== input.accountId) throw conflict(`The domain ${domain} is the shortener of another account.`, [{ field: 'domain', message: 'is registered for another account' }]);
+  const row = await db
+    .selectFrom('shortener_domains')
+    .select(['account_id', 'created_at'])
+    .where('domain', '=', domain)
+    .executeTakeFirstOrThrow();
+  if (row.account_id !== input.accountId)
+    throw conflict(`The domain ${domain} is the shortener of another account.`, [
+      { field: 'domain', message: 'is registered for another account' },
+    ]);
   return { domain, createdAt: new Date(row.created_at).toISOString() };
 }
 
 export async function listShortenerDomains(db: Db, accountId: string): Promise<string[]> {
-  const rows = await db.selectFrom('shortener_domains').select('domain').where('account_id', '=', accountId).orderBy('domain').execute();
+  const rows = await db
+    .selectFrom('shortener_domains')
+    .select('domain')
+    .where('account_id', '=', accountId)
+    .orderBy('domain')
+    .execute();
   return rows.map((row) => row.domain);
 }
 
 /** The account whose shortener the host is, or undefined. */
 export async function shortenerAccount(db: Db, host: string): Promise<string | undefined> {
-  const row = await db.selectFrom('shortener_domains').select('account_id').where('domain', '=', host.toLowerCase()).executeTakeFirst();
+  const row = await db
+    .selectFrom('shortener_domains')
+    .select('account_id')
+    .where('domain', '=', host.toLowerCase())
+    .executeTakeFirst();
   return row?.account_id;
 }

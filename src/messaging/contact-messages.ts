@@ -15,12 +15,32 @@ const cursor = cursorCodec(['integer']);
  * index more for it (one by contact id cost SMS batches a sixth of their speed): what went to
  * the contact's number and address as they are now.
  */
-export async function contactMessages(db: Kysely<Schema>, dialect: DialectName, q: { accountId: string; contactId: number; limit: number; cursor?: string }) {
-  const contact = await db.selectFrom('contacts').select(['email', 'mobile']).where('account_id', '=', q.accountId).where('id', '=', q.contactId).executeTakeFirst();
+export async function contactMessages(
+  db: Kysely<Schema>,
+  dialect: DialectName,
+  q: { accountId: string; contactId: number; limit: number; cursor?: string },
+) {
+  const contact = await db
+    .selectFrom('contacts')
+    .select(['email', 'mobile'])
+    .where('account_id', '=', q.accountId)
+    .where('id', '=', q.contactId)
+    .executeTakeFirst();
   if (!contact) throw notFound('The contact');
   const addresses = [contact.mobile, contact.email].filter((address) => address !== null);
   if (addresses.length === 0) return { messages: [], nextCursor: null };
-  const { rows } = await sql<{ id: number; channel: 'sms' | 'email'; send_id: string; send_status: string; created_at: number; message_id: string | null; address: string; status: string; reason: string | null; updated_at: number }>`
+  const { rows } = await sql<{
+    id: number;
+    channel: 'sms' | 'email';
+    send_id: string;
+    send_status: string;
+    created_at: number;
+    message_id: string | null;
+    address: string;
+    status: string;
+    reason: string | null;
+    updated_at: number;
+  }>`
     select r.id, s.channel, s.id as send_id, s.status as send_status, s.created_at, r.message_id, r.address, r.status, r.reason, r.updated_at
       from send_recipients r ${queries[dialect].recipientsToSends} sends s on s.id = r.send_id
      where r.address in (${sql.join(addresses)}) and s.account_id = ${q.accountId}

@@ -13,7 +13,11 @@ import { generateKey, keyFromHex, Keyring } from '../sealed.ts';
  * bodies. PostgreSQL has no "beside": its processes run on several hosts, which must all hold
  * the same key, so there it must be set.
  */
-export function loadEncryptionKey(databaseUrl: string, configured: KeyObject | undefined, previous: readonly KeyObject[] = []): Keyring {
+export function loadEncryptionKey(
+  databaseUrl: string,
+  configured: KeyObject | undefined,
+  previous: readonly KeyObject[] = [],
+): Keyring {
   return new Keyring(configured ?? keyOfDatabase(databaseUrl), previous);
 }
 

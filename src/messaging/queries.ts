@@ -64,7 +64,12 @@ const SQLITE = {
   /** Adds at most `limit` of the oldest deltas to the rollup and deletes them; answers how many. */
   async foldUsage(trx: Db, limit: number): Promise<number> {
     const last = await trx
-      .selectFrom('usage_deltas').select('id').orderBy('id').offset(limit - 1).limit(1).executeTakeFirst();
+      .selectFrom('usage_deltas')
+      .select('id')
+      .orderBy('id')
+      .offset(limit - 1)
+      .limit(1)
+      .executeTakeFirst();
     const upTo = last?.id ?? Number.MAX_SAFE_INTEGER;
     await sql`insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
               select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)

@@ -22,7 +22,12 @@ export type Channel = keyof typeof CHANNEL;
  * The INSERT of the request's own recipients, in request order (they come first: a list's
  * contact with the same address adds nothing, rule 3 of SPEC §2.2).
  */
-export function requestRecipientsInsert(dialect: DialectName, sendId: string, now: number, recipients: StoredRecipient[]) {
+export function requestRecipientsInsert(
+  dialect: DialectName,
+  sendId: string,
+  now: number,
+  recipients: StoredRecipient[],
+) {
   const rows = recipients.map((r) => ({ address: r.address, tags: r.tags, contactId: r.contactId ?? null }));
   return queries[dialect].insertRequestRecipients(sendId, now, rows);
 }
@@ -89,15 +94,22 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
   const through =
     everyone || lists.length > 0
       ? ((
-          await sql<{ address: string }>`select ${col} as address from contacts c where c.account_id = ${e.accountId} and ${col} is not null
+          await sql<{
+            address: string;
+          }>`select ${col} as address from contacts c where c.account_id = ${e.accountId} and ${col} is not null
                                            ${e.after === null ? sql`` : sql`and ${col} > ${e.after}`}
-                                          order by ${col} limit 1 offset ${(e.rangeSize ?? EXPANSION_RANGE) - 1}`.execute(db)
+                                          order by ${col} limit 1 offset ${(e.rangeSize ?? EXPANSION_RANGE) - 1}`.execute(
+            db,
+          )
         ).rows[0]?.address ?? null)
       : null;
   const inRange = (ref: ReturnType<typeof sql.ref>) =>
     sql`${e.after === null ? sql`true` : sql`${ref} > ${e.after}`} and ${through === null ? sql`true` : sql`${ref} <= ${through}`}`;
   if (everyone || lists.length > 0) {
-    const member = lists.length > 0 && !everyone ? sql`and exists (select 1 from list_members m where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)` : sql``;
+    const member =
+      lists.length > 0 && !everyone
+        ? sql`and exists (select 1 from list_members m where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)`
+        : sql``;
     await sql`
       insert into send_recipients (send_id, address, contact_id, status, updated_at)
       select ${e.sendId}, address, id, 'Queued', ${now}
@@ -119,15 +131,21 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
        set status = ${refused}, reason = 'suppressed: ' || s.reason, updated_at = ${now}
       from suppressions s
      where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued' and ${inRange(recipient)}
-       and s.account_id = ${e.accountId} and s.channel = ${e.channel} and s.address = send_recipients.address`.execute(db);
+       and s.account_id = ${e.accountId} and s.channel = ${e.channel} and s.address = send_recipients.address`.execute(
+    db,
+  );
   await sql`
     update send_recipients
        set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
      where send_id = ${e.sendId} and status = 'Queued' and ${inRange(recipient)}
-       and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(db);
+       and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(
+    db,
+  );
   const history = await sql`
     insert into recipient_history (recipient_id, status, at)
-    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(db);
+    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(
+    db,
+  );
   e.tally?.add(e.accountId, e.channel, refused, { messages: Number(history.numAffectedRows ?? 0) });
   return through;
 }
@@ -137,19 +155,41 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
  * `through`, as expandRecipients answered it; null: to the end), with their reasons: for a
  * channel that posts them (email's Dropped is a word of SPEC §3).
  */
-export async function refusedInRange(db: Db, channel: Channel, sendId: string, after: string | null, through: string | null) {
-  let select = db.selectFrom('send_recipients').select(['id', 'address', 'reason']).where('send_id', '=', sendId).where('status', '=', CHANNEL[channel].refused);
+export async function refusedInRange(
+  db: Db,
+  channel: Channel,
+  sendId: string,
+  after: string | null,
+  through: string | null,
+) {
+  let select = db
+    .selectFrom('send_recipients')
+    .select(['id', 'address', 'reason'])
+    .where('send_id', '=', sendId)
+    .where('status', '=', CHANNEL[channel].refused);
   if (after !== null) select = select.where('address', '>', after);
   if (through !== null) select = select.where('address', '<=', through);
   return select.orderBy('id').execute();
 }
 
 /** The listIds that are not the account's (422s): another account's list is as unknown as a missing one, nothing tells them apart. */
-export async function listProblems(db: Db, accountId: string, listIds: string[], field = 'listId'): Promise<FieldError[]> {
+export async function listProblems(
+  db: Db,
+  accountId: string,
+  listIds: string[],
+  field = 'listId',
+): Promise<FieldError[]> {
   if (listIds.length === 0) return [];
-  const rows = await db.selectFrom('contact_lists').select('id').where('account_id', '=', accountId).where('id', 'in', listIds).execute();
+  const rows = await db
+    .selectFrom('contact_lists')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('id', 'in', listIds)
+    .execute();
   const known = new Set(rows.map((row) => row.id));
-  return listIds.filter((id) => !known.has(id)).map((id) => ({ field, message: `holds ${id}, which is not a list of this account` }));
+  return listIds
+    .filter((id) => !known.has(id))
+    .map((id) => ({ field, message: `holds ${id}, which is not a list of this account` }));
 }
 
 /** Whether the account may send to an address now, and the contact whose properties fill its tags. */
@@ -165,7 +205,12 @@ export interface AddressStanding {
  * with the refusal, so a one-time passcode never vanishes behind a 202, and an immediate one
  * is stored already expanded (its contact found here), so its worker only reads and sends.
  */
-export async function addressStanding(db: Db, channel: Channel, accountId: string, address: string): Promise<AddressStanding> {
+export async function addressStanding(
+  db: Db,
+  channel: Channel,
+  accountId: string,
+  address: string,
+): Promise<AddressStanding> {
   const { address: column, optIn } = CHANNEL[channel];
   // One round trip: the address's contacts, most recent first, each row carrying the
   // suppression's reason; a suppressed address no contact holds comes as one row without one.
@@ -179,5 +224,10 @@ export async function addressStanding(db: Db, channel: Channel, accountId: strin
   const suppressed = rows[0]?.suppressed ?? null;
   if (suppressed !== null) return { refusal: `is suppressed (${suppressed})`, contactId };
   const lacking = rows.some((row) => row.id !== null && !row.opted_in);
-  return { refusal: lacking ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false` : undefined, contactId };
+  return {
+    refusal: lacking
+      ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false`
+      : undefined,
+    contactId,
+  };
 }

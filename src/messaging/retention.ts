@@ -75,18 +75,28 @@ type SendRowsStep = (db: Db, dialect: DialectName, ids: string[], limit: number)
 const SEND_ROWS: SendRowsStep[] = [
   async function deleteSandboxSms(db, dialect, ids, limit) {
     const ofSends = sql<SqlBool>`send_id in ${inJson(dialect, ids)}`;
-    const result = await db.deleteFrom('sandbox_sms').where(chunkOf(dialect, 'sandbox_sms', ofSends, limit, 'id')).executeTakeFirst();
+    const result = await db
+      .deleteFrom('sandbox_sms')
+      .where(chunkOf(dialect, 'sandbox_sms', ofSends, limit, 'id'))
+      .executeTakeFirst();
     return Number(result.numDeletedRows);
   },
   async function deleteSandboxEmail(db, dialect, ids, limit) {
     const ofSends = sql<SqlBool>`send_id in ${inJson(dialect, ids)}`;
-    const result = await db.deleteFrom('sandbox_email').where(chunkOf(dialect, 'sandbox_email', ofSends, limit, 'id')).executeTakeFirst();
+    const result = await db
+      .deleteFrom('sandbox_email')
+      .where(chunkOf(dialect, 'sandbox_email', ofSends, limit, 'id'))
+      .executeTakeFirst();
     return Number(result.numDeletedRows);
   },
   async function clearRecipientTags(db, dialect, ids, limit) {
     // Found through send_recipients_tagged: only the rows that have tags are read.
     const tagged = sql<SqlBool>`send_id in ${inJson(dialect, ids)} and tags is not null`;
-    const result = await db.updateTable('send_recipients').set({ tags: null }).where(chunkOf(dialect, 'send_recipients', tagged, limit, 'id')).executeTakeFirst();
+    const result = await db
+      .updateTable('send_recipients')
+      .set({ tags: null })
+      .where(chunkOf(dialect, 'send_recipients', tagged, limit, 'id'))
+      .executeTakeFirst();
     return Number(result.numUpdatedRows);
   },
 ];
@@ -129,7 +139,11 @@ export const purgeSendsChunk = procedure(
         rows += await step(trx, dialect, ids, args.limits.rows - rows);
         if (rows === args.limits.rows) return { sends: 0, rows, more: true };
       }
-      await trx.updateTable('sends').set({ content: keptContent(dialect), purged_at: args.now }).where('id', 'in', inJson(dialect, ids)).execute();
+      await trx
+        .updateTable('sends')
+        .set({ content: keptContent(dialect), purged_at: args.now })
+        .where('id', 'in', inJson(dialect, ids))
+        .execute();
       return { sends: ids.length, rows, more: ids.length === args.limits.sends };
     }),
 );
@@ -167,7 +181,15 @@ export async function sweep(
 ): Promise<SweepReport> {
   const { signal, limits = CHUNK_LIMITS, channelPurges = {} } = options;
   const before = now - retentionDays * DAY_MS;
-  const report: SweepReport = { sends: 0, sendRows: 0, deadJobs: 0, deliveries: 0, idempotencyKeys: 0, channels: {}, transactions: 0 };
+  const report: SweepReport = {
+    sends: 0,
+    sendRows: 0,
+    deadJobs: 0,
+    deliveries: 0,
+    idempotencyKeys: 0,
+    channels: {},
+    transactions: 0,
+  };
   /** Runs `chunk` until it says there is no more, or the sweep is told to stop. */
   const inChunks = async (chunk: () => Promise<boolean>) => {
     while (!signal?.aborted) {
@@ -200,7 +222,10 @@ export async function sweep(
 }
 
 /** The sweep's job handler: registered by every worker (src/server/worker.ts), run by one at a time. */
-export function retentionHandler(deps: { database: Database; clock: Clock; config: { retentionDays: number } }, channelPurges: Record<string, Purge>): JobHandler {
+export function retentionHandler(
+  deps: { database: Database; clock: Clock; config: { retentionDays: number } },
+  channelPurges: Record<string, Purge>,
+): JobHandler {
   return recurringHandler(deps.clock, {
     kind: RETENTION_KIND,
     everyMs: RETENTION_EVERY_MS,

@@ -29,7 +29,12 @@ export class UsageTally {
   }
 
   /** `messages` recipients of the account reached `status`; `parts`: their SMS parts together, in `encoding`. */
-  add(accountId: string, channel: Channel, status: string, count: { messages?: number; parts?: number | null; encoding?: string | null } = {}): void {
+  add(
+    accountId: string,
+    channel: Channel,
+    status: string,
+    count: { messages?: number; parts?: number | null; encoding?: string | null } = {},
+  ): void {
     const key = JSON.stringify([accountId, channel, status, count.encoding ?? '']);
     const sum = this.#counts.get(key) ?? { messages: 0, parts: 0 };
     sum.messages += count.messages ?? 1;
@@ -64,8 +69,11 @@ const FOLD_ROWS = 50_000;
  * many it took (each database's statement in messaging/queries.ts). Run by one job at a time
  * (USAGE_FOLD_KIND), so the rollup's rows have one writer.
  */
-export const foldUsage = procedure(import.meta.url, 'foldUsage', async ({ db, dialect }, _args: Record<string, never>): Promise<number> =>
-  db.transaction().execute((trx) => queries[dialect].foldUsage(trx, FOLD_ROWS)),
+export const foldUsage = procedure(
+  import.meta.url,
+  'foldUsage',
+  async ({ db, dialect }, _args: Record<string, never>): Promise<number> =>
+    db.transaction().execute((trx) => queries[dialect].foldUsage(trx, FOLD_ROWS)),
 );
 
 export const USAGE_FOLD_KIND = 'messaging.usage-fold';

@@ -16,28 +16,79 @@ const tags = ['usage'];
 export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  r.get('/usage', {
-    config: account,
-    schema: { tags, summary: "Per day of the account's timeZoneOffset: SMS and emails billed (SMS parts by encoding) and the statuses messages reached; as CSV with format=csv", querystring: UsageQuery, response: { 200: { content: { 'application/json': { schema: UsageBody }, 'text/csv': { schema: Type.String() } } }, ...errorResponses(400, 401, 429) } },
-  }, async (request, reply) => {
-    const { from, to, format } = request.query;
-    const usage = await readUsage(ctx.db, { accountId: request.account.id, offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0, from, to });
-    if (format !== 'csv') return usage;
-    return reply
-      .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="herald-usage-${from}-to-${to}.csv"`)
-      .send(usageCsv(usage));
-  });
+  r.get(
+    '/usage',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary:
+          "Per day of the account's timeZoneOffset: SMS and emails billed (SMS parts by encoding) and the statuses messages reached; as CSV with format=csv",
+        querystring: UsageQuery,
+        response: {
+          200: { content: { 'application/json': { schema: UsageBody }, 'text/csv': { schema: Type.String() } } },
+          ...errorResponses(400, 401, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { from, to, format } = request.query;
+      const usage = await readUsage(ctx.db, {
+        accountId: request.account.id,
+        offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0,
+        from,
+        to,
+      });
+      if (format !== 'csv') return usage;
+      return reply
+        .type('text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="herald-usage-${from}-to-${to}.csv"`)
+        .send(usageCsv(usage));
+    },
+  );
 
-  r.get('/stats', {
-    config: account,
-    schema: { tags, summary: 'Per hour or day: messages of a channel sent, delivered, failed or bounced, opened, clicked, unsubscribed, complained of', querystring: StatsQuery, response: { 200: StatsBody, ...errorResponses(400, 401, 429) } },
-  }, async (request) =>
-    readStats(ctx.db, { accountId: request.account.id, offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0, channel: request.query.channel, from: request.query.from, to: request.query.to, interval: request.query.interval ?? 'day' }));
+  r.get(
+    '/stats',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary:
+          'Per hour or day: messages of a channel sent, delivered, failed or bounced, opened, clicked, unsubscribed, complained of',
+        querystring: StatsQuery,
+        response: { 200: StatsBody, ...errorResponses(400, 401, 429) },
+      },
+    },
+    async (request) =>
+      readStats(ctx.db, {
+        accountId: request.account.id,
+        offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0,
+        channel: request.query.channel,
+        from: request.query.from,
+        to: request.query.to,
+        interval: request.query.interval ?? 'day',
+      }),
+  );
 
-  r.get('/contacts/:contactId/messages', {
-    config: account,
-    schema: { tags: ['contacts'], summary: "What the account sent a contact's number and address, by SMS and email, newest first, a page at a time", params: ContactIdParams, querystring: ContactMessagesQuery, response: { 200: ContactMessagesPage, ...errorResponses(400, 401, 404, 429) } },
-  }, async (request) =>
-    contactMessages(ctx.db, ctx.database.dialect, { accountId: request.account.id, contactId: Number(request.params.contactId), limit: Number(request.query.limit ?? 20), cursor: request.query.cursor }));
+  r.get(
+    '/contacts/:contactId/messages',
+    {
+      config: account,
+      schema: {
+        tags: ['contacts'],
+        summary:
+          "What the account sent a contact's number and address, by SMS and email, newest first, a page at a time",
+        params: ContactIdParams,
+        querystring: ContactMessagesQuery,
+        response: { 200: ContactMessagesPage, ...errorResponses(400, 401, 404, 429) },
+      },
+    },
+    async (request) =>
+      contactMessages(ctx.db, ctx.database.dialect, {
+        accountId: request.account.id,
+        contactId: Number(request.params.contactId),
+        limit: Number(request.query.limit ?? 20),
+        cursor: request.query.cursor,
+      }),
+  );
 }

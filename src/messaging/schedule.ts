@@ -4,7 +4,8 @@ import { offsetMinutes } from '../accounts/time-zone.ts';
 
 // RFC 3339 §5.6 date-time, the offset optional (read in the account's time zone when absent);
 // the T may be a t or a space (§5.6, NOTE).
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))?$/;
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))?$/;
 
 /** Sends are scheduled at most this far ahead: a later time is far more likely a typo in the year than a plan. */
 export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
@@ -46,4 +47,3 @@ export function scheduledTime(text: string, timeZoneOffset: string, now: number)
   if (at - now > MAX_SCHEDULE_AHEAD_MS) return 'must be at most a year ahead';
   return at;
 }
-

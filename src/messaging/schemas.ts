@@ -2,7 +2,9 @@ import { Type } from 'typebox';
 import { PageCursor, PageLimit } from '../http/schemas.ts';
 import type { Channel } from './recipients.ts';
 
-const Totals = Type.Record(Type.String(), Type.Integer(), { description: 'Recipients by status word, as the send\'s own read counts them.' });
+const Totals = Type.Record(Type.String(), Type.Integer(), {
+  description: "Recipients by status word, as the send's own read counts them.",
+});
 
 /** A page of the account's sends, newest first: `GET /sms` (`queueId`) and `GET /email/batch` (`batchId`). */
 export const SendListPage = (idName: 'queueId' | 'batchId') =>
@@ -33,12 +35,16 @@ const RECIPIENT_WORDS: Record<Channel, string[]> = {
 
 /** `?status=` of a send's read: only the recipients at this word. */
 export const RecipientStatus = (channel: Channel) =>
-  Type.Union(RECIPIENT_WORDS[channel].map((word) => Type.Literal(word)), {
-    errorMessage: `must be one of ${RECIPIENT_WORDS[channel].join(', ')}`,
-    description: 'Only the recipients at this status word.',
-  });
+  Type.Union(
+    RECIPIENT_WORDS[channel].map((word) => Type.Literal(word)),
+    {
+      errorMessage: `must be one of ${RECIPIENT_WORDS[channel].join(', ')}`,
+      description: 'Only the recipients at this status word.',
+    },
+  );
 
-const LocalDate = (description: string) => Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD', description });
+const LocalDate = (description: string) =>
+  Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD', description });
 
 /** The span of `GET /usage` and `GET /stats`: whole days of the account's timeZoneOffset, both included. */
 const Span = {
@@ -48,18 +54,31 @@ const Span = {
 
 export const UsageQuery = Type.Object({
   ...Span,
-  format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { errorMessage: 'must be json or csv', description: 'csv: the days as a text/csv download, a row each, for a spreadsheet.' })),
+  format: Type.Optional(
+    Type.Union([Type.Literal('json'), Type.Literal('csv')], {
+      errorMessage: 'must be json or csv',
+      description: 'csv: the days as a text/csv download, a row each, for a spreadsheet.',
+    }),
+  ),
 });
 
 const Count = Type.Integer({ minimum: 0 });
-const Statuses = Type.Record(Type.String(), Count, { description: 'Messages that reached each status word that day (each Open and Click counted).' });
+const Statuses = Type.Record(Type.String(), Count, {
+  description: 'Messages that reached each status word that day (each Open and Click counted).',
+});
 const Usage = {
   sms: Type.Object({
     messages: Type.Integer({ description: 'SMS the operator accepted (Submitted): billed.' }),
-    parts: Type.Object({ gsm7: Count, ucs2: Count }, { description: 'Their parts, each billed as a message (SPEC §8), by encoding.' }),
+    parts: Type.Object(
+      { gsm7: Count, ucs2: Count },
+      { description: 'Their parts, each billed as a message (SPEC §8), by encoding.' },
+    ),
     statuses: Statuses,
   }),
-  email: Type.Object({ messages: Type.Integer({ description: 'Emails handed over for sending (Processed): billed.' }), statuses: Statuses }),
+  email: Type.Object({
+    messages: Type.Integer({ description: 'Emails handed over for sending (Processed): billed.' }),
+    statuses: Statuses,
+  }),
 };
 
 export const UsageBody = Type.Object({
@@ -72,7 +91,12 @@ export const UsageBody = Type.Object({
 export const StatsQuery = Type.Object({
   ...Span,
   channel: Type.Union([Type.Literal('sms'), Type.Literal('email')], { errorMessage: 'must be sms or email' }),
-  interval: Type.Optional(Type.Union([Type.Literal('hour'), Type.Literal('day')], { errorMessage: 'must be hour or day', description: 'day by default; hour spans at most 31 days.' })),
+  interval: Type.Optional(
+    Type.Union([Type.Literal('hour'), Type.Literal('day')], {
+      errorMessage: 'must be hour or day',
+      description: 'day by default; hour spans at most 31 days.',
+    }),
+  ),
 });
 
 export const StatsBody = Type.Object({
@@ -82,7 +106,10 @@ export const StatsBody = Type.Object({
   to: Type.String(),
   points: Type.Array(
     Type.Object({
-      start: Type.String({ format: 'date-time', description: "The hour's or day's first instant (the account's local midnight for a day), in UTC." }),
+      start: Type.String({
+        format: 'date-time',
+        description: "The hour's or day's first instant (the account's local midnight for a day), in UTC.",
+      }),
       sent: Type.Integer({ description: 'SMS: Submitted; email: Processed.' }),
       delivered: Count,
       failed: Type.Integer({ description: 'SMS: Failed; email: Bounce.' }),
@@ -106,7 +133,7 @@ export const ContactMessagesPage = Type.Object({
       channel: Type.Union([Type.Literal('sms'), Type.Literal('email')]),
       sendId: Type.String({ format: 'uuid', description: 'The queueId (SMS) or batchId (email).' }),
       messageId: Type.Union([Type.String(), Type.Null()]),
-      address: Type.String({ description: 'The number or email address it went to: the contact\'s as they are now.' }),
+      address: Type.String({ description: "The number or email address it went to: the contact's as they are now." }),
       status: Type.String(),
       reason: Type.Union([Type.String(), Type.Null()]),
       sentAt: Type.String({ format: 'date-time', description: 'When its send was accepted.' }),

@@ -14,7 +14,11 @@ import { queries } from './queries.ts';
 import { pauseForTest } from './test-pause.ts';
 import { UsageTally } from './rollup.ts';
 import {
-  expandRecipients, refusedInRange, requestRecipientsInsert, type Channel, type StoredRecipient,
+  expandRecipients,
+  refusedInRange,
+  requestRecipientsInsert,
+  type Channel,
+  type StoredRecipient,
 } from './recipients.ts';
 
 /**
@@ -55,7 +59,13 @@ export interface NewSend {
  * The writes of an accept, in the caller's transaction: the send, its request recipients and
  * its job. On PostgreSQL they are one statement, so an accept costs one round trip.
  */
-export async function writeSend(db: Db, dialect: DialectName, send: NewSend, recipients: StoredRecipient[], job: NewJob): Promise<void> {
+export async function writeSend(
+  db: Db,
+  dialect: DialectName,
+  send: NewSend,
+  recipients: StoredRecipient[],
+  job: NewJob,
+): Promise<void> {
   const row = db.insertInto('sends').values({
     id: send.id,
     account_id: send.accountId,
@@ -70,7 +80,8 @@ export async function writeSend(db: Db, dialect: DialectName, send: NewSend, rec
     started_at: null,
     completed_at: null,
   });
-  const ownRecipients = recipients.length > 0 ? requestRecipientsInsert(dialect, send.id, send.now, recipients) : undefined;
+  const ownRecipients =
+    recipients.length > 0 ? requestRecipientsInsert(dialect, send.id, send.now, recipients) : undefined;
   await queries[dialect].writeAccept(db, ownRecipients ? [row, ownRecipients] : [row], job);
 }
 
@@ -84,15 +95,37 @@ export async function writeSend(db: Db, dialect: DialectName, send: NewSend, rec
 export const cancelSend = procedure(
   import.meta.url,
   'cancelSend',
-  async ({ db, dialect }, args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number }): Promise<'cancelled' | 'not found' | 'started'> =>
+  async (
+    { db, dialect },
+    args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number },
+  ): Promise<'cancelled' | 'not found' | 'started'> =>
     db.transaction().execute(async (trx) => {
-      const send = await trx.selectFrom('sends').select('status').where('id', '=', args.sendId).where('account_id', '=', args.accountId).where('channel', '=', args.channel).executeTakeFirst();
+      const send = await trx
+        .selectFrom('sends')
+        .select('status')
+        .where('id', '=', args.sendId)
+        .where('account_id', '=', args.accountId)
+        .where('channel', '=', args.channel)
+        .executeTakeFirst();
       if (!send) return 'not found';
       if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
-      const waiting = await trx.deleteFrom('jobs').where('idempotency_key', '=', args.jobKey).where('state', '=', 'ready').executeTakeFirst();
+      const waiting = await trx
+        .deleteFrom('jobs')
+        .where('idempotency_key', '=', args.jobKey)
+        .where('state', '=', 'ready')
+        .executeTakeFirst();
       if (Number(waiting.numDeletedRows) === 0) return 'started';
-      await trx.updateTable('sends').set({ status: 'Cancelled', completed_at: args.now }).where('id', '=', args.sendId).execute();
-      const cancelled = await trx.updateTable('send_recipients').set({ status: 'Cancelled', updated_at: args.now }).where('send_id', '=', args.sendId).where('status', '=', 'Queued').executeTakeFirst();
+      await trx
+        .updateTable('sends')
+        .set({ status: 'Cancelled', completed_at: args.now })
+        .where('id', '=', args.sendId)
+        .execute();
+      const cancelled = await trx
+        .updateTable('send_recipients')
+        .set({ status: 'Cancelled', updated_at: args.now })
+        .where('send_id', '=', args.sendId)
+        .where('status', '=', 'Queued')
+        .executeTakeFirst();
       const tally = new UsageTally(args.now);
       tally.add(args.accountId, args.channel, 'Cancelled', { messages: Number(cancelled.numUpdatedRows) });
       await tally.write(trx, dialect);
@@ -159,11 +192,21 @@ export async function startSend(
       after: send.expanded_through,
       now: args.now,
     });
-    await onRange?.({ accountId: send.account_id, webhookUrl: send.webhook_url, after: send.expanded_through, through });
+    await onRange?.({
+      accountId: send.account_id,
+      webhookUrl: send.webhook_url,
+      after: send.expanded_through,
+      through,
+    });
     await pauseForTest(`${channel}.expand`);
     await trx
       .updateTable('sends')
-      .set({ expanded: through === null, expanded_through: through, status: 'Sending', started_at: send.started_at ?? args.now })
+      .set({
+        expanded: through === null,
+        expanded_through: through,
+        status: 'Sending',
+        started_at: send.started_at ?? args.now,
+      })
       .where('id', '=', send.id)
       .execute();
     await tally.write(trx, dialect);
@@ -206,8 +249,16 @@ export function postRefused(
  * join, PostgreSQL planned it by the table's statistics, and right after a list was imported
  * (none yet for its contacts) it read every contact of the account for each recipient.
  */
-export function contactProperties(eb: ExpressionBuilder<Schema & { r: Schema['send_recipients'] }, 'r'>, accountId: Expression<string>) {
-  return eb.selectFrom('contacts as c').select('c.properties').where('c.account_id', '=', accountId).whereRef('c.id', '=', 'r.contact_id').as('properties');
+export function contactProperties(
+  eb: ExpressionBuilder<Schema & { r: Schema['send_recipients'] }, 'r'>,
+  accountId: Expression<string>,
+) {
+  return eb
+    .selectFrom('contacts as c')
+    .select('c.properties')
+    .where('c.account_id', '=', accountId)
+    .whereRef('c.id', '=', 'r.contact_id')
+    .as('properties');
 }
 
 /** A send's recipients as a page holds them (PageRow), for the caller to narrow, order and limit. */
@@ -220,7 +271,13 @@ export function pageRows(db: Db, accountId: string, sendId: string) {
 }
 
 /** The next page of a send's recipients still to send (status in `pending`), after the cursor, in id order. */
-export async function loadPage(db: Db, accountId: string, sendId: string, after: number, pending: readonly string[]): Promise<PageRow[]> {
+export async function loadPage(
+  db: Db,
+  accountId: string,
+  sendId: string,
+  after: number,
+  pending: readonly string[],
+): Promise<PageRow[]> {
   return pageRows(db, accountId, sendId)
     .where('r.status', 'in', pending)
     .where('r.id', '>', after)
@@ -231,7 +288,11 @@ export async function loadPage(db: Db, accountId: string, sendId: string, after:
 
 /** The account's property names by id, lower-cased: what `[name]` looks up in a contact. */
 export async function propertyNames(db: Db, accountId: string): Promise<Map<string, string>> {
-  const rows = await db.selectFrom('contact_properties').select(['id', 'name_key']).where('account_id', '=', accountId).execute();
+  const rows = await db
+    .selectFrom('contact_properties')
+    .select(['id', 'name_key'])
+    .where('account_id', '=', accountId)
+    .execute();
   return new Map(rows.map((row) => [row.id, row.name_key]));
 }
 
@@ -251,8 +312,19 @@ export function rowProperties(row: PageRow, names: Map<string, string>): Map<str
  * recipients refused for now remain (status in `pending`), which are tried again from the
  * start of the send after RETRY_LATER_MS.
  */
-export async function finishSend(trx: Db, sendId: string, now: number, lease: Lease, pending: readonly string[]): Promise<Finish> {
-  const waiting = await trx.selectFrom('send_recipients').select('id').where('send_id', '=', sendId).where('status', 'in', pending).executeTakeFirst();
+export async function finishSend(
+  trx: Db,
+  sendId: string,
+  now: number,
+  lease: Lease,
+  pending: readonly string[],
+): Promise<Finish> {
+  const waiting = await trx
+    .selectFrom('send_recipients')
+    .select('id')
+    .where('send_id', '=', sendId)
+    .where('status', 'in', pending)
+    .executeTakeFirst();
   if (waiting) {
     await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
     return { retryAt: now + RETRY_LATER_MS };
@@ -268,8 +340,11 @@ export async function completeSend(trx: Db, sendId: string, now: number, lease: 
 }
 
 /** The send done when its last page was recorded earlier (it resumed with nothing left to send). */
-export const finishResumedSend = procedure(import.meta.url, 'finishResumedSend', async ({ db }, args: { sendId: string; now: number; lease: Lease; pending: string[] }): Promise<Finish> =>
-  db.transaction().execute((trx) => finishSend(trx, args.sendId, args.now, args.lease, args.pending)),
+export const finishResumedSend = procedure(
+  import.meta.url,
+  'finishResumedSend',
+  async ({ db }, args: { sendId: string; now: number; lease: Lease; pending: string[] }): Promise<Finish> =>
+    db.transaction().execute((trx) => finishSend(trx, args.sendId, args.now, args.lease, args.pending)),
 );
 
 /** A recipient a send's job gave up on, as endUnsent hands it to the channel's webhook event. */
@@ -303,7 +378,11 @@ export async function endUnsent(
   },
 ): Promise<void> {
   const now = clock.now();
-  const send = await trx.selectFrom('sends').select(['account_id', 'webhook_url']).where('id', '=', args.sendId).executeTakeFirst();
+  const send = await trx
+    .selectFrom('sends')
+    .select(['account_id', 'webhook_url'])
+    .where('id', '=', args.sendId)
+    .executeTakeFirst();
   if (!send) return;
   const reason = `not sent: ${args.error}`;
   const ended = (await trx
@@ -316,12 +395,24 @@ export async function endUnsent(
   const tally = new UsageTally(now);
   tally.add(send.account_id, args.channel, args.status, { messages: ended.length });
   if (ended.length > 0) {
-    await trx.insertInto('recipient_history').values(ended.map((r) => ({ recipient_id: r.id, status: args.status, at: now }))).execute();
+    await trx
+      .insertInto('recipient_history')
+      .values(ended.map((r) => ({ recipient_id: r.id, status: args.status, at: now })))
+      .execute();
     if (send.webhook_url) {
-      await appendWebhookEvents(trx, clock, { accountId: send.account_id, url: send.webhook_url, type: args.webhookType, events: ended.map((r) => args.event(r, reason, now)) });
+      await appendWebhookEvents(trx, clock, {
+        accountId: send.account_id,
+        url: send.webhook_url,
+        type: args.webhookType,
+        events: ended.map((r) => args.event(r, reason, now)),
+      });
     }
   }
-  await trx.updateTable('sends').set({ status: 'Completed', completed_at: now }).where('id', '=', args.sendId).execute();
+  await trx
+    .updateTable('sends')
+    .set({ status: 'Completed', completed_at: now })
+    .where('id', '=', args.sendId)
+    .execute();
   await tally.write(trx, dialect);
 }
 
@@ -332,7 +423,11 @@ export async function endUnsent(
  * An expansion of more than one range is followed by the database's step after one: on
  * PostgreSQL an ANALYZE of send_recipients (messaging/queries.ts says why).
  */
-export async function expandedSend<T>(deps: { database: Database; clock: Clock }, run: JobRun, start: () => Promise<T | 'expanding' | null>): Promise<T | null> {
+export async function expandedSend<T>(
+  deps: { database: Database; clock: Clock },
+  run: JobRun,
+  start: () => Promise<T | 'expanding' | null>,
+): Promise<T | null> {
   let started: T | 'expanding' | null;
   let ranges = 0;
   while ((started = await start()) === 'expanding') {
@@ -355,11 +450,16 @@ export interface Pending {
 }
 
 /** The send's recipients in `statuses` after the cursor, in id order; once none is left, finishSend. */
-export function pendingByStatus(deps: { database: Database; clock: Clock }, send: { sendId: string; accountId: string }, statuses: readonly string[]): Pending {
+export function pendingByStatus(
+  deps: { database: Database; clock: Clock },
+  send: { sendId: string; accountId: string },
+  statuses: readonly string[],
+): Pending {
   const { database, clock } = deps;
   return {
     load: (cursor) => loadPage(database.db, send.accountId, send.sendId, cursor, statuses),
-    finish: (lease) => database.call(finishResumedSend, { sendId: send.sendId, now: clock.now(), lease, pending: [...statuses] }),
+    finish: (lease) =>
+      database.call(finishResumedSend, { sendId: send.sendId, now: clock.now(), lease, pending: [...statuses] }),
   };
 }
 
@@ -453,7 +553,13 @@ export async function readSendPage(
   page: SendReadPage,
   what: string,
 ) {
-  const send = await db.selectFrom('sends').selectAll().where('id', '=', sendId).where('account_id', '=', accountId).where('channel', '=', channel).executeTakeFirst();
+  const send = await db
+    .selectFrom('sends')
+    .selectAll()
+    .where('id', '=', sendId)
+    .where('account_id', '=', accountId)
+    .where('channel', '=', channel)
+    .executeTakeFirst();
   if (!send) throw notFound(what);
   const word = (status: string) => recipientWord(send, status);
   const counts = (await statusCounts(db, [send.id])).get(send.id) ?? [];
@@ -466,10 +572,19 @@ export async function readSendPage(
   // against 83 ms on PostgreSQL; an index by status would cost every status change a write.
   const status = page.status === undefined ? undefined : storedStatus(send, page.status);
   if (status !== undefined && status !== null) select = select.where('status', '=', status);
-  const rows = status === null ? [] : await select.orderBy('id').limit(page.limit + 1).execute();
+  const rows =
+    status === null
+      ? []
+      : await select
+          .orderBy('id')
+          .limit(page.limit + 1)
+          .execute();
   const { rows: shown, nextCursor } = recipientCursor.page(rows, page.limit, (last) => [Number(last.id)]);
   const ids = shown.map((row) => Number(row.id));
-  const history = ids.length === 0 ? [] : await db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute();
+  const history =
+    ids.length === 0
+      ? []
+      : await db.selectFrom('recipient_history').selectAll().where('recipient_id', 'in', ids).orderBy('at').execute();
   return {
     send,
     summary: sendSummary(send, counts),
@@ -504,18 +619,22 @@ function readHistory(
   return new Map(
     rows.map((row) => {
       const id = Number(row.id);
-      return [id, [
-        ...entry(id, 'Scheduled', scheduled ? send.created_at : null),
-        ...entry(id, 'Queued', queuedAt),
-        ...(recordedOf.get(id) ?? []),
-        ...entry(id, 'Cancelled', row.status === 'Cancelled' ? send.completed_at : null),
-      ]];
+      return [
+        id,
+        [
+          ...entry(id, 'Scheduled', scheduled ? send.created_at : null),
+          ...entry(id, 'Queued', queuedAt),
+          ...(recordedOf.get(id) ?? []),
+          ...entry(id, 'Cancelled', row.status === 'Cancelled' ? send.completed_at : null),
+        ],
+      ];
     }),
   );
 }
 
 /** A recipient's status word as reads show it: until its time comes, a scheduled send's Queued recipients read Scheduled. */
-export const recipientWord = (send: { status: string }, status: string) => (status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status);
+export const recipientWord = (send: { status: string }, status: string) =>
+  status === 'Queued' && send.status === 'Scheduled' ? 'Scheduled' : status;
 
 /** The stored status of the recipients that read `word` (recipientWord's inverse), or null when none can. */
 function storedStatus(send: { status: string }, word: string): string | null {
@@ -539,7 +658,12 @@ async function statusCounts(db: Db, sendIds: string[]): Promise<Map<string, Stat
   if (sendIds.length === 0) return new Map();
   const rows = await db
     .selectFrom('send_recipients')
-    .select(['send_id', 'status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.sum<number>('parts').as('parts')])
+    .select([
+      'send_id',
+      'status',
+      (eb) => eb.fn.countAll<number>().as('n'),
+      (eb) => eb.fn.sum<number>('parts').as('parts'),
+    ])
     .where('send_id', 'in', sendIds)
     .groupBy(['send_id', 'status'])
     .execute();
@@ -555,7 +679,12 @@ function sendSummary(send: { status: string; created_at: number; scheduled_at: n
     const word = recipientWord(send, row.status);
     totals[word] = (totals[word] ?? 0) + Number(row.n);
   }
-  return { createdAt: iso(Number(send.created_at)), scheduledAt: send.scheduled_at === null ? null : iso(Number(send.scheduled_at)), status: send.status, totals };
+  return {
+    createdAt: iso(Number(send.created_at)),
+    scheduledAt: send.scheduled_at === null ? null : iso(Number(send.scheduled_at)),
+    status: send.status,
+    totals,
+  };
 }
 
 const listingCursor = cursorCodec(['integer', 'uuid']);
@@ -568,11 +697,23 @@ export async function listSends(db: Db, accountId: string, channel: Channel, pag
   let select = db.selectFrom('sends').selectAll().where('account_id', '=', accountId).where('channel', '=', channel);
   if (page.cursor !== undefined) {
     const [createdAt, id] = listingCursor.decode(page.cursor);
-    select = select.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
+    select = select.where((eb) =>
+      eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]),
+    );
   }
-  const rows = await select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
-  const { rows: shown, nextCursor } = listingCursor.page(rows, page.limit, (last) => [Number(last.created_at), last.id]);
-  const counts = await statusCounts(db, shown.map((send) => send.id));
+  const rows = await select
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
+  const { rows: shown, nextCursor } = listingCursor.page(rows, page.limit, (last) => [
+    Number(last.created_at),
+    last.id,
+  ]);
+  const counts = await statusCounts(
+    db,
+    shown.map((send) => send.id),
+  );
   return { sends: shown.map((send) => ({ id: send.id, ...sendSummary(send, counts.get(send.id) ?? []) })), nextCursor };
 }
 

@@ -19,10 +19,19 @@ const view = (row: { address: string; reason: string; created_at: number }): Sup
 });
 
 /** Suppresses an address for the account on a channel; suppressing it again keeps the first record. */
-export async function addSuppression(db: Db, input: { accountId: string; channel: Channel; address: string; reason: string; now: number }): Promise<SuppressionView> {
+export async function addSuppression(
+  db: Db,
+  input: { accountId: string; channel: Channel; address: string; reason: string; now: number },
+): Promise<SuppressionView> {
   await db
     .insertInto('suppressions')
-    .values({ account_id: input.accountId, channel: input.channel, address: input.address, reason: input.reason, created_at: input.now })
+    .values({
+      account_id: input.accountId,
+      channel: input.channel,
+      address: input.address,
+      reason: input.reason,
+      created_at: input.now,
+    })
     .onConflict((oc) => oc.columns(['account_id', 'channel', 'address']).doNothing())
     .execute();
   const row = await db
@@ -40,13 +49,26 @@ export async function addSuppression(db: Db, input: { accountId: string; channel
  * complaint): every contact of the account with it loses emailOptIn, and it is suppressed
  * with the reason, so neither a list nor a batch's own recipients reach it again.
  */
-export async function optOutEmail(db: Db, input: { accountId: string; address: string; reason: string; now: number }): Promise<void> {
-  await db.updateTable('contacts').set({ email_opt_in: false, updated_at: input.now }).where('account_id', '=', input.accountId).where('email', '=', input.address).execute();
+export async function optOutEmail(
+  db: Db,
+  input: { accountId: string; address: string; reason: string; now: number },
+): Promise<void> {
+  await db
+    .updateTable('contacts')
+    .set({ email_opt_in: false, updated_at: input.now })
+    .where('account_id', '=', input.accountId)
+    .where('email', '=', input.address)
+    .execute();
   await addSuppression(db, { ...input, channel: 'email' });
 }
 
 export async function removeSuppression(db: Db, accountId: string, channel: Channel, address: string): Promise<void> {
-  const result = await db.deleteFrom('suppressions').where('account_id', '=', accountId).where('channel', '=', channel).where('address', '=', address).executeTakeFirst();
+  const result = await db
+    .deleteFrom('suppressions')
+    .where('account_id', '=', accountId)
+    .where('channel', '=', channel)
+    .where('address', '=', address)
+    .executeTakeFirst();
   if (Number(result.numDeletedRows) === 0) throw notFound('The suppression');
 }
 
@@ -54,12 +76,24 @@ export async function removeSuppression(db: Db, accountId: string, channel: Chan
 const CURSORS = { sms: cursorCodec(['digits']), email: cursorCodec(['address']) };
 
 /** The account's suppressions on a channel, in address order, a page at a time (or the one address asked for). */
-export async function listSuppressions(db: Db, accountId: string, channel: Channel, query: { address?: string; cursor?: string; limit: number }) {
-  let select = db.selectFrom('suppressions').select(['address', 'reason', 'created_at']).where('account_id', '=', accountId).where('channel', '=', channel);
+export async function listSuppressions(
+  db: Db,
+  accountId: string,
+  channel: Channel,
+  query: { address?: string; cursor?: string; limit: number },
+) {
+  let select = db
+    .selectFrom('suppressions')
+    .select(['address', 'reason', 'created_at'])
+    .where('account_id', '=', accountId)
+    .where('channel', '=', channel);
   if (query.address !== undefined) select = select.where('address', '=', query.address);
   const cursor = CURSORS[channel];
   if (query.cursor !== undefined) select = select.where('address', '>', cursor.decode(query.cursor)[0]);
-  const rows = await select.orderBy('address').limit(query.limit + 1).execute();
+  const rows = await select
+    .orderBy('address')
+    .limit(query.limit + 1)
+    .execute();
   const { rows: shown, nextCursor } = cursor.page(rows, query.limit, (last) => [last.address]);
   return { suppressions: shown.map(view), nextCursor };
 }

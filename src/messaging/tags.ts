@@ -69,7 +69,10 @@ export function checkTags(
   tags?.forEach(({ tagName, tagValue }, i) => {
     const field = `${path}[${i}].tagName`;
     if (!TAG_NAME.test(tagName)) {
-      errors.push({ field, message: 'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket' });
+      errors.push({
+        field,
+        message: 'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket',
+      });
     } else if (Object.hasOwn(reserved, tagName)) {
       errors.push({ field, message: reserved[tagName] });
     } else if (first.has(tagName)) {

@@ -25,12 +25,21 @@ function localMidnight(date: string, field: string, offsetMinutes: number): numb
 }
 
 /** A span of whole local days, `from` through `to` (both inclusive): its first instant and its day count; a 400 if reversed or over `maxDays`. */
-export function localDays(from: string, to: string, offsetMinutes: number, maxDays: number): { start: number; days: number } {
+export function localDays(
+  from: string,
+  to: string,
+  offsetMinutes: number,
+  maxDays: number,
+): { start: number; days: number } {
   const start = localMidnight(from, 'from', offsetMinutes);
   const end = localMidnight(to, 'to', offsetMinutes);
-  if (end < start) throw badRequest('The range ends before it starts.', [{ field: 'to', message: 'must be on or after from' }]);
+  if (end < start)
+    throw badRequest('The range ends before it starts.', [{ field: 'to', message: 'must be on or after from' }]);
   const days = (end - start) / DAY_MS + 1;
-  if (days > maxDays) throw badRequest(`The range is too long: at most ${maxDays} days.`, [{ field: 'to', message: `must be within ${maxDays} days of from, both included` }]);
+  if (days > maxDays)
+    throw badRequest(`The range is too long: at most ${maxDays} days.`, [
+      { field: 'to', message: `must be within ${maxDays} days of from, both included` },
+    ]);
   return { start, days };
 }
 
@@ -50,7 +59,10 @@ interface PeriodCount {
  * are the buckets, so each bucket falls in one period: the grouping is integer arithmetic on
  * the key, and a month is a range read of at most 2,976 buckets per status.
  */
-async function periodCounts(db: Db, q: { accountId: string; channels: Channel[]; start: number; periods: number; periodMs: number }): Promise<PeriodCount[]> {
+async function periodCounts(
+  db: Db,
+  q: { accountId: string; channels: Channel[]; start: number; periods: number; periodMs: number },
+): Promise<PeriodCount[]> {
   const first = q.start / BUCKET_MS;
   const per = q.periodMs / BUCKET_MS;
   const last = first + q.periods * per;
@@ -63,29 +75,69 @@ async function periodCounts(db: Db, q: { accountId: string; channels: Channel[];
             select channel, bucket, status, encoding, messages, parts from usage_deltas
              where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}) counted
      group by 1, 2, 3, 4`.execute(db);
-  return rows.map((row) => ({ ...row, period: Number(row.period), messages: Number(row.messages), parts: Number(row.parts) }));
+  return rows.map((row) => ({
+    ...row,
+    period: Number(row.period),
+    messages: Number(row.messages),
+    parts: Number(row.parts),
+  }));
 }
 
 /** The status words each figure of `GET /stats` counts, per channel (docs/api.md, "Sends, usage and statistics"). */
 const FIGURES = {
-  sms: { sent: ['Submitted'], delivered: ['Delivered'], failed: ['Failed'], refused: ['NotSent'], opened: [], clicked: [], unsubscribed: [], complaints: [] },
-  email: { sent: ['Processed'], delivered: ['Delivered'], failed: ['Bounce'], refused: ['Dropped'], opened: ['Open'], clicked: ['Click'], unsubscribed: ['Unsubscribe'], complaints: ['Spam Report'] },
+  sms: {
+    sent: ['Submitted'],
+    delivered: ['Delivered'],
+    failed: ['Failed'],
+    refused: ['NotSent'],
+    opened: [],
+    clicked: [],
+    unsubscribed: [],
+    complaints: [],
+  },
+  email: {
+    sent: ['Processed'],
+    delivered: ['Delivered'],
+    failed: ['Bounce'],
+    refused: ['Dropped'],
+    opened: ['Open'],
+    clicked: ['Click'],
+    unsubscribed: ['Unsubscribe'],
+    complaints: ['Spam Report'],
+  },
 } as const satisfies Record<Channel, Record<string, readonly string[]>>;
 
 type Figure = keyof (typeof FIGURES)['sms'];
 
 /** `GET /stats`: per local hour or day of the span, every one shown, what the channel's messages reached. */
-export async function readStats(db: Db, q: { accountId: string; offsetMinutes: number; channel: Channel; from: string; to: string; interval: 'hour' | 'day' }) {
+export async function readStats(
+  db: Db,
+  q: { accountId: string; offsetMinutes: number; channel: Channel; from: string; to: string; interval: 'hour' | 'day' },
+) {
   const { start, days } = localDays(q.from, q.to, q.offsetMinutes, q.interval === 'hour' ? MAX_HOURLY_DAYS : MAX_DAYS);
   const periodMs = q.interval === 'hour' ? HOUR_MS : DAY_MS;
   const periods = (days * DAY_MS) / periodMs;
   const figureOf = new Map<string, Figure>();
-  for (const [figure, words] of Object.entries(FIGURES[q.channel])) for (const word of words) figureOf.set(word, figure as Figure);
+  for (const [figure, words] of Object.entries(FIGURES[q.channel]))
+    for (const word of words) figureOf.set(word, figure as Figure);
   const points = Array.from({ length: periods }, (_, i) => ({
     start: new Date(start + i * periodMs).toISOString(),
-    sent: 0, delivered: 0, failed: 0, refused: 0, opened: 0, clicked: 0, unsubscribed: 0, complaints: 0,
+    sent: 0,
+    delivered: 0,
+    failed: 0,
+    refused: 0,
+    opened: 0,
+    clicked: 0,
+    unsubscribed: 0,
+    complaints: 0,
   }));
-  for (const row of await periodCounts(db, { accountId: q.accountId, channels: [q.channel], start, periods, periodMs })) {
+  for (const row of await periodCounts(db, {
+    accountId: q.accountId,
+    channels: [q.channel],
+    start,
+    periods,
+    periodMs,
+  })) {
     const figure = figureOf.get(row.status);
     if (figure) points[row.period][figure] += row.messages;
   }
@@ -109,9 +161,18 @@ function emptyUsage() {
  */
 export async function readUsage(db: Db, q: { accountId: string; offsetMinutes: number; from: string; to: string }) {
   const { start, days } = localDays(q.from, q.to, q.offsetMinutes, MAX_DAYS);
-  const perDay = Array.from({ length: days }, (_, i) => ({ date: new Date(start + q.offsetMinutes * 60_000 + i * DAY_MS).toISOString().slice(0, 10), ...emptyUsage() }));
+  const perDay = Array.from({ length: days }, (_, i) => ({
+    date: new Date(start + q.offsetMinutes * 60_000 + i * DAY_MS).toISOString().slice(0, 10),
+    ...emptyUsage(),
+  }));
   const totals = emptyUsage();
-  for (const row of await periodCounts(db, { accountId: q.accountId, channels: ['sms', 'email'], start, periods: days, periodMs: DAY_MS })) {
+  for (const row of await periodCounts(db, {
+    accountId: q.accountId,
+    channels: ['sms', 'email'],
+    start,
+    periods: days,
+    periodMs: DAY_MS,
+  })) {
     for (const usage of [perDay[row.period], totals]) {
       const channel = usage[row.channel];
       channel.statuses[row.status] = (channel.statuses[row.status] ?? 0) + row.messages;
@@ -133,8 +194,17 @@ const column = (channel: Channel, status: string) => `${channel}_${status.toLowe
  */
 export function usageCsv(usage: UsageRead): string {
   const words = (channel: Channel) => Object.keys(usage.totals[channel].statuses).sort();
-  const statusColumns = (['sms', 'email'] as const).flatMap((channel) => words(channel).map((word) => ({ channel, word })));
-  const header = ['date', 'sms_messages', 'sms_parts_gsm7', 'sms_parts_ucs2', 'email_messages', ...statusColumns.map(({ channel, word }) => column(channel, word))];
+  const statusColumns = (['sms', 'email'] as const).flatMap((channel) =>
+    words(channel).map((word) => ({ channel, word })),
+  );
+  const header = [
+    'date',
+    'sms_messages',
+    'sms_parts_gsm7',
+    'sms_parts_ucs2',
+    'email_messages',
+    ...statusColumns.map(({ channel, word }) => column(channel, word)),
+  ];
   const rows = usage.days.map((day) => [
     day.date,
     day.sms.messages,

@@ -86,18 +86,39 @@ export function leaseOf(row: JobRow): Lease {
 export async function completeJobs(db: Kysely<Schema>, leases: Lease[]): Promise<number> {
   const result = await db
     .deleteFrom('jobs')
-    .where('id', 'in', leases.map((lease) => lease.id))
-    .where('lease_token', 'in', leases.map((lease) => lease.token))
+    .where(
+      'id',
+      'in',
+      leases.map((lease) => lease.id),
+    )
+    .where(
+      'lease_token',
+      'in',
+      leases.map((lease) => lease.token),
+    )
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 
-export async function extendLeases(db: Kysely<Schema>, dialect: DialectName, leases: Lease[], leaseMs: number): Promise<void> {
+export async function extendLeases(
+  db: Kysely<Schema>,
+  dialect: DialectName,
+  leases: Lease[],
+  leaseMs: number,
+): Promise<void> {
   await db
     .updateTable('jobs')
     .set({ lease_expires_at: sql<number>`${databaseNow(dialect)} + ${leaseMs}` })
-    .where('id', 'in', leases.map((lease) => lease.id))
-    .where('lease_token', 'in', leases.map((lease) => lease.token))
+    .where(
+      'id',
+      'in',
+      leases.map((lease) => lease.id),
+    )
+    .where(
+      'lease_token',
+      'in',
+      leases.map((lease) => lease.token),
+    )
     .execute();
 }
 
@@ -143,7 +164,9 @@ export async function rescueExpiredLeases(db: Kysely<Schema>, dialect: DialectNa
        set state = 'ready', run_at = cast(${now} as bigint) + ${LAPSE_BACKOFF_MS} * (1 << lapses),
            lapses = lapses + 1, attempts = attempts - 1,
            leased_by = null, lease_token = null, lease_expires_at = null, last_error = ${LAPSED}
-     where state = 'running' and lease_expires_at <= ${databaseNow(dialect)} and lapses < ${MAX_LAPSES - 1}`.execute(db);
+     where state = 'running' and lease_expires_at <= ${databaseNow(dialect)} and lapses < ${MAX_LAPSES - 1}`.execute(
+    db,
+  );
 }
 
 /** Lapsed jobs of these kinds whose lapse is their last: each to be marked dead by lapsedToDeath. */
@@ -161,7 +184,12 @@ export async function lapsingToDeath(db: Kysely<Schema>, dialect: DialectName, k
 }
 
 /** Marks one such job dead, in the caller's transaction; undefined if another rescuer did first. */
-export async function lapsedToDeath(db: Kysely<Schema>, dialect: DialectName, id: number, now: number): Promise<JobRow | undefined> {
+export async function lapsedToDeath(
+  db: Kysely<Schema>,
+  dialect: DialectName,
+  id: number,
+  now: number,
+): Promise<JobRow | undefined> {
   return db
     .updateTable('jobs')
     .set((eb) => ({
@@ -191,7 +219,10 @@ export async function listJobs(
   let query = db.selectFrom('jobs').selectAll().where('state', '=', filter.state);
   if (filter.kind !== undefined) query = query.where('kind', '=', filter.kind);
   if (filter.cursor !== undefined) query = query.where('id', '<', jobCursor.decode(filter.cursor)[0]);
-  const read = await query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  const read = await query
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
   const { rows, nextCursor } = jobCursor.page(read, filter.limit, (last) => [Number(last.id)]);
   return { jobs: rows, nextCursor };
 }
@@ -200,7 +231,11 @@ export async function listJobs(
  * A dead job runs again now, with its attempts and lapses counted afresh; undefined if it is
  * not dead. Named by its id, or by its idempotency key.
  */
-export async function reviveJob(db: Kysely<Schema>, job: { id: number } | { idempotencyKey: string }, now: number): Promise<JobRow | undefined> {
+export async function reviveJob(
+  db: Kysely<Schema>,
+  job: { id: number } | { idempotencyKey: string },
+  now: number,
+): Promise<JobRow | undefined> {
   return db
     .updateTable('jobs')
     .set({ state: 'ready', attempts: 0, lapses: 0, run_at: now, finished_at: null })
@@ -214,9 +249,17 @@ export async function reviveJob(db: Kysely<Schema>, job: { id: number } | { idem
  * Deletes up to `limit` jobs that died before `before`: kept for inspection, their kind's
  * domain row settled when they died (onDead). Answers how many it deleted.
  */
-export async function purgeDeadJobs({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+export async function purgeDeadJobs(
+  { db, dialect }: ProcedureDatabase,
+  before: number,
+  limit: number,
+): Promise<number> {
   // A job revived meanwhile is no longer dead, and stays.
   const dead = sql<SqlBool>`state = 'dead' and finished_at < ${before}`;
-  const result = await db.deleteFrom('jobs').where(dead).where(chunkOf(dialect, 'jobs', dead, limit)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('jobs')
+    .where(dead)
+    .where(chunkOf(dialect, 'jobs', dead, limit))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -33,7 +33,8 @@ export function recurringHandler(clock: Clock, task: RecurringTask): JobHandler 
     onStart: (db, now) => scheduleRecurring(db, task.kind, now),
     async handle(_job, run) {
       await task.run(run.signal);
-      if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'recurring: cut short by its worker’s stop, runs again at once');
+      if (run.signal.aborted)
+        throw new SnoozeJob(clock.now(), 'recurring: cut short by its worker’s stop, runs again at once');
       throw new SnoozeJob(clock.now() + task.everyMs, 'recurring: waits for its next run');
     },
   };

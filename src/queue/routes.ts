@@ -47,39 +47,49 @@ export function queueRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['admin'];
 
-  r.get('/admin/jobs', {
-    config: admin,
-    schema: {
-      tags,
-      summary: 'Jobs in one state (dead by default), newest first, a page at a time',
-      querystring: Type.Object({
-        state: Type.Optional(Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')])),
-        kind: Type.Optional(Type.String({ maxLength: 100 })),
-        limit: Type.Optional(PageLimit(1000, 100, 'Jobs')),
-        cursor: Type.Optional(PageCursor(40)),
-      }),
-      response: {
-        200: Type.Object({ jobs: Type.Array(JobBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
-        ...errorResponses(400, 401),
+  r.get(
+    '/admin/jobs',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Jobs in one state (dead by default), newest first, a page at a time',
+        querystring: Type.Object({
+          state: Type.Optional(Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')])),
+          kind: Type.Optional(Type.String({ maxLength: 100 })),
+          limit: Type.Optional(PageLimit(1000, 100, 'Jobs')),
+          cursor: Type.Optional(PageCursor(40)),
+        }),
+        response: {
+          200: Type.Object({ jobs: Type.Array(JobBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+          ...errorResponses(400, 401),
+        },
       },
     },
-  }, async (request) => {
-    const { state = 'dead', kind, limit = '100', cursor } = request.query;
-    const page = await listJobs(ctx.db, { state, kind, limit: Number(limit), cursor });
-    return { jobs: page.jobs.map(jobView), nextCursor: page.nextCursor };
-  });
-
-  r.post('/admin/jobs/:id/retry', {
-    config: admin,
-    schema: {
-      tags,
-      summary: 'Run a dead job again now, with fresh counts of attempts and lapses',
-      params: Type.Object({ id: Type.String({ pattern: '^[0-9]{1,15}$', errorMessage: 'must be a job id: digits only, at most 15' }) }),
-      response: { 200: JobBody, ...errorResponses(400, 401, 404) },
+    async (request) => {
+      const { state = 'dead', kind, limit = '100', cursor } = request.query;
+      const page = await listJobs(ctx.db, { state, kind, limit: Number(limit), cursor });
+      return { jobs: page.jobs.map(jobView), nextCursor: page.nextCursor };
     },
-  }, async (request) => {
-    const row = await reviveJob(ctx.db, { id: Number(request.params.id) }, ctx.clock.now());
-    if (!row) throw notFound('A dead job with this id');
-    return jobView(row);
-  });
+  );
+
+  r.post(
+    '/admin/jobs/:id/retry',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Run a dead job again now, with fresh counts of attempts and lapses',
+        params: Type.Object({
+          id: Type.String({ pattern: '^[0-9]{1,15}$', errorMessage: 'must be a job id: digits only, at most 15' }),
+        }),
+        response: { 200: JobBody, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const row = await reviveJob(ctx.db, { id: Number(request.params.id) }, ctx.clock.now());
+      if (!row) throw notFound('A dead job with this id');
+      return jobView(row);
+    },
+  );
 }

@@ -179,7 +179,15 @@ export class Worker {
   }
 
   register(kind: string, handler: JobHandler, options: KindOptions = {}): void {
-    this.kinds.set(kind, { name: kind, handler, concurrency: options.concurrency ?? 10, urgent: options.urgent ?? false, running: 0, wake: undefined, woken: false });
+    this.kinds.set(kind, {
+      name: kind,
+      handler,
+      concurrency: options.concurrency ?? 10,
+      urgent: options.urgent ?? false,
+      running: 0,
+      wake: undefined,
+      woken: false,
+    });
   }
 
   /**
@@ -195,8 +203,15 @@ export class Worker {
     void this.guard(this.rescue());
     this.stopListening.push(onJobsQueued((kind) => this.wake(kind)));
     const { connectListener, notifierProcessId } = this.options.database;
-    if (connectListener) this.stopListening.push(listenForJobs(connectListener, (kind) => this.wake(kind), { ownNotifier: notifierProcessId, log: this.options.log }));
-    for (const kind of this.kinds.values()) this.loops.push(kind.urgent ? this.loop(kind) : inBackground(() => this.loop(kind)));
+    if (connectListener)
+      this.stopListening.push(
+        listenForJobs(connectListener, (kind) => this.wake(kind), {
+          ownNotifier: notifierProcessId,
+          log: this.options.log,
+        }),
+      );
+    for (const kind of this.kinds.values())
+      this.loops.push(kind.urgent ? this.loop(kind) : inBackground(() => this.loop(kind)));
   }
 
   /** Closed by stop() once running jobs are done with it: what handlers share, such as an SMS transport's binds. */
@@ -358,7 +373,11 @@ export class Worker {
     }
     this.options.log?.error({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempt }, 'job failed');
     if (job.attempt < job.maxAttempts) {
-      await releaseJob(db, lease, { runAt: now + retryDelayMs(job.attempt, this.options.random()), error: message, now });
+      await releaseJob(db, lease, {
+        runAt: now + retryDelayMs(job.attempt, this.options.random()),
+        error: message,
+        now,
+      });
       return;
     }
     const died = await db.transaction().execute(async (trx) => {

@@ -48,6 +48,9 @@ export async function enforceRateLimit(
   reply.header('ratelimit-remaining', String(Math.max(0, limit - window.count)));
   reply.header('ratelimit-reset', String(resetSeconds));
   if (window.count > limit) {
-    throw tooManyRequests(`Rate limit of ${limit} ${group} requests per minute exceeded; retry after ${resetSeconds} s.`, resetSeconds);
+    throw tooManyRequests(
+      `Rate limit of ${limit} ${group} requests per minute exceeded; retry after ${resetSeconds} s.`,
+      resetSeconds,
+    );
   }
 }

@@ -7,7 +7,12 @@ import { Redis } from 'ioredis';
  * waiting. `commandTimeoutMs` bounds a Redis that takes a command and never answers.
  */
 export function connectRedis(url: string, options: { commandTimeoutMs?: number } = {}): Redis {
-  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false, commandTimeout: options.commandTimeoutMs });
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    lazyConnect: false,
+    commandTimeout: options.commandTimeoutMs,
+  });
   // Each caller reports the failures of its own commands; the client's reconnection errors would only repeat them.
   redis.on('error', () => {});
   return redis;
@@ -16,7 +21,8 @@ export function connectRedis(url: string, options: { commandTimeoutMs?: number }
 /** Resolves once the client can take commands: at once when connected, else waiting at most `timeoutMs` while it connects. */
 export async function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return;
-  if (redis.status !== 'connecting' && redis.status !== 'connect' && redis.status !== 'reconnecting') throw new Error(`Redis is not reachable (${redis.status})`);
+  if (redis.status !== 'connecting' && redis.status !== 'connect' && redis.status !== 'reconnecting')
+    throw new Error(`Redis is not reachable (${redis.status})`);
   await new Promise<void>((resolve, reject) => {
     const connected = () => {
       clearTimeout(timer);

@@ -82,7 +82,9 @@ export class LocalSendRate implements SendRate {
   waitMs(urgent: boolean): number {
     if (!this.buckets) return 0;
     this.refill();
-    const waits = this.lanes(urgent).filter((b) => b.rate > 0).map((b) => ((1 - b.tokens) * 1000) / b.rate);
+    const waits = this.lanes(urgent)
+      .filter((b) => b.rate > 0)
+      .map((b) => ((1 - b.tokens) * 1000) / b.rate);
     return Math.max(1, Math.ceil(Math.min(...waits)));
   }
 
@@ -112,6 +114,7 @@ export class LocalSendRate implements SendRate {
     const now = this.monotonic();
     const elapsed = now - this.refilledAt;
     this.refilledAt = now;
-    for (const bucket of Object.values(this.buckets!)) bucket.tokens = Math.min(bucket.capacity, bucket.tokens + (elapsed * bucket.rate) / 1000);
+    for (const bucket of Object.values(this.buckets!))
+      bucket.tokens = Math.min(bucket.capacity, bucket.tokens + (elapsed * bucket.rate) / 1000);
   }
 }

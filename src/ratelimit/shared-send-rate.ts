@@ -74,7 +74,17 @@ return { granted, wait, redis.call('ZCARD', KEYS[2]) }`;
 type Lane = 'normal' | 'urgent';
 
 type LeasingRedis = Redis & {
-  heraldRateLease(buckets: string, processes: string, lane: Lane, want: number, normalRate: number, urgentRate: number, burst: number, process: string, ttlMs: number): Promise<[number, number, number]>;
+  heraldRateLease(
+    buckets: string,
+    processes: string,
+    lane: Lane,
+    want: number,
+    normalRate: number,
+    urgentRate: number,
+    burst: number,
+    process: string,
+    ttlMs: number,
+  ): Promise<[number, number, number]>;
 };
 
 interface Lease {
@@ -199,7 +209,17 @@ export class SharedSendRate implements SendRate {
   private async lease(lane: Lane, want: number): Promise<[number, number]> {
     await redisReady(this.redis, REDIS_PATIENCE_MS);
     const { normal, urgent } = this.rates;
-    const [granted, waitMs, processes] = await this.redis.heraldRateLease(this.keys.buckets, this.keys.processes, lane, want, normal, urgent, BURST_SECONDS, this.process, PROCESS_TTL_MS);
+    const [granted, waitMs, processes] = await this.redis.heraldRateLease(
+      this.keys.buckets,
+      this.keys.processes,
+      lane,
+      want,
+      normal,
+      urgent,
+      BURST_SECONDS,
+      this.process,
+      PROCESS_TTL_MS,
+    );
     this.processes = Math.max(1, processes);
     this.calledAt = this.options.monotonic();
     return [granted, waitMs];
@@ -217,7 +237,10 @@ export class SharedSendRate implements SendRate {
           const fallback = this.fallback;
           this.fallback = undefined;
           void fallback.close();
-          this.options.log.info({ account: this.options.account, processes: this.processes }, `Redis is back: ${this.options.name} is shared again`);
+          this.options.log.info(
+            { account: this.options.account, processes: this.processes },
+            `Redis is back: ${this.options.name} is shared again`,
+          );
           this.options.ready();
         },
         (error: unknown) => this.fallBack(error),

@@ -91,33 +91,62 @@ export async function generateDkimKey(keyring: Keyring, clock: Clock, domain: st
   const selector = newSelector(clock);
   return {
     selector,
-    privateKey: seal(sealingKey(keyring).current, privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, place(domain, selector)),
+    privateKey: seal(
+      sealingKey(keyring).current,
+      privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+      place(domain, selector),
+    ),
     publicKey: (publicKey.export({ type: 'spki', format: 'der' }) as Buffer).toString('base64'),
     createdAt: clock.now(),
   };
 }
 
 export function dkimRecord(domain: string, key: { selector: string; public_key: string }): DkimRecord {
-  return { selector: key.selector, recordName: `${key.selector}._domainkey.${domain}`, recordValue: `v=DKIM1; k=rsa; p=${key.public_key}` };
+  return {
+    selector: key.selector,
+    recordName: `${key.selector}._domainkey.${domain}`,
+    recordValue: `v=DKIM1; k=rsa; p=${key.public_key}`,
+  };
 }
 
 /** The rows of the holder's keys: the domain's, and the account's or (null) the service's. */
 const ofHolder = (holder: DkimKeyHolder) => (eb: ExpressionBuilder<Schema, 'dkim_keys'>) =>
-  eb.and([eb('domain', '=', holder.domain), holder.accountId === null ? eb('account_id', 'is', null) : eb('account_id', '=', holder.accountId)]);
+  eb.and([
+    eb('domain', '=', holder.domain),
+    holder.accountId === null ? eb('account_id', 'is', null) : eb('account_id', '=', holder.accountId),
+  ]);
 
 async function findActiveKey(db: Db, holder: DkimKeyHolder): Promise<DkimKeyRow | undefined> {
-  return db.selectFrom('dkim_keys').selectAll().where(ofHolder(holder)).where('retired_at', 'is', null).executeTakeFirst();
+  return db
+    .selectFrom('dkim_keys')
+    .selectAll()
+    .where(ofHolder(holder))
+    .where('retired_at', 'is', null)
+    .executeTakeFirst();
 }
 
 /** An account's holding exists while the account holds the domain as a sender domain; the service's always does. */
 async function checkHolder(db: Db, holder: DkimKeyHolder): Promise<void> {
   if (holder.accountId === null) return;
-  const held = await db.selectFrom('sender_domains').select('domain').where('account_id', '=', holder.accountId).where('domain', '=', holder.domain).executeTakeFirst();
+  const held = await db
+    .selectFrom('sender_domains')
+    .select('domain')
+    .where('account_id', '=', holder.accountId)
+    .where('domain', '=', holder.domain)
+    .executeTakeFirst();
   if (!held) throw notFound(`The sender domain ${holder.domain} of this account`);
 }
 
 function keyValues(holder: DkimKeyHolder, key: NewDkimKey) {
-  return { domain: holder.domain, selector: key.selector, account_id: holder.accountId, private_key: key.privateKey, public_key: key.publicKey, created_at: key.createdAt, retired_at: null };
+  return {
+    domain: holder.domain,
+    selector: key.selector,
+    account_id: holder.accountId,
+    private_key: key.privateKey,
+    public_key: key.publicKey,
+    created_at: key.createdAt,
+    retired_at: null,
+  };
 }
 
 /**
@@ -126,48 +155,90 @@ function keyValues(holder: DkimKeyHolder, key: NewDkimKey) {
  * unique index keeps one, the other's is dropped (ON CONFLICT, no error), and both read it.
  */
 export async function insertKeyUnlessActive(db: Db, holder: DkimKeyHolder, key: NewDkimKey): Promise<DkimKeyRow> {
-  await db.insertInto('dkim_keys').values(keyValues(holder, key)).onConflict((oc) => oc.doNothing()).execute();
+  await db
+    .insertInto('dkim_keys')
+    .values(keyValues(holder, key))
+    .onConflict((oc) => oc.doNothing())
+    .execute();
   const active = await findActiveKey(db, holder);
   if (!active) throw new Error(`no active DKIM key of ${holder.domain} after inserting one`);
   return active;
 }
 
-export const ensureDkimKey = procedure(import.meta.url, 'ensureDkimKey', async ({ db }, args: { holder: DkimKeyHolder; key: NewDkimKey }): Promise<DkimKeyRow> =>
-  db.transaction().execute(async (trx) => {
-    await checkHolder(trx, args.holder);
-    return insertKeyUnlessActive(trx, args.holder, args.key);
-  }),
+export const ensureDkimKey = procedure(
+  import.meta.url,
+  'ensureDkimKey',
+  async ({ db }, args: { holder: DkimKeyHolder; key: NewDkimKey }): Promise<DkimKeyRow> =>
+    db.transaction().execute(async (trx) => {
+      await checkHolder(trx, args.holder);
+      return insertKeyUnlessActive(trx, args.holder, args.key);
+    }),
 );
 
 /** The active key retired as of `now`, the new one active, at once: some key always signs. */
-export const replaceDkimKey = procedure(import.meta.url, 'replaceDkimKey', async ({ db }, args: { holder: DkimKeyHolder; key: NewDkimKey; now: number }): Promise<DkimKeyRow> =>
-  db.transaction().execute(async (trx) => {
-    await checkHolder(trx, args.holder);
-    await trx.updateTable('dkim_keys').set({ retired_at: args.now }).where(ofHolder(args.holder)).where('retired_at', 'is', null).execute();
-    return insertKeyUnlessActive(trx, args.holder, args.key);
-  }),
+export const replaceDkimKey = procedure(
+  import.meta.url,
+  'replaceDkimKey',
+  async ({ db }, args: { holder: DkimKeyHolder; key: NewDkimKey; now: number }): Promise<DkimKeyRow> =>
+    db.transaction().execute(async (trx) => {
+      await checkHolder(trx, args.holder);
+      await trx
+        .updateTable('dkim_keys')
+        .set({ retired_at: args.now })
+        .where(ofHolder(args.holder))
+        .where('retired_at', 'is', null)
+        .execute();
+      return insertKeyUnlessActive(trx, args.holder, args.key);
+    }),
 );
 
 /** The holder's active key, made now if it has none. */
-async function activeDkimKey(database: Database, keyring: Keyring, clock: Clock, holder: DkimKeyHolder): Promise<DkimKeyRow> {
+async function activeDkimKey(
+  database: Database,
+  keyring: Keyring,
+  clock: Clock,
+  holder: DkimKeyHolder,
+): Promise<DkimKeyRow> {
   const active = await findActiveKey(database.db, holder);
   if (active) return active;
   return database.call(ensureDkimKey, { holder, key: await generateDkimKey(keyring, clock, holder.domain) });
 }
 
 /** The domain's record to publish, its key made now if it has none. */
-export async function dkimDomainView(database: Database, keyring: Keyring, clock: Clock, holder: DkimKeyHolder): Promise<DkimDomainView> {
-  return { domain: holder.domain, dkim: dkimRecord(holder.domain, await activeDkimKey(database, keyring, clock, holder)) };
+export async function dkimDomainView(
+  database: Database,
+  keyring: Keyring,
+  clock: Clock,
+  holder: DkimKeyHolder,
+): Promise<DkimDomainView> {
+  return {
+    domain: holder.domain,
+    dkim: dkimRecord(holder.domain, await activeDkimKey(database, keyring, clock, holder)),
+  };
 }
 
 /** The key that signs the holder's mail, opened: looked up once per batch (email/send.ts), then used for each message. */
-export async function signingKeyFor(database: Database, keyring: Keyring, clock: Clock, holder: DkimKeyHolder): Promise<DkimSigningKey> {
+export async function signingKeyFor(
+  database: Database,
+  keyring: Keyring,
+  clock: Clock,
+  holder: DkimKeyHolder,
+): Promise<DkimSigningKey> {
   const key = await activeDkimKey(database, keyring, clock, holder);
-  return { domain: key.domain, selector: key.selector, privateKey: createPrivateKey(open(sealingKey(keyring), key.private_key, place(key.domain, key.selector))) };
+  return {
+    domain: key.domain,
+    selector: key.selector,
+    privateKey: createPrivateKey(open(sealingKey(keyring), key.private_key, place(key.domain, key.selector))),
+  };
 }
 
 /** A new key under a new selector signs from now on; the one it replaces stays listed, retired. */
-export async function rotateDkimKey(database: Database, keyring: Keyring, clock: Clock, holder: DkimKeyHolder): Promise<DkimDomainView> {
+export async function rotateDkimKey(
+  database: Database,
+  keyring: Keyring,
+  clock: Clock,
+  holder: DkimKeyHolder,
+): Promise<DkimDomainView> {
   const key = await generateDkimKey(keyring, clock, holder.domain);
   const active = await database.call(replaceDkimKey, { holder, key, now: clock.now() });
   return { domain: holder.domain, dkim: dkimRecord(holder.domain, active) };
@@ -205,14 +276,32 @@ export async function listDkimKeys(db: Db, holder: DkimKeyHolder): Promise<DkimK
     .orderBy('created_at', 'desc')
     .orderBy('selector')
     .execute();
-  return rows.map((row) => ({ ...dkimRecord(holder.domain, row), active: row.retired_at === null, createdAt: new Date(row.created_at).toISOString(), retiredAt: isoOrNull(row.retired_at) }));
+  return rows.map((row) => ({
+    ...dkimRecord(holder.domain, row),
+    active: row.retired_at === null,
+    createdAt: new Date(row.created_at).toISOString(),
+    retiredAt: isoOrNull(row.retired_at),
+  }));
 }
 
 /** Removes a retired key, once its record is withdrawn from DNS; the active one cannot be (409): rotate first. */
 export async function removeDkimKey(db: Db, holder: DkimKeyHolder, selector: string): Promise<void> {
   await checkHolder(db, holder);
-  const key = await db.selectFrom('dkim_keys').selectAll().where(ofHolder(holder)).where('selector', '=', selector).executeTakeFirst();
+  const key = await db
+    .selectFrom('dkim_keys')
+    .selectAll()
+    .where(ofHolder(holder))
+    .where('selector', '=', selector)
+    .executeTakeFirst();
   if (!key) throw notFound(`The DKIM key ${selector} of ${holder.domain}`);
-  if (key.retired_at === null) throw conflict(`The DKIM key ${selector} signs ${holder.domain}'s mail: rotate to a new key first, then remove this one.`);
-  await db.deleteFrom('dkim_keys').where(ofHolder(holder)).where('selector', '=', selector).where('retired_at', 'is not', null).execute();
+  if (key.retired_at === null)
+    throw conflict(
+      `The DKIM key ${selector} signs ${holder.domain}'s mail: rotate to a new key first, then remove this one.`,
+    );
+  await db
+    .deleteFrom('dkim_keys')
+    .where(ofHolder(holder))
+    .where('selector', '=', selector)
+    .where('retired_at', 'is not', null)
+    .execute();
 }

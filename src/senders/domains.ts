@@ -36,33 +36,57 @@ export async function addSenderDomain(
   args: { accountId: string; domain: string; serviceDomain: string },
 ): Promise<DkimDomainView> {
   const domain = args.domain.trim().toLowerCase();
-  if (!isHostname(domain)) throw badRequest('The sender domain must be a domain name.', [{ field: 'domain', message: 'must be a domain name' }]);
-  if (domain === args.serviceDomain) {
-    throw badRequest(`${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): every account sends from it already, signed with its key (GET /admin/dkim).`, [
-      { field: 'domain', message: "is the service's own domain" },
+  if (!isHostname(domain))
+    throw badRequest('The sender domain must be a domain name.', [
+      { field: 'domain', message: 'must be a domain name' },
     ]);
+  if (domain === args.serviceDomain) {
+    throw badRequest(
+      `${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): every account sends from it already, signed with its key (GET /admin/dkim).`,
+      [{ field: 'domain', message: "is the service's own domain" }],
+    );
   }
   const holder = { accountId: args.accountId, domain };
-  const held = await database.db.selectFrom('dkim_keys').selectAll().where('account_id', '=', args.accountId).where('domain', '=', domain).where('retired_at', 'is', null).executeTakeFirst();
-  const key = held ?? (await database.call(insertSenderDomain, { holder, key: await generateDkimKey(keyring, clock, domain) }));
+  const held = await database.db
+    .selectFrom('dkim_keys')
+    .selectAll()
+    .where('account_id', '=', args.accountId)
+    .where('domain', '=', domain)
+    .where('retired_at', 'is', null)
+    .executeTakeFirst();
+  const key =
+    held ?? (await database.call(insertSenderDomain, { holder, key: await generateDkimKey(keyring, clock, domain) }));
   return { domain, dkim: dkimRecord(domain, key) };
 }
 
-export const insertSenderDomain = procedure(import.meta.url, 'insertSenderDomain', async ({ db }, args: { holder: DkimKeyHolder & { accountId: string }; key: NewDkimKey }) =>
-  db.transaction().execute(async (trx) => {
-    if (!(await findAccountById(trx, args.holder.accountId))) throw notFound('The account');
-    await trx
-      .insertInto('sender_domains')
-      .values({ account_id: args.holder.accountId, domain: args.holder.domain, created_at: args.key.createdAt })
-      .onConflict((oc) => oc.columns(['account_id', 'domain']).doNothing())
-      .execute();
-    return insertKeyUnlessActive(trx, args.holder, args.key);
-  }),
+export const insertSenderDomain = procedure(
+  import.meta.url,
+  'insertSenderDomain',
+  async ({ db }, args: { holder: DkimKeyHolder & { accountId: string }; key: NewDkimKey }) =>
+    db.transaction().execute(async (trx) => {
+      if (!(await findAccountById(trx, args.holder.accountId))) throw notFound('The account');
+      await trx
+        .insertInto('sender_domains')
+        .values({ account_id: args.holder.accountId, domain: args.holder.domain, created_at: args.key.createdAt })
+        .onConflict((oc) => oc.columns(['account_id', 'domain']).doNothing())
+        .execute();
+      return insertKeyUnlessActive(trx, args.holder, args.key);
+    }),
 );
 
 /** The account's sender domains with their DKIM records, in name order; a domain authorised before DKIM existed gets its key now. */
-export async function listSenderDomains(database: Database, keyring: Keyring, clock: Clock, accountId: string): Promise<DkimDomainView[]> {
-  const rows = await database.db.selectFrom('sender_domains').select('domain').where('account_id', '=', accountId).orderBy('domain').execute();
+export async function listSenderDomains(
+  database: Database,
+  keyring: Keyring,
+  clock: Clock,
+  accountId: string,
+): Promise<DkimDomainView[]> {
+  const rows = await database.db
+    .selectFrom('sender_domains')
+    .select('domain')
+    .where('account_id', '=', accountId)
+    .orderBy('domain')
+    .execute();
   const views: DkimDomainView[] = [];
   for (const { domain } of rows) views.push(await dkimDomainView(database, keyring, clock, { accountId, domain }));
   return views;

@@ -20,15 +20,26 @@ export function isValidSenderName(name: string): boolean {
   return /^(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11}$/.test(name) || /^\d{3,15}$/.test(name);
 }
 
-export async function addSenderName(db: Db, clock: Clock, accountId: string, name: string): Promise<{ name: string; createdAt: string }> {
+export async function addSenderName(
+  db: Db,
+  clock: Clock,
+  accountId: string,
+  name: string,
+): Promise<{ name: string; createdAt: string }> {
   if (!isValidSenderName(name)) {
-    throw badRequest('A sender name is 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits.', [
-      { field: 'name', message: 'must be an alphanumeric sender ID (≤ 11) or a number (≤ 15 digits)' },
-    ]);
+    throw badRequest(
+      'A sender name is 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits.',
+      [{ field: 'name', message: 'must be an alphanumeric sender ID (≤ 11) or a number (≤ 15 digits)' }],
+    );
   }
   if (/^\d+$/.test(name)) {
     // A numeric name routes replies to its account (sms/inbound.ts): one account holds it at most.
-    const holder = await db.selectFrom('sender_names').select('account_id').where('name', '=', name).where('account_id', '<>', accountId).executeTakeFirst();
+    const holder = await db
+      .selectFrom('sender_names')
+      .select('account_id')
+      .where('name', '=', name)
+      .where('account_id', '<>', accountId)
+      .executeTakeFirst();
     if (holder) throw numericNameTaken(name);
   }
   try {
@@ -41,11 +52,17 @@ export async function addSenderName(db: Db, clock: Clock, accountId: string, nam
 }
 
 const numericNameTaken = (name: string) =>
-  conflict(`Another account holds the sender number ${name}: replies to it are routed to that account, so it cannot be shared.`, [
-    { field: 'name', message: 'is a numeric sender name another account holds' },
-  ]);
+  conflict(
+    `Another account holds the sender number ${name}: replies to it are routed to that account, so it cannot be shared.`,
+    [{ field: 'name', message: 'is a numeric sender name another account holds' }],
+  );
 
-async function insertSenderName(db: Db, clock: Clock, accountId: string, name: string): Promise<{ name: string; createdAt: string }> {
+async function insertSenderName(
+  db: Db,
+  clock: Clock,
+  accountId: string,
+  name: string,
+): Promise<{ name: string; createdAt: string }> {
   if (!(await findAccountById(db, accountId))) throw notFound('The account');
   const now = clock.now();
   await db
@@ -57,6 +74,11 @@ async function insertSenderName(db: Db, clock: Clock, accountId: string, name: s
 }
 
 export async function listSenderNames(db: Db, accountId: string): Promise<string[]> {
-  const rows = await db.selectFrom('sender_names').select('name').where('account_id', '=', accountId).orderBy('name').execute();
+  const rows = await db
+    .selectFrom('sender_names')
+    .select('name')
+    .where('account_id', '=', accountId)
+    .orderBy('name')
+    .execute();
   return rows.map((r) => r.name);
 }

@@ -8,9 +8,19 @@ import { addSenderName, listSenderNames } from './names.ts';
 import { addSenderDomain, listSenderDomains, senderDomainHolder } from './domains.ts';
 import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey } from './dkim-keys.ts';
 
-const SenderDomainParams = Type.Object({ accountId: Uuid(), domain: Type.String({ pattern: '^[A-Za-z0-9.-]{1,253}$', description: 'A sender domain of the account', errorMessage: 'must be a domain name: letters, digits, dots and hyphens' }) });
+const SenderDomainParams = Type.Object({
+  accountId: Uuid(),
+  domain: Type.String({
+    pattern: '^[A-Za-z0-9.-]{1,253}$',
+    description: 'A sender domain of the account',
+    errorMessage: 'must be a domain name: letters, digits, dots and hyphens',
+  }),
+});
 /** A DNS label, as every selector Herald makes is. */
-const Selector = Type.String({ pattern: '^[A-Za-z0-9-]{1,63}$', errorMessage: 'must be a DKIM selector: 1 to 63 letters, digits and hyphens' });
+const Selector = Type.String({
+  pattern: '^[A-Za-z0-9-]{1,63}$',
+  errorMessage: 'must be a DKIM selector: 1 to 63 letters, digits and hyphens',
+});
 
 const DkimRecord = Type.Object({
   selector: Type.String(),
@@ -20,12 +30,14 @@ const DkimRecord = Type.Object({
 const DkimDomain = Type.Object({ domain: Type.String(), dkim: DkimRecord });
 const DkimKeys = Type.Object({
   domain: Type.String(),
-  keys: Type.Array(Type.Object({
-    ...DkimRecord.properties,
-    active: Type.Boolean({ description: 'true for the key that signs; false for one a rotation retired' }),
-    createdAt: Type.String({ format: 'date-time' }),
-    retiredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  })),
+  keys: Type.Array(
+    Type.Object({
+      ...DkimRecord.properties,
+      active: Type.Boolean({ description: 'true for the key that signs; false for one a rotation retired' }),
+      createdAt: Type.String({ format: 'date-time' }),
+      retiredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    }),
+  ),
 });
 
 const admin = { auth: 'admin' as const };
@@ -40,90 +52,193 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
   const tags = ['admin'];
   const serviceDomain = ctx.config.defaultEmailDomain;
 
-  r.post('/admin/accounts/:accountId/sender-names', {
-    config: admin,
-    schema: {
-      tags,
-      summary: 'Register a verified SMS sender name (senderName of /sms/single and /sms/batch); a numeric one, which replies are routed by, belongs to one account only (409)',
-      params: AccountParams,
-      body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
-      response: { 201: Type.Object({ name: Type.String(), createdAt: Type.String() }), ...errorResponses(400, 401, 404, 409) },
+  r.post(
+    '/admin/accounts/:accountId/sender-names',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary:
+          'Register a verified SMS sender name (senderName of /sms/single and /sms/batch); a numeric one, which replies are routed by, belongs to one account only (409)',
+        params: AccountParams,
+        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
+        response: {
+          201: Type.Object({ name: Type.String(), createdAt: Type.String() }),
+          ...errorResponses(400, 401, 404, 409),
+        },
+      },
     },
-  }, async (request, reply) => reply.code(201).send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name)));
-
-  r.get('/admin/accounts/:accountId/sender-names', {
-    config: admin,
-    schema: { tags, summary: "An account's sender names", params: AccountParams, response: { 200: Type.Object({ senderNames: Type.Array(Type.String()) }), ...errorResponses(401) } },
-  }, async (request) => ({ senderNames: await listSenderNames(ctx.db, request.params.accountId) }));
-
-  r.post('/admin/accounts/:accountId/sender-domains', {
-    config: admin,
-    schema: {
-      tags,
-      summary: 'Authorise an email sender domain for the account: its DKIM key is made, and the DNS TXT record to publish answered',
-      params: AccountParams,
-      body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }),
-      response: { 201: DkimDomain, ...errorResponses(400, 401, 404) },
-    },
-  }, async (request, reply) =>
-    reply.code(201).send(await addSenderDomain(ctx.database, ctx.encryptionKey, ctx.clock, { accountId: request.params.accountId, domain: request.body.domain, serviceDomain })),
+    async (request, reply) =>
+      reply.code(201).send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name)),
   );
 
-  r.get('/admin/accounts/:accountId/sender-domains', {
-    config: admin,
-    schema: { tags, summary: "An account's sender domains, each with its active DKIM key's record", params: AccountParams, response: { 200: Type.Object({ senderDomains: Type.Array(DkimDomain) }), ...errorResponses(401) } },
-  }, async (request) => ({ senderDomains: await listSenderDomains(ctx.database, ctx.encryptionKey, ctx.clock, request.params.accountId) }));
-
-  const senderDomain = (params: { accountId: string; domain: string }) => senderDomainHolder(ctx.db, params.accountId, params.domain);
-
-  r.post('/admin/accounts/:accountId/sender-domains/:domain/dkim-rotations', {
-    config: admin,
-    schema: {
-      tags,
-      summary: "Rotate a sender domain's DKIM key: a new key under a new selector signs from now on; the old one stays listed, retired, until removed",
-      params: SenderDomainParams,
-      response: { 201: DkimDomain, ...errorResponses(401, 404) },
+  r.get(
+    '/admin/accounts/:accountId/sender-names',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "An account's sender names",
+        params: AccountParams,
+        response: { 200: Type.Object({ senderNames: Type.Array(Type.String()) }), ...errorResponses(401) },
+      },
     },
-  }, async (request, reply) => reply.code(201).send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, await senderDomain(request.params))));
+    async (request) => ({ senderNames: await listSenderNames(ctx.db, request.params.accountId) }),
+  );
 
-  r.get('/admin/accounts/:accountId/sender-domains/:domain/dkim-keys', {
-    config: admin,
-    schema: { tags, summary: "A sender domain's DKIM keys, the active one first, then those retired, the most recently retired first", params: SenderDomainParams, response: { 200: DkimKeys, ...errorResponses(401, 404) } },
-  }, async (request) => {
-    const holder = await senderDomain(request.params);
-    return { domain: holder.domain, keys: await listDkimKeys(ctx.db, holder) };
-  });
+  r.post(
+    '/admin/accounts/:accountId/sender-domains',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary:
+          'Authorise an email sender domain for the account: its DKIM key is made, and the DNS TXT record to publish answered',
+        params: AccountParams,
+        body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }),
+        response: { 201: DkimDomain, ...errorResponses(400, 401, 404) },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(
+          await addSenderDomain(ctx.database, ctx.encryptionKey, ctx.clock, {
+            accountId: request.params.accountId,
+            domain: request.body.domain,
+            serviceDomain,
+          }),
+        ),
+  );
 
-  r.delete('/admin/accounts/:accountId/sender-domains/:domain/dkim-keys/:selector', {
-    config: admin,
-    schema: { tags, summary: 'Remove a retired DKIM key, once its record is withdrawn from DNS (409 for the active key)', params: Type.Object({ ...SenderDomainParams.properties, selector: Selector }), response: errorResponses(401, 404, 409) },
-  }, async (request, reply) => {
-    await removeDkimKey(ctx.db, await senderDomain(request.params), request.params.selector);
-    return reply.code(204).send();
-  });
+  r.get(
+    '/admin/accounts/:accountId/sender-domains',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "An account's sender domains, each with its active DKIM key's record",
+        params: AccountParams,
+        response: { 200: Type.Object({ senderDomains: Type.Array(DkimDomain) }), ...errorResponses(401) },
+      },
+    },
+    async (request) => ({
+      senderDomains: await listSenderDomains(ctx.database, ctx.encryptionKey, ctx.clock, request.params.accountId),
+    }),
+  );
+
+  const senderDomain = (params: { accountId: string; domain: string }) =>
+    senderDomainHolder(ctx.db, params.accountId, params.domain);
+
+  r.post(
+    '/admin/accounts/:accountId/sender-domains/:domain/dkim-rotations',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary:
+          "Rotate a sender domain's DKIM key: a new key under a new selector signs from now on; the old one stays listed, retired, until removed",
+        params: SenderDomainParams,
+        response: { 201: DkimDomain, ...errorResponses(401, 404) },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, await senderDomain(request.params))),
+  );
+
+  r.get(
+    '/admin/accounts/:accountId/sender-domains/:domain/dkim-keys',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary:
+          "A sender domain's DKIM keys, the active one first, then those retired, the most recently retired first",
+        params: SenderDomainParams,
+        response: { 200: DkimKeys, ...errorResponses(401, 404) },
+      },
+    },
+    async (request) => {
+      const holder = await senderDomain(request.params);
+      return { domain: holder.domain, keys: await listDkimKeys(ctx.db, holder) };
+    },
+  );
+
+  r.delete(
+    '/admin/accounts/:accountId/sender-domains/:domain/dkim-keys/:selector',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Remove a retired DKIM key, once its record is withdrawn from DNS (409 for the active key)',
+        params: Type.Object({ ...SenderDomainParams.properties, selector: Selector }),
+        response: errorResponses(401, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      await removeDkimKey(ctx.db, await senderDomain(request.params), request.params.selector);
+      return reply.code(204).send();
+    },
+  );
 
   const service = { accountId: null, domain: serviceDomain };
 
-  r.get('/admin/dkim', {
-    config: admin,
-    schema: { tags, summary: "The service domain's (DEFAULT_EMAIL_DOMAIN) DKIM record to publish; its key is made on first need", response: { 200: DkimDomain, ...errorResponses(401) } },
-  }, async () => dkimDomainView(ctx.database, ctx.encryptionKey, ctx.clock, service));
+  r.get(
+    '/admin/dkim',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "The service domain's (DEFAULT_EMAIL_DOMAIN) DKIM record to publish; its key is made on first need",
+        response: { 200: DkimDomain, ...errorResponses(401) },
+      },
+    },
+    async () => dkimDomainView(ctx.database, ctx.encryptionKey, ctx.clock, service),
+  );
 
-  r.post('/admin/dkim/rotations', {
-    config: admin,
-    schema: { tags, summary: "Rotate the service domain's DKIM key, as a sender domain's", response: { 201: DkimDomain, ...errorResponses(401) } },
-  }, async (_request, reply) => reply.code(201).send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, service)));
+  r.post(
+    '/admin/dkim/rotations',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "Rotate the service domain's DKIM key, as a sender domain's",
+        response: { 201: DkimDomain, ...errorResponses(401) },
+      },
+    },
+    async (_request, reply) =>
+      reply.code(201).send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, service)),
+  );
 
-  r.get('/admin/dkim/keys', {
-    config: admin,
-    schema: { tags, summary: "The service domain's DKIM keys, the active one first, then those retired", response: { 200: DkimKeys, ...errorResponses(401) } },
-  }, async () => ({ domain: serviceDomain, keys: await listDkimKeys(ctx.db, service) }));
+  r.get(
+    '/admin/dkim/keys',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: "The service domain's DKIM keys, the active one first, then those retired",
+        response: { 200: DkimKeys, ...errorResponses(401) },
+      },
+    },
+    async () => ({ domain: serviceDomain, keys: await listDkimKeys(ctx.db, service) }),
+  );
 
-  r.delete('/admin/dkim/keys/:selector', {
-    config: admin,
-    schema: { tags, summary: "Remove a retired DKIM key of the service domain (409 for the active key)", params: Type.Object({ selector: Selector }), response: errorResponses(401, 404, 409) },
-  }, async (request, reply) => {
-    await removeDkimKey(ctx.db, service, request.params.selector);
-    return reply.code(204).send();
-  });
+  r.delete(
+    '/admin/dkim/keys/:selector',
+    {
+      config: admin,
+      schema: {
+        tags,
+        summary: 'Remove a retired DKIM key of the service domain (409 for the active key)',
+        params: Type.Object({ selector: Selector }),
+        response: errorResponses(401, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      await removeDkimKey(ctx.db, service, request.params.selector);
+      return reply.code(204).send();
+    },
+  );
 }

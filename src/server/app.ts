@@ -28,9 +28,9 @@ import { queueRoutes } from '../queue/routes.ts';
 
 /** What /docs says the API is. */
 const API_DESCRIPTION =
-  'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over '
-  + 'SMPP with landing pages, short links, encrypted bodies and replies from handsets, email batches through the '
-  + 'sandbox transport or an SMTP relay with campaigns, DKIM, suppressions, tracking and bounces, and signed webhooks.';
+  'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over ' +
+  'SMPP with landing pages, short links, encrypted bodies and replies from handsets, email batches through the ' +
+  'sandbox transport or an SMTP relay with campaigns, DKIM, suppressions, tracking and bounces, and signed webhooks.';
 
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
 export async function buildApp(
@@ -42,7 +42,15 @@ export async function buildApp(
     bodyLimit: ctx.config.bodyLimitBytes,
     trustProxy: ctx.config.trustProxy,
     // verbose: each error carries its schema node, for errorMessage and "did you mean".
-    ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, verbose: true, keywords: [...ANNOTATIONS] } },
+    ajv: {
+      customOptions: {
+        allErrors: true,
+        coerceTypes: false,
+        removeAdditional: false,
+        verbose: true,
+        keywords: [...ANNOTATIONS],
+      },
+    },
     frameworkErrors,
   });
 
@@ -90,7 +98,10 @@ export async function buildApp(
  * The listener of a `--role worker` process, on WORKER_PORT: the probes and metrics of the
  * API's own, so an orchestrator checks and scrapes a worker as it does an API process.
  */
-export function buildWorkerApp(ctx: AppContext, options: { logger?: FastifyServerOptions['logger'] } = {}): FastifyInstance {
+export function buildWorkerApp(
+  ctx: AppContext,
+  options: { logger?: FastifyServerOptions['logger'] } = {},
+): FastifyInstance {
   const app = Fastify({ logger: requestLogging(options.logger) });
   registerErrorHandling(app);
   registerMetrics(app, ctx.metrics);

@@ -29,6 +29,4 @@ export const PROCEDURE_MODULES: readonly string[] = [
   '../sms/transports/smpp/journal.ts',
   '../webhooks/outbox.ts',
   '../webhooks/secrets.ts',
-].map(
-  (path) => new URL(path, import.meta.url).href,
-);
+].map((path) => new URL(path, import.meta.url).href);

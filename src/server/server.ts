@@ -59,8 +59,15 @@ async function listen<T>(start: (bind: Bind) => Promise<T>, bind: Bind): Promise
     const code = (error as { code?: string }).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
     const { host, port, portVariable } = bind;
-    const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'may not be bound by this user' : 'is not an address of this machine';
-    throw new StartError(`cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); set ${portVariable} or HOST to another value`);
+    const reason =
+      code === 'EADDRINUSE'
+        ? 'is already in use'
+        : code === 'EACCES'
+          ? 'may not be bound by this user'
+          : 'is not an address of this machine';
+    throw new StartError(
+      `cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); set ${portVariable} or HOST to another value`,
+    );
   }
 }
 
@@ -88,7 +95,10 @@ export type Role = (typeof ROLES)[number];
 export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   const sqliteFile = sqlitePath(config.databaseUrl);
   if (sqliteFile !== undefined && role !== 'all') {
-    throw new ConfigError('--role', 'api and worker run as separate processes on PostgreSQL only; on SQLite one process does both (--role all)');
+    throw new ConfigError(
+      '--role',
+      'api and worker run as separate processes on PostgreSQL only; on SQLite one process does both (--role all)',
+    );
   }
   // Taken before the database is opened, so a refused serve has neither migrated nor written.
   const lock = sqliteFile === undefined ? undefined : lockForServe(sqliteFile);
@@ -110,7 +120,14 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
       ? { host: config.host, port: config.workerPort, portVariable: 'WORKER_PORT' }
       : { host: config.host, port: config.port, portVariable: 'PORT' };
   const log = app.log;
-  const worker = role === 'api' ? undefined : createWorker(ctx, { log, shutdownGraceMs: config.shutdownGraceSeconds * 1000, leaseMs: config.jobLeaseSeconds * 1000 });
+  const worker =
+    role === 'api'
+      ? undefined
+      : createWorker(ctx, {
+          log,
+          shutdownGraceMs: config.shutdownGraceSeconds * 1000,
+          leaseMs: config.jobLeaseSeconds * 1000,
+        });
   let inbound: InboundSmtp | undefined;
 
   let stopping = false;
@@ -136,7 +153,11 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
     if (role !== 'worker' && config.inboundSmtpPort !== undefined) {
       // Loaded only here: SMTP and MIME libraries that a service without the listener need not carry.
       const { startInboundSmtp } = await import('../email/inbound-smtp.ts');
-      inbound = await listen(({ host, port }) => startInboundSmtp(ctx, { host, port, log }), { host: config.host, port: config.inboundSmtpPort, portVariable: 'INBOUND_SMTP_PORT' });
+      inbound = await listen(({ host, port }) => startInboundSmtp(ctx, { host, port, log }), {
+        host: config.host,
+        port: config.inboundSmtpPort,
+        portVariable: 'INBOUND_SMTP_PORT',
+      });
     }
     await worker?.start();
   } catch (error) {

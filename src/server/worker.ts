@@ -48,9 +48,13 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.holds(emailTransport);
   const renderPool = new RenderPool(ctx.config.emailRenderThreads);
   worker.holds(renderPool);
-  worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport, renderPool }), { concurrency: 8 });
+  worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport, renderPool }), {
+    concurrency: 8,
+  });
   // A recurring job: one sweep at a time across every process, once an hour.
-  worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), { concurrency: 1 });
+  worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), {
+    concurrency: 1,
+  });
   // Recurring too: what status changes counted, folded into the usage rollup by one job at a time.
   worker.register(USAGE_FOLD_KIND, usageFoldHandler(ctx), { concurrency: 1 });
   // Also recurring: messages no receipt settled end Failed after SMS_RECEIPT_TIMEOUT_HOURS.
@@ -60,10 +64,18 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
 /** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */
 function smsTransport(ctx: AppContext, log: Log | undefined): SmsTransport {
   const setting = ctx.config.smsTransport;
-  if (setting.kind === 'sandbox') return sandboxTransport(ctx.database, ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
+  if (setting.kind === 'sandbox')
+    return sandboxTransport(ctx.database, ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
   const receiveInbound = (mo: InboundSms) => receiveInboundSms(ctx.database, ctx.clock, mo);
   const { database, clock, metrics } = ctx;
-  return smppTransport(setting.settings, { database, clock, metrics, log, redisUrl: ctx.config.redisUrl, receiveInbound });
+  return smppTransport(setting.settings, {
+    database,
+    clock,
+    metrics,
+    log,
+    redisUrl: ctx.config.redisUrl,
+    receiveInbound,
+  });
 }
 
 /** EMAIL_TRANSPORT's transport: an SMTP one opens its pool's connections as messages come. */

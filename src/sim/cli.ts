@@ -16,7 +16,12 @@ export const SIM_SMSC_ARGS = `[--port 2775] [--http-port 2776] [--host 127.0.0.1
 
 /** Outcome flags by the receipt state they set the share of. */
 const OUTCOME_FLAGS: Record<FinalState, string> = {
-  DELIVRD: 'delivered', UNDELIV: 'undelivered', REJECTD: 'rejected', EXPIRED: 'expired', DELETED: 'deleted', UNKNOWN: 'unknown',
+  DELIVRD: 'delivered',
+  UNDELIV: 'undelivered',
+  REJECTD: 'rejected',
+  EXPIRED: 'expired',
+  DELETED: 'deleted',
+  UNKNOWN: 'unknown',
 };
 
 const stringOption = { type: 'string' } as const;
@@ -48,13 +53,16 @@ function reader<T extends ParseArgsOptionsConfig>(args: string[], options: T, us
     return value;
   };
   const together = (first: string, second: string) => {
-    if ((text(first) === undefined) !== (text(second) === undefined)) throw usageError(`--${first} and --${second} go together`);
+    if ((text(first) === undefined) !== (text(second) === undefined))
+      throw usageError(`--${first} and --${second} go together`);
   };
   const pem = (name: string) => {
     try {
       return readFileSync(text(name)!);
     } catch (error) {
-      throw usageError(`--${name}: cannot read ${text(name)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw usageError(
+        `--${name}: cannot read ${text(name)} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
   };
   together('tls-cert', 'tls-key');
@@ -63,7 +71,11 @@ function reader<T extends ParseArgsOptionsConfig>(args: string[], options: T, us
 }
 
 /** Starts a simulator, its option errors (RangeError) as usage errors, and runs it until SIGINT or SIGTERM. */
-async function runUntilSignal<T extends { close(): Promise<void> }>(start: () => Promise<T>, banner: (sim: T) => string, usageError: (message: string) => Error) {
+async function runUntilSignal<T extends { close(): Promise<void> }>(
+  start: () => Promise<T>,
+  banner: (sim: T) => string,
+  usageError: (message: string) => Error,
+) {
   let sim: T;
   try {
     sim = await start();
@@ -76,7 +88,11 @@ async function runUntilSignal<T extends { close(): Promise<void> }>(start: () =>
   await sim.close();
 }
 
-export async function simCommand(action: string | undefined, args: string[], usageError: (message: string) => Error): Promise<void> {
+export async function simCommand(
+  action: string | undefined,
+  args: string[],
+  usageError: (message: string) => Error,
+): Promise<void> {
   if (action === 'smsc') return smscCommand(args, usageError);
   if (action === 'smtp') return smtpCommand(args, usageError);
   throw usageError(`unknown sim command ${action ?? '(none)'}`);
@@ -84,18 +100,40 @@ export async function simCommand(action: string | undefined, args: string[], usa
 
 async function smscCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
   const { FINAL_STATES, startSmsc } = await import('./smsc.ts');
-  const { values, text, number, together, tls } = reader(args, {
-    port: stringOption, 'http-port': stringOption, host: stringOption, 'system-id': stringOption, password: stringOption,
-    'tls-cert': stringOption, 'tls-key': stringOption,
-    'receipt-delay-ms': stringOption, enroute: flag, 'receipt-before-response': flag, tps: stringOption, 'account-tps': stringOption,
-    throttled: stringOption, 'queue-full': stringOption, 'reject-numbers': stringOption, 'reject-status': stringOption,
-    'drop-after': stringOption, 'id-format': stringOption, 'receipt-id-format': stringOption, 'id-width': stringOption,
-    'first-id': stringOption, gsm7: stringOption, retain: stringOption,
-    ...Object.fromEntries(Object.values(OUTCOME_FLAGS).map((name) => [name, stringOption])),
-  }, usageError);
+  const { values, text, number, together, tls } = reader(
+    args,
+    {
+      port: stringOption,
+      'http-port': stringOption,
+      host: stringOption,
+      'system-id': stringOption,
+      password: stringOption,
+      'tls-cert': stringOption,
+      'tls-key': stringOption,
+      'receipt-delay-ms': stringOption,
+      enroute: flag,
+      'receipt-before-response': flag,
+      tps: stringOption,
+      'account-tps': stringOption,
+      throttled: stringOption,
+      'queue-full': stringOption,
+      'reject-numbers': stringOption,
+      'reject-status': stringOption,
+      'drop-after': stringOption,
+      'id-format': stringOption,
+      'receipt-id-format': stringOption,
+      'id-width': stringOption,
+      'first-id': stringOption,
+      gsm7: stringOption,
+      retain: stringOption,
+      ...Object.fromEntries(Object.values(OUTCOME_FLAGS).map((name) => [name, stringOption])),
+    },
+    usageError,
+  );
   const oneOf = <T extends string>(name: string, choices: readonly T[]): T | undefined => {
     const raw = text(name);
-    if (raw !== undefined && !choices.includes(raw as T)) throw usageError(`--${name} must be one of ${choices.join(', ')}`);
+    if (raw !== undefined && !choices.includes(raw as T))
+      throw usageError(`--${name} must be one of ${choices.join(', ')}`);
     return raw as T | undefined;
   };
   together('system-id', 'password');
@@ -139,7 +177,8 @@ async function smscCommand(args: string[], usageError: (message: string) => Erro
   const host = options.host ?? '127.0.0.1';
   await runUntilSignal(
     () => startSmsc(options),
-    (smsc) => `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
+    (smsc) =>
+      `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
     usageError,
   );
 }
@@ -164,8 +203,12 @@ function ruleOf(flagName: string, spec: string, usageError: (message: string) =>
   const { action, at } = RULE_FLAGS[flagName];
   if (action === 'accept') return { match: spec, action };
   const parsed = (action === 'defer' ? DEFER_SPEC : REJECT_SPEC).exec(spec);
-  if (!parsed) throw usageError(`--${flagName} must be ${action === 'defer' ? 'MATCH:TIMES' : 'MATCH'}[:CODE[:STATUS[:TEXT]]], not "${spec}"`);
-  const [match, times, code, status, text] = action === 'defer' ? parsed.slice(1) : [parsed[1], undefined, ...parsed.slice(2)];
+  if (!parsed)
+    throw usageError(
+      `--${flagName} must be ${action === 'defer' ? 'MATCH:TIMES' : 'MATCH'}[:CODE[:STATUS[:TEXT]]], not "${spec}"`,
+    );
+  const [match, times, code, status, text] =
+    action === 'defer' ? parsed.slice(1) : [parsed[1], undefined, ...parsed.slice(2)];
   return {
     match,
     action,
@@ -187,13 +230,26 @@ function reportToOf(spec: string | undefined, usageError: (message: string) => E
 
 async function smtpCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
   const { startSmtpSink } = await import('./smtp.ts');
-  const { values, tokens, text, number, together, tls } = reader(args, {
-    port: stringOption, 'http-port': stringOption, host: stringOption, user: stringOption, password: stringOption,
-    'tls-cert': stringOption, 'tls-key': stringOption,
-    ...Object.fromEntries(Object.keys(RULE_FLAGS).map((name) => [name, { type: 'string', multiple: true } as const])),
-    'drop-after': stringOption, 'drop-repeat': flag, 'delay-ms': stringOption, retain: stringOption, 'max-size': stringOption,
-    'report-to': stringOption,
-  }, usageError);
+  const { values, tokens, text, number, together, tls } = reader(
+    args,
+    {
+      port: stringOption,
+      'http-port': stringOption,
+      host: stringOption,
+      user: stringOption,
+      password: stringOption,
+      'tls-cert': stringOption,
+      'tls-key': stringOption,
+      ...Object.fromEntries(Object.keys(RULE_FLAGS).map((name) => [name, { type: 'string', multiple: true } as const])),
+      'drop-after': stringOption,
+      'drop-repeat': flag,
+      'delay-ms': stringOption,
+      retain: stringOption,
+      'max-size': stringOption,
+      'report-to': stringOption,
+    },
+    usageError,
+  );
   together('user', 'password');
   // In the order given, across the rule flags: the first rule that matches decides.
   const rules = tokens.flatMap((token) =>
@@ -219,7 +275,8 @@ async function smtpCommand(args: string[], usageError: (message: string) => Erro
   const host = options.host ?? '127.0.0.1';
   await runUntilSignal(
     () => startSmtpSink(options),
-    (sink) => `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
+    (sink) =>
+      `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
     usageError,
   );
 }

@@ -26,7 +26,9 @@ function reply(response: ServerResponse, { status, body }: Answer): void {
     return;
   }
   const json = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
+  response
+    .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) })
+    .end(json);
 }
 
 /** The request's body as a JSON object, or BadRequest. */
@@ -44,7 +46,8 @@ export async function readJson(request: IncomingMessage): Promise<Record<string,
   } catch {
     throw new BadRequest('the body is not JSON');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new BadRequest('the body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
@@ -66,7 +69,13 @@ export async function startControl(options: { host: string; port: number; routes
       .then(() => route(request, url))
       .then(
         (answer) => reply(response, answer),
-        (error: unknown) => reply(response, error instanceof BadRequest ? { status: 400, body: { error: error.message } } : { status: 500, body: { error: String(error) } }),
+        (error: unknown) =>
+          reply(
+            response,
+            error instanceof BadRequest
+              ? { status: 400, body: { error: error.message } }
+              : { status: 500, body: { error: String(error) } },
+          ),
       );
   });
   server.listen(options.port, options.host);

@@ -150,7 +150,12 @@ export interface Submit {
   sar: { reference: number; total: number; sequence: number } | undefined;
 }
 
-const TLV = { message_payload: 0x0424, sar_msg_ref_num: 0x020c, sar_total_segments: 0x020e, sar_segment_seqnum: 0x020f };
+const TLV = {
+  message_payload: 0x0424,
+  sar_msg_ref_num: 0x020c,
+  sar_total_segments: 0x020e,
+  sar_segment_seqnum: 0x020f,
+};
 
 /** submit_sm (SMPP 3.4 §4.4.1). */
 export function readSubmit(pdu: Buffer): Submit {
@@ -179,7 +184,10 @@ export function readSubmit(pdu: Buffer): Submit {
     else if (tag === TLV.sar_total_segments && value.length === 1) total = value[0];
     else if (tag === TLV.sar_segment_seqnum && value.length === 1) sequence = value[0];
   }
-  const sar = reference !== undefined && total !== undefined && sequence !== undefined ? { reference, total, sequence } : undefined;
+  const sar =
+    reference !== undefined && total !== undefined && sequence !== undefined
+      ? { reference, total, sequence }
+      : undefined;
   return { source, destination, esmClass, registeredDelivery, dataCoding, message, sar };
 }
 
@@ -225,7 +233,16 @@ export function encodeDeliverSm(sequence: number, deliver: Deliver): Buffer {
   const { source, destination, shortMessage, receiptedMessageId, messageState } = deliver;
   if (shortMessage.length > 254) throw new RangeError('a short_message holds at most 254 octets');
   const length =
-    HEADER_LENGTH + 1 + 2 + source.addr.length + 1 + 2 + destination.addr.length + 1 + 12 + shortMessage.length +
+    HEADER_LENGTH +
+    1 +
+    2 +
+    source.addr.length +
+    1 +
+    2 +
+    destination.addr.length +
+    1 +
+    12 +
+    shortMessage.length +
     (receiptedMessageId === undefined ? 0 : TLV_HEADER + receiptedMessageId.length + 1) +
     (messageState === undefined ? 0 : TLV_HEADER + 1);
   const pdu = Buffer.alloc(length);

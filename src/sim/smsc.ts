@@ -12,8 +12,19 @@ import { once } from 'node:events';
 import { septetsOf, writeSeptets } from '../sms/gsm7.ts';
 import { segment } from '../sms/segments.ts';
 import {
-  COMMAND, encodeDeliverSm, encodeResponse, MalformedPdu, pduSplitter, readBind, readHeader, readSubmit, RESPONSE_BIT, STATUS,
-  type Deliver, type Header, type Submit,
+  COMMAND,
+  encodeDeliverSm,
+  encodeResponse,
+  MalformedPdu,
+  pduSplitter,
+  readBind,
+  readHeader,
+  readSubmit,
+  RESPONSE_BIT,
+  STATUS,
+  type Deliver,
+  type Header,
+  type Submit,
 } from './pdu.ts';
 import { decodePart, reassemble, Ring, type MessageView, type TakenPart } from './taken.ts';
 import { BadRequest, readJson, startControl, text, type Routes } from './control.ts';
@@ -84,7 +95,14 @@ export interface MoRequest {
 
 export interface SmscStats {
   binds: { accepted: number; refused: number; open: number };
-  submits: { received: number; accepted: number; throttled: number; queueFull: number; rejected: number; invalid: number };
+  submits: {
+    received: number;
+    accepted: number;
+    throttled: number;
+    queueFull: number;
+    rejected: number;
+    invalid: number;
+  };
   deliverSm: { sent: number; acknowledged: number; refused: number; waiting: number; receipts: number; mo: number };
   enquireLinks: number;
   drops: number;
@@ -106,11 +124,23 @@ export interface Smsc {
 
 /** Receipt `err:` values: GSM MAP causes a real network would give for these states. */
 const ERROR_CODE: Record<ReceiptState, string> = {
-  ENROUTE: '000', DELIVRD: '000', UNDELIV: '001', REJECTD: '011', EXPIRED: '027', DELETED: '000', UNKNOWN: '000',
+  ENROUTE: '000',
+  DELIVRD: '000',
+  UNDELIV: '001',
+  REJECTD: '011',
+  EXPIRED: '027',
+  DELETED: '000',
+  UNKNOWN: '000',
 };
 /** message_state TLV values (SMPP 3.4 §5.2.28). */
 const MESSAGE_STATE: Record<ReceiptState, number> = {
-  ENROUTE: 1, DELIVRD: 2, EXPIRED: 3, DELETED: 4, UNDELIV: 5, UNKNOWN: 7, REJECTD: 8,
+  ENROUTE: 1,
+  DELIVRD: 2,
+  EXPIRED: 3,
+  DELETED: 4,
+  UNDELIV: 5,
+  UNKNOWN: 7,
+  REJECTD: 8,
 };
 const ESM_RECEIPT = 0x04;
 /** SMPP 3.4 §5.2.12: an intermediate notification is its own message type, not a receipt. */
@@ -159,7 +189,8 @@ function outcomeTable(outcomes: Partial<Record<FinalState, number>>): Array<[Fin
   }
   const total = sum + (outcomes.DELIVRD ?? 0);
   const exact = outcomes.DELIVRD !== undefined;
-  if (exact ? Math.abs(total - 1) > 1e-9 : total > 1 + 1e-9) throw new RangeError(`the outcome shares add up to ${total}, not 1`);
+  if (exact ? Math.abs(total - 1) > 1e-9 : total > 1 + 1e-9)
+    throw new RangeError(`the outcome shares add up to ${total}, not 1`);
   table.push(['DELIVRD', Infinity]);
   return table;
 }
@@ -231,7 +262,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   let nextId = wholeNumber('firstId', options.firstId, 1);
   let moReference = 0;
 
-  const formatId = (id: number, format: IdFormat) => (format === 'hex' ? id.toString(16) : String(id)).padStart(idWidth, '0');
+  const formatId = (id: number, format: IdFormat) =>
+    (format === 'hex' ? id.toString(16) : String(id)).padStart(idWidth, '0');
 
   const sessions = new Set<Session>();
   /** Each system_id's bucket under accountTps. */
@@ -299,7 +331,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const nack = (session: Session, header: Header, status: number) =>
     write(session, encodeResponse(COMMAND.generic_nack, status, header.sequence));
 
-  const canReceive = (session: Session) => !session.closing && (session.kind === 'receiver' || session.kind === 'transceiver');
+  const canReceive = (session: Session) =>
+    !session.closing && (session.kind === 'receiver' || session.kind === 'transceiver');
 
   function deliver(delivery: Delivery, preferred?: Session): void {
     if (closed) return;
@@ -372,7 +405,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     return true;
   }
 
-  const counterOf: Record<number, 'throttled' | 'queueFull'> = { [STATUS.ESME_RTHROTTLED]: 'throttled', [STATUS.ESME_RMSGQFUL]: 'queueFull' };
+  const counterOf: Record<number, 'throttled' | 'queueFull'> = {
+    [STATUS.ESME_RTHROTTLED]: 'throttled',
+    [STATUS.ESME_RMSGQFUL]: 'queueFull',
+  };
 
   /** Answers a submit_sm; false when the connection is to drop after it. */
   function onSubmit(session: Session, header: Header, pdu: Buffer): boolean {
@@ -434,9 +470,11 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     if (session.kind) return respond(session, header, STATUS.ESME_RALYBND);
     const { systemId, password } = readBind(pdu);
     const status =
-      options.systemId !== undefined && systemId !== options.systemId ? STATUS.ESME_RINVSYSID
-      : options.password !== undefined && password !== options.password ? STATUS.ESME_RINVPASWD
-      : 0;
+      options.systemId !== undefined && systemId !== options.systemId
+        ? STATUS.ESME_RINVSYSID
+        : options.password !== undefined && password !== options.password
+          ? STATUS.ESME_RINVPASWD
+          : 0;
     if (status !== 0) {
       stats.binds.refused++;
       return respond(session, header, status);
@@ -512,7 +550,16 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
 
   const onConnection = (socket: Socket) => {
     const session: Session = {
-      socket, kind: undefined, systemId: '', submits: 0, tokens: 0, refilledAt: 0, sequence: 0, unanswered: new Map(), closing: false, corked: false,
+      socket,
+      kind: undefined,
+      systemId: '',
+      submits: 0,
+      tokens: 0,
+      refilledAt: 0,
+      sequence: 0,
+      unanswered: new Map(),
+      closing: false,
+      corked: false,
     };
     sessions.add(session);
     socket.setNoDelay(true);
@@ -536,7 +583,9 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   };
   // Over TLS a session starts once the handshake is done; one that fails (a client refusing
   // the certificate) ends there, with nothing to clean up.
-  const server: Server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onConnection) : createServer(onConnection);
+  const server: Server = options.tls
+    ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onConnection)
+    : createServer(onConnection);
 
   function sendMo({ from, to, text, systemId }: MoRequest): boolean {
     let target: string | undefined = systemId;
@@ -568,12 +617,16 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   }
 
   const received = (recipient?: string) =>
-    reassemble(recipient === undefined ? taken.values() : taken.values().filter((part) => part.destination.addr === recipient), gsm7Packed);
+    reassemble(
+      recipient === undefined ? taken.values() : taken.values().filter((part) => part.destination.addr === recipient),
+      gsm7Packed,
+    );
 
   /** When the first part for each recipient arrived, oldest first: what a bench times, without every message's view. */
   const arrivals = (): Array<[string, number]> => {
     const first = new Map<string, number>();
-    for (const part of taken.values()) if (!first.has(part.destination.addr)) first.set(part.destination.addr, part.receivedAt);
+    for (const part of taken.values())
+      if (!first.has(part.destination.addr)) first.set(part.destination.addr, part.receivedAt);
     return [...first];
   };
 
@@ -598,7 +651,11 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   await once(server, 'listening');
   let control: Awaited<ReturnType<typeof startControl>>;
   try {
-    control = await startControl({ host, port: options.httpPort ?? 0, routes: smscRoutes({ received, arrivals, stats: currentStats, sendMo, reset }) });
+    control = await startControl({
+      host,
+      port: options.httpPort ?? 0,
+      routes: smscRoutes({ received, arrivals, stats: currentStats, sendMo, reset }),
+    });
   } catch (error) {
     server.close();
     throw error;
@@ -632,12 +689,20 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
  */
 function smscRoutes(smsc: Pick<Smsc, 'received' | 'arrivals' | 'stats' | 'sendMo' | 'reset'>): Routes {
   return {
-    'GET /messages': (_, url) => ({ status: 200, body: { messages: smsc.received(url.searchParams.get('recipient') ?? undefined) } }),
+    'GET /messages': (_, url) => ({
+      status: 200,
+      body: { messages: smsc.received(url.searchParams.get('recipient') ?? undefined) },
+    }),
     'GET /arrivals': () => ({ status: 200, body: { arrivals: smsc.arrivals() } }),
     'GET /stats': () => ({ status: 200, body: smsc.stats() }),
     'POST /mo': async (request) => {
       const body = await readJson(request);
-      const mo = { from: text(body, 'from', true)!, to: text(body, 'to', true)!, text: text(body, 'text', true)!, systemId: text(body, 'systemId', false) };
+      const mo = {
+        from: text(body, 'from', true)!,
+        to: text(body, 'to', true)!,
+        text: text(body, 'text', true)!,
+        systemId: text(body, 'systemId', false),
+      };
       let sent: boolean;
       try {
         sent = smsc.sendMo(mo);
@@ -645,7 +710,9 @@ function smscRoutes(smsc: Pick<Smsc, 'received' | 'arrivals' | 'stats' | 'sendMo
         if (error instanceof RangeError) throw new BadRequest(error.message); // a text beyond 255 parts
         throw error;
       }
-      return sent ? { status: 202, body: { sent: true } } : { status: 409, body: { error: 'no bind can receive it: bind a receiver or transceiver first' } };
+      return sent
+        ? { status: 202, body: { sent: true } }
+        : { status: 409, body: { error: 'no bind can receive it: bind a receiver or transceiver first' } };
     },
     'POST /reset': () => {
       smsc.reset();

@@ -54,7 +54,13 @@ export const feedbackLoopAddress = (reportingDomain = REPORTING_DOMAIN) => `fbl@
 /** The original, whole as message/rfc822 or its head as text/rfc822-headers (RFC 3462 §3). */
 function originalPart({ original, headersOnly }: ReportedOriginal): MailComposerAttachment {
   if (!headersOnly) return { contentType: 'message/rfc822', content: original, filename: false };
-  return { contentType: 'text/rfc822-headers', content: `${headOf(original)}\r\n`, contentTransferEncoding: '7bit', contentDisposition: 'inline', filename: false };
+  return {
+    contentType: 'text/rfc822-headers',
+    content: `${headOf(original)}\r\n`,
+    contentTransferEncoding: '7bit',
+    contentDisposition: 'inline',
+    filename: false,
+  };
 }
 
 /** A message's head: what precedes its first blank line. */
@@ -100,7 +106,10 @@ export function dsnFor(options: DsnOptions): Promise<Buffer> {
       to: options.returnPath,
       subject: action === 'failed' ? 'Undelivered Mail Returned to Sender' : 'Delayed Mail (still being retried)',
       text: `This is the mail system at host ${mta}.\r\n\r\nYour message to <${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\r\n`,
-      attachments: [{ contentType: 'message/delivery-status', content: `${perMessage}\r\n${perRecipient}`, filename: false }, originalPart(options)],
+      attachments: [
+        { contentType: 'message/delivery-status', content: `${perMessage}\r\n${perRecipient}`, filename: false },
+        originalPart(options),
+      ],
     },
     'delivery-status',
   );
@@ -111,7 +120,9 @@ export function arfFor(options: ArfOptions): Promise<Buffer> {
   const domain = options.reportingDomain ?? REPORTING_DOMAIN;
   const feedbackType = options.feedbackType ?? 'abuse';
   // The copy a provider reports is the one its mailbox held, Return-Path added at delivery (RFC 5321 §4.4).
-  const original = options.returnPath ? Buffer.concat([Buffer.from(`Return-Path: <${options.returnPath}>\r\n`), options.original]) : options.original;
+  const original = options.returnPath
+    ? Buffer.concat([Buffer.from(`Return-Path: <${options.returnPath}>\r\n`), options.original])
+    : options.original;
   const feedback = fieldBlock([
     ['Feedback-Type', feedbackType],
     ['User-Agent', 'herald-sim-smtp/1'],
@@ -127,15 +138,30 @@ export function arfFor(options: ArfOptions): Promise<Buffer> {
       to: options.to,
       subject: `FW: ${feedbackType} report`,
       text: `This is an email abuse report for an email message received from you (feedback type ${feedbackType}).\r\n`,
-      attachments: [{ contentType: 'message/feedback-report', content: feedback, filename: false }, originalPart({ ...options, original })],
+      attachments: [
+        { contentType: 'message/feedback-report', content: feedback, filename: false },
+        originalPart({ ...options, original }),
+      ],
     },
     'feedback-report',
   );
 }
 
 /** Hands a report (any raw message) to an SMTP server, as the reporting server would: answers the server's reply. */
-export async function sendReport(host: string, port: number, envelope: { from: string; to: string | string[] }, raw: Buffer): Promise<string> {
-  const transport = createTransport({ host, port, secure: false, ignoreTLS: true, connectionTimeout: 10_000, socketTimeout: 30_000 });
+export async function sendReport(
+  host: string,
+  port: number,
+  envelope: { from: string; to: string | string[] },
+  raw: Buffer,
+): Promise<string> {
+  const transport = createTransport({
+    host,
+    port,
+    secure: false,
+    ignoreTLS: true,
+    connectionTimeout: 10_000,
+    socketTimeout: 30_000,
+  });
   try {
     return (await transport.sendMail({ envelope, raw })).response;
   } finally {
@@ -214,11 +240,15 @@ const MAX_DIAGNOSTIC = 1000;
 /** Where a report goes: the request's host and port, else `fallback`; RangeError for a bad one, or none. */
 export function reportDestination(host: unknown, port: unknown, fallback?: ReportDestination): ReportDestination {
   if (host === undefined && port === undefined) {
-    if (!fallback) throw new RangeError('no host and port to send the report to: give them, or start the sink with a report destination (--report-to HOST:PORT)');
+    if (!fallback)
+      throw new RangeError(
+        'no host and port to send the report to: give them, or start the sink with a report destination (--report-to HOST:PORT)',
+      );
     return fallback;
   }
   if (typeof host !== 'string' || host === '') throw new RangeError('host must be a non-empty string, given with port');
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`port must be a whole number from 1 to 65535, not ${String(port)}`);
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw new RangeError(`port must be a whole number from 1 to 65535, not ${String(port)}`);
   return { host, port };
 }
 
@@ -228,10 +258,16 @@ function checkedRequest(request: ReportRequest, fallback?: ReportDestination) {
   const { kind } = request;
   if (kind !== 'dsn' && kind !== 'arf') throw new RangeError(`kind must be dsn or arf, not ${String(kind)}`);
   const unknown = Object.keys(request).find((field) => !REQUEST_FIELDS[kind].includes(field));
-  if (unknown !== undefined) throw new RangeError(`${unknown} is not a field of a${kind === 'arf' ? 'n' : ''} ${kind} request (${REQUEST_FIELDS[kind].join(', ')})`);
+  if (unknown !== undefined)
+    throw new RangeError(
+      `${unknown} is not a field of a${kind === 'arf' ? 'n' : ''} ${kind} request (${REQUEST_FIELDS[kind].join(', ')})`,
+    );
   const optionalText = (field: 'messageId' | 'to' | 'diagnostic' | 'feedbackType') => {
     const value = request[field];
-    if (value !== undefined && (typeof value !== 'string' || value === '' || value.length > MAX_DIAGNOSTIC || /[\x00-\x1f\x7f]/.test(value))) {
+    if (
+      value !== undefined &&
+      (typeof value !== 'string' || value === '' || value.length > MAX_DIAGNOSTIC || /[\x00-\x1f\x7f]/.test(value))
+    ) {
       throw new RangeError(`${field} must be one line of 1 to ${MAX_DIAGNOSTIC} characters`);
     }
     return value;
@@ -240,15 +276,28 @@ function checkedRequest(request: ReportRequest, fallback?: ReportDestination) {
   const to = optionalText('to');
   if (messageId === undefined && to === undefined) throw new RangeError('name the message: messageId, to, or both');
   const status = request.status ?? '5.1.1';
-  if (typeof status !== 'string' || !DSN_STATUS.test(status)) throw new RangeError(`status must be an enhanced status code of class 4 or 5, like 5.1.1, not ${String(status)}`);
+  if (typeof status !== 'string' || !DSN_STATUS.test(status))
+    throw new RangeError(`status must be an enhanced status code of class 4 or 5, like 5.1.1, not ${String(status)}`);
   const action = request.action ?? 'failed';
-  if (action !== 'failed' && action !== 'delayed') throw new RangeError(`action must be failed or delayed, not ${String(action)}`);
+  if (action !== 'failed' && action !== 'delayed')
+    throw new RangeError(`action must be failed or delayed, not ${String(action)}`);
   const feedbackType = optionalText('feedbackType') ?? 'abuse';
-  if (!FEEDBACK_TYPES.includes(feedbackType)) throw new RangeError(`feedbackType must be one of ${FEEDBACK_TYPES.join(', ')}, not ${feedbackType}`);
+  if (!FEEDBACK_TYPES.includes(feedbackType))
+    throw new RangeError(`feedbackType must be one of ${FEEDBACK_TYPES.join(', ')}, not ${feedbackType}`);
   const { headersOnly = false } = request;
   if (typeof headersOnly !== 'boolean') throw new RangeError('headersOnly must be true or false');
   const destination = reportDestination(request.host, request.port, fallback);
-  return { kind, messageId, to, status, diagnostic: optionalText('diagnostic'), action, feedbackType, headersOnly, destination };
+  return {
+    kind,
+    messageId,
+    to,
+    status,
+    diagnostic: optionalText('diagnostic'),
+    action,
+    feedbackType,
+    headersOnly,
+    destination,
+  };
 }
 
 const HEAD_PARSING = { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true } as const;
@@ -299,8 +348,10 @@ export async function reportOn(
   let recipient: string;
   if (order.to !== undefined) recipient = mail.to.find((address) => address.toLowerCase() === order.to!.toLowerCase())!;
   else if (mail.to.length === 1) recipient = mail.to[0];
-  else throw new RangeError(`message ${mail.id} went to ${mail.to.length} recipients: name the one reported on with to`);
-  if (mail.from === '') throw new RangeError(`message ${mail.id} came from the null sender: it has no return path to report to`);
+  else
+    throw new RangeError(`message ${mail.id} went to ${mail.to.length} recipients: name the one reported on with to`);
+  if (mail.from === '')
+    throw new RangeError(`message ${mail.id} came from the null sender: it has no return path to report to`);
 
   const original = { original: mail.raw, recipient, headersOnly: order.headersOnly };
   const returnPath = mail.from;
@@ -309,10 +360,17 @@ export async function reportOn(
   if (order.kind === 'dsn') {
     // A DSN goes to the return path from the null sender, so that it never bounces itself (RFC 3464 §2).
     envelope = { from: '', to: returnPath };
-    raw = await dsnFor({ ...original, returnPath, status: order.status, diagnostic: order.diagnostic, action: order.action });
+    raw = await dsnFor({
+      ...original,
+      returnPath,
+      status: order.status,
+      diagnostic: order.diagnostic,
+      action: order.action,
+    });
   } else {
     const at = returnPath.lastIndexOf('@');
-    if (at < 0) throw new RangeError(`message ${mail.id}'s return path ${returnPath} has no domain to send an ARF report to`);
+    if (at < 0)
+      throw new RangeError(`message ${mail.id}'s return path ${returnPath} has no domain to send an ARF report to`);
     envelope = { from: feedbackLoopAddress(), to: `${FEEDBACK_MAILBOX}@${returnPath.slice(at + 1)}` };
     raw = await arfFor({ ...original, to: envelope.to, returnPath, feedbackType: order.feedbackType });
   }
@@ -322,7 +380,20 @@ export async function reportOn(
     reply = await sendReport(host, port, envelope, raw);
   } catch (error) {
     const { response } = error as { response?: string };
-    throw new ReportRefused(`${host}:${port} did not take the report: ${response ?? (error as Error).message}`, response ?? null);
+    throw new ReportRefused(
+      `${host}:${port} did not take the report: ${response ?? (error as Error).message}`,
+      response ?? null,
+    );
   }
-  return { kind: order.kind, id: mail.id, messageId, recipient, envelope, host, port, reply, raw: raw.toString('utf8') };
+  return {
+    kind: order.kind,
+    id: mail.id,
+    messageId,
+    recipient,
+    envelope,
+    host,
+    port,
+    reply,
+    raw: raw.toString('utf8'),
+  };
 }

@@ -10,7 +10,15 @@ import type { AddressInfo, Socket } from 'node:net';
 import { once } from 'node:events';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { BadRequest, readJson, startControl, type Routes } from './control.ts';
-import { NotReceived, ReportRefused, reportDestination, reportOn, type ReportDestination, type ReportRequest, type SentReport } from './smtp-reports.ts';
+import {
+  NotReceived,
+  ReportRefused,
+  reportDestination,
+  reportOn,
+  type ReportDestination,
+  type ReportRequest,
+  type SentReport,
+} from './smtp-reports.ts';
 import { Ring } from './taken.ts';
 
 /**
@@ -108,7 +116,15 @@ export interface SmtpSinkStats {
   /** Answers to RCPT TO. */
   recipients: { accepted: number; deferred: number; rejected: number };
   /** Messages accepted (250 after their data), deferred or refused after their data (by an `at: 'data'` rule; refused also over the SIZE), dropped without an answer; retained: how many can be read. Times: epoch ms of the first and latest accepted, null before one. */
-  messages: { accepted: number; deferred: number; refused: number; dropped: number; retained: number; firstAt: number | null; lastAt: number | null };
+  messages: {
+    accepted: number;
+    deferred: number;
+    refused: number;
+    dropped: number;
+    retained: number;
+    firstAt: number | null;
+    lastAt: number | null;
+  };
   /** Every answer the sink decided (AUTH, RCPT TO and the end of each message's data) by class; protocol errors smtp-server answers itself are not counted. */
   replies: { '2xx': number; '4xx': number; '5xx': number };
 }
@@ -144,8 +160,15 @@ const DEFER_DEFAULT = { code: 451, status: '4.3.0', text: 'try again later' };
 const REJECT_DEFAULT = { code: 550, status: '5.1.1', text: 'user unknown' };
 /** Texts for the codes a rule most often gives, when it names none. */
 const REPLY_TEXT: Record<number, string> = {
-  421: 'service not available', 450: 'mailbox unavailable', 451: 'try again later', 452: 'insufficient system storage',
-  550: 'mailbox unavailable', 551: 'user not local', 552: 'mailbox full', 553: 'mailbox name not allowed', 554: 'transaction failed',
+  421: 'service not available',
+  450: 'mailbox unavailable',
+  451: 'try again later',
+  452: 'insufficient system storage',
+  550: 'mailbox unavailable',
+  551: 'user not local',
+  552: 'mailbox full',
+  553: 'mailbox name not allowed',
+  554: 'transaction failed',
 };
 const ENHANCED_STATUS = /^([245])\.\d{1,3}\.\d{1,3}$/;
 const MAX_TEXT = 400;
@@ -163,7 +186,8 @@ interface Rule {
 
 function wholeNumber(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a whole number, not ${String(value)}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new RangeError(`${name} must be a whole number, not ${String(value)}`);
   return value;
 }
 
@@ -196,20 +220,25 @@ function compile(rule: SmtpRule): Rule {
   const shown = match instanceof RegExp ? String(match) : match;
   const at = rule.at ?? 'rcpt';
   if (at !== 'rcpt' && at !== 'data') throw new RangeError(`at must be rcpt or data, not ${String(at)}`);
-  if (action === 'accept') return { view: { match: shown, action, at }, matches, times: 0, attempts: new Map(), used: 0 };
-  if (action !== 'defer' && action !== 'reject') throw new RangeError(`action must be accept, defer or reject, not ${String(action)}`);
+  if (action === 'accept')
+    return { view: { match: shown, action, at }, matches, times: 0, attempts: new Map(), used: 0 };
+  if (action !== 'defer' && action !== 'reject')
+    throw new RangeError(`action must be accept, defer or reject, not ${String(action)}`);
 
   const defaults = action === 'defer' ? DEFER_DEFAULT : REJECT_DEFAULT;
   const code = wholeNumber('code', rule.code, defaults.code);
   const [lowest, highest] = action === 'defer' ? [400, 499] : [400, 599];
-  if (code < lowest || code > highest) throw new RangeError(`a ${action} rule's code must be from ${lowest} to ${highest}, not ${code}`);
+  if (code < lowest || code > highest)
+    throw new RangeError(`a ${action} rule's code must be from ${lowest} to ${highest}, not ${code}`);
   const status = rule.status ?? (rule.code === undefined ? defaults.status : undefined);
   if (status !== undefined) {
     const valid = typeof status === 'string' ? ENHANCED_STATUS.exec(status) : null;
     if (!valid) throw new RangeError(`status must be an enhanced status code like 5.1.1, not ${String(status)}`);
     if (valid[1] !== String(code)[0]) throw new RangeError(`status ${status} is not of the class of code ${code}`);
   }
-  const text = rule.text ?? (rule.code === undefined ? defaults.text : (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused')));
+  const text =
+    rule.text ??
+    (rule.code === undefined ? defaults.text : (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused')));
   if (typeof text !== 'string' || text === '' || text.length > MAX_TEXT || /[\x00-\x1f\x7f]/.test(text)) {
     throw new RangeError(`text must be one line of 1 to ${MAX_TEXT} characters`);
   }
@@ -235,7 +264,8 @@ function compileAll(rules: unknown): Rule[] {
 }
 
 function checkedFaults(faults: Partial<SmtpFaults>, current: SmtpFaults): SmtpFaults {
-  if (faults.dropRepeat !== undefined && typeof faults.dropRepeat !== 'boolean') throw new RangeError('dropRepeat must be true or false');
+  if (faults.dropRepeat !== undefined && typeof faults.dropRepeat !== 'boolean')
+    throw new RangeError('dropRepeat must be true or false');
   return {
     dropAfter: wholeNumber('dropAfter', faults.dropAfter, current.dropAfter),
     dropRepeat: faults.dropRepeat ?? current.dropRepeat,
@@ -252,7 +282,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const now = options.now ?? Date.now;
   const retain = wholeNumber('retain', options.retain, 100_000);
   const maxSize = wholeNumber('maxSize', options.maxSize, 50 * 1024 * 1024);
-  if ((options.user === undefined) !== (options.password === undefined)) throw new RangeError('user and password go together');
+  if ((options.user === undefined) !== (options.password === undefined))
+    throw new RangeError('user and password go together');
   const reportTo = options.reportTo && reportDestination(options.reportTo.host, options.reportTo.port);
   let rules = compileAll(options.rules ?? []);
   let faults = checkedFaults(options, { dropAfter: 0, dropRepeat: false, delayMs: 0 });
@@ -268,7 +299,14 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       connectionsOpened: 0,
       auth: { accepted: 0, refused: 0 },
       recipients: { accepted: 0, deferred: 0, rejected: 0 },
-      messages: { accepted: 0, deferred: 0, refused: 0, dropped: 0, firstAt: null as number | null, lastAt: null as number | null },
+      messages: {
+        accepted: 0,
+        deferred: 0,
+        refused: 0,
+        dropped: 0,
+        firstAt: null as number | null,
+        lastAt: null as number | null,
+      },
       replies: { '2xx': 0, '4xx': 0, '5xx': 0 },
     };
   }
@@ -303,7 +341,11 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     callback();
   }
 
-  function onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (error?: Error | null, message?: string) => void): void {
+  function onData(
+    stream: SMTPServerDataStream,
+    session: SMTPServerSession,
+    callback: (error?: Error | null, message?: string) => void,
+  ): void {
     const chunks: Buffer[] = [];
     if (retain > 0) stream.on('data', (chunk: Buffer) => chunks.push(chunk));
     else stream.resume();
@@ -460,7 +502,13 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
 
 /** A message as the control port shows it: the raw data as UTF-8 text. */
 const mailView = (mail: ReceivedMail) => ({
-  id: mail.id, from: mail.from, to: mail.to, tls: mail.tls, receivedAt: new Date(mail.receivedAt).toISOString(), size: mail.raw.length, raw: mail.raw.toString('utf8'),
+  id: mail.id,
+  from: mail.from,
+  to: mail.to,
+  tls: mail.tls,
+  receivedAt: new Date(mail.receivedAt).toISOString(),
+  size: mail.raw.length,
+  raw: mail.raw.toString('utf8'),
 });
 
 /** A RangeError from the sink (a bad rule or value) as the control port's 400. */
@@ -492,7 +540,10 @@ function smtpRoutes(sink: Omit<SmtpSink, 'port' | 'httpPort' | 'close'>): Routes
       const limit = url.searchParams.get('limit');
       if (limit !== null && !/^\d+$/.test(limit)) throw new BadRequest('limit must be a whole number');
       const to = url.searchParams.get('to') ?? undefined;
-      return { status: 200, body: { messages: sink.received({ to, limit: limit === null ? undefined : Number(limit) }).map(mailView) } };
+      return {
+        status: 200,
+        body: { messages: sink.received({ to, limit: limit === null ? undefined : Number(limit) }).map(mailView) },
+      };
     },
     'DELETE /messages': () => {
       sink.clear();

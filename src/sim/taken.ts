@@ -59,7 +59,10 @@ export function concatenationOf(udh: Buffer): Concatenation | undefined {
  * unless `gsm7Packed`; packed septets run from the first bit of short_message with the UDH
  * taking whole septets, its last one padded with fill bits (TS 23.040 §9.2.3.24).
  */
-export function decodePart(part: Pick<TakenPart, 'esmClass' | 'shortMessage' | 'dataCoding'>, gsm7Packed: boolean): string | null {
+export function decodePart(
+  part: Pick<TakenPart, 'esmClass' | 'shortMessage' | 'dataCoding'>,
+  gsm7Packed: boolean,
+): string | null {
   const { udh, payload } = splitUdh(part);
   const coding = part.dataCoding;
   if (coding === 0 || (coding & 0xfc) === 0xf0) {
@@ -68,7 +71,10 @@ export function decodePart(part: Pick<TakenPart, 'esmClass' | 'shortMessage' | '
     return readSeptets(septets, Math.ceil((udh.length * 8) / 7), septets.length);
   }
   if (coding === 1 || coding === 3) return payload.toString('latin1');
-  if (coding === 8) return Buffer.from(payload.subarray(0, payload.length & ~1)).swap16().toString('utf16le');
+  if (coding === 8)
+    return Buffer.from(payload.subarray(0, payload.length & ~1))
+      .swap16()
+      .toString('utf16le');
   return null;
 }
 
@@ -148,7 +154,13 @@ export function reassemble(parts: TakenPart[], gsm7Packed: boolean): MessageView
     const view = partView(part, gsm7Packed);
     const concatenation = view.concatenation;
     if (concatenation) {
-      const key = [part.systemId, part.source.addr, part.destination.addr, concatenation.reference, concatenation.total].join('\u0000');
+      const key = [
+        part.systemId,
+        part.source.addr,
+        part.destination.addr,
+        concatenation.reference,
+        concatenation.total,
+      ].join('\u0000');
       const current = open.get(key);
       if (current && !current.sequences.has(concatenation.sequence)) {
         current.message.parts.push(view);

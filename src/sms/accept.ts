@@ -25,7 +25,8 @@ export interface SmsSendJob {
 export type SmsContent = Pick<SmsDraft, 'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener'>;
 
 /** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */
-export type StoredSmsContent = Omit<SmsContent, 'body' | 'tags'> & (Pick<SmsContent, 'body' | 'tags'> | { sealed: string });
+export type StoredSmsContent = Omit<SmsContent, 'body' | 'tags'> &
+  (Pick<SmsContent, 'body' | 'tags'> | { sealed: string });
 
 export interface PreparedSms {
   sendId: string;
@@ -44,25 +45,40 @@ export interface PreparedSms {
  * PostgreSQL the three writes are one statement, so a passcode's accept costs one round trip
  * (with no Idempotency-Key, no transaction around it either: postProcedure's `oneStatement`).
  */
-export const recordSms = postProcedure(import.meta.url, 'recordSms', async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
-  const passcode = draft.kind === 'single' && draft.scheduledAt === null;
-  const send: NewSend = { id: sendId, accountId, channel: 'sms', content: JSON.stringify(content), listIds: draft.listIds, webhookUrl: draft.webhookUrl, scheduledAt: draft.scheduledAt, expanded: passcode, now };
-  await writeSend(db, dialect, send, recipients, {
-    kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
-    payload: { sendId } satisfies SmsSendJob,
-    accountId,
-    now,
-    runAt: draft.scheduledAt ?? now,
-    idempotencyKey: sendJobKey(sendId),
-    maxAttempts: 10,
-    priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
-  });
-  return {
-    statusCode: 202,
-    body: {
-      status: 'Success' as const,
-      message: draft.scheduledAt === null ? 'The SMS was queued for sending.' : 'The SMS was scheduled.',
-      data: { QueueId: sendId, QueuedTimestamp: now },
-    },
-  };
-}, { oneStatement: 'postgres' });
+export const recordSms = postProcedure(
+  import.meta.url,
+  'recordSms',
+  async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
+    const passcode = draft.kind === 'single' && draft.scheduledAt === null;
+    const send: NewSend = {
+      id: sendId,
+      accountId,
+      channel: 'sms',
+      content: JSON.stringify(content),
+      listIds: draft.listIds,
+      webhookUrl: draft.webhookUrl,
+      scheduledAt: draft.scheduledAt,
+      expanded: passcode,
+      now,
+    };
+    await writeSend(db, dialect, send, recipients, {
+      kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
+      payload: { sendId } satisfies SmsSendJob,
+      accountId,
+      now,
+      runAt: draft.scheduledAt ?? now,
+      idempotencyKey: sendJobKey(sendId),
+      maxAttempts: 10,
+      priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
+    });
+    return {
+      statusCode: 202,
+      body: {
+        status: 'Success' as const,
+        message: draft.scheduledAt === null ? 'The SMS was queued for sending.' : 'The SMS was scheduled.',
+        data: { QueueId: sendId, QueuedTimestamp: now },
+      },
+    };
+  },
+  { oneStatement: 'postgres' },
+);

@@ -28,48 +28,84 @@ const CHUNK = 1000;
  */
 const LOOK_BACK_MS = 7 * 24 * HOUR_MS;
 
-export const expiryReason = (hours: number) => `no receipt within ${hours} h of the submit: the operator never reported it`;
+export const expiryReason = (hours: number) =>
+  `no receipt within ${hours} h of the submit: the operator never reported it`;
 
 /** One chunk: answers how many recipients it ended Failed. */
-export const expireUnreceipted = procedure(import.meta.url, 'expireUnreceipted', async ({ db, dialect }, args: { now: number; timeoutHours: number }): Promise<number> =>
-  db.transaction().execute(async (trx) => {
-    const cutoff = args.now - args.timeoutHours * HOUR_MS;
-    const rows = await trx
-      .selectFrom('sends as s')
-      .innerJoin('send_recipients as r', 'r.send_id', 's.id')
-      .select(['r.id', 'r.address', 'r.message_id', 'r.parts', 'r.encoding', 's.id as send_id', 's.account_id', 's.webhook_url'])
-      .where('s.channel', '=', 'sms')
-      .where('s.completed_at', '<', cutoff)
-      .where('s.completed_at', '>=', cutoff - LOOK_BACK_MS)
-      .where('r.status', 'in', ['Submitted', 'Processed'])
-      .limit(CHUNK)
-      .execute();
-    if (rows.length === 0) return 0;
-    const ids = rows.map((row) => Number(row.id));
-    const error = expiryReason(args.timeoutHours);
-    await trx.updateTable('send_recipients').set({ status: 'Failed', error, updated_at: args.now }).where('id', 'in', ids).execute();
-    await trx.updateTable('sms_parts').set({ status: 'Failed' }).where('recipient_id', 'in', ids).where(notFinal(sql.ref('status'))).execute();
-    await trx.insertInto('recipient_history').values(ids.map((id) => ({ recipient_id: id, status: 'Failed', at: args.now }))).execute();
-    await appendToStreams(
-      trx,
-      { now: () => args.now },
-      SMS_STATUS_TYPE,
-      rows.map((row) => ({
-        accountId: row.account_id,
-        url: row.webhook_url,
-        event: smsStatusEvent({ queueId: row.send_id, messageId: row.message_id, recipient: row.address, status: 'Failed', errorCode: null, error, parts: row.parts, at: args.now }),
-      })),
-    );
-    const tally = new UsageTally(args.now);
-    for (const row of rows) tally.add(row.account_id, 'sms', 'Failed', { parts: row.parts, encoding: row.encoding });
-    await tally.write(trx, dialect);
-    return rows.length;
-  }),
+export const expireUnreceipted = procedure(
+  import.meta.url,
+  'expireUnreceipted',
+  async ({ db, dialect }, args: { now: number; timeoutHours: number }): Promise<number> =>
+    db.transaction().execute(async (trx) => {
+      const cutoff = args.now - args.timeoutHours * HOUR_MS;
+      const rows = await trx
+        .selectFrom('sends as s')
+        .innerJoin('send_recipients as r', 'r.send_id', 's.id')
+        .select([
+          'r.id',
+          'r.address',
+          'r.message_id',
+          'r.parts',
+          'r.encoding',
+          's.id as send_id',
+          's.account_id',
+          's.webhook_url',
+        ])
+        .where('s.channel', '=', 'sms')
+        .where('s.completed_at', '<', cutoff)
+        .where('s.completed_at', '>=', cutoff - LOOK_BACK_MS)
+        .where('r.status', 'in', ['Submitted', 'Processed'])
+        .limit(CHUNK)
+        .execute();
+      if (rows.length === 0) return 0;
+      const ids = rows.map((row) => Number(row.id));
+      const error = expiryReason(args.timeoutHours);
+      await trx
+        .updateTable('send_recipients')
+        .set({ status: 'Failed', error, updated_at: args.now })
+        .where('id', 'in', ids)
+        .execute();
+      await trx
+        .updateTable('sms_parts')
+        .set({ status: 'Failed' })
+        .where('recipient_id', 'in', ids)
+        .where(notFinal(sql.ref('status')))
+        .execute();
+      await trx
+        .insertInto('recipient_history')
+        .values(ids.map((id) => ({ recipient_id: id, status: 'Failed', at: args.now })))
+        .execute();
+      await appendToStreams(
+        trx,
+        { now: () => args.now },
+        SMS_STATUS_TYPE,
+        rows.map((row) => ({
+          accountId: row.account_id,
+          url: row.webhook_url,
+          event: smsStatusEvent({
+            queueId: row.send_id,
+            messageId: row.message_id,
+            recipient: row.address,
+            status: 'Failed',
+            errorCode: null,
+            error,
+            parts: row.parts,
+            at: args.now,
+          }),
+        })),
+      );
+      const tally = new UsageTally(args.now);
+      for (const row of rows) tally.add(row.account_id, 'sms', 'Failed', { parts: row.parts, encoding: row.encoding });
+      await tally.write(trx, dialect);
+      return rows.length;
+    }),
 );
 
 /** One chunk of kept receipts whose part is recorded (receipts.ts's applyStranded). */
-export const applyStrandedReceipts = procedure(import.meta.url, 'applyStrandedReceipts', async ({ db, dialect }, args: { now: number }): Promise<number> =>
-  applyStranded(db, dialect, args.now, CHUNK),
+export const applyStrandedReceipts = procedure(
+  import.meta.url,
+  'applyStrandedReceipts',
+  async ({ db, dialect }, args: { now: number }): Promise<number> => applyStranded(db, dialect, args.now, CHUNK),
 );
 
 /**
@@ -77,7 +113,12 @@ export const applyStrandedReceipts = procedure(import.meta.url, 'applyStrandedRe
  * waiting beside their part are applied first: their messages are not unreceipted. Stops
  * between chunks once `signal` aborts.
  */
-export async function expireAll(database: Database, now: number, timeoutHours: number, signal?: AbortSignal): Promise<number> {
+export async function expireAll(
+  database: Database,
+  now: number,
+  timeoutHours: number,
+  signal?: AbortSignal,
+): Promise<number> {
   while (!signal?.aborted && (await database.call(applyStrandedReceipts, { now })) === CHUNK);
   let total = 0;
   while (!signal?.aborted) {
@@ -88,7 +129,11 @@ export async function expireAll(database: Database, now: number, timeoutHours: n
   return total;
 }
 
-export function receiptExpiryHandler(deps: { database: Database; clock: Clock; config: { smsReceiptTimeoutHours: number } }): JobHandler {
+export function receiptExpiryHandler(deps: {
+  database: Database;
+  clock: Clock;
+  config: { smsReceiptTimeoutHours: number };
+}): JobHandler {
   return recurringHandler(deps.clock, {
     kind: RECEIPT_EXPIRY_KIND,
     everyMs: EVERY_MS,

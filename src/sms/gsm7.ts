@@ -14,8 +14,16 @@ const DEFAULT_ALPHABET =
   '¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
 
 const EXTENSION: ReadonlyArray<readonly [string, number]> = [
-  ['\f', 0x0a], ['^', 0x14], ['{', 0x28], ['}', 0x29], ['\\', 0x2f],
-  ['[', 0x3c], ['~', 0x3d], [']', 0x3e], ['|', 0x40], ['€', 0x65],
+  ['\f', 0x0a],
+  ['^', 0x14],
+  ['{', 0x28],
+  ['}', 0x29],
+  ['\\', 0x2f],
+  ['[', 0x3c],
+  ['~', 0x3d],
+  [']', 0x3e],
+  ['|', 0x40],
+  ['€', 0x65],
 ];
 
 // Both tables are indexed by UTF-16 code unit and sized to the highest GSM code point (€,
@@ -62,7 +70,12 @@ export function writeSeptets(text: string, start: number, end: number, out: Uint
  * last octet. The spare bits of the last octet are zero.
  */
 export function packSeptets(
-  septets: Uint8Array, from: number, to: number, fillBits: number, out: Uint8Array, offset: number,
+  septets: Uint8Array,
+  from: number,
+  to: number,
+  fillBits: number,
+  out: Uint8Array,
+  offset: number,
 ): number {
   let bits = 0;
   let held = fillBits;

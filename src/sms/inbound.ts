@@ -44,7 +44,10 @@ const digits = (address: string) => address.trim().replace(/^\+/, '');
  */
 async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
   const owner = await db
-    .selectFrom('sender_names').select('account_id').where('name', '=', to).where(queries[dialect].numericName)
+    .selectFrom('sender_names')
+    .select('account_id')
+    .where('name', '=', to)
+    .where(queries[dialect].numericName)
     .executeTakeFirst();
   if (owner) return owner.account_id;
   const last = await db
@@ -86,7 +89,8 @@ export const storeInboundSms = procedure(
       const from = digits(args.from);
       const to = /^\+?\d+$/.test(args.to.trim()) ? digits(args.to) : args.to;
       const accountId = await routeOf(trx, dialect, from, to);
-      if (accountId === undefined || (args.onlyAccountId !== undefined && accountId !== args.onlyAccountId)) return null;
+      if (accountId === undefined || (args.onlyAccountId !== undefined && accountId !== args.onlyAccountId))
+        return null;
       const contact = await trx
         .selectFrom('contacts')
         .select('id')
@@ -97,13 +101,26 @@ export const storeInboundSms = procedure(
         .limit(1)
         .executeTakeFirst();
       const contactId = contact ? Number(contact.id) : null;
-      await trx.insertInto('sms_inbound').values({ account_id: accountId, sender: from, destination: to, text: args.text, contact_id: contactId, received_at: args.at }).execute();
+      await trx
+        .insertInto('sms_inbound')
+        .values({
+          account_id: accountId,
+          sender: from,
+          destination: to,
+          text: args.text,
+          contact_id: contactId,
+          received_at: args.at,
+        })
+        .execute();
 
       let keyword = keywordOf(args.text);
       const optIn = (value: boolean) =>
         trx
-          .updateTable('contacts').set({ mobile_opt_in: value, updated_at: args.now })
-          .where('account_id', '=', accountId).where('mobile', '=', from).execute();
+          .updateTable('contacts')
+          .set({ mobile_opt_in: value, updated_at: args.now })
+          .where('account_id', '=', accountId)
+          .where('mobile', '=', from)
+          .execute();
       if (keyword === 'stop') {
         await addSuppression(trx, { accountId, channel: 'sms', address: from, reason: STOP_REASON, now: args.now });
         await optIn(false);
@@ -119,15 +136,26 @@ export const storeInboundSms = procedure(
         else keyword = null;
       }
 
-      const account = await trx.selectFrom('accounts').select('inbound_sms_webhook_url').where('id', '=', accountId).executeTakeFirstOrThrow();
+      const account = await trx
+        .selectFrom('accounts')
+        .select('inbound_sms_webhook_url')
+        .where('id', '=', accountId)
+        .executeTakeFirstOrThrow();
       const event = { from, to, text: args.text, at: new Date(args.at).toISOString(), contactId };
-      await appendToStreams(trx, { now: () => args.now }, SMS_INBOUND_TYPE, [{ accountId, url: account.inbound_sms_webhook_url, event }]);
+      await appendToStreams(trx, { now: () => args.now }, SMS_INBOUND_TYPE, [
+        { accountId, url: account.inbound_sms_webhook_url, event },
+      ]);
       return { accountId, contactId, keyword };
     }),
 );
 
 /** Receives one MO (see storeInboundSms). */
-export function receiveInboundSms(database: Database, clock: Clock, mo: InboundSms, options: { onlyAccountId?: string } = {}): Promise<InboundOutcome | null> {
+export function receiveInboundSms(
+  database: Database,
+  clock: Clock,
+  mo: InboundSms,
+  options: { onlyAccountId?: string } = {},
+): Promise<InboundOutcome | null> {
   return database.call(storeInboundSms, { ...mo, now: clock.now(), ...options });
 }
 
@@ -136,9 +164,17 @@ export function receiveInboundSms(database: Database, clock: Clock, mo: InboundS
  * MO is its text, kept like a sent message's body. No index on the time alone: replies are
  * few beside what is sent, and an account's are indexed by time already.
  */
-export async function purgeInboundSms({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+export async function purgeInboundSms(
+  { db, dialect }: ProcedureDatabase,
+  before: number,
+  limit: number,
+): Promise<number> {
   const old = sql<SqlBool>`received_at < ${before}`;
-  const result = await db.deleteFrom('sms_inbound').where(old).where(chunkOf(dialect, 'sms_inbound', old, limit)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('sms_inbound')
+    .where(old)
+    .where(chunkOf(dialect, 'sms_inbound', old, limit))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 

@@ -19,7 +19,8 @@ export const withLinkTag = (body: string) => (body.includes(LANDING_PAGE_TAG) ? 
  * The body as long as its texts will be with their links, for measuring at acceptance: a link
  * is `<base>/<code>`, and every code has CODE_LENGTH characters of the GSM-7 alphabet.
  */
-export const withSampleLink = (body: string, base: string) => withLinkTag(body).replaceAll(LANDING_PAGE_TAG, `${base}/${'0'.repeat(CODE_LENGTH)}`);
+export const withSampleLink = (body: string, base: string) =>
+  withLinkTag(body).replaceAll(LANDING_PAGE_TAG, `${base}/${'0'.repeat(CODE_LENGTH)}`);
 
 /** The links of a page's recipients, in their order, each written to the database before it is given. */
 export type PageLinks = (recipientIds: number[]) => Promise<string[]>;

@@ -23,22 +23,36 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
   // Billed once the operator took it (GET /usage's rule): a Failed message counts when it was
   // Submitted first (its receipt failed), not when the SMSC refused it.
   let partsBilled = 0;
-  for (const row of read.counts) if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
+  for (const row of read.counts)
+    if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
   if (read.counts.some((row) => row.status === 'Failed')) {
     const failedAfterSubmit = await db
       .selectFrom('send_recipients as r')
       .select((eb) => eb.fn.sum<number>('r.parts').as('parts'))
       .where('r.send_id', '=', send.id)
       .where('r.status', '=', 'Failed')
-      .where((eb) => eb.exists(eb.selectFrom('recipient_history as h').select('h.recipient_id').whereRef('h.recipient_id', '=', 'r.id').where('h.status', '=', 'Submitted')))
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('recipient_history as h')
+            .select('h.recipient_id')
+            .whereRef('h.recipient_id', '=', 'r.id')
+            .where('h.status', '=', 'Submitted'),
+        ),
+      )
       .executeTakeFirst();
     partsBilled += Number(failedAfterSubmit?.parts ?? 0);
   }
   const stored = JSON.parse(send.content) as StoredSmsContent;
   const shown = contentState(send, 'sealed' in stored);
   const linked = stored.landingPageId !== null;
-  const parts = ids.length === 0 ? [] : await db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute();
-  const [clicksOf, clicks] = linked ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)]) : [new Map<number, ClickView[]>(), 0];
+  const parts =
+    ids.length === 0
+      ? []
+      : await db.selectFrom('sms_parts').selectAll().where('recipient_id', 'in', ids).orderBy('part').execute();
+  const [clicksOf, clicks] = linked
+    ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)])
+    : [new Map<number, ClickView[]>(), 0];
   const partsOf = groupBy(parts, (p) => Number(p.recipient_id));
 
   return {
@@ -50,9 +64,10 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
     partsBilled,
     clicks,
     contentState: shown,
-    content: shown === 'available' && 'body' in stored
-      ? { senderName: stored.senderName, body: stored.body }
-      : { senderName: null, body: null },
+    content:
+      shown === 'available' && 'body' in stored
+        ? { senderName: stored.senderName, body: stored.body }
+        : { senderName: null, body: null },
     recipients: read.recipients.map((row) => ({
       recipient: row.address,
       messageId: row.message_id,
@@ -63,7 +78,11 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
       error: row.error,
       errorCode: row.error_code,
       history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) })),
-      partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({ part: p.part, operatorMessageId: p.operator_message_id, status: p.status })),
+      partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({
+        part: p.part,
+        operatorMessageId: p.operator_message_id,
+        status: p.status,
+      })),
       clicks: clicksOf.get(Number(row.id)) ?? [],
     })),
     nextCursor: read.nextCursor,
@@ -83,7 +102,10 @@ export async function readSandboxSms(
   let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
   if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
   if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
-  const read = await select.orderBy('id', 'desc').limit(query.limit + 1).execute();
+  const read = await select
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
   const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({

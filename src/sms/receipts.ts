@@ -44,8 +44,26 @@ export const UNDELIVERED = 'the operator reported the message undelivered';
 export const SMS_STATUS_TYPE = 'sms.status';
 
 /** One event of an sms.status post (ARCHITECTURE.md's body), `at` in epoch ms: every SMS status change is posted so. */
-export function smsStatusEvent(e: { queueId: string; messageId: string | null; recipient: string; status: string; errorCode: string | null; error: string | null; parts: number | null; at: number }) {
-  return { queueId: e.queueId, messageId: e.messageId, recipient: e.recipient, status: e.status, errorCode: e.errorCode, error: e.error, parts: e.parts, at: new Date(e.at).toISOString() };
+export function smsStatusEvent(e: {
+  queueId: string;
+  messageId: string | null;
+  recipient: string;
+  status: string;
+  errorCode: string | null;
+  error: string | null;
+  parts: number | null;
+  at: number;
+}) {
+  return {
+    queueId: e.queueId,
+    messageId: e.messageId,
+    recipient: e.recipient,
+    status: e.status,
+    errorCode: e.errorCode,
+    error: e.error,
+    parts: e.parts,
+    at: new Date(e.at).toISOString(),
+  };
 }
 
 /**
@@ -62,7 +80,13 @@ export function smsStatusEvent(e: { queueId: string; messageId: string | null; r
  * (takeMatched), so when both look, one applies it. (A global lock did this before, and
  * every receipt waited for every page.)
  */
-export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, input: { receipts: Receipt[]; parts?: string[] }, tally?: UsageTally): Promise<string[]> {
+export async function applyReceipts(
+  db: Db,
+  dialect: DialectName,
+  clock: Clock,
+  input: { receipts: Receipt[]; parts?: string[] },
+  tally?: UsageTally,
+): Promise<string[]> {
   const now = clock.now();
   // One receipt a part, the last given unless it would undo a final one (stillOpen): an SMSC may
   // offer one twice (its answer was lost with a connection), and PostgreSQL refuses an upsert
@@ -71,18 +95,30 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
   for (const receipt of input.receipts) {
     const status = PART_STATUS[receipt.state];
     const before = latest.get(receipt.operatorMessageId);
-    if (status === undefined || (status === 'Processed' && before && PART_STATUS[before.state] !== 'Processed')) continue;
+    if (status === undefined || (status === 'Processed' && before && PART_STATUS[before.state] !== 'Processed'))
+      continue;
     latest.set(receipt.operatorMessageId, receipt);
   }
   const known = [...latest.values()];
   if (known.length > 0) {
     await db
       .insertInto('sms_receipts')
-      .values(known.map((r) => ({ operator_message_id: r.operatorMessageId, status: PART_STATUS[r.state], error_code: r.errorCode, at: now })))
+      .values(
+        known.map((r) => ({
+          operator_message_id: r.operatorMessageId,
+          status: PART_STATUS[r.state],
+          error_code: r.errorCode,
+          at: now,
+        })),
+      )
       .onConflict((oc) =>
         oc
           .column('operator_message_id')
-          .doUpdateSet((eb) => ({ status: eb.ref('excluded.status'), error_code: eb.ref('excluded.error_code'), at: eb.ref('excluded.at') }))
+          .doUpdateSet((eb) => ({
+            status: eb.ref('excluded.status'),
+            error_code: eb.ref('excluded.error_code'),
+            at: eb.ref('excluded.at'),
+          }))
           .where(stillOpen(sql.ref('sms_receipts.status'), sql.ref('excluded.status'))),
       )
       .execute();
@@ -104,7 +140,12 @@ export async function applyReceipts(db: Db, dialect: DialectName, clock: Clock, 
  */
 export async function matchWaiting(db: Db, dialect: DialectName, now: number, waiting: string[]): Promise<void> {
   if (!CONCURRENT_WRITES[dialect] || waiting.length === 0) return;
-  const arrived = await db.selectFrom('sms_receipts').select('operator_message_id').where('operator_message_id', 'in', inJson(dialect, waiting)).limit(1).execute();
+  const arrived = await db
+    .selectFrom('sms_receipts')
+    .select('operator_message_id')
+    .where('operator_message_id', 'in', inJson(dialect, waiting))
+    .limit(1)
+    .execute();
   if (arrived.length === 0) return;
   await db.transaction().execute(async (trx) => {
     const tally = new UsageTally(now);
@@ -148,7 +189,11 @@ async function takeMatched(db: Db, dialect: DialectName, which: string[] | { lim
     .where((eb) =>
       Array.isArray(which)
         ? eb('operator_message_id', 'in', inJson(dialect, which))
-        : eb('operator_message_id', 'in', eb.selectFrom('sms_receipts').select('operator_message_id').where(hasPart).limit(which.limit)),
+        : eb(
+            'operator_message_id',
+            'in',
+            eb.selectFrom('sms_receipts').select('operator_message_id').where(hasPart).limit(which.limit),
+          ),
     )
     .returning(['operator_message_id', 'status', 'error_code'])
     .execute();
@@ -159,26 +204,53 @@ async function takeMatched(db: Db, dialect: DialectName, which: string[] | { lim
     .select(['recipient_id', 'part', 'operator_message_id'])
     .where('operator_message_id', 'in', inJson(dialect, [...receiptOf.keys()]))
     .execute();
-  return parts.map((p) => ({ ...p, status: receiptOf.get(p.operator_message_id)!.status, error_code: receiptOf.get(p.operator_message_id)!.error_code }));
+  return parts.map((p) => ({
+    ...p,
+    status: receiptOf.get(p.operator_message_id)!.status,
+    error_code: receiptOf.get(p.operator_message_id)!.error_code,
+  }));
 }
 
 /** Receipts taken with their parts: the parts' words, then each message whose word changes (counted in `tally`). */
-async function applyMatched(db: Db, dialect: DialectName, now: number, matched: Matched[], tally: UsageTally): Promise<void> {
+async function applyMatched(
+  db: Db,
+  dialect: DialectName,
+  now: number,
+  matched: Matched[],
+  tally: UsageTally,
+): Promise<void> {
   if (matched.length === 0) return;
   const recipientIds = [...new Set(matched.map((m) => Number(m.recipient_id)))].sort((a, b) => a - b);
   const updates = matched.map((m) => ({ recipientId: Number(m.recipient_id), part: m.part, status: m.status }));
   await queries[dialect].updateParts(db, recipientIds, updates);
 
-  const parts = await db.selectFrom('sms_parts').select(['recipient_id', 'status']).where('recipient_id', 'in', recipientIds).execute();
+  const parts = await db
+    .selectFrom('sms_parts')
+    .select(['recipient_id', 'status'])
+    .where('recipient_id', 'in', recipientIds)
+    .execute();
   const recipients = await db
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
-    .select(['r.id', 'r.status', 'r.address', 'r.message_id', 'r.parts', 'r.encoding', 'r.send_id', 's.account_id', 's.webhook_url'])
+    .select([
+      'r.id',
+      'r.status',
+      'r.address',
+      'r.message_id',
+      'r.parts',
+      'r.encoding',
+      'r.send_id',
+      's.account_id',
+      's.webhook_url',
+    ])
     .where('r.id', 'in', recipientIds)
     .execute();
-  const errorOf = new Map(matched.filter((m) => m.status === 'Failed').map((m) => [Number(m.recipient_id), m.error_code]));
+  const errorOf = new Map(
+    matched.filter((m) => m.status === 'Failed').map((m) => [Number(m.recipient_id), m.error_code]),
+  );
   const partsOf = new Map<number, string[]>();
-  for (const p of parts) partsOf.set(Number(p.recipient_id), [...(partsOf.get(Number(p.recipient_id)) ?? []), p.status]);
+  for (const p of parts)
+    partsOf.set(Number(p.recipient_id), [...(partsOf.get(Number(p.recipient_id)) ?? []), p.status]);
   const changed = recipients.flatMap((r) => {
     const status = messageStatus(partsOf.get(Number(r.id)) ?? []);
     const errorCode = status === 'Failed' ? (errorOf.get(Number(r.id)) ?? null) : null;
@@ -198,10 +270,17 @@ async function applyMatched(db: Db, dialect: DialectName, now: number, matched: 
     await db
       .updateTable('send_recipients')
       .set({ status, error: status === 'Failed' ? UNDELIVERED : null, error_code: errorCode, updated_at: now })
-      .where('id', 'in', rows.map((r) => r.id))
+      .where(
+        'id',
+        'in',
+        rows.map((r) => r.id),
+      )
       .execute();
   }
-  await db.insertInto('recipient_history').values(changed.map((r) => ({ recipient_id: r.id, status: r.status, at: now }))).execute();
+  await db
+    .insertInto('recipient_history')
+    .values(changed.map((r) => ({ recipient_id: r.id, status: r.status, at: now })))
+    .execute();
   for (const r of changed) tally.add(r.account_id, 'sms', r.status, { parts: r.parts, encoding: r.encoding });
   // One append per send's webhook URL: the gathering outbox makes posts of them.
   await appendToStreams(
@@ -231,11 +310,19 @@ async function applyMatched(db: Db, dialect: DialectName, now: number, matched: 
  * again, under new ids), or for an id Herald never had. One that matches does so within
  * seconds of its submit. Answers how many it deleted.
  */
-export async function purgeUnmatchedReceipts({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+export async function purgeUnmatchedReceipts(
+  { db, dialect }: ProcedureDatabase,
+  before: number,
+  limit: number,
+): Promise<number> {
   // No index on `at`: the table holds only receipts waiting for their part, and with this
   // sweep no more than RETENTION_DAYS of unmatched ones, so a scan of it stays short.
   const stale = sql<SqlBool>`at < ${before}`;
-  const result = await db.deleteFrom('sms_receipts').where(stale).where(chunkOf(dialect, 'sms_receipts', stale, limit)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('sms_receipts')
+    .where(stale)
+    .where(chunkOf(dialect, 'sms_receipts', stale, limit))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 

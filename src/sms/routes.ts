@@ -7,7 +7,12 @@ import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { addressStanding } from '../messaging/recipients.ts';
-import { addSuppression, listSuppressions, removeSuppression, type SuppressionView } from '../messaging/suppressions.ts';
+import {
+  addSuppression,
+  listSuppressions,
+  removeSuppression,
+  type SuppressionView,
+} from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { cancelSend, listSends } from '../messaging/send.ts';
 import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
@@ -34,7 +39,11 @@ const ReadQuery = Type.Object({
 export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  const accept = async (kind: SmsDraft['kind'], body: SmsRequest, account: { id: string; timeZoneOffset: string }): Promise<PreparedSms> => {
+  const accept = async (
+    kind: SmsDraft['kind'],
+    body: SmsRequest,
+    account: { id: string; timeZoneOffset: string },
+  ): Promise<PreparedSms> => {
     const now = ctx.clock.now();
     const { draft, errors } = checkSmsRequest(kind, body, account, now, ctx.config.publicUrl);
     if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
@@ -43,55 +52,127 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
       const [recipient] = draft.recipients;
       const { refusal, contactId } = await addressStanding(ctx.database.reads, 'sms', account.id, recipient.mobile);
-      if (refusal) throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
+      if (refusal)
+        throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
       // A scheduled one is settled again when it is sent, by its worker's expansion.
       if (draft.scheduledAt === null) recipient.contactId = contactId;
     }
     const sendId = randomUUID();
     const { listIds, scheduledAt, webhookUrl } = draft;
-    return { sendId, accountId: account.id, draft: { kind, listIds, scheduledAt, webhookUrl }, ...storedSms(draft, sendId, ctx.encryptionKey), now };
+    return {
+      sendId,
+      accountId: account.id,
+      draft: { kind, listIds, scheduledAt, webhookUrl },
+      ...storedSms(draft, sendId, ctx.encryptionKey),
+      now,
+    };
   };
 
-  r.post('/sms/single', {
-    config: sms,
-    schema: { tags, summary: 'Send one SMS to one recipient (a one-time passcode, an alert), now or at a time', body: SmsSingleRequest, response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
-  }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordSms, () => accept('single', request.body, request.account)));
+  r.post(
+    '/sms/single',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: 'Send one SMS to one recipient (a one-time passcode, an alert), now or at a time',
+        body: SmsSingleRequest,
+        response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      idempotent(request, reply, ctx, request.account.id, recordSms, () =>
+        accept('single', request.body, request.account),
+      ),
+  );
 
-  r.post('/sms/batch', {
-    config: sms,
-    schema: { tags, summary: 'Send one SMS text to recipients and/or the contacts of lists, now or at a time', body: SmsBatchRequest, response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) } },
-  }, async (request, reply) => idempotent(request, reply, ctx, request.account.id, recordSms, () => accept('batch', request.body, request.account)));
+  r.post(
+    '/sms/batch',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: 'Send one SMS text to recipients and/or the contacts of lists, now or at a time',
+        body: SmsBatchRequest,
+        response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      idempotent(request, reply, ctx, request.account.id, recordSms, () =>
+        accept('batch', request.body, request.account),
+      ),
+  );
 
-  r.get('/sms', {
-    config: sms,
-    schema: { tags, summary: "The account's SMS requests, newest first: status and totals, a page at a time", querystring: SendListQuery, response: { 200: SendListPage('queueId'), ...errorResponses(400, 401, 429) } },
-  }, async (request) => {
-    const page = await listSends(ctx.db, request.account.id, 'sms', { limit: Number(request.query.limit ?? 20), cursor: request.query.cursor });
-    return { sends: page.sends.map(({ id, ...send }) => ({ queueId: id, ...send })), nextCursor: page.nextCursor };
-  });
+  r.get(
+    '/sms',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: "The account's SMS requests, newest first: status and totals, a page at a time",
+        querystring: SendListQuery,
+        response: { 200: SendListPage('queueId'), ...errorResponses(400, 401, 429) },
+      },
+    },
+    async (request) => {
+      const page = await listSends(ctx.db, request.account.id, 'sms', {
+        limit: Number(request.query.limit ?? 20),
+        cursor: request.query.cursor,
+      });
+      return { sends: page.sends.map(({ id, ...send }) => ({ queueId: id, ...send })), nextCursor: page.nextCursor };
+    },
+  );
 
-  r.get('/sms/:queueId', {
-    config: sms,
-    schema: { tags, summary: 'An SMS request: its status, totals and recipients, a page at a time', params: Type.Object({ queueId: Uuid() }), querystring: ReadQuery, response: errorResponses(400, 401, 404, 429) },
-  }, async (request) => {
-    const { limit, cursor, status } = request.query;
-    const queueId = request.params.queueId.toLowerCase();
-    return readSms(ctx.db, request.account.id, queueId, { limit: Number(limit ?? 100), cursor, status });
-  });
+  r.get(
+    '/sms/:queueId',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: 'An SMS request: its status, totals and recipients, a page at a time',
+        params: Type.Object({ queueId: Uuid() }),
+        querystring: ReadQuery,
+        response: errorResponses(400, 401, 404, 429),
+      },
+    },
+    async (request) => {
+      const { limit, cursor, status } = request.query;
+      const queueId = request.params.queueId.toLowerCase();
+      return readSms(ctx.db, request.account.id, queueId, { limit: Number(limit ?? 100), cursor, status });
+    },
+  );
 
-  r.delete('/sms/:queueId', {
-    config: sms,
-    schema: { tags, summary: 'Cancel an SMS request that has not started sending (204); 409 once it has', params: Type.Object({ queueId: Uuid() }), response: errorResponses(400, 401, 404, 409, 429) },
-  }, async (request, reply) => {
-    const sendId = request.params.queueId.toLowerCase();
-    const outcome = await ctx.database.call(cancelSend, { accountId: request.account.id, channel: 'sms', sendId, jobKey: sendJobKey(sendId), now: ctx.clock.now() });
-    if (outcome === 'not found') throw notFound('The SMS');
-    if (outcome === 'started') throw conflict('The SMS has started sending, or was cancelled already: it cannot be cancelled.');
-    return reply.code(204).send();
-  });
+  r.delete(
+    '/sms/:queueId',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: 'Cancel an SMS request that has not started sending (204); 409 once it has',
+        params: Type.Object({ queueId: Uuid() }),
+        response: errorResponses(400, 401, 404, 409, 429),
+      },
+    },
+    async (request, reply) => {
+      const sendId = request.params.queueId.toLowerCase();
+      const outcome = await ctx.database.call(cancelSend, {
+        accountId: request.account.id,
+        channel: 'sms',
+        sendId,
+        jobKey: sendJobKey(sendId),
+        now: ctx.clock.now(),
+      });
+      if (outcome === 'not found') throw notFound('The SMS');
+      if (outcome === 'started')
+        throw conflict('The SMS has started sending, or was cancelled already: it cannot be cancelled.');
+      return reply.code(204).send();
+    },
+  );
 
   // Suppressions (ARCHITECTURE.md): numbers the account never sends to, shaped like email's.
-  const Digits = Type.String({ pattern: '^[0-9]{6,18}$', errorMessage: 'must be the country code and number, digits only' });
+  const Digits = Type.String({
+    pattern: '^[0-9]{6,18}$',
+    errorMessage: 'must be the country code and number, digits only',
+  });
   const SuppressionBody = Type.Object({ number: Type.String(), reason: Type.String(), createdAt: Type.String() });
   const number = (digits: string) => {
     const parsed = mobileFromDigits(digits);
@@ -99,77 +180,161 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   };
   const smsView = ({ address, ...rest }: SuppressionView) => ({ number: address, ...rest });
 
-  r.post('/sms/suppressions', {
-    config: sms,
-    schema: { tags, summary: 'Suppress a number: no SMS of this account goes to it', body: Type.Object({ number: Digits, reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }), response: { 201: SuppressionBody, ...errorResponses(400, 401, 415, 429) } },
-  }, async (request, reply) => {
-    const row = await addSuppression(ctx.db, { accountId: request.account.id, channel: 'sms', address: number(request.body.number), reason: request.body.reason ?? 'added by hand', now: ctx.clock.now() });
-    return reply.code(201).send(smsView(row));
-  });
-
-  r.get('/sms/suppressions', {
-    config: sms,
-    schema: { tags, summary: "The account's suppressed numbers, a page at a time", querystring: Type.Object({ number: Type.Optional(Digits), cursor: Type.Optional(Type.String()), limit: Type.Optional(Limit) }), response: { 200: Type.Object({ suppressions: Type.Array(SuppressionBody), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401, 429) } },
-  }, async (request) => {
-    const page = await listSuppressions(ctx.db, request.account.id, 'sms', { address: request.query.number === undefined ? undefined : number(request.query.number), cursor: request.query.cursor, limit: Number(request.query.limit ?? 100) });
-    return { suppressions: page.suppressions.map(smsView), nextCursor: page.nextCursor };
-  });
-
-  r.delete('/sms/suppressions/:number', {
-    config: sms,
-    schema: { tags, summary: 'Send to a suppressed number again', params: Type.Object({ number: Digits }), response: errorResponses(400, 401, 404, 429) },
-  }, async (request, reply) => {
-    await removeSuppression(ctx.db, request.account.id, 'sms', number(request.params.number));
-    return reply.code(204).send();
-  });
-
-  r.get('/sandbox/sms', {
-    config: sms,
-    schema: {
-      tags,
-      summary: 'What the sandbox transport took for this account, newest first, a page at a time '
-        + '(SMS_TRANSPORT=sandbox:)',
-      querystring: Type.Object({
-        recipient: Type.Optional(
-          Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' }),
-        ),
-        limit: Type.Optional(Limit),
-        cursor: Type.Optional(PageCursor(40)),
-      }),
-      response: errorResponses(400, 401, 429),
+  r.post(
+    '/sms/suppressions',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: 'Suppress a number: no SMS of this account goes to it',
+        body: Type.Object({ number: Digits, reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }),
+        response: { 201: SuppressionBody, ...errorResponses(400, 401, 415, 429) },
+      },
     },
-  }, async (request) => {
-    const { recipient, limit, cursor } = request.query;
-    return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
-  });
+    async (request, reply) => {
+      const row = await addSuppression(ctx.db, {
+        accountId: request.account.id,
+        channel: 'sms',
+        address: number(request.body.number),
+        reason: request.body.reason ?? 'added by hand',
+        now: ctx.clock.now(),
+      });
+      return reply.code(201).send(smsView(row));
+    },
+  );
+
+  r.get(
+    '/sms/suppressions',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: "The account's suppressed numbers, a page at a time",
+        querystring: Type.Object({
+          number: Type.Optional(Digits),
+          cursor: Type.Optional(Type.String()),
+          limit: Type.Optional(Limit),
+        }),
+        response: {
+          200: Type.Object({
+            suppressions: Type.Array(SuppressionBody),
+            nextCursor: Type.Union([Type.String(), Type.Null()]),
+          }),
+          ...errorResponses(400, 401, 429),
+        },
+      },
+    },
+    async (request) => {
+      const page = await listSuppressions(ctx.db, request.account.id, 'sms', {
+        address: request.query.number === undefined ? undefined : number(request.query.number),
+        cursor: request.query.cursor,
+        limit: Number(request.query.limit ?? 100),
+      });
+      return { suppressions: page.suppressions.map(smsView), nextCursor: page.nextCursor };
+    },
+  );
+
+  r.delete(
+    '/sms/suppressions/:number',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary: 'Send to a suppressed number again',
+        params: Type.Object({ number: Digits }),
+        response: errorResponses(400, 401, 404, 429),
+      },
+    },
+    async (request, reply) => {
+      await removeSuppression(ctx.db, request.account.id, 'sms', number(request.params.number));
+      return reply.code(204).send();
+    },
+  );
+
+  r.get(
+    '/sandbox/sms',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary:
+          'What the sandbox transport took for this account, newest first, a page at a time ' +
+          '(SMS_TRANSPORT=sandbox:)',
+        querystring: Type.Object({
+          recipient: Type.Optional(
+            Type.String({ pattern: '^[0-9]{1,17}$', errorMessage: 'must be the country code and number, digits only' }),
+          ),
+          limit: Type.Optional(Limit),
+          cursor: Type.Optional(PageCursor(40)),
+        }),
+        response: errorResponses(400, 401, 429),
+      },
+    },
+    async (request) => {
+      const { recipient, limit, cursor } = request.query;
+      return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
+    },
+  );
 
   // A message from a handset, as an SMSC would bring one (sms/inbound.ts), for development.
   // Registered whatever the transport, so that under SMPP it says why it cannot be used.
-  const Address = Type.String({ pattern: '^\\+?[0-9]{3,17}$', errorMessage: 'must be the country code and number, digits only' });
-  r.post('/sandbox/sms/inbound', {
-    config: sms,
-    schema: {
-      tags,
-      summary: "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)",
-      body: Type.Object({
-        from: Address,
-        to: Type.String({ minLength: 1, maxLength: 17, description: "One of the account's numeric sender names, or a sender name it last sent to `from` from" }),
-        text: MultilineText({ maxLength: 1600 }),
-      }),
-      response: { 201: Type.Object({ from: Type.String(), to: Type.String(), text: Type.String(), contactId: Type.Union([Type.Integer(), Type.Null()]), keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]) }), ...errorResponses(400, 401, 409, 415, 422, 429) },
-    },
-  }, async (request, reply) => {
-    if (ctx.config.smsTransport.kind !== 'sandbox') {
-      throw conflict(
-        'Simulating a message from a handset needs the sandbox transport (SMS_TRANSPORT=sandbox:); '
-        + 'this service sends over SMPP, where messages from handsets come from the SMSC.',
-      );
-    }
-    const { from, to, text } = request.body;
-    const outcome = await receiveInboundSms(ctx.database, ctx.clock, { from, to, text, at: ctx.clock.now() }, { onlyAccountId: request.account.id });
-    if (!outcome) {
-      throw unprocessable('The message would reach no account of yours.', [{ field: 'to', message: 'is neither a numeric sender name of this account nor a sender name it last sent to this number from' }]);
-    }
-    return reply.code(201).send({ from, to, text, contactId: outcome.contactId, keyword: outcome.keyword });
+  const Address = Type.String({
+    pattern: '^\\+?[0-9]{3,17}$',
+    errorMessage: 'must be the country code and number, digits only',
   });
+  r.post(
+    '/sandbox/sms/inbound',
+    {
+      config: sms,
+      schema: {
+        tags,
+        summary:
+          "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)",
+        body: Type.Object({
+          from: Address,
+          to: Type.String({
+            minLength: 1,
+            maxLength: 17,
+            description: "One of the account's numeric sender names, or a sender name it last sent to `from` from",
+          }),
+          text: MultilineText({ maxLength: 1600 }),
+        }),
+        response: {
+          201: Type.Object({
+            from: Type.String(),
+            to: Type.String(),
+            text: Type.String(),
+            contactId: Type.Union([Type.Integer(), Type.Null()]),
+            keyword: Type.Union([Type.Literal('stop'), Type.Literal('start'), Type.Null()]),
+          }),
+          ...errorResponses(400, 401, 409, 415, 422, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      if (ctx.config.smsTransport.kind !== 'sandbox') {
+        throw conflict(
+          'Simulating a message from a handset needs the sandbox transport (SMS_TRANSPORT=sandbox:); ' +
+            'this service sends over SMPP, where messages from handsets come from the SMSC.',
+        );
+      }
+      const { from, to, text } = request.body;
+      const outcome = await receiveInboundSms(
+        ctx.database,
+        ctx.clock,
+        { from, to, text, at: ctx.clock.now() },
+        { onlyAccountId: request.account.id },
+      );
+      if (!outcome) {
+        throw unprocessable('The message would reach no account of yours.', [
+          {
+            field: 'to',
+            message:
+              'is neither a numeric sender name of this account nor a sender name it last sent to this number from',
+          },
+        ]);
+      }
+      return reply.code(201).send({ from, to, text, contactId: outcome.contactId, keyword: outcome.keyword });
+    },
+  );
 }

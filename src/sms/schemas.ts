@@ -25,31 +25,64 @@ const MobileDigits = Type.Unsafe<string | number>({
 });
 
 export const SubstitutionTag = Type.Object({
-  tagName: Type.String({ maxLength: 66, description: 'The placeholder as written in the text, in square brackets: [firstName].' }),
+  tagName: Type.String({
+    maxLength: 66,
+    description: 'The placeholder as written in the text, in square brackets: [firstName].',
+  }),
   tagValue: MultilineText({ maxLength: 1000, description: 'Replacement text; may hold line breaks.' }),
 });
 const Tags = (description: string) => Type.Array(SubstitutionTag, { maxItems: MAX_TAGS, description });
 
-export const Shortener = Type.Object({
-  shortnerUrl: Type.Optional(Type.String({ maxLength: 2048, description: "https://<domain> (or http://), the domain a shortener domain the operator registered for the account; the service's own PUBLIC_URL/l when absent." })),
-  isUniqueUrl: Type.Optional(Type.Boolean({ description: "One link per recipient, its clicks shown on the recipient; true by default. False: one link for the send, its clicks counted on the send." })),
-}, { description: 'How the landing page link is shortened; only with landingPageId.' });
+export const Shortener = Type.Object(
+  {
+    shortnerUrl: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description:
+          "https://<domain> (or http://), the domain a shortener domain the operator registered for the account; the service's own PUBLIC_URL/l when absent.",
+      }),
+    ),
+    isUniqueUrl: Type.Optional(
+      Type.Boolean({
+        description:
+          'One link per recipient, its clicks shown on the recipient; true by default. False: one link for the send, its clicks counted on the send.',
+      }),
+    ),
+  },
+  { description: 'How the landing page link is shortened; only with landingPageId.' },
+);
 
 const common = {
   senderName: Type.String({
     maxLength: 15,
-    description: "One of the account's sender names, or the service's default: 1 to 11 letters, digits or spaces with a letter, or 3 to 15 digits.",
+    description:
+      "One of the account's sender names, or the service's default: 1 to 11 letters, digits or spaces with a letter, or 3 to 15 digits.",
   }),
   // A text of more characters than this cannot fit MAX_PARTS parts in any encoding.
-  body: MultilineText({ maxLength: MAX_PARTS * 160, description: 'The SMS text; may contain substitution tags such as [firstName].' }),
-  isBodyEncrypted: Type.Optional(Type.Boolean({ description: 'Keep the body encrypted at rest (a passcode); false by default.' })),
-  scheduleDateTime: Type.Optional(Type.String({
-    maxLength: 40,
-    description: "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
-  })),
-  landingPageId: Type.Optional(Uuid({ description: 'Adds a short link to this landing page to the text: where the body writes [landingPageUrl], else at its end after a space.' })),
+  body: MultilineText({
+    maxLength: MAX_PARTS * 160,
+    description: 'The SMS text; may contain substitution tags such as [firstName].',
+  }),
+  isBodyEncrypted: Type.Optional(
+    Type.Boolean({ description: 'Keep the body encrypted at rest (a passcode); false by default.' }),
+  ),
+  scheduleDateTime: Type.Optional(
+    Type.String({
+      maxLength: 40,
+      description:
+        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
+    }),
+  ),
+  landingPageId: Type.Optional(
+    Uuid({
+      description:
+        'Adds a short link to this landing page to the text: where the body writes [landingPageUrl], else at its end after a space.',
+    }),
+  ),
   shortner: Type.Optional(Shortener),
-  webHookUrl: Type.Optional(WebhookUrl('Receives the delivery statuses (Submitted, Processed, Delivered, Failed), signed.')),
+  webHookUrl: Type.Optional(
+    WebhookUrl('Receives the delivery statuses (Submitted, Processed, Delivered, Failed), signed.'),
+  ),
 };
 
 /** SPEC §2.1. */
@@ -62,16 +95,25 @@ export type SmsSingleRequest = Static<typeof SmsSingleRequest>;
 
 export const SmsBatchRecipient = Type.Object({
   mobileNo: MobileDigits,
-  personalizationSubstitutionTags: Type.Optional(Tags("This recipient's tag values; they win over the data of a list's contact.")),
+  personalizationSubstitutionTags: Type.Optional(
+    Tags("This recipient's tag values; they win over the data of a list's contact."),
+  ),
 });
 
 /** SPEC §2.2. */
 export const SmsBatchRequest = Type.Object({
-  listId: Type.Optional(Type.Array(Uuid(), { maxItems: MAX_SMS_LISTS, description: 'Lists whose contacts (with mobileOptIn true) receive the text.' })),
-  recipients: Type.Optional(Type.Array(SmsBatchRecipient, {
-    maxItems: MAX_SMS_RECIPIENTS,
-    description: 'Recipients named in the request; a number given twice gets one message, with its first entry.',
-  })),
+  listId: Type.Optional(
+    Type.Array(Uuid(), {
+      maxItems: MAX_SMS_LISTS,
+      description: 'Lists whose contacts (with mobileOptIn true) receive the text.',
+    }),
+  ),
+  recipients: Type.Optional(
+    Type.Array(SmsBatchRecipient, {
+      maxItems: MAX_SMS_RECIPIENTS,
+      description: 'Recipients named in the request; a number given twice gets one message, with its first entry.',
+    }),
+  ),
   ...common,
 });
 export type SmsBatchRequest = Static<typeof SmsBatchRequest>;

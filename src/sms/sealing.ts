@@ -15,7 +15,11 @@ const contentPlace = (sendId: string) => `sends.content:${sendId}`;
 const tagsPlace = (sendId: string, address: string) => `send_recipients.tags:${sendId}:${address}`;
 
 /** sends.content and the request recipients' tags as they are written for `draft`. */
-export function storedSms(draft: SmsDraft, sendId: string, keys: Keyring): { content: StoredSmsContent; recipients: StoredRecipient[] } {
+export function storedSms(
+  draft: SmsDraft,
+  sendId: string,
+  keys: Keyring,
+): { content: StoredSmsContent; recipients: StoredRecipient[] } {
   const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted } = draft;
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
@@ -23,14 +27,28 @@ export function storedSms(draft: SmsDraft, sendId: string, keys: Keyring): { con
   };
   return {
     content: isBodyEncrypted
-      ? { kind, senderName, landingPageId, shortener, sealed: seal(keys.current, JSON.stringify({ body, tags }), contentPlace(sendId)) }
+      ? {
+          kind,
+          senderName,
+          landingPageId,
+          shortener,
+          sealed: seal(keys.current, JSON.stringify({ body, tags }), contentPlace(sendId)),
+        }
       : { kind, senderName, landingPageId, shortener, body, tags },
-    recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: stored(r.mobile, r.tags), contactId: r.contactId })),
+    recipients: draft.recipients.map((r) => ({
+      address: r.mobile,
+      tags: stored(r.mobile, r.tags),
+      contactId: r.contactId,
+    })),
   };
 }
 
 /** A send's content in clear, and whether it was sealed (its rendered texts are then sealed wherever they are kept). */
-export function openedContent(content: StoredSmsContent, sendId: string, keys: Keyring): { content: SmsContent; sealed: boolean } {
+export function openedContent(
+  content: StoredSmsContent,
+  sendId: string,
+  keys: Keyring,
+): { content: SmsContent; sealed: boolean } {
   if (!('sealed' in content)) return { content, sealed: false };
   const { sealed, ...settings } = content;
   const { body, tags } = JSON.parse(open(keys, sealed, contentPlace(sendId))) as Pick<SmsContent, 'body' | 'tags'>;

@@ -110,7 +110,8 @@ export function segment(text: string, { reference, packed = false }: SegmentOpti
     throw new RangeError(`the concatenation reference must be an integer from 0 to 255, not ${reference}`);
   }
   const { encoding, units, parts: count } = measure(text);
-  if (count > MAX_PARTS) throw new RangeError(`the text takes ${count} SMS parts, more than the ${MAX_PARTS} a message can have`);
+  if (count > MAX_PARTS)
+    throw new RangeError(`the text takes ${count} SMS parts, more than the ${MAX_PARTS} a message can have`);
   const gsm = encoding === 'GSM-7';
   const udhLength = count > 1 ? UDH_LENGTH : 0;
   // Every part's UDH and payload in one buffer; unpacked GSM-7 is the largest form. A slice of

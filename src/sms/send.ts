@@ -5,15 +5,35 @@ import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import {
-  endUnsent, expandedSend, finishSend, loadPage, pendingByStatus, postRefused, propertyNames, rowProperties,
-  sendInPages, startSend, type Finish, type PageRow, type StartedSend,
+  endUnsent,
+  expandedSend,
+  finishSend,
+  loadPage,
+  pendingByStatus,
+  postRefused,
+  propertyNames,
+  rowProperties,
+  sendInPages,
+  startSend,
+  type Finish,
+  type PageRow,
+  type StartedSend,
 } from '../messaging/send.ts';
 import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
-import { applyReceipts, matchWaiting, messageStatus, PART_STATUS, SMS_STATUS_TYPE, smsStatusEvent, UNDELIVERED, type Receipt } from './receipts.ts';
+import {
+  applyReceipts,
+  matchWaiting,
+  messageStatus,
+  PART_STATUS,
+  SMS_STATUS_TYPE,
+  smsStatusEvent,
+  UNDELIVERED,
+  type Receipt,
+} from './receipts.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
@@ -36,23 +56,33 @@ export const NOT_SENT = 'not_sent';
  * posted as Failed with errorCode not_sent (webhooks carry only the spec's words, as Twilio
  * posts failed, 21610, for an unsubscribed recipient), then its first page.
  */
-export const startSmsSend = procedure(import.meta.url, 'startSmsSend', async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
-  db.transaction().execute((trx) =>
-    startSend(
-      trx,
-      dialect,
-      { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) },
-      postRefused(trx, {
-        ...args,
-        channel: 'sms',
-        type: SMS_STATUS_TYPE,
-        event: (r) => smsStatusEvent({
-          queueId: args.sendId, messageId: null, recipient: r.address, status: 'Failed',
-          errorCode: NOT_SENT, error: `not sent: ${r.reason}`, parts: null, at: args.now,
+export const startSmsSend = procedure(
+  import.meta.url,
+  'startSmsSend',
+  async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
+    db.transaction().execute((trx) =>
+      startSend(
+        trx,
+        dialect,
+        { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) },
+        postRefused(trx, {
+          ...args,
+          channel: 'sms',
+          type: SMS_STATUS_TYPE,
+          event: (r) =>
+            smsStatusEvent({
+              queueId: args.sendId,
+              messageId: null,
+              recipient: r.address,
+              status: 'Failed',
+              errorCode: NOT_SENT,
+              error: `not sent: ${r.reason}`,
+              parts: null,
+              at: args.now,
+            }),
         }),
-      }),
+      ),
     ),
-  ),
 );
 
 interface PageResults {
@@ -75,31 +105,42 @@ interface PageResults {
  * One page's results in one transaction: the recipients' statuses and history, their webhook
  * events, and the send's cursor, so a worker that dies after it resumes with the next page.
  */
-export const recordSmsPage = procedure(import.meta.url, 'recordSmsPage', async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> => {
-  let waiting: string[] = [];
-  const tally = new UsageTally(page.now);
-  const result = await db.transaction().execute(async (trx) => {
-    if (page.outcomes.length > 0) {
-      // The page's events go first: a receipt already waiting for one of its parts appends a
-      // later status, which must not be posted before the Submitted it follows.
-      if (page.webhookUrl) {
-        await appendWebhookEvents(trx, { now: () => page.now }, {
-          accountId: page.accountId,
-          url: page.webhookUrl,
-          type: SMS_STATUS_TYPE,
-          events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
+export const recordSmsPage = procedure(
+  import.meta.url,
+  'recordSmsPage',
+  async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> => {
+    let waiting: string[] = [];
+    const tally = new UsageTally(page.now);
+    const result = await db.transaction().execute(async (trx) => {
+      if (page.outcomes.length > 0) {
+        // The page's events go first: a receipt already waiting for one of its parts appends a
+        // later status, which must not be posted before the Submitted it follows.
+        if (page.webhookUrl) {
+          await appendWebhookEvents(
+            trx,
+            { now: () => page.now },
+            {
+              accountId: page.accountId,
+              url: page.webhookUrl,
+              type: SMS_STATUS_TYPE,
+              events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
+            },
+          );
+        }
+        waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, {
+          tally,
+          accountOf: () => page.accountId,
         });
       }
-      waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, { tally, accountOf: () => page.accountId });
-    }
-    await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-    const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
-    await tally.write(trx, dialect);
-    return finished;
-  });
-  await matchWaiting(db, dialect, page.now, waiting);
-  return result;
-});
+      await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
+      const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
+      await tally.write(trx, dialect);
+      return finished;
+    });
+    await matchWaiting(db, dialect, page.now, waiting);
+    return result;
+  },
+);
 
 /**
  * The webhook events (ARCHITECTURE.md's sms.status) of steps, one per status each message
@@ -124,7 +165,10 @@ function stepsOf(outcomes: Outcome[]): Step[] {
   return outcomes.flatMap(({ id, status, operatorMessageIds }): Step[] =>
     operatorMessageIds.length === 0 || status === 'Submitted'
       ? [{ recipientId: id, status }]
-      : [{ recipientId: id, status: 'Submitted' }, { recipientId: id, status }],
+      : [
+          { recipientId: id, status: 'Submitted' },
+          { recipientId: id, status },
+        ],
   );
 }
 
@@ -159,11 +203,19 @@ type SendingSms = Omit<StartedSend, 'content'> & { sendId: string; content: SmsC
 /** The page with each recipient's own tags opened, for a sealed send. */
 export function openedPage(rows: PageRow[], send: { sendId: string; sealed: boolean }, key: Keyring): PageRow[] {
   if (!send.sealed) return rows;
-  return rows.map((row) => (row.tags === null ? row : { ...row, tags: openedTags(row.tags, send.sendId, row.address, key) }));
+  return rows.map((row) =>
+    row.tags === null ? row : { ...row, tags: openedTags(row.tags, send.sendId, row.address, key) },
+  );
 }
 
 /** `links`: each row's landing page link, when the send has one. */
-export function renderPage(rows: PageRow[], send: { accountId: string; sendId: string; content: SmsContent; sealed: boolean }, template: Template, names: Map<string, string>, links: string[] | null): OutgoingSms[] {
+export function renderPage(
+  rows: PageRow[],
+  send: { accountId: string; sendId: string; content: SmsContent; sealed: boolean },
+  template: Template,
+  names: Map<string, string>,
+  links: string[] | null,
+): OutgoingSms[] {
   return rows.map((row, i) => {
     const properties = template.tags.length > 0 ? rowProperties(row, names) : null;
     // A batch recipient's own tags, else the single request's top-level ones.
@@ -192,7 +244,9 @@ export function pageOutcomes(
   messages: OutgoingSms[],
   results: SubmitResult[],
 ): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
-  const given = new Map(results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]));
+  const given = new Map(
+    results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]),
+  );
   const outcomes: Outcome[] = [];
   rows.forEach((row, i) => {
     const outcome = outcomeOf(row, messages[i], results[i], given);
@@ -206,7 +260,12 @@ export function pageOutcomes(
  * as its last status, with Submitted before it in its history and events. Receipts in
  * `given` that name a part of this message are taken out of it.
  */
-function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, given: Map<string, Receipt>): Outcome | undefined {
+function outcomeOf(
+  row: PageRow,
+  message: OutgoingSms,
+  result: SubmitResult,
+  given: Map<string, Receipt>,
+): Outcome | undefined {
   const { encoding, parts } = message.segmented;
   const { messageId } = message;
   const sent = { id: Number(row.id), messageId, parts: parts.length, encoding, recipient: row.address };
@@ -222,7 +281,8 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
   });
   const status = messageStatus(partStatuses) ?? 'Submitted';
   const failure = status === 'Failed' ? UNDELIVERED : null;
-  const errorCode = status === 'Failed' ? (result.receipts?.find((r) => PART_STATUS[r.state] === 'Failed')?.errorCode ?? null) : null;
+  const errorCode =
+    status === 'Failed' ? (result.receipts?.find((r) => PART_STATUS[r.state] === 'Failed')?.errorCode ?? null) : null;
   return { ...sent, status, error: failure, errorCode, operatorMessageIds: result.operatorMessageIds, partStatuses };
 }
 
@@ -231,7 +291,13 @@ function outcomeOf(row: PageRow, message: OutgoingSms, result: SubmitResult, giv
  * landing page links written (when the send has one), rendered, segmented, submitted, their
  * results recorded with the send's cursor — until none is left.
  */
-export function smsSendHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
+export function smsSendHandler(deps: {
+  database: Database;
+  clock: Clock;
+  transport: SmsTransport;
+  encryptionKey: Keyring;
+  config: { publicUrl: string };
+}): JobHandler {
   const { database, clock, transport, encryptionKey, config } = deps;
   return {
     async handle(job: Job, run: JobRun) {
@@ -239,24 +305,53 @@ export function smsSendHandler(deps: { database: Database; clock: Clock; transpo
       const started = await expandedSend(deps, run, () => database.call(startSmsSend, { sendId, now: clock.now() }));
       if (!started) return;
       // Opened here, just before rendering: the clear text lives in this job's memory only.
-      const send: SendingSms = { ...started, ...openedContent(JSON.parse(started.content) as StoredSmsContent, sendId, encryptionKey), sendId };
-      const links = send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
+      const send: SendingSms = {
+        ...started,
+        ...openedContent(JSON.parse(started.content) as StoredSmsContent, sendId, encryptionKey),
+        sendId,
+      };
+      const links =
+        send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
       const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
-      const names = template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
+      const names =
+        template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
       return sendInPages(deps, run, send, pendingByStatus(deps, send, PENDING), async (rows, { cursor, last }) => {
-        const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, links && (await links(rows.map((row) => Number(row.id)))));
+        const messages = renderPage(
+          openedPage(rows, send, encryptionKey),
+          send,
+          template,
+          names,
+          links && (await links(rows.map((row) => Number(row.id)))),
+        );
         const results = await transport.submit(messages, run.signal);
         await pauseForTest('sms.submitted');
         const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
-        return database.call(recordSmsPage, { sendId, accountId: send.accountId, webhookUrl: send.webhookUrl, now: clock.now(), cursor, outcomes, steps, receipts, last });
+        return database.call(recordSmsPage, {
+          sendId,
+          accountId: send.accountId,
+          webhookUrl: send.webhookUrl,
+          now: clock.now(),
+          cursor,
+          outcomes,
+          steps,
+          receipts,
+          last,
+        });
       });
     },
-    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
+    onDead: (trx: Db, job: Job, error: string) =>
+      failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
   };
 }
 
 /** A send's job died: what it had not sent is Failed (messaging/send.ts's endUnsent), and the send Completed. */
-export async function failUnsent(trx: Db, dialect: DialectName, clock: Clock, sendId: string, error: string): Promise<void> {
+export async function failUnsent(
+  trx: Db,
+  dialect: DialectName,
+  clock: Clock,
+  sendId: string,
+  error: string,
+): Promise<void> {
   await endUnsent(trx, dialect, clock, {
     sendId,
     error,
@@ -265,6 +360,16 @@ export async function failUnsent(trx: Db, dialect: DialectName, clock: Clock, se
     pending: ['Queued'],
     columns: (reason) => ({ error: reason }),
     webhookType: SMS_STATUS_TYPE,
-    event: (r, reason, now) => smsStatusEvent({ queueId: sendId, messageId: r.message_id, recipient: r.address, status: 'Failed', errorCode: null, error: reason, parts: r.parts, at: now }),
+    event: (r, reason, now) =>
+      smsStatusEvent({
+        queueId: sendId,
+        messageId: r.message_id,
+        recipient: r.address,
+        status: 'Failed',
+        errorCode: null,
+        error: reason,
+        parts: r.parts,
+        at: now,
+      }),
   });
 }

@@ -55,37 +55,62 @@ interface SinglesResults {
  * sends Completed and their jobs gone, so a worker that dies before it sends them all again
  * (at most a page: the jobs claimed together), and one that dies after sends none again.
  */
-export const recordSingles = procedure(import.meta.url, 'recordSingles', async ({ db, dialect }, page: SinglesResults): Promise<void> => {
-  let waiting: string[] = [];
-  await db.transaction().execute(async (trx) => {
-    // The page's events first, as recordSmsPage's.
-    await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
-    const tally = new UsageTally(page.now);
-    // The events are the steps', one each, in order: each names its recipient's account.
-    const accountOf = new Map(page.steps.map((step, i) => [step.recipientId, page.events[i].accountId]));
-    if (page.outcomes.length > 0) {
-      waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, { tally, accountOf: (id) => accountOf.get(id)! });
-    }
-    if (page.done.length > 0) {
-      await trx
-        .updateTable('sends')
-        .set({ status: 'Completed', started_at: page.now, completed_at: page.now })
-        .where('id', 'in', page.done.map((send) => send.sendId))
-        .execute();
-      if ((await completeJobs(trx, page.done.map((send) => send.lease))) !== page.done.length) {
-        throw new Error('a job of the page is no longer held by this claim: the page is sent again');
+export const recordSingles = procedure(
+  import.meta.url,
+  'recordSingles',
+  async ({ db, dialect }, page: SinglesResults): Promise<void> => {
+    let waiting: string[] = [];
+    await db.transaction().execute(async (trx) => {
+      // The page's events first, as recordSmsPage's.
+      await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
+      const tally = new UsageTally(page.now);
+      // The events are the steps', one each, in order: each names its recipient's account.
+      const accountOf = new Map(page.steps.map((step, i) => [step.recipientId, page.events[i].accountId]));
+      if (page.outcomes.length > 0) {
+        waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, {
+          tally,
+          accountOf: (id) => accountOf.get(id)!,
+        });
       }
-    }
-    await tally.write(trx, dialect);
-  });
-  await matchWaiting(db, dialect, page.now, waiting);
-});
+      if (page.done.length > 0) {
+        await trx
+          .updateTable('sends')
+          .set({ status: 'Completed', started_at: page.now, completed_at: page.now })
+          .where(
+            'id',
+            'in',
+            page.done.map((send) => send.sendId),
+          )
+          .execute();
+        if (
+          (await completeJobs(
+            trx,
+            page.done.map((send) => send.lease),
+          )) !== page.done.length
+        ) {
+          throw new Error('a job of the page is no longer held by this claim: the page is sent again');
+        }
+      }
+      await tally.write(trx, dialect);
+    });
+    await matchWaiting(db, dialect, page.now, waiting);
+  },
+);
 
 async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
   return db
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
-    .select(['s.id as send_id', 's.account_id', 's.content', 's.webhook_url', 'r.id', 'r.address', 'r.tags', 'r.attempts'])
+    .select([
+      's.id as send_id',
+      's.account_id',
+      's.content',
+      's.webhook_url',
+      'r.id',
+      'r.address',
+      'r.tags',
+      'r.attempts',
+    ])
     .select((eb) => contactProperties(eb, eb.ref('s.account_id')))
     .where('r.send_id', 'in', sendIds)
     .where('r.status', '=', 'Queued')
@@ -100,19 +125,36 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
  * as one page — one read, one transport call, one transaction — rather than one send's
  * round trips each. At 500 passcodes a second that is what keeps them at milliseconds.
  */
-export function smsSingleHandler(deps: { database: Database; clock: Clock; transport: SmsTransport; encryptionKey: Keyring; config: { publicUrl: string } }): JobHandler {
+export function smsSingleHandler(deps: {
+  database: Database;
+  clock: Clock;
+  transport: SmsTransport;
+  encryptionKey: Keyring;
+  config: { publicUrl: string };
+}): JobHandler {
   const { database, clock, transport, encryptionKey, config } = deps;
 
   /** One recipient's message; a send that cannot be rendered (its sealed content does not open) fails its own job only. */
-  async function render(row: SingleRow, names: Map<string, Promise<Map<string, string>>>): Promise<OutgoingSms | Error> {
+  async function render(
+    row: SingleRow,
+    names: Map<string, Promise<Map<string, string>>>,
+  ): Promise<OutgoingSms | Error> {
     try {
-      const send = { accountId: row.account_id, sendId: row.send_id, ...openedContent(JSON.parse(row.content) as StoredSmsContent, row.send_id, encryptionKey) };
+      const send = {
+        accountId: row.account_id,
+        sendId: row.send_id,
+        ...openedContent(JSON.parse(row.content) as StoredSmsContent, row.send_id, encryptionKey),
+      };
       // Its landing page link is written before the message exists, as a batch page's are.
-      const links = send.content.landingPageId === null ? null : await (await landingPageLinks(database, clock, send, config.publicUrl))([Number(row.id)]);
+      const links =
+        send.content.landingPageId === null
+          ? null
+          : await (await landingPageLinks(database, clock, send, config.publicUrl))([Number(row.id)]);
       const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       // Property names are read only for a text with tags and a contact with properties.
       const needsNames = row.properties !== null && template.tags.length > 0;
-      if (needsNames && !names.has(row.account_id)) names.set(row.account_id, propertyNames(database.reads, row.account_id));
+      if (needsNames && !names.has(row.account_id))
+        names.set(row.account_id, propertyNames(database.reads, row.account_id));
       const accountNames = needsNames ? await names.get(row.account_id)! : new Map<string, string>();
       return renderPage(openedPage([row], send, encryptionKey), send, template, accountNames, links)[0];
     } catch (error) {
@@ -121,10 +163,15 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
   }
 
   async function sendPage(gathered: Waiting[]): Promise<void> {
-    const loaded = await loadSingles(database.reads, gathered.map((waiting) => waiting.sendId));
+    const loaded = await loadSingles(
+      database.reads,
+      gathered.map((waiting) => waiting.sendId),
+    );
     const names = new Map<string, Promise<Map<string, string>>>();
     const rendered = await Promise.all(loaded.map((row) => render(row, names)));
-    const failed = new Map(loaded.flatMap((row, i) => (rendered[i] instanceof Error ? [[row.send_id, rendered[i]]] : [])));
+    const failed = new Map(
+      loaded.flatMap((row, i) => (rendered[i] instanceof Error ? [[row.send_id, rendered[i]]] : [])),
+    );
     const rows = loaded.filter((row) => !failed.has(row.send_id));
     const messages = rendered.filter((message): message is OutgoingSms => !(message instanceof Error));
     const page = gathered.filter((waiting) => !failed.has(waiting.sendId));
@@ -146,7 +193,11 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
     const done = page.filter((waiting) => !later.has(waiting.sendId)).map(({ sendId, lease }) => ({ sendId, lease }));
     await database.call(recordSingles, { now, outcomes, steps, receipts, events, done });
     for (const waiting of page) {
-      waiting.settle(later.has(waiting.sendId) ? new SnoozeJob(now + RETRY_LATER_MS, 'the message was refused for now: it is tried again') : undefined);
+      waiting.settle(
+        later.has(waiting.sendId)
+          ? new SnoozeJob(now + RETRY_LATER_MS, 'the message was refused for now: it is tried again')
+          : undefined,
+      );
     }
   }
 
@@ -176,9 +227,15 @@ export function smsSingleHandler(deps: { database: Database; clock: Clock; trans
       return new Promise<'completed'>((resolve, reject) => {
         // Every job of one claim is handed over in the same turn: they make one page.
         if (waiting.length === 0) queueMicrotask(sendWaiting);
-        waiting.push({ sendId, lease: run.lease, signal: run.signal, settle: (outcome) => (outcome ? reject(outcome) : resolve('completed')) });
+        waiting.push({
+          sendId,
+          lease: run.lease,
+          signal: run.signal,
+          settle: (outcome) => (outcome ? reject(outcome) : resolve('completed')),
+        });
       });
     },
-    onDead: (trx: Db, job: Job, error: string) => failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
+    onDead: (trx: Db, job: Job, error: string) =>
+      failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
   };
 }

@@ -56,22 +56,39 @@ export function checkSmsRequest(
   }
 
   if (!isValidSenderName(body.senderName)) {
-    errors.push({ field: 'senderName', message: 'must be 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits' });
+    errors.push({
+      field: 'senderName',
+      message: 'must be 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits',
+    });
   }
   if (body.body.trim() === '') {
     errors.push({ field: 'body', message: 'must not be empty' });
   } else if (draft.shortener === null) {
     const { parts } = measure(body.body);
-    if (parts > MAX_PARTS) errors.push({ field: 'body', message: `takes ${parts} SMS parts; a message has at most ${MAX_PARTS}` });
+    if (parts > MAX_PARTS)
+      errors.push({ field: 'body', message: `takes ${parts} SMS parts; a message has at most ${MAX_PARTS}` });
     if (body.body.includes(LANDING_PAGE_TAG)) {
-      errors.push({ field: 'body', message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: give landingPageId too, or take it out` });
+      errors.push({
+        field: 'body',
+        message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: give landingPageId too, or take it out`,
+      });
     }
   } else {
     // The link is part of the text: a body that fits alone may not fit with it.
     const { parts } = measure(withSampleLink(body.body, linkBase(draft.shortener.url, publicUrl)));
-    if (parts > MAX_PARTS) errors.push({ field: 'body', message: `takes ${parts} SMS parts with the landing page link; a message has at most ${MAX_PARTS}` });
+    if (parts > MAX_PARTS)
+      errors.push({
+        field: 'body',
+        message: `takes ${parts} SMS parts with the landing page link; a message has at most ${MAX_PARTS}`,
+      });
   }
-  if (kind === 'single') draft.tags = checkTags((body as SmsSingleRequest).personalizationSubstitutionTags, 'personalizationSubstitutionTags', errors, RESERVED_TAGS);
+  if (kind === 'single')
+    draft.tags = checkTags(
+      (body as SmsSingleRequest).personalizationSubstitutionTags,
+      'personalizationSubstitutionTags',
+      errors,
+      RESERVED_TAGS,
+    );
 
   if (body.scheduleDateTime !== undefined) {
     const at = scheduledTime(body.scheduleDateTime, account.timeZoneOffset, now);
@@ -82,12 +99,17 @@ export function checkSmsRequest(
   // The shortener shortens the landing page link and nothing else (SPEC §2.4): without a
   // landing page it would do nothing, and a client who sent it expects something done.
   if (body.shortner !== undefined && draft.landingPageId === null) {
-    errors.push({ field: 'shortner', message: 'applies only to the landing page link: give landingPageId too, or leave shortner out' });
+    errors.push({
+      field: 'shortner',
+      message: 'applies only to the landing page link: give landingPageId too, or leave shortner out',
+    });
   }
   return { draft, errors };
 }
 
-const RESERVED_TAGS = { [LANDING_PAGE_TAG]: 'is the place of the landing page link, which the service fills: use another tagName' };
+const RESERVED_TAGS = {
+  [LANDING_PAGE_TAG]: 'is the place of the landing page link, which the service fills: use another tagName',
+};
 
 /** The batch's lists and recipients: at least one of them, lists without repeats, a number given twice kept once. */
 function checkAudience(batch: SmsBatchRequest, draft: SmsDraft, errors: FieldError[]): void {
@@ -97,7 +119,12 @@ function checkAudience(batch: SmsBatchRequest, draft: SmsDraft, errors: FieldErr
     const at = `recipients[${i}]`;
     const mobile = mobileFromDigits(recipient.mobileNo);
     if ('problem' in mobile) errors.push({ field: `${at}.mobileNo`, message: mobile.problem });
-    const tags = checkTags(recipient.personalizationSubstitutionTags, `${at}.personalizationSubstitutionTags`, errors, RESERVED_TAGS);
+    const tags = checkTags(
+      recipient.personalizationSubstitutionTags,
+      `${at}.personalizationSubstitutionTags`,
+      errors,
+      RESERVED_TAGS,
+    );
     if (!('problem' in mobile) && !seen.has(mobile.mobile)) {
       seen.add(mobile.mobile);
       draft.recipients.push({ mobile: mobile.mobile, tags });
@@ -131,9 +158,10 @@ export async function prepareSms(
       const meant = [config.defaultSenderName, ...names].find((name) => name.toLowerCase() === wanted);
       errors.push({
         field: 'senderName',
-        message: meant === undefined
-          ? `is not a sender name of this account, nor the service's default ${config.defaultSenderName}`
-          : `is not a sender name of this account; sender names are compared exactly: did you mean ${meant}?`,
+        message:
+          meant === undefined
+            ? `is not a sender name of this account, nor the service's default ${config.defaultSenderName}`
+            : `is not a sender name of this account; sender names are compared exactly: did you mean ${meant}?`,
       });
     }
   }
@@ -142,18 +170,31 @@ export async function prepareSms(
 
   if (draft.landingPageId !== null && (await landingPageUrl(db, accountId, draft.landingPageId)) === undefined) {
     // Another account's landing page is as unknown as a missing one.
-    errors.push({ field: 'landingPageId', message: `is ${draft.landingPageId}, which is not a landing page of this account` });
+    errors.push({
+      field: 'landingPageId',
+      message: `is ${draft.landingPageId}, which is not a landing page of this account`,
+    });
   }
   if (draft.shortener !== null && draft.shortener.url !== null) {
     const shortener = parseShortenerUrl(draft.shortener.url);
     if (shortener === undefined) {
-      errors.push({ field: 'shortner.shortnerUrl', message: 'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account' });
+      errors.push({
+        field: 'shortner.shortnerUrl',
+        message:
+          'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account',
+      });
     } else if ((await shortenerAccount(db, shortener.host)) !== accountId) {
-      errors.push({ field: 'shortner.shortnerUrl', message: `names ${shortener.host}, which is not a shortener domain of this account; the operator registers them` });
+      errors.push({
+        field: 'shortner.shortnerUrl',
+        message: `names ${shortener.host}, which is not a shortener domain of this account; the operator registers them`,
+      });
     }
   }
 
   if (errors.length > 0) {
-    throw unprocessable(`The SMS request was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`, errors);
+    throw unprocessable(
+      `The SMS request was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
+      errors,
+    );
   }
 }

@@ -100,12 +100,25 @@ const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? (
 function judge(statusCode: number, headers: { location?: string; 'retry-after'?: string }): Outcome {
   if (statusCode >= 200 && statusCode < 300) return { result: 'delivered', statusCode };
   if (statusCode === 410) {
-    return { result: 'stopped', statusCode, error: 'the receiver answered 410 Gone, so this event is not posted again' };
+    return {
+      result: 'stopped',
+      statusCode,
+      error: 'the receiver answered 410 Gone, so this event is not posted again',
+    };
   }
   if (statusCode >= 300 && statusCode < 400) {
-    return { result: 'failed', statusCode, error: `the receiver redirected to ${headers.location ?? 'nowhere'}; redirects are not followed` };
+    return {
+      result: 'failed',
+      statusCode,
+      error: `the receiver redirected to ${headers.location ?? 'nowhere'}; redirects are not followed`,
+    };
   }
-  return { result: 'failed', statusCode, error: `the receiver answered ${statusCode}`, retryAfter: headers['retry-after'] };
+  return {
+    result: 'failed',
+    statusCode,
+    error: `the receiver answered ${statusCode}`,
+    retryAfter: headers['retry-after'],
+  };
 }
 
 /**
@@ -145,11 +158,22 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, delivery.payload),
       };
-      const answer = await post(destination.target, destination.addresses, headers, delivery.payload, timeoutMs, signal);
+      const answer = await post(
+        destination.target,
+        destination.addresses,
+        headers,
+        delivery.payload,
+        timeoutMs,
+        signal,
+      );
       return judge(answer.statusCode, answer.headers);
     } catch (error) {
       if (signal.aborted) return 'interrupted';
-      return { result: 'failed', statusCode: null, error: error instanceof PostTimeout ? error.message : `connection failed: ${errorCode(error)}` };
+      return {
+        result: 'failed',
+        statusCode: null,
+        error: error instanceof PostTimeout ? error.message : `connection failed: ${errorCode(error)}`,
+      };
     } finally {
       hosts.give(host);
     }
@@ -196,11 +220,16 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
   return {
     async handle(job: Job, run: JobRun) {
       const { deliveryId, generation } = job.payload as DeliveryJob;
-      const delivery = await deps.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirst();
+      const delivery = await deps.db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('id', '=', deliveryId)
+        .executeTakeFirst();
       // Gone with its account, delivered, given up, or replaced by a replay's job.
       if (!delivery || delivery.generation !== generation || delivery.status !== 'pending') return;
       const outcome = await attempt(delivery, run.signal);
-      if (outcome === 'host busy' || outcome === 'interrupted') throw new SnoozeJob(deps.clock.now(), `webhook post ${outcome}`);
+      if (outcome === 'host busy' || outcome === 'interrupted')
+        throw new SnoozeJob(deps.clock.now(), `webhook post ${outcome}`);
       const retryAt = await record(delivery, outcome);
       if (retryAt !== undefined) throw new SnoozeJob(retryAt);
     },

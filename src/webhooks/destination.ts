@@ -35,7 +35,8 @@ const RANGE_WORDS: Record<string, string> = {
 /** The kind of non-public range the address is in, or undefined for a public address. */
 export function blockedCategory(address: string): string | undefined {
   let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
+    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
   const range = parsed.range();
   if (range === 'unicast') return undefined;
   return RANGE_WORDS[range] ?? 'reserved';
@@ -97,7 +98,10 @@ export interface DestinationOptions {
  * The addresses a webhook URL may be posted to. Every address of the host is checked, not
  * just the first: the connection may use any of them (Happy Eyeballs).
  */
-export async function vetDestination(url: string, options: DestinationOptions): Promise<{ target: URL; addresses: LookupAddress[] }> {
+export async function vetDestination(
+  url: string,
+  options: DestinationOptions,
+): Promise<{ target: URL; addresses: LookupAddress[] }> {
   const target = URL.parse(url);
   if (!target) throw new RefusedDestination('refused: the webhook URL is not a valid URL');
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {

@@ -82,7 +82,9 @@ const POSTS_PER_RUN = 10;
  * and the jobs' unique index wants short keys; JSON keeps the parts apart.
  */
 function streamKey(stream: EventStream): string {
-  const digest = createHash('sha256').update(JSON.stringify([stream.accountId, stream.type, stream.url])).digest('base64url');
+  const digest = createHash('sha256')
+    .update(JSON.stringify([stream.accountId, stream.type, stream.url]))
+    .digest('base64url');
   return `${GATHER_KIND}:${digest}`;
 }
 
@@ -93,7 +95,11 @@ function streamKey(stream: EventStream): string {
  * The same statements whatever the count: two on SQLite, four on PostgreSQL (the stream's
  * lock and the workers' wake-up besides), so an append of one event costs as much as one of 500.
  */
-export async function appendWebhookEvents(db: Kysely<Schema>, clock: Clock, append: EventStream & { events: readonly object[] }): Promise<void> {
+export async function appendWebhookEvents(
+  db: Kysely<Schema>,
+  clock: Clock,
+  append: EventStream & { events: readonly object[] },
+): Promise<void> {
   if (append.events.length === 0) return;
   const stream: EventStream = { accountId: append.accountId, url: append.url, type: append.type };
   const now = clock.now();
@@ -125,7 +131,12 @@ export async function appendWebhookEvents(db: Kysely<Schema>, clock: Clock, appe
  * Appends events of one type, each to its own stream (its account and URL; an event without
  * a URL goes nowhere), in the caller's transaction: one append per stream, events in order.
  */
-export async function appendToStreams(db: Kysely<Schema>, clock: Clock, type: string, entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>): Promise<void> {
+export async function appendToStreams(
+  db: Kysely<Schema>,
+  clock: Clock,
+  type: string,
+  entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
+): Promise<void> {
   const streams = new Map<string, EventStream & { events: object[] }>();
   for (const { accountId, url, event } of entries) {
     if (!url) continue;
@@ -142,7 +153,8 @@ export async function appendToStreams(db: Kysely<Schema>, clock: Clock, type: st
  * keeps what is left of it.
  */
 async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number): Promise<string[]> {
-  const inStream = (eb: ExpressionBuilder<Schema, 'webhook_events'>) => eb.and({ account_id: stream.accountId, type: stream.type, url: stream.url });
+  const inStream = (eb: ExpressionBuilder<Schema, 'webhook_events'>) =>
+    eb.and({ account_id: stream.accountId, type: stream.type, url: stream.url });
   const ofStream = db.selectFrom('webhook_events').where(inStream);
   // Each append holds at least one event, so no more than `limit` of them can be needed.
   const counts = await ofStream.select(['id', 'event_count']).orderBy('id').limit(limit).execute();
@@ -163,7 +175,11 @@ async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number
     await taken.where('id', '<=', last).execute();
   } else {
     await taken.where('id', '<', last).execute();
-    await db.updateTable('webhook_events').set({ events: `[${rest.join(',')}]`, event_count: rest.length }).where('id', '=', last).execute();
+    await db
+      .updateTable('webhook_events')
+      .set({ events: `[${rest.join(',')}]`, event_count: rest.length })
+      .where('id', '=', last)
+      .execute();
   }
   return events;
 }
@@ -174,7 +190,12 @@ async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number
  * A run whose lease lapsed meanwhile rolls back at completeJob, leaving its events to the
  * worker that holds the job now.
  */
-async function gather(database: Database, now: number, stream: EventStream, lease: Lease): Promise<'completed' | 'more'> {
+async function gather(
+  database: Database,
+  now: number,
+  stream: EventStream,
+  lease: Lease,
+): Promise<'completed' | 'more'> {
   return database.db.transaction().execute(async (trx) => {
     await lockStream(trx, streamKey(stream));
     const limit = POSTS_PER_RUN * EVENTS_PER_POST;

@@ -76,7 +76,10 @@ export async function createDeliveries(db: Kysely<Schema>, now: number, deliveri
   }));
   if (rows.length === 0) return [];
   await db.insertInto('webhook_deliveries').values(rows).execute();
-  await enqueueMany(db, rows.map((row) => deliveryJob({ ...row, generation: 0 }, now)));
+  await enqueueMany(
+    db,
+    rows.map((row) => deliveryJob({ ...row, generation: 0 }, now)),
+  );
   return rows.map((row) => row.id);
 }
 
@@ -102,7 +105,9 @@ export async function abandonDelivery(db: Kysely<Schema>, job: DeliveryJob, erro
  */
 export async function emitWebhook(db: Kysely<Schema>, clock: Clock, event: WebhookEvent): Promise<string> {
   const now = clock.now();
-  const [id] = await createDeliveries(db, now, [{ ...event, body: webhookBody(event.type, now, JSON.stringify(event.data)) }]);
+  const [id] = await createDeliveries(db, now, [
+    { ...event, body: webhookBody(event.type, now, JSON.stringify(event.data)) },
+  ]);
   return id;
 }
 
@@ -113,7 +118,12 @@ export async function emitWebhook(db: Kysely<Schema>, clock: Clock, event: Webho
  * The new generation retires any job still scheduled for the delivery, so one event never
  * has two schedules running.
  */
-export async function replayDelivery(db: Kysely<Schema>, clock: Clock, accountId: string, id: string): Promise<DeliveryRow> {
+export async function replayDelivery(
+  db: Kysely<Schema>,
+  clock: Clock,
+  accountId: string,
+  id: string,
+): Promise<DeliveryRow> {
   const now = clock.now();
   const row = await db
     .updateTable('webhook_deliveries')
@@ -128,13 +138,22 @@ export async function replayDelivery(db: Kysely<Schema>, clock: Clock, accountId
 }
 
 /** POST /webhooks/deliveries/:id/retry, in the request's transaction (http/idempotency.ts). */
-export const postDeliveryRetry = postProcedure(import.meta.url, 'postDeliveryRetry', async ({ db }, args: { accountId: string; id: string; now: number }) => ({
-  statusCode: 202,
-  body: deliveryView(await replayDelivery(db, { now: () => args.now }, args.accountId, args.id)),
-}));
+export const postDeliveryRetry = postProcedure(
+  import.meta.url,
+  'postDeliveryRetry',
+  async ({ db }, args: { accountId: string; id: string; now: number }) => ({
+    statusCode: 202,
+    body: deliveryView(await replayDelivery(db, { now: () => args.now }, args.accountId, args.id)),
+  }),
+);
 
 export async function findDelivery(db: Kysely<Schema>, accountId: string, id: string): Promise<DeliveryRow> {
-  const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
   if (!row) throw notFound('The webhook delivery');
   return row;
 }
@@ -156,7 +175,11 @@ export async function listDeliveries(
     const [createdAt, id] = cursor.decode(page.cursor);
     query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('created_at', 'id'), '<', tuple(createdAt, id)));
   }
-  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1).execute();
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
   const { rows: deliveries, nextCursor } = cursor.page(rows, page.limit, (last) => [last.created_at, last.id]);
   return { deliveries, nextCursor };
 }
@@ -196,9 +219,17 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
  * (delivered, or given up): the account's record of them, and its means to replay them, end
  * with retention. Answers how many it deleted.
  */
-export async function purgeSettledDeliveries({ db, dialect }: ProcedureDatabase, before: number, limit: number): Promise<number> {
+export async function purgeSettledDeliveries(
+  { db, dialect }: ProcedureDatabase,
+  before: number,
+  limit: number,
+): Promise<number> {
   // A delivery replayed meanwhile is pending again, and stays.
   const settled = sql<SqlBool>`status <> 'pending' and created_at < ${before}`;
-  const result = await db.deleteFrom('webhook_deliveries').where(settled).where(chunkOf(dialect, 'webhook_deliveries', settled, limit)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('webhook_deliveries')
+    .where(settled)
+    .where(chunkOf(dialect, 'webhook_deliveries', settled, limit))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -30,7 +30,9 @@ export function post(
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   return new Promise<Answer>((resolve, reject) => {
     const fail = (error: Error) =>
-      reject(abort.signal.aborted ? new PostTimeout(`timed out: no complete answer within ${timeoutMs / 1000} s`) : error);
+      reject(
+        abort.signal.aborted ? new PostTimeout(`timed out: no complete answer within ${timeoutMs / 1000} s`) : error,
+      );
     const request = send(
       target,
       {

@@ -33,10 +33,12 @@ const DeliveryParams = Type.Object({ id: Uuid() });
 const DeliveryPage = Type.Object({
   limit: Type.Optional(PageLimit(100, 50, 'Deliveries')),
   cursor: Type.Optional(PageCursor(200)),
-  failing: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], {
-    description: 'true: only deliveries whose last attempt failed, given up or waiting for a retry.',
-    errorMessage: 'must be true or false',
-  })),
+  failing: Type.Optional(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], {
+      description: 'true: only deliveries whose last attempt failed, given up or waiting for a retry.',
+      errorMessage: 'must be true or false',
+    }),
+  ),
 });
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
@@ -46,65 +48,101 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['webhooks'];
 
-  r.get('/webhooks/secret', {
-    config: account,
-    schema: {
-      tags,
-      summary: 'The secret that signs webhook posts',
-      response: { 200: Secret, ...errorResponses(401, 409, 429) },
+  r.get(
+    '/webhooks/secret',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'The secret that signs webhook posts',
+        response: { 200: Secret, ...errorResponses(401, 409, 429) },
+      },
     },
-  }, async (request) => {
-    const secrets = await ensureSecret(ctx.db, ctx.encryptionKey, ctx.clock, request.account.id);
-    return secretView(secrets, ctx.clock.now());
-  });
-
-  r.post('/webhooks/secret/rotate', {
-    config: account,
-    schema: { tags, summary: 'A new signing secret; the old one keeps signing for 24 hours', response: { 200: Secret, ...errorResponses(401, 422, 429) } },
-  }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, postSecretRotation, () => ({
-      accountId: request.account.id,
-      next: newSecret(ctx.encryptionKey, request.account.id),
-      now: ctx.clock.now(),
-    })),
+    async (request) => {
+      const secrets = await ensureSecret(ctx.db, ctx.encryptionKey, ctx.clock, request.account.id);
+      return secretView(secrets, ctx.clock.now());
+    },
   );
 
-  r.get('/webhooks/deliveries', {
-    config: account,
-    schema: {
-      tags,
-      summary: 'Recent webhook deliveries, newest first; with failing=true, those whose last attempt failed',
-      querystring: DeliveryPage,
-      response: { 200: Type.Object({ deliveries: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }), ...errorResponses(400, 401, 429) },
+  r.post(
+    '/webhooks/secret/rotate',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'A new signing secret; the old one keeps signing for 24 hours',
+        response: { 200: Secret, ...errorResponses(401, 422, 429) },
+      },
     },
-  }, async (request) => {
-    const { limit, cursor, failing } = request.query;
-    const page = await listDeliveries(ctx.db, request.account.id, { limit: Number(limit ?? 50), cursor, failing: failing === 'true' });
-    return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor };
-  });
+    async (request, reply) =>
+      idempotent(request, reply, ctx, request.account.id, postSecretRotation, () => ({
+        accountId: request.account.id,
+        next: newSecret(ctx.encryptionKey, request.account.id),
+        now: ctx.clock.now(),
+      })),
+  );
 
-  r.get('/webhooks/deliveries/:id', {
-    config: account,
-    schema: {
-      tags,
-      summary: 'One webhook delivery, with the body it posts',
-      params: DeliveryParams,
-      response: { 200: Type.Intersect([Delivery, Type.Object({ payload: Type.Unknown() })]), ...errorResponses(400, 401, 404, 429) },
+  r.get(
+    '/webhooks/deliveries',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'Recent webhook deliveries, newest first; with failing=true, those whose last attempt failed',
+        querystring: DeliveryPage,
+        response: {
+          200: Type.Object({ deliveries: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }),
+          ...errorResponses(400, 401, 429),
+        },
+      },
     },
-  }, async (request) => {
-    const row = await findDelivery(ctx.db, request.account.id, request.params.id);
-    return { ...deliveryView(row), payload: JSON.parse(row.payload) as unknown };
-  });
+    async (request) => {
+      const { limit, cursor, failing } = request.query;
+      const page = await listDeliveries(ctx.db, request.account.id, {
+        limit: Number(limit ?? 50),
+        cursor,
+        failing: failing === 'true',
+      });
+      return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor };
+    },
+  );
 
-  r.post('/webhooks/deliveries/:id/retry', {
-    config: account,
-    schema: {
-      tags,
-      summary: 'Post a delivery again now, with the same webhook-id',
-      params: DeliveryParams,
-      response: { 202: Delivery, ...errorResponses(400, 401, 404, 422, 429) },
+  r.get(
+    '/webhooks/deliveries/:id',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'One webhook delivery, with the body it posts',
+        params: DeliveryParams,
+        response: {
+          200: Type.Intersect([Delivery, Type.Object({ payload: Type.Unknown() })]),
+          ...errorResponses(400, 401, 404, 429),
+        },
+      },
     },
-  }, async (request, reply) =>
-    idempotent(request, reply, ctx, request.account.id, postDeliveryRetry, () => ({ accountId: request.account.id, id: request.params.id, now: ctx.clock.now() })),
+    async (request) => {
+      const row = await findDelivery(ctx.db, request.account.id, request.params.id);
+      return { ...deliveryView(row), payload: JSON.parse(row.payload) as unknown };
+    },
+  );
+
+  r.post(
+    '/webhooks/deliveries/:id/retry',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'Post a delivery again now, with the same webhook-id',
+        params: DeliveryParams,
+        response: { 202: Delivery, ...errorResponses(400, 401, 404, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      idempotent(request, reply, ctx, request.account.id, postDeliveryRetry, () => ({
+        accountId: request.account.id,
+        id: request.params.id,
+        now: ctx.clock.now(),
+      })),
   );
 }

@@ -10,7 +10,17 @@ const HOUR = 60 * MINUTE;
  * schedule stays a pure function of the attempt, and the per-host limit on posts in flight
  * (deliver.ts) already keeps a burst of retries from landing on a receiver at once.
  */
-export const RETRY_DELAYS_MS = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 14 * HOUR, 20 * HOUR, 24 * HOUR];
+export const RETRY_DELAYS_MS = [
+  5 * SECOND,
+  5 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  5 * HOUR,
+  10 * HOUR,
+  14 * HOUR,
+  20 * HOUR,
+  24 * HOUR,
+];
 
 /** A Retry-After may postpone an attempt by at most this, so one header cannot park an event for ever. */
 const MAX_RETRY_AFTER_MS = 24 * HOUR;

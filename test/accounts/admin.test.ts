@@ -29,9 +29,17 @@ forEachDatabase((dialect) => {
     assert.equal(body.locale, 'en-IN');
 
     const listed = await admin('GET', '/admin/accounts');
-    assert.deepEqual(listed.json().accounts.map((a: { accountId: string }) => a.accountId), [body.accountId]);
+    assert.deepEqual(
+      listed.json().accounts.map((a: { accountId: string }) => a.accountId),
+      [body.accountId],
+    );
 
-    const token = await t.tokenFor({ row: undefined as never, userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: body.privateToken });
+    const token = await t.tokenFor({
+      row: undefined as never,
+      userName: 'ada@example.com',
+      password: 'correct horse battery staple',
+      privateToken: body.privateToken,
+    });
     const own = await t.app.inject({ method: 'GET', url: '/account', headers: bearer(token) });
     assert.equal(own.json().timeZoneOffset, 'UTC+05:30~India Standard Time');
   });
@@ -60,7 +68,12 @@ forEachDatabase((dialect) => {
     assert.ok(!dump.toLowerCase().includes(privateToken), 'the token is nowhere in clear');
     assert.ok(!dump.includes(privateToken.replaceAll('-', '')));
 
-    const account = { row: undefined as never, userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: privateToken.toUpperCase() };
+    const account = {
+      row: undefined as never,
+      userName: 'ada@example.com',
+      password: 'correct horse battery staple',
+      privateToken: privateToken.toUpperCase(),
+    };
     assert.ok(await t.tokenFor(account), 'the token is taken in either letter case');
     const rotated = await admin('POST', `/admin/accounts/${accountId}/rotate-private-token`);
     const fresh = rotated.json().privateToken;
@@ -71,7 +84,10 @@ forEachDatabase((dialect) => {
 
   it('refuses a user name taken in another letter case with 409', async () => {
     await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' });
-    const again = await admin('POST', '/admin/accounts', { userName: 'ADA@EXAMPLE.COM', password: 'correct horse battery staple' });
+    const again = await admin('POST', '/admin/accounts', {
+      userName: 'ADA@EXAMPLE.COM',
+      password: 'correct horse battery staple',
+    });
     assert.equal(again.statusCode, 409);
   });
 
@@ -85,7 +101,11 @@ forEachDatabase((dialect) => {
   ];
   for (const [what, change, field] of invalid) {
     it(`refuses ${what} with 400 naming ${field}`, async () => {
-      const response = await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple', ...change });
+      const response = await admin('POST', '/admin/accounts', {
+        userName: 'ada@example.com',
+        password: 'correct horse battery staple',
+        ...change,
+      });
       assert.equal(response.statusCode, 400);
       assert.deepEqual(errorFields(response), [field]);
       assert.equal((await admin('GET', '/admin/accounts')).json().accounts.length, 0);
@@ -94,24 +114,51 @@ forEachDatabase((dialect) => {
 
   it('accepts UTC-03:30 and UTC+05:45', async () => {
     for (const [i, offset] of ['UTC-03:30~Newfoundland Standard Time', 'UTC+05:45~Nepal Time'].entries()) {
-      const response = await admin('POST', '/admin/accounts', { userName: `tz${i}@example.com`, password: 'correct horse battery staple', timeZoneOffset: offset });
+      const response = await admin('POST', '/admin/accounts', {
+        userName: `tz${i}@example.com`,
+        password: 'correct horse battery staple',
+        timeZoneOffset: offset,
+      });
       assert.equal(response.statusCode, 201);
     }
   });
 
   it('registers sender names and domains, validated, per account', async () => {
-    const { accountId } = (await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' })).json();
+    const { accountId } = (
+      await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' })
+    ).json();
     assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'ACME' })).statusCode, 201);
-    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: '14155550100' })).statusCode, 201);
-    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'TOOLONGSENDER' })).statusCode, 400);
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: '14155550100' })).statusCode,
+      201,
+    );
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'TOOLONGSENDER' })).statusCode,
+      400,
+    );
     assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-names`, { name: 'AC-ME' })).statusCode, 400);
-    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-names`)).json(), { senderNames: ['14155550100', 'ACME'] });
+    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-names`)).json(), {
+      senderNames: ['14155550100', 'ACME'],
+    });
 
-    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'Mail.Example.com' })).statusCode, 201);
-    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'not a domain' })).statusCode, 400);
-    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json().senderDomains.map((d: { domain: string }) => d.domain), ['mail.example.com']);
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'Mail.Example.com' })).statusCode,
+      201,
+    );
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'not a domain' })).statusCode,
+      400,
+    );
+    assert.deepEqual(
+      (await admin('GET', `/admin/accounts/${accountId}/sender-domains`))
+        .json()
+        .senderDomains.map((d: { domain: string }) => d.domain),
+      ['mail.example.com'],
+    );
 
-    const missing = await admin('POST', '/admin/accounts/00000000-0000-4000-8000-000000000000/sender-names', { name: 'ACME' });
+    const missing = await admin('POST', '/admin/accounts/00000000-0000-4000-8000-000000000000/sender-names', {
+      name: 'ACME',
+    });
     assert.equal(missing.statusCode, 404);
   });
 });

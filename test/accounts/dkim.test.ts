@@ -38,11 +38,18 @@ forEachDatabase((dialect) => {
     assert.equal(body.dkim.recordName, `${body.dkim.selector}._domainkey.shop.example.com`);
     assertRecordValue(body.dkim.recordValue);
 
-    assert.deepEqual((await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'shop.example.com' })).json(), body, 'the same key, not a new one');
+    assert.deepEqual(
+      (await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'shop.example.com' })).json(),
+      body,
+      'the same key, not a new one',
+    );
     await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'news.example.org' });
     const listed = (await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json();
     assert.deepEqual(Object.keys(listed), ['senderDomains']);
-    assert.deepEqual(listed.senderDomains.map((d: { domain: string }) => d.domain), ['news.example.org', 'shop.example.com']);
+    assert.deepEqual(
+      listed.senderDomains.map((d: { domain: string }) => d.domain),
+      ['news.example.org', 'shop.example.com'],
+    );
     assert.deepEqual(listed.senderDomains[1], body);
   });
 
@@ -58,7 +65,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual((await admin('GET', '/admin/dkim')).json(), body);
   });
 
-  it('rotates a sender domain\'s key under a new selector, keeps the old one listed as retired until removed, and never removes the active one', async () => {
+  it("rotates a sender domain's key under a new selector, keeps the old one listed as retired until removed, and never removes the active one", async () => {
     const accountId = await newAccount();
     const old = (await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'shop.example' })).json();
     t.clock.advance(60_000);
@@ -70,7 +77,11 @@ forEachDatabase((dialect) => {
     assert.match(fresh.dkim.selector, SELECTOR);
     assert.notEqual(fresh.dkim.selector, old.dkim.selector);
     assert.notEqual(fresh.dkim.recordValue, old.dkim.recordValue);
-    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json().senderDomains, [fresh], 'the list shows the key that signs');
+    assert.deepEqual(
+      (await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json().senderDomains,
+      [fresh],
+      'the list shows the key that signs',
+    );
 
     const keysUrl = `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-keys`;
     const keys = (await admin('GET', keysUrl)).json();
@@ -83,7 +94,10 @@ forEachDatabase((dialect) => {
     const active = await admin('DELETE', `${keysUrl}/${fresh.dkim.selector}`);
     assert.equal(active.statusCode, 409, active.body);
     assert.equal((await admin('DELETE', `${keysUrl}/${old.dkim.selector}`)).statusCode, 204);
-    assert.deepEqual((await admin('GET', keysUrl)).json().keys.map((k: { selector: string }) => k.selector), [fresh.dkim.selector]);
+    assert.deepEqual(
+      (await admin('GET', keysUrl)).json().keys.map((k: { selector: string }) => k.selector),
+      [fresh.dkim.selector],
+    );
     assert.equal((await admin('DELETE', `${keysUrl}/${old.dkim.selector}`)).statusCode, 404);
   });
 
@@ -96,7 +110,13 @@ forEachDatabase((dialect) => {
     assert.notEqual(fresh.dkim.selector, old.dkim.selector);
     assert.deepEqual((await admin('GET', '/admin/dkim')).json(), fresh);
     const keys = (await admin('GET', '/admin/dkim/keys')).json();
-    assert.deepEqual(keys.keys.map((k: { selector: string; active: boolean }) => [k.selector, k.active]), [[fresh.dkim.selector, true], [old.dkim.selector, false]]);
+    assert.deepEqual(
+      keys.keys.map((k: { selector: string; active: boolean }) => [k.selector, k.active]),
+      [
+        [fresh.dkim.selector, true],
+        [old.dkim.selector, false],
+      ],
+    );
     assert.equal((await admin('DELETE', `/admin/dkim/keys/${fresh.dkim.selector}`)).statusCode, 409);
     assert.equal((await admin('DELETE', `/admin/dkim/keys/${old.dkim.selector}`)).statusCode, 204);
     assert.equal((await admin('GET', '/admin/dkim/keys')).json().keys.length, 1);
@@ -105,15 +125,26 @@ forEachDatabase((dialect) => {
   it("keeps each account's key of a domain its own: another account's rotation or removal does not touch it", async () => {
     const alice = await newAccount();
     const bob = await newAccount();
-    const alices = (await admin('POST', `/admin/accounts/${alice}/sender-domains`, { domain: 'shared.example' })).json();
+    const alices = (
+      await admin('POST', `/admin/accounts/${alice}/sender-domains`, { domain: 'shared.example' })
+    ).json();
     const bobs = (await admin('POST', `/admin/accounts/${bob}/sender-domains`, { domain: 'shared.example' })).json();
     assert.notEqual(bobs.dkim.selector, alices.dkim.selector);
     await admin('POST', `/admin/accounts/${bob}/sender-domains/shared.example/dkim-rotations`);
     assert.deepEqual((await admin('GET', `/admin/accounts/${alice}/sender-domains`)).json().senderDomains, [alices]);
-    const foreign = await admin('DELETE', `/admin/accounts/${alice}/sender-domains/shared.example/dkim-keys/${bobs.dkim.selector}`);
+    const foreign = await admin(
+      'DELETE',
+      `/admin/accounts/${alice}/sender-domains/shared.example/dkim-keys/${bobs.dkim.selector}`,
+    );
     assert.equal(foreign.statusCode, 404, "Bob's retired key is not Alice's to remove");
-    assert.equal((await admin('GET', `/admin/accounts/${bob}/sender-domains/shared.example/dkim-keys`)).json().keys.length, 2);
-    assert.equal((await admin('GET', `/admin/accounts/${alice}/sender-domains/shared.example/dkim-keys`)).json().keys.length, 1);
+    assert.equal(
+      (await admin('GET', `/admin/accounts/${bob}/sender-domains/shared.example/dkim-keys`)).json().keys.length,
+      2,
+    );
+    assert.equal(
+      (await admin('GET', `/admin/accounts/${alice}/sender-domains/shared.example/dkim-keys`)).json().keys.length,
+      1,
+    );
   });
 
   it('keeps the private keys sealed at rest: no PEM, no key material in clear', async () => {
@@ -140,20 +171,56 @@ forEachDatabase((dialect) => {
     const service = await admin('POST', `/admin/accounts/${accountId}/sender-domains`, { domain: 'Mail.Localhost' });
     assert.equal(service.statusCode, 400);
     assert.deepEqual(errorFields(service), ['domain']);
-    assert.deepEqual((await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json(), { senderDomains: [] }, 'nothing written');
+    assert.deepEqual(
+      (await admin('GET', `/admin/accounts/${accountId}/sender-domains`)).json(),
+      { senderDomains: [] },
+      'nothing written',
+    );
     assert.equal((await t.database.db.selectFrom('dkim_keys').select('domain').execute()).length, 0);
 
     const unknown = '00000000-0000-4000-8000-000000000000';
-    assert.equal((await admin('POST', `/admin/accounts/${unknown}/sender-domains`, { domain: 'shop.example' })).statusCode, 404);
-    assert.equal((await admin('POST', `/admin/accounts/${unknown}/sender-domains/shop.example/dkim-rotations`)).statusCode, 404);
-    assert.equal((await admin('GET', `/admin/accounts/${unknown}/sender-domains/shop.example/dkim-keys`)).statusCode, 404);
-    assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-rotations`)).statusCode, 404, 'a domain the account does not hold');
-    assert.equal((await admin('GET', `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-keys`)).statusCode, 404);
-    assert.equal((await admin('DELETE', `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-keys/herald-20261122-abcdef`)).statusCode, 404);
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${unknown}/sender-domains`, { domain: 'shop.example' })).statusCode,
+      404,
+    );
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${unknown}/sender-domains/shop.example/dkim-rotations`)).statusCode,
+      404,
+    );
+    assert.equal(
+      (await admin('GET', `/admin/accounts/${unknown}/sender-domains/shop.example/dkim-keys`)).statusCode,
+      404,
+    );
+    assert.equal(
+      (await admin('POST', `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-rotations`)).statusCode,
+      404,
+      'a domain the account does not hold',
+    );
+    assert.equal(
+      (await admin('GET', `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-keys`)).statusCode,
+      404,
+    );
+    assert.equal(
+      (
+        await admin(
+          'DELETE',
+          `/admin/accounts/${accountId}/sender-domains/shop.example/dkim-keys/herald-20261122-abcdef`,
+        )
+      ).statusCode,
+      404,
+    );
     assert.equal((await admin('DELETE', '/admin/dkim/keys/herald-20261122-abcdef')).statusCode, 404);
-    assert.equal((await t.database.db.selectFrom('dkim_keys').select('domain').execute()).length, 0, 'a refused rotation makes no key');
+    assert.equal(
+      (await t.database.db.selectFrom('dkim_keys').select('domain').execute()).length,
+      0,
+      'a refused rotation makes no key',
+    );
     for (const domain of ['shop%00.example', 'shop%20example']) {
-      assert.equal((await admin('POST', `/admin/accounts/${accountId}/sender-domains/${domain}/dkim-rotations`)).statusCode, 400, `${domain}: not a domain name`);
+      assert.equal(
+        (await admin('POST', `/admin/accounts/${accountId}/sender-domains/${domain}/dkim-rotations`)).statusCode,
+        400,
+        `${domain}: not a domain name`,
+      );
     }
     for (const selector of ['herald%00', 'her.ald', 'x'.repeat(64)]) {
       assert.equal((await admin('DELETE', `/admin/dkim/keys/${selector}`)).statusCode, 400, `selector ${selector}`);
@@ -183,12 +250,22 @@ forEachDatabase((dialect) => {
 
   it('documents the DKIM routes and their answers in the OpenAPI document (/docs)', async () => {
     const { paths } = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
-    const added = paths['/admin/accounts/{accountId}/sender-domains'].post.responses['201'].content['application/json'].schema;
+    const added =
+      paths['/admin/accounts/{accountId}/sender-domains'].post.responses['201'].content['application/json'].schema;
     assert.deepEqual(Object.keys(added.properties).sort(), ['dkim', 'domain']);
     assert.deepEqual(Object.keys(added.properties.dkim.properties).sort(), ['recordName', 'recordValue', 'selector']);
-    const listed = paths['/admin/accounts/{accountId}/sender-domains'].get.responses['200'].content['application/json'].schema;
+    const listed =
+      paths['/admin/accounts/{accountId}/sender-domains'].get.responses['200'].content['application/json'].schema;
     assert.deepEqual(listed.properties.senderDomains.items, added);
-    for (const path of ['/admin/dkim', '/admin/dkim/rotations', '/admin/dkim/keys', '/admin/dkim/keys/{selector}', '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-rotations', '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-keys', '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-keys/{selector}']) {
+    for (const path of [
+      '/admin/dkim',
+      '/admin/dkim/rotations',
+      '/admin/dkim/keys',
+      '/admin/dkim/keys/{selector}',
+      '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-rotations',
+      '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-keys',
+      '/admin/accounts/{accountId}/sender-domains/{domain}/dkim-keys/{selector}',
+    ]) {
       assert.ok(paths[path], path);
     }
   });

@@ -38,13 +38,20 @@ forEachDatabase((dialect) => {
     }
     const { rows } = await sql<{ open: number }>`
       select count(*)::int as open from pg_stat_activity
-       where datname = current_database() and pid <> pg_backend_pid() and state like 'idle in transaction%'`.execute(t.database.db);
+       where datname = current_database() and pid <> pg_backend_pid() and state like 'idle in transaction%'`.execute(
+      t.database.db,
+    );
     return rows[0].open > 0;
   };
 
   const newAccount = (n: number) => ({ userName: `ada${n}@example.com`, password: 'correct horse battery staple' });
   const post = (n: number, headers: Record<string, string> = {}) =>
-    t.app.inject({ method: 'POST', url: '/admin/accounts', headers: { ...bearer(ADMIN_TOKEN), ...headers }, payload: newAccount(n) });
+    t.app.inject({
+      method: 'POST',
+      url: '/admin/accounts',
+      headers: { ...bearer(ADMIN_TOKEN), ...headers },
+      payload: newAccount(n),
+    });
   const creations: Array<[string, (n: number) => Promise<unknown>]> = [
     ['POST /admin/accounts', (n) => post(n)],
     ['POST /admin/accounts with an Idempotency-Key', (n) => post(n, { 'idempotency-key': `key-${n}` })],

@@ -21,7 +21,9 @@ forEachDatabase((dialect) => {
     const tokens = [randomUUID(), randomUUID().toUpperCase()];
     for (const [i, token] of tokens.entries()) {
       await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token, time_zone_offset, locale, created_at, updated_at)
-                values (${randomUUID()}, ${`user${i}@example.com`}, ${`user${i}@example.com`}, 'x', ${token}, 'UTC+00:00', 'en', 0, 0)`.execute(t.db);
+                values (${randomUUID()}, ${`user${i}@example.com`}, ${`user${i}@example.com`}, 'x', ${token}, 'UTC+00:00', 'en', 0, 0)`.execute(
+        t.db,
+      );
     }
 
     assert.equal((await migrateToLatest(t))[0], '0018_private_token_hashes', 'later migrations follow it');

@@ -60,31 +60,48 @@ forEachDatabase((dialect) => {
   });
 
   it('refuses alg: none', async () => {
-    const unsecured = new UnsecuredJWT(claims()).setIssuedAt(now()).setExpirationTime(now() + 600).encode();
+    const unsecured = new UnsecuredJWT(claims())
+      .setIssuedAt(now())
+      .setExpirationTime(now() + 600)
+      .encode();
     assertInvalidToken(await call(bearer(unsecured)), /algorithm/);
   });
 
   it('refuses another algorithm with the right key (HS512)', async () => {
-    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS512' }).setIssuedAt(now()).setExpirationTime(now() + 600).sign(t.ctx.jwtKey);
+    const token = await new SignJWT(claims())
+      .setProtectedHeader({ alg: 'HS512' })
+      .setIssuedAt(now())
+      .setExpirationTime(now() + 600)
+      .sign(t.ctx.jwtKey);
     assertInvalidToken(await call(bearer(token)), /algorithm/);
   });
 
   it('refuses a token signed with another key', async () => {
     const otherKey = new TextEncoder().encode('another-key-another-key-another-key!');
-    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setIssuedAt(now()).setExpirationTime(now() + 600).sign(otherKey);
+    const token = await new SignJWT(claims())
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt(now())
+      .setExpirationTime(now() + 600)
+      .sign(otherKey);
     assertInvalidToken(await call(bearer(token)), /signature/);
   });
 
   it('refuses a tampered payload', async () => {
     const [header, , signature] = (await t.tokenFor(account)).split('.');
-    const forged = Buffer.from(JSON.stringify({ ...claims(), sub: '00000000-0000-4000-8000-000000000000', exp: now() + 600 })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...claims(), sub: '00000000-0000-4000-8000-000000000000', exp: now() + 600 }),
+    ).toString('base64url');
     assertInvalidToken(await call(bearer(`${header}.${forged}.${signature}`)), /signature/);
   });
 
   it('refuses a token whose account was deleted', async () => {
     const token = await t.tokenFor(account);
     assert.equal((await call(bearer(token))).statusCode, 200);
-    const deleted = await t.app.inject({ method: 'DELETE', url: `/admin/accounts/${account.row.id}`, headers: bearer(ADMIN_TOKEN) });
+    const deleted = await t.app.inject({
+      method: 'DELETE',
+      url: `/admin/accounts/${account.row.id}`,
+      headers: bearer(ADMIN_TOKEN),
+    });
     assert.equal(deleted.statusCode, 204);
     assertInvalidToken(await call(bearer(token)), /no longer exists/);
   });
@@ -92,7 +109,11 @@ forEachDatabase((dialect) => {
   it('revokes every earlier token when the private token is rotated', async () => {
     const before = await t.tokenFor(account);
     assert.equal((await call(bearer(before))).statusCode, 200);
-    const rotated = await t.app.inject({ method: 'POST', url: `/admin/accounts/${account.row.id}/rotate-private-token`, headers: bearer(ADMIN_TOKEN) });
+    const rotated = await t.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${account.row.id}/rotate-private-token`,
+      headers: bearer(ADMIN_TOKEN),
+    });
     assert.equal(rotated.statusCode, 200);
     const newPrivateToken = rotated.json().privateToken;
     assert.notEqual(newPrivateToken, account.privateToken);
@@ -101,7 +122,12 @@ forEachDatabase((dialect) => {
     const oldCredentials = await t.app.inject({
       method: 'POST',
       url: '/token',
-      payload: { userName: account.userName, password: account.password, privateToken: account.privateToken, validity: 'Default' },
+      payload: {
+        userName: account.userName,
+        password: account.password,
+        privateToken: account.privateToken,
+        validity: 'Default',
+      },
     });
     assert.equal(oldCredentials.statusCode, 401);
     const after = await t.tokenFor({ ...account, privateToken: newPrivateToken });
@@ -125,10 +151,12 @@ forEachDatabase((dialect) => {
 
   // Another process (a second API process, or the CLI) changes the account through its own
   // connection: this process learns of it when its account read is more than a second old.
-  const revocations: Array<[string, (db: ReturnType<typeof openDatabase>['db'], id: string) => Promise<unknown>, RegExp]> = [
+  const revocations: Array<
+    [string, (db: ReturnType<typeof openDatabase>['db'], id: string) => Promise<unknown>, RegExp]
+  > = [
     ['a password change', (db, id) => setPassword(db, t.clock, id, 'another good passphrase'), /revoked/],
     ['a private-token rotation', (db, id) => rotatePrivateToken(db, t.clock, id), /revoked/],
-    ['the account\'s deletion', (db, id) => deleteAccount(db, id), /no longer exists/],
+    ["the account's deletion", (db, id) => deleteAccount(db, id), /no longer exists/],
   ];
   for (const [change, make, pattern] of revocations) {
     it(`refuses a remembered token within a second of ${change} made by another process`, async () => {

@@ -159,9 +159,11 @@ forEachDatabase((dialect) => {
 
   /** A webhook the app posts to the receiver for the account, signed as every post is. */
   async function postedWebhook(t: TestApp, accountId: string): Promise<Received> {
-    const id = await t.ctx.db.transaction().execute((trx) =>
-      emitWebhook(trx, t.clock, { accountId, url: receiver.url, type: 'contacts.batch', data: { inserted: 1 } }),
-    );
+    const id = await t.ctx.db
+      .transaction()
+      .execute((trx) =>
+        emitWebhook(trx, t.clock, { accountId, url: receiver.url, type: 'contacts.batch', data: { inserted: 1 } }),
+      );
     assert.equal(await runDeliveryJob(webhookDeliveryHandler(t.ctx), t.ctx.db, id), 'done');
     return receiver.received.at(-1)!;
   }
@@ -196,8 +198,9 @@ forEachDatabase((dialect) => {
     await database.db.insertInto('settings').values({ key: 'jwt_secret', value: jwtSecret }).execute();
     await sql`insert into webhook_secrets
                      (account_id, secret, previous_secret, previous_expires_at, created_at, rotated_at)
-              values (${account.id}, ${secret}, ${previousSecret}, ${previousExpiresAt}, ${now}, ${now})`
-      .execute(database.db);
+              values (${account.id}, ${secret}, ${previousSecret}, ${previousExpiresAt}, ${now}, ${now})`.execute(
+      database.db,
+    );
     const issuedAt = Math.floor(now / 1000) * 1000;
     const subject = { accountId: account.id, tokenVersion: account.token_version };
     const oldKey = createSecretKey(Buffer.from(jwtSecret, 'base64url'));
@@ -213,7 +216,10 @@ forEachDatabase((dialect) => {
       assertSignedBy(post, [secret, previousSecret]);
 
       const settings = await database.db.selectFrom('settings').select('key').execute();
-      assert.deepEqual(settings.map((row) => row.key), ['sealed_jwt_secret']);
+      assert.deepEqual(
+        settings.map((row) => row.key),
+        ['sealed_jwt_secret'],
+      );
       const row = await database.db.selectFrom('webhook_secrets').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([row.secret, row.previous_secret], [null, null]);
       const signed = [signedToken(token, 32), ...signedPost(post, 32)];
@@ -319,8 +325,11 @@ forEachDatabase((dialect) => {
     await first.close();
 
     const otherKey = randomBytes(32).toString('hex');
-    await assert.rejects(start(keyEnv(otherKey)), (error: unknown) =>
-      error instanceof ConfigError && /^invalid ENCRYPTION_KEY: .*herald rotate-jwt-secret/.test(error.message));
+    await assert.rejects(
+      start(keyEnv(otherKey)),
+      (error: unknown) =>
+        error instanceof ConfigError && /^invalid ENCRYPTION_KEY: .*herald rotate-jwt-secret/.test(error.message),
+    );
     await rotateJwtSecret(database.db, new Keyring(keyFromHex(otherKey)!));
 
     const t = await start(keyEnv(otherKey));

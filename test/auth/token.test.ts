@@ -27,7 +27,14 @@ forEachDatabase((dialect) => {
     assert.equal(response.statusCode, 200);
     const body = response.json();
     assert.deepEqual(Object.keys(body).sort(), [
-      '.expires', '.issued', 'access_token', 'expires_in', 'locale', 'timeZoneOffset', 'token_type', 'userName',
+      '.expires',
+      '.issued',
+      'access_token',
+      'expires_in',
+      'locale',
+      'timeZoneOffset',
+      'token_type',
+      'userName',
     ]);
     assert.equal(typeof body.access_token, 'string');
     assert.equal(body.access_token.split('.').length, 3);
@@ -98,13 +105,21 @@ forEachDatabase((dialect) => {
   });
 
   it('accepts the user name in any letter case', async () => {
-    const response = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest({ userName: account.userName.toUpperCase() }) });
+    const response = await t.app.inject({
+      method: 'POST',
+      url: '/token',
+      payload: tokenRequest({ userName: account.userName.toUpperCase() }),
+    });
     assert.equal(response.statusCode, 200);
   });
 
   it('throttles guessing a name from one address: 429 and Retry-After, right password too, till the end', async () => {
     for (let i = 0; i < 5; i++) {
-      const response = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest({ password: `guess number ${i}` }) });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/token',
+        payload: tokenRequest({ password: `guess number ${i}` }),
+      });
       assert.equal(response.statusCode, 401);
     }
     const throttled = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest() });
@@ -136,22 +151,34 @@ forEachDatabase((dialect) => {
 
   it('throttles one client address guessing across many user names', async () => {
     for (let i = 0; i < 20; i++) {
-      const response = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest({ userName: `victim${i}@example.com` }) });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/token',
+        payload: tokenRequest({ userName: `victim${i}@example.com` }),
+      });
       assert.equal(response.statusCode, 401);
     }
     const throttled = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest() });
     assert.equal(throttled.statusCode, 429);
-    const otherAddress = await t.app.inject({ method: 'POST', url: '/token', payload: tokenRequest(), remoteAddress: '10.1.2.3' });
+    const otherAddress = await t.app.inject({
+      method: 'POST',
+      url: '/token',
+      payload: tokenRequest(),
+      remoteAddress: '10.1.2.3',
+    });
     assert.equal(otherAddress.statusCode, 200);
   });
 
   // The sign-in throttle counts in the rate limits' store: in memory, or in Redis shared by every API process.
   const stores: Array<[string, () => { counters: CounterStore; clean(): Promise<unknown> }]> = [
     ['in memory', () => ({ counters: new MemoryCounterStore(), clean: async () => {} })],
-    ['in Redis', () => {
-      const { prefix, clean } = redisPrefix('login');
-      return { counters: new RedisCounterStore(REDIS_URL, prefix), clean };
-    }],
+    [
+      'in Redis',
+      () => {
+        const { prefix, clean } = redisPrefix('login');
+        return { counters: new RedisCounterStore(REDIS_URL, prefix), clean };
+      },
+    ],
   ];
   for (const [where, open] of stores) {
     describe(`counting sign-in failures per user name and client, ${where}`, () => {
@@ -202,7 +229,7 @@ forEachDatabase((dialect) => {
         assert.equal((await signIn('198.51.100.9')).statusCode, 429);
       });
 
-      it('forgets an address\'s failures of the name once it signs in from there', async () => {
+      it("forgets an address's failures of the name once it signs in from there", async () => {
         await guess('198.51.100.7', 4);
         assert.equal((await signIn('198.51.100.7')).statusCode, 200);
         await guess('198.51.100.7', 4);

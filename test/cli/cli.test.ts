@@ -26,7 +26,10 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
     try {
       const result = await herald(['serve'], { DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port) });
       assert.equal(result.code, 1);
-      assert.equal(result.stderr, `herald: cannot listen on HOST 127.0.0.1 PORT ${port}: it is already in use (EADDRINUSE); set PORT or HOST to another value\n`);
+      assert.equal(
+        result.stderr,
+        `herald: cannot listen on HOST 127.0.0.1 PORT ${port}: it is already in use (EADDRINUSE); set PORT or HOST to another value\n`,
+      );
     } finally {
       await database.close();
     }
@@ -39,8 +42,15 @@ it('prints the usage of every command and group on --help, whatever the environm
   const everything = await herald(['--help'], {});
   assert.equal(everything.code, 0);
   const commands = [
-    ['serve'], ['migrate'], ['rotate-jwt-secret'], ['account'], ['account', 'create'], ['account', 'set-password'],
-    ['account', 'list'], ['dkim'], ['dkim', 'rotate'],
+    ['serve'],
+    ['migrate'],
+    ['rotate-jwt-secret'],
+    ['account'],
+    ['account', 'create'],
+    ['account', 'set-password'],
+    ['account', 'list'],
+    ['dkim'],
+    ['dkim', 'rotate'],
   ];
   for (const command of commands) {
     // A bad variable too: help reads no configuration, so it cannot fail on one.
@@ -50,7 +60,8 @@ it('prints the usage of every command and group on --help, whatever the environm
     const [first] = result.stdout.split('\n');
     assert.ok(first.startsWith(`usage: herald ${command.join(' ')}`), first);
     // One source: a command's own usage line is the line the full usage gives it.
-    if (command.length === 2) assert.ok(everything.stdout.includes(`  ${first.slice('usage: herald '.length)}\n`), first);
+    if (command.length === 2)
+      assert.ok(everything.stdout.includes(`  ${first.slice('usage: herald '.length)}\n`), first);
   }
   const passwordHelp = (await herald(['account', 'set-password', '-h'], {})).stdout;
   assert.match(passwordHelp, /--password-stdin/);
@@ -68,30 +79,54 @@ forEachDatabase((dialect) => {
 
   it('creates, lists and changes accounts from the command line', async () => {
     const env = { DATABASE_URL: database.url };
-    const created = await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env);
+    const created = await herald(
+      ['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'],
+      env,
+    );
     assert.equal(created.code, 0, created.stderr);
     const account = JSON.parse(created.stdout);
     assert.equal(account.userName, 'ada@example.com');
 
-    const duplicate = await herald(['account', 'create', '--user', 'ADA@example.com', '--password', 'correct horse battery staple'], env);
+    const duplicate = await herald(
+      ['account', 'create', '--user', 'ADA@example.com', '--password', 'correct horse battery staple'],
+      env,
+    );
     assert.equal(duplicate.code, 1);
     assert.match(duplicate.stderr, /^herald: An account with the user name ADA@example.com already exists\.\n$/);
 
-    const rotated = JSON.parse((await herald(['account', 'rotate-private-token', '--user', 'ada@example.com'], env)).stdout);
+    const rotated = JSON.parse(
+      (await herald(['account', 'rotate-private-token', '--user', 'ada@example.com'], env)).stdout,
+    );
     assert.notEqual(rotated.privateToken, account.privateToken);
 
-    const limited = JSON.parse((await herald(['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms', '--per-minute', '50'], env)).stdout);
+    const limited = JSON.parse(
+      (
+        await herald(
+          ['account', 'set-rate-limit', '--user', 'ada@example.com', '--group', 'sms', '--per-minute', '50'],
+          env,
+        )
+      ).stdout,
+    );
     assert.equal(limited.rateLimits.sms, 50);
 
-    const shortener = await herald(['account', 'add-shortener-domain', '--user', 'ada@example.com', '--domain', 'Go.Example.com'], env);
+    const shortener = await herald(
+      ['account', 'add-shortener-domain', '--user', 'ada@example.com', '--domain', 'Go.Example.com'],
+      env,
+    );
     assert.equal(shortener.code, 0, shortener.stderr);
     assert.equal(JSON.parse(shortener.stdout).domain, 'go.example.com');
-    const ownHost = await herald(['account', 'add-shortener-domain', '--user', 'ada@example.com', '--domain', 'herald.example.com'], { ...env, PUBLIC_URL: 'https://herald.example.com' });
+    const ownHost = await herald(
+      ['account', 'add-shortener-domain', '--user', 'ada@example.com', '--domain', 'herald.example.com'],
+      { ...env, PUBLIC_URL: 'https://herald.example.com' },
+    );
     assert.equal(ownHost.code, 1);
     assert.match(ownHost.stderr, /^herald: The service's own host cannot be a shortener domain\.\n$/);
 
     const listed = JSON.parse((await herald(['account', 'list'], env)).stdout);
-    assert.deepEqual(listed.map((a: { userName: string }) => a.userName), ['ada@example.com']);
+    assert.deepEqual(
+      listed.map((a: { userName: string }) => a.userName),
+      ['ada@example.com'],
+    );
 
     const unknownUser = await herald(['account', 'delete', '--user', 'nobody@example.com'], env);
     assert.equal(unknownUser.code, 1);
@@ -105,7 +140,10 @@ forEachDatabase((dialect) => {
   it('authorises a sender domain and prints its DKIM record, shows, rotates, lists and removes DKIM keys from the command line', async () => {
     const env = { DATABASE_URL: database.url, ...serveKeyEnv(dialect) };
     await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env);
-    const added = await herald(['account', 'add-sender-domain', '--user', 'ada@example.com', '--domain', 'Shop.Example'], env);
+    const added = await herald(
+      ['account', 'add-sender-domain', '--user', 'ada@example.com', '--domain', 'Shop.Example'],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
     const domain = JSON.parse(added.stdout);
     assert.deepEqual(Object.keys(domain).sort(), ['dkim', 'domain']);
@@ -118,10 +156,19 @@ forEachDatabase((dialect) => {
     const rotated = JSON.parse((await herald(['dkim', 'rotate', ...ada], env)).stdout);
     assert.notEqual(rotated.dkim.selector, domain.dkim.selector);
     const keys = JSON.parse((await herald(['dkim', 'keys', ...ada], env)).stdout);
-    assert.deepEqual(keys.keys.map((k: { selector: string; active: boolean }) => [k.selector, k.active]), [[rotated.dkim.selector, true], [domain.dkim.selector, false]]);
+    assert.deepEqual(
+      keys.keys.map((k: { selector: string; active: boolean }) => [k.selector, k.active]),
+      [
+        [rotated.dkim.selector, true],
+        [domain.dkim.selector, false],
+      ],
+    );
     const active = await herald(['dkim', 'remove-key', '--selector', rotated.dkim.selector, ...ada], env);
     assert.equal(active.code, 1);
-    assert.match(active.stderr, /^herald: The DKIM key herald-\S+ signs shop\.example's mail: rotate to a new key first/);
+    assert.match(
+      active.stderr,
+      /^herald: The DKIM key herald-\S+ signs shop\.example's mail: rotate to a new key first/,
+    );
     assert.equal((await herald(['dkim', 'remove-key', '--selector', domain.dkim.selector, ...ada], env)).code, 0);
 
     const service = JSON.parse((await herald(['dkim', 'show'], env)).stdout);
@@ -134,15 +181,20 @@ forEachDatabase((dialect) => {
   });
 
   // The commands that only read: run on a database that is not there, or not migrated, they make nothing.
-  const readers = [['account', 'list'], ['dkim', 'show'], ['dkim', 'keys']];
+  const readers = [
+    ['account', 'list'],
+    ['dkim', 'show'],
+    ['dkim', 'keys'],
+  ];
 
   it('reads no database into being: account list, dkim show and keys stop on one that does not exist', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
     try {
       const file = join(dir, 'data', 'herald.db');
-      const missing = dialect === 'sqlite'
-        ? { url: `sqlite:${file}`, says: `the database ${file} does not exist` }
-        : { url: POSTGRES_ADMIN_URL.replace(/\/[^/]*$/, '/herald_never_made'), says: 'the database of DATABASE_URL' };
+      const missing =
+        dialect === 'sqlite'
+          ? { url: `sqlite:${file}`, says: `the database ${file} does not exist` }
+          : { url: POSTGRES_ADMIN_URL.replace(/\/[^/]*$/, '/herald_never_made'), says: 'the database of DATABASE_URL' };
       for (const command of readers) {
         const read = await herald(command, { DATABASE_URL: missing.url, ...serveKeyEnv(dialect) });
         assert.equal(read.code, 1, command.join(' '));
@@ -178,25 +230,54 @@ forEachDatabase((dialect) => {
   });
 
   const storedHash = async (userName: string) =>
-    (await database.db.selectFrom('accounts').select('password_hash').where('user_name', '=', userName).executeTakeFirstOrThrow()).password_hash;
+    (
+      await database.db
+        .selectFrom('accounts')
+        .select('password_hash')
+        .where('user_name', '=', userName)
+        .executeTakeFirstOrThrow()
+    ).password_hash;
 
   it('takes a new password from stdin with --password-stdin, and refuses in one line when none is given', async () => {
     const env = { DATABASE_URL: database.url };
-    const created = await herald(['account', 'create', '--user', 'ada@example.com', '--password-stdin'], env, 'correct horse battery staple\n');
+    const created = await herald(
+      ['account', 'create', '--user', 'ada@example.com', '--password-stdin'],
+      env,
+      'correct horse battery staple\n',
+    );
     assert.equal(created.code, 0, created.stderr);
-    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true, 'without its trailing newline');
+    assert.equal(
+      await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')),
+      true,
+      'without its trailing newline',
+    );
 
-    const changed = await herald(['account', 'set-password', '--user', 'ada@example.com', '--password-stdin'], env, 'battery staple correct horse');
+    const changed = await herald(
+      ['account', 'set-password', '--user', 'ada@example.com', '--password-stdin'],
+      env,
+      'battery staple correct horse',
+    );
     assert.equal(changed.code, 0, changed.stderr);
     assert.equal(await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')), true);
 
     for (const action of ['create', 'set-password']) {
       // stdin is a pipe here, not a terminal: nobody to ask.
-      const none = await herald(['account', action, '--user', 'ada@example.com'], env, 'correct horse battery staple\n');
+      const none = await herald(
+        ['account', action, '--user', 'ada@example.com'],
+        env,
+        'correct horse battery staple\n',
+      );
       assert.equal(none.code, 1);
-      assert.equal(none.stderr, 'herald: no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it\n');
+      assert.equal(
+        none.stderr,
+        'herald: no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it\n',
+      );
     }
-    assert.equal(await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')), true, 'unchanged');
+    assert.equal(
+      await verifyPassword('battery staple correct horse', await storedHash('ada@example.com')),
+      true,
+      'unchanged',
+    );
   });
 
   it('asks for a new password twice on a terminal without showing it', async () => {
@@ -219,7 +300,11 @@ forEachDatabase((dialect) => {
     assert.equal(await typo.exit, 1);
     assert.match(typo.screen(), /herald: the two passwords differ; nothing was changed\r\n$/);
     assert.doesNotMatch(typo.screen(), /battery staple/);
-    assert.equal(await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')), true, 'unchanged');
+    assert.equal(
+      await verifyPassword('correct horse battery staple', await storedHash('ada@example.com')),
+      true,
+      'unchanged',
+    );
   });
 
   it('runs API and workers as separate roles on PostgreSQL only', async () => {
@@ -230,7 +315,10 @@ forEachDatabase((dialect) => {
     if (dialect === 'sqlite') {
       const split = await herald(['serve', '--role', 'worker'], env);
       assert.equal(split.code, 1);
-      assert.match(split.stderr, /^herald: invalid --role: api and worker run as separate processes on PostgreSQL only/);
+      assert.match(
+        split.stderr,
+        /^herald: invalid --role: api and worker run as separate processes on PostgreSQL only/,
+      );
       return;
     }
     const workerPort = await freePort();
@@ -256,9 +344,21 @@ forEachDatabase((dialect) => {
 
   it('runs the inbound SMTP listener beside the API when INBOUND_SMTP_PORT is set, not in a worker process, and closes it on SIGTERM', async () => {
     const smtpPort = await freePort();
-    const env = { DATABASE_URL: database.url, PORT: String(await freePort()), INBOUND_SMTP_PORT: String(smtpPort), BOUNCE_DOMAIN: 'bounce.example', ...serveKeyEnv(dialect) };
+    const env = {
+      DATABASE_URL: database.url,
+      PORT: String(await freePort()),
+      INBOUND_SMTP_PORT: String(smtpPort),
+      BOUNCE_DOMAIN: 'bounce.example',
+      ...serveKeyEnv(dialect),
+    };
     const refusedAtRcpt = (error: { responseCode?: number }) => error.responseCode === 550;
-    const hello = () => sendReport('127.0.0.1', smtpPort, { from: '', to: 'someone@elsewhere.example' }, Buffer.from('Subject: hi\r\n\r\nhi\r\n'));
+    const hello = () =>
+      sendReport(
+        '127.0.0.1',
+        smtpPort,
+        { from: '', to: 'someone@elsewhere.example' },
+        Buffer.from('Subject: hi\r\n\r\nhi\r\n'),
+      );
     const api = await start(['serve', ...(dialect === 'postgres' ? ['--role', 'api'] : [])], env);
     try {
       assert.match(api.output(), new RegExp(`"inboundSmtpPort":${smtpPort}`));
@@ -283,14 +383,26 @@ forEachDatabase((dialect) => {
   it('serves, and on SIGTERM finishes the request in flight before it exits', async () => {
     const port = await freePort();
     const env = { DATABASE_URL: database.url, PORT: String(port), ...serveKeyEnv(dialect) };
-    const created = JSON.parse((await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env)).stdout);
+    const created = JSON.parse(
+      (
+        await herald(
+          ['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'],
+          env,
+        )
+      ).stdout,
+    );
     const { child: server, output, logged } = await start(['serve'], env);
     try {
       // POST /token spends ~30 ms in argon2id: SIGTERM lands while it is in flight.
       const inFlight = fetch(`http://127.0.0.1:${port}/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: created.privateToken, validity: 'ShortLive' }),
+        body: JSON.stringify({
+          userName: 'ada@example.com',
+          password: 'correct horse battery staple',
+          privateToken: created.privateToken,
+          validity: 'ShortLive',
+        }),
       });
       await logged('incoming request');
       server.kill('SIGTERM');

@@ -23,7 +23,7 @@ it('takes BOUNCE_DOMAIN as DEFAULT_EMAIL_DOMAIN unless set, and leaves the inbou
   assert.equal(loadConfig({ INBOUND_SMTP_PORT: '2525' }).inboundSmtpPort, 2525);
 });
 
-it('renders email on one thread a core but the event loop\'s, one to four, unless EMAIL_RENDER_THREADS says how many', () => {
+it("renders email on one thread a core but the event loop's, one to four, unless EMAIL_RENDER_THREADS says how many", () => {
   assert.equal(loadConfig({}).emailRenderThreads, Math.max(1, Math.min(4, availableParallelism() - 1)));
   assert.equal(loadConfig({ EMAIL_RENDER_THREADS: '1' }).emailRenderThreads, 1);
 });
@@ -45,7 +45,7 @@ it('defaults PUBLIC_URL to where the listener answers: localhost at PORT, or HOS
   assert.equal(publicUrl({ HOST: '10.1.2.3', PUBLIC_URL: 'https://herald.example/' }), 'https://herald.example');
 });
 
-it('takes TRUST_PROXY as true, false, or the proxies\' addresses and CIDRs', () => {
+it("takes TRUST_PROXY as true, false, or the proxies' addresses and CIDRs", () => {
   assert.equal(loadConfig({}).trustProxy, false);
   assert.equal(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy, true);
   const proxies = loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy;
@@ -87,7 +87,8 @@ for (const [variable, value] of bad) {
   it(`stops on ${variable}=${value} naming the variable`, () => {
     assert.throws(
       () => loadConfig({ [variable]: value }),
-      (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(`invalid ${variable}:`),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === variable && error.message.startsWith(`invalid ${variable}:`),
     );
   });
 }
@@ -95,14 +96,26 @@ for (const [variable, value] of bad) {
 it('takes ENCRYPTION_KEY_PREVIOUS as keys separated by commas beside ENCRYPTION_KEY, and stops on a malformed one or one without ENCRYPTION_KEY', () => {
   const [current, old, older] = ['ab'.repeat(32), 'cd'.repeat(32), 'ef'.repeat(32)];
   const config = loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old}, ${older}` });
-  assert.deepEqual(config.previousEncryptionKeys.map((key) => key.export().toString('hex')), [old, older]);
+  assert.deepEqual(
+    config.previousEncryptionKeys.map((key) => key.export().toString('hex')),
+    [old, older],
+  );
   assert.deepEqual(loadConfig({ ENCRYPTION_KEY: current }).previousEncryptionKeys, []);
-  const named = (error: unknown) => error instanceof ConfigError && error.message.includes('ENCRYPTION_KEY_PREVIOUS') && !error.message.includes('cd'.repeat(8));
-  assert.throws(() => loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old},${'cd'.repeat(31)}` }), named);
+  const named = (error: unknown) =>
+    error instanceof ConfigError &&
+    error.message.includes('ENCRYPTION_KEY_PREVIOUS') &&
+    !error.message.includes('cd'.repeat(8));
+  assert.throws(
+    () => loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old},${'cd'.repeat(31)}` }),
+    named,
+  );
   assert.throws(() => loadConfig({ ENCRYPTION_KEY_PREVIOUS: old }), named);
 });
 
 it('never repeats a malformed ENCRYPTION_KEY in its message: it is a secret, and messages land in logs', () => {
   const almost = `${'c0ffee'.repeat(10)}c0f`;
-  assert.throws(() => loadConfig({ ENCRYPTION_KEY: almost }), (error: unknown) => error instanceof ConfigError && !error.message.includes('c0ffee'));
+  assert.throws(
+    () => loadConfig({ ENCRYPTION_KEY: almost }),
+    (error: unknown) => error instanceof ConfigError && !error.message.includes('c0ffee'),
+  );
 });

@@ -4,7 +4,8 @@ import { it } from 'node:test';
 import { PasswordInputError, readNewPassword, type PasswordIo } from '../../src/cli/password-input.ts';
 
 /** The CLI prints a PasswordInputError as one line: the class matters as much as the words. */
-const refusal = (message: RegExp) => (error: unknown) => error instanceof PasswordInputError && message.test(error.message);
+const refusal = (message: RegExp) => (error: unknown) =>
+  error instanceof PasswordInputError && message.test(error.message);
 
 /** A stdin of `input`, a terminal or not, and a prompt that answers from `answers` and records what it asked. */
 function io(options: { input?: string; tty: boolean; answers?: string[] }): PasswordIo & { asked: string[] } {
@@ -24,21 +25,39 @@ function io(options: { input?: string; tty: boolean; answers?: string[] }): Pass
 }
 
 it('reads all of stdin with --password-stdin and removes one trailing newline only', async () => {
-  assert.equal(await readNewPassword({ passwordStdin: true }, io({ input: 'correct horse battery staple\n', tty: false })), 'correct horse battery staple');
-  assert.equal(await readNewPassword({ passwordStdin: true }, io({ input: 'correct horse\r\n', tty: false })), 'correct horse');
-  assert.equal(await readNewPassword({ passwordStdin: true }, io({ input: 'two lines\nof it\n\n', tty: false })), 'two lines\nof it\n');
-  assert.equal(await readNewPassword({ passwordStdin: true }, io({ input: ' spaces kept ', tty: false })), ' spaces kept ');
+  assert.equal(
+    await readNewPassword({ passwordStdin: true }, io({ input: 'correct horse battery staple\n', tty: false })),
+    'correct horse battery staple',
+  );
+  assert.equal(
+    await readNewPassword({ passwordStdin: true }, io({ input: 'correct horse\r\n', tty: false })),
+    'correct horse',
+  );
+  assert.equal(
+    await readNewPassword({ passwordStdin: true }, io({ input: 'two lines\nof it\n\n', tty: false })),
+    'two lines\nof it\n',
+  );
+  assert.equal(
+    await readNewPassword({ passwordStdin: true }, io({ input: ' spaces kept ', tty: false })),
+    ' spaces kept ',
+  );
 });
 
 it('takes --password as given, without reading stdin or asking', async () => {
   const terminal = io({ tty: true });
-  assert.equal(await readNewPassword({ password: 'correct horse battery staple' }, terminal), 'correct horse battery staple');
+  assert.equal(
+    await readNewPassword({ password: 'correct horse battery staple' }, terminal),
+    'correct horse battery staple',
+  );
   assert.deepEqual(terminal.asked, []);
 });
 
 it('refuses --password together with --password-stdin', async () => {
   await assert.rejects(
-    readNewPassword({ password: 'correct horse battery staple', passwordStdin: true }, io({ input: 'other\n', tty: false })),
+    readNewPassword(
+      { password: 'correct horse battery staple', passwordStdin: true },
+      io({ input: 'other\n', tty: false }),
+    ),
     refusal(/^give either --password or --password-stdin, not both$/),
   );
 });

@@ -54,7 +54,10 @@ it('runs account commands and migrate beside a running serve', async () => {
   const env = await serveEnv();
   const server = await start(['serve'], env);
   try {
-    const created = await herald(['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'], env);
+    const created = await herald(
+      ['account', 'create', '--user', 'ada@example.com', '--password', 'correct horse battery staple'],
+      env,
+    );
     assert.equal(created.code, 0, created.stderr);
     assert.equal(JSON.parse(created.stdout).userName, 'ada@example.com');
     const migrated = await herald(['migrate'], env);
@@ -64,7 +67,12 @@ it('runs account commands and migrate beside a running serve', async () => {
     const token = await fetch(`http://127.0.0.1:${env.PORT}/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ userName: 'ada@example.com', password: 'correct horse battery staple', privateToken: JSON.parse(created.stdout).privateToken, validity: 'ShortLive' }),
+      body: JSON.stringify({
+        userName: 'ada@example.com',
+        password: 'correct horse battery staple',
+        privateToken: JSON.parse(created.stdout).privateToken,
+        validity: 'ShortLive',
+      }),
     });
     assert.equal(token.status, 200);
   } finally {

@@ -55,7 +55,10 @@ export interface Running {
 
 /** Starts a long-running `bin/herald` (serve) and resolves once it logs that it is serving. */
 export async function start(args: string[], env: Record<string, string>): Promise<Running> {
-  const child = spawn(HERALD, args, { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(HERALD, args, {
+    env: { ...process.env, ...env, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   const exited = once(child, 'exit').then(([code]) => {
@@ -93,7 +96,9 @@ export function onTerminal(args: string[], env: Record<string, string>): OnTermi
   child.stdout.on('data', (chunk) => (screen += chunk));
   const exit = once(child, 'exit').then(([code]) => code as number | null);
   const exited = exit.then((code) => {
-    throw new Error(`herald ${args.join(' ')} exited with ${code} before the terminal showed what was awaited:\n${screen}`);
+    throw new Error(
+      `herald ${args.join(' ')} exited with ${code} before the terminal showed what was awaited:\n${screen}`,
+    );
   });
   exited.catch(() => {});
   return {

@@ -83,7 +83,11 @@ forEachDatabase((dialect) => {
     const asset = await api.t.app.inject({ method: 'GET', url: script });
     assert.equal(asset.statusCode, 200);
     assert.match(String(asset.headers['content-type']), /javascript/);
-    assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable', 'hashed names: cached for a year');
+    assert.equal(
+      asset.headers['cache-control'],
+      'public, max-age=31536000, immutable',
+      'hashed names: cached for a year',
+    );
     assert.equal((await api.t.app.inject({ method: 'GET', url: '/console/assets/missing-0000.js' })).statusCode, 404);
   });
 
@@ -118,26 +122,55 @@ forEachDatabase((dialect) => {
     assert.ok(session, 'the session cookie is set');
     assert.equal(session.httpOnly, true);
     assert.equal(session.sameSite, 'Strict');
-    assert.deepEqual(await page.evaluate(() => [localStorage.length, sessionStorage.length]), [0, 0], 'no token kept in storage');
+    assert.deepEqual(
+      await page.evaluate(() => [localStorage.length, sessionStorage.length]),
+      [0, 0],
+      'no token kept in storage',
+    );
   });
 
   it('finds an SMS batch and an email batch sent through the API: what they said, recipients, charts', async () => {
     const contact = buildContact({ email: 'ada@example.com', emailOptIn: true });
     await alice.upsert([contact]);
-    const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'Your order shipped', recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }] });
+    const queueId = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Your order shipped',
+      recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }],
+    });
     // Styles, an image from the web and a script: the preview shows the text, and none of them logs an error.
-    const html = '<style>h1 { color: red }</style><h1 style="color: blue">Spring sale</h1>' +
+    const html =
+      '<style>h1 { color: red }</style><h1 style="color: blue">Spring sale</h1>' +
       '<p>Dear [firstName], welcome.</p><img src="https://images.example.com/banner.png" alt="Banner">' +
       '<script>document.body.textContent = "ran"</script>';
-    const batchId = await alice.accept('/email/batch', buildBatch(
-      { subject: 'Spring at Herald', emailBody: base64(html) },
-      { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] },
-    ));
+    const batchId = await alice.accept(
+      '/email/batch',
+      buildBatch(
+        { subject: 'Spring at Herald', emailBody: base64(html) },
+        { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] },
+      ),
+    );
     await api.drain();
     // Ada opens hers: the funnel's third step.
-    const ada = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
-    const pixel = trackingToken(trackingKey(api.t.ctx.encryptionKey).current, { recipientId: Number(ada.id), kind: 'open' });
-    assert.equal((await api.t.app.inject({ method: 'GET', url: `/t/o/${pixel}`, headers: { 'user-agent': 'Mozilla/5.0 (Macintosh)' } })).statusCode, 200);
+    const ada = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .where('address', '=', 'ada@example.com')
+      .executeTakeFirstOrThrow();
+    const pixel = trackingToken(trackingKey(api.t.ctx.encryptionKey).current, {
+      recipientId: Number(ada.id),
+      kind: 'open',
+    });
+    assert.equal(
+      (
+        await api.t.app.inject({
+          method: 'GET',
+          url: `/t/o/${pixel}`,
+          headers: { 'user-agent': 'Mozilla/5.0 (Macintosh)' },
+        })
+      ).statusCode,
+      200,
+    );
 
     await open('/', 'Overview');
     for (const name of ['Messages sent per day', 'Delivery rate per day']) {
@@ -188,7 +221,7 @@ forEachDatabase((dialect) => {
     await frame.getByRole('heading', { name: 'Spring sale' }).waitFor();
     assert.match(await frame.locator('body').innerText(), /Dear \[firstName\], welcome\./);
     assert.doesNotMatch(await frame.locator('body').innerText(), /ran/, 'its script did not run');
-    assert.doesNotMatch(await preview.getAttribute('srcdoc') ?? '', /images\.example\.com|<script|style=/);
+    assert.doesNotMatch((await preview.getAttribute('srcdoc')) ?? '', /images\.example\.com|<script|style=/);
     const emailRecipients = table('Recipients');
     assert.match(await row(emailRecipients, 'ada@example.com').innerText(), /Delivered/);
     assert.match(await row(emailRecipients, 'gone@example.com').innerText(), /Bounce/);
@@ -197,7 +230,10 @@ forEachDatabase((dialect) => {
     await row(emailRecipients, 'gone@example.com').waitFor();
     await page.getByLabel('Status').selectOption('');
     await row(table('Bounces and drops with their reasons'), 'gone@example.com').waitFor();
-    assert.match(await page.getByRole('list', { name: 'Funnel' }).innerText(), /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)[\s\S]*Opened\s+1 \(50%\)[\s\S]*Clicked\s+0 \(0%\)/);
+    assert.match(
+      await page.getByRole('list', { name: 'Funnel' }).innerText(),
+      /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)[\s\S]*Opened\s+1 \(50%\)[\s\S]*Clicked\s+0 \(0%\)/,
+    );
     await browser.look('email-batch');
 
     await open('/contacts', 'Contacts');
@@ -215,7 +251,12 @@ forEachDatabase((dialect) => {
 
   it('cancels a scheduled SMS send and a scheduled email batch', async () => {
     const tomorrow = new Date(api.clock.now() + 86_400_000).toISOString();
-    const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'Later', recipients: [{ mobileNo: '919812345602' }], scheduleDateTime: tomorrow });
+    const queueId = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Later',
+      recipients: [{ mobileNo: '919812345602' }],
+      scheduleDateTime: tomorrow,
+    });
     await open(`/sms/${queueId}`, 'SMS send');
     await page.getByRole('button', { name: 'Cancel send' }).click();
     await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
@@ -225,7 +266,10 @@ forEachDatabase((dialect) => {
     assert.equal(await sendStatus(`/sms/${queueId}`), 'Cancelled');
     await browser.look('sms-send-cancelled');
 
-    const batchId = await alice.accept('/email/batch', buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }));
+    const batchId = await alice.accept(
+      '/email/batch',
+      buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }),
+    );
     await open(`/email/${batchId}`, 'Email batch');
     await page.getByRole('button', { name: 'Cancel batch' }).click();
     await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
@@ -238,10 +282,12 @@ forEachDatabase((dialect) => {
       senderName: 'HERALD',
       body: 'Zebra passcode [code]',
       isBodyEncrypted: true,
-      recipients: [{
-        mobileNo: '919812345604',
-        personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '739184' }],
-      }],
+      recipients: [
+        {
+          mobileNo: '919812345604',
+          personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '739184' }],
+        },
+      ],
     });
     await api.drain();
     await open(`/sms/${queueId}`, 'SMS send');
@@ -262,7 +308,12 @@ forEachDatabase((dialect) => {
     // By keyboard: Enter in the form submits it.
     await page.keyboard.press('Enter');
     await row(sms.getByRole('table'), '919812345677').waitFor();
-    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]), [['919812345677', 'asked by phone']]);
+    assert.deepEqual(
+      (await alice.get('/sms/suppressions'))
+        .json()
+        .suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]),
+      [['919812345677', 'asked by phone']],
+    );
     await browser.look('suppressions');
 
     await row(sms.getByRole('table'), '919812345677').getByRole('button', { name: 'Remove' }).focus();
@@ -317,10 +368,22 @@ forEachDatabase((dialect) => {
     // Until a day is pointed at, the legend gives the span's totals.
     assert.match(await chart.locator('.u-legend').innerText(), /SMS parts\s*2\s*Emails\s*2$/);
     await browser.look('usage');
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
-    const csv = readFileSync(await download.path(), 'utf8').trim().split(/\r?\n/).map((line) => line.split(','));
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Download CSV' }).click(),
+    ]);
+    const csv = readFileSync(await download.path(), 'utf8')
+      .trim()
+      .split(/\r?\n/)
+      .map((line) => line.split(','));
     const [header, ...days] = csv;
-    assert.deepEqual(header.slice(0, 5), ['date', 'sms_messages', 'sms_parts_gsm7', 'sms_parts_ucs2', 'email_messages']);
+    assert.deepEqual(header.slice(0, 5), [
+      'date',
+      'sms_messages',
+      'sms_parts_gsm7',
+      'sms_parts_ucs2',
+      'email_messages',
+    ]);
     const href = await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href');
     const query = new URL(href!, base).searchParams;
     const usage = (await alice.get(`/usage?from=${query.get('from')}&to=${query.get('to')}`)).json();
@@ -328,14 +391,21 @@ forEachDatabase((dialect) => {
     for (const [i, day] of usage.days.entries()) {
       const fields = Object.fromEntries(header.map((name, j) => [name, days[i][j]]));
       assert.equal(fields.date, day.date);
-      assert.deepEqual([fields.sms_messages, fields.sms_parts_gsm7, fields.sms_parts_ucs2, fields.email_messages].map(Number), [day.sms.messages, day.sms.parts.gsm7, day.sms.parts.ucs2, day.email.messages]);
+      assert.deepEqual(
+        [fields.sms_messages, fields.sms_parts_gsm7, fields.sms_parts_ucs2, fields.email_messages].map(Number),
+        [day.sms.messages, day.sms.parts.gsm7, day.sms.parts.ucs2, day.email.messages],
+      );
     }
     assert.equal(usage.totals.sms.messages, 2, 'the two SMS the operator took: one of the batch, the sealed one');
     assert.equal(usage.totals.email.messages, 2);
   });
 
   it("shows another account's send as not found", async () => {
-    const response = await bob.post('/sms/batch', { senderName: 'HERALD', body: 'Bob', recipients: [{ mobileNo: '919812345603' }] });
+    const response = await bob.post('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Bob',
+      recipients: [{ mobileNo: '919812345603' }],
+    });
     assert.equal(response.statusCode, 202);
     const unknownBatch = '00000000-0000-4000-8000-000000000000';
     refused = [`/sms/${response.json().data.QueueId}`, `/email/batch/${unknownBatch}`];
@@ -348,7 +418,12 @@ forEachDatabase((dialect) => {
     refused = ['/sms/suppressions'];
     await open('/', 'Overview');
     const status = await page.evaluate(async () => {
-      const response = await fetch('/sms/suppressions', { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ number: '919812345688' }) });
+      const response = await fetch('/sms/suppressions', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ number: '919812345688' }),
+      });
       return response.status;
     });
     assert.equal(status, 403);
@@ -368,6 +443,9 @@ forEachDatabase((dialect) => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     refused = ['/console/session'];
     await page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
-    assert.equal(await page.evaluate(async () => (await fetch('/console/session', { credentials: 'same-origin' })).status), 401);
+    assert.equal(
+      await page.evaluate(async () => (await fetch('/console/session', { credentials: 'same-origin' })).status),
+      401,
+    );
   });
 });

@@ -7,7 +7,15 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 /** Debian's Chromium, which .ci/run installs; playwright-core brings no browser of its own. */
 export const CHROMIUM = '/usr/bin/chromium';
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Where the test run leaves its screenshots for a reviewer (gitignored). */
 export const SCREENSHOTS = new URL('../../test-output/console/', import.meta.url);
@@ -34,8 +42,19 @@ export interface Browser {
 async function accessibilityViolations(page: Page): Promise<string[]> {
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: Array<{ id: string; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
-    const { violations } = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    const axe = (
+      window as unknown as {
+        axe: {
+          run(
+            context: unknown,
+            options: unknown,
+          ): Promise<{ violations: Array<{ id: string; help: string; nodes: Array<{ target: unknown[] }> }> }>;
+        };
+      }
+    ).axe;
+    const { violations } = await axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+    });
     return violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
   });
 }
@@ -43,7 +62,9 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
 /** Chromium headless with a fresh profile, one page open; `prefix` starts each screenshot's name. */
 export async function launchBrowser(prefix: string): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`The console's browser test needs Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does).`);
+    throw new Error(
+      `The console's browser test needs Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does).`,
+    );
   }
   if (!existsSync(new URL('../../web/dist/index.html', import.meta.url))) {
     throw new Error('The console is not built: `npm ci` builds it (its prepare script runs `vite build web`).');

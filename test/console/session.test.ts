@@ -17,7 +17,16 @@ forEachDatabase((dialect) => {
   afterEach(() => t.close());
 
   const signIn = (overrides: Record<string, string> = {}) =>
-    t.app.inject({ method: 'POST', url: '/console/session', payload: { userName: account.userName, password: account.password, privateToken: account.privateToken, ...overrides } });
+    t.app.inject({
+      method: 'POST',
+      url: '/console/session',
+      payload: {
+        userName: account.userName,
+        password: account.password,
+        privateToken: account.privateToken,
+        ...overrides,
+      },
+    });
 
   /** The cookie header a browser would send back, and the CSRF token, of a sign-in. */
   async function session(): Promise<{ cookie: string; csrf: string }> {
@@ -28,7 +37,13 @@ forEachDatabase((dialect) => {
     return { cookie: `herald_console=${set.value}`, csrf: response.json().csrfToken };
   }
 
-  const as = (cookie: string, method: 'GET' | 'POST' | 'DELETE', url: string, headers: Record<string, string> = {}, payload?: object): Promise<LightMyRequestResponse> =>
+  const as = (
+    cookie: string,
+    method: 'GET' | 'POST' | 'DELETE',
+    url: string,
+    headers: Record<string, string> = {},
+    payload?: object,
+  ): Promise<LightMyRequestResponse> =>
     t.app.inject({ method, url, headers: { cookie, ...headers }, ...(payload ? { payload } : {}) });
 
   it('signs in with the /token credentials into an HttpOnly, SameSite=Strict cookie, not Secure over http, and reads the account under it', async () => {
@@ -70,7 +85,16 @@ forEachDatabase((dialect) => {
     assert.equal(wrong.json().status, 'Failure');
     assert.equal(wrong.headers['set-cookie'], undefined);
     for (let i = 0; i < 4; i++) {
-      const viaToken = await t.app.inject({ method: 'POST', url: '/token', payload: { userName: account.userName, password: 'nope', privateToken: account.privateToken, validity: 'Default' } });
+      const viaToken = await t.app.inject({
+        method: 'POST',
+        url: '/token',
+        payload: {
+          userName: account.userName,
+          password: 'nope',
+          privateToken: account.privateToken,
+          validity: 'Default',
+        },
+      });
       assert.equal(viaToken.statusCode, 401);
     }
     const throttled = await signIn();
@@ -78,7 +102,7 @@ forEachDatabase((dialect) => {
     assert.ok(Number(throttled.headers['retry-after']) > 0);
   });
 
-  it('refuses a change made under the cookie without the CSRF token, or with another session\'s, and takes it with its own', async () => {
+  it("refuses a change made under the cookie without the CSRF token, or with another session's, and takes it with its own", async () => {
     const mine = await session();
     const other = await session();
     const missing = await as(mine.cookie, 'POST', '/lists', {}, { name: 'Customers' });
@@ -87,11 +111,20 @@ forEachDatabase((dialect) => {
     const foreign = await as(mine.cookie, 'POST', '/lists', { 'x-csrf-token': other.csrf }, { name: 'Customers' });
     assert.equal(foreign.statusCode, 403);
     const lists = await as(mine.cookie, 'GET', '/lists');
-    assert.deepEqual(lists.json().lists.map((l: { name: string }) => l.name), ['All contacts'], 'nothing refused was written');
+    assert.deepEqual(
+      lists.json().lists.map((l: { name: string }) => l.name),
+      ['All contacts'],
+      'nothing refused was written',
+    );
     const made = await as(mine.cookie, 'POST', '/lists', { 'x-csrf-token': mine.csrf }, { name: 'Customers' });
     assert.equal(made.statusCode, 201, made.body);
     // A bearer token needs no CSRF token: no browser sends it by itself.
-    const viaToken = await t.app.inject({ method: 'POST', url: '/lists', headers: bearer(await t.tokenFor(account)), payload: { name: 'Prospects' } });
+    const viaToken = await t.app.inject({
+      method: 'POST',
+      url: '/lists',
+      headers: bearer(await t.tokenFor(account)),
+      payload: { name: 'Prospects' },
+    });
     assert.equal(viaToken.statusCode, 201);
   });
 
@@ -113,7 +146,12 @@ forEachDatabase((dialect) => {
     assert.match(expired.json().message, /console session has ended/);
 
     const third = await session();
-    const changed = await t.app.inject({ method: 'PUT', url: `/admin/accounts/${account.row.id}/password`, headers: bearer(ADMIN_TOKEN), payload: { password: 'a new and longer password' } });
+    const changed = await t.app.inject({
+      method: 'PUT',
+      url: `/admin/accounts/${account.row.id}/password`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { password: 'a new and longer password' },
+    });
     assert.equal(changed.statusCode, 200, changed.body);
     t.clock.advance(1000);
     assert.equal((await as(third.cookie, 'GET', '/account')).statusCode, 401);
@@ -122,7 +160,11 @@ forEachDatabase((dialect) => {
   it('answers 401 to an unknown cookie, and to /console/session under a bearer token', async () => {
     const unknown = await as('herald_console=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'GET', '/account');
     assert.equal(unknown.statusCode, 401);
-    const viaToken = await t.app.inject({ method: 'GET', url: '/console/session', headers: bearer(await t.tokenFor(account)) });
+    const viaToken = await t.app.inject({
+      method: 'GET',
+      url: '/console/session',
+      headers: bearer(await t.tokenFor(account)),
+    });
     assert.equal(viaToken.statusCode, 401);
   });
 });

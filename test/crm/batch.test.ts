@@ -17,7 +17,14 @@ forEachDatabase((dialect) => {
   afterEach(() => crm.close());
 
   const count = async (table: 'contacts' | 'contact_batches' | 'jobs') =>
-    Number((await crm.t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await crm.t.ctx.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   const assertNothingChanged = async () => {
     assert.equal(await count('contacts'), 0);
@@ -33,7 +40,13 @@ forEachDatabase((dialect) => {
     assert.deepEqual(body, {
       status: 'Success',
       message: 'The contact batch was accepted; its contacts will be created or updated shortly.',
-      data: { BatchId: body.data.BatchId, Processed: null, ContactId: null, InvalidProperties: [], InvalidContactIds: [] },
+      data: {
+        BatchId: body.data.BatchId,
+        Processed: null,
+        ContactId: null,
+        InvalidProperties: [],
+        InvalidContactIds: [],
+      },
     });
 
     const queued = (await alice.get(`/contacts/batch/${body.data.BatchId}`)).json();
@@ -42,14 +55,26 @@ forEachDatabase((dialect) => {
     const done = (await alice.get(`/contacts/batch/${body.data.BatchId}`)).json();
     assert.equal(done.status, 'Completed');
     assert.equal(done.inserted.count, 1);
-    assert.deepEqual([done.updated, done.skipped], [{ count: 0, contactIds: [] }, { count: 0, contactIds: [] }]);
+    assert.deepEqual(
+      [done.updated, done.skipped],
+      [
+        { count: 0, contactIds: [] },
+        { count: 0, contactIds: [] },
+      ],
+    );
     assert.equal(done.completedAt, new Date(crm.clock.now()).toISOString());
   });
 
   it('reads as Processing while a worker holds its job, and as Queued again if that worker dies', async () => {
     const batchId = (await alice.postBatch({ createUpdateContacts: [buildContact()] })).json().data.BatchId;
     // A lease of 0 ms has lapsed by the database's clock as soon as it is taken.
-    await claimJobs(crm.t.ctx.db, dialect, { kind: CONTACT_BATCH_KIND, limit: 1, workerId: 'busy-worker', now: crm.clock.now(), leaseMs: 0 });
+    await claimJobs(crm.t.ctx.db, dialect, {
+      kind: CONTACT_BATCH_KIND,
+      limit: 1,
+      workerId: 'busy-worker',
+      now: crm.clock.now(),
+      leaseMs: 0,
+    });
     assert.equal((await alice.get(`/contacts/batch/${batchId}`)).json().status, 'Processing');
     await rescueExpiredLeases(crm.t.ctx.db, dialect, crm.clock.now());
     assert.equal((await alice.get(`/contacts/batch/${batchId}`)).json().status, 'Queued');
@@ -59,7 +84,10 @@ forEachDatabase((dialect) => {
   });
 
   it('takes application/json-patch+json as the spec samples send it, and refuses other types with 415', async () => {
-    const patch = await alice.postBatch({ createUpdateContacts: [buildContact()] }, { contentType: 'application/json-patch+json' });
+    const patch = await alice.postBatch(
+      { createUpdateContacts: [buildContact()] },
+      { contentType: 'application/json-patch+json' },
+    );
     assert.equal(patch.statusCode, 202);
     const text = await alice.postBatch({ createUpdateContacts: [buildContact()] }, { contentType: 'text/plain' });
     assert.equal(text.statusCode, 415);
@@ -84,7 +112,10 @@ forEachDatabase((dialect) => {
     const body = response.json();
     assert.equal(body.status, 'Failure');
     assert.deepEqual(body.errors, [
-      { field: 'createUpdateContacts[0]', message: 'needs at least one of email, mobileCountryCode with mobileNumber, or contactId' },
+      {
+        field: 'createUpdateContacts[0]',
+        message: 'needs at least one of email, mobileCountryCode with mobileNumber, or contactId',
+      },
       { field: 'createUpdateContacts[1].email', message: 'must be an email address' },
       { field: 'createUpdateContacts[2].mobileCountryCode', message: 'must be 1 to 3 digits' },
       { field: 'createUpdateContacts[2].mobileNumber', message: 'must be digits only, at most 17' },
@@ -103,9 +134,17 @@ forEachDatabase((dialect) => {
 
   it('answers a field of the wrong type, an unknown field or a bad webhookUrl with 400', async () => {
     const cases: Array<[unknown, string]> = [
-      [{ createUpdateContacts: [{ email: 'a@example.com', propertyfields: [{ propertyname: 'x', propertyvalue: 7 }] }] }, 'createUpdateContacts[0].propertyfields[0].propertyvalue'],
+      [
+        {
+          createUpdateContacts: [{ email: 'a@example.com', propertyfields: [{ propertyname: 'x', propertyvalue: 7 }] }],
+        },
+        'createUpdateContacts[0].propertyfields[0].propertyvalue',
+      ],
       [{ createUpdateContacts: [{ email: 'a@example.com', contactId: 'seven' }] }, 'createUpdateContacts[0].contactId'],
-      [{ createUpdateContacts: [{ email: 'a@example.com', mobileNo: '919812345678' }] }, 'createUpdateContacts[0].mobileNo'],
+      [
+        { createUpdateContacts: [{ email: 'a@example.com', mobileNo: '919812345678' }] },
+        'createUpdateContacts[0].mobileNo',
+      ],
       [{ createUpdateContacts: [{ email: 'a@example.com' }], listId: 'not-a-uuid' }, 'listId'],
       [{ createUpdateContacts: [{ email: 'a@example.com' }], webhookUrl: 'ftp://example.com/hook' }, 'webhookUrl'],
       [{}, 'createUpdateContacts'],
@@ -114,7 +153,11 @@ forEachDatabase((dialect) => {
     for (const [body, field] of cases) {
       const response = await alice.postBatch(body);
       assert.equal(response.statusCode, 400, JSON.stringify(body));
-      assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), [field], JSON.stringify(body));
+      assert.deepEqual(
+        response.json().errors.map((e: { field: string }) => e.field),
+        [field],
+        JSON.stringify(body),
+      );
     }
     await assertNothingChanged();
   });
@@ -123,7 +166,9 @@ forEachDatabase((dialect) => {
     const contacts = Array.from({ length: 1001 }, () => buildContact());
     const tooMany = await alice.postBatch({ createUpdateContacts: contacts });
     assert.equal(tooMany.statusCode, 400);
-    assert.deepEqual(tooMany.json().errors, [{ field: 'createUpdateContacts', message: 'must hold at most 1000 items' }]);
+    assert.deepEqual(tooMany.json().errors, [
+      { field: 'createUpdateContacts', message: 'must hold at most 1000 items' },
+    ]);
     await assertNothingChanged();
     const result = await alice.upsert(contacts.slice(0, 1000));
     assert.equal(result.inserted.count, 1000);
@@ -135,7 +180,9 @@ forEachDatabase((dialect) => {
     bad[517] = { ...contacts[517], email: 'ada at example.com' };
     const response = await alice.postBatch({ createUpdateContacts: bad });
     assert.equal(response.statusCode, 400);
-    assert.deepEqual(response.json().errors, [{ field: 'createUpdateContacts[517].email', message: 'must be an email address' }]);
+    assert.deepEqual(response.json().errors, [
+      { field: 'createUpdateContacts[517].email', message: 'must be an email address' },
+    ]);
     await assertNothingChanged();
     assert.equal((await alice.upsert(contacts)).inserted.count, 1000);
     assert.equal(await count('contacts'), 1000);
@@ -146,8 +193,18 @@ forEachDatabase((dialect) => {
     const unknownId = '6f1c2a4e-0000-4000-8000-000000000001';
     const response = await alice.postBatch({
       createUpdateContacts: [
-        buildContact({ propertyfields: [{ propertyid: known, propertyvalue: 'Ada' }, { propertyname: 'FIRSTNAME', propertyvalue: 'Ada' }] }),
-        buildContact({ propertyfields: [{ propertyid: unknownId, propertyvalue: 'x' }, { propertyname: 'nickname', propertyvalue: 'y' }] }),
+        buildContact({
+          propertyfields: [
+            { propertyid: known, propertyvalue: 'Ada' },
+            { propertyname: 'FIRSTNAME', propertyvalue: 'Ada' },
+          ],
+        }),
+        buildContact({
+          propertyfields: [
+            { propertyid: unknownId, propertyvalue: 'x' },
+            { propertyname: 'nickname', propertyvalue: 'y' },
+          ],
+        }),
         buildContact({ propertyfields: [{ propertyname: 'nickname', propertyvalue: 'z' }] }),
       ],
     });
@@ -175,12 +232,18 @@ forEachDatabase((dialect) => {
     await bob.upsert([{ contactId: 5000, email: 'bob@example.com' }], { listId: bobsList });
     const bobsBefore = await bob.contact(5000);
     const alicesList = await alice.createList('Alice’s');
-    const taken = await alice.postBatch({ createUpdateContacts: [{ contactId: 5000, email: 'alice@example.com' }], listId: alicesList });
+    const taken = await alice.postBatch({
+      createUpdateContacts: [{ contactId: 5000, email: 'alice@example.com' }],
+      listId: alicesList,
+    });
     const free = await alice.postBatch({ createUpdateContacts: [{ contactId: 6000, email: 'alice2@example.com' }] });
     assert.deepEqual([taken.statusCode, free.statusCode], [202, 202]);
     assert.deepEqual(taken.json().data.InvalidContactIds, []);
     await crm.drain();
-    assert.deepEqual((await alice.get(`/contacts/batch/${taken.json().data.BatchId}`)).json().inserted, { count: 1, contactIds: [5000] });
+    assert.deepEqual((await alice.get(`/contacts/batch/${taken.json().data.BatchId}`)).json().inserted, {
+      count: 1,
+      contactIds: [5000],
+    });
     const alices = await alice.contact(5000);
     assert.equal(alices.email, 'alice@example.com');
     assert.deepEqual(alices.listIds.slice(1), [alicesList]);
@@ -217,8 +280,14 @@ forEachDatabase((dialect) => {
 
   it('accepts one of two batches sent at once with one Idempotency-Key, and replays it to the other', async () => {
     const body = { createUpdateContacts: [buildContact()] };
-    const responses = await Promise.all([alice.postBatch(body, { idempotencyKey: 'race' }), alice.postBatch(body, { idempotencyKey: 'race' })]);
-    assert.deepEqual(responses.map((r) => r.statusCode), [202, 202]);
+    const responses = await Promise.all([
+      alice.postBatch(body, { idempotencyKey: 'race' }),
+      alice.postBatch(body, { idempotencyKey: 'race' }),
+    ]);
+    assert.deepEqual(
+      responses.map((r) => r.statusCode),
+      [202, 202],
+    );
     assert.equal(responses[0].json().data.BatchId, responses[1].json().data.BatchId);
     assert.equal(responses.filter((r) => r.headers['idempotent-replayed'] === 'true').length, 1);
     assert.equal(await count('contact_batches'), 1);

@@ -3,7 +3,14 @@ import { describe, it } from 'node:test';
 import { emailAddressProblem } from '../../src/crm/email-address.ts';
 
 describe('the email address rule (WHATWG "valid email address")', () => {
-  for (const address of ['a@example.com', 'first.last+tag@mail.example.co.uk', "o'brien@example.ie", 'user@xn--bcher-kva.example', 'x@localhost', `${'a'.repeat(64)}@example.com`]) {
+  for (const address of [
+    'a@example.com',
+    'first.last+tag@mail.example.co.uk',
+    "o'brien@example.ie",
+    'user@xn--bcher-kva.example',
+    'x@localhost',
+    `${'a'.repeat(64)}@example.com`,
+  ]) {
     it(`accepts ${address}`, () => assert.equal(emailAddressProblem(address), undefined));
   }
 

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
-import { buildContact, buildEmail, buildMobile, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import {
+  buildContact,
+  buildEmail,
+  buildMobile,
+  startApiTest,
+  type ApiClient,
+  type ApiTest,
+} from '../support/client.ts';
 
 forEachDatabase((dialect) => {
   let crm: ApiTest;
@@ -12,7 +19,12 @@ forEachDatabase((dialect) => {
   });
   afterEach(() => crm.close());
 
-  const search = async (query: string) => (await alice.get(`/contacts?${query}`)).json().contacts as Array<{ contactId: number; email: string | null; mobileNumber: string | null }>;
+  const search = async (query: string) =>
+    (await alice.get(`/contacts?${query}`)).json().contacts as Array<{
+      contactId: number;
+      email: string | null;
+      mobileNumber: string | null;
+    }>;
 
   it('mobile and email: updates the record with both, else creates one', async () => {
     const contact = buildContact();
@@ -88,9 +100,11 @@ forEachDatabase((dialect) => {
 
   it('keeps omitted fields on update, and treats blank opt-ins as omitted', async () => {
     const propertyid = await alice.createProperty('firstName');
-    const [id] = (await alice.upsert([
-      buildContact({ mobileOptIn: true, emailOptIn: true, propertyfields: [{ propertyid, propertyvalue: 'Ada' }] }),
-    ])).inserted.contactIds;
+    const [id] = (
+      await alice.upsert([
+        buildContact({ mobileOptIn: true, emailOptIn: true, propertyfields: [{ propertyid, propertyvalue: 'Ada' }] }),
+      ])
+    ).inserted.contactIds;
     const before = await alice.contact(id);
 
     const result = await alice.upsert([{ contactId: id, mobileOptIn: '', emailOptIn: null, propertyfields: [] }]);
@@ -118,7 +132,8 @@ forEachDatabase((dialect) => {
   it('writes properties by id and by name (case-insensitively), merging with the stored ones', async () => {
     const first = await alice.createProperty('firstName');
     const city = await alice.createProperty('City');
-    const [id] = (await alice.upsert([buildContact({ propertyfields: [{ propertyid: first, propertyvalue: 'Ada' }] })])).inserted.contactIds;
+    const [id] = (await alice.upsert([buildContact({ propertyfields: [{ propertyid: first, propertyvalue: 'Ada' }] })]))
+      .inserted.contactIds;
     await alice.upsert([{ contactId: id, propertyfields: [{ propertyname: 'CITY', propertyvalue: 'London' }] }]);
     const stored = await alice.contact(id);
     assert.deepEqual(
@@ -129,7 +144,9 @@ forEachDatabase((dialect) => {
       ],
     );
     // With both an id and a name, the id decides.
-    await alice.upsert([{ contactId: id, propertyfields: [{ propertyid: first, propertyname: 'City', propertyvalue: 'Grace' }] }]);
+    await alice.upsert([
+      { contactId: id, propertyfields: [{ propertyid: first, propertyname: 'City', propertyvalue: 'Grace' }] },
+    ]);
     const renamed = await alice.contact(id);
     assert.equal(renamed.propertyfields.find((p) => p.propertyid === first)!.propertyvalue, 'Grace');
     assert.equal(renamed.propertyfields.find((p) => p.propertyid === city)!.propertyvalue, 'London');
@@ -144,7 +161,10 @@ forEachDatabase((dialect) => {
     ]);
     assert.deepEqual([result.inserted.count, result.updated.count, result.skipped.count], [1, 0, 0]);
     const stored = await alice.contact(result.inserted.contactIds[0]);
-    assert.deepEqual([stored.mobileOptIn, stored.emailOptIn, stored.propertyfields[0].propertyvalue], [true, false, 'gold']);
+    assert.deepEqual(
+      [stored.mobileOptIn, stored.emailOptIn, stored.propertyfields[0].propertyvalue],
+      [true, false, 'gold'],
+    );
 
     // A contactId entry gives a record a new email; a later entry with the new pair reaches that record.
     const [other] = (await alice.upsert([buildContact()])).inserted.contactIds;

@@ -12,11 +12,21 @@ const STORED = 20_000;
  * The plan of the batch's match statement on a fresh database, never analysed, holding
  * STORED contacts that have only an email or only a mobile (`only`), for `keys`.
  */
-async function planOnFreshDatabase(only: 'email' | 'mobile', keys: Pick<CandidateKeys, 'mobiles' | 'emails'>): Promise<string> {
+async function planOnFreshDatabase(
+  only: 'email' | 'mobile',
+  keys: Pick<CandidateKeys, 'mobiles' | 'emails'>,
+): Promise<string> {
   const t: TestDatabase = await createTestDatabase('postgres');
   try {
-    const account = await createAccount(t.db, new ManualClock(), { userName: 'planner@example.com', password: 'a long enough password' });
-    const allContacts = await t.db.selectFrom('contact_lists').select('id').where('account_id', '=', account.id).executeTakeFirstOrThrow();
+    const account = await createAccount(t.db, new ManualClock(), {
+      userName: 'planner@example.com',
+      password: 'a long enough password',
+    });
+    const allContacts = await t.db
+      .selectFrom('contact_lists')
+      .select('id')
+      .where('account_id', '=', account.id)
+      .executeTakeFirstOrThrow();
     // Autovacuum would analyse the table a minute after the load, at a time of its choosing.
     await sql`alter table contacts set (autovacuum_enabled = false)`.execute(t.db);
     await sql`
@@ -28,7 +38,9 @@ async function planOnFreshDatabase(only: 'email' | 'mobile', keys: Pick<Candidat
              false, false, '{}', 0, 0
         from generate_series(1, ${STORED}::int) n`.execute(t.db);
     const { rows: stats } = await sql<{ analysed: boolean }>`
-      select last_analyze is not null or last_autoanalyze is not null as analysed from pg_stat_user_tables where relname = 'contacts'`.execute(t.db);
+      select last_analyze is not null or last_autoanalyze is not null as analysed from pg_stat_user_tables where relname = 'contacts'`.execute(
+      t.db,
+    );
     assert.equal(stats[0].analysed, false);
 
     const statement = candidatesQuery('postgres', {
@@ -39,7 +51,9 @@ async function planOnFreshDatabase(only: 'email' | 'mobile', keys: Pick<Candidat
       pairs: [],
       ...keys,
     }).compile(t.db);
-    const { rows } = await t.db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${statement.sql}`, [...statement.parameters]));
+    const { rows } = await t.db.executeQuery<{ 'QUERY PLAN': string }>(
+      CompiledQuery.raw(`explain ${statement.sql}`, [...statement.parameters]),
+    );
     return rows.map((row) => row['QUERY PLAN']).join('\n');
   } finally {
     await t.close();
@@ -53,13 +67,19 @@ async function planOnFreshDatabase(only: 'email' | 'mobile', keys: Pick<Candidat
 describe('postgres: the email-only and mobile-only match on a database never analysed', () => {
   it('seeks an email-only contact by its email, not by its missing mobile', async () => {
     const plan = await planOnFreshDatabase('email', { mobiles: [], emails: ['contact2@example.com'] });
-    assert.match(plan, /Index Scan using contacts_email on contacts[ \w]*\(.*\n.*Index Cond: \(.*email = p\w*\.email\)/);
+    assert.match(
+      plan,
+      /Index Scan using contacts_email on contacts[ \w]*\(.*\n.*Index Cond: \(.*email = p\w*\.email\)/,
+    );
     assert.doesNotMatch(plan, /Index Cond: .*IS NULL/);
   });
 
   it('seeks a mobile-only contact by its mobile, not by its missing email', async () => {
     const plan = await planOnFreshDatabase('mobile', { mobiles: ['919800000001'], emails: [] });
-    assert.match(plan, /Index Scan using contacts_mobile on contacts[ \w]*\(.*\n.*Index Cond: \(.*mobile = p\w*\.mobile\)/);
+    assert.match(
+      plan,
+      /Index Scan using contacts_mobile on contacts[ \w]*\(.*\n.*Index Cond: \(.*mobile = p\w*\.mobile\)/,
+    );
     assert.doesNotMatch(plan, /Index Cond: .*IS NULL/);
   });
 });
@@ -75,9 +95,14 @@ describe('sqlite: the updates of a batch seek each contact by its key', () => {
         const row = { id: 1, email: null, mobile: '919800000001', countryCode: '91', properties: '{}' };
         const contacts = [{ ...row, mobileOptIn: true, emailOptIn: false }];
         const statement = updateQuery('sqlite', what, 'an-account', 0, contacts).compile(t.db);
-        const { rows } = await t.db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${statement.sql}`, [...statement.parameters]));
+        const { rows } = await t.db.executeQuery<{ detail: string }>(
+          CompiledQuery.raw(`explain query plan ${statement.sql}`, [...statement.parameters]),
+        );
         const plan = rows.map((row) => row.detail);
-        assert.ok(plan.some((step) => /SEARCH contacts USING INTEGER PRIMARY KEY/.test(step)), plan.join('\n'));
+        assert.ok(
+          plan.some((step) => /SEARCH contacts USING INTEGER PRIMARY KEY/.test(step)),
+          plan.join('\n'),
+        );
         assert.ok(!plan.some((step) => /^SCAN contacts/.test(step)), plan.join('\n'));
       } finally {
         await t.close();

@@ -13,7 +13,8 @@ forEachDatabase((dialect) => {
   });
   afterEach(() => crm.close());
 
-  const allContactsOf = async (client: ApiClient) => ((await client.get('/lists')).json().lists as Array<{ listId: string }>)[0].listId;
+  const allContactsOf = async (client: ApiClient) =>
+    ((await client.get('/lists')).json().lists as Array<{ listId: string }>)[0].listId;
 
   it('gives every account an `All contacts` list from its creation, the admin API included', async () => {
     const created = await crm.t.app.inject({
@@ -23,8 +24,15 @@ forEachDatabase((dialect) => {
       payload: { userName: 'grace@example.com', password: 'correct horse battery staple' },
     });
     assert.equal(created.statusCode, 201);
-    const lists = await crm.t.ctx.db.selectFrom('contact_lists').select(['name']).where('account_id', '=', created.json().accountId).execute();
-    assert.deepEqual(lists.map((l) => l.name), ['All contacts']);
+    const lists = await crm.t.ctx.db
+      .selectFrom('contact_lists')
+      .select(['name'])
+      .where('account_id', '=', created.json().accountId)
+      .execute();
+    assert.deepEqual(
+      lists.map((l) => l.name),
+      ['All contacts'],
+    );
     const own = (await alice.get('/lists')).json().lists;
     assert.equal(own.length, 1);
     assert.equal(own[0].name, 'All contacts');
@@ -38,14 +46,19 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.post('/lists', { name: 'NEWSLETTER' })).statusCode, 409);
     assert.equal((await alice.post('/lists', { name: 'all contacts' })).statusCode, 409);
     assert.equal((await alice.post('/lists', { name: '  ' })).statusCode, 400);
-    assert.deepEqual(((await alice.get('/lists')).json().lists as Array<{ name: string }>).map((l) => l.name), ['All contacts', 'Newsletter']);
+    assert.deepEqual(
+      ((await alice.get('/lists')).json().lists as Array<{ name: string }>).map((l) => l.name),
+      ['All contacts', 'Newsletter'],
+    );
 
     const property = await alice.post('/contacts/properties', { propertyname: 'firstName' });
     assert.equal(property.statusCode, 201);
     assert.deepEqual(Object.keys(property.json()), ['propertyid', 'propertyname']);
     const conflict = await alice.post('/contacts/properties', { propertyname: 'FirstName' });
     assert.equal(conflict.statusCode, 409);
-    assert.deepEqual(conflict.json().errors, [{ field: 'propertyname', message: 'is already taken (names are compared case-insensitively)' }]);
+    assert.deepEqual(conflict.json().errors, [
+      { field: 'propertyname', message: 'is already taken (names are compared case-insensitively)' },
+    ]);
     assert.deepEqual((await alice.get('/contacts/properties')).json(), { properties: [property.json()] });
 
     // Another account has its own names.
@@ -58,7 +71,15 @@ forEachDatabase((dialect) => {
     const propertyid = await alice.createProperty('firstName');
     const vip = await alice.createList('VIP');
     const result = await alice.upsert(
-      [{ email: 'Ada@Example.com', mobileCountryCode: '44', mobileNumber: '07911123456', emailOptIn: true, propertyfields: [{ propertyid, propertyvalue: 'Ada' }] }],
+      [
+        {
+          email: 'Ada@Example.com',
+          mobileCountryCode: '44',
+          mobileNumber: '07911123456',
+          emailOptIn: true,
+          propertyfields: [{ propertyid, propertyvalue: 'Ada' }],
+        },
+      ],
       { listId: vip },
     );
     const [id] = result.inserted.contactIds;
@@ -88,10 +109,15 @@ forEachDatabase((dialect) => {
       { mobileCountryCode: '44', mobileNumber: '7911123456' },
     ]);
     const [both, emailOnly, mobileOnly] = result.inserted.contactIds;
-    const ids = async (query: string) => ((await alice.get(`/contacts?${query}`)).json().contacts as Array<{ contactId: number }>).map((c) => c.contactId);
+    const ids = async (query: string) =>
+      ((await alice.get(`/contacts?${query}`)).json().contacts as Array<{ contactId: number }>).map((c) => c.contactId);
     assert.deepEqual(await ids('email=ADA%40example.com'), [both, emailOnly]);
     assert.deepEqual(await ids('mobile=447911123456'), [both, mobileOnly]);
-    assert.deepEqual(await ids('mobile=4407911123456'), [both, mobileOnly], 'a trunk 0 after the country code is dropped');
+    assert.deepEqual(
+      await ids('mobile=4407911123456'),
+      [both, mobileOnly],
+      'a trunk 0 after the country code is dropped',
+    );
     assert.deepEqual(await ids('email=ada%40example.com&mobile=447911123456'), [both]);
     assert.deepEqual(await ids('email=nobody%40example.com'), []);
     assert.equal((await alice.get('/contacts')).statusCode, 400);
@@ -99,7 +125,10 @@ forEachDatabase((dialect) => {
 
   it('pages through a list by cursor, in contactId order', async () => {
     const list = await alice.createList('Pages');
-    const result = await alice.upsert(Array.from({ length: 5 }, () => buildContact()), { listId: list });
+    const result = await alice.upsert(
+      Array.from({ length: 5 }, () => buildContact()),
+      { listId: list },
+    );
     await alice.upsert([buildContact()]); // in All contacts only
     const seen: number[] = [];
     let cursor: string | null = null;
@@ -113,7 +142,10 @@ forEachDatabase((dialect) => {
       cursor = body.nextCursor;
       pages++;
     } while (cursor);
-    assert.deepEqual(seen, [...result.inserted.contactIds].sort((a, b) => a - b));
+    assert.deepEqual(
+      seen,
+      [...result.inserted.contactIds].sort((a, b) => a - b),
+    );
     assert.equal(pages, 3);
     assert.equal((await alice.get(`/lists/${await allContactsOf(alice)}/contacts`)).json().contacts.length, 6);
     assert.equal((await alice.get(`/lists/${list}/contacts?cursor=bm9wZQ`)).statusCode, 400);
@@ -140,7 +172,9 @@ forEachDatabase((dialect) => {
     assert.equal((await bob.get(`/contacts/${alices}`)).statusCode, 404);
     assert.deepEqual((await bob.get(`/contacts?email=${encodeURIComponent(contact.email!)}`)).json().contacts, []);
     assert.equal((await bob.get(`/lists/${alicesList}/contacts`)).statusCode, 404);
-    assert.ok(!((await bob.get('/lists')).json().lists as Array<{ listId: string }>).some((l) => l.listId === alicesList));
+    assert.ok(
+      !((await bob.get('/lists')).json().lists as Array<{ listId: string }>).some((l) => l.listId === alicesList),
+    );
     assert.equal((await bob.get(`/contacts/batch/${batchId}`)).statusCode, 404);
 
     // Her contactId, named in Bob's batch, is a contact of Bob's own.

@@ -39,7 +39,11 @@ forEachDatabase((dialect) => {
 
     assert.equal(receiver.received.length, 1);
     const [post] = receiver.received;
-    const payload = new Webhook(await secret()).verify(post.body, post.headers as Record<string, string>) as { type: string; timestamp: string; data: Record<string, unknown> };
+    const payload = new Webhook(await secret()).verify(post.body, post.headers as Record<string, string>) as {
+      type: string;
+      timestamp: string;
+      data: Record<string, unknown>;
+    };
     const status = (await alice.get(`/contacts/batch/${accepted.json().data.BatchId}`)).json();
     assert.equal(payload.type, 'contacts.batch');
     assert.equal(payload.timestamp, new Date(crm.clock.now()).toISOString());
@@ -64,7 +68,10 @@ forEachDatabase((dialect) => {
       .execute();
     await crm.drain();
     assert.equal(receiver.received.length, 1);
-    const payload = new Webhook(await secret()).verify(receiver.received[0].body, receiver.received[0].headers as Record<string, string>) as { data: Record<string, unknown> };
+    const payload = new Webhook(await secret()).verify(
+      receiver.received[0].body,
+      receiver.received[0].headers as Record<string, string>,
+    ) as { data: Record<string, unknown> };
     assert.deepEqual(payload.data, (await alice.get(`/contacts/batch/${batchId}`)).json());
     assert.equal(payload.data.status, 'Failed');
     assert.match(payload.data.error as string, /^not applied after 1 attempts: /);

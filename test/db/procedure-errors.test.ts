@@ -19,7 +19,13 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
   assert.fail('the procedure did not fail');
 }
 
-const fields = (error: AppError) => ({ statusCode: error.statusCode, message: error.message, errors: error.errors, data: error.data, headers: error.headers });
+const fields = (error: AppError) => ({
+  statusCode: error.statusCode,
+  message: error.message,
+  errors: error.errors,
+  data: error.data,
+  headers: error.headers,
+});
 
 forEachDatabase((dialect) => {
   describe('a procedure that fails', () => {
@@ -40,13 +46,24 @@ forEachDatabase((dialect) => {
       assert.deepEqual(fields(error), {
         statusCode: 422,
         message: 'The contact batch was rejected.',
-        errors: [{ field: 'createUpdateContacts[0].propertyfields[0].propertyname', message: 'is not a property of this account' }],
+        errors: [
+          {
+            field: 'createUpdateContacts[0].propertyfields[0].propertyname',
+            message: 'is not a property of this account',
+          },
+        ],
         data: { InvalidProperties: ['nickname'], InvalidContactIds: [] },
         headers: {},
       });
       const missing = await failure(withFailing.call(throwsNotFound, undefined));
       assert.ok(missing instanceof AppError);
-      assert.deepEqual(fields(missing), { statusCode: 404, message: 'The list was not found.', errors: [], data: undefined, headers: {} });
+      assert.deepEqual(fields(missing), {
+        statusCode: 404,
+        message: 'The list was not found.',
+        errors: [],
+        data: undefined,
+        headers: {},
+      });
     });
 
     it('keeps the headers of a named error', async () => {
@@ -72,17 +89,30 @@ forEachDatabase((dialect) => {
     afterEach(() => t.close());
 
     it('answers 404 with the contract body', async () => {
-      const response = await t.app.inject({ method: 'POST', url: `/webhooks/deliveries/${randomUUID()}/retry`, headers: bearer(token) });
+      const response = await t.app.inject({
+        method: 'POST',
+        url: `/webhooks/deliveries/${randomUUID()}/retry`,
+        headers: bearer(token),
+      });
       assert.equal(response.statusCode, 404);
-      assert.deepEqual(response.json(), { status: 'Failure', message: 'The webhook delivery was not found.', errors: [] });
+      assert.deepEqual(response.json(), {
+        status: 'Failure',
+        message: 'The webhook delivery was not found.',
+        errors: [],
+      });
     });
 
     it('answers 409 with the contract body', async () => {
-      const create = () => t.app.inject({ method: 'POST', url: '/lists', headers: bearer(token), payload: { name: 'VIP' } });
+      const create = () =>
+        t.app.inject({ method: 'POST', url: '/lists', headers: bearer(token), payload: { name: 'VIP' } });
       assert.equal((await create()).statusCode, 201);
       const again = await create();
       assert.equal(again.statusCode, 409);
-      assert.deepEqual(again.json(), { status: 'Failure', message: 'A list named VIP already exists.', errors: [{ field: 'name', message: 'is already taken' }] });
+      assert.deepEqual(again.json(), {
+        status: 'Failure',
+        message: 'A list named VIP already exists.',
+        errors: [{ field: 'name', message: 'is already taken' }],
+      });
     });
   });
 });

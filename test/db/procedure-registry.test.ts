@@ -25,7 +25,8 @@ forEachDatabase((dialect) => {
     try {
       await assert.rejects(misnamed.ready(), /exports the procedure applyBatch under the ref applyBatchJob/);
       // On SQLite the database's thread refuses too: no statement runs there.
-      if (dialect === 'sqlite') await assert.rejects(sql`select 1`.execute(misnamed.db), /exports the procedure applyBatch/);
+      if (dialect === 'sqlite')
+        await assert.rejects(sql`select 1`.execute(misnamed.db), /exports the procedure applyBatch/);
     } finally {
       await misnamed.close();
     }
@@ -42,5 +43,8 @@ async function modulesLoadedWith(modules: readonly string[]): Promise<string[]> 
 it("keeps libphonenumber's metadata out of the procedures' modules, which the SQLite thread loads", async () => {
   const loaded = await modulesLoadedWith(PROCEDURE_MODULES);
   assert.ok(loaded.some((url) => url.endsWith('/src/crm/apply.ts')));
-  assert.deepEqual(loaded.filter((url) => url.includes('libphonenumber')), []);
+  assert.deepEqual(
+    loaded.filter((url) => url.includes('libphonenumber')),
+    [],
+  );
 });

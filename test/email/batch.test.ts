@@ -44,17 +44,39 @@ forEachDatabase((dialect) => {
     await api.drain();
     const secret = (await client.get('/webhooks/secret')).json().secret as string;
     return receiver.received.flatMap((post) => {
-      const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { type: string; data: EmailEvent[] };
+      const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as {
+        type: string;
+        data: EmailEvent[];
+      };
       assert.equal(payload.type, 'email.events');
       return payload.data;
     });
   };
 
   it('accepts a Base64 body with exactly SPEC §2.7, renders each recipient’s subject, preheader and body, and reads it back', async () => {
-    const response = await alice.post('/email/batch', buildBatch(
-      { subject: 'Hello [firstName]', preHeaderText: 'Your [plan] plan', emailBody: base64('<p>Dear [firstName], café ☕ is on us.</p>'), replyTo: { email: 'help@mail.localhost', displayName: 'Help' } },
-      { recipients: [{ to: 'Ada@Example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }, { tagName: '[plan]', tagValue: 'Gold' }] }, { to: 'bob@example.com' }] },
-    ));
+    const response = await alice.post(
+      '/email/batch',
+      buildBatch(
+        {
+          subject: 'Hello [firstName]',
+          preHeaderText: 'Your [plan] plan',
+          emailBody: base64('<p>Dear [firstName], café ☕ is on us.</p>'),
+          replyTo: { email: 'help@mail.localhost', displayName: 'Help' },
+        },
+        {
+          recipients: [
+            {
+              to: 'Ada@Example.com',
+              personalizationSubstitutionTags: [
+                { tagName: '[firstName]', tagValue: 'Ada' },
+                { tagName: '[plan]', tagValue: 'Gold' },
+              ],
+            },
+            { to: 'bob@example.com' },
+          ],
+        },
+      ),
+    );
     assert.equal(response.statusCode, 202, response.body);
     const body = response.json();
     assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
@@ -77,7 +99,11 @@ forEachDatabase((dialect) => {
     assert.equal(ada.from?.value[0].address, 'news@mail.localhost');
     assert.equal(ada.from?.value[0].name, 'Herald News');
     assert.equal(ada.replyTo?.value[0].address, 'help@mail.localhost');
-    assert.equal(mails.get('bob@example.com')!.subject, 'Hello', 'an unresolved tag becomes nothing (the header drops the trailing space)');
+    assert.equal(
+      mails.get('bob@example.com')!.subject,
+      'Hello',
+      'an unresolved tag becomes nothing (the header drops the trailing space)',
+    );
     assert.notEqual(ada.messageId, mails.get('bob@example.com')!.messageId, 'a Message-ID per recipient');
 
     const batch = await read(alice, body.data.BatchId);
@@ -85,7 +111,10 @@ forEachDatabase((dialect) => {
     assert.deepEqual(batch.totals, { Delivered: 2 });
     const first = batch.recipients.find((r: { email: string }) => r.email === 'ada@example.com');
     assert.equal(`<${first.messageId}@mail.localhost>`, ada.messageId);
-    assert.deepEqual(first.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered']);
+    assert.deepEqual(
+      first.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered'],
+    );
     const [newest] = await sandboxEmails(alice, 'ada@example.com');
     assert.equal(newest.batchId, body.data.BatchId);
     assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
@@ -93,7 +122,10 @@ forEachDatabase((dialect) => {
 
   it('keeps every message of pages handed over at once and rendered ahead, many groups of the sandbox, each once and to its own recipient', async () => {
     // Two full pages: the second is read and rendered while the first is handed over and recorded.
-    const recipients = Array.from({ length: 2 * PAGE }, (_, i) => ({ to: `r${i}@example.com`, personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }] }));
+    const recipients = Array.from({ length: 2 * PAGE }, (_, i) => ({
+      to: `r${i}@example.com`,
+      personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }],
+    }));
     const batchId = await sendBatch(api, alice, buildBatch({}, { recipients }));
     const response = await alice.get('/sandbox/email?limit=1000');
     assert.equal(response.statusCode, 200, response.body);
@@ -102,7 +134,10 @@ forEachDatabase((dialect) => {
     assert.deepEqual(new Set(messages.map((m) => m.to)), new Set(recipients.map((r) => r.to)));
     for (const message of messages) {
       assert.match(message.raw, new RegExp(`^To: ${message.to}\r?$`, 'm'));
-      assert.match(message.raw, new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'));
+      assert.match(
+        message.raw,
+        new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'),
+      );
     }
     assert.deepEqual((await read(alice, batchId)).totals, { Delivered: 2 * PAGE });
   });
@@ -115,11 +150,25 @@ forEachDatabase((dialect) => {
     assert.equal(name, 'Spring sale');
     assert.equal((await alice.post('/email/campaigns', { name: 'SPRING SALE', html: '<p>x</p>' })).statusCode, 409);
     assert.equal((await alice.post('/email/campaigns', { name: 'Empty', html: ' ' })).statusCode, 400);
-    assert.deepEqual((await alice.get('/email/campaigns')).json(), { campaigns: [{ emailCampaignId, name: 'Spring sale' }], nextCursor: null });
+    assert.deepEqual((await alice.get('/email/campaigns')).json(), {
+      campaigns: [{ emailCampaignId, name: 'Spring sale' }],
+      nextCursor: null,
+    });
     const bob = await api.client();
     assert.deepEqual((await bob.get('/email/campaigns')).json(), { campaigns: [], nextCursor: null });
 
-    await sendBatch(api, alice, buildBatch({ emailBody: undefined, emailCampaignId }, { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] }));
+    await sendBatch(
+      api,
+      alice,
+      buildBatch(
+        { emailBody: undefined, emailCampaignId },
+        {
+          recipients: [
+            { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] },
+          ],
+        },
+      ),
+    );
     assert.match(String((await parsedEmails(alice)).get('ada@example.com')!.html), /<h1>Spring, Ada<\/h1>/);
   });
 
@@ -128,31 +177,65 @@ forEachDatabase((dialect) => {
     const customers = await alice.createList('Customers');
     const prospects = await alice.createList('Prospects');
     const contact = (email: string, firstName: string, emailOptIn?: boolean) => ({
-      email, ...(emailOptIn === undefined ? {} : { emailOptIn }), propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+      email,
+      ...(emailOptIn === undefined ? {} : { emailOptIn }),
+      propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
     });
-    await alice.upsert([contact('asha@example.com', 'Asha', true), contact('bina@example.com', 'Bina', true), contact('chetan@example.com', 'Chetan', false), contact('dev@example.com', 'Dev')], { listId: customers });
+    await alice.upsert(
+      [
+        contact('asha@example.com', 'Asha', true),
+        contact('bina@example.com', 'Bina', true),
+        contact('chetan@example.com', 'Chetan', false),
+        contact('dev@example.com', 'Dev'),
+      ],
+      { listId: customers },
+    );
     await alice.upsert([contact('erin@example.com', 'Erin', true)], { listId: prospects });
     // The same address in the second list, on a contact updated later: its data is the one used.
     api.clock.advance(1000);
-    await alice.upsert([{ ...contact('bina@example.com', 'Binita', true), mobileCountryCode: '91', mobileNumber: '9812300002' }], { listId: prospects });
-    assert.equal((await alice.post('/email/suppressions', { email: 'Erin@Example.com', reason: 'asked us by phone' })).statusCode, 201);
+    await alice.upsert(
+      [{ ...contact('bina@example.com', 'Binita', true), mobileCountryCode: '91', mobileNumber: '9812300002' }],
+      { listId: prospects },
+    );
+    assert.equal(
+      (await alice.post('/email/suppressions', { email: 'Erin@Example.com', reason: 'asked us by phone' })).statusCode,
+      201,
+    );
 
-    const batchId = await sendBatch(api, alice, buildBatch({ listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' }, {
-      recipients: [
-        { to: 'ASHA@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }] },
-        { to: 'asha@EXAMPLE.com' },
-        { to: 'new@example.com' },
-        { to: 'chetan@example.com' },
-      ],
-    }));
+    const batchId = await sendBatch(
+      api,
+      alice,
+      buildBatch(
+        { listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' },
+        {
+          recipients: [
+            {
+              to: 'ASHA@example.com',
+              personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }],
+            },
+            { to: 'asha@EXAMPLE.com' },
+            { to: 'new@example.com' },
+            { to: 'chetan@example.com' },
+          ],
+        },
+      ),
+    );
 
     const subjects = new Map([...(await parsedEmails(alice))].map(([to, mail]) => [to, mail.subject]));
-    assert.deepEqual(Object.fromEntries(subjects), { 'asha@example.com': 'Hi Dr Asha', 'bina@example.com': 'Hi Binita', 'new@example.com': 'Hi' });
+    assert.deepEqual(Object.fromEntries(subjects), {
+      'asha@example.com': 'Hi Dr Asha',
+      'bina@example.com': 'Hi Binita',
+      'new@example.com': 'Hi',
+    });
     assert.equal((await sandboxEmails(alice)).length, 3, 'one email per address');
 
     const batch = await read(alice, batchId);
     assert.deepEqual(batch.totals, { Delivered: 3, Dropped: 3 });
-    const dropped = Object.fromEntries(batch.recipients.filter((r: { status: string }) => r.status === 'Dropped').map((r: { email: string; reason: string }) => [r.email, r.reason]));
+    const dropped = Object.fromEntries(
+      batch.recipients
+        .filter((r: { status: string }) => r.status === 'Dropped')
+        .map((r: { email: string; reason: string }) => [r.email, r.reason]),
+    );
     assert.deepEqual(Object.keys(dropped).sort(), ['chetan@example.com', 'dev@example.com', 'erin@example.com']);
     assert.match(dropped['chetan@example.com'], /no consent/, 'a manually given address whose contact opted out');
     assert.match(dropped['dev@example.com'], /no consent/, 'a contact created without emailOptIn has none');
@@ -161,18 +244,34 @@ forEachDatabase((dialect) => {
     const events = await posted(alice);
     const words = events.map((e) => `${e.email} ${e.event}`).sort();
     assert.deepEqual(words, [
-      'asha@example.com Delivered', 'asha@example.com Processed', 'bina@example.com Delivered', 'bina@example.com Processed',
-      'chetan@example.com Dropped', 'dev@example.com Dropped', 'erin@example.com Dropped', 'new@example.com Delivered', 'new@example.com Processed',
+      'asha@example.com Delivered',
+      'asha@example.com Processed',
+      'bina@example.com Delivered',
+      'bina@example.com Processed',
+      'chetan@example.com Dropped',
+      'dev@example.com Dropped',
+      'erin@example.com Dropped',
+      'new@example.com Delivered',
+      'new@example.com Processed',
     ]);
     assert.ok(events.every((e) => e.batchId === batchId));
     assert.equal(receiver.received.length, 1, 'gathered into one post');
   });
 
   it('defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses; a deferral is tried again after its wait, the job asleep until then, and given up after 72 hours as a soft bounce', async () => {
-    const sandboxed = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' } });
+    const sandboxed = await startApiTest(dialect, {
+      clock: new ManualClock(Date.now()),
+      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' },
+    });
     try {
       const client = await sandboxed.client();
-      const response = await client.post('/email/batch', buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] }));
+      const response = await client.post(
+        '/email/batch',
+        buildBatch(
+          { webHookUrl: receiver.url },
+          { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] },
+        ),
+      );
       assert.equal(response.statusCode, 202);
       const batchId = response.json().data.BatchId;
       const firstTry = sandboxed.clock.now();
@@ -185,8 +284,15 @@ forEachDatabase((dialect) => {
       const suppressed = (await client.get('/email/suppressions?email=gone@example.com')).json().suppressions;
       assert.match(suppressed[0].reason, /^hard bounce: 550 5\.1\.1/);
 
-      const sendJob = () => sandboxed.t.ctx.db.selectFrom('jobs').select('run_at').where('kind', '=', 'email.send').executeTakeFirst();
-      const slowHistory = async () => (await client.get(`/email/batch/${batchId}`)).json().recipients.find((r: { email: string }) => r.email === 'slow@example.com').history as Array<{ event: string; reply: string | null }>;
+      const sendJob = () =>
+        sandboxed.t.ctx.db.selectFrom('jobs').select('run_at').where('kind', '=', 'email.send').executeTakeFirst();
+      const slowHistory = async () =>
+        (await client.get(`/email/batch/${batchId}`))
+          .json()
+          .recipients.find((r: { email: string }) => r.email === 'slow@example.com').history as Array<{
+          event: string;
+          reply: string | null;
+        }>;
       // Asleep until the deferral's first wait is over (a minute), not polling in between.
       assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000);
       sandboxed.clock.advance(59_999);
@@ -194,7 +300,10 @@ forEachDatabase((dialect) => {
       assert.equal((await slowHistory()).length, 2, 'not tried again before its time');
       sandboxed.clock.advance(1);
       await sandboxed.drain();
-      assert.deepEqual((await slowHistory()).map((h) => h.event), ['Processed', 'Deferred', 'Deferred']);
+      assert.deepEqual(
+        (await slowHistory()).map((h) => h.event),
+        ['Processed', 'Deferred', 'Deferred'],
+      );
       assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000 + 5 * 60_000, 'the second wait is longer');
 
       // Woken at each retry time until 72 hours after the first refusal.
@@ -204,18 +313,41 @@ forEachDatabase((dialect) => {
       }
       batch = (await client.get(`/email/batch/${batchId}`)).json();
       assert.equal(batch.status, 'Completed');
-      assert.equal(sandboxed.clock.now(), firstTry + 72 * 3_600_000, 'the last try is 72 hours after the first refusal');
+      assert.equal(
+        sandboxed.clock.now(),
+        firstTry + 72 * 3_600_000,
+        'the last try is 72 hours after the first refusal',
+      );
       const history = await slowHistory();
       // 1, 5, 15, 30, 60 and 120 minutes, then every 4 hours: 24 refusals before the 72nd hour, the 25th at it.
-      assert.deepEqual(history.map((h) => h.event), ['Processed', ...Array(24).fill('Deferred'), 'Bounce']);
-      assert.match(history.at(-1)!.reply!, /^soft bounce: given up after 72 hours and 25 attempts; the last reply: 451 4\.3\.0/);
-      assert.deepEqual((await client.get('/email/suppressions?email=slow@example.com')).json().suppressions, [], 'a soft bounce does not suppress');
-      assert.deepEqual((await sandboxEmails(client)).map((m) => m.to), ['ok@example.com']);
+      assert.deepEqual(
+        history.map((h) => h.event),
+        ['Processed', ...Array(24).fill('Deferred'), 'Bounce'],
+      );
+      assert.match(
+        history.at(-1)!.reply!,
+        /^soft bounce: given up after 72 hours and 25 attempts; the last reply: 451 4\.3\.0/,
+      );
+      assert.deepEqual(
+        (await client.get('/email/suppressions?email=slow@example.com')).json().suppressions,
+        [],
+        'a soft bounce does not suppress',
+      );
+      assert.deepEqual(
+        (await sandboxEmails(client)).map((m) => m.to),
+        ['ok@example.com'],
+      );
       // Posted too (read unverified: the signature's timestamp is 72 hours ahead of the verifier's real clock).
       sandboxed.clock.advance(1000);
       await sandboxed.drain();
-      const events = receiver.received.flatMap((post) => (JSON.parse(post.body) as { data: EmailEvent[] }).data).filter((e) => e.email === 'slow@example.com');
-      assert.deepEqual(events.map((e) => e.event), ['Processed', ...Array(24).fill('Deferred'), 'Bounce'], 'every try posted');
+      const events = receiver.received
+        .flatMap((post) => (JSON.parse(post.body) as { data: EmailEvent[] }).data)
+        .filter((e) => e.email === 'slow@example.com');
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['Processed', ...Array(24).fill('Deferred'), 'Bounce'],
+        'every try posted',
+      );
     } finally {
       await sandboxed.close();
     }
@@ -226,22 +358,51 @@ forEachDatabase((dialect) => {
     assert.equal(added.statusCode, 201);
     assert.deepEqual(Object.keys(added.json()).sort(), ['createdAt', 'email', 'reason']);
     assert.deepEqual([added.json().email, added.json().reason], ['zed@example.com', 'added by hand']);
-    for (const email of ['a.b@example.com', 'c.d@example.com', 'e.f@example.com']) assert.equal((await alice.post('/email/suppressions', { email, reason: 'bounced' })).statusCode, 201);
+    for (const email of ['a.b@example.com', 'c.d@example.com', 'e.f@example.com'])
+      assert.equal((await alice.post('/email/suppressions', { email, reason: 'bounced' })).statusCode, 201);
     assert.equal((await alice.post('/email/suppressions', { email: 'not an address' })).statusCode, 400);
 
     const first = (await alice.get('/email/suppressions?limit=2')).json();
-    assert.deepEqual(first.suppressions.map((s: { email: string }) => s.email), ['a.b@example.com', 'c.d@example.com']);
+    assert.deepEqual(
+      first.suppressions.map((s: { email: string }) => s.email),
+      ['a.b@example.com', 'c.d@example.com'],
+    );
     const second = (await alice.get(`/email/suppressions?limit=2&cursor=${first.nextCursor}`)).json();
-    assert.deepEqual(second.suppressions.map((s: { email: string }) => s.email), ['e.f@example.com', 'zed@example.com']);
+    assert.deepEqual(
+      second.suppressions.map((s: { email: string }) => s.email),
+      ['e.f@example.com', 'zed@example.com'],
+    );
     assert.equal(second.nextCursor, null);
     assert.equal((await alice.get('/email/suppressions?cursor=bm90IGEgY3Vyc29y')).statusCode, 400);
 
     const bob = await api.client();
     assert.deepEqual((await bob.get('/email/suppressions')).json(), { suppressions: [], nextCursor: null });
-    assert.equal((await api.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(bob.token) })).statusCode, 404);
-    const deleted = await api.t.app.inject({ method: 'DELETE', url: '/email/suppressions/ZED@example.com', headers: bearer(alice.token) });
+    assert.equal(
+      (
+        await api.t.app.inject({
+          method: 'DELETE',
+          url: '/email/suppressions/zed@example.com',
+          headers: bearer(bob.token),
+        })
+      ).statusCode,
+      404,
+    );
+    const deleted = await api.t.app.inject({
+      method: 'DELETE',
+      url: '/email/suppressions/ZED@example.com',
+      headers: bearer(alice.token),
+    });
     assert.equal(deleted.statusCode, 204);
-    assert.equal((await api.t.app.inject({ method: 'DELETE', url: '/email/suppressions/zed@example.com', headers: bearer(alice.token) })).statusCode, 404);
+    assert.equal(
+      (
+        await api.t.app.inject({
+          method: 'DELETE',
+          url: '/email/suppressions/zed@example.com',
+          headers: bearer(alice.token),
+        })
+      ).statusCode,
+      404,
+    );
     // The address is sendable again.
     await sendBatch(api, alice, buildBatch({}, { recipients: [{ to: 'zed@example.com' }] }));
     assert.equal((await sandboxEmails(alice, 'zed@example.com')).length, 1);
@@ -256,10 +417,14 @@ forEachDatabase((dialect) => {
     const before = await read(alice, kept);
     assert.deepEqual([before.status, before.scheduledAt, before.totals], ['Scheduled', at, { Scheduled: 1 }]);
     const bob = await api.client();
-    const del = (client: ApiClient, id: string) => api.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
+    const del = (client: ApiClient, id: string) =>
+      api.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
     assert.equal((await del(bob, cancelled)).statusCode, 404);
     assert.equal((await del(alice, cancelled)).statusCode, 204);
-    assert.deepEqual([(await read(alice, cancelled)).status, (await read(alice, cancelled)).totals], ['Cancelled', { Cancelled: 1 }]);
+    assert.deepEqual(
+      [(await read(alice, cancelled)).status, (await read(alice, cancelled)).totals],
+      ['Cancelled', { Cancelled: 1 }],
+    );
     await api.drain();
     assert.deepEqual(await sandboxEmails(alice), [], 'nothing before its time');
     api.clock.advance(3_600_000);
@@ -292,7 +457,10 @@ forEachDatabase((dialect) => {
     const sent = [entry('Scheduled', createdAt), entry('Processed', at), entry('Delivered', at)];
     assert.deepEqual(await history(scheduled), sent);
     const events = (await posted(alice)).map((e) => [e.batchId, e.event]);
-    assert.deepEqual(events, [[scheduled, 'Processed'], [scheduled, 'Delivered']]);
+    assert.deepEqual(events, [
+      [scheduled, 'Processed'],
+      [scheduled, 'Delivered'],
+    ]);
   });
 
   it('pages GET /sandbox/email newest first with a cursor that shows another account nothing', async () => {
@@ -307,7 +475,10 @@ forEachDatabase((dialect) => {
     const all = (await page(alice, '')).messages.map((m) => m.to);
     assert.equal(all.length, 3);
     const first = await page(alice, 'limit=2');
-    assert.deepEqual(first.messages.map((m) => m.to), all.slice(0, 2));
+    assert.deepEqual(
+      first.messages.map((m) => m.to),
+      all.slice(0, 2),
+    );
     const second = await page(alice, `limit=2&cursor=${first.nextCursor}`);
     assert.deepEqual([second.messages.map((m) => m.to), second.nextCursor], [all.slice(2), null]);
     assert.deepEqual(await page(bob, `cursor=${first.nextCursor}`), { messages: [], nextCursor: null });
@@ -316,7 +487,12 @@ forEachDatabase((dialect) => {
 
   it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
     const post = (body: object) =>
-      api.t.app.inject({ method: 'POST', url: '/email/batch', headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' }, payload: body });
+      api.t.app.inject({
+        method: 'POST',
+        url: '/email/batch',
+        headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' },
+        payload: body,
+      });
     const first = await post(buildBatch());
     assert.equal(first.statusCode, 202);
     const again = await post(buildBatch());

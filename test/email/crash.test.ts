@@ -15,21 +15,44 @@ forEachDatabase((dialect) => {
   });
   afterEach(() => database.close());
 
-  it('resumes a batch killed mid-expansion: every recipient in the sandbox exactly once', { timeout: 60_000 }, async () => {
-    const setup = await crashSetUp(database, dialect, LIST, (id) => ({ email: `c${id}@example.com`, mobile: null, mobile_country_code: null, mobile_opt_in: false, email_opt_in: true }));
+  it('resumes a batch killed mid-expansion: every recipient in the sandbox exactly once', {
+    timeout: 60_000,
+  }, async () => {
+    const setup = await crashSetUp(database, dialect, LIST, (id) => ({
+      email: `c${id}@example.com`,
+      mobile: null,
+      mobile_country_code: null,
+      mobile_opt_in: false,
+      email_opt_in: true,
+    }));
     const batchId = await killedAfter({ ...setup.env, HERALD_TEST_PAUSE_AT: 'email.expand' }, async (doomed) => {
       // One request recipient is also on the list (in another case), one is not.
-      const body = buildBatch({ listId: [setup.listId] }, { recipients: [{ to: 'C1@example.com' }, { to: 'walk-in@example.com' }] });
+      const body = buildBatch(
+        { listId: [setup.listId] },
+        { recipients: [{ to: 'C1@example.com' }, { to: 'walk-in@example.com' }] },
+      );
       const { data } = await accepted(setup, '/email/batch', body);
       await doomed.logged('herald paused at email.expand');
       return data.BatchId;
     });
-    const rows = await database.db.selectFrom('send_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('send_id', '=', batchId).executeTakeFirstOrThrow();
+    const rows = await database.db
+      .selectFrom('send_recipients')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
     assert.equal(Number(rows.n), 2, 'only the request’s recipients: the expansion died with its transaction');
 
     await servedUntilCompleted(database, setup.env, batchId);
-    const counts = tally((await database.db.selectFrom('sandbox_email').select('recipient').where('send_id', '=', batchId).execute()).map((r) => r.recipient));
-    assert.equal(counts.size, LIST + 1, 'every recipient: the list (one address shared with the request) and the other request recipient');
+    const counts = tally(
+      (await database.db.selectFrom('sandbox_email').select('recipient').where('send_id', '=', batchId).execute()).map(
+        (r) => r.recipient,
+      ),
+    );
+    assert.equal(
+      counts.size,
+      LIST + 1,
+      'every recipient: the list (one address shared with the request) and the other request recipient',
+    );
     assert.deepEqual([...new Set(counts.values())], [1], 'each exactly once');
   });
 });

@@ -17,18 +17,27 @@ export interface DkimRecord {
  * DNS, following RFC 6376 to the letter (strict: its lenient mode calls a body that does not
  * match its hash neutral, not fail).
  */
-export async function mailauthVerdict(raw: string, record: DkimRecord): Promise<{ status: string; domain: string; selector: string; signedHeaders: string[] }> {
+export async function mailauthVerdict(
+  raw: string,
+  record: DkimRecord,
+): Promise<{ status: string; domain: string; selector: string; signedHeaders: string[] }> {
   const { results } = await dkimVerify(Buffer.from(raw), {
     strict: true,
     resolver: async (name: string, type: string) => {
-      if (type !== 'TXT' || name !== record.recordName) throw Object.assign(new Error(`no ${type} record at ${name}`), { code: 'ENOTFOUND' });
+      if (type !== 'TXT' || name !== record.recordName)
+        throw Object.assign(new Error(`no ${type} record at ${name}`), { code: 'ENOTFOUND' });
       return [[record.recordValue]];
     },
   });
   assert.equal(results.length, 1, 'one DKIM-Signature');
   const [{ status, signingDomain, selector, signingHeaders }] = results;
   assert.ok(signingDomain && selector && signingHeaders, 'a signature mailauth could read');
-  return { status: status.result, domain: signingDomain, selector, signedHeaders: signingHeaders.keys.split(':').map((k) => k.trim().toLowerCase()) };
+  return {
+    status: status.result,
+    domain: signingDomain,
+    selector,
+    signedHeaders: signingHeaders.keys.split(':').map((k) => k.trim().toLowerCase()),
+  };
 }
 
 /**

@@ -6,7 +6,18 @@ import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts
 import { dkimpyVerdict, mailauthVerdict } from './dkim-verifiers.ts';
 import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
 
-const SIGNED = ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'list-unsubscribe', 'list-unsubscribe-post', 'reply-to'];
+const SIGNED = [
+  'from',
+  'to',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'list-unsubscribe',
+  'list-unsubscribe-post',
+  'reply-to',
+];
 
 forEachDatabase((dialect) => {
   let api: ApiTest;
@@ -26,7 +37,14 @@ forEachDatabase((dialect) => {
   it("signs every message of a batch with the service domain's key: mailauth and dkimpy verify it with the published record, List-Unsubscribe and List-Unsubscribe-Post among the signed headers", async () => {
     api = await startApiTest(dialect);
     const alice = await api.client();
-    await sendBatch(api, alice, buildBatch({ replyTo: { email: 'help@mail.localhost', displayName: 'Help' } }, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] }));
+    await sendBatch(
+      api,
+      alice,
+      buildBatch(
+        { replyTo: { email: 'help@mail.localhost', displayName: 'Help' } },
+        { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] },
+      ),
+    );
     const { domain, dkim } = await admin('GET', '/admin/dkim');
     assert.equal(domain, 'mail.localhost');
     for (const to of ['ada@example.com', 'bob@example.com']) {
@@ -36,7 +54,8 @@ forEachDatabase((dialect) => {
       assert.equal(verdict.status, 'pass');
       assert.equal(verdict.domain, 'mail.localhost');
       assert.equal(verdict.selector, dkim.selector);
-      for (const header of SIGNED) assert.ok(verdict.signedHeaders.includes(header), `${header} is signed (h=${verdict.signedHeaders.join(':')})`);
+      for (const header of SIGNED)
+        assert.ok(verdict.signedHeaders.includes(header), `${header} is signed (h=${verdict.signedHeaders.join(':')})`);
       assert.equal(await dkimpyVerdict(raw, dkim), 'pass');
     }
   });
@@ -59,23 +78,41 @@ forEachDatabase((dialect) => {
     api = await startApiTest(dialect);
     const alice = await api.client();
     const bob = await api.client();
-    const own = await admin('POST', `/admin/accounts/${alice.account.row.id}/sender-domains`, { domain: 'shop.example' });
+    const own = await admin('POST', `/admin/accounts/${alice.account.row.id}/sender-domains`, {
+      domain: 'shop.example',
+    });
     // Another account authorised for the same domain holds a key of its own, which never signs Alice's mail.
-    const bobs = await admin('POST', `/admin/accounts/${bob.account.row.id}/sender-domains`, { domain: 'shop.example' });
+    const bobs = await admin('POST', `/admin/accounts/${bob.account.row.id}/sender-domains`, {
+      domain: 'shop.example',
+    });
     assert.notEqual(bobs.dkim.selector, own.dkim.selector);
-    await sendBatch(api, alice, buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }, { recipients: [{ to: 'ada@example.com' }] }));
+    await sendBatch(
+      api,
+      alice,
+      buildBatch(
+        { senderFrom: { email: 'news@shop.example', displayName: 'Shop' } },
+        { recipients: [{ to: 'ada@example.com' }] },
+      ),
+    );
     await sendBatch(api, alice, buildBatch({}, { recipients: [{ to: 'bob@example.com' }] }));
 
     const fromShop = await onlyEmail(alice, 'ada@example.com');
     const verdict = await mailauthVerdict(fromShop, own.dkim);
     assert.deepEqual([verdict.status, verdict.domain, verdict.selector], ['pass', 'shop.example', own.dkim.selector]);
     assert.equal(await dkimpyVerdict(fromShop, own.dkim), 'pass');
-    assert.equal((await mailauthVerdict(fromShop, { ...bobs.dkim, recordName: own.dkim.recordName })).status, 'fail', "Bob's key does not verify Alice's mail");
+    assert.equal(
+      (await mailauthVerdict(fromShop, { ...bobs.dkim, recordName: own.dkim.recordName })).status,
+      'fail',
+      "Bob's key does not verify Alice's mail",
+    );
 
     const fromService = await onlyEmail(alice, 'bob@example.com');
     const { dkim: service } = await admin('GET', '/admin/dkim');
     const serviceVerdict = await mailauthVerdict(fromService, service);
-    assert.deepEqual([serviceVerdict.status, serviceVerdict.domain, serviceVerdict.selector], ['pass', 'mail.localhost', service.selector]);
+    assert.deepEqual(
+      [serviceVerdict.status, serviceVerdict.domain, serviceVerdict.selector],
+      ['pass', 'mail.localhost', service.selector],
+    );
   });
 
   it('after a rotation, new messages carry the new selector and verify with the new record; earlier ones still verify with the retired one', async () => {

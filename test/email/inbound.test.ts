@@ -29,11 +29,19 @@ forEachDatabase((dialect) => {
   let logged: Array<{ level: string; object: Record<string, unknown>; message: string }>;
 
   beforeEach(async () => {
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { INBOUND_SMTP_PORT: '0', BOUNCE_DOMAIN } });
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.now()),
+      env: { INBOUND_SMTP_PORT: '0', BOUNCE_DOMAIN },
+    });
     alice = await api.client();
     receiver = await startReceiver();
     logged = [];
-    const log = Object.fromEntries(['info', 'warn', 'error'].map((level) => [level, (object: Record<string, unknown>, message: string) => logged.push({ level, object, message })]));
+    const log = Object.fromEntries(
+      ['info', 'warn', 'error'].map((level) => [
+        level,
+        (object: Record<string, unknown>, message: string) => logged.push({ level, object, message }),
+      ]),
+    );
     inbound = await startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: 0, log: log as never });
   });
   afterEach(async () => {
@@ -48,25 +56,58 @@ forEachDatabase((dialect) => {
   /** A batch with a webhook delivered to `address` (a contact of the client's, opted in); its recipient, VERP address and message as sent. */
   async function delivered(client: ApiClient, address = 'ada@example.com') {
     await client.upsert([{ email: address, emailOptIn: true }]);
-    const batchId = await sendBatch(api, client, buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: address }] }));
-    const { id } = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
+    const batchId = await sendBatch(
+      api,
+      client,
+      buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: address }] }),
+    );
+    const { id } = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
     const [sent] = await sandboxEmails(client, address);
     const recipientId = Number(id);
-    return { batchId, recipientId, verp: returnPath(keys(), BOUNCE_DOMAIN, recipientId), original: Buffer.from(sent.raw) };
+    return {
+      batchId,
+      recipientId,
+      verp: returnPath(keys(), BOUNCE_DOMAIN, recipientId),
+      original: Buffer.from(sent.raw),
+    };
   }
-  const recipientOf = async (client: ApiClient, batchId: string) => (await client.get(`/email/batch/${batchId}`)).json().recipients[0];
-  const suppression = async (client: ApiClient, address = 'ada@example.com') => (await client.get(`/email/suppressions?email=${address}`)).json().suppressions[0];
-  const optIn = async (client: ApiClient, address = 'ada@example.com') => (await client.get(`/contacts?email=${address}`)).json().contacts[0].emailOptIn as boolean;
+  const recipientOf = async (client: ApiClient, batchId: string) =>
+    (await client.get(`/email/batch/${batchId}`)).json().recipients[0];
+  const suppression = async (client: ApiClient, address = 'ada@example.com') =>
+    (await client.get(`/email/suppressions?email=${address}`)).json().suppressions[0];
+  const optIn = async (client: ApiClient, address = 'ada@example.com') =>
+    (await client.get(`/contacts?email=${address}`)).json().contacts[0].emailOptIn as boolean;
   /** The email events posted to the receiver so far, verified with the client's webhook secret. */
   async function posted(client: ApiClient) {
     api.clock.advance(1500);
     await api.drain();
     const secret = (await client.get('/webhooks/secret')).json().secret as string;
-    return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<Record<string, unknown>> }).data);
+    return receiver.received.flatMap(
+      (post) =>
+        (
+          new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as {
+            data: Array<Record<string, unknown>>;
+          }
+        ).data,
+    );
   }
-  const metric = async (line: string) => (await api.t.ctx.metrics.metrics()).split('\n').find((l) => l.startsWith(line))?.split(' ').at(-1);
+  const metric = async (line: string) =>
+    (await api.t.ctx.metrics.metrics())
+      .split('\n')
+      .find((l) => l.startsWith(line))
+      ?.split(' ')
+      .at(-1);
   const complain = (arf: Buffer | string, token: string | null = ADMIN_TOKEN) =>
-    api.t.app.inject({ method: 'POST', url: '/email/complaints', headers: token ? bearer(token) : {}, payload: { arf: typeof arf === 'string' ? arf : arf.toString('base64') } });
+    api.t.app.inject({
+      method: 'POST',
+      url: '/email/complaints',
+      headers: token ? bearer(token) : {},
+      payload: { arf: typeof arf === 'string' ? arf : arf.toString('base64') },
+    });
 
   it('records a DSN 5.1.1 to a VERP address as a hard Bounce after Delivered: suppressed, its reply in the history, posted; the same DSN again records nothing', async () => {
     const { batchId, verp, original } = await delivered(alice);
@@ -76,12 +117,18 @@ forEachDatabase((dialect) => {
 
     const recipient = await recipientOf(alice, batchId);
     assert.equal(recipient.status, 'Bounce');
-    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered', 'Bounce']);
+    assert.deepEqual(
+      recipient.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered', 'Bounce'],
+    );
     const reply = `5.1.1 (smtp; ${diagnostic})`;
     assert.equal(recipient.history[2].reply, reply);
     assert.equal((await suppression(alice)).reason, `hard bounce: ${reply}`);
     const bounces = (await posted(alice)).filter((e) => e.event === 'Bounce');
-    assert.deepEqual(bounces.map((e) => [e.batchId, e.messageId, e.email, e.reply, e.reason]), [[batchId, recipient.messageId, 'ada@example.com', reply, 'hard bounce, reported after delivery']]);
+    assert.deepEqual(
+      bounces.map((e) => [e.batchId, e.messageId, e.email, e.reply, e.reason]),
+      [[batchId, recipient.messageId, 'ada@example.com', reply, 'hard bounce, reported after delivery']],
+    );
     assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
 
     assert.match(await mail(verp, dsn), /^250 /);
@@ -93,29 +140,62 @@ forEachDatabase((dialect) => {
 
   it('records a DSN 5.2.2 (mailbox full) as a soft Bounce, not suppressed; a delay changes nothing', async () => {
     const { batchId, verp, original } = await delivered(alice);
-    const delayed = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '4.2.2', action: 'delayed', headersOnly: true });
+    const delayed = await dsnFor({
+      original,
+      recipient: 'ada@example.com',
+      returnPath: verp,
+      status: '4.2.2',
+      action: 'delayed',
+      headersOnly: true,
+    });
     assert.match(await mail(verp, delayed), /^250 /);
     assert.equal((await recipientOf(alice, batchId)).status, 'Delivered');
     assert.equal(await metric('herald_inbound_mail_total{outcome="delayed"}'), '1');
 
     // A NUL and a bell from the remote server: PostgreSQL's text cannot hold the first.
-    await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full\u0000\u0007 over quota' }));
+    await mail(
+      verp,
+      await dsnFor({
+        original,
+        recipient: 'ada@example.com',
+        returnPath: verp,
+        status: '5.2.2',
+        diagnostic: '552 5.2.2 Mailbox full\u0000\u0007 over quota',
+      }),
+    );
     const recipient = await recipientOf(alice, batchId);
     assert.equal(recipient.status, 'Bounce');
     assert.equal(recipient.history.at(-1).reply, '5.2.2 (smtp; 552 5.2.2 Mailbox full over quota)');
     assert.equal(await suppression(alice), undefined);
     assert.equal(await optIn(alice), true);
-    assert.deepEqual((await posted(alice)).filter((e) => e.event === 'Bounce').map((e) => e.reason), ['soft bounce, reported after delivery']);
+    assert.deepEqual(
+      (await posted(alice)).filter((e) => e.event === 'Bounce').map((e) => e.reason),
+      ['soft bounce, reported after delivery'],
+    );
   });
 
   it('records a DSN for a message waiting to be tried again as its Bounce, and tries it no more', async () => {
     const { batchId, recipientId, verp, original } = await delivered(alice);
     // As a relay's 4xx leaves it (src/email/record.ts): Deferred, due again in a minute.
     const now = api.clock.now();
-    await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Deferred', retry_at: now + 60_000, deferred_at: now }).where('id', '=', recipientId).execute();
-    const dsn = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1', diagnostic: '550 5.1.1 User unknown' });
+    await api.t.ctx.db
+      .updateTable('send_recipients')
+      .set({ status: 'Deferred', retry_at: now + 60_000, deferred_at: now })
+      .where('id', '=', recipientId)
+      .execute();
+    const dsn = await dsnFor({
+      original,
+      recipient: 'ada@example.com',
+      returnPath: verp,
+      status: '5.1.1',
+      diagnostic: '550 5.1.1 User unknown',
+    });
     assert.match(await mail(verp, dsn), /^250 /);
-    const row = await api.t.ctx.db.selectFrom('send_recipients').select(['status', 'retry_at']).where('id', '=', recipientId).executeTakeFirstOrThrow();
+    const row = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select(['status', 'retry_at'])
+      .where('id', '=', recipientId)
+      .executeTakeFirstOrThrow();
     assert.deepEqual({ ...row }, { status: 'Bounce', retry_at: null });
     assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
   });
@@ -127,15 +207,29 @@ forEachDatabase((dialect) => {
 
     const recipient = await recipientOf(alice, batchId);
     assert.equal(recipient.status, 'Delivered', 'a complaint is an event of a delivered message');
-    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered', 'Spam Report']);
+    assert.deepEqual(
+      recipient.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered', 'Spam Report'],
+    );
     assert.equal((await suppression(alice)).reason, 'spam report');
     assert.equal(await optIn(alice), false);
-    assert.deepEqual((await posted(alice)).filter((e) => e.event === 'Spam Report').map((e) => [e.messageId, e.email, e.reason]), [[recipient.messageId, 'ada@example.com', 'feedback type abuse']]);
+    assert.deepEqual(
+      (await posted(alice)).filter((e) => e.event === 'Spam Report').map((e) => [e.messageId, e.email, e.reason]),
+      [[recipient.messageId, 'ada@example.com', 'feedback type abuse']],
+    );
     assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
 
     const again = await complain(arf);
     assert.equal(again.statusCode, 200, again.body);
-    assert.deepEqual(again.json(), { event: 'Spam Report', repeated: true, feedbackType: 'abuse', accountId: alice.account.row.id, batchId, messageId: recipient.messageId, email: 'ada@example.com' });
+    assert.deepEqual(again.json(), {
+      event: 'Spam Report',
+      repeated: true,
+      feedbackType: 'abuse',
+      accountId: alice.account.row.id,
+      batchId,
+      messageId: recipient.messageId,
+      email: 'ada@example.com',
+    });
     assert.equal((await recipientOf(alice, batchId)).history.length, 3);
     assert.equal(await metric('herald_email_complaints_total{via="http"}'), undefined);
   });
@@ -151,11 +245,17 @@ forEachDatabase((dialect) => {
     assert.equal(await optIn(alice), false);
     assert.equal(await metric('herald_email_complaints_total{via="http"}'), '1');
 
-    const foreign = Buffer.from(original.toString().replace(/Message-ID: <[^>]+>/i, `Message-ID: <${randomUUID()}@mail.localhost>`));
+    const foreign = Buffer.from(
+      original.toString().replace(/Message-ID: <[^>]+>/i, `Message-ID: <${randomUUID()}@mail.localhost>`),
+    );
     const cases: Array<[Buffer | string, string | null, number]> = [
       [await arfFor({ original: foreign, recipient: 'ada@example.com', to: FBL }), ADMIN_TOKEN, 422],
       [await arfFor({ original, recipient: 'ada@example.com', to: FBL, feedbackType: 'not-spam' }), ADMIN_TOKEN, 422],
-      [await dsnFor({ original, recipient: 'ada@example.com', returnPath: 'x@y.example', status: '5.1.1' }), ADMIN_TOKEN, 422],
+      [
+        await dsnFor({ original, recipient: 'ada@example.com', returnPath: 'x@y.example', status: '5.1.1' }),
+        ADMIN_TOKEN,
+        422,
+      ],
       ['not base64 at all!', ADMIN_TOKEN, 400],
       ['', ADMIN_TOKEN, 400],
       [arf, alice.token, 401],
@@ -165,7 +265,11 @@ forEachDatabase((dialect) => {
       const response = await complain(body, token);
       assert.equal(response.statusCode, status, response.body);
       assert.equal(response.json().status, 'Failure');
-      if (status !== 401) assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), ['arf']);
+      if (status !== 401)
+        assert.deepEqual(
+          response.json().errors.map((e: { field: string }) => e.field),
+          ['arf'],
+        );
     }
   });
 
@@ -173,13 +277,19 @@ forEachDatabase((dialect) => {
     const { batchId, recipientId, original } = await delivered(alice);
     const mailbox = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, recipientId);
     const headers = (await simpleParser(original)).headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
-    assert.ok(headers.some((h) => h.startsWith('List-Unsubscribe: <http') && h.endsWith(`, <mailto:${mailbox}>`)), headers.join('\n'));
+    assert.ok(
+      headers.some((h) => h.startsWith('List-Unsubscribe: <http') && h.endsWith(`, <mailto:${mailbox}>`)),
+      headers.join('\n'),
+    );
 
     assert.match(await mail(mailbox, Buffer.from('Subject: unsubscribe\r\n\r\n\r\n'), 'ada@example.com'), /^250 /);
     assert.equal((await recipientOf(alice, batchId)).history.at(-1).event, 'Unsubscribe');
     assert.equal((await suppression(alice)).reason, 'unsubscribed');
     assert.equal(await optIn(alice), false);
-    assert.deepEqual((await posted(alice)).filter((e) => e.event === 'Unsubscribe').map((e) => e.email), ['ada@example.com']);
+    assert.deepEqual(
+      (await posted(alice)).filter((e) => e.event === 'Unsubscribe').map((e) => e.email),
+      ['ada@example.com'],
+    );
 
     const off = await startApiTest(dialect, { env: { BOUNCE_DOMAIN } });
     try {
@@ -201,12 +311,21 @@ forEachDatabase((dialect) => {
     const { verp } = await delivered(alice);
     const forged = verp.replace(/\+([0-9a-f])/, (_m, digit: string) => `+${digit === '0' ? '1' : '0'}`);
     const elsewhere = verp.replace(BOUNCE_DOMAIN, 'other.example');
-    for (const to of [forged, elsewhere, `postmaster@${BOUNCE_DOMAIN}`, 'ada@example.com', `bounces@${BOUNCE_DOMAIN}`]) {
-      await assert.rejects(mail(to, Buffer.from('Subject: hi\r\n\r\nhello\r\n')), (error: { responseCode?: number; response?: string }) => {
-        assert.equal(error.responseCode, 550, to);
-        assert.match(error.response ?? '', /5\.1\.1/);
-        return true;
-      });
+    for (const to of [
+      forged,
+      elsewhere,
+      `postmaster@${BOUNCE_DOMAIN}`,
+      'ada@example.com',
+      `bounces@${BOUNCE_DOMAIN}`,
+    ]) {
+      await assert.rejects(
+        mail(to, Buffer.from('Subject: hi\r\n\r\nhello\r\n')),
+        (error: { responseCode?: number; response?: string }) => {
+          assert.equal(error.responseCode, 550, to);
+          assert.match(error.response ?? '', /5\.1\.1/);
+          return true;
+        },
+      );
     }
     assert.equal(await metric('herald_inbound_mail_total{outcome="refused recipient"}'), '5');
   });
@@ -214,7 +333,11 @@ forEachDatabase((dialect) => {
   it('refuses a mail over 10 MB (552 5.3.4) and takes the next', async () => {
     const { batchId, verp, original } = await delivered(alice);
     const huge = Buffer.concat([Buffer.from('Subject: big\r\n\r\n'), Buffer.alloc(MAX_REPORT_BYTES + 1024, 'x\r\n')]);
-    await assert.rejects(mail(verp, huge), (error: { responseCode?: number; response?: string }) => error.responseCode === 552 && /5\.3\.4/.test(error.response ?? ''));
+    await assert.rejects(
+      mail(verp, huge),
+      (error: { responseCode?: number; response?: string }) =>
+        error.responseCode === 552 && /5\.3\.4/.test(error.response ?? ''),
+    );
     assert.equal(await metric('herald_inbound_mail_total{outcome="too large"}'), '1');
     await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' }));
     assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
@@ -225,9 +348,26 @@ forEachDatabase((dialect) => {
     const unknown = returnPath(keys(), BOUNCE_DOMAIN, 987654321);
     const drops: Array<[string, Buffer, string]> = [
       [FBL, Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a, 0x2d, 0x2d, 0x0d, 0x0a, 0x00, 0x9f]), 'not a report'],
-      [verp, Buffer.from('From: ada@example.com\r\nSubject: Out of office\r\n\r\nI am away until Monday.\r\n'), 'not a report'],
-      [unknown, await dsnFor({ original, recipient: 'ada@example.com', returnPath: unknown, status: '5.1.1' }), 'unknown message'],
-      [FBL, await dsnFor({ original: Buffer.from('Subject: no id\r\n\r\nx\r\n'), recipient: 'ada@example.com', returnPath: FBL, status: '5.1.1' }), 'unknown message'],
+      [
+        verp,
+        Buffer.from('From: ada@example.com\r\nSubject: Out of office\r\n\r\nI am away until Monday.\r\n'),
+        'not a report',
+      ],
+      [
+        unknown,
+        await dsnFor({ original, recipient: 'ada@example.com', returnPath: unknown, status: '5.1.1' }),
+        'unknown message',
+      ],
+      [
+        FBL,
+        await dsnFor({
+          original: Buffer.from('Subject: no id\r\n\r\nx\r\n'),
+          recipient: 'ada@example.com',
+          returnPath: FBL,
+          status: '5.1.1',
+        }),
+        'unknown message',
+      ],
     ];
     for (const [to, raw, outcome] of drops) {
       assert.match(await mail(to, raw), /^250 /);
@@ -245,22 +385,37 @@ forEachDatabase((dialect) => {
     const bob = await api.client();
     const ofAlice = await delivered(alice);
     const ofBob = await delivered(bob);
-    await mail(ofAlice.verp, await dsnFor({ original: ofAlice.original, recipient: 'ada@example.com', returnPath: ofAlice.verp, status: '5.1.1' }));
-    const arf = await complain(await arfFor({ original: ofAlice.original, recipient: 'ada@example.com', to: FBL, headersOnly: true }));
+    await mail(
+      ofAlice.verp,
+      await dsnFor({
+        original: ofAlice.original,
+        recipient: 'ada@example.com',
+        returnPath: ofAlice.verp,
+        status: '5.1.1',
+      }),
+    );
+    const arf = await complain(
+      await arfFor({ original: ofAlice.original, recipient: 'ada@example.com', to: FBL, headersOnly: true }),
+    );
     assert.equal(arf.json().accountId, alice.account.row.id);
 
     assert.equal((await recipientOf(alice, ofAlice.batchId)).status, 'Bounce');
     assert.equal(await optIn(alice), false);
     const bobs = await recipientOf(bob, ofBob.batchId);
     assert.equal(bobs.status, 'Delivered');
-    assert.deepEqual(bobs.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered']);
+    assert.deepEqual(
+      bobs.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered'],
+    );
     assert.equal(await suppression(bob), undefined);
     assert.equal(await optIn(bob), true);
   });
 
   it('refuses to start on a port in use, and stops answering once closed', async () => {
     const quiet = { info() {}, warn() {}, error() {} };
-    await assert.rejects(startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: inbound.port, log: quiet }), { code: 'EADDRINUSE' });
+    await assert.rejects(startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: inbound.port, log: quiet }), {
+      code: 'EADDRINUSE',
+    });
     await inbound.close();
     await assert.rejects(mail(FBL, Buffer.from('Subject: x\r\n\r\nx\r\n')), /ECONNREFUSED/);
     inbound = await startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: 0, log: quiet });
@@ -271,11 +426,22 @@ forEachDatabase((dialect) => {
       const { batchId } = await delivered(alice);
       const { db } = api.t.ctx;
       // A table of a few sends' worth, handed over, as a busy service holds.
-      await db.executeQuery(CompiledQuery.raw(`insert into send_recipients (send_id, address, status, message_id, updated_at)
-        select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0 from generate_series(1, 50000) n`, [batchId]));
+      await db.executeQuery(
+        CompiledQuery.raw(
+          `insert into send_recipients (send_id, address, status, message_id, updated_at)
+        select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0 from generate_series(1, 50000) n`,
+          [batchId],
+        ),
+      );
       await db.executeQuery(CompiledQuery.raw('analyze send_recipients'));
       const query = reportedRowQuery(db, 'postgres', { recipientId: null, messageUuid: randomUUID() })!.compile();
-      const plan = (await db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]))).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const plan = (
+        await db.executeQuery<{ 'QUERY PLAN': string }>(
+          CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+        )
+      ).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
       assert.match(plan, /Index Scan using send_recipients_message_id on send_recipients/, plan);
       assert.doesNotMatch(plan, /Seq Scan on send_recipients/, plan);
     });

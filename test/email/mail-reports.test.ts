@@ -13,36 +13,77 @@ const original = await new MailComposer({
   messageId: `<${uuid}@mail.localhost>`,
   text: 'Hello',
   html: '<p>Hello</p>',
-}).compile().build();
+})
+  .compile()
+  .build();
 const verp = 'bounces+00aa@bounce.example';
 
 it('reads a failed recipient of a DSN: its status, its diagnostic, and the original’s Message-ID', async () => {
-  const raw = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1', diagnostic: '550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table' });
+  const raw = await dsnFor({
+    original,
+    recipient: 'ada@example.com',
+    returnPath: verp,
+    status: '5.1.1',
+    diagnostic: '550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table',
+  });
   assert.match(raw.toString(), /Content-Type: multipart\/report; report-type=delivery-status;/);
   assert.deepEqual(await parseMailReport(raw), {
     kind: 'dsn',
-    failures: [{ action: 'failed', finalRecipient: 'ada@example.com', status: '5.1.1', diagnosticCode: 'smtp; 550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table' }],
+    failures: [
+      {
+        action: 'failed',
+        finalRecipient: 'ada@example.com',
+        status: '5.1.1',
+        diagnosticCode:
+          'smtp; 550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown in virtual mailbox table',
+      },
+    ],
     original: { returnPath: null, messageId: `<${uuid}@mail.localhost>` },
   });
 });
 
 it('reads a delay as a delay, and a DSN carrying only the original’s head', async () => {
-  const raw = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '4.2.2', action: 'delayed', headersOnly: true });
+  const raw = await dsnFor({
+    original,
+    recipient: 'ada@example.com',
+    returnPath: verp,
+    status: '4.2.2',
+    action: 'delayed',
+    headersOnly: true,
+  });
   assert.match(raw.toString(), /Content-Type: text\/rfc822-headers/);
   const report = await parseMailReport(raw);
   assert.equal(report.kind, 'dsn');
-  assert.deepEqual(report.kind === 'dsn' && report.failures, [{ action: 'delayed', finalRecipient: 'ada@example.com', status: '4.2.2', diagnosticCode: null }]);
+  assert.deepEqual(report.kind === 'dsn' && report.failures, [
+    { action: 'delayed', finalRecipient: 'ada@example.com', status: '4.2.2', diagnosticCode: null },
+  ]);
   assert.equal(report.kind === 'dsn' && report.original.messageId, `<${uuid}@mail.localhost>`);
 });
 
 it('reads an ARF report’s feedback type and the original’s return path, whole or by its head', async () => {
   for (const headersOnly of [false, true]) {
-    const raw = await arfFor({ original, recipient: 'ada@example.com', to: 'fbl@bounce.example', returnPath: verp, headersOnly });
+    const raw = await arfFor({
+      original,
+      recipient: 'ada@example.com',
+      to: 'fbl@bounce.example',
+      returnPath: verp,
+      headersOnly,
+    });
     assert.match(raw.toString(), /Content-Type: multipart\/report; report-type=feedback-report;/);
-    assert.deepEqual(await parseMailReport(raw), { kind: 'arf', feedbackType: 'abuse', original: { returnPath: verp, messageId: `<${uuid}@mail.localhost>` } });
+    assert.deepEqual(await parseMailReport(raw), {
+      kind: 'arf',
+      feedbackType: 'abuse',
+      original: { returnPath: verp, messageId: `<${uuid}@mail.localhost>` },
+    });
   }
-  const redacted = await parseMailReport(await arfFor({ original, recipient: 'ada@example.com', to: 'fbl@bounce.example', feedbackType: 'not-spam' }));
-  assert.deepEqual(redacted, { kind: 'arf', feedbackType: 'not-spam', original: { returnPath: null, messageId: `<${uuid}@mail.localhost>` } });
+  const redacted = await parseMailReport(
+    await arfFor({ original, recipient: 'ada@example.com', to: 'fbl@bounce.example', feedbackType: 'not-spam' }),
+  );
+  assert.deepEqual(redacted, {
+    kind: 'arf',
+    feedbackType: 'not-spam',
+    original: { returnPath: null, messageId: `<${uuid}@mail.localhost>` },
+  });
 });
 
 it('reads a message that reports nothing as other, and bytes that are no message without throwing', async () => {
@@ -50,8 +91,14 @@ it('reads a message that reports nothing as other, and bytes that are no message
   assert.deepEqual(await parseMailReport(Buffer.from('I am out of the office until Monday.\r\n')), { kind: 'other' });
   const garbage = await parseMailReport(Buffer.from([0, 255, 13, 10, 13, 10, 0x2d, 0x2d, 0xff, 0xfe, 0, 0]));
   assert.ok(garbage.kind === 'other' || garbage.kind === 'unparseable', JSON.stringify(garbage));
-  const broken = Buffer.from('Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nAction: exploded\r\nStatus: nine\r\n--x--\r\n');
-  assert.deepEqual(await parseMailReport(broken), { kind: 'dsn', failures: [], original: { returnPath: null, messageId: null } });
+  const broken = Buffer.from(
+    'Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nAction: exploded\r\nStatus: nine\r\n--x--\r\n',
+  );
+  assert.deepEqual(await parseMailReport(broken), {
+    kind: 'dsn',
+    failures: [],
+    original: { returnPath: null, messageId: null },
+  });
 });
 
 it('takes the uuid of Herald’s Message-IDs only', () => {

@@ -42,7 +42,8 @@ it('reads a token made under a key ENCRYPTION_KEY replaced', () => {
 it('makes a recipient’s click tokens with one HMAC: each link’s verifies as that link’s, and a token of another recipient or kind does not verify', () => {
   const key = keys.current;
   const click = clickTokens(key, 77);
-  for (const link of [0, 1, 49]) assert.deepEqual(readTrackingToken(key, click(link)), { recipientId: 77, kind: 'click', link });
+  for (const link of [0, 1, 49])
+    assert.deepEqual(readTrackingToken(key, click(link)), { recipientId: 77, kind: 'click', link });
   assert.equal(click(3), trackingToken(key, { recipientId: 77, kind: 'click', link: 3 }));
   const bytes = Buffer.from(click(0), 'base64url');
   bytes.writeBigUInt64BE(78n, 1);

@@ -19,9 +19,20 @@ const page = (body: string) => `<!DOCTYPE html>
 <style>a[x-apple-data-detectors] { color: inherit } [data-ogsc] .dark { color: #fff }</style></head>
 <body style="margin:0">${body}</body></html>`;
 
-async function render(content: Partial<EmailContent> & Pick<EmailContent, 'html'>, sources: TagSources, options = { tracking: true }, id = 'r1') {
+async function render(
+  content: Partial<EmailContent> & Pick<EmailContent, 'html'>,
+  sources: TagSources,
+  options = { tracking: true },
+  id = 'r1',
+) {
   const compiled = compileEmail({ subject: 'Hello', from, ...content }, options);
-  const raw = await renderEmail(compiled, { to: 'ada@example.com', sources, messageId: `<${id}@mail.localhost>`, urls: urls(id), date: new Date('2025-03-04T05:06:07Z') });
+  const raw = await renderEmail(compiled, {
+    to: 'ada@example.com',
+    sources,
+    messageId: `<${id}@mail.localhost>`,
+    urls: urls(id),
+    date: new Date('2025-03-04T05:06:07Z'),
+  });
   return { compiled, raw, mail: await simpleParser(raw) };
 }
 
@@ -30,7 +41,11 @@ const hrefs = (html: string) => [...html.matchAll(/<a\b[^>]*?href="([^"]*)"/g)].
 
 it('builds multipart/alternative UTF-8 text and HTML with the sender, reply-to, Message-ID, Date and both List-Unsubscribe headers', async () => {
   const { raw, mail } = await render(
-    { subject: 'News for [firstName]', html: page('<p>Hi</p>'), replyTo: { email: 'help@example.com', displayName: 'Help desk' } },
+    {
+      subject: 'News for [firstName]',
+      html: page('<p>Hi</p>'),
+      replyTo: { email: 'help@example.com', displayName: 'Help desk' },
+    },
     { own: { '[firstName]': 'Åsa' } },
   );
   assert.match(raw.toString(), /^Content-Type: multipart\/alternative;/m);
@@ -45,13 +60,27 @@ it('builds multipart/alternative UTF-8 text and HTML with the sender, reply-to, 
   assert.equal(mail.messageId, '<r1@mail.localhost>');
   assert.equal(mail.date!.toISOString(), '2025-03-04T05:06:07.000Z');
   const lines = Object.fromEntries(mail.headerLines.map((h) => [h.key, h.line.replace(/\r\n\s+/g, ' ')]));
-  assert.equal(lines['list-unsubscribe'], 'List-Unsubscribe: <https://herald.example/t/u/r1>, <mailto:unsubscribe+r1@bounces.example>');
+  assert.equal(
+    lines['list-unsubscribe'],
+    'List-Unsubscribe: <https://herald.example/t/u/r1>, <mailto:unsubscribe+r1@bounces.example>',
+  );
   assert.equal(lines['list-unsubscribe-post'], 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 });
 
 it('writes List-Unsubscribe with the https URL alone when there is no mailto', async () => {
-  const compiled = compileEmail({ subject: 'Hello', from: { email: 'news@mail.localhost' }, html: '<p>Hi</p>' }, { tracking: true });
-  const mail = await simpleParser(await renderEmail(compiled, { to: 'ada@example.com', sources: {}, messageId: '<m@mail.localhost>', urls: urls('r2', false), date: new Date() }));
+  const compiled = compileEmail(
+    { subject: 'Hello', from: { email: 'news@mail.localhost' }, html: '<p>Hi</p>' },
+    { tracking: true },
+  );
+  const mail = await simpleParser(
+    await renderEmail(compiled, {
+      to: 'ada@example.com',
+      sources: {},
+      messageId: '<m@mail.localhost>',
+      urls: urls('r2', false),
+      date: new Date(),
+    }),
+  );
   const line = mail.headerLines.find((h) => h.key === 'list-unsubscribe')!.line;
   assert.equal(line, 'List-Unsubscribe: <https://herald.example/t/u/r2>');
   assert.deepEqual(mail.from!.value, [{ address: 'news@mail.localhost', name: '' }]);
@@ -59,7 +88,10 @@ it('writes List-Unsubscribe with the https URL alone when there is no mailto', a
 });
 
 it('puts the preheader first in the body, hidden, and leaves it out of the text', async () => {
-  const { mail } = await render({ preheader: 'Your [plan] renews soon', html: page('<h1>Welcome</h1><p>Body</p>') }, { own: { '[plan]': 'Gold' } });
+  const { mail } = await render(
+    { preheader: 'Your [plan] renews soon', html: page('<h1>Welcome</h1><p>Body</p>') },
+    { own: { '[plan]': 'Gold' } },
+  );
   const first = /^<div style="([^"]*)">([^<]*)<\/div>/.exec(bodyOf(mail));
   assert.ok(first, bodyOf(mail));
   assert.match(first[1], /display:none/);
@@ -71,12 +103,17 @@ it('puts the preheader first in the body, hidden, and leaves it out of the text'
 });
 
 it('fills tags in the subject, preheader, HTML and text, HTML-escaped in the HTML only', async () => {
-  const sources: TagSources = { own: { '[firstName]': '<script>alert("x")</script> & Co' }, properties: new Map([['city', "O'Hare <b>"]]) };
+  const sources: TagSources = {
+    own: { '[firstName]': '<script>alert("x")</script> & Co' },
+    properties: new Map([['city', "O'Hare <b>"]]),
+  };
   const { mail } = await render(
     {
       subject: 'Hi [firstName] from [City]',
       preheader: '[firstName]!',
-      html: page('<h2>Dear [firstName],</h2><p title="[city]">Weather in [CITY]: [unknownTag]sunny</p><img src="https://cdn.example/a.png" alt="[firstName]">'),
+      html: page(
+        '<h2>Dear [firstName],</h2><p title="[city]">Weather in [CITY]: [unknownTag]sunny</p><img src="https://cdn.example/a.png" alt="[firstName]">',
+      ),
     },
     sources,
   );
@@ -86,7 +123,11 @@ it('fills tags in the subject, preheader, HTML and text, HTML-escaped in the HTM
   assert.ok(html.includes('<h2>Dear &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co,</h2>'), html);
   assert.ok(html.includes(`<p title="O&#39;Hare &lt;b&gt;">Weather in O&#39;Hare &lt;b&gt;: sunny</p>`), html);
   assert.ok(html.includes(`alt="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co"`), html);
-  assert.ok(html.includes('<div style="display:none;') && html.includes('>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co!</div>'), 'the preheader too');
+  assert.ok(
+    html.includes('<div style="display:none;') &&
+      html.includes('>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co!</div>'),
+    'the preheader too',
+  );
   assert.ok(html.includes(`<title>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co's news</title>`), html);
   const text = mail.text as string;
   assert.ok(text.includes(`Dear <script>alert("x")</script> & Co,`), text);
@@ -95,7 +136,9 @@ it('fills tags in the subject, preheader, HTML and text, HTML-escaped in the HTM
 });
 
 it('keeps brackets that are not tags: CSS attribute selectors and conditional comments', async () => {
-  const html = page('<!--[if mso]><table><tr><td>[firstName]</td></tr></table><![endif]--><p>[firstName]</p><script type="application/ld+json">{"a":[1]}</script>');
+  const html = page(
+    '<!--[if mso]><table><tr><td>[firstName]</td></tr></table><![endif]--><p>[firstName]</p><script type="application/ld+json">{"a":[1]}</script>',
+  );
   const { mail } = await render({ html }, { own: { '[firstName]': 'Ada' } });
   const out = mail.html as string;
   assert.ok(out.includes('a[x-apple-data-detectors] { color: inherit } [data-ogsc] .dark'), out);
@@ -111,7 +154,11 @@ it('tracks http(s) links, each URL once, by index in order; leaves mailto, tel, 
     <a href="/relative">relative</a> <a href="https://shop.example/me?c=[contactId]">yours</a> <a href="javascript:void(0)">js</a> <a name="x">no href</a>
     <a href="https://shop.example/sale?utm=mail&amp;x=1">sale again</a> <a href="https://blog.example/">blog</a></p>`;
   const { compiled, mail } = await render({ html: page(body) }, { own: { '[contactId]': 'c&42' } });
-  assert.deepEqual(compiled.links, ['https://shop.example/sale?utm=mail&x=1', 'HTTP://Example.com/Upper', 'https://blog.example/']);
+  assert.deepEqual(compiled.links, [
+    'https://shop.example/sale?utm=mail&x=1',
+    'HTTP://Example.com/Upper',
+    'https://blog.example/',
+  ]);
   const html = mail.html as string;
   assert.deepEqual(hrefs(bodyOf(mail)), [
     'https://herald.example/t/c/r1-0',
@@ -126,7 +173,10 @@ it('tracks http(s) links, each URL once, by index in order; leaves mailto, tel, 
     'https://herald.example/t/c/r1-2',
     'https://herald.example/t/u/r1',
   ]);
-  assert.ok(html.includes('<a href="https://herald.example/t/c/r1-0" class="button">Sale</a>'), 'other attributes kept');
+  assert.ok(
+    html.includes('<a href="https://herald.example/t/c/r1-0" class="button">Sale</a>'),
+    'other attributes kept',
+  );
   assert.ok(!html.includes('shop.example/sale'), 'the original URL is not in the message');
   const text = mail.text as string;
   assert.ok(text.includes('Sale [https://herald.example/t/c/r1-0]'), text);
@@ -138,7 +188,10 @@ it('tracks http(s) links, each URL once, by index in order; leaves mailto, tel, 
 it('puts the open pixel last in the body, and an unsubscribe footer when the HTML has no [unsubscribeUrl]', async () => {
   const { mail } = await render({ html: page('<p>Hi</p>') }, {});
   const body = bodyOf(mail);
-  assert.match(body, /<a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p><img src="https:\/\/herald\.example\/t\/o\/r1" width="1" height="1" alt=""[^>]*\/>$/);
+  assert.match(
+    body,
+    /<a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p><img src="https:\/\/herald\.example\/t\/o\/r1" width="1" height="1" alt=""[^>]*\/>$/,
+  );
   assert.ok((mail.text as string).includes('Unsubscribe [https://herald.example/t/u/r1]'), mail.text as string);
   assert.ok(!(mail.text as string).includes('/t/o/'), 'no pixel in the text');
 });
@@ -147,23 +200,41 @@ it('puts the unsubscribe URL where the HTML asks for it, and then adds no footer
   const html = page(`<p><a href="${UNSUBSCRIBE_TAG}">Leave this list</a> or paste ${UNSUBSCRIBE_TAG}</p>`);
   const { mail } = await render({ html }, { own: { [UNSUBSCRIBE_TAG]: 'https://evil.example/' } });
   const out = mail.html as string;
-  assert.ok(out.includes('<a href="https://herald.example/t/u/r1">Leave this list</a> or paste https://herald.example/t/u/r1</p>'), out);
+  assert.ok(
+    out.includes(
+      '<a href="https://herald.example/t/u/r1">Leave this list</a> or paste https://herald.example/t/u/r1</p>',
+    ),
+    out,
+  );
   assert.ok(!out.includes('>Unsubscribe</a>') && !out.includes('evil'), out);
   assert.ok((mail.text as string).includes('Leave this list [https://herald.example/t/u/r1]'), mail.text as string);
 });
 
 it('gives the text the unsubscribe URL even when the HTML holds it where text has no place', async () => {
-  const { mail } = await render({ html: page(`<img src="https://cdn.example/banner.png" alt="${UNSUBSCRIBE_TAG}">`) }, {});
+  const { mail } = await render(
+    { html: page(`<img src="https://cdn.example/banner.png" alt="${UNSUBSCRIBE_TAG}">`) },
+    {},
+  );
   assert.equal(mail.text, 'Unsubscribe: https://herald.example/t/u/r1');
   assert.ok((mail.html as string).includes('alt="https://herald.example/t/u/r1"'));
-  const { mail: worded } = await render({ html: page(`<p>Hello</p><img src="https://cdn.example/banner.png" alt="${UNSUBSCRIBE_TAG}">`) }, {});
+  const { mail: worded } = await render(
+    { html: page(`<p>Hello</p><img src="https://cdn.example/banner.png" alt="${UNSUBSCRIBE_TAG}">`) },
+    {},
+  );
   assert.equal(worded.text, 'Hello\n\nUnsubscribe: https://herald.example/t/u/r1');
-  const { mail: tagged } = await render({ html: page(`<p>Hi [name] and all</p><img src="https://cdn.example/banner.png" alt="${UNSUBSCRIBE_TAG}">`) }, { own: { '[name]': 'Ada' } });
+  const { mail: tagged } = await render(
+    { html: page(`<p>Hi [name] and all</p><img src="https://cdn.example/banner.png" alt="${UNSUBSCRIBE_TAG}">`) },
+    { own: { '[name]': 'Ada' } },
+  );
   assert.equal(tagged.text, 'Hi Ada and all\n\nUnsubscribe: https://herald.example/t/u/r1');
 });
 
 it('with tracking off, rewrites no link and adds no pixel, but keeps the unsubscribe link', async () => {
-  const { compiled, mail } = await render({ html: page('<p><a href="https://shop.example/">Shop</a></p>') }, {}, { tracking: false });
+  const { compiled, mail } = await render(
+    { html: page('<p><a href="https://shop.example/">Shop</a></p>') },
+    {},
+    { tracking: false },
+  );
   assert.deepEqual(compiled.links, []);
   assert.deepEqual(hrefs(bodyOf(mail)), ['https://shop.example/', 'https://herald.example/t/u/r1']);
   assert.ok(!(mail.html as string).includes('<img'));
@@ -172,7 +243,10 @@ it('with tracking off, rewrites no link and adds no pixel, but keeps the unsubsc
 });
 
 it('keeps headings in their case in the text, and reads layout table cells apart', async () => {
-  const { mail } = await render({ html: page('<h1>Spring Sale</h1><h3>Only [days] days</h3><table><tr><td>Left</td><td>Right</td></tr></table>') }, { own: { '[days]': 'three' } });
+  const { mail } = await render(
+    { html: page('<h1>Spring Sale</h1><h3>Only [days] days</h3><table><tr><td>Left</td><td>Right</td></tr></table>') },
+    { own: { '[days]': 'three' } },
+  );
   const text = mail.text as string;
   assert.ok(text.includes('Spring Sale') && text.includes('Only three days'), text);
   assert.ok(!text.includes('SPRING'), text);
@@ -180,15 +254,37 @@ it('keeps headings in their case in the text, and reads layout table cells apart
 });
 
 it('renders an HTML fragment: the preheader at its start, footer and pixel at its end', async () => {
-  const { mail } = await render({ preheader: 'Pre', html: '<p>Just a <a href="https://x.example/">fragment</a></p>' }, {});
+  const { mail } = await render(
+    { preheader: 'Pre', html: '<p>Just a <a href="https://x.example/">fragment</a></p>' },
+    {},
+  );
   const html = mail.html as string;
-  assert.match(html, /^<div style="display:none;[^"]*">Pre<\/div><p>Just a <a href="https:\/\/herald\.example\/t\/c\/r1-0">fragment<\/a><\/p><p [^>]*><a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p><img src="https:\/\/herald\.example\/t\/o\/r1"[^>]*\/>$/);
+  assert.match(
+    html,
+    /^<div style="display:none;[^"]*">Pre<\/div><p>Just a <a href="https:\/\/herald\.example\/t\/c\/r1-0">fragment<\/a><\/p><p [^>]*><a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p><img src="https:\/\/herald\.example\/t\/o\/r1"[^>]*\/>$/,
+  );
 });
 
 it('renders each recipient from one compiled batch, and no value reaches the headers as a header', async () => {
   const compiled = compileEmail({ subject: 'For [name]', from, html: page('<p>Hi [name]</p>') }, { tracking: true });
-  const a = await simpleParser(await renderEmail(compiled, { to: 'a@example.com', sources: { own: { '[name]': 'Ann\r\nBcc: victim@example.com' } }, messageId: '<a@mail.localhost>', urls: urls('a'), date: new Date() }));
-  const b = await simpleParser(await renderEmail(compiled, { to: 'b@example.com', sources: { own: { '[name]': 'Bob' } }, messageId: '<b@mail.localhost>', urls: urls('b'), date: new Date() }));
+  const a = await simpleParser(
+    await renderEmail(compiled, {
+      to: 'a@example.com',
+      sources: { own: { '[name]': 'Ann\r\nBcc: victim@example.com' } },
+      messageId: '<a@mail.localhost>',
+      urls: urls('a'),
+      date: new Date(),
+    }),
+  );
+  const b = await simpleParser(
+    await renderEmail(compiled, {
+      to: 'b@example.com',
+      sources: { own: { '[name]': 'Bob' } },
+      messageId: '<b@mail.localhost>',
+      urls: urls('b'),
+      date: new Date(),
+    }),
+  );
   assert.equal(a.bcc, undefined);
   assert.ok(!a.headerLines.some((h) => h.key === 'bcc'));
   assert.match(a.subject!, /^For Ann\s*Bcc: victim@example\.com$/);
@@ -203,7 +299,7 @@ it('removes the two noncharacters it marks holes with from the HTML it is given'
   assert.ok((mail.text as string).includes('a0b X'), mail.text as string);
 });
 
-it('writes exactly what nodemailer\'s composer builds, for every kind of text', async () => {
+it("writes exactly what nodemailer's composer builds, for every kind of text", async () => {
   const texts = [
     'plain ASCII',
     'Zoë, Łódź, 東京 and 😀 — ünïcødé',
@@ -225,7 +321,10 @@ it('writes exactly what nodemailer\'s composer builds, for every kind of text', 
       date: new Date('2025-03-04T05:06:07Z'),
       text: { content: text, contentType: 'text/plain; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
       html: { content: html, contentType: 'text/html; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
-      headers: { 'List-Unsubscribe': '<https://herald.example.com/t/u/x>, <mailto:unsubscribe+x@bounces.example>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+      headers: {
+        'List-Unsubscribe': '<https://herald.example.com/t/u/x>, <mailto:unsubscribe+x@bounces.example>',
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
     };
     const built = await new MailComposer(options).compile().build();
     assert.equal(composeMime(options).toString('latin1'), built.toString('latin1'), `text ${i}`);
@@ -236,15 +335,34 @@ it('refuses to write a message of another shape than multipart/alternative of qu
   const base: MailComposerOptions = { from: 'news@mail.localhost', to: 'ada@example.com', subject: 'S' };
   const qp = (content: string) => ({ content, contentTransferEncoding: 'quoted-printable' });
   assert.throws(() => composeMime({ ...base, text: qp('only text') }), TypeError);
-  assert.throws(() => composeMime({ ...base, text: 'text', html: { content: '<p>x</p>', contentTransferEncoding: 'base64' } }), TypeError);
-  assert.throws(() => composeMime({ ...base, text: qp('text'), html: qp('<p>x</p>'), attachments: [{ filename: 'a.txt', content: 'a' }] }), TypeError);
+  assert.throws(
+    () => composeMime({ ...base, text: 'text', html: { content: '<p>x</p>', contentTransferEncoding: 'base64' } }),
+    TypeError,
+  );
+  assert.throws(
+    () =>
+      composeMime({
+        ...base,
+        text: qp('text'),
+        html: qp('<p>x</p>'),
+        attachments: [{ filename: 'a.txt', content: 'a' }],
+      }),
+    TypeError,
+  );
 });
 
 it('encodes the batch’s pieces once and each recipient’s values apart, and the parts decode to exactly the text filled in', async () => {
   // Whitespace that ends a piece or a value, letters beyond ASCII on both sides of a tag, a
   // line longer than quoted-printable's 76 and an `=`: each joint of pieces and values.
   const body = `<p>Grüße [firstName] \t</p><p>${'lang '.repeat(30)}[city]=ü [plan]</p><a href="[unsubscribeUrl]">ab</a>`;
-  const { mail } = await render({ html: page(body) }, { own: { '[firstName]': 'Zoë ', '[city]': ' Köln\t', '[plan]': '=3D' } }, { tracking: false });
-  assert.equal(bodyOf(mail), `<p>Grüße Zoë  \t</p><p>${'lang '.repeat(30)} Köln\t=ü =3D</p><a href="https://herald.example/t/u/r1">ab</a>`);
+  const { mail } = await render(
+    { html: page(body) },
+    { own: { '[firstName]': 'Zoë ', '[city]': ' Köln\t', '[plan]': '=3D' } },
+    { tracking: false },
+  );
+  assert.equal(
+    bodyOf(mail),
+    `<p>Grüße Zoë  \t</p><p>${'lang '.repeat(30)} Köln\t=ü =3D</p><a href="https://herald.example/t/u/r1">ab</a>`,
+  );
   assert.match(mail.text!, /^Grüße Zoë/);
 });

@@ -22,15 +22,31 @@ forEachDatabase((dialect) => {
     await database.close();
   });
 
-  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that page twice', { timeout: 90_000 }, async () => {
-    const setup = await crashSetUp(database, dialect, LIST, (id) => ({ email: `c${id}@example.com`, mobile: null, mobile_country_code: null, mobile_opt_in: false, email_opt_in: true }));
+  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that page twice', {
+    timeout: 90_000,
+  }, async () => {
+    const setup = await crashSetUp(database, dialect, LIST, (id) => ({
+      email: `c${id}@example.com`,
+      mobile: null,
+      mobile_country_code: null,
+      mobile_opt_in: false,
+      email_opt_in: true,
+    }));
     const env = { ...setup.env, EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}` };
     const batchId = await killedAfter({ ...env, HERALD_TEST_PAUSE_AT: 'email.handed' }, async (doomed) => {
-      const { data } = await accepted(setup, '/email/batch', buildBatch({ listId: [setup.listId] }, { recipients: [] }));
+      const { data } = await accepted(
+        setup,
+        '/email/batch',
+        buildBatch({ listId: [setup.listId] }, { recipients: [] }),
+      );
       await doomed.logged('herald paused at email.handed');
       return data.BatchId;
     });
-    assert.equal(sink.received({ limit: 10_000 }).length, PAGE, 'the relay took the first page, whose answers died with the serve');
+    assert.equal(
+      sink.received({ limit: 10_000 }).length,
+      PAGE,
+      'the relay took the first page, whose answers died with the serve',
+    );
 
     await servedUntilCompleted(database, env, batchId);
     const counts = tally(sink.received({ limit: 10_000 }).flatMap((m) => m.to));
@@ -38,15 +54,29 @@ forEachDatabase((dialect) => {
     const twice = [...counts.values()].filter((n) => n === 2).length;
     assert.ok([...counts.values()].every((n) => n <= 2));
     assert.equal(twice, PAGE, 'those of the page handed over and not recorded, and no others: the documented bound');
-    const statuses = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', batchId).groupBy('status').execute();
-    assert.deepEqual(statuses.map((s) => s.status), ['Delivered']);
+    const statuses = await database.db
+      .selectFrom('send_recipients')
+      .select('status')
+      .where('send_id', '=', batchId)
+      .groupBy('status')
+      .execute();
+    assert.deepEqual(
+      statuses.map((s) => s.status),
+      ['Delivered'],
+    );
     // Rendered again, a message kept its Message-ID: the page sent twice, too, carries the ids recorded.
-    const rows = await database.db.selectFrom('send_recipients').select(['address', 'message_id'])
-      .where('send_id', '=', batchId).execute();
+    const rows = await database.db
+      .selectFrom('send_recipients')
+      .select(['address', 'message_id'])
+      .where('send_id', '=', batchId)
+      .execute();
     const recorded = new Map(rows.map((r) => [r.address, r.message_id]));
     const header = (m: ReceivedMail) => `\r\nMessage-ID: <${recorded.get(m.to[0])}@`;
     const carries = (m: ReceivedMail) => m.raw.toString('latin1').includes(header(m));
     const strays = sink.received({ limit: 10_000 }).filter((m) => !carries(m));
-    assert.deepEqual(strays.map((m) => m.to[0]), []);
+    assert.deepEqual(
+      strays.map((m) => m.to[0]),
+      [],
+    );
   });
 });

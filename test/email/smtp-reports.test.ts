@@ -62,16 +62,39 @@ forEachDatabase((dialect) => {
   async function delivered(client: ApiClient, addresses: string[]): Promise<string> {
     await client.upsert(addresses.map((email) => ({ email, emailOptIn: true })));
     const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
-    assert.deepEqual((await recipients(client, batchId)).map((r) => r.status), addresses.map(() => 'Delivered'));
+    assert.deepEqual(
+      (await recipients(client, batchId)).map((r) => r.status),
+      addresses.map(() => 'Delivered'),
+    );
     return batchId;
   }
-  const recipients = async (client: ApiClient, batchId: string): Promise<Recipient[]> => (await client.get(`/email/batch/${batchId}?limit=1000`)).json().recipients;
-  const recipient = async (client: ApiClient, batchId: string, email: string) => (await recipients(client, batchId)).find((r) => r.email === email)!;
-  const suppression = async (client: ApiClient, email: string) => (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions[0] as { reason: string } | undefined;
-  const optIn = async (client: ApiClient, email: string) => (await client.get(`/contacts?email=${encodeURIComponent(email)}`)).json().contacts[0].emailOptIn as boolean;
-  const metric = async (line: string) => (await api.t.ctx.metrics.metrics()).split('\n').find((l) => l.startsWith(line))?.split(' ').at(-1);
+  const recipients = async (client: ApiClient, batchId: string): Promise<Recipient[]> =>
+    (await client.get(`/email/batch/${batchId}?limit=1000`)).json().recipients;
+  const recipient = async (client: ApiClient, batchId: string, email: string) =>
+    (await recipients(client, batchId)).find((r) => r.email === email)!;
+  const suppression = async (client: ApiClient, email: string) =>
+    (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions[0] as
+      | { reason: string }
+      | undefined;
+  const optIn = async (client: ApiClient, email: string) =>
+    (await client.get(`/contacts?email=${encodeURIComponent(email)}`)).json().contacts[0].emailOptIn as boolean;
+  const metric = async (line: string) =>
+    (await api.t.ctx.metrics.metrics())
+      .split('\n')
+      .find((l) => l.startsWith(line))
+      ?.split(' ')
+      .at(-1);
   const rowId = async (batchId: string, email: string) =>
-    Number((await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', email).executeTakeFirstOrThrow()).id);
+    Number(
+      (
+        await api.t.ctx.db
+          .selectFrom('send_recipients')
+          .select('id')
+          .where('send_id', '=', batchId)
+          .where('address', '=', email)
+          .executeTakeFirstOrThrow()
+      ).id,
+    );
 
   it('a DSN 5.1.1 the sink sends for one of several delivered recipients bounces that one alone, hard and suppressed; a 5.2.2 is soft, not suppressed', async () => {
     const batchId = await delivered(alice, ['ada@example.com', 'bob@example.com', 'cy@example.com']);
@@ -81,13 +104,25 @@ forEachDatabase((dialect) => {
 
     const bob = await recipient(alice, batchId, 'bob@example.com');
     const diagnostic = '550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown';
-    const dsn = await report({ kind: 'dsn', messageId: `${bob.messageId}@mail.localhost`, to: 'bob@example.com', status: '5.1.1', diagnostic });
-    assert.deepEqual(dsn.envelope, { from: '', to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')) });
+    const dsn = await report({
+      kind: 'dsn',
+      messageId: `${bob.messageId}@mail.localhost`,
+      to: 'bob@example.com',
+      status: '5.1.1',
+      diagnostic,
+    });
+    assert.deepEqual(dsn.envelope, {
+      from: '',
+      to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')),
+    });
     assert.equal(dsn.messageId, `<${bob.messageId}@mail.localhost>`);
 
     const bounced = await recipient(alice, batchId, 'bob@example.com');
     assert.equal(bounced.status, 'Bounce');
-    assert.deepEqual(bounced.history.map((h) => h.event), ['Processed', 'Delivered', 'Bounce']);
+    assert.deepEqual(
+      bounced.history.map((h) => h.event),
+      ['Processed', 'Delivered', 'Bounce'],
+    );
     const reply = `5.1.1 (smtp; ${diagnostic})`;
     assert.equal(bounced.history[2].reply, reply);
     assert.equal((await suppression(alice, 'bob@example.com'))?.reason, `hard bounce: ${reply}`);
@@ -96,7 +131,11 @@ forEachDatabase((dialect) => {
       assert.equal(await suppression(alice, other), undefined, other);
     }
     const carols = await recipient(carol, carolsBatch, 'bob@example.com');
-    assert.deepEqual([carols.status, carols.history.length], ['Delivered', 2], "Carol's message to the same address is untouched");
+    assert.deepEqual(
+      [carols.status, carols.history.length],
+      ['Delivered', 2],
+      "Carol's message to the same address is untouched",
+    );
     assert.equal(await suppression(carol, 'bob@example.com'), undefined);
 
     await report({ kind: 'dsn', to: 'cy@example.com', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' });
@@ -118,16 +157,35 @@ forEachDatabase((dialect) => {
 
     const ada = await recipient(alice, batchId, 'ada@example.com');
     assert.equal(ada.status, 'Delivered', 'a complaint is an event of a delivered message');
-    assert.deepEqual(ada.history.map((h) => h.event), ['Processed', 'Delivered', 'Spam Report']);
+    assert.deepEqual(
+      ada.history.map((h) => h.event),
+      ['Processed', 'Delivered', 'Spam Report'],
+    );
     assert.equal((await suppression(alice, 'ada@example.com'))?.reason, 'spam report');
     assert.equal(await optIn(alice, 'ada@example.com'), false);
-    assert.deepEqual((await recipient(alice, batchId, 'bob@example.com')).history.map((h) => h.event), ['Processed', 'Delivered']);
+    assert.deepEqual(
+      (await recipient(alice, batchId, 'bob@example.com')).history.map((h) => h.event),
+      ['Processed', 'Delivered'],
+    );
     assert.equal(await optIn(alice, 'bob@example.com'), true);
     assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
 
-    const posted = await api.t.app.inject({ method: 'POST', url: '/email/complaints', headers: bearer(ADMIN_TOKEN), payload: { arf: Buffer.from(arf.raw).toString('base64') } });
+    const posted = await api.t.app.inject({
+      method: 'POST',
+      url: '/email/complaints',
+      headers: bearer(ADMIN_TOKEN),
+      payload: { arf: Buffer.from(arf.raw).toString('base64') },
+    });
     assert.equal(posted.statusCode, 200, posted.body);
-    assert.deepEqual(posted.json(), { event: 'Spam Report', repeated: true, feedbackType: 'abuse', accountId: alice.account.row.id, batchId, messageId: ada.messageId, email: 'ada@example.com' });
+    assert.deepEqual(posted.json(), {
+      event: 'Spam Report',
+      repeated: true,
+      feedbackType: 'abuse',
+      accountId: alice.account.row.id,
+      batchId,
+      messageId: ada.messageId,
+      email: 'ada@example.com',
+    });
     assert.equal((await recipient(alice, batchId, 'ada@example.com')).history.length, 3, 'recorded once');
     assert.equal(await metric('herald_email_complaints_total{via="http"}'), undefined);
   });
@@ -135,19 +193,29 @@ forEachDatabase((dialect) => {
   it('mail a client sends to the List-Unsubscribe mailto: of the message the sink took is an Unsubscribe', async () => {
     const batchId = await delivered(alice, ['ada@example.com']);
     const [taken] = sink.received({ to: 'ada@example.com' });
-    const listUnsubscribe = (await simpleParser(taken.raw)).headerLines.find((h) => h.key === 'list-unsubscribe')!.line.replace(/\r\n[ \t]+/g, ' ');
+    const listUnsubscribe = (await simpleParser(taken.raw)).headerLines
+      .find((h) => h.key === 'list-unsubscribe')!
+      .line.replace(/\r\n[ \t]+/g, ' ');
     const mailto = /<mailto:([^>]+)>/.exec(listUnsubscribe)?.[1];
     assert.ok(mailto?.endsWith(`@${BOUNCE_DOMAIN}`), listUnsubscribe);
 
     // What a mail client does for List-Unsubscribe: a message from the recipient to the address, whatever it says.
     const client = createTransport({ host: '127.0.0.1', port: inbound.port, ignoreTLS: true });
     try {
-      const info = await client.sendMail({ from: 'ada@example.com', to: mailto, subject: 'unsubscribe', text: 'Please unsubscribe me.' });
+      const info = await client.sendMail({
+        from: 'ada@example.com',
+        to: mailto,
+        subject: 'unsubscribe',
+        text: 'Please unsubscribe me.',
+      });
       assert.match(info.response, /^250 /);
     } finally {
       client.close();
     }
-    assert.deepEqual((await recipient(alice, batchId, 'ada@example.com')).history.map((h) => h.event), ['Processed', 'Delivered', 'Unsubscribe']);
+    assert.deepEqual(
+      (await recipient(alice, batchId, 'ada@example.com')).history.map((h) => h.event),
+      ['Processed', 'Delivered', 'Unsubscribe'],
+    );
     assert.equal((await suppression(alice, 'ada@example.com'))?.reason, 'unsubscribed');
     assert.equal(await optIn(alice, 'ada@example.com'), false);
   });

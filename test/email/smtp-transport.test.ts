@@ -11,11 +11,24 @@ import { REDIS_URL, redisPrefix } from '../support/redis.ts';
 describe('EMAIL_TRANSPORT=smtp://', () => {
   it('reads the relay, its credentials and settings, with the defaults', () => {
     assert.deepEqual(parseSmtpUrl('smtp://relay.example.com'), {
-      implicitTls: false, requireTls: false, ca: undefined, host: 'relay.example.com', port: 587, auth: undefined, pool: 5, rate: 0,
+      implicitTls: false,
+      requireTls: false,
+      ca: undefined,
+      host: 'relay.example.com',
+      port: 587,
+      auth: undefined,
+      pool: 5,
+      rate: 0,
     });
     const full = parseSmtpUrl('smtp://mailer:s%40cret@10.0.0.5:2525?pool=12&rate=300&tls=require');
-    assert.deepEqual([full.port, full.auth, full.pool, full.rate, full.requireTls], [2525, { user: 'mailer', password: 's@cret' }, 12, 300, true]);
-    assert.deepEqual([parseSmtpUrl('smtps://relay.example.com').implicitTls, parseSmtpUrl('smtps://relay.example.com').port], [true, 465]);
+    assert.deepEqual(
+      [full.port, full.auth, full.pool, full.rate, full.requireTls],
+      [2525, { user: 'mailer', password: 's@cret' }, 12, 300, true],
+    );
+    assert.deepEqual(
+      [parseSmtpUrl('smtps://relay.example.com').implicitTls, parseSmtpUrl('smtps://relay.example.com').port],
+      [true, 465],
+    );
     assert.equal(loadConfig({ EMAIL_TRANSPORT: 'smtp://relay.example.com?pool=2' }).emailTransport.kind, 'smtp');
   });
 
@@ -35,7 +48,11 @@ describe('EMAIL_TRANSPORT=smtp://', () => {
     it(`stops on ${value.replace('hunter2', '…')} with one clear error that never repeats the password`, () => {
       assert.throws(
         () => loadConfig({ EMAIL_TRANSPORT: value }),
-        (error: unknown) => error instanceof ConfigError && error.variable === 'EMAIL_TRANSPORT' && message.test(error.message) && !error.message.includes('hunter2'),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.variable === 'EMAIL_TRANSPORT' &&
+          message.test(error.message) &&
+          !error.message.includes('hunter2'),
       );
     });
   }
@@ -49,14 +66,20 @@ describe('the SMTP transport’s rate', () => {
   after(() => sink.close());
 
   const message = (i: number): OutgoingEmail => ({
-    accountId: 'a', sendId: 's', messageId: `m${i}`, from: 'bounces+00@mail.localhost', to: `r${i}@example.com`,
+    accountId: 'a',
+    sendId: 's',
+    messageId: `m${i}`,
+    from: 'bounces+00@mail.localhost',
+    to: `r${i}@example.com`,
     raw: Buffer.from(`From: news@mail.localhost\r\nTo: r${i}@example.com\r\nSubject: rate\r\n\r\nhello\r\n`),
   });
   const sendAll = (transport: ReturnType<typeof smtpEmailTransport>, n: number) =>
     Promise.all(Array.from({ length: n }, (_, i) => transport.send(message(i), new AbortController().signal)));
 
   it('caps the messages a second of one process: 30 at 20/s take at least 1.3 s', async () => {
-    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${sink.port}?rate=20`), { metrics: new Registry() });
+    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${sink.port}?rate=20`), {
+      metrics: new Registry(),
+    });
     try {
       const started = performance.now();
       const results = await sendAll(transport, 30);
@@ -72,7 +95,9 @@ describe('the SMTP transport’s rate', () => {
   it('shares the cap between processes through Redis: 40 at 20/s in all take at least 1.6 s', async () => {
     const { prefix, clean } = redisPrefix('smtp-rate');
     const settings = parseSmtpUrl(`smtp://127.0.0.1:${sink.port}?rate=20`);
-    const transports = [0, 1].map(() => smtpEmailTransport(settings, { metrics: new Registry(), redisUrl: REDIS_URL, rateKeyPrefix: prefix }));
+    const transports = [0, 1].map(() =>
+      smtpEmailTransport(settings, { metrics: new Registry(), redisUrl: REDIS_URL, rateKeyPrefix: prefix }),
+    );
     try {
       const started = performance.now();
       await Promise.all(transports.map((transport) => sendAll(transport, 20)));
@@ -88,7 +113,11 @@ describe('the SMTP transport’s rate', () => {
 
 describe('what the SMTP transport tells the operator of its relay', () => {
   const message: OutgoingEmail = {
-    accountId: 'a', sendId: 's', messageId: 'm', from: 'bounces+00@mail.localhost', to: 'ada@example.com',
+    accountId: 'a',
+    sendId: 's',
+    messageId: 'm',
+    from: 'bounces+00@mail.localhost',
+    to: 'ada@example.com',
     raw: Buffer.from('From: news@mail.localhost\r\nTo: ada@example.com\r\nSubject: hi\r\n\r\nhello\r\n'),
   };
   const send = (transport: ReturnType<typeof smtpEmailTransport>) =>
@@ -108,7 +137,10 @@ describe('what the SMTP transport tells the operator of its relay', () => {
     try {
       for (let i = 0; i < 3; i++) assert.equal((await send(transport)).outcome, 'deferred');
       const told = lines.filter((line) => line.level !== 'info');
-      assert.deepEqual(told.map((line) => [line.level, line.fields.relay]), [['error', `127.0.0.1:${sink.port}`]]);
+      assert.deepEqual(
+        told.map((line) => [line.level, line.fields.relay]),
+        [['error', `127.0.0.1:${sink.port}`]],
+      );
       assert.match(told[0].message, /refused the session/);
       assert.match(String(told[0].fields.reply), /535/);
       assert.ok(!JSON.stringify(lines).includes('hunter2'));
@@ -130,10 +162,13 @@ describe('what the SMTP transport tells the operator of its relay', () => {
       for (let i = 0; i < 5; i++) assert.equal((await send(transport)).outcome, 'deferred');
       back = await startSmtpSink({ port, httpPort: null, retain: 0 });
       assert.equal((await send(transport)).outcome, 'accepted');
-      assert.deepEqual(lines.map((line) => [line.level, line.message, line.fields.relay, line.fields.failures]), [
-        ['warn', 'the SMTP relay keeps failing: messages are deferred until it answers', `127.0.0.1:${port}`, 3],
-        ['warn', 'the SMTP relay answers again', `127.0.0.1:${port}`, 5],
-      ]);
+      assert.deepEqual(
+        lines.map((line) => [line.level, line.message, line.fields.relay, line.fields.failures]),
+        [
+          ['warn', 'the SMTP relay keeps failing: messages are deferred until it answers', `127.0.0.1:${port}`, 3],
+          ['warn', 'the SMTP relay answers again', `127.0.0.1:${port}`, 5],
+        ],
+      );
     } finally {
       await transport.close();
       await back?.close();

@@ -59,7 +59,10 @@ forEachDatabase((dialect) => {
   let api: ApiTest;
   let client: ApiClient;
   const start = async (query = '', env: Record<string, string> = {}) => {
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}${query}`, ...env } });
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.now()),
+      env: { EMAIL_TRANSPORT: `smtp://127.0.0.1:${sink.port}${query}`, ...env },
+    });
     client = await api.client();
   };
   beforeEach(async () => {
@@ -79,23 +82,43 @@ forEachDatabase((dialect) => {
     assert.equal(response.statusCode, 200, response.body);
     return response.json().recipients as Recipient[];
   };
-  const recipient = async (batchId: string, email: string) => (await recipients(batchId)).find((r) => r.email === email)!;
-  const suppressions = async (email: string) => (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions as Array<{ reason: string }>;
+  const recipient = async (batchId: string, email: string) =>
+    (await recipients(batchId)).find((r) => r.email === email)!;
+  const suppressions = async (email: string) =>
+    (await client.get(`/email/suppressions?email=${encodeURIComponent(email)}`)).json().suppressions as Array<{
+      reason: string;
+    }>;
   const metric = async (name: string, labels: Record<string, string> = {}) => {
-    const found = (await api.t.ctx.metrics.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+    const found = (await api.t.ctx.metrics.getSingleMetric(name)!.get()).values.find((v) =>
+      Object.entries(labels).every(([k, l]) => v.labels[k] === l),
+    );
     return found?.value ?? 0;
   };
 
   it('delivers the rendered message as is: text and HTML, headers, its Message-ID, the envelope sender the recipient’s VERP address, and a DKIM signature that verifies as received', async () => {
     // With INBOUND_SMTP_PORT set, List-Unsubscribe carries the mailto: too (the listener itself is not needed here).
     await start('', { INBOUND_SMTP_PORT: '0' });
-    const batchId = await sendBatch(api, client, buildBatch(
-      { subject: 'Hello [firstName]', emailBody: base64('<p>Dear [firstName], <a href="https://example.com/offer">see the offer</a>.</p>') },
-      { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] }] },
-    ));
+    const batchId = await sendBatch(
+      api,
+      client,
+      buildBatch(
+        {
+          subject: 'Hello [firstName]',
+          emailBody: base64('<p>Dear [firstName], <a href="https://example.com/offer">see the offer</a>.</p>'),
+        },
+        {
+          recipients: [
+            { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] },
+          ],
+        },
+      ),
+    );
     const ada = await recipient(batchId, 'ada@example.com');
     assert.equal(ada.status, 'Delivered');
-    assert.deepEqual(ada.history.map((h) => h.event), ['Processed', 'Delivered']);
+    assert.deepEqual(
+      ada.history.map((h) => h.event),
+      ['Processed', 'Delivered'],
+    );
 
     const [mail] = sink.received({ to: 'ada@example.com' });
     assert.deepEqual(mail.to, ['ada@example.com']);
@@ -104,21 +127,35 @@ forEachDatabase((dialect) => {
     assert.equal(parsed.from?.value[0].address, 'news@mail.localhost');
     assert.equal(parsed.messageId, `<${ada.messageId}@mail.localhost>`);
     assert.match(parsed.text ?? '', /Dear Ada, see the offer/);
-    assert.match(String(parsed.html), /<p>Dear Ada, <a href="http:\/\/localhost:8080\/t\/c\/[^"]+">see the offer<\/a>\.<\/p>/);
-    const row = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).where('address', '=', 'ada@example.com').executeTakeFirstOrThrow();
+    assert.match(
+      String(parsed.html),
+      /<p>Dear Ada, <a href="http:\/\/localhost:8080\/t\/c\/[^"]+">see the offer<\/a>\.<\/p>/,
+    );
+    const row = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .where('address', '=', 'ada@example.com')
+      .executeTakeFirstOrThrow();
     const keys = trackingKey(api.t.ctx.encryptionKey);
-    const header = (name: string) => parsed.headerLines.find((line) => line.key === name)?.line.replace(/\r\n[ \t]+/g, ' ');
-    const listUnsubscribe = /^List-Unsubscribe: <(http:\/\/localhost:8080\/t\/u\/[^>]+)>, <mailto:([^>]+)>$/.exec(header('list-unsubscribe') ?? '');
+    const header = (name: string) =>
+      parsed.headerLines.find((line) => line.key === name)?.line.replace(/\r\n[ \t]+/g, ' ');
+    const listUnsubscribe = /^List-Unsubscribe: <(http:\/\/localhost:8080\/t\/u\/[^>]+)>, <mailto:([^>]+)>$/.exec(
+      header('list-unsubscribe') ?? '',
+    );
     assert.ok(listUnsubscribe, header('list-unsubscribe'));
     assert.equal(listUnsubscribe[2], unsubscribeMailbox(keys, 'mail.localhost', Number(row.id)));
     assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
     // The bytes as the relay took them verify with the record Herald says to publish, by two verifiers we did not write.
-    const { dkim } = (await api.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })).json();
+    const { dkim } = (
+      await api.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })
+    ).json();
     const raw = mail.raw.toString('utf8');
     const verdict = await mailauthVerdict(raw, dkim);
     assert.deepEqual([verdict.status, verdict.domain, verdict.selector], ['pass', 'mail.localhost', dkim.selector]);
-    for (const signed of ['from', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post']) assert.ok(verdict.signedHeaders.includes(signed), `${signed} in h=`);
+    for (const signed of ['from', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post'])
+      assert.ok(verdict.signedHeaders.includes(signed), `${signed} in h=`);
     assert.equal(await dkimpyVerdict(raw, dkim), 'pass');
 
     // MAIL FROM names the recipient's row by a token Herald signed: a bounce to it names this message.
@@ -134,7 +171,14 @@ forEachDatabase((dialect) => {
       { match: 'full@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' },
     ]);
     await start();
-    const batchId = await sendBatch(api, client, buildBatch({}, { recipients: [{ to: 'greylisted@example.com' }, { to: 'unknown@example.com' }, { to: 'full@example.com' }] }));
+    const batchId = await sendBatch(
+      api,
+      client,
+      buildBatch(
+        {},
+        { recipients: [{ to: 'greylisted@example.com' }, { to: 'unknown@example.com' }, { to: 'full@example.com' }] },
+      ),
+    );
 
     const unknown = await recipient(batchId, 'unknown@example.com');
     assert.equal(unknown.status, 'Bounce');
@@ -153,16 +197,29 @@ forEachDatabase((dialect) => {
     await api.drain();
     greylisted = await recipient(batchId, 'greylisted@example.com');
     assert.equal(greylisted.status, 'Delivered');
-    assert.deepEqual(greylisted.history.map((h) => h.event), ['Processed', 'Deferred', 'Delivered']);
+    assert.deepEqual(
+      greylisted.history.map((h) => h.event),
+      ['Processed', 'Deferred', 'Delivered'],
+    );
     assert.equal(sink.received({ to: 'greylisted@example.com' }).length, 1, 'one message received');
     assert.equal(sink.received().length, 1, 'the refused ones were not taken');
     assert.equal((await client.get(`/email/batch/${batchId}`)).json().status, 'Completed');
 
     assert.deepEqual(
-      [await metric('herald_smtp_answers_total', { class: '2xx' }), await metric('herald_smtp_answers_total', { class: '4xx' }), await metric('herald_smtp_answers_total', { class: '5xx' })],
+      [
+        await metric('herald_smtp_answers_total', { class: '2xx' }),
+        await metric('herald_smtp_answers_total', { class: '4xx' }),
+        await metric('herald_smtp_answers_total', { class: '5xx' }),
+      ],
       [1, 1, 2],
     );
-    assert.deepEqual([await metric('herald_email_bounces_total', { kind: 'hard' }), await metric('herald_email_bounces_total', { kind: 'soft' })], [1, 1]);
+    assert.deepEqual(
+      [
+        await metric('herald_email_bounces_total', { kind: 'hard' }),
+        await metric('herald_email_bounces_total', { kind: 'soft' }),
+      ],
+      [1, 1],
+    );
     assert.equal(await metric('herald_email_deferred_recipients'), 0);
   });
 
@@ -177,14 +234,23 @@ forEachDatabase((dialect) => {
     await api.drain();
     const ada = await recipient(batchId, 'ada@example.com');
     assert.equal(ada.status, 'Delivered');
-    assert.deepEqual(ada.history.map((h) => h.event), ['Processed', 'Deferred', 'Delivered']);
+    assert.deepEqual(
+      ada.history.map((h) => h.event),
+      ['Processed', 'Deferred', 'Delivered'],
+    );
 
     api.clock.advance(1000);
     await api.drain();
     type Event = { event: string; messageId: string };
     const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
-    assert.deepEqual(events.map((e) => e.event), ['Processed', 'Deferred', 'Delivered']);
-    assert.deepEqual(events.map((e) => e.messageId), [ada.messageId, ada.messageId, ada.messageId]);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      ['Processed', 'Deferred', 'Delivered'],
+    );
+    assert.deepEqual(
+      events.map((e) => e.messageId),
+      [ada.messageId, ada.messageId, ada.messageId],
+    );
     assert.deepEqual(relay.attempts, [
       { to: 'ada@example.com', messageId: `<${ada.messageId}@mail.localhost>`, code: 451 },
       { to: 'ada@example.com', messageId: `<${ada.messageId}@mail.localhost>`, code: 250 },
@@ -199,14 +265,24 @@ forEachDatabase((dialect) => {
     const first = await recipients(batchId);
     const deferred = first.filter((r) => r.status === 'Deferred');
     assert.ok(deferred.length >= 1, 'the message whose answer never came');
-    assert.ok(deferred.every((r) => /^no answer from the relay: ECONNECTION/.test(r.history.at(-1)!.reply!)), JSON.stringify(deferred[0]?.history));
-    assert.equal(first.filter((r) => r.status === 'Delivered').length, 200 - deferred.length, 'the pool went on over a new connection');
-    assert.ok(await metric('herald_smtp_answers_total', { class: 'connection' }) >= 1);
+    assert.ok(
+      deferred.every((r) => /^no answer from the relay: ECONNECTION/.test(r.history.at(-1)!.reply!)),
+      JSON.stringify(deferred[0]?.history),
+    );
+    assert.equal(
+      first.filter((r) => r.status === 'Delivered').length,
+      200 - deferred.length,
+      'the pool went on over a new connection',
+    );
+    assert.ok((await metric('herald_smtp_answers_total', { class: 'connection' })) >= 1);
 
     api.clock.advance(60_000);
     await api.drain();
     assert.deepEqual(new Set((await recipients(batchId)).map((r) => r.status)), new Set(['Delivered']));
-    const received = sink.received({ limit: 1000 }).flatMap((m) => m.to).sort();
+    const received = sink
+      .received({ limit: 1000 })
+      .flatMap((m) => m.to)
+      .sort();
     assert.deepEqual(received, [...addresses].sort(), 'each address received exactly once');
   });
 

@@ -32,55 +32,92 @@ forEachDatabase((dialect) => {
   /** A delivered batch to ada with one link; ada's recipient id, and the message as the sandbox took it. */
   async function delivered() {
     await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
-    const emailBody = base64('<p>Dear [firstName], see <a href="https://shop.example/spring?x=1">the spring sale</a>.</p>');
+    const emailBody = base64(
+      '<p>Dear [firstName], see <a href="https://shop.example/spring?x=1">the spring sale</a>.</p>',
+    );
     const batchId = await sendBatch(api, alice, buildBatch({ webHookUrl: receiver.url, emailBody }));
-    const { id } = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', batchId).executeTakeFirstOrThrow();
+    const { id } = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
     const [message] = await sandboxEmails(alice);
     return { batchId, recipientId: Number(id), message: await simpleParser(message.raw) };
   }
-  const token = (claim: Parameters<typeof trackingToken>[1]) => trackingToken(trackingKey(api.t.ctx.encryptionKey).current, claim);
-  const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) => api.t.app.inject({ method, url, headers, payload });
+  const token = (claim: Parameters<typeof trackingToken>[1]) =>
+    trackingToken(trackingKey(api.t.ctx.encryptionKey).current, claim);
+  const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) =>
+    api.t.app.inject({ method, url, headers, payload });
 
   it('carries each tracking URL in the message it rendered: the link, the pixel, the unsubscribe link and List-Unsubscribe', async () => {
     const { recipientId, message } = await delivered();
-    const url = (claim: Parameters<typeof trackingToken>[1]) => `${api.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
+    const url = (claim: Parameters<typeof trackingToken>[1]) =>
+      `${api.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
     const html = message.html as string;
     assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
     assert.ok(html.includes('href="http://localhost:3000/t/c/'), 'PUBLIC_URL defaults to localhost at PORT');
     assert.ok(!html.includes('https://shop.example/spring'), 'the link’s own URL is not in the message');
     assert.ok(html.includes(`src="${url({ recipientId, kind: 'open' })}"`), 'the pixel');
     assert.ok(html.includes(url({ recipientId, kind: 'unsubscribe' })), 'the unsubscribe link');
-    assert.ok(message.text!.includes(url({ recipientId, kind: 'click', link: 0 })), 'the text part’s link is tracked too');
-    assert.ok(message.headerLines.some((h) => h.line === 'List-Unsubscribe-Post: List-Unsubscribe=One-Click'), 'RFC 8058');
+    assert.ok(
+      message.text!.includes(url({ recipientId, kind: 'click', link: 0 })),
+      'the text part’s link is tracked too',
+    );
+    assert.ok(
+      message.headerLines.some((h) => h.line === 'List-Unsubscribe-Post: List-Unsubscribe=One-Click'),
+      'RFC 8058',
+    );
     const unfolded = message.headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
-    assert.ok(unfolded.includes(`List-Unsubscribe: <${url({ recipientId, kind: 'unsubscribe' })}>`), unfolded.join('\n'));
+    assert.ok(
+      unfolded.includes(`List-Unsubscribe: <${url({ recipientId, kind: 'unsubscribe' })}>`),
+      unfolded.join('\n'),
+    );
   });
 
   it('records a click (302 to its URL) and an open (a GIF), a machine’s flagged, and posts them', async () => {
     const { batchId, recipientId } = await delivered();
     api.clock.advance(5000);
-    const click = await open('GET', `/t/c/${token({ recipientId, kind: 'click', link: 0 })}`, { 'user-agent': 'Mozilla/5.0 (Macintosh)' });
+    const click = await open('GET', `/t/c/${token({ recipientId, kind: 'click', link: 0 })}`, {
+      'user-agent': 'Mozilla/5.0 (Macintosh)',
+    });
     assert.equal(click.statusCode, 302);
     assert.equal(click.headers.location, 'https://shop.example/spring?x=1');
     assert.equal(click.headers['set-cookie'], undefined);
-    const pixel = await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, { 'user-agent': 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)' });
+    const pixel = await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, {
+      'user-agent': 'Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)',
+    });
     assert.equal(pixel.statusCode, 200);
     assert.equal(pixel.headers['content-type'], 'image/gif');
     assert.equal(pixel.rawPayload.subarray(0, 6).toString(), 'GIF89a');
 
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(recipient.history.slice(2).map((h: { event: string; url?: string; machine?: boolean }) => [h.event, h.url, h.machine]), [
-      ['Click', 'https://shop.example/spring?x=1', false],
-      ['Open', undefined, true],
-    ]);
+    assert.deepEqual(
+      recipient.history
+        .slice(2)
+        .map((h: { event: string; url?: string; machine?: boolean }) => [h.event, h.url, h.machine]),
+      [
+        ['Click', 'https://shop.example/spring?x=1', false],
+        ['Open', undefined, true],
+      ],
+    );
     api.clock.advance(1000);
     await api.drain();
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
-    const events = receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<{ event: string; url: string | null; machine: boolean | null }> }).data);
-    assert.deepEqual(events.filter((e) => e.event === 'Click' || e.event === 'Open').map((e) => [e.event, e.url, e.machine]), [
-      ['Click', 'https://shop.example/spring?x=1', false],
-      ['Open', null, true],
-    ]);
+    const events = receiver.received.flatMap(
+      (post) =>
+        (
+          new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as {
+            data: Array<{ event: string; url: string | null; machine: boolean | null }>;
+          }
+        ).data,
+    );
+    assert.deepEqual(
+      events.filter((e) => e.event === 'Click' || e.event === 'Open').map((e) => [e.event, e.url, e.machine]),
+      [
+        ['Click', 'https://shop.example/spring?x=1', false],
+        ['Open', null, true],
+      ],
+    );
   });
 
   it('flags an open within 2 seconds of delivery as a machine’s', async () => {
@@ -88,21 +125,35 @@ forEachDatabase((dialect) => {
     api.clock.advance(1500);
     await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(recipient.history.at(-1), { event: 'Open', at: new Date(api.clock.now()).toISOString(), machine: true });
+    assert.deepEqual(recipient.history.at(-1), {
+      event: 'Open',
+      at: new Date(api.clock.now()).toISOString(),
+      machine: true,
+    });
   });
 
   it('unsubscribes by the one-click POST (RFC 8058) and by the link: emailOptIn false, the address suppressed, later batches Drop it', async () => {
     const { batchId, recipientId } = await delivered();
-    const oneClick = await open('POST', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click');
+    const oneClick = await open(
+      'POST',
+      `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`,
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      'List-Unsubscribe=One-Click',
+    );
     assert.equal(oneClick.statusCode, 200, oneClick.body);
     assert.equal(oneClick.headers.location, undefined);
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
     assert.equal(recipient.history.at(-1).event, 'Unsubscribe');
     const [contact] = (await alice.get('/contacts?email=ada@example.com')).json().contacts;
     assert.equal(contact.emailOptIn, false);
-    assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason, 'unsubscribed');
+    assert.equal(
+      (await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason,
+      'unsubscribed',
+    );
     api.clock.advance(5000);
-    const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
+    const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, {
+      'user-agent': 'Mozilla/5.0 (iPhone)',
+    });
     assert.equal(link.statusCode, 200);
     assert.match(link.body, /You are unsubscribed/);
 
@@ -116,19 +167,34 @@ forEachDatabase((dialect) => {
     const path = `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`;
     const early = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
     api.clock.advance(5000);
-    const scanned = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (compatible; Microsoft Office Protection; SafeLinks)' });
-    const headed = await api.t.app.inject({ method: 'HEAD', url: path, headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' } });
+    const scanned = await open('GET', path, {
+      'user-agent': 'Mozilla/5.0 (compatible; Microsoft Office Protection; SafeLinks)',
+    });
+    const headed = await api.t.app.inject({
+      method: 'HEAD',
+      url: path,
+      headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' },
+    });
     for (const page of [early, scanned]) {
       assert.equal(page.statusCode, 200);
       assert.match(page.body, /<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
     }
     assert.equal(headed.statusCode, 200);
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered'], 'nothing recorded');
+    assert.deepEqual(
+      recipient.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered'],
+      'nothing recorded',
+    );
     assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions.length, 0);
     assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, true);
 
-    const pressed = await open('POST', path, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click');
+    const pressed = await open(
+      'POST',
+      path,
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      'List-Unsubscribe=One-Click',
+    );
     assert.equal(pressed.statusCode, 200);
     assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, false);
   });
@@ -137,14 +203,39 @@ forEachDatabase((dialect) => {
     const { batchId, recipientId } = await delivered();
     const good = token({ recipientId, kind: 'click', link: 0 });
     const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
-    const otherKey = trackingToken(trackingKey(new Keyring(api.t.ctx.jwtKey)).current, { recipientId, kind: 'click', link: 0 });
-    for (const bad of [altered, otherKey, 'AAAA', token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }), token({ recipientId, kind: 'click', link: 7 }), token({ recipientId, kind: 'open' })]) {
+    const otherKey = trackingToken(trackingKey(new Keyring(api.t.ctx.jwtKey)).current, {
+      recipientId,
+      kind: 'click',
+      link: 0,
+    });
+    for (const bad of [
+      altered,
+      otherKey,
+      'AAAA',
+      token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }),
+      token({ recipientId, kind: 'click', link: 7 }),
+      token({ recipientId, kind: 'open' }),
+    ]) {
       assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
-      assert.equal((await open('POST', `/t/u/${bad}`, { 'content-type': 'application/x-www-form-urlencoded' }, 'List-Unsubscribe=One-Click')).statusCode, 404, bad);
+      assert.equal(
+        (
+          await open(
+            'POST',
+            `/t/u/${bad}`,
+            { 'content-type': 'application/x-www-form-urlencoded' },
+            'List-Unsubscribe=One-Click',
+          )
+        ).statusCode,
+        404,
+        bad,
+      );
     }
     assert.equal((await open('GET', `/t/o/${altered}`)).headers['content-type'], 'image/gif');
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered']);
+    assert.deepEqual(
+      recipient.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered'],
+    );
   });
 
   it('takes a token only as written: a character more, padding, a spare bit is 404, recording nothing', async () => {
@@ -170,6 +261,9 @@ forEachDatabase((dialect) => {
     }
     assert.equal((await open('GET', `/t/c/${click}`)).statusCode, 302, 'the token as written still works');
     const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(recipient.history.map((h: { event: string }) => h.event), ['Processed', 'Delivered', 'Click']);
+    assert.deepEqual(
+      recipient.history.map((h: { event: string }) => h.event),
+      ['Processed', 'Delivered', 'Click'],
+    );
   });
 });

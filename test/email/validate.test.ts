@@ -29,37 +29,73 @@ forEachDatabase((dialect) => {
     await refused({}, 400, ['sendingDetails']);
     await refused({ recipients: [{ to: 'ada@example.com' }] }, 400, ['sendingDetails']);
     const { senderFrom: _, ...noSender } = buildBatch().sendingDetails;
-    await refused({ sendingDetails: noSender, recipients: [{ to: 'ada@example.com' }] }, 400, ['sendingDetails.senderFrom']);
+    await refused({ sendingDetails: noSender, recipients: [{ to: 'ada@example.com' }] }, 400, [
+      'sendingDetails.senderFrom',
+    ]);
     const { subject: __, ...noSubject } = buildBatch().sendingDetails;
-    await refused({ sendingDetails: noSubject, recipients: [{ to: 'ada@example.com' }] }, 400, ['sendingDetails.subject']);
+    await refused({ sendingDetails: noSubject, recipients: [{ to: 'ada@example.com' }] }, 400, [
+      'sendingDetails.subject',
+    ]);
     await refused(buildBatch({ subject: '   ' }), 400, ['sendingDetails.subject']);
   });
 
   it('checks senderFrom and replyTo: addresses, displayName a string, the domain the service’s or the account’s (422)', async () => {
-    await refused(buildBatch({ senderFrom: { email: 'not an address', displayName: 'X' } }), 400, ['sendingDetails.senderFrom.email']);
-    await refused(buildBatch({ senderFrom: { email: 'news@mail.localhost', displayName: 7 } }), 400, ['sendingDetails.senderFrom.displayName']);
-    await refused(buildBatch({ replyTo: { email: 'reply@', displayName: 'Help' } }), 400, ['sendingDetails.replyTo.email']);
-    const foreign = await refused(buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }), 422, ['sendingDetails.senderFrom.email']);
+    await refused(buildBatch({ senderFrom: { email: 'not an address', displayName: 'X' } }), 400, [
+      'sendingDetails.senderFrom.email',
+    ]);
+    await refused(buildBatch({ senderFrom: { email: 'news@mail.localhost', displayName: 7 } }), 400, [
+      'sendingDetails.senderFrom.displayName',
+    ]);
+    await refused(buildBatch({ replyTo: { email: 'reply@', displayName: 'Help' } }), 400, [
+      'sendingDetails.replyTo.email',
+    ]);
+    const foreign = await refused(
+      buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }),
+      422,
+      ['sendingDetails.senderFrom.email'],
+    );
     assert.match(foreign.errors[0].message, /shop\.example/);
     // Once the operator adds the domain for the account, it may send from it; another account still may not.
-    const added = await api.t.app.inject({ method: 'POST', url: `/admin/accounts/${alice.account.row.id}/sender-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain: 'shop.example' } });
+    const added = await api.t.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${alice.account.row.id}/sender-domains`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { domain: 'shop.example' },
+    });
     assert.equal(added.statusCode, 201, added.body);
-    const accepted = await alice.post('/email/batch', buildBatch({ senderFrom: { email: 'News@Shop.Example', displayName: 'Shop' }, replyTo: { email: 'help@elsewhere.example', displayName: 'Help' } }));
+    const accepted = await alice.post(
+      '/email/batch',
+      buildBatch({
+        senderFrom: { email: 'News@Shop.Example', displayName: 'Shop' },
+        replyTo: { email: 'help@elsewhere.example', displayName: 'Help' },
+      }),
+    );
     assert.equal(accepted.statusCode, 202, accepted.body);
     const bob = await api.client();
-    const bobs = await bob.post('/email/batch', buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }));
+    const bobs = await bob.post(
+      '/email/batch',
+      buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }),
+    );
     assert.equal(bobs.statusCode, 422);
   });
 
   it('takes exactly one of emailBody (Base64 of UTF-8 HTML) and emailCampaignId (the account’s)', async () => {
-    await refused(buildBatch({ emailCampaignId: '5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40' }), 400, ['sendingDetails.emailBody']);
+    await refused(buildBatch({ emailCampaignId: '5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40' }), 400, [
+      'sendingDetails.emailBody',
+    ]);
     const { emailBody: _, ...neither } = buildBatch().sendingDetails;
-    await refused({ sendingDetails: neither, recipients: [{ to: 'ada@example.com' }] }, 400, ['sendingDetails.emailBody']);
+    await refused({ sendingDetails: neither, recipients: [{ to: 'ada@example.com' }] }, 400, [
+      'sendingDetails.emailBody',
+    ]);
     await refused(buildBatch({ emailBody: '<p>not Base64</p>' }), 400, ['sendingDetails.emailBody']);
-    await refused(buildBatch({ emailBody: Buffer.from([0x3c, 0x70, 0xc3, 0x28]).toString('base64') }), 400, ['sendingDetails.emailBody']);
+    await refused(buildBatch({ emailBody: Buffer.from([0x3c, 0x70, 0xc3, 0x28]).toString('base64') }), 400, [
+      'sendingDetails.emailBody',
+    ]);
     await refused(buildBatch({ emailBody: base64('<p>a\u0000b</p>') }), 400, ['sendingDetails.emailBody']);
     await refused(buildBatch({ emailBody: base64('  \n ') }), 400, ['sendingDetails.emailBody']);
-    await refused(buildBatch({ emailBody: undefined, emailCampaignId: '5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40' }), 422, ['sendingDetails.emailCampaignId']);
+    await refused(buildBatch({ emailBody: undefined, emailCampaignId: '5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40' }), 422, [
+      'sendingDetails.emailCampaignId',
+    ]);
     const bob = await api.client();
     const hers = (await bob.post('/email/campaigns', { name: 'Bob’s', html: '<p>hi</p>' })).json().emailCampaignId;
     await refused(buildBatch({ emailBody: undefined, emailCampaignId: hers }), 422, ['sendingDetails.emailCampaignId']);
@@ -70,10 +106,23 @@ forEachDatabase((dialect) => {
     await refused(buildBatch({ listId: [] }, { recipients: [] }), 400, ['recipients']);
     const many = Array.from({ length: 1001 }, (_, i) => ({ to: `r${i}@example.com` }));
     await refused(buildBatch({}, { recipients: many }), 400, ['recipients']);
-    await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'bücher@example.com' }, { to: '' }] }), 400, ['recipients[1].to', 'recipients[2].to']);
-    await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: 'firstName', tagValue: 'Ada' }] }] }), 400, [
-      'recipients[0].personalizationSubstitutionTags[0].tagName',
-    ]);
+    await refused(
+      buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'bücher@example.com' }, { to: '' }] }),
+      400,
+      ['recipients[1].to', 'recipients[2].to'],
+    );
+    await refused(
+      buildBatch(
+        {},
+        {
+          recipients: [
+            { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: 'firstName', tagValue: 'Ada' }] },
+          ],
+        },
+      ),
+      400,
+      ['recipients[0].personalizationSubstitutionTags[0].tagName'],
+    );
     await refused(buildBatch({ listId: ['5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40'] }), 422, ['sendingDetails.listId']);
     const bob = await api.client();
     await refused(buildBatch({ listId: [await bob.createList('Bob’s')] }), 422, ['sendingDetails.listId']);
@@ -98,7 +147,11 @@ forEachDatabase((dialect) => {
   });
 
   it('lists every problem of a request in one answer, and queues nothing for any of them', async () => {
-    await refused(buildBatch({ subject: '', emailBody: '***' }, { recipients: [{ to: 'x' }] }), 400, ['sendingDetails.subject', 'sendingDetails.emailBody', 'recipients[0].to']);
+    await refused(buildBatch({ subject: '', emailBody: '***' }, { recipients: [{ to: 'x' }] }), 400, [
+      'sendingDetails.subject',
+      'sendingDetails.emailBody',
+      'recipients[0].to',
+    ]);
     await api.drain();
     assert.deepEqual(await sandboxEmails(alice), []);
     const sends = await api.t.ctx.db.selectFrom('sends').select('id').execute();

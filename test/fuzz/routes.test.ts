@@ -57,21 +57,85 @@ const deep = (levels: number): Json => (levels === 0 ? 1 : [deep(levels - 1)]);
 
 // The values a hostile client sends in place of a good one.
 const NASTY: Json[] = [
-  '\u0000', 'a\u0000b', 'nul\u0000@example.com', '\u0007', '\u001b[31m', '\t', 'a\nb', '\r\n', '\u007f', '\ud800', '\udfff\ud800',
-  '', ' ', 'x'.repeat(5000), '😀'.repeat(300), "'; drop table contacts; --", '%00', '../../etc/passwd', '__proto__',
-  'http://127.0.0.1/', 'javascript:alert(1)', 'ünïcödé@exämple.com', '1e400', '-1', '0', '00', '9'.repeat(30),
-  0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 1, Number.MAX_SAFE_INTEGER, true, false, null, [], {}, [[]], { a: 1 }, ['x'],
-  deep(40), deep(500),
+  '\u0000',
+  'a\u0000b',
+  'nul\u0000@example.com',
+  '\u0007',
+  '\u001b[31m',
+  '\t',
+  'a\nb',
+  '\r\n',
+  '\u007f',
+  '\ud800',
+  '\udfff\ud800',
+  '',
+  ' ',
+  'x'.repeat(5000),
+  '😀'.repeat(300),
+  "'; drop table contacts; --",
+  '%00',
+  '../../etc/passwd',
+  '__proto__',
+  'http://127.0.0.1/',
+  'javascript:alert(1)',
+  'ünïcödé@exämple.com',
+  '1e400',
+  '-1',
+  '0',
+  '00',
+  '9'.repeat(30),
+  0,
+  -1,
+  1.5,
+  1e308,
+  -1e308,
+  2 ** 53 + 1,
+  Number.MAX_SAFE_INTEGER,
+  true,
+  false,
+  null,
+  [],
+  {},
+  [[]],
+  { a: 1 },
+  ['x'],
+  deep(40),
+  deep(500),
 ];
 // A copy: mutations must not change the shared list.
 const nasty = (r: Random): Json => structuredClone(r.pick(NASTY));
 const UNKNOWN_KEYS = ['__proto__', 'constructor', 'prototype', 'x', 'a\u0000', '', 'webHookUrl', 'extra'];
 const RAW_BODIES: Array<string | Buffer> = [
-  '', '   ', 'null', '[]', '5', '"text"', '{', '{"a":', '{"a":1}}', '{"a":1,"a":2}', '\u0000', '{"__proto__":{"polluted":1}}',
-  Buffer.from([0xff, 0xfe, 0xfd]), Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
-  `${'['.repeat(100_000)}${']'.repeat(100_000)}`, `{"name":"${'a'.repeat(2_000_000)}"}`,
+  '',
+  '   ',
+  'null',
+  '[]',
+  '5',
+  '"text"',
+  '{',
+  '{"a":',
+  '{"a":1}}',
+  '{"a":1,"a":2}',
+  '\u0000',
+  '{"__proto__":{"polluted":1}}',
+  Buffer.from([0xff, 0xfe, 0xfd]),
+  Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
+  `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+  `{"name":"${'a'.repeat(2_000_000)}"}`,
 ];
-const RAW_SEGMENTS = ['%00', '%ff', '%c3%28', '%2e%2e', '..', 'x'.repeat(3000), '%E2%80%AE', '1e3', '-1', '00000000-0000-0000-0000-000000000000', '%20'];
+const RAW_SEGMENTS = [
+  '%00',
+  '%ff',
+  '%c3%28',
+  '%2e%2e',
+  '..',
+  'x'.repeat(3000),
+  '%E2%80%AE',
+  '1e3',
+  '-1',
+  '00000000-0000-0000-0000-000000000000',
+  '%20',
+];
 
 interface Pools {
   uuids: string[];
@@ -135,13 +199,20 @@ function valid(schema: Schema | undefined, key: string, r: Random, pools: Pools)
       for (const [name, property] of Object.entries(schema.properties ?? {})) {
         let wanted = schema.required?.includes(name) || r.chance(0.6);
         if (name === 'mobileCountryCode' || name === 'mobileNumber') wanted = withMobile;
-        if (names.includes('propertyid') && names.includes('propertyname') && (name === 'propertyid' || name === 'propertyname')) wanted = byId === (name === 'propertyid');
+        if (
+          names.includes('propertyid') &&
+          names.includes('propertyname') &&
+          (name === 'propertyid' || name === 'propertyname')
+        )
+          wanted = byId === (name === 'propertyid');
         if (wanted) out[name] = valid(property, name, r, pools);
       }
       return out;
     }
     case 'array':
-      return Array.from({ length: Math.max(schema.minItems ?? 0, 1 + r.int(3)) }, () => valid(schema.items, key, r, pools));
+      return Array.from({ length: Math.max(schema.minItems ?? 0, 1 + r.int(3)) }, () =>
+        valid(schema.items, key, r, pools),
+      );
     case 'integer':
     case 'number':
       return Math.max(schema.minimum ?? 1, Math.min(schema.maximum ?? 1000, 1 + r.int(1000)));
@@ -187,7 +258,13 @@ function mutate(value: Json, r: Random): Json {
       const key = r.pick(keys);
       target[key.toUpperCase() === key ? key.toLowerCase() : key.toUpperCase()] = target[key];
       delete target[key];
-    } else Object.defineProperty(target, r.pick(UNKNOWN_KEYS), { value: nasty(r), enumerable: true, configurable: true, writable: true });
+    } else
+      Object.defineProperty(target, r.pick(UNKNOWN_KEYS), {
+        value: nasty(r),
+        enumerable: true,
+        configurable: true,
+        writable: true,
+      });
   }
   return value;
 }
@@ -237,7 +314,8 @@ function buildCase(route: Route, r: Random, pools: Pools): { url: string; payloa
     const value = r.chance(0.2) ? String(nasty(r)) : String(valid(parameter.schema, parameter.name, r, pools));
     query.push(`${encode(parameter.name)}=${encode(value)}`);
   }
-  if (r.chance(0.1)) query.push(`${r.pick(['x', 'limt', 'LIMIT', '__proto__', 'cursor'])}=${r.pick(['1', '%00', '%ff', ''])}`);
+  if (r.chance(0.1))
+    query.push(`${r.pick(['x', 'limt', 'LIMIT', '__proto__', 'cursor'])}=${r.pick(['1', '%00', '%ff', ''])}`);
   if (r.chance(0.05)) query.push(query[0] ?? 'limit=1');
   const url = query.length > 0 ? `${path}?${query.join('&')}` : path;
 
@@ -267,14 +345,47 @@ forEachDatabase((dialect) => {
     const admin = bearer(ADMIN_TOKEN);
     const limits = await t.app.inject({ method: 'GET', url: `/admin/accounts/${account.row.id}`, headers: admin });
     const rateLimits = Object.fromEntries(Object.keys(limits.json().rateLimits).map((group) => [group, 1_000_000]));
-    await t.app.inject({ method: 'PATCH', url: `/admin/accounts/${account.row.id}`, headers: admin, payload: { rateLimits } });
+    await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/accounts/${account.row.id}`,
+      headers: admin,
+      payload: { rateLimits },
+    });
     const auth = bearer(token);
-    const property = await t.app.inject({ method: 'POST', url: '/contacts/properties', headers: auth, payload: { propertyname: 'note' } });
+    const property = await t.app.inject({
+      method: 'POST',
+      url: '/contacts/properties',
+      headers: auth,
+      payload: { propertyname: 'note' },
+    });
     const list = await t.app.inject({ method: 'POST', url: '/lists', headers: auth, payload: { name: 'fuzzed' } });
-    const page = await t.app.inject({ method: 'POST', url: '/landing-pages', headers: auth, payload: { name: 'fuzzed', url: 'https://example.com/' } });
-    await t.app.inject({ method: 'POST', url: `/admin/accounts/${account.row.id}/shortener-domains`, headers: admin, payload: { domain: 'go.fuzz.example' } });
-    const [listId, propertyId, landingPageId] = [list.json().listId as string, property.json().propertyid as string, page.json().landingPageId as string];
-    pools = { uuids: [listId], accountId: victim.row.id, listId, propertyId, landingPageId, shortenerUrl: 'https://go.fuzz.example', webhookUrl: receiver.url, property: 'note' };
+    const page = await t.app.inject({
+      method: 'POST',
+      url: '/landing-pages',
+      headers: auth,
+      payload: { name: 'fuzzed', url: 'https://example.com/' },
+    });
+    await t.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${account.row.id}/shortener-domains`,
+      headers: admin,
+      payload: { domain: 'go.fuzz.example' },
+    });
+    const [listId, propertyId, landingPageId] = [
+      list.json().listId as string,
+      property.json().propertyid as string,
+      page.json().landingPageId as string,
+    ];
+    pools = {
+      uuids: [listId],
+      accountId: victim.row.id,
+      listId,
+      propertyId,
+      landingPageId,
+      shortenerUrl: 'https://go.fuzz.example',
+      webhookUrl: receiver.url,
+      property: 'note',
+    };
     routes = routesOf(t.app.swagger() as never);
   });
   after(async () => {
@@ -297,15 +408,23 @@ forEachDatabase((dialect) => {
           payload,
         });
         const where = `${route.method} ${url.slice(0, 120)} (seed ${SEED + index}, case ${n}) ${String(payload ?? '').slice(0, 200)}`;
-        if (response.statusCode >= 500) problems.push(`${response.statusCode} for ${where}: ${response.body.slice(0, 300)}`);
+        if (response.statusCode >= 500)
+          problems.push(`${response.statusCode} for ${where}: ${response.body.slice(0, 300)}`);
         else if (response.statusCode >= 400) {
           const body = response.json();
-          const shaped = body.status === 'Failure' && typeof body.message === 'string' && Array.isArray(body.errors) &&
-            body.errors.every((e: { field: unknown; message: unknown }) => typeof e.field === 'string' && typeof e.message === 'string');
+          const shaped =
+            body.status === 'Failure' &&
+            typeof body.message === 'string' &&
+            Array.isArray(body.errors) &&
+            body.errors.every(
+              (e: { field: unknown; message: unknown }) => typeof e.field === 'string' && typeof e.message === 'string',
+            );
           if (!shaped) problems.push(`not the error shape for ${where}: ${response.body.slice(0, 300)}`);
-          else if (/pattern|must match|\^|\$\)?"?$/.test(response.body)) problems.push(`a regular expression in ${where}: ${response.body.slice(0, 300)}`);
+          else if (/pattern|must match|\^|\$\)?"?$/.test(response.body))
+            problems.push(`a regular expression in ${where}: ${response.body.slice(0, 300)}`);
         } else {
-          for (const id of response.body.match(UUID) ?? []) if (pools.uuids.length < 500 && !pools.uuids.includes(id)) pools.uuids.push(id);
+          for (const id of response.body.match(UUID) ?? [])
+            if (pools.uuids.length < 500 && !pools.uuids.includes(id)) pools.uuids.push(id);
           if (response.statusCode === 202) accepted.add(`${route.method} ${route.path}`);
         }
       }
@@ -326,7 +445,8 @@ forEachDatabase((dialect) => {
     };
     for (const route of routes) {
       visit(route.body, `${route.method} ${route.path} body`);
-      for (const parameter of [...route.query, ...route.params]) visit(parameter.schema, `${route.method} ${route.path} ${parameter.name}`);
+      for (const parameter of [...route.query, ...route.params])
+        visit(parameter.schema, `${route.method} ${route.path} ${parameter.name}`);
     }
     assert.deepEqual(unworded, []);
   });
@@ -343,7 +463,10 @@ forEachDatabase((dialect) => {
       .where((eb) => eb.or([eb('last_error', 'is not', null), eb('state', '=', 'dead')]))
       .execute();
     assert.deepEqual(failing, []);
-    const links = await t.ctx.db.selectFrom('links').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const links = await t.ctx.db
+      .selectFrom('links')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     assert.ok(Number(links.n) > 0, 'no accepted SMS carried a landing page link');
   });
 });

@@ -11,7 +11,12 @@ forEachDatabase((dialect) => {
   afterEach(() => t.close());
 
   const post = (payload: string | undefined, contentType?: string) =>
-    t.app.inject({ method: 'POST', url: '/token', payload, headers: contentType ? { 'content-type': contentType } : {} });
+    t.app.inject({
+      method: 'POST',
+      url: '/token',
+      payload,
+      headers: contentType ? { 'content-type': contentType } : {},
+    });
 
   const assertFailure = (response: Awaited<ReturnType<typeof post>>, status: number, message: RegExp) => {
     assert.equal(response.statusCode, status);
@@ -25,7 +30,12 @@ forEachDatabase((dialect) => {
   it('accepts application/json-patch+json as JSON, as the spec samples send it', async () => {
     const account = await t.createAccount();
     const response = await post(
-      JSON.stringify({ userName: account.userName, password: account.password, privateToken: account.privateToken, validity: 'ShortLive' }),
+      JSON.stringify({
+        userName: account.userName,
+        password: account.password,
+        privateToken: account.privateToken,
+        validity: 'ShortLive',
+      }),
       'application/json-patch+json',
     );
     assert.equal(response.statusCode, 200);
@@ -51,28 +61,59 @@ forEachDatabase((dialect) => {
   });
 
   it('answers 400 naming the field for a value of the wrong type', async () => {
-    const response = await post(JSON.stringify({ userName: 5, password: 'x', privateToken: '6a2f41a3-c54c-4bd1-8a5a-1c9b1a1c5d6e', validity: 'Default' }), 'application/json');
+    const response = await post(
+      JSON.stringify({
+        userName: 5,
+        password: 'x',
+        privateToken: '6a2f41a3-c54c-4bd1-8a5a-1c9b1a1c5d6e',
+        validity: 'Default',
+      }),
+      'application/json',
+    );
     assertFailure(response, 400, /not valid/);
     assert.deepEqual(response.json().errors, [{ field: 'userName', message: 'must be a string' }]);
   });
 
   it('answers 404 in the error shape for an unknown route, one path segment or several, whatever the method', async () => {
     // One segment is also a short link's path on a shortener host (src/links): not on this one.
-    for (const [method, url] of [['GET', '/nowhere'], ['GET', '/no/where'], ['HEAD', '/nowhere'], ['POST', '/nowhere'], ['GET', '/Ab3dE6gH'], ['GET', '/no/where?x=%00']] as const) {
+    for (const [method, url] of [
+      ['GET', '/nowhere'],
+      ['GET', '/no/where'],
+      ['HEAD', '/nowhere'],
+      ['POST', '/nowhere'],
+      ['GET', '/Ab3dE6gH'],
+      ['GET', '/no/where?x=%00'],
+    ] as const) {
       const response = await t.app.inject({ method, url });
       assert.equal(response.statusCode, 404, `${method} ${url}`);
       // The path alone: a query is no part of a route, and one holding NUL is not echoed.
-      if (method !== 'HEAD') assert.deepEqual(response.json(), { status: 'Failure', message: `No route for ${method} ${url.split('?')[0]}.`, errors: [] });
+      if (method !== 'HEAD')
+        assert.deepEqual(response.json(), {
+          status: 'Failure',
+          message: `No route for ${method} ${url.split('?')[0]}.`,
+          errors: [],
+        });
     }
   });
 
   it('keeps the admin API behind ADMIN_TOKEN', async () => {
     assert.equal((await t.app.inject({ method: 'GET', url: '/admin/accounts' })).statusCode, 401);
-    assert.equal((await t.app.inject({ method: 'GET', url: '/admin/accounts', headers: bearer('wrong-token-wrong-token') })).statusCode, 401);
+    assert.equal(
+      (await t.app.inject({ method: 'GET', url: '/admin/accounts', headers: bearer('wrong-token-wrong-token') }))
+        .statusCode,
+      401,
+    );
     const account = await t.createAccount();
-    const asAccount = await t.app.inject({ method: 'GET', url: '/admin/accounts', headers: bearer(await t.tokenFor(account)) });
+    const asAccount = await t.app.inject({
+      method: 'GET',
+      url: '/admin/accounts',
+      headers: bearer(await t.tokenFor(account)),
+    });
     assert.equal(asAccount.statusCode, 401);
-    assert.equal((await t.app.inject({ method: 'GET', url: '/admin/accounts', headers: bearer(ADMIN_TOKEN) })).statusCode, 200);
+    assert.equal(
+      (await t.app.inject({ method: 'GET', url: '/admin/accounts', headers: bearer(ADMIN_TOKEN) })).statusCode,
+      200,
+    );
   });
 
   it('serves the OpenAPI document, the docs page, health, readiness and metrics', async () => {

@@ -18,7 +18,13 @@ forEachDatabase((dialect) => {
       payload: { userName, password: 'correct horse battery staple' },
     });
 
-  const accountCount = async () => (await t.ctx.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+  const accountCount = async () =>
+    (
+      await t.ctx.db
+        .selectFrom('accounts')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
 
   it('replays the first response for the same key and body, and does the work once', async () => {
     const first = await create('ada@example.com', 'key-1');
@@ -73,7 +79,11 @@ forEachDatabase((dialect) => {
 
   it('keeps of a request only a hash keyed by ENCRYPTION_KEY: the body is not in it, nor found by hashing guesses', async () => {
     assert.equal((await create('ada@example.com', 'key-6')).statusCode, 201);
-    const stored = await t.ctx.db.selectFrom('idempotency_keys').select(['request_hash', 'response_body']).where('key', '=', 'key-6').executeTakeFirstOrThrow();
+    const stored = await t.ctx.db
+      .selectFrom('idempotency_keys')
+      .select(['request_hash', 'response_body'])
+      .where('key', '=', 'key-6')
+      .executeTakeFirstOrThrow();
     assert.doesNotMatch(JSON.stringify(stored), /correct horse/);
     // The same request through a process with another key does not match the stored hash (with
     // JWT_SECRET: the database's token key does not open under another key).

@@ -29,7 +29,10 @@ forEachDatabase((dialect) => {
     for (const [method, url] of requests) await t.app.inject({ method, url, headers: auth });
     const incoming = lines.filter((line) => line.msg === 'incoming request').map((line) => line.req?.url);
     // The first is POST /token, made to sign in.
-    assert.deepEqual(incoming.slice(1), requests.map(([, , pattern]) => pattern));
+    assert.deepEqual(
+      incoming.slice(1),
+      requests.map(([, , pattern]) => pattern),
+    );
     const logged = lines.map((line) => JSON.stringify(line)).join('\n');
     for (const secret of secrets) assert.ok(!logged.includes(secret), `${secret} is not in the log:\n${logged}`);
   });

@@ -20,7 +20,10 @@ forEachDatabase((dialect) => {
 
   it('creates a landing page (201, exactly {landingPageId, name, url}) and lists the account’s own, a page at a time', async () => {
     const bob = await api.client();
-    const created = await alice.post('/landing-pages', { name: ' Spring sale ', url: 'https://Shop.Example.com/spring sale?src=sms' });
+    const created = await alice.post('/landing-pages', {
+      name: ' Spring sale ',
+      url: 'https://Shop.Example.com/spring sale?src=sms',
+    });
     assert.equal(created.statusCode, 201, created.body);
     const page = created.json();
     assert.deepEqual(Object.keys(page).sort(), ['landingPageId', 'name', 'url']);
@@ -34,8 +37,14 @@ forEachDatabase((dialect) => {
     assert.deepEqual(first.landingPages, [page]);
     assert.equal(typeof first.nextCursor, 'string');
     const rest = (await alice.get(`/landing-pages?limit=1&cursor=${first.nextCursor}`)).json();
-    assert.deepEqual(rest, { landingPages: [{ landingPageId: second.landingPageId, name: 'Winter', url: 'http://example.com/' }], nextCursor: null });
-    assert.deepEqual((await bob.get('/landing-pages')).json().landingPages.map((p: { name: string }) => p.name), ['Bob’s']);
+    assert.deepEqual(rest, {
+      landingPages: [{ landingPageId: second.landingPageId, name: 'Winter', url: 'http://example.com/' }],
+      nextCursor: null,
+    });
+    assert.deepEqual(
+      (await bob.get('/landing-pages')).json().landingPages.map((p: { name: string }) => p.name),
+      ['Bob’s'],
+    );
     assert.equal((await alice.get('/landing-pages?cursor=nonsense')).statusCode, 400);
   });
 
@@ -68,7 +77,13 @@ forEachDatabase((dialect) => {
   });
 
   it('creates a landing page posted again with its Idempotency-Key once', async () => {
-    const post = () => api.t.app.inject({ method: 'POST', url: '/landing-pages', headers: { ...bearer(alice.token), 'idempotency-key': 'page-1' }, payload: { name: 'Sale', url: 'https://example.com' } });
+    const post = () =>
+      api.t.app.inject({
+        method: 'POST',
+        url: '/landing-pages',
+        headers: { ...bearer(alice.token), 'idempotency-key': 'page-1' },
+        payload: { name: 'Sale', url: 'https://example.com' },
+      });
     const [first, again] = [await post(), await post()];
     assert.equal(again.statusCode, 201);
     assert.equal(again.headers['idempotent-replayed'], 'true');
@@ -78,7 +93,16 @@ forEachDatabase((dialect) => {
 
   it('needs a token for landing pages', async () => {
     assert.equal((await api.t.app.inject({ method: 'GET', url: '/landing-pages' })).statusCode, 401);
-    assert.equal((await api.t.app.inject({ method: 'POST', url: '/landing-pages', payload: { name: 'x', url: 'https://example.com' } })).statusCode, 401);
+    assert.equal(
+      (
+        await api.t.app.inject({
+          method: 'POST',
+          url: '/landing-pages',
+          payload: { name: 'x', url: 'https://example.com' },
+        })
+      ).statusCode,
+      401,
+    );
   });
 
   it('registers shortener domains under ADMIN_TOKEN: one account per domain, never the service’s own host', async () => {
@@ -88,21 +112,36 @@ forEachDatabase((dialect) => {
     assert.equal(created.statusCode, 201, created.body);
     assert.deepEqual(Object.keys(created.json()).sort(), ['createdAt', 'domain']);
     assert.equal(created.json().domain, 'go.example.com');
-    assert.deepEqual((await admin('POST', path, { domain: 'go.example.com' })).json(), created.json(), 'registering it again changes nothing');
+    assert.deepEqual(
+      (await admin('POST', path, { domain: 'go.example.com' })).json(),
+      created.json(),
+      'registering it again changes nothing',
+    );
     assert.equal((await admin('POST', path, { domain: 'b.example.com' })).statusCode, 201);
     assert.deepEqual((await admin('GET', path)).json(), { shortenerDomains: ['b.example.com', 'go.example.com'] });
 
-    const taken = await admin('POST', `/admin/accounts/${bob.account.row.id}/shortener-domains`, { domain: 'GO.example.com' });
+    const taken = await admin('POST', `/admin/accounts/${bob.account.row.id}/shortener-domains`, {
+      domain: 'GO.example.com',
+    });
     assert.equal(taken.statusCode, 409);
     assert.deepEqual(errorFields(taken), ['domain']);
-    assert.deepEqual((await admin('GET', `/admin/accounts/${bob.account.row.id}/shortener-domains`)).json(), { shortenerDomains: [] });
+    assert.deepEqual((await admin('GET', `/admin/accounts/${bob.account.row.id}/shortener-domains`)).json(), {
+      shortenerDomains: [],
+    });
 
     for (const domain of ['not a domain', 'localhost', 'https://go.example.com']) {
       const response = await admin('POST', path, { domain });
       assert.equal(response.statusCode, 400, domain);
       assert.deepEqual(errorFields(response), ['domain']);
     }
-    assert.equal((await admin('POST', '/admin/accounts/0b6c1c1e-8f4e-4c49-9a51-3f3d2c1b0a99/shortener-domains', { domain: 'x.example.com' })).statusCode, 404);
+    assert.equal(
+      (
+        await admin('POST', '/admin/accounts/0b6c1c1e-8f4e-4c49-9a51-3f3d2c1b0a99/shortener-domains', {
+          domain: 'x.example.com',
+        })
+      ).statusCode,
+      404,
+    );
     assert.equal((await admin('POST', path, { domain: 'x.example.com' }, alice.token)).statusCode, 401);
     assert.equal((await admin('GET', path, undefined, alice.token)).statusCode, 401);
   });
@@ -119,7 +158,11 @@ forEachDatabase((dialect) => {
       assert.deepEqual(response.json(), { status: 'Failure', message: `No route for GET ${url}.`, errors: [] }, url);
     }
     // A host nobody registered is not a shortener host either.
-    const elsewhere = await api.t.app.inject({ method: 'GET', url: '/Abc12345', headers: { host: 'unknown.example.com' } });
+    const elsewhere = await api.t.app.inject({
+      method: 'GET',
+      url: '/Abc12345',
+      headers: { host: 'unknown.example.com' },
+    });
     assert.deepEqual([elsewhere.statusCode, elsewhere.json().message], [404, 'No route for GET /Abc12345.']);
   });
 });

@@ -58,7 +58,8 @@ it('stops on a key file that holds no key, naming it', () => {
   writeFileSync(`${file}.key`, 'not a key\n');
   assert.throws(
     () => loadEncryptionKey(`sqlite:${file}`, undefined),
-    (error: unknown) => error instanceof ConfigError && error.variable === 'ENCRYPTION_KEY' && error.message.includes(`${file}.key`),
+    (error: unknown) =>
+      error instanceof ConfigError && error.variable === 'ENCRYPTION_KEY' && error.message.includes(`${file}.key`),
   );
 });
 
@@ -66,13 +67,17 @@ it('stops a PostgreSQL start without ENCRYPTION_KEY in one line, before it touch
   // Nothing listens on port 1: a start that reached the database would fail otherwise.
   await assert.rejects(
     createContext(loadConfig({ DATABASE_URL: 'postgres://herald@127.0.0.1:1/herald' })),
-    (error: unknown) => error instanceof ConfigError && error.message.startsWith('invalid ENCRYPTION_KEY: must be set on PostgreSQL'),
+    (error: unknown) =>
+      error instanceof ConfigError && error.message.startsWith('invalid ENCRYPTION_KEY: must be set on PostgreSQL'),
   );
   const database = await createTestDatabase('postgres');
   try {
     const result = await herald(['serve'], { DATABASE_URL: database.url, ENCRYPTION_KEY: '' });
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /^herald: invalid ENCRYPTION_KEY: must be set on PostgreSQL, where every host must hold the same key [^\n]*openssl rand -hex 32\n$/);
+    assert.match(
+      result.stderr,
+      /^herald: invalid ENCRYPTION_KEY: must be set on PostgreSQL, where every host must hold the same key [^\n]*openssl rand -hex 32\n$/,
+    );
   } finally {
     await database.close();
   }

@@ -27,28 +27,54 @@ forEachDatabase((dialect) => {
   });
 
   const later = () => new Date(api.clock.now() + 3_600_000).toISOString();
-  const giveUp = (end: typeof failUnsent, sendId: string) => api.t.ctx.db.transaction().execute((trx) => end(trx, dialect, api.clock, sendId, 'worker lost'));
+  const giveUp = (end: typeof failUnsent, sendId: string) =>
+    api.t.ctx.db.transaction().execute((trx) => end(trx, dialect, api.clock, sendId, 'worker lost'));
   async function posted() {
     api.clock.advance(1500);
     await api.drain();
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
-    return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: Array<Record<string, unknown>> }).data);
+    return receiver.received.flatMap(
+      (post) =>
+        (
+          new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as {
+            data: Array<Record<string, unknown>>;
+          }
+        ).data,
+    );
   }
   const counted = async (status: string) => {
     await api.t.ctx.database.call(foldUsage, {});
-    const row = await api.t.ctx.db.selectFrom('usage_rollup').select((eb) => eb.fn.sum<number>('messages').as('n')).where('account_id', '=', alice.account.row.id).where('status', '=', status).executeTakeFirst();
+    const row = await api.t.ctx.db
+      .selectFrom('usage_rollup')
+      .select((eb) => eb.fn.sum<number>('messages').as('n'))
+      .where('account_id', '=', alice.account.row.id)
+      .where('status', '=', status)
+      .executeTakeFirst();
     return Number(row?.n ?? 0);
   };
 
   it('fails the SMS a send had not sent, with the error, posted, counted, the send Completed', async () => {
-    const queueId = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'x', scheduleDateTime: later(), webHookUrl: receiver.url, recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }] });
+    const queueId = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'x',
+      scheduleDateTime: later(),
+      webHookUrl: receiver.url,
+      recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }],
+    });
     await giveUp(failUnsent, queueId);
     const read = (await alice.get(`/sms/${queueId}`)).json();
     assert.equal(read.status, 'Completed');
-    assert.deepEqual(read.recipients.map((r: { status: string; error: string; history: Array<{ status: string }> }) => [r.status, r.error, r.history.map((h) => h.status)]), [
-      ['Failed', 'not sent: worker lost', ['Scheduled', 'Failed']],
-      ['Failed', 'not sent: worker lost', ['Scheduled', 'Failed']],
-    ]);
+    assert.deepEqual(
+      read.recipients.map((r: { status: string; error: string; history: Array<{ status: string }> }) => [
+        r.status,
+        r.error,
+        r.history.map((h) => h.status),
+      ]),
+      [
+        ['Failed', 'not sent: worker lost', ['Scheduled', 'Failed']],
+        ['Failed', 'not sent: worker lost', ['Scheduled', 'Failed']],
+      ],
+    );
     assert.deepEqual((await posted()).map((e) => [e.recipient, e.status, e.error]).sort(), [
       ['919812300001', 'Failed', 'not sent: worker lost'],
       ['919812300002', 'Failed', 'not sent: worker lost'],
@@ -57,14 +83,23 @@ forEachDatabase((dialect) => {
   });
 
   it('drops the emails a batch had not handed over, with the error, posted, counted, the batch Completed', async () => {
-    const batchId = await alice.accept('/email/batch', buildBatch({ scheduleDateTime: later(), webHookUrl: receiver.url }, { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] }));
+    const batchId = await alice.accept(
+      '/email/batch',
+      buildBatch(
+        { scheduleDateTime: later(), webHookUrl: receiver.url },
+        { recipients: [{ to: 'ada@example.com' }, { to: 'bob@example.com' }] },
+      ),
+    );
     await giveUp(dropUnsent, batchId);
     const read = (await alice.get(`/email/batch/${batchId}`)).json();
     assert.equal(read.status, 'Completed');
-    assert.deepEqual(read.recipients.map((r: { status: string; reason: string }) => [r.status, r.reason]), [
-      ['Dropped', 'not sent: worker lost'],
-      ['Dropped', 'not sent: worker lost'],
-    ]);
+    assert.deepEqual(
+      read.recipients.map((r: { status: string; reason: string }) => [r.status, r.reason]),
+      [
+        ['Dropped', 'not sent: worker lost'],
+        ['Dropped', 'not sent: worker lost'],
+      ],
+    );
     assert.deepEqual((await posted()).map((e) => [e.email, e.event, e.reason]).sort(), [
       ['ada@example.com', 'Dropped', 'not sent: worker lost'],
       ['bob@example.com', 'Dropped', 'not sent: worker lost'],

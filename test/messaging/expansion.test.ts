@@ -19,10 +19,21 @@ forEachDatabase((dialect) => {
   beforeEach(async () => {
     database = await createTestDatabase(dialect);
     const { db } = database;
-    accountId = (await createAccount(db, systemClock, { userName: `expand-${randomUUID()}@example.com`, password: 'correct horse battery staple' })).id;
+    accountId = (
+      await createAccount(db, systemClock, {
+        userName: `expand-${randomUUID()}@example.com`,
+        password: 'correct horse battery staple',
+      })
+    ).id;
     lists = { a: randomUUID(), b: randomUUID(), all: await defaultListId(db, accountId) };
-    for (const [id, name] of [[lists.a, 'A'], [lists.b, 'B']]) {
-      await db.insertInto('contact_lists').values({ id, account_id: accountId, name, name_key: name.toLowerCase(), is_default: false, created_at: 1 }).execute();
+    for (const [id, name] of [
+      [lists.a, 'A'],
+      [lists.b, 'B'],
+    ]) {
+      await db
+        .insertInto('contact_lists')
+        .values({ id, account_id: accountId, name, name_key: name.toLowerCase(), is_default: false, created_at: 1 })
+        .execute();
     }
     // 40 contacts over 30 numbers: numbers 0-9 held twice (the later one updated more recently,
     // in the other list), every seventh contact without consent, one number suppressed.
@@ -35,10 +46,29 @@ forEachDatabase((dialect) => {
     }));
     await db
       .insertInto('contacts')
-      .values(contacts.map((c) => ({ id: c.id, account_id: accountId, email: null, mobile: c.mobile, mobile_country_code: '91', mobile_opt_in: c.opted_in, email_opt_in: false, properties: '{}', created_at: c.updated_at, updated_at: c.updated_at })))
+      .values(
+        contacts.map((c) => ({
+          id: c.id,
+          account_id: accountId,
+          email: null,
+          mobile: c.mobile,
+          mobile_country_code: '91',
+          mobile_opt_in: c.opted_in,
+          email_opt_in: false,
+          properties: '{}',
+          created_at: c.updated_at,
+          updated_at: c.updated_at,
+        })),
+      )
       .execute();
-    await db.insertInto('list_members').values(contacts.map((c) => ({ list_id: c.list, contact_id: c.id, added_at: 1 }))).execute();
-    await db.insertInto('suppressions').values({ account_id: accountId, channel: 'sms', address: '919800000012', reason: 'STOP', created_at: 1 }).execute();
+    await db
+      .insertInto('list_members')
+      .values(contacts.map((c) => ({ list_id: c.list, contact_id: c.id, added_at: 1 })))
+      .execute();
+    await db
+      .insertInto('suppressions')
+      .values({ account_id: accountId, channel: 'sms', address: '919800000012', reason: 'STOP', created_at: 1 })
+      .execute();
   });
   afterEach(() => database.close());
 
@@ -46,20 +76,70 @@ forEachDatabase((dialect) => {
   async function expand(listIds: string[], rangeSize: number) {
     const { db } = database;
     const sendId = randomUUID();
-    await db.insertInto('sends').values({ id: sendId, account_id: accountId, channel: 'sms', status: 'Queued', content: '{}', list_ids: JSON.stringify(listIds), webhook_url: null, scheduled_at: null, created_at: 1, started_at: null, completed_at: null }).execute();
-    await requestRecipientsInsert(dialect, sendId, 1, [{ address: '919800000025', tags: '{"[x]":"own"}' }, { address: '919899999999', tags: null }]).execute(db);
+    await db
+      .insertInto('sends')
+      .values({
+        id: sendId,
+        account_id: accountId,
+        channel: 'sms',
+        status: 'Queued',
+        content: '{}',
+        list_ids: JSON.stringify(listIds),
+        webhook_url: null,
+        scheduled_at: null,
+        created_at: 1,
+        started_at: null,
+        completed_at: null,
+      })
+      .execute();
+    await requestRecipientsInsert(dialect, sendId, 1, [
+      { address: '919800000025', tags: '{"[x]":"own"}' },
+      { address: '919899999999', tags: null },
+    ]).execute(db);
     let ranges = 0;
     for (let after: string | null = null; ; ) {
       ranges += 1;
-      after = await db.transaction().execute((trx) => expandRecipients(trx, dialect, { channel: 'sms', sendId, accountId, listIds, allContactsListId: lists.all, after, now: 2, rangeSize }));
+      after = await db
+        .transaction()
+        .execute((trx) =>
+          expandRecipients(trx, dialect, {
+            channel: 'sms',
+            sendId,
+            accountId,
+            listIds,
+            allContactsListId: lists.all,
+            after,
+            now: 2,
+            rangeSize,
+          }),
+        );
       if (after === null) break;
     }
-    const rows = await db.selectFrom('send_recipients').select(['address', 'contact_id', 'tags', 'status', 'reason']).where('send_id', '=', sendId).orderBy('id').execute();
-    const history = await db.selectFrom('recipient_history as h').innerJoin('send_recipients as r', 'r.id', 'h.recipient_id').select(['r.address', 'h.status']).where('r.send_id', '=', sendId).orderBy('r.address').execute();
-    return { ranges, rows: rows.map((r) => ({ ...r, contact_id: r.contact_id === null ? null : Number(r.contact_id) })), history };
+    const rows = await db
+      .selectFrom('send_recipients')
+      .select(['address', 'contact_id', 'tags', 'status', 'reason'])
+      .where('send_id', '=', sendId)
+      .orderBy('id')
+      .execute();
+    const history = await db
+      .selectFrom('recipient_history as h')
+      .innerJoin('send_recipients as r', 'r.id', 'h.recipient_id')
+      .select(['r.address', 'h.status'])
+      .where('r.send_id', '=', sendId)
+      .orderBy('r.address')
+      .execute();
+    return {
+      ranges,
+      rows: rows.map((r) => ({ ...r, contact_id: r.contact_id === null ? null : Number(r.contact_id) })),
+      history,
+    };
   }
 
-  for (const [name, pick] of [['two lists', () => [lists.a, lists.b]], ['All contacts', () => [lists.all]], ['one list', () => [lists.b]]] as const) {
+  for (const [name, pick] of [
+    ['two lists', () => [lists.a, lists.b]],
+    ['All contacts', () => [lists.all]],
+    ['one list', () => [lists.b]],
+  ] as const) {
     it(`writes the same recipients in ranges as in one, from ${name}`, async () => {
       const whole = await expand(pick(), 1_000_000);
       const ranged = await expand(pick(), 4);
@@ -69,7 +149,13 @@ forEachDatabase((dialect) => {
       assert.deepEqual(byAddress(ranged.rows), byAddress(whole.rows));
       assert.deepEqual(ranged.history, whole.history);
       // The request's recipients come first, and keep their own tags.
-      assert.deepEqual(ranged.rows.slice(0, 2).map((r) => [r.address, r.tags]), [['919800000025', '{"[x]":"own"}'], ['919899999999', null]]);
+      assert.deepEqual(
+        ranged.rows.slice(0, 2).map((r) => [r.address, r.tags]),
+        [
+          ['919800000025', '{"[x]":"own"}'],
+          ['919899999999', null],
+        ],
+      );
     });
   }
 

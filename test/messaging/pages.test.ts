@@ -6,9 +6,17 @@ import { PAGE, sendInPages, type PageRow, type Pending } from '../../src/messagi
 // sendInPages's order of reads, hand-overs and records, with pages in memory: a page is read
 // while the one before is handed over only when that one's record cannot change the read.
 
-const row = (id: number, attempts = 0): PageRow =>
-  ({ id, address: `r${id}@example.com`, tags: null, properties: null, attempts, deferred_at: null, message_id: null });
-const rows = (from: number, count: number, attempts = 0) => Array.from({ length: count }, (_, i) => row(from + i, attempts));
+const row = (id: number, attempts = 0): PageRow => ({
+  id,
+  address: `r${id}@example.com`,
+  tags: null,
+  properties: null,
+  attempts,
+  deferred_at: null,
+  message_id: null,
+});
+const rows = (from: number, count: number, attempts = 0) =>
+  Array.from({ length: count }, (_, i) => row(from + i, attempts));
 
 /** Runs sendInPages over `pages` (what each read answers, in turn), logging each read, hand-over and record. */
 async function run(firstPage: PageRow[], pages: PageRow[][]) {
@@ -25,14 +33,20 @@ async function run(firstPage: PageRow[], pages: PageRow[][]) {
     },
   };
   const given: Array<{ next: boolean; last: boolean }> = [];
-  await sendInPages({ clock: new ManualClock(0) }, { signal: new AbortController().signal, lease }, { cursor: 0, firstPage }, pending, async (page, context) => {
-    given.push({ next: context.next !== null, last: context.last === lease });
-    log.push(`hand over ${page[0].id}-${page.at(-1)!.id}`);
-    // The hand-over and its record take a turn of the event loop, as a transport's and a database's do.
-    await new Promise((resolve) => setImmediate(resolve));
-    log.push(`record up to ${context.cursor}`);
-    return context.last ? 'completed' : 'more';
-  });
+  await sendInPages(
+    { clock: new ManualClock(0) },
+    { signal: new AbortController().signal, lease },
+    { cursor: 0, firstPage },
+    pending,
+    async (page, context) => {
+      given.push({ next: context.next !== null, last: context.last === lease });
+      log.push(`hand over ${page[0].id}-${page.at(-1)!.id}`);
+      // The hand-over and its record take a turn of the event loop, as a transport's and a database's do.
+      await new Promise((resolve) => setImmediate(resolve));
+      log.push(`record up to ${context.cursor}`);
+      return context.last ? 'completed' : 'more';
+    },
+  );
   return { log, given };
 }
 
@@ -49,7 +63,11 @@ describe('sendInPages', () => {
       `hand over ${2 * PAGE + 1}-${2 * PAGE + 3}`,
       `record up to ${2 * PAGE + 3}`,
     ]);
-    assert.deepEqual(given, [{ next: true, last: false }, { next: true, last: false }, { next: false, last: true }]);
+    assert.deepEqual(given, [
+      { next: true, last: false },
+      { next: true, last: false },
+      { next: false, last: true },
+    ]);
   });
 
   it('reads after the record when the page holds a retry: its record changes which retries are due', async () => {

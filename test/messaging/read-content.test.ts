@@ -87,7 +87,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(sms.content, { senderName: 'HERALD', body: 'Hello [firstName], your order shipped' });
   });
 
-  it('shows an email batch its sender, subject, preheader and HTML as accepted, a campaign\'s too', async () => {
+  it("shows an email batch its sender, subject, preheader and HTML as accepted, a campaign's too", async () => {
     const html = '<p style="color:#333">Dear [firstName], <img src="https://images.example.com/a.png" alt="a"></p>';
     const preHeaderText = 'Read me, [firstName]';
     const batchId = await alice.accept('/email/batch', buildBatch({ preHeaderText, emailBody: base64(html) }));
@@ -183,7 +183,7 @@ forEachDatabase((dialect) => {
 
     const failed = await read(alice, `/sms/${queueId}?status=Failed`);
     assert.deepEqual(numbersOf(failed), ['919811100001', '919811100002']);
-    assert.deepEqual(failed.totals, { Delivered: 3, Failed: 2 }, 'the totals are the whole send\'s');
+    assert.deepEqual(failed.totals, { Delivered: 3, Failed: 2 }, "the totals are the whole send's");
     const first = await read(alice, `/sms/${queueId}?status=Delivered&limit=2`);
     assert.deepEqual(numbersOf(first), ['919812345606', '919812345607']);
     const second = await read(alice, `/sms/${queueId}?status=Delivered&limit=2&cursor=${first.nextCursor}`);
@@ -204,18 +204,20 @@ forEachDatabase((dialect) => {
     const batchId = await alice.accept('/email/batch', buildBatch({ scheduleDateTime }, later));
     // An email batch has its recipients once expanded; a request's own are there at once.
     const sms = await read(alice, `/sms/${queueId}?status=Scheduled`);
-    assert.deepEqual(sms.recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]), [
-      ['919812345609', 'Scheduled'],
-    ]);
+    assert.deepEqual(
+      sms.recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]),
+      [['919812345609', 'Scheduled']],
+    );
     assert.deepEqual((await read(alice, `/sms/${queueId}?status=Queued`)).recipients, []);
     const email = await read(alice, `/email/batch/${batchId}?status=Scheduled`);
-    assert.deepEqual(email.recipients.map((r: { email: string; status: string }) => [r.email, r.status]), [
-      ['later@example.com', 'Scheduled'],
-    ]);
+    assert.deepEqual(
+      email.recipients.map((r: { email: string; status: string }) => [r.email, r.status]),
+      [['later@example.com', 'Scheduled']],
+    );
     assert.deepEqual((await read(alice, `/email/batch/${batchId}?status=Queued`)).recipients, []);
   });
 
-  it('refuses a status that is not a word of the channel in the contract\'s error shape', async () => {
+  it("refuses a status that is not a word of the channel in the contract's error shape", async () => {
     const queueId = await alice.accept('/sms/batch', smsTo('919812345610'));
     const batchId = await alice.accept('/email/batch', buildBatch());
     const refused = [

@@ -41,8 +41,12 @@ forEachDatabase((dialect) => {
   const client = async (): Promise<Client> => {
     const account = await api.t.createAccount();
     const auth = bearer(await api.t.tokenFor(account, 'LongLive'));
-    const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object, headers: Record<string, string> = {}) =>
-      api.t.app.inject({ method, url, payload, headers: { ...auth, ...headers } });
+    const inject = (
+      method: 'GET' | 'POST' | 'DELETE',
+      url: string,
+      payload?: object,
+      headers: Record<string, string> = {},
+    ) => api.t.app.inject({ method, url, payload, headers: { ...auth, ...headers } });
     return {
       accountId: account.row.id,
       get: (url) => inject('GET', url),
@@ -63,7 +67,11 @@ forEachDatabase((dialect) => {
       async submit(messages, signal) {
         const taken = messages.filter((m) => m.recipient !== REFUSED_FOR_NOW);
         const results = await sandbox.submit(taken, signal);
-        return messages.map((m) => (m.recipient === REFUSED_FOR_NOW ? { accepted: false as const, permanent: false, error: 'busy', errorCode: null } : results.shift()!));
+        return messages.map((m) =>
+          m.recipient === REFUSED_FOR_NOW
+            ? { accepted: false as const, permanent: false, error: 'busy', errorCode: null }
+            : results.shift()!,
+        );
       },
       close: () => sandbox.close(),
     };
@@ -80,7 +88,10 @@ forEachDatabase((dialect) => {
   /** A batch with a tag of each recipient's own, sent through the sandbox; answers its queueId. */
   const sendBatch = async (account: Client, numbers: string[]) => {
     const response = await account.post('/sms/batch', {
-      recipients: numbers.map((mobileNo) => ({ mobileNo, personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: `secret-${mobileNo}` }] })),
+      recipients: numbers.map((mobileNo) => ({
+        mobileNo,
+        personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: `secret-${mobileNo}` }],
+      })),
       senderName: 'HERALD',
       body: 'Your code is [code]',
     });
@@ -90,8 +101,12 @@ forEachDatabase((dialect) => {
   };
   const sendRow = (id: string) => db().selectFrom('sends').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
   const content = async (id: string) => JSON.parse((await sendRow(id)).content) as Record<string, unknown>;
-  const tagsOf = async (id: string) => (await db().selectFrom('send_recipients').select('tags').where('send_id', '=', id).orderBy('id').execute()).map((r) => r.tags);
-  const sandboxCount = async (id: string) => (await db().selectFrom('sandbox_sms').select('id').where('send_id', '=', id).execute()).length;
+  const tagsOf = async (id: string) =>
+    (await db().selectFrom('send_recipients').select('tags').where('send_id', '=', id).orderBy('id').execute()).map(
+      (r) => r.tags,
+    );
+  const sandboxCount = async (id: string) =>
+    (await db().selectFrom('sandbox_sms').select('id').where('send_id', '=', id).execute()).length;
   const retentionJobs = () => db().selectFrom('jobs').selectAll().where('kind', '=', RETENTION_KIND).execute();
   /** The sweep's job has run (at the clock's time) when it waits for its next run. */
   const swept = (at: number) =>
@@ -109,7 +124,12 @@ forEachDatabase((dialect) => {
   it('purges the body, tags and sandbox records of a send completed 31 days ago, not of one completed 29 days ago or still sending; statuses, totals and history stay', async () => {
     const bob = await client();
     const old = await sendBatch(alice, ['919812300001', '919812300002']);
-    const scheduled = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812300003' }], senderName: 'HERALD', body: 'Later', scheduleDateTime: '2026-01-20T09:00:00Z' });
+    const scheduled = await alice.post('/sms/batch', {
+      recipients: [{ mobileNo: '919812300003' }],
+      senderName: 'HERALD',
+      body: 'Later',
+      scheduleDateTime: '2026-01-20T09:00:00Z',
+    });
     const cancelled = scheduled.json().data.QueueId as string;
     assert.equal((await alice.delete(`/sms/${cancelled}`)).statusCode, 204);
     api.clock.advance(2 * DAY);
@@ -170,7 +190,10 @@ forEachDatabase((dialect) => {
     await Promise.all([a.stop(), b.stop()]);
 
     const [stopped] = await retentionJobs();
-    assert.deepEqual([stopped.id, stopped.state, Number(stopped.run_at)], [job.id, 'ready', START + 2 * RETENTION_EVERY_MS]);
+    assert.deepEqual(
+      [stopped.id, stopped.state, Number(stopped.run_at)],
+      [job.id, 'ready', START + 2 * RETENTION_EVERY_MS],
+    );
     const restarted = await startWorker();
     assert.deepEqual(
       (await retentionJobs()).map((row) => [row.id, Number(row.run_at)]),
@@ -183,7 +206,8 @@ forEachDatabase((dialect) => {
   });
 
   it('purges more rows than a chunk takes over several transactions, each committing its part', async () => {
-    const numbers = (n: number, from: number) => Array.from({ length: n }, (_, i) => `9198123${String(from + i).padStart(5, '0')}`);
+    const numbers = (n: number, from: number) =>
+      Array.from({ length: n }, (_, i) => `9198123${String(from + i).padStart(5, '0')}`);
     const sends: string[] = [];
     for (const from of [100, 200, 300]) {
       sends.push(await sendBatch(alice, numbers(4, from)));
@@ -194,7 +218,8 @@ forEachDatabase((dialect) => {
     const limits = { sends: 2, rows: 5 };
     const remaining = async () => {
       let rows = 0;
-      for (const id of sends) rows += (await sandboxCount(id)) + (await tagsOf(id)).filter((tags) => tags !== null).length;
+      for (const id of sends)
+        rows += (await sandboxCount(id)) + (await tagsOf(id)).filter((tags) => tags !== null).length;
       return rows;
     };
     assert.equal(await remaining(), 24);
@@ -216,7 +241,11 @@ forEachDatabase((dialect) => {
       assert.equal((await sendRow(id)).purged_at, now);
       assert.deepEqual(await content(id), { kind: 'batch', senderName: 'HERALD' });
     }
-    assert.equal((await sweep(api.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES })).transactions, 1 + 4, 'a second sweep finds nothing to do, one statement a store');
+    assert.equal(
+      (await sweep(api.t.ctx.database, now, 30, { limits, channelPurges: SMS_PURGES })).transactions,
+      1 + 4,
+      'a second sweep finds nothing to do, one statement a store',
+    );
   });
 
   it('lets go of dead jobs, settled webhook deliveries and unmatched receipts older than RETENTION_DAYS, and of expired Idempotency-Key records; keeps what is live', async () => {
@@ -233,20 +262,42 @@ forEachDatabase((dialect) => {
       const emit = async () => {
         const id = await emitWebhook(db(), api.clock, { accountId, url: receiver.url, type: 'test.event', data: {} });
         await api.drain();
-        return (await db().selectFrom('webhook_deliveries').select(['id', 'status']).where('id', '=', id).executeTakeFirstOrThrow());
+        return await db()
+          .selectFrom('webhook_deliveries')
+          .select(['id', 'status'])
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
       };
       const idempotentList = async (key: string, name: string) => {
         const response = await alice.post('/lists', { name }, { 'idempotency-key': key });
         assert.equal(response.statusCode, 201, response.body);
       };
-      const receipt = (id: string) => db().transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }] }));
+      const receipt = (id: string) =>
+        db()
+          .transaction()
+          .execute((trx) =>
+            applyReceipts(trx, dialect, api.clock, {
+              receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }],
+            }),
+          );
 
       await dies();
       const delivered = await emit();
       const replayed = await emit();
       assert.deepEqual([delivered.status, replayed.status], ['delivered', 'delivered']);
       await receipt('never-submitted-old');
-      const reply = (text: string) => db().insertInto('sms_inbound').values({ account_id: accountId, sender: '919800000001', destination: '447700900123', text, contact_id: null, received_at: api.clock.now() }).execute();
+      const reply = (text: string) =>
+        db()
+          .insertInto('sms_inbound')
+          .values({
+            account_id: accountId,
+            sender: '919800000001',
+            destination: '447700900123',
+            text,
+            contact_id: null,
+            received_at: api.clock.now(),
+          })
+          .execute();
       await reply('old reply');
       await idempotentList('old-key', 'Old');
       const now = api.clock.now();
@@ -263,20 +314,48 @@ forEachDatabase((dialect) => {
       const replay = await alice.post(`/webhooks/deliveries/${replayed.id}/retry`);
       assert.equal(replay.statusCode, 202, replay.body);
 
-      const report = await sweep(ctx.database, api.clock.now(), 30, { channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES } });
-      assert.deepEqual([report.deadJobs, report.deliveries, report.channels.unmatchedReceipts, report.channels.inboundSms, report.idempotencyKeys], [1, 1, 1, 1, 1]);
-      assert.deepEqual((await db().selectFrom('sms_inbound').select('text').execute()).map((r) => r.text), ['recent reply']);
+      const report = await sweep(ctx.database, api.clock.now(), 30, {
+        channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES },
+      });
+      assert.deepEqual(
+        [
+          report.deadJobs,
+          report.deliveries,
+          report.channels.unmatchedReceipts,
+          report.channels.inboundSms,
+          report.idempotencyKeys,
+        ],
+        [1, 1, 1, 1, 1],
+      );
+      assert.deepEqual(
+        (await db().selectFrom('sms_inbound').select('text').execute()).map((r) => r.text),
+        ['recent reply'],
+      );
 
       const jobs = await db().selectFrom('jobs').select(['kind', 'state', 'finished_at']).orderBy('id').execute();
-      assert.deepEqual(jobs.map((j) => [j.kind, j.state, j.finished_at === null ? null : Number(j.finished_at)]), [
-        ['test.later', 'ready', null],
-        ['test.failing', 'dead', START + 30 * DAY],
-        [DELIVER_KIND, 'ready', null],
-      ]);
+      assert.deepEqual(
+        jobs.map((j) => [j.kind, j.state, j.finished_at === null ? null : Number(j.finished_at)]),
+        [
+          ['test.later', 'ready', null],
+          ['test.failing', 'dead', START + 30 * DAY],
+          [DELIVER_KIND, 'ready', null],
+        ],
+      );
       const deliveries = await db().selectFrom('webhook_deliveries').select('id').orderBy('created_at').execute();
-      assert.deepEqual(deliveries.map((d) => d.id), [replayed.id, recentDelivered.id]);
-      assert.deepEqual((await db().selectFrom('sms_receipts').select('operator_message_id').execute()).map((r) => r.operator_message_id), ['never-submitted-recent']);
-      assert.deepEqual((await db().selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key), ['recent-key']);
+      assert.deepEqual(
+        deliveries.map((d) => d.id),
+        [replayed.id, recentDelivered.id],
+      );
+      assert.deepEqual(
+        (await db().selectFrom('sms_receipts').select('operator_message_id').execute()).map(
+          (r) => r.operator_message_id,
+        ),
+        ['never-submitted-recent'],
+      );
+      assert.deepEqual(
+        (await db().selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key),
+        ['recent-key'],
+      );
     } finally {
       await receiver.close();
     }

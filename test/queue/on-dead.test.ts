@@ -23,21 +23,39 @@ forEachDatabase((dialect) => {
   afterEach(() => api.close());
 
   const db = () => api.t.ctx.db;
-  const claimLapsed = (kind: string) => claimJobs(db(), dialect, { kind, limit: 1, workerId: 'crashing-worker', now: api.clock.now(), leaseMs: 0 });
+  const claimLapsed = (kind: string) =>
+    claimJobs(db(), dialect, { kind, limit: 1, workerId: 'crashing-worker', now: api.clock.now(), leaseMs: 0 });
 
   it('retries a webhook post on the delivery’s own schedule without spending the job’s attempts', async () => {
-    const deliveryId = await emitWebhook(db(), api.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
+    const deliveryId = await emitWebhook(db(), api.clock, {
+      accountId: alice.account.row.id,
+      url: 'http://127.0.0.1:9/hooks',
+      type: 'test.event',
+      data: {},
+    });
     for (let post = 1; post <= 3; post++) {
       await api.drain();
-      const delivery = await db().selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirstOrThrow();
+      const delivery = await db()
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where('id', '=', deliveryId)
+        .executeTakeFirstOrThrow();
       const job = await db().selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
-      assert.deepEqual([delivery.status, delivery.attempts, job.state, job.attempts, job.run_at], ['pending', post, 'ready', 0, delivery.next_attempt_at]);
+      assert.deepEqual(
+        [delivery.status, delivery.attempts, job.state, job.attempts, job.run_at],
+        ['pending', post, 'ready', 0, delivery.next_attempt_at],
+      );
       api.clock.set(job.run_at);
     }
   });
 
   it('fails the webhook delivery of a job whose lease lapsed five times', async () => {
-    const deliveryId = await emitWebhook(db(), api.clock, { accountId: alice.account.row.id, url: 'http://127.0.0.1:9/hooks', type: 'test.event', data: {} });
+    const deliveryId = await emitWebhook(db(), api.clock, {
+      accountId: alice.account.row.id,
+      url: 'http://127.0.0.1:9/hooks',
+      type: 'test.event',
+      data: {},
+    });
     for (let lapse = 1; lapse <= MAX_LAPSES; lapse++) {
       assert.equal((await claimLapsed(DELIVER_KIND)).length, 1, `claim ${lapse}`);
       assert.equal(await api.drain(), 0, 'rescued, and not rerun before its backoff');
@@ -45,7 +63,11 @@ forEachDatabase((dialect) => {
       if (lapse < MAX_LAPSES) api.clock.set(job.run_at);
       else assert.equal(job.state, 'dead');
     }
-    const delivery = await db().selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirstOrThrow();
+    const delivery = await db()
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', deliveryId)
+      .executeTakeFirstOrThrow();
     assert.equal(delivery.status, 'failed');
     assert.match(delivery.last_error!, /its job died: the lease lapsed/);
     assert.equal(delivery.next_attempt_at, null);
@@ -58,7 +80,9 @@ forEachDatabase((dialect) => {
   });
 
   it('marks Failed, and posts that, a contact batch whose job fails its last attempt', async () => {
-    const batchId = (await alice.postBatch({ createUpdateContacts: [buildContact()], webhookUrl: 'http://127.0.0.1:9/hooks' })).json().data.BatchId;
+    const batchId = (
+      await alice.postBatch({ createUpdateContacts: [buildContact()], webhookUrl: 'http://127.0.0.1:9/hooks' })
+    ).json().data.BatchId;
     // A payload the handler cannot apply (entries that are not a list) fails the run with an error.
     await db()
       .updateTable('jobs')
@@ -78,6 +102,9 @@ forEachDatabase((dialect) => {
     assert.equal(status.status, 'Failed');
     assert.match(status.error, /^not applied after 1 attempts: /);
     const deliveries = await db().selectFrom('webhook_deliveries').selectAll().execute();
-    assert.deepEqual(deliveries.map((row) => [row.type, row.status, JSON.parse(row.payload).data.status]), [['contacts.batch', 'pending', 'Failed']]);
+    assert.deepEqual(
+      deliveries.map((row) => [row.type, row.status, JSON.parse(row.payload).data.status]),
+      [['contacts.batch', 'pending', 'Failed']],
+    );
   });
 });

@@ -31,7 +31,11 @@ forEachDatabase((dialect) => {
     await enqueue(t.ctx.db, { kind: 'sms.send', payload: { to: '919900000001' }, now: t.clock.now(), maxAttempts: 1 });
     let failing = true;
     const worker = new Worker({ database: t.ctx.database, clock: t.clock });
-    worker.register('sms.send', { handle: async () => { if (failing) throw new Error('the SMSC refused the bind'); } });
+    worker.register('sms.send', {
+      handle: async () => {
+        if (failing) throw new Error('the SMSC refused the bind');
+      },
+    });
     await worker.drain();
 
     const admin = (method: 'GET' | 'POST', url: string) => t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN) });
@@ -39,8 +43,22 @@ forEachDatabase((dialect) => {
     assert.equal(dead.statusCode, 200);
     const [job] = dead.json().jobs;
     assert.deepEqual(
-      { kind: job.kind, state: job.state, attempts: job.attempts, lapses: job.lapses, priority: job.priority, lastError: job.lastError },
-      { kind: 'sms.send', state: 'dead', attempts: 1, lapses: 0, priority: PRIORITY.fanout, lastError: 'the SMSC refused the bind' },
+      {
+        kind: job.kind,
+        state: job.state,
+        attempts: job.attempts,
+        lapses: job.lapses,
+        priority: job.priority,
+        lastError: job.lastError,
+      },
+      {
+        kind: 'sms.send',
+        state: 'dead',
+        attempts: 1,
+        lapses: 0,
+        priority: PRIORITY.fanout,
+        lastError: 'the SMSC refused the bind',
+      },
     );
     await t.ctx.db.updateTable('jobs').set({ lapses: 3 }).where('id', '=', job.id).execute();
     assert.deepEqual((await admin('GET', '/admin/jobs?state=ready')).json().jobs, []);
@@ -49,7 +67,11 @@ forEachDatabase((dialect) => {
     const revived = await admin('POST', `/admin/jobs/${job.id}/retry`);
     assert.equal(revived.statusCode, 200);
     assert.deepEqual([revived.json().state, revived.json().attempts, revived.json().lapses], ['ready', 0, 0]);
-    assert.equal((await admin('POST', `/admin/jobs/${job.id}/retry`)).statusCode, 404, 'only a dead job can be revived');
+    assert.equal(
+      (await admin('POST', `/admin/jobs/${job.id}/retry`)).statusCode,
+      404,
+      'only a dead job can be revived',
+    );
     failing = false;
     assert.equal(await worker.drain(), 1);
     assert.deepEqual((await admin('GET', '/admin/jobs')).json().jobs, []);
@@ -86,7 +108,10 @@ forEachDatabase((dialect) => {
     assert.ok(second.jobs[0].id < first.jobs[1].id);
     const refused = await admin('/admin/jobs?cursor=bm90LWFuLWlk');
     assert.equal(refused.statusCode, 400);
-    assert.deepEqual(refused.json().errors.map((e: { field: string }) => e.field), ['cursor']);
+    assert.deepEqual(
+      refused.json().errors.map((e: { field: string }) => e.field),
+      ['cursor'],
+    );
   });
 
   it('shows when a scheduled job was queued (createdAt) apart from when it is due (runAt)', async () => {

@@ -63,7 +63,10 @@ forEachDatabase((dialect) => {
     await database.db.transaction().execute((trx) => enqueue(trx, job));
     const { seen, handler } = recorder();
     assert.equal(await workerWith({ test: handler }).drain(), 1);
-    assert.deepEqual(seen.map((job) => job.payload), [{ n: 2 }]);
+    assert.deepEqual(
+      seen.map((job) => job.payload),
+      [{ n: 2 }],
+    );
     assert.deepEqual(await jobs(), [], 'a completed job is removed');
   });
 
@@ -76,13 +79,23 @@ forEachDatabase((dialect) => {
     assert.equal(await worker.drain(), 0);
     clock.advance(1);
     assert.equal(await worker.drain(), 1);
-    assert.deepEqual(seen.map((job) => job.payload), ['later']);
+    assert.deepEqual(
+      seen.map((job) => job.payload),
+      ['later'],
+    );
   });
 
   it('retries a failing job with exponential backoff, then keeps it as dead', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 3 });
     const attempts: number[] = [];
-    const worker = workerWith({ test: { handle: async (job) => { attempts.push(job.attempt); throw new Error(`boom ${job.attempt}`); } } });
+    const worker = workerWith({
+      test: {
+        handle: async (job) => {
+          attempts.push(job.attempt);
+          throw new Error(`boom ${job.attempt}`);
+        },
+      },
+    });
 
     const start = clock.now();
     await worker.drain();
@@ -112,7 +125,14 @@ forEachDatabase((dialect) => {
   it('snoozes a job to the handler’s own time without spending an attempt, however often', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 2 });
     const attempts: number[] = [];
-    const worker = workerWith({ test: { handle: async (job) => { attempts.push(job.attempt); throw new SnoozeJob(clock.now() + 5000, 'receiver busy'); } } });
+    const worker = workerWith({
+      test: {
+        handle: async (job) => {
+          attempts.push(job.attempt);
+          throw new SnoozeJob(clock.now() + 5000, 'receiver busy');
+        },
+      },
+    });
     for (let n = 0; n < 25; n++) {
       assert.equal(await worker.drain(), 1);
       assert.equal(await worker.drain(), 0, 'not before its time');
@@ -128,7 +148,14 @@ forEachDatabase((dialect) => {
     await enqueue(database.db, { kind: 'test', payload: 2, now: clock.now(), idempotencyKey: 'sms:42' });
     assert.equal((await jobs()).length, 1);
     const keys: string[] = [];
-    const worker = workerWith({ test: { handle: async (job) => { keys.push(job.idempotencyKey); if (job.attempt === 1) throw new Error('lost'); } } });
+    const worker = workerWith({
+      test: {
+        handle: async (job) => {
+          keys.push(job.idempotencyKey);
+          if (job.attempt === 1) throw new Error('lost');
+        },
+      },
+    });
     await worker.drain();
     clock.advance(60_000);
     await worker.drain();
@@ -137,13 +164,22 @@ forEachDatabase((dialect) => {
 
   it('gives a job whose worker died to another worker once the lease lapses, after a backoff, without spending an attempt', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
-    const [claimed] = await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'dead-worker', now: clock.now(), leaseMs: 0 });
+    const [claimed] = await claimJobs(database.db, database.dialect, {
+      kind: 'test',
+      limit: 1,
+      workerId: 'dead-worker',
+      now: clock.now(),
+      leaseMs: 0,
+    });
     assert.equal(claimed.state, 'running');
     const { seen, handler } = recorder();
     const worker = workerWith({ test: handler });
     assert.equal(await worker.drain(), 0, 'rescued, but not rerun at once');
     const [rescued] = await jobs();
-    assert.deepEqual([rescued.state, rescued.attempts, rescued.lapses, rescued.run_at], ['ready', 0, 1, clock.now() + 2000]);
+    assert.deepEqual(
+      [rescued.state, rescued.attempts, rescued.lapses, rescued.run_at],
+      ['ready', 0, 1, clock.now() + 2000],
+    );
     clock.advance(1999);
     assert.equal(await worker.drain(), 0, 'not before its backoff');
     clock.advance(1);
@@ -154,7 +190,13 @@ forEachDatabase((dialect) => {
 
   it('keeps a lease its worker holds by the database’s clock, whatever the host’s clock says', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
-    await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'live-worker', now: clock.now(), leaseMs: 60_000 });
+    await claimJobs(database.db, database.dialect, {
+      kind: 'test',
+      limit: 1,
+      workerId: 'live-worker',
+      now: clock.now(),
+      leaseMs: 60_000,
+    });
     clock.advance(24 * 60 * 60_000); // a host whose clock runs a day ahead
     const { seen, handler } = recorder();
     assert.equal(await workerWith({ test: handler }).drain(), 0);
@@ -176,7 +218,18 @@ forEachDatabase((dialect) => {
     });
     const delays: number[] = [];
     for (let lapse = 1; lapse <= MAX_LAPSES; lapse++) {
-      assert.equal((await claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'crashing', now: clock.now(), leaseMs: 0 })).length, 1);
+      assert.equal(
+        (
+          await claimJobs(database.db, database.dialect, {
+            kind: 'test',
+            limit: 1,
+            workerId: 'crashing',
+            now: clock.now(),
+            leaseMs: 0,
+          })
+        ).length,
+        1,
+      );
       assert.equal(await worker.drain(), 0);
       const [job] = await jobs();
       if (lapse < MAX_LAPSES) {
@@ -188,7 +241,9 @@ forEachDatabase((dialect) => {
       }
     }
     assert.deepEqual(delays, [2000, 4000, 8000, 16_000]);
-    assert.deepEqual(buried, [['poison', `the lease lapsed: the worker stopped or took too long, ${MAX_LAPSES} times`, 1]]);
+    assert.deepEqual(buried, [
+      ['poison', `the lease lapsed: the worker stopped or took too long, ${MAX_LAPSES} times`, 1],
+    ]);
   });
 
   it('runs onDead with the job marked dead when its last attempt fails, and keeps neither if onDead throws', async () => {
@@ -197,7 +252,9 @@ forEachDatabase((dialect) => {
     const errors: string[] = [];
     const worker = workerWith({
       test: {
-        handle: async () => { throw new Error('broken'); },
+        handle: async () => {
+          throw new Error('broken');
+        },
         onDead: async (_trx, _job, error) => {
           errors.push(error);
           if (refuse) throw new Error('domain row unavailable');
@@ -217,13 +274,25 @@ forEachDatabase((dialect) => {
     assert.deepEqual(errors, ['broken', 'broken']);
   });
 
-  it('runs the high-priority job first with 50,000 low-priority jobs of its kind ready', { timeout: 120_000 }, async () => {
-    const low = Array.from({ length: 50_000 }, (_, n) => (
-      { kind: 'send', payload: n, now: clock.now() - 1000, priority: PRIORITY.fanout }
-    ));
-    for (let start = 0; start < low.length; start += 10_000) await enqueueMany(database.db, low.slice(start, start + 10_000));
+  it('runs the high-priority job first with 50,000 low-priority jobs of its kind ready', {
+    timeout: 120_000,
+  }, async () => {
+    const low = Array.from({ length: 50_000 }, (_, n) => ({
+      kind: 'send',
+      payload: n,
+      now: clock.now() - 1000,
+      priority: PRIORITY.fanout,
+    }));
+    for (let start = 0; start < low.length; start += 10_000)
+      await enqueueMany(database.db, low.slice(start, start + 10_000));
     await enqueue(database.db, { kind: 'send', payload: 'otp', now: clock.now(), priority: PRIORITY.otp });
-    const [first] = await claimJobs(database.db, database.dialect, { kind: 'send', limit: 1, workerId: 'w', now: clock.now(), leaseMs: 30_000 });
+    const [first] = await claimJobs(database.db, database.dialect, {
+      kind: 'send',
+      limit: 1,
+      workerId: 'w',
+      now: clock.now(),
+      leaseMs: 30_000,
+    });
     assert.equal(JSON.parse(first.payload), 'otp');
   });
 
@@ -231,7 +300,13 @@ forEachDatabase((dialect) => {
     // The planner settings under which `update … where id in (select … for update skip locked
     // limit n)` took every ready job, 200 with n = 10: a nested-loop semi-join re-ran the
     // subquery per row, and each run skipped the rows the update had changed and took more.
-    const NESTED_LOOPS_ONLY = ['enable_hashjoin', 'enable_mergejoin', 'enable_material', 'enable_hashagg', 'enable_sort'];
+    const NESTED_LOOPS_ONLY = [
+      'enable_hashjoin',
+      'enable_mergejoin',
+      'enable_material',
+      'enable_hashagg',
+      'enable_sort',
+    ];
     const forceNestedLoops = async (trx: Kysely<Schema>) => {
       for (const setting of NESTED_LOOPS_ONLY) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
     };
@@ -246,7 +321,9 @@ forEachDatabase((dialect) => {
 
       const plan = await database.db.transaction().execute(async (trx) => {
         await forceNestedLoops(trx);
-        const { rows } = await sql<{ 'QUERY PLAN': string }>`explain ${claimStatement('postgres', claim('w'))}`.execute(trx);
+        const { rows } = await sql<{ 'QUERY PLAN': string }>`explain ${claimStatement('postgres', claim('w'))}`.execute(
+          trx,
+        );
         return rows.map((row) => row['QUERY PLAN']).join('\n');
       });
       assert.match(plan, /Nested Loop/);
@@ -271,7 +348,10 @@ forEachDatabase((dialect) => {
           ),
         );
         for (const ids of rounds) assert.ok(ids.length <= LIMIT, `a claim of ${LIMIT} took ${ids.length}`);
-        assert.ok(rounds.some((ids) => ids.length > 0), 'the claimers took nothing with jobs left');
+        assert.ok(
+          rounds.some((ids) => ids.length > 0),
+          'the claimers took nothing with jobs left',
+        );
         claimed.push(...rounds.flat());
       }
       assert.equal(new Set(claimed).size, claimed.length, 'a job was claimed twice');
@@ -281,7 +361,11 @@ forEachDatabase((dialect) => {
 
   it('completes a job in its handler’s transaction: gone only if that transaction commits', async () => {
     await sql`create table work_done (n integer not null)`.execute(database.db);
-    const done = () => database.db.selectFrom('work_done' as never).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow();
+    const done = () =>
+      database.db
+        .selectFrom('work_done' as never)
+        .select(sql<number>`count(*)`.as('n'))
+        .executeTakeFirstOrThrow();
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 2 });
     let failCommit = true;
     const worker = workerWith({
@@ -316,7 +400,11 @@ forEachDatabase((dialect) => {
       test: {
         handle: async (job, run) => {
           // The lease lapsed mid-run and another worker claimed the job.
-          await database.db.updateTable('jobs').set({ leased_by: 'another-worker', lease_token: 'another-claim' }).where('id', '=', job.id).execute();
+          await database.db
+            .updateTable('jobs')
+            .set({ leased_by: 'another-worker', lease_token: 'another-claim' })
+            .where('id', '=', job.id)
+            .execute();
           await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
             await completeJob(trx, run.lease);
@@ -326,20 +414,40 @@ forEachDatabase((dialect) => {
       },
     });
     await worker.drain();
-    assert.equal(Number((await database.db.selectFrom('work_done' as never).select(sql<number>`count(*)`.as('n')).executeTakeFirstOrThrow()).n), 0);
+    assert.equal(
+      Number(
+        (
+          await database.db
+            .selectFrom('work_done' as never)
+            .select(sql<number>`count(*)`.as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      0,
+    );
     const [job] = await jobs();
     assert.deepEqual([job.state, job.leased_by], ['running', 'another-worker']);
   });
 
   it('refuses a stale claim’s completion after the same worker claimed the job again', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
-    const claim = () => claimJobs(database.db, database.dialect, { kind: 'test', limit: 1, workerId: 'same-worker', now: clock.now(), leaseMs: 0 });
+    const claim = () =>
+      claimJobs(database.db, database.dialect, {
+        kind: 'test',
+        limit: 1,
+        workerId: 'same-worker',
+        now: clock.now(),
+        leaseMs: 0,
+      });
     const [stale] = await claim();
     await workerWith({}).drain(); // the rescuer returns the lapsed job
     clock.advance(60_000);
     const [fresh] = await claim();
     assert.equal(fresh.id, stale.id);
-    await assert.rejects(database.db.transaction().execute((trx) => completeJob(trx, leaseOf(stale))), /no longer held/);
+    await assert.rejects(
+      database.db.transaction().execute((trx) => completeJob(trx, leaseOf(stale))),
+      /no longer held/,
+    );
     assert.equal((await jobs()).length, 1);
     await database.db.transaction().execute((trx) => completeJob(trx, leaseOf(fresh)));
     assert.deepEqual(await jobs(), []);
@@ -413,7 +521,9 @@ forEachDatabase((dialect) => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
     const jobs = Array.from({ length: 10_000 }, (_, n) => ({ kind: 'test.record', payload: n, now: Date.now() }));
     await enqueueMany(database.db, jobs);
-    const workers = await Promise.all(['a', 'b'].map((label) => startWorkerProcess(database.url, { WORKER_LABEL: label })));
+    const workers = await Promise.all(
+      ['a', 'b'].map((label) => startWorkerProcess(database.url, { WORKER_LABEL: label })),
+    );
     try {
       const drained = async () => ((await rowsIn('jobs')) === 0 ? true : undefined);
       await waitFor('every job run', drained, { timeoutMs: 110_000 });
@@ -421,11 +531,18 @@ forEachDatabase((dialect) => {
       await Promise.all(workers.map(stopWorkerProcess));
     }
     const { rows } = await sql<{ runs: number; distinct_jobs: number; workers: number }>`
-      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers from test_runs`.execute(database.db);
-    assert.deepEqual(rows.map((r) => ({ runs: Number(r.runs), distinct: Number(r.distinct_jobs), workers: Number(r.workers) })), [{ runs: 10_000, distinct: 10_000, workers: 2 }]);
+      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers from test_runs`.execute(
+      database.db,
+    );
+    assert.deepEqual(
+      rows.map((r) => ({ runs: Number(r.runs), distinct: Number(r.distinct_jobs), workers: Number(r.workers) })),
+      [{ runs: 10_000, distinct: 10_000, workers: 2 }],
+    );
   });
 
-  it('completes, in another worker, the job of a worker process killed with SIGKILL mid-item', { timeout: 60_000 }, async () => {
+  it('completes, in another worker, the job of a worker process killed with SIGKILL mid-item', {
+    timeout: 60_000,
+  }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
     await enqueue(database.db, { kind: 'test.hang', payload: null, now: Date.now() });
     // A lease of a few seconds: at one second a loaded machine can delay the heartbeat past it.
@@ -444,10 +561,14 @@ forEachDatabase((dialect) => {
     const survivor = new Worker({ database, clock: realClock, leaseMs: 1000 });
     survivor.register('test.hang', { handle: async (job) => void completed.push(job) });
     // The dead worker's lease lapses by the database's clock, then the job waits out its backoff.
-    await waitFor('the job run by the survivor', async () => {
-      await survivor.drain();
-      return completed.length > 0 ? true : undefined;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      'the job run by the survivor',
+      async () => {
+        await survivor.drain();
+        return completed.length > 0 ? true : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     assert.equal(completed.length, 1);
     assert.equal(completed[0].id, leased.id);
     assert.equal(completed[0].attempt, 1, 'its worker’s death spent no attempt');
@@ -464,13 +585,18 @@ forEachDatabase((dialect) => {
         seen.length >= n
           ? Promise.resolve(seen[n - 1])
           : new Promise<Job>((resolve, reject) => {
-              const timer = setTimeout(() => reject(new Error(`run ${n} did not come within ${withinMs} ms`)), withinMs);
+              const timer = setTimeout(
+                () => reject(new Error(`run ${n} did not come within ${withinMs} ms`)),
+                withinMs,
+              );
               waiting.set(n, (job) => (clearTimeout(timer), resolve(job)));
             }),
     };
   };
 
-  it('wakes its running worker when a job is queued, in a transaction or not, without waiting the poll', { timeout: 10_000 }, async () => {
+  it('wakes its running worker when a job is queued, in a transaction or not, without waiting the poll', {
+    timeout: 10_000,
+  }, async () => {
     const runs = awaitedRuns();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
     worker.register('test', runs.handler);
@@ -502,7 +628,9 @@ forEachDatabase((dialect) => {
     };
   };
 
-  it('wakes its running worker when a procedure queues a job, on SQLite from the database’s own thread', { timeout: 10_000 }, async () => {
+  it('wakes its running worker when a procedure queues a job, on SQLite from the database’s own thread', {
+    timeout: 10_000,
+  }, async () => {
     const runs = awaitedRuns();
     const idle = idleWaits();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000, onIdle: idle.onIdle });
@@ -585,7 +713,9 @@ forEachDatabase((dialect) => {
       }
     });
 
-    it('wakes a worker in another process when a procedure queues a job: the NOTIFY follows its commit', { timeout: 30_000 }, async () => {
+    it('wakes a worker in another process when a procedure queues a job: the NOTIFY follows its commit', {
+      timeout: 30_000,
+    }, async () => {
       await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
       const runs = () => rowsIn('test_runs');
       const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
@@ -608,7 +738,9 @@ forEachDatabase((dialect) => {
     });
   }
 
-  it('exits within its grace period despite a handler that ignores its signal; the next worker completes the job', { timeout: 60_000 }, async () => {
+  it('exits within its grace period despite a handler that ignores its signal; the next worker completes the job', {
+    timeout: 60_000,
+  }, async () => {
     await sql`create table test_runs (job_id bigint not null, worker text not null)`.execute(database.db);
     await enqueue(database.db, { kind: 'test.stuck', payload: null, now: Date.now() });
     const stuck = await startWorkerProcess(database.url, { STUCK: '1', LEASE_MS: '1000', SHUTDOWN_GRACE_MS: '1000' });
@@ -634,7 +766,10 @@ forEachDatabase((dialect) => {
 });
 
 async function startWorkerProcess(url: string, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(NODE, [WORKER_PROCESS], { env: { ...process.env, DATABASE_URL: url, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(NODE, [WORKER_PROCESS], {
+    env: { ...process.env, DATABASE_URL: url, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   while (!output.includes('started')) await once(child.stdout!, 'data');

@@ -32,15 +32,18 @@ forEachDatabase((dialect) => {
 
   const startWorker = async () => {
     const worker = new Worker({ database, clock, pollMs: 20, random: () => 0.5 });
-    worker.register(KIND, recurringHandler(clock, {
-      kind: KIND,
-      everyMs: EVERY_MS,
-      run: async (signal) => {
-        runs += 1;
-        if (behaviour === 'fail') throw new Error('the task failed');
-        if (behaviour === 'hold') await new Promise((resolve) => signal.addEventListener('abort', resolve));
-      },
-    }));
+    worker.register(
+      KIND,
+      recurringHandler(clock, {
+        kind: KIND,
+        everyMs: EVERY_MS,
+        run: async (signal) => {
+          runs += 1;
+          if (behaviour === 'fail') throw new Error('the task failed');
+          if (behaviour === 'hold') await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        },
+      }),
+    );
     started.push(worker);
     await worker.start();
     return worker;
@@ -75,7 +78,10 @@ forEachDatabase((dialect) => {
     const runsBefore = runs;
     clock.advance(EVERY_MS);
     await startWorker();
-    const revived = await waitForJob('the revived run', (row) => row.state === 'ready' && row.run_at === clock.now() + EVERY_MS);
+    const revived = await waitForJob(
+      'the revived run',
+      (row) => row.state === 'ready' && row.run_at === clock.now() + EVERY_MS,
+    );
     assert.equal(runs, runsBefore + 1);
     assert.deepEqual([revived.id, revived.attempts, revived.finished_at], [failed.id, 0, null]);
   });

@@ -13,7 +13,8 @@ import { Worker } from '../../src/queue/worker.ts';
 
 const database = openDatabase(process.env.DATABASE_URL!, { poolSize: 4 });
 const label = process.env.WORKER_LABEL ?? String(process.pid);
-const record = (jobId: number) => sql`insert into test_runs (job_id, worker) values (${jobId}, ${label})`.execute(database.db);
+const record = (jobId: number) =>
+  sql`insert into test_runs (job_id, worker) values (${jobId}, ${label})`.execute(database.db);
 
 const worker = new Worker({
   database,
@@ -23,7 +24,16 @@ const worker = new Worker({
   shutdownGraceMs: Number(process.env.SHUTDOWN_GRACE_MS ?? 30_000),
 });
 worker.register('test.record', { handle: async (job) => void (await record(job.id)) }, { concurrency: 50 });
-worker.register('test.hang', { handle: async (job) => { await record(job.id); await new Promise(() => {}); } }, { concurrency: 1 });
+worker.register(
+  'test.hang',
+  {
+    handle: async (job) => {
+      await record(job.id);
+      await new Promise(() => {});
+    },
+  },
+  { concurrency: 1 },
+);
 worker.register('test.stuck', {
   handle: async (job) => {
     if (process.env.STUCK === '1') await new Promise(() => {});

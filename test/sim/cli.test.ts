@@ -8,7 +8,22 @@ import { TestEsme } from './client.ts';
 const HERALD = new URL('../../bin/herald', import.meta.url).pathname;
 
 it('herald sim smsc serves SMPP and its control port until SIGTERM', async () => {
-  const child = spawn(HERALD, ['sim', 'smsc', '--port', '0', '--http-port', '0', '--system-id', 'herald', '--password', 'secret', '--id-format', 'hex', '--first-id', '255']);
+  const child = spawn(HERALD, [
+    'sim',
+    'smsc',
+    '--port',
+    '0',
+    '--http-port',
+    '0',
+    '--system-id',
+    'herald',
+    '--password',
+    'secret',
+    '--id-format',
+    'hex',
+    '--first-id',
+    '255',
+  ]);
   const exited = once(child, 'exit');
   try {
     const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];

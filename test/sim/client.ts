@@ -34,14 +34,21 @@ export class TestEsme {
     return new TestEsme(session, options);
   }
 
-  static async bound(port: number, kind: 'transceiver' | 'transmitter' | 'receiver' = 'transceiver', credentials = CREDENTIALS): Promise<TestEsme> {
+  static async bound(
+    port: number,
+    kind: 'transceiver' | 'transmitter' | 'receiver' = 'transceiver',
+    credentials = CREDENTIALS,
+  ): Promise<TestEsme> {
     const esme = await TestEsme.connect(port);
     const response = await esme.bind(kind, credentials);
     if (response.command_status !== 0) throw new Error(`bind refused with status ${response.command_status}`);
     return esme;
   }
 
-  bind(kind: 'transceiver' | 'transmitter' | 'receiver', credentials: { system_id: string; password: string }): Promise<Pdu> {
+  bind(
+    kind: 'transceiver' | 'transmitter' | 'receiver',
+    credentials: { system_id: string; password: string },
+  ): Promise<Pdu> {
     return new Promise((resolve) => this.session[`bind_${kind}`](credentials, resolve));
   }
 

@@ -21,7 +21,12 @@ let smsc: Smsc | undefined;
 const esmes: TestEsme[] = [];
 
 async function start(options: SmscOptions = {}): Promise<Smsc> {
-  smsc = await startSmsc({ systemId: CREDENTIALS.system_id, password: CREDENTIALS.password, receiptDelayMs: 0, ...options });
+  smsc = await startSmsc({
+    systemId: CREDENTIALS.system_id,
+    password: CREDENTIALS.password,
+    receiptDelayMs: 0,
+    ...options,
+  });
   return smsc;
 }
 
@@ -98,7 +103,10 @@ describe('submits and receipts', () => {
     assert.equal(receipt.source_addr, RECIPIENT, 'a receipt comes from the recipient');
     assert.equal(receipt.destination_addr, 'HERALD');
     const [, id, delivered, stat, error, text] = RECEIPT_TEXT.exec(textOf(receipt))!;
-    assert.deepEqual({ id, delivered, stat, error, text }, { id: '000041', delivered: '001', stat: 'DELIVRD', error: '000', text: 'Your code is 123456' });
+    assert.deepEqual(
+      { id, delivered, stat, error, text },
+      { id: '000041', delivered: '001', stat: 'DELIVRD', error: '000', text: 'Your code is 123456' },
+    );
     assert.equal((await esme.nextDelivery()).receipted_message_id, '000042');
   });
 
@@ -119,9 +127,15 @@ describe('submits and receipts', () => {
     await esme.submit({ ...SUBMIT, registered_delivery: 1 });
     await esme.submit({ ...SUBMIT, registered_delivery: 1 });
     await esme.submit({ ...SUBMIT, registered_delivery: 0 });
-    const states = [RECEIPT_TEXT.exec(textOf(await esme.nextDelivery()))![3], RECEIPT_TEXT.exec(textOf(await esme.nextDelivery()))![3]];
+    const states = [
+      RECEIPT_TEXT.exec(textOf(await esme.nextDelivery()))![3],
+      RECEIPT_TEXT.exec(textOf(await esme.nextDelivery()))![3],
+    ];
     assert.deepEqual(states, ['UNDELIV', 'EXPIRED']);
-    assert.deepEqual(smsc!.received().map((message) => message.parts[0].outcome), ['UNDELIV', 'EXPIRED', 'DELIVRD']);
+    assert.deepEqual(
+      smsc!.received().map((message) => message.parts[0].outcome),
+      ['UNDELIV', 'EXPIRED', 'DELIVRD'],
+    );
     assert.equal(smsc!.stats().deliverSm.receipts, 2);
   });
 
@@ -172,7 +186,9 @@ describe('refusals', () => {
     let now = 1_000_000;
     await start({ tps: 3, now: () => now });
     const esme = await bound();
-    const statuses = await Promise.all(Array.from({ length: 5 }, () => esme.submit(SUBMIT).then((pdu) => pdu.command_status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 5 }, () => esme.submit(SUBMIT).then((pdu) => pdu.command_status)),
+    );
     assert.deepEqual(statuses, [0, 0, 0, errors.ESME_RTHROTTLED, errors.ESME_RTHROTTLED]);
     now += 1000;
     assert.equal((await esme.submit(SUBMIT)).command_status, 0);
@@ -184,7 +200,12 @@ describe('refusals', () => {
   it('answers a share of submits ESME_RTHROTTLED or ESME_RMSGQFUL, and refuses numbers by pattern', async () => {
     // Each submit draws for the throttled share, then the full queue; an accepted one then draws its outcome.
     const draws = [0.05, 0.9, 0.9, 0.5, 0.9, 0.05, 0.9, 0.9];
-    await start({ throttledShare: 0.1, queueFullShare: 0.1, rejectDestinations: /^4479/, random: () => draws.shift()! });
+    await start({
+      throttledShare: 0.1,
+      queueFullShare: 0.1,
+      rejectDestinations: /^4479/,
+      random: () => draws.shift()!,
+    });
     const esme = await bound();
     const statuses = [];
     for (const destination_addr of [RECIPIENT, RECIPIENT, RECIPIENT, '447912345678']) {
@@ -200,7 +221,10 @@ describe('refusals', () => {
     let thirdAnswered = false;
     const answers = [esme.submit(SUBMIT), esme.submit(SUBMIT)];
     void esme.submit(SUBMIT).then(() => (thirdAnswered = true));
-    assert.deepEqual((await Promise.all(answers)).map((pdu) => pdu.command_status), [0, 0]);
+    assert.deepEqual(
+      (await Promise.all(answers)).map((pdu) => pdu.command_status),
+      [0, 0],
+    );
     await esme.closed;
     assert.equal(thirdAnswered, false);
     assert.equal(smsc!.stats().drops, 1);
@@ -227,19 +251,30 @@ describe('what it took', () => {
     const [message] = body.messages;
     assert.equal(message.text, text);
     assert.equal(message.complete, true);
-    assert.deepEqual(message.parts.map((part: { concatenation: unknown }) => part.concatenation), [
-      { reference: 42, total: 2, sequence: 1 },
-      { reference: 42, total: 2, sequence: 2 },
-    ]);
+    assert.deepEqual(
+      message.parts.map((part: { concatenation: unknown }) => part.concatenation),
+      [
+        { reference: 42, total: 2, sequence: 1 },
+        { reference: 42, total: 2, sequence: 2 },
+      ],
+    );
     assert.equal(message.parts[0].udh, '0500032a0201');
     assert.deepEqual(message.destination, { ton: 1, npi: 1, addr: RECIPIENT });
     assert.deepEqual(message.source, { ton: 5, npi: 0, addr: 'HERALD' });
     assert.equal((await control('GET', '/messages')).body.messages.length, 2);
 
     const { body: timed } = await control('GET', '/arrivals');
-    assert.deepEqual(timed.arrivals.map(([recipient]: [string, number]) => recipient), [RECIPIENT, '447700900999'], 'each recipient once, by the first of its parts to arrive');
+    assert.deepEqual(
+      timed.arrivals.map(([recipient]: [string, number]) => recipient),
+      [RECIPIENT, '447700900999'],
+      'each recipient once, by the first of its parts to arrive',
+    );
     const [[, first], [, second]] = timed.arrivals as Array<[string, number]>;
-    assert.equal(first, Math.min(...message.parts.map((part: { receivedAt: string }) => Date.parse(part.receivedAt))), 'the earliest of its parts (sent last to first here)');
+    assert.equal(
+      first,
+      Math.min(...message.parts.map((part: { receivedAt: string }) => Date.parse(part.receivedAt))),
+      'the earliest of its parts (sent last to first here)',
+    );
     assert.ok(second >= first);
   });
 
@@ -247,9 +282,17 @@ describe('what it took', () => {
     await start({ gsm7Packed: true });
     const esme = await bound();
     const packed = segment(`${'abcdefg'.repeat(30)}@`, { reference: 7, packed: true });
-    for (const part of packed.parts) await esme.submit({ ...SUBMIT, esm_class: 0x40, short_message: Buffer.from(part.shortMessage) });
-    const ucs2 = segment('Привет, это длинное сообщение, которое займёт больше одной части SMS, честно 😀', { reference: 8 });
-    await esme.submit({ ...SUBMIT, esm_class: 0x40, data_coding: 8, short_message: Buffer.from(ucs2.parts[1].shortMessage) });
+    for (const part of packed.parts)
+      await esme.submit({ ...SUBMIT, esm_class: 0x40, short_message: Buffer.from(part.shortMessage) });
+    const ucs2 = segment('Привет, это длинное сообщение, которое займёт больше одной части SMS, честно 😀', {
+      reference: 8,
+    });
+    await esme.submit({
+      ...SUBMIT,
+      esm_class: 0x40,
+      data_coding: 8,
+      short_message: Buffer.from(ucs2.parts[1].shortMessage),
+    });
 
     const [gsm, russian] = smsc!.received(RECIPIENT);
     assert.equal(gsm.text, `${'abcdefg'.repeat(30)}@`);
@@ -261,8 +304,22 @@ describe('what it took', () => {
   it('reads a message_payload TLV and SAR concatenation', async () => {
     await start();
     const esme = await bound();
-    await esme.submit({ ...SUBMIT, short_message: Buffer.alloc(0), message_payload: Buffer.from('first half, '), sar_msg_ref_num: 300, sar_total_segments: 2, sar_segment_seqnum: 1 });
-    await esme.submit({ ...SUBMIT, short_message: Buffer.alloc(0), message_payload: Buffer.from('second half'), sar_msg_ref_num: 300, sar_total_segments: 2, sar_segment_seqnum: 2 });
+    await esme.submit({
+      ...SUBMIT,
+      short_message: Buffer.alloc(0),
+      message_payload: Buffer.from('first half, '),
+      sar_msg_ref_num: 300,
+      sar_total_segments: 2,
+      sar_segment_seqnum: 1,
+    });
+    await esme.submit({
+      ...SUBMIT,
+      short_message: Buffer.alloc(0),
+      message_payload: Buffer.from('second half'),
+      sar_msg_ref_num: 300,
+      sar_total_segments: 2,
+      sar_segment_seqnum: 2,
+    });
     const [message] = smsc!.received();
     assert.equal(message.text, 'first half, second half');
     assert.equal(message.complete, true);
@@ -283,7 +340,11 @@ describe('what it took', () => {
 describe('MO messages', () => {
   it('delivers a POST /mo to a bound receiver as a deliver_sm that is not a receipt', async () => {
     await start();
-    assert.equal((await control('POST', '/mo', { from: RECIPIENT, to: '12345', text: 'STOP' })).status, 409, 'no receiver yet');
+    assert.equal(
+      (await control('POST', '/mo', { from: RECIPIENT, to: '12345', text: 'STOP' })).status,
+      409,
+      'no receiver yet',
+    );
     const receiver = await bound('receiver');
     const { status } = await control('POST', '/mo', { from: RECIPIENT, to: '12345', text: 'STOP' });
     assert.equal(status, 202);
@@ -303,7 +364,13 @@ describe('MO messages', () => {
     const text = 'Ответ '.repeat(20);
     assert.equal((await control('POST', '/mo', { from: RECIPIENT, to: '12345', text })).status, 202);
     const parts = [await receiver.nextDelivery(), await receiver.nextDelivery()];
-    assert.deepEqual(parts.map((part) => [part.esm_class, part.data_coding]), [[0x40, 8], [0x40, 8]]);
+    assert.deepEqual(
+      parts.map((part) => [part.esm_class, part.data_coding]),
+      [
+        [0x40, 8],
+        [0x40, 8],
+      ],
+    );
     assert.equal(parts.map(textOf).join(''), text);
     assert.equal((await control('POST', '/mo', { from: RECIPIENT, to: '12345' })).status, 400);
   });

@@ -60,7 +60,10 @@ async function control(method: string, path: string, body?: unknown) {
 describe('accepting', () => {
   it('keeps an accepted message with its envelope and data, readable in process and over HTTP', async () => {
     await start({ now: () => Date.parse('2026-03-01T10:00:00Z') });
-    const info = await send({ to: 'ada@example.com', envelope: { from: 'bounces+ab12@mail.example', to: ['ada@example.com'] } });
+    const info = await send({
+      to: 'ada@example.com',
+      envelope: { from: 'bounces+ab12@mail.example', to: ['ada@example.com'] },
+    });
     assert.equal(info.response, '250 OK: queued as 1');
 
     const [mail] = sink!.received();
@@ -79,7 +82,10 @@ describe('accepting', () => {
     assert.equal(listed.status, 200);
     assert.equal(listed.body.messages.length, 1);
     const view = listed.body.messages[0];
-    assert.deepEqual([view.id, view.from, view.to, view.tls, view.receivedAt], [1, 'bounces+ab12@mail.example', ['ada@example.com'], false, '2026-03-01T10:00:00.000Z']);
+    assert.deepEqual(
+      [view.id, view.from, view.to, view.tls, view.receivedAt],
+      [1, 'bounces+ab12@mail.example', ['ada@example.com'], false, '2026-03-01T10:00:00.000Z'],
+    );
     assert.equal((await simpleParser(view.raw)).subject, 'Spring sale');
     assert.equal(view.size, mail.raw.length);
     assert.deepEqual((await control('GET', '/messages?to=bob@example.com')).body, { messages: [] });
@@ -87,24 +93,44 @@ describe('accepting', () => {
 
   it('takes the null sender of a bounce as an empty from, and several recipients in one envelope', async () => {
     await start();
-    await send({ to: ['ada@example.com', 'bob@example.com'], envelope: { from: '', to: ['ada@example.com', 'bob@example.com'] } });
+    await send({
+      to: ['ada@example.com', 'bob@example.com'],
+      envelope: { from: '', to: ['ada@example.com', 'bob@example.com'] },
+    });
     const [mail] = sink!.received();
     assert.equal(mail.from, '');
     assert.deepEqual(mail.to, ['ada@example.com', 'bob@example.com']);
-    assert.deepEqual(sink!.received({ to: 'bob@example.com' }).map((m) => m.id), [1]);
+    assert.deepEqual(
+      sink!.received({ to: 'bob@example.com' }).map((m) => m.id),
+      [1],
+    );
   });
 
   it('lists the latest messages with limit, clears them with DELETE /messages, and counts answers by class', async () => {
     await start();
     for (const to of ['a@example.com', 'b@example.com', 'c@example.com']) await send({ to });
-    assert.deepEqual(sink!.received({ limit: 2 }).map((m) => m.to[0]), ['b@example.com', 'c@example.com']);
-    assert.deepEqual((await control('GET', '/messages?limit=1')).body.messages.map((m: { id: number }) => m.id), [3]);
+    assert.deepEqual(
+      sink!.received({ limit: 2 }).map((m) => m.to[0]),
+      ['b@example.com', 'c@example.com'],
+    );
+    assert.deepEqual(
+      (await control('GET', '/messages?limit=1')).body.messages.map((m: { id: number }) => m.id),
+      [3],
+    );
     assert.equal((await control('GET', '/messages?limit=many')).status, 400);
 
     assert.equal((await control('DELETE', '/messages')).status, 204);
     assert.deepEqual(sink!.received(), []);
     const stats = (await control('GET', '/stats')).body;
-    assert.deepEqual(stats.messages, { accepted: 3, deferred: 0, refused: 0, dropped: 0, retained: 0, firstAt: stats.messages.firstAt, lastAt: stats.messages.lastAt });
+    assert.deepEqual(stats.messages, {
+      accepted: 3,
+      deferred: 0,
+      refused: 0,
+      dropped: 0,
+      retained: 0,
+      firstAt: stats.messages.firstAt,
+      lastAt: stats.messages.lastAt,
+    });
     assert.ok(stats.messages.firstAt <= stats.messages.lastAt);
     assert.deepEqual(stats.recipients, { accepted: 3, deferred: 0, rejected: 0 });
     assert.deepEqual(stats.replies, { '2xx': 6, '4xx': 0, '5xx': 0 }, 'a 250 to each RCPT TO and to each message');
@@ -117,7 +143,13 @@ describe('accepting', () => {
   it('keeps only the latest --retain messages but counts them all, and with retain 0 only counts', async () => {
     await start({ retain: 2 });
     for (const to of ['a@example.com', 'b@example.com', 'c@example.com']) await send({ to });
-    assert.deepEqual(sink!.received().map((m) => [m.id, m.to[0]]), [[2, 'b@example.com'], [3, 'c@example.com']]);
+    assert.deepEqual(
+      sink!.received().map((m) => [m.id, m.to[0]]),
+      [
+        [2, 'b@example.com'],
+        [3, 'c@example.com'],
+      ],
+    );
     assert.equal(sink!.stats().messages.accepted, 3);
     assert.equal(sink!.stats().messages.retained, 2);
     await sink!.close();
@@ -149,13 +181,18 @@ describe('rules', () => {
     }
     assert.match((await send({ to: 'ada@example.com' })).response, /^250 /);
     assert.match((await send({ to: 'bob@example.com' })).response, /^250 /, 'another address is not deferred');
-    assert.deepEqual(sink!.received().map((m) => m.to), [['ada@example.com'], ['bob@example.com']]);
+    assert.deepEqual(
+      sink!.received().map((m) => m.to),
+      [['ada@example.com'], ['bob@example.com']],
+    );
     assert.deepEqual(sink!.stats().recipients, { accepted: 2, deferred: 2, rejected: 0 });
     assert.deepEqual(sink!.stats().replies, { '2xx': 4, '4xx': 2, '5xx': 0 });
   });
 
   it('counts deferrals per address under a regular expression, with the code and status given', async () => {
-    await start({ rules: [{ match: /@slow\.example$/, action: 'defer', times: 1, code: 421, status: '4.4.2', text: 'busy' }] });
+    await start({
+      rules: [{ match: /@slow\.example$/, action: 'defer', times: 1, code: 421, status: '4.4.2', text: 'busy' }],
+    });
     assert.equal((await refusal({ to: 'a@slow.example' })).response, '421 4.4.2 busy');
     assert.equal((await refusal({ to: 'b@slow.example' })).response, '421 4.4.2 busy');
     await send({ to: 'a@slow.example' });
@@ -185,23 +222,44 @@ describe('rules', () => {
     }
     assert.deepEqual(sink!.received(), []);
     assert.deepEqual(sink!.stats().recipients, { accepted: 0, deferred: 0, rejected: 4 });
-    assert.deepEqual(sink!.rules().map((rule) => [rule.reply, rule.used]), [
-      ['550 5.1.1 user unknown', 1], ['552 5.2.2 mailbox full', 1], ['554 5.7.1 policy', 1], ['550 mailbox unavailable', 1],
-    ]);
+    assert.deepEqual(
+      sink!.rules().map((rule) => [rule.reply, rule.used]),
+      [
+        ['550 5.1.1 user unknown', 1],
+        ['552 5.2.2 mailbox full', 1],
+        ['554 5.7.1 policy', 1],
+        ['550 mailbox unavailable', 1],
+      ],
+    );
   });
 
   it('delivers to the recipients it accepts when it rejects others of the same message; the first matching rule decides', async () => {
-    await start({ rules: [{ match: 'vip@example.com', action: 'accept' }, { match: '/@example\\.com$/', action: 'reject', code: 550, status: '5.1.1' }] });
+    await start({
+      rules: [
+        { match: 'vip@example.com', action: 'accept' },
+        { match: '/@example\\.com$/', action: 'reject', code: 550, status: '5.1.1' },
+      ],
+    });
     const info = await send({ to: ['vip@example.com', 'gone@example.com', 'ada@elsewhere.example'] });
     assert.deepEqual(info.accepted, ['vip@example.com', 'ada@elsewhere.example']);
     assert.deepEqual(info.rejected, ['gone@example.com']);
-    assert.deepEqual(sink!.received().map((m) => m.to), [['vip@example.com', 'ada@elsewhere.example']]);
+    assert.deepEqual(
+      sink!.received().map((m) => m.to),
+      [['vip@example.com', 'ada@elsewhere.example']],
+    );
   });
 
   it('answers the end of the data for an at: data rule, refusing the whole message, and deferring it the given times', async () => {
     await start({
       rules: [
-        { match: 'filtered@example.com', action: 'reject', code: 554, status: '5.7.1', text: 'message content rejected', at: 'data' },
+        {
+          match: 'filtered@example.com',
+          action: 'reject',
+          code: 554,
+          status: '5.7.1',
+          text: 'message content rejected',
+          at: 'data',
+        },
         { match: 'later@example.com', action: 'defer', times: 1, at: 'data' },
       ],
     });
@@ -213,7 +271,10 @@ describe('rules', () => {
     assert.equal(deferred.response, '451 4.3.0 try again later');
     await send({ to: 'later@example.com' });
     await send({ to: 'ada@example.com' });
-    assert.deepEqual(sink!.received().map((m) => m.to), [['later@example.com'], ['ada@example.com']]);
+    assert.deepEqual(
+      sink!.received().map((m) => m.to),
+      [['later@example.com'], ['ada@example.com']],
+    );
     const stats = sink!.stats();
     assert.deepEqual([stats.messages.accepted, stats.messages.deferred, stats.messages.refused], [2, 1, 1]);
     assert.deepEqual(stats.recipients, { accepted: 5, deferred: 0, rejected: 0 });
@@ -234,15 +295,26 @@ describe('rules', () => {
       [{ match: 'x@example.com', action: 'reject', at: 'end' }, /at must be rcpt or data/],
     ] as const;
     for (const [rule, message] of bad) {
-      assert.throws(() => sink!.setRules([rule as never]), (error: Error) => error instanceof RangeError && message.test(error.message));
+      assert.throws(
+        () => sink!.setRules([rule as never]),
+        (error: Error) => error instanceof RangeError && message.test(error.message),
+      );
     }
-    assert.deepEqual(sink!.rules().map((rule) => rule.match), ['a@example.com']);
+    assert.deepEqual(
+      sink!.rules().map((rule) => rule.match),
+      ['a@example.com'],
+    );
   });
 
   it('changes the rules at run time over HTTP', async () => {
     await start();
     await send({ to: 'ada@example.com' });
-    const put = await control('PUT', '/rules', { rules: [{ match: 'ada@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' }, { match: '/^bob@/', action: 'defer', times: 3 }] });
+    const put = await control('PUT', '/rules', {
+      rules: [
+        { match: 'ada@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' },
+        { match: '/^bob@/', action: 'defer', times: 3 },
+      ],
+    });
     assert.equal(put.status, 200);
     assert.deepEqual(put.body.rules, [
       { match: 'ada@example.com', action: 'reject', at: 'rcpt', reply: '552 5.2.2 mailbox full', used: 0 },
@@ -250,9 +322,14 @@ describe('rules', () => {
     ]);
     assert.equal((await refusal({ to: 'ada@example.com' })).response, '552 5.2.2 mailbox full');
     assert.equal((await refusal({ to: 'bob@example.com' })).responseCode, 451);
-    assert.deepEqual((await control('GET', '/rules')).body.rules.map((rule: { used: number }) => rule.used), [1, 1]);
+    assert.deepEqual(
+      (await control('GET', '/rules')).body.rules.map((rule: { used: number }) => rule.used),
+      [1, 1],
+    );
 
-    const refused = await control('PUT', '/rules', { rules: [{ match: 'ada@example.com', action: 'reject', code: 600 }] });
+    const refused = await control('PUT', '/rules', {
+      rules: [{ match: 'ada@example.com', action: 'reject', code: 600 }],
+    });
     assert.equal(refused.status, 400);
     assert.match(refused.body.error, /^rule 1: a reject rule's code must be from 400 to 599/);
     assert.equal((await control('PUT', '/rules', { rules: 'none' })).status, 400);
@@ -273,7 +350,10 @@ describe('faults', () => {
     assert.match(String(error.code), /^(ECONNECTION|ESOCKET)$/);
     assert.equal(error.responseCode, undefined, 'no SMTP answer was given');
     for (const to of ['d@example.com', 'e@example.com', 'f@example.com']) await send({ to });
-    assert.deepEqual(sink!.received().map((m) => m.to[0]), ['a@example.com', 'b@example.com', 'd@example.com', 'e@example.com', 'f@example.com']);
+    assert.deepEqual(
+      sink!.received().map((m) => m.to[0]),
+      ['a@example.com', 'b@example.com', 'd@example.com', 'e@example.com', 'f@example.com'],
+    );
     assert.equal(sink!.stats().messages.dropped, 1);
   });
 
@@ -283,7 +363,12 @@ describe('faults', () => {
     assert.deepEqual(put.body, { dropAfter: 1, dropRepeat: true, delayMs: 0 });
     const outcomes: string[] = [];
     for (const to of ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com']) {
-      outcomes.push(await send({ to }).then(() => 'sent', () => 'dropped'));
+      outcomes.push(
+        await send({ to }).then(
+          () => 'sent',
+          () => 'dropped',
+        ),
+      );
     }
     assert.deepEqual(outcomes, ['sent', 'dropped', 'sent', 'dropped']);
     assert.equal((await control('PUT', '/faults', { dropAfter: -1 })).status, 400);
@@ -297,8 +382,14 @@ describe('faults', () => {
       ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => transport.sendMail({ ...MAIL, to: `${name}@example.com` })),
     );
     transport.close();
-    assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-    assert.deepEqual(sink!.received().map((m) => m.to[0]), ['a@example.com', 'b@example.com', 'c@example.com', 'e@example.com', 'f@example.com']);
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
+    assert.deepEqual(
+      sink!.received().map((m) => m.to[0]),
+      ['a@example.com', 'b@example.com', 'c@example.com', 'e@example.com', 'f@example.com'],
+    );
     assert.ok(sink!.stats().connections.opened >= 2);
   });
 
@@ -330,23 +421,46 @@ describe('reports', () => {
     await send(withReturnPath('bob@example.com'));
     const info = await send(withReturnPath('ada@example.com'));
     const diagnostic = '550 5.1.1 <ada@example.com>: user unknown';
-    const sent = await control('POST', '/reports', { kind: 'dsn', to: 'ADA@example.com', diagnostic, host: '127.0.0.1', port: inbound.port });
+    const sent = await control('POST', '/reports', {
+      kind: 'dsn',
+      to: 'ADA@example.com',
+      diagnostic,
+      host: '127.0.0.1',
+      port: inbound.port,
+    });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
     const { raw, ...answer } = sent.body;
     assert.deepEqual(answer, {
-      kind: 'dsn', id: 2, messageId: info.messageId, recipient: 'ada@example.com', envelope: { from: '', to: VERP }, host: '127.0.0.1', port: inbound.port, reply: '250 OK: queued as 1',
+      kind: 'dsn',
+      id: 2,
+      messageId: info.messageId,
+      recipient: 'ada@example.com',
+      envelope: { from: '', to: VERP },
+      host: '127.0.0.1',
+      port: inbound.port,
+      reply: '250 OK: queued as 1',
     });
     const [dsn] = inbound.received();
     assert.deepEqual([dsn.from, dsn.to], ['', [VERP]]);
     assert.equal(dsn.raw.toString('utf8'), raw);
     assert.deepEqual(await parseMailReport(dsn.raw), {
       kind: 'dsn',
-      failures: [{ action: 'failed', finalRecipient: 'ada@example.com', status: '5.1.1', diagnosticCode: `smtp; ${diagnostic}` }],
+      failures: [
+        { action: 'failed', finalRecipient: 'ada@example.com', status: '5.1.1', diagnosticCode: `smtp; ${diagnostic}` },
+      ],
       original: { returnPath: null, messageId: info.messageId },
     });
 
     // By Message-ID, brackets or none, a delay quoting the head only.
-    const delayed = await sink!.report({ kind: 'dsn', messageId: info.messageId.slice(1, -1), status: '4.2.2', action: 'delayed', headersOnly: true, host: '127.0.0.1', port: inbound.port });
+    const delayed = await sink!.report({
+      kind: 'dsn',
+      messageId: info.messageId.slice(1, -1),
+      status: '4.2.2',
+      action: 'delayed',
+      headersOnly: true,
+      host: '127.0.0.1',
+      port: inbound.port,
+    });
     assert.equal(delayed.recipient, 'ada@example.com');
     const report = await parseMailReport(inbound.received()[1].raw);
     assert.deepEqual(report.kind === 'dsn' && report.failures.map((f) => [f.action, f.status]), [['delayed', '4.2.2']]);
@@ -359,27 +473,47 @@ describe('reports', () => {
     const info = await send(withReturnPath('ada@example.com'));
     const sent = await control('POST', '/reports', { kind: 'arf', messageId: info.messageId, feedbackType: 'fraud' });
     assert.equal(sent.status, 200, JSON.stringify(sent.body));
-    assert.deepEqual([sent.body.envelope, sent.body.port], [{ from: 'fbl@fbl.sink.localhost', to: 'fbl@bounce.example' }, inbound.port]);
+    assert.deepEqual(
+      [sent.body.envelope, sent.body.port],
+      [{ from: 'fbl@fbl.sink.localhost', to: 'fbl@bounce.example' }, inbound.port],
+    );
     const [arf] = inbound.received();
     assert.deepEqual([arf.from, arf.to], ['fbl@fbl.sink.localhost', ['fbl@bounce.example']]);
-    assert.deepEqual(await parseMailReport(arf.raw), { kind: 'arf', feedbackType: 'fraud', original: { returnPath: VERP, messageId: info.messageId } });
+    assert.deepEqual(await parseMailReport(arf.raw), {
+      kind: 'arf',
+      feedbackType: 'fraud',
+      original: { returnPath: VERP, messageId: info.messageId },
+    });
   });
 
   it('answers 404 for no such message, 400 for a bad request, 502 when the destination refuses or is gone', async () => {
-    inbound = await startSmtpSink({ httpPort: null, rules: [{ match: VERP, action: 'reject', code: 550, status: '5.1.1', text: 'no such mailbox' }] });
+    inbound = await startSmtpSink({
+      httpPort: null,
+      rules: [{ match: VERP, action: 'reject', code: 550, status: '5.1.1', text: 'no such mailbox' }],
+    });
     await start({ reportTo: { host: '127.0.0.1', port: inbound.port } });
     await send(withReturnPath(['ada@example.com', 'bob@example.com']));
     await send({ to: 'null@example.com', envelope: { from: '', to: ['null@example.com'] } });
 
     const missing = await control('POST', '/reports', { kind: 'dsn', to: 'cy@example.com' });
-    assert.deepEqual([missing.status, missing.body], [404, { error: 'no message received with recipient cy@example.com' }]);
-    assert.equal((await control('POST', '/reports', { kind: 'arf', messageId: '<nobody@example.com>', to: 'ada@example.com' })).status, 404);
+    assert.deepEqual(
+      [missing.status, missing.body],
+      [404, { error: 'no message received with recipient cy@example.com' }],
+    );
+    assert.equal(
+      (await control('POST', '/reports', { kind: 'arf', messageId: '<nobody@example.com>', to: 'ada@example.com' }))
+        .status,
+      404,
+    );
     await assert.rejects(sink!.report({ kind: 'dsn', messageId: 'nobody@example.com' }), NotReceived);
 
     const bad: Array<[unknown, RegExp]> = [
       [{ kind: 'bounce', to: 'ada@example.com' }, /kind must be dsn or arf/],
       [{ kind: 'dsn' }, /name the message/],
-      [{ kind: 'dsn', to: 'ada@example.com', status: '2.0.0' }, /status must be an enhanced status code of class 4 or 5/],
+      [
+        { kind: 'dsn', to: 'ada@example.com', status: '2.0.0' },
+        /status must be an enhanced status code of class 4 or 5/,
+      ],
       [{ kind: 'dsn', to: 'ada@example.com', action: 'delivered' }, /action must be failed or delayed/],
       [{ kind: 'dsn', to: 'ada@example.com', diagnostic: 'two\r\nlines' }, /diagnostic must be one line/],
       [{ kind: 'dsn', to: 'ada@example.com', feedbackType: 'abuse' }, /feedbackType is not a field of a dsn request/],
@@ -389,7 +523,16 @@ describe('reports', () => {
       [{ kind: 'arf', to: 'ada@example.com', host: '127.0.0.1' }, /port must be a whole number from 1 to 65535/],
       [{ kind: 'arf', to: 'ada@example.com', port: 25 }, /host must be a non-empty string/],
       [{ kind: 'arf', to: 12 }, /to must be one line/],
-      [{ kind: 'dsn', messageId: sink!.received()[0].raw.toString().match(/Message-ID: <([^>]+)>/i)![1] }, /went to 2 recipients: name the one reported on with to/],
+      [
+        {
+          kind: 'dsn',
+          messageId: sink!
+            .received()[0]
+            .raw.toString()
+            .match(/Message-ID: <([^>]+)>/i)![1],
+        },
+        /went to 2 recipients: name the one reported on with to/,
+      ],
       [{ kind: 'dsn', to: 'null@example.com' }, /came from the null sender/],
     ];
     for (const [body, message] of bad) {
@@ -429,7 +572,25 @@ const certPath = join(dir, 'cert.pem');
 const keyPath = join(dir, 'key.pem');
 execFileSync(
   'openssl',
-  ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=herald-test-smtp', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+  [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+    '-days',
+    '1',
+    '-subj',
+    '/CN=herald-test-smtp',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  ],
   { stdio: 'ignore' },
 );
 const tls = { cert: readFileSync(certPath, 'utf8'), key: readFileSync(keyPath, 'utf8') };
@@ -472,33 +633,84 @@ describe('herald sim smtp', () => {
   it('runs the sink with the rules given on the command line until SIGTERM, sending reports to --report-to', async () => {
     const inbound = await start({ httpPort: null });
     const child = spawn(HERALD, [
-      'sim', 'smtp', '--port', '0', '--http-port', '0', '--user', 'herald', '--password', 'secret',
-      '--tls-cert', certPath, '--tls-key', keyPath, '--report-to', `127.0.0.1:${inbound.port}`,
-      '--accept', 'vip@bounce.example', '--reject', '/@bounce\\.example$/:550:5.1.1:no such user', '--defer', 'slow@example.com:1', '--reject-data', 'spam@example.com:554:5.7.1', '--retain', '10',
+      'sim',
+      'smtp',
+      '--port',
+      '0',
+      '--http-port',
+      '0',
+      '--user',
+      'herald',
+      '--password',
+      'secret',
+      '--tls-cert',
+      certPath,
+      '--tls-key',
+      keyPath,
+      '--report-to',
+      `127.0.0.1:${inbound.port}`,
+      '--accept',
+      'vip@bounce.example',
+      '--reject',
+      '/@bounce\\.example$/:550:5.1.1:no such user',
+      '--defer',
+      'slow@example.com:1',
+      '--reject-data',
+      'spam@example.com:554:5.7.1',
+      '--retain',
+      '10',
     ]);
     const exited = once(child, 'exit');
     try {
       const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
-      const [, port, httpPort] = /^SMTP sink: SMTP with STARTTLS on 127\.0\.0\.1:(\d+), control on http:\/\/127\.0\.0\.1:(\d+)/.exec(line)!;
-      const transport = createTransport({ host: '127.0.0.1', port: Number(port), requireTLS: true, tls: { ca: tls.cert }, auth: { user: 'herald', pass: 'secret' } });
-      const refused = await transport.sendMail({ ...MAIL, to: 'ada@bounce.example' }).then(() => undefined, (error: SendError) => error);
+      const [, port, httpPort] =
+        /^SMTP sink: SMTP with STARTTLS on 127\.0\.0\.1:(\d+), control on http:\/\/127\.0\.0\.1:(\d+)/.exec(line)!;
+      const transport = createTransport({
+        host: '127.0.0.1',
+        port: Number(port),
+        requireTLS: true,
+        tls: { ca: tls.cert },
+        auth: { user: 'herald', pass: 'secret' },
+      });
+      const refused = await transport.sendMail({ ...MAIL, to: 'ada@bounce.example' }).then(
+        () => undefined,
+        (error: SendError) => error,
+      );
       assert.equal(refused?.response, '550 5.1.1 no such user');
       await transport.sendMail({ ...MAIL, to: 'vip@bounce.example' });
-      const deferred = await transport.sendMail({ ...MAIL, to: 'slow@example.com' }).then(() => undefined, (error: SendError) => error);
+      const deferred = await transport.sendMail({ ...MAIL, to: 'slow@example.com' }).then(
+        () => undefined,
+        (error: SendError) => error,
+      );
       assert.equal(deferred?.response, '451 4.3.0 try again later');
       await transport.sendMail({ ...MAIL, to: 'slow@example.com' });
-      const filtered = await transport.sendMail({ ...MAIL, to: 'spam@example.com' }).then(() => undefined, (error: SendError) => error);
+      const filtered = await transport.sendMail({ ...MAIL, to: 'spam@example.com' }).then(
+        () => undefined,
+        (error: SendError) => error,
+      );
       assert.deepEqual([filtered?.code, filtered?.response], ['EMESSAGE', '554 5.7.1 transaction failed']);
 
       const { messages } = await (await fetch(`http://127.0.0.1:${httpPort}/messages`)).json();
-      assert.deepEqual(messages.map((m: { to: string[]; tls: boolean }) => [m.to, m.tls]), [[['vip@bounce.example'], true], [['slow@example.com'], true]]);
+      assert.deepEqual(
+        messages.map((m: { to: string[]; tls: boolean }) => [m.to, m.tls]),
+        [
+          [['vip@bounce.example'], true],
+          [['slow@example.com'], true],
+        ],
+      );
       const stats = await (await fetch(`http://127.0.0.1:${httpPort}/stats`)).json();
       assert.deepEqual(stats.recipients, { accepted: 3, deferred: 1, rejected: 1 });
       assert.equal(stats.messages.refused, 1);
 
-      const reported = await fetch(`http://127.0.0.1:${httpPort}/reports`, { method: 'POST', body: JSON.stringify({ kind: 'dsn', to: 'vip@bounce.example' }) });
+      const reported = await fetch(`http://127.0.0.1:${httpPort}/reports`, {
+        method: 'POST',
+        body: JSON.stringify({ kind: 'dsn', to: 'vip@bounce.example' }),
+      });
       assert.equal(reported.status, 200);
-      assert.deepEqual(inbound.received().map((m) => [m.from, m.to]), [['', ['news@shop.example']]]);
+      assert.deepEqual(
+        inbound.received().map((m) => [m.from, m.to]),
+        [['', ['news@shop.example']]],
+      );
     } finally {
       child.kill('SIGTERM');
     }
@@ -509,16 +721,45 @@ describe('herald sim smtp', () => {
   it('documents its options in --help and refuses a malformed rule as a usage error', () => {
     const help = spawnSync(HERALD, ['sim', 'smtp', '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0);
-    for (const option of ['--port 2525', '--http-port 2526', '--user', '--tls-cert', '--accept MATCH', '--defer MATCH:TIMES', '--reject MATCH', '--defer-data', '--reject-data', '--drop-after N', '--drop-repeat', '--delay-ms', '--retain', '--max-size', '--report-to HOST:PORT', 'POST /reports']) {
+    for (const option of [
+      '--port 2525',
+      '--http-port 2526',
+      '--user',
+      '--tls-cert',
+      '--accept MATCH',
+      '--defer MATCH:TIMES',
+      '--reject MATCH',
+      '--defer-data',
+      '--reject-data',
+      '--drop-after N',
+      '--drop-repeat',
+      '--delay-ms',
+      '--retain',
+      '--max-size',
+      '--report-to HOST:PORT',
+      'POST /reports',
+    ]) {
       assert.ok(help.stdout.includes(option), option);
     }
     assert.match(spawnSync(HERALD, ['sim', '--help'], { encoding: 'utf8' }).stdout, /sim smsc[^]*sim smtp/);
 
-    const bad = spawnSync(HERALD, ['sim', 'smtp', '--port', '0', '--http-port', '0', '--reject', 'ada@example.com:550:4.1.1'], { encoding: 'utf8' });
+    const bad = spawnSync(
+      HERALD,
+      ['sim', 'smtp', '--port', '0', '--http-port', '0', '--reject', 'ada@example.com:550:4.1.1'],
+      { encoding: 'utf8' },
+    );
     assert.equal(bad.status, 1);
-    assert.match(bad.stderr, /^herald: rule 1: status 4\.1\.1 is not of the class of code 550\n\nusage: herald sim smtp /);
-    for (const [reportTo, message] of [['localhost', /^herald: --report-to must be HOST:PORT, not "localhost"\n/], ['127.0.0.1:0', /^herald: port must be a whole number from 1 to 65535, not 0\n/]] as const) {
-      const refused = spawnSync(HERALD, ['sim', 'smtp', '--port', '0', '--http-port', '0', '--report-to', reportTo], { encoding: 'utf8' });
+    assert.match(
+      bad.stderr,
+      /^herald: rule 1: status 4\.1\.1 is not of the class of code 550\n\nusage: herald sim smtp /,
+    );
+    for (const [reportTo, message] of [
+      ['localhost', /^herald: --report-to must be HOST:PORT, not "localhost"\n/],
+      ['127.0.0.1:0', /^herald: port must be a whole number from 1 to 65535, not 0\n/],
+    ] as const) {
+      const refused = spawnSync(HERALD, ['sim', 'smtp', '--port', '0', '--http-port', '0', '--report-to', reportTo], {
+        encoding: 'utf8',
+      });
       assert.equal(refused.status, 1);
       assert.match(refused.stderr, message);
     }

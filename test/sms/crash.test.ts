@@ -21,7 +21,13 @@ forEachDatabase((dialect) => {
   afterEach(() => database.close());
 
   const setUp = (size = LIST) =>
-    crashSetUp(database, dialect, size, (id) => ({ email: null, mobile: String(919_800_000_000 + id), mobile_country_code: '91', mobile_opt_in: true, email_opt_in: false }));
+    crashSetUp(database, dialect, size, (id) => ({
+      email: null,
+      mobile: String(919_800_000_000 + id),
+      mobile_country_code: '91',
+      mobile_opt_in: true,
+      email_opt_in: false,
+    }));
 
   /** Starts a serve paused at `step`, posts the request, and kills the serve (SIGKILL) once it has paused there; answers the QueueId. */
   const killedAt = (step: string, setup: CrashSetup, path: string, body: object): Promise<string> =>
@@ -34,53 +40,123 @@ forEachDatabase((dialect) => {
   /** Serves again until the send is Completed; answers how many times the sandbox took each recipient. */
   async function resumed(env: Record<string, string>, queueId: string): Promise<Map<string, number>> {
     await servedUntilCompleted(database, env, queueId);
-    return tally((await database.db.selectFrom('sandbox_sms').select(['recipient']).where('send_id', '=', queueId).execute()).map((r) => r.recipient));
+    return tally(
+      (await database.db.selectFrom('sandbox_sms').select(['recipient']).where('send_id', '=', queueId).execute()).map(
+        (r) => r.recipient,
+      ),
+    );
   }
 
-  it('resumes a send killed mid-expansion: every recipient in the sandbox exactly once', { timeout: 60_000 }, async () => {
+  it('resumes a send killed mid-expansion: every recipient in the sandbox exactly once', {
+    timeout: 60_000,
+  }, async () => {
     const setup = await setUp();
-    const queueId = await killedAt('sms.expand', setup, '/sms/batch', { listId: [setup.listId], recipients: [{ mobileNo: '919800000001' }, { mobileNo: '919700000001' }], senderName: 'HERALD', body: 'sale' });
-    assert.equal(Number((await database.db.selectFrom('send_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('send_id', '=', queueId).executeTakeFirstOrThrow()).n), 2, 'only the request’s recipients: the expansion died with its transaction');
+    const queueId = await killedAt('sms.expand', setup, '/sms/batch', {
+      listId: [setup.listId],
+      recipients: [{ mobileNo: '919800000001' }, { mobileNo: '919700000001' }],
+      senderName: 'HERALD',
+      body: 'sale',
+    });
+    assert.equal(
+      Number(
+        (
+          await database.db
+            .selectFrom('send_recipients')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('send_id', '=', queueId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      2,
+      'only the request’s recipients: the expansion died with its transaction',
+    );
 
     const counts = await resumed(setup.env, queueId);
-    assert.equal(counts.size, LIST + 1, 'every recipient: the list (one number shared with the request) and the other request recipient');
+    assert.equal(
+      counts.size,
+      LIST + 1,
+      'every recipient: the list (one number shared with the request) and the other request recipient',
+    );
     assert.deepEqual([...new Set(counts.values())], [1], 'each exactly once');
   });
 
-  it('sends again only the page whose submit was not recorded when its worker was killed: the documented bound', { timeout: 60_000 }, async () => {
+  it('sends again only the page whose submit was not recorded when its worker was killed: the documented bound', {
+    timeout: 60_000,
+  }, async () => {
     const setup = await setUp();
-    const queueId = await killedAt('sms.submitted', setup, '/sms/batch', { listId: [setup.listId], senderName: 'HERALD', body: 'sale' });
+    const queueId = await killedAt('sms.submitted', setup, '/sms/batch', {
+      listId: [setup.listId],
+      senderName: 'HERALD',
+      body: 'sale',
+    });
     const counts = await resumed(setup.env, queueId);
     assert.equal(counts.size, LIST, 'every recipient');
     const twice = [...counts].filter(([, n]) => n > 1);
     assert.equal(twice.length, 500, 'the first page, submitted before the kill and not recorded, went twice; no other');
     assert.deepEqual([...new Set(counts.values())].sort(), [1, 2]);
-    const read = await database.db.selectFrom('send_recipients').select('status').where('send_id', '=', queueId).execute();
-    assert.deepEqual([...new Set(read.map((r) => r.status))], ['Delivered'], 'each recipient recorded once, at its last status');
+    const read = await database.db
+      .selectFrom('send_recipients')
+      .select('status')
+      .where('send_id', '=', queueId)
+      .execute();
+    assert.deepEqual(
+      [...new Set(read.map((r) => r.status))],
+      ['Delivered'],
+      'each recipient recorded once, at its last status',
+    );
   });
 
-  it('sends a one-time passcode killed between its submit and its record once more, no more', { timeout: 60_000 }, async () => {
+  it('sends a one-time passcode killed between its submit and its record once more, no more', {
+    timeout: 60_000,
+  }, async () => {
     const setup = await setUp();
-    const queueId = await killedAt('sms.submitted', setup, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Your code is 482913' });
+    const queueId = await killedAt('sms.submitted', setup, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'Your code is 482913',
+    });
     const counts = await resumed(setup.env, queueId);
     assert.deepEqual([...counts], [['919812345678', 2]]);
-    const [recipient] = await database.db.selectFrom('send_recipients').select(['status', 'message_id'])
-      .where('send_id', '=', queueId).execute();
+    const [recipient] = await database.db
+      .selectFrom('send_recipients')
+      .select(['status', 'message_id'])
+      .where('send_id', '=', queueId)
+      .execute();
     assert.equal(recipient.status, 'Delivered');
-    const copies = await database.db.selectFrom('sandbox_sms').select('message_id')
-      .where('send_id', '=', queueId).execute();
+    const copies = await database.db
+      .selectFrom('sandbox_sms')
+      .select('message_id')
+      .where('send_id', '=', queueId)
+      .execute();
     const sameId = [recipient.message_id, recipient.message_id];
-    assert.deepEqual(copies.map((copy) => copy.message_id), sameId, 'rendered again, it kept its messageId');
+    assert.deepEqual(
+      copies.map((copy) => copy.message_id),
+      sameId,
+      'rendered again, it kept its messageId',
+    );
   });
 
-  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every recipient, and sends again at most binds × window', { timeout: 120_000 }, async (t) => {
+  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every recipient, and sends again at most binds × window', {
+    timeout: 120_000,
+  }, async (t) => {
     const smsc = await startSmsc({ receiptDelayMs: 50 });
     try {
       const setup = await setUp(SMPP_LIST);
-      const env = { ...setup.env, SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}?binds=${SMPP_BINDS}&window=${SMPP_WINDOW}` };
+      const env = {
+        ...setup.env,
+        SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}?binds=${SMPP_BINDS}&window=${SMPP_WINDOW}`,
+      };
       const queueId = await killedAfter(env, async () => {
-        const { data } = await accepted(setup, '/sms/batch', { listId: [setup.listId], senderName: 'HERALD', body: 'sale' });
-        await waitFor('a fifth of the batch at the SMSC', async () => smsc.stats().submits.accepted >= SMPP_LIST / 5 || undefined, { timeoutMs: 60_000 });
+        const { data } = await accepted(setup, '/sms/batch', {
+          listId: [setup.listId],
+          senderName: 'HERALD',
+          body: 'sale',
+        });
+        await waitFor(
+          'a fifth of the batch at the SMSC',
+          async () => smsc.stats().submits.accepted >= SMPP_LIST / 5 || undefined,
+          { timeoutMs: 60_000 },
+        );
         return data.QueueId;
       });
       const atKill = smsc.stats().submits.accepted;
@@ -89,10 +165,19 @@ forEachDatabase((dialect) => {
       await servedUntilCompleted(database, env, queueId, 60_000);
       const counts = tally(smsc.received().map((message) => message.recipient));
       const again = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
-      t.diagnostic(`killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} (bound ${SMPP_BINDS * SMPP_WINDOW})`);
+      t.diagnostic(
+        `killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} (bound ${SMPP_BINDS * SMPP_WINDOW})`,
+      );
       assert.equal(counts.size, SMPP_LIST, 'every recipient reached');
-      assert.ok(again <= SMPP_BINDS * SMPP_WINDOW, `${again} sent twice, at most binds × window (${SMPP_BINDS * SMPP_WINDOW})`);
-      assert.deepEqual([...new Set(counts.values())].filter((n) => n > 2), [], 'none more than twice');
+      assert.ok(
+        again <= SMPP_BINDS * SMPP_WINDOW,
+        `${again} sent twice, at most binds × window (${SMPP_BINDS * SMPP_WINDOW})`,
+      );
+      assert.deepEqual(
+        [...new Set(counts.values())].filter((n) => n > 2),
+        [],
+        'none more than twice',
+      );
     } finally {
       await smsc.close();
     }

@@ -28,7 +28,11 @@ interface SandboxMessage {
 }
 
 /** Where each needle is in the database's storage: SQLite's files as bytes, or every text column of PostgreSQL. */
-async function foundInStorage(api: ApiTest, dialect: DialectName, needles: string[]): Promise<Record<string, string[]>> {
+async function foundInStorage(
+  api: ApiTest,
+  dialect: DialectName,
+  needles: string[],
+): Promise<Record<string, string[]>> {
   const found: Record<string, string[]> = Object.fromEntries(needles.map((needle) => [needle, []]));
   if (dialect === 'sqlite') {
     const file = api.t.database.url.slice('sqlite:'.length);
@@ -36,18 +40,28 @@ async function foundInStorage(api: ApiTest, dialect: DialectName, needles: strin
     for (const path of [`${file}-wal`, file]) {
       if (!existsSync(path)) continue;
       const bytes = readFileSync(path);
-      for (const needle of needles) if (bytes.includes(Buffer.from(needle))) found[needle].push(path.slice(file.length) || 'database');
+      for (const needle of needles)
+        if (bytes.includes(Buffer.from(needle))) found[needle].push(path.slice(file.length) || 'database');
     }
     return found;
   }
   const db = api.t.ctx.db;
   const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
     select table_name, column_name from information_schema.columns
-     where table_schema = current_schema() and data_type in ('text', 'character varying', 'character', 'json', 'jsonb')`.execute(db);
-  assert.ok(columns.some((c) => c.table_name === 'sends' && c.column_name === 'content'), 'the columns of the application are listed');
+     where table_schema = current_schema() and data_type in ('text', 'character varying', 'character', 'json', 'jsonb')`.execute(
+    db,
+  );
+  assert.ok(
+    columns.some((c) => c.table_name === 'sends' && c.column_name === 'content'),
+    'the columns of the application are listed',
+  );
   for (const { table_name: table, column_name: column } of columns) {
     for (const needle of needles) {
-      const { rows } = await sql<{ n: string }>`select count(*) as n from ${sql.table(table)} where strpos(${sql.ref(column)}::text, ${needle}) > 0`.execute(db);
+      const { rows } = await sql<{
+        n: string;
+      }>`select count(*) as n from ${sql.table(table)} where strpos(${sql.ref(column)}::text, ${needle}) > 0`.execute(
+        db,
+      );
       if (Number(rows[0].n) > 0) found[needle].push(`${table}.${column}`);
     }
   }
@@ -74,20 +88,45 @@ forEachDatabase((dialect) => {
 
   const sandbox = async (client: ApiClient) => (await client.get('/sandbox/sms')).json().messages as SandboxMessage[];
   const post = (path: string, body: object, idempotencyKey?: string) =>
-    api.t.app.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${alice.token}`, ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) }, payload: body });
+    api.t.app.inject({
+      method: 'POST',
+      url: path,
+      headers: {
+        authorization: `Bearer ${alice.token}`,
+        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+      },
+      payload: body,
+    });
   const passcode = { senderName: 'HERALD', body: `${BODY_WORDS}: [code]`, isBodyEncrypted: true };
   const codeTag = [{ tagName: '[code]', tagValue: CODE }];
 
   it('keeps an encrypted body, its tag values and its rendered texts out of the database, the logs and the webhooks', async () => {
-    const single = { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag, webHookUrl: receiver.url };
+    const single = {
+      ...passcode,
+      recipient: '919812345678',
+      personalizationSubstitutionTags: codeTag,
+      webHookUrl: receiver.url,
+    };
     const accepted = await post('/sms/single', single, 'passcode-1');
     assert.equal(accepted.statusCode, 202, accepted.body);
     const replayed = await post('/sms/single', single, 'passcode-1');
     assert.equal(replayed.headers['idempotent-replayed'], 'true');
     assert.deepEqual(replayed.json(), accepted.json());
-    const batch = await post('/sms/batch', { ...passcode, recipients: [{ mobileNo: '919812300001', personalizationSubstitutionTags: codeTag }, { mobileNo: '919812300002' }], webHookUrl: receiver.url });
+    const batch = await post('/sms/batch', {
+      ...passcode,
+      recipients: [
+        { mobileNo: '919812300001', personalizationSubstitutionTags: codeTag },
+        { mobileNo: '919812300002' },
+      ],
+      webHookUrl: receiver.url,
+    });
     assert.equal(batch.statusCode, 202, batch.body);
-    const clear = await post('/sms/single', { recipient: '919812399999', senderName: 'HERALD', body: `${CLEAR_WORDS}: [code]`, personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: CLEAR_CODE }] });
+    const clear = await post('/sms/single', {
+      recipient: '919812399999',
+      senderName: 'HERALD',
+      body: `${CLEAR_WORDS}: [code]`,
+      personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: CLEAR_CODE }],
+    });
     assert.equal(clear.statusCode, 202, clear.body);
     await api.drain();
     api.clock.advance(1000);
@@ -110,10 +149,23 @@ forEachDatabase((dialect) => {
       ['919812300002', null, true],
       ['919812345678', null, true],
     ]);
-    assert.deepEqual(messages.filter((m) => m.queueId === clear.json().data.QueueId).map((m) => [m.text, m.encrypted]), [[`${CLEAR_WORDS}: ${CLEAR_CODE}`, false]]);
-    const records = await api.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'recipient', 'part', 'text']).where('send_id', 'in', [singleId, batchId]).execute();
-    const opened = Object.fromEntries(records.map((r) => [r.recipient, open(api.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))]));
-    assert.deepEqual(opened, { '919812345678': `${BODY_WORDS}: ${CODE}`, '919812300001': `${BODY_WORDS}: ${CODE}`, '919812300002': `${BODY_WORDS}: ` });
+    assert.deepEqual(
+      messages.filter((m) => m.queueId === clear.json().data.QueueId).map((m) => [m.text, m.encrypted]),
+      [[`${CLEAR_WORDS}: ${CLEAR_CODE}`, false]],
+    );
+    const records = await api.t.ctx.db
+      .selectFrom('sandbox_sms')
+      .select(['message_id', 'recipient', 'part', 'text'])
+      .where('send_id', 'in', [singleId, batchId])
+      .execute();
+    const opened = Object.fromEntries(
+      records.map((r) => [r.recipient, open(api.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))]),
+    );
+    assert.deepEqual(opened, {
+      '919812345678': `${BODY_WORDS}: ${CODE}`,
+      '919812300001': `${BODY_WORDS}: ${CODE}`,
+      '919812300002': `${BODY_WORDS}: `,
+    });
 
     // Statuses were posted, and they carry no text.
     assert.ok(receiver.received.length > 0, 'the status webhooks were posted');
@@ -123,7 +175,10 @@ forEachDatabase((dialect) => {
 
     const found = await foundInStorage(api, dialect, [CODE, BODY_WORDS, CLEAR_CODE, CLEAR_WORDS]);
     assert.deepEqual([found[CODE], found[BODY_WORDS]], [[], []], 'the encrypted send is in clear nowhere');
-    assert.ok(found[CLEAR_CODE].length > 0 && found[CLEAR_WORDS].length > 0, `the clear send is found: ${JSON.stringify(found)}`);
+    assert.ok(
+      found[CLEAR_CODE].length > 0 && found[CLEAR_WORDS].length > 0,
+      `the clear send is found: ${JSON.stringify(found)}`,
+    );
 
     const logged = logs.join('');
     assert.match(logged, /"url":"\/sms\/single"/, 'requests were logged');
@@ -136,16 +191,35 @@ forEachDatabase((dialect) => {
   });
 
   it('opens a sealed body only for its own send: moved to another, its job fails and names no secret', async () => {
-    const first = await post('/sms/single', { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag });
-    const second = await post('/sms/single', { ...passcode, recipient: '919812345679', personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '105722' }] });
+    const first = await post('/sms/single', {
+      ...passcode,
+      recipient: '919812345678',
+      personalizationSubstitutionTags: codeTag,
+    });
+    const second = await post('/sms/single', {
+      ...passcode,
+      recipient: '919812345679',
+      personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '105722' }],
+    });
     const [firstId, secondId] = [first.json().data.QueueId, second.json().data.QueueId];
     const db = api.t.ctx.db;
-    const { content } = await db.selectFrom('sends').select('content').where('id', '=', firstId).executeTakeFirstOrThrow();
+    const { content } = await db
+      .selectFrom('sends')
+      .select('content')
+      .where('id', '=', firstId)
+      .executeTakeFirstOrThrow();
     await db.updateTable('sends').set({ content }).where('id', '=', secondId).execute();
     await api.drain();
 
-    assert.deepEqual((await sandbox(alice)).map((m) => m.queueId), [firstId]);
-    const job = await db.selectFrom('jobs').select(['state', 'last_error']).where('idempotency_key', '=', `sms.send:${secondId}`).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      (await sandbox(alice)).map((m) => m.queueId),
+      [firstId],
+    );
+    const job = await db
+      .selectFrom('jobs')
+      .select(['state', 'last_error'])
+      .where('idempotency_key', '=', `sms.send:${secondId}`)
+      .executeTakeFirstOrThrow();
     assert.equal(job.state, 'ready', 'tried again later: another worker may hold the right key');
     assert.match(job.last_error ?? '', new RegExp(`^a sealed value of sends.content:${secondId} does not open`));
     const logged = logs.join('');
@@ -154,7 +228,12 @@ forEachDatabase((dialect) => {
   });
 
   it('sends, after ENCRYPTION_KEY is replaced, what was accepted sealed under the key it replaced, and replays its Idempotency-Key', async () => {
-    const scheduled = { ...passcode, recipient: '919812345678', personalizationSubstitutionTags: codeTag, scheduleDateTime: new Date(api.clock.now() + 60_000).toISOString() };
+    const scheduled = {
+      ...passcode,
+      recipient: '919812345678',
+      personalizationSubstitutionTags: codeTag,
+      scheduleDateTime: new Date(api.clock.now() + 60_000).toISOString(),
+    };
     const accepted = await post('/sms/single', scheduled, 'before-the-new-key');
     assert.equal(accepted.statusCode, 202, accepted.body);
 
@@ -169,22 +248,53 @@ forEachDatabase((dialect) => {
     await worker.drain();
     await worker.stop();
     const [record] = await api.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).execute();
-    assert.equal(open(api.t.ctx.encryptionKey, record.text!, sandboxTextPlace(record.message_id, record.part)), `${BODY_WORDS}: ${CODE}`);
-    assert.throws(() => open(replaced, record.text!, sandboxTextPlace(record.message_id, record.part)), 'sealed again under the new key');
+    assert.equal(
+      open(api.t.ctx.encryptionKey, record.text!, sandboxTextPlace(record.message_id, record.part)),
+      `${BODY_WORDS}: ${CODE}`,
+    );
+    assert.throws(
+      () => open(replaced, record.text!, sandboxTextPlace(record.message_id, record.part)),
+      'sealed again under the new key',
+    );
   });
 
   it('sends an encrypted text exactly as a clear one: tags from the contact, parts, encoding', async () => {
     await alice.createProperty('firstName');
     const list = await alice.createList('Customers');
-    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300005', mobileOptIn: true, propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Asha' }] }], { listId: list });
+    await alice.upsert(
+      [
+        {
+          mobileCountryCode: '91',
+          mobileNumber: '9812300005',
+          mobileOptIn: true,
+          propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Asha' }],
+        },
+      ],
+      { listId: list },
+    );
     const body = `[firstName], your code is [code]. ${'ж'.repeat(70)}`;
-    const response = await post('/sms/batch', { senderName: 'HERALD', body, isBodyEncrypted: true, listId: [list], recipients: [{ mobileNo: '919812300005', personalizationSubstitutionTags: codeTag }] });
+    const response = await post('/sms/batch', {
+      senderName: 'HERALD',
+      body,
+      isBodyEncrypted: true,
+      listId: [list],
+      recipients: [{ mobileNo: '919812300005', personalizationSubstitutionTags: codeTag }],
+    });
     assert.equal(response.statusCode, 202, response.body);
     await api.drain();
     const read = (await alice.get(`/sms/${response.json().data.QueueId}`)).json();
-    assert.deepEqual(read.recipients.map((r: { status: string; parts: number; encoding: string }) => [r.status, r.parts, r.encoding]), [['Delivered', 2, 'UCS-2']]);
-    const records = await api.t.ctx.db.selectFrom('sandbox_sms').select(['message_id', 'part', 'text']).orderBy('part').execute();
-    const text = records.map((r) => open(api.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part))).join('');
+    assert.deepEqual(
+      read.recipients.map((r: { status: string; parts: number; encoding: string }) => [r.status, r.parts, r.encoding]),
+      [['Delivered', 2, 'UCS-2']],
+    );
+    const records = await api.t.ctx.db
+      .selectFrom('sandbox_sms')
+      .select(['message_id', 'part', 'text'])
+      .orderBy('part')
+      .execute();
+    const text = records
+      .map((r) => open(api.t.ctx.encryptionKey, r.text, sandboxTextPlace(r.message_id, r.part)))
+      .join('');
     assert.equal(text, `Asha, your code is ${CODE}. ${'ж'.repeat(70)}`);
   });
 });

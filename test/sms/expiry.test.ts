@@ -25,7 +25,10 @@ forEachDatabase((dialect) => {
     bob = await api.client();
     const transport: SmsTransport = {
       async submit(messages) {
-        return messages.map((m) => ({ accepted: true as const, operatorMessageIds: m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`) }));
+        return messages.map((m) => ({
+          accepted: true as const,
+          operatorMessageIds: m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`),
+        }));
       },
       async close() {},
     };
@@ -42,14 +45,30 @@ forEachDatabase((dialect) => {
     return response.json().data.QueueId as string;
   };
   const recipients = async (client: ApiClient, queueId: string) =>
-    (await client.get(`/sms/${queueId}`)).json().recipients as Array<{ recipient: string; status: string; error: string | null; history: Array<{ status: string }>; partStatus: Array<{ status: string }> }>;
+    (await client.get(`/sms/${queueId}`)).json().recipients as Array<{
+      recipient: string;
+      status: string;
+      error: string | null;
+      history: Array<{ status: string }>;
+      partStatus: Array<{ status: string }>;
+    }>;
   const events = async () =>
-    (await api.t.ctx.db.selectFrom('webhook_events').select('events').execute()).flatMap((row) => JSON.parse(row.events) as Array<{ recipient: string; status: string; error: string | null }>).filter((e) => e.status === 'Failed');
+    (await api.t.ctx.db.selectFrom('webhook_events').select('events').execute())
+      .flatMap((row) => JSON.parse(row.events) as Array<{ recipient: string; status: string; error: string | null }>)
+      .filter((e) => e.status === 'Failed');
 
   it('ends Failed, with its reason, history and webhook event, a message with no final receipt once the timeout has passed, and no other', async () => {
-    const batch = await sent(alice, '/sms/batch', { recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }, { mobileNo: '919812300003' }], body: 'x'.repeat(161) });
+    const batch = await sent(alice, '/sms/batch', {
+      recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }, { mobileNo: '919812300003' }],
+      body: 'x'.repeat(161),
+    });
     const single = await sent(bob, '/sms/single', { recipient: '919812300004', body: 'Your code is 1234' });
-    const report = (id: string, state: string) => api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state, errorCode: null }] }));
+    const report = (id: string, state: string) =>
+      api.t.ctx.database.db
+        .transaction()
+        .execute((trx) =>
+          applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state, errorCode: null }] }),
+        );
     await report('op-919812300001-1', 'DELIVRD');
     await report('op-919812300001-2', 'DELIVRD');
     await report('op-919812300002-1', 'DELIVRD');
@@ -65,10 +84,21 @@ forEachDatabase((dialect) => {
     assert.equal(byNumber.get('919812300001')!.status, 'Delivered', 'a delivered message stays so');
     const processed = byNumber.get('919812300002')!;
     assert.deepEqual([processed.status, processed.error], ['Failed', expiryReason(48)]);
-    assert.deepEqual(processed.partStatus.map((p) => p.status), ['Delivered', 'Failed'], 'its delivered part stays Delivered');
-    assert.deepEqual(byNumber.get('919812300003')!.history.map((h) => h.status), ['Queued', 'Submitted', 'Failed']);
+    assert.deepEqual(
+      processed.partStatus.map((p) => p.status),
+      ['Delivered', 'Failed'],
+      'its delivered part stays Delivered',
+    );
+    assert.deepEqual(
+      byNumber.get('919812300003')!.history.map((h) => h.status),
+      ['Queued', 'Submitted', 'Failed'],
+    );
     assert.equal((await recipients(bob, single))[0].status, 'Failed');
-    assert.equal((await recipients(alice, later))[0].status, 'Submitted', 'a send completed within the timeout is left alone');
+    assert.equal(
+      (await recipients(alice, later))[0].status,
+      'Submitted',
+      'a send completed within the timeout is left alone',
+    );
     assert.deepEqual((await events()).map((e) => [e.recipient, e.error]).sort(), [
       ['919812300002', expiryReason(48)],
       ['919812300003', expiryReason(48)],
@@ -79,11 +109,17 @@ forEachDatabase((dialect) => {
 
   it('applies a receipt left waiting beside its recorded part (a crash between a transaction and its second look) rather than expiring the message', async () => {
     const single = await sent(alice, '/sms/single', { recipient: '919812300006', body: 'Your code is 1234' });
-    await api.t.ctx.db.insertInto('sms_receipts').values({ operator_message_id: 'op-919812300006-1', status: 'Delivered', error_code: null, at: api.clock.now() }).execute();
+    await api.t.ctx.db
+      .insertInto('sms_receipts')
+      .values({ operator_message_id: 'op-919812300006-1', status: 'Delivered', error_code: null, at: api.clock.now() })
+      .execute();
     api.clock.advance(49 * HOUR);
     assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0);
     const [recipient] = await recipients(alice, single);
-    assert.deepEqual(recipient.history.map((h) => h.status), ['Queued', 'Submitted', 'Delivered']);
+    assert.deepEqual(
+      recipient.history.map((h) => h.status),
+      ['Queued', 'Submitted', 'Delivered'],
+    );
     assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
   });
 });

@@ -51,10 +51,21 @@ forEachDatabase((dialect) => {
   });
 
   const patchAccount = (client: ApiClient, payload: object) =>
-    api!.t.app.inject({ method: 'PATCH', url: '/account', headers: { authorization: `Bearer ${client.token}` }, payload });
+    api!.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${client.token}` },
+      payload,
+    });
   const addSenderName = (client: ApiClient, name: string) =>
-    api!.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/sender-names`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name } });
-  const mo = (client: ApiClient, body: { from: string; to: string; text: string }) => client.post('/sandbox/sms/inbound', body);
+    api!.t.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${client.account.row.id}/sender-names`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { name },
+    });
+  const mo = (client: ApiClient, body: { from: string; to: string; text: string }) =>
+    client.post('/sandbox/sms/inbound', body);
   const send = async (client: ApiClient, path: '/sms/single' | '/sms/batch', body: object) => {
     const response = await client.post(path, body);
     assert.equal(response.statusCode, 202, response.body);
@@ -66,17 +77,27 @@ forEachDatabase((dialect) => {
     api!.clock.advance(1000);
     await api!.drain();
     const secret = (await alice.get('/webhooks/secret')).json().secret as string;
-    return receiver.received.map((post) => new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { type: string; data: InboundEvent[] });
+    return receiver.received.map(
+      (post) =>
+        new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as {
+          type: string;
+          data: InboundEvent[];
+        },
+    );
   };
   const suppressions = async (client: ApiClient) =>
-    (await client.get('/sms/suppressions')).json().suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]);
+    (await client.get('/sms/suppressions'))
+      .json()
+      .suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]);
 
   it('routes an MO to the account holding its numeric destination, stores it with the contact, and posts it signed', async () => {
     await start();
     assert.equal((await addSenderName(alice, NUMBER)).statusCode, 201);
     const account = (await alice.get('/account')).json();
     assert.equal(account.inboundSmsWebhookUrl, receiver.url);
-    const { inserted } = await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300001', mobileOptIn: true }]);
+    const { inserted } = await alice.upsert([
+      { mobileCountryCode: '91', mobileNumber: '9812300001', mobileOptIn: true },
+    ]);
 
     const received = await mo(alice, { from: '+919812300001', to: NUMBER, text: 'Is my order\nready?' });
     assert.equal(received.statusCode, 201, received.body);
@@ -84,9 +105,20 @@ forEachDatabase((dialect) => {
     const [post, ...more] = await posted();
     assert.equal(more.length, 0);
     assert.equal(post.type, 'sms.inbound');
-    assert.deepEqual(post.data, [{ from: '919812300001', to: NUMBER, text: 'Is my order\nready?', at: new Date(api!.clock.now() - 1000).toISOString(), contactId: inserted.contactIds[0] }]);
+    assert.deepEqual(post.data, [
+      {
+        from: '919812300001',
+        to: NUMBER,
+        text: 'Is my order\nready?',
+        at: new Date(api!.clock.now() - 1000).toISOString(),
+        contactId: inserted.contactIds[0],
+      },
+    ]);
     const stored = await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute();
-    assert.deepEqual(stored.map((row) => [row.account_id, row.sender, row.destination, Number(row.contact_id)]), [[alice.account.row.id, '919812300001', NUMBER, inserted.contactIds[0]]]);
+    assert.deepEqual(
+      stored.map((row) => [row.account_id, row.sender, row.destination, Number(row.contact_id)]),
+      [[alice.account.row.id, '919812300001', NUMBER, inserted.contactIds[0]]],
+    );
 
     // Bob cannot make one to Alice's number, and with no webhook URL an MO is stored only.
     assert.equal((await mo(bob, { from: '919812300001', to: NUMBER, text: 'hi' })).statusCode, 422);
@@ -100,12 +132,17 @@ forEachDatabase((dialect) => {
     await start();
     await send(alice, '/sms/single', { recipient: '919812300002', senderName: 'HERALD', body: 'Your code is 1234' });
     await send(bob, '/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'Your code is 5678' });
-    const inbound = (from: string) => receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: 'HERALD', text: 'thanks', at: api!.clock.now() });
+    const inbound = (from: string) =>
+      receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: 'HERALD', text: 'thanks', at: api!.clock.now() });
     assert.equal((await inbound('919812300002'))?.accountId, alice.account.row.id);
     assert.equal((await inbound('919812300003'))?.accountId, bob.account.row.id);
     assert.equal(await inbound('919812300004'), null);
     // Bob writes to Alice's handset later: its next reply is Bob's.
-    await send(bob, '/sms/batch', { recipients: [{ mobileNo: '919812300002' }], senderName: 'HERALD', body: 'Sale today' });
+    await send(bob, '/sms/batch', {
+      recipients: [{ mobileNo: '919812300002' }],
+      senderName: 'HERALD',
+      body: 'Sale today',
+    });
     assert.equal((await inbound('919812300002'))?.accountId, bob.account.row.id);
     assert.equal((await mo(alice, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 422);
     assert.equal((await mo(bob, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 201);
@@ -114,14 +151,20 @@ forEachDatabase((dialect) => {
     await send(alice, '/sms/batch', { recipients: [{ mobileNo: '919812300005' }], senderName: 'HERALD', body: 'Sale' });
     assert.equal(await inbound('919812300005'), null);
     const [post] = await posted();
-    assert.deepEqual(post.data.map((e) => [e.from, e.to, e.text]), [['919812300002', 'HERALD', 'thanks']]);
+    assert.deepEqual(
+      post.data.map((e) => [e.from, e.to, e.text]),
+      [['919812300002', 'HERALD', 'thanks']],
+    );
   });
 
   it('STOP suppresses the number for that account only and turns its contacts’ mobileOptIn off; START undoes it', async () => {
     await start();
     await addSenderName(alice, NUMBER);
     const handset = { mobileCountryCode: '91', mobileNumber: '9812300006', mobileOptIn: true };
-    const mine = await alice.upsert([{ ...handset, email: 'one@example.com' }, { ...handset, email: 'two@example.com' }]);
+    const mine = await alice.upsert([
+      { ...handset, email: 'one@example.com' },
+      { ...handset, email: 'two@example.com' },
+    ]);
     const theirs = await bob.upsert([handset]);
 
     const stop = await mo(alice, { from: '919812300006', to: NUMBER, text: '  stop ' });
@@ -131,7 +174,11 @@ forEachDatabase((dialect) => {
     const single = await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' });
     assert.equal(single.statusCode, 422);
     assert.match(single.json().errors[0].message, /suppressed \(STOP reply\)/);
-    const batch = await send(alice, '/sms/batch', { recipients: [{ mobileNo: '919812300006' }, { mobileNo: '919812300007' }], senderName: 'HERALD', body: 'Sale' });
+    const batch = await send(alice, '/sms/batch', {
+      recipients: [{ mobileNo: '919812300006' }, { mobileNo: '919812300007' }],
+      senderName: 'HERALD',
+      body: 'Sale',
+    });
     assert.deepEqual((await alice.get(`/sms/${batch}`)).json().totals, { Delivered: 1, NotSent: 1 });
 
     // Bob's standing with the handset is his own.
@@ -141,20 +188,35 @@ forEachDatabase((dialect) => {
 
     // A STOP from a number no contact holds suppresses it all the same.
     assert.equal((await mo(alice, { from: '919812300008', to: NUMBER, text: 'UNSUBSCRIBE' })).statusCode, 201);
-    assert.deepEqual((await suppressions(alice)).map(([number]: string[]) => number), ['919812300006', '919812300008']);
+    assert.deepEqual(
+      (await suppressions(alice)).map(([number]: string[]) => number),
+      ['919812300006', '919812300008'],
+    );
 
     const undo = await mo(alice, { from: '919812300006', to: NUMBER, text: 'Start' });
     assert.equal(undo.json().keyword, 'start');
-    assert.deepEqual((await suppressions(alice)).map(([number]: string[]) => number), ['919812300008']);
+    assert.deepEqual(
+      (await suppressions(alice)).map(([number]: string[]) => number),
+      ['919812300008'],
+    );
     for (const id of mine.inserted.contactIds) assert.equal((await alice.contact(id)).mobileOptIn, true);
-    assert.equal((await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' })).statusCode, 202);
+    assert.equal(
+      (await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' })).statusCode,
+      202,
+    );
 
     // START lifts only a STOP: a suppression added by hand stays, and a YES to nothing is only a message.
     await alice.post('/sms/suppressions', { number: '919812300010', reason: 'complained' });
     assert.equal((await mo(alice, { from: '919812300010', to: NUMBER, text: 'YES' })).json().keyword, null);
-    assert.deepEqual(await suppressions(alice), [['919812300008', 'STOP reply'], ['919812300010', 'complained']]);
+    assert.deepEqual(await suppressions(alice), [
+      ['919812300008', 'STOP reply'],
+      ['919812300010', 'complained'],
+    ]);
     // Every one of them is posted, the words included.
-    assert.deepEqual((await posted()).flatMap((post) => post.data.map((e) => e.text)), ['  stop ', 'UNSUBSCRIBE', 'Start', 'YES']);
+    assert.deepEqual(
+      (await posted()).flatMap((post) => post.data.map((e) => e.text)),
+      ['  stop ', 'UNSUBSCRIBE', 'Start', 'YES'],
+    );
   });
 
   it('gives a numeric sender name to one account only; alphanumeric names stay shareable', async () => {
@@ -163,10 +225,17 @@ forEachDatabase((dialect) => {
     assert.equal((await addSenderName(alice, NUMBER)).statusCode, 201);
     const taken = await addSenderName(bob, NUMBER);
     assert.equal(taken.statusCode, 409);
-    assert.deepEqual(taken.json().errors.map((e: { field: string }) => e.field), ['name']);
+    assert.deepEqual(
+      taken.json().errors.map((e: { field: string }) => e.field),
+      ['name'],
+    );
     assert.equal((await addSenderName(bob, 'SHOP')).statusCode, 201);
     assert.equal((await addSenderName(alice, 'SHOP')).statusCode, 201);
-    const names = await api!.t.app.inject({ method: 'GET', url: `/admin/accounts/${bob.account.row.id}/sender-names`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const names = await api!.t.app.inject({
+      method: 'GET',
+      url: `/admin/accounts/${bob.account.row.id}/sender-names`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     assert.deepEqual(names.json().senderNames, ['SHOP']);
   });
 
@@ -177,8 +246,14 @@ forEachDatabase((dialect) => {
     assert.equal((await patchAccount(alice, { inboundSmsWebhookUrl: 'ftp://example.com/x' })).statusCode, 400);
     const internal = await patchAccount(alice, { inboundSmsWebhookUrl: 'http://10.0.0.1/hooks' });
     assert.equal(internal.statusCode, 422);
-    assert.deepEqual(internal.json().errors.map((e: { field: string }) => e.field), ['inboundSmsWebhookUrl']);
-    assert.equal((await patchAccount(alice, { inboundSmsWebhookUrl: 'https://93.184.215.14/hooks' })).json().inboundSmsWebhookUrl, 'https://93.184.215.14/hooks');
+    assert.deepEqual(
+      internal.json().errors.map((e: { field: string }) => e.field),
+      ['inboundSmsWebhookUrl'],
+    );
+    assert.equal(
+      (await patchAccount(alice, { inboundSmsWebhookUrl: 'https://93.184.215.14/hooks' })).json().inboundSmsWebhookUrl,
+      'https://93.184.215.14/hooks',
+    );
     assert.equal((await patchAccount(alice, {})).statusCode, 400);
   });
 
@@ -192,9 +267,15 @@ forEachDatabase((dialect) => {
     assert.match(simulated.json().message, /needs the sandbox transport \(SMS_TRANSPORT=sandbox:\)/);
     assert.equal((await mo(alice, { from: 'a number?', to: NUMBER, text: 'STOP' })).statusCode, 400, 'bad input first');
     const control = (body: object) =>
-      fetch(`http://127.0.0.1:${smsc!.httpPort}/mo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`http://127.0.0.1:${smsc!.httpPort}/mo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     // Herald binds at its worker's start; the simulator refuses an MO until a bind can take it.
-    await waitFor('a bind to receive MO', async () => ((await control({ from: '919812300011', to: NUMBER, text: 'STOP' })).status === 202 ? true : undefined));
+    await waitFor('a bind to receive MO', async () =>
+      (await control({ from: '919812300011', to: NUMBER, text: 'STOP' })).status === 202 ? true : undefined,
+    );
     assert.equal((await control({ from: '919812300011', to: NUMBER, text: 'Merci, à demain 日本' })).status, 202);
     assert.equal((await control({ from: '919812300012', to: '447700900999', text: 'wrong number' })).status, 202);
     await waitFor('the MO answered', async () => (smsc!.stats().deliverSm.acknowledged === 3 ? true : undefined));

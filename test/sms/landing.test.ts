@@ -43,35 +43,63 @@ forEachDatabase((dialect) => {
   };
   /** Each recipient's whole text, parts joined. */
   const texts = async (client: ApiClient) => {
-    const messages = (await client.get('/sandbox/sms?limit=1000')).json().messages as Array<{ recipient: string; part: number; text: string }>;
+    const messages = (await client.get('/sandbox/sms?limit=1000')).json().messages as Array<{
+      recipient: string;
+      part: number;
+      text: string;
+    }>;
     const byRecipient = new Map<string, string[]>();
-    for (const m of messages.sort((a, b) => a.part - b.part)) byRecipient.set(m.recipient, [...(byRecipient.get(m.recipient) ?? []), m.text]);
+    for (const m of messages.sort((a, b) => a.part - b.part))
+      byRecipient.set(m.recipient, [...(byRecipient.get(m.recipient) ?? []), m.text]);
     return new Map([...byRecipient].map(([recipient, parts]) => [recipient, parts.join('')]));
   };
   const open = (path: string, headers: Record<string, string> = {}) =>
     api.t.app.inject({ method: 'GET', url: path, headers: { 'user-agent': BROWSER, ...headers } });
-  const read = async (client: ApiClient, queueId: string) => (await client.get(`/sms/${queueId}`)).json() as { clicks: number; partsBilled: number; recipients: Recipient[] };
+  const read = async (client: ApiClient, queueId: string) =>
+    (await client.get(`/sms/${queueId}`)).json() as { clicks: number; partsBilled: number; recipients: Recipient[] };
   const registerShortener = async (client: ApiClient, domain: string) => {
-    const response = await api.t.app.inject({ method: 'POST', url: `/admin/accounts/${client.account.row.id}/shortener-domains`, headers: bearer(ADMIN_TOKEN), payload: { domain } });
+    const response = await api.t.app.inject({
+      method: 'POST',
+      url: `/admin/accounts/${client.account.row.id}/shortener-domains`,
+      headers: bearer(ADMIN_TOKEN),
+      payload: { domain },
+    });
     assert.equal(response.statusCode, 201, response.body);
   };
 
   it('stops an address that keeps opening unknown links (429 with Retry-After), never one that opens real ones, nor another address', async () => {
-    await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Our sale starts today:', landingPageId: offer });
+    await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'Our sale starts today:',
+      landingPageId: offer,
+    });
     const path = new URL(SERVICE_LINK.exec((await texts(alice)).get('919812345678')!)![0]).pathname;
-    const from = (remoteAddress: string, url: string) => api.t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'user-agent': BROWSER } });
-    for (let i = 0; i < MAX_MISSES_PER_ADDRESS + 50; i++) assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'real links never count');
-    for (let i = 0; i < MAX_MISSES_PER_ADDRESS; i++) assert.equal((await from('203.0.113.9', `/l/Zz${String(i).padStart(6, '0')}`)).statusCode, 404);
+    const from = (remoteAddress: string, url: string) =>
+      api.t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'user-agent': BROWSER } });
+    for (let i = 0; i < MAX_MISSES_PER_ADDRESS + 50; i++)
+      assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'real links never count');
+    for (let i = 0; i < MAX_MISSES_PER_ADDRESS; i++)
+      assert.equal((await from('203.0.113.9', `/l/Zz${String(i).padStart(6, '0')}`)).statusCode, 404);
     const refused = await from('203.0.113.9', path);
     assert.equal(refused.statusCode, 429, 'refused, a real link too, once the misses are used up');
     assert.equal(Number(refused.headers['retry-after']), MISS_WINDOW_MS / 1000);
     assert.equal((await from('198.51.100.7', path)).statusCode, 302, 'another address is not');
     api.clock.advance(MISS_WINDOW_MS);
-    assert.equal((await from('203.0.113.9', path)).statusCode, 302, 'and once its oldest miss is a window old, it opens again');
+    assert.equal(
+      (await from('203.0.113.9', path)).statusCode,
+      302,
+      'and once its oldest miss is a window old, it opens again',
+    );
   });
 
   it('puts the landing page link after the text, leads it to the page (302) and shows the click on its recipient', async () => {
-    const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Our sale starts today:', landingPageId: offer });
+    const queueId = await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'Our sale starts today:',
+      landingPageId: offer,
+    });
     const text = (await texts(alice)).get('919812345678')!;
     const [link, code] = SERVICE_LINK.exec(text)!;
     assert.equal(text, `Our sale starts today: ${link}`);
@@ -97,20 +125,37 @@ forEachDatabase((dialect) => {
 
   it('gives each recipient of a batch a link of its own, across pages, and attributes each click to its recipient', async () => {
     // 501 recipients: two pages of links.
-    const recipients = Array.from({ length: 501 }, (_, i) => ({ mobileNo: `9198${String(12_000_000 + i).padStart(8, '0')}` }));
-    const queueId = await send(alice, '/sms/batch', { recipients, senderName: 'HERALD', body: 'Hi [firstName], see [landingPageUrl] before Friday', landingPageId: offer });
+    const recipients = Array.from({ length: 501 }, (_, i) => ({
+      mobileNo: `9198${String(12_000_000 + i).padStart(8, '0')}`,
+    }));
+    const queueId = await send(alice, '/sms/batch', {
+      recipients,
+      senderName: 'HERALD',
+      body: 'Hi [firstName], see [landingPageUrl] before Friday',
+      landingPageId: offer,
+    });
     const sent = await texts(alice);
     assert.equal(sent.size, 501);
     const codes = new Map([...sent].map(([recipient, text]) => [recipient, SERVICE_LINK.exec(text)![1]]));
     assert.equal(new Set(codes.values()).size, 501, 'a code per recipient');
     const [first, last] = [recipients[0].mobileNo, recipients[500].mobileNo];
-    assert.equal(sent.get(first), `Hi , see http://localhost:8080/l/${codes.get(first)} before Friday`, 'in the tag’s place, not appended');
+    assert.equal(
+      sent.get(first),
+      `Hi , see http://localhost:8080/l/${codes.get(first)} before Friday`,
+      'in the tag’s place, not appended',
+    );
 
     assert.equal((await open(`/l/${codes.get(last)}`)).statusCode, 302);
-    const page = (await (await alice.get(`/sms/${queueId}?limit=1000`)).json()) as { clicks: number; recipients: Recipient[] };
+    const page = (await (await alice.get(`/sms/${queueId}?limit=1000`)).json()) as {
+      clicks: number;
+      recipients: Recipient[];
+    };
     assert.equal(page.clicks, 1);
     const clicked = page.recipients.filter((r) => r.clicks.length > 0);
-    assert.deepEqual(clicked.map((r) => [r.recipient, r.clicks.length]), [[last, 1]]);
+    assert.deepEqual(
+      clicked.map((r) => [r.recipient, r.clicks.length]),
+      [[last, 1]],
+    );
   });
 
   it('shares one link among a send’s recipients with isUniqueUrl false, and counts its clicks on the send', async () => {
@@ -127,11 +172,20 @@ forEachDatabase((dialect) => {
     for (let i = 0; i < 3; i++) assert.equal((await open(new URL(links[0]).pathname)).statusCode, 302);
     const after = await read(alice, queueId);
     assert.equal(after.clicks, 3);
-    assert.deepEqual(after.recipients.map((r) => r.clicks), [[], []], 'a shared link’s clicks are no one recipient’s');
+    assert.deepEqual(
+      after.recipients.map((r) => r.clicks),
+      [[], []],
+      'a shared link’s clicks are no one recipient’s',
+    );
   });
 
   it('counts the link in the parts: 150 characters and the link take two parts', async () => {
-    const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'x'.repeat(150), landingPageId: offer });
+    const queueId = await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'x'.repeat(150),
+      landingPageId: offer,
+    });
     const result = await read(alice, queueId);
     assert.deepEqual([result.recipients[0].parts, result.partsBilled], [2, 2]);
     assert.equal((await texts(alice)).get('919812345678')!.length, 150 + 1 + 'http://localhost:8080/l/'.length + 8);
@@ -141,7 +195,12 @@ forEachDatabase((dialect) => {
     const bob = await api.client();
     const theirs = await landingPage(bob, 'Bob’s offer', 'https://bob.example');
     for (const landingPageId of [theirs, '0b6c1c1e-8f4e-4c49-9a51-3f3d2c1b0a99']) {
-      const response = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812345678' }], senderName: 'HERALD', body: 'hi', landingPageId });
+      const response = await alice.post('/sms/batch', {
+        recipients: [{ mobileNo: '919812345678' }],
+        senderName: 'HERALD',
+        body: 'hi',
+        landingPageId,
+      });
       assert.equal(response.statusCode, 422);
       assert.deepEqual(errorFields(response), ['landingPageId']);
     }
@@ -153,17 +212,34 @@ forEachDatabase((dialect) => {
     const bob = await api.client();
     await registerShortener(alice, 'go.alice.example');
     await registerShortener(bob, 'go.bob.example');
-    const aliceSend = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'A', landingPageId: offer, shortner: { shortnerUrl: 'https://Go.Alice.example/' } });
+    const aliceSend = await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'A',
+      landingPageId: offer,
+      shortner: { shortnerUrl: 'https://Go.Alice.example/' },
+    });
     const bobsPage = await landingPage(bob, 'Offer', 'https://bob.example/');
-    await send(bob, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'B', landingPageId: bobsPage });
+    await send(bob, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'B',
+      landingPageId: bobsPage,
+    });
 
     const aliceText = (await texts(alice)).get('919812345678')!;
     const [, aliceCode] = /^A https:\/\/go\.alice\.example\/([0-9A-Za-z]{8})$/.exec(aliceText)!;
     const [, bobCode] = SERVICE_LINK.exec((await texts(bob)).get('919812345678')!)!;
 
     const onAlices = await open(`/${aliceCode}`, { host: 'go.alice.example' });
-    assert.deepEqual([onAlices.statusCode, onAlices.headers.location], [302, 'https://shop.example.com/offer?from=sms']);
-    for (const [code, host] of [[aliceCode, 'go.bob.example'], [bobCode, 'go.alice.example']]) {
+    assert.deepEqual(
+      [onAlices.statusCode, onAlices.headers.location],
+      [302, 'https://shop.example.com/offer?from=sms'],
+    );
+    for (const [code, host] of [
+      [aliceCode, 'go.bob.example'],
+      [bobCode, 'go.alice.example'],
+    ]) {
       for (const path of [`/${code}`, `/l/${code}`]) {
         const response = await open(path, { host });
         assert.equal(response.statusCode, 404, `${path} on ${host}`);
@@ -184,8 +260,19 @@ forEachDatabase((dialect) => {
   it('refuses a shortnerUrl that is not a shortener domain registered for the account with 422', async () => {
     const bob = await api.client();
     await registerShortener(bob, 'go.bob.example');
-    for (const shortnerUrl of ['https://go.bob.example', 'https://unregistered.example', 'https://go.bob.example/path', 'not a url']) {
-      const response = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', landingPageId: offer, shortner: { shortnerUrl } });
+    for (const shortnerUrl of [
+      'https://go.bob.example',
+      'https://unregistered.example',
+      'https://go.bob.example/path',
+      'not a url',
+    ]) {
+      const response = await alice.post('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'hi',
+        landingPageId: offer,
+        shortner: { shortnerUrl },
+      });
       assert.equal(response.statusCode, 422, shortnerUrl);
       assert.deepEqual(errorFields(response), ['shortner.shortnerUrl'], shortnerUrl);
     }
@@ -201,7 +288,11 @@ forEachDatabase((dialect) => {
         attempt++;
         for (const message of messages) {
           const [, code] = SERVICE_LINK.exec(message.segmented.parts.map((p) => p.text).join(''))!;
-          const stored = await api.t.ctx.database.reads.selectFrom('links').select('code').where('code', '=', code).executeTakeFirst();
+          const stored = await api.t.ctx.database.reads
+            .selectFrom('links')
+            .select('code')
+            .where('code', '=', code)
+            .executeTakeFirst();
           submitted.push({ attempt, code, stored: stored !== undefined });
         }
         if (attempt === 1) throw new Error('the connection to the SMSC dropped');
@@ -211,30 +302,59 @@ forEachDatabase((dialect) => {
     };
     const worker = new Worker({ database: api.t.ctx.database, clock: api.clock });
     worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport }), { concurrency: 1 });
-    const accepted = await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }], senderName: 'HERALD', body: 'Sale', landingPageId: offer });
+    const accepted = await alice.post('/sms/batch', {
+      recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }],
+      senderName: 'HERALD',
+      body: 'Sale',
+      landingPageId: offer,
+    });
     assert.equal(accepted.statusCode, 202);
     await worker.drain();
     api.clock.advance(3_600_000);
     await worker.drain();
 
-    assert.deepEqual(submitted.map((s) => [s.attempt, s.stored]), [[1, true], [1, true], [2, true], [2, true]]);
+    assert.deepEqual(
+      submitted.map((s) => [s.attempt, s.stored]),
+      [
+        [1, true],
+        [1, true],
+        [2, true],
+        [2, true],
+      ],
+    );
     assert.equal(new Set(submitted.map((s) => s.code)).size, 4, 'new codes for the page submitted again');
     for (const { code } of submitted) assert.equal((await open(`/l/${code}`)).statusCode, 302, code);
-    assert.deepEqual((await read(alice, accepted.json().data.QueueId)).recipients.map((r) => r.clicks.length), [2, 2]);
+    assert.deepEqual(
+      (await read(alice, accepted.json().data.QueueId)).recipients.map((r) => r.clicks.length),
+      [2, 2],
+    );
   });
 
   it('takes a deleted account’s links and clicks with it', async () => {
-    await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Sale', landingPageId: offer });
+    await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'Sale',
+      landingPageId: offer,
+    });
     const [, code] = SERVICE_LINK.exec((await texts(alice)).get('919812345678')!)!;
     assert.equal((await open(`/l/${code}`)).statusCode, 302);
-    const deleted = await api.t.app.inject({ method: 'DELETE', url: `/admin/accounts/${alice.account.row.id}`, headers: bearer(ADMIN_TOKEN) });
+    const deleted = await api.t.app.inject({
+      method: 'DELETE',
+      url: `/admin/accounts/${alice.account.row.id}`,
+      headers: bearer(ADMIN_TOKEN),
+    });
     assert.equal(deleted.statusCode, 204);
     assert.equal((await open(`/l/${code}`)).statusCode, 404);
     assert.deepEqual(await api.t.ctx.db.selectFrom('link_clicks').selectAll().execute(), []);
   });
 
   it('shows no clicks on a send without a landing page', async () => {
-    const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'no link' });
+    const queueId = await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'no link',
+    });
     assert.equal((await texts(alice)).get('919812345678'), 'no link');
     const result = await read(alice, queueId);
     assert.deepEqual([result.clicks, result.recipients[0].clicks], [0, []]);

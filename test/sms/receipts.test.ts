@@ -39,7 +39,8 @@ forEachDatabase((dialect) => {
         await hold;
         const ids = messages.map((m) => m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`));
         const receipts = early(ids.flat());
-        if (receipts.length > 0) await database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
+        if (receipts.length > 0)
+          await database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
         return messages.map((m, i) =>
           refuseForNow.has(m.recipient)
             ? { accepted: false as const, permanent: false, error: 'throttled', errorCode: '0x58' }
@@ -61,18 +62,34 @@ forEachDatabase((dialect) => {
     return response.json().data.QueueId as string;
   };
   const recipientOf = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0];
-  const report = (receipts: Receipt[]) => api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
+  const report = (receipts: Receipt[]) =>
+    api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
 
   it('applies a receipt that came before its submit’s result was recorded, and posts its status after the Submitted', async () => {
     early = (ids) => ids.map((operatorMessageId) => ({ operatorMessageId, state: 'DELIVRD', errorCode: null }));
-    const response = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', webHookUrl: 'http://127.0.0.1:9/sms' });
+    const response = await alice.post('/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'hi',
+      webHookUrl: 'http://127.0.0.1:9/sms',
+    });
     await worker.drain();
     const recipient = await recipientOf(response.json().data.QueueId);
     assert.equal(recipient.status, 'Delivered');
-    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
+    assert.deepEqual(
+      recipient.history.map((h: { status: string }) => h.status),
+      ['Queued', 'Submitted', 'Delivered'],
+    );
     const appended = await api.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
-    assert.deepEqual(appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status), ['Submitted', 'Delivered']);
-    assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left waiting');
+    assert.deepEqual(
+      appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status),
+      ['Submitted', 'Delivered'],
+    );
+    assert.equal(
+      (await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
+      0,
+      'no receipt left waiting',
+    );
   });
 
   it('makes a two-part message Delivered only when its last part is, and Failed when a part fails', async () => {
@@ -88,7 +105,10 @@ forEachDatabase((dialect) => {
     await report([{ operatorMessageId: 'op-919812300001-2', state: 'UNDELIV', errorCode: '001' }]);
     const recipient = await recipientOf(failed);
     assert.equal(recipient.status, 'Failed');
-    assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Processed', 'Failed']);
+    assert.deepEqual(
+      recipient.partStatus.map((p: { status: string }) => p.status),
+      ['Processed', 'Failed'],
+    );
   });
 
   it('keeps a part Delivered when an intermediate receipt for it comes after the final one, whether the part was recorded then or not', async () => {
@@ -97,14 +117,22 @@ forEachDatabase((dialect) => {
     await report([{ operatorMessageId: 'op-919812345678-1', state: 'ENROUTE', errorCode: null }]);
     const recipient = await recipientOf(recorded);
     assert.equal(recipient.status, 'Delivered');
-    assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Delivered']);
+    assert.deepEqual(
+      recipient.partStatus.map((p: { status: string }) => p.status),
+      ['Delivered'],
+    );
 
-    early = (ids) => ids.flatMap((operatorMessageId) => [
-      { operatorMessageId, state: 'DELIVRD', errorCode: null },
-      { operatorMessageId, state: 'ENROUTE', errorCode: null },
-    ]);
+    early = (ids) =>
+      ids.flatMap((operatorMessageId) => [
+        { operatorMessageId, state: 'DELIVRD', errorCode: null },
+        { operatorMessageId, state: 'ENROUTE', errorCode: null },
+      ]);
     const early2 = await send('919812300002', 'hi');
-    assert.equal((await recipientOf(early2)).status, 'Delivered', 'a waiting receipt is not undone by a later ENROUTE either');
+    assert.equal(
+      (await recipientOf(early2)).status,
+      'Delivered',
+      'a waiting receipt is not undone by a later ENROUTE either',
+    );
   });
 
   it('sends the one-time passcodes claimed together as one page, and tries one refused for now again on its own', async () => {
@@ -112,14 +140,26 @@ forEachDatabase((dialect) => {
     refuseForNow.add(numbers[1]);
     const queueIds: string[] = [];
     for (const recipient of numbers) {
-      const response = await alice.post('/sms/single', { recipient, senderName: 'HERALD', body: `code for ${recipient}` });
+      const response = await alice.post('/sms/single', {
+        recipient,
+        senderName: 'HERALD',
+        body: `code for ${recipient}`,
+      });
       assert.equal(response.statusCode, 202, response.body);
       queueIds.push(response.json().data.QueueId);
     }
     await worker.drain();
     assert.deepEqual(pages, [numbers], 'one transport call for the three');
-    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await recipientOf(id)).status)), ['Submitted', 'Queued', 'Submitted']);
-    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await alice.get(`/sms/${id}`)).json().status)), ['Completed', 'Queued', 'Completed']);
+    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await recipientOf(id)).status)), [
+      'Submitted',
+      'Queued',
+      'Submitted',
+    ]);
+    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await alice.get(`/sms/${id}`)).json().status)), [
+      'Completed',
+      'Queued',
+      'Completed',
+    ]);
 
     refuseForNow.clear();
     api.clock.advance(5_000);
@@ -132,12 +172,20 @@ forEachDatabase((dialect) => {
   it('refuses to cancel a one-time passcode its worker has taken (409), though its send still reads Queued', async () => {
     let release!: () => void;
     hold = new Promise((resolve) => (release = resolve));
-    const response = await alice.post('/sms/single', { recipient: '919812300021', senderName: 'HERALD', body: 'code 1' });
+    const response = await alice.post('/sms/single', {
+      recipient: '919812300021',
+      senderName: 'HERALD',
+      body: 'code 1',
+    });
     const queueId = response.json().data.QueueId as string;
     const draining = worker.drain();
     await waitFor('the passcode at the transport', async () => (pages.length > 0 ? true : undefined));
     assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Queued');
-    const cancel = await api.t.app.inject({ method: 'DELETE', url: `/sms/${queueId}`, headers: { authorization: `Bearer ${alice.token}` } });
+    const cancel = await api.t.app.inject({
+      method: 'DELETE',
+      url: `/sms/${queueId}`,
+      headers: { authorization: `Bearer ${alice.token}` },
+    });
     assert.equal(cancel.statusCode, 409, cancel.body);
     release();
     await draining;
@@ -167,17 +215,30 @@ forEachDatabase((dialect) => {
     const waitingForLock = async (other: Promise<unknown>) => {
       let settled = false;
       void other.finally(() => (settled = true));
-      const lockWaits = async () => (await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`
-        .execute(api.t.ctx.db)).rows[0].n;
-      await waitFor('a statement waiting for a lock', async () => (settled || (await lockWaits()) > 0 || undefined));
+      const lockWaits = async () =>
+        (
+          await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(
+            api.t.ctx.db,
+          )
+        ).rows[0].n;
+      await waitFor('a statement waiting for a lock', async () => settled || (await lockWaits()) > 0 || undefined);
     };
 
     it('applies, once, a receipt written while its part was being recorded, though neither transaction saw the other’s row', async () => {
-      const queueId = await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'hi', webHookUrl: 'http://127.0.0.1:9/sms' });
+      const queueId = await alice.post('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'hi',
+        webHookUrl: 'http://127.0.0.1:9/sms',
+      });
       await worker.drain();
       const id = 'op-919812345678-1';
-      const part = await api.t.ctx.db.selectFrom('sms_parts').selectAll().where('operator_message_id', '=', id).executeTakeFirstOrThrow();
+      const part = await api.t.ctx.db
+        .selectFrom('sms_parts')
+        .selectAll()
+        .where('operator_message_id', '=', id)
+        .executeTakeFirstOrThrow();
       await api.t.ctx.db.deleteFrom('sms_parts').where('operator_message_id', '=', id).execute();
 
       const page = held(async (trx) => {
@@ -188,19 +249,33 @@ forEachDatabase((dialect) => {
       const receiptWaiting = await report([{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }]);
       assert.deepEqual(receiptWaiting, [id], 'the receipt saw no part');
       await matchWaiting(api.t.ctx.db, dialect, api.clock.now(), receiptWaiting);
-      assert.equal((await recipientOf(queueId.json().data.QueueId)).status, 'Submitted', 'nothing applied while the part is uncommitted');
+      assert.equal(
+        (await recipientOf(queueId.json().data.QueueId)).status,
+        'Submitted',
+        'nothing applied while the part is uncommitted',
+      );
       await page.commit();
-      await Promise.all([matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]), matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id])]);
+      await Promise.all([
+        matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
+        matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
+      ]);
 
       const recipient = await recipientOf(queueId.json().data.QueueId);
-      assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
+      assert.deepEqual(
+        recipient.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
+      );
       assert.equal(await deliveredEvents(), 1, 'one webhook event');
       assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
     });
 
     it('ends a two-part message Delivered when its parts’ receipts are applied side by side', async () => {
       const queueId = await send('919812345678', 'x'.repeat(161));
-      const first = held((trx) => applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }] }));
+      const first = held((trx) =>
+        applyReceipts(trx, dialect, api.clock, {
+          receipts: [{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }],
+        }),
+      );
       await first.done;
       const second = report([{ operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null }]);
       await waitingForLock(second);
@@ -208,12 +283,20 @@ forEachDatabase((dialect) => {
       await second;
       const recipient = await recipientOf(queueId);
       assert.equal(recipient.status, 'Delivered');
-      assert.deepEqual(recipient.partStatus.map((p: { status: string }) => p.status), ['Delivered', 'Delivered']);
+      assert.deepEqual(
+        recipient.partStatus.map((p: { status: string }) => p.status),
+        ['Delivered', 'Delivered'],
+      );
     });
   }
 
   it('keeps a receipt for an id it does not know, without failing', async () => {
     await report([{ operatorMessageId: 'never-submitted', state: 'DELIVRD', errorCode: null }]);
-    assert.deepEqual((await api.t.ctx.db.selectFrom('sms_receipts').select('operator_message_id').execute()).map((r) => r.operator_message_id), ['never-submitted']);
+    assert.deepEqual(
+      (await api.t.ctx.db.selectFrom('sms_receipts').select('operator_message_id').execute()).map(
+        (r) => r.operator_message_id,
+      ),
+      ['never-submitted'],
+    );
   });
 });

@@ -19,45 +19,102 @@ const cases: Case[] = [
   { name: 'empty text: one empty part', text: '', encoding: 'GSM-7', units: 0, parts: [0] },
   { name: 'exactly 160 GSM characters: one part', text: 'a'.repeat(160), encoding: 'GSM-7', units: 160, parts: [160] },
   { name: '161 GSM characters: 153 + 8', text: 'a'.repeat(161), encoding: 'GSM-7', units: 161, parts: [153, 8] },
-  { name: '306 GSM characters: two full parts', text: 'a'.repeat(306), encoding: 'GSM-7', units: 306, parts: [153, 153] },
+  {
+    name: '306 GSM characters: two full parts',
+    text: 'a'.repeat(306),
+    encoding: 'GSM-7',
+    units: 306,
+    parts: [153, 153],
+  },
   { name: 'exactly 70 UCS-2 characters: one part', text: 'ж'.repeat(70), encoding: 'UCS-2', units: 70, parts: [70] },
   { name: '71 UCS-2 characters: 67 + 4', text: 'ж'.repeat(71), encoding: 'UCS-2', units: 71, parts: [67, 4] },
   { name: 'an emoji is two code units', text: 'Thanks 😀', encoding: 'UCS-2', units: 9, parts: [9] },
   { name: '35 emoji are 70 code units: one part', text: '😀'.repeat(35), encoding: 'UCS-2', units: 70, parts: [70] },
   {
     name: 'an emoji that would straddle the 67-unit boundary moves whole to the next part',
-    text: `${'a'.repeat(66)}😀${'b'.repeat(10)}`, encoding: 'UCS-2', units: 78, parts: [66, 12],
+    text: `${'a'.repeat(66)}😀${'b'.repeat(10)}`,
+    encoding: 'UCS-2',
+    units: 78,
+    parts: [66, 12],
   },
   {
     name: 'an emoji ending exactly on the 67th unit stays',
-    text: `${'a'.repeat(65)}😀${'b'.repeat(10)}`, encoding: 'UCS-2', units: 77, parts: [67, 10],
+    text: `${'a'.repeat(65)}😀${'b'.repeat(10)}`,
+    encoding: 'UCS-2',
+    units: 77,
+    parts: [67, 10],
   },
-  { name: 'extension characters count two septets each', text: EXTENSION_CHARACTERS, encoding: 'GSM-7', units: 18, parts: [18] },
+  {
+    name: 'extension characters count two septets each',
+    text: EXTENSION_CHARACTERS,
+    encoding: 'GSM-7',
+    units: 18,
+    parts: [18],
+  },
   { name: 'form feed is an extension character', text: 'page\fbreak', encoding: 'GSM-7', units: 11, parts: [11] },
   { name: '80 euro signs are exactly 160 septets', text: '€'.repeat(80), encoding: 'GSM-7', units: 160, parts: [160] },
-  { name: '81 euro signs: 76 (152 septets) + 5', text: '€'.repeat(81), encoding: 'GSM-7', units: 162, parts: [152, 10] },
+  {
+    name: '81 euro signs: 76 (152 septets) + 5',
+    text: '€'.repeat(81),
+    encoding: 'GSM-7',
+    units: 162,
+    parts: [152, 10],
+  },
   {
     name: 'an extension character on the 153rd/154th septet moves whole to the next part',
-    text: `${'a'.repeat(152)}€${'b'.repeat(10)}`, encoding: 'GSM-7', units: 164, parts: [152, 12],
+    text: `${'a'.repeat(152)}€${'b'.repeat(10)}`,
+    encoding: 'GSM-7',
+    units: 164,
+    parts: [152, 12],
   },
   {
     name: 'an extension character ending exactly on the 153rd septet stays',
-    text: `${'a'.repeat(151)}€${'b'.repeat(10)}`, encoding: 'GSM-7', units: 163, parts: [153, 10],
+    text: `${'a'.repeat(151)}€${'b'.repeat(10)}`,
+    encoding: 'GSM-7',
+    units: 163,
+    parts: [153, 10],
   },
-  { name: 'Greek capitals of the GSM alphabet', text: GREEK_CAPITALS_IN_GSM, encoding: 'GSM-7', units: 10, parts: [10] },
+  {
+    name: 'Greek capitals of the GSM alphabet',
+    text: GREEK_CAPITALS_IN_GSM,
+    encoding: 'GSM-7',
+    units: 10,
+    parts: [10],
+  },
   { name: 'lowercase Greek is not in GSM-7', text: 'καλημέρα', encoding: 'UCS-2', units: 8, parts: [8] },
   { name: 'Greek capitals outside the GSM alphabet', text: 'ΑΒΓ', encoding: 'UCS-2', units: 3, parts: [3] },
   // TS 23.038's Turkish shift tables would carry ş ğ ı in GSM-7; they are not used (gsm7.ts says why).
-  { name: 'Turkish ş ğ ı: UCS-2 (national shift tables not used)', text: 'ş ğ ı', encoding: 'UCS-2', units: 5, parts: [5] },
+  {
+    name: 'Turkish ş ğ ı: UCS-2 (national shift tables not used)',
+    text: 'ş ğ ı',
+    encoding: 'UCS-2',
+    units: 5,
+    parts: [5],
+  },
   { name: 'Arabic', text: 'مرحبا بك', encoding: 'UCS-2', units: 8, parts: [8] },
-  { name: 'GSM Latin accents: é ñ ü Ç ß Å', text: 'é ñ ü Ç ß Å £ ¥ § ¿ ¡ ¤ à', encoding: 'GSM-7', units: 25, parts: [25] },
+  {
+    name: 'GSM Latin accents: é ñ ü Ç ß Å',
+    text: 'é ñ ü Ç ß Å £ ¥ § ¿ ¡ ¤ à',
+    encoding: 'GSM-7',
+    units: 25,
+    parts: [25],
+  },
   { name: 'lowercase ç is not in GSM-7 (only Ç is)', text: 'ça va', encoding: 'UCS-2', units: 5, parts: [5] },
   { name: 'a backtick is not in GSM-7', text: 'run `herald`', encoding: 'UCS-2', units: 12, parts: [12] },
-  { name: 'a tab is not in GSM-7; line feed and carriage return are', text: 'a\tb', encoding: 'UCS-2', units: 3, parts: [3] },
+  {
+    name: 'a tab is not in GSM-7; line feed and carriage return are',
+    text: 'a\tb',
+    encoding: 'UCS-2',
+    units: 3,
+    parts: [3],
+  },
   { name: 'line feed and carriage return', text: 'a\r\nb', encoding: 'GSM-7', units: 4, parts: [4] },
   {
     name: 'one UCS-2 character at the end makes the whole text UCS-2',
-    text: `${'a'.repeat(200)}ş`, encoding: 'UCS-2', units: 201, parts: [67, 67, 67],
+    text: `${'a'.repeat(200)}ş`,
+    encoding: 'UCS-2',
+    units: 201,
+    parts: [67, 67, 67],
   },
 ];
 
@@ -69,10 +126,16 @@ describe('SMS segmentation', () => {
         const result = segment(c.text, { reference: 42, packed });
         assert.equal(result.encoding, c.encoding);
         assert.equal(result.units, c.units);
-        assert.deepEqual(result.parts.map((part) => part.units), c.parts);
+        assert.deepEqual(
+          result.parts.map((part) => part.units),
+          c.parts,
+        );
         assert.equal(result.parts.map((part) => part.text).join(''), c.text, 'the parts reassemble the text');
         result.parts.forEach((part, index) => {
-          assert.deepEqual([...part.udh], c.parts.length === 1 ? [] : [0x05, 0x00, 0x03, 42, c.parts.length, index + 1]);
+          assert.deepEqual(
+            [...part.udh],
+            c.parts.length === 1 ? [] : [0x05, 0x00, 0x03, 42, c.parts.length, index + 1],
+          );
           assert.deepEqual([...part.shortMessage], [...part.udh, ...part.payload]);
           assert.equal(decode(c.encoding, part, packed), part.text, 'the payload carries the part text');
           // Unpacked GSM-7 spends a byte on each septet; the SMSC packs it into the 140.
@@ -171,10 +234,20 @@ function unpack(octets: Uint8Array, fillBits: number, count: number): number[] {
 
 // TS 23.038 §6.2.1, written out again here so the test does not trust the encoder's table.
 const GSM_DEFAULT = [
-  ...'@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞ', '<ESC>', ...'ÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?',
+  ...'@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞ',
+  '<ESC>',
+  ...'ÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?',
   ...'¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà',
 ];
 const GSM_EXTENSION = new Map([
-  [0x0a, '\f'], [0x14, '^'], [0x28, '{'], [0x29, '}'], [0x2f, '\\'],
-  [0x3c, '['], [0x3d, '~'], [0x3e, ']'], [0x40, '|'], [0x65, '€'],
+  [0x0a, '\f'],
+  [0x14, '^'],
+  [0x28, '{'],
+  [0x29, '}'],
+  [0x2f, '\\'],
+  [0x3c, '['],
+  [0x3d, '~'],
+  [0x3e, ']'],
+  [0x40, '|'],
+  [0x65, '€'],
 ]);

@@ -60,16 +60,27 @@ forEachDatabase((dialect) => {
     await api.drain();
 
     const [message] = await sandbox(alice);
-    assert.deepEqual([message.recipient, message.senderName, message.text, message.parts, message.encoding], ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7']);
+    assert.deepEqual(
+      [message.recipient, message.senderName, message.text, message.parts, message.encoding],
+      ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7'],
+    );
     const read = (await alice.get(`/sms/${body.data.QueueId}`)).json();
     assert.equal(read.status, 'Completed');
     assert.deepEqual(read.totals, { Delivered: 1 });
     assert.equal(read.partsBilled, 1);
     const [recipient] = read.recipients;
-    assert.deepEqual([recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding], ['919812345678', 'Delivered', message.messageId, 1, 'GSM-7']);
+    assert.deepEqual(
+      [recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding],
+      ['919812345678', 'Delivered', message.messageId, 1, 'GSM-7'],
+    );
     // The sandbox reports each part delivered, as an operator's receipt would.
-    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
-    assert.deepEqual(recipient.partStatus, [{ part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Delivered' }]);
+    assert.deepEqual(
+      recipient.history.map((h: { status: string }) => h.status),
+      ['Queued', 'Submitted', 'Delivered'],
+    );
+    assert.deepEqual(recipient.partStatus, [
+      { part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Delivered' },
+    ]);
   });
 
   it('sends a batch to its recipients and lists: one message per number, the request’s tags over the contact’s, consent obeyed', async () => {
@@ -77,17 +88,41 @@ forEachDatabase((dialect) => {
     const list = await alice.createList('Customers');
     const other = await alice.createList('Prospects');
     const contact = (mobileNumber: string, firstName: string, mobileOptIn: boolean) => ({
-      mobileCountryCode: '91', mobileNumber, mobileOptIn, propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+      mobileCountryCode: '91',
+      mobileNumber,
+      mobileOptIn,
+      propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
     });
-    await alice.upsert([contact('9812300001', 'Asha', true), contact('9812300002', 'Bina', true), contact('9812300003', 'Chetan', false)], { listId: list });
+    await alice.upsert(
+      [
+        contact('9812300001', 'Asha', true),
+        contact('9812300002', 'Bina', true),
+        contact('9812300003', 'Chetan', false),
+      ],
+      { listId: list },
+    );
     // The same number in a second list, updated later: its data is the one used (rule 4).
     await alice.upsert([contact('9812300002', 'Bina', true)], { listId: other });
-    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300002', mobileOptIn: true, email: 'bina@example.com', propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Binita' }] }], { listId: other });
+    await alice.upsert(
+      [
+        {
+          mobileCountryCode: '91',
+          mobileNumber: '9812300002',
+          mobileOptIn: true,
+          email: 'bina@example.com',
+          propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Binita' }],
+        },
+      ],
+      { listId: other },
+    );
 
     const queueId = await send(alice, '/sms/batch', {
       listId: [list, other, list],
       recipients: [
-        { mobileNo: '919812300001', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }] },
+        {
+          mobileNo: '919812300001',
+          personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }],
+        },
         { mobileNo: '919812300009' },
       ],
       senderName: 'HERALD',
@@ -111,7 +146,10 @@ forEachDatabase((dialect) => {
     await api.drain();
     assert.equal(receiver.received.length, 1);
     const post = receiver.received[0];
-    const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as { type: string; data: Array<{ queueId: string; recipient: string; status: string; parts: number }> };
+    const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as {
+      type: string;
+      data: Array<{ queueId: string; recipient: string; status: string; parts: number }>;
+    };
     assert.equal(payload.type, 'sms.status');
     assert.deepEqual(payload.data.map((e) => [e.queueId, e.recipient, e.status, e.parts]).sort(), [
       [queueId, '919812300001', 'Delivered', 1],
@@ -150,46 +188,92 @@ forEachDatabase((dialect) => {
     const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
     const failed = events.filter((e) => e.status === 'Failed').map(({ at: _at, ...e }) => e);
     const notSent = (queueId: string, recipient: string, reason: string) => ({
-      queueId, messageId: null, recipient, status: 'Failed', errorCode: 'not_sent', error: `not sent: ${reason}`,
+      queueId,
+      messageId: null,
+      recipient,
+      status: 'Failed',
+      errorCode: 'not_sent',
+      error: `not sent: ${reason}`,
       parts: null,
     });
-    assert.deepEqual(new Set(failed), new Set([
-      notSent(batch, '919812300003', 'no consent: a contact with this address has not opted in'),
-      notSent(batch, '919812300004', 'suppressed: replied STOP'),
-      notSent(single, '919812300006', 'suppressed: replied STOP'),
-    ]));
+    assert.deepEqual(
+      new Set(failed),
+      new Set([
+        notSent(batch, '919812300003', 'no consent: a contact with this address has not opted in'),
+        notSent(batch, '919812300004', 'suppressed: replied STOP'),
+        notSent(single, '919812300006', 'suppressed: replied STOP'),
+      ]),
+    );
     const others = events.filter((e) => e.recipient !== '919812300005');
-    assert.deepEqual(others.map((e) => e.status), ['Failed', 'Failed', 'Failed'], 'nothing else of them is posted');
+    assert.deepEqual(
+      others.map((e) => e.status),
+      ['Failed', 'Failed', 'Failed'],
+      'nothing else of them is posted',
+    );
     assert.equal((await alice.get(`/sms/${single}`)).json().recipients[0].status, 'NotSent');
   });
 
   it('splits a long text into parts, and bills them', async () => {
-    const queueId = await send(alice, '/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'x'.repeat(161) });
+    const queueId = await send(alice, '/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'x'.repeat(161),
+    });
     const parts = await sandbox(alice);
-    assert.deepEqual(parts.map((p) => [p.part, p.parts, p.text.length]).sort(), [[1, 2, 153], [2, 2, 8]]);
+    assert.deepEqual(parts.map((p) => [p.part, p.parts, p.text.length]).sort(), [
+      [1, 2, 153],
+      [2, 2, 8],
+    ]);
     assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
   });
 
   it('bills the parts of a message the operator took though its receipt failed, and not those of one it refused', async () => {
     await api.close();
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' } });
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.now()),
+      env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' },
+    });
     alice = await api.client();
-    const queueId = await send(alice, '/sms/batch', { senderName: 'HERALD', body: 'x'.repeat(161), recipients: ['919812300001', '919812300002'].map((mobileNo) => ({ mobileNo })) });
-    const statuses = async () => Object.fromEntries((await alice.get(`/sms/${queueId}`)).json().recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]));
+    const queueId = await send(alice, '/sms/batch', {
+      senderName: 'HERALD',
+      body: 'x'.repeat(161),
+      recipients: ['919812300001', '919812300002'].map((mobileNo) => ({ mobileNo })),
+    });
+    const statuses = async () =>
+      Object.fromEntries(
+        (await alice.get(`/sms/${queueId}`))
+          .json()
+          .recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]),
+      );
     assert.deepEqual(await statuses(), { '919812300001': 'Delivered', '919812300002': 'Failed' });
     // As an UNDELIV receipt leaves it (sms/receipts.ts): Failed after the operator took it.
-    const { id } = await api.t.ctx.db.selectFrom('send_recipients').select('id').where('send_id', '=', queueId).where('address', '=', '919812300001').executeTakeFirstOrThrow();
+    const { id } = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', queueId)
+      .where('address', '=', '919812300001')
+      .executeTakeFirstOrThrow();
     await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Failed' }).where('id', '=', id).execute();
-    await api.t.ctx.db.insertInto('recipient_history').values({ recipient_id: id, status: 'Failed', at: api.clock.now() }).execute();
+    await api.t.ctx.db
+      .insertInto('recipient_history')
+      .values({ recipient_id: id, status: 'Failed', at: api.clock.now() })
+      .execute();
     assert.deepEqual(await statuses(), { '919812300001': 'Failed', '919812300002': 'Failed' });
     assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
   });
 
   it('answers /sms/single to a number whose contact has not consented with 422, and queues nothing', async () => {
     await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
-    const response = await alice.post('/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'code 1' });
+    const response = await alice.post('/sms/single', {
+      recipient: '919812300003',
+      senderName: 'HERALD',
+      body: 'code 1',
+    });
     assert.equal(response.statusCode, 422);
-    assert.deepEqual(response.json().errors.map((e: { field: string }) => e.field), ['recipient']);
+    assert.deepEqual(
+      response.json().errors.map((e: { field: string }) => e.field),
+      ['recipient'],
+    );
     await api.drain();
     assert.deepEqual(await sandbox(alice), []);
   });
@@ -216,7 +300,10 @@ forEachDatabase((dialect) => {
     const all = (await page(alice, '')).messages.map((m) => m.recipient);
     assert.equal(all.length, 3);
     const first = await page(alice, 'limit=2');
-    assert.deepEqual(first.messages.map((m) => m.recipient), all.slice(0, 2));
+    assert.deepEqual(
+      first.messages.map((m) => m.recipient),
+      all.slice(0, 2),
+    );
     const second = await page(alice, `limit=2&cursor=${first.nextCursor}`);
     assert.deepEqual([second.messages.map((m) => m.recipient), second.nextCursor], [all.slice(2), null]);
     assert.deepEqual(await page(bob, `cursor=${first.nextCursor}`), { messages: [], nextCursor: null });
@@ -225,7 +312,13 @@ forEachDatabase((dialect) => {
 
   it('queues a request sent again with its Idempotency-Key once', async () => {
     const body = { recipient: '919812345678', senderName: 'HERALD', body: 'once' };
-    const post = () => api.t.app.inject({ method: 'POST', url: '/sms/single', headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'otp-1' }, payload: body });
+    const post = () =>
+      api.t.app.inject({
+        method: 'POST',
+        url: '/sms/single',
+        headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'otp-1' },
+        payload: body,
+      });
     const [first, again] = [await post(), await post()];
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.deepEqual(again.json(), first.json());
@@ -237,11 +330,21 @@ forEachDatabase((dialect) => {
     // The test account's offset is UTC+00:00 unless it says otherwise.
     const at = new Date(Math.ceil(api.clock.now() / 1000) * 1000 + 3_600_000);
     const local = at.toISOString().slice(0, 19);
-    const queueId = (await alice.post('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'later', scheduleDateTime: local })).json().data.QueueId;
+    const queueId = (
+      await alice.post('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'later',
+        scheduleDateTime: local,
+      })
+    ).json().data.QueueId;
     await api.drain();
     assert.deepEqual(await sandbox(alice), []);
     const waiting = (await alice.get(`/sms/${queueId}`)).json();
-    assert.deepEqual([waiting.status, waiting.scheduledAt, waiting.recipients[0].status], ['Scheduled', at.toISOString(), 'Scheduled']);
+    assert.deepEqual(
+      [waiting.status, waiting.scheduledAt, waiting.recipients[0].status],
+      ['Scheduled', at.toISOString(), 'Scheduled'],
+    );
     api.clock.advance(at.getTime() - api.clock.now() - 1);
     await api.drain();
     assert.deepEqual(await sandbox(alice), [], 'not a millisecond early');
@@ -254,8 +357,16 @@ forEachDatabase((dialect) => {
   it('cancels a send that has not started (204), and refuses once it has (409)', async () => {
     const bob = await api.client();
     const later = new Date(api.clock.now() + 60_000).toISOString();
-    const queueId = (await alice.post('/sms/batch', { recipients: [{ mobileNo: '919812345678' }], senderName: 'HERALD', body: 'x', scheduleDateTime: later })).json().data.QueueId;
-    const cancel = (client = alice, id = queueId) => api.t.app.inject({ method: 'DELETE', url: `/sms/${id}`, headers: { authorization: `Bearer ${client.token}` } });
+    const queueId = (
+      await alice.post('/sms/batch', {
+        recipients: [{ mobileNo: '919812345678' }],
+        senderName: 'HERALD',
+        body: 'x',
+        scheduleDateTime: later,
+      })
+    ).json().data.QueueId;
+    const cancel = (client = alice, id = queueId) =>
+      api.t.app.inject({ method: 'DELETE', url: `/sms/${id}`, headers: { authorization: `Bearer ${client.token}` } });
     assert.equal((await cancel(bob)).statusCode, 404);
     assert.equal((await cancel()).statusCode, 204);
     api.clock.advance(60_000);
@@ -296,7 +407,13 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await history(scheduled), sent);
     type Event = { queueId: string; status: string };
     const events = receiver.received.flatMap((post) => JSON.parse(post.body).data as Event[]);
-    assert.deepEqual(events.map((e) => [e.queueId, e.status]), [[scheduled, 'Submitted'], [scheduled, 'Delivered']]);
+    assert.deepEqual(
+      events.map((e) => [e.queueId, e.status]),
+      [
+        [scheduled, 'Submitted'],
+        [scheduled, 'Delivered'],
+      ],
+    );
   });
 
   it('never sends to a suppressed number: NotSent in a batch, 422 for a single, until the suppression is removed', async () => {
@@ -307,17 +424,32 @@ forEachDatabase((dialect) => {
     const single = await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' });
     assert.equal(single.statusCode, 422);
     assert.match(single.json().errors[0].message, /suppressed \(replied STOP\)/);
-    const queueId = await send(alice, '/sms/batch', { recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }], senderName: 'HERALD', body: 'sale' });
+    const queueId = await send(alice, '/sms/batch', {
+      recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }],
+      senderName: 'HERALD',
+      body: 'sale',
+    });
     const read = (await alice.get(`/sms/${queueId}`)).json();
     assert.deepEqual(read.totals, { Delivered: 1, NotSent: 1 });
     assert.equal(read.recipients[0].reason, 'suppressed: replied STOP');
     // Another account's suppressions are its own.
     assert.deepEqual((await bob.get('/sms/suppressions')).json().suppressions, []);
     await send(bob, '/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'hi' });
-    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string }) => s.number), ['919812300001']);
-    const remove = () => api.t.app.inject({ method: 'DELETE', url: '/sms/suppressions/919812300001', headers: { authorization: `Bearer ${alice.token}` } });
+    assert.deepEqual(
+      (await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string }) => s.number),
+      ['919812300001'],
+    );
+    const remove = () =>
+      api.t.app.inject({
+        method: 'DELETE',
+        url: '/sms/suppressions/919812300001',
+        headers: { authorization: `Bearer ${alice.token}` },
+      });
     assert.equal((await remove()).statusCode, 204);
     assert.equal((await remove()).statusCode, 404);
-    assert.equal((await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' })).statusCode, 202);
+    assert.equal(
+      (await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' })).statusCode,
+      202,
+    );
   });
 });

@@ -26,7 +26,13 @@ interface Entry {
  * One process's view of a shared rate (or several processes', one each), spent as fast as it
  * gives tokens: take until refused, then wait for its `ready`.
  */
-function processRate(options: { tps: number; urgentShare: number; prefix: string; redisUrl?: string; account?: string }) {
+function processRate(options: {
+  tps: number;
+  urgentShare: number;
+  prefix: string;
+  redisUrl?: string;
+  account?: string;
+}) {
   const waiters = new Set<() => void>();
   const logged: Entry[] = [];
   const rate = new SharedSendRate({
@@ -132,7 +138,8 @@ describe('the SMPP submit rate shared through Redis', () => {
       const taken = takenA + takenB;
       assert.ok(taken <= 160 * (1.5 + 0.2), `${taken} taken in 1.5 s at 160 a second`);
       assert.ok(taken >= 160 * 1.5 * 0.75, `${taken} taken in 1.5 s: the budget was not spent`);
-      for (const one of [takenA, takenB]) assert.ok(one >= taken * 0.2, `each process draws on the budget (${takenA} and ${takenB})`);
+      for (const one of [takenA, takenB])
+        assert.ok(one >= taken * 0.2, `each process draws on the budget (${takenA} and ${takenB})`);
       // 160 a second leased 4 at a time (25 ms of the rate): a lease brings all 4, but for the
       // last ones, still accruing when the time was up.
       assert.ok(leases > 0 && leases <= taken / 3, `${leases} leases for ${taken} tokens`);
@@ -151,7 +158,12 @@ describe('the SMPP submit rate shared through Redis', () => {
     const b = processRate({ tps: 100, urgentShare: 0.5, prefix });
     const other = processRate({ tps: 100, urgentShare: 0.5, prefix, account: '127.0.0.1:2775:another' });
     try {
-      const [campaignA, campaignB, passcodes, elsewhere] = await Promise.all([a.spend(false, 1500), b.spend(false, 1500), b.spend(true, 1500), other.spend(false, 1500)]);
+      const [campaignA, campaignB, passcodes, elsewhere] = await Promise.all([
+        a.spend(false, 1500),
+        b.spend(false, 1500),
+        b.spend(true, 1500),
+        other.spend(false, 1500),
+      ]);
       const campaigns = campaignA + campaignB;
       assert.ok(campaigns <= 50 * (1.5 + 0.2), `campaigns took ${campaigns} in 1.5 s, beyond their 50 a second`);
       assert.ok(passcodes >= 50 * 1.5 * 0.75, `passcodes took ${passcodes} in 1.5 s, short of their 50 a second`);
@@ -180,7 +192,9 @@ describe('the SMPP submit rate shared through Redis', () => {
       assert.ok(taken >= 80 * 1.0 * 0.6, `${taken} taken: submits go on without Redis`);
       assert.ok(taken <= 80 * 1.5 + 8 + 160 * 0.1, `${taken} taken in 1.5 s, beyond the process's share`);
       await relay.restore();
-      await waitFor('the rate shared again', async () => (a.logged.some((entry) => entry.level === 'info' && /shared again/.test(entry.message)) ? true : undefined));
+      await waitFor('the rate shared again', async () =>
+        a.logged.some((entry) => entry.level === 'info' && /shared again/.test(entry.message)) ? true : undefined,
+      );
       assert.ok((await a.spend(false, 200)) > 0);
     } finally {
       await a.rate.close();
@@ -249,15 +263,38 @@ forEachDatabase((dialect) => {
     const clock = new ManualClock(Date.now());
     const receiveInbound = (mo: InboundSms) => receiveInboundSms(database, clock, mo);
     transports = [0, 1].map(() =>
-      smppTransport(settings, { database, clock, metrics: new Registry(), redisUrl: REDIS_URL, rateKeyPrefix: prefix, receiveInbound }),
+      smppTransport(settings, {
+        database,
+        clock,
+        metrics: new Registry(),
+        redisUrl: REDIS_URL,
+        rateKeyPrefix: prefix,
+        receiveInbound,
+      }),
     );
-    const submit = (transport: SmsTransport, messages: OutgoingSms[], urgent = false) => transport.submit(messages, new AbortController().signal, { urgent });
+    const submit = (transport: SmsTransport, messages: OutgoingSms[], urgent = false) =>
+      transport.submit(messages, new AbortController().signal, { urgent });
     const started = performance.now();
-    const campaigns = Promise.all(transports.map((transport) => submit(transport, Array.from({ length: 100 }, () => message('campaign')))));
+    const campaigns = Promise.all(
+      transports.map((transport) =>
+        submit(
+          transport,
+          Array.from({ length: 100 }, () => message('campaign')),
+        ),
+      ),
+    );
     // Both campaigns under way, most of them still waiting for the rate.
     await waitFor('the campaigns at the SMSC', async () => (smsc.received().length >= 40 ? true : undefined));
     const passcodesStarted = performance.now();
-    const passcodes = await Promise.all(transports.map((transport) => submit(transport, Array.from({ length: 5 }, () => message('code 1234')), true)));
+    const passcodes = await Promise.all(
+      transports.map((transport) =>
+        submit(
+          transport,
+          Array.from({ length: 5 }, () => message('code 1234')),
+          true,
+        ),
+      ),
+    );
     const passcodesMs = performance.now() - passcodesStarted;
     const results = (await campaigns).flat();
     const campaignsMs = performance.now() - started;
@@ -273,7 +310,10 @@ forEachDatabase((dialect) => {
     // bucket lends, plus a lease's tenth of a second, plus up to two tenths between a token taken
     // and its submit_sm read by the simulator on this shared machine: 70. (Measured: 53 to 55;
     // the processes each on their own rate: about 100.)
-    const arrivals = smsc.received().filter((m) => m.text === 'campaign').map((m) => Date.parse(m.parts[0].receivedAt));
+    const arrivals = smsc
+      .received()
+      .filter((m) => m.text === 'campaign')
+      .map((m) => Date.parse(m.parts[0].receivedAt));
     assert.ok(busiestSecond(arrivals) <= 70, `${busiestSecond(arrivals)} campaign submits in one second`);
     // 10 passcodes at 50 a second of their own, whatever the campaigns do.
     assert.ok(passcodesMs < 1000, `the passcodes took ${passcodesMs} ms`);

@@ -39,14 +39,22 @@ export async function startSmppHerald(dialect: DialectName, transport: string, r
     settled: (queueId: string) =>
       waitFor(`the receipts of ${queueId}`, async () => {
         const view = await read(queueId);
-        return view.totals.Submitted === undefined && view.totals.Processed === undefined && view.totals.Queued === undefined ? view : undefined;
+        return view.totals.Submitted === undefined &&
+          view.totals.Processed === undefined &&
+          view.totals.Queued === undefined
+          ? view
+          : undefined;
       }),
     /** The sms.status events posted to `receiver` so far, their signatures checked. */
     async events() {
       api.clock.advance(1000);
       await api.drain();
       const secret = (await alice.get('/webhooks/secret')).json().secret as string;
-      return receiver.received.flatMap((post) => (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: StatusEvent[] }).data);
+      return receiver.received.flatMap(
+        (post) =>
+          (new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as { data: StatusEvent[] })
+            .data,
+      );
     },
   };
 }

@@ -29,7 +29,25 @@ function selfSigned(name: string, altNames: string): { cert: string; key: string
   const keyPath = join(dir, `${name}.key`);
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', `/CN=${name}`, '-addext', `subjectAltName=${altNames}`],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=${altNames}`,
+    ],
     { stdio: 'ignore' },
   );
   return { cert: readFileSync(certPath, 'utf8'), key: readFileSync(keyPath, 'utf8'), certPath };
@@ -60,14 +78,37 @@ forEachDatabase((dialect) => {
     });
 
     it('delivers a single over smpps:// to an SMSC whose certificate is trusted through ca=', async () => {
-      smsc = await startSmsc({ tls: { cert: local.cert, key: local.key }, systemId: 'herald', password: 'secret', receiptDelayMs: 20 });
-      const herald = await startSmppHerald(dialect, `smpps://herald:secret@127.0.0.1:${smsc.port}?ca=${encodeURIComponent(local.certPath)}`, receiver);
+      smsc = await startSmsc({
+        tls: { cert: local.cert, key: local.key },
+        systemId: 'herald',
+        password: 'secret',
+        receiptDelayMs: 20,
+      });
+      const herald = await startSmppHerald(
+        dialect,
+        `smpps://herald:secret@127.0.0.1:${smsc.port}?ca=${encodeURIComponent(local.certPath)}`,
+        receiver,
+      );
       api = herald.api;
-      const queueId = await herald.send('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Your code is 482913', webHookUrl: receiver.url });
-      assert.deepEqual(smsc.received().map((m) => [m.recipient, m.text]), [['919812345678', 'Your code is 482913']]);
+      const queueId = await herald.send('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'Your code is 482913',
+        webHookUrl: receiver.url,
+      });
+      assert.deepEqual(
+        smsc.received().map((m) => [m.recipient, m.text]),
+        [['919812345678', 'Your code is 482913']],
+      );
       const view = await herald.settled(queueId);
-      assert.deepEqual(view.recipients.map((r: { status: string }) => r.status), ['Delivered']);
-      assert.deepEqual((await herald.events()).map((e) => e.status), ['Submitted', 'Delivered']);
+      assert.deepEqual(
+        view.recipients.map((r: { status: string }) => r.status),
+        ['Delivered'],
+      );
+      assert.deepEqual(
+        (await herald.events()).map((e) => e.status),
+        ['Submitted', 'Delivered'],
+      );
     });
   });
 
@@ -85,12 +126,21 @@ forEachDatabase((dialect) => {
 
     for (const [why, served, query, code] of [
       ['a certificate no CA it trusts signed', local, '', 'DEPTH_ZERO_SELF_SIGNED_CERT'],
-      ['a trusted certificate for another host', elsewhere, `?ca=${encodeURIComponent(elsewhere.certPath)}`, 'ERR_TLS_CERT_ALTNAME_INVALID'],
+      [
+        'a trusted certificate for another host',
+        elsewhere,
+        `?ca=${encodeURIComponent(elsewhere.certPath)}`,
+        'ERR_TLS_CERT_ALTNAME_INVALID',
+      ],
     ] as const) {
       it(`refuses an SMSC presenting ${why}: no bind, no submit, the failed handshake logged`, async () => {
         smsc = await startSmsc({ tls: { cert: served.cert, key: served.key } });
         const errors: Array<{ object: { code?: string }; message: string }> = [];
-        const log = { info() {}, warn() {}, error: (object: object, message: string) => errors.push({ object, message }) };
+        const log = {
+          info() {},
+          warn() {},
+          error: (object: object, message: string) => errors.push({ object, message }),
+        };
         const clock = new ManualClock(Date.now());
         transport = smppTransport(parseSmppUrl(`smpps://herald:secret@127.0.0.1:${smsc.port}${query}`), {
           database,
@@ -101,7 +151,15 @@ forEachDatabase((dialect) => {
           timing: { reconnectBaseMs: 20, reconnectMaxMs: 50 },
         });
         const stop = new AbortController();
-        const message = { accountId: 'account', sendId: 'send', messageId: 'message', recipient: '919812345678', sender: 'HERALD', segmented: segment('not sent', { reference: 1 }), sensitive: false };
+        const message = {
+          accountId: 'account',
+          sendId: 'send',
+          messageId: 'message',
+          recipient: '919812345678',
+          sender: 'HERALD',
+          segmented: segment('not sent', { reference: 1 }),
+          sensitive: false,
+        };
         const result = transport.submit([message], stop.signal);
         // Both binds tried, and tried again.
         await waitFor('failed handshakes', async () => (errors.length >= 4 ? true : undefined));

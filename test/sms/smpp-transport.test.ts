@@ -51,8 +51,10 @@ forEachDatabase((dialect) => {
     });
   };
   const message = outgoingMessages();
-  const submit = (messages: OutgoingSms[], urgent = false) => transport!.submit(messages, new AbortController().signal, { urgent });
-  const bound = async () => (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/state="bound"} (\d+)/)?.[1];
+  const submit = (messages: OutgoingSms[], urgent = false) =>
+    transport!.submit(messages, new AbortController().signal, { urgent });
+  const bound = async () =>
+    (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/state="bound"} (\d+)/)?.[1];
 
   it('keeps an idle link alive with enquire_link', async () => {
     await open('binds=1', {}, { enquireLinkMs: 50 });
@@ -69,7 +71,10 @@ forEachDatabase((dialect) => {
     smsc = await startSmsc({ port, receiptDelayMs: 10 });
     const [result] = await waiting;
     assert.equal(result.accepted, true);
-    assert.deepEqual(smsc.received().map((m) => m.text), ['sent once the SMSC is back']);
+    assert.deepEqual(
+      smsc.received().map((m) => m.text),
+      ['sent once the SMSC is back'],
+    );
     await waitFor('both binds back', async () => ((await bound()) === '2' ? true : undefined));
     // Each bind's loss and its return are warnings naming the bind; its first bind is not.
     const binds = [`herald@127.0.0.1:${port}#1`, `herald@127.0.0.1:${port}#2`];
@@ -77,13 +82,26 @@ forEachDatabase((dialect) => {
       const lines = logged.filter((line) => line.message === message).map((line) => `${line.level} ${line.bind}`);
       return [...new Set(lines)].sort();
     };
-    assert.deepEqual(told('SMPP bound'), binds.map((bind) => `info ${bind}`));
-    assert.deepEqual(told('SMPP bind lost'), binds.map((bind) => `warn ${bind}`));
-    assert.deepEqual(told('SMPP bind back'), binds.map((bind) => `warn ${bind}`));
+    assert.deepEqual(
+      told('SMPP bound'),
+      binds.map((bind) => `info ${bind}`),
+    );
+    assert.deepEqual(
+      told('SMPP bind lost'),
+      binds.map((bind) => `warn ${bind}`),
+    );
+    assert.deepEqual(
+      told('SMPP bind back'),
+      binds.map((bind) => `warn ${bind}`),
+    );
     assert.ok(!JSON.stringify(logged).includes('secret'), 'the password is never logged');
     // Its slot frees once the answer is recorded.
-    await waitFor('the answer recorded', async () => ((await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined));
-    await waitFor('the slot freed', async () => ((await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).endsWith(' 0') ? true : undefined));
+    await waitFor('the answer recorded', async () =>
+      (await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined,
+    );
+    await waitFor('the slot freed', async () =>
+      (await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).endsWith(' 0') ? true : undefined,
+    );
   });
 
   it('sends passcodes in 250 ms on their share, ahead of a campaign held to 30/s', { timeout: 30_000 }, async () => {
@@ -113,8 +131,16 @@ forEachDatabase((dialect) => {
       session.on('error', () => {});
       session.on('bind_transceiver', (pdu: InstanceType<typeof smpp.PDU>) => {
         session.send(pdu.response());
-        const deliver = (fields: Record<string, unknown>) => session.deliver_sm({ data_coding: 0, ...fields }, (answer: InstanceType<typeof smpp.PDU>) => answers.push(answer.command_status));
-        deliver({ source_addr: '919812300071', esm_class: 0x04, short_message: 'id:00000ABC sub:001 dlvrd:001 submit date:2611221200 done date:2611221200 stat:DELIVRD err:000 text:' });
+        const deliver = (fields: Record<string, unknown>) =>
+          session.deliver_sm({ data_coding: 0, ...fields }, (answer: InstanceType<typeof smpp.PDU>) =>
+            answers.push(answer.command_status),
+          );
+        deliver({
+          source_addr: '919812300071',
+          esm_class: 0x04,
+          short_message:
+            'id:00000ABC sub:001 dlvrd:001 submit date:2611221200 done date:2611221200 stat:DELIVRD err:000 text:',
+        });
         deliver({ source_addr: '919812300072', esm_class: 0x04, short_message: 'this is not a receipt' });
         deliver({ source_addr: '919812300073', esm_class: 0x00, short_message: 'STOP' });
       });
@@ -124,12 +150,24 @@ forEachDatabase((dialect) => {
     try {
       const clock = new ManualClock(Date.now());
       const url = `smpp://herald:secret@127.0.0.1:${(server.address() as AddressInfo).port}?binds=1`;
-      transport = smppTransport(parseSmppUrl(url), { database, clock, metrics, receiveInbound: (mo) => receiveInboundSms(database, clock, mo) });
+      transport = smppTransport(parseSmppUrl(url), {
+        database,
+        clock,
+        metrics,
+        receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
+      });
       await waitFor('three answers', async () => (answers.length === 3 ? true : undefined));
       assert.deepEqual(answers, [0, 0, 0]);
       // Kept under each reading of its id, for a submit recorded later.
-      const kept = await database.db.selectFrom('sms_receipts').select('operator_message_id').orderBy('operator_message_id').execute();
-      assert.deepEqual(kept.map((r) => r.operator_message_id), ['2748', 'abc']);
+      const kept = await database.db
+        .selectFrom('sms_receipts')
+        .select('operator_message_id')
+        .orderBy('operator_message_id')
+        .execute();
+      assert.deepEqual(
+        kept.map((r) => r.operator_message_id),
+        ['2748', 'abc'],
+      );
     } finally {
       await transport?.close();
       transport = undefined;

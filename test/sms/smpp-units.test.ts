@@ -15,10 +15,22 @@ import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
 describe('SMS_TRANSPORT=smpp://', () => {
   it('takes the defaults: port 2775 (3550 over TLS), 2 binds × a window of 50, no rate cap, a tenth held for passcodes', () => {
     assert.deepEqual(parseSmppUrl('smpp://herald:secret@smsc.example.com'), {
-      tls: false, ca: undefined, host: 'smsc.example.com', port: 2775, systemId: 'herald', password: 'secret', binds: 2, window: 50, tps: 0, urgentShare: 0.1,
+      tls: false,
+      ca: undefined,
+      host: 'smsc.example.com',
+      port: 2775,
+      systemId: 'herald',
+      password: 'secret',
+      binds: 2,
+      window: 50,
+      tps: 0,
+      urgentShare: 0.1,
     });
     const tls = parseSmppUrl('smpps://herald:s%40cret@10.0.0.5?binds=4&window=25&tps=300&urgent=0.2');
-    assert.deepEqual([tls.tls, tls.port, tls.password, tls.binds, tls.window, tls.tps, tls.urgentShare], [true, 3550, 's@cret', 4, 25, 300, 0.2]);
+    assert.deepEqual(
+      [tls.tls, tls.port, tls.password, tls.binds, tls.window, tls.tps, tls.urgentShare],
+      [true, 3550, 's@cret', 4, 25, 300, 0.2],
+    );
     assert.equal(loadConfig({ SMS_TRANSPORT: 'smpp://herald:secret@127.0.0.1:2776' }).smsTransport.kind, 'smpp');
   });
 
@@ -32,9 +44,19 @@ describe('SMS_TRANSPORT=smpp://', () => {
       ['smpp://herald:secret@127.0.0.1?speed=9', /knows no parameter "speed"/],
       ['smpp://herald:secret@127.0.0.1?ca=/etc/hostname', /ca is for smpps:\/\/ \(SMPP over TLS\) only/],
       ['smpps://herald:secret@127.0.0.1?ca=/nonexistent/ca.pem', /ca: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/],
-      [`smpps://herald:secret@127.0.0.1?ca=${encodeURIComponent(fileURLToPath(import.meta.url))}`, /holds no PEM certificate/],
+      [
+        `smpps://herald:secret@127.0.0.1?ca=${encodeURIComponent(fileURLToPath(import.meta.url))}`,
+        /holds no PEM certificate/,
+      ],
     ] as const) {
-      assert.throws(() => loadConfig({ SMS_TRANSPORT: url }), (error: Error) => problem.test(error.message) && error.message.startsWith('invalid SMS_TRANSPORT') && !error.message.includes('toolongpassword'), url);
+      assert.throws(
+        () => loadConfig({ SMS_TRANSPORT: url }),
+        (error: Error) =>
+          problem.test(error.message) &&
+          error.message.startsWith('invalid SMS_TRANSPORT') &&
+          !error.message.includes('toolongpassword'),
+        url,
+      );
     }
   });
 });
@@ -56,20 +78,33 @@ describe('delivery receipts', () => {
     const receipt = readReceipt({
       esm_class: 0x04,
       source_addr: '919812345678',
-      short_message: text('id:0000000031 sub:001 dlvrd:000 submit date:2611221200 done date:2611221201 stat:UNDELIV err:001 text:Hello'),
+      short_message: text(
+        'id:0000000031 sub:001 dlvrd:000 submit date:2611221200 done date:2611221201 stat:UNDELIV err:001 text:Hello',
+      ),
       receipted_message_id: '1F',
       message_state: 5,
     });
-    assert.deepEqual(receipt, { recipient: '919812345678', readings: ['1f', '31', '49'], state: 'UNDELIV', errorCode: '001' });
+    assert.deepEqual(receipt, {
+      recipient: '919812345678',
+      readings: ['1f', '31', '49'],
+      state: 'UNDELIV',
+      errorCode: '001',
+    });
   });
 
   it('takes the state from message_state when the text has none, and refuses a receipt that names no id', () => {
-    assert.deepEqual(readReceipt({ esm_class: 0x04, source_addr: '+4477', receipted_message_id: '9', message_state: 2 }), { recipient: '4477', readings: ['9'], state: 'DELIVRD', errorCode: null });
+    assert.deepEqual(
+      readReceipt({ esm_class: 0x04, source_addr: '+4477', receipted_message_id: '9', message_state: 2 }),
+      { recipient: '4477', readings: ['9'], state: 'DELIVRD', errorCode: null },
+    );
     assert.equal(readReceipt({ esm_class: 0x04, source_addr: '4477', short_message: text('stat:DELIVRD') }), null);
   });
 
   it('tells receipts and intermediate notifications from messages sent by handsets', () => {
-    assert.deepEqual([0x04, 0x20, 0x00, 0x40].map((esm_class) => isReceipt({ esm_class })), [true, true, false, false]);
+    assert.deepEqual(
+      [0x04, 0x20, 0x00, 0x40].map((esm_class) => isReceipt({ esm_class })),
+      [true, true, false, false],
+    );
   });
 });
 
@@ -96,7 +131,15 @@ describe('receipts that match nothing', () => {
 
 describe('submit_sm answers', () => {
   it('slows down on ESME_RTHROTTLED and ESME_RMSGQFUL, tries later on system errors, fails for good otherwise', () => {
-    assert.deepEqual([0x58, 0x14, 0x08, 0x64, 0x0b, 0x0a, 0x45].map(refusalOf), ['slow down', 'slow down', 'for now', 'for now', 'for good', 'for good', 'for now']);
+    assert.deepEqual([0x58, 0x14, 0x08, 0x64, 0x0b, 0x0a, 0x45].map(refusalOf), [
+      'slow down',
+      'slow down',
+      'for now',
+      'for now',
+      'for good',
+      'for good',
+      'for now',
+    ]);
     assert.equal(statusCode(0x0b), '0x0000000B');
   });
 });
@@ -124,7 +167,12 @@ describe('the submit rate', () => {
     const started = performance.now();
     let woken: () => void;
     const wake = new Promise<void>((resolve) => (woken = resolve));
-    const rate = new LocalSendRate({ tps: 100, urgentShare: 0.99, monotonic: () => performance.now(), ready: () => woken() });
+    const rate = new LocalSendRate({
+      tps: 100,
+      urgentShare: 0.99,
+      monotonic: () => performance.now(),
+      ready: () => woken(),
+    });
     // Campaigns 1 a second: their next token in a second; passcodes 99 a second: theirs in milliseconds.
     while (rate.take(false));
     while (rate.take(true));
@@ -140,11 +188,26 @@ describe('submit_sm fields', () => {
     const [first] = segment('日'.repeat(100), { reference: 7 }).parts;
     const fields = submitFields({ sender: 'HERALD', recipient: '919812345678' }, 'UCS-2', first);
     assert.deepEqual(
-      [fields.source_addr_ton, fields.source_addr_npi, fields.dest_addr_ton, fields.dest_addr_npi, fields.esm_class, fields.data_coding, fields.registered_delivery],
+      [
+        fields.source_addr_ton,
+        fields.source_addr_npi,
+        fields.dest_addr_ton,
+        fields.dest_addr_npi,
+        fields.esm_class,
+        fields.data_coding,
+        fields.registered_delivery,
+      ],
       [5, 0, 1, 1, 0x40, 8, 1],
     );
     assert.deepEqual((fields.short_message as Buffer).subarray(0, 6), Buffer.from([5, 0, 3, 7, 2, 1]));
-    const numeric = submitFields({ sender: '+447700900123', recipient: '919812345678' }, 'GSM-7', segment('hi', { reference: 0 }).parts[0]);
-    assert.deepEqual([numeric.source_addr_ton, numeric.source_addr_npi, numeric.source_addr, numeric.esm_class, numeric.data_coding], [1, 1, '447700900123', 0, 0]);
+    const numeric = submitFields(
+      { sender: '+447700900123', recipient: '919812345678' },
+      'GSM-7',
+      segment('hi', { reference: 0 }).parts[0],
+    );
+    assert.deepEqual(
+      [numeric.source_addr_ton, numeric.source_addr_npi, numeric.source_addr, numeric.esm_class, numeric.data_coding],
+      [1, 1, '447700900123', 0, 0],
+    );
   });
 });

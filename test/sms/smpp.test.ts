@@ -39,15 +39,28 @@ forEachDatabase((dialect) => {
   /** A simulator with these options, and Herald bound to it with `query` in SMS_TRANSPORT. */
   const start = async (options: SmscOptions = {}, query = '') => {
     smsc = await startSmsc({ systemId: 'herald', password: 'secret', receiptDelayMs: 20, ...options });
-    ({ api, alice, send, read, settled, events } = await startSmppHerald(dialect, `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`, receiver));
+    ({ api, alice, send, read, settled, events } = await startSmppHerald(
+      dialect,
+      `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`,
+      receiver,
+    ));
   };
   /** What the simulator took, through its control port. */
   const taken = async (recipient?: string) =>
-    ((await (await fetch(`http://127.0.0.1:${smsc!.httpPort}/messages${recipient ? `?recipient=${recipient}` : ''}`)).json()) as { messages: MessageView[] }).messages;
+    (
+      (await (
+        await fetch(`http://127.0.0.1:${smsc!.httpPort}/messages${recipient ? `?recipient=${recipient}` : ''}`)
+      ).json()) as { messages: MessageView[] }
+    ).messages;
 
   it('sends a single over SMPP: alphanumeric sender TON 5 / NPI 0, E.164 destination TON 1 / NPI 1, a receipt asked for, Delivered by its receipt and posted', async () => {
     await start();
-    const queueId = await send('/sms/single', { recipient: '919812345678', senderName: 'HERALD', body: 'Your code is 482913', webHookUrl: receiver.url });
+    const queueId = await send('/sms/single', {
+      recipient: '919812345678',
+      senderName: 'HERALD',
+      body: 'Your code is 482913',
+      webHookUrl: receiver.url,
+    });
     const [message] = await taken('919812345678');
     assert.equal(message.text, 'Your code is 482913');
     assert.deepEqual(message.source, { ton: 5, npi: 0, addr: 'HERALD' });
@@ -57,19 +70,31 @@ forEachDatabase((dialect) => {
     const view = await settled(queueId);
     const [recipient] = view.recipients;
     assert.equal(recipient.status, 'Delivered');
-    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
-    assert.deepEqual(recipient.partStatus, [{ part: 1, operatorMessageId: message.parts[0].messageId, status: 'Delivered' }]);
-    assert.deepEqual((await events()).map((e) => [e.queueId, e.recipient, e.status]), [
-      [queueId, '919812345678', 'Submitted'],
-      [queueId, '919812345678', 'Delivered'],
+    assert.deepEqual(
+      recipient.history.map((h: { status: string }) => h.status),
+      ['Queued', 'Submitted', 'Delivered'],
+    );
+    assert.deepEqual(recipient.partStatus, [
+      { part: 1, operatorMessageId: message.parts[0].messageId, status: 'Delivered' },
     ]);
+    assert.deepEqual(
+      (await events()).map((e) => [e.queueId, e.recipient, e.status]),
+      [
+        [queueId, '919812345678', 'Submitted'],
+        [queueId, '919812345678', 'Delivered'],
+      ],
+    );
   });
 
   it('sends a batch from a numeric sender as TON 1 / NPI 1, every recipient Delivered', async () => {
     await start();
     await addSenderName(api!.t.ctx.db, api!.clock, alice.account.row.id, '447700900123');
     const recipients = ['919812300001', '919812300002', '919812300003'];
-    const queueId = await send('/sms/batch', { recipients: recipients.map((mobileNo) => ({ mobileNo })), senderName: '447700900123', body: 'Your order shipped.' });
+    const queueId = await send('/sms/batch', {
+      recipients: recipients.map((mobileNo) => ({ mobileNo })),
+      senderName: '447700900123',
+      body: 'Your order shipped.',
+    });
     const messages = await taken();
     assert.deepEqual(messages.map((m) => m.recipient).sort(), recipients);
     for (const message of messages) assert.deepEqual(message.source, { ton: 1, npi: 1, addr: '447700900123' });
@@ -89,7 +114,13 @@ forEachDatabase((dialect) => {
     assert.equal(long.complete, true);
     assert.equal(long.text, gsm);
     assert.equal(long.dataCoding, 0);
-    assert.deepEqual(long.parts.map((p) => [p.esmClass, p.concatenation?.total, p.concatenation?.sequence]), [[0x40, 2, 1], [0x40, 2, 2]]);
+    assert.deepEqual(
+      long.parts.map((p) => [p.esmClass, p.concatenation?.total, p.concatenation?.sequence]),
+      [
+        [0x40, 2, 1],
+        [0x40, 2, 2],
+      ],
+    );
     const [wide] = await taken('919812300012');
     assert.equal(wide.complete, true);
     assert.equal(wide.text, ucs2);
@@ -97,17 +128,35 @@ forEachDatabase((dialect) => {
     assert.equal(wide.parts.length, 2);
     for (const queueId of [first, second]) {
       const [recipient] = (await settled(queueId)).recipients;
-      assert.deepEqual([recipient.status, recipient.parts, recipient.partStatus.map((p: { status: string }) => p.status)], ['Delivered', 2, ['Delivered', 'Delivered']]);
+      assert.deepEqual(
+        [recipient.status, recipient.parts, recipient.partStatus.map((p: { status: string }) => p.status)],
+        ['Delivered', 2, ['Delivered', 'Delivered']],
+      );
     }
   });
 
-  for (const [idFormat, receiptIdFormat] of [['hex', 'decimal'], ['decimal', 'hex']] as const) {
+  for (const [idFormat, receiptIdFormat] of [
+    ['hex', 'decimal'],
+    ['decimal', 'hex'],
+  ] as const) {
     it(`matches receipts written in ${receiptIdFormat} to submits answered in ${idFormat} (zero-padded), Delivered and Failed posted with the receipt's error`, async () => {
       // Outcomes alternate by the order the simulator takes the submits: read back from it.
       let draws = 0;
-      await start({ idFormat, receiptIdFormat, idWidth: 10, firstId: 3000, outcomes: { UNDELIV: 0.5 }, random: () => (draws++ % 2 === 0 ? 0.1 : 0.9) });
+      await start({
+        idFormat,
+        receiptIdFormat,
+        idWidth: 10,
+        firstId: 3000,
+        outcomes: { UNDELIV: 0.5 },
+        random: () => (draws++ % 2 === 0 ? 0.1 : 0.9),
+      });
       const recipients = ['919812300021', '919812300022', '919812300023', '919812300024'];
-      const queueId = await send('/sms/batch', { recipients: recipients.map((mobileNo) => ({ mobileNo })), senderName: 'HERALD', body: 'Hello', webHookUrl: receiver.url });
+      const queueId = await send('/sms/batch', {
+        recipients: recipients.map((mobileNo) => ({ mobileNo })),
+        senderName: 'HERALD',
+        body: 'Hello',
+        webHookUrl: receiver.url,
+      });
       const outcomeOf = new Map((await taken()).map((m) => [m.recipient, m.parts[0].outcome]));
       assert.deepEqual([...outcomeOf.values()].sort(), ['DELIVRD', 'DELIVRD', 'UNDELIV', 'UNDELIV']);
       const view = await settled(queueId);
@@ -121,17 +170,33 @@ forEachDatabase((dialect) => {
         final.map((e) => [e.recipient, e.status, e.errorCode]).sort(),
         recipients.map((r) => (outcomeOf.get(r) === 'DELIVRD' ? [r, 'Delivered', null] : [r, 'Failed', '001'])).sort(),
       );
-      assert.equal((await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
+      assert.equal(
+        (await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
+        0,
+        'no receipt left unmatched',
+      );
     });
   }
 
   it('makes a two-part message Processed by its parts’ intermediate receipts and Delivered only by both final ones; Failed when one part fails', async () => {
     let draws = 0;
     // Every other part accepted is undelivered: the first message's parts DELIVRD then… read back below.
-    await start({ enroute: true, receiptDelayMs: 100, outcomes: { UNDELIV: 0.5 }, random: () => (draws++ < 2 ? 0.9 : [0.9, 0.1][draws % 2]) });
-    const delivered = await send('/sms/single', { recipient: '919812300031', senderName: 'HERALD', body: 'x'.repeat(161) });
+    await start({
+      enroute: true,
+      receiptDelayMs: 100,
+      outcomes: { UNDELIV: 0.5 },
+      random: () => (draws++ < 2 ? 0.9 : [0.9, 0.1][draws % 2]),
+    });
+    const delivered = await send('/sms/single', {
+      recipient: '919812300031',
+      senderName: 'HERALD',
+      body: 'x'.repeat(161),
+    });
     const [recipient] = (await settled(delivered)).recipients;
-    assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Processed', 'Delivered']);
+    assert.deepEqual(
+      recipient.history.map((h: { status: string }) => h.status),
+      ['Queued', 'Submitted', 'Processed', 'Delivered'],
+    );
 
     const mixed = await send('/sms/single', { recipient: '919812300032', senderName: 'HERALD', body: 'y'.repeat(161) });
     const [message] = await taken('919812300032');
@@ -139,37 +204,79 @@ forEachDatabase((dialect) => {
     const [failed] = (await settled(mixed)).recipients;
     assert.equal(failed.status, 'Failed');
     assert.deepEqual(failed.partStatus.map((p: { status: string }) => p.status).sort(), ['Delivered', 'Failed']);
-    assert.ok(!failed.history.some((h: { status: string }) => h.status === 'Delivered'), 'never Delivered on its first part’s receipt');
+    assert.ok(
+      !failed.history.some((h: { status: string }) => h.status === 'Delivered'),
+      'never Delivered on its first part’s receipt',
+    );
   });
 
   it('applies a receipt that comes before the answer to its submit', async () => {
     await start({ receiptBeforeResponse: true });
-    const queueId = await send('/sms/batch', { recipients: [{ mobileNo: '919812300041' }, { mobileNo: '919812300042' }], senderName: 'HERALD', body: 'early' });
+    const queueId = await send('/sms/batch', {
+      recipients: [{ mobileNo: '919812300041' }, { mobileNo: '919812300042' }],
+      senderName: 'HERALD',
+      body: 'early',
+    });
     const view = await settled(queueId);
     assert.deepEqual(view.totals, { Delivered: 2 });
-    for (const recipient of view.recipients) assert.deepEqual(recipient.history.map((h: { status: string }) => h.status), ['Queued', 'Submitted', 'Delivered']);
-    assert.equal((await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0, 'no receipt left unmatched');
+    for (const recipient of view.recipients)
+      assert.deepEqual(
+        recipient.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
+      );
+    assert.equal(
+      (await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
+      0,
+      'no receipt left unmatched',
+    );
   });
 
   it('never sends again a part whose answer an earlier try recorded: only the missing part goes, under the recorded id', async () => {
     await start();
-    const response = await alice.post('/sms/single', { recipient: '919812300061', senderName: 'HERALD', body: 'z'.repeat(200) });
+    const response = await alice.post('/sms/single', {
+      recipient: '919812300061',
+      senderName: 'HERALD',
+      body: 'z'.repeat(200),
+    });
     assert.equal(response.statusCode, 202, response.body);
     const queueId = response.json().data.QueueId as string;
     // As a try cut short would leave it: part 1 answered and recorded, part 2 not.
-    await api!.t.ctx.db.insertInto('smpp_submits').values({ send_id: queueId, recipient: '919812300061', part: 1, parts: 2, operator_message_id: 'earlier-1', at: api!.clock.now() }).execute();
+    await api!.t.ctx.db
+      .insertInto('smpp_submits')
+      .values({
+        send_id: queueId,
+        recipient: '919812300061',
+        part: 1,
+        parts: 2,
+        operator_message_id: 'earlier-1',
+        at: api!.clock.now(),
+      })
+      .execute();
     await api!.drain();
     const [message] = await taken('919812300061');
-    assert.deepEqual(message.parts.map((p) => p.concatenation?.sequence), [2]);
+    assert.deepEqual(
+      message.parts.map((p) => p.concatenation?.sequence),
+      [2],
+    );
     const [recipient] = (await read(queueId)).recipients;
-    assert.deepEqual(recipient.partStatus.map((p: { operatorMessageId: string }) => p.operatorMessageId), ['earlier-1', message.parts[0].messageId]);
-    await waitFor('part 2 delivered', async () => ((await read(queueId)).recipients[0].partStatus[1].status === 'Delivered' ? true : undefined));
+    assert.deepEqual(
+      recipient.partStatus.map((p: { operatorMessageId: string }) => p.operatorMessageId),
+      ['earlier-1', message.parts[0].messageId],
+    );
+    await waitFor('part 2 delivered', async () =>
+      (await read(queueId)).recipients[0].partStatus[1].status === 'Delivered' ? true : undefined,
+    );
     assert.equal((await read(queueId)).recipients[0].status, 'Submitted', 'not Delivered while part 1 has no receipt');
   });
 
   it('fails a message the SMSC refuses for good, with the SMPP command_status as its error code', async () => {
     await start({ rejectDestinations: /^919812300051$/ });
-    const queueId = await send('/sms/batch', { recipients: [{ mobileNo: '919812300051' }, { mobileNo: '919812300052' }], senderName: 'HERALD', body: 'hi', webHookUrl: receiver.url });
+    const queueId = await send('/sms/batch', {
+      recipients: [{ mobileNo: '919812300051' }, { mobileNo: '919812300052' }],
+      senderName: 'HERALD',
+      body: 'hi',
+      webHookUrl: receiver.url,
+    });
     const view = await settled(queueId);
     const refused = view.recipients.find((r: { recipient: string }) => r.recipient === '919812300051');
     assert.deepEqual([refused.status, refused.parts, refused.errorCode], ['Failed', 1, '0x0000000B']);
@@ -181,7 +288,11 @@ forEachDatabase((dialect) => {
 
   it('leaves a message the SMSC refuses for now Queued, and the queue sends it again later, once', async () => {
     await start({ rejectDestinations: /^919812300081$/, rejectStatus: 0x08 });
-    const queueId = await send('/sms/batch', { recipients: [{ mobileNo: '919812300081' }, { mobileNo: '919812300082' }], senderName: 'HERALD', body: 'later' });
+    const queueId = await send('/sms/batch', {
+      recipients: [{ mobileNo: '919812300081' }, { mobileNo: '919812300082' }],
+      senderName: 'HERALD',
+      body: 'later',
+    });
     const refused = (await read(queueId)).recipients.find((r: { recipient: string }) => r.recipient === '919812300081');
     assert.deepEqual([refused.status, refused.error], ['Queued', null]);
     assert.equal((await read(queueId)).status, 'Sending');
@@ -190,23 +301,40 @@ forEachDatabase((dialect) => {
     await smsc!.close();
     smsc = await startSmsc({ port, systemId: 'herald', password: 'secret', receiptDelayMs: 20 });
     api!.clock.advance(5_000);
-    await waitFor('the bind back', async () => ((await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes('herald_smpp_binds{state="bound"} 2') ? true : undefined));
+    await waitFor('the bind back', async () =>
+      (await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes('herald_smpp_binds{state="bound"} 2')
+        ? true
+        : undefined,
+    );
     await api!.drain();
     const view = await settled(queueId);
     assert.deepEqual([view.status, view.totals], ['Completed', { Delivered: 2 }]);
-    assert.deepEqual((await taken()).map((m) => m.recipient), ['919812300081']);
+    assert.deepEqual(
+      (await taken()).map((m) => m.recipient),
+      ['919812300081'],
+    );
   });
 
-  it('loses nothing and sends no answered part twice when the SMSC throttles and drops the connection in the middle of a 5,000-recipient batch', { timeout: 120_000 }, async () => {
+  it('loses nothing and sends no answered part twice when the SMSC throttles and drops the connection in the middle of a 5,000-recipient batch', {
+    timeout: 120_000,
+  }, async () => {
     // Each bind may make 400 submits a second, a hundredth of submits are throttled whatever
     // the rate (a machine busy with other work may never reach 400 a second) and another
     // hundredth find the SMSC's queue full, and each connection is hung up on after its
     // 1,200th answer.
-    await start({ tps: 400, throttledShare: 0.01, queueFullShare: 0.01, dropAfterSubmits: 1200, receiptDelayMs: 50 }, 'binds=2&window=50');
+    await start(
+      { tps: 400, throttledShare: 0.01, queueFullShare: 0.01, dropAfterSubmits: 1200, receiptDelayMs: 50 },
+      'binds=2&window=50',
+    );
     const list = await alice.createList('Everyone');
     const numbers = Array.from({ length: 5000 }, (_, i) => String(9812400000 + i));
     for (let i = 0; i < numbers.length; i += 1000) {
-      const batch = await alice.upsert(numbers.slice(i, i + 1000).map((mobileNumber) => ({ mobileCountryCode: '91', mobileNumber, mobileOptIn: true })), { listId: list });
+      const batch = await alice.upsert(
+        numbers
+          .slice(i, i + 1000)
+          .map((mobileNumber) => ({ mobileCountryCode: '91', mobileNumber, mobileOptIn: true })),
+        { listId: list },
+      );
       assert.equal(batch.status, 'Completed', JSON.stringify(batch));
     }
     const queueId = await send('/sms/batch', { listId: [list], senderName: 'HERALD', body: 'Sale today' });

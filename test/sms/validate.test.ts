@@ -24,8 +24,10 @@ const PUBLIC_URL = 'https://herald.example.com';
 /** The service's own link: https://herald.example.com/l/ and an 8-character code, 32 characters. */
 const LINK_LENGTH = `${PUBLIC_URL}/l/`.length + 8;
 
-const single = (fields: Record<string, unknown> = {}) => ({ recipient: GB_MOBILE, senderName: 'Acme', body: 'Your code is 1234', ...fields }) as SmsSingleRequest;
-const batch = (fields: Record<string, unknown> = {}) => ({ senderName: 'Acme', body: 'Hello [name]', ...fields }) as SmsBatchRequest;
+const single = (fields: Record<string, unknown> = {}) =>
+  ({ recipient: GB_MOBILE, senderName: 'Acme', body: 'Your code is 1234', ...fields }) as SmsSingleRequest;
+const batch = (fields: Record<string, unknown> = {}) =>
+  ({ senderName: 'Acme', body: 'Hello [name]', ...fields }) as SmsBatchRequest;
 
 const draftOf = (fields: Partial<SmsDraft>): SmsDraft => ({
   kind: 'single',
@@ -42,22 +44,29 @@ const draftOf = (fields: Partial<SmsDraft>): SmsDraft => ({
   ...fields,
 });
 
-const checkSingle = (fields: Record<string, unknown>, account = INDIA) => checkSmsRequest('single', single(fields), account, NOW, PUBLIC_URL);
+const checkSingle = (fields: Record<string, unknown>, account = INDIA) =>
+  checkSmsRequest('single', single(fields), account, NOW, PUBLIC_URL);
 const checkBatch = (fields: Record<string, unknown>) => checkSmsRequest('batch', batch(fields), INDIA, NOW, PUBLIC_URL);
 
 describe('checkSmsRequest', () => {
   it('turns a single SMS into its draft, every field carried over', () => {
     const { draft, errors } = checkSingle({
       isBodyEncrypted: true,
-      personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '1234' }, { tagName: '[first name]', tagValue: 'Ann\nLee' }],
+      personalizationSubstitutionTags: [
+        { tagName: '[code]', tagValue: '1234' },
+        { tagName: '[first name]', tagValue: 'Ann\nLee' },
+      ],
       webHookUrl: 'https://hooks.example.com/sms',
     });
     assert.deepEqual(errors, []);
-    assert.deepEqual(draft, draftOf({
-      isBodyEncrypted: true,
-      tags: { '[code]': '1234', '[first name]': 'Ann\nLee' },
-      webhookUrl: 'https://hooks.example.com/sms',
-    }));
+    assert.deepEqual(
+      draft,
+      draftOf({
+        isBodyEncrypted: true,
+        tags: { '[code]': '1234', '[first name]': 'Ann\nLee' },
+        webhookUrl: 'https://hooks.example.com/sms',
+      }),
+    );
   });
 
   describe('recipient and mobileNo: the country code and number, as a string of digits or a JSON whole number', () => {
@@ -79,7 +88,11 @@ describe('checkSmsRequest', () => {
 
     const invalid: Array<[string, unknown, RegExp]> = [
       ['a leading +', '+447911123456', /^must be digits only: leave out the \+$/],
-      ['spaces', '44 7911 123456', /^must be the country code and number, digits only: no \+, spaces or other symbols$/],
+      [
+        'spaces',
+        '44 7911 123456',
+        /^must be the country code and number, digits only: no \+, spaces or other symbols$/,
+      ],
       ['an empty string', '', /digits only/],
       ['a landline', '442079460123', /^is not a valid mobile number for country code \+44$/],
       ['no country code', '07911123456', /^is not a mobile number: give the country code, then the number/],
@@ -95,11 +108,17 @@ describe('checkSmsRequest', () => {
     for (const [name, recipient, message] of invalid) {
       it(`refuses ${name}, by its field`, () => {
         const one = checkSingle({ recipient });
-        assert.deepEqual(one.errors.map((e) => e.field), ['recipient']);
+        assert.deepEqual(
+          one.errors.map((e) => e.field),
+          ['recipient'],
+        );
         assert.match(one.errors[0].message, message);
         assert.deepEqual(one.draft.recipients, []);
         const many = checkBatch({ recipients: [{ mobileNo: GB_MOBILE }, { mobileNo: recipient }] });
-        assert.deepEqual(many.errors.map((e) => e.field), ['recipients[1].mobileNo']);
+        assert.deepEqual(
+          many.errors.map((e) => e.field),
+          ['recipients[1].mobileNo'],
+        );
         assert.match(many.errors[0].message, message);
       });
     }
@@ -112,7 +131,10 @@ describe('checkSmsRequest', () => {
     for (const senderName of ['', '   ', 'ABCDEFGHIJKL', 'Acme!', 'Café', '12', '4479111234567890']) {
       it(`refuses ${JSON.stringify(senderName)}`, () => {
         assert.deepEqual(checkSingle({ senderName }).errors, [
-          { field: 'senderName', message: 'must be 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits' },
+          {
+            field: 'senderName',
+            message: 'must be 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits',
+          },
         ]);
       });
     }
@@ -120,7 +142,8 @@ describe('checkSmsRequest', () => {
 
   describe('body', () => {
     it('refuses a body that is empty or only white space', () => {
-      for (const body of ['', ' \n\t ']) assert.deepEqual(checkSingle({ body }).errors, [{ field: 'body', message: 'must not be empty' }]);
+      for (const body of ['', ' \n\t '])
+        assert.deepEqual(checkSingle({ body }).errors, [{ field: 'body', message: 'must not be empty' }]);
     });
 
     it('keeps the body as written, white space included', () => {
@@ -145,16 +168,37 @@ describe('checkSmsRequest', () => {
     }
     for (const tagName of ['name', '[]', '[a]b', 'a[b]', '[a[b]', '[a]b]', `[${'x'.repeat(65)}]`]) {
       it(`refuses ${tagName.length > 20 ? 'a name of 65 characters' : tagName}`, () => {
-        assert.deepEqual(checkSingle({ personalizationSubstitutionTags: [{ tagName: '[ok]', tagValue: '' }, { tagName, tagValue: 'v' }] }).errors, [
-          { field: 'personalizationSubstitutionTags[1].tagName', message: 'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket' },
-        ]);
+        assert.deepEqual(
+          checkSingle({
+            personalizationSubstitutionTags: [
+              { tagName: '[ok]', tagValue: '' },
+              { tagName, tagValue: 'v' },
+            ],
+          }).errors,
+          [
+            {
+              field: 'personalizationSubstitutionTags[1].tagName',
+              message:
+                'must be a name in square brackets, like [firstName]: 1 to 64 characters, none of them a bracket',
+            },
+          ],
+        );
       });
     }
 
     it('refuses a tagName given twice, pointing to the first, and takes an empty tagValue', () => {
-      const tags = [{ tagName: '[a]', tagValue: '' }, { tagName: '[b]', tagValue: '2' }, { tagName: '[a]', tagValue: '3' }];
+      const tags = [
+        { tagName: '[a]', tagValue: '' },
+        { tagName: '[b]', tagValue: '2' },
+        { tagName: '[a]', tagValue: '3' },
+      ];
       const { draft, errors } = checkSingle({ personalizationSubstitutionTags: tags });
-      assert.deepEqual(errors, [{ field: 'personalizationSubstitutionTags[2].tagName', message: 'repeats the tagName of personalizationSubstitutionTags[0]' }]);
+      assert.deepEqual(errors, [
+        {
+          field: 'personalizationSubstitutionTags[2].tagName',
+          message: 'repeats the tagName of personalizationSubstitutionTags[0]',
+        },
+      ]);
       assert.deepEqual(draft.tags, { '[a]': '', '[b]': '2' });
     });
 
@@ -162,10 +206,19 @@ describe('checkSmsRequest', () => {
       const { errors } = checkBatch({
         recipients: [
           { mobileNo: GB_MOBILE, personalizationSubstitutionTags: [{ tagName: '[name]', tagValue: 'Ann' }] },
-          { mobileNo: '33612345678', personalizationSubstitutionTags: [{ tagName: '[name]', tagValue: 'Bo' }, { tagName: 'name', tagValue: 'Bo' }] },
+          {
+            mobileNo: '33612345678',
+            personalizationSubstitutionTags: [
+              { tagName: '[name]', tagValue: 'Bo' },
+              { tagName: 'name', tagValue: 'Bo' },
+            ],
+          },
         ],
       });
-      assert.deepEqual(errors.map((e) => e.field), ['recipients[1].personalizationSubstitutionTags[1].tagName']);
+      assert.deepEqual(
+        errors.map((e) => e.field),
+        ['recipients[1].personalizationSubstitutionTags[1].tagName'],
+      );
     });
   });
 
@@ -178,8 +231,18 @@ describe('checkSmsRequest', () => {
       ['with a lower-case t and z', '2026-11-23t14:00:00z', INDIA, Date.UTC(2026, 10, 23, 14)],
       ['without an offset, in an account east of UTC', '2026-11-23T14:00:00', INDIA, Date.UTC(2026, 10, 23, 8, 30)],
       ['without an offset, in an account west of UTC', '2026-11-23T14:00:00', BRAZIL, Date.UTC(2026, 10, 23, 17)],
-      ['with a space for the T and a fraction', '2026-11-23 14:00:00.25-04:00', UTC, Date.UTC(2026, 10, 23, 18, 0, 0, 250)],
-      ['with a leap second, as the last second of its minute', '2026-12-31T23:59:60Z', UTC, Date.UTC(2026, 11, 31, 23, 59, 59)],
+      [
+        'with a space for the T and a fraction',
+        '2026-11-23 14:00:00.25-04:00',
+        UTC,
+        Date.UTC(2026, 10, 23, 18, 0, 0, 250),
+      ],
+      [
+        'with a leap second, as the last second of its minute',
+        '2026-12-31T23:59:60Z',
+        UTC,
+        Date.UTC(2026, 11, 31, 23, 59, 59),
+      ],
       ['on the last day of February', '2027-02-28T00:00:00Z', UTC, Date.UTC(2027, 1, 28)],
       ['in the past, as now', '2020-01-01T00:00:00Z', UTC, null],
       ['at this very instant, as now', '2026-11-22T17:30:00', INDIA, null],
@@ -212,7 +275,10 @@ describe('checkSmsRequest', () => {
     for (const [text, message] of refused) {
       it(`refuses ${text}`, () => {
         const { draft, errors } = checkSingle({ scheduleDateTime: text });
-        assert.deepEqual(errors.map((e) => e.field), ['scheduleDateTime']);
+        assert.deepEqual(
+          errors.map((e) => e.field),
+          ['scheduleDateTime'],
+        );
         assert.match(errors[0].message, message);
         assert.equal(draft.scheduledAt, null);
       });
@@ -228,16 +294,28 @@ describe('checkSmsRequest', () => {
     });
 
     it('carries the shortner settings given with a landing page', () => {
-      const { draft } = checkSingle({ landingPageId: PAGE, shortner: { shortnerUrl: 'https://s.example.com', isUniqueUrl: false } });
+      const { draft } = checkSingle({
+        landingPageId: PAGE,
+        shortner: { shortnerUrl: 'https://s.example.com', isUniqueUrl: false },
+      });
       assert.deepEqual(draft.shortener, { url: 'https://s.example.com', unique: false });
     });
 
     it(`counts the link, after a space, in the parts: a body of ${MAX_PARTS} full parts alone does not fit with it`, () => {
       assert.deepEqual(checkSingle({ body: 'x'.repeat(MAX_PARTS * 153) }).errors, []);
-      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153) }).errors.map((e) => e.field), ['body']);
-      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153 - 1 - LINK_LENGTH) }).errors, []);
+      assert.deepEqual(
+        checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153) }).errors.map((e) => e.field),
+        ['body'],
+      );
+      assert.deepEqual(
+        checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153 - 1 - LINK_LENGTH) }).errors,
+        [],
+      );
       assert.deepEqual(checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153 - LINK_LENGTH) }).errors, [
-        { field: 'body', message: `takes ${MAX_PARTS + 1} SMS parts with the landing page link; a message has at most ${MAX_PARTS}` },
+        {
+          field: 'body',
+          message: `takes ${MAX_PARTS + 1} SMS parts with the landing page link; a message has at most ${MAX_PARTS}`,
+        },
       ]);
     });
 
@@ -245,25 +323,52 @@ describe('checkSmsRequest', () => {
       const body = (n: number) => `${'x'.repeat(n)} [landingPageUrl] [landingPageUrl]`;
       const room = MAX_PARTS * 153 - 2 - 2 * LINK_LENGTH;
       assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room) }).errors, []);
-      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room + 1) }).errors.map((e) => e.field), ['body']);
+      assert.deepEqual(
+        checkSingle({ landingPageId: PAGE, body: body(room + 1) }).errors.map((e) => e.field),
+        ['body'],
+      );
       // https://go.example.com/ is a shorter start than https://herald.example.com/l/: room for more.
       const shorter = `${PUBLIC_URL}/l`.length - 'https://go.example.com'.length;
-      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room + 2 * shorter), shortner: { shortnerUrl: 'https://GO.example.com/' } }).errors, []);
+      assert.deepEqual(
+        checkSingle({
+          landingPageId: PAGE,
+          body: body(room + 2 * shorter),
+          shortner: { shortnerUrl: 'https://GO.example.com/' },
+        }).errors,
+        [],
+      );
     });
 
     it('keeps [landingPageUrl] for the link: refused in a body without landingPageId, and as a tagName', () => {
       assert.deepEqual(checkSingle({ body: 'Open [landingPageUrl]' }).errors, [
-        { field: 'body', message: 'holds [landingPageUrl], the place of the landing page link: give landingPageId too, or take it out' },
+        {
+          field: 'body',
+          message: 'holds [landingPageUrl], the place of the landing page link: give landingPageId too, or take it out',
+        },
       ]);
-      assert.deepEqual(checkSingle({ landingPageId: PAGE, personalizationSubstitutionTags: [{ tagName: '[landingPageUrl]', tagValue: 'https://elsewhere.example' }] }).errors, [
-        { field: 'personalizationSubstitutionTags[0].tagName', message: 'is the place of the landing page link, which the service fills: use another tagName' },
-      ]);
+      assert.deepEqual(
+        checkSingle({
+          landingPageId: PAGE,
+          personalizationSubstitutionTags: [{ tagName: '[landingPageUrl]', tagValue: 'https://elsewhere.example' }],
+        }).errors,
+        [
+          {
+            field: 'personalizationSubstitutionTags[0].tagName',
+            message: 'is the place of the landing page link, which the service fills: use another tagName',
+          },
+        ],
+      );
     });
 
     it('refuses shortner without a landing page: it shortens nothing else', () => {
       for (const shortner of [{}, { isUniqueUrl: true }, { shortnerUrl: 'https://s.example.com' }]) {
         const { draft, errors } = checkBatch({ listId: [LIST_A], shortner });
-        assert.deepEqual(errors, [{ field: 'shortner', message: 'applies only to the landing page link: give landingPageId too, or leave shortner out' }]);
+        assert.deepEqual(errors, [
+          {
+            field: 'shortner',
+            message: 'applies only to the landing page link: give landingPageId too, or leave shortner out',
+          },
+        ]);
         assert.equal(draft.shortener, null);
       }
     });
@@ -273,19 +378,28 @@ describe('checkSmsRequest', () => {
     it('turns a batch into its draft', () => {
       const { draft, errors } = checkBatch({
         listId: [LIST_A],
-        recipients: [{ mobileNo: GB_MOBILE, personalizationSubstitutionTags: [{ tagName: '[name]', tagValue: 'Ann' }] }, { mobileNo: 12025550123 }],
+        recipients: [
+          { mobileNo: GB_MOBILE, personalizationSubstitutionTags: [{ tagName: '[name]', tagValue: 'Ann' }] },
+          { mobileNo: 12025550123 },
+        ],
         scheduleDateTime: '2026-11-23T09:00:00Z',
         webHookUrl: 'https://hooks.example.com/sms',
       });
       assert.deepEqual(errors, []);
-      assert.deepEqual(draft, draftOf({
-        kind: 'batch',
-        body: 'Hello [name]',
-        recipients: [{ mobile: GB_MOBILE, tags: { '[name]': 'Ann' } }, { mobile: '12025550123', tags: {} }],
-        listIds: [LIST_A],
-        scheduledAt: Date.UTC(2026, 10, 23, 9),
-        webhookUrl: 'https://hooks.example.com/sms',
-      }));
+      assert.deepEqual(
+        draft,
+        draftOf({
+          kind: 'batch',
+          body: 'Hello [name]',
+          recipients: [
+            { mobile: GB_MOBILE, tags: { '[name]': 'Ann' } },
+            { mobile: '12025550123', tags: {} },
+          ],
+          listIds: [LIST_A],
+          scheduledAt: Date.UTC(2026, 10, 23, 9),
+          webhookUrl: 'https://hooks.example.com/sms',
+        }),
+      );
     });
 
     const neither: Array<[string, Record<string, unknown>]> = [
@@ -296,7 +410,9 @@ describe('checkSmsRequest', () => {
     ];
     for (const [name, fields] of neither) {
       it(`refuses ${name}`, () => {
-        assert.deepEqual(checkBatch(fields).errors, [{ field: 'listId', message: 'or recipients is required: give at least one list id or one recipient' }]);
+        assert.deepEqual(checkBatch(fields).errors, [
+          { field: 'listId', message: 'or recipients is required: give at least one list id or one recipient' },
+        ]);
       });
     }
 
@@ -321,7 +437,10 @@ describe('checkSmsRequest', () => {
         ],
       });
       assert.deepEqual(errors, []);
-      assert.deepEqual(draft.recipients, [{ mobile: '33612345678', tags: {} }, { mobile: GB_MOBILE, tags: { '[name]': 'first' } }]);
+      assert.deepEqual(draft.recipients, [
+        { mobile: '33612345678', tags: {} },
+        { mobile: GB_MOBILE, tags: { '[name]': 'first' } },
+      ]);
     });
   });
 
@@ -334,14 +453,29 @@ describe('checkSmsRequest', () => {
       scheduleDateTime: 'tomorrow',
       shortner: { isUniqueUrl: true },
     });
-    assert.deepEqual(errors.map((e) => e.field), ['recipient', 'senderName', 'body', 'personalizationSubstitutionTags[0].tagName', 'scheduleDateTime', 'shortner']);
+    assert.deepEqual(
+      errors.map((e) => e.field),
+      ['recipient', 'senderName', 'body', 'personalizationSubstitutionTags[0].tagName', 'scheduleDateTime', 'shortner'],
+    );
 
     const many = checkBatch({
       listId: [LIST_A],
-      recipients: [{ mobileNo: 'x' }, { mobileNo: GB_MOBILE }, { mobileNo: '1', personalizationSubstitutionTags: [{ tagName: '[]', tagValue: '' }] }],
+      recipients: [
+        { mobileNo: 'x' },
+        { mobileNo: GB_MOBILE },
+        { mobileNo: '1', personalizationSubstitutionTags: [{ tagName: '[]', tagValue: '' }] },
+      ],
       senderName: '',
     });
-    assert.deepEqual(many.errors.map((e) => e.field), ['recipients[0].mobileNo', 'recipients[2].mobileNo', 'recipients[2].personalizationSubstitutionTags[0].tagName', 'senderName']);
+    assert.deepEqual(
+      many.errors.map((e) => e.field),
+      [
+        'recipients[0].mobileNo',
+        'recipients[2].mobileNo',
+        'recipients[2].personalizationSubstitutionTags[0].tagName',
+        'senderName',
+      ],
+    );
   });
 });
 
@@ -357,8 +491,10 @@ forEachDatabase((dialect) => {
     beforeEach(async () => {
       database = await createTestDatabase(dialect);
       const { db } = database;
-      accountId = (await createAccount(db, clock, { userName: 'alice@example.com', password: 'correct horse battery' })).id;
-      const other = (await createAccount(db, clock, { userName: 'bob@example.com', password: 'correct horse battery' })).id;
+      accountId = (await createAccount(db, clock, { userName: 'alice@example.com', password: 'correct horse battery' }))
+        .id;
+      const other = (await createAccount(db, clock, { userName: 'bob@example.com', password: 'correct horse battery' }))
+        .id;
       otherAccount = other;
       await addSenderName(db, clock, accountId, 'Acme');
       await addSenderName(db, clock, other, 'Bobs');
@@ -368,7 +504,10 @@ forEachDatabase((dialect) => {
     afterEach(() => database.close());
 
     const rejection = async (draft: SmsDraft): Promise<FieldError[]> => {
-      const error = await prepareSms(database.reads, accountId, draft, config).then(() => undefined, (e: unknown) => e);
+      const error = await prepareSms(database.reads, accountId, draft, config).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       assert.ok(error instanceof AppError, `expected a rejection, got ${String(error)}`);
       assert.equal(error.statusCode, 422);
       return error.errors;
@@ -392,7 +531,10 @@ forEachDatabase((dialect) => {
 
     it('compares sender names exactly, and points to the one that differs only in case', async () => {
       assert.deepEqual(await rejection(draftOf({ senderName: 'ACME' })), [
-        { field: 'senderName', message: 'is not a sender name of this account; sender names are compared exactly: did you mean Acme?' },
+        {
+          field: 'senderName',
+          message: 'is not a sender name of this account; sender names are compared exactly: did you mean Acme?',
+        },
       ]);
       assert.match((await rejection(draftOf({ senderName: 'Herald' })))[0].message, /did you mean HERALD\?$/);
     });
@@ -413,9 +555,18 @@ forEachDatabase((dialect) => {
 
     it("takes the account's own landing page, with the service's shortener or a domain registered for the account", async () => {
       const own = await landingPage(accountId, 'Offer');
-      await addShortenerDomain(database.db, clock, { accountId, domain: 'go.acme.example', serviceHost: 'herald.example.com' });
+      await addShortenerDomain(database.db, clock, {
+        accountId,
+        domain: 'go.acme.example',
+        serviceHost: 'herald.example.com',
+      });
       for (const url of [null, 'https://go.acme.example', 'http://GO.acme.example/']) {
-        await prepareSms(database.reads, accountId, draftOf({ landingPageId: own, shortener: { url, unique: true } }), config);
+        await prepareSms(
+          database.reads,
+          accountId,
+          draftOf({ landingPageId: own, shortener: { url, unique: true } }),
+          config,
+        );
       }
     });
 
@@ -430,24 +581,74 @@ forEachDatabase((dialect) => {
 
     it("refuses a shortnerUrl that is not https:// or http:// and a domain of the account's, with nothing after it", async () => {
       const own = await landingPage(accountId, 'Offer');
-      await addShortenerDomain(database.db, clock, { accountId, domain: 'go.acme.example', serviceHost: 'herald.example.com' });
-      await addShortenerDomain(database.db, clock, { accountId: otherAccount, domain: 'go.bobs.example', serviceHost: 'herald.example.com' });
-      const refusal = async (url: string) => rejection(draftOf({ landingPageId: own, shortener: { url, unique: true } }));
-      for (const url of ['https://go.acme.example/x', 'https://go.acme.example:8443', 'https://go.acme.example?a', 'https://u:p@go.acme.example', 'ftp://go.acme.example', 'go.acme.example', 'https://']) {
-        assert.deepEqual(await refusal(url), [{ field: 'shortner.shortnerUrl', message: 'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account' }], url);
+      await addShortenerDomain(database.db, clock, {
+        accountId,
+        domain: 'go.acme.example',
+        serviceHost: 'herald.example.com',
+      });
+      await addShortenerDomain(database.db, clock, {
+        accountId: otherAccount,
+        domain: 'go.bobs.example',
+        serviceHost: 'herald.example.com',
+      });
+      const refusal = async (url: string) =>
+        rejection(draftOf({ landingPageId: own, shortener: { url, unique: true } }));
+      for (const url of [
+        'https://go.acme.example/x',
+        'https://go.acme.example:8443',
+        'https://go.acme.example?a',
+        'https://u:p@go.acme.example',
+        'ftp://go.acme.example',
+        'go.acme.example',
+        'https://',
+      ]) {
+        assert.deepEqual(
+          await refusal(url),
+          [
+            {
+              field: 'shortner.shortnerUrl',
+              message:
+                'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account',
+            },
+          ],
+          url,
+        );
       }
       for (const host of ['go.bobs.example', 'unknown.example', 'herald.example.com']) {
-        assert.deepEqual(await refusal(`https://${host}`), [{ field: 'shortner.shortnerUrl', message: `names ${host}, which is not a shortener domain of this account; the operator registers them` }]);
+        assert.deepEqual(await refusal(`https://${host}`), [
+          {
+            field: 'shortner.shortnerUrl',
+            message: `names ${host}, which is not a shortener domain of this account; the operator registers them`,
+          },
+        ]);
       }
     });
 
     it('lists every problem in one 422', async () => {
-      const error = await prepareSms(database.reads, accountId, draftOf({ senderName: 'Bobs', listIds: [otherList], landingPageId: PAGE }), config).catch((e: unknown) => e);
+      const error = await prepareSms(
+        database.reads,
+        accountId,
+        draftOf({ senderName: 'Bobs', listIds: [otherList], landingPageId: PAGE }),
+        config,
+      ).catch((e: unknown) => e);
       assert.ok(error instanceof AppError);
       assert.equal(error.message, 'The SMS request was rejected with 3 problems; nothing was queued.');
-      assert.deepEqual(error.errors.map((e) => e.field), ['senderName', 'listId', 'landingPageId']);
-      const four = await rejection(draftOf({ senderName: 'Bobs', listIds: [otherList], landingPageId: PAGE, shortener: { url: 'https://unknown.example', unique: true } }));
-      assert.deepEqual(four.map((e) => e.field), ['senderName', 'listId', 'landingPageId', 'shortner.shortnerUrl']);
+      assert.deepEqual(
+        error.errors.map((e) => e.field),
+        ['senderName', 'listId', 'landingPageId'],
+      );
+      const four = await rejection(
+        draftOf({
+          senderName: 'Bobs',
+          listIds: [otherList],
+          landingPageId: PAGE,
+          shortener: { url: 'https://unknown.example', unique: true },
+        }),
+      );
+      assert.deepEqual(
+        four.map((e) => e.field),
+        ['senderName', 'listId', 'landingPageId', 'shortner.shortnerUrl'],
+      );
     });
   });
 });

@@ -50,7 +50,13 @@ function postgresKeyOf(database: TestDatabase): KeyObject {
 
 export async function startTestApp(
   dialect: DialectName,
-  options: { env?: Record<string, string>; counters?: CounterStore; clock?: ManualClock; database?: TestDatabase; logger?: FastifyServerOptions['logger'] } = {},
+  options: {
+    env?: Record<string, string>;
+    counters?: CounterStore;
+    clock?: ManualClock;
+    database?: TestDatabase;
+    logger?: FastifyServerOptions['logger'];
+  } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase(dialect));
   const clock = options.clock ?? new ManualClock(Date.UTC(2026, 10, 22, 12, 0, 0));
@@ -85,7 +91,12 @@ export async function startTestApp(
       const response = await app.inject({
         method: 'POST',
         url: '/token',
-        payload: { userName: account.userName, password: account.password, privateToken: account.privateToken, validity },
+        payload: {
+          userName: account.userName,
+          password: account.password,
+          privateToken: account.privateToken,
+          validity,
+        },
       });
       if (response.statusCode !== 200) throw new Error(`POST /token answered ${response.statusCode}: ${response.body}`);
       return response.json().access_token as string;

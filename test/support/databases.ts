@@ -78,7 +78,10 @@ async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
 }
 
 /** A fresh database of the dialect, running the application's procedures, migrated unless `empty`; close() also deletes it. */
-export async function createTestDatabase(dialect: DialectName, options: { poolSize?: number; empty?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  dialect: DialectName,
+  options: { poolSize?: number; empty?: boolean } = {},
+): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'herald-test-'));
     const url = `sqlite:${join(dir, 'herald.db')}`;

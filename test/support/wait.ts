@@ -1,5 +1,9 @@
 /** Polls `probe` every 10 ms until it gives a value, for at most `timeoutMs` (10 s; then fails naming `what`). */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, { timeoutMs = 10_000 } = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  { timeoutMs = 10_000 } = {},
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -32,9 +32,12 @@ forEachDatabase((dialect) => {
     webhookDeliveryHandler({ ...t.ctx, config: { webhookAllowPrivate: options.allowPrivate ?? true } }, options);
 
   const emit = (url = receiver.url, data: unknown = { queueId: 'q-1', status: 'Delivered' }) =>
-    t.ctx.db.transaction().execute((trx) => emitWebhook(trx, t.clock, { accountId: account.row.id, url, type: 'sms.status', data }));
+    t.ctx.db
+      .transaction()
+      .execute((trx) => emitWebhook(trx, t.clock, { accountId: account.row.id, url, type: 'sms.status', data }));
 
-  const delivery = (id: string) => t.ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  const delivery = (id: string) =>
+    t.ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   const attempt = (handler: JobHandler, id: string) => runDeliveryJob(handler, t.ctx.db, id);
 
@@ -53,7 +56,11 @@ forEachDatabase((dialect) => {
     const { secret } = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>);
-    assert.deepEqual(payload, { type: 'sms.status', timestamp: new Date(t.clock.now()).toISOString(), data: { queueId: 'q-1', status: 'Delivered' } });
+    assert.deepEqual(payload, {
+      type: 'sms.status',
+      timestamp: new Date(t.clock.now()).toISOString(),
+      data: { queueId: 'q-1', status: 'Delivered' },
+    });
 
     const row = await delivery(id);
     assert.equal(row.status, 'delivered');
@@ -131,12 +138,18 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 10);
   });
 
-  it('warns when it gives a delivery up, naming the account and receiver\'s host, not its path or query', async () => {
+  it("warns when it gives a delivery up, naming the account and receiver's host, not its path or query", async () => {
     const warnings: Array<[object, string]> = [];
     const warn = (fields: object, message: string) => void warnings.push([fields, message]);
     const log = { info() {}, error() {}, warn };
     const config = { webhookAllowPrivate: true };
-    const handler = webhookDeliveryHandler({ db: t.ctx.db, clock: t.clock, config, encryptionKey: t.ctx.encryptionKey, log });
+    const handler = webhookDeliveryHandler({
+      db: t.ctx.db,
+      clock: t.clock,
+      config,
+      encryptionKey: t.ctx.encryptionKey,
+      log,
+    });
     const id = await emit(`${receiver.url}/s3cret-path?key=s3cret-query`);
     for (const delay of RETRY_DELAYS_MS) {
       receiver.reply({ status: 502 });
@@ -146,16 +159,18 @@ forEachDatabase((dialect) => {
     assert.deepEqual(warnings, [], 'nothing while it retries');
     receiver.reply({ status: 502 });
     assert.equal(await attempt(handler, id), 'done');
-    assert.deepEqual(warnings, [[
-      {
-        accountId: account.row.id,
-        deliveryId: id,
-        host: `127.0.0.1:${receiver.port}`,
-        attempts: 10,
-        error: 'the receiver answered 502; gave up after 10 attempts',
-      },
-      `webhook delivery given up; POST /webhooks/deliveries/${id}/retry posts it again`,
-    ]]);
+    assert.deepEqual(warnings, [
+      [
+        {
+          accountId: account.row.id,
+          deliveryId: id,
+          host: `127.0.0.1:${receiver.port}`,
+          attempts: 10,
+          error: 'the receiver answered 502; gave up after 10 attempts',
+        },
+        `webhook delivery given up; POST /webhooks/deliveries/${id}/retry posts it again`,
+      ],
+    ]);
     assert.doesNotMatch(JSON.stringify(warnings), /s3cret/);
   });
 
@@ -214,7 +229,8 @@ forEachDatabase((dialect) => {
     const handler = handlerFor({
       allowPrivate: false,
       // internal.example.com stands for a public name whose DNS points inside the network.
-      resolve: async (host) => (host === 'internal.example.com' ? [{ address: '10.0.0.1', family: 4 }] : systemResolver(host)),
+      resolve: async (host) =>
+        host === 'internal.example.com' ? [{ address: '10.0.0.1', family: 4 }] : systemResolver(host),
     });
     for (const url of refusedUrls(receiver.port)) {
       const id = await emit(url);
@@ -263,7 +279,9 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received[0].headers.host, `hooks.herald.test:${receiver.port}`);
   });
 
-  it('posts at most four at a time to one host; a fifth waits its bound, then goes back to the queue without using an attempt', { timeout: 10_000 }, async () => {
+  it('posts at most four at a time to one host; a fifth waits its bound, then goes back to the queue without using an attempt', {
+    timeout: 10_000,
+  }, async () => {
     const handler = handlerFor({ timeoutMs: 1_000, hostWaitMs: 200 });
     const ids = await Promise.all([1, 2, 3, 4, 5].map(() => emit()));
     receiver.reply('hang', 'hang', 'hang', 'hang');
@@ -278,19 +296,39 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 5);
   });
 
-  it('holds twelve claimed posts to one slow host four at a time, each delivered on its first attempt', { timeout: 20_000 }, async () => {
+  it('holds twelve claimed posts to one slow host four at a time, each delivered on its first attempt', {
+    timeout: 20_000,
+  }, async () => {
     const ids = await Promise.all(Array.from({ length: 12 }, () => emit()));
     receiver.reply(...ids.map(() => ({ status: 200, delayMs: 100 })));
     const handler = handlerFor();
     const attemptsSeen: number[] = [];
     const worker = new Worker({ database: t.ctx.database, clock: t.clock });
-    worker.register(DELIVER_KIND, { handle: (job, run) => (attemptsSeen.push(job.attempt), handler.handle(job, run)) }, { concurrency: 32 });
+    worker.register(
+      DELIVER_KIND,
+      { handle: (job, run) => (attemptsSeen.push(job.attempt), handler.handle(job, run)) },
+      { concurrency: 32 },
+    );
     assert.equal(await worker.drain(), 12);
-    assert.deepEqual(attemptsSeen, ids.map(() => 1), 'no job went back to the queue and was claimed again');
+    assert.deepEqual(
+      attemptsSeen,
+      ids.map(() => 1),
+      'no job went back to the queue and was claimed again',
+    );
     assert.equal(receiver.received.length, 12);
     assert.equal(receiver.mostAtOnce, 4);
     for (const id of ids) assert.equal((await delivery(id)).status, 'delivered');
-    assert.equal(Number((await t.ctx.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n), 0);
+    assert.equal(
+      Number(
+        (
+          await t.ctx.db
+            .selectFrom('jobs')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      0,
+    );
   });
 
   it('abandons a hanging post when its worker stops, recording no attempt', { timeout: 10_000 }, async () => {
@@ -321,10 +359,15 @@ forEachDatabase((dialect) => {
     const post = receiver.received[0];
     const signatures = (post.headers['webhook-signature'] as string).split(' ');
     assert.equal(signatures.length, 2);
-    for (const [secret, signature] of [[after.secret, signatures[0]], [before.secret, signatures[1]]]) {
+    for (const [secret, signature] of [
+      [after.secret, signatures[0]],
+      [before.secret, signatures[1]],
+    ]) {
       const headers = { ...(post.headers as Record<string, string>), 'webhook-signature': signature };
       assert.ok(new Webhook(secret).verify(post.body, headers));
-      assert.throws(() => new Webhook(secret === after.secret ? before.secret : after.secret).verify(post.body, headers));
+      assert.throws(() =>
+        new Webhook(secret === after.secret ? before.secret : after.secret).verify(post.body, headers),
+      );
     }
 
     // Past the overlap only the new secret signs.

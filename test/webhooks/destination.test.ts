@@ -9,8 +9,10 @@ import {
   type Resolver,
 } from '../../src/webhooks/destination.ts';
 
-const resolveTo = (...addresses: string[]): Resolver => async () =>
-  addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+const resolveTo =
+  (...addresses: string[]): Resolver =>
+  async () =>
+    addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
 describe('the server-side request forgery guard', () => {
   const refused: Array<[string, string]> = [
@@ -49,41 +51,80 @@ describe('the server-side request forgery guard', () => {
     it(`refuses ${address} as ${category}`, () => assert.equal(blockedCategory(address), category));
   }
 
-  for (const address of ['93.184.215.14', '172.32.0.1', '100.128.0.1', '198.20.0.1', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2a00:1450:4001::1']) {
+  for (const address of [
+    '93.184.215.14',
+    '172.32.0.1',
+    '100.128.0.1',
+    '198.20.0.1',
+    '8.8.8.8',
+    '2606:4700:4700::1111',
+    '::ffff:8.8.8.8',
+    '2a00:1450:4001::1',
+  ]) {
     it(`lets the public address ${address} through`, () => assert.equal(blockedCategory(address), undefined));
   }
 
   it('refuses a host name when any one of its addresses is not public', async () => {
     await assert.rejects(
-      vetDestination('https://hooks.example.com/in', { allowPrivate: false, resolve: resolveTo('93.184.215.14', '10.0.0.1') }),
-      (error: Error) => error instanceof RefusedDestination && /hooks\.example\.com resolves to 10\.0\.0\.1, which is a private address/.test(error.message),
+      vetDestination('https://hooks.example.com/in', {
+        allowPrivate: false,
+        resolve: resolveTo('93.184.215.14', '10.0.0.1'),
+      }),
+      (error: Error) =>
+        error instanceof RefusedDestination &&
+        /hooks\.example\.com resolves to 10\.0\.0\.1, which is a private address/.test(error.message),
     );
   });
 
   it('refuses literal addresses, bracketed IPv6 included, without asking DNS', async () => {
     const resolve: Resolver = async () => assert.fail('a literal address must not be resolved');
-    for (const url of ['http://127.0.0.1:8080/', 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:127.0.0.1]/']) {
+    for (const url of [
+      'http://127.0.0.1:8080/',
+      'http://[::1]/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:127.0.0.1]/',
+    ]) {
       await assert.rejects(vetDestination(url, { allowPrivate: false, resolve }), RefusedDestination, url);
     }
   });
 
   it('refuses URLs that are not http or https', async () => {
     for (const url of ['ftp://example.com/', 'file:///etc/passwd', 'not a url']) {
-      await assert.rejects(vetDestination(url, { allowPrivate: false, resolve: resolveTo('93.184.215.14') }), RefusedDestination, url);
+      await assert.rejects(
+        vetDestination(url, { allowPrivate: false, resolve: resolveTo('93.184.215.14') }),
+        RefusedDestination,
+        url,
+      );
     }
   });
 
   it('returns every vetted address, and allows private ones when told to', async () => {
-    const publicOnes = await vetDestination('https://hooks.example.com/', { allowPrivate: false, resolve: resolveTo('93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c') });
-    assert.deepEqual(publicOnes.addresses.map((a) => a.address), ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c']);
-    const privateOnes = await vetDestination('http://localhost:9/', { allowPrivate: true, resolve: resolveTo('127.0.0.1') });
+    const publicOnes = await vetDestination('https://hooks.example.com/', {
+      allowPrivate: false,
+      resolve: resolveTo('93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'),
+    });
+    assert.deepEqual(
+      publicOnes.addresses.map((a) => a.address),
+      ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+    );
+    const privateOnes = await vetDestination('http://localhost:9/', {
+      allowPrivate: true,
+      resolve: resolveTo('127.0.0.1'),
+    });
     assert.deepEqual(privateOnes.addresses, [{ address: '127.0.0.1', family: 4 }]);
   });
 
   describe('cloud metadata services, refused even with WEBHOOK_ALLOW_PRIVATE=true', () => {
     const metadata = [
-      '169.254.169.254', '169.254.0.1', 'fe80::1', 'fd00:ec2::254', '100.100.100.200',
-      '::ffff:169.254.169.254', '::ffff:100.100.100.200', '64:ff9b::a9fe:a9fe', '2002:a9fe:a9fe::1',
+      '169.254.169.254',
+      '169.254.0.1',
+      'fe80::1',
+      'fd00:ec2::254',
+      '100.100.100.200',
+      '::ffff:169.254.169.254',
+      '::ffff:100.100.100.200',
+      '64:ff9b::a9fe:a9fe',
+      '2002:a9fe:a9fe::1',
     ];
     for (const address of metadata) it(`never posts to ${address}`, () => assert.ok(alwaysRefused(address), address));
     for (const address of ['10.0.0.1', '127.0.0.1', '::1', 'fd12:3456::1', '100.64.0.1', '8.8.8.8']) {
@@ -115,12 +156,18 @@ describe('the server-side request forgery guard', () => {
     const options = { allowPrivate: false, resolve: resolveTo('93.184.215.14') };
 
     it('names what is refused: loopback, localhost, metadata service, hexadecimal IPv4', async () => {
-      assert.equal(await webhookUrlRefusal('http://127.0.0.1/in', options), '127.0.0.1 is a loopback address; webhooks are only posted to public addresses');
+      assert.equal(
+        await webhookUrlRefusal('http://127.0.0.1/in', options),
+        '127.0.0.1 is a loopback address; webhooks are only posted to public addresses',
+      );
       assert.match((await webhookUrlRefusal('http://[::1]:8080/', options))!, /::1 is a loopback address/);
       assert.match((await webhookUrlRefusal('http://169.254.169.254/latest/', options))!, /link-local/);
       // The WHATWG URL parser reads 0x7f000001 as 127.0.0.1, as a connection would.
       assert.match((await webhookUrlRefusal('http://0x7f000001/', options))!, /127\.0\.0\.1 is a loopback address/);
-      const localhost = await webhookUrlRefusal('http://localhost:9/', { allowPrivate: false, resolve: resolveTo('127.0.0.1', '::1') });
+      const localhost = await webhookUrlRefusal('http://localhost:9/', {
+        allowPrivate: false,
+        resolve: resolveTo('127.0.0.1', '::1'),
+      });
       assert.match(localhost!, /localhost resolves to 127\.0\.0\.1, which is a loopback address/);
     });
 
@@ -130,9 +177,19 @@ describe('the server-side request forgery guard', () => {
     });
 
     it('refuses a name with no address, but leaves a lookup that failed for another reason to delivery', async () => {
-      const failing = (code: string): Resolver => async () => { throw Object.assign(new Error(code), { code }); };
-      assert.equal(await webhookUrlRefusal('https://nowhere.example/', { allowPrivate: false, resolve: failing('ENOTFOUND') }), 'nowhere.example has no address in DNS');
-      assert.equal(await webhookUrlRefusal('https://slow.example/', { allowPrivate: false, resolve: failing('EAI_AGAIN') }), undefined);
+      const failing =
+        (code: string): Resolver =>
+        async () => {
+          throw Object.assign(new Error(code), { code });
+        };
+      assert.equal(
+        await webhookUrlRefusal('https://nowhere.example/', { allowPrivate: false, resolve: failing('ENOTFOUND') }),
+        'nowhere.example has no address in DNS',
+      );
+      assert.equal(
+        await webhookUrlRefusal('https://slow.example/', { allowPrivate: false, resolve: failing('EAI_AGAIN') }),
+        undefined,
+      );
     });
   });
 });

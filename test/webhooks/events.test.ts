@@ -5,7 +5,13 @@ import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { claimJobs, leaseOf, type JobRow } from '../../src/queue/queries.ts';
 import type { Job, Worker } from '../../src/queue/worker.ts';
-import { appendWebhookEvents, GATHER_KIND, GATHER_WINDOW_MS, webhookGatherHandler, type EventStream } from '../../src/webhooks/events.ts';
+import {
+  appendWebhookEvents,
+  GATHER_KIND,
+  GATHER_WINDOW_MS,
+  webhookGatherHandler,
+  type EventStream,
+} from '../../src/webhooks/events.ts';
 import { ensureSecret } from '../../src/webhooks/secrets.ts';
 import { createWorker } from '../../src/server/worker.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -25,7 +31,11 @@ interface Envelope {
 }
 
 const events = (from: number, count: number, stream?: string): StatusEvent[] =>
-  Array.from({ length: count }, (_, i) => ({ messageId: `m-${from + i}`, status: 'Delivered', ...(stream ? { stream } : {}) }));
+  Array.from({ length: count }, (_, i) => ({
+    messageId: `m-${from + i}`,
+    status: 'Delivered',
+    ...(stream ? { stream } : {}),
+  }));
 
 forEachDatabase((dialect) => {
   let t: TestApp;
@@ -44,7 +54,12 @@ forEachDatabase((dialect) => {
     await t.close();
   });
 
-  const streamOf = (overrides: Partial<EventStream> = {}): EventStream => ({ accountId: account.row.id, url: receiver.url, type: 'sms.status', ...overrides });
+  const streamOf = (overrides: Partial<EventStream> = {}): EventStream => ({
+    accountId: account.row.id,
+    url: receiver.url,
+    type: 'sms.status',
+    ...overrides,
+  });
 
   const append = (batch: StatusEvent[], stream = streamOf()) =>
     t.ctx.db.transaction().execute((trx) => appendWebhookEvents(trx, t.clock, { ...stream, events: batch }));
@@ -56,25 +71,54 @@ forEachDatabase((dialect) => {
   }
 
   /** Events appended and not yet gathered. */
-  const waiting = async () => Number((await t.ctx.db.selectFrom('webhook_events').select(sql<number>`coalesce(sum(event_count), 0)`.as('n')).executeTakeFirstOrThrow()).n);
+  const waiting = async () =>
+    Number(
+      (
+        await t.ctx.db
+          .selectFrom('webhook_events')
+          .select(sql<number>`coalesce(sum(event_count), 0)`.as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const jobs = () => t.ctx.db.selectFrom('jobs').selectAll().execute();
 
   /** The gather job of the stream, held by a claim of its own, as another worker's would be. */
   async function claimGather(workerId: string, leaseMs: number): Promise<JobRow> {
-    const [row] = await claimJobs(t.ctx.db, dialect, { kind: GATHER_KIND, limit: 1, workerId, now: t.clock.now(), leaseMs });
+    const [row] = await claimJobs(t.ctx.db, dialect, {
+      kind: GATHER_KIND,
+      limit: 1,
+      workerId,
+      now: t.clock.now(),
+      leaseMs,
+    });
     assert.ok(row, 'a gather job is due');
     return row;
   }
 
   const runGather = (row: JobRow) => {
-    const job: Job = { id: row.id, kind: row.kind, payload: JSON.parse(row.payload), accountId: row.account_id, attempt: row.attempts, maxAttempts: row.max_attempts, idempotencyKey: row.idempotency_key };
-    return webhookGatherHandler({ database: t.ctx.database, clock: t.clock }).handle(job, { signal: new AbortController().signal, lease: leaseOf(row) });
+    const job: Job = {
+      id: row.id,
+      kind: row.kind,
+      payload: JSON.parse(row.payload),
+      accountId: row.account_id,
+      attempt: row.attempts,
+      maxAttempts: row.max_attempts,
+      idempotencyKey: row.idempotency_key,
+    };
+    return webhookGatherHandler({ database: t.ctx.database, clock: t.clock }).handle(job, {
+      signal: new AbortController().signal,
+      lease: leaseOf(row),
+    });
   };
 
   it('posts 1,200 events appended in three transactions as 500, 500 and 200, in append order, each post signed, one delivery each', async () => {
     for (let start = 0; start < 1200; start += 400) await append(events(start, 400));
     assert.equal(await worker.drain(), 0, 'nothing is due before the window ends');
-    assert.deepEqual((await jobs()).map((job) => [job.kind, job.run_at]), [[GATHER_KIND, t.clock.now() + GATHER_WINDOW_MS]], 'one gather job for the stream');
+    assert.deepEqual(
+      (await jobs()).map((job) => [job.kind, job.run_at]),
+      [[GATHER_KIND, t.clock.now() + GATHER_WINDOW_MS]],
+      'one gather job for the stream',
+    );
 
     t.clock.advance(GATHER_WINDOW_MS);
     await worker.drain();
@@ -82,20 +126,39 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 3);
     const posts = await Promise.all(receiver.received.map((post) => verified(post)));
     posts.sort((a, b) => Number(a.data[0].messageId.slice(2)) - Number(b.data[0].messageId.slice(2)));
-    assert.deepEqual(posts.map((post) => post.data.length), [500, 500, 200]);
-    assert.deepEqual(posts.flatMap((post) => post.data), events(0, 1200));
-    for (const post of posts) assert.deepEqual([post.type, post.timestamp], ['sms.status', new Date(t.clock.now()).toISOString()]);
+    assert.deepEqual(
+      posts.map((post) => post.data.length),
+      [500, 500, 200],
+    );
+    assert.deepEqual(
+      posts.flatMap((post) => post.data),
+      events(0, 1200),
+    );
+    for (const post of posts)
+      assert.deepEqual([post.type, post.timestamp], ['sms.status', new Date(t.clock.now()).toISOString()]);
     // Exactly the bytes stored: what replay and every retry post.
     const rows = await t.ctx.db.selectFrom('webhook_deliveries').selectAll().execute();
     assert.deepEqual(rows.map((row) => row.payload).sort(), receiver.received.map((post) => post.body).sort());
-    assert.deepEqual(new Set(receiver.received.map((post) => post.headers['webhook-id'])), new Set(rows.map((row) => row.id)));
+    assert.deepEqual(
+      new Set(receiver.received.map((post) => post.headers['webhook-id'])),
+      new Set(rows.map((row) => row.id)),
+    );
 
-    const listed = await t.app.inject({ method: 'GET', url: '/webhooks/deliveries', headers: bearer(await t.tokenFor(account)) });
-    assert.deepEqual(listed.json().deliveries.map((d: { type: string; status: string; attempts: number }) => [d.type, d.status, d.attempts]), [
-      ['sms.status', 'delivered', 1],
-      ['sms.status', 'delivered', 1],
-      ['sms.status', 'delivered', 1],
-    ]);
+    const listed = await t.app.inject({
+      method: 'GET',
+      url: '/webhooks/deliveries',
+      headers: bearer(await t.tokenFor(account)),
+    });
+    assert.deepEqual(
+      listed
+        .json()
+        .deliveries.map((d: { type: string; status: string; attempts: number }) => [d.type, d.status, d.attempts]),
+      [
+        ['sms.status', 'delivered', 1],
+        ['sms.status', 'delivered', 1],
+        ['sms.status', 'delivered', 1],
+      ],
+    );
     assert.equal(await waiting(), 0, 'gathered events are deleted');
     assert.deepEqual(await jobs(), []);
   });
@@ -104,12 +167,18 @@ forEachDatabase((dialect) => {
     const other = await t.createAccount();
     const secondReceiver = await startReceiver();
     try {
-      const streams = [streamOf(), streamOf({ url: secondReceiver.url }), streamOf({ type: 'email.events' }), streamOf({ accountId: other.row.id })];
+      const streams = [
+        streamOf(),
+        streamOf({ url: secondReceiver.url }),
+        streamOf({ type: 'email.events' }),
+        streamOf({ accountId: other.row.id }),
+      ];
       const label = (stream: EventStream) => `${stream.accountId} ${stream.type} ${stream.url}`;
       // One transaction appending to every stream, twice over, interleaved.
       await t.ctx.db.transaction().execute(async (trx) => {
         for (const round of [0, 1]) {
-          for (const stream of streams) await appendWebhookEvents(trx, t.clock, { ...stream, events: events(round * 10, 10, label(stream)) });
+          for (const stream of streams)
+            await appendWebhookEvents(trx, t.clock, { ...stream, events: events(round * 10, 10, label(stream)) });
         }
       });
       t.clock.advance(GATHER_WINDOW_MS);
@@ -118,16 +187,25 @@ forEachDatabase((dialect) => {
       assert.equal(receiver.received.length, 3);
       assert.equal(secondReceiver.received.length, 1);
       const seen = new Map<string, StatusEvent[]>();
-      for (const [post, url] of [...receiver.received.map((post) => [post, receiver.url] as const), [secondReceiver.received[0], secondReceiver.url] as const]) {
+      for (const [post, url] of [
+        ...receiver.received.map((post) => [post, receiver.url] as const),
+        [secondReceiver.received[0], secondReceiver.url] as const,
+      ]) {
         const accountId = JSON.parse(post.body).data[0].stream.split(' ')[0];
         const body = await verified(post, accountId);
         const stream = streams.find((s) => label(s) === body.data[0].stream)!;
         assert.deepEqual([stream.type, stream.url], [body.type, url]);
-        assert.ok(body.data.every((event) => event.stream === label(stream)), 'one stream per post');
+        assert.ok(
+          body.data.every((event) => event.stream === label(stream)),
+          'one stream per post',
+        );
         seen.set(label(stream), body.data);
       }
       for (const stream of streams) assert.deepEqual(seen.get(label(stream)), events(0, 20, label(stream)));
-      await assert.rejects(verified(secondReceiver.received[0], other.row.id), 'signed with its own account’s secret only');
+      await assert.rejects(
+        verified(secondReceiver.received[0], other.row.id),
+        'signed with its own account’s secret only',
+      );
     } finally {
       await secondReceiver.close();
     }
@@ -177,10 +255,22 @@ forEachDatabase((dialect) => {
     assert.equal(retried.body, failed.body);
 
     const delivered = await Promise.all(receiver.received.slice(1).map((post) => verified(post)));
-    const all = delivered.flatMap((post) => post.data).sort((a, b) => Number(a.messageId.slice(2)) - Number(b.messageId.slice(2)));
+    const all = delivered
+      .flatMap((post) => post.data)
+      .sort((a, b) => Number(a.messageId.slice(2)) - Number(b.messageId.slice(2)));
     assert.deepEqual(all, events(0, 600));
-    const rows = await t.ctx.db.selectFrom('webhook_deliveries').select(['status', 'attempts']).orderBy('attempts').execute();
-    assert.deepEqual(rows.map((row) => [row.status, row.attempts]), [['delivered', 1], ['delivered', 2]]);
+    const rows = await t.ctx.db
+      .selectFrom('webhook_deliveries')
+      .select(['status', 'attempts'])
+      .orderBy('attempts')
+      .execute();
+    assert.deepEqual(
+      rows.map((row) => [row.status, row.attempts]),
+      [
+        ['delivered', 1],
+        ['delivered', 2],
+      ],
+    );
     assert.equal(await waiting(), 0);
     assert.deepEqual(await jobs(), []);
   });
@@ -231,7 +321,11 @@ forEachDatabase((dialect) => {
     // finished). SQLite: the gather's transaction waits for the one writing connection.
     if (dialect === 'postgres') {
       const waitingForLock = async () =>
-        (await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`.execute(t.ctx.db)).rows[0].n > 0;
+        (
+          await sql<{
+            n: number;
+          }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`.execute(t.ctx.db)
+        ).rows[0].n > 0;
       while (!settled && !(await waitingForLock()));
     }
     commit();
@@ -253,8 +347,14 @@ forEachDatabase((dialect) => {
     await worker.drain();
     const posts = await Promise.all(receiver.received.map((post) => verified(post)));
     posts.sort((a, b) => Number(a.data[0].messageId.slice(2)) - Number(b.data[0].messageId.slice(2)));
-    assert.deepEqual(posts.map((post) => post.data.length), [...Array(10).fill(500), 1]);
-    assert.deepEqual(posts.flatMap((post) => post.data), events(0, 5_001));
+    assert.deepEqual(
+      posts.map((post) => post.data.length),
+      [...Array(10).fill(500), 1],
+    );
+    assert.deepEqual(
+      posts.flatMap((post) => post.data),
+      events(0, 5_001),
+    );
     assert.deepEqual(await jobs(), []);
   });
 });

@@ -27,7 +27,11 @@ forEachDatabase((dialect) => {
   });
 
   const emit = (account: TestAccount, type = 'contacts.batch') =>
-    t.ctx.db.transaction().execute((trx) => emitWebhook(trx, t.clock, { accountId: account.row.id, url: receiver.url, type, data: { inserted: 1 } }));
+    t.ctx.db
+      .transaction()
+      .execute((trx) =>
+        emitWebhook(trx, t.clock, { accountId: account.row.id, url: receiver.url, type, data: { inserted: 1 } }),
+      );
 
   const get = (url: string, token = aliceToken) => t.app.inject({ method: 'GET', url, headers: bearer(token) });
   const post = (url: string, token = aliceToken, headers: Record<string, string> = {}) =>
@@ -98,8 +102,11 @@ forEachDatabase((dialect) => {
   it('refuses a cursor it did not give out and a limit out of range', async () => {
     const badCursor = await get('/webhooks/deliveries?cursor=bm9wZQ');
     assert.equal(badCursor.statusCode, 400);
-    assert.deepEqual(badCursor.json().errors, [{ field: 'cursor', message: 'must be a nextCursor from a previous page' }]);
-    for (const limit of ['0', '101', 'ten']) assert.equal((await get(`/webhooks/deliveries?limit=${limit}`)).statusCode, 400, limit);
+    assert.deepEqual(badCursor.json().errors, [
+      { field: 'cursor', message: 'must be a nextCursor from a previous page' },
+    ]);
+    for (const limit of ['0', '101', 'ten'])
+      assert.equal((await get(`/webhooks/deliveries?limit=${limit}`)).statusCode, 400, limit);
   });
 
   it('shows one delivery with the body it posts', async () => {
@@ -107,7 +114,11 @@ forEachDatabase((dialect) => {
     const response = await get(`/webhooks/deliveries/${id}`);
     assert.equal(response.statusCode, 200);
     assert.equal(response.json().id, id);
-    assert.deepEqual(response.json().payload, { type: 'contacts.batch', timestamp: new Date(t.clock.now()).toISOString(), data: { inserted: 1 } });
+    assert.deepEqual(response.json().payload, {
+      type: 'contacts.batch',
+      timestamp: new Date(t.clock.now()).toISOString(),
+      data: { inserted: 1 },
+    });
   });
 
   it('keeps each account to its own deliveries: another’s are 404', async () => {
@@ -135,12 +146,24 @@ forEachDatabase((dialect) => {
     await emit(alice); // not attempted yet
     await emit(bob);
     const failing = (await get('/webhooks/deliveries?failing=true')).json();
-    assert.deepEqual(failing.deliveries.map((d: { id: string; status: string }) => [d.id, d.status]), [[retrying, 'pending'], [gaveUp, 'failed']]);
+    assert.deepEqual(
+      failing.deliveries.map((d: { id: string; status: string }) => [d.id, d.status]),
+      [
+        [retrying, 'pending'],
+        [gaveUp, 'failed'],
+      ],
+    );
     assert.equal(failing.nextCursor, null);
     const first = (await get('/webhooks/deliveries?failing=true&limit=1')).json();
-    assert.deepEqual(first.deliveries.map((d: { id: string }) => d.id), [retrying]);
+    assert.deepEqual(
+      first.deliveries.map((d: { id: string }) => d.id),
+      [retrying],
+    );
     const second = (await get(`/webhooks/deliveries?failing=true&limit=1&cursor=${first.nextCursor}`)).json();
-    assert.deepEqual(second.deliveries.map((d: { id: string }) => d.id), [gaveUp]);
+    assert.deepEqual(
+      second.deliveries.map((d: { id: string }) => d.id),
+      [gaveUp],
+    );
     assert.equal((await get('/webhooks/deliveries?failing=false')).json().deliveries.length, 4);
     assert.deepEqual((await get('/webhooks/deliveries?failing=true', bobToken)).json().deliveries, []);
     assert.equal((await get('/webhooks/deliveries?failing=yes')).statusCode, 400);

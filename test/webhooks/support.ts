@@ -70,10 +70,22 @@ export async function startReceiver(): Promise<Receiver> {
  * Runs one `webhook.deliver` job for the delivery (its current generation unless told):
  * 'done' when the handler completed the job, 'retry' when it asked the queue for another run.
  */
-export async function runDeliveryJob(handler: JobHandler, db: Kysely<Schema>, deliveryId: string, generation?: number): Promise<'done' | 'retry'> {
-  const row = await db.selectFrom('webhook_deliveries').select('generation').where('id', '=', deliveryId).executeTakeFirstOrThrow();
+export async function runDeliveryJob(
+  handler: JobHandler,
+  db: Kysely<Schema>,
+  deliveryId: string,
+  generation?: number,
+): Promise<'done' | 'retry'> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('generation')
+    .where('id', '=', deliveryId)
+    .executeTakeFirstOrThrow();
   try {
-    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, { signal: new AbortController().signal, lease: { id: 0, token: 'test' } });
+    await handler.handle({ payload: { deliveryId, generation: generation ?? row.generation } } as unknown as Job, {
+      signal: new AbortController().signal,
+      lease: { id: 0, token: 'test' },
+    });
     return 'done';
   } catch (error) {
     if (error instanceof SnoozeJob) return 'retry';

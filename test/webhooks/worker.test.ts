@@ -24,22 +24,44 @@ forEachDatabase((dialect) => {
     const worker = createWorker(t.ctx);
     await assert.rejects(
       t.ctx.db.transaction().execute(async (trx) => {
-        await emitWebhook(trx, t.clock, { accountId: account.row.id, url: receiver.url, type: 'contacts.batch', data: { n: 1 } });
+        await emitWebhook(trx, t.clock, {
+          accountId: account.row.id,
+          url: receiver.url,
+          type: 'contacts.batch',
+          data: { n: 1 },
+        });
         throw new Error('rolled back');
       }),
     );
-    const id = await t.ctx.db.transaction().execute((trx) =>
-      emitWebhook(trx, t.clock, { accountId: account.row.id, url: receiver.url, type: 'contacts.batch', data: { n: 2 } }),
-    );
+    const id = await t.ctx.db
+      .transaction()
+      .execute((trx) =>
+        emitWebhook(trx, t.clock, {
+          accountId: account.row.id,
+          url: receiver.url,
+          type: 'contacts.batch',
+          data: { n: 2 },
+        }),
+      );
     receiver.reply({ status: 503 });
     await worker.drain();
     assert.equal(receiver.received.length, 1);
     t.clock.advance(5_000);
     await worker.drain();
     assert.equal(receiver.received.length, 2);
-    assert.deepEqual(receiver.received.map((post) => JSON.parse(post.body).data), [{ n: 2 }, { n: 2 }]);
-    assert.deepEqual(receiver.received.map((post) => post.headers['webhook-id']), [id, id]);
-    const row = await t.ctx.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      receiver.received.map((post) => JSON.parse(post.body).data),
+      [{ n: 2 }, { n: 2 }],
+    );
+    assert.deepEqual(
+      receiver.received.map((post) => post.headers['webhook-id']),
+      [id, id],
+    );
+    const row = await t.ctx.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
     assert.equal(row.status, 'delivered');
     assert.equal(row.attempts, 2);
     assert.deepEqual(await t.ctx.db.selectFrom('jobs').selectAll().execute(), []);

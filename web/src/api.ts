@@ -34,11 +34,21 @@ async function failure(response: Response): Promise<ApiError> {
 }
 
 /** A request to the API; the JSON answer, or undefined for a 204. `session`: a sign-in call, whose 401 is an answer, not an ended session. */
-export async function request<T>(method: Method, path: string, body?: unknown, options: { session?: boolean } = {}): Promise<T> {
+export async function request<T>(
+  method: Method,
+  path: string,
+  body?: unknown,
+  options: { session?: boolean } = {},
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken !== null) headers['x-csrf-token'] = csrfToken;
-  const response = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   if (response.status === 401 && !options.session) onSignedOut();
   if (!response.ok) throw await failure(response);
   return (response.status === 204 ? undefined : await response.json()) as T;
@@ -49,7 +59,8 @@ export const get = <T>(path: string) => request<T>('GET', path);
 /** A path with its query string, leaving out absent values. */
 export function withQuery(path: string, query: Record<string, string | number | null | undefined>): string {
   const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== null && value !== '') params.set(key, String(value));
+  for (const [key, value] of Object.entries(query))
+    if (value !== undefined && value !== null && value !== '') params.set(key, String(value));
   const text = params.toString();
   return text === '' ? path : `${path}?${text}`;
 }

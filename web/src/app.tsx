@@ -56,7 +56,13 @@ function route(path: string): JSX.Element {
 
 const section = (path: string) => `/${path.split('/')[1] ?? ''}`;
 
-function Layout(props: { session: Session; zoneLabel: string; onSignOut: () => void; path: string; children: ComponentChildren }) {
+function Layout(props: {
+  session: Session;
+  zoneLabel: string;
+  onSignOut: () => void;
+  path: string;
+  children: ComponentChildren;
+}) {
   const main = useRef<HTMLElement>(null);
   const first = useRef(true);
   // After a navigation, focus goes to the new page's heading, as a page load would take it to the top.
@@ -69,14 +75,18 @@ function Layout(props: { session: Session; zoneLabel: string; onSignOut: () => v
   }, [props.path]);
   return (
     <>
-      <a class="skip" href="#main">Skip to the page</a>
+      <a class="skip" href="#main">
+        Skip to the page
+      </a>
       <header class="top">
         <span class="brand">Herald</span>
         <nav aria-label="Console">
           <ul>
             {NAV.map(([href, name]) => (
               <li key={href}>
-                <Link href={href} aria-current={section(props.path) === href ? 'page' : undefined}>{name}</Link>
+                <Link href={href} aria-current={section(props.path) === href ? 'page' : undefined}>
+                  {name}
+                </Link>
               </li>
             ))}
           </ul>
@@ -85,9 +95,13 @@ function Layout(props: { session: Session; zoneLabel: string; onSignOut: () => v
           {props.session.userName}
           <small>Times in {props.zoneLabel}</small>
         </span>
-        <button type="button" onClick={props.onSignOut}>Sign out</button>
+        <button type="button" onClick={props.onSignOut}>
+          Sign out
+        </button>
       </header>
-      <main id="main" ref={main}>{props.children}</main>
+      <main id="main" ref={main}>
+        {props.children}
+      </main>
     </>
   );
 }
@@ -106,7 +120,12 @@ export function App() {
   }, []);
   const zone = useMemo(() => (session ? zoneOf(session.timeZoneOffset, session.locale) : null), [session]);
 
-  if (session === undefined) return <p class="muted" role="status">Loading…</p>;
+  if (session === undefined)
+    return (
+      <p class="muted" role="status">
+        Loading…
+      </p>
+    );
   if (session === null || zone === null) return <SignIn onSignedIn={signedIn} />;
   const signOut = () => request('DELETE', '/console/session').finally(() => signedIn(null));
   return (

@@ -8,19 +8,52 @@ export const FRAME_POLICY = "default-src 'none'; img-src data:";
 
 /** Elements that fetch, run, style or redirect: left out with all they hold. */
 const DROPPED = new Set([
-  'script', 'style', 'link', 'meta', 'base', 'iframe', 'frame', 'frameset',
-  'object', 'embed', 'applet', 'portal', 'template',
+  'script',
+  'style',
+  'link',
+  'meta',
+  'base',
+  'iframe',
+  'frame',
+  'frameset',
+  'object',
+  'embed',
+  'applet',
+  'portal',
+  'template',
 ]);
 
 /** Attributes that name something to fetch or to post to. */
 const FETCHING = new Set([
-  'src', 'srcset', 'href', 'xlink:href', 'background', 'poster',
-  'data', 'action', 'formaction', 'ping', 'lowsrc', 'dynsrc',
+  'src',
+  'srcset',
+  'href',
+  'xlink:href',
+  'background',
+  'poster',
+  'data',
+  'action',
+  'formaction',
+  'ping',
+  'lowsrc',
+  'dynsrc',
 ]);
 
 /** Elements with no end tag. */
 const VOID = new Set([
-  'area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'source', 'track', 'wbr',
+  'area',
+  'base',
+  'br',
+  'col',
+  'embed',
+  'hr',
+  'img',
+  'input',
+  'link',
+  'meta',
+  'source',
+  'track',
+  'wbr',
 ]);
 
 const NAME = /^[a-z][a-z0-9:._-]*$/;

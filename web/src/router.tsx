@@ -49,7 +49,13 @@ export function match(pattern: string, path: string): Record<string, string> | n
 }
 
 /** A link inside the console: a plain <a> (open in a new tab works), followed without a reload. */
-export function Link(props: { href: string; children: ComponentChildren; class?: string; title?: string; 'aria-current'?: 'page' }) {
+export function Link(props: {
+  href: string;
+  children: ComponentChildren;
+  class?: string;
+  title?: string;
+  'aria-current'?: 'page';
+}) {
   const follow = (event: MouseEvent) => {
     if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
     event.preventDefault();
@@ -57,7 +63,13 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
     scrollTo(0, 0);
   };
   return (
-    <a href={BASE + props.href} onClick={follow} class={props.class} title={props.title} aria-current={props['aria-current']}>
+    <a
+      href={BASE + props.href}
+      onClick={follow}
+      class={props.class}
+      title={props.title}
+      aria-current={props['aria-current']}
+    >
       {props.children}
     </a>
   );
@@ -65,5 +77,9 @@ export function Link(props: { href: string; children: ComponentChildren; class?:
 
 /** A link to an object by its UUID, shown whole: what support and the API are given. */
 export function IdLink(props: { href: string; id: string }) {
-  return <Link href={props.href} class="mono id">{props.id}</Link>;
+  return (
+    <Link href={props.href} class="mono id">
+      {props.id}
+    </Link>
+  );
 }

@@ -25,12 +25,15 @@ function supportedLocale(locale: string): string {
   }
 }
 
-const shifted = (instant: string | number, zone: Zone) => new Date(new Date(instant).getTime() + zone.offsetMinutes * 60_000);
+const shifted = (instant: string | number, zone: Zone) =>
+  new Date(new Date(instant).getTime() + zone.offsetMinutes * 60_000);
 
 /** Date and time to the second, in the account's offset. */
 export function formatTime(instant: string | null, zone: Zone): string {
   if (instant === null) return '—';
-  return new Intl.DateTimeFormat(zone.locale, { timeZone: 'UTC', dateStyle: 'medium', timeStyle: 'medium' }).format(shifted(instant, zone));
+  return new Intl.DateTimeFormat(zone.locale, { timeZone: 'UTC', dateStyle: 'medium', timeStyle: 'medium' }).format(
+    shifted(instant, zone),
+  );
 }
 
 /** The account's day holding the instant, as a date (Nov 22, 2026). */
@@ -61,5 +64,12 @@ export function addDays(date: string, days: number): string {
  */
 export function chartDate(seconds: number, zone: Zone): Date {
   const d = shifted(seconds * 1000, zone);
-  return new Date(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds());
+  return new Date(
+    d.getUTCFullYear(),
+    d.getUTCMonth(),
+    d.getUTCDate(),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+  );
 }

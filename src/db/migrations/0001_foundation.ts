@@ -22,7 +22,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();
 
-  for (const [table, column] of [['sender_names', 'name'], ['sender_domains', 'domain']] as const) {
+  for (const [table, column] of [
+    ['sender_names', 'name'],
+    ['sender_domains', 'domain'],
+  ] as const) {
     await db.schema
       .createTable(table)
       .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))

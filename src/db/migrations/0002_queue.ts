@@ -7,7 +7,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   await db.schema
     .createTable('jobs')
-    .addColumn('id', postgres ? 'bigint' : 'integer', (c) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey()))
+    .addColumn('id', postgres ? 'bigint' : 'integer', (c) =>
+      postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey(),
+    )
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('account_id', 'text', (c) => c.references('accounts.id').onDelete('cascade'))
     .addColumn('payload', 'text', (c) => c.notNull())

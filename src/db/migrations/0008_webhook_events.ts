@@ -8,7 +8,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   await db.schema
     .createTable('webhook_events')
-    .addColumn('id', postgres ? 'bigint' : 'integer', (c) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey()))
+    .addColumn('id', postgres ? 'bigint' : 'integer', (c) =>
+      postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey(),
+    )
     .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('url', 'text', (c) => c.notNull())

@@ -7,7 +7,8 @@ import { PostgresAdapter, sql, type ColumnDefinitionBuilder, type Kysely } from 
 export async function up(db: Kysely<unknown>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   // SQLite's INTEGER PRIMARY KEY is the rowid; PostgreSQL numbers rows by identity.
-  const serial = (c: ColumnDefinitionBuilder) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey());
+  const serial = (c: ColumnDefinitionBuilder) =>
+    postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey();
   const rowId = postgres ? 'bigint' : 'integer';
 
   // content: the channel's request as accepted (JSON), read once per send by its worker.
@@ -18,7 +19,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
     .addColumn('channel', 'text', (c) => c.notNull().check(sql`channel in ('sms', 'email')`))
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('Queued', 'Scheduled', 'Cancelled', 'Sending', 'Completed')`))
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status in ('Queued', 'Scheduled', 'Cancelled', 'Sending', 'Completed')`),
+    )
     .addColumn('content', 'text', (c) => c.notNull())
     .addColumn('list_ids', 'text', (c) => c.notNull())
     .addColumn('webhook_url', 'text')
@@ -41,7 +44,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('contact_id', 'bigint')
     .addColumn('tags', 'text')
     .addColumn('status', 'text', (c) =>
-      c.notNull().check(sql`status in ('Queued', 'Cancelled', 'Submitted', 'Processed', 'Delivered', 'Failed', 'NotSent', 'Dropped', 'Deferred', 'Bounce')`),
+      c
+        .notNull()
+        .check(
+          sql`status in ('Queued', 'Cancelled', 'Submitted', 'Processed', 'Delivered', 'Failed', 'NotSent', 'Dropped', 'Deferred', 'Bounce')`,
+        ),
     )
     .addColumn('reason', 'text')
     .addColumn('message_id', 'text')
@@ -52,7 +59,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addUniqueConstraint('send_recipients_address', ['send_id', 'address'])
     .execute();
   // Pages in id order; on SQLite the rowid is in every index, so (send_id) is (send_id, id).
-  await db.schema.createIndex('send_recipients_page').on('send_recipients').columns(postgres ? ['send_id', 'id'] : ['send_id']).execute();
+  await db.schema
+    .createIndex('send_recipients_page')
+    .on('send_recipients')
+    .columns(postgres ? ['send_id', 'id'] : ['send_id'])
+    .execute();
 
   // Every status a recipient reached after Queued (which is the send's createdAt).
   await db.schema
@@ -88,5 +99,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('text', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('sandbox_sms_recipient').on('sandbox_sms').columns(['account_id', 'recipient', 'id']).execute();
+  await db.schema
+    .createIndex('sandbox_sms_recipient')
+    .on('sandbox_sms')
+    .columns(['account_id', 'recipient', 'id'])
+    .execute();
 }

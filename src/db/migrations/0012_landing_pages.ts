@@ -8,7 +8,8 @@ import { PostgresAdapter, type ColumnDefinitionBuilder, type Kysely } from 'kyse
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const serial = (c: ColumnDefinitionBuilder) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey());
+  const serial = (c: ColumnDefinitionBuilder) =>
+    postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey();
 
   // Names unique per account case-insensitively (name_key), as lists are.
   await db.schema
@@ -21,7 +22,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addUniqueConstraint('landing_pages_name', ['account_id', 'name_key'])
     .execute();
-  await db.schema.createIndex('landing_pages_page').on('landing_pages').columns(['account_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('landing_pages_page')
+    .on('landing_pages')
+    .columns(['account_id', 'created_at', 'id'])
+    .execute();
 
   // A host answers for one account only: the domain is the key, not (account, domain).
   await db.schema
@@ -30,7 +35,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('shortener_domains_account').on('shortener_domains').columns(['account_id', 'domain']).execute();
+  await db.schema
+    .createIndex('shortener_domains_account')
+    .on('shortener_domains')
+    .columns(['account_id', 'domain'])
+    .execute();
 
   await db.schema
     .createTable('links')

@@ -20,9 +20,19 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('sandbox_sms_send').on('sandbox_sms').column('send_id').execute();
   // A send's recipients that carry tags of their own (at most the 1,000 of its request): the
   // send's list-expanded recipients, however many, are not read to find them.
-  await db.schema.createIndex('send_recipients_tagged').on('send_recipients').column('send_id').where(sql.ref('tags'), 'is not', null).execute();
+  await db.schema
+    .createIndex('send_recipients_tagged')
+    .on('send_recipients')
+    .column('send_id')
+    .where(sql.ref('tags'), 'is not', null)
+    .execute();
   // Dead jobs by when they gave up; finished jobs are deleted, so these are few.
-  await db.schema.createIndex('jobs_dead').on('jobs').column('finished_at').where(sql.ref('state'), '=', 'dead').execute();
+  await db.schema
+    .createIndex('jobs_dead')
+    .on('jobs')
+    .column('finished_at')
+    .where(sql.ref('state'), '=', 'dead')
+    .execute();
   // Deliveries that are no longer pending (delivered or given up), by age.
   await db.schema
     .createIndex('webhook_deliveries_settled')

@@ -6,7 +6,8 @@ import { PostgresAdapter, type ColumnDefinitionBuilder, type Kysely } from 'kyse
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const serial = (c: ColumnDefinitionBuilder) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey());
+  const serial = (c: ColumnDefinitionBuilder) =>
+    postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey();
 
   // Stored HTML an email batch names by emailCampaignId; names unique per account case-insensitively, as lists are.
   await db.schema
@@ -19,7 +20,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addUniqueConstraint('email_campaigns_name', ['account_id', 'name_key'])
     .execute();
-  await db.schema.createIndex('email_campaigns_page').on('email_campaigns').columns(['account_id', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('email_campaigns_page')
+    .on('email_campaigns')
+    .columns(['account_id', 'created_at', 'id'])
+    .execute();
 
   // What the sandbox transport took: each message as raw MIME (7-bit: nodemailer encodes
   // every part), the account's to read, newest first; purged with its send's bodies.
@@ -33,7 +38,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('raw', 'text', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('sandbox_email_recipient').on('sandbox_email').columns(['account_id', 'recipient', 'id']).execute();
+  await db.schema
+    .createIndex('sandbox_email_recipient')
+    .on('sandbox_email')
+    .columns(['account_id', 'recipient', 'id'])
+    .execute();
   await db.schema.createIndex('sandbox_email_account').on('sandbox_email').columns(['account_id', 'id']).execute();
   await db.schema.createIndex('sandbox_email_send').on('sandbox_email').column('send_id').execute();
 
@@ -46,5 +55,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   // Times a message was handed to its transport and refused for now (Deferred): it is tried
   // again, and given up (Bounce) after a few.
-  await db.schema.alterTable('send_recipients').addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('send_recipients')
+    .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
 }

@@ -7,5 +7,10 @@ import { sql, type Kysely } from 'kysely';
  * handed over has none, and most rows of a send in progress are such.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema.createIndex('send_recipients_message_id').on('send_recipients').column('message_id').where(sql.ref('message_id'), 'is not', null).execute();
+  await db.schema
+    .createIndex('send_recipients_message_id')
+    .on('send_recipients')
+    .column('message_id')
+    .where(sql.ref('message_id'), 'is not', null)
+    .execute();
 }

@@ -24,7 +24,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   if (!postgres) table = table.modifyEnd(sql`without rowid`);
   await table.execute();
   await backfillUsageRollup(db);
-  await db.schema.createIndex('sends_listing').on('sends').columns(['account_id', 'channel', 'created_at', 'id']).execute();
+  await db.schema
+    .createIndex('sends_listing')
+    .on('sends')
+    .columns(['account_id', 'channel', 'created_at', 'id'])
+    .execute();
 }
 
 /**

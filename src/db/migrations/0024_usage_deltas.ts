@@ -9,7 +9,8 @@ import { PostgresAdapter, type ColumnDefinitionBuilder, type Kysely } from 'kyse
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-  const serial = (c: ColumnDefinitionBuilder) => (postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey());
+  const serial = (c: ColumnDefinitionBuilder) =>
+    postgres ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey();
   await db.schema
     .createTable('usage_deltas')
     .addColumn('id', postgres ? 'bigint' : 'integer', serial)
@@ -21,5 +22,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('messages', 'bigint', (c) => c.notNull())
     .addColumn('parts', 'bigint', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('usage_deltas_account').on('usage_deltas').columns(['account_id', 'channel', 'bucket']).execute();
+  await db.schema
+    .createIndex('usage_deltas_account')
+    .on('usage_deltas')
+    .columns(['account_id', 'channel', 'bucket'])
+    .execute();
 }

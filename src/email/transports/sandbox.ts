@@ -20,14 +20,22 @@ import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts
  */
 const KEPT_AT_ONCE = 16;
 
-export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock, options: { defer?: RegExp; bounce?: RegExp }): EmailTransport {
+export function sandboxEmailTransport(
+  database: ProcedureDatabase,
+  clock: Clock,
+  options: { defer?: RegExp; bounce?: RegExp },
+): EmailTransport {
   let waiting: Array<{ row: SandboxEmail; settle: (error?: unknown) => void }> = [];
   const flush = async () => {
     if (waiting.length === 0) return;
     const batch = waiting;
     waiting = [];
     try {
-      await queries[database.dialect].insertSandboxEmail(database.db, clock.now(), batch.map((w) => w.row));
+      await queries[database.dialect].insertSandboxEmail(
+        database.db,
+        clock.now(),
+        batch.map((w) => w.row),
+      );
       for (const w of batch) w.settle();
     } catch (error) {
       for (const w of batch) w.settle(error);
@@ -43,8 +51,16 @@ export function sandboxEmailTransport(database: ProcedureDatabase, clock: Clock,
     });
   return {
     async send(message: OutgoingEmail): Promise<EmailResult> {
-      if (options.bounce?.test(message.to)) return { outcome: 'bounced', reply: `550 5.1.1 <${message.to}>: the sandbox bounces this address (EMAIL_TRANSPORT bounce=)` };
-      if (options.defer?.test(message.to)) return { outcome: 'deferred', reply: `451 4.3.0 <${message.to}>: the sandbox defers this address (EMAIL_TRANSPORT defer=)` };
+      if (options.bounce?.test(message.to))
+        return {
+          outcome: 'bounced',
+          reply: `550 5.1.1 <${message.to}>: the sandbox bounces this address (EMAIL_TRANSPORT bounce=)`,
+        };
+      if (options.defer?.test(message.to))
+        return {
+          outcome: 'deferred',
+          reply: `451 4.3.0 <${message.to}>: the sandbox defers this address (EMAIL_TRANSPORT defer=)`,
+        };
       await keep(message);
       return { outcome: 'accepted', reply: `250 2.0.0 Ok: kept by the sandbox as ${message.messageId}` };
     },

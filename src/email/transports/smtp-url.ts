@@ -36,7 +36,12 @@ const LIMITS = { pool: [1, 100], rate: [0, 100_000] } as const;
 
 /** The settings of an `smtp://` or `smtps://` URL; throws an Error naming the fault (config.ts names the variable). */
 export function parseSmtpUrl(raw: string): SmtpSettings {
-  const url = transportUrl(raw, { schemes: ['smtp:', 'smtps:'], example: 'smtp://user:password@relay.example.com:587', what: 'the relay host', params: ['pool', 'rate', 'tls', 'ca'] });
+  const url = transportUrl(raw, {
+    schemes: ['smtp:', 'smtps:'],
+    example: 'smtp://user:password@relay.example.com:587',
+    what: 'the relay host',
+    params: ['pool', 'rate', 'tls', 'ca'],
+  });
   if (url.pathname !== '' && url.pathname !== '/') throw new Error('takes no path after the host and port');
   const user = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);

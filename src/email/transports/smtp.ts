@@ -47,7 +47,12 @@ export function registerSmtpMetrics(registry: Registry): SmtpMetrics {
   const registers = [registry];
   return {
     messages: new Counter({ name: names[0], help: 'messages handed to the SMTP relay', registers }),
-    answers: new Counter({ name: names[1], help: "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: none (refused, dropped, timed out, TLS)", labelNames: ['class'], registers }),
+    answers: new Counter({
+      name: names[1],
+      help: "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: none (refused, dropped, timed out, TLS)",
+      labelNames: ['class'],
+      registers,
+    }),
   };
 }
 
@@ -74,14 +79,16 @@ export function classifyFailure(error: SendError): { result: EmailResult; answer
     const outcome = error.permanent ? 'bounced' : 'deferred';
     return { result: { outcome, reply: replyOf(error) }, answer, ofRelay: false };
   }
-  const reply = typeof code === 'number'
-    ? `the relay refused the session: ${replyOf(error)}`
-    : `no answer from the relay: ${error.code ?? 'error'} ${error.message}`;
+  const reply =
+    typeof code === 'number'
+      ? `the relay refused the session: ${replyOf(error)}`
+      : `no answer from the relay: ${error.code ?? 'error'} ${error.message}`;
   return { result: { outcome: 'deferred', reply }, answer, ofRelay: true };
 }
 
 /** The relay's reply as it wrote it, one line. */
-const replyOf = (error: SendError) => (error.response ?? `${error.responseCode} ${error.message}`).replace(/\r?\n/g, ' ');
+const replyOf = (error: SendError) =>
+  (error.response ?? `${error.responseCode} ${error.message}`).replace(/\r?\n/g, ' ');
 
 export interface SmtpTransportOptions {
   metrics: Registry;

@@ -14,26 +14,49 @@ import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
  * operator, it may hold a page twice after a crash between the two, never lose one. A
  * sensitive message's parts are kept sealed under `key`, each bound to its message and part.
  */
-export function sandboxTransport(database: ProcedureDatabase, clock: Clock, options: { key: Keyring; fail?: RegExp }): SmsTransport {
+export function sandboxTransport(
+  database: ProcedureDatabase,
+  clock: Clock,
+  options: { key: Keyring; fail?: RegExp },
+): SmsTransport {
   return {
     async submit(messages: OutgoingSms[]): Promise<SubmitResult[]> {
       const results: SubmitResult[] = [];
       const rows: SandboxPart[] = [];
       for (const m of messages) {
         if (options.fail?.test(m.recipient)) {
-          results.push({ accepted: false, permanent: true, error: 'the sandbox refuses this number (SMS_TRANSPORT fail pattern)', errorCode: 'sandbox' });
+          results.push({
+            accepted: false,
+            permanent: true,
+            error: 'the sandbox refuses this number (SMS_TRANSPORT fail pattern)',
+            errorCode: 'sandbox',
+          });
           continue;
         }
         const { parts, encoding } = m.segmented;
         parts.forEach((part, i) => {
-          const text = m.sensitive ? seal(options.key.current, part.text, sandboxTextPlace(m.messageId, i + 1)) : part.text;
+          const text = m.sensitive
+            ? seal(options.key.current, part.text, sandboxTextPlace(m.messageId, i + 1))
+            : part.text;
           rows.push({
-            accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.recipient, sender: m.sender,
-            part: i + 1, parts: parts.length, encoding, text, sealed: m.sensitive,
+            accountId: m.accountId,
+            sendId: m.sendId,
+            messageId: m.messageId,
+            recipient: m.recipient,
+            sender: m.sender,
+            part: i + 1,
+            parts: parts.length,
+            encoding,
+            text,
+            sealed: m.sensitive,
           });
         });
         const operatorMessageIds = parts.map((_, i) => `${m.messageId}/${i + 1}`);
-        results.push({ accepted: true, operatorMessageIds, receipts: operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })) });
+        results.push({
+          accepted: true,
+          operatorMessageIds,
+          receipts: operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })),
+        });
       }
       if (rows.length > 0) await queries[database.dialect].insertSandboxParts(database.db, clock.now(), rows);
       return results;

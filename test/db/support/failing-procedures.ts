@@ -3,10 +3,14 @@ import { AppError, notFound, unprocessable } from '../../../src/errors.ts';
 
 /** Procedures that fail as a request's work can: test/db/procedure-errors.test.ts. */
 export const throwsUnprocessable = procedure(import.meta.url, 'throwsUnprocessable', async () => {
-  throw unprocessable('The contact batch was rejected.', [{ field: 'createUpdateContacts[0].propertyfields[0].propertyname', message: 'is not a property of this account' }], {
-    InvalidProperties: ['nickname'],
-    InvalidContactIds: [],
-  });
+  throw unprocessable(
+    'The contact batch was rejected.',
+    [{ field: 'createUpdateContacts[0].propertyfields[0].propertyname', message: 'is not a property of this account' }],
+    {
+      InvalidProperties: ['nickname'],
+      InvalidContactIds: [],
+    },
+  );
 });
 
 export const throwsNotFound = procedure(import.meta.url, 'throwsNotFound', async () => {

@@ -16,9 +16,13 @@ export function CopyId(props: { id: string; name: string }) {
     <span class="copy-id">
       <span class="mono id">{props.id}</span>
       {window.isSecureContext && 'clipboard' in navigator && (
-        <button type="button" class="small" onClick={copy} aria-label={`Copy the ${props.name}`}>Copy</button>
+        <button type="button" class="small" onClick={copy} aria-label={`Copy the ${props.name}`}>
+          Copy
+        </button>
       )}
-      <span role="status" class="notice">{outcome}</span>
+      <span role="status" class="notice">
+        {outcome}
+      </span>
     </span>
   );
 }

@@ -9,7 +9,9 @@ export function Page(props: { title: string; children: ComponentChildren; action
   return (
     <section aria-labelledby="page-title">
       <div class="page-head">
-        <h1 id="page-title" tabIndex={-1}>{props.title}</h1>
+        <h1 id="page-title" tabIndex={-1}>
+          {props.title}
+        </h1>
         {props.actions}
       </div>
       {props.children}

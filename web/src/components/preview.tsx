@@ -13,8 +13,8 @@ export function HtmlPreview(props: { html: string; title: string }) {
     <figure class="preview">
       <iframe sandbox="" srcdoc={srcdoc} title={props.title} />
       <figcaption class="muted">
-        Shown without its styles{images}: the console loads nothing from elsewhere.
-        Links are not followed; hover one for its address.
+        Shown without its styles{images}: the console loads nothing from elsewhere. Links are not followed; hover one
+        for its address.
       </figcaption>
     </figure>
   );

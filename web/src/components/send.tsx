@@ -25,7 +25,10 @@ export function useSendRead<S extends SendSummary & { recipients: R[]; nextCurso
     return { items: page.recipients, nextCursor: page.nextCursor };
   }, `${path} ${status}`);
   const first = recipients.first;
-  return { send: send !== null ? { state: 'done', data: send } : first.state === 'failed' ? first : { state: 'loading' }, recipients };
+  return {
+    send: send !== null ? { state: 'done', data: send } : first.state === 'failed' ? first : { state: 'loading' },
+    recipients,
+  };
 }
 
 /** The columns of a listing of sends (SendRow). */
@@ -36,11 +39,21 @@ export function SendRow(props: { href: string; id: string; summary: SendSummary 
   const { summary } = props;
   return (
     <tr>
-      <td><IdLink href={props.href} id={props.id} /></td>
-      <td><Time at={summary.createdAt} /></td>
-      <td><Time at={summary.scheduledAt} /></td>
-      <td><Status word={summary.status} /></td>
-      <td><TotalsText totals={summary.totals} /></td>
+      <td>
+        <IdLink href={props.href} id={props.id} />
+      </td>
+      <td>
+        <Time at={summary.createdAt} />
+      </td>
+      <td>
+        <Time at={summary.scheduledAt} />
+      </td>
+      <td>
+        <Status word={summary.status} />
+      </td>
+      <td>
+        <TotalsText totals={summary.totals} />
+      </td>
     </tr>
   );
 }
@@ -51,15 +64,25 @@ export function SendFacts(props: { id: string; idName: string; summary: SendSumm
   return (
     <dl class="facts">
       <dt>{props.idName}</dt>
-      <dd><CopyId id={props.id} name={props.idName.toLowerCase()} /></dd>
+      <dd>
+        <CopyId id={props.id} name={props.idName.toLowerCase()} />
+      </dd>
       <dt>Status</dt>
-      <dd><Status word={summary.status} /></dd>
+      <dd>
+        <Status word={summary.status} />
+      </dd>
       <dt>Created</dt>
-      <dd><Time at={summary.createdAt} /></dd>
+      <dd>
+        <Time at={summary.createdAt} />
+      </dd>
       <dt>Scheduled for</dt>
-      <dd><Time at={summary.scheduledAt} /></dd>
+      <dd>
+        <Time at={summary.scheduledAt} />
+      </dd>
       <dt>Recipients by status</dt>
-      <dd><TotalsText totals={summary.totals} /></dd>
+      <dd>
+        <TotalsText totals={summary.totals} />
+      </dd>
       {props.children}
     </dl>
   );
@@ -78,7 +101,9 @@ export function StatusFilter(props: { totals: Totals; status: string; onChange: 
       Status
       <select value={props.status} onChange={(event) => props.onChange(event.currentTarget.value)}>
         <option value="">All</option>
-        {words.map((word) => <option key={word} value={word}>{`${word} (${number(props.totals[word] ?? 0)})`}</option>)}
+        {words.map((word) => (
+          <option key={word} value={word}>{`${word} (${number(props.totals[word] ?? 0)})`}</option>
+        ))}
       </select>
     </label>
   );
@@ -86,10 +111,11 @@ export function StatusFilter(props: { totals: Totals; status: string; onChange: 
 
 /** What a send's page says in place of its content when its read shows none (`contentState`). */
 export function ContentWithheld(props: { state: Exclude<ContentState, 'available'>; what: string }) {
-  const why = props.state === 'sealed'
-    ? `Sealed: the ${props.what} was sent with isBodyEncrypted, kept encrypted, and is never shown.`
-    : `Purged: retention removed the ${props.what} some days after the send completed (RETENTION_DAYS). ` +
-      'What became of it stays.';
+  const why =
+    props.state === 'sealed'
+      ? `Sealed: the ${props.what} was sent with isBodyEncrypted, kept encrypted, and is never shown.`
+      : `Purged: retention removed the ${props.what} some days after the send completed (RETENTION_DAYS). ` +
+        'What became of it stays.';
   return <p class="withheld">{why}</p>;
 }
 
@@ -112,7 +138,12 @@ export function History(props: { events: Array<{ word: string; at: string; detai
  * "Cancel send" ("Cancel batch") while a send is Scheduled: DELETE on its read's path, which
  * answers 409 once sending started; then the send is read again and shows Cancelled.
  */
-export function CancelSend(props: { path: string; what: 'send' | 'batch'; scheduled: boolean; onCancelled: () => void }) {
+export function CancelSend(props: {
+  path: string;
+  what: 'send' | 'batch';
+  scheduled: boolean;
+  onCancelled: () => void;
+}) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error | null>(null);
   const [cancelled, setCancelled] = useState(false);
@@ -131,9 +162,17 @@ export function CancelSend(props: { path: string; what: 'send' | 'batch'; schedu
   };
   return (
     <div class="cancel">
-      {props.scheduled && <button type="button" class="danger" onClick={cancel} disabled={busy}>Cancel {props.what}</button>}
+      {props.scheduled && (
+        <button type="button" class="danger" onClick={cancel} disabled={busy}>
+          Cancel {props.what}
+        </button>
+      )}
       {error && <ErrorMessage error={error} />}
-      {cancelled && <p role="status" class="notice">The {props.what} was cancelled: nothing of it will go out.</p>}
+      {cancelled && (
+        <p role="status" class="notice">
+          The {props.what} was cancelled: nothing of it will go out.
+        </p>
+      )}
     </div>
   );
 }

@@ -6,18 +6,33 @@ import { ErrorMessage } from './states.tsx';
  * A table with its caption, in a wrapper that scrolls sideways on a narrow screen; the wrapper
  * takes the keyboard focus so it can be scrolled without a mouse.
  */
-export function Table(props: { caption: string; head: string[]; children: ComponentChildren; foot?: ComponentChildren; empty?: string; rows: number }) {
+export function Table(props: {
+  caption: string;
+  head: string[];
+  children: ComponentChildren;
+  foot?: ComponentChildren;
+  empty?: string;
+  rows: number;
+}) {
   return (
     <div class="table-wrap" tabIndex={0} role="group" aria-label={props.caption}>
       <table>
         <caption>{props.caption}</caption>
         <thead>
-          <tr>{props.head.map((name) => <th scope="col" key={name}>{name}</th>)}</tr>
+          <tr>
+            {props.head.map((name) => (
+              <th scope="col" key={name}>
+                {name}
+              </th>
+            ))}
+          </tr>
         </thead>
         <tbody>
           {props.rows === 0 ? (
             <tr>
-              <td colSpan={props.head.length} class="muted">{props.empty ?? 'Nothing yet.'}</td>
+              <td colSpan={props.head.length} class="muted">
+                {props.empty ?? 'Nothing yet.'}
+              </td>
             </tr>
           ) : (
             props.children
@@ -30,9 +45,20 @@ export function Table(props: { caption: string; head: string[]; children: Compon
 }
 
 /** A paged table: its first page's state, the rows so far, and "Load more" while the API has a next cursor. */
-export function PagedTable<T>(props: { caption: string; head: string[]; pages: Pages<T>; row: (item: T) => ComponentChildren; empty?: string }) {
+export function PagedTable<T>(props: {
+  caption: string;
+  head: string[];
+  pages: Pages<T>;
+  row: (item: T) => ComponentChildren;
+  empty?: string;
+}) {
   const { pages } = props;
-  if (pages.first.state === 'loading') return <p class="muted" role="status">Loading {props.caption.toLowerCase()}…</p>;
+  if (pages.first.state === 'loading')
+    return (
+      <p class="muted" role="status">
+        Loading {props.caption.toLowerCase()}…
+      </p>
+    );
   if (pages.first.state === 'failed') return <ErrorMessage error={pages.first.error} />;
   return (
     <>

@@ -18,12 +18,16 @@ export function ContactRow(props: { contact: Contact }) {
   const c = props.contact;
   return (
     <tr>
-      <td><Link href={`/contacts/${c.contactId}`}>{c.contactId}</Link></td>
+      <td>
+        <Link href={`/contacts/${c.contactId}`}>{c.contactId}</Link>
+      </td>
       <td>{c.email ?? '—'}</td>
       <td class="mono">{mobileOf(c)}</td>
       <td>{yesNo(c.emailOptIn)}</td>
       <td>{yesNo(c.mobileOptIn)}</td>
-      <td><Time at={c.updatedAt} /></td>
+      <td>
+        <Time at={c.updatedAt} />
+      </td>
     </tr>
   );
 }
@@ -36,7 +40,13 @@ export function Contacts() {
   const [emailInput, setEmail] = useState(email);
   const [mobileInput, setMobile] = useState(mobile);
   const searched = email !== '' || mobile !== '';
-  const found = useLoad(() => (searched ? get<{ contacts: Contact[] }>(withQuery('/contacts', { email, mobile })) : Promise.resolve({ contacts: [] })), `${email}|${mobile}`);
+  const found = useLoad(
+    () =>
+      searched
+        ? get<{ contacts: Contact[] }>(withQuery('/contacts', { email, mobile }))
+        : Promise.resolve({ contacts: [] }),
+    `${email}|${mobile}`,
+  );
 
   const search = (event: Event) => {
     event.preventDefault();
@@ -47,24 +57,46 @@ export function Contacts() {
       <form class="inline-form" onSubmit={search} role="search" aria-label="Contacts">
         <label>
           Email
-          <input type="email" name="email" value={emailInput} onInput={(e) => setEmail(e.currentTarget.value)} autocomplete="off" />
+          <input
+            type="email"
+            name="email"
+            value={emailInput}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+            autocomplete="off"
+          />
         </label>
         <label>
           Mobile (country code and number)
-          <input type="tel" name="mobile" value={mobileInput} onInput={(e) => setMobile(e.currentTarget.value)} inputMode="numeric" autocomplete="off" />
+          <input
+            type="tel"
+            name="mobile"
+            value={mobileInput}
+            onInput={(e) => setMobile(e.currentTarget.value)}
+            inputMode="numeric"
+            autocomplete="off"
+          />
         </label>
         <button type="submit">Search</button>
       </form>
       {searched && (
         <Show loaded={found}>
           {(data) => (
-            <Table caption="Contacts found" head={CONTACT_COLUMNS} rows={data.contacts.length} empty="No contact has that email or mobile.">
-              {data.contacts.map((c) => <ContactRow key={c.contactId} contact={c} />)}
+            <Table
+              caption="Contacts found"
+              head={CONTACT_COLUMNS}
+              rows={data.contacts.length}
+              empty="No contact has that email or mobile."
+            >
+              {data.contacts.map((c) => (
+                <ContactRow key={c.contactId} contact={c} />
+              ))}
             </Table>
           )}
         </Show>
       )}
-      <p><Link href="/lists">Browse the lists</Link></p>
+      <p>
+        <Link href="/lists">Browse the lists</Link>
+      </p>
     </Page>
   );
 }
@@ -74,7 +106,10 @@ export const listsOf = () => get<{ lists: ContactList[] }>('/lists').then((body)
 function Messages(props: { contactId: string }) {
   const path = `/contacts/${encodeURIComponent(props.contactId)}/messages`;
   const pages = usePages(
-    (cursor) => get<{ messages: ContactMessage[]; nextCursor: string | null }>(withQuery(path, { cursor, limit: 50 })).then((page) => ({ items: page.messages, nextCursor: page.nextCursor })),
+    (cursor) =>
+      get<{ messages: ContactMessage[]; nextCursor: string | null }>(withQuery(path, { cursor, limit: 50 })).then(
+        (page) => ({ items: page.messages, nextCursor: page.nextCursor }),
+      ),
     path,
   );
   return (
@@ -86,12 +121,20 @@ function Messages(props: { contactId: string }) {
       row={(m) => (
         <tr key={`${m.sendId} ${m.address}`}>
           <td>{m.channel === 'sms' ? 'SMS' : 'Email'}</td>
-          <td><IdLink href={`/${m.channel}/${m.sendId}`} id={m.sendId} /></td>
-          <td><Time at={m.sentAt} /></td>
+          <td>
+            <IdLink href={`/${m.channel}/${m.sendId}`} id={m.sendId} />
+          </td>
+          <td>
+            <Time at={m.sentAt} />
+          </td>
           <td class="mono">{m.address}</td>
-          <td><Status word={m.status} /></td>
+          <td>
+            <Status word={m.status} />
+          </td>
           <td>{m.reason ?? '—'}</td>
-          <td><Time at={m.updatedAt} /></td>
+          <td>
+            <Time at={m.updatedAt} />
+          </td>
         </tr>
       )}
     />
@@ -119,19 +162,34 @@ export function ContactPage(props: { contactId: string }) {
               <dt>SMS opt-in</dt>
               <dd>{yesNo(contact.mobileOptIn)}</dd>
               <dt>Created</dt>
-              <dd><Time at={contact.createdAt} /></dd>
+              <dd>
+                <Time at={contact.createdAt} />
+              </dd>
               <dt>Updated</dt>
-              <dd><Time at={contact.updatedAt} /></dd>
+              <dd>
+                <Time at={contact.updatedAt} />
+              </dd>
             </dl>
             <Part title="Lists" id="contact-lists">
-              {contact.listIds.length === 0 ? <p class="muted">In no list.</p> : (
+              {contact.listIds.length === 0 ? (
+                <p class="muted">In no list.</p>
+              ) : (
                 <ul>
-                  {contact.listIds.map((id) => <li key={id}><Link href={`/lists/${id}`}>{names.get(id) ?? id}</Link></li>)}
+                  {contact.listIds.map((id) => (
+                    <li key={id}>
+                      <Link href={`/lists/${id}`}>{names.get(id) ?? id}</Link>
+                    </li>
+                  ))}
                 </ul>
               )}
             </Part>
             <Part title="Properties" id="contact-properties">
-              <Table caption="Properties" head={['Property', 'Value']} rows={contact.propertyfields.length} empty="No properties.">
+              <Table
+                caption="Properties"
+                head={['Property', 'Value']}
+                rows={contact.propertyfields.length}
+                empty="No properties."
+              >
                 {contact.propertyfields.map((p) => (
                   <tr key={p.propertyid}>
                     <td>{p.propertyname}</td>

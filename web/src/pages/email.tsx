@@ -8,20 +8,37 @@ import { Status } from '../components/status.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
 import { HtmlPreview } from '../components/preview.tsx';
 import {
-  CancelSend, ContentWithheld, History, SEND_COLUMNS, SendFacts, SendRow, StatusFilter, useSendRead,
+  CancelSend,
+  ContentWithheld,
+  History,
+  SEND_COLUMNS,
+  SendFacts,
+  SendRow,
+  StatusFilter,
+  useSendRead,
 } from '../components/send.tsx';
 import { Num, useNumber } from '../components/zone.tsx';
 
 export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
-  get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then((page) => ({ items: page.batches, nextCursor: page.nextCursor }));
+  get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then(
+    (page) => ({ items: page.batches, nextCursor: page.nextCursor }),
+  );
 
-export const EmailBatchRow = (props: { batch: EmailSummary }) => <SendRow href={`/email/${props.batch.batchId}`} id={props.batch.batchId} summary={props.batch} />;
+export const EmailBatchRow = (props: { batch: EmailSummary }) => (
+  <SendRow href={`/email/${props.batch.batchId}`} id={props.batch.batchId} summary={props.batch} />
+);
 
 export function EmailBatches() {
   const pages = usePages((cursor) => emailBatchesPage(cursor), 'email');
   return (
     <Page title="Email batches">
-      <PagedTable caption="Email batches, newest first" head={SEND_COLUMNS} pages={pages} row={(batch) => <EmailBatchRow key={batch.batchId} batch={batch} />} empty="No email sent yet." />
+      <PagedTable
+        caption="Email batches, newest first"
+        head={SEND_COLUMNS}
+        pages={pages}
+        row={(batch) => <EmailBatchRow key={batch.batchId} batch={batch} />}
+        empty="No email sent yet."
+      />
     </Page>
   );
 }
@@ -51,12 +68,18 @@ function Funnel(props: { batch: EmailBatch }) {
         {steps.map((step) => (
           <li key={step.name}>
             <span class="funnel-name">{step.name}</span>
-            <span class="funnel-bar" aria-hidden="true"><span style={{ width: `${share(step.n)}%` }} /></span>
-            <span class="funnel-count">{number(step.n)} ({share(step.n)}%)</span>
+            <span class="funnel-bar" aria-hidden="true">
+              <span style={{ width: `${share(step.n)}%` }} />
+            </span>
+            <span class="funnel-count">
+              {number(step.n)} ({share(step.n)}%)
+            </span>
           </li>
         ))}
       </ol>
-      <p>{number(engagement.unsubscribed)} unsubscribed, {number(engagement.complaints)} reported it as spam.</p>
+      <p>
+        {number(engagement.unsubscribed)} unsubscribed, {number(engagement.complaints)} reported it as spam.
+      </p>
     </>
   );
 }
@@ -69,9 +92,13 @@ function RecipientRow(props: { recipient: EmailRecipient }) {
     <tr>
       <td class="mono">{r.email}</td>
       <td class="mono id">{r.messageId ?? '—'}</td>
-      <td><Status word={r.status} /></td>
+      <td>
+        <Status word={r.status} />
+      </td>
       <td>{r.reason ?? '—'}</td>
-      <td><History events={r.history.map((h) => ({ word: h.event, at: h.at, detail: h.url ?? h.reply }))} /></td>
+      <td>
+        <History events={r.history.map((h) => ({ word: h.event, at: h.at, detail: h.url ?? h.reply }))} />
+      </td>
     </tr>
   );
 }
@@ -109,19 +136,38 @@ export function EmailBatchPage(props: { batchId: string }) {
       {(batch) => {
         const refused = recipients.items.filter((r) => REFUSED.has(r.status));
         return (
-          <Page title="Email batch" actions={<CancelSend path={path} what="batch" scheduled={batch.status === 'Scheduled'} onCancelled={recipients.reload} />}>
+          <Page
+            title="Email batch"
+            actions={
+              <CancelSend
+                path={path}
+                what="batch"
+                scheduled={batch.status === 'Scheduled'}
+                onCancelled={recipients.reload}
+              />
+            }
+          >
             <SendFacts id={batch.batchId} idName="Batch id" summary={batch} />
             <EmailContentPart batch={batch} />
             <Part title="Funnel" id="funnel">
               <Funnel batch={batch} />
             </Part>
             <Part title="Bounces and drops" id="refused">
-              <p><Num n={batch.totals.Bounce ?? 0} /> bounced, <Num n={batch.totals.Dropped ?? 0} /> dropped in all.</p>
-              <Table caption="Bounces and drops with their reasons" head={['Recipient', 'Status', 'Reason', 'Server reply']} rows={refused.length} empty="None among the recipients loaded.">
+              <p>
+                <Num n={batch.totals.Bounce ?? 0} /> bounced, <Num n={batch.totals.Dropped ?? 0} /> dropped in all.
+              </p>
+              <Table
+                caption="Bounces and drops with their reasons"
+                head={['Recipient', 'Status', 'Reason', 'Server reply']}
+                rows={refused.length}
+                empty="None among the recipients loaded."
+              >
                 {refused.map((r) => (
                   <tr key={r.email}>
                     <td class="mono">{r.email}</td>
-                    <td><Status word={r.status} /></td>
+                    <td>
+                      <Status word={r.status} />
+                    </td>
                     <td>{r.reason ?? '—'}</td>
                     <td>{lastReply(r) ?? '—'}</td>
                   </tr>

@@ -18,7 +18,9 @@ export function SignIn(props: { onSignedIn: (session: Session) => void }) {
     setBusy(true);
     setError('');
     try {
-      props.onSignedIn(await request<Session>('POST', '/console/session', { userName, password, privateToken }, { session: true }));
+      props.onSignedIn(
+        await request<Session>('POST', '/console/session', { userName, password, privateToken }, { session: true }),
+      );
     } catch (failure) {
       setError(
         failure instanceof ApiError && failure.status === 429
@@ -35,13 +37,40 @@ export function SignIn(props: { onSignedIn: (session: Session) => void }) {
       <h1>Sign in to Herald</h1>
       <form onSubmit={submit}>
         <label for="userName">User name</label>
-        <input id="userName" name="username" autocomplete="username" required value={userName} onInput={(e) => setUserName(e.currentTarget.value)} />
+        <input
+          id="userName"
+          name="username"
+          autocomplete="username"
+          required
+          value={userName}
+          onInput={(e) => setUserName(e.currentTarget.value)}
+        />
         <label for="password">Password</label>
-        <input id="password" name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autocomplete="current-password"
+          required
+          value={password}
+          onInput={(e) => setPassword(e.currentTarget.value)}
+        />
         <label for="privateToken">Private token</label>
-        <input id="privateToken" name="privateToken" type="password" autocomplete="off" required value={privateToken} onInput={(e) => setPrivateToken(e.currentTarget.value)} />
-        <p role="alert" class="error">{error}</p>
-        <button type="submit" disabled={busy}>Sign in</button>
+        <input
+          id="privateToken"
+          name="privateToken"
+          type="password"
+          autocomplete="off"
+          required
+          value={privateToken}
+          onInput={(e) => setPrivateToken(e.currentTarget.value)}
+        />
+        <p role="alert" class="error">
+          {error}
+        </p>
+        <button type="submit" disabled={busy}>
+          Sign in
+        </button>
       </form>
     </main>
   );

@@ -8,26 +8,51 @@ import { Status } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
 import { Num, Time } from '../components/zone.tsx';
 import {
-  CancelSend, ContentWithheld, History, SEND_COLUMNS, SendFacts, SendRow, StatusFilter, useSendRead,
+  CancelSend,
+  ContentWithheld,
+  History,
+  SEND_COLUMNS,
+  SendFacts,
+  SendRow,
+  StatusFilter,
+  useSendRead,
 } from '../components/send.tsx';
 
 export const smsSendsPage = (cursor: string | undefined, limit = 20) =>
-  get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit })).then((page) => ({ items: page.sends, nextCursor: page.nextCursor }));
+  get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit })).then((page) => ({
+    items: page.sends,
+    nextCursor: page.nextCursor,
+  }));
 
-export const SmsSendRow = (props: { send: SmsSummary }) => <SendRow href={`/sms/${props.send.queueId}`} id={props.send.queueId} summary={props.send} />;
+export const SmsSendRow = (props: { send: SmsSummary }) => (
+  <SendRow href={`/sms/${props.send.queueId}`} id={props.send.queueId} summary={props.send} />
+);
 
 export function SmsSends() {
   const pages = usePages((cursor) => smsSendsPage(cursor), 'sms');
   return (
     <Page title="SMS sends">
-      <PagedTable caption="SMS sends, newest first" head={SEND_COLUMNS} pages={pages} row={(send) => <SmsSendRow key={send.queueId} send={send} />} empty="No SMS sent yet." />
+      <PagedTable
+        caption="SMS sends, newest first"
+        head={SEND_COLUMNS}
+        pages={pages}
+        row={(send) => <SmsSendRow key={send.queueId} send={send} />}
+        empty="No SMS sent yet."
+      />
     </Page>
   );
 }
 
 const RECIPIENT_COLUMNS = [
-  'Recipient', 'Message id', 'Status', 'Parts', 'Encoding', 'Reason or error', 'History',
-  'Parts at the operator', 'Clicks',
+  'Recipient',
+  'Message id',
+  'Status',
+  'Parts',
+  'Encoding',
+  'Reason or error',
+  'History',
+  'Parts at the operator',
+  'Clicks',
 ];
 
 function RecipientRow(props: { recipient: SmsRecipient }) {
@@ -36,13 +61,25 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
     <tr>
       <td class="mono">{r.recipient}</td>
       <td class="mono id">{r.messageId ?? '—'}</td>
-      <td><Status word={r.status} /></td>
+      <td>
+        <Status word={r.status} />
+      </td>
       <td>{r.parts ?? '—'}</td>
       <td>{r.encoding ?? '—'}</td>
       <td>{[r.reason, r.error].filter(Boolean).join('; ') || '—'}</td>
-      <td><History events={r.history.map((h) => ({ word: h.status, at: h.at }))} /></td>
+      <td>
+        <History events={r.history.map((h) => ({ word: h.status, at: h.at }))} />
+      </td>
       <td>{r.partStatus.length === 0 ? '—' : r.partStatus.map((p) => `${p.part}: ${p.status}`).join(', ')}</td>
-      <td>{r.clicks.length === 0 ? '0' : <>{r.clicks.length}, first <Time at={r.clicks[0].at} /></>}</td>
+      <td>
+        {r.clicks.length === 0 ? (
+          '0'
+        ) : (
+          <>
+            {r.clicks.length}, first <Time at={r.clicks[0].at} />
+          </>
+        )}
+      </td>
     </tr>
   );
 }
@@ -73,12 +110,26 @@ export function SmsSendPage(props: { queueId: string }) {
   return (
     <Show loaded={send}>
       {(send) => (
-        <Page title="SMS send" actions={<CancelSend path={path} what="send" scheduled={send.status === 'Scheduled'} onCancelled={recipients.reload} />}>
+        <Page
+          title="SMS send"
+          actions={
+            <CancelSend
+              path={path}
+              what="send"
+              scheduled={send.status === 'Scheduled'}
+              onCancelled={recipients.reload}
+            />
+          }
+        >
           <SendFacts id={send.queueId} idName="Queue id" summary={send}>
             <dt>Parts billed</dt>
-            <dd><Num n={send.partsBilled} /></dd>
+            <dd>
+              <Num n={send.partsBilled} />
+            </dd>
             <dt>Link clicks</dt>
-            <dd><Num n={send.clicks} /></dd>
+            <dd>
+              <Num n={send.clicks} />
+            </dd>
           </SendFacts>
           <SmsContentPart send={send} />
           <Part title="Recipients" id="recipients">

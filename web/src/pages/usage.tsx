@@ -15,7 +15,9 @@ function Cells(props: { sms: SmsUsage; email: EmailUsage }) {
   const { sms, email } = props;
   const number = useNumber();
   const words = (statuses: Record<string, number>) =>
-    Object.entries(statuses).map(([word, n]) => `${word} ${number(n)}`).join(' · ') || '—';
+    Object.entries(statuses)
+      .map(([word, n]) => `${word} ${number(n)}`)
+      .join(' · ') || '—';
   return (
     <>
       <td class="num">{number(sms.messages)}</td>
@@ -39,8 +41,12 @@ function UsageChart(props: { usage: UsageBody }) {
   const number = useNumber();
   const times = useMemo(() => days.map((day) => dayStart(day.date, zone)), [days, zone]);
   const lines = useMemo(() => {
-    const line = (label: string, color: string, count: (usage: DayUsage) => number): Line =>
-      ({ label, color, values: days.map(count), overall: number(count(totals)) });
+    const line = (label: string, color: string, count: (usage: DayUsage) => number): Line => ({
+      label,
+      color,
+      values: days.map(count),
+      overall: number(count(totals)),
+    });
     return [
       line('SMS parts', SMS_COLOUR, (usage) => parts(usage.sms)),
       line('Emails', EMAIL_COLOUR, (usage) => usage.email.messages),
@@ -71,16 +77,39 @@ export function Usage() {
       <form class="inline-form" onSubmit={show} aria-label="Usage span">
         <label>
           From
-          <input type="date" name="from" required value={fromInput} max={toInput} onInput={(e) => setFrom(e.currentTarget.value)} />
+          <input
+            type="date"
+            name="from"
+            required
+            value={fromInput}
+            max={toInput}
+            onInput={(e) => setFrom(e.currentTarget.value)}
+          />
         </label>
         <label>
           To
-          <input type="date" name="to" required value={toInput} min={fromInput} onInput={(e) => setTo(e.currentTarget.value)} />
+          <input
+            type="date"
+            name="to"
+            required
+            value={toInput}
+            min={fromInput}
+            onInput={(e) => setTo(e.currentTarget.value)}
+          />
         </label>
         <button type="submit">Show</button>
-        <a class="button" href={withQuery('/usage', { from, to, format: 'csv' })} download={`herald-usage-${from}-${to}.csv`}>Download CSV</a>
+        <a
+          class="button"
+          href={withQuery('/usage', { from, to, format: 'csv' })}
+          download={`herald-usage-${from}-${to}.csv`}
+        >
+          Download CSV
+        </a>
       </form>
-      <p class="muted">Days in your account's time zone ({zone.label}). SMS are billed once the operator accepts them, each part as a message; emails once handed over for sending.</p>
+      <p class="muted">
+        Days in your account's time zone ({zone.label}). SMS are billed once the operator accepts them, each part as a
+        message; emails once handed over for sending.
+      </p>
       <Show loaded={usage}>
         {(data) => (
           <>

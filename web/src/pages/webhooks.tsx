@@ -11,9 +11,12 @@ import { CopyId } from '../components/copy-id.tsx';
 import { Num, Time } from '../components/zone.tsx';
 
 export const deliveriesPage = (cursor: string | undefined, limit = 50, failing?: boolean) =>
-  get<{ deliveries: Delivery[]; nextCursor: string | null }>(withQuery('/webhooks/deliveries', { cursor, limit, failing: failing ? 'true' : undefined })).then((page) => ({ items: page.deliveries, nextCursor: page.nextCursor }));
+  get<{ deliveries: Delivery[]; nextCursor: string | null }>(
+    withQuery('/webhooks/deliveries', { cursor, limit, failing: failing ? 'true' : undefined }),
+  ).then((page) => ({ items: page.deliveries, nextCursor: page.nextCursor }));
 
-const outcome = (d: Delivery) => [d.lastStatusCode === null ? null : `HTTP ${d.lastStatusCode}`, d.lastError].filter(Boolean).join(': ') || '—';
+const outcome = (d: Delivery) =>
+  [d.lastStatusCode === null ? null : `HTTP ${d.lastStatusCode}`, d.lastError].filter(Boolean).join(': ') || '—';
 
 export const DELIVERY_COLUMNS = ['Delivery', 'Type', 'URL', 'Status', 'Attempts', 'Last outcome', 'Last attempt'];
 
@@ -21,13 +24,21 @@ export function DeliveryCells(props: { delivery: Delivery }) {
   const d = props.delivery;
   return (
     <>
-      <td><IdLink href={`/webhooks/${d.id}`} id={d.id} /></td>
+      <td>
+        <IdLink href={`/webhooks/${d.id}`} id={d.id} />
+      </td>
       <td>{d.type}</td>
       <td class="mono wrap">{d.url}</td>
-      <td><Status word={d.status} /></td>
-      <td><Num n={d.attempts} /></td>
+      <td>
+        <Status word={d.status} />
+      </td>
+      <td>
+        <Num n={d.attempts} />
+      </td>
       <td>{outcome(d)}</td>
-      <td><Time at={d.lastAttemptAt} /></td>
+      <td>
+        <Time at={d.lastAttemptAt} />
+      </td>
     </>
   );
 }
@@ -54,23 +65,35 @@ function SecretPart() {
         {(data) => (
           <dl class="facts">
             <dt>Secret</dt>
-            <dd><code class="secret">{data.secret}</code></dd>
+            <dd>
+              <code class="secret">{data.secret}</code>
+            </dd>
             <dt>Previous secret signs until</dt>
-            <dd><Time at={data.previousSecretExpiresAt} /></dd>
+            <dd>
+              <Time at={data.previousSecretExpiresAt} />
+            </dd>
           </dl>
         )}
       </Show>
       {confirming ? (
         <div class="confirm" role="group" aria-label="Confirm the rotation">
           <p>Receivers must verify with the new secret within 24 hours. Rotate now?</p>
-          <button type="button" class="danger" onClick={rotate}>Yes, rotate the secret</button>
-          <button type="button" onClick={() => setConfirming(false)}>Keep the current secret</button>
+          <button type="button" class="danger" onClick={rotate}>
+            Yes, rotate the secret
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep the current secret
+          </button>
         </div>
       ) : (
-        <button type="button" onClick={() => setConfirming(true)}>Rotate secret</button>
+        <button type="button" onClick={() => setConfirming(true)}>
+          Rotate secret
+        </button>
       )}
       {error && <ErrorMessage error={error} />}
-      <p role="status" class="notice">{notice}</p>
+      <p role="status" class="notice">
+        {notice}
+      </p>
     </Part>
   );
 }
@@ -94,7 +117,9 @@ export function Webhooks() {
       <SecretPart />
       <Part title="Deliveries" id="deliveries">
         {error && <ErrorMessage error={error} />}
-        <p role="status" class="notice">{notice}</p>
+        <p role="status" class="notice">
+          {notice}
+        </p>
         <PagedTable
           caption="Webhook deliveries, newest first"
           head={[...DELIVERY_COLUMNS, 'Action']}
@@ -125,28 +150,44 @@ export function DeliveryPage(props: { id: string }) {
         <Page title="Webhook delivery">
           <dl class="facts">
             <dt>Id (webhook-id header)</dt>
-            <dd><CopyId id={d.id} name="delivery id" /></dd>
+            <dd>
+              <CopyId id={d.id} name="delivery id" />
+            </dd>
             <dt>Type</dt>
             <dd>{d.type}</dd>
             <dt>URL</dt>
             <dd class="mono wrap">{d.url}</dd>
             <dt>Status</dt>
-            <dd><Status word={d.status} /></dd>
+            <dd>
+              <Status word={d.status} />
+            </dd>
             <dt>Attempts</dt>
-            <dd><Num n={d.attempts} /></dd>
+            <dd>
+              <Num n={d.attempts} />
+            </dd>
             <dt>Last outcome</dt>
             <dd>{outcome(d)}</dd>
             <dt>Last attempt</dt>
-            <dd><Time at={d.lastAttemptAt} /></dd>
+            <dd>
+              <Time at={d.lastAttemptAt} />
+            </dd>
             <dt>Next attempt</dt>
-            <dd><Time at={d.nextAttemptAt} /></dd>
+            <dd>
+              <Time at={d.nextAttemptAt} />
+            </dd>
             <dt>Created</dt>
-            <dd><Time at={d.createdAt} /></dd>
+            <dd>
+              <Time at={d.createdAt} />
+            </dd>
             <dt>Delivered</dt>
-            <dd><Time at={d.deliveredAt} /></dd>
+            <dd>
+              <Time at={d.deliveredAt} />
+            </dd>
           </dl>
           <Part title="Body" id="payload">
-            <pre class="payload" tabIndex={0}>{JSON.stringify(d.payload, null, 2)}</pre>
+            <pre class="payload" tabIndex={0}>
+              {JSON.stringify(d.payload, null, 2)}
+            </pre>
           </Part>
         </Page>
       )}

@@ -126,7 +126,11 @@ export class SmppBind {
     if (tls) session.once('connect', () => (handshaking = true));
     session.once(tls ? 'secureConnect' : 'connect', () => {
       handshaking = false;
-      this.bindSequence = this.request(session, new smpp.PDU('bind_transceiver', { system_id: systemId, password, interface_version: 0x34 })) ?? 0;
+      this.bindSequence =
+        this.request(
+          session,
+          new smpp.PDU('bind_transceiver', { system_id: systemId, password, interface_version: 0x34 }),
+        ) ?? 0;
     });
   }
 
@@ -169,7 +173,9 @@ export class SmppBind {
     if (session.socket.writable) {
       const answered = new Promise<void>((resolve) => session.unbind(() => resolve()));
       let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.timing.responseTimeoutMs)));
+      const timeout = new Promise<void>(
+        (resolve) => (timer = setTimeout(resolve, this.options.timing.responseTimeoutMs)),
+      );
       await Promise.race([answered, timeout, closed]);
       clearTimeout(timer);
     }
@@ -193,7 +199,8 @@ export class SmppBind {
           if (answered) return;
           answered = true;
           // After a reconnection the SMSC offers an unanswered deliver_sm again: no answer is owed on the new link.
-          if (session === this.session && session.socket.writable) session.send(pdu.response({ command_status: status }));
+          if (session === this.session && session.socket.writable)
+            session.send(pdu.response({ command_status: status }));
         });
         return;
       }
@@ -277,7 +284,10 @@ export class SmppBind {
     // Half the wait fixed, half random: binds lost together do not return together.
     const wait = ceiling / 2 + (this.options.random() * ceiling) / 2;
     this.lostAt ??= this.options.monotonic();
-    this.options.log.warn({ bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) }, 'SMPP bind lost');
+    this.options.log.warn(
+      { bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) },
+      'SMPP bind lost',
+    );
     this.setState('down');
     for (const submit of unanswered) submit.lost();
     this.reconnectTimer = setTimeout(() => this.open(), wait);

@@ -25,23 +25,35 @@ export interface Answer {
   operatorMessageId: string;
 }
 
-export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers', async ({ db }, args: { now: number; answers: Answer[] }): Promise<void> => {
-  await db
-    .insertInto('smpp_submits')
-    // One row a part, the last given: PostgreSQL refuses an upsert that touches a row twice.
-    .values(
-      [...new Map(args.answers.map((a) => [`${a.sendId}\n${a.recipient}\n${a.part}`, a])).values()].map((a) => ({
-        send_id: a.sendId,
-        recipient: a.recipient,
-        part: a.part,
-        parts: a.parts,
-        operator_message_id: a.operatorMessageId,
-        at: args.now,
-      })),
-    )
-    .onConflict((oc) => oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({ parts: eb.ref('excluded.parts'), operator_message_id: eb.ref('excluded.operator_message_id'), at: eb.ref('excluded.at') })))
-    .execute();
-});
+export const recordSmppAnswers = procedure(
+  import.meta.url,
+  'recordSmppAnswers',
+  async ({ db }, args: { now: number; answers: Answer[] }): Promise<void> => {
+    await db
+      .insertInto('smpp_submits')
+      // One row a part, the last given: PostgreSQL refuses an upsert that touches a row twice.
+      .values(
+        [...new Map(args.answers.map((a) => [`${a.sendId}\n${a.recipient}\n${a.part}`, a])).values()].map((a) => ({
+          send_id: a.sendId,
+          recipient: a.recipient,
+          part: a.part,
+          parts: a.parts,
+          operator_message_id: a.operatorMessageId,
+          at: args.now,
+        })),
+      )
+      .onConflict((oc) =>
+        oc
+          .columns(['send_id', 'recipient', 'part'])
+          .doUpdateSet((eb) => ({
+            parts: eb.ref('excluded.parts'),
+            operator_message_id: eb.ref('excluded.operator_message_id'),
+            at: eb.ref('excluded.at'),
+          })),
+      )
+      .execute();
+  },
+);
 
 /**
  * Parts of these messages an SMSC answered in an earlier try, whose outcome was not recorded
@@ -49,7 +61,11 @@ export const recordSmppAnswers = procedure(import.meta.url, 'recordSmppAnswers',
  * (`send_id in … and recipient in …`), PostgreSQL hashed both and scanned the whole table,
  * every answer of the running batch, for every page: 4 ms a page and growing.
  */
-export async function answeredBefore(db: Db, dialect: DialectName, messages: Array<{ sendId: string; recipient: string }>): Promise<Answer[]> {
+export async function answeredBefore(
+  db: Db,
+  dialect: DialectName,
+  messages: Array<{ sendId: string; recipient: string }>,
+): Promise<Answer[]> {
   if (messages.length === 0) return [];
   const keys = messages.map(({ sendId, recipient }) => ({ sendId, recipient }));
   const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
@@ -80,45 +96,61 @@ interface AnswerRow {
  * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
  * process's submit, just answered); answers how many those were.
  */
-export const applySmppReceipts = procedure(import.meta.url, 'applySmppReceipts', async ({ db, dialect }, args: { now: number; receipts: DeliveryReceipt[] }): Promise<number> => {
-  const { waiting, unmatched } = await db.transaction().execute(async (trx) => {
-    const known = new Set<string>();
-    const key = (recipient: string, id: string) => `${recipient}\n${id}`;
-    const readings = [...new Set(args.receipts.flatMap((r) => r.readings))];
-    const pending = await trx.selectFrom('smpp_submits').select(['recipient', 'operator_message_id']).where('operator_message_id', 'in', inJson(dialect, readings)).execute();
-    for (const row of pending) known.add(key(row.recipient, row.operator_message_id));
-    const notPending = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
-    if (notPending.length > 0) {
-      const recorded = await trx
-        .selectFrom('sms_parts as p')
-        .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
-        .select(['r.address', 'p.operator_message_id'])
-        .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(notPending.flatMap((r) => r.readings))]))
+export const applySmppReceipts = procedure(
+  import.meta.url,
+  'applySmppReceipts',
+  async ({ db, dialect }, args: { now: number; receipts: DeliveryReceipt[] }): Promise<number> => {
+    const { waiting, unmatched } = await db.transaction().execute(async (trx) => {
+      const known = new Set<string>();
+      const key = (recipient: string, id: string) => `${recipient}\n${id}`;
+      const readings = [...new Set(args.receipts.flatMap((r) => r.readings))];
+      const pending = await trx
+        .selectFrom('smpp_submits')
+        .select(['recipient', 'operator_message_id'])
+        .where('operator_message_id', 'in', inJson(dialect, readings))
         .execute();
-      for (const row of recorded) known.add(key(row.address, row.operator_message_id));
-    }
-    let unmatched = 0;
-    const receipts: Receipt[] = args.receipts.flatMap((r) => {
-      const id = r.readings.find((reading) => known.has(key(r.recipient, reading)));
-      if (id !== undefined) return [{ operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
-      unmatched += 1;
-      return r.readings.map((reading) => ({ operatorMessageId: reading, state: r.state, errorCode: r.errorCode }));
+      for (const row of pending) known.add(key(row.recipient, row.operator_message_id));
+      const notPending = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
+      if (notPending.length > 0) {
+        const recorded = await trx
+          .selectFrom('sms_parts as p')
+          .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
+          .select(['r.address', 'p.operator_message_id'])
+          .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(notPending.flatMap((r) => r.readings))]))
+          .execute();
+        for (const row of recorded) known.add(key(row.address, row.operator_message_id));
+      }
+      let unmatched = 0;
+      const receipts: Receipt[] = args.receipts.flatMap((r) => {
+        const id = r.readings.find((reading) => known.has(key(r.recipient, reading)));
+        if (id !== undefined) return [{ operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
+        unmatched += 1;
+        return r.readings.map((reading) => ({ operatorMessageId: reading, state: r.state, errorCode: r.errorCode }));
+      });
+      return { waiting: await applyReceipts(trx, dialect, { now: () => args.now }, { receipts }), unmatched };
     });
-    return { waiting: await applyReceipts(trx, dialect, { now: () => args.now }, { receipts }), unmatched };
-  });
-  await matchWaiting(db, dialect, args.now, waiting);
-  return unmatched;
-});
+    await matchWaiting(db, dialect, args.now, waiting);
+    return unmatched;
+  },
+);
 
 /**
  * Deletes up to `limit` answered parts whose message's outcome is recorded (its recipient is no
  * longer Queued): they are kept only to spare a resend. `before` does not apply: such a row is
  * done with whatever its age, and one whose message is still Queued is needed whatever its age.
  */
-export async function purgeRecordedAnswers({ db, dialect }: ProcedureDatabase, _before: number, limit: number): Promise<number> {
+export async function purgeRecordedAnswers(
+  { db, dialect }: ProcedureDatabase,
+  _before: number,
+  limit: number,
+): Promise<number> {
   const done = sql<SqlBool>`not exists (select 1 from send_recipients r
                                          where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient and r.status = 'Queued')`;
-  const result = await db.deleteFrom('smpp_submits').where(done).where(chunkOf(dialect, 'smpp_submits', done, limit)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('smpp_submits')
+    .where(done)
+    .where(chunkOf(dialect, 'smpp_submits', done, limit))
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 

@@ -9,7 +9,10 @@
 
 /** An id as kept: trimmed, lower case, leading zeros dropped ("0" stays). */
 export function normalisedId(id: string): string {
-  return id.trim().toLowerCase().replace(/^0+(?=.)/, '');
+  return id
+    .trim()
+    .toLowerCase()
+    .replace(/^0+(?=.)/, '');
 }
 
 /**

@@ -17,7 +17,14 @@ const ESM_INTERMEDIATE = 0x20;
 
 /** message_state TLV values (SMPP 3.4 §5.2.28) as the receipt text's `stat` words. */
 const STATE_WORD: Record<number, string> = {
-  1: 'ENROUTE', 2: 'DELIVRD', 3: 'EXPIRED', 4: 'DELETED', 5: 'UNDELIV', 6: 'ACCEPTD', 7: 'UNKNOWN', 8: 'REJECTD',
+  1: 'ENROUTE',
+  2: 'DELIVRD',
+  3: 'EXPIRED',
+  4: 'DELETED',
+  5: 'UNDELIV',
+  6: 'ACCEPTD',
+  7: 'UNKNOWN',
+  8: 'REJECTD',
 };
 
 interface DeliverSmFields {
@@ -40,7 +47,9 @@ export function readReceipt(pdu: DeliverSmFields): DeliveryReceipt | null {
   const message = pdu.short_message?.message;
   const text = typeof message === 'string' ? message : message ? message.toString('latin1') : '';
   const field = (name: string) => new RegExp(`(?:^|\\s)${name}:(\\S+)`, 'i').exec(text)?.[1];
-  const ids = [pdu.receipted_message_id, field('id')].filter((id): id is string => id !== undefined && id.trim() !== '');
+  const ids = [pdu.receipted_message_id, field('id')].filter(
+    (id): id is string => id !== undefined && id.trim() !== '',
+  );
   const stat = field('stat')?.toUpperCase();
   const state = stat ?? (pdu.message_state !== undefined ? STATE_WORD[pdu.message_state] : undefined);
   // E.164 digits, as Herald keeps recipients, whether or not the SMSC writes a leading +.

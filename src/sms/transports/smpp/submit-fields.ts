@@ -12,7 +12,11 @@ const DATA_CODING: Record<Encoding, number> = { 'GSM-7': 0, 'UCS-2': 8 };
  * (registered_delivery 1), and data_coding is always set: left out, the `smpp` package claims
  * IA5 while the bytes are GSM-7 (ARCHITECTURE.md).
  */
-export function submitFields(message: { sender: string; recipient: string }, encoding: Encoding, part: Part): Record<string, unknown> {
+export function submitFields(
+  message: { sender: string; recipient: string },
+  encoding: Encoding,
+  part: Part,
+): Record<string, unknown> {
   const numeric = /^\+?\d+$/.test(message.sender);
   const bytes = part.shortMessage;
   return {

@@ -17,7 +17,6 @@ import { SharedSendRate } from '../../../ratelimit/shared-send-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
 
-
 export interface SmppTransportOptions {
   database: Database;
   clock: Clock;
@@ -73,8 +72,11 @@ interface HeldReceipt {
 }
 
 /** What a deliver_sm from a handset carries besides a receipt's fields. */
-type HandsetPdu = Parameters<typeof readReceipt>[0] & { destination_addr?: string; data_coding?: number; message_payload?: { message: string | Buffer } };
-
+type HandsetPdu = Parameters<typeof readReceipt>[0] & {
+  destination_addr?: string;
+  data_coding?: number;
+  message_payload?: { message: string | Buffer };
+};
 
 /**
  * SMS over SMPP 3.4 to an operator's SMSC (`SMS_TRANSPORT=smpp://…`): parts go out over
@@ -103,7 +105,17 @@ function submitRate(settings: SmppSettings, options: RateOptions): SendRate {
   const { redisUrl, monotonic, log, ready } = options;
   if (tps === 0 || !redisUrl) return new LocalSendRate({ tps, urgentShare, monotonic, ready });
   const account = `${settings.host}:${settings.port}:${settings.systemId}`;
-  return new SharedSendRate({ tps, urgentShare, monotonic, ready, log, redisUrl, account, keyPrefix: options.rateKeyPrefix ?? 'herald:smpp-rate:', name: 'the SMPP submit rate' });
+  return new SharedSendRate({
+    tps,
+    urgentShare,
+    monotonic,
+    ready,
+    log,
+    redisUrl,
+    account,
+    keyPrefix: options.rateKeyPrefix ?? 'herald:smpp-rate:',
+    name: 'the SMPP submit rate',
+  });
 }
 
 class SmppTransport implements SmsTransport {
@@ -136,8 +148,14 @@ class SmppTransport implements SmsTransport {
     this.log = options.log ?? silentLog;
     this.monotonic = options.monotonic ?? (() => performance.now());
     this.boundSince = this.monotonic();
-    this.rate = submitRate(settings, { ...options, monotonic: this.monotonic, log: this.log, ready: () => this.pump() });
-    this.normalLimit = settings.window - Math.min(settings.window - 1, Math.floor(settings.window * settings.urgentShare));
+    this.rate = submitRate(settings, {
+      ...options,
+      monotonic: this.monotonic,
+      log: this.log,
+      ready: () => this.pump(),
+    });
+    this.normalLimit =
+      settings.window - Math.min(settings.window - 1, Math.floor(settings.window * settings.urgentShare));
     const timing = { ...DEFAULT_TIMING, ...options.timing };
     this.binds = Array.from(
       { length: settings.binds },
@@ -165,7 +183,9 @@ class SmppTransport implements SmsTransport {
     });
     const { database } = this;
     const watch = new ReceiptWatch(`${settings.systemId}@${settings.host}:${settings.port}`, this.log, this.monotonic);
-    this.answers = new GroupWriter((answers) => database.call(recordSmppAnswers, { now: this.clock.now(), answers }), { maxItems: GROUP_MAX });
+    this.answers = new GroupWriter((answers) => database.call(recordSmppAnswers, { now: this.clock.now(), answers }), {
+      maxItems: GROUP_MAX,
+    });
     this.receipts = new GroupWriter(
       async (receipts) => {
         const waiting = await inBackground(() => database.call(applySmppReceipts, { now: this.clock.now(), receipts }));
@@ -200,7 +220,11 @@ class SmppTransport implements SmsTransport {
           const missing = parts.flatMap((part, i) => (tracker.ids[i] === null ? [{ part, i }] : []));
           tracker.unsettled = missing.length;
           if (missing.length === 0) this.finish(tracker);
-          for (const { part, i } of missing) this.enqueue({ tracker, part: i, urgent, fields: submitFields(message, encoding, part), throttles: 0, signal }, 'back');
+          for (const { part, i } of missing)
+            this.enqueue(
+              { tracker, part: i, urgent, fields: submitFields(message, encoding, part), throttles: 0, signal },
+              'back',
+            );
         }),
     );
     const dropQueued = () => this.dropWhere((job) => job.signal === signal, 'the worker is stopping');
@@ -246,7 +270,8 @@ class SmppTransport implements SmsTransport {
       }
       const limit = urgent ? this.settings.window : this.normalLimit;
       let bind: SmppBind | undefined;
-      for (const candidate of this.binds) if (candidate.canSubmit && candidate.inUse < limit && (!bind || candidate.inUse < bind.inUse)) bind = candidate;
+      for (const candidate of this.binds)
+        if (candidate.canSubmit && candidate.inUse < limit && (!bind || candidate.inUse < bind.inUse)) bind = candidate;
       if (!bind) return;
       // No token: the rate pumps again when there may be one.
       if (!this.rate.take(urgent, queue.length)) return;
@@ -304,7 +329,12 @@ class SmppTransport implements SmsTransport {
         return;
       }
     }
-    this.partRefused(job, refusal === 'for good', `the SMSC refused the message (command_status ${statusCode(status)})`, statusCode(status));
+    this.partRefused(
+      job,
+      refusal === 'for good',
+      `the SMSC refused the message (command_status ${statusCode(status)})`,
+      statusCode(status),
+    );
   }
 
   /** Records an answer, trying again while the database cannot take it: its slot stays held meanwhile. */
@@ -322,7 +352,8 @@ class SmppTransport implements SmsTransport {
 
   private partRefused(job: PartJob, permanent: boolean, error: string, errorCode: string | null): void {
     const { tracker } = job;
-    if (!tracker.failure || (permanent && !tracker.failure.permanent)) tracker.failure = { accepted: false, permanent, error, errorCode };
+    if (!tracker.failure || (permanent && !tracker.failure.permanent))
+      tracker.failure = { accepted: false, permanent, error, errorCode };
     this.partSettled(tracker);
   }
 
@@ -388,7 +419,14 @@ class SmppTransport implements SmsTransport {
   private fromHandset(pdu: HandsetPdu, respond: (status: number) => void): void {
     // The smpp package decodes data_coding 0 (GSM 03.38) and 8 (UCS-2); what it leaves as bytes is read as Latin-1.
     const message = pdu.short_message?.message ?? pdu.message_payload?.message;
-    const text = typeof message === 'string' ? message : message ? (pdu.data_coding === 8 ? new TextDecoder('utf-16be').decode(message) : message.toString('latin1')) : '';
+    const text =
+      typeof message === 'string'
+        ? message
+        : message
+          ? pdu.data_coding === 8
+            ? new TextDecoder('utf-16be').decode(message)
+            : message.toString('latin1')
+          : '';
     const mo = { from: pdu.source_addr ?? '', to: pdu.destination_addr ?? '', text, at: this.clock.now() };
     this.receiveInbound(mo).then(
       (outcome) => {
@@ -396,7 +434,10 @@ class SmppTransport implements SmsTransport {
         respond(ESME_ROK);
       },
       (error: unknown) => {
-        this.log.error({ error: (error as Error).message }, 'keeping an SMPP message from a handset failed: the SMSC offers it again');
+        this.log.error(
+          { error: (error as Error).message },
+          'keeping an SMPP message from a handset failed: the SMSC offers it again',
+        );
         respond(ESME_RX_T_APPN);
       },
     );
@@ -426,7 +467,10 @@ class SmppTransport implements SmsTransport {
     if (this.binds.some((bind) => bind.state === 'bound')) {
       this.boundSince = now;
     } else if (now - this.boundSince >= NO_BIND_PATIENCE_MS) {
-      this.dropWhere(() => true, `no SMPP bind to ${this.settings.host}:${this.settings.port} for ${NO_BIND_PATIENCE_MS / 1000} s`);
+      this.dropWhere(
+        () => true,
+        `no SMPP bind to ${this.settings.host}:${this.settings.port} for ${NO_BIND_PATIENCE_MS / 1000} s`,
+      );
     }
     // Parts are handed out when a slot frees, a bind comes back or its pause ends; should one of
     // those wake-ups be missed, waiting parts go at the next tick rather than never (a batch

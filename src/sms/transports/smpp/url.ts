@@ -40,16 +40,23 @@ const LIMITS = { binds: [1, 32], window: [1, 1000], tps: [0, 100_000] } as const
 
 /** The settings of an `smpp://` or `smpps://` URL; throws an Error naming the fault (config.ts names the variable). */
 export function parseSmppUrl(raw: string): SmppSettings {
-  const url = transportUrl(raw, { schemes: ['smpp:', 'smpps:'], example: 'smpp://systemId:password@host:2775', what: 'the SMSC host', params: ['binds', 'window', 'tps', 'urgent', 'ca'] });
+  const url = transportUrl(raw, {
+    schemes: ['smpp:', 'smpps:'],
+    example: 'smpp://systemId:password@host:2775',
+    what: 'the SMSC host',
+    params: ['binds', 'window', 'tps', 'urgent', 'ca'],
+  });
   const systemId = decodeURIComponent(url.username);
   // SMPP 3.4 §5.2.1 and §5.2.2: system_id is at most 15 octets, password at most 8.
-  if (systemId === '' || systemId.length > 15) throw new Error('must carry a system_id of 1 to 15 characters before the @');
+  if (systemId === '' || systemId.length > 15)
+    throw new Error('must carry a system_id of 1 to 15 characters before the @');
   const password = decodeURIComponent(url.password);
   if (password.length > 8) throw new Error('password must be at most 8 characters (SMPP 3.4 §5.2.2)');
   const whole = (name: keyof typeof LIMITS) => wholeParam(url, name, LIMITS[name], SMPP_DEFAULTS[name]);
   const urgent = url.searchParams.get('urgent');
   const urgentShare = urgent === null || urgent === '' ? SMPP_DEFAULTS.urgentShare : Number(urgent);
-  if (!(urgentShare >= 0 && urgentShare < 1)) throw new Error(`urgent must be a share from 0 to below 1, got "${urgent}"`);
+  if (!(urgentShare >= 0 && urgentShare < 1))
+    throw new Error(`urgent must be a share from 0 to below 1, got "${urgent}"`);
   const tls = url.protocol === 'smpps:';
   return {
     tls,
