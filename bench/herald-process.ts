@@ -1,15 +1,22 @@
 /**
  * What the benches that drive a running `herald serve` over HTTP share: a fresh PostgreSQL
- * database, waiting for the server, an access token, a cheap POST, the peak RSS and a webhook
- * receiver.
+ * database, starting and waiting for the server, an access token, cheap requests, a steady
+ * stream of passcodes, the peak RSS and CPU time of processes, and a webhook receiver.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { createServer, request, type Agent } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import pg from 'pg';
+
+/** The machine a bench ran on: its cores, memory and Node. */
+export function machine(): string {
+  const gib = Math.round(totalmem() / 2 ** 30);
+  return `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${gib} GiB; node ${process.version}`;
+}
 
 /** One ENCRYPTION_KEY for every process of a run (PostgreSQL requires it; they must share it). */
 export const BENCH_ENCRYPTION_KEY = process.env.ENCRYPTION_KEY ?? randomBytes(32).toString('hex');
@@ -92,19 +99,20 @@ export async function authorizedHeaders(
 }
 
 /**
- * POSTs with node:http on kept-alive connections: the load generator shares the machine's
+ * A request with node:http on kept-alive connections: the load generator shares the machine's
  * two cores with what it measures, and fetch cost it about twice the CPU.
  */
-export function post(
+function send(
   agent: Agent,
+  method: 'GET' | 'POST',
   url: string,
   headers: Record<string, string>,
-  body: Buffer | string,
+  body: Buffer | string = '',
 ): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      { method, agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -117,14 +125,158 @@ export function post(
   });
 }
 
+export function post(
+  agent: Agent,
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer | string,
+): Promise<{ status: number; text: string }> {
+  return send(agent, 'POST', url, headers, body);
+}
+
+export function get(agent: Agent, url: string): Promise<{ status: number; text: string }> {
+  return send(agent, 'GET', url, {});
+}
+
 export function peakRssMiB(pid: number): number {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(match![1]) / 1024;
 }
 
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds the processes have used (user + system), from /proc, with their children's that
+ * they have waited for: PostgreSQL's postmaster gathers the time of the backends that ended.
+ */
+export function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      // ended since it was listed: its time is its parent's now
+    }
+  }
+  return ticks / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Every PostgreSQL process on the machine (postmaster, backends, background workers). */
+export function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+const HERALD = new URL('../bin/herald', import.meta.url).pathname;
+
+/** `herald serve` as deployed (one process: API and workers) on `url`, the bench's port and webhooks allowed. */
+export function startHeraldServe(url: string, port: number, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(HERALD, ['serve'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: url,
+      PORT: String(port),
+      WORKER_PORT: String(port + 1),
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
+/** Sends SIGTERM and resolves once the process has exited (at once if it has). */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+export interface OtpRun {
+  queueIds: Map<string, number>;
+  /** When each passcode's request was sent, by its recipient (one request each). */
+  sentTo: Map<string, number>;
+  /** Each request's time to its answer, ms. */
+  latencies: number[];
+  stop: () => Promise<void>;
+}
+
+/**
+ * POST /sms/single at a steady `rate` a second until stopped, each due by the clock, not after
+ * the last answer; remembers when each request was sent and how long it took.
+ */
+export function otpStream(
+  base: string,
+  headers: Record<string, string>,
+  webhookUrl: string,
+  rate: number,
+  recipient: (i: number) => string,
+): OtpRun {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const queueIds = new Map<string, number>();
+  const sentTo = new Map<string, number>();
+  const latencies: number[] = [];
+  const pending = new Set<Promise<void>>();
+  let stopped = false;
+  const loop = (async () => {
+    const started = performance.now();
+    for (let i = 0; !stopped; i++) {
+      const due = started + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const sentAt = Date.now();
+      const begun = performance.now();
+      const to = recipient(i);
+      sentTo.set(to, sentAt);
+      const body = JSON.stringify({
+        recipient: to,
+        senderName: 'HERALD',
+        body: `Your code is ${100000 + i}`,
+        webHookUrl: webhookUrl,
+      });
+      const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
+        if (status !== 202) throw new Error(`/sms/single answered ${status}: ${text}`);
+        latencies.push(performance.now() - begun);
+        queueIds.set(JSON.parse(text).data.QueueId, sentAt);
+      });
+      pending.add(one);
+      void one.finally(() => pending.delete(one));
+    }
+  })();
+  return {
+    queueIds,
+    sentTo,
+    latencies,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      await Promise.all(pending);
+      agent.destroy();
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The value below which a share `q` of the sorted values lie. */
+export const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
 /**
  * A webhook receiver that counts the events of the posts it takes that `counts` picks (a
- * message's final status), and notes when the last post arrived.
+ * message's final status), and notes when the last post arrived. A GET is one event, its
+ * query's parameters (how Kannel's dlr-url reports).
  */
 export async function startWebhookCounter(
   counts: (event: Record<string, unknown>) => boolean,
@@ -135,9 +287,11 @@ export async function startWebhookCounter(
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      counted += (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<Record<string, unknown>> }).data.filter(
-        counts,
-      ).length;
+      const events =
+        req.method === 'GET'
+          ? [Object.fromEntries(new URL(req.url!, 'http://receiver').searchParams)]
+          : (JSON.parse(Buffer.concat(chunks).toString()) as { data: Array<Record<string, unknown>> }).data;
+      counted += events.filter(counts).length;
       lastAt = Date.now();
       res.writeHead(204).end();
     });

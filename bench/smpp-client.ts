@@ -17,7 +17,10 @@ export async function bind(port: number) {
   return session;
 }
 
-/** Sends `count` submits on one bind with at most `window` outstanding; resolves when all are answered and, if asked, receipted. */
+/**
+ * Sends `count` submits on one bind with at most `window` outstanding; resolves when all are
+ * answered and, if asked, receipted.
+ */
 export function drive(session: smpp.Session, count: number, receipts: boolean, window: number): Promise<void> {
   const short_message = Buffer.from('Your code is 123456. Do not share it.');
   return new Promise((resolve) => {
@@ -53,4 +56,14 @@ export function drive(session: smpp.Session, count: number, receipts: boolean, w
     };
     for (let i = 0; i < window; i++) next();
   });
+}
+
+/** Messages a second `binds` binds of `window` push to the SMSC on `port`, `count` in all, every receipt answered. */
+export async function bareClientRate(port: number, count: number, binds: number, window: number): Promise<number> {
+  const sessions = await Promise.all(Array.from({ length: binds }, () => bind(port)));
+  const started = performance.now();
+  await Promise.all(sessions.map((session) => drive(session, Math.ceil(count / binds), true, window)));
+  const seconds = (performance.now() - started) / 1000;
+  for (const session of sessions) session.destroy();
+  return (Math.ceil(count / binds) * binds) / seconds;
 }

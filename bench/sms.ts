@@ -26,12 +26,9 @@
  *      the same simulator with the same binds and window, registered_delivery 1 and every
  *      receipt answered: the protocol's pace on this machine, and Herald's share of it.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { createInterface } from 'node:readline';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
@@ -40,14 +37,21 @@ import { migrateToLatest, openDatabase, type Database } from '../src/db/database
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import {
   authorizedHeaders,
-  BENCH_ENCRYPTION_KEY,
+  machine,
+  type OtpRun,
+  otpStream,
   peakRssMiB,
   post,
+  quantile,
+  sleep,
+  startHeraldServe,
   startWebhookCounter,
+  stopProcess,
   waitForHealth,
   withFreshPostgres,
 } from './herald-process.ts';
-import { bind, drive } from './smpp-client.ts';
+import { startSimulator } from './sim-smsc.ts';
+import { bareClientRate } from './smpp-client.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
@@ -64,12 +68,11 @@ const requestedUrl = process.env.DATABASE_URL || undefined;
 const CPU_PROF = process.env.BENCH_CPU_PROF;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-
 function mobile(n: number): string {
   return String(919_000_000_000 + n);
 }
+
+const otpRecipient = (i: number) => mobile(900_000 + i);
 
 /** The list's contacts, written straight into the database: what is measured is sending to them. */
 async function seedContacts(database: Database, accountId: string, listId: string): Promise<void> {
@@ -101,54 +104,6 @@ async function seedContacts(database: Database, accountId: string, listId: strin
   }
 }
 
-interface OtpRun {
-  queueIds: Map<string, number>;
-  /** When each passcode's request was sent, by its recipient (one request each). */
-  sentTo: Map<string, number>;
-  stop: () => Promise<void>;
-}
-
-/** POST /sms/single at a steady rate until stopped; remembers when each request was sent. */
-function otpStream(base: string, headers: Record<string, string>, webhookUrl: string): OtpRun {
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const queueIds = new Map<string, number>();
-  const sentTo = new Map<string, number>();
-  const pending = new Set<Promise<void>>();
-  let stopped = false;
-  const loop = (async () => {
-    const started = performance.now();
-    for (let i = 0; !stopped; i++) {
-      const due = started + (i * 1000) / OTP_RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await sleep(wait);
-      const sentAt = Date.now();
-      const recipient = mobile(900_000 + i);
-      sentTo.set(recipient, sentAt);
-      const body = JSON.stringify({
-        recipient,
-        senderName: 'HERALD',
-        body: `Your code is ${100000 + i}`,
-        webHookUrl: webhookUrl,
-      });
-      const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
-        if (status !== 202) throw new Error(`/sms/single answered ${status}: ${text}`);
-        queueIds.set(JSON.parse(text).data.QueueId, sentAt);
-      });
-      pending.add(one);
-      void one.finally(() => pending.delete(one));
-    }
-  })();
-  return {
-    queueIds,
-    sentTo,
-    stop: async () => {
-      stopped = true;
-      await loop;
-      await Promise.all(pending);
-    },
-  };
-}
-
 /**
  * When each message's first part was submitted, by recipient: the sandbox's record, or the
  * simulator's of the submit_sm's arrival.
@@ -174,54 +129,13 @@ const sandboxClock: SubmitClock = {
   },
 };
 
-/** `herald sim smsc` in its own process, every submit answered and receipted DELIVRD. */
-async function startSimulator(): Promise<
-  SubmitClock & { port: number; reset(): Promise<void>; stop(): Promise<void> }
-> {
-  const child = spawn(
-    'bin/herald',
-    [
-      'sim',
-      'smsc',
-      '--port',
-      '0',
-      '--http-port',
-      '0',
-      '--receipt-delay-ms',
-      String(RECEIPT_DELAY_MS),
-      '--retain',
-      '400000',
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-  const port = Number(/SMPP on [^:]+:(\d+)/.exec(line)![1]);
-  const control = /control on (http:\S+)/.exec(line)![1];
-  return {
-    port,
-    async submitted() {
-      const { arrivals } = (await (await fetch(`${control}/arrivals`)).json()) as { arrivals: Array<[string, number]> };
-      return new Map(arrivals);
-    },
-    async reset() {
-      await fetch(`${control}/reset`, { method: 'POST' });
-    },
-    async stop() {
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await once(child, 'exit');
-    },
-  };
-}
-
 async function untilCompleted(database: Database, sendIds: string[]): Promise<void> {
   for (;;) {
     let open = 0;
     for (let start = 0; start < sendIds.length; start += 5000) {
-      const { rows } = await sql<{
-        n: number;
-      }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(sendIds.slice(start, start + 5000))})`.execute(
-        database.db,
-      );
+      const ids = sql.join(sendIds.slice(start, start + 5000));
+      const { rows } = await sql<{ n: number }>`select count(*) as n from sends
+        where status <> 'Completed' and id in (${ids})`.execute(database.db);
       open += Number(rows[0].n);
     }
     if (open === 0) return;
@@ -242,16 +156,6 @@ async function otpLatencies(
     .flatMap(([recipient, sentAt]) => (submitted.has(recipient) ? [submitted.get(recipient)! - sentAt] : []))
     .sort((a, b) => a - b);
   return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), count: latencies.length };
-}
-
-/** (c): the batch's count of messages pushed by a bare client over BINDS binds of WINDOW, every receipt answered. */
-async function bareClientRate(port: number, count: number): Promise<number> {
-  const sessions = await Promise.all(Array.from({ length: BINDS }, () => bind(port)));
-  const started = performance.now();
-  await Promise.all(sessions.map((session) => drive(session, Math.ceil(count / BINDS), true, WINDOW)));
-  const seconds = (performance.now() - started) / 1000;
-  for (const session of sessions) session.destroy();
-  return (Math.ceil(count / BINDS) * BINDS) / seconds;
 }
 
 async function run(url: string): Promise<void> {
@@ -278,26 +182,15 @@ async function run(url: string): Promise<void> {
   await seedContacts(database, account.id, customers);
 
   const receiver = await startWebhookCounter((e) => e.status === 'Delivered' || e.status === 'Failed');
-  const simulator = SMPP ? await startSimulator() : undefined;
-  const clock = simulator ?? sandboxClock;
+  const simulator = SMPP
+    ? await startSimulator(['--receipt-delay-ms', String(RECEIPT_DELAY_MS), '--retain', '400000'])
+    : undefined;
+  const clock: SubmitClock = simulator ? { submitted: () => simulator.arrivals() } : sandboxClock;
   const transport = simulator
     ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` }
     : {};
   const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
-  const server = spawn('bin/herald', ['serve'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      PORT: String(PORT),
-      WORKER_PORT: String(PORT + 1),
-      LOG_LEVEL: 'warn',
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
-      ...transport,
-      ...profile,
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const server = startHeraldServe(url, PORT, { ...transport, ...profile });
   const base = `http://127.0.0.1:${PORT}`;
   try {
     await waitForHealth(base);
@@ -307,7 +200,7 @@ async function run(url: string): Promise<void> {
     // the hot paths as they run): passcodes sent then took 40 to 100 ms, a third of the idle
     // run's slowest hundredth. The service is warmed up first, as one long running would be.
     console.log(`warm-up: POST /sms/single at ${OTP_RATE}/s for ${WARM_UP_SECONDS} s, not counted`);
-    const warmUp = otpStream(base, headers, receiver.url);
+    const warmUp = otpStream(base, headers, receiver.url, OTP_RATE, otpRecipient);
     await sleep(WARM_UP_SECONDS * 1000);
     await warmUp.stop();
     await otpLatencies(database, clock, warmUp);
@@ -315,7 +208,7 @@ async function run(url: string): Promise<void> {
     await simulator?.reset();
 
     console.log(`(a) POST /sms/single at ${OTP_RATE}/s for ${SECONDS} s, idle service`);
-    const idle = otpStream(base, headers, receiver.url);
+    const idle = otpStream(base, headers, receiver.url, OTP_RATE, otpRecipient);
     await sleep(SECONDS * 1000);
     await idle.stop();
     const idleLatency = await otpLatencies(database, clock, idle);
@@ -324,7 +217,7 @@ async function run(url: string): Promise<void> {
     console.log(`(b) one batch: ${RECIPIENTS} recipients + a list of ${LIST} contacts, with (a) running beside it`);
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ mobileNo: mobile(i + 1) }));
     const eventsBefore = receiver.counted();
-    const busy = otpStream(base, headers, receiver.url);
+    const busy = otpStream(base, headers, receiver.url, OTP_RATE, otpRecipient);
     const requested = Date.now();
     const accepted = await post(
       new Agent(),
@@ -358,30 +251,36 @@ async function run(url: string): Promise<void> {
 
     console.log('figure                                              value');
     console.log(
-      `OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`,
+      'OTP request → submit, idle: p50 / p99 (ms)         ' +
+        `${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`,
     );
     console.log(
-      `OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`,
+      'OTP request → submit, during the batch (ms)        ' +
+        `${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`,
     );
     console.log(
-      `batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`,
+      'batch: messages/s, request to last submit          ' +
+        `${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`,
     );
+    const events = receiver.counted() - eventsBefore;
     console.log(
-      `batch: last webhook event after the last submit    ${receiver.counted() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`,
+      'batch: last webhook event after the last submit    ' +
+        (receiver.counted() >= expectedEvents
+          ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s`
+          : `only ${events} of ${expectedEvents - eventsBefore} events within 120 s`),
     );
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
     if (simulator) {
-      server.kill('SIGTERM');
-      if (server.exitCode === null) await once(server, 'exit');
+      await stopProcess(server);
       await simulator.reset();
-      const bare = await bareClientRate(simulator.port, total);
+      const bare = await bareClientRate(simulator.port, total, BINDS, WINDOW);
       console.log(
-        `(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ${bare.toFixed(0)}   (Herald: ${(total / seconds / bare).toFixed(2)} of it)`,
+        `(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ` +
+          `${bare.toFixed(0)}   (Herald: ${(total / seconds / bare).toFixed(2)} of it)`,
       );
     }
   } finally {
-    server.kill('SIGTERM');
-    if (server.exitCode === null) await once(server, 'exit');
+    await stopProcess(server);
     await simulator?.stop();
     await receiver.close();
     await database.close();
@@ -391,9 +290,7 @@ async function run(url: string): Promise<void> {
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'herald-bench-sms-'));
   const url = requestedUrl ?? `sqlite:${join(dir, 'herald.db')}`;
-  console.log(
-    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
-  );
+  console.log(`${machine()}; ${postgres ? 'postgres' : 'sqlite'}`);
   try {
     if (postgres) await withFreshPostgres(url, [], () => run(url));
     else await run(url);
