@@ -195,12 +195,17 @@ export function startHeraldServe(url: string, port: number, env: NodeJS.ProcessE
   });
 }
 
-/** Sends SIGTERM and resolves once the process has exited (at once if it has). */
+/**
+ * Sends SIGTERM and resolves once the process has exited (at once if it has); one still running
+ * 30 s later is killed, so a wedged process cannot hold up the bench.
+ */
 export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
+  const wedged = setTimeout(() => child.kill('SIGKILL'), 30_000);
   await exited;
+  clearTimeout(wedged);
 }
 
 export interface OtpRun {
