@@ -12,7 +12,7 @@ forEachDatabase((dialect) => {
     it(name, async () => {
       const t = await createTestDatabase(dialect);
       try {
-        const statement = sandboxPageQuery(t.db, 'an-account', { recipient, limit: 100 }).compile(t.db);
+        const statement = sandboxPageQuery(t.db, 'an-account', { recipient, limit: 100 }).compile();
         const plan = await t.db.transaction().execute(async (trx) => {
           // An empty table's cheapest plan is a scan whatever the indexes: ask for the plan the
           // planner keeps for a large one.

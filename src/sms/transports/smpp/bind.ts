@@ -283,11 +283,11 @@ export class SmppBind {
     this.failures = Math.min(this.failures + 1, 30);
     // Half the wait fixed, half random: binds lost together do not return together.
     const wait = ceiling / 2 + (this.options.random() * ceiling) / 2;
+    const fields = { bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) };
+    // One warning a spell down, as for its return; each attempt that fails again is only news.
+    if (this.lostAt === undefined) this.options.log.warn(fields, 'SMPP bind lost');
+    else this.options.log.info(fields, 'SMPP bind still down');
     this.lostAt ??= this.options.monotonic();
-    this.options.log.warn(
-      { bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) },
-      'SMPP bind lost',
-    );
     this.setState('down');
     for (const submit of unanswered) submit.lost();
     this.reconnectTimer = setTimeout(() => this.open(), wait);
