@@ -104,7 +104,7 @@ export interface KindOptions {
 export interface WorkerOptions {
   database: Database;
   clock: Clock;
-  log?: { error(object: object, message: string): void };
+  log?: { warn(object: object, message: string): void; error(object: object, message: string): void };
   /** How long a claim holds a job, by the database's clock; renewed every third of it while the job runs. */
   leaseMs?: number;
   /**
@@ -371,15 +371,15 @@ export class Worker {
       if (error.at <= now) this.wake(kind.name);
       return;
     }
-    this.options.log?.error({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempt }, 'job failed');
+    const failed = { err: error, jobId: job.id, kind: job.kind, attempt: job.attempt };
     if (job.attempt < job.maxAttempts) {
-      await releaseJob(db, lease, {
-        runAt: now + retryDelayMs(job.attempt, this.options.random()),
-        error: message,
-        now,
-      });
+      // A warning: the queue tries again by itself. Only the last attempt is an error (then `job dead`).
+      const retryInMs = retryDelayMs(job.attempt, this.options.random());
+      this.options.log?.warn({ ...failed, retryInMs }, 'job failed');
+      await releaseJob(db, lease, { runAt: now + retryInMs, error: message, now });
       return;
     }
+    this.options.log?.error(failed, 'job failed');
     const died = await db.transaction().execute(async (trx) => {
       const released = await releaseJob(trx, lease, { runAt: null, error: message, now });
       if (released && kind.handler.onDead) await kind.handler.onDead(trx, job, message);
