@@ -93,6 +93,16 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('counts the misses of an IPv6 client by its /64, as one client', async () => {
+    const miss = (remoteAddress: string, i: number) =>
+      api.t.app.inject({ method: 'GET', url: `/l/Zz${String(i).padStart(6, '0')}`, remoteAddress });
+    // Each miss from another address of the same /64: 2^64 addresses are one subscriber's.
+    for (let i = 0; i < MAX_MISSES_PER_ADDRESS; i++)
+      assert.equal((await miss(`2001:db8:7:8::${(i + 1).toString(16)}`, i)).statusCode, 404);
+    assert.equal((await miss('2001:db8:7:8:ffff:ffff:ffff:ffff', 0)).statusCode, 429);
+    assert.equal((await miss('2001:db8:7:9::1', 0)).statusCode, 404, 'the next /64 is another client');
+  });
+
   it('puts the landing page link after the text, leads it to the page (302) and shows the click on its recipient', async () => {
     const queueId = await send(alice, '/sms/single', {
       recipient: '919812345678',
