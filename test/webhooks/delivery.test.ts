@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
+import { seal } from '../../src/sealed.ts';
 import { SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
 import { webhookDeliveryHandler, type DeliveryOptions } from '../../src/webhooks/deliver.ts';
 import { systemResolver } from '../../src/webhooks/destination.ts';
@@ -68,6 +70,23 @@ forEachDatabase((dialect) => {
     assert.equal(row.last_status_code, 200);
     assert.equal(row.delivered_at, t.clock.now());
     assert.equal(row.next_attempt_at, null);
+  });
+
+  it('posts nothing, and says why, while the account’s secret was sealed under a key no longer held', async () => {
+    const id = await emit();
+    const lost = seal(createSecretKey(randomBytes(32)), 'whsec_lost', `webhook_secrets:${account.row.id}`);
+    await t.ctx.db
+      .insertInto('webhook_secrets')
+      .values({ account_id: account.row.id, sealed_secret: lost, created_at: t.clock.now() })
+      .execute();
+    assert.equal(await attempt(handlerFor(), id), 'retry');
+    const row = await delivery(id);
+    assert.deepEqual([row.status, receiver.received.length], ['pending', 0]);
+    // The receiver was never reached: the error is the secret's, not a connection's.
+    assert.match(
+      row.last_error!,
+      /^The webhook secret was sealed under an ENCRYPTION_KEY this service no longer holds/,
+    );
   });
 
   it('retries a 500 after 5 s and delivers exactly once, with the same webhook-id and body', async () => {
