@@ -140,7 +140,7 @@ class SqliteThreadDriver implements Driver {
   private thread: SqliteThread | undefined;
   private connection: SqliteThreadConnection | undefined;
   /** The one connection, in turn: urgent callers before those in the background (priority.ts). */
-  private readonly turns = new Turns(1);
+  readonly turns = new Turns(1);
 
   constructor(path: string, procedures: readonly string[]) {
     this.path = path;
@@ -211,7 +211,13 @@ class SqliteThreadDriver implements Driver {
 export function openSqlite(
   path: string,
   procedures: readonly string[],
-): { dialect: Dialect; call: SqliteThreadDriver['call']; reads: Dialect; started: () => Promise<void> } {
+): {
+  dialect: Dialect;
+  call: SqliteThreadDriver['call'];
+  reads: Dialect;
+  started: () => Promise<void>;
+  waiting: () => number;
+} {
   const memory = path === ':memory:';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
   const driver = new SqliteThreadDriver(path, procedures);
@@ -229,5 +235,11 @@ export function openSqlite(
             },
           }),
       );
-  return { dialect, call: (procedure, args) => driver.call(procedure, args), reads, started: () => driver.init() };
+  return {
+    dialect,
+    call: (procedure, args) => driver.call(procedure, args),
+    reads,
+    started: () => driver.init(),
+    waiting: () => driver.turns.waiting,
+  };
 }
