@@ -63,7 +63,10 @@ export interface SmscOptions {
   receiptBeforeResponse?: boolean;
   /** Submits a second each bind may make; above it, ESME_RTHROTTLED. 0 (default): no limit. */
   tps?: number;
-  /** Submits a second one system_id may make across all its binds, as operators' contracts count; above it, ESME_RTHROTTLED. 0 (default): no limit. */
+  /**
+   * Submits a second one system_id may make across all its binds, as operators' contracts count;
+   * above it, ESME_RTHROTTLED. 0 (default): no limit.
+   */
   accountTps?: number;
   /** Share of submits answered ESME_RTHROTTLED whatever the rate. */
   throttledShare?: number;
@@ -231,7 +234,7 @@ function gsmBytes(text: string): Buffer {
   let gsm = text;
   for (let i = 0; i < text.length; i++) {
     if (septetsOf(text.charCodeAt(i)) === 0) {
-      gsm = text.replace(/[^]/g, (char) => (septetsOf(char.charCodeAt(0)) > 0 ? char : '?'));
+      gsm = text.replace(/./gs, (char) => (septetsOf(char.charCodeAt(0)) > 0 ? char : '?'));
       break;
     }
   }
@@ -321,7 +324,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       laterReceipts.length = 0;
       nextDue = 0;
     } else {
-      if (nextDue > 4096) laterReceipts.splice(0, nextDue), (nextDue = 0);
+      if (nextDue > 4096) {
+        laterReceipts.splice(0, nextDue);
+        nextDue = 0;
+      }
       armReceiptTimer();
     }
   }
@@ -361,7 +367,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     const snippet = (decodePart(part, gsm7Packed) ?? '').slice(0, 20);
     const text =
       `id:${formatId(id, receiptIdFormat)} sub:001 dlvrd:${state === 'DELIVRD' ? '001' : '000'} ` +
-      `submit date:${receiptDate(part.receivedAt)} done date:${receiptDate(now())} stat:${state} err:${ERROR_CODE[state]} text:${snippet}`;
+      `submit date:${receiptDate(part.receivedAt)} done date:${receiptDate(now())} ` +
+      `stat:${state} err:${ERROR_CODE[state]} text:${snippet}`;
     return {
       systemId: part.systemId,
       pdu: {
@@ -386,7 +393,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     if (tps > 0 && !tokenFrom(session, tps)) return STATUS.ESME_RTHROTTLED;
     if (accountTps > 0) {
       let account = accounts.get(session.systemId);
-      if (!account) accounts.set(session.systemId, (account = { tokens: accountTps, refilledAt: now() }));
+      if (!account) {
+        account = { tokens: accountTps, refilledAt: now() };
+        accounts.set(session.systemId, account);
+      }
       if (!tokenFrom(account, accountTps)) return STATUS.ESME_RTHROTTLED;
     }
     if (throttledShare > 0 && random() < throttledShare) return STATUS.ESME_RTHROTTLED;
@@ -467,7 +477,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   }
 
   function onBind(session: Session, header: Header, pdu: Buffer): void {
-    if (session.kind) return respond(session, header, STATUS.ESME_RALYBND);
+    if (session.kind) {
+      respond(session, header, STATUS.ESME_RALYBND);
+      return;
+    }
     const { systemId, password } = readBind(pdu);
     const status =
       options.systemId !== undefined && systemId !== options.systemId
@@ -477,7 +490,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
           : 0;
     if (status !== 0) {
       stats.binds.refused++;
-      return respond(session, header, status);
+      respond(session, header, status);
+      return;
     }
     stats.binds.accepted++;
     session.kind = BIND_KIND[header.commandId];
