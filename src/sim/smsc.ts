@@ -55,6 +55,11 @@ export interface SmscOptions {
   firstId?: number;
   /** From submit_sm_resp to the final receipt. Default 1000. */
   receiptDelayMs?: number;
+  /**
+   * Keep the final receipts, instead of sending them receiptDelayMs after the response, until
+   * `releaseReceipts` sends them: a test sees what comes before them without racing a timer.
+   */
+  holdReceipts?: boolean;
   /** Shares of final receipt states; DELIVRD takes what the others leave. Default all DELIVRD. */
   outcomes?: Partial<Record<FinalState, number>>;
   /** Send an ENROUTE intermediate receipt (esm_class 0x20) right after the response, before the final one. */
@@ -121,6 +126,8 @@ export interface Smsc {
   stats(): SmscStats;
   /** Send an MO message; false when no bind can receive it. */
   sendMo(request: MoRequest): boolean;
+  /** Under holdReceipts, sends the `count` (default: all) final receipts held longest; how many it sent. */
+  releaseReceipts(count?: number): number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -308,7 +315,13 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const laterReceipts: Array<{ at: number; send: () => void }> = [];
   let nextDue = 0;
   let receiptTimer: NodeJS.Timeout | undefined;
+  /** Under holdReceipts, the receipts releaseReceipts is yet to send, oldest first. */
+  const heldReceipts: Array<() => void> = [];
   function later(send: () => void): void {
+    if (options.holdReceipts) {
+      heldReceipts.push(send);
+      return;
+    }
     laterReceipts.push({ at: performance.now() + receiptDelayMs, send });
     if (!receiptTimer) armReceiptTimer();
   }
@@ -655,6 +668,12 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     return { ...stats, binds: { ...stats.binds, open }, deliverSm: { ...stats.deliverSm, waiting } };
   }
 
+  function releaseReceipts(count = heldReceipts.length): number {
+    const released = heldReceipts.splice(0, count);
+    for (const send of released) send();
+    return released.length;
+  }
+
   function reset(): void {
     taken = new Ring(retain);
     stats = freshStats();
@@ -682,6 +701,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     arrivals,
     stats: currentStats,
     sendMo,
+    releaseReceipts,
     reset,
     async close() {
       closed = true;
