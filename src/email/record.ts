@@ -5,18 +5,8 @@ import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import {
-  completeSend,
-  endUnsent,
-  loadPage,
-  PAGE,
-  pageRows,
-  postRefused,
-  startSend,
-  type Finish,
-  type PageRow,
-  type StartedSend,
-} from '../messaging/send.ts';
+import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
+import { completeSend, endUnsent, loadPage, PAGE, pageRows, type Finish, type PageRow } from '../messaging/pipeline.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -58,7 +48,7 @@ export function retryAt(deferredAt: number, attempts: number, now: number): numb
 }
 
 /**
- * A batch's start (messaging/send.ts): a range of its expansion a call, its Dropped
+ * A batch's start (messaging/accept.ts): a range of its expansion a call, its Dropped
  * recipients posted (SPEC §3 names the word, unlike SMS's NotSent), then its first page.
  */
 export const startEmailSend = procedure(
@@ -138,7 +128,7 @@ async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Leas
   return completeSend(trx, sendId, now, lease);
 }
 
-/** The batch done when its last page was recorded earlier, or when it woke with none due (messaging/send.ts's Pending). */
+/** The batch done when its last page was recorded earlier, or when it woke with none due (messaging/pipeline.ts's Pending). */
 export const finishResumedEmailSend = procedure(
   import.meta.url,
   'finishResumedEmailSend',
@@ -240,7 +230,7 @@ export function pageResults(
   return results;
 }
 
-/** A batch's job died: what it had not handed over is Dropped (messaging/send.ts's endUnsent), and the batch Completed. */
+/** A batch's job died: what it had not handed over is Dropped (messaging/pipeline.ts's endUnsent), and the batch Completed. */
 export async function dropUnsent(
   trx: Db,
   dialect: DialectName,

@@ -7,7 +7,8 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { cancelSend, listSends } from '../messaging/send.ts';
+import { cancelSend } from '../messaging/accept.ts';
+import { listSends } from '../messaging/reads.ts';
 import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
   addSuppression,

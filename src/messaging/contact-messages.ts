@@ -4,7 +4,7 @@ import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { queries } from './queries.ts';
-import { recipientWord } from './send.ts';
+import { recipientWord } from './reads.ts';
 
 const cursor = cursorCodec(['integer']);
 

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { contentState, groupBy, readSendPage, type SendReadPage } from '../messaging/send.ts';
+import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { StoredSmsContent } from './accept.ts';
 
@@ -53,7 +53,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
   const [clicksOf, clicks] = linked
     ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)])
     : [new Map<number, ClickView[]>(), 0];
-  const partsOf = groupBy(parts, (p) => Number(p.recipient_id));
+  const partsOf = Map.groupBy(parts, (p) => Number(p.recipient_id));
 
   return {
     queueId: send.id,

@@ -14,7 +14,8 @@ import {
   type SuppressionView,
 } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
-import { cancelSend, listSends } from '../messaging/send.ts';
+import { cancelSend } from '../messaging/accept.ts';
+import { listSends } from '../messaging/reads.ts';
 import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';

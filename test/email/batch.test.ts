@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
-import { PAGE } from '../../src/messaging/send.ts';
+import { PAGE } from '../../src/messaging/pipeline.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { PAGE } from '../../src/messaging/send.ts';
+import { PAGE } from '../../src/messaging/pipeline.ts';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from '../../src/sim/smtp.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { accepted, crashSetUp, killedAfter, servedUntilCompleted, tally } from '../support/crash.ts';
