@@ -148,15 +148,13 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      reply
-        .code(201)
-        .send(
-          await addShortenerDomain(ctx.db, ctx.clock, {
-            accountId: request.params.accountId.toLowerCase(),
-            domain: request.body.domain,
-            serviceHost,
-          }),
-        ),
+      reply.code(201).send(
+        await addShortenerDomain(ctx.db, ctx.clock, {
+          accountId: request.params.accountId.toLowerCase(),
+          domain: request.body.domain,
+          serviceHost,
+        }),
+      ),
   );
 
   r.get(

@@ -100,15 +100,13 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      reply
-        .code(201)
-        .send(
-          await addSenderDomain(ctx.database, ctx.encryptionKey, ctx.clock, {
-            accountId: request.params.accountId,
-            domain: request.body.domain,
-            serviceDomain,
-          }),
-        ),
+      reply.code(201).send(
+        await addSenderDomain(ctx.database, ctx.encryptionKey, ctx.clock, {
+          accountId: request.params.accountId,
+          domain: request.body.domain,
+          serviceDomain,
+        }),
+      ),
   );
 
   r.get(

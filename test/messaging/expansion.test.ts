@@ -99,20 +99,18 @@ forEachDatabase((dialect) => {
     let ranges = 0;
     for (let after: string | null = null; ; ) {
       ranges += 1;
-      after = await db
-        .transaction()
-        .execute((trx) =>
-          expandRecipients(trx, dialect, {
-            channel: 'sms',
-            sendId,
-            accountId,
-            listIds,
-            allContactsListId: lists.all,
-            after,
-            now: 2,
-            rangeSize,
-          }),
-        );
+      after = await db.transaction().execute((trx) =>
+        expandRecipients(trx, dialect, {
+          channel: 'sms',
+          sendId,
+          accountId,
+          listIds,
+          allContactsListId: lists.all,
+          after,
+          now: 2,
+          rangeSize,
+        }),
+      );
       if (after === null) break;
     }
     const rows = await db

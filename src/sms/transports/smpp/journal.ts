@@ -43,13 +43,11 @@ export const recordSmppAnswers = procedure(
         })),
       )
       .onConflict((oc) =>
-        oc
-          .columns(['send_id', 'recipient', 'part'])
-          .doUpdateSet((eb) => ({
-            parts: eb.ref('excluded.parts'),
-            operator_message_id: eb.ref('excluded.operator_message_id'),
-            at: eb.ref('excluded.at'),
-          })),
+        oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({
+          parts: eb.ref('excluded.parts'),
+          operator_message_id: eb.ref('excluded.operator_message_id'),
+          at: eb.ref('excluded.at'),
+        })),
       )
       .execute();
   },
