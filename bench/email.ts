@@ -148,8 +148,10 @@ async function startSink(): Promise<{ port: number; accepted(): Promise<number>;
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let banner: RegExpExecArray | null = null;
-  for await (const line of createInterface({ input: child.stdout! }))
-    if ((banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line))) break;
+  for await (const line of createInterface({ input: child.stdout! })) {
+    banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line);
+    if (banner) break;
+  }
   if (!banner) throw new Error('herald sim smtp stopped before it listened');
   const [, port, control] = banner;
   return {

@@ -89,7 +89,7 @@ async function commitGaps(path: string): Promise<CommitGaps & { mainStallMs: num
   const gaps = await watchCommitGaps(path);
   const stalls = monitorEventLoopDelay({ resolution: 1 });
   stalls.enable();
-  worker.start();
+  await worker.start();
   try {
     await pushJobsThrough(database, perTransaction);
     stalls.disable();

@@ -245,7 +245,7 @@ export async function applyBatch(
   for (let pending = created; pending.length > 0; ) {
     const unnumbered = pending.filter((d) => d.id === 0);
     const ids = await allocateContactIds(db, accountId, unnumbered.length, reserved);
-    unnumbered.forEach((d, i) => (d.id = ids[i]));
+    for (const [i, d] of unnumbered.entries()) d.id = ids[i];
     const inserted = await insertContacts(db, dialect, accountId, now, pending.map(rowOf));
     pending = pending.filter((d) => !inserted.has(d.id));
     for (const d of pending) {

@@ -58,7 +58,10 @@ export function packEntries(batchId: string, listId: string, entries: BatchEntry
       properties = [];
       for (const [id, value] of Object.entries(e.properties)) {
         let i = index.get(id);
-        if (i === undefined) index.set(id, (i = propertyIds.push(id) - 1));
+        if (i === undefined) {
+          i = propertyIds.push(id) - 1;
+          index.set(id, i);
+        }
         properties.push(i, value);
       }
     }

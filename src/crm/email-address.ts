@@ -18,7 +18,7 @@ export const MAX_EMAIL_ADDRESS = 254;
 /** Why the address is not one Herald accepts, or undefined if it is. */
 export function emailAddressProblem(address: string): string | undefined {
   if (address.length > MAX_EMAIL_ADDRESS) return `must be an email address of at most ${MAX_EMAIL_ADDRESS} characters`;
-  if (/[^\x00-\x7f]/.test(address)) {
+  if (/[\u0080-\uffff]/.test(address)) {
     return 'must be an email address in ASCII: give an internationalised domain in its xn-- form';
   }
   if (!WHATWG_EMAIL.test(address)) return 'must be an email address';

@@ -82,7 +82,10 @@ export class Notifier {
   notify(channel: string, payload: string): void {
     if (this.closed) return;
     let payloads = this.pending.get(channel);
-    if (!payloads) this.pending.set(channel, (payloads = new Set()));
+    if (!payloads) {
+      payloads = new Set();
+      this.pending.set(channel, payloads);
+    }
     payloads.add(payload);
     this.sending ??= this.send();
   }

@@ -18,6 +18,7 @@ type Db = Kysely<Schema>;
 
 // What HTML may hold besides text: tab, line feed, form feed, carriage return. NUL above all
 // must not pass: PostgreSQL's text cannot hold it.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL_IN_HTML = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/;
 
 /** Why HTML cannot be sent, or undefined. */

@@ -213,5 +213,5 @@ export function usageCsv(usage: UsageRead): string {
     day.email.messages,
     ...statusColumns.map(({ channel, word }) => day[channel].statuses[word] ?? 0),
   ]);
-  return [header, ...rows].map((row) => row.join(',')).join('\r\n') + '\r\n';
+  return `${[header, ...rows].map((row) => row.join(',')).join('\r\n')}\r\n`;
 }

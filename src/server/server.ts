@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { AppContext } from '../context.ts';

@@ -36,13 +36,14 @@ export const SIM_SMTP_ARGS = `[--port 2525] [--http-port 2526] [--host 127.0.0.1
 
 /** One simulator's options read from its command line, its mistakes as usage errors. */
 function reader<T extends ParseArgsOptionsConfig>(args: string[], options: T, usageError: (message: string) => Error) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, tokens: true });
-  } catch (error) {
-    if (!(error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw error;
-    throw usageError((error as Error).message);
-  }
+  const parsed = (() => {
+    try {
+      return parseArgs({ args, options, tokens: true });
+    } catch (error) {
+      if (!(error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw error;
+      throw usageError((error as Error).message);
+    }
+  })();
   const { values, tokens } = parsed;
   const text = (name: string) => (values as Record<string, string | boolean | undefined>)[name] as string | undefined;
   const number = (name: string): number | undefined => {

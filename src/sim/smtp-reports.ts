@@ -266,6 +266,7 @@ function checkedRequest(request: ReportRequest, fallback?: ReportDestination) {
     const value = request[field];
     if (
       value !== undefined &&
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: a control character is what makes text not one line
       (typeof value !== 'string' || value === '' || value.length > MAX_DIAGNOSTIC || /[\x00-\x1f\x7f]/.test(value))
     ) {
       throw new RangeError(`${field} must be one line of 1 to ${MAX_DIAGNOSTIC} characters`);

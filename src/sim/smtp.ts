@@ -239,6 +239,7 @@ function compile(rule: SmtpRule): Rule {
   const text =
     rule.text ??
     (rule.code === undefined ? defaults.text : (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused')));
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a control character is what makes text not one line
   if (typeof text !== 'string' || text === '' || text.length > MAX_TEXT || /[\x00-\x1f\x7f]/.test(text)) {
     throw new RangeError(`text must be one line of 1 to ${MAX_TEXT} characters`);
   }
@@ -334,7 +335,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     } else if (reply) {
       stats.recipients[reply.code < 500 ? 'deferred' : 'rejected']++;
       count(reply.code);
-      return callback(replyError(reply.code, reply.message));
+      callback(replyError(reply.code, reply.message));
+      return;
     }
     stats.recipients.accepted++;
     count(250);

@@ -315,7 +315,8 @@ class SmppTransport implements SmsTransport {
       const { sendId, recipient } = message;
       const parts = message.segmented.parts.length;
       const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id };
-      this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
+      // recordAnswer retries until the answer is kept and never rejects.
+      void this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
       return;
     }
     this.freeSlot(bind, message.recipient);
