@@ -162,7 +162,7 @@ forEachDatabase((dialect) => {
     for (const id of [recent, bobs, sending]) {
       assert.equal((await content(id)).body, 'Your code is [code]');
       assert.equal((await sendRow(id)).purged_at, null);
-      assert.ok((await tagsOf(id)).every((tags) => tags !== null && tags.includes('secret-')));
+      assert.ok((await tagsOf(id)).every((tags) => tags?.includes('secret-')));
       assert.equal(await sandboxCount(id), 1);
     }
     assert.equal((await sendRow(sending)).status, 'Sending');

@@ -198,7 +198,7 @@ forEachDatabase((dialect) => {
       leaseMs: 60_000,
     });
     clock.advance(24 * 60 * 60_000); // a host whose clock runs a day ahead
-    const { seen, handler } = recorder();
+    const { handler } = recorder();
     assert.equal(await workerWith({ test: handler }).drain(), 0);
     const [job] = await jobs();
     assert.deepEqual([job.state, job.leased_by, job.lapses], ['running', 'live-worker', 0]);
@@ -370,7 +370,7 @@ forEachDatabase((dialect) => {
     let failCommit = true;
     const worker = workerWith({
       test: {
-        handle: async (job, run) => {
+        handle: async (_job, run) => {
           await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
             await completeJob(trx, run.lease);
@@ -381,7 +381,7 @@ forEachDatabase((dialect) => {
       },
     });
     await worker.drain();
-    let [job] = await jobs();
+    const [job] = await jobs();
     assert.equal(job.state, 'ready', 'rolled back with the work: the job is retried');
     assert.equal(job.last_error, 'the transaction failed after completing');
     assert.equal(Number((await done()).n), 0);
@@ -469,7 +469,7 @@ forEachDatabase((dialect) => {
     });
     const other = new Worker({ database, clock, leaseMs });
     other.register('slow', { handle: async () => void runs.push('other') });
-    slow.start();
+    await slow.start();
     await started.promise;
     const expiry = async () => Number((await jobs())[0]?.lease_expires_at);
     const firstExpiry = await expiry();
@@ -509,7 +509,7 @@ forEachDatabase((dialect) => {
     const worker = new Worker({ database, clock, pollMs: 5 });
     worker.register('wide', gauge('wide'), { concurrency: 6 });
     worker.register('narrow', gauge('narrow'), { concurrency: 2 });
-    worker.start();
+    await worker.start();
     await bothFull.promise;
     release.resolve();
     await waitFor('every job done', async () => ((await jobs()).length === 0 ? true : undefined));
@@ -580,7 +580,12 @@ forEachDatabase((dialect) => {
     const waiting = new Map<number, (job: Job) => void>();
     const seen: Job[] = [];
     return {
-      handler: { handle: async (job: Job) => void (seen.push(job), waiting.get(seen.length)?.(job)) },
+      handler: {
+        handle: async (job: Job) => {
+          seen.push(job);
+          waiting.get(seen.length)?.(job);
+        },
+      },
       run: (n: number, withinMs: number) =>
         seen.length >= n
           ? Promise.resolve(seen[n - 1])
@@ -589,7 +594,10 @@ forEachDatabase((dialect) => {
                 () => reject(new Error(`run ${n} did not come within ${withinMs} ms`)),
                 withinMs,
               );
-              waiting.set(n, (job) => (clearTimeout(timer), resolve(job)));
+              waiting.set(n, (job) => {
+                clearTimeout(timer);
+                resolve(job);
+              });
             }),
     };
   };
@@ -600,7 +608,7 @@ forEachDatabase((dialect) => {
     const runs = awaitedRuns();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
     worker.register('test', runs.handler);
-    worker.start();
+    await worker.start();
     try {
       await enqueue(database.db, { kind: 'test', payload: 1, now: Date.now() });
       await runs.run(1, 2000);
@@ -635,8 +643,13 @@ forEachDatabase((dialect) => {
     const idle = idleWaits();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000, onIdle: idle.onIdle });
     let asleep: Promise<void> | undefined;
-    worker.register('test', { handle: (job) => ((asleep ??= idle.asleep()), runs.handler.handle(job)) });
-    worker.start();
+    worker.register('test', {
+      handle: (job) => {
+        asleep ??= idle.asleep();
+        return runs.handler.handle(job);
+      },
+    });
+    await worker.start();
     const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
     try {
       await withProcedure.ready();
@@ -666,7 +679,7 @@ forEachDatabase((dialect) => {
         throw new SnoozeJob(Date.now(), 'more to do');
       },
     });
-    worker.start();
+    await worker.start();
     try {
       const queuedAt = Date.now();
       await enqueue(database.db, { kind: 'test', payload: null, now: queuedAt });
@@ -682,7 +695,7 @@ forEachDatabase((dialect) => {
     const runs = awaitedRuns();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
     worker.register('test', runs.handler);
-    worker.start();
+    await worker.start();
     try {
       await enqueue(database.db, { kind: 'test', payload: 'now', now: Date.now() });
       await runs.run(1, 2000);

@@ -741,7 +741,7 @@ describe('herald sim smtp', () => {
     ]) {
       assert.ok(help.stdout.includes(option), option);
     }
-    assert.match(spawnSync(HERALD, ['sim', '--help'], { encoding: 'utf8' }).stdout, /sim smsc[^]*sim smtp/);
+    assert.match(spawnSync(HERALD, ['sim', '--help'], { encoding: 'utf8' }).stdout, /sim smsc[\s\S]*sim smtp/);
 
     const bad = spawnSync(
       HERALD,

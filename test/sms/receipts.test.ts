@@ -205,7 +205,13 @@ forEachDatabase((dialect) => {
         ran(await work(trx));
         await release;
       });
-      return { done, commit: async () => (commit(), await committed) };
+      return {
+        done,
+        commit: async () => {
+          commit();
+          await committed;
+        },
+      };
     };
     const deliveredEvents = async () =>
       (await api.t.ctx.db.selectFrom('webhook_events').select('events').execute())

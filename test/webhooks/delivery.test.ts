@@ -306,7 +306,12 @@ forEachDatabase((dialect) => {
     const worker = new Worker({ database: t.ctx.database, clock: t.clock });
     worker.register(
       DELIVER_KIND,
-      { handle: (job, run) => (attemptsSeen.push(job.attempt), handler.handle(job, run)) },
+      {
+        handle: (job, run) => {
+          attemptsSeen.push(job.attempt);
+          return handler.handle(job, run);
+        },
+      },
       { concurrency: 32 },
     );
     assert.equal(await worker.drain(), 12);
