@@ -60,44 +60,48 @@ forEachDatabase((dialect) => {
     return Number(rows[0].n);
   }
 
-  it('deletes the account with its sends, recipients, history, parts and sandbox copies, and leaves another account untouched', async () => {
-    await sendSome(alice);
-    await sendSome(bob);
-    const before = {
-      sends: 2,
-      send_recipients: 3,
-      recipient_history: 6,
-      sms_parts: 2,
-      sandbox_sms: 2,
-      sandbox_email: 1,
-    };
-    assert.deepEqual(await messageRows(alice.account.row.id), before);
-    assert.deepEqual(await messageRows(bob.account.row.id), before);
+  it(
+    'deletes the account with its sends, recipients, history, parts and sandbox copies, and leaves another ' +
+      'account untouched',
+    async () => {
+      await sendSome(alice);
+      await sendSome(bob);
+      const before = {
+        sends: 2,
+        send_recipients: 3,
+        recipient_history: 6,
+        sms_parts: 2,
+        sandbox_sms: 2,
+        sandbox_email: 1,
+      };
+      assert.deepEqual(await messageRows(alice.account.row.id), before);
+      assert.deepEqual(await messageRows(bob.account.row.id), before);
 
-    const deleted = await api.t.app.inject({
-      method: 'DELETE',
-      url: `/admin/accounts/${alice.account.row.id}`,
-      headers: bearer(ADMIN_TOKEN),
-    });
-    assert.equal(deleted.statusCode, 204, deleted.body);
+      const deleted = await api.t.app.inject({
+        method: 'DELETE',
+        url: `/admin/accounts/${alice.account.row.id}`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      assert.equal(deleted.statusCode, 204, deleted.body);
 
-    assert.deepEqual(await messageRows(alice.account.row.id), {
-      sends: 0,
-      send_recipients: 0,
-      recipient_history: 0,
-      sms_parts: 0,
-      sandbox_sms: 0,
-      sandbox_email: 0,
-    });
-    assert.equal(await orphans(), 0, 'no row of the deleted account is left behind');
-    assert.deepEqual(await messageRows(bob.account.row.id), before);
-    assert.equal((await sandboxEmails(bob)).length, 1, 'the other account still reads its sandbox');
+      assert.deepEqual(await messageRows(alice.account.row.id), {
+        sends: 0,
+        send_recipients: 0,
+        recipient_history: 0,
+        sms_parts: 0,
+        sandbox_sms: 0,
+        sandbox_email: 0,
+      });
+      assert.equal(await orphans(), 0, 'no row of the deleted account is left behind');
+      assert.deepEqual(await messageRows(bob.account.row.id), before);
+      assert.equal((await sandboxEmails(bob)).length, 1, 'the other account still reads its sandbox');
 
-    const again = await api.t.app.inject({
-      method: 'DELETE',
-      url: `/admin/accounts/${alice.account.row.id}`,
-      headers: bearer(ADMIN_TOKEN),
-    });
-    assert.equal(again.statusCode, 404, again.body);
-  });
+      const again = await api.t.app.inject({
+        method: 'DELETE',
+        url: `/admin/accounts/${alice.account.row.id}`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      assert.equal(again.statusCode, 404, again.body);
+    },
+  );
 });

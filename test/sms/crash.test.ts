@@ -136,7 +136,8 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every recipient, and sends again at most binds × window', {
+  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every ' +
+    'recipient, and sends again at most binds × window', {
     timeout: 120_000,
   }, async (t) => {
     const smsc = await startSmsc({ receiptDelayMs: 50 });
