@@ -126,6 +126,7 @@ class SqliteThreadConnection implements DatabaseConnection {
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
 
+  // Kysely calls this from its own async generators, so a throw here rejects the stream's first step.
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on SQLite');
   }
