@@ -102,7 +102,9 @@ try {
       ],
     ] as const;
     console.log(
-      `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${databaseUrl.split(':')[0]}; ${CONNECTIONS} connections, ${DURATION_S} s each`,
+      `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+        `node ${process.version}; ${databaseUrl.split(':')[0]}; ${CONNECTIONS} ` +
+        `connections, ${DURATION_S} s each`,
     );
     console.log('endpoint                 herald req/s  bare req/s  ratio   herald p99 ms');
     for (const [name, ours, baseline] of rows) {

@@ -241,7 +241,8 @@ async function viaHttp(
       .orderBy('completed_at')
       .execute();
     console.log(
-      `  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s (${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`,
+      `  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s ` +
+        `(${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`,
     );
     return {
       rate: (requests.length * PER_REQUEST) / seconds,
@@ -269,10 +270,13 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
   for (const c of requests.flat()) c.visits = 0;
 
   const columns =
-    'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at';
+    'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, ' +
+    'created_at, updated_at';
   const update =
-    'on conflict (account_id, id) do update set email = excluded.email, mobile = excluded.mobile, mobile_country_code = excluded.mobile_country_code, ' +
-    'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = excluded.properties, updated_at = excluded.updated_at';
+    'on conflict (account_id, id) do update set email = excluded.email, mobile = excluded.mobile, ' +
+    'mobile_country_code = excluded.mobile_country_code, ' +
+    'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = ' +
+    'excluded.properties, updated_at = excluded.updated_at';
   const rowsOf = (contacts: BenchContact[], now: number) =>
     contacts.map((c) => [
       c.n + 1,
@@ -299,7 +303,8 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
       const rows = rowsOf(contacts, Date.now());
       await client.query('begin');
       await client.query(
-        `insert into contacts (${columns}) values ${rows.map((_, r) => `(${Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', ')})`).join(', ')} ${update}`,
+        `insert into contacts (${columns}) ` +
+          `values ${rows.map((_, r) => `(${Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', ')})`).join(', ')} ${update}`,
         rows.flat(),
       );
       await client.query('commit');
@@ -309,7 +314,8 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
     const db = new DatabaseSync(url.slice('sqlite:'.length));
     // The same settings as Herald's own connection (src/db/sqlite-thread.ts), so only the work differs.
     db.exec(
-      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 40000; PRAGMA cache_size = -16384',
+      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA ' +
+        'wal_autocheckpoint = 40000; PRAGMA cache_size = -16384',
     );
     const statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
     const prepared = (text: string) => statements.get(text) ?? statements.set(text, db.prepare(text)).get(text)!;
@@ -317,7 +323,8 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
       const rows = rowsOf(contacts, Date.now()).map((row) => row.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
       db.exec('begin immediate');
       prepared(
-        `insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`,
+        `insert into contacts (${columns}) ` +
+          `values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`,
       ).run(...(rows.flat() as Array<string | number | null>));
       db.exec('commit');
     }
@@ -335,11 +342,13 @@ async function main(): Promise<void> {
     const run = async () => {
       const requests = plan();
       console.log(
-        `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+        `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+          `node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
       );
       const shape = { both: 'email and mobile', email: 'email only', mobile: 'mobile only' }[SHAPE];
       console.log(
-        `load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`,
+        `load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half ` +
+          `updates), 3 properties each, ${IN_FLIGHT} in flight`,
       );
       const http = await viaHttp(httpUrl, requests);
       const plain = await viaPlainSql(plainUrl, requests);
@@ -354,7 +363,9 @@ async function main(): Promise<void> {
       if (http.flat) {
         const { first, last, slowdown } = http.flat;
         console.log(
-          `applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 (to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`,
+          `applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 ` +
+            `(to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× ` +
+            `as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`,
         );
       }
     };

@@ -376,7 +376,8 @@ async function run(url: string, list: number): Promise<Figures> {
 
 async function main(): Promise<void> {
   console.log(
-    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
   );
   const results: Figures[] = [];
   for (const list of LISTS) {
@@ -392,7 +393,8 @@ async function main(): Promise<void> {
   }
   const until = SMTP ? 'request to last answer recorded' : 'request to last hand-over     ';
   console.log(
-    `batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / after${SMTP ? '   plain nodemailer   ratio' : ''}`,
+    `batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / ` +
+      `after${SMTP ? '   plain nodemailer   ratio' : ''}`,
   );
   for (const r of results) {
     const webhook =

@@ -93,8 +93,10 @@ async function run(url: string): Promise<void> {
     chunkMs.sort((a, b) => a - b);
     const ms = (value: number) => value.toFixed(1);
     console.log(
-      `${database.dialect}: ${SENDS + 1} sends, ${rows} rows (tags and sandbox records) in ${chunkMs.length} transactions: ` +
-        `${Math.round(rows / (totalMs / 1000))} rows/s; a transaction took ${ms(chunkMs[Math.floor(chunkMs.length / 2)])} ms at the median, ` +
+      `${database.dialect}: ${SENDS + 1} sends, ${rows} rows (tags and sandbox records) ` +
+        `in ${chunkMs.length} transactions: ` +
+        `${Math.round(rows / (totalMs / 1000))} rows/s; a transaction ` +
+        `took ${ms(chunkMs[Math.floor(chunkMs.length / 2)])} ms at the median, ` +
         `${ms(chunkMs.at(-1)!)} ms at the longest; a sweep with nothing left: ${ms(idleMs)} ms`,
     );
   } finally {

@@ -152,12 +152,17 @@ async function run(url: string): Promise<void> {
           if (i >= 2) ms.push(took);
         }
         ms.sort((a, b) => a - b);
-        return `${ms[Math.floor(ms.length / 2)].toFixed(1)} ms median, ${ms.at(-1)!.toFixed(1)} ms slowest (${points} sent)`;
+        return (
+          `${ms[Math.floor(ms.length / 2)].toFixed(1)} ms median, ${ms.at(-1)!.toFixed(1)} ms slowest ` +
+          `(${points} sent)`
+        );
       };
       const span = 'from=2026-03-01&to=2026-03-30';
       console.log(
-        `${database.dialect}: ${MESSAGES} messages of ${ACCOUNTS} accounts over ${DAYS} days generated and rolled up in ${fillS.toFixed(0)} s (${rollupRows} rollup rows); ` +
-          `GET /stats for 30 days, one account: SMS by day ${await timed(`${span}&channel=sms`)}; email by day ${await timed(`${span}&channel=email`)}; ` +
+        `${database.dialect}: ${MESSAGES} messages of ${ACCOUNTS} accounts over ${DAYS} days generated and ` +
+          `rolled up in ${fillS.toFixed(0)} s (${rollupRows} rollup rows); ` +
+          `GET /stats for 30 days, one account: SMS by day ${await timed(`${span}&channel=sms`)}; email by ` +
+          `day ${await timed(`${span}&channel=email`)}; ` +
           `email by hour ${await timed(`${span}&channel=email&interval=hour`)}`,
       );
     } finally {

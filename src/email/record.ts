@@ -222,7 +222,8 @@ export function pageResults(
         : bounce
           ? bounce.reply
           : nextTry === null
-            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
+            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours ` +
+              `and ${attempts} attempts; the last reply: ${result.reply}`
             : result.reply;
     const id = Number(row.id);
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];

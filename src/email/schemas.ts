@@ -65,12 +65,14 @@ export const SendingDetails = Type.Object({
     Type.String({
       maxLength: 40,
       description:
-        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
+        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's " +
+        'time zone. Absent or past: now.',
     }),
   ),
   webHookUrl: Type.Optional(
     WebhookUrl(
-      'Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, Unsubscribe), signed, gathered per URL.',
+      'Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, ' +
+        'Unsubscribe), signed, gathered per URL.',
     ),
   ),
 });
@@ -156,7 +158,9 @@ export const ComplaintRequest = Type.Object({
     // Base64 of the largest report, with room for line breaks; BODY_LIMIT_BYTES caps the request first.
     maxLength: Math.ceil(MAX_REPORT_BYTES * 1.4),
     description:
-      "An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message in Base64 (line breaks allowed). It names its message by the original's VERP return path (Original-Mail-From, or Return-Path of the original) or Message-ID.",
+      'An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message ' +
+      "in Base64 (line breaks allowed). It names its message by the original's VERP return path " +
+      '(Original-Mail-From, or Return-Path of the original) or Message-ID.',
   }),
 });
 export const ComplaintRecorded = Type.Object(

@@ -26,7 +26,8 @@ function keyOfDatabase(databaseUrl: string): KeyObject {
   if (file === undefined) {
     throw new ConfigError(
       'ENCRYPTION_KEY',
-      'must be set on PostgreSQL, where every host must hold the same key and it must not live in the database it protects: 64 hex characters, such as the output of openssl rand -hex 32',
+      'must be set on PostgreSQL, where every host must hold the same key and it must not live in the ' +
+        'database it protects: 64 hex characters, such as the output of openssl rand -hex 32',
     );
   }
   // An in-memory database dies with its process, and its sealed values with it.

@@ -179,7 +179,8 @@ async function smscCommand(args: string[], usageError: (message: string) => Erro
   await runUntilSignal(
     () => startSmsc(options),
     (smsc) =>
-      `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
+      `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on ` +
+      `http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
     usageError,
   );
 }
@@ -277,7 +278,8 @@ async function smtpCommand(args: string[], usageError: (message: string) => Erro
   await runUntilSignal(
     () => startSmtpSink(options),
     (sink) =>
-      `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
+      `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on ` +
+      `http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
     usageError,
   );
 }

@@ -105,7 +105,9 @@ export function dsnFor(options: DsnOptions): Promise<Buffer> {
       from: `Mail Delivery System <MAILER-DAEMON@${mta}>`,
       to: options.returnPath,
       subject: action === 'failed' ? 'Undelivered Mail Returned to Sender' : 'Delayed Mail (still being retried)',
-      text: `This is the mail system at host ${mta}.\r\n\r\nYour message to <${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\r\n`,
+      text:
+        `This is the mail system at host ${mta}.\r\n\r\nYour message to ` +
+        `<${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\r\n`,
       attachments: [
         { contentType: 'message/delivery-status', content: `${perMessage}\r\n${perRecipient}`, filename: false },
         originalPart(options),
@@ -242,7 +244,8 @@ export function reportDestination(host: unknown, port: unknown, fallback?: Repor
   if (host === undefined && port === undefined) {
     if (!fallback)
       throw new RangeError(
-        'no host and port to send the report to: give them, or start the sink with a report destination (--report-to HOST:PORT)',
+        'no host and port to send the report to: give them, or start the sink with a report destination ' +
+          '(--report-to HOST:PORT)',
       );
     return fallback;
   }

@@ -181,7 +181,8 @@ export async function prepareSms(
       errors.push({
         field: 'shortner.shortnerUrl',
         message:
-          'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account',
+          'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the ' +
+          'domain one of the shortener domains registered for this account',
       });
     } else if ((await shortenerAccount(db, shortener.host)) !== accountId) {
       errors.push({
@@ -193,7 +194,8 @@ export async function prepareSms(
 
   if (errors.length > 0) {
     throw unprocessable(
-      `The SMS request was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
+      `The SMS request was rejected with ${errors.length} ` +
+        `problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
       errors,
     );
   }

@@ -277,7 +277,8 @@ forEachDatabase((dialect) => {
       assert.equal(none.code, 1);
       assert.equal(
         none.stderr,
-        'herald: no password given: pipe it in with --password-stdin, or run the command in a terminal to be asked for it\n',
+        'herald: no password given: pipe it in with --password-stdin, or run the command in a terminal to be ' +
+          'asked for it\n',
       );
     }
     assert.equal(

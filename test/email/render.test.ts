@@ -116,7 +116,8 @@ it('fills tags in the subject, preheader, HTML and text, HTML-escaped in the HTM
       subject: 'Hi [firstName] from [City]',
       preheader: '[firstName]!',
       html: page(
-        '<h2>Dear [firstName],</h2><p title="[city]">Weather in [CITY]: [unknownTag]sunny</p><img src="https://cdn.example/a.png" alt="[firstName]">',
+        '<h2>Dear [firstName],</h2><p title="[city]">Weather in [CITY]: [unknownTag]sunny</p><img ' +
+          'src="https://cdn.example/a.png" alt="[firstName]">',
       ),
     },
     sources,
@@ -141,7 +142,8 @@ it('fills tags in the subject, preheader, HTML and text, HTML-escaped in the HTM
 
 it('keeps brackets that are not tags: CSS attribute selectors and conditional comments', async () => {
   const html = page(
-    '<!--[if mso]><table><tr><td>[firstName]</td></tr></table><![endif]--><p>[firstName]</p><script type="application/ld+json">{"a":[1]}</script>',
+    '<!--[if mso]><table><tr><td>[firstName]</td></tr></table><![endif]--><p>[firstName]</p><script ' +
+      'type="application/ld+json">{"a":[1]}</script>',
   );
   const { mail } = await render({ html }, { own: { '[firstName]': 'Ada' } });
   const out = mail.html as string;

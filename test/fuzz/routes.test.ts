@@ -414,7 +414,9 @@ forEachDatabase((dialect) => {
           headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/json' },
           payload,
         });
-        const where = `${route.method} ${url.slice(0, 120)} (seed ${SEED + index}, case ${n}) ${String(payload ?? '').slice(0, 200)}`;
+        const where =
+          `${route.method} ${url.slice(0, 120)} (seed ${SEED + index}, ` +
+          `case ${n}) ${String(payload ?? '').slice(0, 200)}`;
         if (response.statusCode >= 500)
           problems.push(`${response.statusCode} for ${where}: ${response.body.slice(0, 300)}`);
         else if (response.statusCode >= 400) {

@@ -167,7 +167,8 @@ forEachDatabase((dialect) => {
       const counts = tally(smsc.received().map((message) => message.recipient));
       const again = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
       t.diagnostic(
-        `killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} (bound ${SMPP_BINDS * SMPP_WINDOW})`,
+        `killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} ` +
+          `(bound ${SMPP_BINDS * SMPP_WINDOW})`,
       );
       assert.equal(counts.size, SMPP_LIST, 'every recipient reached');
       assert.ok(

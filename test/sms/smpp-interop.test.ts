@@ -43,7 +43,8 @@ async function startNetSmppSmsc(systemId: string, password: string): Promise<Net
     exited.then(([code]) => {
       if (/Can't locate Net\/SMPP\.pm/.test(stderr))
         throw new Error(
-          "Perl's Net::SMPP is missing: install Debian's libnet-smpp-perl (apt-get install libnet-smpp-perl; .ci/run does)",
+          "Perl's Net::SMPP is missing: install Debian's libnet-smpp-perl (apt-get install libnet-smpp-perl; " +
+            '.ci/run does)',
         );
       throw new Error(`the Net::SMPP SMSC exited (${code}) before listening: ${stderr}`);
     }),
@@ -103,7 +104,8 @@ forEachDatabase((dialect) => {
       // Characters whose GSM-7 septets are their ASCII codes: the octets read back as ASCII
       // without Herald's own GSM-7 table.
       const body =
-        'Your parcel 7741 is at the depot. Collect it by Friday 18:00 with this code: 55120. Reply STOP to opt out of these messages. Thank you for shopping with us! Bye!';
+        'Your parcel 7741 is at the depot. Collect it by Friday 18:00 with this code: 55120. Reply STOP to ' +
+        'opt out of these messages. Thank you for shopping with us! Bye!';
       assert.equal(body.length, 161);
       const recipient = '919812300461';
       const queueId = await herald!.send('/sms/single', {

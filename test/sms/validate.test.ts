@@ -616,7 +616,8 @@ forEachDatabase((dialect) => {
               {
                 field: 'shortner.shortnerUrl',
                 message:
-                  'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account',
+                  'must be https://<domain> or http://<domain> with nothing after it (no path, port or ' +
+                  'query), the domain one of the shortener domains registered for this account',
               },
             ],
             url,

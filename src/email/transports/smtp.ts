@@ -49,7 +49,9 @@ export function registerSmtpMetrics(registry: Registry): SmtpMetrics {
     messages: new Counter({ name: names[0], help: 'messages handed to the SMTP relay', registers }),
     answers: new Counter({
       name: names[1],
-      help: "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: none (refused, dropped, timed out, TLS)",
+      help:
+        "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: " +
+        'none (refused, dropped, timed out, TLS)',
       labelNames: ['class'],
       registers,
     }),

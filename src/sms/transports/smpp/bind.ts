@@ -115,7 +115,8 @@ export class SmppBind {
       if (handshaking) {
         this.options.log.error(
           { bind: this.options.name, error: error.message, code: error.code },
-          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
+          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must ' +
+            'be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
         );
       } else {
         this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
