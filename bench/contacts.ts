@@ -14,16 +14,16 @@
  *
  * The load: BENCH_CONTACTS / 1000 requests of 1000 contacts, each with an email, a mobile,
  * opt-ins and 3 properties (two by id, one by name); with BENCH_SHAPE=email or mobile, each
- * has only that one, which the matching rules look up as "email and no mobile" or the reverse. The first request is all new contacts;
- * every later one is half new, half updates of contacts sent earlier (a property changes, so
- * each is a real update, not a skip). Herald runs as it is deployed on each database: on
- * SQLite one `herald serve` (API and worker in one process); on PostgreSQL BENCH_ROLES
- * (default `api,worker`: one API process and one worker process; `all` for a single one).
- * The peak RSS printed is the largest of them, read from /proc. The plain upsert writes the
- * same rows, 1000 a transaction, with one multi-row INSERT … ON CONFLICT (id) DO UPDATE
- * (all go to `All contacts`, which has no membership rows), through the bare driver into
- * the same schema: the floor of what storing these rows costs, without HTTP, validation,
- * matching, the queue or bookkeeping.
+ * has only that one, which the matching rules look up as "email and no mobile" or the reverse. The
+ * first request is all new contacts; every later one is half new, half updates of contacts sent
+ * earlier (a property changes, so each is a real update, not a skip). Herald runs as it is deployed
+ * on each database: on SQLite one `herald serve` (API and worker in one process); on PostgreSQL
+ * BENCH_ROLES (default `api,worker`: one API process and one worker process; `all` for a single
+ * one). The peak RSS printed is the largest of them, read from /proc. The plain upsert writes the
+ * same rows, 1000 a transaction, with one multi-row INSERT … ON CONFLICT (id) DO UPDATE (all go to
+ * `All contacts`, which has no membership rows), through the bare driver into the same schema: the
+ * floor of what storing these rows costs, without HTTP, validation, matching, the queue or
+ * bookkeeping.
  *
  * It also prints whether the rate holds as the table grows: contacts/s over the first 10,000
  * applied and over the last 10,000, each from the apply times of ten consecutive batches

@@ -53,7 +53,10 @@ export class Keyring {
     this.all = [current, ...previous];
   }
 
-  /** The ring of keys derived for `purpose` (HKDF-SHA256, RFC 5869; no salt, the input being a uniformly random key), once. */
+  /**
+   * The ring of keys derived for `purpose` (HKDF-SHA256, RFC 5869; no salt, the input being a
+   * uniformly random key), once.
+   */
   derive(purpose: string): Keyring {
     let ring = this.derived.get(purpose);
     if (!ring) {

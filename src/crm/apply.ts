@@ -28,7 +28,10 @@ type BatchRow = Selectable<ContactBatchesTable>;
 /** The webhook event type of an applied (or failed) batch. */
 export const BATCH_WEBHOOK_TYPE = 'contacts.batch';
 
-/** The batch is no longer Queued (deleted with its account, or Failed before an operator revived its job): this run's writes roll back. */
+/**
+ * The batch is no longer Queued (deleted with its account, or Failed before an operator revived its
+ * job): this run's writes roll back.
+ */
 class NotQueued extends Error {}
 
 /** A contact while the batch is resolved against it, in memory. */

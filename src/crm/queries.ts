@@ -239,7 +239,10 @@ export async function insertContacts(
   );
 }
 
-/** The statement updateContacts (`whole`) or updateContactData (`data`) runs; test/crm/planner.test.ts checks its plan. */
+/**
+ * The statement updateContacts (`whole`) or updateContactData (`data`) runs;
+ * test/crm/planner.test.ts checks its plan.
+ */
 export function updateQuery(
   dialect: DialectName,
   what: 'whole' | 'data',

@@ -30,7 +30,10 @@ export function afterCommit(effect: () => void): boolean {
   return true;
 }
 
-/** NOTIFY `channel` with `payload` once the procedure this code runs in has committed; false outside one (afterCommit). */
+/**
+ * NOTIFY `channel` with `payload` once the procedure this code runs in has committed; false outside
+ * one (afterCommit).
+ */
 export function notifyAfterCommit(channel: string, payload: string): boolean {
   const unit = units.getStore();
   if (!unit) return false;

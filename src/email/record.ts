@@ -43,7 +43,11 @@ const MINUTE = 60_000;
  */
 export const RETRY_WAITS_MS = [1, 5, 15, 30, 60, 120, 240].map((minutes) => minutes * MINUTE);
 
-/** A message refused for now this long after its first refusal is given up: a soft Bounce, with the last reply (the 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a relay's sender gives up sooner). */
+/**
+ * A message refused for now this long after its first refusal is given up: a soft Bounce, with the
+ * last reply (the issue's 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a
+ * relay's sender gives up sooner).
+ */
 export const GIVE_UP_AFTER_MS = 72 * 60 * MINUTE;
 
 /**
@@ -88,7 +92,10 @@ export const startEmailSend = procedure(
     ),
 );
 
-/** The batch's content with its tracked links (accept.ts), written by its send job before its first message goes out. */
+/**
+ * The batch's content with its tracked links (accept.ts), written by its send job before its first
+ * message goes out.
+ */
 export const recordEmailLinks = procedure(
   import.meta.url,
   'recordEmailLinks',

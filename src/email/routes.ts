@@ -50,7 +50,10 @@ function address(text: string, field: string): string {
   return text.toLowerCase();
 }
 
-/** Email (SPEC §2.7, §3, §4 rule 5, §6; ARCHITECTURE.md for the reads, campaigns and suppressions): route table first. */
+/**
+ * Email (SPEC §2.7, §3, §4 rule 5, §6; ARCHITECTURE.md for the reads, campaigns and suppressions):
+ * route table first.
+ */
 export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 

@@ -17,7 +17,10 @@ export const MAX_EMAIL_RECIPIENTS = 1000;
 export const MAX_EMAIL_LISTS = 100;
 /** Tags one recipient carries. */
 export const MAX_TAGS = 100;
-/** The largest HTML of an email, in bytes once decoded: far past what mailbox providers show whole (Gmail clips at 102 kB). */
+/**
+ * The largest HTML of an email, in bytes once decoded: far past what mailbox providers show whole
+ * (Gmail clips at 102 kB).
+ */
 export const MAX_HTML_BYTES = 2 * 1024 * 1024;
 
 const Address = (description: string) => Type.String({ maxLength: MAX_EMAIL_ADDRESS + 10, description });

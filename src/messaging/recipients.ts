@@ -172,7 +172,10 @@ export async function refusedInRange(
   return select.orderBy('id').execute();
 }
 
-/** The listIds that are not the account's (422s): another account's list is as unknown as a missing one, nothing tells them apart. */
+/**
+ * The listIds that are not the account's (422s): another account's list is as unknown as a missing
+ * one, nothing tells them apart.
+ */
 export async function listProblems(
   db: Db,
   accountId: string,

@@ -14,7 +14,10 @@ export const MAX_DAYS = 366;
 /** Days an hourly `GET /stats` spans at most: 744 points, a month's chart. */
 export const MAX_HOURLY_DAYS = 31;
 
-/** A day of the account's calendar: the instant its local midnight is (epoch ms), from `YYYY-MM-DD`; a 400 if there is no such day. */
+/**
+ * A day of the account's calendar: the instant its local midnight is (epoch ms), from `YYYY-MM-DD`;
+ * a 400 if there is no such day.
+ */
 function localMidnight(date: string, field: string, offsetMinutes: number): number {
   const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
   const utc = match ? Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])) : NaN;
@@ -24,7 +27,10 @@ function localMidnight(date: string, field: string, offsetMinutes: number): numb
   return utc - offsetMinutes * 60_000;
 }
 
-/** A span of whole local days, `from` through `to` (both inclusive): its first instant and its day count; a 400 if reversed or over `maxDays`. */
+/**
+ * A span of whole local days, `from` through `to` (both inclusive): its first instant and its day
+ * count; a 400 if reversed or over `maxDays`.
+ */
 export function localDays(
   from: string,
   to: string,
@@ -54,10 +60,11 @@ interface PeriodCount {
 }
 
 /**
- * The rollup and the deltas not yet folded into it (rollup.ts) summed per local period (an hour or a day: `periodMs`) of a span, status and
- * encoding, for the account's channels. The account's offset is whole quarter-hours and so
- * are the buckets, so each bucket falls in one period: the grouping is integer arithmetic on
- * the key, and a month is a range read of at most 2,976 buckets per status.
+ * The rollup and the deltas not yet folded into it (rollup.ts) summed per local period (an hour or
+ * a day: `periodMs`) of a span, status and encoding, for the account's channels. The account's
+ * offset is whole quarter-hours and so are the buckets, so each bucket falls in one period: the
+ * grouping is integer arithmetic on the key, and a month is a range read of at most 2,976 buckets
+ * per status.
  */
 async function periodCounts(
   db: Db,

@@ -74,7 +74,10 @@ export const insertSenderDomain = procedure(
     }),
 );
 
-/** The account's sender domains with their DKIM records, in name order; a domain authorised before DKIM existed gets its key now. */
+/**
+ * The account's sender domains with their DKIM records, in name order; a domain authorised before
+ * DKIM existed gets its key now.
+ */
 export async function listSenderDomains(
   database: Database,
   keyring: Keyring,

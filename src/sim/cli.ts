@@ -1,4 +1,7 @@
-/** `herald sim smsc|smtp [options]`: the command-line face of startSmsc and startSmtpSink, running until SIGINT or SIGTERM. */
+/**
+ * `herald sim smsc|smtp [options]`: the command-line face of startSmsc and startSmtpSink, running
+ * until SIGINT or SIGTERM.
+ */
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';

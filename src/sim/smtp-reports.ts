@@ -35,7 +35,10 @@ export interface DsnOptions extends ReportedOriginal {
 export interface ArfOptions extends ReportedOriginal {
   /** Where the report goes: the feedback-loop mailbox the operator registered (or the return path). */
   to: string;
-  /** The original's envelope sender (its VERP return path), written as Original-Mail-From and as the copy's Return-Path; some loops keep neither. */
+  /**
+   * The original's envelope sender (its VERP return path), written as Original-Mail-From and as the
+   * copy's Return-Path; some loops keep neither.
+   */
   returnPath?: string;
   /** abuse (the default), fraud, virus, other, not-spam. */
   feedbackType?: string;
@@ -186,7 +189,10 @@ export interface ReportRequest {
   kind: 'dsn' | 'arf';
   /** The message by its Message-ID header, with or without the angle brackets. */
   messageId?: string;
-  /** The message by a recipient of it (any case), the one reported on. With both, the latest message that has both; with one, the latest that has it. */
+  /**
+   * The message by a recipient of it (any case), the one reported on. With both, the latest message
+   * that has both; with one, the latest that has it.
+   */
   to?: string;
   /** dsn: the enhanced status code (default 5.1.1). */
   status?: string;
@@ -203,7 +209,10 @@ export interface ReportRequest {
   port?: number;
 }
 
-/** A report sent: about which message and recipient, the envelope it went in, where, the server's reply and the report itself. */
+/**
+ * A report sent: about which message and recipient, the envelope it went in, where, the server's
+ * reply and the report itself.
+ */
 export interface SentReport {
   kind: 'dsn' | 'arf';
   /** The original's id at the sink and its Message-ID header (null when it had none). */

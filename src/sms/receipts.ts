@@ -30,7 +30,10 @@ export const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> =
   UNKNOWN: 'Failed',
 };
 
-/** A message is Delivered when every part is, Failed when any part fails, Processed when a part is reported under way. */
+/**
+ * A message is Delivered when every part is, Failed when any part fails, Processed when a part is
+ * reported under way.
+ */
 export function messageStatus(parts: string[]): string | undefined {
   if (parts.includes('Failed')) return 'Failed';
   if (parts.every((status) => status === 'Delivered')) return 'Delivered';

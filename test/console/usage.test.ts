@@ -60,7 +60,10 @@ forEachDatabase((dialect) => {
       ).id,
     );
 
-  /** The rollup of an account once its deltas are folded into it, summed per channel and status: { 'sms Submitted': [messages, parts] }. */
+  /**
+   * The rollup of an account once its deltas are folded into it, summed per channel and status: {
+   * 'sms Submitted': [messages, parts] }.
+   */
   async function rollup(accountId: string) {
     assert.ok((await api.t.ctx.database.call(foldUsage, {})) > 0, 'the transactions appended deltas');
     assert.equal(await api.t.ctx.database.call(foldUsage, {}), 0, 'a fold takes them all');

@@ -53,7 +53,10 @@ forEachDatabase((dialect) => {
   const keys = () => trackingKey(api.t.ctx.encryptionKey);
   const mail = (to: string, raw: Buffer, from = '') => sendReport('127.0.0.1', inbound.port, { from, to }, raw);
 
-  /** A batch with a webhook delivered to `address` (a contact of the client's, opted in); its recipient, VERP address and message as sent. */
+  /**
+   * A batch with a webhook delivered to `address` (a contact of the client's, opted in); its
+   * recipient, VERP address and message as sent.
+   */
   async function delivered(client: ApiClient, address = 'ada@example.com') {
     await client.upsert([{ email: address, emailOptIn: true }]);
     const batchId = await sendBatch(

@@ -58,7 +58,10 @@ forEachDatabase((dialect) => {
     assert.match(answer.reply, /^250 /, 'the listener took it');
     return answer as SentReport;
   }
-  /** Sends a batch to `addresses` (contacts of the client's, opted in) over SMTP; answers its id once every recipient is Delivered. */
+  /**
+   * Sends a batch to `addresses` (contacts of the client's, opted in) over SMTP; answers its id
+   * once every recipient is Delivered.
+   */
   async function delivered(client: ApiClient, addresses: string[]): Promise<string> {
     await client.upsert(addresses.map((email) => ({ email, emailOptIn: true })));
     const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));

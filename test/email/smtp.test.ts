@@ -150,7 +150,8 @@ forEachDatabase((dialect) => {
       assert.equal(listUnsubscribe[2], unsubscribeMailbox(keys, 'mail.localhost', Number(row.id)));
       assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
-      // The bytes as the relay took them verify with the record Herald says to publish, by two verifiers we did not write.
+      // The bytes as the relay took them verify with the record Herald says to publish, by two
+      // verifiers we did not write.
       const { dkim } = (
         await api.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })
       ).json();

@@ -596,7 +596,10 @@ describe('reports', () => {
   });
 });
 
-/** A throwaway self-signed certificate for 127.0.0.1 made for this run (openssl); its directory is removed at the end. */
+/**
+ * A throwaway self-signed certificate for 127.0.0.1 made for this run (openssl); its directory is
+ * removed at the end.
+ */
 const dir = mkdtempSync(join(tmpdir(), 'herald-smtp-sink-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const certPath = join(dir, 'cert.pem');

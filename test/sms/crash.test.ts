@@ -29,7 +29,10 @@ forEachDatabase((dialect) => {
       email_opt_in: false,
     }));
 
-  /** Starts a serve paused at `step`, posts the request, and kills the serve (SIGKILL) once it has paused there; answers the QueueId. */
+  /**
+   * Starts a serve paused at `step`, posts the request, and kills the serve (SIGKILL) once it has
+   * paused there; answers the QueueId.
+   */
   const killedAt = (step: string, setup: CrashSetup, path: string, body: object): Promise<string> =>
     killedAfter({ ...setup.env, HERALD_TEST_PAUSE_AT: step }, async (doomed) => {
       const queueId = (await accepted(setup, path, body)).data.QueueId;

@@ -13,7 +13,10 @@ import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts
 
 const HOUR = 60 * 60_000;
 
-/** Messages an operator took and never reported on: a transport of the test's own that accepts every part and sends no receipt. */
+/**
+ * Messages an operator took and never reported on: a transport of the test's own that accepts every
+ * part and sends no receipt.
+ */
 forEachDatabase((dialect) => {
   let api: ApiTest;
   let alice: ApiClient;

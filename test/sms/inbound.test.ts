@@ -28,7 +28,10 @@ forEachDatabase((dialect) => {
   let bob: ApiClient;
   let receiver: Receiver;
 
-  /** Herald (sandbox transport unless `env` says otherwise) with two accounts, Alice's MO posted to the receiver unless `hooked` is false. */
+  /**
+   * Herald (sandbox transport unless `env` says otherwise) with two accounts, Alice's MO posted to
+   * the receiver unless `hooked` is false.
+   */
   const start = async (env: Record<string, string> = {}, hooked = true) => {
     // Standard Webhooks verifiers check webhook-timestamp against the real time.
     api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env });

@@ -22,7 +22,10 @@ export interface BindTiming {
   /** Reconnection waits from this, doubling to reconnectMaxMs, each with jitter. Defaults 250 ms, 30 s. */
   reconnectBaseMs: number;
   reconnectMaxMs: number;
-  /** A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling. Defaults 50 ms, 2 s. */
+  /**
+   * A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling.
+   * Defaults 50 ms, 2 s.
+   */
   throttleBaseMs: number;
   throttleMaxMs: number;
 }

@@ -93,7 +93,10 @@ export function smppTransport(settings: SmppSettings, options: SmppTransportOpti
   return new SmppTransport(settings, options);
 }
 
-/** The process's own rate, or one shared with the other processes sending on the account when Redis is there to share it. */
+/**
+ * The process's own rate, or one shared with the other processes sending on the account when Redis
+ * is there to share it.
+ */
 type RateOptions = Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & {
   monotonic: () => number;
   log: Log;
