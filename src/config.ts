@@ -136,6 +136,13 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
   return raw;
 }
 
+const SMS_TRANSPORT_FORMS = 'sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port';
+const EMAIL_TRANSPORT_FORMS =
+  'sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port';
+
+/** A transport URL as an error may show it: its password (and user) left out. */
+const withoutPassword = (url: string) => url.replace(/\/\/[^@/]*@/, '//…@');
+
 function smsTransportSetting(raw: string): Config['smsTransport'] {
   if (/^smpps?:/.test(raw)) {
     try {
@@ -145,11 +152,7 @@ function smsTransportSetting(raw: string): Config['smsTransport'] {
     }
   }
   const match = /^sandbox:(?:\?fail=(.+))?$/.exec(raw);
-  if (!match)
-    throw new ConfigError(
-      'SMS_TRANSPORT',
-      `must be sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`,
-    );
+  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be ${SMS_TRANSPORT_FORMS}, got "${withoutPassword(raw)}"`);
   if (match[1] === undefined) return { kind: 'sandbox', fail: undefined };
   try {
     return { kind: 'sandbox', fail: new RegExp(decodeURIComponent(match[1])) };
@@ -168,10 +171,7 @@ function emailTransportSetting(raw: string): Config['emailTransport'] {
   }
   const match = /^sandbox:(?:\?(.*))?$/.exec(raw);
   if (!match)
-    throw new ConfigError(
-      'EMAIL_TRANSPORT',
-      `must be sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`,
-    );
+    throw new ConfigError('EMAIL_TRANSPORT', `must be ${EMAIL_TRANSPORT_FORMS}, got "${withoutPassword(raw)}"`);
   const setting = {
     kind: 'sandbox' as const,
     defer: undefined as RegExp | undefined,

@@ -273,8 +273,17 @@ export async function dropUnsent(
  * User agents of image proxies and link scanners, which open and click what no person read
  * (docs/email.md, "Sending": tracking): an event from one is recorded and posted with `machine: true`, not hidden.
  */
-const MACHINE_AGENTS =
-  /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
+const MACHINE_AGENTS = new RegExp(
+  [
+    // image proxies
+    'GoogleImageProxy|YahooMailProxy|ggpht\\.com',
+    // link scanners
+    'Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection',
+    // crawlers and HTTP tools
+    'bot\\b|crawler|spider|scanner|preview|curl/|python-requests|Go-http-client|HeadlessChrome',
+  ].join('|'),
+  'i',
+);
 
 /** An open or click this soon after delivery is a machine's: no person reads that fast (issue 13's rule). */
 export const MACHINE_WINDOW_MS = 2000;

@@ -45,10 +45,11 @@ export function recipientUrls(
 ): RecipientUrls {
   const key = keys.current;
   const click = clickTokens(key, recipientId);
+  const token = (kind: 'open' | 'unsubscribe') => trackingToken(key, { recipientId, kind });
   return {
     click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${click(link)}`,
-    open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,
-    unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${trackingToken(key, { recipientId, kind: 'unsubscribe' })}`,
+    open: `${publicUrl}${TRACKING_PATHS.open}/${token('open')}`,
+    unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${token('unsubscribe')}`,
     ...(mailboxDomain !== undefined && {
       unsubscribeMailto: `mailto:${unsubscribeMailbox(keys, mailboxDomain, recipientId)}`,
     }),

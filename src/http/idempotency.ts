@@ -33,7 +33,11 @@ const RESPONSE = 'herald idempotency response';
  * key of the ring (a record made before ENCRYPTION_KEY was replaced).
  */
 function requestHash(request: FastifyRequest, keys: Keyring): { hash: string; madeBy(recorded: string): boolean } {
-  const text = `${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`;
+  const text = [
+    `${request.method} ${request.routeOptions.url}`,
+    JSON.stringify(request.params ?? {}),
+    JSON.stringify(request.body ?? null),
+  ].join('\n');
   const [current, ...previous] = keys.derive(REQUEST_HASH).all;
   const under = (key: KeyObject) => createHmac('sha256', key).update(text).digest('base64url');
   const hash = under(current);

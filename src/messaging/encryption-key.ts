@@ -46,10 +46,9 @@ function readKeyFile(path: string): KeyObject | undefined {
   }
   const key = keyFromHex(text.trim());
   if (!key) {
-    throw new ConfigError(
-      'ENCRYPTION_KEY',
-      `the key file ${resolve(path)} does not hold 64 hex characters: restore it from a backup (what was sealed under it cannot be read without it), or set ENCRYPTION_KEY`,
-    );
+    const remedy =
+      'restore it from a backup (what was sealed under it cannot be read without it), or set ENCRYPTION_KEY';
+    throw new ConfigError('ENCRYPTION_KEY', `the key file ${resolve(path)} does not hold 64 hex characters: ${remedy}`);
   }
   return key;
 }

@@ -75,12 +75,15 @@ async function periodCounts(
   const last = first + q.periods * per;
   // Cast: a number parameter may arrive as a real, whose division would not truncate.
   const { rows } = await sql<PeriodCount>`
-    select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding, sum(messages) as messages, sum(parts) as parts
+    select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding,
+           sum(messages) as messages, sum(parts) as parts
       from (select channel, bucket, status, encoding, messages, parts from usage_rollup
-             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}
+             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)})
+               and bucket >= ${first} and bucket < ${last}
             union all
             select channel, bucket, status, encoding, messages, parts from usage_deltas
-             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}) counted
+             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)})
+               and bucket >= ${first} and bucket < ${last}) counted
      group by 1, 2, 3, 4`.execute(db);
   return rows.map((row) => ({
     ...row,

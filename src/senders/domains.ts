@@ -41,10 +41,10 @@ export async function addSenderDomain(
       { field: 'domain', message: 'must be a domain name' },
     ]);
   if (domain === args.serviceDomain) {
-    throw badRequest(
-      `${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): every account sends from it already, signed with its key (GET /admin/dkim).`,
-      [{ field: 'domain', message: "is the service's own domain" }],
-    );
+    const already = 'every account sends from it already, signed with its key (GET /admin/dkim).';
+    throw badRequest(`${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): ${already}`, [
+      { field: 'domain', message: "is the service's own domain" },
+    ]);
   }
   const holder = { accountId: args.accountId, domain };
   const held = await database.db

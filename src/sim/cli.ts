@@ -233,6 +233,9 @@ function reportToOf(spec: string | undefined, usageError: (message: string) => E
   return { host: parsed[1] ?? parsed[2], port: Number(parsed[3]) };
 }
 
+const SINK_ROUTES =
+  'GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports';
+
 async function smtpCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
   const { startSmtpSink } = await import('./smtp.ts');
   const { values, tokens, text, number, together, tls } = reader(
@@ -282,7 +285,7 @@ async function smtpCommand(args: string[], usageError: (message: string) => Erro
     () => startSmtpSink(options),
     (sink) =>
       `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on ` +
-      `http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
+      `http://${host}:${sink.httpPort} (${SINK_ROUTES})`,
     usageError,
   );
 }

@@ -103,6 +103,7 @@ export function dsnFor(options: DsnOptions): Promise<Buffer> {
     ['Remote-MTA', `dns; ${mta}`],
     ['Diagnostic-Code', options.diagnostic === undefined ? undefined : `smtp; ${options.diagnostic}`],
   ]);
+  const outcome = action === 'failed' ? 'could not be delivered' : 'has not been delivered yet';
   return report(
     {
       from: `Mail Delivery System <MAILER-DAEMON@${mta}>`,
@@ -110,7 +111,7 @@ export function dsnFor(options: DsnOptions): Promise<Buffer> {
       subject: action === 'failed' ? 'Undelivered Mail Returned to Sender' : 'Delayed Mail (still being retried)',
       text:
         `This is the mail system at host ${mta}.\r\n\r\nYour message to ` +
-        `<${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\r\n`,
+        `<${options.recipient}> ${outcome}: ${options.diagnostic ?? options.status}\r\n`,
       attachments: [
         { contentType: 'message/delivery-status', content: `${perMessage}\r\n${perRecipient}`, filename: false },
         originalPart(options),

@@ -185,7 +185,8 @@ interface Matched {
  * transactions that match it, the second's delete waits for the first and then finds it gone.
  */
 async function takeMatched(db: Db, dialect: DialectName, which: string[] | { limit: number }): Promise<Matched[]> {
-  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p where p.operator_message_id = sms_receipts.operator_message_id)`;
+  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
+                                        where p.operator_message_id = sms_receipts.operator_message_id)`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)

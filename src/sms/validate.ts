@@ -68,9 +68,10 @@ export function checkSmsRequest(
     if (parts > MAX_PARTS)
       errors.push({ field: 'body', message: `takes ${parts} SMS parts; a message has at most ${MAX_PARTS}` });
     if (body.body.includes(LANDING_PAGE_TAG)) {
+      const remedy = 'give landingPageId too, or take it out';
       errors.push({
         field: 'body',
-        message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: give landingPageId too, or take it out`,
+        message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: ${remedy}`,
       });
     }
   } else {
@@ -185,10 +186,8 @@ export async function prepareSms(
           'domain one of the shortener domains registered for this account',
       });
     } else if ((await shortenerAccount(db, shortener.host)) !== accountId) {
-      errors.push({
-        field: 'shortner.shortnerUrl',
-        message: `names ${shortener.host}, which is not a shortener domain of this account; the operator registers them`,
-      });
+      const why = 'which is not a shortener domain of this account; the operator registers them';
+      errors.push({ field: 'shortner.shortnerUrl', message: `names ${shortener.host}, ${why}` });
     }
   }
 

@@ -143,7 +143,8 @@ export async function purgeRecordedAnswers(
   limit: number,
 ): Promise<number> {
   const done = sql<SqlBool>`not exists (select 1 from send_recipients r
-                                         where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient and r.status = 'Queued')`;
+                                         where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient
+                                           and r.status = 'Queued')`;
   const result = await db
     .deleteFrom('smpp_submits')
     .where(done)
