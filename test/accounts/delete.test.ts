@@ -34,7 +34,8 @@ forEachDatabase((dialect) => {
   async function messageRows(accountId: string): Promise<Record<string, number>> {
     const count = async (query: ReturnType<typeof sql<{ n: number }>>) =>
       Number((await query.execute(api.t.ctx.db)).rows[0].n);
-    const recipients = sql`select r.id from send_recipients r join sends s on s.id = r.send_id where s.account_id = ${accountId}`;
+    const recipients = sql`select r.id from send_recipients r join sends s on s.id = r.send_id
+                            where s.account_id = ${accountId}`;
     return {
       sends: await count(sql`select count(*) as n from sends where account_id = ${accountId}`),
       send_recipients: await count(sql`select count(*) as n from (${recipients}) r`),
@@ -51,12 +52,13 @@ forEachDatabase((dialect) => {
   async function orphans(): Promise<number> {
     const { rows } = await sql<{ n: number }>`
       select (select count(*) from send_recipients r where not exists (select 1 from sends s where s.id = r.send_id))
-           + (select count(*) from recipient_history h where not exists (select 1 from send_recipients r where r.id = h.recipient_id))
-           + (select count(*) from sms_parts p where not exists (select 1 from send_recipients r where r.id = p.recipient_id))
+           + (select count(*) from recipient_history h
+               where not exists (select 1 from send_recipients r where r.id = h.recipient_id))
+           + (select count(*) from sms_parts p
+               where not exists (select 1 from send_recipients r where r.id = p.recipient_id))
            + (select count(*) from sandbox_sms b where not exists (select 1 from sends s where s.id = b.send_id))
-           + (select count(*) from sandbox_email b where not exists (select 1 from sends s where s.id = b.send_id)) as n`.execute(
-      api.t.ctx.db,
-    );
+           + (select count(*) from sandbox_email b
+               where not exists (select 1 from sends s where s.id = b.send_id)) as n`.execute(api.t.ctx.db);
     return Number(rows[0].n);
   }
 

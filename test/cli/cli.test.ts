@@ -26,9 +26,10 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
     try {
       const result = await herald(['serve'], { DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port) });
       assert.equal(result.code, 1);
+      const advice = 'set PORT or HOST to another value';
       assert.equal(
         result.stderr,
-        `herald: cannot listen on HOST 127.0.0.1 PORT ${port}: it is already in use (EADDRINUSE); set PORT or HOST to another value\n`,
+        `herald: cannot listen on HOST 127.0.0.1 PORT ${port}: it is already in use (EADDRINUSE); ${advice}\n`,
       );
     } finally {
       await database.close();

@@ -87,9 +87,16 @@ forEachDatabase((dialect) => {
   async function counted(accountId: string) {
     const { rows } = await sql<{ channel: string; status: string; messages: number; parts: number }>`
       select channel, status, count(*) as messages, sum(parts) as parts
-        from (select s.channel, h.status, coalesce(r.parts, 0) as parts from recipient_history h join send_recipients r on r.id = h.recipient_id join sends s on s.id = r.send_id where s.account_id = ${accountId}
+        from (select s.channel, h.status, coalesce(r.parts, 0) as parts
+                from recipient_history h
+                join send_recipients r on r.id = h.recipient_id
+                join sends s on s.id = r.send_id
+               where s.account_id = ${accountId}
               union all
-              select s.channel, r.status, 0 from send_recipients r join sends s on s.id = r.send_id where s.account_id = ${accountId} and r.status = 'Cancelled') e
+              select s.channel, r.status, 0
+                from send_recipients r
+                join sends s on s.id = r.send_id
+               where s.account_id = ${accountId} and r.status = 'Cancelled') e
        group by channel, status`.execute(api.t.ctx.db);
     return Object.fromEntries(
       rows.map((row) => [`${row.channel} ${row.status}`, [Number(row.messages), Number(row.parts)]]),
@@ -272,7 +279,10 @@ forEachDatabase((dialect) => {
         /^attachment; filename="herald-usage-2026-03-09-to-2026-03-10\.csv"$/,
       );
       assert.deepEqual(csv.body.trimEnd().split('\r\n'), [
-        'date,sms_messages,sms_parts_gsm7,sms_parts_ucs2,email_messages,sms_cancelled,sms_delivered,sms_failed,sms_notsent,sms_submitted,email_bounce,email_click,email_delivered,email_dropped,email_open,email_processed,email_spam_report,email_unsubscribe',
+        'date,sms_messages,sms_parts_gsm7,sms_parts_ucs2,email_messages,' +
+          'sms_cancelled,sms_delivered,sms_failed,sms_notsent,sms_submitted,' +
+          'email_bounce,email_click,email_delivered,email_dropped,' +
+          'email_open,email_processed,email_spam_report,email_unsubscribe',
         '2026-03-09,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0',
         '2026-03-10,3,2,2,3,1,3,1,1,3,1,1,2,1,2,3,1,1',
       ]);

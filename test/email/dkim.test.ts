@@ -71,7 +71,8 @@ forEachDatabase((dialect) => {
     'a long List-Unsubscribe, folded over lines, still verifies (nodemailer once folded it so that signatures ' +
       'broke)',
     async () => {
-      const publicUrl = `https://${'herald-tracking-'.repeat(3)}links.example.com/${'a-long-path-prefix/'.repeat(6)}mail`;
+      const host = `${'herald-tracking-'.repeat(3)}links.example.com`;
+      const publicUrl = `https://${host}/${'a-long-path-prefix/'.repeat(6)}mail`;
       api = await startApiTest(dialect, { env: { PUBLIC_URL: publicUrl } });
       const alice = await api.client();
       await sendBatch(api, alice, buildBatch());

@@ -467,7 +467,8 @@ forEachDatabase((dialect) => {
         await db.executeQuery(
           CompiledQuery.raw(
             `insert into send_recipients (send_id, address, status, message_id, updated_at)
-        select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0 from generate_series(1, 50000) n`,
+        select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0
+          from generate_series(1, 50000) n`,
             [batchId],
           ),
         );

@@ -160,7 +160,8 @@ it(
     const body = `<p><a href="https://shop.example/sale?utm=mail&amp;x=1" class="button">Sale</a>
     <a href=" HTTP://Example.com/Upper ">upper</a>
     <a href="mailto:help@example.com">mail us</a> <a href="tel:+4420123">call</a> <a href="#top">top</a>
-    <a href="/relative">relative</a> <a href="https://shop.example/me?c=[contactId]">yours</a> <a href="javascript:void(0)">js</a> <a name="x">no href</a>
+    <a href="/relative">relative</a> <a href="https://shop.example/me?c=[contactId]">yours</a>
+    <a href="javascript:void(0)">js</a> <a name="x">no href</a>
     <a href="https://shop.example/sale?utm=mail&amp;x=1">sale again</a> <a href="https://blog.example/">blog</a></p>`;
     const { compiled, mail } = await render({ html: page(body) }, { own: { '[contactId]': 'c&42' } });
     assert.deepEqual(compiled.links, [
@@ -202,7 +203,10 @@ it(
     const body = bodyOf(mail);
     assert.match(
       body,
-      /<a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p><img src="https:\/\/herald\.example\/t\/o\/r1" width="1" height="1" alt=""[^>]*\/>$/,
+      new RegExp(
+        /<a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p>/.source +
+          /<img src="https:\/\/herald\.example\/t\/o\/r1" width="1" height="1" alt=""[^>]*\/>$/.source,
+      ),
     );
     assert.ok((mail.text as string).includes('Unsubscribe [https://herald.example/t/u/r1]'), mail.text as string);
     assert.ok(!(mail.text as string).includes('/t/o/'), 'no pixel in the text');
@@ -274,7 +278,12 @@ it('renders an HTML fragment: the preheader at its start, footer and pixel at it
   const html = mail.html as string;
   assert.match(
     html,
-    /^<div style="display:none;[^"]*">Pre<\/div><p>Just a <a href="https:\/\/herald\.example\/t\/c\/r1-0">fragment<\/a><\/p><p [^>]*><a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p><img src="https:\/\/herald\.example\/t\/o\/r1"[^>]*\/>$/,
+    new RegExp(
+      /^<div style="display:none;[^"]*">Pre<\/div>/.source +
+        /<p>Just a <a href="https:\/\/herald\.example\/t\/c\/r1-0">fragment<\/a><\/p>/.source +
+        /<p [^>]*><a href="https:\/\/herald\.example\/t\/u\/r1"[^>]*>Unsubscribe<\/a><\/p>/.source +
+        /<img src="https:\/\/herald\.example\/t\/o\/r1"[^>]*\/>$/.source,
+    ),
   );
 });
 
@@ -313,6 +322,7 @@ it('removes the two noncharacters it marks holes with from the HTML it is given'
 });
 
 it("writes exactly what nodemailer's composer builds, for every kind of text", async () => {
+  const link = '<a href="https://herald.example.com/t/c/AAAAAAAAAAAAAAAAAAAAAAAAAAAA">link</a> ';
   const texts = [
     'plain ASCII',
     'Zoë, Łódź, 東京 and 😀 — ünïcødé',
@@ -320,7 +330,7 @@ it("writes exactly what nodemailer's composer builds, for every kind of text", a
     'trailing spaces   \ntab\t\nend with space ',
     'CRLF\r\nlines\r\n\r\nand a lone\rCR and\nLF\n',
     '.dot at start\n..two\nFrom me\n=3D already\n',
-    `<p style="margin:0">${'<a href="https://herald.example.com/t/c/AAAAAAAAAAAAAAAAAAAAAAAAAAAA">link</a> '.repeat(30)}</p>`,
+    `<p style="margin:0">${link.repeat(30)}</p>`,
   ];
   for (const [i, text] of texts.entries()) {
     const html = `<p>${texts[(i + 3) % texts.length]}</p>`;
@@ -370,7 +380,8 @@ it(
   async () => {
     // Whitespace that ends a piece or a value, letters beyond ASCII on both sides of a tag, a
     // line longer than quoted-printable's 76 and an `=`: each joint of pieces and values.
-    const body = `<p>Grüße [firstName] \t</p><p>${'lang '.repeat(30)}[city]=ü [plan]</p><a href="[unsubscribeUrl]">ab</a>`;
+    const words = 'lang '.repeat(30);
+    const body = `<p>Grüße [firstName] \t</p><p>${words}[city]=ü [plan]</p><a href="[unsubscribeUrl]">ab</a>`;
     const { mail } = await render(
       { html: page(body) },
       { own: { '[firstName]': 'Zoë ', '[city]': ' Köln\t', '[plan]': '=3D' } },

@@ -551,9 +551,8 @@ forEachDatabase((dialect) => {
       await Promise.all(workers.map(stopWorkerProcess));
     }
     const { rows } = await sql<{ runs: number; distinct_jobs: number; workers: number }>`
-      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers from test_runs`.execute(
-      database.db,
-    );
+      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers
+        from test_runs`.execute(database.db);
     assert.deepEqual(
       rows.map((r) => ({ runs: Number(r.runs), distinct: Number(r.distinct_jobs), workers: Number(r.workers) })),
       [{ runs: 10_000, distinct: 10_000, workers: 2 }],

@@ -48,9 +48,8 @@ async function foundInStorage(
   const db = api.t.ctx.db;
   const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
     select table_name, column_name from information_schema.columns
-     where table_schema = current_schema() and data_type in ('text', 'character varying', 'character', 'json', 'jsonb')`.execute(
-    db,
-  );
+     where table_schema = current_schema()
+       and data_type in ('text', 'character varying', 'character', 'json', 'jsonb')`.execute(db);
   assert.ok(
     columns.some((c) => c.table_name === 'sends' && c.column_name === 'content'),
     'the columns of the application are listed',

@@ -238,9 +238,8 @@ forEachDatabase((dialect) => {
       const lockWaits = async () =>
         (
           await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(
-            api.t.ctx.db,
-          )
+        select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and wait_event_type = 'Lock'`.execute(api.t.ctx.db)
         ).rows[0].n;
       await waitFor('a statement waiting for a lock', async () => settled || (await lockWaits()) > 0 || undefined);
     };

@@ -301,7 +301,8 @@ describe('checkSmsRequest', () => {
       assert.deepEqual(draft.shortener, { url: 'https://s.example.com', unique: false });
     });
 
-    it(`counts the link, after a space, in the parts: a body of ${MAX_PARTS} full parts alone does not fit with it`, () => {
+    const alone = 'full parts alone does not fit with it';
+    it(`counts the link, after a space, in the parts: a body of ${MAX_PARTS} ${alone}`, () => {
       assert.deepEqual(checkSingle({ body: 'x'.repeat(MAX_PARTS * 153) }).errors, []);
       assert.deepEqual(
         checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153) }).errors.map((e) => e.field),
