@@ -302,9 +302,9 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
     for (const contacts of requests) {
       const rows = rowsOf(contacts, Date.now());
       await client.query('begin');
+      const placeholders = rows.map((_, r) => Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', '));
       await client.query(
-        `insert into contacts (${columns}) ` +
-          `values ${rows.map((_, r) => `(${Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', ')})`).join(', ')} ${update}`,
+        `insert into contacts (${columns}) values ${placeholders.map((row) => `(${row})`).join(', ')} ${update}`,
         rows.flat(),
       );
       await client.query('commit');
@@ -353,12 +353,10 @@ async function main(): Promise<void> {
       const http = await viaHttp(httpUrl, requests);
       const plain = await viaPlainSql(plainUrl, requests);
       console.log('path                                contacts/s   seconds   peak RSS MiB');
-      console.log(
-        `HTTP API → queue → applied         ${http.rate.toFixed(0).padStart(10)} ${http.seconds.toFixed(1).padStart(9)} ${http.peakRss.toFixed(0).padStart(14)}`,
-      );
-      console.log(
-        `plain SQL bulk upsert              ${plain.rate.toFixed(0).padStart(10)} ${plain.seconds.toFixed(1).padStart(9)}`,
-      );
+      const rate = (run: { rate: number; seconds: number }) =>
+        `${run.rate.toFixed(0).padStart(10)} ${run.seconds.toFixed(1).padStart(9)}`;
+      console.log(`HTTP API → queue → applied         ${rate(http)} ${http.peakRss.toFixed(0).padStart(14)}`);
+      console.log(`plain SQL bulk upsert              ${rate(plain)}`);
       console.log(`ratio HTTP / plain: ${(http.rate / plain.rate).toFixed(3)}`);
       if (http.flat) {
         const { first, last, slowdown } = http.flat;

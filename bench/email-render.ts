@@ -122,5 +122,6 @@ console.log(
 console.log(
   `apart, per recipient: ${perRecipient(tokensMs, SAMPLE)} for its ${compiled.links.length + 2} tracking ` +
     `tokens; ${perRecipient(composed.cpuMs, SAMPLE)} of CPU composing its MIME (composeMime), where the ` +
-    `composer's own streaming build() takes ${perRecipient(built.cpuMs, SAMPLE)}; ${perRecipient(signed.cpuMs, SAMPLE)} of CPU signing it with DKIM (RSA-2048)`,
+    `composer's own streaming build() takes ${perRecipient(built.cpuMs, SAMPLE)}; ` +
+    `${perRecipient(signed.cpuMs, SAMPLE)} of CPU signing it with DKIM (RSA-2048)`,
 );

@@ -401,9 +401,14 @@ async function main(): Promise<void> {
       r.webhookSeconds === null ? `only ${r.delivered} of ${r.total} within 120 s` : `${r.webhookSeconds.toFixed(1)} s`;
     const rate = r.total / r.seconds;
     const plain = r.plain === null ? '' : `   ${r.plain.toFixed(0).padEnd(18)} ${(rate / r.plain).toFixed(2)}`;
-    console.log(
-      `${String(r.total).padEnd(9)} ${`${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42)} ${webhook.padEnd(33)} ${`${r.peakRss.toFixed(0)} MiB`.padEnd(10)} ${`${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13)}${plain}`,
-    );
+    const cells = [
+      String(r.total).padEnd(9),
+      `${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42),
+      webhook.padEnd(33),
+      `${r.peakRss.toFixed(0)} MiB`.padEnd(10),
+      `${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13),
+    ];
+    console.log(cells.join(' ') + plain);
   }
 }
 

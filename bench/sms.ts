@@ -217,11 +217,9 @@ async function untilCompleted(database: Database, sendIds: string[]): Promise<vo
   for (;;) {
     let open = 0;
     for (let start = 0; start < sendIds.length; start += 5000) {
-      const { rows } = await sql<{
-        n: number;
-      }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(sendIds.slice(start, start + 5000))})`.execute(
-        database.db,
-      );
+      const ids = sql.join(sendIds.slice(start, start + 5000));
+      const { rows } = await sql<{ n: number }>`
+        select count(*) as n from sends where status <> 'Completed' and id in (${ids})`.execute(database.db);
       open += Number(rows[0].n);
     }
     if (open === 0) return;
@@ -369,9 +367,11 @@ async function run(url: string): Promise<void> {
       `batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} ` +
         `in ${seconds.toFixed(1)} s)`,
     );
-    console.log(
-      `batch: last webhook event after the last submit    ${receiver.counted() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`,
-    );
+    const lastEvent =
+      receiver.counted() >= expectedEvents
+        ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s`
+        : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`;
+    console.log(`batch: last webhook event after the last submit    ${lastEvent}`);
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
     if (simulator) {
       server.kill('SIGTERM');
