@@ -17,7 +17,10 @@ export async function bind(port: number) {
   return session;
 }
 
-/** Sends `count` submits on one bind with at most `window` outstanding; resolves when all are answered and, if asked, receipted. */
+/**
+ * Sends `count` submits on one bind with at most `window` outstanding; resolves when all are
+ * answered and, if asked, receipted.
+ */
 export function drive(session: smpp.Session, count: number, receipts: boolean, window: number): Promise<void> {
   const short_message = Buffer.from('Your code is 123456. Do not share it.');
   return new Promise((resolve) => {

@@ -217,11 +217,9 @@ async function untilCompleted(database: Database, sendIds: string[]): Promise<vo
   for (;;) {
     let open = 0;
     for (let start = 0; start < sendIds.length; start += 5000) {
-      const { rows } = await sql<{
-        n: number;
-      }>`select count(*) as n from sends where status <> 'Completed' and id in (${sql.join(sendIds.slice(start, start + 5000))})`.execute(
-        database.db,
-      );
+      const ids = sql.join(sendIds.slice(start, start + 5000));
+      const { rows } = await sql<{ n: number }>`
+        select count(*) as n from sends where status <> 'Completed' and id in (${ids})`.execute(database.db);
       open += Number(rows[0].n);
     }
     if (open === 0) return;
@@ -358,17 +356,22 @@ async function run(url: string): Promise<void> {
 
     console.log('figure                                              value');
     console.log(
-      `OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   (${idleLatency.count} sends)`,
+      `OTP request → submit, idle: p50 / p99 (ms)         ${idleLatency.p50} / ${idleLatency.p99}   ` +
+        `(${idleLatency.count} sends)`,
     );
     console.log(
-      `OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   (${busyLatency.count} sends)`,
+      `OTP request → submit, during the batch (ms)        ${busyLatency.p50} / ${busyLatency.p99}   ` +
+        `(${busyLatency.count} sends)`,
     );
     console.log(
-      `batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} in ${seconds.toFixed(1)} s)`,
+      `batch: messages/s, request to last submit          ${(total / seconds).toFixed(0)}   (${total} ` +
+        `in ${seconds.toFixed(1)} s)`,
     );
-    console.log(
-      `batch: last webhook event after the last submit    ${receiver.counted() >= expectedEvents ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s` : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`}`,
-    );
+    const lastEvent =
+      receiver.counted() >= expectedEvents
+        ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s`
+        : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`;
+    console.log(`batch: last webhook event after the last submit    ${lastEvent}`);
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
     if (simulator) {
       server.kill('SIGTERM');
@@ -376,7 +379,8 @@ async function run(url: string): Promise<void> {
       await simulator.reset();
       const bare = await bareClientRate(simulator.port, total);
       console.log(
-        `(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ${bare.toFixed(0)}   (Herald: ${(total / seconds / bare).toFixed(2)} of it)`,
+        `(c) bare smpp client, ${BINDS} binds × window ${WINDOW}: messages/s   ${bare.toFixed(0)}   ` +
+          `(Herald: ${(total / seconds / bare).toFixed(2)} of it)`,
       );
     }
   } finally {
@@ -392,7 +396,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'herald-bench-sms-'));
   const url = requestedUrl ?? `sqlite:${join(dir, 'herald.db')}`;
   console.log(
-    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
   );
   try {
     if (postgres) await withFreshPostgres(url, [], () => run(url));

@@ -41,9 +41,12 @@ async function run(receipts: boolean): Promise<void> {
     const simulatorCpu = cpuSeconds(child.pid!) - cpuBefore;
     const { user, system } = process.cpuUsage(esmeCpuBefore);
     console.log(
-      `${receipts ? 'with receipts   ' : 'without receipts'}: ${SUBMITS} submits on ${BINDS} binds, window ${WINDOW}: ` +
-        `${Math.round(SUBMITS / seconds)}/s; simulator CPU ${((simulatorCpu / SUBMITS) * 1e6).toFixed(1)} µs a submit ` +
-        `(${Math.round(SUBMITS / simulatorCpu)}/s on one core); the ESMEs' CPU ${((user + system) / SUBMITS).toFixed(1)} µs a submit`,
+      `${receipts ? 'with receipts   ' : 'without receipts'}: ${SUBMITS} submits on ${BINDS} binds, ` +
+        `window ${WINDOW}: ` +
+        `${Math.round(SUBMITS / seconds)}/s; simulator ` +
+        `CPU ${((simulatorCpu / SUBMITS) * 1e6).toFixed(1)} µs a submit ` +
+        `(${Math.round(SUBMITS / simulatorCpu)}/s on one core); the ESMEs' ` +
+        `CPU ${((user + system) / SUBMITS).toFixed(1)} µs a submit`,
     );
     for (const session of sessions) session.destroy();
   } finally {

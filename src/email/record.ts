@@ -33,7 +33,11 @@ const MINUTE = 60_000;
  */
 export const RETRY_WAITS_MS = [1, 5, 15, 30, 60, 120, 240].map((minutes) => minutes * MINUTE);
 
-/** A message refused for now this long after its first refusal is given up: a soft Bounce, with the last reply (the issue's 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a relay's sender gives up sooner). */
+/**
+ * A message refused for now this long after its first refusal is given up: a soft Bounce, with the
+ * last reply (the issue's 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a
+ * relay's sender gives up sooner).
+ */
 export const GIVE_UP_AFTER_MS = 72 * 60 * MINUTE;
 
 /**
@@ -78,7 +82,10 @@ export const startEmailSend = procedure(
     ),
 );
 
-/** The batch's content with its tracked links (accept.ts), written by its send job before its first message goes out. */
+/**
+ * The batch's content with its tracked links (accept.ts), written by its send job before its first
+ * message goes out.
+ */
 export const recordEmailLinks = procedure(
   import.meta.url,
   'recordEmailLinks',
@@ -212,7 +219,8 @@ export function pageResults(
         : bounce
           ? bounce.reply
           : nextTry === null
-            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
+            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours ` +
+              `and ${attempts} attempts; the last reply: ${result.reply}`
             : result.reply;
     const id = Number(row.id);
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];
@@ -255,8 +263,17 @@ export async function dropUnsent(
  * User agents of image proxies and link scanners, which open and click what no person read
  * (docs/email.md, "Sending": tracking): an event from one is recorded and posted with `machine: true`, not hidden.
  */
-const MACHINE_AGENTS =
-  /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
+const MACHINE_AGENTS = new RegExp(
+  [
+    // image proxies
+    'GoogleImageProxy|YahooMailProxy|ggpht\\.com',
+    // link scanners
+    'Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection',
+    // crawlers and HTTP tools
+    'bot\\b|crawler|spider|scanner|preview|curl/|python-requests|Go-http-client|HeadlessChrome',
+  ].join('|'),
+  'i',
+);
 
 /** An open or click this soon after delivery is a machine's: no person reads that fast (issue 13's rule). */
 export const MACHINE_WINDOW_MS = 2000;

@@ -108,7 +108,8 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          "Open a short link: 302 to its landing page, the click recorded; 404 for a code that is not one (on a shortener host, not that host's account's)",
+          'Open a short link: 302 to its landing page, the click recorded; 404 for a code that is not one ' +
+          "(on a shortener host, not that host's account's)",
         params: CodeParams,
         response: errorResponses(404),
       },
@@ -143,7 +144,8 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags: ['admin'],
         summary:
-          "Register a custom shortener host for an account: its SMS may use shortner.shortnerUrl https://<domain>, and the host answers /<code> for the account's links",
+          'Register a custom shortener host for an account: its SMS may use shortner.shortnerUrl ' +
+          "https://<domain>, and the host answers /<code> for the account's links",
         params: AccountParams,
         body: ShortenerDomainRequest,
         response: { 201: ShortenerDomainBody, ...errorResponses(400, 401, 404, 409) },

@@ -51,6 +51,7 @@ export interface JobRun {
  * Resolving 'completed' says the handler completed it itself, with completeJob.
  */
 export interface JobHandler {
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that completes nothing itself returns nothing
   handle(job: Job, run: JobRun): Promise<void | 'completed'>;
   /**
    * What becomes of the kind's domain row when a job dies (its last attempt failed, or its
@@ -403,7 +404,7 @@ export class Worker {
   private async complete(lease: Lease): Promise<void> {
     this.pendingCompletions.push(lease);
     while (this.pendingCompletions.includes(lease)) {
-      if (this.flushing) {
+      if (this.flushing !== undefined) {
         await this.flushing;
         continue;
       }

@@ -290,7 +290,8 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)",
+          "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its " +
+          'messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)',
         body: Type.Object({
           from: Address,
           to: Type.String({

@@ -59,7 +59,10 @@ class HostSlots {
   /** True once a slot at the host is the caller's; false if none freed within waitMs or the signal aborted first. */
   take(name: string, waitMs: number, signal: AbortSignal): Promise<boolean> {
     let host = this.hosts.get(name);
-    if (!host) this.hosts.set(name, (host = { inFlight: 0, waiting: [] }));
+    if (!host) {
+      host = { inFlight: 0, waiting: [] };
+      this.hosts.set(name, host);
+    }
     if (host.inFlight < this.limit) {
       host.inFlight += 1;
       return Promise.resolve(true);
@@ -86,8 +89,12 @@ class HostSlots {
   give(name: string): void {
     const host = this.hosts.get(name)!;
     const next = host.waiting.shift();
-    if (next) next();
-    else if ((host.inFlight -= 1) === 0) this.hosts.delete(name);
+    if (next) {
+      next();
+      return;
+    }
+    host.inFlight -= 1;
+    if (host.inFlight === 0) this.hosts.delete(name);
   }
 }
 
@@ -136,7 +143,7 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
 
   /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
   async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
-    let destination;
+    let destination: Awaited<ReturnType<typeof vetDestination>>;
     try {
       destination = await vetDestination(delivery.url, { allowPrivate: deps.config.webhookAllowPrivate, resolve });
     } catch (error) {

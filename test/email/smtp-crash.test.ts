@@ -22,7 +22,8 @@ forEachDatabase((dialect) => {
     await database.close();
   });
 
-  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that page twice', {
+  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that ' +
+    'page twice', {
     timeout: 90_000,
   }, async () => {
     const setup = await crashSetUp(database, dialect, LIST, (id) => ({

@@ -61,24 +61,28 @@ async function run(firstPage: PageRow[], pages: PageRow[][]) {
 }
 
 describe('sendInPages', () => {
-  it('reads the next page while a full page of first tries is handed over, and hands it over only after that page is recorded', async () => {
-    const { log, given } = await run(rows(1, PAGE), [rows(PAGE + 1, PAGE), rows(2 * PAGE + 1, 3)]);
-    assert.deepEqual(log, [
-      `read after ${PAGE}`,
-      `hand over 1-${PAGE}`,
-      `record up to ${PAGE}`,
-      `read after ${2 * PAGE}`,
-      `hand over ${PAGE + 1}-${2 * PAGE}`,
-      `record up to ${2 * PAGE}`,
-      `hand over ${2 * PAGE + 1}-${2 * PAGE + 3}`,
-      `record up to ${2 * PAGE + 3}`,
-    ]);
-    assert.deepEqual(given, [
-      { next: true, last: false },
-      { next: true, last: false },
-      { next: false, last: true },
-    ]);
-  });
+  it(
+    'reads the next page while a full page of first tries is handed over, and hands it over only after that page ' +
+      'is recorded',
+    async () => {
+      const { log, given } = await run(rows(1, PAGE), [rows(PAGE + 1, PAGE), rows(2 * PAGE + 1, 3)]);
+      assert.deepEqual(log, [
+        `read after ${PAGE}`,
+        `hand over 1-${PAGE}`,
+        `record up to ${PAGE}`,
+        `read after ${2 * PAGE}`,
+        `hand over ${PAGE + 1}-${2 * PAGE}`,
+        `record up to ${2 * PAGE}`,
+        `hand over ${2 * PAGE + 1}-${2 * PAGE + 3}`,
+        `record up to ${2 * PAGE + 3}`,
+      ]);
+      assert.deepEqual(given, [
+        { next: true, last: false },
+        { next: true, last: false },
+        { next: false, last: true },
+      ]);
+    },
+  );
 
   it('reads after the record when the page holds a retry: its record changes which retries are due', async () => {
     const page = [...rows(1, PAGE - 1), row(PAGE, 1)];

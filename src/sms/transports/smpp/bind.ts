@@ -22,7 +22,10 @@ export interface BindTiming {
   /** Reconnection waits from this, doubling to reconnectMaxMs, each with jitter. Defaults 250 ms, 30 s. */
   reconnectBaseMs: number;
   reconnectMaxMs: number;
-  /** A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling. Defaults 50 ms, 2 s. */
+  /**
+   * A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling.
+   * Defaults 50 ms, 2 s.
+   */
   throttleBaseMs: number;
   throttleMaxMs: number;
 }
@@ -115,7 +118,8 @@ export class SmppBind {
       if (handshaking) {
         this.options.log.error(
           { bind: this.options.name, error: error.message, code: error.code },
-          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
+          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must ' +
+            'be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
         );
       } else {
         this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
