@@ -135,7 +135,10 @@ async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Leas
   return completeSend(trx, sendId, now, lease);
 }
 
-/** The batch done when its last page was recorded earlier, or when it woke with none due (messaging/pipeline.ts's Pending). */
+/**
+ * The batch done when its last page was recorded earlier, or when it woke with none due
+ * (messaging/pipeline.ts's Pending).
+ */
 export const finishResumedEmailSend = procedure(
   import.meta.url,
   'finishResumedEmailSend',
@@ -238,7 +241,10 @@ export function pageResults(
   return results;
 }
 
-/** A batch's job died: what it had not handed over is Dropped (messaging/pipeline.ts's endUnsent), and the batch Completed. */
+/**
+ * A batch's job died: what it had not handed over is Dropped (messaging/pipeline.ts's
+ * endUnsent), and the batch Completed.
+ */
 export async function dropUnsent(
   trx: Db,
   dialect: DialectName,

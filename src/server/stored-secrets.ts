@@ -13,9 +13,10 @@ import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts
  * Those the code before migration 0027 left in clear (the token key, the webhook secrets) are
  * sealed under ENCRYPTION_KEY, here because a migration has no key; then the files of the
  * database are rid of the clear values (db/erase.ts), with those of any table a migration left
- * to erase, only at the start that sealed or found them, so that other starts stay fast. When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS),
- * what they sealed of these and of the DKIM keys is sealed anew under it, so that dropping them
- * later loses none; each value the current key sealed already costs one AES-GCM open, no write.
+ * to erase, only at the start that sealed or found them, so that other starts stay fast.
+ * When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS), what they sealed of these and
+ * of the DKIM keys is sealed anew under it, so that dropping them later loses none; each value
+ * the current key sealed already costs one AES-GCM open, no write.
  */
 export async function prepareStoredSecrets(
   database: Database,

@@ -248,7 +248,7 @@ forEachDatabase((dialect) => {
     }
   });
 
-  it('a database made before private tokens were hashed holds none in clear after the upgrade’s first start', async () => {
+  it('a database made before private tokens were hashed holds none in clear after the first start', async () => {
     const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
     assert.ifError((await migrator.migrateTo('0017_inbound_sms')).error);
     const privateToken = randomUUID();
