@@ -14,16 +14,16 @@
  *
  * The load: BENCH_CONTACTS / 1000 requests of 1000 contacts, each with an email, a mobile,
  * opt-ins and 3 properties (two by id, one by name); with BENCH_SHAPE=email or mobile, each
- * has only that one, which the matching rules look up as "email and no mobile" or the reverse. The first request is all new contacts;
- * every later one is half new, half updates of contacts sent earlier (a property changes, so
- * each is a real update, not a skip). Herald runs as it is deployed on each database: on
- * SQLite one `herald serve` (API and worker in one process); on PostgreSQL BENCH_ROLES
- * (default `api,worker`: one API process and one worker process; `all` for a single one).
- * The peak RSS printed is the largest of them, read from /proc. The plain upsert writes the
- * same rows, 1000 a transaction, with one multi-row INSERT … ON CONFLICT (id) DO UPDATE
- * (all go to `All contacts`, which has no membership rows), through the bare driver into
- * the same schema: the floor of what storing these rows costs, without HTTP, validation,
- * matching, the queue or bookkeeping.
+ * has only that one, which the matching rules look up as "email and no mobile" or the reverse. The
+ * first request is all new contacts; every later one is half new, half updates of contacts sent
+ * earlier (a property changes, so each is a real update, not a skip). Herald runs as it is deployed
+ * on each database: on SQLite one `herald serve` (API and worker in one process); on PostgreSQL
+ * BENCH_ROLES (default `api,worker`: one API process and one worker process; `all` for a single
+ * one). The peak RSS printed is the largest of them, read from /proc. The plain upsert writes the
+ * same rows, 1000 a transaction, with one multi-row INSERT … ON CONFLICT (id) DO UPDATE (all go to
+ * `All contacts`, which has no membership rows), through the bare driver into the same schema: the
+ * floor of what storing these rows costs, without HTTP, validation, matching, the queue or
+ * bookkeeping.
  *
  * It also prints whether the rate holds as the table grows: contacts/s over the first 10,000
  * applied and over the last 10,000, each from the apply times of ten consecutive batches
@@ -241,7 +241,8 @@ async function viaHttp(
       .orderBy('completed_at')
       .execute();
     console.log(
-      `  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s (${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`,
+      `  all ${requests.length} requests accepted after ${((accepted - started) / 1000).toFixed(1)} s ` +
+        `(${appliedByThen} applied by then), all applied after ${seconds.toFixed(1)} s`,
     );
     return {
       rate: (requests.length * PER_REQUEST) / seconds,
@@ -269,10 +270,13 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
   for (const c of requests.flat()) c.visits = 0;
 
   const columns =
-    'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at';
+    'id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, ' +
+    'created_at, updated_at';
   const update =
-    'on conflict (account_id, id) do update set email = excluded.email, mobile = excluded.mobile, mobile_country_code = excluded.mobile_country_code, ' +
-    'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = excluded.properties, updated_at = excluded.updated_at';
+    'on conflict (account_id, id) do update set email = excluded.email, mobile = excluded.mobile, ' +
+    'mobile_country_code = excluded.mobile_country_code, ' +
+    'mobile_opt_in = excluded.mobile_opt_in, email_opt_in = excluded.email_opt_in, properties = ' +
+    'excluded.properties, updated_at = excluded.updated_at';
   const rowsOf = (contacts: BenchContact[], now: number) =>
     contacts.map((c) => [
       c.n + 1,
@@ -298,8 +302,9 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
     for (const contacts of requests) {
       const rows = rowsOf(contacts, Date.now());
       await client.query('begin');
+      const placeholders = rows.map((_, r) => Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', '));
       await client.query(
-        `insert into contacts (${columns}) values ${rows.map((_, r) => `(${Array.from({ length: 10 }, (_, c) => `$${r * 10 + c + 1}`).join(', ')})`).join(', ')} ${update}`,
+        `insert into contacts (${columns}) values ${placeholders.map((row) => `(${row})`).join(', ')} ${update}`,
         rows.flat(),
       );
       await client.query('commit');
@@ -309,7 +314,8 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
     const db = new DatabaseSync(url.slice('sqlite:'.length));
     // The same settings as Herald's own connection (src/db/sqlite-thread.ts), so only the work differs.
     db.exec(
-      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 40000; PRAGMA cache_size = -16384',
+      'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA ' +
+        'wal_autocheckpoint = 40000; PRAGMA cache_size = -16384',
     );
     const statements = new Map<string, ReturnType<DatabaseSync['prepare']>>();
     const prepared = (text: string) => statements.get(text) ?? statements.set(text, db.prepare(text)).get(text)!;
@@ -317,7 +323,8 @@ async function viaPlainSql(url: string, requests: BenchContact[][]): Promise<{ r
       const rows = rowsOf(contacts, Date.now()).map((row) => row.map((v) => (typeof v === 'boolean' ? Number(v) : v)));
       db.exec('begin immediate');
       prepared(
-        `insert into contacts (${columns}) values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`,
+        `insert into contacts (${columns}) ` +
+          `values ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ${update}`,
       ).run(...(rows.flat() as Array<string | number | null>));
       db.exec('commit');
     }
@@ -335,26 +342,28 @@ async function main(): Promise<void> {
     const run = async () => {
       const requests = plan();
       console.log(
-        `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+        `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+          `node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
       );
       const shape = { both: 'email and mobile', email: 'email only', mobile: 'mobile only' }[SHAPE];
       console.log(
-        `load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half updates), 3 properties each, ${IN_FLIGHT} in flight`,
+        `load: ${REQUESTS} requests × ${PER_REQUEST} contacts (${shape}; first all new, then half new, half ` +
+          `updates), 3 properties each, ${IN_FLIGHT} in flight`,
       );
       const http = await viaHttp(httpUrl, requests);
       const plain = await viaPlainSql(plainUrl, requests);
       console.log('path                                contacts/s   seconds   peak RSS MiB');
-      console.log(
-        `HTTP API → queue → applied         ${http.rate.toFixed(0).padStart(10)} ${http.seconds.toFixed(1).padStart(9)} ${http.peakRss.toFixed(0).padStart(14)}`,
-      );
-      console.log(
-        `plain SQL bulk upsert              ${plain.rate.toFixed(0).padStart(10)} ${plain.seconds.toFixed(1).padStart(9)}`,
-      );
+      const rate = (run: { rate: number; seconds: number }) =>
+        `${run.rate.toFixed(0).padStart(10)} ${run.seconds.toFixed(1).padStart(9)}`;
+      console.log(`HTTP API → queue → applied         ${rate(http)} ${http.peakRss.toFixed(0).padStart(14)}`);
+      console.log(`plain SQL bulk upsert              ${rate(plain)}`);
       console.log(`ratio HTTP / plain: ${(http.rate / plain.rate).toFixed(3)}`);
       if (http.flat) {
         const { first, last, slowdown } = http.flat;
         console.log(
-          `applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 (to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`,
+          `applied contacts/s: first 10,000 ${first.toFixed(0)}, last 10,000 ` +
+            `(to ${CONTACTS.toLocaleString('en')}) ${last.toFixed(0)}; the last took ${slowdown.toFixed(2)}× ` +
+            `as long as the first: ${slowdown <= 1.5 ? 'flat' : 'NOT flat'} (target ≤ 1.5×)`,
         );
       }
     };

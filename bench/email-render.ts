@@ -111,11 +111,17 @@ const signed = await pages(SAMPLE, (i) => signEmail(rendered[i % rendered.length
 
 const perRecipient = (ms: number, count: number) => `${(ms / count).toFixed(3)} ms`;
 console.log(
-  `fixture: ${Buffer.byteLength(html)} bytes of HTML, ${compiled.links.length} tracked links, compiled once in ${compileMs.toFixed(1)} ms`,
+  `fixture: ${Buffer.byteLength(html)} bytes of HTML, ${compiled.links.length} tracked links, compiled once ` +
+    `in ${compileMs.toFixed(1)} ms`,
 );
 console.log(
-  `${RECIPIENTS} recipients in pages of ${PAGE}: ${Math.round(RECIPIENTS / (all.ms / 1000))} renders/s, ${perRecipient(all.cpuMs, RECIPIENTS)} of CPU each, ${Math.round(all.bytes / RECIPIENTS)} bytes each, peak RSS ${Math.round(all.peakRss / 2 ** 20)} MB`,
+  `${RECIPIENTS} recipients in pages of ${PAGE}: ${Math.round(RECIPIENTS / (all.ms / 1000))} ` +
+    `renders/s, ${perRecipient(all.cpuMs, RECIPIENTS)} of CPU each, ${Math.round(all.bytes / RECIPIENTS)} ` +
+    `bytes each, peak RSS ${Math.round(all.peakRss / 2 ** 20)} MB`,
 );
 console.log(
-  `apart, per recipient: ${perRecipient(tokensMs, SAMPLE)} for its ${compiled.links.length + 2} tracking tokens; ${perRecipient(composed.cpuMs, SAMPLE)} of CPU composing its MIME (composeMime), where the composer's own streaming build() takes ${perRecipient(built.cpuMs, SAMPLE)}; ${perRecipient(signed.cpuMs, SAMPLE)} of CPU signing it with DKIM (RSA-2048)`,
+  `apart, per recipient: ${perRecipient(tokensMs, SAMPLE)} for its ${compiled.links.length + 2} tracking ` +
+    `tokens; ${perRecipient(composed.cpuMs, SAMPLE)} of CPU composing its MIME (composeMime), where the ` +
+    `composer's own streaming build() takes ${perRecipient(built.cpuMs, SAMPLE)}; ` +
+    `${perRecipient(signed.cpuMs, SAMPLE)} of CPU signing it with DKIM (RSA-2048)`,
 );

@@ -148,8 +148,10 @@ async function startSink(): Promise<{ port: number; accepted(): Promise<number>;
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let banner: RegExpExecArray | null = null;
-  for await (const line of createInterface({ input: child.stdout! }))
-    if ((banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line))) break;
+  for await (const line of createInterface({ input: child.stdout! })) {
+    banner = /SMTP(?: with STARTTLS)? on [^:]+:(\d+), control on (http:\S+)/.exec(line);
+    if (banner) break;
+  }
   if (!banner) throw new Error('herald sim smtp stopped before it listened');
   const [, port, control] = banner;
   return {
@@ -374,7 +376,8 @@ async function run(url: string, list: number): Promise<Figures> {
 
 async function main(): Promise<void> {
   console.log(
-    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `node ${process.version}; ${postgres ? 'postgres' : 'sqlite'}`,
   );
   const results: Figures[] = [];
   for (const list of LISTS) {
@@ -390,16 +393,22 @@ async function main(): Promise<void> {
   }
   const until = SMTP ? 'request to last answer recorded' : 'request to last hand-over     ';
   console.log(
-    `batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / after${SMTP ? '   plain nodemailer   ratio' : ''}`,
+    `batch     messages/s, ${until}   last Delivered webhook after it   peak RSS   load before / ` +
+      `after${SMTP ? '   plain nodemailer   ratio' : ''}`,
   );
   for (const r of results) {
     const webhook =
       r.webhookSeconds === null ? `only ${r.delivered} of ${r.total} within 120 s` : `${r.webhookSeconds.toFixed(1)} s`;
     const rate = r.total / r.seconds;
     const plain = r.plain === null ? '' : `   ${r.plain.toFixed(0).padEnd(18)} ${(rate / r.plain).toFixed(2)}`;
-    console.log(
-      `${String(r.total).padEnd(9)} ${`${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42)} ${webhook.padEnd(33)} ${`${r.peakRss.toFixed(0)} MiB`.padEnd(10)} ${`${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13)}${plain}`,
-    );
+    const cells = [
+      String(r.total).padEnd(9),
+      `${rate.toFixed(0)}   (${r.seconds.toFixed(1)} s)`.padEnd(42),
+      webhook.padEnd(33),
+      `${r.peakRss.toFixed(0)} MiB`.padEnd(10),
+      `${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`.padEnd(13),
+    ];
+    console.log(cells.join(' ') + plain);
   }
 }
 

@@ -14,5 +14,5 @@ process.once('SIGTERM', async () => {
   await database.close();
   process.exit(0);
 });
-worker.start();
+await worker.start();
 console.log('started');

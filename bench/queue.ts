@@ -89,7 +89,7 @@ async function commitGaps(path: string): Promise<CommitGaps & { mainStallMs: num
   const gaps = await watchCommitGaps(path);
   const stalls = monitorEventLoopDelay({ resolution: 1 });
   stalls.enable();
-  worker.start();
+  await worker.start();
   try {
     await pushJobsThrough(database, perTransaction);
     stalls.disable();
@@ -143,7 +143,8 @@ async function priorityClaimLatency(url: string): Promise<{ median: number; wors
 const dir = mkdtempSync(join(tmpdir(), 'herald-bench-queue-'));
 try {
   console.log(
-    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; node ${process.version}; ${JOBS} jobs a run`,
+    `machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `node ${process.version}; ${JOBS} jobs a run`,
   );
   const results: Array<[string, number, number]> = [];
   results.push(['sqlite', 1, await run(`sqlite:${join(dir, 'queue.db')}`, 1)]);
@@ -155,15 +156,18 @@ try {
   const gaps = await commitGaps(join(dir, 'gaps.db'));
   console.log(
     `sqlite, one process: longest gap between two committed writes: ${gaps.longestMs.toFixed(1)} ms ` +
-      `(${gaps.longestUnwatchedMs.toFixed(1)} ms in a gap the watcher did not watch throughout, itself waiting up to ${gaps.longestBlindMs.toFixed(1)} ms for a core; ` +
-      `main thread's longest stall: ${gaps.mainStallMs.toFixed(1)} ms); largest WAL: ${(gaps.largestWalBytes / 2 ** 20).toFixed(0)} MiB`,
+      `(${gaps.longestUnwatchedMs.toFixed(1)} ms in a gap the watcher did not watch throughout, itself ` +
+      `waiting up to ${gaps.longestBlindMs.toFixed(1)} ms for a core; ` +
+      `main thread's longest stall: ${gaps.mainStallMs.toFixed(1)} ms); largest ` +
+      `WAL: ${(gaps.largestWalBytes / 2 ** 20).toFixed(0)} MiB`,
   );
   const lanes: Array<[string, { median: number; worst: number }]> = [
     ['sqlite', await priorityClaimLatency(`sqlite:${join(dir, 'lanes.db')}`)],
     ['postgres', await withBenchPostgres('queue', priorityClaimLatency)],
   ];
   console.log(
-    `OTP claim with ${LOW_PRIORITY_JOBS} lower-priority jobs ready (${PRIORITY_CLAIMS} claims)\ndatabase   median ms   worst ms`,
+    `OTP claim with ${LOW_PRIORITY_JOBS} lower-priority jobs ready ` +
+      `(${PRIORITY_CLAIMS} claims)\ndatabase   median ms   worst ms`,
   );
   for (const [database, { median, worst }] of lanes)
     console.log(`${database.padEnd(10)} ${median.toFixed(2).padStart(9)} ${worst.toFixed(2).padStart(10)}`);

@@ -66,7 +66,8 @@ await Promise.all(Array.from({ length: THREADS * 2 }, lane));
 const seconds = (performance.now() - started) / 1000;
 const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
 console.log(
-  `${THREADS} render thread(s): ${Math.round(RECIPIENTS / seconds)} messages/s rendered and signed; peak RSS ${mib(peakRss)} MiB (${mib(startRss)} at the start)`,
+  `${THREADS} render thread(s): ${Math.round(RECIPIENTS / seconds)} messages/s rendered and signed; peak ` +
+    `RSS ${mib(peakRss)} MiB (${mib(startRss)} at the start)`,
 );
 renderer.close();
 await pool.close();

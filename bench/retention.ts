@@ -26,7 +26,8 @@ const DAY = 24 * 60 * 60_000;
 function series(database: Database, n: number) {
   return database.dialect === 'postgres'
     ? sql`generate_series(1, ${sql.lit(n)}) as s(g)`
-    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)}) select g from s) as s`;
+    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)})
+           select g from s) as s`;
 }
 
 async function fill(database: Database, accountId: string, completedAt: number): Promise<number> {
@@ -40,20 +41,21 @@ async function fill(database: Database, accountId: string, completedAt: number):
     shortener: null,
   });
   await sql`insert into sends (id, account_id, channel, status, content, list_ids, created_at, completed_at)
-            select 'send-' || g, ${accountId}, 'sms', 'Completed', ${content}, '[]', cast(${completedAt} as bigint), cast(${completedAt} as bigint) + g from ${series(database, SENDS + 1)}`.execute(
-    db,
-  );
+            select 'send-' || g, ${accountId}, 'sms', 'Completed', ${content}, '[]',
+                   cast(${completedAt} as bigint), cast(${completedAt} as bigint) + g
+              from ${series(database, SENDS + 1)}`.execute(db);
   await sql`insert into send_recipients (send_id, address, tags, status, updated_at)
-            select 'send-' || (1 + g % ${sql.lit(SENDS)}), '9198' || g, '{"[code]":"482913"}', 'Delivered', cast(${completedAt} as bigint)
+            select 'send-' || (1 + g % ${sql.lit(SENDS)}), '9198' || g, '{"[code]":"482913"}', 'Delivered',
+                   cast(${completedAt} as bigint)
               from ${series(database, SENDS * RECIPIENTS)}`.execute(db);
   await sql`insert into send_recipients (send_id, address, status, updated_at)
-            select 'send-' || ${sql.lit(SENDS + 1)}, '4479' || g, 'Delivered', cast(${completedAt} as bigint) from ${series(database, LIST_RECIPIENTS)}`.execute(
-    db,
-  );
-  await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text, created_at)
-            select ${accountId}, send_id, 'message-' || id, address, 'HERALD', 1, 1, 'GSM-7', 'Your code is 482913', cast(${completedAt} as bigint) from send_recipients`.execute(
-    db,
-  );
+            select 'send-' || ${sql.lit(SENDS + 1)}, '4479' || g, 'Delivered', cast(${completedAt} as bigint)
+              from ${series(database, LIST_RECIPIENTS)}`.execute(db);
+  await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text,
+                                     created_at)
+            select ${accountId}, send_id, 'message-' || id, address, 'HERALD', 1, 1, 'GSM-7', 'Your code is 482913',
+                   cast(${completedAt} as bigint)
+              from send_recipients`.execute(db);
   return SENDS * RECIPIENTS * 2 + LIST_RECIPIENTS;
 }
 
@@ -93,8 +95,10 @@ async function run(url: string): Promise<void> {
     chunkMs.sort((a, b) => a - b);
     const ms = (value: number) => value.toFixed(1);
     console.log(
-      `${database.dialect}: ${SENDS + 1} sends, ${rows} rows (tags and sandbox records) in ${chunkMs.length} transactions: ` +
-        `${Math.round(rows / (totalMs / 1000))} rows/s; a transaction took ${ms(chunkMs[Math.floor(chunkMs.length / 2)])} ms at the median, ` +
+      `${database.dialect}: ${SENDS + 1} sends, ${rows} rows (tags and sandbox records) ` +
+        `in ${chunkMs.length} transactions: ` +
+        `${Math.round(rows / (totalMs / 1000))} rows/s; a transaction ` +
+        `took ${ms(chunkMs[Math.floor(chunkMs.length / 2)])} ms at the median, ` +
         `${ms(chunkMs.at(-1)!)} ms at the longest; a sweep with nothing left: ${ms(idleMs)} ms`,
     );
   } finally {

@@ -35,7 +35,8 @@ const PASSWORD = 'correct horse battery staple';
 function series(database: Database, n: number) {
   return database.dialect === 'postgres'
     ? sql`generate_series(1, ${sql.lit(n)}) as s(g)`
-    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)}) select g from s) as s`;
+    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)})
+           select g from s) as s`;
 }
 
 /**
@@ -61,8 +62,10 @@ async function fill(database: Database, accountIds: string[], end: number): Prom
     shortener: null,
   });
   await sql`insert into sends (id, account_id, channel, status, content, list_ids, created_at, completed_at)
-            select 'send-' || g, case g % ${sql.lit(ACCOUNTS)} ${sql.raw(accounts)} end, case g / ${sql.lit(ACCOUNTS)} % 2 when 0 then 'sms' else 'email' end, 'Completed', ${content}, '[]',
-                   ${sql.lit(start)} + cast(g as bigint) * ${sql.lit(step)}, ${sql.lit(start)} + cast(g as bigint) * ${sql.lit(step)} + 60000
+            select 'send-' || g, case g % ${sql.lit(ACCOUNTS)} ${sql.raw(accounts)} end,
+                   case g / ${sql.lit(ACCOUNTS)} % 2 when 0 then 'sms' else 'email' end, 'Completed', ${content}, '[]',
+                   ${sql.lit(start)} + cast(g as bigint) * ${sql.lit(step)},
+                   ${sql.lit(start)} + cast(g as bigint) * ${sql.lit(step)} + 60000
               from ${series(database, sends)}`.execute(db);
   // Recipient g belongs to send 1 + (g - 1) / PER_SEND; its id is g.
   const send = sql`(1 + (g - 1) / ${sql.lit(PER_SEND)})`;
@@ -76,11 +79,16 @@ async function fill(database: Database, accountIds: string[], end: number): Prom
                    ${sql.lit(start)} + cast(${send} as bigint) * ${sql.lit(step)} + g % ${sql.lit(PER_SEND)} * 10
               from ${series(database, recipients)}`.execute(db);
   await sql`insert into recipient_history (recipient_id, status, at)
-            select id, case when status in ('NotSent', 'Dropped') then status when encoding is null then 'Processed' else 'Submitted' end, updated_at - 5000 from send_recipients
+            select id,
+                   case when status in ('NotSent', 'Dropped') then status
+                        when encoding is null then 'Processed'
+                        else 'Submitted' end,
+                   updated_at - 5000
+              from send_recipients
             union all
-            select id, case when status = 'Delivered' and id % 10 = 2 and encoding is null then 'Open' else status end, updated_at from send_recipients`.execute(
-    db,
-  );
+            select id, case when status = 'Delivered' and id % 10 = 2 and encoding is null then 'Open' else status end,
+                   updated_at
+              from send_recipients`.execute(db);
   await backfillUsageRollup(db);
 }
 
@@ -152,12 +160,17 @@ async function run(url: string): Promise<void> {
           if (i >= 2) ms.push(took);
         }
         ms.sort((a, b) => a - b);
-        return `${ms[Math.floor(ms.length / 2)].toFixed(1)} ms median, ${ms.at(-1)!.toFixed(1)} ms slowest (${points} sent)`;
+        return (
+          `${ms[Math.floor(ms.length / 2)].toFixed(1)} ms median, ${ms.at(-1)!.toFixed(1)} ms slowest ` +
+          `(${points} sent)`
+        );
       };
       const span = 'from=2026-03-01&to=2026-03-30';
       console.log(
-        `${database.dialect}: ${MESSAGES} messages of ${ACCOUNTS} accounts over ${DAYS} days generated and rolled up in ${fillS.toFixed(0)} s (${rollupRows} rollup rows); ` +
-          `GET /stats for 30 days, one account: SMS by day ${await timed(`${span}&channel=sms`)}; email by day ${await timed(`${span}&channel=email`)}; ` +
+        `${database.dialect}: ${MESSAGES} messages of ${ACCOUNTS} accounts over ${DAYS} days generated and ` +
+          `rolled up in ${fillS.toFixed(0)} s (${rollupRows} rollup rows); ` +
+          `GET /stats for 30 days, one account: SMS by day ${await timed(`${span}&channel=sms`)}; email by ` +
+          `day ${await timed(`${span}&channel=email`)}; ` +
           `email by hour ${await timed(`${span}&channel=email&interval=hour`)}`,
       );
     } finally {

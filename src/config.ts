@@ -20,9 +20,15 @@ export interface Config {
   publicUrl: string;
   adminToken: string | undefined;
   jwtSecret: string | undefined;
-  /** ENCRYPTION_KEY, the key of isBodyEncrypted bodies; when unset, messaging/encryption-key.ts finds or makes one (SQLite) or stops (PostgreSQL). */
+  /**
+   * ENCRYPTION_KEY, the key of isBodyEncrypted bodies; when unset, messaging/encryption-key.ts
+   * finds or makes one (SQLite) or stops (PostgreSQL).
+   */
   encryptionKey: KeyObject | undefined;
-  /** ENCRYPTION_KEY_PREVIOUS: keys ENCRYPTION_KEY replaced, newest first, which still open what they sealed (sealed.ts's Keyring). */
+  /**
+   * ENCRYPTION_KEY_PREVIOUS: keys ENCRYPTION_KEY replaced, newest first, which still open what they
+   * sealed (sealed.ts's Keyring).
+   */
   previousEncryptionKeys: KeyObject[];
   bodyLimitBytes: number;
   /**
@@ -51,9 +57,15 @@ export interface Config {
     | { kind: 'sandbox'; defer: RegExp | undefined; bounce: RegExp | undefined }
     | { kind: 'smtp'; settings: SmtpSettings };
   defaultEmailDomain: string;
-  /** EMAIL_RENDER_THREADS: threads that render and sign emails in a worker process (email/render-pool.ts); one a core but the event loop's, 1 to 4, unless set. */
+  /**
+   * EMAIL_RENDER_THREADS: threads that render and sign emails in a worker process
+   * (email/render-pool.ts); one a core but the event loop's, 1 to 4, unless set.
+   */
   emailRenderThreads: number;
-  /** BOUNCE_DOMAIN: the domain of VERP return paths (`bounces+<token>@…`) and of List-Unsubscribe's `mailto:`; DEFAULT_EMAIL_DOMAIN when unset. */
+  /**
+   * BOUNCE_DOMAIN: the domain of VERP return paths (`bounces+<token>@…`) and of List-Unsubscribe's
+   * `mailto:`; DEFAULT_EMAIL_DOMAIN when unset.
+   */
   bounceDomain: string;
   /** INBOUND_SMTP_PORT: the SMTP listener for bounces, complaints and unsubscribe mail, on HOST; off when unset. */
   inboundSmtpPort: number | undefined;
@@ -62,9 +74,15 @@ export interface Config {
   shutdownGraceSeconds: number;
   /** How long a claimed job's lease lasts unrenewed: how soon another worker takes over the jobs of one that died. */
   jobLeaseSeconds: number;
-  /** Days after a send completes before its bodies, tags and sandbox records are purged (src/messaging/retention.ts). */
+  /**
+   * Days after a send completes before its bodies, tags and sandbox records are purged
+   * (src/messaging/retention.ts).
+   */
   retentionDays: number;
-  /** SMS_RECEIPT_TIMEOUT_HOURS: a message without a final receipt this long after its send completed ends Failed (sms/expiry.ts). */
+  /**
+   * SMS_RECEIPT_TIMEOUT_HOURS: a message without a final receipt this long after its send completed
+   * ends Failed (sms/expiry.ts).
+   */
   smsReceiptTimeoutHours: number;
 }
 
@@ -118,6 +136,13 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
   return raw;
 }
 
+const SMS_TRANSPORT_FORMS = 'sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port';
+const EMAIL_TRANSPORT_FORMS =
+  'sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port';
+
+/** A transport URL as an error may show it: its password (and user) left out. */
+const withoutPassword = (url: string) => url.replace(/\/\/[^@/]*@/, '//…@');
+
 function smsTransportSetting(raw: string): Config['smsTransport'] {
   if (/^smpps?:/.test(raw)) {
     try {
@@ -127,11 +152,7 @@ function smsTransportSetting(raw: string): Config['smsTransport'] {
     }
   }
   const match = /^sandbox:(?:\?fail=(.+))?$/.exec(raw);
-  if (!match)
-    throw new ConfigError(
-      'SMS_TRANSPORT',
-      `must be sandbox:, sandbox:?fail=<regular expression> or smpp://systemId:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`,
-    );
+  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be ${SMS_TRANSPORT_FORMS}, got "${withoutPassword(raw)}"`);
   if (match[1] === undefined) return { kind: 'sandbox', fail: undefined };
   try {
     return { kind: 'sandbox', fail: new RegExp(decodeURIComponent(match[1])) };
@@ -150,10 +171,7 @@ function emailTransportSetting(raw: string): Config['emailTransport'] {
   }
   const match = /^sandbox:(?:\?(.*))?$/.exec(raw);
   if (!match)
-    throw new ConfigError(
-      'EMAIL_TRANSPORT',
-      `must be sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port, got "${raw.replace(/\/\/[^@/]*@/, '//…@')}"`,
-    );
+    throw new ConfigError('EMAIL_TRANSPORT', `must be ${EMAIL_TRANSPORT_FORMS}, got "${withoutPassword(raw)}"`);
   const setting = {
     kind: 'sandbox' as const,
     defer: undefined as RegExp | undefined,

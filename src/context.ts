@@ -17,7 +17,10 @@ export interface AppContext {
   counters: CounterStore;
   /** HS256 key of access tokens. */
   jwtKey: KeyObject;
-  /** ENCRYPTION_KEY: seals the bodies, tag values and rendered texts of isBodyEncrypted sends, and Idempotency-Key records (sealed.ts). */
+  /**
+   * ENCRYPTION_KEY: seals the bodies, tag values and rendered texts of isBodyEncrypted sends, and
+   * Idempotency-Key records (sealed.ts).
+   */
   encryptionKey: Keyring;
   metrics: Registry;
 }

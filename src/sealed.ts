@@ -19,9 +19,8 @@ const TAG_BYTES = 16;
 /** A value that does not open: sealed under another key, for another place, or altered. */
 export class SealedValueError extends Error {
   constructor(place: string) {
-    super(
-      `a sealed value of ${place} does not open: it was sealed under another ENCRYPTION_KEY, for another place, or altered`,
-    );
+    const why = 'it was sealed under another ENCRYPTION_KEY, for another place, or altered';
+    super(`a sealed value of ${place} does not open: ${why}`);
   }
 }
 
@@ -53,7 +52,10 @@ export class Keyring {
     this.all = [current, ...previous];
   }
 
-  /** The ring of keys derived for `purpose` (HKDF-SHA256, RFC 5869; no salt, the input being a uniformly random key), once. */
+  /**
+   * The ring of keys derived for `purpose` (HKDF-SHA256, RFC 5869; no salt, the input being a
+   * uniformly random key), once.
+   */
   derive(purpose: string): Keyring {
     let ring = this.derived.get(purpose);
     if (!ring) {

@@ -7,7 +7,10 @@ import { readFileSync } from 'node:fs';
  * never repeats the URL, which holds a password and lands in logs.
  */
 
-/** `raw` as a URL of one of `schemes` (`smpp:`…) naming its host (`what`: "the SMSC host") and taking no parameter but `params`. */
+/**
+ * `raw` as a URL of one of `schemes` (`smpp:`…) naming its host (`what`: "the SMSC host") and
+ * taking no parameter but `params`.
+ */
 export function transportUrl(
   raw: string,
   options: { schemes: string[]; example: string; what: string; params: string[] },

@@ -123,7 +123,8 @@ it('the README and docs/ name only files, scripts and headings that exist', () =
 
 it('finds a named file, a script, a linked page and a heading that are not there', () => {
   const text = [
-    'The worker is `src/queue/worker.ts`, its kinds in `src/server/worker.ts`; see `src/<domain>/` and `test/**/*.test.ts`.',
+    'The worker is `src/queue/worker.ts`, its kinds in `src/server/worker.ts`; see `src/<domain>/` and ' +
+      '`test/**/*.test.ts`.',
     'Pages: `src/sms/send-pages.ts`, run `./bin/herald`, then `npm run bench:sms` and `npm run bench:<name>`.',
     'Also `npm run bench:nothing`, [the queue](docs/concepts.md#the-queue), [gone](docs/gone.md),',
     '[no such heading](docs/concepts.md#no-such-heading), [here](#a-heading) and `[not a link](docs/gone.md)`.',

@@ -36,29 +36,32 @@ it('refuses to open under another key, for another place, altered, or not sealed
   refused(() => open(ring, `v2:${sealed.slice(3)}`, place));
 });
 
-it('opens, after ENCRYPTION_KEY is replaced, what the keys it replaced sealed, and seals under the new one only', () => {
-  const [older, old, current] = [generateKey(), generateKey(), generateKey()];
-  const byOld = seal(old, 'sealed before', place);
-  const byOlder = seal(older, 'sealed long before', place);
-  const replaced = new Keyring(current, [old, older]);
-  assert.equal(open(replaced, byOld, place), 'sealed before');
-  assert.equal(open(replaced, byOlder, place), 'sealed long before');
-  assert.equal(open(new Keyring(current), seal(replaced.current, 'sealed now', place), place), 'sealed now');
-  assert.throws(
-    () => open(new Keyring(current), byOld, place),
-    SealedValueError,
-    'a key dropped from the ring opens nothing it sealed',
-  );
+it(
+  'opens, after ENCRYPTION_KEY is replaced, what the keys it ' + 'replaced sealed, and seals under the new one only',
+  () => {
+    const [older, old, current] = [generateKey(), generateKey(), generateKey()];
+    const byOld = seal(old, 'sealed before', place);
+    const byOlder = seal(older, 'sealed long before', place);
+    const replaced = new Keyring(current, [old, older]);
+    assert.equal(open(replaced, byOld, place), 'sealed before');
+    assert.equal(open(replaced, byOlder, place), 'sealed long before');
+    assert.equal(open(new Keyring(current), seal(replaced.current, 'sealed now', place), place), 'sealed now');
+    assert.throws(
+      () => open(new Keyring(current), byOld, place),
+      SealedValueError,
+      'a key dropped from the ring opens nothing it sealed',
+    );
 
-  const derived = replaced.derive('herald email tracking tokens');
-  assert.equal(derived, replaced.derive('herald email tracking tokens'), 'derived once');
-  assert.equal(derived.all.length, 3);
-  assert.ok(
-    derived.all[1].equals(new Keyring(old).derive('herald email tracking tokens').current),
-    'each key derives what it derived alone',
-  );
-  assert.ok(!derived.current.equals(replaced.derive('another purpose').current));
-});
+    const derived = replaced.derive('herald email tracking tokens');
+    assert.equal(derived, replaced.derive('herald email tracking tokens'), 'derived once');
+    assert.equal(derived.all.length, 3);
+    assert.ok(
+      derived.all[1].equals(new Keyring(old).derive('herald email tracking tokens').current),
+      'each key derives what it derived alone',
+    );
+    assert.ok(!derived.current.equals(replaced.derive('another purpose').current));
+  },
+);
 
 it('seals anew under the current key what an older key sealed; leaves what the current or no key sealed', () => {
   const [old, current] = [generateKey(), generateKey()];

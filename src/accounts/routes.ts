@@ -95,7 +95,8 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
         body: Type.Object({
           inboundSmsWebhookUrl: Type.Union([
             WebhookUrl(
-              "Receives each message a handset sends to this account's numbers or replies to its messages (`sms.inbound`), signed; null stops the posts.",
+              "Receives each message a handset sends to this account's numbers or replies to its messages " +
+                '(`sms.inbound`), signed; null stops the posts.',
             ),
             Type.Null(),
           ]),

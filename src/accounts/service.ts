@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Insertable, type Kysely, type Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';

@@ -4,7 +4,7 @@ import type { AppContext } from '../context.ts';
 import { adminUnauthorized, consoleSessionEnded, csrfRefused, invalidToken, missingToken } from '../errors.ts';
 import { SESSION_COOKIE, csrfTokenFor, findSession } from './console-sessions.ts';
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
-import { AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
+import { type AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
 import { verifyAccessToken, type TokenSubject } from './tokens.ts';
 
 /** The account a bearer token speaks for, as every module handler sees it. */

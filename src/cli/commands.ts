@@ -26,7 +26,9 @@ file beside the database will do); refused when JWT_SECRET is set, which is then
   },
   {
     name: 'account create',
-    args: '--user EMAIL [--password-stdin | --password PW] [--time-zone-offset "UTC+05:30~India Standard Time"] [--locale en-IN]',
+    args:
+      '--user EMAIL [--password-stdin | --password PW] [--time-zone-offset "UTC+05:30~India Standard Time"] ' +
+      '[--locale en-IN]',
     about: 'create an account and print it, with its privateToken',
   },
   { name: 'account list', args: '', about: 'print every account (of a database that exists and is migrated)' },
@@ -54,13 +56,15 @@ file beside the database will do); refused when JWT_SECRET is set, which is then
     name: 'account add-sender-domain',
     args: '--user EMAIL --domain DOMAIN',
     about:
-      'authorise an email sender domain for the account; prints its DKIM record (recordName, recordValue) to publish as a DNS TXT record',
+      'authorise an email sender domain for the account; prints its DKIM record (recordName, recordValue) to ' +
+      'publish as a DNS TXT record',
   },
   {
     name: 'account add-shortener-domain',
     args: '--user EMAIL --domain DOMAIN',
     about:
-      "register a custom short-link host (shortner.shortnerUrl https://DOMAIN); it answers /<code> for the account's links",
+      'register a custom short-link host (shortner.shortnerUrl https://DOMAIN); it answers /<code> for the ' +
+      "account's links",
   },
   { name: 'account delete', args: '--user EMAIL', about: 'delete the account' },
   {
@@ -75,7 +79,8 @@ migrates the database: run herald migrate first.`,
     name: 'dkim rotate',
     args: '[--user EMAIL --domain DOMAIN]',
     about:
-      'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key stays, retired',
+      'make a new DKIM key under a new selector, which signs from now on; prints its record. The old key ' +
+      'stays, retired',
   },
   {
     name: 'dkim keys',

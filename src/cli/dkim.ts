@@ -11,7 +11,10 @@ import { senderDomainHolder } from '../senders/domains.ts';
 import { groupCommand, HELP, parse, print, required, usage, UsageError } from './commands.ts';
 import { accountByUser, keyringOf, withDatabase, withExistingDatabase } from './database.ts';
 
-/** `herald dkim …`: the admin API's DKIM routes, for the service domain or, with --user and --domain, an account's sender domain. */
+/**
+ * `herald dkim …`: the admin API's DKIM routes, for the service domain or, with --user and
+ * --domain, an account's sender domain.
+ */
 export async function dkimCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
   const command = groupCommand('dkim', action);
   if (command === undefined) return;

@@ -28,7 +28,10 @@ type BatchRow = Selectable<ContactBatchesTable>;
 /** The webhook event type of an applied (or failed) batch. */
 export const BATCH_WEBHOOK_TYPE = 'contacts.batch';
 
-/** The batch is no longer Queued (deleted with its account, or Failed before an operator revived its job): this run's writes roll back. */
+/**
+ * The batch is no longer Queued (deleted with its account, or Failed before an operator revived its
+ * job): this run's writes roll back.
+ */
 class NotQueued extends Error {}
 
 /** A contact while the batch is resolved against it, in memory. */
@@ -245,7 +248,7 @@ export async function applyBatch(
   for (let pending = created; pending.length > 0; ) {
     const unnumbered = pending.filter((d) => d.id === 0);
     const ids = await allocateContactIds(db, accountId, unnumbered.length, reserved);
-    unnumbered.forEach((d, i) => (d.id = ids[i]));
+    for (const [i, d] of unnumbered.entries()) d.id = ids[i];
     const inserted = await insertContacts(db, dialect, accountId, now, pending.map(rowOf));
     pending = pending.filter((d) => !inserted.has(d.id));
     for (const d of pending) {

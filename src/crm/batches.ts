@@ -58,7 +58,10 @@ export function packEntries(batchId: string, listId: string, entries: BatchEntry
       properties = [];
       for (const [id, value] of Object.entries(e.properties)) {
         let i = index.get(id);
-        if (i === undefined) index.set(id, (i = propertyIds.push(id) - 1));
+        if (i === undefined) {
+          i = propertyIds.push(id) - 1;
+          index.set(id, i);
+        }
         properties.push(i, value);
       }
     }
@@ -182,7 +185,9 @@ function rejection(formatErrors: FieldError[], dataErrors: FieldError[], invalid
   // SPEC §2.6's shape. No contactId can be invalid: ids are per account, and one the account
   // does not have creates that contact.
   const data = { InvalidProperties: invalidProperties, InvalidContactIds: [] };
-  const message = `The contact batch was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was applied.`;
+  const message =
+    `The contact batch was rejected with ${errors.length} ` +
+    `problem${errors.length === 1 ? '' : 's'}; nothing was applied.`;
   // ARCHITECTURE.md: a malformed field is a 400, a well-formed reference to something the
   // account does not have a 422. One answer lists every problem of both kinds.
   if (formatErrors.length > 0) return new AppError(400, message, { errors, data });

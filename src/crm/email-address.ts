@@ -1,3 +1,6 @@
+// A domain label: letters, digits and inner hyphens, at most 63 characters.
+const LABEL = '[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?';
+
 /**
  * The one rule for email addresses, for every module (the CRM's contacts today; email
  * sends, suppressions and senders later): WHATWG HTML's "valid email address", the rule
@@ -7,8 +10,7 @@
  * receiving servers still refuse it.
  * https://html.spec.whatwg.org/multipage/input.html#valid-e-mail-address
  */
-const WHATWG_EMAIL =
-  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+const WHATWG_EMAIL = new RegExp(`^[a-zA-Z0-9.!#$%&'*+/=?^_\`{|}~-]+@${LABEL}(?:\\.${LABEL})*$`);
 
 // RFC 5321 §4.5.3.1: a local part of at most 64 octets, a path of at most 256 (the address
 // and its angle brackets), so 254 for the address.
@@ -18,7 +20,7 @@ export const MAX_EMAIL_ADDRESS = 254;
 /** Why the address is not one Herald accepts, or undefined if it is. */
 export function emailAddressProblem(address: string): string | undefined {
   if (address.length > MAX_EMAIL_ADDRESS) return `must be an email address of at most ${MAX_EMAIL_ADDRESS} characters`;
-  if (/[^\x00-\x7f]/.test(address)) {
+  if (/[\u0080-\uffff]/.test(address)) {
     return 'must be an email address in ASCII: give an internationalised domain in its xn-- form';
   }
   if (!WHATWG_EMAIL.test(address)) return 'must be an email address';

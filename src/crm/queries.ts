@@ -65,7 +65,8 @@ const SQLITE = {
   // `email is null` / `mobile is null` are SPEC §4 rule 4's "only a mobile" / "only an email".
   candidates: (k: CandidateKeys) => sql<CandidateRow>`
     select m.*, ${k.listId} = ${k.allContactsListId}
-                or exists (select 1 from list_members l where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
+                or exists (select 1 from list_members l
+                            where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
       from (select c.* from json_each(${json(k.ids)}) i
              cross join contacts c on c.account_id = ${k.accountId} and c.id = i.value
             union all
@@ -80,7 +81,8 @@ const SQLITE = {
              cross join contacts c on c.account_id = ${k.accountId} and c.email = p.value and c.mobile is null) m`,
 
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
-    insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
+    insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in,
+                          properties, created_at, updated_at)
     select value ->> 'id', ${accountId}, value ->> 'email', value ->> 'mobile', value ->> 'countryCode',
            value ->> 'mobileOptIn', value ->> 'emailOptIn', value ->> 'properties', ${now}, ${now}
       from jsonb_each(${json(rows)}) where true
@@ -132,24 +134,29 @@ const POSTGRES = {
   // seek by the value itself, whatever the statistics say.
   candidates: (k: CandidateKeys) => sql<CandidateRow>`
     select m.*, ${k.listId} = ${k.allContactsListId}
-                or exists (select 1 from list_members l where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
+                or exists (select 1 from list_members l
+                            where l.list_id = ${k.listId} and l.contact_id = m.id) as in_list
       from (select c.* from jsonb_array_elements_text(${json(k.ids)}::jsonb) i(id)
-             cross join lateral (select * from contacts where account_id = ${k.accountId} and id = i.id::bigint offset 0) c
+             cross join lateral (select * from contacts where account_id = ${k.accountId}
+                                    and id = i.id::bigint offset 0) c
             union all
             select c.* from jsonb_array_elements(${json(k.pairs)}::jsonb) p
              cross join lateral (select * from contacts where account_id = ${k.accountId}
                                     and mobile = p ->> 'mobile' and email = p ->> 'email' offset 0) c
             union all
             select c.* from jsonb_array_elements_text(${json(k.mobiles)}::jsonb) p(mobile)
-             cross join lateral (select * from contacts where account_id = ${k.accountId} and mobile = p.mobile offset 0) c
+             cross join lateral (select * from contacts where account_id = ${k.accountId}
+                                    and mobile = p.mobile offset 0) c
              where c.email is null
             union all
             select c.* from jsonb_array_elements_text(${json(k.emails)}::jsonb) p(email)
-             cross join lateral (select * from contacts where account_id = ${k.accountId} and email = p.email offset 0) c
+             cross join lateral (select * from contacts where account_id = ${k.accountId}
+                                    and email = p.email offset 0) c
              where c.mobile is null) m`,
 
   insert: (accountId: string, now: number, rows: ContactRow[]) => sql<{ id: number }>`
-    insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
+    insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in,
+                          properties, created_at, updated_at)
     select (r ->> 'id')::bigint, ${accountId}, r ->> 'email', r ->> 'mobile', r ->> 'countryCode',
            (r ->> 'mobileOptIn')::boolean, (r ->> 'emailOptIn')::boolean, r ->> 'properties',
            ${now}::bigint, ${now}::bigint
@@ -239,7 +246,10 @@ export async function insertContacts(
   );
 }
 
-/** The statement updateContacts (`whole`) or updateContactData (`data`) runs; test/crm/planner.test.ts checks its plan. */
+/**
+ * The statement updateContacts (`whole`) or updateContactData (`data`) runs;
+ * test/crm/planner.test.ts checks its plan.
+ */
 export function updateQuery(
   dialect: DialectName,
   what: 'whole' | 'data',
@@ -289,7 +299,8 @@ export async function addListMembers(db: Db, dialect: DialectName, now: number, 
  * create one. SQLite needs no lock: its one writer already runs transactions one by one.
  */
 export async function lockAccountContacts(db: Db, dialect: DialectName, accountId: string): Promise<string> {
-  const defaultList = sql<string>`(select id from contact_lists where account_id = ${accountId} and is_default = ${sql.lit(true)})`;
+  const defaultList = sql<string>`(select id from contact_lists
+                                     where account_id = ${accountId} and is_default = ${sql.lit(true)})`;
   const query =
     dialect === 'postgres'
       ? sql<{

@@ -20,6 +20,8 @@ export interface Database {
    * on PostgreSQL the same pool as `db`.
    */
   reads: Kysely<Schema>;
+  /** How many callers wait for a connection of `db`, which it hands out urgent ones first (priority.ts). */
+  waitingForConnection(): number;
   /** Runs a procedure where the data is (procedure.ts). */
   call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
   /**
@@ -77,6 +79,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       reads,
       dialect: 'sqlite',
       call: sqlite.call,
+      waitingForConnection: sqlite.waiting,
       ready: async () => {
         await Promise.all([ready(), sqlite.started()]);
       },
@@ -91,7 +94,8 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   prepareHotStatements(pool);
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: inTurns(pool, new Turns(size)) }) });
+  const turns = new Turns(size);
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: inTurns(pool, turns) }) });
   const connectListener = async () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
@@ -102,6 +106,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     db,
     reads: db,
     dialect: 'postgres',
+    waitingForConnection: () => turns.waiting,
     call: (procedure, args) => notifier.unitOfWork(() => procedure.run({ db, dialect: 'postgres' }, args)),
     ready,
     connectListener,

@@ -4,12 +4,12 @@ import { PostgresAdapter, type Kysely } from 'kysely';
 export type DialectName = 'sqlite' | 'postgres';
 
 /** For code handed only a connection or a transaction (the queue's enqueue, a webhook append). */
-export function isPostgres(db: Kysely<any>): boolean {
+export function isPostgres<DB>(db: Kysely<DB>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
 /** The dialect of a connection or a transaction, to pick a module's statements by (its queries.ts). */
-export function dialectOf(db: Kysely<any>): DialectName {
+export function dialectOf<DB>(db: Kysely<DB>): DialectName {
   return isPostgres(db) ? 'postgres' : 'sqlite';
 }
 

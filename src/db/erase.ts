@@ -36,6 +36,23 @@ export const eraseDeletedValues: Record<DialectName, Erase> = {
 };
 
 /**
+ * The settings row in which a migration names the tables whose old values the next start must
+ * erase (a JSON list): a migration runs in a transaction, where neither VACUUM runs.
+ */
+export const ERASE_PENDING = 'erase_pending';
+
+/** The tables migrations left to erase; none when they left nothing. */
+export async function pendingErasure(db: Kysely<Schema>): Promise<Array<keyof Schema>> {
+  const row = await db.selectFrom('settings').select('value').where('key', '=', ERASE_PENDING).executeTakeFirst();
+  return row ? (JSON.parse(row.value) as Array<keyof Schema>) : [];
+}
+
+/** Once they are erased. */
+export async function erasedPending(db: Kysely<Schema>): Promise<void> {
+  await db.deleteFrom('settings').where('key', '=', ERASE_PENDING).execute();
+}
+
+/**
  * The database's own checkpointer thread (sqlite-checkpointer.ts) runs a PASSIVE checkpoint
  * twice a second, and SQLite runs one checkpoint at a time: a TRUNCATE that meets one answers
  * busy at once, whatever busy_timeout says. A passive round takes milliseconds, so waiting a

@@ -5,17 +5,13 @@ import type { DialectName } from './dialect.ts';
  * `x in (…)` over a list of any length as one JSON parameter, for the everyday reads
  * (property names, contactIds) whose lists come from a request and so have no fixed size.
  */
-export function inJson(
-  dialect: DialectName,
-  values: readonly unknown[],
-  type: 'text' | 'bigint' = 'text',
-): Expression<any> {
+export function inJson<T>(dialect: DialectName, values: readonly T[], type: 'text' | 'bigint' = 'text'): Expression<T> {
   const json = JSON.stringify(values);
-  const list: RawBuilder<unknown> =
+  const list: RawBuilder<T> =
     dialect === 'sqlite'
-      ? sql`(select value from json_each(${json}))`
+      ? sql<T>`(select value from json_each(${json}))`
       : type === 'bigint'
-        ? sql`(select jsonb_array_elements_text(${json}::jsonb)::bigint)`
-        : sql`(select jsonb_array_elements_text(${json}::jsonb))`;
+        ? sql<T>`(select jsonb_array_elements_text(${json}::jsonb)::bigint)`
+        : sql<T>`(select jsonb_array_elements_text(${json}::jsonb))`;
   return list;
 }

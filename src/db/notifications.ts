@@ -30,7 +30,10 @@ export function afterCommit(effect: () => void): boolean {
   return true;
 }
 
-/** NOTIFY `channel` with `payload` once the procedure this code runs in has committed; false outside one (afterCommit). */
+/**
+ * NOTIFY `channel` with `payload` once the procedure this code runs in has committed; false outside
+ * one (afterCommit).
+ */
 export function notifyAfterCommit(channel: string, payload: string): boolean {
   const unit = units.getStore();
   if (!unit) return false;
@@ -82,7 +85,10 @@ export class Notifier {
   notify(channel: string, payload: string): void {
     if (this.closed) return;
     let payloads = this.pending.get(channel);
-    if (!payloads) this.pending.set(channel, (payloads = new Set()));
+    if (!payloads) {
+      payloads = new Set();
+      this.pending.set(channel, payloads);
+    }
     payloads.add(payload);
     this.sending ??= this.send();
   }

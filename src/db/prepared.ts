@@ -22,7 +22,10 @@
  */
 import type pg from 'pg';
 
-/** The connections' option (pg's `options`) that makes PostgreSQL plan every statement with its values and the tables as they are. */
+/**
+ * The connections' option (pg's `options`) that makes PostgreSQL plan every statement with its
+ * values and the tables as they are.
+ */
 export const PLANNED_AT_EACH_RUN = '-c plan_cache_mode=force_custom_plan';
 
 const HOT_RUNS = 3;

@@ -31,14 +31,22 @@ const BACKGROUND_PATIENCE_MS = 100;
 /** A number of connections, each held by one caller at a time and handed over urgent callers first. */
 export class Turns {
   private readonly capacity: number;
+  private readonly now: () => number;
   private held = 0;
-  private readonly waiting = {
+  private readonly queues = {
     urgent: [] as Array<() => void>,
     background: [] as Array<{ take: () => void; since: number }>,
   };
 
-  constructor(capacity: number) {
+  /** `now`: a monotonic time in milliseconds, which only the background patience reads. */
+  constructor(capacity: number, now: () => number = () => performance.now()) {
     this.capacity = capacity;
+    this.now = now;
+  }
+
+  /** How many callers wait for a turn: none while the connections keep up with them. */
+  get waiting(): number {
+    return this.queues.urgent.length + this.queues.background.length;
   }
 
   /** Resolves once the caller holds a turn: at once while one is free, else in its order. */
@@ -48,18 +56,15 @@ export class Turns {
       return Promise.resolve();
     }
     return new Promise<void>((take) =>
-      isBackground()
-        ? this.waiting.background.push({ take, since: performance.now() })
-        : this.waiting.urgent.push(take),
+      isBackground() ? this.queues.background.push({ take, since: this.now() }) : this.queues.urgent.push(take),
     );
   }
 
   /** Hands the caller's turn to the next waiter, which then holds it; or frees it. */
   give(): void {
-    const { urgent, background } = this.waiting;
+    const { urgent, background } = this.queues;
     const urgentTurn =
-      urgent.length > 0 &&
-      (background.length === 0 || performance.now() - background[0].since < BACKGROUND_PATIENCE_MS);
+      urgent.length > 0 && (background.length === 0 || this.now() - background[0].since < BACKGROUND_PATIENCE_MS);
     const next = urgentTurn ? urgent.shift() : background.shift()?.take;
     if (next) next();
     else this.held -= 1;

@@ -74,7 +74,10 @@ export interface JobsTable {
   /** JSON. */
   payload: string;
   state: JobState;
-  /** Runs whose outcome was the handler's own: claims so far, the one running included, less snoozes and lapsed leases. */
+  /**
+   * Runs whose outcome was the handler's own: claims so far, the one running included, less snoozes
+   * and lapsed leases.
+   */
   attempts: Generated<number>;
   max_attempts: number;
   run_at: number;

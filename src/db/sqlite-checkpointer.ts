@@ -16,7 +16,10 @@
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 
-/** The writer's thread posts `close` to end this one; this one posts `caught-up`. Types only: importing this module runs it. */
+/**
+ * The writer's thread posts `close` to end this one; this one posts `caught-up`. Types only:
+ * importing this module runs it.
+ */
 export type CheckpointerRequest = { close: true };
 export type CheckpointerMessage = 'caught-up';
 

@@ -126,7 +126,8 @@ class SqliteThreadConnection implements DatabaseConnection {
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   }
 
-  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+  // Kysely calls this from its own async generators, so a throw here rejects the stream's first step.
+  streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('streaming queries are not supported on SQLite');
   }
 }
@@ -139,7 +140,7 @@ class SqliteThreadDriver implements Driver {
   private thread: SqliteThread | undefined;
   private connection: SqliteThreadConnection | undefined;
   /** The one connection, in turn: urgent callers before those in the background (priority.ts). */
-  private readonly turns = new Turns(1);
+  readonly turns = new Turns(1);
 
   constructor(path: string, procedures: readonly string[]) {
     this.path = path;
@@ -210,7 +211,13 @@ class SqliteThreadDriver implements Driver {
 export function openSqlite(
   path: string,
   procedures: readonly string[],
-): { dialect: Dialect; call: SqliteThreadDriver['call']; reads: Dialect; started: () => Promise<void> } {
+): {
+  dialect: Dialect;
+  call: SqliteThreadDriver['call'];
+  reads: Dialect;
+  started: () => Promise<void>;
+  waiting: () => number;
+} {
   const memory = path === ':memory:';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
   const driver = new SqliteThreadDriver(path, procedures);
@@ -228,5 +235,11 @@ export function openSqlite(
             },
           }),
       );
-  return { dialect, call: (procedure, args) => driver.call(procedure, args), reads, started: () => driver.init() };
+  return {
+    dialect,
+    call: (procedure, args) => driver.call(procedure, args),
+    reads,
+    started: () => driver.init(),
+    waiting: () => driver.turns.waiting,
+  };
 }

@@ -1,6 +1,6 @@
 import { postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
-import { writeSend } from '../messaging/send.ts';
+import { writeSend } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { EmailParty } from './render.ts';
 import type { EmailDraft } from './validate.ts';

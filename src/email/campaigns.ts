@@ -18,16 +18,17 @@ type Db = Kysely<Schema>;
 
 // What HTML may hold besides text: tab, line feed, form feed, carriage return. NUL above all
 // must not pass: PostgreSQL's text cannot hold it.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL_IN_HTML = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/;
 
 /** Why HTML cannot be sent, or undefined. */
 export function htmlProblem(html: string): { problem: string } | undefined {
   if (html.trim() === '') return { problem: 'must hold the HTML of the email: it is empty' };
   const control = CONTROL_IN_HTML.exec(html);
-  if (control)
-    return {
-      problem: `holds the control character U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which HTML text cannot hold`,
-    };
+  if (control) {
+    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+    return { problem: `holds the control character U+${code}, which HTML text cannot hold` };
+  }
   return undefined;
 }
 

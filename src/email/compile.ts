@@ -77,7 +77,8 @@ const htmlToText = compileHtmlToText({
 });
 
 const PREHEADER_STYLE =
-  'display:none;max-height:0;max-width:0;overflow:hidden;mso-hide:all;font-size:1px;line-height:1px;color:transparent;opacity:0';
+  'display:none;max-height:0;max-width:0;overflow:hidden;mso-hide:all;' +
+  'font-size:1px;line-height:1px;color:transparent;opacity:0';
 
 export function compileEmail(content: EmailContent, options: { tracking: boolean }): CompiledEmail {
   const source = content.html.replaceAll(HOLE_START, '').replaceAll(HOLE_END, '');

@@ -24,7 +24,10 @@ import { FEEDBACK_MAILBOX, readMailbox, trackingKey } from './tracking.ts';
  * record (the database down) answers 451, so the sender tries again later.
  */
 
-/** How long a connection may stay silent (RFC 5321 §4.5.3.2 asks servers for 5 minutes; a report's sender does not dawdle). */
+/**
+ * How long a connection may stay silent (RFC 5321 §4.5.3.2 asks servers for 5 minutes; a report's
+ * sender does not dawdle).
+ */
 const SOCKET_TIMEOUT_MS = 60_000;
 /** How long a shutdown waits for connections to end before closing them: a sender cut off mid-message tries again. */
 const CLOSE_TIMEOUT_MS = 10_000;

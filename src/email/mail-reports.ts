@@ -72,7 +72,10 @@ const PARSING = {
   checksumAlgo: false,
 } as const;
 
-/** A block of header fields (a DSN's per-message or per-recipient fields, a feedback report's, a message's head), parsed as a header is. */
+/**
+ * A block of header fields (a DSN's per-message or per-recipient fields, a feedback report's, a
+ * message's head), parsed as a header is.
+ */
 async function fields(block: string): Promise<Headers> {
   return (await simpleParser(`${block.replace(/(?:\r?\n)+$/, '')}\r\n\r\n`, PARSING)).headers;
 }
@@ -88,7 +91,10 @@ async function original(part: string | undefined, reportedFrom: string | null): 
   };
 }
 
-/** A DSN's per-recipient fields that report a failure or a delay; successes (NOTIFY=SUCCESS) say nothing Herald records. */
+/**
+ * A DSN's per-recipient fields that report a failure or a delay; successes (NOTIFY=SUCCESS) say
+ * nothing Herald records.
+ */
 async function failures(deliveryStatus: string): Promise<DeliveryFailure[]> {
   // RFC 3464 §2.1: the per-message fields, then one group per recipient, separated by blank lines.
   const groups = deliveryStatus

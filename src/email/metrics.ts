@@ -17,7 +17,9 @@ export function emailBounces(registry: Registry): Counter<'kind' | 'timing'> {
     (registry.getSingleMetric(name) as Counter<'kind' | 'timing'> | undefined) ??
     new Counter({
       name,
-      help: 'email Bounces recorded, by kind (hard: 5.1.x, suppressed; or soft) and timing (the answer, or a DSN later)',
+      help:
+        'email Bounces recorded, by kind (hard: 5.1.x, suppressed; or soft) and timing (the answer, or a DSN ' +
+        'later)',
       labelNames: ['kind', 'timing'],
       registers: [registry],
     })

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { contentState, readSendPage, type SendReadPage } from '../messaging/send.ts';
+import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import type { EmailSendContent } from './accept.ts';
 
 type Db = Kysely<Schema>;

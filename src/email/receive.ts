@@ -52,6 +52,7 @@ const MAX_REPLY = 1000;
  */
 const printable = (text: string) =>
   text
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is its purpose
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/ {2,}/g, ' ')
     .trim()

@@ -5,18 +5,8 @@ import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import {
-  completeSend,
-  endUnsent,
-  loadPage,
-  PAGE,
-  pageRows,
-  postRefused,
-  startSend,
-  type Finish,
-  type PageRow,
-  type StartedSend,
-} from '../messaging/send.ts';
+import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
+import { completeSend, endUnsent, loadPage, PAGE, pageRows, type Finish, type PageRow } from '../messaging/pipeline.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -43,7 +33,11 @@ const MINUTE = 60_000;
  */
 export const RETRY_WAITS_MS = [1, 5, 15, 30, 60, 120, 240].map((minutes) => minutes * MINUTE);
 
-/** A message refused for now this long after its first refusal is given up: a soft Bounce, with the last reply (the issue's 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a relay's sender gives up sooner). */
+/**
+ * A message refused for now this long after its first refusal is given up: a soft Bounce, with the
+ * last reply (the issue's 72 hours; RFC 5321 §4.5.4.1 asks for at least 4–5 days of a final MTA, a
+ * relay's sender gives up sooner).
+ */
 export const GIVE_UP_AFTER_MS = 72 * 60 * MINUTE;
 
 /**
@@ -58,7 +52,7 @@ export function retryAt(deferredAt: number, attempts: number, now: number): numb
 }
 
 /**
- * A batch's start (messaging/send.ts): a range of its expansion a call, its Dropped
+ * A batch's start (messaging/accept.ts): a range of its expansion a call, its Dropped
  * recipients posted (SPEC §3 names the word, unlike SMS's NotSent), then its first page.
  */
 export const startEmailSend = procedure(
@@ -88,7 +82,10 @@ export const startEmailSend = procedure(
     ),
 );
 
-/** The batch's content with its tracked links (accept.ts), written by its send job before its first message goes out. */
+/**
+ * The batch's content with its tracked links (accept.ts), written by its send job before its first
+ * message goes out.
+ */
 export const recordEmailLinks = procedure(
   import.meta.url,
   'recordEmailLinks',
@@ -138,7 +135,10 @@ async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Leas
   return completeSend(trx, sendId, now, lease);
 }
 
-/** The batch done when its last page was recorded earlier, or when it woke with none due (messaging/send.ts's Pending). */
+/**
+ * The batch done when its last page was recorded earlier, or when it woke with none due
+ * (messaging/pipeline.ts's Pending).
+ */
 export const finishResumedEmailSend = procedure(
   import.meta.url,
   'finishResumedEmailSend',
@@ -222,7 +222,8 @@ export function pageResults(
         : bounce
           ? bounce.reply
           : nextTry === null
-            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours and ${attempts} attempts; the last reply: ${result.reply}`
+            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours ` +
+              `and ${attempts} attempts; the last reply: ${result.reply}`
             : result.reply;
     const id = Number(row.id);
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];
@@ -240,7 +241,10 @@ export function pageResults(
   return results;
 }
 
-/** A batch's job died: what it had not handed over is Dropped (messaging/send.ts's endUnsent), and the batch Completed. */
+/**
+ * A batch's job died: what it had not handed over is Dropped (messaging/pipeline.ts's
+ * endUnsent), and the batch Completed.
+ */
 export async function dropUnsent(
   trx: Db,
   dialect: DialectName,
@@ -265,8 +269,17 @@ export async function dropUnsent(
  * User agents of image proxies and link scanners, which open and click what no person read
  * (docs/email.md, "Sending": tracking): an event from one is recorded and posted with `machine: true`, not hidden.
  */
-const MACHINE_AGENTS =
-  /GoogleImageProxy|YahooMailProxy|ggpht\.com|Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection|bot\b|crawler|spider|scanner|preview|curl\/|python-requests|Go-http-client|HeadlessChrome/i;
+const MACHINE_AGENTS = new RegExp(
+  [
+    // image proxies
+    'GoogleImageProxy|YahooMailProxy|ggpht\\.com',
+    // link scanners
+    'Barracuda|Mimecast|Proofpoint|urldefense|SafeLinks|Microsoft Office Protection',
+    // crawlers and HTTP tools
+    'bot\\b|crawler|spider|scanner|preview|curl/|python-requests|Go-http-client|HeadlessChrome',
+  ].join('|'),
+  'i',
+);
 
 /** An open or click this soon after delivery is a machine's: no person reads that fast (issue 13's rule). */
 export const MACHINE_WINDOW_MS = 2000;

@@ -14,7 +14,10 @@ import type { CompiledEmail } from './render.ts';
  * email once, then recipients a group at a time; it answers their raw MIME, signed.
  */
 
-/** What a thread needs of a batch, given once: the compiled email, what each recipient's tracking URLs are made of, and the key that signs. */
+/**
+ * What a thread needs of a batch, given once: the compiled email, what each recipient's tracking
+ * URLs are made of, and the key that signs.
+ */
 export interface ThreadBatch {
   compiled: CompiledEmail;
   /** The current key of tracking tokens (tracking.ts's trackingKey(…).current). */

@@ -65,7 +65,10 @@ function fillEncoded(skeleton: Skeleton, values: string[]): string {
   for (let i = 0; i < skeleton.slots.length; i++) {
     const slot = skeleton.slots[i];
     let value = encoded.get(slot);
-    if (value === undefined) encoded.set(slot, (value = encodeQuotedPrintable(values[slot])));
+    if (value === undefined) {
+      value = encodeQuotedPrintable(values[slot]);
+      encoded.set(slot, value);
+    }
     out += value + skeleton.encoded[i + 1];
   }
   return out;

@@ -7,7 +7,8 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { cancelSend, listSends } from '../messaging/send.ts';
+import { cancelSend } from '../messaging/accept.ts';
+import { listSends } from '../messaging/reads.ts';
 import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
   addSuppression,
@@ -50,7 +51,10 @@ function address(text: string, field: string): string {
   return text.toLowerCase();
 }
 
-/** Email (SPEC §2.7, §3, §4 rule 5, §6; ARCHITECTURE.md for the reads, campaigns and suppressions): route table first. */
+/**
+ * Email (SPEC §2.7, §3, §4 rule 5, §6; ARCHITECTURE.md for the reads, campaigns and suppressions):
+ * route table first.
+ */
 export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -300,7 +304,8 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags: ['admin'],
         summary:
-          "Record a spam complaint from an ARF feedback report: Spam Report in the message's history and webhook, the address suppressed and opted out, once however often it is posted",
+          "Record a spam complaint from an ARF feedback report: Spam Report in the message's history and " +
+          'webhook, the address suppressed and opted out, once however often it is posted',
         body: ComplaintRequest,
         response: { 200: ComplaintRecorded, ...errorResponses(400, 401, 413, 415, 422) },
       },
@@ -330,7 +335,8 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
         );
       if ('refused' in received)
         throw unprocessable(
-          "The report names no message Herald sent: neither its original's return path nor its Message-ID is one of Herald's.",
+          "The report names no message Herald sent: neither its original's return path nor its Message-ID is " +
+            "one of Herald's.",
           [{ field: 'arf', message: received.refused }],
         );
       return {
@@ -391,7 +397,8 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          'The open pixel: a 1×1 GIF always (mail clients show broken images otherwise), an Open recorded for a token that is one',
+          'The open pixel: a 1×1 GIF always (mail clients show broken images otherwise), an Open recorded ' +
+          'for a token that is one',
         params: TokenParams,
       },
     },
@@ -410,7 +417,8 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          'Unsubscribe from the email this link came in: an Unsubscribe recorded, emailOptIn false, the address suppressed; a link scanner gets a button to press instead',
+          'Unsubscribe from the email this link came in: an Unsubscribe recorded, emailOptIn false, the ' +
+          'address suppressed; a link scanner gets a button to press instead',
         params: TokenParams,
         response: errorResponses(404),
       },
@@ -421,11 +429,14 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       reply.type('text/html; charset=utf-8').header('cache-control', 'no-store');
       if (followed === 'unconfirmed') {
         return reply.send(
-          `<!doctype html><title>Unsubscribe</title><form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><p>Stop email from this sender to this address? <button>Unsubscribe</button></p></form>`,
+          `<!doctype html><title>Unsubscribe</title><form method="post"><input type="hidden" ` +
+            `name="List-Unsubscribe" value="One-Click"><p>Stop email from this sender to this address? ` +
+            `<button>Unsubscribe</button></p></form>`,
         );
       }
       return reply.send(
-        '<!doctype html><title>Unsubscribed</title><p>You are unsubscribed: no more email from this sender will reach this address.</p>',
+        '<!doctype html><title>Unsubscribed</title><p>You are unsubscribed: no more email from this sender ' +
+          'will reach this address.</p>',
       );
     },
   );
@@ -441,7 +452,8 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
         schema: {
           tags,
           summary:
-            'One-click unsubscribe (RFC 8058), as mail clients post it: the same as the link, answered 200 with no redirect',
+            'One-click unsubscribe (RFC 8058), as mail clients post it: the same as the link, answered 200 ' +
+            'with no redirect',
           params: TokenParams,
           body: Type.Optional(Type.String({ maxLength: 1000, description: 'List-Unsubscribe=One-Click' })),
           response: errorResponses(404),

@@ -17,7 +17,10 @@ export const MAX_EMAIL_RECIPIENTS = 1000;
 export const MAX_EMAIL_LISTS = 100;
 /** Tags one recipient carries. */
 export const MAX_TAGS = 100;
-/** The largest HTML of an email, in bytes once decoded: far past what mailbox providers show whole (Gmail clips at 102 kB). */
+/**
+ * The largest HTML of an email, in bytes once decoded: far past what mailbox providers show whole
+ * (Gmail clips at 102 kB).
+ */
 export const MAX_HTML_BYTES = 2 * 1024 * 1024;
 
 const Address = (description: string) => Type.String({ maxLength: MAX_EMAIL_ADDRESS + 10, description });
@@ -65,12 +68,14 @@ export const SendingDetails = Type.Object({
     Type.String({
       maxLength: 40,
       description:
-        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
+        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's " +
+        'time zone. Absent or past: now.',
     }),
   ),
   webHookUrl: Type.Optional(
     WebhookUrl(
-      'Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, Unsubscribe), signed, gathered per URL.',
+      'Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, ' +
+        'Unsubscribe), signed, gathered per URL.',
     ),
   ),
 });
@@ -156,7 +161,9 @@ export const ComplaintRequest = Type.Object({
     // Base64 of the largest report, with room for line breaks; BODY_LIMIT_BYTES caps the request first.
     maxLength: Math.ceil(MAX_REPORT_BYTES * 1.4),
     description:
-      "An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message in Base64 (line breaks allowed). It names its message by the original's VERP return path (Original-Mail-From, or Return-Path of the original) or Message-ID.",
+      'An ARF feedback report (RFC 5965: multipart/report; report-type=feedback-report), the whole message ' +
+      "in Base64 (line breaks allowed). It names its message by the original's VERP return path " +
+      '(Original-Mail-From, or Return-Path of the original) or Message-ID.',
   }),
 });
 export const ComplaintRecorded = Type.Object(

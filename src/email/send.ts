@@ -5,8 +5,14 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { recipientMessageId } from '../messaging/message-ids.ts';
-import { expandedSend, propertyNames, rowProperties, sendInPages, type PageRow } from '../messaging/send.ts';
-import type { Lease } from '../queue/queries.ts';
+import {
+  expandedSend,
+  propertyNames,
+  rowProperties,
+  sendInPages,
+  type PageChannel,
+  type PageRow,
+} from '../messaging/pipeline.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
 import type { EmailSendContent, EmailSendJob } from './accept.ts';
@@ -25,7 +31,7 @@ import { compileEmail } from './compile.ts';
 import type { CompiledEmail } from './render.ts';
 import { signingKeyFor } from '../senders/dkim-keys.ts';
 import { returnPath, trackingKey } from './tracking.ts';
-import type { EmailTransport } from './transport.ts';
+import type { EmailResult, EmailTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
 
@@ -57,16 +63,26 @@ async function inFlight<R>(count: number, limit: number, work: (index: number) =
 
 const groupCount = (rows: PageRow[]) => Math.ceil(rows.length / RENDER_GROUP);
 
-/** A group of recipients as the render pool gave them back: their Message-IDs (without brackets and domain) and their signed MIME. */
+/**
+ * A group of recipients as the render pool gave them back: their Message-IDs (without
+ * brackets and domain) and their signed MIME.
+ */
 interface RenderedGroup {
   messageIds: string[];
   raws: Buffer[];
 }
 
+/** A message handed over: its recipient, its Message-ID and what the transport answered. */
+interface HandedEmail {
+  row: PageRow;
+  messageId: string;
+  result: EmailResult;
+}
+
 /**
  * A send's recipients rendered a group at a time, in order, ahead of their hand-over: at most
  * `window` groups rendering or rendered and not yet taken. Pages are added as they are read,
- * the next one while this one is handed over (messaging/send.ts's sendInPages), so the render
+ * the next one while this one is handed over (messaging/pipeline.ts's sendInPages), so the render
  * threads go on with it while this page's last messages are answered and its results
  * recorded, when they used to wait: over SMTP the first group of a page was rendered 108 ms
  * after its start, a seventh of a page's time, with the event loop and the relay idle.
@@ -97,7 +113,7 @@ class RenderAhead {
   take(): { group: PageRow[]; rendered: Promise<RenderedGroup> } {
     const item = this.queue.shift();
     if (!item) throw new Error('no group left to take');
-    if (item.rendered) this.started--;
+    if (item.rendered !== undefined) this.started--;
     const rendered = item.rendered ?? this.start(item.group);
     this.fill();
     return { group: item.group, rendered };
@@ -122,7 +138,8 @@ class RenderAhead {
  * The `email.send` job: start (expand) once, compile the batch's email once, then pages of
  * recipients in id order — each rendered on the render pool's threads (tags, tracking URLs, its
  * own Message-ID) and handed to the transport, the page's results recorded with the batch's
- * cursor — until none is left.
+ * cursor — until none is left. Its `channel` is email's part of the pipeline
+ * (messaging/pipeline.ts's PageChannel).
  */
 export function emailSendHandler(deps: {
   database: Database;
@@ -168,10 +185,6 @@ export function emailSendHandler(deps: {
         domain,
       });
       const send = { ...started, sendId };
-      const pending = {
-        load: (cursor: number) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
-        finish: (lease: Lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
-      };
       const renderer = deps.renderPool.open({
         compiled,
         trackingKey: key.current,
@@ -197,32 +210,43 @@ export function emailSendHandler(deps: {
         );
         return { messageIds, raws };
       });
-      try {
-        return await sendInPages(deps, run, send, pending, async (rows, { cursor, last, next }) => {
+      const channel: PageChannel<PageRow[], HandedEmail[]> = {
+        load: (cursor) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
+        finish: (lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
+        // Rendered ahead: the page's groups join those queued for the render threads (the next
+        // page's too, once read), and the hand-over takes each group as it is rendered.
+        render: async (rows, next) => {
           ahead.add(rows);
           next?.then(
             (nextRows) => ahead.add(nextRows),
             () => undefined,
           );
+          return rows;
+        },
+        handOver: async (rows, signal) => {
           const handed = await inFlight(groupCount(rows), window, async () => {
             const { group, rendered } = ahead.take();
             const { messageIds, raws } = await rendered;
             return Promise.all(
               group.map(async (row, i) => {
                 const messageId = messageIds[i];
-                // The envelope sender is the recipient's VERP address: a bounce that comes back later names its message.
+                // The envelope sender is the recipient's VERP address: a bounce that comes back
+                // later names its message.
                 const from = returnPath(key, config.bounceDomain, Number(row.id));
                 const result = await transport.send(
                   { accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i] },
-                  run.signal,
+                  signal,
                 );
                 return { row, messageId, result };
               }),
             );
           });
           await pauseForTest('email.handed');
+          return handed.flat();
+        },
+        record: async (handed, { cursor, last }) => {
           const now = clock.now();
-          const results = pageResults(sendId, now, handed.flat());
+          const results = pageResults(sendId, now, handed);
           const recorded = await database.call(recordEmailPage, {
             sendId,
             accountId: send.accountId,
@@ -237,7 +261,10 @@ export function emailSendHandler(deps: {
           metrics.bounces.inc({ kind: 'hard', timing: 'synchronous' }, results.suppress.length);
           metrics.bounces.inc({ kind: 'soft', timing: 'synchronous' }, bounced - results.suppress.length);
           return recorded;
-        });
+        },
+      };
+      try {
+        return await sendInPages(deps, run, send, channel);
       } finally {
         renderer.close();
       }

@@ -12,12 +12,18 @@ import {
 /** The paths of tracking URLs: a click, the open pixel, unsubscribing. */
 export const TRACKING_PATHS = { click: '/t/c', open: '/t/o', unsubscribe: '/t/u' } as const;
 
-/** The keys of tracking tokens, derived from ENCRYPTION_KEY and those it replaced: no other use of those keys can make one. */
+/**
+ * The keys of tracking tokens, derived from ENCRYPTION_KEY and those it replaced: no other use of
+ * those keys can make one.
+ */
 export function trackingKey(encryptionKeys: Keyring): Keyring {
   return encryptionKeys.derive('herald email tracking tokens');
 }
 
-/** A token's claim, under whichever key of the ring made it (a message sent before ENCRYPTION_KEY was replaced still tracks); null when none did. */
+/**
+ * A token's claim, under whichever key of the ring made it (a message sent before ENCRYPTION_KEY
+ * was replaced still tracks); null when none did.
+ */
 export function readToken(keys: Keyring, token: string): TrackingClaim | null {
   for (const key of keys.all) {
     const claim = readTrackingToken(key, token);
@@ -39,17 +45,21 @@ export function recipientUrls(
 ): RecipientUrls {
   const key = keys.current;
   const click = clickTokens(key, recipientId);
+  const token = (kind: 'open' | 'unsubscribe') => trackingToken(key, { recipientId, kind });
   return {
     click: (link) => `${publicUrl}${TRACKING_PATHS.click}/${click(link)}`,
-    open: `${publicUrl}${TRACKING_PATHS.open}/${trackingToken(key, { recipientId, kind: 'open' })}`,
-    unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${trackingToken(key, { recipientId, kind: 'unsubscribe' })}`,
+    open: `${publicUrl}${TRACKING_PATHS.open}/${token('open')}`,
+    unsubscribe: `${publicUrl}${TRACKING_PATHS.unsubscribe}/${token('unsubscribe')}`,
     ...(mailboxDomain !== undefined && {
       unsubscribeMailto: `mailto:${unsubscribeMailbox(keys, mailboxDomain, recipientId)}`,
     }),
   };
 }
 
-/** The mailboxes at BOUNCE_DOMAIN that name a message: its VERP return path, and the `mailto:` of its List-Unsubscribe. */
+/**
+ * The mailboxes at BOUNCE_DOMAIN that name a message: its VERP return path, and the `mailto:` of
+ * its List-Unsubscribe.
+ */
 const MAILBOXES = { bounce: 'bounces', unsubscribe: 'unsubscribe' } as const;
 
 /** The local part of the feedback-loop mailbox at BOUNCE_DOMAIN, where providers' ARF reports come. */
@@ -60,7 +70,10 @@ export function returnPath(keys: Keyring, bounceDomain: string, recipientId: num
   return `${MAILBOXES.bounce}+${mailboxToken(keys.current, { recipientId, kind: 'bounce' })}@${bounceDomain}`;
 }
 
-/** A recipient's `mailto:` unsubscribe address, `unsubscribe+<token>@<bounce domain>` (mail to it unsubscribes, as the one-click POST does). */
+/**
+ * A recipient's `mailto:` unsubscribe address, `unsubscribe+<token>@<bounce domain>` (mail to it
+ * unsubscribes, as the one-click POST does).
+ */
 export function unsubscribeMailbox(keys: Keyring, bounceDomain: string, recipientId: number): string {
   return `${MAILBOXES.unsubscribe}+${mailboxToken(keys.current, { recipientId, kind: 'unsubscribe' })}@${bounceDomain}`;
 }

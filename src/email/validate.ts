@@ -143,7 +143,9 @@ export async function prepareEmail(
     if (!owned) {
       errors.push({
         field: 'sendingDetails.senderFrom.email',
-        message: `is at ${domain}, which is neither the service's domain ${config.defaultEmailDomain} nor a sender domain of this account (the operator adds them)`,
+        message:
+          `is at ${domain}, which is neither the service's ` +
+          `domain ${config.defaultEmailDomain} nor a sender domain of this account (the operator adds them)`,
       });
     }
   }
@@ -160,7 +162,8 @@ export async function prepareEmail(
   errors.push(...(await listProblems(db, accountId, draft.listIds, 'sendingDetails.listId')));
   if (errors.length > 0) {
     throw unprocessable(
-      `The email batch was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
+      `The email batch was rejected with ${errors.length} ` +
+        `problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
       errors,
     );
   }

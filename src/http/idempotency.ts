@@ -28,9 +28,16 @@ export interface Outcome<T> {
 const REQUEST_HASH = 'herald idempotency request hash';
 const RESPONSE = 'herald idempotency response';
 
-/** The request's hash under the current key, and whether a recorded hash is the request's under any key of the ring (a record made before ENCRYPTION_KEY was replaced). */
+/**
+ * The request's hash under the current key, and whether a recorded hash is the request's under any
+ * key of the ring (a record made before ENCRYPTION_KEY was replaced).
+ */
 function requestHash(request: FastifyRequest, keys: Keyring): { hash: string; madeBy(recorded: string): boolean } {
-  const text = `${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.params ?? {})}\n${JSON.stringify(request.body ?? null)}`;
+  const text = [
+    `${request.method} ${request.routeOptions.url}`,
+    JSON.stringify(request.params ?? {}),
+    JSON.stringify(request.body ?? null),
+  ].join('\n');
   const [current, ...previous] = keys.derive(REQUEST_HASH).all;
   const under = (key: KeyObject) => createHmac('sha256', key).update(text).digest('base64url');
   const hash = under(current);
@@ -188,7 +195,10 @@ export async function idempotent<A, T>(
   }
 }
 
-/** A recorded response in clear; one recorded before responses were sealed (a day's worth at the upgrade) is JSON as it is. */
+/**
+ * A recorded response in clear; one recorded before responses were sealed (a day's worth at the
+ * upgrade) is JSON as it is.
+ */
 function openResponse(recorded: string, keys: Keyring, scope: string, key: string): string {
   return recorded.startsWith(SEALED_PREFIX) ? open(keys, recorded, responsePlace(scope, key)) : recorded;
 }

@@ -29,7 +29,9 @@ export const MAX_DEPTH = 32;
 // C0 controls and DEL. NUL is why this exists: PostgreSQL's text cannot hold it, SQLite's
 // can, so without this check the same request is a 500 on one database and data on the
 // other (issue 10). The others have no meaning in a name, an address or an id.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL = /[\u0000-\u001f\u007f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL_IN_TEXT = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 // Keys that name a prototype's machinery; JSON.parse keeps them as plain own properties,

@@ -55,7 +55,8 @@ export async function recipientClicks(db: Db, recipientIds: number[]): Promise<M
   if (recipientIds.length === 0) return clicks;
   const { rows } = await sql<{ recipient_id: number; at: number; user_agent: string | null }>`
     select recipient_id, at, user_agent from (
-      select l.recipient_id, c.id, c.at, c.user_agent, row_number() over (partition by l.recipient_id order by c.id) as n
+      select l.recipient_id, c.id, c.at, c.user_agent,
+             row_number() over (partition by l.recipient_id order by c.id) as n
         from links l join link_clicks c on c.code = l.code
        where l.recipient_id in (${sql.join(recipientIds)})
     ) ranked

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
+import { clientGroup } from '../ratelimit/client-address.ts';
 import { FailureThrottle } from '../ratelimit/failures.ts';
 import { followLink } from './clicks.ts';
 import { listLandingPages, postLandingPage, prepareLandingPage } from './landing-pages.ts';
@@ -70,14 +71,15 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   // Short links are opened by anyone holding the text: no token, and every answer the same
   // for a code that is not one and a code of another account. Only misses are counted, per
-  // client address: opening real links is never slowed (a carrier's NAT puts thousands of
-  // handsets behind one address), while guessing codes stops after MAX_MISSES_PER_ADDRESS.
+  // client (an IPv4 address or an IPv6 /64, client-address.ts): opening real links is never
+  // slowed (a carrier's NAT puts thousands of handsets behind one address), while guessing
+  // codes stops after MAX_MISSES_PER_ADDRESS.
   const misses = new FailureThrottle(ctx, {
     windowMs: MISS_WINDOW_MS,
     message: 'Too many unknown links opened from this address; try again later.',
   });
   const follow = async (request: FastifyRequest, reply: FastifyReply, code: string, accountId: string | null) => {
-    const missKey = `link-miss:addr:${request.ip}`;
+    const missKey = `link-miss:addr:${clientGroup(request.ip)}`;
     await misses.check([[missKey, MAX_MISSES_PER_ADDRESS]]);
     // A HEAD is a client checking the link (a previewer, a monitor), not a person opening it.
     const url = await followLink(ctx.db, {
@@ -106,7 +108,8 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          "Open a short link: 302 to its landing page, the click recorded; 404 for a code that is not one (on a shortener host, not that host's account's)",
+          'Open a short link: 302 to its landing page, the click recorded; 404 for a code that is not one ' +
+          "(on a shortener host, not that host's account's)",
         params: CodeParams,
         response: errorResponses(404),
       },
@@ -141,22 +144,21 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags: ['admin'],
         summary:
-          "Register a custom shortener host for an account: its SMS may use shortner.shortnerUrl https://<domain>, and the host answers /<code> for the account's links",
+          'Register a custom shortener host for an account: its SMS may use shortner.shortnerUrl ' +
+          "https://<domain>, and the host answers /<code> for the account's links",
         params: AccountParams,
         body: ShortenerDomainRequest,
         response: { 201: ShortenerDomainBody, ...errorResponses(400, 401, 404, 409) },
       },
     },
     async (request, reply) =>
-      reply
-        .code(201)
-        .send(
-          await addShortenerDomain(ctx.db, ctx.clock, {
-            accountId: request.params.accountId.toLowerCase(),
-            domain: request.body.domain,
-            serviceHost,
-          }),
-        ),
+      reply.code(201).send(
+        await addShortenerDomain(ctx.db, ctx.clock, {
+          accountId: request.params.accountId.toLowerCase(),
+          domain: request.body.domain,
+          serviceHost,
+        }),
+      ),
   );
 
   r.get(

@@ -28,7 +28,10 @@ export const LandingPageQuery = Type.Object({
   cursor: Type.Optional(PageCursor(100)),
 });
 
-/** A short link's code in a path: checked by the handler, so that a code that is not one is a 404 like an unknown one. */
+/**
+ * A short link's code in a path: checked by the handler, so that a code that is not one is a 404
+ * like an unknown one.
+ */
 export const CodeParams = Type.Object({ code: Type.String() });
 
 export const ShortenerDomainRequest = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) });

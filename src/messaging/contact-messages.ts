@@ -4,7 +4,7 @@ import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { queries } from './queries.ts';
-import { recipientWord } from './send.ts';
+import { recipientWord } from './reads.ts';
 
 const cursor = cursorCodec(['integer']);
 
@@ -41,7 +41,8 @@ export async function contactMessages(
     reason: string | null;
     updated_at: number;
   }>`
-    select r.id, s.channel, s.id as send_id, s.status as send_status, s.created_at, r.message_id, r.address, r.status, r.reason, r.updated_at
+    select r.id, s.channel, s.id as send_id, s.status as send_status, s.created_at, r.message_id, r.address, r.status,
+           r.reason, r.updated_at
       from send_recipients r ${queries[dialect].recipientsToSends} sends s on s.id = r.send_id
      where r.address in (${sql.join(addresses)}) and s.account_id = ${q.accountId}
        ${q.cursor === undefined ? sql`` : sql`and r.id < ${cursor.decode(q.cursor)[0]}`}

@@ -26,7 +26,8 @@ function keyOfDatabase(databaseUrl: string): KeyObject {
   if (file === undefined) {
     throw new ConfigError(
       'ENCRYPTION_KEY',
-      'must be set on PostgreSQL, where every host must hold the same key and it must not live in the database it protects: 64 hex characters, such as the output of openssl rand -hex 32',
+      'must be set on PostgreSQL, where every host must hold the same key and it must not live in the ' +
+        'database it protects: 64 hex characters, such as the output of openssl rand -hex 32',
     );
   }
   // An in-memory database dies with its process, and its sealed values with it.
@@ -45,10 +46,9 @@ function readKeyFile(path: string): KeyObject | undefined {
   }
   const key = keyFromHex(text.trim());
   if (!key) {
-    throw new ConfigError(
-      'ENCRYPTION_KEY',
-      `the key file ${resolve(path)} does not hold 64 hex characters: restore it from a backup (what was sealed under it cannot be read without it), or set ENCRYPTION_KEY`,
-    );
+    const remedy =
+      'restore it from a backup (what was sealed under it cannot be read without it), or set ENCRYPTION_KEY';
+    throw new ConfigError('ENCRYPTION_KEY', `the key file ${resolve(path)} does not hold 64 hex characters: ${remedy}`);
   }
   return key;
 }

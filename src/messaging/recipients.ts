@@ -91,29 +91,31 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
   const now = queries[dialect].epochMs(e.now);
   // The range's last address: the EXPANSION_RANGE-th of the account's contacts after `after`;
   // none when fewer are left, and then this range runs to the end.
-  const through =
-    everyone || lists.length > 0
-      ? ((
-          await sql<{
-            address: string;
-          }>`select ${col} as address from contacts c where c.account_id = ${e.accountId} and ${col} is not null
-                                           ${e.after === null ? sql`` : sql`and ${col} > ${e.after}`}
-                                          order by ${col} limit 1 offset ${(e.rangeSize ?? EXPANSION_RANGE) - 1}`.execute(
-            db,
-          )
-        ).rows[0]?.address ?? null)
-      : null;
-  const inRange = (ref: ReturnType<typeof sql.ref>) =>
-    sql`${e.after === null ? sql`true` : sql`${ref} > ${e.after}`} and ${through === null ? sql`true` : sql`${ref} <= ${through}`}`;
+  const lastOfRange = async () => {
+    const { rows } = await sql<{ address: string }>`
+      select ${col} as address from contacts c
+       where c.account_id = ${e.accountId} and ${col} is not null
+             ${e.after === null ? sql`` : sql`and ${col} > ${e.after}`}
+       order by ${col} limit 1 offset ${(e.rangeSize ?? EXPANSION_RANGE) - 1}`.execute(db);
+    return rows[0]?.address ?? null;
+  };
+  const through = everyone || lists.length > 0 ? await lastOfRange() : null;
+  const inRange = (ref: ReturnType<typeof sql.ref>) => {
+    const afterStart = e.after === null ? sql`true` : sql`${ref} > ${e.after}`;
+    const upToEnd = through === null ? sql`true` : sql`${ref} <= ${through}`;
+    return sql`${afterStart} and ${upToEnd}`;
+  };
   if (everyone || lists.length > 0) {
     const member =
       lists.length > 0 && !everyone
-        ? sql`and exists (select 1 from list_members m where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)`
+        ? sql`and exists (select 1 from list_members m
+                           where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)`
         : sql``;
     await sql`
       insert into send_recipients (send_id, address, contact_id, status, updated_at)
       select ${e.sendId}, address, id, 'Queued', ${now}
-        from (select c.id, ${col} as address, row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank
+        from (select c.id, ${col} as address,
+                     row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank
                 from contacts c
                where c.account_id = ${e.accountId} and ${col} is not null and ${inRange(col)} ${member}) ranked
        where rank = 1
@@ -123,7 +125,8 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
   const recipient = sql.ref('send_recipients.address');
   await sql`
     update send_recipients
-       set contact_id = (select c.id from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address
+       set contact_id = (select c.id from contacts c
+                          where c.account_id = ${e.accountId} and ${col} = send_recipients.address
                           order by c.updated_at desc, c.id desc limit 1)
      where send_id = ${e.sendId} and contact_id is null and ${inRange(recipient)}`.execute(db);
   await sql`
@@ -138,14 +141,13 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
     update send_recipients
        set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
      where send_id = ${e.sendId} and status = 'Queued' and ${inRange(recipient)}
-       and exists (select 1 from contacts c where c.account_id = ${e.accountId} and ${col} = send_recipients.address and not c.${sql.raw(optIn)})`.execute(
-    db,
-  );
+       and exists (select 1 from contacts c
+                    where c.account_id = ${e.accountId} and ${col} = send_recipients.address
+                      and not c.${sql.raw(optIn)})`.execute(db);
   const history = await sql`
     insert into recipient_history (recipient_id, status, at)
-    select id, status, ${now} from send_recipients where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(
-    db,
-  );
+    select id, status, ${now} from send_recipients
+     where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(db);
   e.tally?.add(e.accountId, e.channel, refused, { messages: Number(history.numAffectedRows ?? 0) });
   return through;
 }
@@ -172,7 +174,10 @@ export async function refusedInRange(
   return select.orderBy('id').execute();
 }
 
-/** The listIds that are not the account's (422s): another account's list is as unknown as a missing one, nothing tells them apart. */
+/**
+ * The listIds that are not the account's (422s): another account's list is as unknown as a missing
+ * one, nothing tells them apart.
+ */
 export async function listProblems(
   db: Db,
   accountId: string,

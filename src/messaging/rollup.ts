@@ -8,7 +8,10 @@ import type { JobHandler } from '../queue/worker.ts';
 import { queries, type UsageDelta } from './queries.ts';
 import type { Channel } from './recipients.ts';
 
-/** A rollup bucket: a quarter-hour, the finest step of an account's offset (UTC+05:45), so any account's day or hour is whole buckets. */
+/**
+ * A rollup bucket: a quarter-hour, the finest step of an account's offset (UTC+05:45), so any
+ * account's day or hour is whole buckets.
+ */
 export const BUCKET_MS = 15 * 60_000;
 
 /**

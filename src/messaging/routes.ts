@@ -23,7 +23,8 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          "Per day of the account's timeZoneOffset: SMS and emails billed (SMS parts by encoding) and the statuses messages reached; as CSV with format=csv",
+          "Per day of the account's timeZoneOffset: SMS and emails billed (SMS parts by encoding) and the " +
+          'statuses messages reached; as CSV with format=csv',
         querystring: UsageQuery,
         response: {
           200: { content: { 'application/json': { schema: UsageBody }, 'text/csv': { schema: Type.String() } } },
@@ -54,7 +55,8 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          'Per hour or day: messages of a channel sent, delivered, failed or bounced, opened, clicked, unsubscribed, complained of',
+          'Per hour or day: messages of a channel sent, delivered, failed or bounced, opened, clicked, ' +
+          'unsubscribed, complained of',
         querystring: StatsQuery,
         response: { 200: StatsBody, ...errorResponses(400, 401, 429) },
       },

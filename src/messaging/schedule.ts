@@ -18,7 +18,10 @@ export const MAX_SCHEDULE_AHEAD_MS = 366 * 24 * 60 * 60 * 1000;
 export function scheduledTime(text: string, timeZoneOffset: string, now: number): number | null | string {
   const match = DATE_TIME.exec(text);
   if (!match) {
-    return 'must be a date and time in RFC 3339, like 2026-11-23T14:00:00+05:30 (without the offset, it is read in the account time zone)';
+    return (
+      'must be a date and time in RFC 3339, like 2026-11-23T14:00:00+05:30 (without the offset, it is read in ' +
+      'the account time zone)'
+    );
   }
   const [, year, month, day, hour, minute, second, fraction, zulu, sign, offsetHours, offsetMinutesText] = match;
   const y = Number(year);

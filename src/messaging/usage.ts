@@ -14,7 +14,10 @@ export const MAX_DAYS = 366;
 /** Days an hourly `GET /stats` spans at most: 744 points, a month's chart. */
 export const MAX_HOURLY_DAYS = 31;
 
-/** A day of the account's calendar: the instant its local midnight is (epoch ms), from `YYYY-MM-DD`; a 400 if there is no such day. */
+/**
+ * A day of the account's calendar: the instant its local midnight is (epoch ms), from `YYYY-MM-DD`;
+ * a 400 if there is no such day.
+ */
 function localMidnight(date: string, field: string, offsetMinutes: number): number {
   const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
   const utc = match ? Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])) : NaN;
@@ -24,7 +27,10 @@ function localMidnight(date: string, field: string, offsetMinutes: number): numb
   return utc - offsetMinutes * 60_000;
 }
 
-/** A span of whole local days, `from` through `to` (both inclusive): its first instant and its day count; a 400 if reversed or over `maxDays`. */
+/**
+ * A span of whole local days, `from` through `to` (both inclusive): its first instant and its day
+ * count; a 400 if reversed or over `maxDays`.
+ */
 export function localDays(
   from: string,
   to: string,
@@ -54,10 +60,11 @@ interface PeriodCount {
 }
 
 /**
- * The rollup and the deltas not yet folded into it (rollup.ts) summed per local period (an hour or a day: `periodMs`) of a span, status and
- * encoding, for the account's channels. The account's offset is whole quarter-hours and so
- * are the buckets, so each bucket falls in one period: the grouping is integer arithmetic on
- * the key, and a month is a range read of at most 2,976 buckets per status.
+ * The rollup and the deltas not yet folded into it (rollup.ts) summed per local period (an hour or
+ * a day: `periodMs`) of a span, status and encoding, for the account's channels. The account's
+ * offset is whole quarter-hours and so are the buckets, so each bucket falls in one period: the
+ * grouping is integer arithmetic on the key, and a month is a range read of at most 2,976 buckets
+ * per status.
  */
 async function periodCounts(
   db: Db,
@@ -68,12 +75,15 @@ async function periodCounts(
   const last = first + q.periods * per;
   // Cast: a number parameter may arrive as a real, whose division would not truncate.
   const { rows } = await sql<PeriodCount>`
-    select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding, sum(messages) as messages, sum(parts) as parts
+    select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding,
+           sum(messages) as messages, sum(parts) as parts
       from (select channel, bucket, status, encoding, messages, parts from usage_rollup
-             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}
+             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)})
+               and bucket >= ${first} and bucket < ${last}
             union all
             select channel, bucket, status, encoding, messages, parts from usage_deltas
-             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)}) and bucket >= ${first} and bucket < ${last}) counted
+             where account_id = ${q.accountId} and channel in (${sql.join(q.channels)})
+               and bucket >= ${first} and bucket < ${last}) counted
      group by 1, 2, 3, 4`.execute(db);
   return rows.map((row) => ({
     ...row,
@@ -213,5 +223,5 @@ export function usageCsv(usage: UsageRead): string {
     day.email.messages,
     ...statusColumns.map(({ channel, word }) => day[channel].statuses[word] ?? 0),
   ]);
-  return [header, ...rows].map((row) => row.join(',')).join('\r\n') + '\r\n';
+  return `${[header, ...rows].map((row) => row.join(',')).join('\r\n')}\r\n`;
 }

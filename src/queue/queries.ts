@@ -29,7 +29,10 @@ export interface Lease {
 
 /** Lapsed leases after which a job is dead: it keeps killing (or hanging) its worker. */
 export const MAX_LAPSES = 5;
-/** The wait before a job whose worker died runs again: 2 s doubling per lapse, so a job that kills its process does not crash-loop. */
+/**
+ * The wait before a job whose worker died runs again: 2 s doubling per lapse, so a job that kills
+ * its process does not crash-loop.
+ */
 const LAPSE_BACKOFF_MS = 2000;
 const LAPSED = 'the lease lapsed: the worker stopped or took too long';
 

@@ -39,7 +39,8 @@ export function announceJobs(kinds: Set<string>): void {
     return;
   }
   if (!unannounced) {
-    const pending = (unannounced = new Set());
+    const pending = new Set<string>();
+    unannounced = pending;
     setImmediate(() => {
       unannounced = undefined;
       toMainThread ??= new BroadcastChannel(THREAD_CHANNEL).unref();

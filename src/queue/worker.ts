@@ -51,6 +51,7 @@ export interface JobRun {
  * Resolving 'completed' says the handler completed it itself, with completeJob.
  */
 export interface JobHandler {
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that completes nothing itself returns nothing
   handle(job: Job, run: JobRun): Promise<void | 'completed'>;
   /**
    * What becomes of the kind's domain row when a job dies (its last attempt failed, or its
@@ -104,7 +105,7 @@ export interface KindOptions {
 export interface WorkerOptions {
   database: Database;
   clock: Clock;
-  log?: { error(object: object, message: string): void };
+  log?: { warn(object: object, message: string): void; error(object: object, message: string): void };
   /** How long a claim holds a job, by the database's clock; renewed every third of it while the job runs. */
   leaseMs?: number;
   /**
@@ -371,15 +372,15 @@ export class Worker {
       if (error.at <= now) this.wake(kind.name);
       return;
     }
-    this.options.log?.error({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempt }, 'job failed');
+    const failed = { err: error, jobId: job.id, kind: job.kind, attempt: job.attempt };
     if (job.attempt < job.maxAttempts) {
-      await releaseJob(db, lease, {
-        runAt: now + retryDelayMs(job.attempt, this.options.random()),
-        error: message,
-        now,
-      });
+      // A warning: the queue tries again by itself. Only the last attempt is an error (then `job dead`).
+      const retryInMs = retryDelayMs(job.attempt, this.options.random());
+      this.options.log?.warn({ ...failed, retryInMs }, 'job failed');
+      await releaseJob(db, lease, { runAt: now + retryInMs, error: message, now });
       return;
     }
+    this.options.log?.error(failed, 'job failed');
     const died = await db.transaction().execute(async (trx) => {
       const released = await releaseJob(trx, lease, { runAt: null, error: message, now });
       if (released && kind.handler.onDead) await kind.handler.onDead(trx, job, message);
@@ -403,7 +404,7 @@ export class Worker {
   private async complete(lease: Lease): Promise<void> {
     this.pendingCompletions.push(lease);
     while (this.pendingCompletions.includes(lease)) {
-      if (this.flushing) {
+      if (this.flushing !== undefined) {
         await this.flushing;
         continue;
       }

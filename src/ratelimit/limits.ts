@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.ts';
 import { tooManyRequests } from '../errors.ts';
-import type { CounterStore } from './counters.ts';
+import type { CounterStore, WindowCount } from './counters.ts';
 
 /** Endpoint groups limited separately, so a CRM sync can never starve one-time passcodes. */
 export const RATE_LIMIT_GROUPS = ['sms', 'email', 'contacts', 'account'] as const;
@@ -36,7 +36,7 @@ export async function enforceRateLimit(
   limit: number,
 ): Promise<void> {
   const now = deps.clock.now();
-  let window;
+  let window: WindowCount;
   try {
     window = await deps.counters.increment(`rate:${accountId}:${group}`, RATE_LIMIT_WINDOW_MS, now);
   } catch (error) {

@@ -18,7 +18,10 @@ export function connectRedis(url: string, options: { commandTimeoutMs?: number }
   return redis;
 }
 
-/** Resolves once the client can take commands: at once when connected, else waiting at most `timeoutMs` while it connects. */
+/**
+ * Resolves once the client can take commands: at once when connected, else waiting at most
+ * `timeoutMs` while it connects.
+ */
 export async function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return;
   if (redis.status !== 'connecting' && redis.status !== 'connect' && redis.status !== 'reconnecting')

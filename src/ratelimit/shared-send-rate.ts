@@ -14,7 +14,10 @@ const LEASE_MS = 100;
  * waiting: at 1,000 tps a busy process makes about 40 round trips a second, not 1,000.
  */
 const LEASE_SPAN_MS = 25;
-/** How long a lease may wait for Redis to connect before the process falls back to its share. Commands time out after as long. */
+/**
+ * How long a lease may wait for Redis to connect before the process falls back to its share.
+ * Commands time out after as long.
+ */
 const REDIS_PATIENCE_MS = 500;
 /** Every process calls at least this often (alone when it leases nothing), and is counted for PROCESS_TTL_MS. */
 const HEARTBEAT_MS = 5_000;
@@ -114,11 +117,11 @@ export interface SharedSendRateOptions extends SendRateOptions {
 }
 
 /**
- * One account's rate at the next hop (an SMSC, an SMTP relay) shared by every process that sends on it, through Redis: each
- * process leases small batches of tokens from the account's buckets (LEASE_SCRIPT) and spends
- * them locally, so a message costs no round trip. While Redis is unreachable each process
- * falls back to its share, tps divided by the processes Redis last counted (itself
- * included; 1 if it has not reached Redis since it started), logs that, and tries Redis
+ * One account's rate at the next hop (an SMSC, an SMTP relay) shared by every process that sends on
+ * it, through Redis: each process leases small batches of tokens from the account's buckets
+ * (LEASE_SCRIPT) and spends them locally, so a message costs no round trip. While Redis is
+ * unreachable each process falls back to its share, tps divided by the processes Redis last counted
+ * (itself included; 1 if it has not reached Redis since it started), logs that, and tries Redis
  * again every second: sending slows down, never stops.
  */
 export class SharedSendRate implements SendRate {
@@ -225,7 +228,10 @@ export class SharedSendRate implements SendRate {
     return [granted, waitMs];
   }
 
-  /** Once a second: Redis tried again while it is unreachable, else the process counted if it leased nothing for a while. */
+  /**
+   * Once a second: Redis tried again while it is unreachable, else the process counted if it leased
+   * nothing for a while.
+   */
   private beat(): void {
     if (this.beating || this.closed) return;
     if (!this.fallback && this.options.monotonic() - this.calledAt < HEARTBEAT_MS) return;

@@ -21,7 +21,10 @@ import { open, resealed, seal, type Keyring } from '../sealed.ts';
 type Db = Kysely<Schema>;
 type DkimKeyRow = Selectable<DkimKeysTable>;
 
-/** Whose key: an account's, for a sender domain the operator authorised for it, or the service's (accountId null) for DEFAULT_EMAIL_DOMAIN. */
+/**
+ * Whose key: an account's, for a sender domain the operator authorised for it, or the service's
+ * (accountId null) for DEFAULT_EMAIL_DOMAIN.
+ */
 export interface DkimKeyHolder {
   accountId: string | null;
   domain: string;
@@ -36,7 +39,10 @@ export interface DkimRecord {
   recordValue: string;
 }
 
-/** A domain with its active key's record: the answer of adding a sender domain, listing them, GET /admin/dkim and a rotation. */
+/**
+ * A domain with its active key's record: the answer of adding a sender domain, listing them, GET
+ * /admin/dkim and a rotation.
+ */
 export interface DkimDomainView {
   domain: string;
   dkim: DkimRecord;
@@ -217,7 +223,10 @@ export async function dkimDomainView(
   };
 }
 
-/** The key that signs the holder's mail, opened: looked up once per batch (email/send.ts), then used for each message. */
+/**
+ * The key that signs the holder's mail, opened: looked up once per batch (email/send.ts), then used
+ * for each message.
+ */
 export async function signingKeyFor(
   database: Database,
   keyring: Keyring,

@@ -41,10 +41,10 @@ export async function addSenderDomain(
       { field: 'domain', message: 'must be a domain name' },
     ]);
   if (domain === args.serviceDomain) {
-    throw badRequest(
-      `${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): every account sends from it already, signed with its key (GET /admin/dkim).`,
-      [{ field: 'domain', message: "is the service's own domain" }],
-    );
+    const already = 'every account sends from it already, signed with its key (GET /admin/dkim).';
+    throw badRequest(`${domain} is the service's own domain (DEFAULT_EMAIL_DOMAIN): ${already}`, [
+      { field: 'domain', message: "is the service's own domain" },
+    ]);
   }
   const holder = { accountId: args.accountId, domain };
   const held = await database.db
@@ -74,7 +74,10 @@ export const insertSenderDomain = procedure(
     }),
 );
 
-/** The account's sender domains with their DKIM records, in name order; a domain authorised before DKIM existed gets its key now. */
+/**
+ * The account's sender domains with their DKIM records, in name order; a domain authorised before
+ * DKIM existed gets its key now.
+ */
 export async function listSenderDomains(
   database: Database,
   keyring: Keyring,

@@ -51,11 +51,12 @@ export async function addSenderName(
   }
 }
 
-const numericNameTaken = (name: string) =>
-  conflict(
-    `Another account holds the sender number ${name}: replies to it are routed to that account, so it cannot be shared.`,
-    [{ field: 'name', message: 'is a numeric sender name another account holds' }],
-  );
+const numericNameTaken = (name: string) => {
+  const why = 'replies to it are routed to that account, so it cannot be shared.';
+  return conflict(`Another account holds the sender number ${name}: ${why}`, [
+    { field: 'name', message: 'is a numeric sender name another account holds' },
+  ]);
+};
 
 async function insertSenderName(
   db: Db,

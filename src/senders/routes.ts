@@ -59,7 +59,8 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          'Register a verified SMS sender name (senderName of /sms/single and /sms/batch); a numeric one, which replies are routed by, belongs to one account only (409)',
+          'Register a verified SMS sender name (senderName of /sms/single and /sms/batch); a numeric one, ' +
+          'which replies are routed by, belongs to one account only (409)',
         params: AccountParams,
         body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 15 }) }),
         response: {
@@ -93,22 +94,21 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          'Authorise an email sender domain for the account: its DKIM key is made, and the DNS TXT record to publish answered',
+          'Authorise an email sender domain for the account: its DKIM key is made, and the DNS TXT record to ' +
+          'publish answered',
         params: AccountParams,
         body: Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }),
         response: { 201: DkimDomain, ...errorResponses(400, 401, 404) },
       },
     },
     async (request, reply) =>
-      reply
-        .code(201)
-        .send(
-          await addSenderDomain(ctx.database, ctx.encryptionKey, ctx.clock, {
-            accountId: request.params.accountId,
-            domain: request.body.domain,
-            serviceDomain,
-          }),
-        ),
+      reply.code(201).send(
+        await addSenderDomain(ctx.database, ctx.encryptionKey, ctx.clock, {
+          accountId: request.params.accountId,
+          domain: request.body.domain,
+          serviceDomain,
+        }),
+      ),
   );
 
   r.get(
@@ -137,7 +137,8 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          "Rotate a sender domain's DKIM key: a new key under a new selector signs from now on; the old one stays listed, retired, until removed",
+          "Rotate a sender domain's DKIM key: a new key under a new selector signs from now on; the old one " +
+          'stays listed, retired, until removed',
         params: SenderDomainParams,
         response: { 201: DkimDomain, ...errorResponses(401, 404) },
       },

@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../clock.ts';
 import { ConfigError, type Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
@@ -66,7 +65,8 @@ async function listen<T>(start: (bind: Bind) => Promise<T>, bind: Bind): Promise
           ? 'may not be bound by this user'
           : 'is not an address of this machine';
     throw new StartError(
-      `cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); set ${portVariable} or HOST to another value`,
+      `cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); ` +
+        `set ${portVariable} or HOST to another value`,
     );
   }
 }
@@ -78,7 +78,8 @@ function lockForServe(file: string): ServeLock | undefined {
   if (lock) return lock;
   const database = resolve(file);
   throw new StartError(
-    `another herald serve holds the SQLite database ${database} (its lock is on ${database}-serve.lock); stop that one first, or set DATABASE_URL to another database`,
+    `another herald serve holds the SQLite database ${database} (its lock is ` +
+      `on ${database}-serve.lock); stop that one first, or set DATABASE_URL to another database`,
   );
 }
 

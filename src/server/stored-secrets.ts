@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { loadSigningKey, resealJwtSecret, sealJwtSecret } from '../auth/signing-key.ts';
 import type { Database } from '../db/database.ts';
-import { eraseDeletedValues } from '../db/erase.ts';
+import { erasedPending, eraseDeletedValues, pendingErasure } from '../db/erase.ts';
 import { resealDkimKeys } from '../senders/dkim-keys.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
@@ -12,10 +12,11 @@ import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts
  *
  * Those the code before migration 0027 left in clear (the token key, the webhook secrets) are
  * sealed under ENCRYPTION_KEY, here because a migration has no key; then the files of the
- * database are rid of the clear values (db/erase.ts), only at the start that sealed them, so
- * that other starts stay fast. When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS),
- * what they sealed of these and of the DKIM keys is sealed anew under it, so that dropping them
- * later loses none; each value the current key sealed already costs one AES-GCM open, no write.
+ * database are rid of the clear values (db/erase.ts), with those of any table a migration left
+ * to erase, only at the start that sealed or found them, so that other starts stay fast.
+ * When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS), what they sealed of these and
+ * of the DKIM keys is sealed anew under it, so that dropping them later loses none; each value
+ * the current key sealed already costs one AES-GCM open, no write.
  */
 export async function prepareStoredSecrets(
   database: Database,
@@ -25,8 +26,10 @@ export async function prepareStoredSecrets(
   const { db } = database;
   const sealedJwtSecret = await sealJwtSecret(db, keyring);
   const sealedWebhookSecrets = await sealWebhookSecrets(db, keyring);
-  if (sealedJwtSecret || sealedWebhookSecrets) {
-    await eraseDeletedValues[database.dialect](db, ['settings', 'webhook_secrets']);
+  const pending = await pendingErasure(db);
+  if (sealedJwtSecret || sealedWebhookSecrets || pending.length > 0) {
+    await eraseDeletedValues[database.dialect](db, [...new Set(['settings', 'webhook_secrets', ...pending] as const)]);
+    await erasedPending(db);
   }
   if (keyring.all.length > 1) {
     await resealJwtSecret(db, keyring);

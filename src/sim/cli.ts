@@ -1,4 +1,7 @@
-/** `herald sim smsc|smtp [options]`: the command-line face of startSmsc and startSmtpSink, running until SIGINT or SIGTERM. */
+/**
+ * `herald sim smsc|smtp [options]`: the command-line face of startSmsc and startSmtpSink, running
+ * until SIGINT or SIGTERM.
+ */
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
@@ -36,13 +39,14 @@ export const SIM_SMTP_ARGS = `[--port 2525] [--http-port 2526] [--host 127.0.0.1
 
 /** One simulator's options read from its command line, its mistakes as usage errors. */
 function reader<T extends ParseArgsOptionsConfig>(args: string[], options: T, usageError: (message: string) => Error) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args, options, tokens: true });
-  } catch (error) {
-    if (!(error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw error;
-    throw usageError((error as Error).message);
-  }
+  const parsed = (() => {
+    try {
+      return parseArgs({ args, options, tokens: true });
+    } catch (error) {
+      if (!(error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) throw error;
+      throw usageError((error as Error).message);
+    }
+  })();
   const { values, tokens } = parsed;
   const text = (name: string) => (values as Record<string, string | boolean | undefined>)[name] as string | undefined;
   const number = (name: string): number | undefined => {
@@ -178,7 +182,8 @@ async function smscCommand(args: string[], usageError: (message: string) => Erro
   await runUntilSignal(
     () => startSmsc(options),
     (smsc) =>
-      `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
+      `SMSC simulator: SMPP${tls ? ' over TLS' : ''} on ${host}:${smsc.port}, control on ` +
+      `http://${host}:${smsc.httpPort} (GET /messages, GET /arrivals, GET /stats, POST /mo, POST /reset)`,
     usageError,
   );
 }
@@ -228,6 +233,9 @@ function reportToOf(spec: string | undefined, usageError: (message: string) => E
   return { host: parsed[1] ?? parsed[2], port: Number(parsed[3]) };
 }
 
+const SINK_ROUTES =
+  'GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports';
+
 async function smtpCommand(args: string[], usageError: (message: string) => Error): Promise<void> {
   const { startSmtpSink } = await import('./smtp.ts');
   const { values, tokens, text, number, together, tls } = reader(
@@ -276,7 +284,8 @@ async function smtpCommand(args: string[], usageError: (message: string) => Erro
   await runUntilSignal(
     () => startSmtpSink(options),
     (sink) =>
-      `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on http://${host}:${sink.httpPort} (GET /messages, DELETE /messages, GET|PUT /rules, GET|PUT /faults, GET /stats, POST /reset, POST /reports)`,
+      `SMTP sink: SMTP${tls ? ' with STARTTLS' : ''} on ${host}:${sink.port}, control on ` +
+      `http://${host}:${sink.httpPort} (${SINK_ROUTES})`,
     usageError,
   );
 }

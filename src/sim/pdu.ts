@@ -144,7 +144,10 @@ export interface Submit {
   esmClass: number;
   registeredDelivery: number;
   dataCoding: number;
-  /** short_message, or the message_payload TLV when short_message is empty (SMPP 3.4 §5.3.2.32). A view into the PDU. */
+  /**
+   * short_message, or the message_payload TLV when short_message is empty (SMPP 3.4 §5.3.2.32). A
+   * view into the PDU.
+   */
   message: Buffer;
   /** The SAR TLVs' concatenation (SMPP 3.4 §5.3.2.22–24), when present: the alternative to a UDH. */
   sar: { reference: number; total: number; sequence: number } | undefined;

@@ -55,6 +55,11 @@ export interface SmscOptions {
   firstId?: number;
   /** From submit_sm_resp to the final receipt. Default 1000. */
   receiptDelayMs?: number;
+  /**
+   * Keep the final receipts, instead of sending them receiptDelayMs after the response, until
+   * `releaseReceipts` sends them: a test sees what comes before them without racing a timer.
+   */
+  holdReceipts?: boolean;
   /** Shares of final receipt states; DELIVRD takes what the others leave. Default all DELIVRD. */
   outcomes?: Partial<Record<FinalState, number>>;
   /** Send an ENROUTE intermediate receipt (esm_class 0x20) right after the response, before the final one. */
@@ -63,7 +68,10 @@ export interface SmscOptions {
   receiptBeforeResponse?: boolean;
   /** Submits a second each bind may make; above it, ESME_RTHROTTLED. 0 (default): no limit. */
   tps?: number;
-  /** Submits a second one system_id may make across all its binds, as operators' contracts count; above it, ESME_RTHROTTLED. 0 (default): no limit. */
+  /**
+   * Submits a second one system_id may make across all its binds, as operators' contracts count;
+   * above it, ESME_RTHROTTLED. 0 (default): no limit.
+   */
   accountTps?: number;
   /** Share of submits answered ESME_RTHROTTLED whatever the rate. */
   throttledShare?: number;
@@ -118,6 +126,8 @@ export interface Smsc {
   stats(): SmscStats;
   /** Send an MO message; false when no bind can receive it. */
   sendMo(request: MoRequest): boolean;
+  /** Under holdReceipts, sends the `count` (default: all) final receipts held longest; how many it sent. */
+  releaseReceipts(count?: number): number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -231,7 +241,7 @@ function gsmBytes(text: string): Buffer {
   let gsm = text;
   for (let i = 0; i < text.length; i++) {
     if (septetsOf(text.charCodeAt(i)) === 0) {
-      gsm = text.replace(/[^]/g, (char) => (septetsOf(char.charCodeAt(0)) > 0 ? char : '?'));
+      gsm = text.replace(/./gs, (char) => (septetsOf(char.charCodeAt(0)) > 0 ? char : '?'));
       break;
     }
   }
@@ -305,7 +315,13 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   const laterReceipts: Array<{ at: number; send: () => void }> = [];
   let nextDue = 0;
   let receiptTimer: NodeJS.Timeout | undefined;
+  /** Under holdReceipts, the receipts releaseReceipts is yet to send, oldest first. */
+  const heldReceipts: Array<() => void> = [];
   function later(send: () => void): void {
+    if (options.holdReceipts) {
+      heldReceipts.push(send);
+      return;
+    }
     laterReceipts.push({ at: performance.now() + receiptDelayMs, send });
     if (!receiptTimer) armReceiptTimer();
   }
@@ -321,7 +337,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
       laterReceipts.length = 0;
       nextDue = 0;
     } else {
-      if (nextDue > 4096) laterReceipts.splice(0, nextDue), (nextDue = 0);
+      if (nextDue > 4096) {
+        laterReceipts.splice(0, nextDue);
+        nextDue = 0;
+      }
       armReceiptTimer();
     }
   }
@@ -361,7 +380,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     const snippet = (decodePart(part, gsm7Packed) ?? '').slice(0, 20);
     const text =
       `id:${formatId(id, receiptIdFormat)} sub:001 dlvrd:${state === 'DELIVRD' ? '001' : '000'} ` +
-      `submit date:${receiptDate(part.receivedAt)} done date:${receiptDate(now())} stat:${state} err:${ERROR_CODE[state]} text:${snippet}`;
+      `submit date:${receiptDate(part.receivedAt)} done date:${receiptDate(now())} ` +
+      `stat:${state} err:${ERROR_CODE[state]} text:${snippet}`;
     return {
       systemId: part.systemId,
       pdu: {
@@ -386,7 +406,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     if (tps > 0 && !tokenFrom(session, tps)) return STATUS.ESME_RTHROTTLED;
     if (accountTps > 0) {
       let account = accounts.get(session.systemId);
-      if (!account) accounts.set(session.systemId, (account = { tokens: accountTps, refilledAt: now() }));
+      if (!account) {
+        account = { tokens: accountTps, refilledAt: now() };
+        accounts.set(session.systemId, account);
+      }
       if (!tokenFrom(account, accountTps)) return STATUS.ESME_RTHROTTLED;
     }
     if (throttledShare > 0 && random() < throttledShare) return STATUS.ESME_RTHROTTLED;
@@ -467,7 +490,10 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
   }
 
   function onBind(session: Session, header: Header, pdu: Buffer): void {
-    if (session.kind) return respond(session, header, STATUS.ESME_RALYBND);
+    if (session.kind) {
+      respond(session, header, STATUS.ESME_RALYBND);
+      return;
+    }
     const { systemId, password } = readBind(pdu);
     const status =
       options.systemId !== undefined && systemId !== options.systemId
@@ -477,7 +503,8 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
           : 0;
     if (status !== 0) {
       stats.binds.refused++;
-      return respond(session, header, status);
+      respond(session, header, status);
+      return;
     }
     stats.binds.accepted++;
     session.kind = BIND_KIND[header.commandId];
@@ -641,6 +668,12 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     return { ...stats, binds: { ...stats.binds, open }, deliverSm: { ...stats.deliverSm, waiting } };
   }
 
+  function releaseReceipts(count = heldReceipts.length): number {
+    const released = heldReceipts.splice(0, count);
+    for (const send of released) send();
+    return released.length;
+  }
+
   function reset(): void {
     taken = new Ring(retain);
     stats = freshStats();
@@ -668,6 +701,7 @@ export async function startSmsc(options: SmscOptions = {}): Promise<Smsc> {
     arrivals,
     stats: currentStats,
     sendMo,
+    releaseReceipts,
     reset,
     async close() {
       closed = true;

@@ -35,7 +35,10 @@ export interface DsnOptions extends ReportedOriginal {
 export interface ArfOptions extends ReportedOriginal {
   /** Where the report goes: the feedback-loop mailbox the operator registered (or the return path). */
   to: string;
-  /** The original's envelope sender (its VERP return path), written as Original-Mail-From and as the copy's Return-Path; some loops keep neither. */
+  /**
+   * The original's envelope sender (its VERP return path), written as Original-Mail-From and as the
+   * copy's Return-Path; some loops keep neither.
+   */
   returnPath?: string;
   /** abuse (the default), fraud, virus, other, not-spam. */
   feedbackType?: string;
@@ -100,12 +103,15 @@ export function dsnFor(options: DsnOptions): Promise<Buffer> {
     ['Remote-MTA', `dns; ${mta}`],
     ['Diagnostic-Code', options.diagnostic === undefined ? undefined : `smtp; ${options.diagnostic}`],
   ]);
+  const outcome = action === 'failed' ? 'could not be delivered' : 'has not been delivered yet';
   return report(
     {
       from: `Mail Delivery System <MAILER-DAEMON@${mta}>`,
       to: options.returnPath,
       subject: action === 'failed' ? 'Undelivered Mail Returned to Sender' : 'Delayed Mail (still being retried)',
-      text: `This is the mail system at host ${mta}.\r\n\r\nYour message to <${options.recipient}> ${action === 'failed' ? 'could not be delivered' : 'has not been delivered yet'}: ${options.diagnostic ?? options.status}\r\n`,
+      text:
+        `This is the mail system at host ${mta}.\r\n\r\nYour message to ` +
+        `<${options.recipient}> ${outcome}: ${options.diagnostic ?? options.status}\r\n`,
       attachments: [
         { contentType: 'message/delivery-status', content: `${perMessage}\r\n${perRecipient}`, filename: false },
         originalPart(options),
@@ -184,7 +190,10 @@ export interface ReportRequest {
   kind: 'dsn' | 'arf';
   /** The message by its Message-ID header, with or without the angle brackets. */
   messageId?: string;
-  /** The message by a recipient of it (any case), the one reported on. With both, the latest message that has both; with one, the latest that has it. */
+  /**
+   * The message by a recipient of it (any case), the one reported on. With both, the latest message
+   * that has both; with one, the latest that has it.
+   */
   to?: string;
   /** dsn: the enhanced status code (default 5.1.1). */
   status?: string;
@@ -201,7 +210,10 @@ export interface ReportRequest {
   port?: number;
 }
 
-/** A report sent: about which message and recipient, the envelope it went in, where, the server's reply and the report itself. */
+/**
+ * A report sent: about which message and recipient, the envelope it went in, where, the server's
+ * reply and the report itself.
+ */
 export interface SentReport {
   kind: 'dsn' | 'arf';
   /** The original's id at the sink and its Message-ID header (null when it had none). */
@@ -242,7 +254,8 @@ export function reportDestination(host: unknown, port: unknown, fallback?: Repor
   if (host === undefined && port === undefined) {
     if (!fallback)
       throw new RangeError(
-        'no host and port to send the report to: give them, or start the sink with a report destination (--report-to HOST:PORT)',
+        'no host and port to send the report to: give them, or start the sink with a report destination ' +
+          '(--report-to HOST:PORT)',
       );
     return fallback;
   }
@@ -266,6 +279,7 @@ function checkedRequest(request: ReportRequest, fallback?: ReportDestination) {
     const value = request[field];
     if (
       value !== undefined &&
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: a control character is what makes text not one line
       (typeof value !== 'string' || value === '' || value.length > MAX_DIAGNOSTIC || /[\x00-\x1f\x7f]/.test(value))
     ) {
       throw new RangeError(`${field} must be one line of 1 to ${MAX_DIAGNOSTIC} characters`);

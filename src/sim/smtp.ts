@@ -62,7 +62,10 @@ export interface SmtpRuleView {
 
 /** Connection faults, for tests of a client's recovery and of a slow next hop. */
 export interface SmtpFaults {
-  /** After this many messages accepted (across connections), the next one's data is read and its connection destroyed without an answer; that message is not kept. 0: never. */
+  /**
+   * After this many messages accepted (across connections), the next one's data is read and its
+   * connection destroyed without an answer; that message is not kept. 0: never.
+   */
   dropAfter: number;
   /** Drop again after each further `dropAfter` messages, rather than once. */
   dropRepeat: boolean;
@@ -76,16 +79,25 @@ export interface SmtpSinkOptions {
   /** Control HTTP port; 0 (the default here) picks a free one; null: no control port. */
   httpPort?: number | null;
   host?: string;
-  /** When set, a client must AUTH (PLAIN or LOGIN) with this user and password before MAIL; unset, AUTH is optional and any is accepted. */
+  /**
+   * When set, a client must AUTH (PLAIN or LOGIN) with this user and password before MAIL; unset,
+   * AUTH is optional and any is accepted.
+   */
   user?: string;
   password?: string;
-  /** STARTTLS offered with this certificate (PEM, its chain after it) and private key; without it STARTTLS is not offered. */
+  /**
+   * STARTTLS offered with this certificate (PEM, its chain after it) and private key; without it
+   * STARTTLS is not offered.
+   */
   tls?: { cert: string | Buffer; key: string | Buffer };
   rules?: SmtpRule[];
   dropAfter?: number;
   dropRepeat?: boolean;
   delayMs?: number;
-  /** How many accepted messages are kept to read (the latest). 0 counts them only, keeping none: for benchmarks. Default 100,000. */
+  /**
+   * How many accepted messages are kept to read (the latest). 0 counts them only, keeping none: for
+   * benchmarks. Default 100,000.
+   */
   retain?: number;
   /** The SIZE announced and enforced, in bytes. Default 50 MiB. */
   maxSize?: number;
@@ -115,7 +127,11 @@ export interface SmtpSinkStats {
   auth: { accepted: number; refused: number };
   /** Answers to RCPT TO. */
   recipients: { accepted: number; deferred: number; rejected: number };
-  /** Messages accepted (250 after their data), deferred or refused after their data (by an `at: 'data'` rule; refused also over the SIZE), dropped without an answer; retained: how many can be read. Times: epoch ms of the first and latest accepted, null before one. */
+  /**
+   * Messages accepted (250 after their data), deferred or refused after their data (by an `at:
+   * 'data'` rule; refused also over the SIZE), dropped without an answer; retained: how many can be
+   * read. Times: epoch ms of the first and latest accepted, null before one.
+   */
   messages: {
     accepted: number;
     deferred: number;
@@ -125,7 +141,10 @@ export interface SmtpSinkStats {
     firstAt: number | null;
     lastAt: number | null;
   };
-  /** Every answer the sink decided (AUTH, RCPT TO and the end of each message's data) by class; protocol errors smtp-server answers itself are not counted. */
+  /**
+   * Every answer the sink decided (AUTH, RCPT TO and the end of each message's data) by class;
+   * protocol errors smtp-server answers itself are not counted.
+   */
   replies: { '2xx': number; '4xx': number; '5xx': number };
 }
 
@@ -239,6 +258,7 @@ function compile(rule: SmtpRule): Rule {
   const text =
     rule.text ??
     (rule.code === undefined ? defaults.text : (REPLY_TEXT[code] ?? (action === 'defer' ? 'deferred' : 'refused')));
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a control character is what makes text not one line
   if (typeof text !== 'string' || text === '' || text.length > MAX_TEXT || /[\x00-\x1f\x7f]/.test(text)) {
     throw new RangeError(`text must be one line of 1 to ${MAX_TEXT} characters`);
   }
@@ -316,7 +336,10 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   // offers no way to close without answering) and to end them all at once on close.
   const sockets = new Map<number, Socket>();
 
-  /** The reply a transaction's data gets from an `at: 'data'` rule one of its recipients matched; the first such wins. */
+  /**
+   * The reply a transaction's data gets from an `at: 'data'` rule one of its recipients matched;
+   * the first such wins.
+   */
   const dataReplies = new WeakMap<SMTPServerSession, { code: number; message: string }>();
 
   function onRcptTo(address: { address: string }, session: SMTPServerSession, callback: (error?: Error) => void): void {
@@ -334,7 +357,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     } else if (reply) {
       stats.recipients[reply.code < 500 ? 'deferred' : 'rejected']++;
       count(reply.code);
-      return callback(replyError(reply.code, reply.message));
+      callback(replyError(reply.code, reply.message));
+      return;
     }
     stats.recipients.accepted++;
     count(250);

@@ -1,6 +1,6 @@
 import { postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
-import { writeSend, type NewSend } from '../messaging/send.ts';
+import { writeSend, type NewSend } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 

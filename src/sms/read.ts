@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { contentState, groupBy, readSendPage, type SendReadPage } from '../messaging/send.ts';
+import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { StoredSmsContent } from './accept.ts';
 
@@ -53,7 +53,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
   const [clicksOf, clicks] = linked
     ? await Promise.all([recipientClicks(db, ids), sendClicks(db, send.id)])
     : [new Map<number, ClickView[]>(), 0];
-  const partsOf = groupBy(parts, (p) => Number(p.recipient_id));
+  const partsOf = Map.groupBy(parts, (p) => Number(p.recipient_id));
 
   return {
     queueId: send.id,
@@ -89,23 +89,27 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
   };
 }
 
+export interface SandboxQuery {
+  recipient?: string;
+  limit: number;
+  cursor?: string;
+}
+
+/** One page of the sandbox's parts for an account, newest first: a seek on an index that leads with the account. */
+export function sandboxPageQuery(db: Db, accountId: string, query: SandboxQuery) {
+  let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
+  if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
+  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
+  return select.orderBy('id', 'desc').limit(query.limit + 1);
+}
+
 /**
  * `GET /sandbox/sms`: what the sandbox transport took for the account, newest first, each part
  * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
  * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
  */
-export async function readSandboxSms(
-  db: Db,
-  accountId: string,
-  query: { recipient?: string; limit: number; cursor?: string },
-) {
-  let select = db.selectFrom('sandbox_sms').selectAll().where('account_id', '=', accountId);
-  if (query.recipient !== undefined) select = select.where('recipient', '=', query.recipient);
-  if (query.cursor !== undefined) select = select.where('id', '<', sandboxCursor.decode(query.cursor)[0]);
-  const read = await select
-    .orderBy('id', 'desc')
-    .limit(query.limit + 1)
-    .execute();
+export async function readSandboxSms(db: Db, accountId: string, query: SandboxQuery) {
+  const read = await sandboxPageQuery(db, accountId, query).execute();
   const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
     messages: rows.map((row) => ({

@@ -30,7 +30,10 @@ export const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> =
   UNKNOWN: 'Failed',
 };
 
-/** A message is Delivered when every part is, Failed when any part fails, Processed when a part is reported under way. */
+/**
+ * A message is Delivered when every part is, Failed when any part fails, Processed when a part is
+ * reported under way.
+ */
 export function messageStatus(parts: string[]): string | undefined {
   if (parts.includes('Failed')) return 'Failed';
   if (parts.every((status) => status === 'Delivered')) return 'Delivered';
@@ -182,7 +185,8 @@ interface Matched {
  * transactions that match it, the second's delete waits for the first and then finds it gone.
  */
 async function takeMatched(db: Db, dialect: DialectName, which: string[] | { limit: number }): Promise<Matched[]> {
-  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p where p.operator_message_id = sms_receipts.operator_message_id)`;
+  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
+                                        where p.operator_message_id = sms_receipts.operator_message_id)`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)

@@ -14,7 +14,8 @@ import {
   type SuppressionView,
 } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
-import { cancelSend, listSends } from '../messaging/send.ts';
+import { cancelSend } from '../messaging/accept.ts';
+import { listSends } from '../messaging/reads.ts';
 import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
@@ -289,7 +290,8 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       schema: {
         tags,
         summary:
-          "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)",
+          "Simulate a message from a handset (MO) to one of this account's numbers, or replying to its " +
+          'messages: stored, STOP/START applied, posted to inboundSmsWebhookUrl (SMS_TRANSPORT=sandbox:)',
         body: Type.Object({
           from: Address,
           to: Type.String({

@@ -39,13 +39,15 @@ export const Shortener = Type.Object(
       Type.String({
         maxLength: 2048,
         description:
-          "https://<domain> (or http://), the domain a shortener domain the operator registered for the account; the service's own PUBLIC_URL/l when absent.",
+          'https://<domain> (or http://), the domain a shortener domain the operator registered for the ' +
+          "account; the service's own PUBLIC_URL/l when absent.",
       }),
     ),
     isUniqueUrl: Type.Optional(
       Type.Boolean({
         description:
-          'One link per recipient, its clicks shown on the recipient; true by default. False: one link for the send, its clicks counted on the send.',
+          'One link per recipient, its clicks shown on the recipient; true by default. False: one link for ' +
+          'the send, its clicks counted on the send.',
       }),
     ),
   },
@@ -56,7 +58,8 @@ const common = {
   senderName: Type.String({
     maxLength: 15,
     description:
-      "One of the account's sender names, or the service's default: 1 to 11 letters, digits or spaces with a letter, or 3 to 15 digits.",
+      "One of the account's sender names, or the service's default: 1 to 11 letters, digits or spaces with a " +
+      'letter, or 3 to 15 digits.',
   }),
   // A text of more characters than this cannot fit MAX_PARTS parts in any encoding.
   body: MultilineText({
@@ -70,13 +73,15 @@ const common = {
     Type.String({
       maxLength: 40,
       description:
-        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's time zone. Absent or past: now.",
+        "RFC 3339 (2026-11-23T14:00:00+05:30): with an offset an instant; without one, read in the account's " +
+        'time zone. Absent or past: now.',
     }),
   ),
   landingPageId: Type.Optional(
     Uuid({
       description:
-        'Adds a short link to this landing page to the text: where the body writes [landingPageUrl], else at its end after a space.',
+        'Adds a short link to this landing page to the text: where the body writes [landingPageUrl], else at ' +
+        'its end after a space.',
     }),
   ),
   shortner: Type.Optional(Shortener),

@@ -4,21 +4,20 @@ import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
+import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
 import {
   endUnsent,
   expandedSend,
   finishSend,
   loadPage,
   pendingByStatus,
-  postRefused,
   propertyNames,
   rowProperties,
   sendInPages,
-  startSend,
   type Finish,
+  type PageChannel,
   type PageRow,
-  type StartedSend,
-} from '../messaging/send.ts';
+} from '../messaging/pipeline.ts';
 import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
@@ -52,7 +51,7 @@ const PENDING = ['Queued'] as const;
 export const NOT_SENT = 'not_sent';
 
 /**
- * A send's start (messaging/send.ts): a range of its expansion a call, its NotSent recipients
+ * A send's start (messaging/accept.ts): a range of its expansion a call, its NotSent recipients
  * posted as Failed with errorCode not_sent (webhooks carry only the spec's words, as Twilio
  * posts failed, 21610, for an unsubscribed recipient), then its first page.
  */
@@ -160,7 +159,10 @@ export function statusEvents(
   });
 }
 
-/** Every status each message went through: a message the operator took was Submitted first, whatever its receipts made it since. */
+/**
+ * Every status each message went through: a message the operator took was Submitted first,
+ * whatever its receipts made it since.
+ */
 function stepsOf(outcomes: Outcome[]): Step[] {
   return outcomes.flatMap(({ id, status, operatorMessageIds }): Step[] =>
     operatorMessageIds.length === 0 || status === 'Submitted'
@@ -195,6 +197,17 @@ export async function updateRecipients(
   // Receipts for other parts, and any that came before these parts were recorded.
   const parts = outcomes.flatMap((o) => o.operatorMessageIds);
   return applyReceipts(db, dialect, { now: () => now }, { receipts, parts }, usage.tally);
+}
+
+/** A page of a batch as rendered: its rows and their messages, in the same order. */
+interface RenderedSms {
+  rows: PageRow[];
+  messages: OutgoingSms[];
+}
+
+/** A page handed to the transport: with its answer for each message. */
+interface SubmittedSms extends RenderedSms {
+  results: SubmitResult[];
 }
 
 /** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
@@ -289,7 +302,8 @@ function outcomeOf(
 /**
  * The `sms.send` job: start (expand) once, then pages of recipients in id order — their
  * landing page links written (when the send has one), rendered, segmented, submitted, their
- * results recorded with the send's cursor — until none is left.
+ * results recorded with the send's cursor — until none is left. Its `channel` is SMS's part
+ * of the pipeline (messaging/pipeline.ts's PageChannel).
  */
 export function smsSendHandler(deps: {
   database: Database;
@@ -315,36 +329,46 @@ export function smsSendHandler(deps: {
       const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
       const names =
         template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
-      return sendInPages(deps, run, send, pendingByStatus(deps, send, PENDING), async (rows, { cursor, last }) => {
-        const messages = renderPage(
-          openedPage(rows, send, encryptionKey),
-          send,
-          template,
-          names,
-          links && (await links(rows.map((row) => Number(row.id)))),
-        );
-        const results = await transport.submit(messages, run.signal);
-        await pauseForTest('sms.submitted');
-        const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
-        return database.call(recordSmsPage, {
-          sendId,
-          accountId: send.accountId,
-          webhookUrl: send.webhookUrl,
-          now: clock.now(),
-          cursor,
-          outcomes,
-          steps,
-          receipts,
-          last,
-        });
-      });
+      const channel: PageChannel<RenderedSms, SubmittedSms> = {
+        ...pendingByStatus(deps, send, PENDING),
+        render: async (rows) => ({
+          rows,
+          messages: renderPage(
+            openedPage(rows, send, encryptionKey),
+            send,
+            template,
+            names,
+            links && (await links(rows.map((row) => Number(row.id)))),
+          ),
+        }),
+        handOver: async (page, signal) => {
+          const results = await transport.submit(page.messages, signal);
+          await pauseForTest('sms.submitted');
+          return { ...page, results };
+        },
+        record: ({ rows, messages, results }, { cursor, last }) => {
+          const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
+          return database.call(recordSmsPage, {
+            sendId,
+            accountId: send.accountId,
+            webhookUrl: send.webhookUrl,
+            now: clock.now(),
+            cursor,
+            outcomes,
+            steps,
+            receipts,
+            last,
+          });
+        },
+      };
+      return sendInPages(deps, run, send, channel);
     },
     onDead: (trx: Db, job: Job, error: string) =>
       failUnsent(trx, database.dialect, clock, (job.payload as SmsSendJob).sendId, error),
   };
 }
 
-/** A send's job died: what it had not sent is Failed (messaging/send.ts's endUnsent), and the send Completed. */
+/** A send's job died: what it had not sent is Failed (messaging/pipeline.ts's endUnsent), and the send Completed. */
 export async function failUnsent(
   trx: Db,
   dialect: DialectName,

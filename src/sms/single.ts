@@ -14,7 +14,7 @@ import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import { matchWaiting, SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
-import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/send.ts';
+import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/pipeline.ts';
 import type { Outcome, Step } from './queries.ts';
 import { failUnsent, openedPage, pageOutcomes, renderPage, statusEvents, updateRecipients } from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
@@ -134,7 +134,10 @@ export function smsSingleHandler(deps: {
 }): JobHandler {
   const { database, clock, transport, encryptionKey, config } = deps;
 
-  /** One recipient's message; a send that cannot be rendered (its sealed content does not open) fails its own job only. */
+  /**
+   * One recipient's message; a send that cannot be rendered (its sealed content does not
+   * open) fails its own job only.
+   */
   async function render(
     row: SingleRow,
     names: Map<string, Promise<Map<string, string>>>,

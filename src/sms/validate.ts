@@ -68,9 +68,10 @@ export function checkSmsRequest(
     if (parts > MAX_PARTS)
       errors.push({ field: 'body', message: `takes ${parts} SMS parts; a message has at most ${MAX_PARTS}` });
     if (body.body.includes(LANDING_PAGE_TAG)) {
+      const remedy = 'give landingPageId too, or take it out';
       errors.push({
         field: 'body',
-        message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: give landingPageId too, or take it out`,
+        message: `holds ${LANDING_PAGE_TAG}, the place of the landing page link: ${remedy}`,
       });
     }
   } else {
@@ -181,19 +182,19 @@ export async function prepareSms(
       errors.push({
         field: 'shortner.shortnerUrl',
         message:
-          'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account',
+          'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the ' +
+          'domain one of the shortener domains registered for this account',
       });
     } else if ((await shortenerAccount(db, shortener.host)) !== accountId) {
-      errors.push({
-        field: 'shortner.shortnerUrl',
-        message: `names ${shortener.host}, which is not a shortener domain of this account; the operator registers them`,
-      });
+      const why = 'which is not a shortener domain of this account; the operator registers them';
+      errors.push({ field: 'shortner.shortnerUrl', message: `names ${shortener.host}, ${why}` });
     }
   }
 
   if (errors.length > 0) {
     throw unprocessable(
-      `The SMS request was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
+      `The SMS request was rejected with ${errors.length} ` +
+        `problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
       errors,
     );
   }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Schema } from '../db/schema.ts';
+import { AppError } from '../errors.ts';
 import { silentLog, type Log } from '../log.ts';
 import type { Keyring } from '../sealed.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
@@ -8,7 +9,7 @@ import { RefusedDestination, systemResolver, vetDestination, type Resolver } fro
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
 import { nextAttemptAt } from './schedule.ts';
-import { ensureSecret, signatureHeader, signingSecrets } from './secrets.ts';
+import { ensureSecret, signatureHeader, signingSecrets, type AccountSecrets } from './secrets.ts';
 
 export interface DeliveryDeps {
   db: Kysely<Schema>;
@@ -58,7 +59,10 @@ class HostSlots {
   /** True once a slot at the host is the caller's; false if none freed within waitMs or the signal aborted first. */
   take(name: string, waitMs: number, signal: AbortSignal): Promise<boolean> {
     let host = this.hosts.get(name);
-    if (!host) this.hosts.set(name, (host = { inFlight: 0, waiting: [] }));
+    if (!host) {
+      host = { inFlight: 0, waiting: [] };
+      this.hosts.set(name, host);
+    }
     if (host.inFlight < this.limit) {
       host.inFlight += 1;
       return Promise.resolve(true);
@@ -85,8 +89,12 @@ class HostSlots {
   give(name: string): void {
     const host = this.hosts.get(name)!;
     const next = host.waiting.shift();
-    if (next) next();
-    else if ((host.inFlight -= 1) === 0) this.hosts.delete(name);
+    if (next) {
+      next();
+      return;
+    }
+    host.inFlight -= 1;
+    if (host.inFlight === 0) this.hosts.delete(name);
   }
 }
 
@@ -135,22 +143,27 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
 
   /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
   async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
-    let destination;
+    let destination: Awaited<ReturnType<typeof vetDestination>>;
     try {
       destination = await vetDestination(delivery.url, { allowPrivate: deps.config.webhookAllowPrivate, resolve });
     } catch (error) {
       if (error instanceof RefusedDestination) return { result: 'stopped', statusCode: null, error: error.message };
       return { result: 'failed', statusCode: null, error: `could not resolve the host: ${errorCode(error)}` };
     }
+    let accountSecrets: AccountSecrets;
+    try {
+      accountSecrets = await ensureSecret(deps.db, deps.encryptionKey, deps.clock, delivery.account_id);
+    } catch (error) {
+      // Sealed under an ENCRYPTION_KEY this service no longer holds: the account must rotate it.
+      if (error instanceof AppError) return { result: 'failed', statusCode: null, error: error.message };
+      throw error;
+    }
     const host = destination.target.hostname;
     if (!(await hosts.take(host, hostWaitMs, signal))) return signal.aborted ? 'interrupted' : 'host busy';
     try {
       const now = deps.clock.now();
       const timestamp = Math.floor(now / 1000);
-      const secrets = signingSecrets(
-        await ensureSecret(deps.db, deps.encryptionKey, deps.clock, delivery.account_id),
-        now,
-      );
+      const secrets = signingSecrets(accountSecrets, now);
       const headers = {
         'content-type': 'application/json',
         'user-agent': 'Herald',

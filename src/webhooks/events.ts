@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type ExpressionBuilder, type Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';

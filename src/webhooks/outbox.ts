@@ -44,7 +44,8 @@ function deliveryJob(row: Pick<DeliveryRow, 'id' | 'account_id' | 'generation'>,
  * a gathered post's events are stored as JSON and go in as they are.
  */
 export function webhookBody(type: string, timestamp: number, data: string): string {
-  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(new Date(timestamp).toISOString())},"data":${data}}`;
+  const at = new Date(timestamp).toISOString();
+  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(at)},"data":${data}}`;
 }
 
 export interface NewDelivery {

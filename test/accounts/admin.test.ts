@@ -44,43 +44,47 @@ forEachDatabase((dialect) => {
     assert.equal(own.json().timeZoneOffset, 'UTC+05:30~India Standard Time');
   });
 
-  it('keeps only a hash of the private token: shown at creation and rotation, never in reads, nor in clear in the database or an Idempotency-Key record', async () => {
-    const create = () =>
-      t.app.inject({
-        method: 'POST',
-        url: '/admin/accounts',
-        headers: { ...bearer(ADMIN_TOKEN), 'idempotency-key': 'create-ada' },
-        payload: { userName: 'ada@example.com', password: 'correct horse battery staple' },
-      });
-    const created = await create();
-    assert.equal(created.statusCode, 201);
-    const { accountId, privateToken } = created.json();
-    const replayed = await create();
-    assert.equal(replayed.headers['idempotent-replayed'], 'true');
-    assert.deepEqual(replayed.json(), created.json(), 'a replay answers the token again');
+  it(
+    'keeps only a hash of the private token: shown at creation and rotation, never in reads, nor in clear in the ' +
+      'database or an Idempotency-Key record',
+    async () => {
+      const create = () =>
+        t.app.inject({
+          method: 'POST',
+          url: '/admin/accounts',
+          headers: { ...bearer(ADMIN_TOKEN), 'idempotency-key': 'create-ada' },
+          payload: { userName: 'ada@example.com', password: 'correct horse battery staple' },
+        });
+      const created = await create();
+      assert.equal(created.statusCode, 201);
+      const { accountId, privateToken } = created.json();
+      const replayed = await create();
+      assert.equal(replayed.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(replayed.json(), created.json(), 'a replay answers the token again');
 
-    assert.equal((await admin('GET', `/admin/accounts/${accountId}`)).json().privateToken, undefined);
-    assert.equal((await admin('GET', '/admin/accounts')).json().accounts[0].privateToken, undefined);
-    const dump = JSON.stringify([
-      await t.database.db.selectFrom('accounts').selectAll().execute(),
-      await t.database.db.selectFrom('idempotency_keys').selectAll().execute(),
-    ]);
-    assert.ok(!dump.toLowerCase().includes(privateToken), 'the token is nowhere in clear');
-    assert.ok(!dump.includes(privateToken.replaceAll('-', '')));
+      assert.equal((await admin('GET', `/admin/accounts/${accountId}`)).json().privateToken, undefined);
+      assert.equal((await admin('GET', '/admin/accounts')).json().accounts[0].privateToken, undefined);
+      const dump = JSON.stringify([
+        await t.database.db.selectFrom('accounts').selectAll().execute(),
+        await t.database.db.selectFrom('idempotency_keys').selectAll().execute(),
+      ]);
+      assert.ok(!dump.toLowerCase().includes(privateToken), 'the token is nowhere in clear');
+      assert.ok(!dump.includes(privateToken.replaceAll('-', '')));
 
-    const account = {
-      row: undefined as never,
-      userName: 'ada@example.com',
-      password: 'correct horse battery staple',
-      privateToken: privateToken.toUpperCase(),
-    };
-    assert.ok(await t.tokenFor(account), 'the token is taken in either letter case');
-    const rotated = await admin('POST', `/admin/accounts/${accountId}/rotate-private-token`);
-    const fresh = rotated.json().privateToken;
-    assert.match(fresh, /^[0-9a-f-]{36}$/);
-    await assert.rejects(t.tokenFor(account), /401/, 'the old token no longer signs in');
-    assert.ok(await t.tokenFor({ ...account, privateToken: fresh }));
-  });
+      const account = {
+        row: undefined as never,
+        userName: 'ada@example.com',
+        password: 'correct horse battery staple',
+        privateToken: privateToken.toUpperCase(),
+      };
+      assert.ok(await t.tokenFor(account), 'the token is taken in either letter case');
+      const rotated = await admin('POST', `/admin/accounts/${accountId}/rotate-private-token`);
+      const fresh = rotated.json().privateToken;
+      assert.match(fresh, /^[0-9a-f-]{36}$/);
+      await assert.rejects(t.tokenFor(account), /401/, 'the old token no longer signs in');
+      assert.ok(await t.tokenFor({ ...account, privateToken: fresh }));
+    },
+  );
 
   it('refuses a user name taken in another letter case with 409', async () => {
     await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' });

@@ -34,7 +34,8 @@ forEachDatabase((dialect) => {
   async function messageRows(accountId: string): Promise<Record<string, number>> {
     const count = async (query: ReturnType<typeof sql<{ n: number }>>) =>
       Number((await query.execute(api.t.ctx.db)).rows[0].n);
-    const recipients = sql`select r.id from send_recipients r join sends s on s.id = r.send_id where s.account_id = ${accountId}`;
+    const recipients = sql`select r.id from send_recipients r join sends s on s.id = r.send_id
+                            where s.account_id = ${accountId}`;
     return {
       sends: await count(sql`select count(*) as n from sends where account_id = ${accountId}`),
       send_recipients: await count(sql`select count(*) as n from (${recipients}) r`),
@@ -51,53 +52,58 @@ forEachDatabase((dialect) => {
   async function orphans(): Promise<number> {
     const { rows } = await sql<{ n: number }>`
       select (select count(*) from send_recipients r where not exists (select 1 from sends s where s.id = r.send_id))
-           + (select count(*) from recipient_history h where not exists (select 1 from send_recipients r where r.id = h.recipient_id))
-           + (select count(*) from sms_parts p where not exists (select 1 from send_recipients r where r.id = p.recipient_id))
+           + (select count(*) from recipient_history h
+               where not exists (select 1 from send_recipients r where r.id = h.recipient_id))
+           + (select count(*) from sms_parts p
+               where not exists (select 1 from send_recipients r where r.id = p.recipient_id))
            + (select count(*) from sandbox_sms b where not exists (select 1 from sends s where s.id = b.send_id))
-           + (select count(*) from sandbox_email b where not exists (select 1 from sends s where s.id = b.send_id)) as n`.execute(
-      api.t.ctx.db,
-    );
+           + (select count(*) from sandbox_email b
+               where not exists (select 1 from sends s where s.id = b.send_id)) as n`.execute(api.t.ctx.db);
     return Number(rows[0].n);
   }
 
-  it('deletes the account with its sends, recipients, history, parts and sandbox copies, and leaves another account untouched', async () => {
-    await sendSome(alice);
-    await sendSome(bob);
-    const before = {
-      sends: 2,
-      send_recipients: 3,
-      recipient_history: 6,
-      sms_parts: 2,
-      sandbox_sms: 2,
-      sandbox_email: 1,
-    };
-    assert.deepEqual(await messageRows(alice.account.row.id), before);
-    assert.deepEqual(await messageRows(bob.account.row.id), before);
+  it(
+    'deletes the account with its sends, recipients, history, parts and sandbox copies, and leaves another ' +
+      'account untouched',
+    async () => {
+      await sendSome(alice);
+      await sendSome(bob);
+      const before = {
+        sends: 2,
+        send_recipients: 3,
+        recipient_history: 6,
+        sms_parts: 2,
+        sandbox_sms: 2,
+        sandbox_email: 1,
+      };
+      assert.deepEqual(await messageRows(alice.account.row.id), before);
+      assert.deepEqual(await messageRows(bob.account.row.id), before);
 
-    const deleted = await api.t.app.inject({
-      method: 'DELETE',
-      url: `/admin/accounts/${alice.account.row.id}`,
-      headers: bearer(ADMIN_TOKEN),
-    });
-    assert.equal(deleted.statusCode, 204, deleted.body);
+      const deleted = await api.t.app.inject({
+        method: 'DELETE',
+        url: `/admin/accounts/${alice.account.row.id}`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      assert.equal(deleted.statusCode, 204, deleted.body);
 
-    assert.deepEqual(await messageRows(alice.account.row.id), {
-      sends: 0,
-      send_recipients: 0,
-      recipient_history: 0,
-      sms_parts: 0,
-      sandbox_sms: 0,
-      sandbox_email: 0,
-    });
-    assert.equal(await orphans(), 0, 'no row of the deleted account is left behind');
-    assert.deepEqual(await messageRows(bob.account.row.id), before);
-    assert.equal((await sandboxEmails(bob)).length, 1, 'the other account still reads its sandbox');
+      assert.deepEqual(await messageRows(alice.account.row.id), {
+        sends: 0,
+        send_recipients: 0,
+        recipient_history: 0,
+        sms_parts: 0,
+        sandbox_sms: 0,
+        sandbox_email: 0,
+      });
+      assert.equal(await orphans(), 0, 'no row of the deleted account is left behind');
+      assert.deepEqual(await messageRows(bob.account.row.id), before);
+      assert.equal((await sandboxEmails(bob)).length, 1, 'the other account still reads its sandbox');
 
-    const again = await api.t.app.inject({
-      method: 'DELETE',
-      url: `/admin/accounts/${alice.account.row.id}`,
-      headers: bearer(ADMIN_TOKEN),
-    });
-    assert.equal(again.statusCode, 404, again.body);
-  });
+      const again = await api.t.app.inject({
+        method: 'DELETE',
+        url: `/admin/accounts/${alice.account.row.id}`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      assert.equal(again.statusCode, 404, again.body);
+    },
+  );
 });

@@ -24,7 +24,10 @@ forEachDatabase((dialect) => {
     await t.close();
   });
 
-  /** Whether a transaction of the application is open: on SQLite, one holding the write lock, so that another connection cannot take it at once. */
+  /**
+   * Whether a transaction of the application is open: on SQLite, one holding the write lock, so
+   * that another connection cannot take it at once.
+   */
   const transactionOpen = async (): Promise<boolean> => {
     if (sqlite) {
       try {

@@ -20,8 +20,10 @@ forEachDatabase((dialect) => {
     assert.ifError((await migrator.migrateTo('0017_inbound_sms')).error);
     const tokens = [randomUUID(), randomUUID().toUpperCase()];
     for (const [i, token] of tokens.entries()) {
-      await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token, time_zone_offset, locale, created_at, updated_at)
-                values (${randomUUID()}, ${`user${i}@example.com`}, ${`user${i}@example.com`}, 'x', ${token}, 'UTC+00:00', 'en', 0, 0)`.execute(
+      const userName = `user${i}@example.com`;
+      await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token,
+                                      time_zone_offset, locale, created_at, updated_at)
+                values (${randomUUID()}, ${userName}, ${userName}, 'x', ${token}, 'UTC+00:00', 'en', 0, 0)`.execute(
         t.db,
       );
     }

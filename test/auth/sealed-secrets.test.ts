@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createHash, createHmac, createSecretKey, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Migrator, sql } from 'kysely';
@@ -12,6 +13,7 @@ import { expiryFor, signAccessToken } from '../../src/auth/tokens.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { ConfigError } from '../../src/config.ts';
 import { migrateToLatest, sqlitePath } from '../../src/db/database.ts';
+import { ERASE_PENDING } from '../../src/db/erase.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import { signingKeyFor } from '../../src/senders/dkim-keys.ts';
 import { signEmail } from '../../src/email/dkim.ts';
@@ -33,16 +35,33 @@ function printableRuns(bytes: Buffer): Set<string> {
 
 const PG_DUMP = ['/usr/bin/pg_dump', '/usr/lib/postgresql/15/bin/pg_dump'].find((path) => existsSync(path));
 
-/** Every string the database holds as it rests: SQLite's file and its WAL, or all of a pg_dump. */
+/**
+ * Every string the database holds as it rests: SQLite's file and its WAL; on PostgreSQL, all of
+ * a pg_dump and the bytes of the files of every table, TOAST table and index of the schema, where
+ * a dead row version stays until it is written over (the PostgreSQL under test is on this
+ * machine, and the tests run as a user that reads its files).
+ */
 async function restingStrings(database: TestDatabase): Promise<Set<string>> {
   const file = sqlitePath(database.url);
-  if (file === undefined) {
-    assert.ok(PG_DUMP, 'pg_dump is installed');
-    const options = { encoding: 'buffer', maxBuffer: 1 << 28 } as const;
-    return printableRuns((await promisify(execFile)(PG_DUMP, [`--dbname=${database.url}`], options)).stdout);
+  if (file !== undefined) {
+    const runs = printableRuns(readFileSync(file));
+    if (existsSync(`${file}-wal`)) for (const run of printableRuns(readFileSync(`${file}-wal`))) runs.add(run);
+    return runs;
   }
-  const runs = printableRuns(readFileSync(file));
-  if (existsSync(`${file}-wal`)) for (const run of printableRuns(readFileSync(`${file}-wal`))) runs.add(run);
+  assert.ok(PG_DUMP, 'pg_dump is installed');
+  const options = { encoding: 'buffer', maxBuffer: 1 << 28 } as const;
+  const runs = printableRuns((await promisify(execFile)(PG_DUMP, [`--dbname=${database.url}`], options)).stdout);
+  await sql`checkpoint`.execute(database.db);
+  const { rows: directory } = await sql<{ data_directory: string }>`show data_directory`.execute(database.db);
+  const { rows: files } = await sql<{ path: string }>`
+    select pg_relation_filepath(oid) as path from pg_class
+     where relnamespace = 'public'::regnamespace and relkind in ('r', 'i')
+    union all
+    select pg_relation_filepath(reltoastrelid) from pg_class
+     where relnamespace = 'public'::regnamespace and reltoastrelid <> 0`.execute(database.db);
+  for (const { path } of files) {
+    for (const run of printableRuns(readFileSync(join(directory[0].data_directory, path)))) runs.add(run);
+  }
   return runs;
 }
 
@@ -229,6 +248,27 @@ forEachDatabase((dialect) => {
     }
   });
 
+  it('a database made before private tokens were hashed holds none in clear after the first start', async () => {
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    assert.ifError((await migrator.migrateTo('0017_inbound_sms')).error);
+    const privateToken = randomUUID();
+    await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token, time_zone_offset,
+                                    locale, created_at, updated_at)
+              values (${randomUUID()}, 'ada@example.com', 'ada@example.com', 'a hash', ${privateToken}, '+00:00',
+                      'en', 0, 0)`.execute(database.db);
+    await migrateToLatest(database);
+    const held = async () => [...(await restingStrings(database))].some((run) => run.includes(privateToken));
+    assert.ok(await held(), 'hashed by migration 0018, the token in clear is still in the files');
+    const t = await start();
+    try {
+      assert.equal(await held(), false, 'the first start erased it');
+      const settings = await database.db.selectFrom('settings').select('key').execute();
+      assert.ok(!settings.some((row) => row.key === ERASE_PENDING), 'and left nothing for the next start to do');
+    } finally {
+      await t.close();
+    }
+  });
+
   it('reads a webhook secret the old code wrote in clear in a rolling upgrade; the next start seals it', async () => {
     const t = await start();
     const [alice, bob] = [await t.createAccount(), await t.createAccount()];
@@ -307,7 +347,7 @@ forEachDatabase((dialect) => {
     }
     const rotated = await herald(['rotate-jwt-secret'], env);
     assert.equal(rotated.code, 0, rotated.stderr);
-    assert.match(rotated.stdout, /Every access token issued before no longer works[^]*Restart every herald serve/);
+    assert.match(rotated.stdout, /Every access token issued before no longer works[\s\S]*Restart every herald serve/);
 
     const t = await start();
     try {

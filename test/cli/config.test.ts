@@ -16,17 +16,25 @@ it('defaults to SQLite under ./data, the sandbox-free settings and loopback', ()
   assert.equal(config.retentionDays, 30);
 });
 
-it('takes BOUNCE_DOMAIN as DEFAULT_EMAIL_DOMAIN unless set, and leaves the inbound SMTP listener off unless INBOUND_SMTP_PORT is set', () => {
-  assert.equal(loadConfig({ DEFAULT_EMAIL_DOMAIN: 'Mail.Example.com' }).bounceDomain, 'mail.example.com');
-  assert.equal(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com' }).bounceDomain, 'bounces.example.com');
-  assert.equal(loadConfig({}).inboundSmtpPort, undefined);
-  assert.equal(loadConfig({ INBOUND_SMTP_PORT: '2525' }).inboundSmtpPort, 2525);
-});
+it(
+  'takes BOUNCE_DOMAIN as DEFAULT_EMAIL_DOMAIN unless set, and leaves the inbound SMTP listener off unless ' +
+    'INBOUND_SMTP_PORT is set',
+  () => {
+    assert.equal(loadConfig({ DEFAULT_EMAIL_DOMAIN: 'Mail.Example.com' }).bounceDomain, 'mail.example.com');
+    assert.equal(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Example.com' }).bounceDomain, 'bounces.example.com');
+    assert.equal(loadConfig({}).inboundSmtpPort, undefined);
+    assert.equal(loadConfig({ INBOUND_SMTP_PORT: '2525' }).inboundSmtpPort, 2525);
+  },
+);
 
-it("renders email on one thread a core but the event loop's, one to four, unless EMAIL_RENDER_THREADS says how many", () => {
-  assert.equal(loadConfig({}).emailRenderThreads, Math.max(1, Math.min(4, availableParallelism() - 1)));
-  assert.equal(loadConfig({ EMAIL_RENDER_THREADS: '1' }).emailRenderThreads, 1);
-});
+it(
+  "renders email on one thread a core but the event loop's, one to four, unless EMAIL_RENDER_THREADS says how " +
+    'many',
+  () => {
+    assert.equal(loadConfig({}).emailRenderThreads, Math.max(1, Math.min(4, availableParallelism() - 1)));
+    assert.equal(loadConfig({ EMAIL_RENDER_THREADS: '1' }).emailRenderThreads, 1);
+  },
+);
 
 it('takes RETENTION_DAYS as a whole number of days from 1', () => {
   assert.equal(loadConfig({ RETENTION_DAYS: '1' }).retentionDays, 1);
@@ -93,24 +101,28 @@ for (const [variable, value] of bad) {
   });
 }
 
-it('takes ENCRYPTION_KEY_PREVIOUS as keys separated by commas beside ENCRYPTION_KEY, and stops on a malformed one or one without ENCRYPTION_KEY', () => {
-  const [current, old, older] = ['ab'.repeat(32), 'cd'.repeat(32), 'ef'.repeat(32)];
-  const config = loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old}, ${older}` });
-  assert.deepEqual(
-    config.previousEncryptionKeys.map((key) => key.export().toString('hex')),
-    [old, older],
-  );
-  assert.deepEqual(loadConfig({ ENCRYPTION_KEY: current }).previousEncryptionKeys, []);
-  const named = (error: unknown) =>
-    error instanceof ConfigError &&
-    error.message.includes('ENCRYPTION_KEY_PREVIOUS') &&
-    !error.message.includes('cd'.repeat(8));
-  assert.throws(
-    () => loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old},${'cd'.repeat(31)}` }),
-    named,
-  );
-  assert.throws(() => loadConfig({ ENCRYPTION_KEY_PREVIOUS: old }), named);
-});
+it(
+  'takes ENCRYPTION_KEY_PREVIOUS as keys separated by commas beside ENCRYPTION_KEY, and stops on a malformed one ' +
+    'or one without ENCRYPTION_KEY',
+  () => {
+    const [current, old, older] = ['ab'.repeat(32), 'cd'.repeat(32), 'ef'.repeat(32)];
+    const config = loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old}, ${older}` });
+    assert.deepEqual(
+      config.previousEncryptionKeys.map((key) => key.export().toString('hex')),
+      [old, older],
+    );
+    assert.deepEqual(loadConfig({ ENCRYPTION_KEY: current }).previousEncryptionKeys, []);
+    const named = (error: unknown) =>
+      error instanceof ConfigError &&
+      error.message.includes('ENCRYPTION_KEY_PREVIOUS') &&
+      !error.message.includes('cd'.repeat(8));
+    assert.throws(
+      () => loadConfig({ ENCRYPTION_KEY: current, ENCRYPTION_KEY_PREVIOUS: `${old},${'cd'.repeat(31)}` }),
+      named,
+    );
+    assert.throws(() => loadConfig({ ENCRYPTION_KEY_PREVIOUS: old }), named);
+  },
+);
 
 it('never repeats a malformed ENCRYPTION_KEY in its message: it is a secret, and messages land in logs', () => {
   const almost = `${'c0ffee'.repeat(10)}c0f`;

@@ -22,7 +22,8 @@ it('refuses a second serve on the same SQLite database with one line', async () 
     assert.equal(second.code, 1);
     assert.equal(
       second.stderr,
-      `herald: another herald serve holds the SQLite database ${file} (its lock is on ${file}-serve.lock); stop that one first, or set DATABASE_URL to another database\n`,
+      `herald: another herald serve holds the SQLite database ${file} (its lock is ` +
+        `on ${file}-serve.lock); stop that one first, or set DATABASE_URL to another database\n`,
     );
     first.child.kill('SIGTERM');
     const [code] = await once(first.child, 'exit');

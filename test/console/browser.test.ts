@@ -5,7 +5,6 @@ import { after, afterEach, before, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { waitFor } from '../support/wait.ts';
 import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { base64, buildBatch } from '../email/support.ts';
 import { trackingKey } from '../../src/email/tracking.ts';

@@ -62,9 +62,8 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
 /** Chromium headless with a fresh profile, one page open; `prefix` starts each screenshot's name. */
 export async function launchBrowser(prefix: string): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `The console's browser test needs Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does).`,
-    );
+    const install = 'install it with `apt-get install -y chromium` (.ci/run does)';
+    throw new Error(`The console's browser test needs Chromium at ${CHROMIUM}: ${install}.`);
   }
   if (!existsSync(new URL('../../web/dist/index.html', import.meta.url))) {
     throw new Error('The console is not built: `npm ci` builds it (its prepare script runs `vite build web`).');

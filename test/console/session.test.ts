@@ -46,29 +46,33 @@ forEachDatabase((dialect) => {
   ): Promise<LightMyRequestResponse> =>
     t.app.inject({ method, url, headers: { cookie, ...headers }, ...(payload ? { payload } : {}) });
 
-  it('signs in with the /token credentials into an HttpOnly, SameSite=Strict cookie, not Secure over http, and reads the account under it', async () => {
-    const response = await signIn();
-    assert.equal(response.statusCode, 200, response.body);
-    const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['csrfToken', 'locale', 'timeZoneOffset', 'userName']);
-    assert.equal(body.userName, account.userName);
-    const setCookie = String(response.headers['set-cookie']);
-    assert.match(setCookie, /^herald_console=[A-Za-z0-9_-]{43};/);
-    assert.match(setCookie, /; HttpOnly/);
-    assert.match(setCookie, /; SameSite=Strict/);
-    assert.match(setCookie, /; Path=\//);
-    assert.match(setCookie, new RegExp(`; Max-Age=${SESSION_TTL_MS / 1000}`));
-    assert.doesNotMatch(setCookie, /Secure/);
-    assert.ok(!response.body.includes(setCookie.split(';')[0].split('=')[1]), 'the secret is in the cookie only');
+  it(
+    'signs in with the /token credentials into an HttpOnly, SameSite=Strict cookie, not Secure over http, and ' +
+      'reads the account under it',
+    async () => {
+      const response = await signIn();
+      assert.equal(response.statusCode, 200, response.body);
+      const body = response.json();
+      assert.deepEqual(Object.keys(body).sort(), ['csrfToken', 'locale', 'timeZoneOffset', 'userName']);
+      assert.equal(body.userName, account.userName);
+      const setCookie = String(response.headers['set-cookie']);
+      assert.match(setCookie, /^herald_console=[A-Za-z0-9_-]{43};/);
+      assert.match(setCookie, /; HttpOnly/);
+      assert.match(setCookie, /; SameSite=Strict/);
+      assert.match(setCookie, /; Path=\//);
+      assert.match(setCookie, new RegExp(`; Max-Age=${SESSION_TTL_MS / 1000}`));
+      assert.doesNotMatch(setCookie, /Secure/);
+      assert.ok(!response.body.includes(setCookie.split(';')[0].split('=')[1]), 'the secret is in the cookie only');
 
-    const cookie = setCookie.split(';')[0];
-    const read = await as(cookie, 'GET', '/account');
-    assert.equal(read.statusCode, 200, read.body);
-    assert.equal(read.json().userName, account.userName);
-    const again = await as(cookie, 'GET', '/console/session');
-    assert.equal(again.statusCode, 200);
-    assert.equal(again.json().csrfToken, body.csrfToken);
-  });
+      const cookie = setCookie.split(';')[0];
+      const read = await as(cookie, 'GET', '/account');
+      assert.equal(read.statusCode, 200, read.body);
+      assert.equal(read.json().userName, account.userName);
+      const again = await as(cookie, 'GET', '/console/session');
+      assert.equal(again.statusCode, 200);
+      assert.equal(again.json().csrfToken, body.csrfToken);
+    },
+  );
 
   it('marks the cookie Secure when PUBLIC_URL is https', async () => {
     await t.close();
@@ -79,54 +83,61 @@ forEachDatabase((dialect) => {
     assert.match(String(response.headers['set-cookie']), /; Secure/);
   });
 
-  it('refuses wrong credentials with 401 and no cookie, and counts them with /token against the same throttle', async () => {
-    const wrong = await signIn({ password: 'not the password' });
-    assert.equal(wrong.statusCode, 401);
-    assert.equal(wrong.json().status, 'Failure');
-    assert.equal(wrong.headers['set-cookie'], undefined);
-    for (let i = 0; i < 4; i++) {
+  it(
+    'refuses wrong credentials with 401 and no cookie, and ' + 'counts them with /token against the same throttle',
+    async () => {
+      const wrong = await signIn({ password: 'not the password' });
+      assert.equal(wrong.statusCode, 401);
+      assert.equal(wrong.json().status, 'Failure');
+      assert.equal(wrong.headers['set-cookie'], undefined);
+      for (let i = 0; i < 4; i++) {
+        const viaToken = await t.app.inject({
+          method: 'POST',
+          url: '/token',
+          payload: {
+            userName: account.userName,
+            password: 'nope',
+            privateToken: account.privateToken,
+            validity: 'Default',
+          },
+        });
+        assert.equal(viaToken.statusCode, 401);
+      }
+      const throttled = await signIn();
+      assert.equal(throttled.statusCode, 429, 'five failures, at either door, close both');
+      assert.ok(Number(throttled.headers['retry-after']) > 0);
+    },
+  );
+
+  it(
+    "refuses a change made under the cookie without the CSRF token, or with another session's, and takes it with " +
+      'its own',
+    async () => {
+      const mine = await session();
+      const other = await session();
+      const missing = await as(mine.cookie, 'POST', '/lists', {}, { name: 'Customers' });
+      assert.equal(missing.statusCode, 403, missing.body);
+      assert.equal(missing.json().status, 'Failure');
+      const foreign = await as(mine.cookie, 'POST', '/lists', { 'x-csrf-token': other.csrf }, { name: 'Customers' });
+      assert.equal(foreign.statusCode, 403);
+      const lists = await as(mine.cookie, 'GET', '/lists');
+      assert.deepEqual(
+        lists.json().lists.map((l: { name: string }) => l.name),
+        ['All contacts'],
+        'nothing refused was written',
+      );
+      const made = await as(mine.cookie, 'POST', '/lists', { 'x-csrf-token': mine.csrf }, { name: 'Customers' });
+      assert.equal(made.statusCode, 201, made.body);
+      // A bearer token needs no CSRF token: no browser sends it by itself.
       const viaToken = await t.app.inject({
         method: 'POST',
-        url: '/token',
-        payload: {
-          userName: account.userName,
-          password: 'nope',
-          privateToken: account.privateToken,
-          validity: 'Default',
-        },
+        url: '/lists',
+        headers: bearer(await t.tokenFor(account)),
+        payload: { name: 'Prospects' },
       });
-      assert.equal(viaToken.statusCode, 401);
-    }
-    const throttled = await signIn();
-    assert.equal(throttled.statusCode, 429, 'five failures, at either door, close both');
-    assert.ok(Number(throttled.headers['retry-after']) > 0);
-  });
-
-  it("refuses a change made under the cookie without the CSRF token, or with another session's, and takes it with its own", async () => {
-    const mine = await session();
-    const other = await session();
-    const missing = await as(mine.cookie, 'POST', '/lists', {}, { name: 'Customers' });
-    assert.equal(missing.statusCode, 403, missing.body);
-    assert.equal(missing.json().status, 'Failure');
-    const foreign = await as(mine.cookie, 'POST', '/lists', { 'x-csrf-token': other.csrf }, { name: 'Customers' });
-    assert.equal(foreign.statusCode, 403);
-    const lists = await as(mine.cookie, 'GET', '/lists');
-    assert.deepEqual(
-      lists.json().lists.map((l: { name: string }) => l.name),
-      ['All contacts'],
-      'nothing refused was written',
-    );
-    const made = await as(mine.cookie, 'POST', '/lists', { 'x-csrf-token': mine.csrf }, { name: 'Customers' });
-    assert.equal(made.statusCode, 201, made.body);
-    // A bearer token needs no CSRF token: no browser sends it by itself.
-    const viaToken = await t.app.inject({
-      method: 'POST',
-      url: '/lists',
-      headers: bearer(await t.tokenFor(account)),
-      payload: { name: 'Prospects' },
-    });
-    assert.equal(viaToken.statusCode, 201);
-  });
+      assert.equal(viaToken.statusCode, 201);
+    },
+  );
 
   it('ends the session at sign-out, at expiry, and at a password change', async () => {
     const first = await session();

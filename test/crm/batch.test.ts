@@ -226,35 +226,39 @@ forEachDatabase((dialect) => {
     assert.deepEqual((await alice.upsert([buildContact()])).inserted.contactIds, [3]);
   });
 
-  it("takes a contactId another account holds as its own: no 422 that would reveal it, and the other's contact untouched", async () => {
-    const bob = await crm.client();
-    const bobsList = await bob.createList('Bob’s');
-    await bob.upsert([{ contactId: 5000, email: 'bob@example.com' }], { listId: bobsList });
-    const bobsBefore = await bob.contact(5000);
-    const alicesList = await alice.createList('Alice’s');
-    const taken = await alice.postBatch({
-      createUpdateContacts: [{ contactId: 5000, email: 'alice@example.com' }],
-      listId: alicesList,
-    });
-    const free = await alice.postBatch({ createUpdateContacts: [{ contactId: 6000, email: 'alice2@example.com' }] });
-    assert.deepEqual([taken.statusCode, free.statusCode], [202, 202]);
-    assert.deepEqual(taken.json().data.InvalidContactIds, []);
-    await crm.drain();
-    assert.deepEqual((await alice.get(`/contacts/batch/${taken.json().data.BatchId}`)).json().inserted, {
-      count: 1,
-      contactIds: [5000],
-    });
-    const alices = await alice.contact(5000);
-    assert.equal(alices.email, 'alice@example.com');
-    assert.deepEqual(alices.listIds.slice(1), [alicesList]);
-    assert.deepEqual(await bob.contact(5000), bobsBefore);
-    assert.deepEqual((await bob.get(`/lists/${bobsList}/contacts`)).json().contacts, [bobsBefore]);
-    assert.deepEqual((await alice.get(`/lists/${alicesList}/contacts`)).json().contacts, [alices]);
-    // An update by that id reaches the account's own contact only.
-    await bob.upsert([{ contactId: 5000, emailOptIn: true }]);
-    assert.equal((await alice.contact(5000)).emailOptIn, false);
-    assert.equal((await bob.contact(5000)).emailOptIn, true);
-  });
+  it(
+    "takes a contactId another account holds as its own: no 422 that would reveal it, and the other's contact " +
+      'untouched',
+    async () => {
+      const bob = await crm.client();
+      const bobsList = await bob.createList('Bob’s');
+      await bob.upsert([{ contactId: 5000, email: 'bob@example.com' }], { listId: bobsList });
+      const bobsBefore = await bob.contact(5000);
+      const alicesList = await alice.createList('Alice’s');
+      const taken = await alice.postBatch({
+        createUpdateContacts: [{ contactId: 5000, email: 'alice@example.com' }],
+        listId: alicesList,
+      });
+      const free = await alice.postBatch({ createUpdateContacts: [{ contactId: 6000, email: 'alice2@example.com' }] });
+      assert.deepEqual([taken.statusCode, free.statusCode], [202, 202]);
+      assert.deepEqual(taken.json().data.InvalidContactIds, []);
+      await crm.drain();
+      assert.deepEqual((await alice.get(`/contacts/batch/${taken.json().data.BatchId}`)).json().inserted, {
+        count: 1,
+        contactIds: [5000],
+      });
+      const alices = await alice.contact(5000);
+      assert.equal(alices.email, 'alice@example.com');
+      assert.deepEqual(alices.listIds.slice(1), [alicesList]);
+      assert.deepEqual(await bob.contact(5000), bobsBefore);
+      assert.deepEqual((await bob.get(`/lists/${bobsList}/contacts`)).json().contacts, [bobsBefore]);
+      assert.deepEqual((await alice.get(`/lists/${alicesList}/contacts`)).json().contacts, [alices]);
+      // An update by that id reaches the account's own contact only.
+      await bob.upsert([{ contactId: 5000, emailOptIn: true }]);
+      assert.equal((await alice.contact(5000)).emailOptIn, false);
+      assert.equal((await bob.contact(5000)).emailOptIn, true);
+    },
+  );
 
   it('answers an unknown listId, or another account’s, with 422', async () => {
     const bob = await crm.client();

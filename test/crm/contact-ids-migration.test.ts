@@ -23,7 +23,8 @@ forEachDatabase((dialect) => {
     assert.ifError(error);
     // Accounts as they were then: later migrations change the table createAccount writes.
     const accountAsThen = async (id: string, userName: string) => {
-      await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token, time_zone_offset, locale, created_at, updated_at)
+      await sql`insert into accounts (id, user_name, user_name_key, password_hash, private_token,
+                                      time_zone_offset, locale, created_at, updated_at)
                 values (${id}, ${userName}, ${userName}, 'x', ${randomUUID()}, 'UTC+00:00', 'en', 0, 0)`.execute(t.db);
       await sql`insert into contact_lists (id, account_id, name, name_key, is_default, created_at)
                 values (${randomUUID()}, ${id}, 'All contacts', 'all contacts', ${sql.lit(true)}, 0)`.execute(t.db);
@@ -33,14 +34,14 @@ forEachDatabase((dialect) => {
     const bob = await accountAsThen('b0b0b0b0-0000-4000-8000-000000000000', 'bob@example.com');
     const listOf = async (accountId: string, name: string) => {
       const id = `${accountId.slice(0, 8)}-0000-4000-8000-000000000001`;
-      await sql`insert into contact_lists (id, account_id, name, name_key, is_default, created_at) values (${id}, ${accountId}, ${name}, ${name}, ${sql.lit(false)}, 0)`.execute(
-        t.db,
-      );
+      await sql`insert into contact_lists (id, account_id, name, name_key, is_default, created_at)
+                values (${id}, ${accountId}, ${name}, ${name}, ${sql.lit(false)}, 0)`.execute(t.db);
       return id;
     };
     const [alicesList, bobsList] = [await listOf(alice.id, 'a'), await listOf(bob.id, 'b')];
     const contact = (id: number, accountId: string, email: string) =>
-      sql`insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
+      sql`insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in,
+                                properties, created_at, updated_at)
           values (${id}, ${accountId}, ${email}, null, null, ${sql.lit(false)}, ${sql.lit(true)}, '{}', 0, 0)`.execute(
         t.db,
       );
@@ -48,9 +49,8 @@ forEachDatabase((dialect) => {
     await contact(2, bob.id, 'b2@example.com');
     await contact(3, alice.id, 'a3@example.com');
     await contact(1000, bob.id, 'chosen@example.com');
-    await sql`insert into list_members (list_id, contact_id, added_at) values (${alicesList}, 3, 0), (${bobsList}, 2, 0)`.execute(
-      t.db,
-    );
+    await sql`insert into list_members (list_id, contact_id, added_at)
+              values (${alicesList}, 3, 0), (${bobsList}, 2, 0)`.execute(t.db);
     if (dialect === 'postgres') await sql`select setval('contact_ids', 3)`.execute(t.db);
     else await sql`update contact_ids set last_value = 3`.execute(t.db);
 

@@ -194,26 +194,29 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.contact(id)).updatedAt, new Date(crm.clock.now()).toISOString());
   });
 
-  it('adds contacts to listId and to All contacts; joining a list is an update, being in it already a skip', async () => {
-    const lists = (await alice.get('/lists')).json().lists as Array<{ listId: string; name: string }>;
-    assert.equal(lists[0].name, 'All contacts');
-    const all = lists[0].listId;
-    const vip = await alice.createList('VIP');
+  it(
+    'adds contacts to listId and to All contacts; joining a ' + 'list is an update, being in it already a skip',
+    async () => {
+      const lists = (await alice.get('/lists')).json().lists as Array<{ listId: string; name: string }>;
+      assert.equal(lists[0].name, 'All contacts');
+      const all = lists[0].listId;
+      const vip = await alice.createList('VIP');
 
-    const contact = buildContact();
-    const created = await alice.upsert([contact]);
-    assert.equal(created.listId, all);
-    const id = created.inserted.contactIds[0];
-    assert.deepEqual((await alice.contact(id)).listIds, [all]);
+      const contact = buildContact();
+      const created = await alice.upsert([contact]);
+      assert.equal(created.listId, all);
+      const id = created.inserted.contactIds[0];
+      assert.deepEqual((await alice.contact(id)).listIds, [all]);
 
-    const joined = await alice.upsert([contact], { listId: vip });
-    assert.deepEqual(joined.updated.contactIds, [id]);
-    assert.deepEqual((await alice.contact(id)).listIds.sort(), [all, vip].sort());
-    const again = await alice.upsert([contact], { listId: vip });
-    assert.deepEqual(again.skipped.contactIds, [id]);
+      const joined = await alice.upsert([contact], { listId: vip });
+      assert.deepEqual(joined.updated.contactIds, [id]);
+      assert.deepEqual((await alice.contact(id)).listIds.sort(), [all, vip].sort());
+      const again = await alice.upsert([contact], { listId: vip });
+      assert.deepEqual(again.skipped.contactIds, [id]);
 
-    const straightIn = await alice.upsert([buildContact()], { listId: vip });
-    assert.deepEqual((await alice.contact(straightIn.inserted.contactIds[0])).listIds.sort(), [all, vip].sort());
-    assert.equal((await search(`email=${encodeURIComponent(contact.email!)}`))[0].contactId, id);
-  });
+      const straightIn = await alice.upsert([buildContact()], { listId: vip });
+      assert.deepEqual((await alice.contact(straightIn.inserted.contactIds[0])).listIds.sort(), [all, vip].sort());
+      assert.equal((await search(`email=${encodeURIComponent(contact.email!)}`))[0].contactId, id);
+    },
+  );
 });

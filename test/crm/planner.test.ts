@@ -30,7 +30,8 @@ async function planOnFreshDatabase(
     // Autovacuum would analyse the table a minute after the load, at a time of its choosing.
     await sql`alter table contacts set (autovacuum_enabled = false)`.execute(t.db);
     await sql`
-      insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at)
+      insert into contacts (id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties,
+                            created_at, updated_at)
       select n, ${account.id},
              case when ${only} = 'email' then 'contact' || n || '@example.com' end,
              case when ${only} = 'mobile' then '9198' || lpad(n::text, 8, '0') end,
@@ -38,9 +39,8 @@ async function planOnFreshDatabase(
              false, false, '{}', 0, 0
         from generate_series(1, ${STORED}::int) n`.execute(t.db);
     const { rows: stats } = await sql<{ analysed: boolean }>`
-      select last_analyze is not null or last_autoanalyze is not null as analysed from pg_stat_user_tables where relname = 'contacts'`.execute(
-      t.db,
-    );
+      select last_analyze is not null or last_autoanalyze is not null as analysed
+        from pg_stat_user_tables where relname = 'contacts'`.execute(t.db);
     assert.equal(stats[0].analysed, false);
 
     const statement = candidatesQuery('postgres', {

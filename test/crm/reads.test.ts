@@ -157,33 +157,36 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/lists/${list}/contacts?limit=1001`)).statusCode, 400);
   });
 
-  it("keeps accounts apart: B cannot add to A's list, read A's contacts, lists or batches, or update A's contactId", async () => {
-    const bob = await crm.client();
-    const alicesList = await alice.createList('Mine');
-    const contact = buildContact({ propertyfields: [] });
-    const accepted = await alice.postBatch({ createUpdateContacts: [contact], listId: alicesList });
-    await crm.drain();
-    const batchId = accepted.json().data.BatchId;
-    const alices = (await alice.get(`/contacts/batch/${batchId}`)).json().inserted.contactIds[0];
-    const before = await alice.contact(alices);
+  it(
+    "keeps accounts apart: B cannot add to A's list, read A's " + "contacts, lists or batches, or update A's contactId",
+    async () => {
+      const bob = await crm.client();
+      const alicesList = await alice.createList('Mine');
+      const contact = buildContact({ propertyfields: [] });
+      const accepted = await alice.postBatch({ createUpdateContacts: [contact], listId: alicesList });
+      await crm.drain();
+      const batchId = accepted.json().data.BatchId;
+      const alices = (await alice.get(`/contacts/batch/${batchId}`)).json().inserted.contactIds[0];
+      const before = await alice.contact(alices);
 
-    const intoHerList = await bob.postBatch({ createUpdateContacts: [buildContact()], listId: alicesList });
-    assert.equal(intoHerList.statusCode, 422);
-    assert.equal((await bob.get(`/contacts/${alices}`)).statusCode, 404);
-    assert.deepEqual((await bob.get(`/contacts?email=${encodeURIComponent(contact.email!)}`)).json().contacts, []);
-    assert.equal((await bob.get(`/lists/${alicesList}/contacts`)).statusCode, 404);
-    assert.ok(
-      !((await bob.get('/lists')).json().lists as Array<{ listId: string }>).some((l) => l.listId === alicesList),
-    );
-    assert.equal((await bob.get(`/contacts/batch/${batchId}`)).statusCode, 404);
+      const intoHerList = await bob.postBatch({ createUpdateContacts: [buildContact()], listId: alicesList });
+      assert.equal(intoHerList.statusCode, 422);
+      assert.equal((await bob.get(`/contacts/${alices}`)).statusCode, 404);
+      assert.deepEqual((await bob.get(`/contacts?email=${encodeURIComponent(contact.email!)}`)).json().contacts, []);
+      assert.equal((await bob.get(`/lists/${alicesList}/contacts`)).statusCode, 404);
+      assert.ok(
+        !((await bob.get('/lists')).json().lists as Array<{ listId: string }>).some((l) => l.listId === alicesList),
+      );
+      assert.equal((await bob.get(`/contacts/batch/${batchId}`)).statusCode, 404);
 
-    // Her contactId, named in Bob's batch, is a contact of Bob's own.
-    const herId = await bob.upsert([{ contactId: alices, email: 'bob@example.com' }]);
-    assert.deepEqual(herId.inserted.contactIds, [alices]);
-    assert.equal((await bob.contact(alices)).email, 'bob@example.com');
-    // So is the same email and mobile.
-    const bobs = await bob.upsert([contact]);
-    assert.equal(bobs.inserted.count, 1);
-    assert.deepEqual(await alice.contact(alices), before);
-  });
+      // Her contactId, named in Bob's batch, is a contact of Bob's own.
+      const herId = await bob.upsert([{ contactId: alices, email: 'bob@example.com' }]);
+      assert.deepEqual(herId.inserted.contactIds, [alices]);
+      assert.equal((await bob.contact(alices)).email, 'bob@example.com');
+      // So is the same email and mobile.
+      const bobs = await bob.upsert([contact]);
+      assert.equal(bobs.inserted.count, 1);
+      assert.deepEqual(await alice.contact(alices), before);
+    },
+  );
 });

@@ -1,19 +1,49 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { inBackground } from '../../src/db/priority.ts';
+import { inBackground, Turns } from '../../src/db/priority.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
 
-// A database's connections are taken in turn, urgent work first (db/priority.ts): SQLite's
-// one, and PostgreSQL's pool (here of one connection, so that one held transaction fills it).
+describe('turns', () => {
+  /**
+   * With the one turn held, background work asks for it, then `urgentAfter` ms later (on the
+   * turns' clock) urgent work does; the turn is then given back. The order in which the two got it.
+   */
+  async function orderOfTurns(urgentAfter: number): Promise<string[]> {
+    let now = 0;
+    const turns = new Turns(1, () => now);
+    const order: string[] = [];
+    await turns.take();
+    const background = inBackground(() => turns.take()).then(() => order.push('background'));
+    now += urgentAfter;
+    const urgent = turns.take().then(() => order.push('urgent'));
+    assert.equal(turns.waiting, 2);
+    turns.give();
+    await Promise.race([background, urgent]);
+    turns.give();
+    await Promise.all([background, urgent]);
+    assert.equal(turns.waiting, 0);
+    return order;
+  }
+
+  it('hands the turn to urgent work before background work that waited longer', async () => {
+    assert.deepEqual(await orderOfTurns(99), ['urgent', 'background']);
+  });
+
+  it('gives background work its turn once it has waited its patience, urgent work waiting or not', async () => {
+    assert.deepEqual(await orderOfTurns(100), ['background', 'urgent']);
+  });
+});
+
+// A database's connections are taken in turn, urgent work first: SQLite's one, and
+// PostgreSQL's pool (here of one connection, so that one held transaction fills it).
 forEachDatabase((dialect) => {
   let database: TestDatabase;
   beforeEach(async () => {
     database = await createTestDatabase(dialect, { poolSize: 1 });
   });
   afterEach(() => database.close());
-
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   /** Holds the connection in a transaction until the returned release is called. */
   async function holdConnection(): Promise<{ release: () => void; done: Promise<void> }> {
@@ -28,27 +58,21 @@ forEachDatabase((dialect) => {
     return { release, done };
   }
 
-  /**
-   * With the connection held, background work asks for it, then `urgentAfter` ms later urgent
-   * work does; the connection is then let go. The order in which the two got it.
-   */
-  async function orderOfTurns(urgentAfter: number): Promise<string[]> {
+  /** Resolves once `count` callers wait for the connection. */
+  const waiting = (count: number) =>
+    waitFor(`${count} waiting for the connection`, async () =>
+      database.waitingForConnection() === count ? true : undefined,
+    );
+
+  it('hands the connection to urgent work before background work that asked first', async () => {
     const order: string[] = [];
     const { release, done } = await holdConnection();
     const background = inBackground(() => sql`select 1`.execute(database.db)).then(() => order.push('background'));
-    await sleep(urgentAfter);
+    await waiting(1);
     const urgent = sql`select 1`.execute(database.db).then(() => order.push('urgent'));
-    await sleep(5);
+    await waiting(2);
     release();
     await Promise.all([done, background, urgent]);
-    return order;
-  }
-
-  it('hands the connection to urgent work before background work that waited longer', async () => {
-    assert.deepEqual(await orderOfTurns(5), ['urgent', 'background']);
-  });
-
-  it('gives background work its turn once it has waited its patience, urgent work waiting or not', async () => {
-    assert.deepEqual(await orderOfTurns(150), ['background', 'urgent']);
+    assert.deepEqual(order, ['urgent', 'background']);
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
-import { PAGE } from '../../src/messaging/send.ts';
+import { PAGE } from '../../src/messaging/pipeline.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
@@ -53,94 +53,102 @@ forEachDatabase((dialect) => {
     });
   };
 
-  it('accepts a Base64 body with exactly SPEC §2.7, renders each recipient’s subject, preheader and body, and reads it back', async () => {
-    const response = await alice.post(
-      '/email/batch',
-      buildBatch(
-        {
-          subject: 'Hello [firstName]',
-          preHeaderText: 'Your [plan] plan',
-          emailBody: base64('<p>Dear [firstName], café ☕ is on us.</p>'),
-          replyTo: { email: 'help@mail.localhost', displayName: 'Help' },
-        },
-        {
-          recipients: [
-            {
-              to: 'Ada@Example.com',
-              personalizationSubstitutionTags: [
-                { tagName: '[firstName]', tagValue: 'Ada' },
-                { tagName: '[plan]', tagValue: 'Gold' },
-              ],
-            },
-            { to: 'bob@example.com' },
-          ],
-        },
-      ),
-    );
-    assert.equal(response.statusCode, 202, response.body);
-    const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
-    assert.equal(body.status, true);
-    assert.deepEqual(Object.keys(body.data).sort(), ['BatchId', 'QueuedTimestamp']);
-    assert.match(body.data.BatchId, UUID);
-    assert.equal(body.data.QueuedTimestamp, api.clock.now());
-    assert.equal((await read(alice, body.data.BatchId)).status, 'Queued');
-    await api.drain();
-
-    const mails = await parsedEmails(alice);
-    assert.deepEqual([...mails.keys()].sort(), ['ada@example.com', 'bob@example.com']);
-    const ada = mails.get('ada@example.com')!;
-    assert.equal(ada.subject, 'Hello Ada');
-    assert.match(String(ada.html), /Your Gold plan/);
-    assert.match(String(ada.html), /Dear Ada, café ☕ is on us\./);
-    assert.match(ada.text!, /Dear Ada, café ☕ is on us\./, 'the text alternative, substituted too');
-    assert.doesNotMatch(ada.text!, /Gold plan/, 'the preheader is the HTML’s hidden first element only');
-    assert.match(String(ada.html), /^[\s\S]*?<div[^>]*display:\s*none[^>]*>Your Gold plan/, 'hidden, first');
-    assert.equal(ada.from?.value[0].address, 'news@mail.localhost');
-    assert.equal(ada.from?.value[0].name, 'Herald News');
-    assert.equal(ada.replyTo?.value[0].address, 'help@mail.localhost');
-    assert.equal(
-      mails.get('bob@example.com')!.subject,
-      'Hello',
-      'an unresolved tag becomes nothing (the header drops the trailing space)',
-    );
-    assert.notEqual(ada.messageId, mails.get('bob@example.com')!.messageId, 'a Message-ID per recipient');
-
-    const batch = await read(alice, body.data.BatchId);
-    assert.equal(batch.status, 'Completed');
-    assert.deepEqual(batch.totals, { Delivered: 2 });
-    const first = batch.recipients.find((r: { email: string }) => r.email === 'ada@example.com');
-    assert.equal(`<${first.messageId}@mail.localhost>`, ada.messageId);
-    assert.deepEqual(
-      first.history.map((h: { event: string }) => h.event),
-      ['Processed', 'Delivered'],
-    );
-    const [newest] = await sandboxEmails(alice, 'ada@example.com');
-    assert.equal(newest.batchId, body.data.BatchId);
-    assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
-  });
-
-  it('keeps every message of pages handed over at once and rendered ahead, many groups of the sandbox, each once and to its own recipient', async () => {
-    // Two full pages: the second is read and rendered while the first is handed over and recorded.
-    const recipients = Array.from({ length: 2 * PAGE }, (_, i) => ({
-      to: `r${i}@example.com`,
-      personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }],
-    }));
-    const batchId = await sendBatch(api, alice, buildBatch({}, { recipients }));
-    const response = await alice.get('/sandbox/email?limit=1000');
-    assert.equal(response.statusCode, 200, response.body);
-    const messages = response.json().messages as Array<{ to: string; raw: string; batchId: string }>;
-    assert.equal(messages.length, 2 * PAGE);
-    assert.deepEqual(new Set(messages.map((m) => m.to)), new Set(recipients.map((r) => r.to)));
-    for (const message of messages) {
-      assert.match(message.raw, new RegExp(`^To: ${message.to}\r?$`, 'm'));
-      assert.match(
-        message.raw,
-        new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'),
+  it(
+    'accepts a Base64 body with exactly SPEC §2.7, renders each recipient’s subject, preheader and body, and ' +
+      'reads it back',
+    async () => {
+      const response = await alice.post(
+        '/email/batch',
+        buildBatch(
+          {
+            subject: 'Hello [firstName]',
+            preHeaderText: 'Your [plan] plan',
+            emailBody: base64('<p>Dear [firstName], café ☕ is on us.</p>'),
+            replyTo: { email: 'help@mail.localhost', displayName: 'Help' },
+          },
+          {
+            recipients: [
+              {
+                to: 'Ada@Example.com',
+                personalizationSubstitutionTags: [
+                  { tagName: '[firstName]', tagValue: 'Ada' },
+                  { tagName: '[plan]', tagValue: 'Gold' },
+                ],
+              },
+              { to: 'bob@example.com' },
+            ],
+          },
+        ),
       );
-    }
-    assert.deepEqual((await read(alice, batchId)).totals, { Delivered: 2 * PAGE });
-  });
+      assert.equal(response.statusCode, 202, response.body);
+      const body = response.json();
+      assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
+      assert.equal(body.status, true);
+      assert.deepEqual(Object.keys(body.data).sort(), ['BatchId', 'QueuedTimestamp']);
+      assert.match(body.data.BatchId, UUID);
+      assert.equal(body.data.QueuedTimestamp, api.clock.now());
+      assert.equal((await read(alice, body.data.BatchId)).status, 'Queued');
+      await api.drain();
+
+      const mails = await parsedEmails(alice);
+      assert.deepEqual([...mails.keys()].sort(), ['ada@example.com', 'bob@example.com']);
+      const ada = mails.get('ada@example.com')!;
+      assert.equal(ada.subject, 'Hello Ada');
+      assert.match(String(ada.html), /Your Gold plan/);
+      assert.match(String(ada.html), /Dear Ada, café ☕ is on us\./);
+      assert.match(ada.text!, /Dear Ada, café ☕ is on us\./, 'the text alternative, substituted too');
+      assert.doesNotMatch(ada.text!, /Gold plan/, 'the preheader is the HTML’s hidden first element only');
+      assert.match(String(ada.html), /^[\s\S]*?<div[^>]*display:\s*none[^>]*>Your Gold plan/, 'hidden, first');
+      assert.equal(ada.from?.value[0].address, 'news@mail.localhost');
+      assert.equal(ada.from?.value[0].name, 'Herald News');
+      assert.equal(ada.replyTo?.value[0].address, 'help@mail.localhost');
+      assert.equal(
+        mails.get('bob@example.com')!.subject,
+        'Hello',
+        'an unresolved tag becomes nothing (the header drops the trailing space)',
+      );
+      assert.notEqual(ada.messageId, mails.get('bob@example.com')!.messageId, 'a Message-ID per recipient');
+
+      const batch = await read(alice, body.data.BatchId);
+      assert.equal(batch.status, 'Completed');
+      assert.deepEqual(batch.totals, { Delivered: 2 });
+      const first = batch.recipients.find((r: { email: string }) => r.email === 'ada@example.com');
+      assert.equal(`<${first.messageId}@mail.localhost>`, ada.messageId);
+      assert.deepEqual(
+        first.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered'],
+      );
+      const [newest] = await sandboxEmails(alice, 'ada@example.com');
+      assert.equal(newest.batchId, body.data.BatchId);
+      assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
+    },
+  );
+
+  it(
+    'keeps every message of pages handed over at once and rendered ahead, many groups of the sandbox, each once ' +
+      'and to its own recipient',
+    async () => {
+      // Two full pages: the second is read and rendered while the first is handed over and recorded.
+      const recipients = Array.from({ length: 2 * PAGE }, (_, i) => ({
+        to: `r${i}@example.com`,
+        personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: `R${i}` }],
+      }));
+      const batchId = await sendBatch(api, alice, buildBatch({}, { recipients }));
+      const response = await alice.get('/sandbox/email?limit=1000');
+      assert.equal(response.statusCode, 200, response.body);
+      const messages = response.json().messages as Array<{ to: string; raw: string; batchId: string }>;
+      assert.equal(messages.length, 2 * PAGE);
+      assert.deepEqual(new Set(messages.map((m) => m.to)), new Set(recipients.map((r) => r.to)));
+      for (const message of messages) {
+        assert.match(message.raw, new RegExp(`^To: ${message.to}\r?$`, 'm'));
+        assert.match(
+          message.raw,
+          new RegExp(`^Subject: Hello R${message.to.slice(1, message.to.indexOf('@'))}\r?$`, 'm'),
+        );
+      }
+      assert.deepEqual((await read(alice, batchId)).totals, { Delivered: 2 * PAGE });
+    },
+  );
 
   it('stores campaigns (201, names unique, listed) and sends a batch by emailCampaignId', async () => {
     const created = await alice.post('/email/campaigns', { name: 'Spring sale', html: '<h1>Spring, [firstName]</h1>' });
@@ -172,186 +180,195 @@ forEachDatabase((dialect) => {
     assert.match(String((await parsedEmails(alice)).get('ada@example.com')!.html), /<h1>Spring, Ada<\/h1>/);
   });
 
-  it('sends to lists: one email per address whatever its case, the request’s data over the list’s, the most recently updated contact’s, Dropped with the reason for no consent and suppression, every event posted', async () => {
-    await alice.createProperty('firstName');
-    const customers = await alice.createList('Customers');
-    const prospects = await alice.createList('Prospects');
-    const contact = (email: string, firstName: string, emailOptIn?: boolean) => ({
-      email,
-      ...(emailOptIn === undefined ? {} : { emailOptIn }),
-      propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
-    });
-    await alice.upsert(
-      [
-        contact('asha@example.com', 'Asha', true),
-        contact('bina@example.com', 'Bina', true),
-        contact('chetan@example.com', 'Chetan', false),
-        contact('dev@example.com', 'Dev'),
-      ],
-      { listId: customers },
-    );
-    await alice.upsert([contact('erin@example.com', 'Erin', true)], { listId: prospects });
-    // The same address in the second list, on a contact updated later: its data is the one used.
-    api.clock.advance(1000);
-    await alice.upsert(
-      [{ ...contact('bina@example.com', 'Binita', true), mobileCountryCode: '91', mobileNumber: '9812300002' }],
-      { listId: prospects },
-    );
-    assert.equal(
-      (await alice.post('/email/suppressions', { email: 'Erin@Example.com', reason: 'asked us by phone' })).statusCode,
-      201,
-    );
+  it(
+    'sends to lists: one email per address whatever its case, the request’s data over the list’s, the most ' +
+      'recently updated contact’s, Dropped with the reason for no consent and suppression, every event posted',
+    async () => {
+      await alice.createProperty('firstName');
+      const customers = await alice.createList('Customers');
+      const prospects = await alice.createList('Prospects');
+      const contact = (email: string, firstName: string, emailOptIn?: boolean) => ({
+        email,
+        ...(emailOptIn === undefined ? {} : { emailOptIn }),
+        propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+      });
+      await alice.upsert(
+        [
+          contact('asha@example.com', 'Asha', true),
+          contact('bina@example.com', 'Bina', true),
+          contact('chetan@example.com', 'Chetan', false),
+          contact('dev@example.com', 'Dev'),
+        ],
+        { listId: customers },
+      );
+      await alice.upsert([contact('erin@example.com', 'Erin', true)], { listId: prospects });
+      // The same address in the second list, on a contact updated later: its data is the one used.
+      api.clock.advance(1000);
+      await alice.upsert(
+        [{ ...contact('bina@example.com', 'Binita', true), mobileCountryCode: '91', mobileNumber: '9812300002' }],
+        { listId: prospects },
+      );
+      assert.equal(
+        (await alice.post('/email/suppressions', { email: 'Erin@Example.com', reason: 'asked us by phone' }))
+          .statusCode,
+        201,
+      );
 
-    const batchId = await sendBatch(
-      api,
-      alice,
-      buildBatch(
-        { listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' },
-        {
-          recipients: [
-            {
-              to: 'ASHA@example.com',
-              personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }],
-            },
-            { to: 'asha@EXAMPLE.com' },
-            { to: 'new@example.com' },
-            { to: 'chetan@example.com' },
-          ],
-        },
-      ),
-    );
-
-    const subjects = new Map([...(await parsedEmails(alice))].map(([to, mail]) => [to, mail.subject]));
-    assert.deepEqual(Object.fromEntries(subjects), {
-      'asha@example.com': 'Hi Dr Asha',
-      'bina@example.com': 'Hi Binita',
-      'new@example.com': 'Hi',
-    });
-    assert.equal((await sandboxEmails(alice)).length, 3, 'one email per address');
-
-    const batch = await read(alice, batchId);
-    assert.deepEqual(batch.totals, { Delivered: 3, Dropped: 3 });
-    const dropped = Object.fromEntries(
-      batch.recipients
-        .filter((r: { status: string }) => r.status === 'Dropped')
-        .map((r: { email: string; reason: string }) => [r.email, r.reason]),
-    );
-    assert.deepEqual(Object.keys(dropped).sort(), ['chetan@example.com', 'dev@example.com', 'erin@example.com']);
-    assert.match(dropped['chetan@example.com'], /no consent/, 'a manually given address whose contact opted out');
-    assert.match(dropped['dev@example.com'], /no consent/, 'a contact created without emailOptIn has none');
-    assert.equal(dropped['erin@example.com'], 'suppressed: asked us by phone');
-
-    const events = await posted(alice);
-    const words = events.map((e) => `${e.email} ${e.event}`).sort();
-    assert.deepEqual(words, [
-      'asha@example.com Delivered',
-      'asha@example.com Processed',
-      'bina@example.com Delivered',
-      'bina@example.com Processed',
-      'chetan@example.com Dropped',
-      'dev@example.com Dropped',
-      'erin@example.com Dropped',
-      'new@example.com Delivered',
-      'new@example.com Processed',
-    ]);
-    assert.ok(events.every((e) => e.batchId === batchId));
-    assert.equal(receiver.received.length, 1, 'gathered into one post');
-  });
-
-  it('defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses; a deferral is tried again after its wait, the job asleep until then, and given up after 72 hours as a soft bounce', async () => {
-    const sandboxed = await startApiTest(dialect, {
-      clock: new ManualClock(Date.now()),
-      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' },
-    });
-    try {
-      const client = await sandboxed.client();
-      const response = await client.post(
-        '/email/batch',
+      const batchId = await sendBatch(
+        api,
+        alice,
         buildBatch(
-          { webHookUrl: receiver.url },
-          { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] },
+          { listId: [customers, prospects, customers], webHookUrl: receiver.url, subject: 'Hi [firstName]' },
+          {
+            recipients: [
+              {
+                to: 'ASHA@example.com',
+                personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }],
+              },
+              { to: 'asha@EXAMPLE.com' },
+              { to: 'new@example.com' },
+              { to: 'chetan@example.com' },
+            ],
+          },
         ),
       );
-      assert.equal(response.statusCode, 202);
-      const batchId = response.json().data.BatchId;
-      const firstTry = sandboxed.clock.now();
-      await sandboxed.drain();
-      let batch = (await client.get(`/email/batch/${batchId}`)).json();
-      assert.equal(batch.status, 'Sending');
-      assert.deepEqual(batch.totals, { Delivered: 1, Bounce: 1, Deferred: 1 });
-      const gone = batch.recipients.find((r: { email: string }) => r.email === 'gone@example.com');
-      assert.match(gone.history[1].reply, /^hard bounce: 550 5\.1\.1/);
-      const suppressed = (await client.get('/email/suppressions?email=gone@example.com')).json().suppressions;
-      assert.match(suppressed[0].reason, /^hard bounce: 550 5\.1\.1/);
 
-      const sendJob = () =>
-        sandboxed.t.ctx.db.selectFrom('jobs').select('run_at').where('kind', '=', 'email.send').executeTakeFirst();
-      const slowHistory = async () =>
-        (await client.get(`/email/batch/${batchId}`))
-          .json()
-          .recipients.find((r: { email: string }) => r.email === 'slow@example.com').history as Array<{
-          event: string;
-          reply: string | null;
-        }>;
-      // Asleep until the deferral's first wait is over (a minute), not polling in between.
-      assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000);
-      sandboxed.clock.advance(59_999);
-      await sandboxed.drain();
-      assert.equal((await slowHistory()).length, 2, 'not tried again before its time');
-      sandboxed.clock.advance(1);
-      await sandboxed.drain();
-      assert.deepEqual(
-        (await slowHistory()).map((h) => h.event),
-        ['Processed', 'Deferred', 'Deferred'],
+      const subjects = new Map([...(await parsedEmails(alice))].map(([to, mail]) => [to, mail.subject]));
+      assert.deepEqual(Object.fromEntries(subjects), {
+        'asha@example.com': 'Hi Dr Asha',
+        'bina@example.com': 'Hi Binita',
+        'new@example.com': 'Hi',
+      });
+      assert.equal((await sandboxEmails(alice)).length, 3, 'one email per address');
+
+      const batch = await read(alice, batchId);
+      assert.deepEqual(batch.totals, { Delivered: 3, Dropped: 3 });
+      const dropped = Object.fromEntries(
+        batch.recipients
+          .filter((r: { status: string }) => r.status === 'Dropped')
+          .map((r: { email: string; reason: string }) => [r.email, r.reason]),
       );
-      assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000 + 5 * 60_000, 'the second wait is longer');
+      assert.deepEqual(Object.keys(dropped).sort(), ['chetan@example.com', 'dev@example.com', 'erin@example.com']);
+      assert.match(dropped['chetan@example.com'], /no consent/, 'a manually given address whose contact opted out');
+      assert.match(dropped['dev@example.com'], /no consent/, 'a contact created without emailOptIn has none');
+      assert.equal(dropped['erin@example.com'], 'suppressed: asked us by phone');
 
-      // Woken at each retry time until 72 hours after the first refusal.
-      for (let job = await sendJob(), wakes = 0; job && wakes < 40; job = await sendJob(), wakes++) {
-        sandboxed.clock.set(Number(job.run_at));
+      const events = await posted(alice);
+      const words = events.map((e) => `${e.email} ${e.event}`).sort();
+      assert.deepEqual(words, [
+        'asha@example.com Delivered',
+        'asha@example.com Processed',
+        'bina@example.com Delivered',
+        'bina@example.com Processed',
+        'chetan@example.com Dropped',
+        'dev@example.com Dropped',
+        'erin@example.com Dropped',
+        'new@example.com Delivered',
+        'new@example.com Processed',
+      ]);
+      assert.ok(events.every((e) => e.batchId === batchId));
+      assert.equal(receiver.received.length, 1, 'gathered into one post');
+    },
+  );
+
+  it(
+    'defers and bounces addresses by the sandbox’s patterns: a hard bounce suppresses; a deferral is tried again ' +
+      'after its wait, the job asleep until then, and given up after 72 hours as a soft bounce',
+    async () => {
+      const sandboxed = await startApiTest(dialect, {
+        clock: new ManualClock(Date.now()),
+        env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@&bounce=^gone@' },
+      });
+      try {
+        const client = await sandboxed.client();
+        const response = await client.post(
+          '/email/batch',
+          buildBatch(
+            { webHookUrl: receiver.url },
+            { recipients: [{ to: 'ok@example.com' }, { to: 'gone@example.com' }, { to: 'slow@example.com' }] },
+          ),
+        );
+        assert.equal(response.statusCode, 202);
+        const batchId = response.json().data.BatchId;
+        const firstTry = sandboxed.clock.now();
         await sandboxed.drain();
+        let batch = (await client.get(`/email/batch/${batchId}`)).json();
+        assert.equal(batch.status, 'Sending');
+        assert.deepEqual(batch.totals, { Delivered: 1, Bounce: 1, Deferred: 1 });
+        const gone = batch.recipients.find((r: { email: string }) => r.email === 'gone@example.com');
+        assert.match(gone.history[1].reply, /^hard bounce: 550 5\.1\.1/);
+        const suppressed = (await client.get('/email/suppressions?email=gone@example.com')).json().suppressions;
+        assert.match(suppressed[0].reason, /^hard bounce: 550 5\.1\.1/);
+
+        const sendJob = () =>
+          sandboxed.t.ctx.db.selectFrom('jobs').select('run_at').where('kind', '=', 'email.send').executeTakeFirst();
+        const slowHistory = async () =>
+          (await client.get(`/email/batch/${batchId}`))
+            .json()
+            .recipients.find((r: { email: string }) => r.email === 'slow@example.com').history as Array<{
+            event: string;
+            reply: string | null;
+          }>;
+        // Asleep until the deferral's first wait is over (a minute), not polling in between.
+        assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000);
+        sandboxed.clock.advance(59_999);
+        await sandboxed.drain();
+        assert.equal((await slowHistory()).length, 2, 'not tried again before its time');
+        sandboxed.clock.advance(1);
+        await sandboxed.drain();
+        assert.deepEqual(
+          (await slowHistory()).map((h) => h.event),
+          ['Processed', 'Deferred', 'Deferred'],
+        );
+        assert.equal(Number((await sendJob())?.run_at), firstTry + 60_000 + 5 * 60_000, 'the second wait is longer');
+
+        // Woken at each retry time until 72 hours after the first refusal.
+        for (let job = await sendJob(), wakes = 0; job && wakes < 40; job = await sendJob(), wakes++) {
+          sandboxed.clock.set(Number(job.run_at));
+          await sandboxed.drain();
+        }
+        batch = (await client.get(`/email/batch/${batchId}`)).json();
+        assert.equal(batch.status, 'Completed');
+        assert.equal(
+          sandboxed.clock.now(),
+          firstTry + 72 * 3_600_000,
+          'the last try is 72 hours after the first refusal',
+        );
+        const history = await slowHistory();
+        // 1, 5, 15, 30, 60 and 120 minutes, then every 4 hours: 24 refusals before the 72nd hour, the 25th at it.
+        assert.deepEqual(
+          history.map((h) => h.event),
+          ['Processed', ...Array(24).fill('Deferred'), 'Bounce'],
+        );
+        assert.match(
+          history.at(-1)!.reply!,
+          /^soft bounce: given up after 72 hours and 25 attempts; the last reply: 451 4\.3\.0/,
+        );
+        assert.deepEqual(
+          (await client.get('/email/suppressions?email=slow@example.com')).json().suppressions,
+          [],
+          'a soft bounce does not suppress',
+        );
+        assert.deepEqual(
+          (await sandboxEmails(client)).map((m) => m.to),
+          ['ok@example.com'],
+        );
+        // Posted too (read unverified: the signature's timestamp is 72 hours ahead of the verifier's real clock).
+        sandboxed.clock.advance(1000);
+        await sandboxed.drain();
+        const events = receiver.received
+          .flatMap((post) => (JSON.parse(post.body) as { data: EmailEvent[] }).data)
+          .filter((e) => e.email === 'slow@example.com');
+        assert.deepEqual(
+          events.map((e) => e.event),
+          ['Processed', ...Array(24).fill('Deferred'), 'Bounce'],
+          'every try posted',
+        );
+      } finally {
+        await sandboxed.close();
       }
-      batch = (await client.get(`/email/batch/${batchId}`)).json();
-      assert.equal(batch.status, 'Completed');
-      assert.equal(
-        sandboxed.clock.now(),
-        firstTry + 72 * 3_600_000,
-        'the last try is 72 hours after the first refusal',
-      );
-      const history = await slowHistory();
-      // 1, 5, 15, 30, 60 and 120 minutes, then every 4 hours: 24 refusals before the 72nd hour, the 25th at it.
-      assert.deepEqual(
-        history.map((h) => h.event),
-        ['Processed', ...Array(24).fill('Deferred'), 'Bounce'],
-      );
-      assert.match(
-        history.at(-1)!.reply!,
-        /^soft bounce: given up after 72 hours and 25 attempts; the last reply: 451 4\.3\.0/,
-      );
-      assert.deepEqual(
-        (await client.get('/email/suppressions?email=slow@example.com')).json().suppressions,
-        [],
-        'a soft bounce does not suppress',
-      );
-      assert.deepEqual(
-        (await sandboxEmails(client)).map((m) => m.to),
-        ['ok@example.com'],
-      );
-      // Posted too (read unverified: the signature's timestamp is 72 hours ahead of the verifier's real clock).
-      sandboxed.clock.advance(1000);
-      await sandboxed.drain();
-      const events = receiver.received
-        .flatMap((post) => (JSON.parse(post.body) as { data: EmailEvent[] }).data)
-        .filter((e) => e.email === 'slow@example.com');
-      assert.deepEqual(
-        events.map((e) => e.event),
-        ['Processed', ...Array(24).fill('Deferred'), 'Bounce'],
-        'every try posted',
-      );
-    } finally {
-      await sandboxed.close();
-    }
-  });
+    },
+  );
 
   it('manages suppressions: added lower-cased with a reason, read a page at a time, deleted; per account', async () => {
     const added = await alice.post('/email/suppressions', { email: 'Zed@Example.com' });
@@ -408,31 +425,35 @@ forEachDatabase((dialect) => {
     assert.equal((await sandboxEmails(alice, 'zed@example.com')).length, 1);
   });
 
-  it('schedules a batch (Scheduled until its time), cancels one that has not started (204), and refuses to cancel once it has (409)', async () => {
-    const at = new Date(api.clock.now() + 3_600_000).toISOString();
-    const later = await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }));
-    assert.equal(later.statusCode, 202);
-    const kept = later.json().data.BatchId;
-    const cancelled = (await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }))).json().data.BatchId;
-    const before = await read(alice, kept);
-    assert.deepEqual([before.status, before.scheduledAt, before.totals], ['Scheduled', at, { Scheduled: 1 }]);
-    const bob = await api.client();
-    const del = (client: ApiClient, id: string) =>
-      api.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
-    assert.equal((await del(bob, cancelled)).statusCode, 404);
-    assert.equal((await del(alice, cancelled)).statusCode, 204);
-    assert.deepEqual(
-      [(await read(alice, cancelled)).status, (await read(alice, cancelled)).totals],
-      ['Cancelled', { Cancelled: 1 }],
-    );
-    await api.drain();
-    assert.deepEqual(await sandboxEmails(alice), [], 'nothing before its time');
-    api.clock.advance(3_600_000);
-    await api.drain();
-    assert.equal((await read(alice, kept)).status, 'Completed');
-    assert.equal((await sandboxEmails(alice)).length, 1, 'the cancelled batch sent nothing');
-    assert.equal((await del(alice, kept)).statusCode, 409);
-  });
+  it(
+    'schedules a batch (Scheduled until its time), cancels one that has not started (204), and refuses to cancel ' +
+      'once it has (409)',
+    async () => {
+      const at = new Date(api.clock.now() + 3_600_000).toISOString();
+      const later = await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }));
+      assert.equal(later.statusCode, 202);
+      const kept = later.json().data.BatchId;
+      const cancelled = (await alice.post('/email/batch', buildBatch({ scheduleDateTime: at }))).json().data.BatchId;
+      const before = await read(alice, kept);
+      assert.deepEqual([before.status, before.scheduledAt, before.totals], ['Scheduled', at, { Scheduled: 1 }]);
+      const bob = await api.client();
+      const del = (client: ApiClient, id: string) =>
+        api.t.app.inject({ method: 'DELETE', url: `/email/batch/${id}`, headers: bearer(client.token) });
+      assert.equal((await del(bob, cancelled)).statusCode, 404);
+      assert.equal((await del(alice, cancelled)).statusCode, 204);
+      assert.deepEqual(
+        [(await read(alice, cancelled)).status, (await read(alice, cancelled)).totals],
+        ['Cancelled', { Cancelled: 1 }],
+      );
+      await api.drain();
+      assert.deepEqual(await sandboxEmails(alice), [], 'nothing before its time');
+      api.clock.advance(3_600_000);
+      await api.drain();
+      assert.equal((await read(alice, kept)).status, 'Completed');
+      assert.equal((await sandboxEmails(alice)).length, 1, 'the cancelled batch sent nothing');
+      assert.equal((await del(alice, kept)).statusCode, 409);
+    },
+  );
 
   it('reads Scheduled and Cancelled in a history from the batch’s own times, and never posts them', async () => {
     const entry = (event: string, ms: number) => ({ event, at: new Date(ms).toISOString() });
@@ -485,24 +506,27 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get('/sandbox/email?cursor=x')).statusCode, 400);
   });
 
-  it('replays an Idempotency-Key: the first response, one batch queued; another body with the key is a 422', async () => {
-    const post = (body: object) =>
-      api.t.app.inject({
-        method: 'POST',
-        url: '/email/batch',
-        headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' },
-        payload: body,
-      });
-    const first = await post(buildBatch());
-    assert.equal(first.statusCode, 202);
-    const again = await post(buildBatch());
-    assert.equal(again.statusCode, 202);
-    assert.equal(again.headers['idempotent-replayed'], 'true');
-    assert.deepEqual(again.json(), first.json());
-    assert.equal((await post(buildBatch({ subject: 'Other' }))).statusCode, 422);
-    await api.drain();
-    assert.equal((await sandboxEmails(alice)).length, 1);
-  });
+  it(
+    'replays an Idempotency-Key: the first response, one batch ' + 'queued; another body with the key is a 422',
+    async () => {
+      const post = (body: object) =>
+        api.t.app.inject({
+          method: 'POST',
+          url: '/email/batch',
+          headers: { ...bearer(alice.token), 'idempotency-key': 'spring-1' },
+          payload: body,
+        });
+      const first = await post(buildBatch());
+      assert.equal(first.statusCode, 202);
+      const again = await post(buildBatch());
+      assert.equal(again.statusCode, 202);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json(), first.json());
+      assert.equal((await post(buildBatch({ subject: 'Other' }))).statusCode, 422);
+      await api.drain();
+      assert.equal((await sandboxEmails(alice)).length, 1);
+    },
+  );
 
   it('keeps accounts apart: another account’s batch, sandbox and suppressions are not there', async () => {
     const bob = await api.client();

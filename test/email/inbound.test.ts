@@ -53,7 +53,10 @@ forEachDatabase((dialect) => {
   const keys = () => trackingKey(api.t.ctx.encryptionKey);
   const mail = (to: string, raw: Buffer, from = '') => sendReport('127.0.0.1', inbound.port, { from, to }, raw);
 
-  /** A batch with a webhook delivered to `address` (a contact of the client's, opted in); its recipient, VERP address and message as sent. */
+  /**
+   * A batch with a webhook delivered to `address` (a contact of the client's, opted in); its
+   * recipient, VERP address and message as sent.
+   */
   async function delivered(client: ApiClient, address = 'ada@example.com') {
     await client.upsert([{ email: address, emailOptIn: true }]);
     const batchId = await sendBatch(
@@ -109,34 +112,44 @@ forEachDatabase((dialect) => {
       payload: { arf: typeof arf === 'string' ? arf : arf.toString('base64') },
     });
 
-  it('records a DSN 5.1.1 to a VERP address as a hard Bounce after Delivered: suppressed, its reply in the history, posted; the same DSN again records nothing', async () => {
-    const { batchId, verp, original } = await delivered(alice);
-    const diagnostic = '550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown';
-    const dsn = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1', diagnostic });
-    assert.match(await mail(verp, dsn), /^250 /);
+  it(
+    'records a DSN 5.1.1 to a VERP address as a hard Bounce after Delivered: suppressed, its reply in the ' +
+      'history, posted; the same DSN again records nothing',
+    async () => {
+      const { batchId, verp, original } = await delivered(alice);
+      const diagnostic = '550 5.1.1 <ada@example.com>: Recipient address rejected: User unknown';
+      const dsn = await dsnFor({
+        original,
+        recipient: 'ada@example.com',
+        returnPath: verp,
+        status: '5.1.1',
+        diagnostic,
+      });
+      assert.match(await mail(verp, dsn), /^250 /);
 
-    const recipient = await recipientOf(alice, batchId);
-    assert.equal(recipient.status, 'Bounce');
-    assert.deepEqual(
-      recipient.history.map((h: { event: string }) => h.event),
-      ['Processed', 'Delivered', 'Bounce'],
-    );
-    const reply = `5.1.1 (smtp; ${diagnostic})`;
-    assert.equal(recipient.history[2].reply, reply);
-    assert.equal((await suppression(alice)).reason, `hard bounce: ${reply}`);
-    const bounces = (await posted(alice)).filter((e) => e.event === 'Bounce');
-    assert.deepEqual(
-      bounces.map((e) => [e.batchId, e.messageId, e.email, e.reply, e.reason]),
-      [[batchId, recipient.messageId, 'ada@example.com', reply, 'hard bounce, reported after delivery']],
-    );
-    assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
+      const recipient = await recipientOf(alice, batchId);
+      assert.equal(recipient.status, 'Bounce');
+      assert.deepEqual(
+        recipient.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered', 'Bounce'],
+      );
+      const reply = `5.1.1 (smtp; ${diagnostic})`;
+      assert.equal(recipient.history[2].reply, reply);
+      assert.equal((await suppression(alice)).reason, `hard bounce: ${reply}`);
+      const bounces = (await posted(alice)).filter((e) => e.event === 'Bounce');
+      assert.deepEqual(
+        bounces.map((e) => [e.batchId, e.messageId, e.email, e.reply, e.reason]),
+        [[batchId, recipient.messageId, 'ada@example.com', reply, 'hard bounce, reported after delivery']],
+      );
+      assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
 
-    assert.match(await mail(verp, dsn), /^250 /);
-    assert.equal((await recipientOf(alice, batchId)).history.length, 3, 'recorded once');
-    assert.equal((await posted(alice)).filter((e) => e.event === 'Bounce').length, 1, 'posted once');
-    assert.equal(await metric('herald_inbound_mail_total{outcome="repeated"}'), '1');
-    assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
-  });
+      assert.match(await mail(verp, dsn), /^250 /);
+      assert.equal((await recipientOf(alice, batchId)).history.length, 3, 'recorded once');
+      assert.equal((await posted(alice)).filter((e) => e.event === 'Bounce').length, 1, 'posted once');
+      assert.equal(await metric('herald_inbound_mail_total{outcome="repeated"}'), '1');
+      assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
+    },
+  );
 
   it('records a DSN 5.2.2 (mailbox full) as a soft Bounce, not suppressed; a delay changes nothing', async () => {
     const { batchId, verp, original } = await delivered(alice);
@@ -200,135 +213,151 @@ forEachDatabase((dialect) => {
     assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
   });
 
-  it('records an ARF report mailed to the feedback mailbox as a Spam Report: suppressed, opted out, posted; the same report posted to /email/complaints is answered as repeated', async () => {
-    const { batchId, verp, original } = await delivered(alice);
-    const arf = await arfFor({ original, recipient: 'ada@example.com', to: FBL, returnPath: verp });
-    assert.match(await mail(FBL, arf, 'fbl@provider.example'), /^250 /);
+  it(
+    'records an ARF report mailed to the feedback mailbox as a Spam Report: suppressed, opted out, posted; the ' +
+      'same report posted to /email/complaints is answered as repeated',
+    async () => {
+      const { batchId, verp, original } = await delivered(alice);
+      const arf = await arfFor({ original, recipient: 'ada@example.com', to: FBL, returnPath: verp });
+      assert.match(await mail(FBL, arf, 'fbl@provider.example'), /^250 /);
 
-    const recipient = await recipientOf(alice, batchId);
-    assert.equal(recipient.status, 'Delivered', 'a complaint is an event of a delivered message');
-    assert.deepEqual(
-      recipient.history.map((h: { event: string }) => h.event),
-      ['Processed', 'Delivered', 'Spam Report'],
-    );
-    assert.equal((await suppression(alice)).reason, 'spam report');
-    assert.equal(await optIn(alice), false);
-    assert.deepEqual(
-      (await posted(alice)).filter((e) => e.event === 'Spam Report').map((e) => [e.messageId, e.email, e.reason]),
-      [[recipient.messageId, 'ada@example.com', 'feedback type abuse']],
-    );
-    assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
-
-    const again = await complain(arf);
-    assert.equal(again.statusCode, 200, again.body);
-    assert.deepEqual(again.json(), {
-      event: 'Spam Report',
-      repeated: true,
-      feedbackType: 'abuse',
-      accountId: alice.account.row.id,
-      batchId,
-      messageId: recipient.messageId,
-      email: 'ada@example.com',
-    });
-    assert.equal((await recipientOf(alice, batchId)).history.length, 3);
-    assert.equal(await metric('herald_email_complaints_total{via="http"}'), undefined);
-  });
-
-  it('records an ARF report posted to /email/complaints that names its message by Message-ID alone, and refuses what is no complaint of Herald’s', async () => {
-    const { batchId, original } = await delivered(alice);
-    const arf = await arfFor({ original, recipient: 'ada@example.com', to: FBL, headersOnly: true });
-    const recorded = await complain(arf.toString('base64').replace(/.{76}/g, '$&\r\n'));
-    assert.equal(recorded.statusCode, 200, recorded.body);
-    assert.equal(recorded.json().repeated, false);
-    assert.equal((await recipientOf(alice, batchId)).history.at(-1).event, 'Spam Report');
-    assert.equal((await suppression(alice)).reason, 'spam report');
-    assert.equal(await optIn(alice), false);
-    assert.equal(await metric('herald_email_complaints_total{via="http"}'), '1');
-
-    const foreign = Buffer.from(
-      original.toString().replace(/Message-ID: <[^>]+>/i, `Message-ID: <${randomUUID()}@mail.localhost>`),
-    );
-    const cases: Array<[Buffer | string, string | null, number]> = [
-      [await arfFor({ original: foreign, recipient: 'ada@example.com', to: FBL }), ADMIN_TOKEN, 422],
-      [await arfFor({ original, recipient: 'ada@example.com', to: FBL, feedbackType: 'not-spam' }), ADMIN_TOKEN, 422],
-      [
-        await dsnFor({ original, recipient: 'ada@example.com', returnPath: 'x@y.example', status: '5.1.1' }),
-        ADMIN_TOKEN,
-        422,
-      ],
-      ['not base64 at all!', ADMIN_TOKEN, 400],
-      ['', ADMIN_TOKEN, 400],
-      [arf, alice.token, 401],
-      [arf, null, 401],
-    ];
-    for (const [body, token, status] of cases) {
-      const response = await complain(body, token);
-      assert.equal(response.statusCode, status, response.body);
-      assert.equal(response.json().status, 'Failure');
-      if (status !== 401)
-        assert.deepEqual(
-          response.json().errors.map((e: { field: string }) => e.field),
-          ['arf'],
-        );
-    }
-  });
-
-  it('unsubscribes on mail to List-Unsubscribe’s mailto:, which the message names only when INBOUND_SMTP_PORT is set', async () => {
-    const { batchId, recipientId, original } = await delivered(alice);
-    const mailbox = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, recipientId);
-    const headers = (await simpleParser(original)).headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
-    assert.ok(
-      headers.some((h) => h.startsWith('List-Unsubscribe: <http') && h.endsWith(`, <mailto:${mailbox}>`)),
-      headers.join('\n'),
-    );
-
-    assert.match(await mail(mailbox, Buffer.from('Subject: unsubscribe\r\n\r\n\r\n'), 'ada@example.com'), /^250 /);
-    assert.equal((await recipientOf(alice, batchId)).history.at(-1).event, 'Unsubscribe');
-    assert.equal((await suppression(alice)).reason, 'unsubscribed');
-    assert.equal(await optIn(alice), false);
-    assert.deepEqual(
-      (await posted(alice)).filter((e) => e.event === 'Unsubscribe').map((e) => e.email),
-      ['ada@example.com'],
-    );
-
-    const off = await startApiTest(dialect, { env: { BOUNCE_DOMAIN } });
-    try {
-      const bob = await off.client();
-      await bob.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
-      const response = await bob.post('/email/batch', buildBatch());
-      assert.equal(response.statusCode, 202);
-      await off.drain();
-      const [sent] = await sandboxEmails(bob);
-      const lines = (await simpleParser(sent.raw)).headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
-      const listUnsubscribe = lines.find((h) => h.startsWith('List-Unsubscribe:'));
-      assert.match(listUnsubscribe ?? '', /^List-Unsubscribe: <http[^>]+>$/, 'the https URL alone');
-    } finally {
-      await off.close();
-    }
-  });
-
-  it('refuses at RCPT any address but a VERP, unsubscribe or feedback mailbox of BOUNCE_DOMAIN, a forged token included', async () => {
-    const { verp } = await delivered(alice);
-    const forged = verp.replace(/\+([0-9a-f])/, (_m, digit: string) => `+${digit === '0' ? '1' : '0'}`);
-    const elsewhere = verp.replace(BOUNCE_DOMAIN, 'other.example');
-    for (const to of [
-      forged,
-      elsewhere,
-      `postmaster@${BOUNCE_DOMAIN}`,
-      'ada@example.com',
-      `bounces@${BOUNCE_DOMAIN}`,
-    ]) {
-      await assert.rejects(
-        mail(to, Buffer.from('Subject: hi\r\n\r\nhello\r\n')),
-        (error: { responseCode?: number; response?: string }) => {
-          assert.equal(error.responseCode, 550, to);
-          assert.match(error.response ?? '', /5\.1\.1/);
-          return true;
-        },
+      const recipient = await recipientOf(alice, batchId);
+      assert.equal(recipient.status, 'Delivered', 'a complaint is an event of a delivered message');
+      assert.deepEqual(
+        recipient.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered', 'Spam Report'],
       );
-    }
-    assert.equal(await metric('herald_inbound_mail_total{outcome="refused recipient"}'), '5');
-  });
+      assert.equal((await suppression(alice)).reason, 'spam report');
+      assert.equal(await optIn(alice), false);
+      assert.deepEqual(
+        (await posted(alice)).filter((e) => e.event === 'Spam Report').map((e) => [e.messageId, e.email, e.reason]),
+        [[recipient.messageId, 'ada@example.com', 'feedback type abuse']],
+      );
+      assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
+
+      const again = await complain(arf);
+      assert.equal(again.statusCode, 200, again.body);
+      assert.deepEqual(again.json(), {
+        event: 'Spam Report',
+        repeated: true,
+        feedbackType: 'abuse',
+        accountId: alice.account.row.id,
+        batchId,
+        messageId: recipient.messageId,
+        email: 'ada@example.com',
+      });
+      assert.equal((await recipientOf(alice, batchId)).history.length, 3);
+      assert.equal(await metric('herald_email_complaints_total{via="http"}'), undefined);
+    },
+  );
+
+  it(
+    'records an ARF report posted to /email/complaints that names its message by Message-ID alone, and refuses ' +
+      'what is no complaint of Herald’s',
+    async () => {
+      const { batchId, original } = await delivered(alice);
+      const arf = await arfFor({ original, recipient: 'ada@example.com', to: FBL, headersOnly: true });
+      const recorded = await complain(arf.toString('base64').replace(/.{76}/g, '$&\r\n'));
+      assert.equal(recorded.statusCode, 200, recorded.body);
+      assert.equal(recorded.json().repeated, false);
+      assert.equal((await recipientOf(alice, batchId)).history.at(-1).event, 'Spam Report');
+      assert.equal((await suppression(alice)).reason, 'spam report');
+      assert.equal(await optIn(alice), false);
+      assert.equal(await metric('herald_email_complaints_total{via="http"}'), '1');
+
+      const foreign = Buffer.from(
+        original.toString().replace(/Message-ID: <[^>]+>/i, `Message-ID: <${randomUUID()}@mail.localhost>`),
+      );
+      const cases: Array<[Buffer | string, string | null, number]> = [
+        [await arfFor({ original: foreign, recipient: 'ada@example.com', to: FBL }), ADMIN_TOKEN, 422],
+        [await arfFor({ original, recipient: 'ada@example.com', to: FBL, feedbackType: 'not-spam' }), ADMIN_TOKEN, 422],
+        [
+          await dsnFor({ original, recipient: 'ada@example.com', returnPath: 'x@y.example', status: '5.1.1' }),
+          ADMIN_TOKEN,
+          422,
+        ],
+        ['not base64 at all!', ADMIN_TOKEN, 400],
+        ['', ADMIN_TOKEN, 400],
+        [arf, alice.token, 401],
+        [arf, null, 401],
+      ];
+      for (const [body, token, status] of cases) {
+        const response = await complain(body, token);
+        assert.equal(response.statusCode, status, response.body);
+        assert.equal(response.json().status, 'Failure');
+        if (status !== 401)
+          assert.deepEqual(
+            response.json().errors.map((e: { field: string }) => e.field),
+            ['arf'],
+          );
+      }
+    },
+  );
+
+  it(
+    'unsubscribes on mail to List-Unsubscribe’s mailto:, which the message names only when INBOUND_SMTP_PORT is ' +
+      'set',
+    async () => {
+      const { batchId, recipientId, original } = await delivered(alice);
+      const mailbox = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, recipientId);
+      const headers = (await simpleParser(original)).headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
+      assert.ok(
+        headers.some((h) => h.startsWith('List-Unsubscribe: <http') && h.endsWith(`, <mailto:${mailbox}>`)),
+        headers.join('\n'),
+      );
+
+      assert.match(await mail(mailbox, Buffer.from('Subject: unsubscribe\r\n\r\n\r\n'), 'ada@example.com'), /^250 /);
+      assert.equal((await recipientOf(alice, batchId)).history.at(-1).event, 'Unsubscribe');
+      assert.equal((await suppression(alice)).reason, 'unsubscribed');
+      assert.equal(await optIn(alice), false);
+      assert.deepEqual(
+        (await posted(alice)).filter((e) => e.event === 'Unsubscribe').map((e) => e.email),
+        ['ada@example.com'],
+      );
+
+      const off = await startApiTest(dialect, { env: { BOUNCE_DOMAIN } });
+      try {
+        const bob = await off.client();
+        await bob.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
+        const response = await bob.post('/email/batch', buildBatch());
+        assert.equal(response.statusCode, 202);
+        await off.drain();
+        const [sent] = await sandboxEmails(bob);
+        const lines = (await simpleParser(sent.raw)).headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
+        const listUnsubscribe = lines.find((h) => h.startsWith('List-Unsubscribe:'));
+        assert.match(listUnsubscribe ?? '', /^List-Unsubscribe: <http[^>]+>$/, 'the https URL alone');
+      } finally {
+        await off.close();
+      }
+    },
+  );
+
+  it(
+    'refuses at RCPT any address but a VERP, unsubscribe or feedback mailbox of BOUNCE_DOMAIN, a forged token ' +
+      'included',
+    async () => {
+      const { verp } = await delivered(alice);
+      const forged = verp.replace(/\+([0-9a-f])/, (_m, digit: string) => `+${digit === '0' ? '1' : '0'}`);
+      const elsewhere = verp.replace(BOUNCE_DOMAIN, 'other.example');
+      for (const to of [
+        forged,
+        elsewhere,
+        `postmaster@${BOUNCE_DOMAIN}`,
+        'ada@example.com',
+        `bounces@${BOUNCE_DOMAIN}`,
+      ]) {
+        await assert.rejects(
+          mail(to, Buffer.from('Subject: hi\r\n\r\nhello\r\n')),
+          (error: { responseCode?: number; response?: string }) => {
+            assert.equal(error.responseCode, 550, to);
+            assert.match(error.response ?? '', /5\.1\.1/);
+            return true;
+          },
+        );
+      }
+      assert.equal(await metric('herald_inbound_mail_total{outcome="refused recipient"}'), '5');
+    },
+  );
 
   it('refuses a mail over 10 MB (552 5.3.4) and takes the next', async () => {
     const { batchId, verp, original } = await delivered(alice);
@@ -343,73 +372,80 @@ forEachDatabase((dialect) => {
     assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
   });
 
-  it('drops garbage, a non-report and a DSN naming no message with 250, logged, and answers the next report as ever', async () => {
-    const { batchId, verp, original } = await delivered(alice);
-    const unknown = returnPath(keys(), BOUNCE_DOMAIN, 987654321);
-    const drops: Array<[string, Buffer, string]> = [
-      [FBL, Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a, 0x2d, 0x2d, 0x0d, 0x0a, 0x00, 0x9f]), 'not a report'],
-      [
-        verp,
-        Buffer.from('From: ada@example.com\r\nSubject: Out of office\r\n\r\nI am away until Monday.\r\n'),
-        'not a report',
-      ],
-      [
-        unknown,
-        await dsnFor({ original, recipient: 'ada@example.com', returnPath: unknown, status: '5.1.1' }),
-        'unknown message',
-      ],
-      [
-        FBL,
+  it(
+    'drops garbage, a non-report and a DSN naming no message with 250, logged, and answers the next report as ' +
+      'ever',
+    async () => {
+      const { batchId, verp, original } = await delivered(alice);
+      const unknown = returnPath(keys(), BOUNCE_DOMAIN, 987654321);
+      const drops: Array<[string, Buffer, string]> = [
+        [FBL, Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a, 0x2d, 0x2d, 0x0d, 0x0a, 0x00, 0x9f]), 'not a report'],
+        [
+          verp,
+          Buffer.from('From: ada@example.com\r\nSubject: Out of office\r\n\r\nI am away until Monday.\r\n'),
+          'not a report',
+        ],
+        [
+          unknown,
+          await dsnFor({ original, recipient: 'ada@example.com', returnPath: unknown, status: '5.1.1' }),
+          'unknown message',
+        ],
+        [
+          FBL,
+          await dsnFor({
+            original: Buffer.from('Subject: no id\r\n\r\nx\r\n'),
+            recipient: 'ada@example.com',
+            returnPath: FBL,
+            status: '5.1.1',
+          }),
+          'unknown message',
+        ],
+      ];
+      for (const [to, raw, outcome] of drops) {
+        assert.match(await mail(to, raw), /^250 /);
+        assert.equal(logged.at(-1)?.level, 'warn');
+        assert.equal(logged.at(-1)?.object.outcome, outcome, to);
+      }
+      assert.equal((await recipientOf(alice, batchId)).status, 'Delivered');
+      assert.equal(await suppression(alice), undefined);
+
+      await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' }));
+      assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
+    },
+  );
+
+  it(
+    'touches only the account whose message a report names, ' + 'though another account sent to the same address',
+    async () => {
+      const bob = await api.client();
+      const ofAlice = await delivered(alice);
+      const ofBob = await delivered(bob);
+      await mail(
+        ofAlice.verp,
         await dsnFor({
-          original: Buffer.from('Subject: no id\r\n\r\nx\r\n'),
+          original: ofAlice.original,
           recipient: 'ada@example.com',
-          returnPath: FBL,
+          returnPath: ofAlice.verp,
           status: '5.1.1',
         }),
-        'unknown message',
-      ],
-    ];
-    for (const [to, raw, outcome] of drops) {
-      assert.match(await mail(to, raw), /^250 /);
-      assert.equal(logged.at(-1)?.level, 'warn');
-      assert.equal(logged.at(-1)?.object.outcome, outcome, to);
-    }
-    assert.equal((await recipientOf(alice, batchId)).status, 'Delivered');
-    assert.equal(await suppression(alice), undefined);
+      );
+      const arf = await complain(
+        await arfFor({ original: ofAlice.original, recipient: 'ada@example.com', to: FBL, headersOnly: true }),
+      );
+      assert.equal(arf.json().accountId, alice.account.row.id);
 
-    await mail(verp, await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' }));
-    assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
-  });
-
-  it('touches only the account whose message a report names, though another account sent to the same address', async () => {
-    const bob = await api.client();
-    const ofAlice = await delivered(alice);
-    const ofBob = await delivered(bob);
-    await mail(
-      ofAlice.verp,
-      await dsnFor({
-        original: ofAlice.original,
-        recipient: 'ada@example.com',
-        returnPath: ofAlice.verp,
-        status: '5.1.1',
-      }),
-    );
-    const arf = await complain(
-      await arfFor({ original: ofAlice.original, recipient: 'ada@example.com', to: FBL, headersOnly: true }),
-    );
-    assert.equal(arf.json().accountId, alice.account.row.id);
-
-    assert.equal((await recipientOf(alice, ofAlice.batchId)).status, 'Bounce');
-    assert.equal(await optIn(alice), false);
-    const bobs = await recipientOf(bob, ofBob.batchId);
-    assert.equal(bobs.status, 'Delivered');
-    assert.deepEqual(
-      bobs.history.map((h: { event: string }) => h.event),
-      ['Processed', 'Delivered'],
-    );
-    assert.equal(await suppression(bob), undefined);
-    assert.equal(await optIn(bob), true);
-  });
+      assert.equal((await recipientOf(alice, ofAlice.batchId)).status, 'Bounce');
+      assert.equal(await optIn(alice), false);
+      const bobs = await recipientOf(bob, ofBob.batchId);
+      assert.equal(bobs.status, 'Delivered');
+      assert.deepEqual(
+        bobs.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered'],
+      );
+      assert.equal(await suppression(bob), undefined);
+      assert.equal(await optIn(bob), true);
+    },
+  );
 
   it('refuses to start on a port in use, and stops answering once closed', async () => {
     const quiet = { info() {}, warn() {}, error() {} };
@@ -422,28 +458,32 @@ forEachDatabase((dialect) => {
   });
 
   if (dialect === 'postgres') {
-    it('finds a message by its Message-ID through send_recipients_message_id, not a scan of the recipients', async () => {
-      const { batchId } = await delivered(alice);
-      const { db } = api.t.ctx;
-      // A table of a few sends' worth, handed over, as a busy service holds.
-      await db.executeQuery(
-        CompiledQuery.raw(
-          `insert into send_recipients (send_id, address, status, message_id, updated_at)
-        select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0 from generate_series(1, 50000) n`,
-          [batchId],
-        ),
-      );
-      await db.executeQuery(CompiledQuery.raw('analyze send_recipients'));
-      const query = reportedRowQuery(db, 'postgres', { recipientId: null, messageUuid: randomUUID() })!.compile();
-      const plan = (
-        await db.executeQuery<{ 'QUERY PLAN': string }>(
-          CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
-        )
-      ).rows
-        .map((r) => r['QUERY PLAN'])
-        .join('\n');
-      assert.match(plan, /Index Scan using send_recipients_message_id on send_recipients/, plan);
-      assert.doesNotMatch(plan, /Seq Scan on send_recipients/, plan);
-    });
+    it(
+      'finds a message by its Message-ID through ' + 'send_recipients_message_id, not a scan of the recipients',
+      async () => {
+        const { batchId } = await delivered(alice);
+        const { db } = api.t.ctx;
+        // A table of a few sends' worth, handed over, as a busy service holds.
+        await db.executeQuery(
+          CompiledQuery.raw(
+            `insert into send_recipients (send_id, address, status, message_id, updated_at)
+        select $1, 'r' || n || '@example.com', 'Delivered', gen_random_uuid()::text, 0
+          from generate_series(1, 50000) n`,
+            [batchId],
+          ),
+        );
+        await db.executeQuery(CompiledQuery.raw('analyze send_recipients'));
+        const query = reportedRowQuery(db, 'postgres', { recipientId: null, messageUuid: randomUUID() })!.compile();
+        const plan = (
+          await db.executeQuery<{ 'QUERY PLAN': string }>(
+            CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),
+          )
+        ).rows
+          .map((r) => r['QUERY PLAN'])
+          .join('\n');
+        assert.match(plan, /Index Scan using send_recipients_message_id on send_recipients/, plan);
+        assert.doesNotMatch(plan, /Seq Scan on send_recipients/, plan);
+      },
+    );
   }
 });

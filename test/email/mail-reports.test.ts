@@ -92,7 +92,9 @@ it('reads a message that reports nothing as other, and bytes that are no message
   const garbage = await parseMailReport(Buffer.from([0, 255, 13, 10, 13, 10, 0x2d, 0x2d, 0xff, 0xfe, 0, 0]));
   assert.ok(garbage.kind === 'other' || garbage.kind === 'unparseable', JSON.stringify(garbage));
   const broken = Buffer.from(
-    'Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nAction: exploded\r\nStatus: nine\r\n--x--\r\n',
+    'Content-Type: multipart/report; report-type=delivery-status; boundary=x\r\n\r\n--x\r\nContent-Type: ' +
+      'message/delivery-status\r\n\r\nReporting-MTA: dns; x\r\n\r\nAction: exploded\r\nStatus: ' +
+      'nine\r\n--x--\r\n',
   );
   assert.deepEqual(await parseMailReport(broken), {
     kind: 'dsn',

@@ -42,39 +42,43 @@ const recipients = Array.from({ length: 60 }, (_, i) => ({
 }));
 const date = new Date('2026-01-02T03:04:05Z');
 
-it('renders and signs on its threads what the renderer and signer do in place, each recipient’s message in the order given', async () => {
-  const renderer = pool.open({
-    compiled,
-    trackingKey: tracking.current,
-    publicUrl,
-    mailboxDomain: 'bounces.example',
-    dkimKey,
-  });
-  const groups = [recipients.slice(0, 25), recipients.slice(25, 50), recipients.slice(50)];
-  const raws = (await Promise.all(groups.map((group) => renderer.render(group, date)))).flat();
-  renderer.close();
-  assert.equal(raws.length, recipients.length);
-  for (const [i, r] of recipients.entries()) {
-    const inPlace = await simpleParser(
-      await renderEmail(compiled, {
-        to: r.to,
-        sources: r.sources,
-        messageId: r.messageId,
-        urls: recipientUrls(tracking, publicUrl, r.recipientId, 'bounces.example'),
-        date,
-      }),
-    );
-    const threaded = await simpleParser(raws[i]);
-    assert.equal(threaded.messageId, r.messageId);
-    assert.equal(threaded.subject, inPlace.subject);
-    assert.equal(threaded.html, inPlace.html);
-    assert.equal(threaded.text, inPlace.text);
-    assert.equal(threaded.headers.get('list-unsubscribe'), inPlace.headers.get('list-unsubscribe'));
-    assert.equal(threaded.date!.getTime(), date.getTime());
-    const signature = threaded.headerLines.find((h) => h.key === 'dkim-signature')?.line.replace(/\r\n\s+/g, ' ');
-    assert.match(signature ?? '', /\bd=mail\.localhost;.*\bs=pool-test;/, 'signed with the batch’s key');
-  }
-});
+it(
+  'renders and signs on its threads what the renderer and signer do in place, each recipient’s message in the ' +
+    'order given',
+  async () => {
+    const renderer = pool.open({
+      compiled,
+      trackingKey: tracking.current,
+      publicUrl,
+      mailboxDomain: 'bounces.example',
+      dkimKey,
+    });
+    const groups = [recipients.slice(0, 25), recipients.slice(25, 50), recipients.slice(50)];
+    const raws = (await Promise.all(groups.map((group) => renderer.render(group, date)))).flat();
+    renderer.close();
+    assert.equal(raws.length, recipients.length);
+    for (const [i, r] of recipients.entries()) {
+      const inPlace = await simpleParser(
+        await renderEmail(compiled, {
+          to: r.to,
+          sources: r.sources,
+          messageId: r.messageId,
+          urls: recipientUrls(tracking, publicUrl, r.recipientId, 'bounces.example'),
+          date,
+        }),
+      );
+      const threaded = await simpleParser(raws[i]);
+      assert.equal(threaded.messageId, r.messageId);
+      assert.equal(threaded.subject, inPlace.subject);
+      assert.equal(threaded.html, inPlace.html);
+      assert.equal(threaded.text, inPlace.text);
+      assert.equal(threaded.headers.get('list-unsubscribe'), inPlace.headers.get('list-unsubscribe'));
+      assert.equal(threaded.date!.getTime(), date.getTime());
+      const signature = threaded.headerLines.find((h) => h.key === 'dkim-signature')?.line.replace(/\r\n\s+/g, ' ');
+      assert.match(signature ?? '', /\bd=mail\.localhost;.*\bs=pool-test;/, 'signed with the batch’s key');
+    }
+  },
+);
 
 it('rejects a call its thread cannot render, and renders the next', async () => {
   const broken = pool.open({

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { PAGE } from '../../src/messaging/send.ts';
+import { PAGE } from '../../src/messaging/pipeline.ts';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from '../../src/sim/smtp.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { accepted, crashSetUp, killedAfter, servedUntilCompleted, tally } from '../support/crash.ts';
@@ -22,7 +22,8 @@ forEachDatabase((dialect) => {
     await database.close();
   });
 
-  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that page twice', {
+  it('resumes a batch killed with a page handed over and not recorded: every recipient delivered, at most that ' +
+    'page twice', {
     timeout: 90_000,
   }, async () => {
     const setup = await crashSetUp(database, dialect, LIST, (id) => ({

@@ -58,7 +58,10 @@ forEachDatabase((dialect) => {
     assert.match(answer.reply, /^250 /, 'the listener took it');
     return answer as SentReport;
   }
-  /** Sends a batch to `addresses` (contacts of the client's, opted in) over SMTP; answers its id once every recipient is Delivered. */
+  /**
+   * Sends a batch to `addresses` (contacts of the client's, opted in) over SMTP; answers its id
+   * once every recipient is Delivered.
+   */
   async function delivered(client: ApiClient, addresses: string[]): Promise<string> {
     await client.upsert(addresses.map((email) => ({ email, emailOptIn: true })));
     const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
@@ -96,99 +99,107 @@ forEachDatabase((dialect) => {
       ).id,
     );
 
-  it('a DSN 5.1.1 the sink sends for one of several delivered recipients bounces that one alone, hard and suppressed; a 5.2.2 is soft, not suppressed', async () => {
-    const batchId = await delivered(alice, ['ada@example.com', 'bob@example.com', 'cy@example.com']);
-    // Another account's message to bob, taken by the sink after Alice's: the DSN names Alice's by its Message-ID.
-    const carol = await api.client();
-    const carolsBatch = await delivered(carol, ['bob@example.com']);
+  it(
+    'a DSN 5.1.1 the sink sends for one of several delivered recipients bounces that one alone, hard and ' +
+      'suppressed; a 5.2.2 is soft, not suppressed',
+    async () => {
+      const batchId = await delivered(alice, ['ada@example.com', 'bob@example.com', 'cy@example.com']);
+      // Another account's message to bob, taken by the sink after Alice's: the DSN names Alice's by its Message-ID.
+      const carol = await api.client();
+      const carolsBatch = await delivered(carol, ['bob@example.com']);
 
-    const bob = await recipient(alice, batchId, 'bob@example.com');
-    const diagnostic = '550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown';
-    const dsn = await report({
-      kind: 'dsn',
-      messageId: `${bob.messageId}@mail.localhost`,
-      to: 'bob@example.com',
-      status: '5.1.1',
-      diagnostic,
-    });
-    assert.deepEqual(dsn.envelope, {
-      from: '',
-      to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')),
-    });
-    assert.equal(dsn.messageId, `<${bob.messageId}@mail.localhost>`);
+      const bob = await recipient(alice, batchId, 'bob@example.com');
+      const diagnostic = '550 5.1.1 <bob@example.com>: Recipient address rejected: User unknown';
+      const dsn = await report({
+        kind: 'dsn',
+        messageId: `${bob.messageId}@mail.localhost`,
+        to: 'bob@example.com',
+        status: '5.1.1',
+        diagnostic,
+      });
+      assert.deepEqual(dsn.envelope, {
+        from: '',
+        to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')),
+      });
+      assert.equal(dsn.messageId, `<${bob.messageId}@mail.localhost>`);
 
-    const bounced = await recipient(alice, batchId, 'bob@example.com');
-    assert.equal(bounced.status, 'Bounce');
-    assert.deepEqual(
-      bounced.history.map((h) => h.event),
-      ['Processed', 'Delivered', 'Bounce'],
-    );
-    const reply = `5.1.1 (smtp; ${diagnostic})`;
-    assert.equal(bounced.history[2].reply, reply);
-    assert.equal((await suppression(alice, 'bob@example.com'))?.reason, `hard bounce: ${reply}`);
-    for (const other of ['ada@example.com', 'cy@example.com']) {
-      assert.equal((await recipient(alice, batchId, other)).status, 'Delivered', other);
-      assert.equal(await suppression(alice, other), undefined, other);
-    }
-    const carols = await recipient(carol, carolsBatch, 'bob@example.com');
-    assert.deepEqual(
-      [carols.status, carols.history.length],
-      ['Delivered', 2],
-      "Carol's message to the same address is untouched",
-    );
-    assert.equal(await suppression(carol, 'bob@example.com'), undefined);
+      const bounced = await recipient(alice, batchId, 'bob@example.com');
+      assert.equal(bounced.status, 'Bounce');
+      assert.deepEqual(
+        bounced.history.map((h) => h.event),
+        ['Processed', 'Delivered', 'Bounce'],
+      );
+      const reply = `5.1.1 (smtp; ${diagnostic})`;
+      assert.equal(bounced.history[2].reply, reply);
+      assert.equal((await suppression(alice, 'bob@example.com'))?.reason, `hard bounce: ${reply}`);
+      for (const other of ['ada@example.com', 'cy@example.com']) {
+        assert.equal((await recipient(alice, batchId, other)).status, 'Delivered', other);
+        assert.equal(await suppression(alice, other), undefined, other);
+      }
+      const carols = await recipient(carol, carolsBatch, 'bob@example.com');
+      assert.deepEqual(
+        [carols.status, carols.history.length],
+        ['Delivered', 2],
+        "Carol's message to the same address is untouched",
+      );
+      assert.equal(await suppression(carol, 'bob@example.com'), undefined);
 
-    await report({ kind: 'dsn', to: 'cy@example.com', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' });
-    const cy = await recipient(alice, batchId, 'cy@example.com');
-    assert.equal(cy.status, 'Bounce');
-    assert.equal(cy.history.at(-1)!.reply, '5.2.2 (smtp; 552 5.2.2 Mailbox full)');
-    assert.equal(await suppression(alice, 'cy@example.com'), undefined);
-    assert.equal(await optIn(alice, 'cy@example.com'), true);
-    assert.equal((await recipient(alice, batchId, 'ada@example.com')).status, 'Delivered');
+      await report({ kind: 'dsn', to: 'cy@example.com', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' });
+      const cy = await recipient(alice, batchId, 'cy@example.com');
+      assert.equal(cy.status, 'Bounce');
+      assert.equal(cy.history.at(-1)!.reply, '5.2.2 (smtp; 552 5.2.2 Mailbox full)');
+      assert.equal(await suppression(alice, 'cy@example.com'), undefined);
+      assert.equal(await optIn(alice, 'cy@example.com'), true);
+      assert.equal((await recipient(alice, batchId, 'ada@example.com')).status, 'Delivered');
 
-    assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
-    assert.equal(await metric('herald_email_bounces_total{kind="soft",timing="asynchronous"}'), '1');
-  });
+      assert.equal(await metric('herald_email_bounces_total{kind="hard",timing="asynchronous"}'), '1');
+      assert.equal(await metric('herald_email_bounces_total{kind="soft",timing="asynchronous"}'), '1');
+    },
+  );
 
-  it('an ARF report the sink mails to the feedback mailbox is a Spam Report that suppresses; the same report posted to /email/complaints is answered as repeated', async () => {
-    const batchId = await delivered(alice, ['ada@example.com', 'bob@example.com']);
-    const arf = await report({ kind: 'arf', to: 'ada@example.com' });
-    assert.deepEqual(arf.envelope.to, `${FEEDBACK_MAILBOX}@${BOUNCE_DOMAIN}`);
+  it(
+    'an ARF report the sink mails to the feedback mailbox is a Spam Report that suppresses; the same report ' +
+      'posted to /email/complaints is answered as repeated',
+    async () => {
+      const batchId = await delivered(alice, ['ada@example.com', 'bob@example.com']);
+      const arf = await report({ kind: 'arf', to: 'ada@example.com' });
+      assert.deepEqual(arf.envelope.to, `${FEEDBACK_MAILBOX}@${BOUNCE_DOMAIN}`);
 
-    const ada = await recipient(alice, batchId, 'ada@example.com');
-    assert.equal(ada.status, 'Delivered', 'a complaint is an event of a delivered message');
-    assert.deepEqual(
-      ada.history.map((h) => h.event),
-      ['Processed', 'Delivered', 'Spam Report'],
-    );
-    assert.equal((await suppression(alice, 'ada@example.com'))?.reason, 'spam report');
-    assert.equal(await optIn(alice, 'ada@example.com'), false);
-    assert.deepEqual(
-      (await recipient(alice, batchId, 'bob@example.com')).history.map((h) => h.event),
-      ['Processed', 'Delivered'],
-    );
-    assert.equal(await optIn(alice, 'bob@example.com'), true);
-    assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
+      const ada = await recipient(alice, batchId, 'ada@example.com');
+      assert.equal(ada.status, 'Delivered', 'a complaint is an event of a delivered message');
+      assert.deepEqual(
+        ada.history.map((h) => h.event),
+        ['Processed', 'Delivered', 'Spam Report'],
+      );
+      assert.equal((await suppression(alice, 'ada@example.com'))?.reason, 'spam report');
+      assert.equal(await optIn(alice, 'ada@example.com'), false);
+      assert.deepEqual(
+        (await recipient(alice, batchId, 'bob@example.com')).history.map((h) => h.event),
+        ['Processed', 'Delivered'],
+      );
+      assert.equal(await optIn(alice, 'bob@example.com'), true);
+      assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
 
-    const posted = await api.t.app.inject({
-      method: 'POST',
-      url: '/email/complaints',
-      headers: bearer(ADMIN_TOKEN),
-      payload: { arf: Buffer.from(arf.raw).toString('base64') },
-    });
-    assert.equal(posted.statusCode, 200, posted.body);
-    assert.deepEqual(posted.json(), {
-      event: 'Spam Report',
-      repeated: true,
-      feedbackType: 'abuse',
-      accountId: alice.account.row.id,
-      batchId,
-      messageId: ada.messageId,
-      email: 'ada@example.com',
-    });
-    assert.equal((await recipient(alice, batchId, 'ada@example.com')).history.length, 3, 'recorded once');
-    assert.equal(await metric('herald_email_complaints_total{via="http"}'), undefined);
-  });
+      const posted = await api.t.app.inject({
+        method: 'POST',
+        url: '/email/complaints',
+        headers: bearer(ADMIN_TOKEN),
+        payload: { arf: Buffer.from(arf.raw).toString('base64') },
+      });
+      assert.equal(posted.statusCode, 200, posted.body);
+      assert.deepEqual(posted.json(), {
+        event: 'Spam Report',
+        repeated: true,
+        feedbackType: 'abuse',
+        accountId: alice.account.row.id,
+        batchId,
+        messageId: ada.messageId,
+        email: 'ada@example.com',
+      });
+      assert.equal((await recipient(alice, batchId, 'ada@example.com')).history.length, 3, 'recorded once');
+      assert.equal(await metric('herald_email_complaints_total{via="http"}'), undefined);
+    },
+  );
 
   it('mail a client sends to the List-Unsubscribe mailto: of the message the sink took is an Unsubscribe', async () => {
     const batchId = await delivered(alice, ['ada@example.com']);

@@ -95,133 +95,142 @@ forEachDatabase((dialect) => {
     return found?.value ?? 0;
   };
 
-  it('delivers the rendered message as is: text and HTML, headers, its Message-ID, the envelope sender the recipient’s VERP address, and a DKIM signature that verifies as received', async () => {
-    // With INBOUND_SMTP_PORT set, List-Unsubscribe carries the mailto: too (the listener itself is not needed here).
-    await start('', { INBOUND_SMTP_PORT: '0' });
-    const batchId = await sendBatch(
-      api,
-      client,
-      buildBatch(
-        {
-          subject: 'Hello [firstName]',
-          emailBody: base64('<p>Dear [firstName], <a href="https://example.com/offer">see the offer</a>.</p>'),
-        },
-        {
-          recipients: [
-            { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] },
-          ],
-        },
-      ),
-    );
-    const ada = await recipient(batchId, 'ada@example.com');
-    assert.equal(ada.status, 'Delivered');
-    assert.deepEqual(
-      ada.history.map((h) => h.event),
-      ['Processed', 'Delivered'],
-    );
+  it(
+    'delivers the rendered message as is: text and HTML, headers, its Message-ID, the envelope sender the ' +
+      'recipient’s VERP address, and a DKIM signature that verifies as received',
+    async () => {
+      // With INBOUND_SMTP_PORT set, List-Unsubscribe carries the mailto: too (the listener itself is not needed here).
+      await start('', { INBOUND_SMTP_PORT: '0' });
+      const batchId = await sendBatch(
+        api,
+        client,
+        buildBatch(
+          {
+            subject: 'Hello [firstName]',
+            emailBody: base64('<p>Dear [firstName], <a href="https://example.com/offer">see the offer</a>.</p>'),
+          },
+          {
+            recipients: [
+              { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Ada' }] },
+            ],
+          },
+        ),
+      );
+      const ada = await recipient(batchId, 'ada@example.com');
+      assert.equal(ada.status, 'Delivered');
+      assert.deepEqual(
+        ada.history.map((h) => h.event),
+        ['Processed', 'Delivered'],
+      );
 
-    const [mail] = sink.received({ to: 'ada@example.com' });
-    assert.deepEqual(mail.to, ['ada@example.com']);
-    const parsed = await simpleParser(mail.raw);
-    assert.equal(parsed.subject, 'Hello Ada');
-    assert.equal(parsed.from?.value[0].address, 'news@mail.localhost');
-    assert.equal(parsed.messageId, `<${ada.messageId}@mail.localhost>`);
-    assert.match(parsed.text ?? '', /Dear Ada, see the offer/);
-    assert.match(
-      String(parsed.html),
-      /<p>Dear Ada, <a href="http:\/\/localhost:8080\/t\/c\/[^"]+">see the offer<\/a>\.<\/p>/,
-    );
-    const row = await api.t.ctx.db
-      .selectFrom('send_recipients')
-      .select('id')
-      .where('send_id', '=', batchId)
-      .where('address', '=', 'ada@example.com')
-      .executeTakeFirstOrThrow();
-    const keys = trackingKey(api.t.ctx.encryptionKey);
-    const header = (name: string) =>
-      parsed.headerLines.find((line) => line.key === name)?.line.replace(/\r\n[ \t]+/g, ' ');
-    const listUnsubscribe = /^List-Unsubscribe: <(http:\/\/localhost:8080\/t\/u\/[^>]+)>, <mailto:([^>]+)>$/.exec(
-      header('list-unsubscribe') ?? '',
-    );
-    assert.ok(listUnsubscribe, header('list-unsubscribe'));
-    assert.equal(listUnsubscribe[2], unsubscribeMailbox(keys, 'mail.localhost', Number(row.id)));
-    assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
+      const [mail] = sink.received({ to: 'ada@example.com' });
+      assert.deepEqual(mail.to, ['ada@example.com']);
+      const parsed = await simpleParser(mail.raw);
+      assert.equal(parsed.subject, 'Hello Ada');
+      assert.equal(parsed.from?.value[0].address, 'news@mail.localhost');
+      assert.equal(parsed.messageId, `<${ada.messageId}@mail.localhost>`);
+      assert.match(parsed.text ?? '', /Dear Ada, see the offer/);
+      assert.match(
+        String(parsed.html),
+        /<p>Dear Ada, <a href="http:\/\/localhost:8080\/t\/c\/[^"]+">see the offer<\/a>\.<\/p>/,
+      );
+      const row = await api.t.ctx.db
+        .selectFrom('send_recipients')
+        .select('id')
+        .where('send_id', '=', batchId)
+        .where('address', '=', 'ada@example.com')
+        .executeTakeFirstOrThrow();
+      const keys = trackingKey(api.t.ctx.encryptionKey);
+      const header = (name: string) =>
+        parsed.headerLines.find((line) => line.key === name)?.line.replace(/\r\n[ \t]+/g, ' ');
+      const listUnsubscribe = /^List-Unsubscribe: <(http:\/\/localhost:8080\/t\/u\/[^>]+)>, <mailto:([^>]+)>$/.exec(
+        header('list-unsubscribe') ?? '',
+      );
+      assert.ok(listUnsubscribe, header('list-unsubscribe'));
+      assert.equal(listUnsubscribe[2], unsubscribeMailbox(keys, 'mail.localhost', Number(row.id)));
+      assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
-    // The bytes as the relay took them verify with the record Herald says to publish, by two verifiers we did not write.
-    const { dkim } = (
-      await api.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })
-    ).json();
-    const raw = mail.raw.toString('utf8');
-    const verdict = await mailauthVerdict(raw, dkim);
-    assert.deepEqual([verdict.status, verdict.domain, verdict.selector], ['pass', 'mail.localhost', dkim.selector]);
-    for (const signed of ['from', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post'])
-      assert.ok(verdict.signedHeaders.includes(signed), `${signed} in h=`);
-    assert.equal(await dkimpyVerdict(raw, dkim), 'pass');
+      // The bytes as the relay took them verify with the record Herald says to publish, by two
+      // verifiers we did not write.
+      const { dkim } = (
+        await api.t.app.inject({ method: 'GET', url: '/admin/dkim', headers: bearer(ADMIN_TOKEN) })
+      ).json();
+      const raw = mail.raw.toString('utf8');
+      const verdict = await mailauthVerdict(raw, dkim);
+      assert.deepEqual([verdict.status, verdict.domain, verdict.selector], ['pass', 'mail.localhost', dkim.selector]);
+      for (const signed of ['from', 'subject', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post'])
+        assert.ok(verdict.signedHeaders.includes(signed), `${signed} in h=`);
+      assert.equal(await dkimpyVerdict(raw, dkim), 'pass');
 
-    // MAIL FROM names the recipient's row by a token Herald signed: a bounce to it names this message.
-    assert.match(mail.from, /^bounces\+[0-9a-f]+@mail\.localhost$/);
-    assert.deepEqual(readMailbox(keys, mail.from), { kind: 'bounce', recipientId: Number(row.id) });
-    assert.equal(await metric('herald_smtp_answers_total', { class: '2xx' }), 1);
-  });
+      // MAIL FROM names the recipient's row by a token Herald signed: a bounce to it names this message.
+      assert.match(mail.from, /^bounces\+[0-9a-f]+@mail\.localhost$/);
+      assert.deepEqual(readMailbox(keys, mail.from), { kind: 'bounce', recipientId: Number(row.id) });
+      assert.equal(await metric('herald_smtp_answers_total', { class: '2xx' }), 1);
+    },
+  );
 
-  it('answers by class: 451 then 250 is Deferred then Delivered once; 550 5.1.1 a hard Bounce that suppresses; 552 5.2.2 a soft one that does not', async () => {
-    sink.setRules([
-      { match: 'greylisted@example.com', action: 'defer', times: 1 },
-      { match: 'unknown@example.com', action: 'reject', code: 550, status: '5.1.1', text: 'no such user' },
-      { match: 'full@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' },
-    ]);
-    await start();
-    const batchId = await sendBatch(
-      api,
-      client,
-      buildBatch(
-        {},
-        { recipients: [{ to: 'greylisted@example.com' }, { to: 'unknown@example.com' }, { to: 'full@example.com' }] },
-      ),
-    );
+  it(
+    'answers by class: 451 then 250 is Deferred then Delivered once; 550 5.1.1 a hard Bounce that suppresses; 552 ' +
+      '5.2.2 a soft one that does not',
+    async () => {
+      sink.setRules([
+        { match: 'greylisted@example.com', action: 'defer', times: 1 },
+        { match: 'unknown@example.com', action: 'reject', code: 550, status: '5.1.1', text: 'no such user' },
+        { match: 'full@example.com', action: 'reject', code: 552, status: '5.2.2', text: 'mailbox full' },
+      ]);
+      await start();
+      const batchId = await sendBatch(
+        api,
+        client,
+        buildBatch(
+          {},
+          { recipients: [{ to: 'greylisted@example.com' }, { to: 'unknown@example.com' }, { to: 'full@example.com' }] },
+        ),
+      );
 
-    const unknown = await recipient(batchId, 'unknown@example.com');
-    assert.equal(unknown.status, 'Bounce');
-    assert.equal(unknown.history.at(-1)!.reply, 'hard bounce: 550 5.1.1 no such user');
-    assert.equal((await suppressions('unknown@example.com'))[0].reason, 'hard bounce: 550 5.1.1 no such user');
-    const full = await recipient(batchId, 'full@example.com');
-    assert.equal(full.status, 'Bounce');
-    assert.equal(full.history.at(-1)!.reply, 'soft bounce: 552 5.2.2 mailbox full');
-    assert.deepEqual(await suppressions('full@example.com'), []);
+      const unknown = await recipient(batchId, 'unknown@example.com');
+      assert.equal(unknown.status, 'Bounce');
+      assert.equal(unknown.history.at(-1)!.reply, 'hard bounce: 550 5.1.1 no such user');
+      assert.equal((await suppressions('unknown@example.com'))[0].reason, 'hard bounce: 550 5.1.1 no such user');
+      const full = await recipient(batchId, 'full@example.com');
+      assert.equal(full.status, 'Bounce');
+      assert.equal(full.history.at(-1)!.reply, 'soft bounce: 552 5.2.2 mailbox full');
+      assert.deepEqual(await suppressions('full@example.com'), []);
 
-    let greylisted = await recipient(batchId, 'greylisted@example.com');
-    assert.equal(greylisted.status, 'Deferred');
-    assert.equal(greylisted.history.at(-1)!.reply, '451 4.3.0 try again later');
-    assert.equal(await metric('herald_email_deferred_recipients'), 1);
-    api.clock.advance(60_000);
-    await api.drain();
-    greylisted = await recipient(batchId, 'greylisted@example.com');
-    assert.equal(greylisted.status, 'Delivered');
-    assert.deepEqual(
-      greylisted.history.map((h) => h.event),
-      ['Processed', 'Deferred', 'Delivered'],
-    );
-    assert.equal(sink.received({ to: 'greylisted@example.com' }).length, 1, 'one message received');
-    assert.equal(sink.received().length, 1, 'the refused ones were not taken');
-    assert.equal((await client.get(`/email/batch/${batchId}`)).json().status, 'Completed');
+      let greylisted = await recipient(batchId, 'greylisted@example.com');
+      assert.equal(greylisted.status, 'Deferred');
+      assert.equal(greylisted.history.at(-1)!.reply, '451 4.3.0 try again later');
+      assert.equal(await metric('herald_email_deferred_recipients'), 1);
+      api.clock.advance(60_000);
+      await api.drain();
+      greylisted = await recipient(batchId, 'greylisted@example.com');
+      assert.equal(greylisted.status, 'Delivered');
+      assert.deepEqual(
+        greylisted.history.map((h) => h.event),
+        ['Processed', 'Deferred', 'Delivered'],
+      );
+      assert.equal(sink.received({ to: 'greylisted@example.com' }).length, 1, 'one message received');
+      assert.equal(sink.received().length, 1, 'the refused ones were not taken');
+      assert.equal((await client.get(`/email/batch/${batchId}`)).json().status, 'Completed');
 
-    assert.deepEqual(
-      [
-        await metric('herald_smtp_answers_total', { class: '2xx' }),
-        await metric('herald_smtp_answers_total', { class: '4xx' }),
-        await metric('herald_smtp_answers_total', { class: '5xx' }),
-      ],
-      [1, 1, 2],
-    );
-    assert.deepEqual(
-      [
-        await metric('herald_email_bounces_total', { kind: 'hard' }),
-        await metric('herald_email_bounces_total', { kind: 'soft' }),
-      ],
-      [1, 1],
-    );
-    assert.equal(await metric('herald_email_deferred_recipients'), 0);
-  });
+      assert.deepEqual(
+        [
+          await metric('herald_smtp_answers_total', { class: '2xx' }),
+          await metric('herald_smtp_answers_total', { class: '4xx' }),
+          await metric('herald_smtp_answers_total', { class: '5xx' }),
+        ],
+        [1, 1, 2],
+      );
+      assert.deepEqual(
+        [
+          await metric('herald_email_bounces_total', { kind: 'hard' }),
+          await metric('herald_email_bounces_total', { kind: 'soft' }),
+        ],
+        [1, 1],
+      );
+      assert.equal(await metric('herald_email_deferred_recipients'), 0);
+    },
+  );
 
   it('keeps one messageId across a 451 and its retry: events, the read, both attempts’ Message-ID', async () => {
     const relay = await greylistingRelay();
@@ -257,34 +266,38 @@ forEachDatabase((dialect) => {
     ]);
   });
 
-  it('loses nothing when the relay drops the connection mid-batch: the message in flight is Deferred, the pool reconnects, every recipient Delivered once', async () => {
-    sink.setFaults({ dropAfter: 50 });
-    await start();
-    const addresses = Array.from({ length: 200 }, (_, i) => `r${i}@example.com`);
-    const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
-    const first = await recipients(batchId);
-    const deferred = first.filter((r) => r.status === 'Deferred');
-    assert.ok(deferred.length >= 1, 'the message whose answer never came');
-    assert.ok(
-      deferred.every((r) => /^no answer from the relay: ECONNECTION/.test(r.history.at(-1)!.reply!)),
-      JSON.stringify(deferred[0]?.history),
-    );
-    assert.equal(
-      first.filter((r) => r.status === 'Delivered').length,
-      200 - deferred.length,
-      'the pool went on over a new connection',
-    );
-    assert.ok((await metric('herald_smtp_answers_total', { class: 'connection' })) >= 1);
+  it(
+    'loses nothing when the relay drops the connection mid-batch: the message in flight is Deferred, the pool ' +
+      'reconnects, every recipient Delivered once',
+    async () => {
+      sink.setFaults({ dropAfter: 50 });
+      await start();
+      const addresses = Array.from({ length: 200 }, (_, i) => `r${i}@example.com`);
+      const batchId = await sendBatch(api, client, buildBatch({}, { recipients: addresses.map((to) => ({ to })) }));
+      const first = await recipients(batchId);
+      const deferred = first.filter((r) => r.status === 'Deferred');
+      assert.ok(deferred.length >= 1, 'the message whose answer never came');
+      assert.ok(
+        deferred.every((r) => /^no answer from the relay: ECONNECTION/.test(r.history.at(-1)!.reply!)),
+        JSON.stringify(deferred[0]?.history),
+      );
+      assert.equal(
+        first.filter((r) => r.status === 'Delivered').length,
+        200 - deferred.length,
+        'the pool went on over a new connection',
+      );
+      assert.ok((await metric('herald_smtp_answers_total', { class: 'connection' })) >= 1);
 
-    api.clock.advance(60_000);
-    await api.drain();
-    assert.deepEqual(new Set((await recipients(batchId)).map((r) => r.status)), new Set(['Delivered']));
-    const received = sink
-      .received({ limit: 1000 })
-      .flatMap((m) => m.to)
-      .sort();
-    assert.deepEqual(received, [...addresses].sort(), 'each address received exactly once');
-  });
+      api.clock.advance(60_000);
+      await api.drain();
+      assert.deepEqual(new Set((await recipients(batchId)).map((r) => r.status)), new Set(['Delivered']));
+      const received = sink
+        .received({ limit: 1000 })
+        .flatMap((m) => m.to)
+        .sort();
+      assert.deepEqual(received, [...addresses].sort(), 'each address received exactly once');
+    },
+  );
 
   it('with tls=require, defers rather than sends in clear to a relay that offers no STARTTLS', async () => {
     await start('?tls=require');

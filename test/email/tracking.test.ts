@@ -49,30 +49,34 @@ forEachDatabase((dialect) => {
   const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) =>
     api.t.app.inject({ method, url, headers, payload });
 
-  it('carries each tracking URL in the message it rendered: the link, the pixel, the unsubscribe link and List-Unsubscribe', async () => {
-    const { recipientId, message } = await delivered();
-    const url = (claim: Parameters<typeof trackingToken>[1]) =>
-      `${api.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
-    const html = message.html as string;
-    assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
-    assert.ok(html.includes('href="http://localhost:3000/t/c/'), 'PUBLIC_URL defaults to localhost at PORT');
-    assert.ok(!html.includes('https://shop.example/spring'), 'the link’s own URL is not in the message');
-    assert.ok(html.includes(`src="${url({ recipientId, kind: 'open' })}"`), 'the pixel');
-    assert.ok(html.includes(url({ recipientId, kind: 'unsubscribe' })), 'the unsubscribe link');
-    assert.ok(
-      message.text!.includes(url({ recipientId, kind: 'click', link: 0 })),
-      'the text part’s link is tracked too',
-    );
-    assert.ok(
-      message.headerLines.some((h) => h.line === 'List-Unsubscribe-Post: List-Unsubscribe=One-Click'),
-      'RFC 8058',
-    );
-    const unfolded = message.headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
-    assert.ok(
-      unfolded.includes(`List-Unsubscribe: <${url({ recipientId, kind: 'unsubscribe' })}>`),
-      unfolded.join('\n'),
-    );
-  });
+  it(
+    'carries each tracking URL in the message it rendered: the link, the pixel, the unsubscribe link and ' +
+      'List-Unsubscribe',
+    async () => {
+      const { recipientId, message } = await delivered();
+      const url = (claim: Parameters<typeof trackingToken>[1]) =>
+        `${api.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
+      const html = message.html as string;
+      assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
+      assert.ok(html.includes('href="http://localhost:3000/t/c/'), 'PUBLIC_URL defaults to localhost at PORT');
+      assert.ok(!html.includes('https://shop.example/spring'), 'the link’s own URL is not in the message');
+      assert.ok(html.includes(`src="${url({ recipientId, kind: 'open' })}"`), 'the pixel');
+      assert.ok(html.includes(url({ recipientId, kind: 'unsubscribe' })), 'the unsubscribe link');
+      assert.ok(
+        message.text!.includes(url({ recipientId, kind: 'click', link: 0 })),
+        'the text part’s link is tracked too',
+      );
+      assert.ok(
+        message.headerLines.some((h) => h.line === 'List-Unsubscribe-Post: List-Unsubscribe=One-Click'),
+        'RFC 8058',
+      );
+      const unfolded = message.headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
+      assert.ok(
+        unfolded.includes(`List-Unsubscribe: <${url({ recipientId, kind: 'unsubscribe' })}>`),
+        unfolded.join('\n'),
+      );
+    },
+  );
 
   it('records a click (302 to its URL) and an open (a GIF), a machine’s flagged, and posts them', async () => {
     const { batchId, recipientId } = await delivered();
@@ -132,111 +136,122 @@ forEachDatabase((dialect) => {
     });
   });
 
-  it('unsubscribes by the one-click POST (RFC 8058) and by the link: emailOptIn false, the address suppressed, later batches Drop it', async () => {
-    const { batchId, recipientId } = await delivered();
-    const oneClick = await open(
-      'POST',
-      `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`,
-      { 'content-type': 'application/x-www-form-urlencoded' },
-      'List-Unsubscribe=One-Click',
-    );
-    assert.equal(oneClick.statusCode, 200, oneClick.body);
-    assert.equal(oneClick.headers.location, undefined);
-    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.equal(recipient.history.at(-1).event, 'Unsubscribe');
-    const [contact] = (await alice.get('/contacts?email=ada@example.com')).json().contacts;
-    assert.equal(contact.emailOptIn, false);
-    assert.equal(
-      (await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason,
-      'unsubscribed',
-    );
-    api.clock.advance(5000);
-    const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, {
-      'user-agent': 'Mozilla/5.0 (iPhone)',
-    });
-    assert.equal(link.statusCode, 200);
-    assert.match(link.body, /You are unsubscribed/);
-
-    const next = await sendBatch(api, alice, buildBatch());
-    assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
-    assert.equal((await sandboxEmails(alice)).length, 1);
-  });
-
-  it('does not unsubscribe on a link scanner’s GET, a HEAD or a GET within 2 s of delivery: it answers a button that posts the one-click form', async () => {
-    const { batchId, recipientId } = await delivered();
-    const path = `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`;
-    const early = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
-    api.clock.advance(5000);
-    const scanned = await open('GET', path, {
-      'user-agent': 'Mozilla/5.0 (compatible; Microsoft Office Protection; SafeLinks)',
-    });
-    const headed = await api.t.app.inject({
-      method: 'HEAD',
-      url: path,
-      headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' },
-    });
-    for (const page of [early, scanned]) {
-      assert.equal(page.statusCode, 200);
-      assert.match(page.body, /<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
-    }
-    assert.equal(headed.statusCode, 200);
-    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(
-      recipient.history.map((h: { event: string }) => h.event),
-      ['Processed', 'Delivered'],
-      'nothing recorded',
-    );
-    assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions.length, 0);
-    assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, true);
-
-    const pressed = await open(
-      'POST',
-      path,
-      { 'content-type': 'application/x-www-form-urlencoded' },
-      'List-Unsubscribe=One-Click',
-    );
-    assert.equal(pressed.statusCode, 200);
-    assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, false);
-  });
-
-  it('refuses forged, altered and unknown tokens with 404 and records nothing; the pixel still answers its GIF', async () => {
-    const { batchId, recipientId } = await delivered();
-    const good = token({ recipientId, kind: 'click', link: 0 });
-    const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
-    const otherKey = trackingToken(trackingKey(new Keyring(api.t.ctx.jwtKey)).current, {
-      recipientId,
-      kind: 'click',
-      link: 0,
-    });
-    for (const bad of [
-      altered,
-      otherKey,
-      'AAAA',
-      token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }),
-      token({ recipientId, kind: 'click', link: 7 }),
-      token({ recipientId, kind: 'open' }),
-    ]) {
-      assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
-      assert.equal(
-        (
-          await open(
-            'POST',
-            `/t/u/${bad}`,
-            { 'content-type': 'application/x-www-form-urlencoded' },
-            'List-Unsubscribe=One-Click',
-          )
-        ).statusCode,
-        404,
-        bad,
+  it(
+    'unsubscribes by the one-click POST (RFC 8058) and by the link: emailOptIn false, the address suppressed, ' +
+      'later batches Drop it',
+    async () => {
+      const { batchId, recipientId } = await delivered();
+      const oneClick = await open(
+        'POST',
+        `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`,
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        'List-Unsubscribe=One-Click',
       );
-    }
-    assert.equal((await open('GET', `/t/o/${altered}`)).headers['content-type'], 'image/gif');
-    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
-    assert.deepEqual(
-      recipient.history.map((h: { event: string }) => h.event),
-      ['Processed', 'Delivered'],
-    );
-  });
+      assert.equal(oneClick.statusCode, 200, oneClick.body);
+      assert.equal(oneClick.headers.location, undefined);
+      const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+      assert.equal(recipient.history.at(-1).event, 'Unsubscribe');
+      const [contact] = (await alice.get('/contacts?email=ada@example.com')).json().contacts;
+      assert.equal(contact.emailOptIn, false);
+      assert.equal(
+        (await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions[0].reason,
+        'unsubscribed',
+      );
+      api.clock.advance(5000);
+      const link = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, {
+        'user-agent': 'Mozilla/5.0 (iPhone)',
+      });
+      assert.equal(link.statusCode, 200);
+      assert.match(link.body, /You are unsubscribed/);
+
+      const next = await sendBatch(api, alice, buildBatch());
+      assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
+      assert.equal((await sandboxEmails(alice)).length, 1);
+    },
+  );
+
+  it(
+    'does not unsubscribe on a link scanner’s GET, a HEAD or a GET within 2 s of delivery: it answers a button ' +
+      'that posts the one-click form',
+    async () => {
+      const { batchId, recipientId } = await delivered();
+      const path = `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`;
+      const early = await open('GET', path, { 'user-agent': 'Mozilla/5.0 (iPhone)' });
+      api.clock.advance(5000);
+      const scanned = await open('GET', path, {
+        'user-agent': 'Mozilla/5.0 (compatible; Microsoft Office Protection; SafeLinks)',
+      });
+      const headed = await api.t.app.inject({
+        method: 'HEAD',
+        url: path,
+        headers: { 'user-agent': 'Mozilla/5.0 (iPhone)' },
+      });
+      for (const page of [early, scanned]) {
+        assert.equal(page.statusCode, 200);
+        assert.match(page.body, /<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
+      }
+      assert.equal(headed.statusCode, 200);
+      const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+      assert.deepEqual(
+        recipient.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered'],
+        'nothing recorded',
+      );
+      assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions.length, 0);
+      assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, true);
+
+      const pressed = await open(
+        'POST',
+        path,
+        { 'content-type': 'application/x-www-form-urlencoded' },
+        'List-Unsubscribe=One-Click',
+      );
+      assert.equal(pressed.statusCode, 200);
+      assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, false);
+    },
+  );
+
+  it(
+    'refuses forged, altered and unknown tokens with 404 and ' + 'records nothing; the pixel still answers its GIF',
+    async () => {
+      const { batchId, recipientId } = await delivered();
+      const good = token({ recipientId, kind: 'click', link: 0 });
+      const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
+      const otherKey = trackingToken(trackingKey(new Keyring(api.t.ctx.jwtKey)).current, {
+        recipientId,
+        kind: 'click',
+        link: 0,
+      });
+      for (const bad of [
+        altered,
+        otherKey,
+        'AAAA',
+        token({ recipientId: recipientId + 1000, kind: 'click', link: 0 }),
+        token({ recipientId, kind: 'click', link: 7 }),
+        token({ recipientId, kind: 'open' }),
+      ]) {
+        assert.equal((await open('GET', `/t/c/${bad}`)).statusCode, 404, bad);
+        assert.equal(
+          (
+            await open(
+              'POST',
+              `/t/u/${bad}`,
+              { 'content-type': 'application/x-www-form-urlencoded' },
+              'List-Unsubscribe=One-Click',
+            )
+          ).statusCode,
+          404,
+          bad,
+        );
+      }
+      assert.equal((await open('GET', `/t/o/${altered}`)).headers['content-type'], 'image/gif');
+      const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+      assert.deepEqual(
+        recipient.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered'],
+      );
+    },
+  );
 
   it('takes a token only as written: a character more, padding, a spare bit is 404, recording nothing', async () => {
     const { batchId, recipientId } = await delivered();

@@ -39,45 +39,49 @@ forEachDatabase((dialect) => {
     await refused(buildBatch({ subject: '   ' }), 400, ['sendingDetails.subject']);
   });
 
-  it('checks senderFrom and replyTo: addresses, displayName a string, the domain the service’s or the account’s (422)', async () => {
-    await refused(buildBatch({ senderFrom: { email: 'not an address', displayName: 'X' } }), 400, [
-      'sendingDetails.senderFrom.email',
-    ]);
-    await refused(buildBatch({ senderFrom: { email: 'news@mail.localhost', displayName: 7 } }), 400, [
-      'sendingDetails.senderFrom.displayName',
-    ]);
-    await refused(buildBatch({ replyTo: { email: 'reply@', displayName: 'Help' } }), 400, [
-      'sendingDetails.replyTo.email',
-    ]);
-    const foreign = await refused(
-      buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }),
-      422,
-      ['sendingDetails.senderFrom.email'],
-    );
-    assert.match(foreign.errors[0].message, /shop\.example/);
-    // Once the operator adds the domain for the account, it may send from it; another account still may not.
-    const added = await api.t.app.inject({
-      method: 'POST',
-      url: `/admin/accounts/${alice.account.row.id}/sender-domains`,
-      headers: bearer(ADMIN_TOKEN),
-      payload: { domain: 'shop.example' },
-    });
-    assert.equal(added.statusCode, 201, added.body);
-    const accepted = await alice.post(
-      '/email/batch',
-      buildBatch({
-        senderFrom: { email: 'News@Shop.Example', displayName: 'Shop' },
-        replyTo: { email: 'help@elsewhere.example', displayName: 'Help' },
-      }),
-    );
-    assert.equal(accepted.statusCode, 202, accepted.body);
-    const bob = await api.client();
-    const bobs = await bob.post(
-      '/email/batch',
-      buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }),
-    );
-    assert.equal(bobs.statusCode, 422);
-  });
+  it(
+    'checks senderFrom and replyTo: addresses, displayName a string, the domain the service’s or the account’s ' +
+      '(422)',
+    async () => {
+      await refused(buildBatch({ senderFrom: { email: 'not an address', displayName: 'X' } }), 400, [
+        'sendingDetails.senderFrom.email',
+      ]);
+      await refused(buildBatch({ senderFrom: { email: 'news@mail.localhost', displayName: 7 } }), 400, [
+        'sendingDetails.senderFrom.displayName',
+      ]);
+      await refused(buildBatch({ replyTo: { email: 'reply@', displayName: 'Help' } }), 400, [
+        'sendingDetails.replyTo.email',
+      ]);
+      const foreign = await refused(
+        buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }),
+        422,
+        ['sendingDetails.senderFrom.email'],
+      );
+      assert.match(foreign.errors[0].message, /shop\.example/);
+      // Once the operator adds the domain for the account, it may send from it; another account still may not.
+      const added = await api.t.app.inject({
+        method: 'POST',
+        url: `/admin/accounts/${alice.account.row.id}/sender-domains`,
+        headers: bearer(ADMIN_TOKEN),
+        payload: { domain: 'shop.example' },
+      });
+      assert.equal(added.statusCode, 201, added.body);
+      const accepted = await alice.post(
+        '/email/batch',
+        buildBatch({
+          senderFrom: { email: 'News@Shop.Example', displayName: 'Shop' },
+          replyTo: { email: 'help@elsewhere.example', displayName: 'Help' },
+        }),
+      );
+      assert.equal(accepted.statusCode, 202, accepted.body);
+      const bob = await api.client();
+      const bobs = await bob.post(
+        '/email/batch',
+        buildBatch({ senderFrom: { email: 'news@shop.example', displayName: 'Shop' } }),
+      );
+      assert.equal(bobs.statusCode, 422);
+    },
+  );
 
   it('takes exactly one of emailBody (Base64 of UTF-8 HTML) and emailCampaignId (the account’s)', async () => {
     await refused(buildBatch({ emailCampaignId: '5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40' }), 400, [
@@ -101,33 +105,36 @@ forEachDatabase((dialect) => {
     await refused(buildBatch({ emailBody: undefined, emailCampaignId: hers }), 422, ['sendingDetails.emailCampaignId']);
   });
 
-  it('needs recipients or lists, at most 1000 recipients, valid addresses and tags, and the account’s lists', async () => {
-    await refused(buildBatch({}, { recipients: undefined }), 400, ['recipients']);
-    await refused(buildBatch({ listId: [] }, { recipients: [] }), 400, ['recipients']);
-    const many = Array.from({ length: 1001 }, (_, i) => ({ to: `r${i}@example.com` }));
-    await refused(buildBatch({}, { recipients: many }), 400, ['recipients']);
-    await refused(
-      buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'bücher@example.com' }, { to: '' }] }),
-      400,
-      ['recipients[1].to', 'recipients[2].to'],
-    );
-    await refused(
-      buildBatch(
-        {},
-        {
-          recipients: [
-            { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: 'firstName', tagValue: 'Ada' }] },
-          ],
-        },
-      ),
-      400,
-      ['recipients[0].personalizationSubstitutionTags[0].tagName'],
-    );
-    await refused(buildBatch({ listId: ['5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40'] }), 422, ['sendingDetails.listId']);
-    const bob = await api.client();
-    await refused(buildBatch({ listId: [await bob.createList('Bob’s')] }), 422, ['sendingDetails.listId']);
-    await refused(buildBatch({ listId: ['not-a-uuid'] }), 400, ['sendingDetails.listId[0]']);
-  });
+  it(
+    'needs recipients or lists, at most 1000 recipients, valid ' + 'addresses and tags, and the account’s lists',
+    async () => {
+      await refused(buildBatch({}, { recipients: undefined }), 400, ['recipients']);
+      await refused(buildBatch({ listId: [] }, { recipients: [] }), 400, ['recipients']);
+      const many = Array.from({ length: 1001 }, (_, i) => ({ to: `r${i}@example.com` }));
+      await refused(buildBatch({}, { recipients: many }), 400, ['recipients']);
+      await refused(
+        buildBatch({}, { recipients: [{ to: 'ada@example.com' }, { to: 'bücher@example.com' }, { to: '' }] }),
+        400,
+        ['recipients[1].to', 'recipients[2].to'],
+      );
+      await refused(
+        buildBatch(
+          {},
+          {
+            recipients: [
+              { to: 'ada@example.com', personalizationSubstitutionTags: [{ tagName: 'firstName', tagValue: 'Ada' }] },
+            ],
+          },
+        ),
+        400,
+        ['recipients[0].personalizationSubstitutionTags[0].tagName'],
+      );
+      await refused(buildBatch({ listId: ['5b0d7f5e-1c52-4d8e-9a51-2f7a3c1e9b40'] }), 422, ['sendingDetails.listId']);
+      const bob = await api.client();
+      await refused(buildBatch({ listId: [await bob.createList('Bob’s')] }), 422, ['sendingDetails.listId']);
+      await refused(buildBatch({ listId: ['not-a-uuid'] }), 400, ['sendingDetails.listId[0]']);
+    },
+  );
 
   it('checks webHookUrl, scheduleDateTime, unknown fields and control characters', async () => {
     await refused(buildBatch({ webHookUrl: 'ftp://example.com/hooks' }), 400, ['sendingDetails.webHookUrl']);

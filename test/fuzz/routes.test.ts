@@ -279,18 +279,25 @@ interface Route {
   admin: boolean;
 }
 
-function routesOf(document: { paths: Record<string, Record<string, any>> }): Route[] {
+/** What routesOf reads of an OpenAPI operation. */
+interface Operation {
+  parameters?: Array<{ in: string; name: string; schema: Schema }>;
+  requestBody?: { content?: Record<string, { schema?: Schema }> };
+  tags?: string[];
+}
+
+function routesOf(document: { paths: Record<string, Record<string, Operation>> }): Route[] {
   const routes: Route[] = [];
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
-      const parameters = (operation.parameters ?? []) as Array<{ in: string; name: string; schema: Schema }>;
+      const parameters = operation.parameters ?? [];
       routes.push({
         method: method.toUpperCase(),
         path,
         body: operation.requestBody?.content?.['application/json']?.schema,
         query: parameters.filter((p) => p.in === 'query'),
         params: parameters.filter((p) => p.in === 'path'),
-        admin: path.startsWith('/admin') || ((operation.tags ?? []) as string[]).includes('admin'),
+        admin: path.startsWith('/admin') || (operation.tags ?? []).includes('admin'),
       });
     }
   }
@@ -407,7 +414,9 @@ forEachDatabase((dialect) => {
           headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/json' },
           payload,
         });
-        const where = `${route.method} ${url.slice(0, 120)} (seed ${SEED + index}, case ${n}) ${String(payload ?? '').slice(0, 200)}`;
+        const where =
+          `${route.method} ${url.slice(0, 120)} (seed ${SEED + index}, ` +
+          `case ${n}) ${String(payload ?? '').slice(0, 200)}`;
         if (response.statusCode >= 500)
           problems.push(`${response.statusCode} for ${where}: ${response.body.slice(0, 300)}`);
         else if (response.statusCode >= 400) {

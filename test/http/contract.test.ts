@@ -74,27 +74,30 @@ forEachDatabase((dialect) => {
     assert.deepEqual(response.json().errors, [{ field: 'userName', message: 'must be a string' }]);
   });
 
-  it('answers 404 in the error shape for an unknown route, one path segment or several, whatever the method', async () => {
-    // One segment is also a short link's path on a shortener host (src/links): not on this one.
-    for (const [method, url] of [
-      ['GET', '/nowhere'],
-      ['GET', '/no/where'],
-      ['HEAD', '/nowhere'],
-      ['POST', '/nowhere'],
-      ['GET', '/Ab3dE6gH'],
-      ['GET', '/no/where?x=%00'],
-    ] as const) {
-      const response = await t.app.inject({ method, url });
-      assert.equal(response.statusCode, 404, `${method} ${url}`);
-      // The path alone: a query is no part of a route, and one holding NUL is not echoed.
-      if (method !== 'HEAD')
-        assert.deepEqual(response.json(), {
-          status: 'Failure',
-          message: `No route for ${method} ${url.split('?')[0]}.`,
-          errors: [],
-        });
-    }
-  });
+  it(
+    'answers 404 in the error shape for an unknown route, one ' + 'path segment or several, whatever the method',
+    async () => {
+      // One segment is also a short link's path on a shortener host (src/links): not on this one.
+      for (const [method, url] of [
+        ['GET', '/nowhere'],
+        ['GET', '/no/where'],
+        ['HEAD', '/nowhere'],
+        ['POST', '/nowhere'],
+        ['GET', '/Ab3dE6gH'],
+        ['GET', '/no/where?x=%00'],
+      ] as const) {
+        const response = await t.app.inject({ method, url });
+        assert.equal(response.statusCode, 404, `${method} ${url}`);
+        // The path alone: a query is no part of a route, and one holding NUL is not echoed.
+        if (method !== 'HEAD')
+          assert.deepEqual(response.json(), {
+            status: 'Failure',
+            message: `No route for ${method} ${url.split('?')[0]}.`,
+            errors: [],
+          });
+      }
+    },
+  );
 
   it('keeps the admin API behind ADMIN_TOKEN', async () => {
     assert.equal((await t.app.inject({ method: 'GET', url: '/admin/accounts' })).statusCode, 401);

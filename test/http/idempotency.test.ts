@@ -77,28 +77,31 @@ forEachDatabase((dialect) => {
     assert.equal((await create('ada@example.com', 'k'.repeat(256))).statusCode, 400);
   });
 
-  it('keeps of a request only a hash keyed by ENCRYPTION_KEY: the body is not in it, nor found by hashing guesses', async () => {
-    assert.equal((await create('ada@example.com', 'key-6')).statusCode, 201);
-    const stored = await t.ctx.db
-      .selectFrom('idempotency_keys')
-      .select(['request_hash', 'response_body'])
-      .where('key', '=', 'key-6')
-      .executeTakeFirstOrThrow();
-    assert.doesNotMatch(JSON.stringify(stored), /correct horse/);
-    // The same request through a process with another key does not match the stored hash (with
-    // JWT_SECRET: the database's token key does not open under another key).
-    const env = { ENCRYPTION_KEY: 'ab'.repeat(32), JWT_SECRET: 'j'.repeat(32) };
-    const other = await startTestApp(dialect, { database: t.database, clock: t.clock, env });
-    try {
-      const elsewhere = await other.app.inject({
-        method: 'POST',
-        url: '/admin/accounts',
-        headers: { ...bearer(ADMIN_TOKEN), 'idempotency-key': 'key-6' },
-        payload: { userName: 'ada@example.com', password: 'correct horse battery staple' },
-      });
-      assert.equal(elsewhere.statusCode, 422);
-    } finally {
-      await other.close();
-    }
-  });
+  it(
+    'keeps of a request only a hash keyed by ENCRYPTION_KEY: the ' + 'body is not in it, nor found by hashing guesses',
+    async () => {
+      assert.equal((await create('ada@example.com', 'key-6')).statusCode, 201);
+      const stored = await t.ctx.db
+        .selectFrom('idempotency_keys')
+        .select(['request_hash', 'response_body'])
+        .where('key', '=', 'key-6')
+        .executeTakeFirstOrThrow();
+      assert.doesNotMatch(JSON.stringify(stored), /correct horse/);
+      // The same request through a process with another key does not match the stored hash (with
+      // JWT_SECRET: the database's token key does not open under another key).
+      const env = { ENCRYPTION_KEY: 'ab'.repeat(32), JWT_SECRET: 'j'.repeat(32) };
+      const other = await startTestApp(dialect, { database: t.database, clock: t.clock, env });
+      try {
+        const elsewhere = await other.app.inject({
+          method: 'POST',
+          url: '/admin/accounts',
+          headers: { ...bearer(ADMIN_TOKEN), 'idempotency-key': 'key-6' },
+          payload: { userName: 'ada@example.com', password: 'correct horse battery staple' },
+        });
+        assert.equal(elsewhere.statusCode, 422);
+      } finally {
+        await other.close();
+      }
+    },
+  );
 });

@@ -37,7 +37,8 @@ it('on SQLite without ENCRYPTION_KEY, makes a key once beside the database (mode
 
 it('gives processes that start at once on a new database one key, and leaves only the key file', async () => {
   const url = `sqlite:${join(dir, 'herald.db')}`;
-  const script = `import { loadEncryptionKey } from ${JSON.stringify(new URL('../../src/messaging/encryption-key.ts', import.meta.url).href)};
+  const module = JSON.stringify(new URL('../../src/messaging/encryption-key.ts', import.meta.url).href);
+  const script = `import { loadEncryptionKey } from ${module};
 process.stdout.write(loadEncryptionKey(process.argv[1], undefined).current.export().toString('hex'));`;
   const run = () => promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, url]);
   const keys = (await Promise.all(Array.from({ length: 4 }, run))).map((result) => result.stdout);
@@ -76,7 +77,10 @@ it('stops a PostgreSQL start without ENCRYPTION_KEY in one line, before it touch
     assert.equal(result.code, 1);
     assert.match(
       result.stderr,
-      /^herald: invalid ENCRYPTION_KEY: must be set on PostgreSQL, where every host must hold the same key [^\n]*openssl rand -hex 32\n$/,
+      new RegExp(
+        /^herald: invalid ENCRYPTION_KEY: must be set on PostgreSQL, where every host must hold the same key /.source +
+          /[^\n]*openssl rand -hex 32\n$/.source,
+      ),
     );
   } finally {
     await database.close();

@@ -99,20 +99,18 @@ forEachDatabase((dialect) => {
     let ranges = 0;
     for (let after: string | null = null; ; ) {
       ranges += 1;
-      after = await db
-        .transaction()
-        .execute((trx) =>
-          expandRecipients(trx, dialect, {
-            channel: 'sms',
-            sendId,
-            accountId,
-            listIds,
-            allContactsListId: lists.all,
-            after,
-            now: 2,
-            rangeSize,
-          }),
-        );
+      after = await db.transaction().execute((trx) =>
+        expandRecipients(trx, dialect, {
+          channel: 'sms',
+          sendId,
+          accountId,
+          listIds,
+          allContactsListId: lists.all,
+          after,
+          now: 2,
+          rangeSize,
+        }),
+      );
       if (after === null) break;
     }
     const rows = await db
@@ -159,18 +157,22 @@ forEachDatabase((dialect) => {
     });
   }
 
-  it('takes the most recently updated contact of a number held twice, and settles consent and suppression per number', async () => {
-    const { rows } = await expand([lists.a, lists.b], 3);
-    const row = (address: string) => rows.find((r) => r.address === address)!;
-    // Number 0 is held by contacts 1 (list A) and 31 (list B, updated later).
-    assert.equal(row('919800000000').contact_id, 31);
-    assert.equal(rows.filter((r) => r.address === '919800000000').length, 1);
-    // Contact 4 (number 3) has no consent: the number is NotSent, though contact 34 with it has.
-    assert.deepEqual([row('919800000003').status, row('919800000003').contact_id], ['NotSent', 34]);
-    assert.match(row('919800000003').reason!, /no consent/);
-    assert.deepEqual([row('919800000012').status, row('919800000012').reason], ['NotSent', 'suppressed: STOP']);
-    // A request recipient takes the number's most recent contact too.
-    assert.equal(row('919800000025').contact_id, 26);
-    assert.equal(rows.length, 31);
-  });
+  it(
+    'takes the most recently updated contact of a number held twice, and settles consent and suppression per ' +
+      'number',
+    async () => {
+      const { rows } = await expand([lists.a, lists.b], 3);
+      const row = (address: string) => rows.find((r) => r.address === address)!;
+      // Number 0 is held by contacts 1 (list A) and 31 (list B, updated later).
+      assert.equal(row('919800000000').contact_id, 31);
+      assert.equal(rows.filter((r) => r.address === '919800000000').length, 1);
+      // Contact 4 (number 3) has no consent: the number is NotSent, though contact 34 with it has.
+      assert.deepEqual([row('919800000003').status, row('919800000003').contact_id], ['NotSent', 34]);
+      assert.match(row('919800000003').reason!, /no consent/);
+      assert.deepEqual([row('919800000012').status, row('919800000012').reason], ['NotSent', 'suppressed: STOP']);
+      // A request recipient takes the number's most recent contact too.
+      assert.equal(row('919800000025').contact_id, 26);
+      assert.equal(rows.length, 31);
+    },
+  );
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
-import { PAGE, sendInPages, type PageRow, type Pending } from '../../src/messaging/send.ts';
+import { PAGE, sendInPages, type PageChannel, type PageRow } from '../../src/messaging/pipeline.ts';
 
 // sendInPages's order of reads, hand-overs and records, with pages in memory: a page is read
 // while the one before is handed over only when that one's record cannot change the read.
@@ -18,11 +18,15 @@ const row = (id: number, attempts = 0): PageRow => ({
 const rows = (from: number, count: number, attempts = 0) =>
   Array.from({ length: count }, (_, i) => row(from + i, attempts));
 
-/** Runs sendInPages over `pages` (what each read answers, in turn), logging each read, hand-over and record. */
+/**
+ * Runs sendInPages over `pages` (what each read answers, in turn), logging each read,
+ * hand-over and record.
+ */
 async function run(firstPage: PageRow[], pages: PageRow[][]) {
   const log: string[] = [];
   const lease = { id: 1, token: 't' };
-  const pending: Pending = {
+  const given: Array<{ next: boolean; last: boolean }> = [];
+  const channel: PageChannel<PageRow[], PageRow[]> = {
     load: async (cursor) => {
       log.push(`read after ${cursor}`);
       return pages.shift() ?? [];
@@ -31,44 +35,54 @@ async function run(firstPage: PageRow[], pages: PageRow[][]) {
       log.push('finish');
       return 'completed';
     },
+    render: async (page, next) => {
+      given.push({ next: next !== null, last: false });
+      return page;
+    },
+    handOver: async (page) => {
+      log.push(`hand over ${page[0].id}-${page.at(-1)!.id}`);
+      // The hand-over and its record take a turn of the event loop, as a transport's and a database's do.
+      await new Promise((resolve) => setImmediate(resolve));
+      return page;
+    },
+    record: async (_page, { cursor, last }) => {
+      given.at(-1)!.last = last === lease;
+      log.push(`record up to ${cursor}`);
+      return last ? 'completed' : 'more';
+    },
   };
-  const given: Array<{ next: boolean; last: boolean }> = [];
   await sendInPages(
     { clock: new ManualClock(0) },
     { signal: new AbortController().signal, lease },
     { cursor: 0, firstPage },
-    pending,
-    async (page, context) => {
-      given.push({ next: context.next !== null, last: context.last === lease });
-      log.push(`hand over ${page[0].id}-${page.at(-1)!.id}`);
-      // The hand-over and its record take a turn of the event loop, as a transport's and a database's do.
-      await new Promise((resolve) => setImmediate(resolve));
-      log.push(`record up to ${context.cursor}`);
-      return context.last ? 'completed' : 'more';
-    },
+    channel,
   );
   return { log, given };
 }
 
 describe('sendInPages', () => {
-  it('reads the next page while a full page of first tries is handed over, and hands it over only after that page is recorded', async () => {
-    const { log, given } = await run(rows(1, PAGE), [rows(PAGE + 1, PAGE), rows(2 * PAGE + 1, 3)]);
-    assert.deepEqual(log, [
-      `read after ${PAGE}`,
-      `hand over 1-${PAGE}`,
-      `record up to ${PAGE}`,
-      `read after ${2 * PAGE}`,
-      `hand over ${PAGE + 1}-${2 * PAGE}`,
-      `record up to ${2 * PAGE}`,
-      `hand over ${2 * PAGE + 1}-${2 * PAGE + 3}`,
-      `record up to ${2 * PAGE + 3}`,
-    ]);
-    assert.deepEqual(given, [
-      { next: true, last: false },
-      { next: true, last: false },
-      { next: false, last: true },
-    ]);
-  });
+  it(
+    'reads the next page while a full page of first tries is handed over, and hands it over only after that page ' +
+      'is recorded',
+    async () => {
+      const { log, given } = await run(rows(1, PAGE), [rows(PAGE + 1, PAGE), rows(2 * PAGE + 1, 3)]);
+      assert.deepEqual(log, [
+        `read after ${PAGE}`,
+        `hand over 1-${PAGE}`,
+        `record up to ${PAGE}`,
+        `read after ${2 * PAGE}`,
+        `hand over ${PAGE + 1}-${2 * PAGE}`,
+        `record up to ${2 * PAGE}`,
+        `hand over ${2 * PAGE + 1}-${2 * PAGE + 3}`,
+        `record up to ${2 * PAGE + 3}`,
+      ]);
+      assert.deepEqual(given, [
+        { next: true, last: false },
+        { next: true, last: false },
+        { next: false, last: true },
+      ]);
+    },
+  );
 
   it('reads after the record when the page holds a retry: its record changes which retries are due', async () => {
     const page = [...rows(1, PAGE - 1), row(PAGE, 1)];

@@ -121,89 +121,97 @@ forEachDatabase((dialect) => {
     return worker;
   };
 
-  it('purges the body, tags and sandbox records of a send completed 31 days ago, not of one completed 29 days ago or still sending; statuses, totals and history stay', async () => {
-    const bob = await client();
-    const old = await sendBatch(alice, ['919812300001', '919812300002']);
-    const scheduled = await alice.post('/sms/batch', {
-      recipients: [{ mobileNo: '919812300003' }],
-      senderName: 'HERALD',
-      body: 'Later',
-      scheduleDateTime: '2026-01-20T09:00:00Z',
-    });
-    const cancelled = scheduled.json().data.QueueId as string;
-    assert.equal((await alice.delete(`/sms/${cancelled}`)).statusCode, 204);
-    api.clock.advance(2 * DAY);
-    const recent = await sendBatch(alice, ['919812300004']);
-    const bobs = await sendBatch(bob, ['919812300001']);
-    api.clock.advance(29 * DAY);
-    const sending = await sendBatch(alice, ['919812300005', REFUSED_FOR_NOW]);
-    assert.equal((await sendRow(sending)).status, 'Sending');
-    const oldRead = (await alice.get(`/sms/${old}`)).json();
-    assert.deepEqual(oldRead.totals, { Delivered: 2 });
-    assert.equal(await sandboxCount(old), 2);
+  it(
+    'purges the body, tags and sandbox records of a send completed 31 days ago, not of one completed 29 days ago ' +
+      'or still sending; statuses, totals and history stay',
+    async () => {
+      const bob = await client();
+      const old = await sendBatch(alice, ['919812300001', '919812300002']);
+      const scheduled = await alice.post('/sms/batch', {
+        recipients: [{ mobileNo: '919812300003' }],
+        senderName: 'HERALD',
+        body: 'Later',
+        scheduleDateTime: '2026-01-20T09:00:00Z',
+      });
+      const cancelled = scheduled.json().data.QueueId as string;
+      assert.equal((await alice.delete(`/sms/${cancelled}`)).statusCode, 204);
+      api.clock.advance(2 * DAY);
+      const recent = await sendBatch(alice, ['919812300004']);
+      const bobs = await sendBatch(bob, ['919812300001']);
+      api.clock.advance(29 * DAY);
+      const sending = await sendBatch(alice, ['919812300005', REFUSED_FOR_NOW]);
+      assert.equal((await sendRow(sending)).status, 'Sending');
+      const oldRead = (await alice.get(`/sms/${old}`)).json();
+      assert.deepEqual(oldRead.totals, { Delivered: 2 });
+      assert.equal(await sandboxCount(old), 2);
 
-    const worker = await startWorker();
-    await swept(api.clock.now());
-    await worker.stop();
+      const worker = await startWorker();
+      await swept(api.clock.now());
+      await worker.stop();
 
-    // 31 days: the read is as it was but for its content; the words are gone.
-    const purged = { contentState: 'purged', content: { senderName: null, body: null } };
-    assert.deepEqual((await alice.get(`/sms/${old}`)).json(), { ...oldRead, ...purged });
-    assert.deepEqual(await content(old), { kind: 'batch', senderName: 'HERALD' });
-    assert.equal((await sendRow(old)).purged_at, api.clock.now());
-    assert.deepEqual(await tagsOf(old), [null, null]);
-    assert.equal(await sandboxCount(old), 0);
-    const shown = (await alice.get('/sandbox/sms')).json().messages as Array<{ queueId: string }>;
-    assert.ok(!shown.some((m) => m.queueId === old), 'the sandbox no longer shows its texts');
-    assert.deepEqual(await content(cancelled), { kind: 'batch', senderName: 'HERALD' });
-    assert.equal((await alice.get(`/sms/${cancelled}`)).json().status, 'Cancelled');
+      // 31 days: the read is as it was but for its content; the words are gone.
+      const purged = { contentState: 'purged', content: { senderName: null, body: null } };
+      assert.deepEqual((await alice.get(`/sms/${old}`)).json(), { ...oldRead, ...purged });
+      assert.deepEqual(await content(old), { kind: 'batch', senderName: 'HERALD' });
+      assert.equal((await sendRow(old)).purged_at, api.clock.now());
+      assert.deepEqual(await tagsOf(old), [null, null]);
+      assert.equal(await sandboxCount(old), 0);
+      const shown = (await alice.get('/sandbox/sms')).json().messages as Array<{ queueId: string }>;
+      assert.ok(!shown.some((m) => m.queueId === old), 'the sandbox no longer shows its texts');
+      assert.deepEqual(await content(cancelled), { kind: 'batch', senderName: 'HERALD' });
+      assert.equal((await alice.get(`/sms/${cancelled}`)).json().status, 'Cancelled');
 
-    // 29 days, and still sending: untouched.
-    for (const id of [recent, bobs, sending]) {
-      assert.equal((await content(id)).body, 'Your code is [code]');
-      assert.equal((await sendRow(id)).purged_at, null);
-      assert.ok((await tagsOf(id)).every((tags) => tags !== null && tags.includes('secret-')));
-      assert.equal(await sandboxCount(id), 1);
-    }
-    assert.equal((await sendRow(sending)).status, 'Sending');
-    // A purged send is still read by its own account only.
-    assert.equal((await bob.get(`/sms/${old}`)).statusCode, 404);
-  });
+      // 29 days, and still sending: untouched.
+      for (const id of [recent, bobs, sending]) {
+        assert.equal((await content(id)).body, 'Your code is [code]');
+        assert.equal((await sendRow(id)).purged_at, null);
+        assert.ok((await tagsOf(id)).every((tags) => tags?.includes('secret-')));
+        assert.equal(await sandboxCount(id), 1);
+      }
+      assert.equal((await sendRow(sending)).status, 'Sending');
+      // A purged send is still read by its own account only.
+      assert.equal((await bob.get(`/sms/${old}`)).statusCode, 404);
+    },
+  );
 
-  it('is one recurring job however many workers start: it runs again after its interval, and its row stays through a restart', async () => {
-    // Completed 30 days less half an hour before the first sweep: due at the second.
-    api.clock.set(START - 30 * DAY + HOUR / 2);
-    const edge = await sendBatch(alice, ['919812300001']);
-    api.clock.set(START);
+  it(
+    'is one recurring job however many workers start: it runs again after its interval, and its row stays through ' +
+      'a restart',
+    async () => {
+      // Completed 30 days less half an hour before the first sweep: due at the second.
+      api.clock.set(START - 30 * DAY + HOUR / 2);
+      const edge = await sendBatch(alice, ['919812300001']);
+      api.clock.set(START);
 
-    const [a, b] = await Promise.all([startWorker(), startWorker()]);
-    const [job] = await retentionJobs();
-    assert.equal((await retentionJobs()).length, 1);
-    await swept(START);
-    assert.equal((await sendRow(edge)).purged_at, null, 'not due at the first sweep');
+      const [a, b] = await Promise.all([startWorker(), startWorker()]);
+      const [job] = await retentionJobs();
+      assert.equal((await retentionJobs()).length, 1);
+      await swept(START);
+      assert.equal((await sendRow(edge)).purged_at, null, 'not due at the first sweep');
 
-    api.clock.advance(RETENTION_EVERY_MS);
-    const second = await swept(START + RETENTION_EVERY_MS);
-    assert.equal((await sendRow(edge)).purged_at, START + RETENTION_EVERY_MS);
-    assert.equal(second.id, job.id);
-    assert.equal(second.attempts, 0, 'a run that waits for its next spends no attempt');
-    await Promise.all([a.stop(), b.stop()]);
+      api.clock.advance(RETENTION_EVERY_MS);
+      const second = await swept(START + RETENTION_EVERY_MS);
+      assert.equal((await sendRow(edge)).purged_at, START + RETENTION_EVERY_MS);
+      assert.equal(second.id, job.id);
+      assert.equal(second.attempts, 0, 'a run that waits for its next spends no attempt');
+      await Promise.all([a.stop(), b.stop()]);
 
-    const [stopped] = await retentionJobs();
-    assert.deepEqual(
-      [stopped.id, stopped.state, Number(stopped.run_at)],
-      [job.id, 'ready', START + 2 * RETENTION_EVERY_MS],
-    );
-    const restarted = await startWorker();
-    assert.deepEqual(
-      (await retentionJobs()).map((row) => [row.id, Number(row.run_at)]),
-      [[job.id, START + 2 * RETENTION_EVERY_MS]],
-      'a restart neither adds a job nor moves its time',
-    );
-    api.clock.advance(RETENTION_EVERY_MS);
-    await swept(START + 2 * RETENTION_EVERY_MS);
-    await restarted.stop();
-  });
+      const [stopped] = await retentionJobs();
+      assert.deepEqual(
+        [stopped.id, stopped.state, Number(stopped.run_at)],
+        [job.id, 'ready', START + 2 * RETENTION_EVERY_MS],
+      );
+      const restarted = await startWorker();
+      assert.deepEqual(
+        (await retentionJobs()).map((row) => [row.id, Number(row.run_at)]),
+        [[job.id, START + 2 * RETENTION_EVERY_MS]],
+        'a restart neither adds a job nor moves its time',
+      );
+      api.clock.advance(RETENTION_EVERY_MS);
+      await swept(START + 2 * RETENTION_EVERY_MS);
+      await restarted.stop();
+    },
+  );
 
   it('purges more rows than a chunk takes over several transactions, each committing its part', async () => {
     const numbers = (n: number, from: number) =>
@@ -248,116 +256,120 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('lets go of dead jobs, settled webhook deliveries and unmatched receipts older than RETENTION_DAYS, and of expired Idempotency-Key records; keeps what is live', async () => {
-    const receiver: Receiver = await startReceiver();
-    try {
-      const { ctx } = api.t;
-      const { accountId } = alice;
-      const failing = new Worker({ database: ctx.database, clock: api.clock });
-      failing.register('test.failing', { handle: async () => Promise.reject(new Error('always fails')) });
-      const dies = async () => {
-        await enqueue(db(), { kind: 'test.failing', payload: null, now: api.clock.now(), maxAttempts: 1 });
-        await failing.drain();
-      };
-      const emit = async () => {
-        const id = await emitWebhook(db(), api.clock, { accountId, url: receiver.url, type: 'test.event', data: {} });
-        await api.drain();
-        return await db()
-          .selectFrom('webhook_deliveries')
-          .select(['id', 'status'])
-          .where('id', '=', id)
-          .executeTakeFirstOrThrow();
-      };
-      const idempotentList = async (key: string, name: string) => {
-        const response = await alice.post('/lists', { name }, { 'idempotency-key': key });
-        assert.equal(response.statusCode, 201, response.body);
-      };
-      const receipt = (id: string) =>
-        db()
-          .transaction()
-          .execute((trx) =>
-            applyReceipts(trx, dialect, api.clock, {
-              receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }],
-            }),
-          );
+  it(
+    'lets go of dead jobs, settled webhook deliveries and unmatched receipts older than RETENTION_DAYS, and of ' +
+      'expired Idempotency-Key records; keeps what is live',
+    async () => {
+      const receiver: Receiver = await startReceiver();
+      try {
+        const { ctx } = api.t;
+        const { accountId } = alice;
+        const failing = new Worker({ database: ctx.database, clock: api.clock });
+        failing.register('test.failing', { handle: async () => Promise.reject(new Error('always fails')) });
+        const dies = async () => {
+          await enqueue(db(), { kind: 'test.failing', payload: null, now: api.clock.now(), maxAttempts: 1 });
+          await failing.drain();
+        };
+        const emit = async () => {
+          const id = await emitWebhook(db(), api.clock, { accountId, url: receiver.url, type: 'test.event', data: {} });
+          await api.drain();
+          return await db()
+            .selectFrom('webhook_deliveries')
+            .select(['id', 'status'])
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow();
+        };
+        const idempotentList = async (key: string, name: string) => {
+          const response = await alice.post('/lists', { name }, { 'idempotency-key': key });
+          assert.equal(response.statusCode, 201, response.body);
+        };
+        const receipt = (id: string) =>
+          db()
+            .transaction()
+            .execute((trx) =>
+              applyReceipts(trx, dialect, api.clock, {
+                receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }],
+              }),
+            );
 
-      await dies();
-      const delivered = await emit();
-      const replayed = await emit();
-      assert.deepEqual([delivered.status, replayed.status], ['delivered', 'delivered']);
-      await receipt('never-submitted-old');
-      const reply = (text: string) =>
-        db()
-          .insertInto('sms_inbound')
-          .values({
-            account_id: accountId,
-            sender: '919800000001',
-            destination: '447700900123',
-            text,
-            contact_id: null,
-            received_at: api.clock.now(),
-          })
-          .execute();
-      await reply('old reply');
-      await idempotentList('old-key', 'Old');
-      const now = api.clock.now();
-      await enqueue(db(), { kind: 'test.later', payload: null, now, runAt: now + 60 * DAY });
+        await dies();
+        const delivered = await emit();
+        const replayed = await emit();
+        assert.deepEqual([delivered.status, replayed.status], ['delivered', 'delivered']);
+        await receipt('never-submitted-old');
+        const reply = (text: string) =>
+          db()
+            .insertInto('sms_inbound')
+            .values({
+              account_id: accountId,
+              sender: '919800000001',
+              destination: '447700900123',
+              text,
+              contact_id: null,
+              received_at: api.clock.now(),
+            })
+            .execute();
+        await reply('old reply');
+        await idempotentList('old-key', 'Old');
+        const now = api.clock.now();
+        await enqueue(db(), { kind: 'test.later', payload: null, now, runAt: now + 60 * DAY });
 
-      api.clock.advance(30 * DAY);
-      await dies();
-      const recentDelivered = await emit();
-      api.clock.advance(DAY);
-      await receipt('never-submitted-recent');
-      await reply('recent reply');
-      await idempotentList('recent-key', 'Recent');
-      // Replayed, it is pending again (its post not yet made): kept, however old.
-      const replay = await alice.post(`/webhooks/deliveries/${replayed.id}/retry`);
-      assert.equal(replay.statusCode, 202, replay.body);
+        api.clock.advance(30 * DAY);
+        await dies();
+        const recentDelivered = await emit();
+        api.clock.advance(DAY);
+        await receipt('never-submitted-recent');
+        await reply('recent reply');
+        await idempotentList('recent-key', 'Recent');
+        // Replayed, it is pending again (its post not yet made): kept, however old.
+        const replay = await alice.post(`/webhooks/deliveries/${replayed.id}/retry`);
+        assert.equal(replay.statusCode, 202, replay.body);
 
-      const report = await sweep(ctx.database, api.clock.now(), 30, {
-        channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES },
-      });
-      assert.deepEqual(
-        [
-          report.deadJobs,
-          report.deliveries,
-          report.channels.unmatchedReceipts,
-          report.channels.inboundSms,
-          report.idempotencyKeys,
-        ],
-        [1, 1, 1, 1, 1],
-      );
-      assert.deepEqual(
-        (await db().selectFrom('sms_inbound').select('text').execute()).map((r) => r.text),
-        ['recent reply'],
-      );
+        const report = await sweep(ctx.database, api.clock.now(), 30, {
+          channelPurges: { ...SMS_PURGES, ...INBOUND_PURGES },
+        });
+        assert.deepEqual(
+          [
+            report.deadJobs,
+            report.deliveries,
+            report.channels.unmatchedReceipts,
+            report.channels.inboundSms,
+            report.idempotencyKeys,
+          ],
+          [1, 1, 1, 1, 1],
+        );
+        assert.deepEqual(
+          (await db().selectFrom('sms_inbound').select('text').execute()).map((r) => r.text),
+          ['recent reply'],
+        );
 
-      const jobs = await db().selectFrom('jobs').select(['kind', 'state', 'finished_at']).orderBy('id').execute();
-      assert.deepEqual(
-        jobs.map((j) => [j.kind, j.state, j.finished_at === null ? null : Number(j.finished_at)]),
-        [
-          ['test.later', 'ready', null],
-          ['test.failing', 'dead', START + 30 * DAY],
-          [DELIVER_KIND, 'ready', null],
-        ],
-      );
-      const deliveries = await db().selectFrom('webhook_deliveries').select('id').orderBy('created_at').execute();
-      assert.deepEqual(
-        deliveries.map((d) => d.id),
-        [replayed.id, recentDelivered.id],
-      );
-      assert.deepEqual(
-        (await db().selectFrom('sms_receipts').select('operator_message_id').execute()).map(
-          (r) => r.operator_message_id,
-        ),
-        ['never-submitted-recent'],
-      );
-      assert.deepEqual(
-        (await db().selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key),
-        ['recent-key'],
-      );
-    } finally {
-      await receiver.close();
-    }
-  });
+        const jobs = await db().selectFrom('jobs').select(['kind', 'state', 'finished_at']).orderBy('id').execute();
+        assert.deepEqual(
+          jobs.map((j) => [j.kind, j.state, j.finished_at === null ? null : Number(j.finished_at)]),
+          [
+            ['test.later', 'ready', null],
+            ['test.failing', 'dead', START + 30 * DAY],
+            [DELIVER_KIND, 'ready', null],
+          ],
+        );
+        const deliveries = await db().selectFrom('webhook_deliveries').select('id').orderBy('created_at').execute();
+        assert.deepEqual(
+          deliveries.map((d) => d.id),
+          [replayed.id, recentDelivered.id],
+        );
+        assert.deepEqual(
+          (await db().selectFrom('sms_receipts').select('operator_message_id').execute()).map(
+            (r) => r.operator_message_id,
+          ),
+          ['never-submitted-recent'],
+        );
+        assert.deepEqual(
+          (await db().selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key),
+          ['recent-key'],
+        );
+      } finally {
+        await receiver.close();
+      }
+    },
+  );
 });

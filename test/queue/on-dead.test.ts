@@ -79,6 +79,26 @@ forEachDatabase((dialect) => {
     ]);
   });
 
+  it('warns of a failed attempt the queue tries again, and errs at the last one', async () => {
+    const batchId = (await alice.postBatch({ createUpdateContacts: [buildContact()] })).json().data.BatchId;
+    await db()
+      .updateTable('jobs')
+      .set({ max_attempts: 2, payload: JSON.stringify({ batchId, listId: 'none', contacts: 5, propertyIds: [] }) })
+      .where('kind', '=', CONTACT_BATCH_KIND)
+      .execute();
+    const failures = () =>
+      warnings.filter((l) => l.msg === 'job failed').map((l) => [l.level, l.kind, 'retryInMs' in l]);
+    await api.drain();
+    assert.deepEqual(failures(), [[40, CONTACT_BATCH_KIND, true]]);
+    const job = await db().selectFrom('jobs').select('run_at').executeTakeFirstOrThrow();
+    api.clock.set(job.run_at);
+    await api.drain();
+    assert.deepEqual(failures(), [
+      [40, CONTACT_BATCH_KIND, true],
+      [50, CONTACT_BATCH_KIND, false],
+    ]);
+  });
+
   it('marks Failed, and posts that, a contact batch whose job fails its last attempt', async () => {
     const batchId = (
       await alice.postBatch({ createUpdateContacts: [buildContact()], webhookUrl: 'http://127.0.0.1:9/hooks' })

@@ -162,31 +162,35 @@ forEachDatabase((dialect) => {
     assert.deepEqual(keys, ['sms:42', 'sms:42']);
   });
 
-  it('gives a job whose worker died to another worker once the lease lapses, after a backoff, without spending an attempt', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
-    const [claimed] = await claimJobs(database.db, database.dialect, {
-      kind: 'test',
-      limit: 1,
-      workerId: 'dead-worker',
-      now: clock.now(),
-      leaseMs: 0,
-    });
-    assert.equal(claimed.state, 'running');
-    const { seen, handler } = recorder();
-    const worker = workerWith({ test: handler });
-    assert.equal(await worker.drain(), 0, 'rescued, but not rerun at once');
-    const [rescued] = await jobs();
-    assert.deepEqual(
-      [rescued.state, rescued.attempts, rescued.lapses, rescued.run_at],
-      ['ready', 0, 1, clock.now() + 2000],
-    );
-    clock.advance(1999);
-    assert.equal(await worker.drain(), 0, 'not before its backoff');
-    clock.advance(1);
-    assert.equal(await worker.drain(), 1);
-    assert.equal(seen[0].attempt, 1);
-    assert.deepEqual(await jobs(), []);
-  });
+  it(
+    'gives a job whose worker died to another worker once the lease lapses, after a backoff, without spending an ' +
+      'attempt',
+    async () => {
+      await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
+      const [claimed] = await claimJobs(database.db, database.dialect, {
+        kind: 'test',
+        limit: 1,
+        workerId: 'dead-worker',
+        now: clock.now(),
+        leaseMs: 0,
+      });
+      assert.equal(claimed.state, 'running');
+      const { seen, handler } = recorder();
+      const worker = workerWith({ test: handler });
+      assert.equal(await worker.drain(), 0, 'rescued, but not rerun at once');
+      const [rescued] = await jobs();
+      assert.deepEqual(
+        [rescued.state, rescued.attempts, rescued.lapses, rescued.run_at],
+        ['ready', 0, 1, clock.now() + 2000],
+      );
+      clock.advance(1999);
+      assert.equal(await worker.drain(), 0, 'not before its backoff');
+      clock.advance(1);
+      assert.equal(await worker.drain(), 1);
+      assert.equal(seen[0].attempt, 1);
+      assert.deepEqual(await jobs(), []);
+    },
+  );
 
   it('keeps a lease its worker holds by the database’s clock, whatever the host’s clock says', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now() });
@@ -198,81 +202,88 @@ forEachDatabase((dialect) => {
       leaseMs: 60_000,
     });
     clock.advance(24 * 60 * 60_000); // a host whose clock runs a day ahead
-    const { seen, handler } = recorder();
+    const { handler } = recorder();
     assert.equal(await workerWith({ test: handler }).drain(), 0);
     const [job] = await jobs();
     assert.deepEqual([job.state, job.leased_by, job.lapses], ['running', 'live-worker', 0]);
   });
 
-  it('backs off by lapse count and marks dead, running its kind’s onDead in the same transaction, a job whose lease lapses five times', async () => {
-    await enqueue(database.db, { kind: 'test', payload: 'poison', now: clock.now() });
-    const buried: Array<[unknown, string, number]> = [];
-    const worker = workerWith({
-      test: {
-        handle: async () => assert.fail('never run to completion'),
-        onDead: async (trx, job, error) => {
-          const [row] = await trx.selectFrom('jobs').select('state').where('id', '=', job.id).execute();
-          buried.push([job.payload, error, row.state === 'dead' ? 1 : 0]);
+  it(
+    'backs off by lapse count and marks dead, running its kind’s onDead in the same transaction, a job whose ' +
+      'lease lapses five times',
+    async () => {
+      await enqueue(database.db, { kind: 'test', payload: 'poison', now: clock.now() });
+      const buried: Array<[unknown, string, number]> = [];
+      const worker = workerWith({
+        test: {
+          handle: async () => assert.fail('never run to completion'),
+          onDead: async (trx, job, error) => {
+            const [row] = await trx.selectFrom('jobs').select('state').where('id', '=', job.id).execute();
+            buried.push([job.payload, error, row.state === 'dead' ? 1 : 0]);
+          },
         },
-      },
-    });
-    const delays: number[] = [];
-    for (let lapse = 1; lapse <= MAX_LAPSES; lapse++) {
-      assert.equal(
-        (
-          await claimJobs(database.db, database.dialect, {
-            kind: 'test',
-            limit: 1,
-            workerId: 'crashing',
-            now: clock.now(),
-            leaseMs: 0,
-          })
-        ).length,
-        1,
-      );
-      assert.equal(await worker.drain(), 0);
-      const [job] = await jobs();
-      if (lapse < MAX_LAPSES) {
-        assert.deepEqual([job.state, job.attempts, job.lapses], ['ready', 0, lapse]);
-        delays.push(job.run_at - clock.now());
-        clock.set(job.run_at);
-      } else {
-        assert.deepEqual([job.state, job.attempts, job.lapses], ['dead', 0, MAX_LAPSES]);
+      });
+      const delays: number[] = [];
+      for (let lapse = 1; lapse <= MAX_LAPSES; lapse++) {
+        assert.equal(
+          (
+            await claimJobs(database.db, database.dialect, {
+              kind: 'test',
+              limit: 1,
+              workerId: 'crashing',
+              now: clock.now(),
+              leaseMs: 0,
+            })
+          ).length,
+          1,
+        );
+        assert.equal(await worker.drain(), 0);
+        const [job] = await jobs();
+        if (lapse < MAX_LAPSES) {
+          assert.deepEqual([job.state, job.attempts, job.lapses], ['ready', 0, lapse]);
+          delays.push(job.run_at - clock.now());
+          clock.set(job.run_at);
+        } else {
+          assert.deepEqual([job.state, job.attempts, job.lapses], ['dead', 0, MAX_LAPSES]);
+        }
       }
-    }
-    assert.deepEqual(delays, [2000, 4000, 8000, 16_000]);
-    assert.deepEqual(buried, [
-      ['poison', `the lease lapsed: the worker stopped or took too long, ${MAX_LAPSES} times`, 1],
-    ]);
-  });
+      assert.deepEqual(delays, [2000, 4000, 8000, 16_000]);
+      assert.deepEqual(buried, [
+        ['poison', `the lease lapsed: the worker stopped or took too long, ${MAX_LAPSES} times`, 1],
+      ]);
+    },
+  );
 
-  it('runs onDead with the job marked dead when its last attempt fails, and keeps neither if onDead throws', async () => {
-    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 1 });
-    let refuse = true;
-    const errors: string[] = [];
-    const worker = workerWith({
-      test: {
-        handle: async () => {
-          throw new Error('broken');
+  it(
+    'runs onDead with the job marked dead when its last attempt ' + 'fails, and keeps neither if onDead throws',
+    async () => {
+      await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 1 });
+      let refuse = true;
+      const errors: string[] = [];
+      const worker = workerWith({
+        test: {
+          handle: async () => {
+            throw new Error('broken');
+          },
+          onDead: async (_trx, _job, error) => {
+            errors.push(error);
+            if (refuse) throw new Error('domain row unavailable');
+          },
         },
-        onDead: async (_trx, _job, error) => {
-          errors.push(error);
-          if (refuse) throw new Error('domain row unavailable');
-        },
-      },
-    });
-    await worker.drain();
-    let [job] = await jobs();
-    assert.equal(job.state, 'running', 'the death rolled back with onDead: the lease lapses and the job is rescued');
-    refuse = false;
-    await database.db.updateTable('jobs').set({ lease_expires_at: 0 }).execute();
-    await worker.drain();
-    clock.advance(60_000);
-    await worker.drain();
-    [job] = await jobs();
-    assert.deepEqual([job.state, job.attempts], ['dead', 1]);
-    assert.deepEqual(errors, ['broken', 'broken']);
-  });
+      });
+      await worker.drain();
+      let [job] = await jobs();
+      assert.equal(job.state, 'running', 'the death rolled back with onDead: the lease lapses and the job is rescued');
+      refuse = false;
+      await database.db.updateTable('jobs').set({ lease_expires_at: 0 }).execute();
+      await worker.drain();
+      clock.advance(60_000);
+      await worker.drain();
+      [job] = await jobs();
+      assert.deepEqual([job.state, job.attempts], ['dead', 1]);
+      assert.deepEqual(errors, ['broken', 'broken']);
+    },
+  );
 
   it('runs the high-priority job first with 50,000 low-priority jobs of its kind ready', {
     timeout: 120_000,
@@ -311,52 +322,61 @@ forEachDatabase((dialect) => {
       for (const setting of NESTED_LOOPS_ONLY) await sql`select set_config(${setting}, 'off', true)`.execute(trx);
     };
 
-    it('claims at most its limit, and no job twice, with claimers at once and the planner held to nested loops', async () => {
-      const READY = 200;
-      const LIMIT = 10;
-      const CLAIMERS = 4;
-      const jobs = Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, now: clock.now() }));
-      await enqueueMany(database.db, jobs);
-      const claim = (workerId: string) => ({ kind: 'test', limit: LIMIT, workerId, now: clock.now(), leaseMs: 30_000 });
+    it(
+      'claims at most its limit, and no job twice, with claimers ' + 'at once and the planner held to nested loops',
+      async () => {
+        const READY = 200;
+        const LIMIT = 10;
+        const CLAIMERS = 4;
+        const jobs = Array.from({ length: READY }, (_, n) => ({ kind: 'test', payload: n, now: clock.now() }));
+        await enqueueMany(database.db, jobs);
+        const claim = (workerId: string) => ({
+          kind: 'test',
+          limit: LIMIT,
+          workerId,
+          now: clock.now(),
+          leaseMs: 30_000,
+        });
 
-      const plan = await database.db.transaction().execute(async (trx) => {
-        await forceNestedLoops(trx);
-        const { rows } = await sql<{ 'QUERY PLAN': string }>`explain ${claimStatement('postgres', claim('w'))}`.execute(
-          trx,
-        );
-        return rows.map((row) => row['QUERY PLAN']).join('\n');
-      });
-      assert.match(plan, /Nested Loop/);
-      assert.doesNotMatch(plan, /Hash|Merge|Materialize/);
+        const plan = await database.db.transaction().execute(async (trx) => {
+          await forceNestedLoops(trx);
+          const { rows } = await sql<{
+            'QUERY PLAN': string;
+          }>`explain ${claimStatement('postgres', claim('w'))}`.execute(trx);
+          return rows.map((row) => row['QUERY PLAN']).join('\n');
+        });
+        assert.match(plan, /Nested Loop/);
+        assert.doesNotMatch(plan, /Hash|Merge|Materialize/);
 
-      // Each round, every claimer claims in its own transaction and holds its rows locked
-      // until all have claimed, so each claim must skip the others' rows.
-      const claimed: number[] = [];
-      while (claimed.length < READY) {
-        let arrived = 0;
-        let allClaimed!: () => void;
-        const everyoneClaimed = new Promise<void>((resolve) => (allClaimed = resolve));
-        const rounds = await Promise.all(
-          Array.from({ length: CLAIMERS }, (_, n) =>
-            database.db.transaction().execute(async (trx) => {
-              await forceNestedLoops(trx);
-              const rows = await claimJobs(trx, 'postgres', claim(`claimer-${n}`));
-              if (++arrived === CLAIMERS) allClaimed();
-              await everyoneClaimed;
-              return rows.map((row) => row.id);
-            }),
-          ),
-        );
-        for (const ids of rounds) assert.ok(ids.length <= LIMIT, `a claim of ${LIMIT} took ${ids.length}`);
-        assert.ok(
-          rounds.some((ids) => ids.length > 0),
-          'the claimers took nothing with jobs left',
-        );
-        claimed.push(...rounds.flat());
-      }
-      assert.equal(new Set(claimed).size, claimed.length, 'a job was claimed twice');
-      assert.equal(claimed.length, READY);
-    });
+        // Each round, every claimer claims in its own transaction and holds its rows locked
+        // until all have claimed, so each claim must skip the others' rows.
+        const claimed: number[] = [];
+        while (claimed.length < READY) {
+          let arrived = 0;
+          let allClaimed!: () => void;
+          const everyoneClaimed = new Promise<void>((resolve) => (allClaimed = resolve));
+          const rounds = await Promise.all(
+            Array.from({ length: CLAIMERS }, (_, n) =>
+              database.db.transaction().execute(async (trx) => {
+                await forceNestedLoops(trx);
+                const rows = await claimJobs(trx, 'postgres', claim(`claimer-${n}`));
+                if (++arrived === CLAIMERS) allClaimed();
+                await everyoneClaimed;
+                return rows.map((row) => row.id);
+              }),
+            ),
+          );
+          for (const ids of rounds) assert.ok(ids.length <= LIMIT, `a claim of ${LIMIT} took ${ids.length}`);
+          assert.ok(
+            rounds.some((ids) => ids.length > 0),
+            'the claimers took nothing with jobs left',
+          );
+          claimed.push(...rounds.flat());
+        }
+        assert.equal(new Set(claimed).size, claimed.length, 'a job was claimed twice');
+        assert.equal(claimed.length, READY);
+      },
+    );
   }
 
   it('completes a job in its handler’s transaction: gone only if that transaction commits', async () => {
@@ -370,7 +390,7 @@ forEachDatabase((dialect) => {
     let failCommit = true;
     const worker = workerWith({
       test: {
-        handle: async (job, run) => {
+        handle: async (_job, run) => {
           await database.db.transaction().execute(async (trx) => {
             await sql`insert into work_done (n) values (1)`.execute(trx);
             await completeJob(trx, run.lease);
@@ -381,7 +401,7 @@ forEachDatabase((dialect) => {
       },
     });
     await worker.drain();
-    let [job] = await jobs();
+    const [job] = await jobs();
     assert.equal(job.state, 'ready', 'rolled back with the work: the job is retried');
     assert.equal(job.last_error, 'the transaction failed after completing');
     assert.equal(Number((await done()).n), 0);
@@ -469,7 +489,7 @@ forEachDatabase((dialect) => {
     });
     const other = new Worker({ database, clock, leaseMs });
     other.register('slow', { handle: async () => void runs.push('other') });
-    slow.start();
+    await slow.start();
     await started.promise;
     const expiry = async () => Number((await jobs())[0]?.lease_expires_at);
     const firstExpiry = await expiry();
@@ -509,7 +529,7 @@ forEachDatabase((dialect) => {
     const worker = new Worker({ database, clock, pollMs: 5 });
     worker.register('wide', gauge('wide'), { concurrency: 6 });
     worker.register('narrow', gauge('narrow'), { concurrency: 2 });
-    worker.start();
+    await worker.start();
     await bothFull.promise;
     release.resolve();
     await waitFor('every job done', async () => ((await jobs()).length === 0 ? true : undefined));
@@ -531,9 +551,8 @@ forEachDatabase((dialect) => {
       await Promise.all(workers.map(stopWorkerProcess));
     }
     const { rows } = await sql<{ runs: number; distinct_jobs: number; workers: number }>`
-      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers from test_runs`.execute(
-      database.db,
-    );
+      select count(*) as runs, count(distinct job_id) as distinct_jobs, count(distinct worker) as workers
+        from test_runs`.execute(database.db);
     assert.deepEqual(
       rows.map((r) => ({ runs: Number(r.runs), distinct: Number(r.distinct_jobs), workers: Number(r.workers) })),
       [{ runs: 10_000, distinct: 10_000, workers: 2 }],
@@ -580,7 +599,12 @@ forEachDatabase((dialect) => {
     const waiting = new Map<number, (job: Job) => void>();
     const seen: Job[] = [];
     return {
-      handler: { handle: async (job: Job) => void (seen.push(job), waiting.get(seen.length)?.(job)) },
+      handler: {
+        handle: async (job: Job) => {
+          seen.push(job);
+          waiting.get(seen.length)?.(job);
+        },
+      },
       run: (n: number, withinMs: number) =>
         seen.length >= n
           ? Promise.resolve(seen[n - 1])
@@ -589,7 +613,10 @@ forEachDatabase((dialect) => {
                 () => reject(new Error(`run ${n} did not come within ${withinMs} ms`)),
                 withinMs,
               );
-              waiting.set(n, (job) => (clearTimeout(timer), resolve(job)));
+              waiting.set(n, (job) => {
+                clearTimeout(timer);
+                resolve(job);
+              });
             }),
     };
   };
@@ -600,7 +627,7 @@ forEachDatabase((dialect) => {
     const runs = awaitedRuns();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
     worker.register('test', runs.handler);
-    worker.start();
+    await worker.start();
     try {
       await enqueue(database.db, { kind: 'test', payload: 1, now: Date.now() });
       await runs.run(1, 2000);
@@ -635,8 +662,13 @@ forEachDatabase((dialect) => {
     const idle = idleWaits();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000, onIdle: idle.onIdle });
     let asleep: Promise<void> | undefined;
-    worker.register('test', { handle: (job) => ((asleep ??= idle.asleep()), runs.handler.handle(job)) });
-    worker.start();
+    worker.register('test', {
+      handle: (job) => {
+        asleep ??= idle.asleep();
+        return runs.handler.handle(job);
+      },
+    });
+    await worker.start();
     const withProcedure = openDatabase(database.url, { procedures: [ENQUEUING] });
     try {
       await withProcedure.ready();
@@ -666,7 +698,7 @@ forEachDatabase((dialect) => {
         throw new SnoozeJob(Date.now(), 'more to do');
       },
     });
-    worker.start();
+    await worker.start();
     try {
       const queuedAt = Date.now();
       await enqueue(database.db, { kind: 'test', payload: null, now: queuedAt });
@@ -682,7 +714,7 @@ forEachDatabase((dialect) => {
     const runs = awaitedRuns();
     const worker = new Worker({ database, clock: realClock, pollMs: 60_000 });
     worker.register('test', runs.handler);
-    worker.start();
+    await worker.start();
     try {
       await enqueue(database.db, { kind: 'test', payload: 'now', now: Date.now() });
       await runs.run(1, 2000);

@@ -59,32 +59,35 @@ forEachDatabase((dialect) => {
       return test(row) ? row : undefined;
     });
 
-  it('retries a failing run with the queue’s backoff, spending attempts; dead, it runs again when a worker starts', async () => {
-    const first = await startWorker();
-    await waitForJob('the first run', (row) => row.run_at === START + EVERY_MS);
-    assert.equal((await job()).attempts, 0);
+  it(
+    'retries a failing run with the queue’s backoff, spending ' + 'attempts; dead, it runs again when a worker starts',
+    async () => {
+      const first = await startWorker();
+      await waitForJob('the first run', (row) => row.run_at === START + EVERY_MS);
+      assert.equal((await job()).attempts, 0);
 
-    behaviour = 'fail';
-    await database.db.updateTable('jobs').set({ max_attempts: 2 }).where('kind', '=', KIND).execute();
-    clock.advance(EVERY_MS);
-    const failed = await waitForJob('a failed run', (row) => row.attempts === 1 && row.state === 'ready');
-    assert.equal(failed.run_at, clock.now() + retryDelayMs(1, 0.5));
-    assert.equal(failed.last_error, 'the task failed');
-    clock.advance(retryDelayMs(1, 0.5));
-    await waitForJob('its death', (row) => row.state === 'dead');
-    await first.stop();
+      behaviour = 'fail';
+      await database.db.updateTable('jobs').set({ max_attempts: 2 }).where('kind', '=', KIND).execute();
+      clock.advance(EVERY_MS);
+      const failed = await waitForJob('a failed run', (row) => row.attempts === 1 && row.state === 'ready');
+      assert.equal(failed.run_at, clock.now() + retryDelayMs(1, 0.5));
+      assert.equal(failed.last_error, 'the task failed');
+      clock.advance(retryDelayMs(1, 0.5));
+      await waitForJob('its death', (row) => row.state === 'dead');
+      await first.stop();
 
-    behaviour = 'succeed';
-    const runsBefore = runs;
-    clock.advance(EVERY_MS);
-    await startWorker();
-    const revived = await waitForJob(
-      'the revived run',
-      (row) => row.state === 'ready' && row.run_at === clock.now() + EVERY_MS,
-    );
-    assert.equal(runs, runsBefore + 1);
-    assert.deepEqual([revived.id, revived.attempts, revived.finished_at], [failed.id, 0, null]);
-  });
+      behaviour = 'succeed';
+      const runsBefore = runs;
+      clock.advance(EVERY_MS);
+      await startWorker();
+      const revived = await waitForJob(
+        'the revived run',
+        (row) => row.state === 'ready' && row.run_at === clock.now() + EVERY_MS,
+      );
+      assert.equal(runs, runsBefore + 1);
+      assert.deepEqual([revived.id, revived.attempts, revived.finished_at], [failed.id, 0, null]);
+    },
+  );
 
   it('runs a run its worker’s stop cut short again at once, not an interval later', async () => {
     behaviour = 'hold';

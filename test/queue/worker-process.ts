@@ -46,5 +46,5 @@ process.once('SIGTERM', async () => {
   await database.close();
   process.exit(0);
 });
-worker.start();
+await worker.start();
 console.log('started');

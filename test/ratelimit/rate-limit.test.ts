@@ -110,7 +110,8 @@ const stores: Array<[string, () => CounterStore]> = [
   ['Redis', () => new RedisCounterStore(REDIS_URL, `herald-test:${randomBytes(4).toString('hex')}:`)],
 ];
 for (const [name, open] of stores) {
-  it(`keeps a sliding log of events in ${name}: counted for the window after each, reset when the oldest leaves it`, async () => {
+  const counted = 'counted for the window after each, reset when the oldest leaves it';
+  it(`keeps a sliding log of events in ${name}: ${counted}`, async () => {
     const store = open();
     try {
       const windowMs = 60_000;

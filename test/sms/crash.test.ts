@@ -29,7 +29,10 @@ forEachDatabase((dialect) => {
       email_opt_in: false,
     }));
 
-  /** Starts a serve paused at `step`, posts the request, and kills the serve (SIGKILL) once it has paused there; answers the QueueId. */
+  /**
+   * Starts a serve paused at `step`, posts the request, and kills the serve (SIGKILL) once it has
+   * paused there; answers the QueueId.
+   */
   const killedAt = (step: string, setup: CrashSetup, path: string, body: object): Promise<string> =>
     killedAfter({ ...setup.env, HERALD_TEST_PAUSE_AT: step }, async (doomed) => {
       const queueId = (await accepted(setup, path, body)).data.QueueId;
@@ -136,7 +139,8 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every recipient, and sends again at most binds × window', {
+  it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every ' +
+    'recipient, and sends again at most binds × window', {
     timeout: 120_000,
   }, async (t) => {
     const smsc = await startSmsc({ receiptDelayMs: 50 });
@@ -166,7 +170,8 @@ forEachDatabase((dialect) => {
       const counts = tally(smsc.received().map((message) => message.recipient));
       const again = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
       t.diagnostic(
-        `killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} (bound ${SMPP_BINDS * SMPP_WINDOW})`,
+        `killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} ` +
+          `(bound ${SMPP_BINDS * SMPP_WINDOW})`,
       );
       assert.equal(counts.size, SMPP_LIST, 'every recipient reached');
       assert.ok(

@@ -13,7 +13,10 @@ import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts
 
 const HOUR = 60 * 60_000;
 
-/** Messages an operator took and never reported on: a transport of the test's own that accepts every part and sends no receipt. */
+/**
+ * Messages an operator took and never reported on: a transport of the test's own that accepts every
+ * part and sends no receipt.
+ */
 forEachDatabase((dialect) => {
   let api: ApiTest;
   let alice: ApiClient;
@@ -57,69 +60,82 @@ forEachDatabase((dialect) => {
       .flatMap((row) => JSON.parse(row.events) as Array<{ recipient: string; status: string; error: string | null }>)
       .filter((e) => e.status === 'Failed');
 
-  it('ends Failed, with its reason, history and webhook event, a message with no final receipt once the timeout has passed, and no other', async () => {
-    const batch = await sent(alice, '/sms/batch', {
-      recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }, { mobileNo: '919812300003' }],
-      body: 'x'.repeat(161),
-    });
-    const single = await sent(bob, '/sms/single', { recipient: '919812300004', body: 'Your code is 1234' });
-    const report = (id: string, state: string) =>
-      api.t.ctx.database.db
-        .transaction()
-        .execute((trx) =>
-          applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state, errorCode: null }] }),
-        );
-    await report('op-919812300001-1', 'DELIVRD');
-    await report('op-919812300001-2', 'DELIVRD');
-    await report('op-919812300002-1', 'DELIVRD');
-    await report('op-919812300002-2', 'ENROUTE');
+  it(
+    'ends Failed, with its reason, history and webhook event, a message with no final receipt once the timeout ' +
+      'has passed, and no other',
+    async () => {
+      const batch = await sent(alice, '/sms/batch', {
+        recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }, { mobileNo: '919812300003' }],
+        body: 'x'.repeat(161),
+      });
+      const single = await sent(bob, '/sms/single', { recipient: '919812300004', body: 'Your code is 1234' });
+      const report = (id: string, state: string) =>
+        api.t.ctx.database.db
+          .transaction()
+          .execute((trx) =>
+            applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state, errorCode: null }] }),
+          );
+      await report('op-919812300001-1', 'DELIVRD');
+      await report('op-919812300001-2', 'DELIVRD');
+      await report('op-919812300002-1', 'DELIVRD');
+      await report('op-919812300002-2', 'ENROUTE');
 
-    api.clock.advance(47 * HOUR);
-    assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0, 'not before the timeout');
-    api.clock.advance(HOUR + 1);
-    const later = await sent(alice, '/sms/single', { recipient: '919812300005', body: 'sent since' });
-    assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 3);
+      api.clock.advance(47 * HOUR);
+      assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0, 'not before the timeout');
+      api.clock.advance(HOUR + 1);
+      const later = await sent(alice, '/sms/single', { recipient: '919812300005', body: 'sent since' });
+      assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 3);
 
-    const byNumber = new Map((await recipients(alice, batch)).map((r) => [r.recipient, r]));
-    assert.equal(byNumber.get('919812300001')!.status, 'Delivered', 'a delivered message stays so');
-    const processed = byNumber.get('919812300002')!;
-    assert.deepEqual([processed.status, processed.error], ['Failed', expiryReason(48)]);
-    assert.deepEqual(
-      processed.partStatus.map((p) => p.status),
-      ['Delivered', 'Failed'],
-      'its delivered part stays Delivered',
-    );
-    assert.deepEqual(
-      byNumber.get('919812300003')!.history.map((h) => h.status),
-      ['Queued', 'Submitted', 'Failed'],
-    );
-    assert.equal((await recipients(bob, single))[0].status, 'Failed');
-    assert.equal(
-      (await recipients(alice, later))[0].status,
-      'Submitted',
-      'a send completed within the timeout is left alone',
-    );
-    assert.deepEqual((await events()).map((e) => [e.recipient, e.error]).sort(), [
-      ['919812300002', expiryReason(48)],
-      ['919812300003', expiryReason(48)],
-      ['919812300004', expiryReason(48)],
-    ]);
-    assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0, 'a second run finds nothing');
-  });
+      const byNumber = new Map((await recipients(alice, batch)).map((r) => [r.recipient, r]));
+      assert.equal(byNumber.get('919812300001')!.status, 'Delivered', 'a delivered message stays so');
+      const processed = byNumber.get('919812300002')!;
+      assert.deepEqual([processed.status, processed.error], ['Failed', expiryReason(48)]);
+      assert.deepEqual(
+        processed.partStatus.map((p) => p.status),
+        ['Delivered', 'Failed'],
+        'its delivered part stays Delivered',
+      );
+      assert.deepEqual(
+        byNumber.get('919812300003')!.history.map((h) => h.status),
+        ['Queued', 'Submitted', 'Failed'],
+      );
+      assert.equal((await recipients(bob, single))[0].status, 'Failed');
+      assert.equal(
+        (await recipients(alice, later))[0].status,
+        'Submitted',
+        'a send completed within the timeout is left alone',
+      );
+      assert.deepEqual((await events()).map((e) => [e.recipient, e.error]).sort(), [
+        ['919812300002', expiryReason(48)],
+        ['919812300003', expiryReason(48)],
+        ['919812300004', expiryReason(48)],
+      ]);
+      assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0, 'a second run finds nothing');
+    },
+  );
 
-  it('applies a receipt left waiting beside its recorded part (a crash between a transaction and its second look) rather than expiring the message', async () => {
-    const single = await sent(alice, '/sms/single', { recipient: '919812300006', body: 'Your code is 1234' });
-    await api.t.ctx.db
-      .insertInto('sms_receipts')
-      .values({ operator_message_id: 'op-919812300006-1', status: 'Delivered', error_code: null, at: api.clock.now() })
-      .execute();
-    api.clock.advance(49 * HOUR);
-    assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0);
-    const [recipient] = await recipients(alice, single);
-    assert.deepEqual(
-      recipient.history.map((h) => h.status),
-      ['Queued', 'Submitted', 'Delivered'],
-    );
-    assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
-  });
+  it(
+    'applies a receipt left waiting beside its recorded part (a crash between a transaction and its second look) ' +
+      'rather than expiring the message',
+    async () => {
+      const single = await sent(alice, '/sms/single', { recipient: '919812300006', body: 'Your code is 1234' });
+      await api.t.ctx.db
+        .insertInto('sms_receipts')
+        .values({
+          operator_message_id: 'op-919812300006-1',
+          status: 'Delivered',
+          error_code: null,
+          at: api.clock.now(),
+        })
+        .execute();
+      api.clock.advance(49 * HOUR);
+      assert.equal(await expireAll(api.t.ctx.database, api.clock.now(), 48), 0);
+      const [recipient] = await recipients(alice, single);
+      assert.deepEqual(
+        recipient.history.map((h) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
+      );
+      assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+    },
+  );
 });

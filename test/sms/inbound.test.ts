@@ -28,7 +28,10 @@ forEachDatabase((dialect) => {
   let bob: ApiClient;
   let receiver: Receiver;
 
-  /** Herald (sandbox transport unless `env` says otherwise) with two accounts, Alice's MO posted to the receiver unless `hooked` is false. */
+  /**
+   * Herald (sandbox transport unless `env` says otherwise) with two accounts, Alice's MO posted to
+   * the receiver unless `hooked` is false.
+   */
   const start = async (env: Record<string, string> = {}, hooked = true) => {
     // Standard Webhooks verifiers check webhook-timestamp against the real time.
     api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env });
@@ -90,134 +93,153 @@ forEachDatabase((dialect) => {
       .json()
       .suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]);
 
-  it('routes an MO to the account holding its numeric destination, stores it with the contact, and posts it signed', async () => {
-    await start();
-    assert.equal((await addSenderName(alice, NUMBER)).statusCode, 201);
-    const account = (await alice.get('/account')).json();
-    assert.equal(account.inboundSmsWebhookUrl, receiver.url);
-    const { inserted } = await alice.upsert([
-      { mobileCountryCode: '91', mobileNumber: '9812300001', mobileOptIn: true },
-    ]);
+  it(
+    'routes an MO to the account holding its numeric destination, ' + 'stores it with the contact, and posts it signed',
+    async () => {
+      await start();
+      assert.equal((await addSenderName(alice, NUMBER)).statusCode, 201);
+      const account = (await alice.get('/account')).json();
+      assert.equal(account.inboundSmsWebhookUrl, receiver.url);
+      const { inserted } = await alice.upsert([
+        { mobileCountryCode: '91', mobileNumber: '9812300001', mobileOptIn: true },
+      ]);
 
-    const received = await mo(alice, { from: '+919812300001', to: NUMBER, text: 'Is my order\nready?' });
-    assert.equal(received.statusCode, 201, received.body);
-    assert.deepEqual(received.json().contactId, inserted.contactIds[0]);
-    const [post, ...more] = await posted();
-    assert.equal(more.length, 0);
-    assert.equal(post.type, 'sms.inbound');
-    assert.deepEqual(post.data, [
-      {
-        from: '919812300001',
-        to: NUMBER,
-        text: 'Is my order\nready?',
-        at: new Date(api!.clock.now() - 1000).toISOString(),
-        contactId: inserted.contactIds[0],
-      },
-    ]);
-    const stored = await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute();
-    assert.deepEqual(
-      stored.map((row) => [row.account_id, row.sender, row.destination, Number(row.contact_id)]),
-      [[alice.account.row.id, '919812300001', NUMBER, inserted.contactIds[0]]],
-    );
+      const received = await mo(alice, { from: '+919812300001', to: NUMBER, text: 'Is my order\nready?' });
+      assert.equal(received.statusCode, 201, received.body);
+      assert.deepEqual(received.json().contactId, inserted.contactIds[0]);
+      const [post, ...more] = await posted();
+      assert.equal(more.length, 0);
+      assert.equal(post.type, 'sms.inbound');
+      assert.deepEqual(post.data, [
+        {
+          from: '919812300001',
+          to: NUMBER,
+          text: 'Is my order\nready?',
+          at: new Date(api!.clock.now() - 1000).toISOString(),
+          contactId: inserted.contactIds[0],
+        },
+      ]);
+      const stored = await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute();
+      assert.deepEqual(
+        stored.map((row) => [row.account_id, row.sender, row.destination, Number(row.contact_id)]),
+        [[alice.account.row.id, '919812300001', NUMBER, inserted.contactIds[0]]],
+      );
 
-    // Bob cannot make one to Alice's number, and with no webhook URL an MO is stored only.
-    assert.equal((await mo(bob, { from: '919812300001', to: NUMBER, text: 'hi' })).statusCode, 422);
-    assert.equal((await patchAccount(alice, { inboundSmsWebhookUrl: null })).json().inboundSmsWebhookUrl, null);
-    assert.equal((await mo(alice, { from: '919812300009', to: NUMBER, text: 'no contact' })).json().contactId, null);
-    assert.equal((await posted()).length, 1);
-    assert.equal((await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
-  });
+      // Bob cannot make one to Alice's number, and with no webhook URL an MO is stored only.
+      assert.equal((await mo(bob, { from: '919812300001', to: NUMBER, text: 'hi' })).statusCode, 422);
+      assert.equal((await patchAccount(alice, { inboundSmsWebhookUrl: null })).json().inboundSmsWebhookUrl, null);
+      assert.equal((await mo(alice, { from: '919812300009', to: NUMBER, text: 'no contact' })).json().contactId, null);
+      assert.equal((await posted()).length, 1);
+      assert.equal((await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
+    },
+  );
 
-  it('routes an MO to a shared sender name to the account that last sent to the number from it; an MO to nowhere is dropped', async () => {
-    await start();
-    await send(alice, '/sms/single', { recipient: '919812300002', senderName: 'HERALD', body: 'Your code is 1234' });
-    await send(bob, '/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'Your code is 5678' });
-    const inbound = (from: string) =>
-      receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: 'HERALD', text: 'thanks', at: api!.clock.now() });
-    assert.equal((await inbound('919812300002'))?.accountId, alice.account.row.id);
-    assert.equal((await inbound('919812300003'))?.accountId, bob.account.row.id);
-    assert.equal(await inbound('919812300004'), null);
-    // Bob writes to Alice's handset later: its next reply is Bob's.
-    await send(bob, '/sms/batch', {
-      recipients: [{ mobileNo: '919812300002' }],
-      senderName: 'HERALD',
-      body: 'Sale today',
-    });
-    assert.equal((await inbound('919812300002'))?.accountId, bob.account.row.id);
-    assert.equal((await mo(alice, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 422);
-    assert.equal((await mo(bob, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 201);
-    // A message that was never sent (suppressed, NotSent) routes nothing.
-    await alice.post('/sms/suppressions', { number: '919812300005' });
-    await send(alice, '/sms/batch', { recipients: [{ mobileNo: '919812300005' }], senderName: 'HERALD', body: 'Sale' });
-    assert.equal(await inbound('919812300005'), null);
-    const [post] = await posted();
-    assert.deepEqual(
-      post.data.map((e) => [e.from, e.to, e.text]),
-      [['919812300002', 'HERALD', 'thanks']],
-    );
-  });
+  it(
+    'routes an MO to a shared sender name to the account that last sent to the number from it; an MO to nowhere ' +
+      'is dropped',
+    async () => {
+      await start();
+      await send(alice, '/sms/single', { recipient: '919812300002', senderName: 'HERALD', body: 'Your code is 1234' });
+      await send(bob, '/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'Your code is 5678' });
+      const inbound = (from: string) =>
+        receiveInboundSms(api!.t.ctx.database, api!.clock, {
+          from,
+          to: 'HERALD',
+          text: 'thanks',
+          at: api!.clock.now(),
+        });
+      assert.equal((await inbound('919812300002'))?.accountId, alice.account.row.id);
+      assert.equal((await inbound('919812300003'))?.accountId, bob.account.row.id);
+      assert.equal(await inbound('919812300004'), null);
+      // Bob writes to Alice's handset later: its next reply is Bob's.
+      await send(bob, '/sms/batch', {
+        recipients: [{ mobileNo: '919812300002' }],
+        senderName: 'HERALD',
+        body: 'Sale today',
+      });
+      assert.equal((await inbound('919812300002'))?.accountId, bob.account.row.id);
+      assert.equal((await mo(alice, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 422);
+      assert.equal((await mo(bob, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 201);
+      // A message that was never sent (suppressed, NotSent) routes nothing.
+      await alice.post('/sms/suppressions', { number: '919812300005' });
+      await send(alice, '/sms/batch', {
+        recipients: [{ mobileNo: '919812300005' }],
+        senderName: 'HERALD',
+        body: 'Sale',
+      });
+      assert.equal(await inbound('919812300005'), null);
+      const [post] = await posted();
+      assert.deepEqual(
+        post.data.map((e) => [e.from, e.to, e.text]),
+        [['919812300002', 'HERALD', 'thanks']],
+      );
+    },
+  );
 
-  it('STOP suppresses the number for that account only and turns its contacts’ mobileOptIn off; START undoes it', async () => {
-    await start();
-    await addSenderName(alice, NUMBER);
-    const handset = { mobileCountryCode: '91', mobileNumber: '9812300006', mobileOptIn: true };
-    const mine = await alice.upsert([
-      { ...handset, email: 'one@example.com' },
-      { ...handset, email: 'two@example.com' },
-    ]);
-    const theirs = await bob.upsert([handset]);
+  it(
+    'STOP suppresses the number for that account only and turns ' + 'its contacts’ mobileOptIn off; START undoes it',
+    async () => {
+      await start();
+      await addSenderName(alice, NUMBER);
+      const handset = { mobileCountryCode: '91', mobileNumber: '9812300006', mobileOptIn: true };
+      const mine = await alice.upsert([
+        { ...handset, email: 'one@example.com' },
+        { ...handset, email: 'two@example.com' },
+      ]);
+      const theirs = await bob.upsert([handset]);
 
-    const stop = await mo(alice, { from: '919812300006', to: NUMBER, text: '  stop ' });
-    assert.deepEqual([stop.statusCode, stop.json().keyword], [201, 'stop']);
-    assert.deepEqual(await suppressions(alice), [['919812300006', 'STOP reply']]);
-    for (const id of mine.inserted.contactIds) assert.equal((await alice.contact(id)).mobileOptIn, false);
-    const single = await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' });
-    assert.equal(single.statusCode, 422);
-    assert.match(single.json().errors[0].message, /suppressed \(STOP reply\)/);
-    const batch = await send(alice, '/sms/batch', {
-      recipients: [{ mobileNo: '919812300006' }, { mobileNo: '919812300007' }],
-      senderName: 'HERALD',
-      body: 'Sale',
-    });
-    assert.deepEqual((await alice.get(`/sms/${batch}`)).json().totals, { Delivered: 1, NotSent: 1 });
+      const stop = await mo(alice, { from: '919812300006', to: NUMBER, text: '  stop ' });
+      assert.deepEqual([stop.statusCode, stop.json().keyword], [201, 'stop']);
+      assert.deepEqual(await suppressions(alice), [['919812300006', 'STOP reply']]);
+      for (const id of mine.inserted.contactIds) assert.equal((await alice.contact(id)).mobileOptIn, false);
+      const single = await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' });
+      assert.equal(single.statusCode, 422);
+      assert.match(single.json().errors[0].message, /suppressed \(STOP reply\)/);
+      const batch = await send(alice, '/sms/batch', {
+        recipients: [{ mobileNo: '919812300006' }, { mobileNo: '919812300007' }],
+        senderName: 'HERALD',
+        body: 'Sale',
+      });
+      assert.deepEqual((await alice.get(`/sms/${batch}`)).json().totals, { Delivered: 1, NotSent: 1 });
 
-    // Bob's standing with the handset is his own.
-    assert.deepEqual(await suppressions(bob), []);
-    assert.equal((await bob.contact(theirs.inserted.contactIds[0])).mobileOptIn, true);
-    await send(bob, '/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'hi' });
+      // Bob's standing with the handset is his own.
+      assert.deepEqual(await suppressions(bob), []);
+      assert.equal((await bob.contact(theirs.inserted.contactIds[0])).mobileOptIn, true);
+      await send(bob, '/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'hi' });
 
-    // A STOP from a number no contact holds suppresses it all the same.
-    assert.equal((await mo(alice, { from: '919812300008', to: NUMBER, text: 'UNSUBSCRIBE' })).statusCode, 201);
-    assert.deepEqual(
-      (await suppressions(alice)).map(([number]: string[]) => number),
-      ['919812300006', '919812300008'],
-    );
+      // A STOP from a number no contact holds suppresses it all the same.
+      assert.equal((await mo(alice, { from: '919812300008', to: NUMBER, text: 'UNSUBSCRIBE' })).statusCode, 201);
+      assert.deepEqual(
+        (await suppressions(alice)).map(([number]: string[]) => number),
+        ['919812300006', '919812300008'],
+      );
 
-    const undo = await mo(alice, { from: '919812300006', to: NUMBER, text: 'Start' });
-    assert.equal(undo.json().keyword, 'start');
-    assert.deepEqual(
-      (await suppressions(alice)).map(([number]: string[]) => number),
-      ['919812300008'],
-    );
-    for (const id of mine.inserted.contactIds) assert.equal((await alice.contact(id)).mobileOptIn, true);
-    assert.equal(
-      (await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' })).statusCode,
-      202,
-    );
+      const undo = await mo(alice, { from: '919812300006', to: NUMBER, text: 'Start' });
+      assert.equal(undo.json().keyword, 'start');
+      assert.deepEqual(
+        (await suppressions(alice)).map(([number]: string[]) => number),
+        ['919812300008'],
+      );
+      for (const id of mine.inserted.contactIds) assert.equal((await alice.contact(id)).mobileOptIn, true);
+      assert.equal(
+        (await alice.post('/sms/single', { recipient: '919812300006', senderName: 'HERALD', body: 'code' })).statusCode,
+        202,
+      );
 
-    // START lifts only a STOP: a suppression added by hand stays, and a YES to nothing is only a message.
-    await alice.post('/sms/suppressions', { number: '919812300010', reason: 'complained' });
-    assert.equal((await mo(alice, { from: '919812300010', to: NUMBER, text: 'YES' })).json().keyword, null);
-    assert.deepEqual(await suppressions(alice), [
-      ['919812300008', 'STOP reply'],
-      ['919812300010', 'complained'],
-    ]);
-    // Every one of them is posted, the words included.
-    assert.deepEqual(
-      (await posted()).flatMap((post) => post.data.map((e) => e.text)),
-      ['  stop ', 'UNSUBSCRIBE', 'Start', 'YES'],
-    );
-  });
+      // START lifts only a STOP: a suppression added by hand stays, and a YES to nothing is only a message.
+      await alice.post('/sms/suppressions', { number: '919812300010', reason: 'complained' });
+      assert.equal((await mo(alice, { from: '919812300010', to: NUMBER, text: 'YES' })).json().keyword, null);
+      assert.deepEqual(await suppressions(alice), [
+        ['919812300008', 'STOP reply'],
+        ['919812300010', 'complained'],
+      ]);
+      // Every one of them is posted, the words included.
+      assert.deepEqual(
+        (await posted()).flatMap((post) => post.data.map((e) => e.text)),
+        ['  stop ', 'UNSUBSCRIBE', 'Start', 'YES'],
+      );
+    },
+  );
 
   it('gives a numeric sender name to one account only; alphanumeric names stay shareable', async () => {
     await start();
@@ -257,36 +279,44 @@ forEachDatabase((dialect) => {
     assert.equal((await patchAccount(alice, {})).statusCode, 400);
   });
 
-  it('receives MO over SMPP from the simulator: a STOP in GSM-7 and a UCS-2 reply posted, an unroutable one answered and dropped', async () => {
-    smsc = await startSmsc({ systemId: 'herald', password: 'secret' });
-    await start({ SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}` });
-    await addSenderName(alice, NUMBER);
-    // The sandbox's simulated MO says what it needs rather than that it does not exist.
-    const simulated = await mo(alice, { from: '919812300011', to: NUMBER, text: 'STOP' });
-    assert.equal(simulated.statusCode, 409, simulated.body);
-    assert.match(simulated.json().message, /needs the sandbox transport \(SMS_TRANSPORT=sandbox:\)/);
-    assert.equal((await mo(alice, { from: 'a number?', to: NUMBER, text: 'STOP' })).statusCode, 400, 'bad input first');
-    const control = (body: object) =>
-      fetch(`http://127.0.0.1:${smsc!.httpPort}/mo`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-    // Herald binds at its worker's start; the simulator refuses an MO until a bind can take it.
-    await waitFor('a bind to receive MO', async () =>
-      (await control({ from: '919812300011', to: NUMBER, text: 'STOP' })).status === 202 ? true : undefined,
-    );
-    assert.equal((await control({ from: '919812300011', to: NUMBER, text: 'Merci, à demain 日本' })).status, 202);
-    assert.equal((await control({ from: '919812300012', to: '447700900999', text: 'wrong number' })).status, 202);
-    await waitFor('the MO answered', async () => (smsc!.stats().deliverSm.acknowledged === 3 ? true : undefined));
-    assert.equal(smsc.stats().deliverSm.refused, 0);
-    assert.deepEqual(await suppressions(alice), [['919812300011', 'STOP reply']]);
-    const [post] = await posted();
-    // Each deliver_sm is its own transaction: on PostgreSQL the two may commit in either order.
-    assert.deepEqual(post.data.map((e) => [e.from, e.to, e.text]).sort(), [
-      ['919812300011', NUMBER, 'Merci, à demain 日本'],
-      ['919812300011', NUMBER, 'STOP'],
-    ]);
-    assert.equal((await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
-  });
+  it(
+    'receives MO over SMPP from the simulator: a STOP in GSM-7 and a UCS-2 reply posted, an unroutable one ' +
+      'answered and dropped',
+    async () => {
+      smsc = await startSmsc({ systemId: 'herald', password: 'secret' });
+      await start({ SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${smsc.port}` });
+      await addSenderName(alice, NUMBER);
+      // The sandbox's simulated MO says what it needs rather than that it does not exist.
+      const simulated = await mo(alice, { from: '919812300011', to: NUMBER, text: 'STOP' });
+      assert.equal(simulated.statusCode, 409, simulated.body);
+      assert.match(simulated.json().message, /needs the sandbox transport \(SMS_TRANSPORT=sandbox:\)/);
+      assert.equal(
+        (await mo(alice, { from: 'a number?', to: NUMBER, text: 'STOP' })).statusCode,
+        400,
+        'bad input first',
+      );
+      const control = (body: object) =>
+        fetch(`http://127.0.0.1:${smsc!.httpPort}/mo`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      // Herald binds at its worker's start; the simulator refuses an MO until a bind can take it.
+      await waitFor('a bind to receive MO', async () =>
+        (await control({ from: '919812300011', to: NUMBER, text: 'STOP' })).status === 202 ? true : undefined,
+      );
+      assert.equal((await control({ from: '919812300011', to: NUMBER, text: 'Merci, à demain 日本' })).status, 202);
+      assert.equal((await control({ from: '919812300012', to: '447700900999', text: 'wrong number' })).status, 202);
+      await waitFor('the MO answered', async () => (smsc!.stats().deliverSm.acknowledged === 3 ? true : undefined));
+      assert.equal(smsc.stats().deliverSm.refused, 0);
+      assert.deepEqual(await suppressions(alice), [['919812300011', 'STOP reply']]);
+      const [post] = await posted();
+      // Each deliver_sm is its own transaction: on PostgreSQL the two may commit in either order.
+      assert.deepEqual(post.data.map((e) => [e.from, e.to, e.text]).sort(), [
+        ['919812300011', NUMBER, 'Merci, à demain 日本'],
+        ['919812300011', NUMBER, 'STOP'],
+      ]);
+      assert.equal((await api!.t.ctx.db.selectFrom('sms_inbound').selectAll().execute()).length, 2);
+    },
+  );
 });

@@ -65,32 +65,36 @@ forEachDatabase((dialect) => {
   const report = (receipts: Receipt[]) =>
     api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
 
-  it('applies a receipt that came before its submit’s result was recorded, and posts its status after the Submitted', async () => {
-    early = (ids) => ids.map((operatorMessageId) => ({ operatorMessageId, state: 'DELIVRD', errorCode: null }));
-    const response = await alice.post('/sms/single', {
-      recipient: '919812345678',
-      senderName: 'HERALD',
-      body: 'hi',
-      webHookUrl: 'http://127.0.0.1:9/sms',
-    });
-    await worker.drain();
-    const recipient = await recipientOf(response.json().data.QueueId);
-    assert.equal(recipient.status, 'Delivered');
-    assert.deepEqual(
-      recipient.history.map((h: { status: string }) => h.status),
-      ['Queued', 'Submitted', 'Delivered'],
-    );
-    const appended = await api.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
-    assert.deepEqual(
-      appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status),
-      ['Submitted', 'Delivered'],
-    );
-    assert.equal(
-      (await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
-      0,
-      'no receipt left waiting',
-    );
-  });
+  it(
+    'applies a receipt that came before its submit’s result was recorded, and posts its status after the ' +
+      'Submitted',
+    async () => {
+      early = (ids) => ids.map((operatorMessageId) => ({ operatorMessageId, state: 'DELIVRD', errorCode: null }));
+      const response = await alice.post('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'hi',
+        webHookUrl: 'http://127.0.0.1:9/sms',
+      });
+      await worker.drain();
+      const recipient = await recipientOf(response.json().data.QueueId);
+      assert.equal(recipient.status, 'Delivered');
+      assert.deepEqual(
+        recipient.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
+      );
+      const appended = await api.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
+      assert.deepEqual(
+        appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status),
+        ['Submitted', 'Delivered'],
+      );
+      assert.equal(
+        (await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
+        0,
+        'no receipt left waiting',
+      );
+    },
+  );
 
   it('makes a two-part message Delivered only when its last part is, and Failed when a part fails', async () => {
     const delivered = await send('919812345678', 'x'.repeat(161));
@@ -111,86 +115,96 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('keeps a part Delivered when an intermediate receipt for it comes after the final one, whether the part was recorded then or not', async () => {
-    const recorded = await send('919812345678', 'hi');
-    await report([{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
-    await report([{ operatorMessageId: 'op-919812345678-1', state: 'ENROUTE', errorCode: null }]);
-    const recipient = await recipientOf(recorded);
-    assert.equal(recipient.status, 'Delivered');
-    assert.deepEqual(
-      recipient.partStatus.map((p: { status: string }) => p.status),
-      ['Delivered'],
-    );
+  it(
+    'keeps a part Delivered when an intermediate receipt for it comes after the final one, whether the part was ' +
+      'recorded then or not',
+    async () => {
+      const recorded = await send('919812345678', 'hi');
+      await report([{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
+      await report([{ operatorMessageId: 'op-919812345678-1', state: 'ENROUTE', errorCode: null }]);
+      const recipient = await recipientOf(recorded);
+      assert.equal(recipient.status, 'Delivered');
+      assert.deepEqual(
+        recipient.partStatus.map((p: { status: string }) => p.status),
+        ['Delivered'],
+      );
 
-    early = (ids) =>
-      ids.flatMap((operatorMessageId) => [
-        { operatorMessageId, state: 'DELIVRD', errorCode: null },
-        { operatorMessageId, state: 'ENROUTE', errorCode: null },
+      early = (ids) =>
+        ids.flatMap((operatorMessageId) => [
+          { operatorMessageId, state: 'DELIVRD', errorCode: null },
+          { operatorMessageId, state: 'ENROUTE', errorCode: null },
+        ]);
+      const early2 = await send('919812300002', 'hi');
+      assert.equal(
+        (await recipientOf(early2)).status,
+        'Delivered',
+        'a waiting receipt is not undone by a later ENROUTE either',
+      );
+    },
+  );
+
+  it(
+    'sends the one-time passcodes claimed together as one page, ' + 'and tries one refused for now again on its own',
+    async () => {
+      const numbers = ['919812300011', '919812300012', '919812300013'];
+      refuseForNow.add(numbers[1]);
+      const queueIds: string[] = [];
+      for (const recipient of numbers) {
+        const response = await alice.post('/sms/single', {
+          recipient,
+          senderName: 'HERALD',
+          body: `code for ${recipient}`,
+        });
+        assert.equal(response.statusCode, 202, response.body);
+        queueIds.push(response.json().data.QueueId);
+      }
+      await worker.drain();
+      assert.deepEqual(pages, [numbers], 'one transport call for the three');
+      assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await recipientOf(id)).status)), [
+        'Submitted',
+        'Queued',
+        'Submitted',
       ]);
-    const early2 = await send('919812300002', 'hi');
-    assert.equal(
-      (await recipientOf(early2)).status,
-      'Delivered',
-      'a waiting receipt is not undone by a later ENROUTE either',
-    );
-  });
+      assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await alice.get(`/sms/${id}`)).json().status)), [
+        'Completed',
+        'Queued',
+        'Completed',
+      ]);
 
-  it('sends the one-time passcodes claimed together as one page, and tries one refused for now again on its own', async () => {
-    const numbers = ['919812300011', '919812300012', '919812300013'];
-    refuseForNow.add(numbers[1]);
-    const queueIds: string[] = [];
-    for (const recipient of numbers) {
+      refuseForNow.clear();
+      api.clock.advance(5_000);
+      await worker.drain();
+      assert.deepEqual(pages.slice(1), [[numbers[1]]], 'only the refused one is sent again');
+      assert.equal((await recipientOf(queueIds[1])).status, 'Submitted');
+      assert.equal((await alice.get(`/sms/${queueIds[1]}`)).json().status, 'Completed');
+    },
+  );
+
+  it(
+    'refuses to cancel a one-time passcode its worker has taken ' + '(409), though its send still reads Queued',
+    async () => {
+      let release!: () => void;
+      hold = new Promise((resolve) => (release = resolve));
       const response = await alice.post('/sms/single', {
-        recipient,
+        recipient: '919812300021',
         senderName: 'HERALD',
-        body: `code for ${recipient}`,
+        body: 'code 1',
       });
-      assert.equal(response.statusCode, 202, response.body);
-      queueIds.push(response.json().data.QueueId);
-    }
-    await worker.drain();
-    assert.deepEqual(pages, [numbers], 'one transport call for the three');
-    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await recipientOf(id)).status)), [
-      'Submitted',
-      'Queued',
-      'Submitted',
-    ]);
-    assert.deepEqual(await Promise.all(queueIds.map(async (id) => (await alice.get(`/sms/${id}`)).json().status)), [
-      'Completed',
-      'Queued',
-      'Completed',
-    ]);
-
-    refuseForNow.clear();
-    api.clock.advance(5_000);
-    await worker.drain();
-    assert.deepEqual(pages.slice(1), [[numbers[1]]], 'only the refused one is sent again');
-    assert.equal((await recipientOf(queueIds[1])).status, 'Submitted');
-    assert.equal((await alice.get(`/sms/${queueIds[1]}`)).json().status, 'Completed');
-  });
-
-  it('refuses to cancel a one-time passcode its worker has taken (409), though its send still reads Queued', async () => {
-    let release!: () => void;
-    hold = new Promise((resolve) => (release = resolve));
-    const response = await alice.post('/sms/single', {
-      recipient: '919812300021',
-      senderName: 'HERALD',
-      body: 'code 1',
-    });
-    const queueId = response.json().data.QueueId as string;
-    const draining = worker.drain();
-    await waitFor('the passcode at the transport', async () => (pages.length > 0 ? true : undefined));
-    assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Queued');
-    const cancel = await api.t.app.inject({
-      method: 'DELETE',
-      url: `/sms/${queueId}`,
-      headers: { authorization: `Bearer ${alice.token}` },
-    });
-    assert.equal(cancel.statusCode, 409, cancel.body);
-    release();
-    await draining;
-    assert.equal((await recipientOf(queueId)).status, 'Submitted');
-  });
+      const queueId = response.json().data.QueueId as string;
+      const draining = worker.drain();
+      await waitFor('the passcode at the transport', async () => (pages.length > 0 ? true : undefined));
+      assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Queued');
+      const cancel = await api.t.app.inject({
+        method: 'DELETE',
+        url: `/sms/${queueId}`,
+        headers: { authorization: `Bearer ${alice.token}` },
+      });
+      assert.equal(cancel.statusCode, 409, cancel.body);
+      release();
+      await draining;
+      assert.equal((await recipientOf(queueId)).status, 'Submitted');
+    },
+  );
 
   // PostgreSQL's transactions run side by side, each blind to the other's uncommitted rows;
   // SQLite's one writer takes them in turn, so these interleavings cannot happen there.
@@ -205,7 +219,13 @@ forEachDatabase((dialect) => {
         ran(await work(trx));
         await release;
       });
-      return { done, commit: async () => (commit(), await committed) };
+      return {
+        done,
+        commit: async () => {
+          commit();
+          await committed;
+        },
+      };
     };
     const deliveredEvents = async () =>
       (await api.t.ctx.db.selectFrom('webhook_events').select('events').execute())
@@ -218,56 +238,59 @@ forEachDatabase((dialect) => {
       const lockWaits = async () =>
         (
           await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(
-            api.t.ctx.db,
-          )
+        select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and wait_event_type = 'Lock'`.execute(api.t.ctx.db)
         ).rows[0].n;
       await waitFor('a statement waiting for a lock', async () => settled || (await lockWaits()) > 0 || undefined);
     };
 
-    it('applies, once, a receipt written while its part was being recorded, though neither transaction saw the other’s row', async () => {
-      const queueId = await alice.post('/sms/single', {
-        recipient: '919812345678',
-        senderName: 'HERALD',
-        body: 'hi',
-        webHookUrl: 'http://127.0.0.1:9/sms',
-      });
-      await worker.drain();
-      const id = 'op-919812345678-1';
-      const part = await api.t.ctx.db
-        .selectFrom('sms_parts')
-        .selectAll()
-        .where('operator_message_id', '=', id)
-        .executeTakeFirstOrThrow();
-      await api.t.ctx.db.deleteFrom('sms_parts').where('operator_message_id', '=', id).execute();
+    it(
+      'applies, once, a receipt written while its part was being recorded, though neither transaction saw the ' +
+        'other’s row',
+      async () => {
+        const queueId = await alice.post('/sms/single', {
+          recipient: '919812345678',
+          senderName: 'HERALD',
+          body: 'hi',
+          webHookUrl: 'http://127.0.0.1:9/sms',
+        });
+        await worker.drain();
+        const id = 'op-919812345678-1';
+        const part = await api.t.ctx.db
+          .selectFrom('sms_parts')
+          .selectAll()
+          .where('operator_message_id', '=', id)
+          .executeTakeFirstOrThrow();
+        await api.t.ctx.db.deleteFrom('sms_parts').where('operator_message_id', '=', id).execute();
 
-      const page = held(async (trx) => {
-        await trx.insertInto('sms_parts').values(part).execute();
-        return applyReceipts(trx, dialect, api.clock, { receipts: [], parts: [id] });
-      });
-      assert.deepEqual(await page.done, [id], 'the page left its part waiting');
-      const receiptWaiting = await report([{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }]);
-      assert.deepEqual(receiptWaiting, [id], 'the receipt saw no part');
-      await matchWaiting(api.t.ctx.db, dialect, api.clock.now(), receiptWaiting);
-      assert.equal(
-        (await recipientOf(queueId.json().data.QueueId)).status,
-        'Submitted',
-        'nothing applied while the part is uncommitted',
-      );
-      await page.commit();
-      await Promise.all([
-        matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
-        matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
-      ]);
+        const page = held(async (trx) => {
+          await trx.insertInto('sms_parts').values(part).execute();
+          return applyReceipts(trx, dialect, api.clock, { receipts: [], parts: [id] });
+        });
+        assert.deepEqual(await page.done, [id], 'the page left its part waiting');
+        const receiptWaiting = await report([{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }]);
+        assert.deepEqual(receiptWaiting, [id], 'the receipt saw no part');
+        await matchWaiting(api.t.ctx.db, dialect, api.clock.now(), receiptWaiting);
+        assert.equal(
+          (await recipientOf(queueId.json().data.QueueId)).status,
+          'Submitted',
+          'nothing applied while the part is uncommitted',
+        );
+        await page.commit();
+        await Promise.all([
+          matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
+          matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
+        ]);
 
-      const recipient = await recipientOf(queueId.json().data.QueueId);
-      assert.deepEqual(
-        recipient.history.map((h: { status: string }) => h.status),
-        ['Queued', 'Submitted', 'Delivered'],
-      );
-      assert.equal(await deliveredEvents(), 1, 'one webhook event');
-      assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
-    });
+        const recipient = await recipientOf(queueId.json().data.QueueId);
+        assert.deepEqual(
+          recipient.history.map((h: { status: string }) => h.status),
+          ['Queued', 'Submitted', 'Delivered'],
+        );
+        assert.equal(await deliveredEvents(), 1, 'one webhook event');
+        assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+      },
+    );
 
     it('ends a two-part message Delivered when its parts’ receipts are applied side by side', async () => {
       const queueId = await send('919812345678', 'x'.repeat(161));

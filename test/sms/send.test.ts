@@ -44,123 +44,130 @@ forEachDatabase((dialect) => {
   };
   const secret = async (client: ApiClient) => (await client.get('/webhooks/secret')).json().secret as string;
 
-  it('accepts /sms/single with exactly SPEC §2.5, submits it to the sandbox with its tags, and reads it back', async () => {
-    const response = await alice.post('/sms/single', {
-      recipient: '919812345678',
-      senderName: 'HERALD',
-      body: 'Your code is [code]',
-      personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '482913' }],
-    });
-    assert.equal(response.statusCode, 202, response.body);
-    const body = response.json();
-    assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
-    assert.equal(body.status, 'Success');
-    assert.match(body.data.QueueId, UUID);
-    assert.equal(body.data.QueuedTimestamp, api.clock.now());
-    await api.drain();
+  it(
+    'accepts /sms/single with exactly SPEC §2.5, submits it to ' + 'the sandbox with its tags, and reads it back',
+    async () => {
+      const response = await alice.post('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'Your code is [code]',
+        personalizationSubstitutionTags: [{ tagName: '[code]', tagValue: '482913' }],
+      });
+      assert.equal(response.statusCode, 202, response.body);
+      const body = response.json();
+      assert.deepEqual(Object.keys(body).sort(), ['data', 'message', 'status']);
+      assert.equal(body.status, 'Success');
+      assert.match(body.data.QueueId, UUID);
+      assert.equal(body.data.QueuedTimestamp, api.clock.now());
+      await api.drain();
 
-    const [message] = await sandbox(alice);
-    assert.deepEqual(
-      [message.recipient, message.senderName, message.text, message.parts, message.encoding],
-      ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7'],
-    );
-    const read = (await alice.get(`/sms/${body.data.QueueId}`)).json();
-    assert.equal(read.status, 'Completed');
-    assert.deepEqual(read.totals, { Delivered: 1 });
-    assert.equal(read.partsBilled, 1);
-    const [recipient] = read.recipients;
-    assert.deepEqual(
-      [recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding],
-      ['919812345678', 'Delivered', message.messageId, 1, 'GSM-7'],
-    );
-    // The sandbox reports each part delivered, as an operator's receipt would.
-    assert.deepEqual(
-      recipient.history.map((h: { status: string }) => h.status),
-      ['Queued', 'Submitted', 'Delivered'],
-    );
-    assert.deepEqual(recipient.partStatus, [
-      { part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Delivered' },
-    ]);
-  });
+      const [message] = await sandbox(alice);
+      assert.deepEqual(
+        [message.recipient, message.senderName, message.text, message.parts, message.encoding],
+        ['919812345678', 'HERALD', 'Your code is 482913', 1, 'GSM-7'],
+      );
+      const read = (await alice.get(`/sms/${body.data.QueueId}`)).json();
+      assert.equal(read.status, 'Completed');
+      assert.deepEqual(read.totals, { Delivered: 1 });
+      assert.equal(read.partsBilled, 1);
+      const [recipient] = read.recipients;
+      assert.deepEqual(
+        [recipient.recipient, recipient.status, recipient.messageId, recipient.parts, recipient.encoding],
+        ['919812345678', 'Delivered', message.messageId, 1, 'GSM-7'],
+      );
+      // The sandbox reports each part delivered, as an operator's receipt would.
+      assert.deepEqual(
+        recipient.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
+      );
+      assert.deepEqual(recipient.partStatus, [
+        { part: 1, operatorMessageId: `${message.messageId}/1`, status: 'Delivered' },
+      ]);
+    },
+  );
 
-  it('sends a batch to its recipients and lists: one message per number, the request’s tags over the contact’s, consent obeyed', async () => {
-    await alice.createProperty('firstName');
-    const list = await alice.createList('Customers');
-    const other = await alice.createList('Prospects');
-    const contact = (mobileNumber: string, firstName: string, mobileOptIn: boolean) => ({
-      mobileCountryCode: '91',
-      mobileNumber,
-      mobileOptIn,
-      propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
-    });
-    await alice.upsert(
-      [
-        contact('9812300001', 'Asha', true),
-        contact('9812300002', 'Bina', true),
-        contact('9812300003', 'Chetan', false),
-      ],
-      { listId: list },
-    );
-    // The same number in a second list, updated later: its data is the one used (rule 4).
-    await alice.upsert([contact('9812300002', 'Bina', true)], { listId: other });
-    await alice.upsert(
-      [
-        {
-          mobileCountryCode: '91',
-          mobileNumber: '9812300002',
-          mobileOptIn: true,
-          email: 'bina@example.com',
-          propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Binita' }],
-        },
-      ],
-      { listId: other },
-    );
+  it(
+    'sends a batch to its recipients and lists: one message per number, the request’s tags over the contact’s, ' +
+      'consent obeyed',
+    async () => {
+      await alice.createProperty('firstName');
+      const list = await alice.createList('Customers');
+      const other = await alice.createList('Prospects');
+      const contact = (mobileNumber: string, firstName: string, mobileOptIn: boolean) => ({
+        mobileCountryCode: '91',
+        mobileNumber,
+        mobileOptIn,
+        propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+      });
+      await alice.upsert(
+        [
+          contact('9812300001', 'Asha', true),
+          contact('9812300002', 'Bina', true),
+          contact('9812300003', 'Chetan', false),
+        ],
+        { listId: list },
+      );
+      // The same number in a second list, updated later: its data is the one used (rule 4).
+      await alice.upsert([contact('9812300002', 'Bina', true)], { listId: other });
+      await alice.upsert(
+        [
+          {
+            mobileCountryCode: '91',
+            mobileNumber: '9812300002',
+            mobileOptIn: true,
+            email: 'bina@example.com',
+            propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Binita' }],
+          },
+        ],
+        { listId: other },
+      );
 
-    const queueId = await send(alice, '/sms/batch', {
-      listId: [list, other, list],
-      recipients: [
-        {
-          mobileNo: '919812300001',
-          personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }],
-        },
-        { mobileNo: '919812300009' },
-      ],
-      senderName: 'HERALD',
-      body: 'Hello [firstName], your order shipped.',
-      webHookUrl: receiver.url,
-    });
-    const texts = new Map((await sandbox(alice)).map((m) => [m.recipient, m.text]));
-    assert.deepEqual(Object.fromEntries(texts), {
-      '919812300001': 'Hello Dr Asha, your order shipped.',
-      '919812300002': 'Hello Binita, your order shipped.',
-      '919812300009': 'Hello , your order shipped.',
-    });
-    const read = (await alice.get(`/sms/${queueId}`)).json();
-    assert.deepEqual(read.totals, { Delivered: 3, NotSent: 1 });
-    const notSent = read.recipients.find((r: { recipient: string }) => r.recipient === '919812300003');
-    assert.equal(notSent.status, 'NotSent');
-    assert.match(notSent.reason, /consent/);
+      const queueId = await send(alice, '/sms/batch', {
+        listId: [list, other, list],
+        recipients: [
+          {
+            mobileNo: '919812300001',
+            personalizationSubstitutionTags: [{ tagName: '[firstName]', tagValue: 'Dr Asha' }],
+          },
+          { mobileNo: '919812300009' },
+        ],
+        senderName: 'HERALD',
+        body: 'Hello [firstName], your order shipped.',
+        webHookUrl: receiver.url,
+      });
+      const texts = new Map((await sandbox(alice)).map((m) => [m.recipient, m.text]));
+      assert.deepEqual(Object.fromEntries(texts), {
+        '919812300001': 'Hello Dr Asha, your order shipped.',
+        '919812300002': 'Hello Binita, your order shipped.',
+        '919812300009': 'Hello , your order shipped.',
+      });
+      const read = (await alice.get(`/sms/${queueId}`)).json();
+      assert.deepEqual(read.totals, { Delivered: 3, NotSent: 1 });
+      const notSent = read.recipients.find((r: { recipient: string }) => r.recipient === '919812300003');
+      assert.equal(notSent.status, 'NotSent');
+      assert.match(notSent.reason, /consent/);
 
-    // The status events are gathered into one signed post.
-    api.clock.advance(1000);
-    await api.drain();
-    assert.equal(receiver.received.length, 1);
-    const post = receiver.received[0];
-    const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as {
-      type: string;
-      data: Array<{ queueId: string; recipient: string; status: string; parts: number }>;
-    };
-    assert.equal(payload.type, 'sms.status');
-    assert.deepEqual(payload.data.map((e) => [e.queueId, e.recipient, e.status, e.parts]).sort(), [
-      [queueId, '919812300001', 'Delivered', 1],
-      [queueId, '919812300001', 'Submitted', 1],
-      [queueId, '919812300002', 'Delivered', 1],
-      [queueId, '919812300002', 'Submitted', 1],
-      [queueId, '919812300003', 'Failed', null],
-      [queueId, '919812300009', 'Delivered', 1],
-      [queueId, '919812300009', 'Submitted', 1],
-    ]);
-  });
+      // The status events are gathered into one signed post.
+      api.clock.advance(1000);
+      await api.drain();
+      assert.equal(receiver.received.length, 1);
+      const post = receiver.received[0];
+      const payload = new Webhook(await secret(alice)).verify(post.body, post.headers as Record<string, string>) as {
+        type: string;
+        data: Array<{ queueId: string; recipient: string; status: string; parts: number }>;
+      };
+      assert.equal(payload.type, 'sms.status');
+      assert.deepEqual(payload.data.map((e) => [e.queueId, e.recipient, e.status, e.parts]).sort(), [
+        [queueId, '919812300001', 'Delivered', 1],
+        [queueId, '919812300001', 'Submitted', 1],
+        [queueId, '919812300002', 'Delivered', 1],
+        [queueId, '919812300002', 'Submitted', 1],
+        [queueId, '919812300003', 'Failed', null],
+        [queueId, '919812300009', 'Delivered', 1],
+        [queueId, '919812300009', 'Submitted', 1],
+      ]);
+    },
+  );
 
   it('posts a recipient not sent for consent or suppression as Failed, not_sent; the read keeps NotSent', async () => {
     await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
@@ -227,40 +234,43 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
   });
 
-  it('bills the parts of a message the operator took though its receipt failed, and not those of one it refused', async () => {
-    await api.close();
-    api = await startApiTest(dialect, {
-      clock: new ManualClock(Date.now()),
-      env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' },
-    });
-    alice = await api.client();
-    const queueId = await send(alice, '/sms/batch', {
-      senderName: 'HERALD',
-      body: 'x'.repeat(161),
-      recipients: ['919812300001', '919812300002'].map((mobileNo) => ({ mobileNo })),
-    });
-    const statuses = async () =>
-      Object.fromEntries(
-        (await alice.get(`/sms/${queueId}`))
-          .json()
-          .recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]),
-      );
-    assert.deepEqual(await statuses(), { '919812300001': 'Delivered', '919812300002': 'Failed' });
-    // As an UNDELIV receipt leaves it (sms/receipts.ts): Failed after the operator took it.
-    const { id } = await api.t.ctx.db
-      .selectFrom('send_recipients')
-      .select('id')
-      .where('send_id', '=', queueId)
-      .where('address', '=', '919812300001')
-      .executeTakeFirstOrThrow();
-    await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Failed' }).where('id', '=', id).execute();
-    await api.t.ctx.db
-      .insertInto('recipient_history')
-      .values({ recipient_id: id, status: 'Failed', at: api.clock.now() })
-      .execute();
-    assert.deepEqual(await statuses(), { '919812300001': 'Failed', '919812300002': 'Failed' });
-    assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
-  });
+  it(
+    'bills the parts of a message the operator took though its ' + 'receipt failed, and not those of one it refused',
+    async () => {
+      await api.close();
+      api = await startApiTest(dialect, {
+        clock: new ManualClock(Date.now()),
+        env: { SMS_TRANSPORT: 'sandbox:?fail=0002$' },
+      });
+      alice = await api.client();
+      const queueId = await send(alice, '/sms/batch', {
+        senderName: 'HERALD',
+        body: 'x'.repeat(161),
+        recipients: ['919812300001', '919812300002'].map((mobileNo) => ({ mobileNo })),
+      });
+      const statuses = async () =>
+        Object.fromEntries(
+          (await alice.get(`/sms/${queueId}`))
+            .json()
+            .recipients.map((r: { recipient: string; status: string }) => [r.recipient, r.status]),
+        );
+      assert.deepEqual(await statuses(), { '919812300001': 'Delivered', '919812300002': 'Failed' });
+      // As an UNDELIV receipt leaves it (sms/receipts.ts): Failed after the operator took it.
+      const { id } = await api.t.ctx.db
+        .selectFrom('send_recipients')
+        .select('id')
+        .where('send_id', '=', queueId)
+        .where('address', '=', '919812300001')
+        .executeTakeFirstOrThrow();
+      await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Failed' }).where('id', '=', id).execute();
+      await api.t.ctx.db
+        .insertInto('recipient_history')
+        .values({ recipient_id: id, status: 'Failed', at: api.clock.now() })
+        .execute();
+      assert.deepEqual(await statuses(), { '919812300001': 'Failed', '919812300002': 'Failed' });
+      assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
+    },
+  );
 
   it('answers /sms/single to a number whose contact has not consented with 422, and queues nothing', async () => {
     await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300003', mobileOptIn: false }]);
@@ -416,40 +426,43 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('never sends to a suppressed number: NotSent in a batch, 422 for a single, until the suppression is removed', async () => {
-    const bob = await api.client();
-    const added = await alice.post('/sms/suppressions', { number: '919812300001', reason: 'replied STOP' });
-    assert.equal(added.statusCode, 201);
-    assert.deepEqual(Object.keys(added.json()).sort(), ['createdAt', 'number', 'reason']);
-    const single = await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' });
-    assert.equal(single.statusCode, 422);
-    assert.match(single.json().errors[0].message, /suppressed \(replied STOP\)/);
-    const queueId = await send(alice, '/sms/batch', {
-      recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }],
-      senderName: 'HERALD',
-      body: 'sale',
-    });
-    const read = (await alice.get(`/sms/${queueId}`)).json();
-    assert.deepEqual(read.totals, { Delivered: 1, NotSent: 1 });
-    assert.equal(read.recipients[0].reason, 'suppressed: replied STOP');
-    // Another account's suppressions are its own.
-    assert.deepEqual((await bob.get('/sms/suppressions')).json().suppressions, []);
-    await send(bob, '/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'hi' });
-    assert.deepEqual(
-      (await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string }) => s.number),
-      ['919812300001'],
-    );
-    const remove = () =>
-      api.t.app.inject({
-        method: 'DELETE',
-        url: '/sms/suppressions/919812300001',
-        headers: { authorization: `Bearer ${alice.token}` },
+  it(
+    'never sends to a suppressed number: NotSent in a batch, 422 ' + 'for a single, until the suppression is removed',
+    async () => {
+      const bob = await api.client();
+      const added = await alice.post('/sms/suppressions', { number: '919812300001', reason: 'replied STOP' });
+      assert.equal(added.statusCode, 201);
+      assert.deepEqual(Object.keys(added.json()).sort(), ['createdAt', 'number', 'reason']);
+      const single = await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' });
+      assert.equal(single.statusCode, 422);
+      assert.match(single.json().errors[0].message, /suppressed \(replied STOP\)/);
+      const queueId = await send(alice, '/sms/batch', {
+        recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }],
+        senderName: 'HERALD',
+        body: 'sale',
       });
-    assert.equal((await remove()).statusCode, 204);
-    assert.equal((await remove()).statusCode, 404);
-    assert.equal(
-      (await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' })).statusCode,
-      202,
-    );
-  });
+      const read = (await alice.get(`/sms/${queueId}`)).json();
+      assert.deepEqual(read.totals, { Delivered: 1, NotSent: 1 });
+      assert.equal(read.recipients[0].reason, 'suppressed: replied STOP');
+      // Another account's suppressions are its own.
+      assert.deepEqual((await bob.get('/sms/suppressions')).json().suppressions, []);
+      await send(bob, '/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'hi' });
+      assert.deepEqual(
+        (await alice.get('/sms/suppressions')).json().suppressions.map((s: { number: string }) => s.number),
+        ['919812300001'],
+      );
+      const remove = () =>
+        api.t.app.inject({
+          method: 'DELETE',
+          url: '/sms/suppressions/919812300001',
+          headers: { authorization: `Bearer ${alice.token}` },
+        });
+      assert.equal((await remove()).statusCode, 204);
+      assert.equal((await remove()).statusCode, 404);
+      assert.equal(
+        (await alice.post('/sms/single', { recipient: '919812300001', senderName: 'HERALD', body: 'code' })).statusCode,
+        202,
+      );
+    },
+  );
 });

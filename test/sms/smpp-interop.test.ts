@@ -43,7 +43,8 @@ async function startNetSmppSmsc(systemId: string, password: string): Promise<Net
     exited.then(([code]) => {
       if (/Can't locate Net\/SMPP\.pm/.test(stderr))
         throw new Error(
-          "Perl's Net::SMPP is missing: install Debian's libnet-smpp-perl (apt-get install libnet-smpp-perl; .ci/run does)",
+          "Perl's Net::SMPP is missing: install Debian's libnet-smpp-perl (apt-get install libnet-smpp-perl; " +
+            '.ci/run does)',
         );
       throw new Error(`the Net::SMPP SMSC exited (${code}) before listening: ${stderr}`);
     }),
@@ -97,85 +98,89 @@ forEachDatabase((dialect) => {
     });
   });
 
-  it('sends 161 GSM-7 characters as two concatenated submit_sm, Delivered by Net::SMPP’s receipts and posted', async () => {
-    // Characters whose GSM-7 septets are their ASCII codes: the octets read back as ASCII
-    // without Herald's own GSM-7 table.
-    const body =
-      'Your parcel 7741 is at the depot. Collect it by Friday 18:00 with this code: 55120. Reply STOP to opt out of these messages. Thank you for shopping with us! Bye!';
-    assert.equal(body.length, 161);
-    const recipient = '919812300461';
-    const queueId = await herald!.send('/sms/single', {
-      recipient,
-      senderName: 'HERALD',
-      body,
-      webHookUrl: receiver!.url,
-    });
+  it(
+    'sends 161 GSM-7 characters as two concatenated submit_sm, ' + 'Delivered by Net::SMPP’s receipts and posted',
+    async () => {
+      // Characters whose GSM-7 septets are their ASCII codes: the octets read back as ASCII
+      // without Herald's own GSM-7 table.
+      const body =
+        'Your parcel 7741 is at the depot. Collect it by Friday 18:00 with this code: 55120. Reply STOP to ' +
+        'opt out of these messages. Thank you for shopping with us! Bye!';
+      assert.equal(body.length, 161);
+      const recipient = '919812300461';
+      const queueId = await herald!.send('/sms/single', {
+        recipient,
+        senderName: 'HERALD',
+        body,
+        webHookUrl: receiver!.url,
+      });
 
-    const submits = await waitFor('both parts at the SMSC', async () => {
-      const taken = smsc!.records('submit_sm');
-      return taken.length === 2 ? taken : undefined;
-    });
-    for (const submit of submits) {
+      const submits = await waitFor('both parts at the SMSC', async () => {
+        const taken = smsc!.records('submit_sm');
+        return taken.length === 2 ? taken : undefined;
+      });
+      for (const submit of submits) {
+        assert.deepEqual(
+          [
+            submit.source_addr,
+            submit.source_addr_ton,
+            submit.source_addr_npi,
+            submit.destination_addr,
+            submit.dest_addr_ton,
+            submit.dest_addr_npi,
+          ],
+          ['HERALD', 5, 0, recipient, 1, 1],
+        );
+        assert.deepEqual([submit.esm_class, submit.data_coding, submit.registered_delivery], [0x40, 0, 1]);
+      }
+      const parts = submits.map((submit) => {
+        const octets = Buffer.from(submit.short_message as string, 'hex');
+        // UDH: its length 5, then IEI 0x00 (concatenation, 8-bit reference), 3 octets: reference, total, sequence.
+        assert.deepEqual([...octets.subarray(0, 3)], [5, 0x00, 3]);
+        return {
+          reference: octets[3],
+          total: octets[4],
+          sequence: octets[5],
+          text: octets.subarray(6).toString('latin1'),
+          messageId: submit.message_id as string,
+        };
+      });
+      assert.equal(parts[0].reference, parts[1].reference);
+      assert.deepEqual(parts.map((p) => [p.total, p.sequence]).sort(), [
+        [2, 1],
+        [2, 2],
+      ]);
+      const inOrder = parts.sort((a, b) => a.sequence - b.sequence);
+      assert.equal(inOrder.map((p) => p.text).join(''), body);
+
+      const view = await herald!.settled(queueId);
+      const [delivered] = view.recipients;
+      assert.equal(delivered.status, 'Delivered');
       assert.deepEqual(
-        [
-          submit.source_addr,
-          submit.source_addr_ton,
-          submit.source_addr_npi,
-          submit.destination_addr,
-          submit.dest_addr_ton,
-          submit.dest_addr_npi,
-        ],
-        ['HERALD', 5, 0, recipient, 1, 1],
+        delivered.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
       );
-      assert.deepEqual([submit.esm_class, submit.data_coding, submit.registered_delivery], [0x40, 0, 1]);
-    }
-    const parts = submits.map((submit) => {
-      const octets = Buffer.from(submit.short_message as string, 'hex');
-      // UDH: its length 5, then IEI 0x00 (concatenation, 8-bit reference), 3 octets: reference, total, sequence.
-      assert.deepEqual([...octets.subarray(0, 3)], [5, 0x00, 3]);
-      return {
-        reference: octets[3],
-        total: octets[4],
-        sequence: octets[5],
-        text: octets.subarray(6).toString('latin1'),
-        messageId: submit.message_id as string,
-      };
-    });
-    assert.equal(parts[0].reference, parts[1].reference);
-    assert.deepEqual(parts.map((p) => [p.total, p.sequence]).sort(), [
-      [2, 1],
-      [2, 2],
-    ]);
-    const inOrder = parts.sort((a, b) => a.sequence - b.sequence);
-    assert.equal(inOrder.map((p) => p.text).join(''), body);
-
-    const view = await herald!.settled(queueId);
-    const [delivered] = view.recipients;
-    assert.equal(delivered.status, 'Delivered');
-    assert.deepEqual(
-      delivered.history.map((h: { status: string }) => h.status),
-      ['Queued', 'Submitted', 'Delivered'],
-    );
-    // Each part under the id Net::SMPP answered it with, kept lower case as every id is.
-    assert.deepEqual(
-      delivered.partStatus,
-      inOrder.map((p) => ({ part: p.sequence, operatorMessageId: p.messageId.toLowerCase(), status: 'Delivered' })),
-    );
-    // Each receipt answered once kept, which may be just after its status shows.
-    const answers = await waitFor('both receipts answered', async () => {
-      const taken = smsc!.records('deliver_sm_resp');
-      return taken.length === 2 ? taken : undefined;
-    });
-    assert.deepEqual(answers, [
-      { pdu: 'deliver_sm_resp', status: 0 },
-      { pdu: 'deliver_sm_resp', status: 0 },
-    ]);
-    assert.deepEqual(
-      (await herald!.events()).map((e) => [e.queueId, e.recipient, e.status, e.parts]),
-      [
-        [queueId, recipient, 'Submitted', 2],
-        [queueId, recipient, 'Delivered', 2],
-      ],
-    );
-  });
+      // Each part under the id Net::SMPP answered it with, kept lower case as every id is.
+      assert.deepEqual(
+        delivered.partStatus,
+        inOrder.map((p) => ({ part: p.sequence, operatorMessageId: p.messageId.toLowerCase(), status: 'Delivered' })),
+      );
+      // Each receipt answered once kept, which may be just after its status shows.
+      const answers = await waitFor('both receipts answered', async () => {
+        const taken = smsc!.records('deliver_sm_resp');
+        return taken.length === 2 ? taken : undefined;
+      });
+      assert.deepEqual(answers, [
+        { pdu: 'deliver_sm_resp', status: 0 },
+        { pdu: 'deliver_sm_resp', status: 0 },
+      ]);
+      assert.deepEqual(
+        (await herald!.events()).map((e) => [e.queueId, e.recipient, e.status, e.parts]),
+        [
+          [queueId, recipient, 'Submitted', 2],
+          [queueId, recipient, 'Delivered', 2],
+        ],
+      );
+    },
+  );
 });

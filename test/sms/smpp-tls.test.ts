@@ -56,7 +56,10 @@ const local = selfSigned('herald-test-smsc', 'IP:127.0.0.1,DNS:localhost');
 const elsewhere = selfSigned('smsc.example.com', 'DNS:smsc.example.com');
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** SMPP over TLS (`smpps://`) to the simulator listening with TLS: the SMSC's certificate verified, by Node's CAs or the one given in `ca=`. */
+/**
+ * SMPP over TLS (`smpps://`) to the simulator listening with TLS: the SMSC's certificate verified,
+ * by Node's CAs or the one given in `ca=`.
+ */
 forEachDatabase((dialect) => {
   let smsc: Smsc | undefined;
   afterEach(async () => {

@@ -13,26 +13,30 @@ import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
 
 /** The SMPP transport's pure parts: its settings, ids, receipts, refusals, rate and submit fields. */
 describe('SMS_TRANSPORT=smpp://', () => {
-  it('takes the defaults: port 2775 (3550 over TLS), 2 binds × a window of 50, no rate cap, a tenth held for passcodes', () => {
-    assert.deepEqual(parseSmppUrl('smpp://herald:secret@smsc.example.com'), {
-      tls: false,
-      ca: undefined,
-      host: 'smsc.example.com',
-      port: 2775,
-      systemId: 'herald',
-      password: 'secret',
-      binds: 2,
-      window: 50,
-      tps: 0,
-      urgentShare: 0.1,
-    });
-    const tls = parseSmppUrl('smpps://herald:s%40cret@10.0.0.5?binds=4&window=25&tps=300&urgent=0.2');
-    assert.deepEqual(
-      [tls.tls, tls.port, tls.password, tls.binds, tls.window, tls.tps, tls.urgentShare],
-      [true, 3550, 's@cret', 4, 25, 300, 0.2],
-    );
-    assert.equal(loadConfig({ SMS_TRANSPORT: 'smpp://herald:secret@127.0.0.1:2776' }).smsTransport.kind, 'smpp');
-  });
+  it(
+    'takes the defaults: port 2775 (3550 over TLS), 2 binds × a window of 50, no rate cap, a tenth held for ' +
+      'passcodes',
+    () => {
+      assert.deepEqual(parseSmppUrl('smpp://herald:secret@smsc.example.com'), {
+        tls: false,
+        ca: undefined,
+        host: 'smsc.example.com',
+        port: 2775,
+        systemId: 'herald',
+        password: 'secret',
+        binds: 2,
+        window: 50,
+        tps: 0,
+        urgentShare: 0.1,
+      });
+      const tls = parseSmppUrl('smpps://herald:s%40cret@10.0.0.5?binds=4&window=25&tps=300&urgent=0.2');
+      assert.deepEqual(
+        [tls.tls, tls.port, tls.password, tls.binds, tls.window, tls.tps, tls.urgentShare],
+        [true, 3550, 's@cret', 4, 25, 300, 0.2],
+      );
+      assert.equal(loadConfig({ SMS_TRANSPORT: 'smpp://herald:secret@127.0.0.1:2776' }).smsTransport.kind, 'smpp');
+    },
+  );
 
   it('refuses what an SMSC could not take, naming it without the password', () => {
     for (const [url, problem] of [
@@ -74,23 +78,26 @@ describe('operator message ids', () => {
 
 describe('delivery receipts', () => {
   const text = (body: string) => ({ message: body });
-  it('reads the id, state and error from the text, the TLVs first for the id, the source address as the recipient', () => {
-    const receipt = readReceipt({
-      esm_class: 0x04,
-      source_addr: '919812345678',
-      short_message: text(
-        'id:0000000031 sub:001 dlvrd:000 submit date:2611221200 done date:2611221201 stat:UNDELIV err:001 text:Hello',
-      ),
-      receipted_message_id: '1F',
-      message_state: 5,
-    });
-    assert.deepEqual(receipt, {
-      recipient: '919812345678',
-      readings: ['1f', '31', '49'],
-      state: 'UNDELIV',
-      errorCode: '001',
-    });
-  });
+  it(
+    'reads the id, state and error from the text, the TLVs first ' + 'for the id, the source address as the recipient',
+    () => {
+      const receipt = readReceipt({
+        esm_class: 0x04,
+        source_addr: '919812345678',
+        short_message: text(
+          'id:0000000031 sub:001 dlvrd:000 submit date:2611221200 done date:2611221201 stat:UNDELIV err:001 text:Hello',
+        ),
+        receipted_message_id: '1F',
+        message_state: 5,
+      });
+      assert.deepEqual(receipt, {
+        recipient: '919812345678',
+        readings: ['1f', '31', '49'],
+        state: 'UNDELIV',
+        errorCode: '001',
+      });
+    },
+  );
 
   it('takes the state from message_state when the text has none, and refuses a receipt that names no id', () => {
     assert.deepEqual(
@@ -184,30 +191,33 @@ describe('the submit rate', () => {
 });
 
 describe('submit_sm fields', () => {
-  it('sets TON/NPI by the sender kind, the UDH indicator on parts, data_coding always, a receipt for every part', () => {
-    const [first] = segment('日'.repeat(100), { reference: 7 }).parts;
-    const fields = submitFields({ sender: 'HERALD', recipient: '919812345678' }, 'UCS-2', first);
-    assert.deepEqual(
-      [
-        fields.source_addr_ton,
-        fields.source_addr_npi,
-        fields.dest_addr_ton,
-        fields.dest_addr_npi,
-        fields.esm_class,
-        fields.data_coding,
-        fields.registered_delivery,
-      ],
-      [5, 0, 1, 1, 0x40, 8, 1],
-    );
-    assert.deepEqual((fields.short_message as Buffer).subarray(0, 6), Buffer.from([5, 0, 3, 7, 2, 1]));
-    const numeric = submitFields(
-      { sender: '+447700900123', recipient: '919812345678' },
-      'GSM-7',
-      segment('hi', { reference: 0 }).parts[0],
-    );
-    assert.deepEqual(
-      [numeric.source_addr_ton, numeric.source_addr_npi, numeric.source_addr, numeric.esm_class, numeric.data_coding],
-      [1, 1, '447700900123', 0, 0],
-    );
-  });
+  it(
+    'sets TON/NPI by the sender kind, the UDH indicator on parts, ' + 'data_coding always, a receipt for every part',
+    () => {
+      const [first] = segment('日'.repeat(100), { reference: 7 }).parts;
+      const fields = submitFields({ sender: 'HERALD', recipient: '919812345678' }, 'UCS-2', first);
+      assert.deepEqual(
+        [
+          fields.source_addr_ton,
+          fields.source_addr_npi,
+          fields.dest_addr_ton,
+          fields.dest_addr_npi,
+          fields.esm_class,
+          fields.data_coding,
+          fields.registered_delivery,
+        ],
+        [5, 0, 1, 1, 0x40, 8, 1],
+      );
+      assert.deepEqual((fields.short_message as Buffer).subarray(0, 6), Buffer.from([5, 0, 3, 7, 2, 1]));
+      const numeric = submitFields(
+        { sender: '+447700900123', recipient: '919812345678' },
+        'GSM-7',
+        segment('hi', { reference: 0 }).parts[0],
+      );
+      assert.deepEqual(
+        [numeric.source_addr_ton, numeric.source_addr_npi, numeric.source_addr, numeric.esm_class, numeric.data_coding],
+        [1, 1, '447700900123', 0, 0],
+      );
+    },
+  );
 });

@@ -53,38 +53,42 @@ forEachDatabase((dialect) => {
       ).json()) as { messages: MessageView[] }
     ).messages;
 
-  it('sends a single over SMPP: alphanumeric sender TON 5 / NPI 0, E.164 destination TON 1 / NPI 1, a receipt asked for, Delivered by its receipt and posted', async () => {
-    await start();
-    const queueId = await send('/sms/single', {
-      recipient: '919812345678',
-      senderName: 'HERALD',
-      body: 'Your code is 482913',
-      webHookUrl: receiver.url,
-    });
-    const [message] = await taken('919812345678');
-    assert.equal(message.text, 'Your code is 482913');
-    assert.deepEqual(message.source, { ton: 5, npi: 0, addr: 'HERALD' });
-    assert.deepEqual(message.destination, { ton: 1, npi: 1, addr: '919812345678' });
-    assert.deepEqual([message.dataCoding, message.parts[0].registeredDelivery, message.parts[0].esmClass], [0, 1, 0]);
+  it(
+    'sends a single over SMPP: alphanumeric sender TON 5 / NPI 0, E.164 destination TON 1 / NPI 1, ' +
+      'a receipt asked for, Delivered by its receipt and posted',
+    async () => {
+      await start();
+      const queueId = await send('/sms/single', {
+        recipient: '919812345678',
+        senderName: 'HERALD',
+        body: 'Your code is 482913',
+        webHookUrl: receiver.url,
+      });
+      const [message] = await taken('919812345678');
+      assert.equal(message.text, 'Your code is 482913');
+      assert.deepEqual(message.source, { ton: 5, npi: 0, addr: 'HERALD' });
+      assert.deepEqual(message.destination, { ton: 1, npi: 1, addr: '919812345678' });
+      assert.deepEqual([message.dataCoding, message.parts[0].registeredDelivery, message.parts[0].esmClass], [0, 1, 0]);
 
-    const view = await settled(queueId);
-    const [recipient] = view.recipients;
-    assert.equal(recipient.status, 'Delivered');
-    assert.deepEqual(
-      recipient.history.map((h: { status: string }) => h.status),
-      ['Queued', 'Submitted', 'Delivered'],
-    );
-    assert.deepEqual(recipient.partStatus, [
-      { part: 1, operatorMessageId: message.parts[0].messageId, status: 'Delivered' },
-    ]);
-    assert.deepEqual(
-      (await events()).map((e) => [e.queueId, e.recipient, e.status]),
-      [
-        [queueId, '919812345678', 'Submitted'],
-        [queueId, '919812345678', 'Delivered'],
-      ],
-    );
-  });
+      const view = await settled(queueId);
+      const [recipient] = view.recipients;
+      assert.equal(recipient.status, 'Delivered');
+      assert.deepEqual(
+        recipient.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted', 'Delivered'],
+      );
+      assert.deepEqual(recipient.partStatus, [
+        { part: 1, operatorMessageId: message.parts[0].messageId, status: 'Delivered' },
+      ]);
+      assert.deepEqual(
+        (await events()).map((e) => [e.queueId, e.recipient, e.status]),
+        [
+          [queueId, '919812345678', 'Submitted'],
+          [queueId, '919812345678', 'Delivered'],
+        ],
+      );
+    },
+  );
 
   it('sends a batch from a numeric sender as TON 1 / NPI 1, every recipient Delivered', async () => {
     await start();
@@ -104,7 +108,7 @@ forEachDatabase((dialect) => {
     assert.equal(await purgeRecordedAnswers(api!.t.ctx.database, 0, 1000), 3);
   });
 
-  it('sends 161 GSM-7 and 71 UCS-2 characters as two concatenated parts each, joined again whole at the SMSC', async () => {
+  it('sends 161 GSM-7 and 71 UCS-2 characters as two concatenated parts each, joined whole at the SMSC', async () => {
     await start();
     const gsm = `${'0123456789'.repeat(16)}@`;
     const ucs2 = `${'ü'.repeat(35)}${'日'.repeat(36)}`;
@@ -139,76 +143,93 @@ forEachDatabase((dialect) => {
     ['hex', 'decimal'],
     ['decimal', 'hex'],
   ] as const) {
-    it(`matches receipts written in ${receiptIdFormat} to submits answered in ${idFormat} (zero-padded), Delivered and Failed posted with the receipt's error`, async () => {
-      // Outcomes alternate by the order the simulator takes the submits: read back from it.
-      let draws = 0;
-      await start({
-        idFormat,
-        receiptIdFormat,
-        idWidth: 10,
-        firstId: 3000,
-        outcomes: { UNDELIV: 0.5 },
-        random: () => (draws++ % 2 === 0 ? 0.1 : 0.9),
-      });
-      const recipients = ['919812300021', '919812300022', '919812300023', '919812300024'];
-      const queueId = await send('/sms/batch', {
-        recipients: recipients.map((mobileNo) => ({ mobileNo })),
-        senderName: 'HERALD',
-        body: 'Hello',
-        webHookUrl: receiver.url,
-      });
-      const outcomeOf = new Map((await taken()).map((m) => [m.recipient, m.parts[0].outcome]));
-      assert.deepEqual([...outcomeOf.values()].sort(), ['DELIVRD', 'DELIVRD', 'UNDELIV', 'UNDELIV']);
-      const view = await settled(queueId);
-      for (const recipient of view.recipients) {
-        const delivered = outcomeOf.get(recipient.recipient) === 'DELIVRD';
-        const expected = delivered ? ['Delivered', null] : ['Failed', '001'];
-        assert.deepEqual([recipient.status, recipient.errorCode], expected, recipient.recipient);
-      }
-      const final = (await events()).filter((e) => e.status !== 'Submitted');
-      assert.deepEqual(
-        final.map((e) => [e.recipient, e.status, e.errorCode]).sort(),
-        recipients.map((r) => (outcomeOf.get(r) === 'DELIVRD' ? [r, 'Delivered', null] : [r, 'Failed', '001'])).sort(),
-      );
-      assert.equal(
-        (await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
-        0,
-        'no receipt left unmatched',
-      );
-    });
+    it(
+      `matches receipts written in ${receiptIdFormat} to submits answered in ${idFormat} (zero-padded), ` +
+        "Delivered and Failed posted with the receipt's error",
+      async () => {
+        // Outcomes alternate by the order the simulator takes the submits: read back from it.
+        let draws = 0;
+        await start({
+          idFormat,
+          receiptIdFormat,
+          idWidth: 10,
+          firstId: 3000,
+          outcomes: { UNDELIV: 0.5 },
+          random: () => (draws++ % 2 === 0 ? 0.1 : 0.9),
+        });
+        const recipients = ['919812300021', '919812300022', '919812300023', '919812300024'];
+        const queueId = await send('/sms/batch', {
+          recipients: recipients.map((mobileNo) => ({ mobileNo })),
+          senderName: 'HERALD',
+          body: 'Hello',
+          webHookUrl: receiver.url,
+        });
+        const outcomeOf = new Map((await taken()).map((m) => [m.recipient, m.parts[0].outcome]));
+        assert.deepEqual([...outcomeOf.values()].sort(), ['DELIVRD', 'DELIVRD', 'UNDELIV', 'UNDELIV']);
+        const view = await settled(queueId);
+        for (const recipient of view.recipients) {
+          const delivered = outcomeOf.get(recipient.recipient) === 'DELIVRD';
+          const expected = delivered ? ['Delivered', null] : ['Failed', '001'];
+          assert.deepEqual([recipient.status, recipient.errorCode], expected, recipient.recipient);
+        }
+        const final = (await events()).filter((e) => e.status !== 'Submitted');
+        assert.deepEqual(
+          final.map((e) => [e.recipient, e.status, e.errorCode]).sort(),
+          recipients
+            .map((r) => (outcomeOf.get(r) === 'DELIVRD' ? [r, 'Delivered', null] : [r, 'Failed', '001']))
+            .sort(),
+        );
+        assert.equal(
+          (await api!.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length,
+          0,
+          'no receipt left unmatched',
+        );
+      },
+    );
   }
 
-  it('makes a two-part message Processed by its parts’ intermediate receipts and Delivered only by both final ones; Failed when one part fails', async () => {
-    let draws = 0;
-    // Every other part accepted is undelivered: the first message's parts DELIVRD then… read back below.
-    await start({
-      enroute: true,
-      receiptDelayMs: 100,
-      outcomes: { UNDELIV: 0.5 },
-      random: () => (draws++ < 2 ? 0.9 : [0.9, 0.1][draws % 2]),
-    });
-    const delivered = await send('/sms/single', {
-      recipient: '919812300031',
-      senderName: 'HERALD',
-      body: 'x'.repeat(161),
-    });
-    const [recipient] = (await settled(delivered)).recipients;
-    assert.deepEqual(
-      recipient.history.map((h: { status: string }) => h.status),
-      ['Queued', 'Submitted', 'Processed', 'Delivered'],
-    );
+  it(
+    'makes a two-part message Processed by its parts’ intermediate receipts and Delivered only by both final ones; ' +
+      'Failed when one part fails',
+    async () => {
+      // The simulator holds the final receipts until the test lets each go. Outcomes by the order
+      // it takes the parts: both of the first message's DELIVRD, the second's DELIVRD then UNDELIV.
+      const draws = [0.9, 0.9, 0.9, 0.1];
+      await start({ enroute: true, holdReceipts: true, outcomes: { UNDELIV: 0.5 }, random: () => draws.shift()! });
+      const history = (recipient: { history: Array<{ status: string }> }) => recipient.history.map((h) => h.status);
+      /**
+       * Once the message is `status` with its parts `parts` (in any order). Both are waited for:
+       * a read takes the message, then its parts, and may see a receipt applied in between.
+       */
+      const until = (queueId: string, status: string, parts: string[]) =>
+        waitFor(`${queueId} ${status}, its parts ${parts.join(', ')}`, async () => {
+          const [recipient] = (await read(queueId)).recipients;
+          const statuses = recipient.partStatus.map((p: { status: string }) => p.status);
+          return recipient.status === status && statuses.sort().join() === parts.sort().join() ? true : undefined;
+        });
+      /** Sends a two-part message, then its final receipts one at a time; its recipient once both are in. */
+      const sendTwoParts = async (recipient: string) => {
+        const queueId = await send('/sms/single', { recipient, senderName: 'HERALD', body: 'x'.repeat(161) });
+        await until(queueId, 'Processed', ['Processed', 'Processed']);
+        assert.equal(smsc!.releaseReceipts(1), 1);
+        // Not Delivered (nor Failed) on its first part's receipt.
+        await until(queueId, 'Processed', ['Delivered', 'Processed']);
+        assert.equal(smsc!.releaseReceipts(), 1);
+        const [settledRecipient] = (await settled(queueId)).recipients;
+        return settledRecipient;
+      };
 
-    const mixed = await send('/sms/single', { recipient: '919812300032', senderName: 'HERALD', body: 'y'.repeat(161) });
-    const [message] = await taken('919812300032');
-    assert.deepEqual(message.parts.map((p) => p.outcome).sort(), ['DELIVRD', 'UNDELIV']);
-    const [failed] = (await settled(mixed)).recipients;
-    assert.equal(failed.status, 'Failed');
-    assert.deepEqual(failed.partStatus.map((p: { status: string }) => p.status).sort(), ['Delivered', 'Failed']);
-    assert.ok(
-      !failed.history.some((h: { status: string }) => h.status === 'Delivered'),
-      'never Delivered on its first part’s receipt',
-    );
-  });
+      const delivered = await sendTwoParts('919812300031');
+      assert.deepEqual(history(delivered), ['Queued', 'Submitted', 'Processed', 'Delivered']);
+
+      const failed = await sendTwoParts('919812300032');
+      const [message] = await taken('919812300032');
+      assert.deepEqual(message.parts.map((p) => p.outcome).sort(), ['DELIVRD', 'UNDELIV']);
+      assert.equal(failed.status, 'Failed');
+      assert.deepEqual(failed.partStatus.map((p: { status: string }) => p.status).sort(), ['Delivered', 'Failed']);
+      assert.deepEqual(history(failed), ['Queued', 'Submitted', 'Processed', 'Failed']);
+    },
+  );
 
   it('applies a receipt that comes before the answer to its submit', async () => {
     await start({ receiptBeforeResponse: true });
@@ -231,43 +252,51 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('never sends again a part whose answer an earlier try recorded: only the missing part goes, under the recorded id', async () => {
-    await start();
-    const response = await alice.post('/sms/single', {
-      recipient: '919812300061',
-      senderName: 'HERALD',
-      body: 'z'.repeat(200),
-    });
-    assert.equal(response.statusCode, 202, response.body);
-    const queueId = response.json().data.QueueId as string;
-    // As a try cut short would leave it: part 1 answered and recorded, part 2 not.
-    await api!.t.ctx.db
-      .insertInto('smpp_submits')
-      .values({
-        send_id: queueId,
+  it(
+    'never sends again a part whose answer an earlier try recorded: ' +
+      'only the missing part goes, under the recorded id',
+    async () => {
+      await start();
+      const response = await alice.post('/sms/single', {
         recipient: '919812300061',
-        part: 1,
-        parts: 2,
-        operator_message_id: 'earlier-1',
-        at: api!.clock.now(),
-      })
-      .execute();
-    await api!.drain();
-    const [message] = await taken('919812300061');
-    assert.deepEqual(
-      message.parts.map((p) => p.concatenation?.sequence),
-      [2],
-    );
-    const [recipient] = (await read(queueId)).recipients;
-    assert.deepEqual(
-      recipient.partStatus.map((p: { operatorMessageId: string }) => p.operatorMessageId),
-      ['earlier-1', message.parts[0].messageId],
-    );
-    await waitFor('part 2 delivered', async () =>
-      (await read(queueId)).recipients[0].partStatus[1].status === 'Delivered' ? true : undefined,
-    );
-    assert.equal((await read(queueId)).recipients[0].status, 'Submitted', 'not Delivered while part 1 has no receipt');
-  });
+        senderName: 'HERALD',
+        body: 'z'.repeat(200),
+      });
+      assert.equal(response.statusCode, 202, response.body);
+      const queueId = response.json().data.QueueId as string;
+      // As a try cut short would leave it: part 1 answered and recorded, part 2 not.
+      await api!.t.ctx.db
+        .insertInto('smpp_submits')
+        .values({
+          send_id: queueId,
+          recipient: '919812300061',
+          part: 1,
+          parts: 2,
+          operator_message_id: 'earlier-1',
+          at: api!.clock.now(),
+        })
+        .execute();
+      await api!.drain();
+      const [message] = await taken('919812300061');
+      assert.deepEqual(
+        message.parts.map((p) => p.concatenation?.sequence),
+        [2],
+      );
+      const [recipient] = (await read(queueId)).recipients;
+      assert.deepEqual(
+        recipient.partStatus.map((p: { operatorMessageId: string }) => p.operatorMessageId),
+        ['earlier-1', message.parts[0].messageId],
+      );
+      await waitFor('part 2 delivered', async () =>
+        (await read(queueId)).recipients[0].partStatus[1].status === 'Delivered' ? true : undefined,
+      );
+      assert.equal(
+        (await read(queueId)).recipients[0].status,
+        'Submitted',
+        'not Delivered while part 1 has no receipt',
+      );
+    },
+  );
 
   it('fails a message the SMSC refuses for good, with the SMPP command_status as its error code', async () => {
     await start({ rejectDestinations: /^919812300051$/ });
@@ -315,7 +344,8 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('loses nothing and sends no answered part twice when the SMSC throttles and drops the connection in the middle of a 5,000-recipient batch', {
+  it('loses nothing and sends no answered part twice when the SMSC throttles and drops the connection ' +
+    'in the middle of a 5,000-recipient batch', {
     timeout: 120_000,
   }, async () => {
     // Each bind may make 400 submits a second, a hundredth of submits are throttled whatever

@@ -301,7 +301,8 @@ describe('checkSmsRequest', () => {
       assert.deepEqual(draft.shortener, { url: 'https://s.example.com', unique: false });
     });
 
-    it(`counts the link, after a space, in the parts: a body of ${MAX_PARTS} full parts alone does not fit with it`, () => {
+    const alone = 'full parts alone does not fit with it';
+    it(`counts the link, after a space, in the parts: a body of ${MAX_PARTS} ${alone}`, () => {
       assert.deepEqual(checkSingle({ body: 'x'.repeat(MAX_PARTS * 153) }).errors, []);
       assert.deepEqual(
         checkSingle({ landingPageId: PAGE, body: 'x'.repeat(MAX_PARTS * 153) }).errors.map((e) => e.field),
@@ -319,25 +320,28 @@ describe('checkSmsRequest', () => {
       ]);
     });
 
-    it('counts the link where [landingPageUrl] puts it, each time it is written, and with the custom host given', () => {
-      const body = (n: number) => `${'x'.repeat(n)} [landingPageUrl] [landingPageUrl]`;
-      const room = MAX_PARTS * 153 - 2 - 2 * LINK_LENGTH;
-      assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room) }).errors, []);
-      assert.deepEqual(
-        checkSingle({ landingPageId: PAGE, body: body(room + 1) }).errors.map((e) => e.field),
-        ['body'],
-      );
-      // https://go.example.com/ is a shorter start than https://herald.example.com/l/: room for more.
-      const shorter = `${PUBLIC_URL}/l`.length - 'https://go.example.com'.length;
-      assert.deepEqual(
-        checkSingle({
-          landingPageId: PAGE,
-          body: body(room + 2 * shorter),
-          shortner: { shortnerUrl: 'https://GO.example.com/' },
-        }).errors,
-        [],
-      );
-    });
+    it(
+      'counts the link where [landingPageUrl] puts it, each time ' + 'it is written, and with the custom host given',
+      () => {
+        const body = (n: number) => `${'x'.repeat(n)} [landingPageUrl] [landingPageUrl]`;
+        const room = MAX_PARTS * 153 - 2 - 2 * LINK_LENGTH;
+        assert.deepEqual(checkSingle({ landingPageId: PAGE, body: body(room) }).errors, []);
+        assert.deepEqual(
+          checkSingle({ landingPageId: PAGE, body: body(room + 1) }).errors.map((e) => e.field),
+          ['body'],
+        );
+        // https://go.example.com/ is a shorter start than https://herald.example.com/l/: room for more.
+        const shorter = `${PUBLIC_URL}/l`.length - 'https://go.example.com'.length;
+        assert.deepEqual(
+          checkSingle({
+            landingPageId: PAGE,
+            body: body(room + 2 * shorter),
+            shortner: { shortnerUrl: 'https://GO.example.com/' },
+          }).errors,
+          [],
+        );
+      },
+    );
 
     it('keeps [landingPageUrl] for the link: refused in a body without landingPageId, and as a tagName', () => {
       assert.deepEqual(checkSingle({ body: 'Open [landingPageUrl]' }).errors, [
@@ -553,22 +557,25 @@ forEachDatabase((dialect) => {
       return page.id;
     };
 
-    it("takes the account's own landing page, with the service's shortener or a domain registered for the account", async () => {
-      const own = await landingPage(accountId, 'Offer');
-      await addShortenerDomain(database.db, clock, {
-        accountId,
-        domain: 'go.acme.example',
-        serviceHost: 'herald.example.com',
-      });
-      for (const url of [null, 'https://go.acme.example', 'http://GO.acme.example/']) {
-        await prepareSms(
-          database.reads,
+    it(
+      "takes the account's own landing page, with the service's " + 'shortener or a domain registered for the account',
+      async () => {
+        const own = await landingPage(accountId, 'Offer');
+        await addShortenerDomain(database.db, clock, {
           accountId,
-          draftOf({ landingPageId: own, shortener: { url, unique: true } }),
-          config,
-        );
-      }
-    });
+          domain: 'go.acme.example',
+          serviceHost: 'herald.example.com',
+        });
+        for (const url of [null, 'https://go.acme.example', 'http://GO.acme.example/']) {
+          await prepareSms(
+            database.reads,
+            accountId,
+            draftOf({ landingPageId: own, shortener: { url, unique: true } }),
+            config,
+          );
+        }
+      },
+    );
 
     it("refuses another account's landing page and an unknown one alike", async () => {
       const theirs = await landingPage(otherAccount, 'Offer');
@@ -579,50 +586,54 @@ forEachDatabase((dialect) => {
       }
     });
 
-    it("refuses a shortnerUrl that is not https:// or http:// and a domain of the account's, with nothing after it", async () => {
-      const own = await landingPage(accountId, 'Offer');
-      await addShortenerDomain(database.db, clock, {
-        accountId,
-        domain: 'go.acme.example',
-        serviceHost: 'herald.example.com',
-      });
-      await addShortenerDomain(database.db, clock, {
-        accountId: otherAccount,
-        domain: 'go.bobs.example',
-        serviceHost: 'herald.example.com',
-      });
-      const refusal = async (url: string) =>
-        rejection(draftOf({ landingPageId: own, shortener: { url, unique: true } }));
-      for (const url of [
-        'https://go.acme.example/x',
-        'https://go.acme.example:8443',
-        'https://go.acme.example?a',
-        'https://u:p@go.acme.example',
-        'ftp://go.acme.example',
-        'go.acme.example',
-        'https://',
-      ]) {
-        assert.deepEqual(
-          await refusal(url),
-          [
+    it(
+      'refuses a shortnerUrl that is not https:// or http:// and a ' + "domain of the account's, with nothing after it",
+      async () => {
+        const own = await landingPage(accountId, 'Offer');
+        await addShortenerDomain(database.db, clock, {
+          accountId,
+          domain: 'go.acme.example',
+          serviceHost: 'herald.example.com',
+        });
+        await addShortenerDomain(database.db, clock, {
+          accountId: otherAccount,
+          domain: 'go.bobs.example',
+          serviceHost: 'herald.example.com',
+        });
+        const refusal = async (url: string) =>
+          rejection(draftOf({ landingPageId: own, shortener: { url, unique: true } }));
+        for (const url of [
+          'https://go.acme.example/x',
+          'https://go.acme.example:8443',
+          'https://go.acme.example?a',
+          'https://u:p@go.acme.example',
+          'ftp://go.acme.example',
+          'go.acme.example',
+          'https://',
+        ]) {
+          assert.deepEqual(
+            await refusal(url),
+            [
+              {
+                field: 'shortner.shortnerUrl',
+                message:
+                  'must be https://<domain> or http://<domain> with nothing after it (no path, port or ' +
+                  'query), the domain one of the shortener domains registered for this account',
+              },
+            ],
+            url,
+          );
+        }
+        for (const host of ['go.bobs.example', 'unknown.example', 'herald.example.com']) {
+          assert.deepEqual(await refusal(`https://${host}`), [
             {
               field: 'shortner.shortnerUrl',
-              message:
-                'must be https://<domain> or http://<domain> with nothing after it (no path, port or query), the domain one of the shortener domains registered for this account',
+              message: `names ${host}, which is not a shortener domain of this account; the operator registers them`,
             },
-          ],
-          url,
-        );
-      }
-      for (const host of ['go.bobs.example', 'unknown.example', 'herald.example.com']) {
-        assert.deepEqual(await refusal(`https://${host}`), [
-          {
-            field: 'shortner.shortnerUrl',
-            message: `names ${host}, which is not a shortener domain of this account; the operator registers them`,
-          },
-        ]);
-      }
-    });
+          ]);
+        }
+      },
+    );
 
     it('lists every problem in one 422', async () => {
       const error = await prepareSms(

@@ -44,7 +44,10 @@ let accountCounter = 0;
 const postgresKeys = new WeakMap<TestDatabase, KeyObject>();
 function postgresKeyOf(database: TestDatabase): KeyObject {
   let key = postgresKeys.get(database);
-  if (!key) postgresKeys.set(database, (key = generateKey()));
+  if (!key) {
+    key = generateKey();
+    postgresKeys.set(database, key);
+  }
   return key;
 }
 

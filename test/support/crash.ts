@@ -15,7 +15,10 @@ const PASSWORD = 'correct horse battery staple';
 
 export type CrashSetup = Awaited<ReturnType<typeof crashSetUp>>;
 
-/** An account with a list of `size` contacts, each given its channel's fields by `contact`, and the environment of a serve on the database. */
+/**
+ * An account with a list of `size` contacts, each given its channel's fields by `contact`, and the
+ * environment of a serve on the database.
+ */
 export async function crashSetUp(
   database: TestDatabase,
   dialect: DialectName,

@@ -77,7 +77,10 @@ async function withAdmin<T>(fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** A fresh database of the dialect, running the application's procedures, migrated unless `empty`; close() also deletes it. */
+/**
+ * A fresh database of the dialect, running the application's procedures, migrated unless `empty`;
+ * close() also deletes it.
+ */
 export async function createTestDatabase(
   dialect: DialectName,
   options: { poolSize?: number; empty?: boolean } = {},

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
+import { seal } from '../../src/sealed.ts';
 import { SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
 import { webhookDeliveryHandler, type DeliveryOptions } from '../../src/webhooks/deliver.ts';
 import { systemResolver } from '../../src/webhooks/destination.ts';
@@ -41,33 +43,53 @@ forEachDatabase((dialect) => {
 
   const attempt = (handler: JobHandler, id: string) => runDeliveryJob(handler, t.ctx.db, id);
 
-  it('posts {type, timestamp, data} signed per Standard Webhooks, verified by the standardwebhooks package', async () => {
+  it(
+    'posts {type, timestamp, data} signed per Standard ' + 'Webhooks, verified by the standardwebhooks package',
+    async () => {
+      const id = await emit();
+      assert.equal(await attempt(handlerFor(), id), 'done');
+
+      assert.equal(receiver.received.length, 1);
+      const [post] = receiver.received;
+      assert.equal(post.headers['webhook-id'], id);
+      assert.equal(post.headers['webhook-timestamp'], String(Math.floor(t.clock.now() / 1000)));
+      assert.match(post.headers['webhook-signature'] as string, /^v1,[A-Za-z0-9+/]+=*$/);
+      assert.equal(post.headers['content-type'], 'application/json');
+      assert.equal(post.headers['user-agent'], 'Herald');
+
+      const { secret } = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
+      assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+      const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>);
+      assert.deepEqual(payload, {
+        type: 'sms.status',
+        timestamp: new Date(t.clock.now()).toISOString(),
+        data: { queueId: 'q-1', status: 'Delivered' },
+      });
+
+      const row = await delivery(id);
+      assert.equal(row.status, 'delivered');
+      assert.equal(row.attempts, 1);
+      assert.equal(row.last_status_code, 200);
+      assert.equal(row.delivered_at, t.clock.now());
+      assert.equal(row.next_attempt_at, null);
+    },
+  );
+
+  it('posts nothing, and says why, while the account’s secret was sealed under a key no longer held', async () => {
     const id = await emit();
-    assert.equal(await attempt(handlerFor(), id), 'done');
-
-    assert.equal(receiver.received.length, 1);
-    const [post] = receiver.received;
-    assert.equal(post.headers['webhook-id'], id);
-    assert.equal(post.headers['webhook-timestamp'], String(Math.floor(t.clock.now() / 1000)));
-    assert.match(post.headers['webhook-signature'] as string, /^v1,[A-Za-z0-9+/]+=*$/);
-    assert.equal(post.headers['content-type'], 'application/json');
-    assert.equal(post.headers['user-agent'], 'Herald');
-
-    const { secret } = await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id);
-    assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
-    const payload = new Webhook(secret).verify(post.body, post.headers as Record<string, string>);
-    assert.deepEqual(payload, {
-      type: 'sms.status',
-      timestamp: new Date(t.clock.now()).toISOString(),
-      data: { queueId: 'q-1', status: 'Delivered' },
-    });
-
+    const lost = seal(createSecretKey(randomBytes(32)), 'whsec_lost', `webhook_secrets:${account.row.id}`);
+    await t.ctx.db
+      .insertInto('webhook_secrets')
+      .values({ account_id: account.row.id, sealed_secret: lost, created_at: t.clock.now() })
+      .execute();
+    assert.equal(await attempt(handlerFor(), id), 'retry');
     const row = await delivery(id);
-    assert.equal(row.status, 'delivered');
-    assert.equal(row.attempts, 1);
-    assert.equal(row.last_status_code, 200);
-    assert.equal(row.delivered_at, t.clock.now());
-    assert.equal(row.next_attempt_at, null);
+    assert.deepEqual([row.status, receiver.received.length], ['pending', 0]);
+    // The receiver was never reached: the error is the secret's, not a connection's.
+    assert.match(
+      row.last_error!,
+      /^The webhook secret was sealed under an ENCRYPTION_KEY this service no longer holds/,
+    );
   });
 
   it('retries a 500 after 5 s and delivers exactly once, with the same webhook-id and body', async () => {
@@ -98,45 +120,51 @@ forEachDatabase((dialect) => {
     assert.equal(row.last_error, null);
   });
 
-  it('waits as long as Retry-After asks when that is later than the schedule, in seconds or as an HTTP date', async () => {
-    const handler = handlerFor();
-    const id = await emit();
+  it(
+    'waits as long as Retry-After asks when that is later than ' + 'the schedule, in seconds or as an HTTP date',
+    async () => {
+      const handler = handlerFor();
+      const id = await emit();
 
-    receiver.reply({ status: 429, headers: { 'retry-after': '120' } });
-    assert.equal(await attempt(handler, id), 'retry');
-    assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + 120_000);
-
-    t.clock.advance(120_000);
-    const inTwoHours = new Date(Math.ceil(t.clock.now() / 1000) * 1000 + 2 * 3_600_000);
-    receiver.reply({ status: 503, headers: { 'retry-after': inTwoHours.toUTCString() } });
-    assert.equal(await attempt(handler, id), 'retry');
-    assert.equal((await delivery(id)).next_attempt_at, inTwoHours.getTime());
-
-    // A Retry-After sooner than the schedule does not hurry it: the third wait is 30 min.
-    t.clock.set(inTwoHours.getTime());
-    receiver.reply({ status: 503, headers: { 'retry-after': '1' } });
-    assert.equal(await attempt(handler, id), 'retry');
-    assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + 30 * 60_000);
-  });
-
-  it('follows the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h, then gives up after ten attempts', async () => {
-    const handler = handlerFor();
-    const id = await emit();
-    for (const delay of RETRY_DELAYS_MS) {
-      receiver.reply({ status: 502 });
+      receiver.reply({ status: 429, headers: { 'retry-after': '120' } });
       assert.equal(await attempt(handler, id), 'retry');
-      assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + delay);
-      t.clock.advance(delay);
-    }
-    receiver.reply({ status: 502 });
-    assert.equal(await attempt(handler, id), 'done');
-    const row = await delivery(id);
-    assert.equal(row.status, 'failed');
-    assert.equal(row.attempts, 10);
-    assert.equal(row.next_attempt_at, null);
-    assert.equal(row.last_error, 'the receiver answered 502; gave up after 10 attempts');
-    assert.equal(receiver.received.length, 10);
-  });
+      assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + 120_000);
+
+      t.clock.advance(120_000);
+      const inTwoHours = new Date(Math.ceil(t.clock.now() / 1000) * 1000 + 2 * 3_600_000);
+      receiver.reply({ status: 503, headers: { 'retry-after': inTwoHours.toUTCString() } });
+      assert.equal(await attempt(handler, id), 'retry');
+      assert.equal((await delivery(id)).next_attempt_at, inTwoHours.getTime());
+
+      // A Retry-After sooner than the schedule does not hurry it: the third wait is 30 min.
+      t.clock.set(inTwoHours.getTime());
+      receiver.reply({ status: 503, headers: { 'retry-after': '1' } });
+      assert.equal(await attempt(handler, id), 'retry');
+      assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + 30 * 60_000);
+    },
+  );
+
+  it(
+    'follows the schedule 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 ' + 'h, 20 h, 24 h, then gives up after ten attempts',
+    async () => {
+      const handler = handlerFor();
+      const id = await emit();
+      for (const delay of RETRY_DELAYS_MS) {
+        receiver.reply({ status: 502 });
+        assert.equal(await attempt(handler, id), 'retry');
+        assert.equal((await delivery(id)).next_attempt_at, t.clock.now() + delay);
+        t.clock.advance(delay);
+      }
+      receiver.reply({ status: 502 });
+      assert.equal(await attempt(handler, id), 'done');
+      const row = await delivery(id);
+      assert.equal(row.status, 'failed');
+      assert.equal(row.attempts, 10);
+      assert.equal(row.next_attempt_at, null);
+      assert.equal(row.last_error, 'the receiver answered 502; gave up after 10 attempts');
+      assert.equal(receiver.received.length, 10);
+    },
+  );
 
   it("warns when it gives a delivery up, naming the account and receiver's host, not its path or query", async () => {
     const warnings: Array<[object, string]> = [];
@@ -225,24 +253,27 @@ forEachDatabase((dialect) => {
     `http://[::1]:${port}/hooks`,
     'https://internal.example.com/hooks',
   ];
-  it('refuses URLs that resolve to loopback, private, link-local or metadata addresses, once, without posting', async () => {
-    const handler = handlerFor({
-      allowPrivate: false,
-      // internal.example.com stands for a public name whose DNS points inside the network.
-      resolve: async (host) =>
-        host === 'internal.example.com' ? [{ address: '10.0.0.1', family: 4 }] : systemResolver(host),
-    });
-    for (const url of refusedUrls(receiver.port)) {
-      const id = await emit(url);
-      assert.equal(await attempt(handler, id), 'done', url);
-      const row = await delivery(id);
-      assert.equal(row.status, 'failed', url);
-      assert.equal(row.attempts, 1, url);
-      assert.equal(row.next_attempt_at, null, url);
-      assert.match(row.last_error!, /^refused: .* is a (loopback|private|link-local) address/, url);
-    }
-    assert.equal(receiver.received.length, 0);
-  });
+  it(
+    'refuses URLs that resolve to loopback, private, link-local ' + 'or metadata addresses, once, without posting',
+    async () => {
+      const handler = handlerFor({
+        allowPrivate: false,
+        // internal.example.com stands for a public name whose DNS points inside the network.
+        resolve: async (host) =>
+          host === 'internal.example.com' ? [{ address: '10.0.0.1', family: 4 }] : systemResolver(host),
+      });
+      for (const url of refusedUrls(receiver.port)) {
+        const id = await emit(url);
+        assert.equal(await attempt(handler, id), 'done', url);
+        const row = await delivery(id);
+        assert.equal(row.status, 'failed', url);
+        assert.equal(row.attempts, 1, url);
+        assert.equal(row.next_attempt_at, null, url);
+        assert.match(row.last_error!, /^refused: .* is a (loopback|private|link-local) address/, url);
+      }
+      assert.equal(receiver.received.length, 0);
+    },
+  );
 
   it('never posts to a cloud metadata service, private addresses allowed, however its address is written', async () => {
     // A name a DNS answer points at the metadata service, and GCP's name pointed at the receiver:
@@ -279,7 +310,8 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received[0].headers.host, `hooks.herald.test:${receiver.port}`);
   });
 
-  it('posts at most four at a time to one host; a fifth waits its bound, then goes back to the queue without using an attempt', {
+  it('posts at most four at a time to one host; a fifth waits its bound, then goes back to the queue without using ' +
+    'an attempt', {
     timeout: 10_000,
   }, async () => {
     const handler = handlerFor({ timeoutMs: 1_000, hostWaitMs: 200 });
@@ -306,7 +338,12 @@ forEachDatabase((dialect) => {
     const worker = new Worker({ database: t.ctx.database, clock: t.clock });
     worker.register(
       DELIVER_KIND,
-      { handle: (job, run) => (attemptsSeen.push(job.attempt), handler.handle(job, run)) },
+      {
+        handle: (job, run) => {
+          attemptsSeen.push(job.attempt);
+          return handler.handle(job, run);
+        },
+      },
       { concurrency: 32 },
     );
     assert.equal(await worker.drain(), 12);

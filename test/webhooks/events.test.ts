@@ -111,57 +111,61 @@ forEachDatabase((dialect) => {
     });
   };
 
-  it('posts 1,200 events appended in three transactions as 500, 500 and 200, in append order, each post signed, one delivery each', async () => {
-    for (let start = 0; start < 1200; start += 400) await append(events(start, 400));
-    assert.equal(await worker.drain(), 0, 'nothing is due before the window ends');
-    assert.deepEqual(
-      (await jobs()).map((job) => [job.kind, job.run_at]),
-      [[GATHER_KIND, t.clock.now() + GATHER_WINDOW_MS]],
-      'one gather job for the stream',
-    );
+  it(
+    'posts 1,200 events appended in three transactions as 500, 500 and 200, in append order, each post signed, ' +
+      'one delivery each',
+    async () => {
+      for (let start = 0; start < 1200; start += 400) await append(events(start, 400));
+      assert.equal(await worker.drain(), 0, 'nothing is due before the window ends');
+      assert.deepEqual(
+        (await jobs()).map((job) => [job.kind, job.run_at]),
+        [[GATHER_KIND, t.clock.now() + GATHER_WINDOW_MS]],
+        'one gather job for the stream',
+      );
 
-    t.clock.advance(GATHER_WINDOW_MS);
-    await worker.drain();
+      t.clock.advance(GATHER_WINDOW_MS);
+      await worker.drain();
 
-    assert.equal(receiver.received.length, 3);
-    const posts = await Promise.all(receiver.received.map((post) => verified(post)));
-    posts.sort((a, b) => Number(a.data[0].messageId.slice(2)) - Number(b.data[0].messageId.slice(2)));
-    assert.deepEqual(
-      posts.map((post) => post.data.length),
-      [500, 500, 200],
-    );
-    assert.deepEqual(
-      posts.flatMap((post) => post.data),
-      events(0, 1200),
-    );
-    for (const post of posts)
-      assert.deepEqual([post.type, post.timestamp], ['sms.status', new Date(t.clock.now()).toISOString()]);
-    // Exactly the bytes stored: what replay and every retry post.
-    const rows = await t.ctx.db.selectFrom('webhook_deliveries').selectAll().execute();
-    assert.deepEqual(rows.map((row) => row.payload).sort(), receiver.received.map((post) => post.body).sort());
-    assert.deepEqual(
-      new Set(receiver.received.map((post) => post.headers['webhook-id'])),
-      new Set(rows.map((row) => row.id)),
-    );
+      assert.equal(receiver.received.length, 3);
+      const posts = await Promise.all(receiver.received.map((post) => verified(post)));
+      posts.sort((a, b) => Number(a.data[0].messageId.slice(2)) - Number(b.data[0].messageId.slice(2)));
+      assert.deepEqual(
+        posts.map((post) => post.data.length),
+        [500, 500, 200],
+      );
+      assert.deepEqual(
+        posts.flatMap((post) => post.data),
+        events(0, 1200),
+      );
+      for (const post of posts)
+        assert.deepEqual([post.type, post.timestamp], ['sms.status', new Date(t.clock.now()).toISOString()]);
+      // Exactly the bytes stored: what replay and every retry post.
+      const rows = await t.ctx.db.selectFrom('webhook_deliveries').selectAll().execute();
+      assert.deepEqual(rows.map((row) => row.payload).sort(), receiver.received.map((post) => post.body).sort());
+      assert.deepEqual(
+        new Set(receiver.received.map((post) => post.headers['webhook-id'])),
+        new Set(rows.map((row) => row.id)),
+      );
 
-    const listed = await t.app.inject({
-      method: 'GET',
-      url: '/webhooks/deliveries',
-      headers: bearer(await t.tokenFor(account)),
-    });
-    assert.deepEqual(
-      listed
-        .json()
-        .deliveries.map((d: { type: string; status: string; attempts: number }) => [d.type, d.status, d.attempts]),
-      [
-        ['sms.status', 'delivered', 1],
-        ['sms.status', 'delivered', 1],
-        ['sms.status', 'delivered', 1],
-      ],
-    );
-    assert.equal(await waiting(), 0, 'gathered events are deleted');
-    assert.deepEqual(await jobs(), []);
-  });
+      const listed = await t.app.inject({
+        method: 'GET',
+        url: '/webhooks/deliveries',
+        headers: bearer(await t.tokenFor(account)),
+      });
+      assert.deepEqual(
+        listed
+          .json()
+          .deliveries.map((d: { type: string; status: string; attempts: number }) => [d.type, d.status, d.attempts]),
+        [
+          ['sms.status', 'delivered', 1],
+          ['sms.status', 'delivered', 1],
+          ['sms.status', 'delivered', 1],
+        ],
+      );
+      assert.equal(await waiting(), 0, 'gathered events are deleted');
+      assert.deepEqual(await jobs(), []);
+    },
+  );
 
   it('never puts events of two URLs, two accounts or two types in one post', async () => {
     const other = await t.createAccount();
@@ -211,93 +215,105 @@ forEachDatabase((dialect) => {
     }
   });
 
-  it('posts an event within a second of its append: later events join the waiting post, and one after it waits for the next', async () => {
-    const start = t.clock.now();
-    await append(events(0, 1));
-    t.clock.advance(500);
-    await append(events(1, 1));
-    t.clock.set(start + GATHER_WINDOW_MS - 1);
-    await worker.drain();
-    assert.equal(receiver.received.length, 0);
+  it(
+    'posts an event within a second of its append: later events join the waiting post, and one after it waits for ' +
+      'the next',
+    async () => {
+      const start = t.clock.now();
+      await append(events(0, 1));
+      t.clock.advance(500);
+      await append(events(1, 1));
+      t.clock.set(start + GATHER_WINDOW_MS - 1);
+      await worker.drain();
+      assert.equal(receiver.received.length, 0);
 
-    t.clock.set(start + GATHER_WINDOW_MS);
-    await worker.drain();
-    assert.equal(receiver.received.length, 1, 'posted within 1 s of the first event');
-    assert.ok(t.clock.now() - start <= 1000);
-    assert.deepEqual((await verified(receiver.received[0])).data, events(0, 2));
+      t.clock.set(start + GATHER_WINDOW_MS);
+      await worker.drain();
+      assert.equal(receiver.received.length, 1, 'posted within 1 s of the first event');
+      assert.ok(t.clock.now() - start <= 1000);
+      assert.deepEqual((await verified(receiver.received[0])).data, events(0, 2));
 
-    const third = t.clock.now();
-    await append(events(2, 1));
-    await worker.drain();
-    assert.equal(receiver.received.length, 1, 'a new window starts with the next event');
-    t.clock.set(third + GATHER_WINDOW_MS);
-    await worker.drain();
-    assert.equal(receiver.received.length, 2);
-    assert.deepEqual((await verified(receiver.received[1])).data, events(2, 1));
-  });
+      const third = t.clock.now();
+      await append(events(2, 1));
+      await worker.drain();
+      assert.equal(receiver.received.length, 1, 'a new window starts with the next event');
+      t.clock.set(third + GATHER_WINDOW_MS);
+      await worker.drain();
+      assert.equal(receiver.received.length, 2);
+      assert.deepEqual((await verified(receiver.received[1])).data, events(2, 1));
+    },
+  );
 
-  it('retries a gathered delivery the receiver failed, on the webhook schedule, with the same id and events, none lost or doubled', async () => {
-    await append(events(0, 600));
-    receiver.reply({ status: 503 });
-    t.clock.advance(GATHER_WINDOW_MS);
-    await worker.drain();
-    assert.equal(receiver.received.length, 2);
-    const failed = receiver.received[0];
+  it(
+    'retries a gathered delivery the receiver failed, on the webhook schedule, with the same id and events, none ' +
+      'lost or doubled',
+    async () => {
+      await append(events(0, 600));
+      receiver.reply({ status: 503 });
+      t.clock.advance(GATHER_WINDOW_MS);
+      await worker.drain();
+      assert.equal(receiver.received.length, 2);
+      const failed = receiver.received[0];
 
-    t.clock.advance(4_999);
-    await worker.drain();
-    assert.equal(receiver.received.length, 2, 'not before the 5 s retry');
-    t.clock.advance(1);
-    await worker.drain();
-    assert.equal(receiver.received.length, 3);
-    const retried = receiver.received[2];
-    assert.equal(retried.headers['webhook-id'], failed.headers['webhook-id']);
-    assert.equal(retried.body, failed.body);
+      t.clock.advance(4_999);
+      await worker.drain();
+      assert.equal(receiver.received.length, 2, 'not before the 5 s retry');
+      t.clock.advance(1);
+      await worker.drain();
+      assert.equal(receiver.received.length, 3);
+      const retried = receiver.received[2];
+      assert.equal(retried.headers['webhook-id'], failed.headers['webhook-id']);
+      assert.equal(retried.body, failed.body);
 
-    const delivered = await Promise.all(receiver.received.slice(1).map((post) => verified(post)));
-    const all = delivered
-      .flatMap((post) => post.data)
-      .sort((a, b) => Number(a.messageId.slice(2)) - Number(b.messageId.slice(2)));
-    assert.deepEqual(all, events(0, 600));
-    const rows = await t.ctx.db
-      .selectFrom('webhook_deliveries')
-      .select(['status', 'attempts'])
-      .orderBy('attempts')
-      .execute();
-    assert.deepEqual(
-      rows.map((row) => [row.status, row.attempts]),
-      [
-        ['delivered', 1],
-        ['delivered', 2],
-      ],
-    );
-    assert.equal(await waiting(), 0);
-    assert.deepEqual(await jobs(), []);
-  });
+      const delivered = await Promise.all(receiver.received.slice(1).map((post) => verified(post)));
+      const all = delivered
+        .flatMap((post) => post.data)
+        .sort((a, b) => Number(a.messageId.slice(2)) - Number(b.messageId.slice(2)));
+      assert.deepEqual(all, events(0, 600));
+      const rows = await t.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select(['status', 'attempts'])
+        .orderBy('attempts')
+        .execute();
+      assert.deepEqual(
+        rows.map((row) => [row.status, row.attempts]),
+        [
+          ['delivered', 1],
+          ['delivered', 2],
+        ],
+      );
+      assert.equal(await waiting(), 0);
+      assert.deepEqual(await jobs(), []);
+    },
+  );
 
-  it('loses nothing when the worker holding the gather job dies, and posts each event once though the dead claim runs late', async () => {
-    await append(events(0, 300));
-    t.clock.advance(GATHER_WINDOW_MS);
-    const crashed = await claimGather('crashed-worker', 0);
-    // Appended while the job is held: the queued job will gather these too.
-    await append(events(300, 200));
+  it(
+    'loses nothing when the worker holding the gather job dies, and posts each event once though the dead claim ' +
+      'runs late',
+    async () => {
+      await append(events(0, 300));
+      t.clock.advance(GATHER_WINDOW_MS);
+      const crashed = await claimGather('crashed-worker', 0);
+      // Appended while the job is held: the queued job will gather these too.
+      await append(events(300, 200));
 
-    await worker.drain(); // its rescuer returns the lapsed job to the queue, after a backoff
-    assert.equal(receiver.received.length, 0);
-    t.clock.advance(2_000);
-    const live = await claimGather('live-worker', 60_000);
+      await worker.drain(); // its rescuer returns the lapsed job to the queue, after a backoff
+      assert.equal(receiver.received.length, 0);
+      t.clock.advance(2_000);
+      const live = await claimGather('live-worker', 60_000);
 
-    await assert.rejects(runGather(crashed), /no longer held/, 'the late claim cannot complete the job');
-    assert.equal(await waiting(), 500, 'its gather rolled back: the events still wait');
-    assert.equal(await t.ctx.db.selectFrom('webhook_deliveries').select('id').executeTakeFirst(), undefined);
+      await assert.rejects(runGather(crashed), /no longer held/, 'the late claim cannot complete the job');
+      assert.equal(await waiting(), 500, 'its gather rolled back: the events still wait');
+      assert.equal(await t.ctx.db.selectFrom('webhook_deliveries').select('id').executeTakeFirst(), undefined);
 
-    assert.equal(await runGather(live), 'completed');
-    await worker.drain();
-    assert.equal(receiver.received.length, 1);
-    assert.deepEqual((await verified(receiver.received[0])).data, events(0, 500));
-    assert.equal(await waiting(), 0);
-    assert.deepEqual(await jobs(), []);
-  });
+      assert.equal(await runGather(live), 'completed');
+      await worker.drain();
+      assert.equal(receiver.received.length, 1);
+      assert.deepEqual((await verified(receiver.received[0])).data, events(0, 500));
+      assert.equal(await waiting(), 0);
+      assert.deepEqual(await jobs(), []);
+    },
+  );
 
   it('leaves no event behind when an append commits while the gather waits to read', async () => {
     await append(events(0, 1));
@@ -340,21 +356,24 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await jobs(), []);
   });
 
-  it('catches up a stream that fell behind over several runs, 500 events a post, cutting through an append', async () => {
-    // Appends of 900: the first run's 5,000 events end inside the sixth, whose last event waits for the next run.
-    for (let start = 0; start < 5_001; start += 900) await append(events(start, Math.min(900, 5_001 - start)));
-    t.clock.advance(GATHER_WINDOW_MS);
-    await worker.drain();
-    const posts = await Promise.all(receiver.received.map((post) => verified(post)));
-    posts.sort((a, b) => Number(a.data[0].messageId.slice(2)) - Number(b.data[0].messageId.slice(2)));
-    assert.deepEqual(
-      posts.map((post) => post.data.length),
-      [...Array(10).fill(500), 1],
-    );
-    assert.deepEqual(
-      posts.flatMap((post) => post.data),
-      events(0, 5_001),
-    );
-    assert.deepEqual(await jobs(), []);
-  });
+  it(
+    'catches up a stream that fell behind over several runs, ' + '500 events a post, cutting through an append',
+    async () => {
+      // Appends of 900: the first run's 5,000 events end inside the sixth, whose last event waits for the next run.
+      for (let start = 0; start < 5_001; start += 900) await append(events(start, Math.min(900, 5_001 - start)));
+      t.clock.advance(GATHER_WINDOW_MS);
+      await worker.drain();
+      const posts = await Promise.all(receiver.received.map((post) => verified(post)));
+      posts.sort((a, b) => Number(a.data[0].messageId.slice(2)) - Number(b.data[0].messageId.slice(2)));
+      assert.deepEqual(
+        posts.map((post) => post.data.length),
+        [...Array(10).fill(500), 1],
+      );
+      assert.deepEqual(
+        posts.flatMap((post) => post.data),
+        events(0, 5_001),
+      );
+      assert.deepEqual(await jobs(), []);
+    },
+  );
 });

@@ -47,21 +47,25 @@ forEachDatabase((dialect) => {
     assert.equal((await t.app.inject({ method: 'GET', url: '/webhooks/secret' })).statusCode, 401);
   });
 
-  it('rotates the secret, keeps the old one signing for 24 hours, and replays a rotation sent again with its Idempotency-Key', async () => {
-    const old = (await get('/webhooks/secret')).json().secret;
-    const rotated = await post('/webhooks/secret/rotate', aliceToken, { 'idempotency-key': 'rotate-1' });
-    assert.equal(rotated.statusCode, 200);
-    assert.notEqual(rotated.json().secret, old);
-    assert.equal(rotated.json().previousSecretExpiresAt, new Date(t.clock.now() + 24 * 3_600_000).toISOString());
-    assert.deepEqual((await get('/webhooks/secret')).json(), rotated.json());
+  it(
+    'rotates the secret, keeps the old one signing for 24 hours, and replays a rotation sent again with its ' +
+      'Idempotency-Key',
+    async () => {
+      const old = (await get('/webhooks/secret')).json().secret;
+      const rotated = await post('/webhooks/secret/rotate', aliceToken, { 'idempotency-key': 'rotate-1' });
+      assert.equal(rotated.statusCode, 200);
+      assert.notEqual(rotated.json().secret, old);
+      assert.equal(rotated.json().previousSecretExpiresAt, new Date(t.clock.now() + 24 * 3_600_000).toISOString());
+      assert.deepEqual((await get('/webhooks/secret')).json(), rotated.json());
 
-    const again = await post('/webhooks/secret/rotate', aliceToken, { 'idempotency-key': 'rotate-1' });
-    assert.equal(again.headers['idempotent-replayed'], 'true');
-    assert.equal(again.json().secret, rotated.json().secret);
+      const again = await post('/webhooks/secret/rotate', aliceToken, { 'idempotency-key': 'rotate-1' });
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.equal(again.json().secret, rotated.json().secret);
 
-    t.clock.advance(24 * 3_600_000);
-    assert.equal((await get('/webhooks/secret')).json().previousSecretExpiresAt, null);
-  });
+      t.clock.advance(24 * 3_600_000);
+      assert.equal((await get('/webhooks/secret')).json().previousSecretExpiresAt, null);
+    },
+  );
 
   it('lists the account’s deliveries newest first, a page at a time', async () => {
     const ids: string[] = [];
@@ -131,43 +135,46 @@ forEachDatabase((dialect) => {
     assert.equal((await get('/webhooks/deliveries/00000000-0000-4000-8000-000000000000')).statusCode, 404);
   });
 
-  it('lists with failing=true only the deliveries whose last attempt failed, given up or waiting for a retry', async () => {
-    const handler = webhookDeliveryHandler(t.ctx);
-    const attempt = async (status: number) => {
-      const id = await emit(alice);
-      t.clock.advance(1_000);
-      receiver.reply({ status });
-      await runDeliveryJob(handler, t.ctx.db, id);
-      return id;
-    };
-    await attempt(200);
-    const gaveUp = await attempt(410);
-    const retrying = await attempt(500);
-    await emit(alice); // not attempted yet
-    await emit(bob);
-    const failing = (await get('/webhooks/deliveries?failing=true')).json();
-    assert.deepEqual(
-      failing.deliveries.map((d: { id: string; status: string }) => [d.id, d.status]),
-      [
-        [retrying, 'pending'],
-        [gaveUp, 'failed'],
-      ],
-    );
-    assert.equal(failing.nextCursor, null);
-    const first = (await get('/webhooks/deliveries?failing=true&limit=1')).json();
-    assert.deepEqual(
-      first.deliveries.map((d: { id: string }) => d.id),
-      [retrying],
-    );
-    const second = (await get(`/webhooks/deliveries?failing=true&limit=1&cursor=${first.nextCursor}`)).json();
-    assert.deepEqual(
-      second.deliveries.map((d: { id: string }) => d.id),
-      [gaveUp],
-    );
-    assert.equal((await get('/webhooks/deliveries?failing=false')).json().deliveries.length, 4);
-    assert.deepEqual((await get('/webhooks/deliveries?failing=true', bobToken)).json().deliveries, []);
-    assert.equal((await get('/webhooks/deliveries?failing=yes')).statusCode, 400);
-  });
+  it(
+    'lists with failing=true only the deliveries whose last ' + 'attempt failed, given up or waiting for a retry',
+    async () => {
+      const handler = webhookDeliveryHandler(t.ctx);
+      const attempt = async (status: number) => {
+        const id = await emit(alice);
+        t.clock.advance(1_000);
+        receiver.reply({ status });
+        await runDeliveryJob(handler, t.ctx.db, id);
+        return id;
+      };
+      await attempt(200);
+      const gaveUp = await attempt(410);
+      const retrying = await attempt(500);
+      await emit(alice); // not attempted yet
+      await emit(bob);
+      const failing = (await get('/webhooks/deliveries?failing=true')).json();
+      assert.deepEqual(
+        failing.deliveries.map((d: { id: string; status: string }) => [d.id, d.status]),
+        [
+          [retrying, 'pending'],
+          [gaveUp, 'failed'],
+        ],
+      );
+      assert.equal(failing.nextCursor, null);
+      const first = (await get('/webhooks/deliveries?failing=true&limit=1')).json();
+      assert.deepEqual(
+        first.deliveries.map((d: { id: string }) => d.id),
+        [retrying],
+      );
+      const second = (await get(`/webhooks/deliveries?failing=true&limit=1&cursor=${first.nextCursor}`)).json();
+      assert.deepEqual(
+        second.deliveries.map((d: { id: string }) => d.id),
+        [gaveUp],
+      );
+      assert.equal((await get('/webhooks/deliveries?failing=false')).json().deliveries.length, 4);
+      assert.deepEqual((await get('/webhooks/deliveries?failing=true', bobToken)).json().deliveries, []);
+      assert.equal((await get('/webhooks/deliveries?failing=yes')).statusCode, 400);
+    },
+  );
 
   it('replays a delivery now with the same webhook-id, retiring the job it had', async () => {
     const handler = webhookDeliveryHandler(t.ctx);

@@ -33,16 +33,14 @@ forEachDatabase((dialect) => {
         throw new Error('rolled back');
       }),
     );
-    const id = await t.ctx.db
-      .transaction()
-      .execute((trx) =>
-        emitWebhook(trx, t.clock, {
-          accountId: account.row.id,
-          url: receiver.url,
-          type: 'contacts.batch',
-          data: { n: 2 },
-        }),
-      );
+    const id = await t.ctx.db.transaction().execute((trx) =>
+      emitWebhook(trx, t.clock, {
+        accountId: account.row.id,
+        url: receiver.url,
+        type: 'contacts.batch',
+        data: { n: 2 },
+      }),
+    );
     receiver.reply({ status: 503 });
     await worker.drain();
     assert.equal(receiver.received.length, 1);

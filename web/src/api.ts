@@ -33,7 +33,10 @@ async function failure(response: Response): Promise<ApiError> {
   return new ApiError(response.status, body?.message ?? `The server answered ${response.status}.`, body?.errors ?? []);
 }
 
-/** A request to the API; the JSON answer, or undefined for a 204. `session`: a sign-in call, whose 401 is an answer, not an ended session. */
+/**
+ * A request to the API; the JSON answer, or undefined for a 204. `session`: a sign-in call, whose
+ * 401 is an answer, not an ended session.
+ */
 export async function request<T>(
   method: Method,
   path: string,

@@ -3,7 +3,10 @@ import type { Page } from './types.ts';
 
 export type Loaded<T> = { state: 'loading' } | { state: 'failed'; error: Error } | { state: 'done'; data: T };
 
-/** Runs `load` when `key` changes (the page's URL, a query); `reload` runs it again. A late answer for an old key is dropped. */
+/**
+ * Runs `load` when `key` changes (the page's URL, a query); `reload` runs it again. A late answer
+ * for an old key is dropped.
+ */
 export function useLoad<T>(load: () => Promise<T>, key: string): Loaded<T> & { reload: () => void } {
   const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' });
   const [round, setRound] = useState(0);

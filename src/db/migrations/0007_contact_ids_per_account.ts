@@ -58,9 +58,10 @@ async function sqlite(db: Kysely<unknown>): Promise<void> {
               created_at bigint not null,
               updated_at bigint not null,
               constraint contacts_pkey primary key (account_id, id))`.execute(db);
-  await sql`insert into contacts_new select id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties, created_at, updated_at from contacts`.execute(
-    db,
-  );
+  await sql`insert into contacts_new
+            select id, account_id, email, mobile, mobile_country_code, mobile_opt_in, email_opt_in, properties,
+                   created_at, updated_at
+              from contacts`.execute(db);
   await sql`drop table contacts`.execute(db);
   await sql`alter table contacts_new rename to contacts`.execute(db);
   await sql`create index contacts_mobile on contacts (account_id, mobile)`.execute(db);

@@ -44,11 +44,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('contact_id', 'bigint')
     .addColumn('tags', 'text')
     .addColumn('status', 'text', (c) =>
-      c
-        .notNull()
-        .check(
-          sql`status in ('Queued', 'Cancelled', 'Submitted', 'Processed', 'Delivered', 'Failed', 'NotSent', 'Dropped', 'Deferred', 'Bounce')`,
-        ),
+      c.notNull().check(
+        sql`status in ('Queued', 'Cancelled', 'Submitted', 'Processed', 'Delivered', 'Failed', 'NotSent', 'Dropped',
+                         'Deferred', 'Bounce')`,
+      ),
     )
     .addColumn('reason', 'text')
     .addColumn('message_id', 'text')

@@ -24,11 +24,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   // One active key per holder of a domain. Two indexes, since a unique index counts each null
   // account_id as distinct: the service's domain would otherwise take any number.
-  await sql`create unique index dkim_keys_active on dkim_keys (account_id, domain) where retired_at is null and account_id is not null`.execute(
-    db,
-  );
-  await sql`create unique index dkim_keys_service_active on dkim_keys (domain) where retired_at is null and account_id is null`.execute(
-    db,
-  );
+  await sql`create unique index dkim_keys_active on dkim_keys (account_id, domain)
+              where retired_at is null and account_id is not null`.execute(db);
+  await sql`create unique index dkim_keys_service_active on dkim_keys (domain)
+              where retired_at is null and account_id is null`.execute(db);
   await db.schema.createIndex('dkim_keys_account').on('dkim_keys').columns(['account_id', 'domain']).execute();
 }

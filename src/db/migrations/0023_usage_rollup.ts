@@ -41,7 +41,8 @@ export async function backfillUsageRollup<DB>(db: Kysely<DB>): Promise<void> {
   await sql`
     insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
     select account_id, channel, bucket, status, encoding, count(*), sum(parts)
-      from (select s.account_id, s.channel, h.at / 900000 as bucket, h.status, coalesce(r.encoding, '') as encoding, coalesce(r.parts, 0) as parts
+      from (select s.account_id, s.channel, h.at / 900000 as bucket, h.status, coalesce(r.encoding, '') as encoding,
+                   coalesce(r.parts, 0) as parts
               from recipient_history h
               join send_recipients r on r.id = h.recipient_id
               join sends s on s.id = r.send_id

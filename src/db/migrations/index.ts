@@ -27,6 +27,8 @@ import * as consoleSessions from './0025_console.ts';
 import * as messageRowsUnchained from './0026_message_rows_unchained.ts';
 import * as sealedSecrets from './0027_sealed_secrets.ts';
 import * as recipientErrorCodes from './0028_recipient_error_codes.ts';
+import * as sandboxSmsByAccount from './0029_sandbox_sms_by_account.ts';
+import * as eraseClearPrivateTokens from './0030_erase_clear_private_tokens.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -58,4 +60,6 @@ export const migrations: Record<string, Migration> = {
   '0026_message_rows_unchained': messageRowsUnchained,
   '0027_sealed_secrets': sealedSecrets,
   '0028_recipient_error_codes': recipientErrorCodes,
+  '0029_sandbox_sms_by_account': sandboxSmsByAccount,
+  '0030_erase_clear_private_tokens': eraseClearPrivateTokens,
 };

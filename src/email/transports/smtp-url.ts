@@ -24,9 +24,15 @@ export interface SmtpSettings {
   port: number;
   /** AUTH credentials; none when the URL names no user (a relay that trusts the sender's address). */
   auth: { user: string; password: string } | undefined;
-  /** Connections each worker process holds open to the relay. Default 5, nodemailer's and a common relay's per-client limit. */
+  /**
+   * Connections each worker process holds open to the relay. Default 5, nodemailer's and a common
+   * relay's per-client limit.
+   */
   pool: number;
-  /** Messages a second across the process's connections (shared by every process through Redis when REDIS_URL is set); 0, the default: no cap of Herald's own. */
+  /**
+   * Messages a second across the process's connections (shared by every process through Redis when
+   * REDIS_URL is set); 0, the default: no cap of Herald's own.
+   */
   rate: number;
 }
 

@@ -6,13 +6,19 @@ import { SharedSendRate } from '../../ratelimit/shared-send-rate.ts';
 import type { SmtpSettings } from './smtp-url.ts';
 import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
 
-/** How long the transport waits on the relay, in ms: a relay that is down or stalls defers the messages it holds, it never holds a send. */
+/**
+ * How long the transport waits on the relay, in ms: a relay that is down or stalls defers the
+ * messages it holds, it never holds a send.
+ */
 export interface SmtpTiming {
   /** For the TCP (and TLS) connection. Default 30 s. */
   connection: number;
   /** For the 220 greeting once connected. Default 30 s. */
   greeting: number;
-  /** For any answer once talking (RFC 5321 §4.5.3.2 allows a relay minutes for DATA; 2 minutes, the default, is what relays answer within). */
+  /**
+   * For any answer once talking (RFC 5321 §4.5.3.2 allows a relay minutes for DATA; 2 minutes, the
+   * default, is what relays answer within).
+   */
   socket: number;
 }
 
@@ -49,7 +55,9 @@ export function registerSmtpMetrics(registry: Registry): SmtpMetrics {
     messages: new Counter({ name: names[0], help: 'messages handed to the SMTP relay', registers }),
     answers: new Counter({
       name: names[1],
-      help: "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: none (refused, dropped, timed out, TLS)",
+      help:
+        "the relay's answers by class: 2xx accepted, 4xx refused for now, 5xx refused for good, connection: " +
+        'none (refused, dropped, timed out, TLS)',
       labelNames: ['class'],
       registers,
     }),
@@ -61,7 +69,10 @@ interface SendError extends Error {
   code?: string;
   responseCode?: number;
   response?: string;
-  /** Set with responseCode: 5xx but 503 (RFC 5321 §4.2.1); nodemailer's reading, so no reply text is read for meaning. */
+  /**
+   * Set with responseCode: 5xx but 503 (RFC 5321 §4.2.1); nodemailer's reading, so no reply text is
+   * read for meaning.
+   */
   permanent?: boolean;
 }
 
@@ -207,7 +218,10 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
   };
 }
 
-/** The process's own rate, or one shared with the other processes sending through the relay account when Redis is there to share it. */
+/**
+ * The process's own rate, or one shared with the other processes sending through the relay account
+ * when Redis is there to share it.
+ */
 function sendRate(settings: SmtpSettings, options: SmtpTransportOptions, ready: () => void): SendRate {
   const common = { tps: settings.rate, urgentShare: 0, monotonic: () => performance.now(), ready };
   if (settings.rate === 0 || !options.redisUrl) return new LocalSendRate(common);

@@ -34,7 +34,10 @@ export function useSendRead<S extends SendSummary & { recipients: R[]; nextCurso
 /** The columns of a listing of sends (SendRow). */
 export const SEND_COLUMNS = ['Id', 'Created', 'Scheduled for', 'Status', 'Recipients by status'];
 
-/** A send in a listing, of either channel: its id linking to its page (`href`), its times, status and recipients by status. */
+/**
+ * A send in a listing, of either channel: its id linking to its page (`href`), its times, status
+ * and recipients by status.
+ */
 export function SendRow(props: { href: string; id: string; summary: SendSummary }) {
   const { summary } = props;
   return (

@@ -54,30 +54,32 @@ export function Contacts() {
   };
   return (
     <Page title="Contacts">
-      <form class="inline-form" onSubmit={search} role="search" aria-label="Contacts">
-        <label>
-          Email
-          <input
-            type="email"
-            name="email"
-            value={emailInput}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-            autocomplete="off"
-          />
-        </label>
-        <label>
-          Mobile (country code and number)
-          <input
-            type="tel"
-            name="mobile"
-            value={mobileInput}
-            onInput={(e) => setMobile(e.currentTarget.value)}
-            inputMode="numeric"
-            autocomplete="off"
-          />
-        </label>
-        <button type="submit">Search</button>
-      </form>
+      <search aria-label="Contacts">
+        <form class="inline-form" onSubmit={search}>
+          <label>
+            Email
+            <input
+              type="email"
+              name="email"
+              value={emailInput}
+              onInput={(e) => setEmail(e.currentTarget.value)}
+              autocomplete="off"
+            />
+          </label>
+          <label>
+            Mobile (country code and number)
+            <input
+              type="tel"
+              name="mobile"
+              value={mobileInput}
+              onInput={(e) => setMobile(e.currentTarget.value)}
+              inputMode="numeric"
+              autocomplete="off"
+            />
+          </label>
+          <button type="submit">Search</button>
+        </form>
+      </search>
       {searched && (
         <Show loaded={found}>
           {(data) => (

@@ -76,7 +76,7 @@ function SecretPart() {
         )}
       </Show>
       {confirming ? (
-        <div class="confirm" role="group" aria-label="Confirm the rotation">
+        <fieldset class="confirm" aria-label="Confirm the rotation">
           <p>Receivers must verify with the new secret within 24 hours. Rotate now?</p>
           <button type="button" class="danger" onClick={rotate}>
             Yes, rotate the secret
@@ -84,7 +84,7 @@ function SecretPart() {
           <button type="button" onClick={() => setConfirming(false)}>
             Keep the current secret
           </button>
-        </div>
+        </fieldset>
       ) : (
         <button type="button" onClick={() => setConfirming(true)}>
           Rotate secret
@@ -185,6 +185,7 @@ export function DeliveryPage(props: { id: string }) {
             </dd>
           </dl>
           <Part title="Body" id="payload">
+            {/* biome-ignore lint/a11y/noNoninteractiveTabindex: focusable so its overflow scrolls from the keyboard */}
             <pre class="payload" tabIndex={0}>
               {JSON.stringify(d.payload, null, 2)}
             </pre>

@@ -22,7 +22,10 @@ export interface BindTiming {
   /** Reconnection waits from this, doubling to reconnectMaxMs, each with jitter. Defaults 250 ms, 30 s. */
   reconnectBaseMs: number;
   reconnectMaxMs: number;
-  /** A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling. Defaults 50 ms, 2 s. */
+  /**
+   * A throttled bind pauses from this, doubling to throttleMaxMs while the SMSC keeps throttling.
+   * Defaults 50 ms, 2 s.
+   */
   throttleBaseMs: number;
   throttleMaxMs: number;
 }
@@ -115,7 +118,8 @@ export class SmppBind {
       if (handshaking) {
         this.options.log.error(
           { bind: this.options.name, error: error.message, code: error.code },
-          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
+          'SMPP over TLS: the handshake with the SMSC failed, so no bind and no submit (its certificate must ' +
+            'be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
         );
       } else {
         this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
@@ -283,11 +287,11 @@ export class SmppBind {
     this.failures = Math.min(this.failures + 1, 30);
     // Half the wait fixed, half random: binds lost together do not return together.
     const wait = ceiling / 2 + (this.options.random() * ceiling) / 2;
+    const fields = { bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) };
+    // One warning a spell down, as for its return; each attempt that fails again is only news.
+    if (this.lostAt === undefined) this.options.log.warn(fields, 'SMPP bind lost');
+    else this.options.log.info(fields, 'SMPP bind still down');
     this.lostAt ??= this.options.monotonic();
-    this.options.log.warn(
-      { bind: this.options.name, reason, unanswered: unanswered.length, reconnectInMs: Math.round(wait) },
-      'SMPP bind lost',
-    );
     this.setState('down');
     for (const submit of unanswered) submit.lost();
     this.reconnectTimer = setTimeout(() => this.open(), wait);

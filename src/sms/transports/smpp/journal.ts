@@ -43,13 +43,11 @@ export const recordSmppAnswers = procedure(
         })),
       )
       .onConflict((oc) =>
-        oc
-          .columns(['send_id', 'recipient', 'part'])
-          .doUpdateSet((eb) => ({
-            parts: eb.ref('excluded.parts'),
-            operator_message_id: eb.ref('excluded.operator_message_id'),
-            at: eb.ref('excluded.at'),
-          })),
+        oc.columns(['send_id', 'recipient', 'part']).doUpdateSet((eb) => ({
+          parts: eb.ref('excluded.parts'),
+          operator_message_id: eb.ref('excluded.operator_message_id'),
+          at: eb.ref('excluded.at'),
+        })),
       )
       .execute();
   },
@@ -145,7 +143,8 @@ export async function purgeRecordedAnswers(
   limit: number,
 ): Promise<number> {
   const done = sql<SqlBool>`not exists (select 1 from send_recipients r
-                                         where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient and r.status = 'Queued')`;
+                                         where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient
+                                           and r.status = 'Queued')`;
   const result = await db
     .deleteFrom('smpp_submits')
     .where(done)

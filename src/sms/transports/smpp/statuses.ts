@@ -27,5 +27,8 @@ export function refusalOf(status: number): Refusal {
 /** How a status reads in an error code: 0x0000000B, as SMPP 3.4 writes them. */
 export const statusCode = (status: number) => `0x${status.toString(16).toUpperCase().padStart(8, '0')}`;
 
-/** The temporary application error a deliver_sm is answered with when its receipt could not be kept: the SMSC offers it again. */
+/**
+ * The temporary application error a deliver_sm is answered with when its receipt could not be kept:
+ * the SMSC offers it again.
+ */
 export const ESME_RX_T_APPN = 0x64;

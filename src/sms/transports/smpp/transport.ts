@@ -93,7 +93,10 @@ export function smppTransport(settings: SmppSettings, options: SmppTransportOpti
   return new SmppTransport(settings, options);
 }
 
-/** The process's own rate, or one shared with the other processes sending on the account when Redis is there to share it. */
+/**
+ * The process's own rate, or one shared with the other processes sending on the account when Redis
+ * is there to share it.
+ */
 type RateOptions = Pick<SmppTransportOptions, 'redisUrl' | 'rateKeyPrefix'> & {
   monotonic: () => number;
   log: Log;
@@ -315,7 +318,8 @@ class SmppTransport implements SmsTransport {
       const { sendId, recipient } = message;
       const parts = message.segmented.parts.length;
       const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id };
-      this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
+      // recordAnswer retries until the answer is kept and never rejects.
+      void this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
       return;
     }
     this.freeSlot(bind, message.recipient);

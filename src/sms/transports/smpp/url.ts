@@ -28,7 +28,10 @@ export interface SmppSettings {
    * sends twice (docs/sms.md, "SMS over SMPP": its delivery guarantee).
    */
   window: number;
-  /** submit_sm a second across the process's binds (the operator's contract); 0, the default: no cap of Herald's own. */
+  /**
+   * submit_sm a second across the process's binds (the operator's contract); 0, the default: no cap
+   * of Herald's own.
+   */
   tps: number;
   /** Share of each bind's window, and of tps, held for one-time passcodes. Default 0.1. */
   urgentShare: number;

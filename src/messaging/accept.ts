@@ -1,0 +1,221 @@
+import type { Kysely } from 'kysely';
+import type { DialectName } from '../db/database.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { defaultListId } from '../crm/setup.ts';
+import type { NewJob } from '../queue/queue.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
+import type { PageRow } from './pipeline.ts';
+import { queries } from './queries.ts';
+import { pauseForTest } from './test-pause.ts';
+import { UsageTally } from './rollup.ts';
+import {
+  expandRecipients,
+  refusedInRange,
+  requestRecipientsInsert,
+  type Channel,
+  type StoredRecipient,
+} from './recipients.ts';
+
+/**
+ * A send's beginning, whatever its channel (MESSAGING.md): accepted with its request
+ * recipients and its job in one transaction; cancelled while it waits; started by its job,
+ * expanded a range at a time with its checkpoint, up to its first page. pipeline.ts sends
+ * the pages, reads.ts reads the send back.
+ */
+
+type Db = Kysely<Schema>;
+
+/** A send as it is accepted. `content`: the channel's request as its worker reads it, in JSON. */
+export interface NewSend {
+  id: string;
+  accountId: string;
+  channel: Channel;
+  content: string;
+  listIds: string[];
+  webhookUrl: string | null;
+  /** Epoch ms; null = now. */
+  scheduledAt: number | null;
+  /** Stored with its recipients settled already (an immediate single SMS). */
+  expanded: boolean;
+  now: number;
+}
+
+/**
+ * The writes of an accept, in the caller's transaction: the send, its request recipients and
+ * its job. On PostgreSQL they are one statement, so an accept costs one round trip.
+ */
+export async function writeSend(
+  db: Db,
+  dialect: DialectName,
+  send: NewSend,
+  recipients: StoredRecipient[],
+  job: NewJob,
+): Promise<void> {
+  const row = db.insertInto('sends').values({
+    id: send.id,
+    account_id: send.accountId,
+    channel: send.channel,
+    status: send.scheduledAt === null ? 'Queued' : 'Scheduled',
+    content: send.content,
+    list_ids: JSON.stringify(send.listIds),
+    webhook_url: send.webhookUrl,
+    scheduled_at: send.scheduledAt,
+    expanded: send.expanded,
+    created_at: send.now,
+    started_at: null,
+    completed_at: null,
+  });
+  const ownRecipients =
+    recipients.length > 0 ? requestRecipientsInsert(dialect, send.id, send.now, recipients) : undefined;
+  await queries[dialect].writeAccept(db, ownRecipients ? [row, ownRecipients] : [row], job);
+}
+
+/**
+ * `DELETE /sms/{queueId}`, `DELETE /email/batch/{batchId}`: cancels a send that has not started
+ * (its recipients Cancelled, its job gone, found by `jobKey`); answers what the route says:
+ * cancelled, not the account's, or already sending. A send has started once a worker claimed
+ * its job: an immediate single SMS is never marked Sending (it goes from Queued to Completed
+ * in one write), so its waiting job is what tells.
+ */
+export const cancelSend = procedure(
+  import.meta.url,
+  'cancelSend',
+  async (
+    { db, dialect },
+    args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number },
+  ): Promise<'cancelled' | 'not found' | 'started'> =>
+    db.transaction().execute(async (trx) => {
+      const send = await trx
+        .selectFrom('sends')
+        .select('status')
+        .where('id', '=', args.sendId)
+        .where('account_id', '=', args.accountId)
+        .where('channel', '=', args.channel)
+        .executeTakeFirst();
+      if (!send) return 'not found';
+      if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
+      const waiting = await trx
+        .deleteFrom('jobs')
+        .where('idempotency_key', '=', args.jobKey)
+        .where('state', '=', 'ready')
+        .executeTakeFirst();
+      if (Number(waiting.numDeletedRows) === 0) return 'started';
+      await trx
+        .updateTable('sends')
+        .set({ status: 'Cancelled', completed_at: args.now })
+        .where('id', '=', args.sendId)
+        .execute();
+      const cancelled = await trx
+        .updateTable('send_recipients')
+        .set({ status: 'Cancelled', updated_at: args.now })
+        .where('send_id', '=', args.sendId)
+        .where('status', '=', 'Queued')
+        .executeTakeFirst();
+      const tally = new UsageTally(args.now);
+      tally.add(args.accountId, args.channel, 'Cancelled', { messages: Number(cancelled.numUpdatedRows) });
+      await tally.write(trx, dialect);
+      return 'cancelled';
+    }),
+);
+
+export interface StartedSend {
+  accountId: string;
+  /** The channel's content, in JSON as accepted. */
+  content: string;
+  webhookUrl: string | null;
+  cursor: number;
+  /** The first page to send, read in the same round trip: a one-time passcode's only one. */
+  firstPage: PageRow[];
+}
+
+/**
+ * One range of an expansion, just written: what a channel that posts refusals reads
+ * (recipients.ts, refusedInRange).
+ */
+export interface ExpandedRange {
+  accountId: string;
+  webhookUrl: string | null;
+  after: string | null;
+  through: string | null;
+}
+
+/**
+ * A send's start, in the caller's transaction: until its recipients are all expanded, one
+ * range of them (expanded from its lists, consent settled) with the send marked Sending and
+ * its checkpoint, answering 'expanding'; `onRange` runs in the same transaction after each.
+ * Then its first page to send (`load`, the channel's page after the cursor, read in the
+ * transaction). A send cancelled or done answers null.
+ */
+export async function startSend(
+  trx: Db,
+  dialect: DialectName,
+  args: { sendId: string; now: number; load: (accountId: string, cursor: number) => Promise<PageRow[]> },
+  onRange?: (range: ExpandedRange) => Promise<void>,
+): Promise<StartedSend | 'expanding' | null> {
+  const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
+  if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
+  if (!send.expanded) {
+    const channel = send.channel as Channel;
+    const tally = new UsageTally(args.now);
+    const through = await expandRecipients(trx, dialect, {
+      tally,
+      channel,
+      sendId: send.id,
+      accountId: send.account_id,
+      listIds: JSON.parse(send.list_ids) as string[],
+      allContactsListId: await defaultListId(trx, send.account_id),
+      after: send.expanded_through,
+      now: args.now,
+    });
+    await onRange?.({
+      accountId: send.account_id,
+      webhookUrl: send.webhook_url,
+      after: send.expanded_through,
+      through,
+    });
+    await pauseForTest(`${channel}.expand`);
+    await trx
+      .updateTable('sends')
+      .set({
+        expanded: through === null,
+        expanded_through: through,
+        status: 'Sending',
+        started_at: send.started_at ?? args.now,
+      })
+      .where('id', '=', send.id)
+      .execute();
+    await tally.write(trx, dialect);
+    if (through !== null) return 'expanding';
+  }
+  const cursor = Number(send.cursor);
+  return {
+    accountId: send.account_id,
+    content: send.content,
+    webhookUrl: send.webhook_url,
+    cursor,
+    firstPage: await args.load(send.account_id, cursor),
+  };
+}
+
+/**
+ * A startSend `onRange` that posts the recipients a range refused (NotSent, Dropped) to the
+ * send's webhook, in the caller's transaction, each as the channel's `event` of it.
+ */
+export function postRefused(
+  trx: Db,
+  args: {
+    channel: Channel;
+    sendId: string;
+    now: number;
+    type: string;
+    event: (refused: { address: string; reason: string | null }) => object;
+  },
+): (range: ExpandedRange) => Promise<void> {
+  return async (range) => {
+    if (!range.webhookUrl) return;
+    const refused = await refusedInRange(trx, args.channel, args.sendId, range.after, range.through);
+    const stream = { accountId: range.accountId, url: range.webhookUrl, type: args.type };
+    await appendWebhookEvents(trx, { now: () => args.now }, { ...stream, events: refused.map(args.event) });
+  };
+}
