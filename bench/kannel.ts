@@ -8,7 +8,9 @@
  *   BENCH_MESSAGES=2000 BENCH_ROUNDS=1 BENCH_OPEN_SECONDS=5 npm run bench:kannel   # a short check
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_kannel npm run bench:kannel
  *   BENCH_PORT=18900 npm run bench:kannel          # beside another run (default 18800, 5 ports)
- *   BENCH_BATCHES=0 npm run bench:kannel           # without shape 3
+ *   BENCH_BATCHES=0 npm run bench:kannel           # without shape 3 (BENCH_OPEN_SECONDS=0: without shape 2)
+ *   BENCH_DATABASES=postgres npm run bench:kannel  # Herald on one database only
+ *   BENCH_CPU_PROF=/tmp/prof npm run bench:kannel   # Herald's CPU profiles there (one a process and thread)
  *
  * On PostgreSQL the database named in DATABASE_URL (by default herald_bench_kannel_<pid> on the
  * test server) is created, dropped first, for each run and dropped after it. It prints:
@@ -69,6 +71,7 @@ const WINDOW = 100;
 const WARM_UP_SECONDS = 2;
 /** Herald's PORT and WORKER_PORT, then Kannel's admin, box and sendsms ports. */
 const PORT = Number(process.env.BENCH_PORT ?? 18_800);
+const CPU_PROF = process.env.BENCH_CPU_PROF;
 const PASSWORD = 'correct horse battery staple';
 const TEXT = 'Your code is 123456. Do not share it.';
 const KANNEL_TEMPLATE = new URL('./fixtures/kannel.conf.in', import.meta.url);
@@ -84,7 +87,7 @@ const SIMULATOR_ARGS = [
 ];
 
 type Dialect = 'sqlite' | 'postgres';
-const DIALECTS: Dialect[] = ['sqlite', 'postgres'];
+const DIALECTS = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',') as Dialect[];
 
 const mobile = (n: number) => String(919_000_000_000 + n);
 const median = (values: number[]) =>
@@ -228,6 +231,7 @@ async function startHerald(url: string, { simulator, receiver }: Rig): Promise<H
   }
   const server = startHeraldServe(url, PORT, {
     SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}`,
+    ...(CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {}),
   });
   const base = `http://127.0.0.1:${PORT}`;
   try {
@@ -496,5 +500,5 @@ async function shape3(): Promise<void> {
 
 console.log(machine());
 await shape1();
-await shape2();
+if (OPEN_SECONDS > 0) await shape2();
 if (BATCHES > 0) await shape3();
