@@ -112,6 +112,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     },
   );
 
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify's register takes an async plugin (FastifyPluginAsync).
   await app.register(async (pages) => {
     pages.addHook('onSend', async (_request, reply) => {
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY);

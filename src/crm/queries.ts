@@ -127,7 +127,8 @@ const SQLITE = {
  * than field by field (`->>` and a cast for each column of each row).
  */
 const contactRecords = (rows: ContactRow[]) => sql`jsonb_to_recordset(${json(rows)}::jsonb) r(
-  id bigint, email text, mobile text, "countryCode" text, "mobileOptIn" boolean, "emailOptIn" boolean, properties text)`;
+  id bigint, email text, mobile text, "countryCode" text, "mobileOptIn" boolean, "emailOptIn" boolean,
+  properties text)`;
 
 const POSTGRES = {
   // The same arms as LATERAL subqueries. OFFSET 0 keeps each one a subquery run once per

@@ -442,6 +442,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   );
   // RFC 8058 §3.1: the POST's body is the form `List-Unsubscribe=One-Click`, which only this
   // route parses (elsewhere a form is a 415).
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify's register takes an async plugin (FastifyPluginAsync).
   app.register(async (scope) => {
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
