@@ -1,3 +1,4 @@
+import { registerDatabaseMetrics } from '../db/metrics.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
@@ -59,6 +60,7 @@ export async function buildApp(
   registerBoundary(app, (url) => webhookUrlRefusal(url, destinations));
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
+  registerDatabaseMetrics(ctx.metrics, ctx.database);
   const accessCache = new AccessCache(ctx.clock);
   // Before authentication: the console's session comes in a cookie.
   await app.register(cookie);
@@ -106,6 +108,7 @@ export function buildWorkerApp(
   registerErrorHandling(app);
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
+  registerDatabaseMetrics(ctx.metrics, ctx.database);
   probeRoutes(app, ctx);
   return app;
 }

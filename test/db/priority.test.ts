@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { Registry } from 'prom-client';
+import { registerDatabaseMetrics } from '../../src/db/metrics.ts';
 import { inBackground, Turns } from '../../src/db/priority.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
@@ -63,6 +65,21 @@ forEachDatabase((dialect) => {
     waitFor(`${count} waiting for the connection`, async () =>
       database.waitingForConnection() === count ? true : undefined,
     );
+
+  it('reports the callers waiting for the connection in /metrics', async () => {
+    const registry = new Registry();
+    registerDatabaseMetrics(registry, database);
+    const waiters = async () =>
+      (await registry.getSingleMetricAsString('herald_db_connection_waiters')).split(' ').at(-1);
+    const { release, done } = await holdConnection();
+    assert.equal(await waiters(), '0', 'the holder itself does not wait');
+    const queued = sql`select 1`.execute(database.db);
+    await waiting(1);
+    assert.equal(await waiters(), '1');
+    release();
+    await Promise.all([done, queued]);
+    assert.equal(await waiters(), '0');
+  });
 
   it('hands the connection to urgent work before background work that asked first', async () => {
     const order: string[] = [];
