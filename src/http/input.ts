@@ -115,12 +115,32 @@ function* strings(
 }
 
 /**
+ * Whether nothing in the value could be refused, whatever its schema: no control character (not
+ * even a tab or a line break, which only the schema can allow), every string well-formed, no
+ * prototype key, no nesting as deep as MAX_DEPTH. Almost every request is so, and this walk
+ * builds no field paths and reads no schema: it took a fifth of the API's main thread under
+ * bulk contact batches. Anything it cannot clear is walked again in full, with paths and schemas.
+ */
+function plainly(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return !CONTROL.test(value) && value.isWellFormed();
+  if (value === null || typeof value !== 'object') return true;
+  if (depth >= MAX_DEPTH) return false;
+  if (Array.isArray(value)) return value.every((item) => plainly(item, depth + 1));
+  for (const key in value) {
+    if (PROTOTYPE_KEYS.has(key) || !plainly(key, depth) || !plainly((value as Record<string, unknown>)[key], depth + 1))
+      return false;
+  }
+  return true;
+}
+
+/**
  * What the boundary refuses in any request, whatever the route: control characters (tab
  * and line breaks only where the schema marks the field `x-multiline`), strings that are
  * not well-formed Unicode, prototype keys, and nesting deeper than MAX_DEPTH.
  */
 export function inputProblems(value: unknown, schema: SchemaNode | undefined, path = ''): FieldError[] {
   const errors: FieldError[] = [];
+  if (plainly(value, 0)) return errors;
   for (const item of strings(value, schema ? [schema] : [], path)) {
     if ('tooDeep' in item) {
       errors.push({ field: item.field || '(body)', message: `nests deeper than ${MAX_DEPTH} levels` });
