@@ -31,7 +31,6 @@
  * made each batch slower than the last; flat means the last 10,000 take at most 1.5 times
  * as long as the first.
  */
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -46,9 +45,9 @@ import { createProperty } from '../src/crm/setup.ts';
 import { systemClock } from '../src/clock.ts';
 import {
   authorizedHeaders,
-  BENCH_ENCRYPTION_KEY,
   peakRssMiB,
   post,
+  startHeraldRoles,
   waitForHealth,
   withFreshPostgres,
 } from './herald-process.ts';
@@ -175,21 +174,7 @@ async function viaHttp(
   ];
   await createProperty(database.db, systemClock, account.id, 'visits');
 
-  const roles = postgres ? (process.env.BENCH_ROLES ?? 'api,worker').split(',') : ['all'];
-  const children = roles.map((role, i) =>
-    spawn('bin/herald', ['serve', '--role', role], {
-      // Each worker process has a probes-and-metrics listener, on a port of its own.
-      env: {
-        ...process.env,
-        DATABASE_URL: url,
-        PORT: String(PORT),
-        WORKER_PORT: String(PORT + 1 + i),
-        LOG_LEVEL: 'warn',
-        ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
-      },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    }),
-  );
+  const children = startHeraldRoles(url, PORT, {});
   const base = `http://127.0.0.1:${PORT}`;
   try {
     await waitForHealth(base);

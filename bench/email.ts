@@ -61,6 +61,7 @@ import {
   BENCH_ENCRYPTION_KEY,
   peakRssMiB,
   post,
+  startHeraldRoles,
   startWebhookCounter,
   waitForHealth,
   withFreshPostgres,
@@ -69,7 +70,6 @@ import {
 const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);
 const RECIPIENTS = 1000;
 const PORT = Number(process.env.BENCH_PORT ?? 18_700);
-const CPU_PROF = process.env.BENCH_CPU_PROF;
 const SMTP = process.env.BENCH_TRANSPORT === 'smtp';
 /** Herald's connections to the sink, and plain nodemailer's. */
 const SMTP_POOL = 5;
@@ -281,25 +281,9 @@ async function run(url: string, list: number): Promise<Figures> {
       .execute();
     await seedContacts(database, account.id, customers, list);
 
-    const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
-    const roles = postgres ? (process.env.BENCH_ROLES ?? 'api,worker').split(',') : ['all'];
-    servers = roles.map((role, i) =>
-      spawn('bin/herald', ['serve', '--role', role], {
-        // Each worker process has a probes-and-metrics listener, on a port of its own.
-        env: {
-          ...process.env,
-          DATABASE_URL: url,
-          PORT: String(PORT),
-          WORKER_PORT: String(PORT + 1 + i),
-          LOG_LEVEL: 'warn',
-          WEBHOOK_ALLOW_PRIVATE: 'true',
-          ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
-          EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:',
-          ...profile,
-        },
-        stdio: ['ignore', 'inherit', 'inherit'],
-      }),
-    );
+    servers = startHeraldRoles(url, PORT, {
+      EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:',
+    });
     const base = `http://127.0.0.1:${PORT}`;
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, password);

@@ -178,21 +178,44 @@ export function postgresPids(): number[] {
 
 const HERALD = new URL('../bin/herald', import.meta.url).pathname;
 
-/** `herald serve` as deployed (one process: API and workers) on `url`, the bench's port and webhooks allowed. */
-export function startHeraldServe(url: string, port: number, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(HERALD, ['serve'], {
+/** BENCH_CPU_PROF: a folder where each of Herald's processes writes its CPU profiles (one a thread). */
+const CPU_PROF = process.env.BENCH_CPU_PROF;
+
+/**
+ * `herald serve` as deployed on `url`, in `role` (one process: API and workers, by default), the
+ * bench's port and webhooks allowed. The `index`-th process of a bench has its own WORKER_PORT
+ * (each worker process has a probes-and-metrics listener).
+ */
+export function startHeraldServe(
+  url: string,
+  port: number,
+  env: NodeJS.ProcessEnv,
+  role = 'all',
+  index = 0,
+): ChildProcess {
+  return spawn(HERALD, ['serve', '--role', role], {
     env: {
       ...process.env,
       DATABASE_URL: url,
       PORT: String(port),
-      WORKER_PORT: String(port + 1),
+      WORKER_PORT: String(port + 1 + index),
       LOG_LEVEL: 'warn',
       WEBHOOK_ALLOW_PRIVATE: 'true',
       ENCRYPTION_KEY: BENCH_ENCRYPTION_KEY,
+      ...(CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {}),
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+}
+
+/**
+ * Herald as deployed on `url`: one `herald serve` on SQLite; on PostgreSQL a process for each
+ * of BENCH_ROLES (`api,worker` by default).
+ */
+export function startHeraldRoles(url: string, port: number, env: NodeJS.ProcessEnv): ChildProcess[] {
+  const roles = url.startsWith('postgres') ? (process.env.BENCH_ROLES ?? 'api,worker').split(',') : ['all'];
+  return roles.map((role, i) => startHeraldServe(url, port, env, role, i));
 }
 
 /**

@@ -71,7 +71,6 @@ const WINDOW = 100;
 const WARM_UP_SECONDS = 2;
 /** Herald's PORT and WORKER_PORT, then Kannel's admin, box and sendsms ports. */
 const PORT = Number(process.env.BENCH_PORT ?? 18_800);
-const CPU_PROF = process.env.BENCH_CPU_PROF;
 const PASSWORD = 'correct horse battery staple';
 const TEXT = 'Your code is 123456. Do not share it.';
 const KANNEL_TEMPLATE = new URL('./fixtures/kannel.conf.in', import.meta.url);
@@ -231,7 +230,6 @@ async function startHerald(url: string, { simulator, receiver }: Rig): Promise<H
   }
   const server = startHeraldServe(url, PORT, {
     SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}`,
-    ...(CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {}),
   });
   const base = `http://127.0.0.1:${PORT}`;
   try {

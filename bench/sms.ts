@@ -65,7 +65,6 @@ const BINDS = 2;
 const WINDOW = 50;
 const PORT = Number(process.env.BENCH_PORT ?? 18_600);
 const requestedUrl = process.env.DATABASE_URL || undefined;
-const CPU_PROF = process.env.BENCH_CPU_PROF;
 const postgres = requestedUrl?.startsWith('postgres') ?? false;
 
 function mobile(n: number): string {
@@ -189,8 +188,7 @@ async function run(url: string): Promise<void> {
   const transport = simulator
     ? { SMS_TRANSPORT: `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${BINDS}&window=${WINDOW}` }
     : {};
-  const profile = CPU_PROF ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${CPU_PROF}` } : {};
-  const server = startHeraldServe(url, PORT, { ...transport, ...profile });
+  const server = startHeraldServe(url, PORT, transport);
   const base = `http://127.0.0.1:${PORT}`;
   try {
     await waitForHealth(base);
