@@ -8,8 +8,43 @@ import { PLANNED_AT_EACH_RUN, prepareHotStatements } from './prepared.ts';
 import { Turns } from './priority.ts';
 import { migrations } from './migrations/index.ts';
 import type { DialectName } from './dialect.ts';
+import { Gathering } from './gathering.ts';
 
 export type { DialectName };
+
+export interface GroupCount {
+  groups: number;
+  callers: number;
+}
+
+/** Callers of one procedure of groups per group at most: a group of `/sms/batch` requests holds their recipients too. */
+const GROUP_SIZE = 64;
+
+/** Database.gather and Database.gathered over `call`: a Gathering per procedure of groups. */
+function gatheringOver(call: Database['call']): Pick<Database, 'gather' | 'gathered'> {
+  const gatherings = new Map<Procedure<never[], unknown[]>, Gathering<unknown, unknown>>();
+  const counts = new Map<string, GroupCount>();
+  return {
+    gather<A, R>(procedure: Procedure<A[], R[]>, args: A): Promise<R> {
+      let gathering = gatherings.get(procedure as Procedure<never[], unknown[]>) as Gathering<A, R> | undefined;
+      if (!gathering) {
+        const count = { groups: 0, callers: 0 };
+        counts.set(procedure.name, count);
+        gathering = new Gathering<A, R>(
+          (group) => call(procedure, group),
+          GROUP_SIZE,
+          (size) => {
+            count.groups += 1;
+            count.callers += size;
+          },
+        );
+        gatherings.set(procedure as Procedure<never[], unknown[]>, gathering as Gathering<unknown, unknown>);
+      }
+      return gathering.run(args);
+    },
+    gathered: () => counts,
+  };
+}
 
 export interface Database {
   db: Kysely<Schema>;
@@ -24,6 +59,13 @@ export interface Database {
   waitingForConnection(): number;
   /** Runs a procedure where the data is (procedure.ts). */
   call<A, R>(procedure: Procedure<A, R>, args: A): Promise<R>;
+  /**
+   * Runs a procedure of groups for this caller together with whoever calls it meanwhile
+   * (gathering.ts): resolves with the caller's own result once its group has committed.
+   */
+  gather<A, R>(procedure: Procedure<A[], R[]>, args: A): Promise<R>;
+  /** By procedure name: the groups `gather` wrote and the callers in them, since the process started. */
+  gathered(): ReadonlyMap<string, GroupCount>;
   /**
    * Resolves once every procedure of the modules it was opened with is found where it is
    * said to be, on SQLite by the database's thread too; rejects, naming the fault, if one
@@ -79,6 +121,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       reads,
       dialect: 'sqlite',
       call: sqlite.call,
+      ...gatheringOver(sqlite.call),
       waitingForConnection: sqlite.waiting,
       ready: async () => {
         await Promise.all([ready(), sqlite.started()]);
@@ -102,12 +145,15 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     return client;
   };
   const notifier = new Notifier(connectListener);
+  const call: Database['call'] = (procedure, args) =>
+    notifier.unitOfWork(() => procedure.run({ db, dialect: 'postgres' }, args));
   return {
     db,
     reads: db,
     dialect: 'postgres',
     waitingForConnection: () => turns.waiting,
-    call: (procedure, args) => notifier.unitOfWork(() => procedure.run({ db, dialect: 'postgres' }, args)),
+    call,
+    ...gatheringOver(call),
     ready,
     connectListener,
     notifierProcessId: () => notifier.processId,

@@ -1,6 +1,7 @@
-import { postProcedure } from '../http/idempotency.ts';
+import type { ProcedureDatabase } from '../db/procedure.ts';
+import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
-import { writeSend } from '../messaging/accept.ts';
+import { writeSends } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { EmailParty } from './render.ts';
 import type { EmailDraft } from './validate.ts';
@@ -41,41 +42,61 @@ export interface PreparedEmail {
   now: number;
 }
 
+/** The 202 of a batch whose writes are committed. */
+function accepted({ sendId, draft, now }: PreparedEmail) {
+  return {
+    statusCode: 202,
+    body: {
+      status: true as const,
+      message:
+        draft.scheduledAt === null ? 'The email batch was queued for sending.' : 'The email batch was scheduled.',
+      data: { BatchId: sendId, QueuedTimestamp: now },
+    },
+  };
+}
+
+/** The writes of `/email/batch` requests (SPEC §2.7), in the caller's transaction: each batch, its request recipients and its job. */
+async function writeEmail({ db, dialect }: ProcedureDatabase, requests: PreparedEmail[]) {
+  await writeSends(
+    db,
+    dialect,
+    requests.map(({ sendId, accountId, draft, content, recipients, now }) => ({
+      send: {
+        id: sendId,
+        accountId,
+        channel: 'email' as const,
+        content: JSON.stringify(content),
+        listIds: draft.listIds,
+        webhookUrl: draft.webhookUrl,
+        scheduledAt: draft.scheduledAt,
+        expanded: false,
+        now,
+      },
+      recipients,
+      job: {
+        kind: EMAIL_SEND_KIND,
+        payload: { sendId } satisfies EmailSendJob,
+        accountId,
+        now,
+        runAt: draft.scheduledAt ?? now,
+        idempotencyKey: emailJobKey(sendId),
+        maxAttempts: 10,
+        priority: PRIORITY.fanout,
+      },
+    })),
+  );
+  return requests.map(accepted);
+}
+
+/** The 202s of batches without an Idempotency-Key, committed together with whoever else posts meanwhile (db/gathering.ts). */
+export const recordEmailGroup = postGroupProcedure(import.meta.url, 'recordEmailGroup', writeEmail, {
+  oneStatement: 'postgres',
+});
+
 /** The 202 of `/email/batch` (SPEC §2.7): the batch, its request recipients and its job, committed together. */
 export const recordEmail = postProcedure(
   import.meta.url,
   'recordEmail',
-  async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedEmail) => {
-    const send = {
-      id: sendId,
-      accountId,
-      channel: 'email' as const,
-      content: JSON.stringify(content),
-      listIds: draft.listIds,
-      webhookUrl: draft.webhookUrl,
-      scheduledAt: draft.scheduledAt,
-      expanded: false,
-      now,
-    };
-    await writeSend(db, dialect, send, recipients, {
-      kind: EMAIL_SEND_KIND,
-      payload: { sendId } satisfies EmailSendJob,
-      accountId,
-      now,
-      runAt: draft.scheduledAt ?? now,
-      idempotencyKey: emailJobKey(sendId),
-      maxAttempts: 10,
-      priority: PRIORITY.fanout,
-    });
-    return {
-      statusCode: 202,
-      body: {
-        status: true as const,
-        message:
-          draft.scheduledAt === null ? 'The email batch was queued for sending.' : 'The email batch was scheduled.',
-        data: { BatchId: sendId, QueuedTimestamp: now },
-      },
-    };
-  },
-  { oneStatement: 'postgres' },
+  async (database, request: PreparedEmail) => (await writeEmail(database, [request]))[0],
+  { group: recordEmailGroup },
 );

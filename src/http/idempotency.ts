@@ -100,8 +100,14 @@ export interface Keyed<A> {
   args: A;
 }
 
-/** A POST's writes: a procedure whose transaction holds them and the record of its key (postProcedure). */
-export type PostProcedure<A, T> = Procedure<Keyed<A>, Outcome<T>>;
+/**
+ * A POST's writes: a procedure whose transaction holds them and the record of its key
+ * (postProcedure). `group`: the same writes for a group of requests without a key.
+ */
+export type PostProcedure<A, T> = Procedure<Keyed<A>, Outcome<T>> & { group?: PostGroupProcedure<A, T> };
+
+/** A POST's writes for a group of requests, none with a key to claim: each one's outcome, in order. */
+export type PostGroupProcedure<A, T> = Procedure<A[], Outcome<T>[]>;
 
 /**
  * Declares a POST's writes: `work` runs in one transaction, with the idempotency step
@@ -110,21 +116,38 @@ export type PostProcedure<A, T> = Procedure<Keyed<A>, Outcome<T>>;
  * alone: anything else a request needs (checks, reads, a password hash) is done before,
  * and reaches the work through its arguments.
  *
- * `oneStatement`: on that dialect `work` writes in a single statement, atomic by itself, so
- * a request without a key to claim skips BEGIN and COMMIT: two round trips of three.
+ * `group`: requests without a key go together with whoever else posts meanwhile, in that
+ * procedure's transaction (postGroupProcedure), rather than one transaction each.
  */
 export function postProcedure<A, T>(
   module: string,
   name: string,
   work: (trx: ProcedureDatabase, args: A) => Promise<Outcome<T>>,
-  options: { oneStatement?: DialectName } = {},
+  options: { group?: PostGroupProcedure<A, T> } = {},
 ): PostProcedure<A, T> {
-  return procedure(module, name, ({ db, dialect }, { claim, args }: Keyed<A>) => {
-    if (!claim && options.oneStatement === dialect) return work({ db, dialect }, args);
-    return db.transaction().execute((trx) => withIdempotencyKey(trx, claim, () => work({ db: trx, dialect }, args)));
-  });
+  const declared = procedure(module, name, ({ db, dialect }, { claim, args }: Keyed<A>) =>
+    db.transaction().execute((trx) => withIdempotencyKey(trx, claim, () => work({ db: trx, dialect }, args))),
+  );
+  return Object.assign(declared, { group: options.group });
 }
 
+/**
+ * Declares a POST's writes for a group of requests without a key (db/gathering.ts): `work`
+ * writes them all in one transaction and answers each one's outcome, in order.
+ * `oneStatement`: on that dialect `work` writes in a single statement, atomic by itself, so
+ * the group skips BEGIN and COMMIT: two round trips of three.
+ */
+export function postGroupProcedure<A, T>(
+  module: string,
+  name: string,
+  work: (trx: ProcedureDatabase, group: A[]) => Promise<Outcome<T>[]>,
+  options: { oneStatement?: DialectName } = {},
+): PostGroupProcedure<A, T> {
+  return procedure(module, name, ({ db, dialect }, group: A[]) => {
+    if (options.oneStatement === dialect) return work({ db, dialect }, group);
+    return db.transaction().execute((trx) => work({ db: trx, dialect }, group));
+  });
+}
 /**
  * Runs a POST's procedure and answers with its outcome; when the request carries an
  * `Idempotency-Key`, the response is stored in the procedure's own transaction. So the work
@@ -151,7 +174,12 @@ export async function idempotent<A, T>(
     return outcome.body;
   };
   const header = request.headers['idempotency-key'];
-  if (header === undefined) return answer(await database.call(work, { claim: undefined, args: await prepare() }));
+  if (header === undefined) {
+    const args = await prepare();
+    return answer(
+      await (work.group ? database.gather(work.group, args) : database.call(work, { claim: undefined, args })),
+    );
+  }
   const key = Array.isArray(header) ? header[0] : header;
   if (key.length < 1 || key.length > 255) {
     throw badRequest('The Idempotency-Key header must be 1 to 255 characters.', [

@@ -41,34 +41,45 @@ export interface NewSend {
   now: number;
 }
 
+/** An accepted request's writes: the send, its own recipients, and the job that sends it. */
+export interface Accept {
+  send: NewSend;
+  recipients: StoredRecipient[];
+  job: NewJob;
+}
+
 /**
- * The writes of an accept, in the caller's transaction: the send, its request recipients and
- * its job. On PostgreSQL they are one statement, so an accept costs one round trip.
+ * The writes of accepts, one request's or a group's (db/gathering.ts), in the caller's
+ * transaction: the sends, their request recipients and their jobs. On PostgreSQL they are one
+ * statement, so a group costs one round trip.
  */
-export async function writeSend(
-  db: Db,
-  dialect: DialectName,
-  send: NewSend,
-  recipients: StoredRecipient[],
-  job: NewJob,
-): Promise<void> {
-  const row = db.insertInto('sends').values({
-    id: send.id,
-    account_id: send.accountId,
-    channel: send.channel,
-    status: send.scheduledAt === null ? 'Queued' : 'Scheduled',
-    content: send.content,
-    list_ids: JSON.stringify(send.listIds),
-    webhook_url: send.webhookUrl,
-    scheduled_at: send.scheduledAt,
-    expanded: send.expanded,
-    created_at: send.now,
-    started_at: null,
-    completed_at: null,
-  });
+export async function writeSends(db: Db, dialect: DialectName, accepts: Accept[]): Promise<void> {
+  const rows = db.insertInto('sends').values(
+    accepts.map(({ send }) => ({
+      id: send.id,
+      account_id: send.accountId,
+      channel: send.channel,
+      status: send.scheduledAt === null ? 'Queued' : 'Scheduled',
+      content: send.content,
+      list_ids: JSON.stringify(send.listIds),
+      webhook_url: send.webhookUrl,
+      scheduled_at: send.scheduledAt,
+      expanded: send.expanded,
+      created_at: send.now,
+      started_at: null,
+      completed_at: null,
+    })),
+  );
+  const withRecipients = accepts.filter((accept) => accept.recipients.length > 0);
   const ownRecipients =
-    recipients.length > 0 ? requestRecipientsInsert(dialect, send.id, send.now, recipients) : undefined;
-  await queries[dialect].writeAccept(db, ownRecipients ? [row, ownRecipients] : [row], job);
+    withRecipients.length > 0
+      ? requestRecipientsInsert(
+          dialect,
+          withRecipients.map(({ send, recipients }) => ({ sendId: send.id, now: send.now, recipients })),
+        )
+      : undefined;
+  const jobs = accepts.map((accept) => accept.job);
+  await queries[dialect].writeAccepts(db, ownRecipients ? [rows, ownRecipients] : [rows], jobs);
 }
 
 /**

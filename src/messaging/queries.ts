@@ -3,7 +3,7 @@ import { chunkOf } from '../db/chunks.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { inJson } from '../db/in-json.ts';
 import type { Schema } from '../db/schema.ts';
-import { enqueue, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
+import { enqueueMany, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
 
 /**
  * The messaging statements that differ by database. Rows travel as ONE JSON parameter of
@@ -15,6 +15,9 @@ type Db = Kysely<Schema>;
 
 /** A request's recipient row to insert: `tags` in JSON (sealed when the send's body is), or null. */
 export interface RecipientRow {
+  sendId: string;
+  /** The accept's time, epoch ms. */
+  now: number;
   address: string;
   tags: string | null;
   contactId: number | null;
@@ -34,7 +37,7 @@ const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, enco
                           do update set messages = usage_rollup.messages + excluded.messages,
                                         parts = usage_rollup.parts + excluded.parts`;
 
-/** A send's rows of its accept: the send row and its own recipients (writeSend's `row` and `recipients`). */
+/** The rows of accepts: the send rows and their own recipients (writeSends's `rows` and `ownRecipients`). */
 type AcceptWrites = Array<OperationNodeSource & { execute(db: Db): Promise<unknown> }>;
 
 const SQLITE = {
@@ -45,9 +48,9 @@ const SQLITE = {
   // addresses up in each; its CROSS JOIN keeps the recipients (by address) the outer loop.
   recipientsToSends: sql`cross join`,
 
-  insertRequestRecipients: (sendId: string, now: number, rows: RecipientRow[]) => sql`
+  insertRequestRecipients: (rows: RecipientRow[]) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-    select ${sendId}, value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', ${now}
+    select value ->> 'sendId', value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', value ->> 'now'
       from jsonb_each(${JSON.stringify(rows)}) where true
     on conflict (send_id, address) do nothing`,
 
@@ -79,10 +82,10 @@ const SQLITE = {
     return Number(deleted.numDeletedRows);
   },
 
-  /** The writes of an accept and its job, in the caller's transaction. */
-  async writeAccept(db: Db, writes: AcceptWrites, job: NewJob): Promise<void> {
+  /** The writes of accepts and their jobs, in the caller's transaction. */
+  async writeAccepts(db: Db, writes: AcceptWrites, jobs: NewJob[]): Promise<void> {
     for (const write of writes) await write.execute(db);
-    await enqueue(db, job);
+    await enqueueMany(db, jobs);
   },
 
   /** After an expansion of more than one range: nothing to do on SQLite. */
@@ -94,9 +97,9 @@ const POSTGRES: typeof SQLITE = {
 
   recipientsToSends: sql`join`,
 
-  insertRequestRecipients: (sendId, now, rows) => sql`
+  insertRequestRecipients: (rows) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-    select ${sendId}, r ->> 'address', r ->> 'tags', (r ->> 'contactId')::bigint, 'Queued', ${now}::bigint
+    select r ->> 'sendId', r ->> 'address', r ->> 'tags', (r ->> 'contactId')::bigint, 'Queued', (r ->> 'now')::bigint
       from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) r
     on conflict (send_id, address) do nothing`,
 
@@ -124,9 +127,9 @@ const POSTGRES: typeof SQLITE = {
     return Number(rows[0].n);
   },
 
-  // One statement, so an accept costs one round trip.
-  async writeAccept(db, writes, job) {
-    await enqueueWithWrites(db, job, writes);
+  // One statement, so a group of accepts costs one round trip.
+  async writeAccepts(db, writes, jobs) {
+    await enqueueWithWrites(db, jobs, writes);
   },
 
   /**

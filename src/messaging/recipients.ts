@@ -19,17 +19,17 @@ const CHANNEL = {
 export type Channel = keyof typeof CHANNEL;
 
 /**
- * The INSERT of the request's own recipients, in request order (they come first: a list's
- * contact with the same address adds nothing, rule 3 of SPEC §2.2).
+ * The INSERT of requests' own recipients, each send's in request order (they come first: a
+ * list's contact with the same address adds nothing, rule 3 of SPEC §2.2).
  */
 export function requestRecipientsInsert(
   dialect: DialectName,
-  sendId: string,
-  now: number,
-  recipients: StoredRecipient[],
+  sends: Array<{ sendId: string; now: number; recipients: StoredRecipient[] }>,
 ) {
-  const rows = recipients.map((r) => ({ address: r.address, tags: r.tags, contactId: r.contactId ?? null }));
-  return queries[dialect].insertRequestRecipients(sendId, now, rows);
+  const rows = sends.flatMap(({ sendId, now, recipients }) =>
+    recipients.map((r) => ({ sendId, now, address: r.address, tags: r.tags, contactId: r.contactId ?? null })),
+  );
+  return queries[dialect].insertRequestRecipients(rows);
 }
 
 /**

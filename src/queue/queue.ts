@@ -112,12 +112,18 @@ export async function enqueueMany(db: Kysely<Schema>, jobs: NewJob[]): Promise<v
 }
 
 /**
- * PostgreSQL only: `writes` and the job that works on them, in one statement (enqueueStatement).
- * What a request that writes little pays per round trip is most of its cost there.
+ * PostgreSQL only: `writes` and the jobs that work on them, in one statement (enqueueStatement),
+ * at most INSERT_CHUNK jobs. What a request that writes little pays per round trip is most of
+ * its cost there.
  */
-export async function enqueueWithWrites(db: Kysely<Schema>, job: NewJob, writes: OperationNodeSource[]): Promise<void> {
-  const kinds = new Set([job.kind]);
-  await enqueueStatement(db, [job], writes, !notifiedAfterCommit(kinds)).execute(db);
+export async function enqueueWithWrites(
+  db: Kysely<Schema>,
+  jobs: NewJob[],
+  writes: OperationNodeSource[],
+): Promise<void> {
+  if (jobs.length > INSERT_CHUNK) throw new Error(`at most ${INSERT_CHUNK} jobs go with writes in one statement`);
+  const kinds = new Set(jobs.map((job) => job.kind));
+  await enqueueStatement(db, jobs, writes, !notifiedAfterCommit(kinds)).execute(db);
   wakeLocalWorkers(kinds);
 }
 

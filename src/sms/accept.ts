@@ -1,6 +1,7 @@
-import { postProcedure } from '../http/idempotency.ts';
+import type { ProcedureDatabase } from '../db/procedure.ts';
+import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
-import { writeSend, type NewSend } from '../messaging/accept.ts';
+import { writeSends, type Accept } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -38,47 +39,72 @@ export interface PreparedSms {
   now: number;
 }
 
+/** The 202 of a request whose writes are committed. */
+function accepted({ sendId, draft, now }: PreparedSms) {
+  return {
+    statusCode: 202,
+    body: {
+      status: 'Success' as const,
+      message: draft.scheduledAt === null ? 'The SMS was queued for sending.' : 'The SMS was scheduled.',
+      data: { QueueId: sendId, QueuedTimestamp: now },
+    },
+  };
+}
+
 /**
- * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
- * its job, committed together. An immediate single SMS is a one-time passcode: the highest
- * lane, and stored expanded (its recipient was settled at accept, with its contact). On
- * PostgreSQL the three writes are one statement, so a passcode's accept costs one round trip
- * (with no Idempotency-Key, no transaction around it either: postProcedure's `oneStatement`).
+ * The writes of `/sms/single` and `/sms/batch` requests (SPEC §2.5), in the caller's
+ * transaction: each send, its request recipients and its job. An immediate single SMS is a
+ * one-time passcode: the highest lane, and stored expanded (its recipient was settled at
+ * accept, with its contact). On PostgreSQL all of it is one statement.
  */
+async function writeSms({ db, dialect }: ProcedureDatabase, requests: PreparedSms[]) {
+  await writeSends(
+    db,
+    dialect,
+    requests.map(({ sendId, accountId, draft, content, recipients, now }): Accept => {
+      const passcode = draft.kind === 'single' && draft.scheduledAt === null;
+      return {
+        send: {
+          id: sendId,
+          accountId,
+          channel: 'sms',
+          content: JSON.stringify(content),
+          listIds: draft.listIds,
+          webhookUrl: draft.webhookUrl,
+          scheduledAt: draft.scheduledAt,
+          expanded: passcode,
+          now,
+        },
+        recipients,
+        job: {
+          kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
+          payload: { sendId } satisfies SmsSendJob,
+          accountId,
+          now,
+          runAt: draft.scheduledAt ?? now,
+          idempotencyKey: sendJobKey(sendId),
+          maxAttempts: 10,
+          priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
+        },
+      };
+    }),
+  );
+  return requests.map(accepted);
+}
+
+/**
+ * The 202s of requests without an Idempotency-Key, committed together with whoever else
+ * posts meanwhile (db/gathering.ts): on PostgreSQL one statement for the group, so a burst
+ * of passcodes costs a round trip and a commit per group, not per request.
+ */
+export const recordSmsGroup = postGroupProcedure(import.meta.url, 'recordSmsGroup', writeSms, {
+  oneStatement: 'postgres',
+});
+
+/** The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and its job, committed together. */
 export const recordSms = postProcedure(
   import.meta.url,
   'recordSms',
-  async ({ db, dialect }, { sendId, accountId, draft, content, recipients, now }: PreparedSms) => {
-    const passcode = draft.kind === 'single' && draft.scheduledAt === null;
-    const send: NewSend = {
-      id: sendId,
-      accountId,
-      channel: 'sms',
-      content: JSON.stringify(content),
-      listIds: draft.listIds,
-      webhookUrl: draft.webhookUrl,
-      scheduledAt: draft.scheduledAt,
-      expanded: passcode,
-      now,
-    };
-    await writeSend(db, dialect, send, recipients, {
-      kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
-      payload: { sendId } satisfies SmsSendJob,
-      accountId,
-      now,
-      runAt: draft.scheduledAt ?? now,
-      idempotencyKey: sendJobKey(sendId),
-      maxAttempts: 10,
-      priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
-    });
-    return {
-      statusCode: 202,
-      body: {
-        status: 'Success' as const,
-        message: draft.scheduledAt === null ? 'The SMS was queued for sending.' : 'The SMS was scheduled.',
-        data: { QueueId: sendId, QueuedTimestamp: now },
-      },
-    };
-  },
-  { oneStatement: 'postgres' },
+  async (database, request: PreparedSms) => (await writeSms(database, [request]))[0],
+  { group: recordSmsGroup },
 );

@@ -92,9 +92,15 @@ forEachDatabase((dialect) => {
         completed_at: null,
       })
       .execute();
-    await requestRecipientsInsert(dialect, sendId, 1, [
-      { address: '919800000025', tags: '{"[x]":"own"}' },
-      { address: '919899999999', tags: null },
+    await requestRecipientsInsert(dialect, [
+      {
+        sendId,
+        now: 1,
+        recipients: [
+          { address: '919800000025', tags: '{"[x]":"own"}' },
+          { address: '919899999999', tags: null },
+        ],
+      },
     ]).execute(db);
     let ranges = 0;
     for (let after: string | null = null; ; ) {

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
-import { accepted, crashSetUp, killedAfter, servedUntilCompleted, tally, type CrashSetup } from '../support/crash.ts';
+import {
+  accepted,
+  accessToken,
+  crashSetUp,
+  killedAfter,
+  servedUntilCompleted,
+  tally,
+  type CrashSetup,
+} from '../support/crash.ts';
+import { start } from '../cli/support.ts';
 import { startSmsc } from '../../src/sim/smsc.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -106,6 +115,59 @@ forEachDatabase((dialect) => {
       [...new Set(read.map((r) => r.status))],
       ['Delivered'],
       'each recipient recorded once, at its last status',
+    );
+  });
+
+  it('keeps every /sms/single of a concurrent burst from the moment of its 202: killed right after the answers, ' +
+    'each is stored, and sent once restarted', {
+    timeout: 60_000,
+  }, async () => {
+    const setup = await setUp(1);
+    const burst = Array.from({ length: 60 }, (_, i) => String(919_700_000_000 + i));
+    const queueIds = await killedAfter(setup.env, async () => {
+      const token = await accessToken(setup);
+      const answers = await Promise.all(
+        burst.map((recipient) =>
+          accepted(setup, '/sms/single', { recipient, senderName: 'HERALD', body: 'Your code is 482913' }, token),
+        ),
+      );
+      const metrics = await (await fetch(`${setup.base}/metrics`)).text();
+      const counted = (name: string) =>
+        Number(metrics.match(new RegExp(`^${name}\\{procedure="recordSmsGroup"\\} (\\d+)$`, 'm'))?.[1]);
+      assert.ok(
+        counted('herald_db_grouped_writes_total') > counted('herald_db_write_groups_total'),
+        'the burst was written in groups',
+      );
+      return answers.map((answer) => answer.data.QueueId);
+    });
+    const stored = await database.db.selectFrom('sends').select('id').where('id', 'in', queueIds).execute();
+    assert.equal(stored.length, burst.length, 'every answered request survived the kill');
+
+    const restarted = await start(['serve'], setup.env);
+    try {
+      await waitFor('every passcode Completed after the restart', async () => {
+        const done = await database.db
+          .selectFrom('sends')
+          .select('id')
+          .where('id', 'in', queueIds)
+          .where('status', '=', 'Completed')
+          .execute();
+        return done.length === burst.length || undefined;
+      });
+    } finally {
+      restarted.child.kill('SIGTERM');
+      await new Promise((resolve) => restarted.child.once('exit', resolve));
+    }
+    const sent = await database.db
+      .selectFrom('sandbox_sms')
+      .select('recipient')
+      .where('send_id', 'in', queueIds)
+      .execute();
+    const counts = tally(sent.map((row) => row.recipient));
+    assert.deepEqual([...counts.keys()].sort(), burst, 'every one sent');
+    assert.ok(
+      [...counts.values()].every((n) => n <= 2),
+      'at most once more: a passcode submitted and not yet recorded at the kill',
     );
   });
 

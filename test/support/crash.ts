@@ -74,29 +74,31 @@ export async function crashSetUp(
   return { account, listId, env, base: `http://127.0.0.1:${port}` };
 }
 
-/** POSTs `body` to `path` on the serve as the setup's account; answers the 202's body. */
+/** An access token of the setup's account, from the serve. */
+export async function accessToken({ account, base }: CrashSetup): Promise<string> {
+  const response = await fetch(`${base}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      userName: account.user_name,
+      password: PASSWORD,
+      privateToken: account.privateToken,
+      validity: 'Default',
+    }),
+  });
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+/** POSTs `body` to `path` on the serve as the setup's account (with `token`, or a new one); answers the 202's body. */
 export async function accepted(
-  { account, base }: CrashSetup,
+  setup: CrashSetup,
   path: string,
   body: object,
+  token?: string,
 ): Promise<{ data: Record<string, string> }> {
-  const token = (
-    await (
-      await fetch(`${base}/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          userName: account.user_name,
-          password: PASSWORD,
-          privateToken: account.privateToken,
-          validity: 'Default',
-        }),
-      })
-    ).json()
-  ).access_token as string;
-  const response = await fetch(`${base}${path}`, {
+  const response = await fetch(`${setup.base}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token ?? (await accessToken(setup))}` },
     body: JSON.stringify(body),
   });
   assert.equal(response.status, 202);
