@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -7,7 +6,7 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { cancelSend } from '../messaging/accept.ts';
+import { cancelSend, newSendId } from '../messaging/accept.ts';
 import { listSends } from '../messaging/reads.ts';
 import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
@@ -70,7 +69,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     });
     const { from, replyTo, subject, preheader, campaignId, listIds, scheduledAt, webhookUrl } = draft;
     return {
-      sendId: randomUUID(),
+      sendId: newSendId(),
       accountId: account.id,
       draft: { listIds, scheduledAt, webhookUrl },
       content: { from, replyTo, subject, preheader, html, campaignId },

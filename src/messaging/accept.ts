@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { v7 as uuidv7 } from 'uuid';
 import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
@@ -25,6 +26,15 @@ import {
  */
 
 type Db = Kysely<Schema>;
+
+/**
+ * A new send's id (its QueueId or BatchId): a UUID of version 7 (RFC 9562), its first 48 bits
+ * the time and 74 of the rest random. Time-ordered, a new send's rows go at the right-hand end
+ * of every index keyed by it (the send, its recipients, its job, its submits) rather than on a
+ * random page of each, so a commit writes fewer pages, on both databases. Still unguessable,
+ * which message-ids.ts counts on.
+ */
+export const newSendId = (): string => uuidv7();
 
 /** A send as it is accepted. `content`: the channel's request as its worker reads it, in JSON. */
 export interface NewSend {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -14,7 +13,7 @@ import {
   type SuppressionView,
 } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
-import { cancelSend } from '../messaging/accept.ts';
+import { cancelSend, newSendId } from '../messaging/accept.ts';
 import { listSends } from '../messaging/reads.ts';
 import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
@@ -58,7 +57,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       // A scheduled one is settled again when it is sent, by its worker's expansion.
       if (draft.scheduledAt === null) recipient.contactId = contactId;
     }
-    const sendId = randomUUID();
+    const sendId = newSendId();
     const { listIds, scheduledAt, webhookUrl } = draft;
     return {
       sendId,
