@@ -23,7 +23,7 @@ import { emailRoutes } from '../email/routes.ts';
 import { messagingRoutes } from '../messaging/routes.ts';
 import { linkRoutes } from '../links/routes.ts';
 import { consoleRoutes } from '../console/routes.ts';
-import { systemResolver, webhookUrlRefusal, type Resolver } from '../webhooks/destination.ts';
+import { rememberedRefusals, systemResolver, type Resolver } from '../webhooks/destination.ts';
 import { registerQueueMetrics } from '../queue/metrics.ts';
 import { queueRoutes } from '../queue/routes.ts';
 
@@ -57,7 +57,10 @@ export async function buildApp(
 
   registerErrorHandling(app);
   const destinations = { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? systemResolver };
-  registerBoundary(app, (url) => webhookUrlRefusal(url, destinations));
+  registerBoundary(
+    app,
+    rememberedRefusals(destinations, () => ctx.clock.now()),
+  );
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
   registerDatabaseMetrics(ctx.metrics, ctx.database);

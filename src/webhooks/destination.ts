@@ -146,6 +146,36 @@ export async function webhookUrlRefusal(url: string, options: DestinationOptions
   }
 }
 
+/** How long a request's check of a webhook host holds (rememberedRefusals). */
+const VERDICT_TTL_MS = 30_000;
+const MAX_VERDICTS = 1000;
+
+/**
+ * webhookUrlRefusal, its verdict on each host remembered for 30 s: a client that names the
+ * same status URL on every passcode had the host looked up on every request (getaddrinfo, on
+ * libuv's thread pool: 3 % of a busy server's time). Only the request's check is remembered;
+ * delivery vets the addresses again when it connects, so a host that moved meanwhile is
+ * still refused there.
+ */
+export function rememberedRefusals(
+  options: DestinationOptions,
+  now: () => number,
+): (url: string) => Promise<string | undefined> {
+  const verdicts = new Map<string, { refusal: string | undefined; at: number }>();
+  return async (url) => {
+    const parsed = URL.parse(url);
+    if (!parsed) return webhookUrlRefusal(url, options);
+    const host = `${parsed.protocol}//${parsed.hostname}`;
+    const known = verdicts.get(host);
+    if (known && now() - known.at < VERDICT_TTL_MS) return known.refusal;
+    const refusal = await webhookUrlRefusal(url, options);
+    verdicts.delete(host);
+    if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!);
+    verdicts.set(host, { refusal, at: now() });
+    return refusal;
+  };
+}
+
 /**
  * A `lookup` for the connection that answers with the vetted addresses instead of asking
  * DNS again, so a name that resolves to a public address for the check and to a private

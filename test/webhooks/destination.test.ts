@@ -4,6 +4,7 @@ import {
   alwaysRefused,
   blockedCategory,
   RefusedDestination,
+  rememberedRefusals,
   vetDestination,
   webhookUrlRefusal,
   type Resolver,
@@ -190,6 +191,34 @@ describe('the server-side request forgery guard', () => {
         await webhookUrlRefusal('https://slow.example/', { allowPrivate: false, resolve: failing('EAI_AGAIN') }),
         undefined,
       );
+    });
+
+    it("remembers a request's verdict on a host for 30 s, not beyond", async () => {
+      const asked: string[] = [];
+      let answer = '93.184.215.14';
+      const resolve: Resolver = async (host) => {
+        asked.push(host);
+        return [{ address: answer, family: 4 }];
+      };
+      let now = 0;
+      const refusal = rememberedRefusals({ allowPrivate: false, resolve }, () => now);
+      assert.equal(await refusal('https://hooks.example/a'), undefined);
+      answer = '10.0.0.1';
+      assert.equal(
+        await refusal('https://hooks.example/b?c=1'),
+        undefined,
+        'the same host within 30 s: not asked again',
+      );
+      assert.equal(
+        await refusal('https://other.example/'),
+        'other.example resolves to 10.0.0.1, which is a private address; webhooks are only posted to public addresses',
+      );
+      now = 30_000;
+      assert.equal(
+        await refusal('https://hooks.example/a'),
+        'hooks.example resolves to 10.0.0.1, which is a private address; webhooks are only posted to public addresses',
+      );
+      assert.deepEqual(asked, ['hooks.example', 'other.example', 'hooks.example']);
     });
   });
 });
