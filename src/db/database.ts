@@ -17,7 +17,10 @@ export interface GroupCount {
   callers: number;
 }
 
-/** Callers of one procedure of groups per group at most: a group of `/sms/batch` requests holds their recipients too. */
+/**
+ * Callers of one procedure of groups per group at most: a group of `/sms/batch` requests
+ * holds their recipients too.
+ */
 const GROUP_SIZE = 64;
 
 /** Database.gather and Database.gathered over `call`: a Gathering per procedure of groups. */

@@ -55,7 +55,10 @@ function accepted({ sendId, draft, now }: PreparedEmail) {
   };
 }
 
-/** The writes of `/email/batch` requests (SPEC §2.7), in the caller's transaction: each batch, its request recipients and its job. */
+/**
+ * The writes of `/email/batch` requests (SPEC §2.7), in the caller's transaction: each batch,
+ * its request recipients and its job.
+ */
 async function writeEmail({ db, dialect }: ProcedureDatabase, requests: PreparedEmail[]) {
   await writeSends(
     db,
@@ -88,7 +91,10 @@ async function writeEmail({ db, dialect }: ProcedureDatabase, requests: Prepared
   return requests.map(accepted);
 }
 
-/** The 202s of batches without an Idempotency-Key, committed together with whoever else posts meanwhile (db/gathering.ts). */
+/**
+ * The 202s of batches without an Idempotency-Key, committed together with whoever else posts
+ * meanwhile (db/gathering.ts).
+ */
 export const recordEmailGroup = postGroupProcedure(import.meta.url, 'recordEmailGroup', writeEmail, {
   oneStatement: 'postgres',
 });

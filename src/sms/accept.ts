@@ -101,7 +101,10 @@ export const recordSmsGroup = postGroupProcedure(import.meta.url, 'recordSmsGrou
   oneStatement: 'postgres',
 });
 
-/** The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and its job, committed together. */
+/**
+ * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
+ * its job, committed together.
+ */
 export const recordSms = postProcedure(
   import.meta.url,
   'recordSms',
