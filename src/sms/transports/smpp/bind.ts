@@ -189,9 +189,23 @@ export class SmppBind {
 
   /** Sends a request and waits for its answer (sweep() times it out); undefined when the connection cannot take it. */
   private request(session: Session, pdu: Pdu, submit?: BindSubmit): number | undefined {
-    if (!session.send(pdu)) return undefined;
+    if (!this.send(session, pdu)) return undefined;
     this.waiting.set(pdu.sequence_number, { sentAt: this.options.monotonic(), submit });
     return pdu.sequence_number;
+  }
+
+  /**
+   * Writes a PDU; what else this tick sends goes in the same write. A page's submits, or the
+   * answers to a group of receipts, were a system call each (with Nagle off, a TCP segment
+   * each): corked until the next tick, they leave together, and a lone passcode waits for
+   * nothing but the end of the tick.
+   */
+  private send(session: Session, pdu: Pdu): boolean {
+    if (!session.socket.writableCorked) {
+      session.socket.cork();
+      process.nextTick(() => session.socket.uncork());
+    }
+    return session.send(pdu);
   }
 
   private onPdu(session: Session, pdu: Pdu): void {
@@ -204,15 +218,15 @@ export class SmppBind {
           answered = true;
           // After a reconnection the SMSC offers an unanswered deliver_sm again: no answer is owed on the new link.
           if (session === this.session && session.socket.writable)
-            session.send(pdu.response({ command_status: status }));
+            this.send(session, pdu.response({ command_status: status }));
         });
         return;
       }
       case 'enquire_link':
-        session.send(pdu.response());
+        this.send(session, pdu.response());
         return;
       case 'unbind':
-        session.send(pdu.response());
+        this.send(session, pdu.response());
         this.options.log.info({ bind: this.options.name }, 'the SMSC unbound');
         session.close();
         return;
