@@ -125,8 +125,10 @@ const SQLITE = {
                 from jsonb_each(${JSON.stringify(parts)})`.execute(db);
   },
 
-  /** The keys as rows `m` with a column `value`, each a MessageKey. */
-  messageKeyRows: (keys: MessageKey[]) => sql`jsonb_each(${JSON.stringify(keys)}) as m`,
+  /** The keys as rows `m` with columns `send_id` and `recipient`. */
+  messageKeyRows: (keys: MessageKey[]) =>
+    sql`(select value ->> 'sendId' as send_id, value ->> 'recipient' as recipient
+           from jsonb_each(${JSON.stringify(keys)})) as m`,
 };
 
 const POSTGRES: typeof SQLITE = {
@@ -180,7 +182,12 @@ const POSTGRES: typeof SQLITE = {
                 from jsonb_array_elements(${JSON.stringify(parts)}::jsonb) r`.execute(db);
   },
 
-  messageKeyRows: (keys) => sql`jsonb_array_elements(${JSON.stringify(keys)}::jsonb) as m(value)`,
+  // Two arrays, not JSON: the planner counts an array's elements (unnest's support function)
+  // but takes any JSON to hold 100, and for 100 keys it hashed smpp_submits whole rather than
+  // look each key up in its primary key: 4 ms a page at 20,000 rows, 0.6 ms looked up.
+  messageKeyRows: (keys) =>
+    sql`unnest(${keys.map((key) => key.sendId)}::text[], ${keys.map((key) => key.recipient)}::text[])
+          as m(send_id, recipient)`,
 };
 
 export const queries: Record<DialectName, typeof SQLITE> = { sqlite: SQLITE, postgres: POSTGRES };

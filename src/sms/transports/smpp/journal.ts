@@ -68,8 +68,8 @@ export async function answeredBefore(
   const keys = messages.map(({ sendId, recipient }) => ({ sendId, recipient }));
   const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
                                           from ${queries[dialect].messageKeyRows(keys)}
-                                          join smpp_submits s on s.send_id = m.value ->> 'sendId'
-                                                             and s.recipient = m.value ->> 'recipient'`.execute(db);
+                                          join smpp_submits s on s.send_id = m.send_id
+                                                             and s.recipient = m.recipient`.execute(db);
   return rows.map((row) => ({
     sendId: row.send_id,
     recipient: row.recipient,
