@@ -3,8 +3,8 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
-import { claimJobs, leaseOf, type JobRow } from '../../src/queue/queries.ts';
-import type { Job, Worker } from '../../src/queue/worker.ts';
+import { claimJobs, leaseOf, releaseJob, type JobRow } from '../../src/queue/queries.ts';
+import { SnoozeJob, type Job, type Worker } from '../../src/queue/worker.ts';
 import {
   appendWebhookEvents,
   GATHER_KIND,
@@ -315,7 +315,7 @@ forEachDatabase((dialect) => {
     },
   );
 
-  it('leaves no event behind when an append commits while the gather waits to read', async () => {
+  it('leaves no event behind when an append commits while the gather runs: the job runs a window later', async () => {
     await append(events(0, 1));
     t.clock.advance(GATHER_WINDOW_MS);
     const held = await claimGather('gathering-worker', 60_000);
@@ -333,8 +333,9 @@ forEachDatabase((dialect) => {
     await appended;
     let settled = false;
     const gathering = runGather(held).finally(() => (settled = true));
-    // PostgreSQL: until the gather waits for the stream's lock (or, were there none, has
-    // finished). SQLite: the gather's transaction waits for the one writing connection.
+    // PostgreSQL: until the gather, having read the stream, waits for its lock to complete the
+    // job (or, were there none, has finished). SQLite: the gather's transaction waits for the
+    // one writing connection, and then reads both events.
     if (dialect === 'postgres') {
       const waitingForLock = async () =>
         (
@@ -346,7 +347,18 @@ forEachDatabase((dialect) => {
     }
     commit();
     await appender;
-    await gathering;
+    const outcome = await gathering.then(
+      (completed) => completed,
+      (error: unknown) => error,
+    );
+    if (dialect === 'postgres') {
+      assert.ok(outcome instanceof SnoozeJob, `the append came after the read: the job stays (${String(outcome)})`);
+      assert.equal(outcome.at, t.clock.now() + GATHER_WINDOW_MS);
+      const now = t.clock.now();
+      await releaseJob(t.ctx.db, leaseOf(held), { runAt: outcome.at, error: outcome.message, now, snoozed: true });
+    } else {
+      assert.equal(outcome, 'completed');
+    }
 
     t.clock.advance(GATHER_WINDOW_MS);
     await worker.drain();
