@@ -1,7 +1,7 @@
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
-import { writeSends } from '../messaging/accept.ts';
+import { acceptOf, writeSends } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { EmailParty } from './render.ts';
 import type { EmailDraft } from './validate.ts';
@@ -63,30 +63,14 @@ async function writeEmail({ db, dialect }: ProcedureDatabase, requests: Prepared
   await writeSends(
     db,
     dialect,
-    requests.map(({ sendId, accountId, draft, content, recipients, now }) => ({
-      send: {
-        id: sendId,
-        accountId,
-        channel: 'email' as const,
-        content: JSON.stringify(content),
-        listIds: draft.listIds,
-        webhookUrl: draft.webhookUrl,
-        scheduledAt: draft.scheduledAt,
-        expanded: false,
-        now,
-      },
-      recipients,
-      job: {
+    requests.map((request) =>
+      acceptOf('email', request, {
         kind: EMAIL_SEND_KIND,
-        payload: { sendId } satisfies EmailSendJob,
-        accountId,
-        now,
-        runAt: draft.scheduledAt ?? now,
-        idempotencyKey: emailJobKey(sendId),
-        maxAttempts: 10,
+        jobKey: emailJobKey(request.sendId),
         priority: PRIORITY.fanout,
-      },
-    })),
+        expanded: false,
+      }),
+    ),
   );
   return requests.map(accepted);
 }

@@ -58,6 +58,52 @@ export interface Accept {
   job: NewJob;
 }
 
+/** What an accepted request of any channel holds: its send, whom to, and its content as its worker reads it. */
+export interface PreparedSend {
+  sendId: string;
+  accountId: string;
+  draft: { listIds: string[]; scheduledAt: number | null; webhookUrl: string | null };
+  content: unknown;
+  recipients: StoredRecipient[];
+  now: number;
+}
+
+/**
+ * A prepared request's writes: its send and its job of `kind` under `jobKey`, in `priority`'s
+ * lane, due at its schedule. `expanded`: its recipients are settled already (an immediate
+ * single SMS).
+ */
+export function acceptOf(
+  channel: Channel,
+  { sendId, accountId, draft, content, recipients, now }: PreparedSend,
+  job: { kind: string; jobKey: string; priority: number; expanded: boolean },
+): Accept {
+  return {
+    send: {
+      id: sendId,
+      accountId,
+      channel,
+      content: JSON.stringify(content),
+      listIds: draft.listIds,
+      webhookUrl: draft.webhookUrl,
+      scheduledAt: draft.scheduledAt,
+      expanded: job.expanded,
+      now,
+    },
+    recipients,
+    job: {
+      kind: job.kind,
+      payload: { sendId },
+      accountId,
+      now,
+      runAt: draft.scheduledAt ?? now,
+      idempotencyKey: job.jobKey,
+      maxAttempts: 10,
+      priority: job.priority,
+    },
+  };
+}
+
 /**
  * The writes of accepts, one request's or a group's (db/gathering.ts), in the caller's
  * transaction: the sends, their request recipients and their jobs. On PostgreSQL they are one

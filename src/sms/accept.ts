@@ -1,7 +1,7 @@
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
-import { writeSends, type Accept } from '../messaging/accept.ts';
+import { acceptOf, writeSends } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -61,32 +61,14 @@ async function writeSms({ db, dialect }: ProcedureDatabase, requests: PreparedSm
   await writeSends(
     db,
     dialect,
-    requests.map(({ sendId, accountId, draft, content, recipients, now }): Accept => {
-      const passcode = draft.kind === 'single' && draft.scheduledAt === null;
-      return {
-        send: {
-          id: sendId,
-          accountId,
-          channel: 'sms',
-          content: JSON.stringify(content),
-          listIds: draft.listIds,
-          webhookUrl: draft.webhookUrl,
-          scheduledAt: draft.scheduledAt,
-          expanded: passcode,
-          now,
-        },
-        recipients,
-        job: {
-          kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
-          payload: { sendId } satisfies SmsSendJob,
-          accountId,
-          now,
-          runAt: draft.scheduledAt ?? now,
-          idempotencyKey: sendJobKey(sendId),
-          maxAttempts: 10,
-          priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
-        },
-      };
+    requests.map((request) => {
+      const passcode = request.draft.kind === 'single' && request.draft.scheduledAt === null;
+      return acceptOf('sms', request, {
+        kind: passcode ? SMS_SINGLE_KIND : SMS_SEND_KIND,
+        jobKey: sendJobKey(request.sendId),
+        priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
+        expanded: passcode,
+      });
     }),
   );
   return requests.map(accepted);
