@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ProcedureDatabase } from '../db/procedure.ts';
-import { queries, type NewLink } from './queries.ts';
+import { queries, type LinkTarget, type NewLink } from './queries.ts';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -31,14 +31,6 @@ export function newCode(): string {
     }
     if (!/^[a-z]+$/.test(code)) return code;
   }
-}
-
-/** What links are made for: the account's send, leading to `url`. */
-export interface LinkTarget {
-  accountId: string;
-  sendId: string;
-  url: string;
-  now: number;
 }
 
 /**

@@ -1,6 +1,13 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
-import type { LinkTarget } from './codes.ts';
+
+/** What links are made for: the account's send, leading to `url`. */
+export interface LinkTarget {
+  accountId: string;
+  sendId: string;
+  url: string;
+  now: number;
+}
 
 /** A link to write: its code, and its recipient's id (null: shared by the send's recipients). */
 export interface NewLink {
