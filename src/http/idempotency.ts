@@ -148,6 +148,7 @@ export function postGroupProcedure<A, T>(
     return db.transaction().execute((trx) => work({ db: trx, dialect }, group));
   });
 }
+
 /**
  * Runs a POST's procedure and answers with its outcome; when the request carries an
  * `Idempotency-Key`, the response is stored in the procedure's own transaction. So the work

@@ -85,6 +85,20 @@ export function leaseOf(row: JobRow): Lease {
   return { id: row.id, token: row.lease_token! };
 }
 
+/**
+ * Whether the claim still holds the job, answered in the caller's transaction, which then
+ * holds the job's row until it ends: a lapsed claim cannot be taken over meanwhile.
+ */
+export async function holdsJob(db: Kysely<Schema>, lease: Lease): Promise<boolean> {
+  const held = await db
+    .updateTable('jobs')
+    .set({ lease_token: lease.token })
+    .where('id', '=', lease.id)
+    .where('lease_token', '=', lease.token)
+    .executeTakeFirst();
+  return Number(held.numUpdatedRows) === 1;
+}
+
 /** Finished jobs are deleted, but only under the claims that still hold them; answers how many were. */
 export async function completeJobs(db: Kysely<Schema>, leases: Lease[]): Promise<number> {
   const result = await db

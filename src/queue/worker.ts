@@ -9,6 +9,7 @@ import { listenForJobs, nextRunAt, onJobsQueued } from './wakeups.ts';
 import {
   claimJobs,
   completeJobs,
+  holdsJob,
   extendLeases,
   lapsedToDeath,
   lapsingToDeath,
@@ -76,6 +77,15 @@ export interface JobHandler {
  */
 export async function completeJob(trx: Kysely<Schema>, lease: Lease): Promise<void> {
   if ((await completeJobs(trx, [lease])) === 0) throw new Error(`job ${lease.id} is no longer held by this claim`);
+}
+
+/**
+ * completeJob's counterpart for a run whose work commits but whose job stays (to be snoozed
+ * or run again): throws, so that the work rolls back, if the lease lapsed and another worker
+ * holds the job now.
+ */
+export async function keepJob(trx: Kysely<Schema>, lease: Lease): Promise<void> {
+  if (!(await holdsJob(trx, lease))) throw new Error(`job ${lease.id} is no longer held by this claim`);
 }
 
 /**

@@ -2,10 +2,12 @@ import { createHash } from 'node:crypto';
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
+import { dialectOf } from '../db/dialect.ts';
+import { inJson } from '../db/in-json.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
-import { completeJob, SnoozeJob, type JobHandler } from '../queue/worker.ts';
+import { completeJob, keepJob, SnoozeJob, type JobHandler } from '../queue/worker.ts';
 import { createDeliveries, webhookBody, type NewDelivery } from './outbox.ts';
 import { lockStream, lockStreamShared } from './queries.ts';
 
@@ -158,50 +160,46 @@ const inStream = (stream: EventStream) => (eb: ExpressionBuilder<Schema, 'webhoo
 /**
  * Removes up to `limit` of the stream's oldest events and answers them, in append order,
  * each as JSON: the appends taken whole are deleted, and the one the limit cuts through
- * keeps what is left of it. Read in one statement and removed by id, so an append that
- * commits meanwhile (PostgreSQL) is left whole for the next run.
+ * keeps what is left of it. The appends are picked by their counts, then read and removed
+ * by id, so one that commits meanwhile (PostgreSQL) is left whole for the next run.
  */
 async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number): Promise<string[]> {
   // Each append holds at least one event, so no more than `limit` of them can be needed.
-  const rows = await db
+  const counts = await db
     .selectFrom('webhook_events')
     .where(inStream(stream))
-    .select(['id', 'events'])
+    .select(['id', 'event_count'])
     .orderBy('id')
     .limit(limit)
     .execute();
-  const taken: number[] = [];
-  const events: string[] = [];
-  let cut: { id: number; rest: string[] } | undefined;
-  for (const row of rows) {
-    if (events.length >= limit) break;
-    // Parsed and written again, each event comes out as the bytes JSON.stringify gave it at append.
-    const appended = (JSON.parse(row.events) as unknown[]).map((event) => JSON.stringify(event));
-    const room = limit - events.length;
-    events.push(...appended.slice(0, room));
-    if (appended.length > room) cut = { id: row.id, rest: appended.slice(room) };
-    else taken.push(row.id);
+  const picked: number[] = [];
+  let counted = 0;
+  for (const row of counts) {
+    if (counted >= limit) break;
+    counted += row.event_count;
+    picked.push(row.id);
   }
-  if (taken.length > 0) await db.deleteFrom('webhook_events').where('id', 'in', taken).execute();
-  if (cut) {
+  if (picked.length === 0) return [];
+  const ids = (list: number[]) => inJson(dialectOf(db), list, 'bigint');
+  const rows = await db
+    .selectFrom('webhook_events')
+    .select('events')
+    .where('id', 'in', ids(picked))
+    .orderBy('id')
+    .execute();
+  // Parsed and written again, each event comes out as the bytes JSON.stringify gave it at append.
+  const events = rows.flatMap((row) => (JSON.parse(row.events) as unknown[]).map((event) => JSON.stringify(event)));
+  const rest = events.splice(limit);
+  const whole = rest.length === 0 ? picked : picked.slice(0, -1);
+  if (whole.length > 0) await db.deleteFrom('webhook_events').where('id', 'in', ids(whole)).execute();
+  if (rest.length > 0) {
     await db
       .updateTable('webhook_events')
-      .set({ events: `[${cut.rest.join(',')}]`, event_count: cut.rest.length })
-      .where('id', '=', cut.id)
+      .set({ events: `[${rest.join(',')}]`, event_count: rest.length })
+      .where('id', '=', picked.at(-1)!)
       .execute();
   }
   return events;
-}
-
-/** Fails the run's transaction unless its claim still holds the job (a run whose lease lapsed must write nothing). */
-async function stillHeld(db: Kysely<Schema>, lease: Lease): Promise<void> {
-  const held = await db
-    .updateTable('jobs')
-    .set({ lease_token: lease.token })
-    .where('id', '=', lease.id)
-    .where('lease_token', '=', lease.token)
-    .executeTakeFirst();
-  if (Number(held.numUpdatedRows) === 0) throw new Error(`job ${lease.id} is no longer held by this claim`);
 }
 
 /**
@@ -229,13 +227,13 @@ async function gather(
     }
     await createDeliveries(trx, now, deliveries);
     if (events.length === limit) {
-      await stillHeld(trx, lease);
+      await keepJob(trx, lease);
       return 'more';
     }
     await lockStream(trx, streamKey(stream));
     const appended = await trx.selectFrom('webhook_events').where(inStream(stream)).select('id').executeTakeFirst();
     if (appended) {
-      await stillHeld(trx, lease);
+      await keepJob(trx, lease);
       return 'later';
     }
     await completeJob(trx, lease);
