@@ -1,3 +1,4 @@
+import { randomFillSync } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { DialectName } from '../db/database.ts';
@@ -32,9 +33,22 @@ type Db = Kysely<Schema>;
  * the time and 74 of the rest random. Time-ordered, a new send's rows go at the right-hand end
  * of every index keyed by it (the send, its recipients, its job, its submits) rather than on a
  * random page of each, so a commit writes fewer pages, on both databases. Still unguessable,
- * which message-ids.ts counts on.
+ * which message-ids.ts counts on. Its random bytes come from a pool: uuid asks Web Crypto for
+ * 16 bytes a call (16 µs under load in a profile, 3 % of the main thread's time per passcode).
  */
-export const newSendId = (): string => uuidv7();
+export const newSendId = (): string => uuidv7({ random: randomBytes16() });
+
+const randomPool = Buffer.alloc(4096);
+let randomPoolAt = randomPool.length;
+
+function randomBytes16(): Uint8Array {
+  if (randomPoolAt === randomPool.length) {
+    randomFillSync(randomPool);
+    randomPoolAt = 0;
+  }
+  randomPoolAt += 16;
+  return randomPool.subarray(randomPoolAt - 16, randomPoolAt);
+}
 
 /** A send as it is accepted. `content`: the channel's request as its worker reads it, in JSON. */
 export interface NewSend {
