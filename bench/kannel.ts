@@ -9,6 +9,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/herald_bench_kannel npm run bench:kannel
  *   BENCH_PORT=18900 npm run bench:kannel          # beside another run (default 18800, 5 ports)
  *   BENCH_BATCHES=0 npm run bench:kannel           # without shape 3 (BENCH_OPEN_SECONDS=0: without shape 2)
+ *   BENCH_ROUNDS=0 npm run bench:kannel            # without shape 1
  *   BENCH_DATABASES=postgres npm run bench:kannel  # Herald on one database only
  *   BENCH_CPU_PROF=/tmp/prof npm run bench:kannel   # Herald's CPU profiles there (one a process and thread)
  *
@@ -428,7 +429,7 @@ async function shape1(): Promise<void> {
         `own CPU ${median(runs.map((r) => r.cpu.own)).toFixed(2)} ms/msg`,
     );
   }
-  console.log(`PostgreSQL: ${postgresSettings}`);
+  if (postgresSettings) console.log(`PostgreSQL: ${postgresSettings}`);
 }
 
 /** Shape 2: the request's p50/p99 at a steady rate, after a warm-up (V8 optimises a new process's hot paths). */
@@ -497,6 +498,6 @@ async function shape3(): Promise<void> {
 }
 
 console.log(machine());
-await shape1();
+if (ROUNDS > 0) await shape1();
 if (OPEN_SECONDS > 0) await shape2();
 if (BATCHES > 0) await shape3();
