@@ -16,8 +16,9 @@ import type { CheckpointerMessage, CheckpointerRequest } from './sqlite-checkpoi
 
 /** A statement to run, a procedure to run, or the order to close the database (the thread then ends). */
 export type SqliteRequest =
-  | { id: number; sql: string; parameters: unknown[] }
-  | { id: number; module: string; name: string; args: unknown }
+  /** A statement; `urgent` undefined when it belongs to a transaction (see the queue in serve). */
+  | { id: number; sql: string; parameters: unknown[]; urgent: boolean | undefined }
+  | { id: number; module: string; name: string; args: unknown; urgent: boolean }
   | { close: true };
 
 /**
@@ -129,7 +130,7 @@ async function serve(path: string, procedureModules: readonly string[]): Promise
     return { id, changes: Number(changes), lastInsertRowid: Number(lastInsertRowid) };
   };
 
-  port.on('message', async (request: SqliteRequest) => {
+  const run = async (request: SqliteRequest): Promise<void> => {
     if ('close' in request) {
       if (checkpointer) {
         checkpointer.worker.postMessage({ close: true } satisfies CheckpointerRequest);
@@ -152,6 +153,37 @@ async function serve(path: string, procedureModules: readonly string[]): Promise
     }
     port.postMessage(reply);
     checkpointer?.afterRequest();
+  };
+
+  // Requests wait here, one run a turn of the event loop, so that those arriving meanwhile are
+  // in the queue when the next is chosen: an urgent one (an accept, a passcode page's record,
+  // the passcode lane's claim) goes ahead of background ones posted before it, as the
+  // connection's turns (priority.ts) order the posting. A procedure or a statement outside a
+  // transaction hands the connection on once posted (sqlite.ts), so under load several wait
+  // here, and an accept queued behind them all waited for each. A transaction's statement keeps
+  // its place, and nothing passes it: everything posted before it runs first, and nothing else
+  // is posted until its transaction has ended.
+  const queue: SqliteRequest[] = [];
+  let scheduled = false;
+  const next = (): number => {
+    for (let i = 0; i < queue.length; i++) {
+      const request = queue[i];
+      if (!('urgent' in request) || request.urgent === undefined) break;
+      if (request.urgent) return i;
+    }
+    return 0;
+  };
+  const runNext = async () => {
+    const [request] = queue.splice(next(), 1);
+    await run(request);
+    if (queue.length > 0) setImmediate(runNext);
+    else scheduled = false;
+  };
+  port.on('message', (request: SqliteRequest) => {
+    queue.push(request);
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(runNext);
   });
 }
 

@@ -2,10 +2,14 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Registry } from 'prom-client';
+import { openDatabase } from '../../src/db/database.ts';
 import { registerDatabaseMetrics } from '../../src/db/metrics.ts';
 import { inBackground, Turns } from '../../src/db/priority.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
+import { keepsTheDatabaseBusy, markRun, marksItsRun } from './support/ordered-runs.ts';
+
+const COUNTED = new URL('./support/ordered-runs.ts', import.meta.url).href;
 
 describe('turns', () => {
   /**
@@ -92,4 +96,37 @@ forEachDatabase((dialect) => {
     await Promise.all([done, background, urgent]);
     assert.deepEqual(order, ['urgent', 'background']);
   });
+
+  // On SQLite a procedure, or a statement outside a transaction, is posted to the database's
+  // thread and the connection handed on at once, so the turns order only the posting: the thread
+  // itself takes an urgent request before background ones posted earlier. On PostgreSQL the
+  // pool's turns do it, the connection held for each statement's answer.
+  for (const way of ['procedure', 'statement'] as const) {
+    it(`runs an urgent ${way} before background ones asked for earlier while the database is busy`, async () => {
+      const counted = openDatabase(database.url, { procedures: [COUNTED], poolSize: 1 });
+      const mark = (label: string) =>
+        way === 'procedure' ? counted.call(marksItsRun, label) : markRun(counted.db, label);
+      try {
+        await counted.ready();
+        // Each asked for a turn of the event loop after the one before: on SQLite each posted
+        // while the thread is busy, none together with the others.
+        const tick = () => new Promise((resolve) => setImmediate(resolve));
+        const marks = [counted.call(keepsTheDatabaseBusy, undefined)];
+        for (const label of ['background 1', 'background 2', 'background 3']) {
+          await tick();
+          marks.push(inBackground(() => mark(label)));
+        }
+        await tick();
+        marks.push(mark('urgent'));
+        await Promise.all(marks);
+        const ran = await counted.db.selectFrom('jobs').select('kind').orderBy('id').execute();
+        assert.deepEqual(
+          ran.map((row) => row.kind),
+          ['urgent', 'background 1', 'background 2', 'background 3'],
+        );
+      } finally {
+        await counted.close();
+      }
+    });
+  }
 });
