@@ -70,3 +70,21 @@ export class Turns {
     else this.held -= 1;
   }
 }
+
+/**
+ * Which of the requests waiting, in the order they came, goes next where they wait for one
+ * connection after being posted (SQLite's thread, sqlite-thread.ts): the first urgent one
+ * ahead of background ones, but never past a request that keeps its place (`urgent`
+ * undefined: a transaction's statement), and the oldest once it has waited its patience.
+ */
+export function nextInLine(
+  waiting: ReadonlyArray<{ urgent: boolean | undefined; since: number }>,
+  now: number,
+): number {
+  if (now - waiting[0].since >= BACKGROUND_PATIENCE_MS) return 0;
+  for (let i = 0; i < waiting.length; i++) {
+    if (waiting[i].urgent === undefined) break;
+    if (waiting[i].urgent) return i;
+  }
+  return 0;
+}

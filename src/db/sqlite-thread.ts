@@ -9,6 +9,7 @@ import { parentPort, workerData, type Worker } from 'node:worker_threads';
 import { startThread } from '../threads.ts';
 import { Kysely } from 'kysely';
 import { AppError, type FieldError } from '../errors.ts';
+import { nextInLine } from './priority.ts';
 import { findProcedure, resolveProcedures, type Procedures } from './procedure.ts';
 import { ImmediateSqliteDriver, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
@@ -162,25 +163,19 @@ async function serve(path: string, procedureModules: readonly string[]): Promise
   // transaction hands the connection on once posted (sqlite.ts), so under load several wait
   // here, and an accept queued behind them all waited for each. A transaction's statement keeps
   // its place, and nothing passes it: everything posted before it runs first, and nothing else
-  // is posted until its transaction has ended.
-  const queue: SqliteRequest[] = [];
+  // is posted until its transaction has ended. As with the turns, the oldest request goes
+  // first once it has waited its patience, so a campaign keeps moving under a steady stream of
+  // urgent work (nextInLine, priority.ts).
+  const queue: Array<{ request: SqliteRequest; urgent: boolean | undefined; since: number }> = [];
   let scheduled = false;
-  const next = (): number => {
-    for (let i = 0; i < queue.length; i++) {
-      const request = queue[i];
-      if (!('urgent' in request) || request.urgent === undefined) break;
-      if (request.urgent) return i;
-    }
-    return 0;
-  };
   const runNext = async () => {
-    const [request] = queue.splice(next(), 1);
+    const [{ request }] = queue.splice(nextInLine(queue, performance.now()), 1);
     await run(request);
     if (queue.length > 0) setImmediate(runNext);
     else scheduled = false;
   };
   port.on('message', (request: SqliteRequest) => {
-    queue.push(request);
+    queue.push({ request, urgent: 'urgent' in request ? request.urgent : undefined, since: performance.now() });
     if (scheduled) return;
     scheduled = true;
     setImmediate(runNext);

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Registry } from 'prom-client';
-import { openDatabase } from '../../src/db/database.ts';
+import { openDatabase, type Database } from '../../src/db/database.ts';
 import { registerDatabaseMetrics } from '../../src/db/metrics.ts';
-import { inBackground, Turns } from '../../src/db/priority.ts';
+import { inBackground, nextInLine, Turns } from '../../src/db/priority.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
-import { keepsTheDatabaseBusy, markRun, marksItsRun } from './support/ordered-runs.ts';
+import { blocksTheThread, markRun, marksItsRun } from './support/ordered-runs.ts';
 
-const COUNTED = new URL('./support/ordered-runs.ts', import.meta.url).href;
+const ORDERED = new URL('./support/ordered-runs.ts', import.meta.url).href;
 
 describe('turns', () => {
   /**
@@ -39,6 +39,26 @@ describe('turns', () => {
 
   it('gives background work its turn once it has waited its patience, urgent work waiting or not', async () => {
     assert.deepEqual(await orderOfTurns(100), ['background', 'urgent']);
+  });
+});
+
+describe('the next in line on SQLite’s thread', () => {
+  const background = (since: number) => ({ urgent: false, since });
+  const urgent = (since: number) => ({ urgent: true, since });
+  const inTransaction = (since: number) => ({ urgent: undefined, since });
+
+  it('takes the first urgent request before background ones that came earlier', () => {
+    assert.equal(nextInLine([background(0), background(1), urgent(2), urgent(3)], 50), 2);
+    assert.equal(nextInLine([background(0), background(1)], 50), 0);
+  });
+
+  it('takes nothing past a statement of a transaction', () => {
+    assert.equal(nextInLine([background(0), inTransaction(1), urgent(2)], 50), 0);
+  });
+
+  it('takes the oldest once it has waited its patience', () => {
+    assert.equal(nextInLine([background(0), urgent(2)], 99), 1);
+    assert.equal(nextInLine([background(0), urgent(2)], 100), 0);
   });
 });
 
@@ -103,22 +123,19 @@ forEachDatabase((dialect) => {
   // pool's turns do it, the connection held for each statement's answer.
   for (const way of ['procedure', 'statement'] as const) {
     it(`runs an urgent ${way} before background ones asked for earlier while the database is busy`, async () => {
-      const counted = openDatabase(database.url, { procedures: [COUNTED], poolSize: 1 });
+      const counted = openDatabase(database.url, { procedures: [ORDERED], poolSize: 1 });
       const mark = (label: string) =>
         way === 'procedure' ? counted.call(marksItsRun, label) : markRun(counted.db, label);
       try {
         await counted.ready();
-        // Each asked for a turn of the event loop after the one before: on SQLite each posted
-        // while the thread is busy, none together with the others.
-        const tick = () => new Promise((resolve) => setImmediate(resolve));
-        const marks = [counted.call(keepsTheDatabaseBusy, undefined)];
+        const busy = await keepBusy(counted);
+        // Each asked for a turn of the event loop after the one before: none together.
         for (const label of ['background 1', 'background 2', 'background 3']) {
+          busy.marks.push(inBackground(() => mark(label)));
           await tick();
-          marks.push(inBackground(() => mark(label)));
         }
-        await tick();
-        marks.push(mark('urgent'));
-        await Promise.all(marks);
+        busy.marks.push(mark('urgent'));
+        await busy.release();
         const ran = await counted.db.selectFrom('jobs').select('kind').orderBy('id').execute();
         assert.deepEqual(
           ran.map((row) => row.kind),
@@ -128,5 +145,54 @@ forEachDatabase((dialect) => {
         await counted.close();
       }
     });
+  }
+
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  /**
+   * Keeps the database busy until `release`, which then waits for `marks`: SQLite's thread
+   * blocked in a procedure (what is posted meanwhile waits in its queue), PostgreSQL's one
+   * connection held in a transaction (what asks meanwhile waits for a turn).
+   */
+  async function keepBusy(
+    counted: Database,
+  ): Promise<{ marks: Array<Promise<unknown>>; release: () => Promise<void> }> {
+    const marks: Array<Promise<unknown>> = [];
+    if (dialect === 'sqlite') {
+      const hold = new Int32Array(new SharedArrayBuffer(8));
+      marks.push(counted.call(blocksTheThread, hold));
+      await waitFor('the thread blocked', async () => (Atomics.load(hold, 1) === 1 ? true : undefined));
+      return {
+        marks,
+        release: async () => {
+          await tick();
+          const unposted = counted.waitingForConnection();
+          Atomics.store(hold, 0, 1);
+          Atomics.notify(hold, 0);
+          await Promise.all(marks);
+          assert.equal(unposted, 0, 'everything was posted while the thread was blocked');
+        },
+      };
+    }
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    marks.push(
+      counted.db.transaction().execute(async () => {
+        holding();
+        await new Promise<void>((resolve) => (release = resolve));
+      }),
+    );
+    await held;
+    return {
+      marks,
+      release: async () => {
+        await waitFor('four waiting for the connection', async () =>
+          counted.waitingForConnection() === 4 ? true : undefined,
+        );
+        release();
+        await Promise.all(marks);
+      },
+    };
   }
 });

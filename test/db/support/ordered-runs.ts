@@ -1,17 +1,16 @@
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { procedure } from '../../../src/db/procedure.ts';
 import type { Schema } from '../../../src/db/schema.ts';
 
 /** Work that tells the order it ran in: test/db/priority.test.ts. */
 
-/** Keeps the database busy a while: SQLite's thread counting, PostgreSQL's connection asleep. */
-export const keepsTheDatabaseBusy = procedure(import.meta.url, 'keepsTheDatabaseBusy', async ({ db, dialect }) => {
-  if (dialect === 'postgres') await sql`select pg_sleep(0.03)`.execute(db);
-  else {
-    const count = sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 1000000)
-                      select count(*) from n`;
-    await count.execute(db);
-  }
+/**
+ * Keeps SQLite's thread busy until told: it marks `hold[1]` once it runs, then blocks until
+ * `hold[0]` is set (a SharedArrayBuffer: the thread cannot take a message while it blocks).
+ */
+export const blocksTheThread = procedure(import.meta.url, 'blocksTheThread', async (_database, hold: Int32Array) => {
+  Atomics.store(hold, 1, 1);
+  Atomics.wait(hold, 0, 0);
 });
 
 /** One statement that leaves a mark of its run: a job row named `label`, its id the order it ran in. */
