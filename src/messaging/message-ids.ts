@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Herald's id of one recipient's message (ARCHITECTURE.md: a UUID), the same however often it
@@ -11,9 +11,9 @@ import { createHash } from 'node:crypto';
  */
 export function recipientMessageId(sendId: string, recipientId: number): string {
   const namespace = Buffer.from(sendId.replaceAll('-', ''), 'hex');
-  const hash = createHash('sha1').update(namespace).update(String(recipientId)).digest();
-  hash[6] = (hash[6] & 0x0f) | 0x50;
-  hash[8] = (hash[8] & 0x3f) | 0x80;
-  const hex = hash.toString('hex');
+  const digest = hash('sha1', Buffer.concat([namespace, Buffer.from(String(recipientId))]), 'buffer');
+  digest[6] = (digest[6] & 0x0f) | 0x50;
+  digest[8] = (digest[8] & 0x3f) | 0x80;
+  const hex = digest.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
