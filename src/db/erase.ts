@@ -27,13 +27,40 @@ export const eraseDeletedValues: Record<DialectName, Erase> = {
    * and a plain VACUUM only marks its space free: the bytes can stay in the page (seen with
    * pageinspect after updating a row to a shorter value). VACUUM FULL writes each table anew,
    * outside a transaction (VACUUM refuses one). What it cannot remove: the versions that a
-   * transaction begun before the change may still read (a pg_dump under way), until it ends and
-   * a vacuum comes; and PostgreSQL's own WAL, until it recycles its segments.
+   * transaction begun before the change may still read, and PostgreSQL's own WAL, until it
+   * recycles its segments. So it first waits, for a while, for every transaction in the database
+   * that began before the change to end: an autovacuum ANALYZE of a database just migrated, a
+   * query under way. One that outlasts the wait (a pg_dump) keeps the old versions it may read
+   * until it ends and a vacuum comes.
    */
   postgres: async (db, tables) => {
+    await outlastOlderTransactions(db);
     await sql`vacuum full ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db);
   },
 };
+
+const OLDER_TRANSACTIONS_WAIT_MS = 10_000;
+const OLDER_TRANSACTIONS_POLL_MS = 20;
+
+/**
+ * Until no other backend in this database holds a snapshot (backend_xmin) in a transaction begun
+ * before this call, or the wait is over: VACUUM FULL copies every row version such a snapshot
+ * may still see.
+ */
+async function outlastOlderTransactions(db: Kysely<Schema>): Promise<void> {
+  const { rows } = await sql<{ since: string }>`select clock_timestamp()::text as since`.execute(db);
+  const since = rows[0].since;
+  const deadline = Date.now() + OLDER_TRANSACTIONS_WAIT_MS;
+  while (Date.now() < deadline) {
+    const { rows: older } = await sql<{ pid: number }>`
+      select pid from pg_stat_activity
+       where datname = current_database() and pid <> pg_backend_pid()
+         and backend_xmin is not null and xact_start < ${since}::timestamptz
+       limit 1`.execute(db);
+    if (older.length === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, OLDER_TRANSACTIONS_POLL_MS));
+  }
+}
 
 /**
  * The settings row in which a migration names the tables whose old values the next start must

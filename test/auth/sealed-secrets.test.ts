@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Migrator, sql } from 'kysely';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createAccount } from '../../src/accounts/service.ts';
 import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
@@ -204,10 +205,10 @@ forEachDatabase((dialect) => {
     }
   });
 
-  it('a database made before the upgrade keeps its token and secrets through the start that seals them', async () => {
+  /** What the code before the sealing wrote: the token key and both webhook secrets in clear, and a token. */
+  async function databaseBeforeTheUpgrade() {
     const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
     assert.ifError((await migrator.migrateTo('0026_message_rows_unchained')).error);
-    // What the code before wrote: the token key and both webhook secrets in clear, and a token.
     const now = Date.now();
     const jwtSecret = randomBytes(32).toString('base64url');
     const [secret, previousSecret] = [newWebhookSecret(), newWebhookSecret()];
@@ -225,6 +226,11 @@ forEachDatabase((dialect) => {
     const oldKey = createSecretKey(Buffer.from(jwtSecret, 'base64url'));
     const token = await signAccessToken(oldKey, subject, issuedAt, expiryFor('Default', issuedAt));
     await migrateToLatest(database);
+    return { account, jwtSecret, secret, previousSecret, previousExpiresAt, token };
+  }
+
+  it('a database made before the upgrade keeps its token and secrets through the start that seals them', async () => {
+    const { account, secret, previousSecret, previousExpiresAt, token } = await databaseBeforeTheUpgrade();
 
     const t = await start();
     try {
@@ -247,6 +253,29 @@ forEachDatabase((dialect) => {
       await t.close();
     }
   });
+
+  if (dialect === 'postgres') {
+    it('a database made before the upgrade is rid of its clear secrets once an older transaction ends', async () => {
+      const { jwtSecret, secret, previousSecret } = await databaseBeforeTheUpgrade();
+      const reader = new pg.Client({ connectionString: database.url });
+      await reader.connect();
+      try {
+        // A snapshot from before the sealing, which VACUUM FULL would keep the clear versions for.
+        await reader.query('begin isolation level repeatable read');
+        await reader.query('select count(*) from accounts');
+        const starting = start();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await reader.query('commit');
+        const t = await starting;
+        await t.close();
+      } finally {
+        await reader.end();
+      }
+      const runs = [...(await restingStrings(database))];
+      const clear = [jwtSecret, secret, previousSecret].filter((value) => runs.some((run) => run.includes(value)));
+      assert.deepEqual(clear, [], 'no clear secret in the dump or the table files');
+    });
+  }
 
   it('a database made before private tokens were hashed holds none in clear after the first start', async () => {
     const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
