@@ -48,6 +48,11 @@ export interface Config {
    */
   smsTransport: { kind: 'sandbox'; fail: RegExp | undefined } | { kind: 'smpp'; settings: SmppSettings };
   /**
+   * SMS_TRANSPORT as it was set, or undefined when unset: `default` is then the sandbox, and once
+   * a connection was added (sms/routing/), a number no route matches is not sent.
+   */
+  smsTransportUrl: string | undefined;
+  /**
    * EMAIL_TRANSPORT: `sandbox:`, optionally with `?defer=<regular expression>` (addresses it
    * refuses for now, 4xx) and `&bounce=<regular expression>` (addresses it refuses for good,
    * 5xx), for trying failures in development; or a relay:
@@ -144,20 +149,26 @@ const EMAIL_TRANSPORT_FORMS =
 const withoutPassword = (url: string) => url.replace(/\/\/[^@/]*@/, '//…@');
 
 function smsTransportSetting(raw: string): Config['smsTransport'] {
-  if (/^smpps?:/.test(raw)) {
-    try {
-      return { kind: 'smpp', settings: parseSmppUrl(raw) };
-    } catch (error) {
-      throw new ConfigError('SMS_TRANSPORT', (error as Error).message);
-    }
+  try {
+    return parseSmsTransport(raw);
+  } catch (error) {
+    throw new ConfigError('SMS_TRANSPORT', (error as Error).message);
   }
+}
+
+/**
+ * An SMS transport URL, as SMS_TRANSPORT and an added SMSC connection (sms/routing/) take it;
+ * throws an Error naming the fault, the URL's password left out.
+ */
+export function parseSmsTransport(raw: string): Config['smsTransport'] {
+  if (/^smpps?:/.test(raw)) return { kind: 'smpp', settings: parseSmppUrl(raw) };
   const match = /^sandbox:(?:\?fail=(.+))?$/.exec(raw);
-  if (!match) throw new ConfigError('SMS_TRANSPORT', `must be ${SMS_TRANSPORT_FORMS}, got "${withoutPassword(raw)}"`);
+  if (!match) throw new Error(`must be ${SMS_TRANSPORT_FORMS}, got "${withoutPassword(raw)}"`);
   if (match[1] === undefined) return { kind: 'sandbox', fail: undefined };
   try {
     return { kind: 'sandbox', fail: new RegExp(decodeURIComponent(match[1])) };
   } catch {
-    throw new ConfigError('SMS_TRANSPORT', `fail= must be a regular expression, got "${match[1]}"`);
+    throw new Error(`fail= must be a regular expression, got "${match[1]}"`);
   }
 }
 
@@ -260,7 +271,8 @@ export function loadConfig(env: Env = process.env): Config {
       'must be 1 to 11 letters, digits or spaces (an alphanumeric sender ID)',
     );
   }
-  const smsTransport = smsTransportSetting(read(env, 'SMS_TRANSPORT', 'sandbox:'));
+  const smsTransportUrl = optional(env, 'SMS_TRANSPORT');
+  const smsTransport = smsTransportSetting(smsTransportUrl ?? 'sandbox:');
   const defaultEmailDomain = read(env, 'DEFAULT_EMAIL_DOMAIN', 'mail.localhost');
   if (!isHostname(defaultEmailDomain)) {
     throw new ConfigError('DEFAULT_EMAIL_DOMAIN', `must be a domain name, got "${defaultEmailDomain}"`);
@@ -298,6 +310,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     defaultSenderName,
     smsTransport,
+    smsTransportUrl,
     emailTransport: emailTransportSetting(read(env, 'EMAIL_TRANSPORT', 'sandbox:')),
     defaultEmailDomain: defaultEmailDomain.toLowerCase(),
     bounceDomain: bounceDomain.toLowerCase(),

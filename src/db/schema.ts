@@ -306,6 +306,41 @@ export interface SmsPartsTable {
   part: number;
   operator_message_id: string;
   status: string;
+  /** The SMSC connection that took the part (smsc_connections, or `default`). */
+  smsc: ColumnType<string, string | undefined, string>;
+}
+
+/** An SMSC connection added through the admin API (src/sms/routing/connections.ts). */
+export interface SmscConnectionsTable {
+  name: string;
+  /** The URL as shown: its password replaced by ***. */
+  url: string;
+  /** The whole URL, sealed under ENCRYPTION_KEY. */
+  sealed_url: string;
+  created_at: number;
+}
+
+/** One row of the SMS routing table (src/sms/routing/table.ts). */
+export interface SmsRoutesTable {
+  /** The row's place in the table as PUT gave it. */
+  position: number;
+  /** null: a route for every account. */
+  account_id: string | null;
+  /** Leading E.164 digits; "" matches every number. */
+  prefix: string;
+  /** JSON list of connection names, in the order a part tries them. */
+  smsc: string;
+  /** Price of one part in micro-units of `currency`, or null for none. */
+  price_micros: number | null;
+  currency: string | null;
+}
+
+/** A worker process's binds up on one connection, as it last wrote them. */
+export interface SmscBindsTable {
+  process: string;
+  smsc: string;
+  binds: number;
+  seen_at: number;
 }
 
 export interface SmsReceiptsTable {
@@ -449,6 +484,9 @@ export interface Schema {
   sms_parts: SmsPartsTable;
   sms_receipts: SmsReceiptsTable;
   smpp_submits: SmppSubmitsTable;
+  smsc_connections: SmscConnectionsTable;
+  sms_routes: SmsRoutesTable;
+  smsc_binds: SmscBindsTable;
   sms_inbound: SmsInboundTable;
   suppressions: SuppressionsTable;
   landing_pages: LandingPagesTable;

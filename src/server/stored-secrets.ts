@@ -3,6 +3,7 @@ import { loadSigningKey, resealJwtSecret, sealJwtSecret } from '../auth/signing-
 import type { Database } from '../db/database.ts';
 import { erasedPending, eraseDeletedValues, pendingErasure } from '../db/erase.ts';
 import { resealDkimKeys } from '../senders/dkim-keys.ts';
+import { resealSmscUrls } from '../sms/routing/connections.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
 
@@ -14,9 +15,9 @@ import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts
  * sealed under ENCRYPTION_KEY, here because a migration has no key; then the files of the
  * database are rid of the clear values (db/erase.ts), with those of any table a migration left
  * to erase, only at the start that sealed or found them, so that other starts stay fast.
- * When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS), what they sealed of these and
- * of the DKIM keys is sealed anew under it, so that dropping them later loses none; each value
- * the current key sealed already costs one AES-GCM open, no write.
+ * When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS), what they sealed of these, of
+ * the DKIM keys and of the SMSC connections' URLs is sealed anew under it, so that dropping them
+ * later loses none; each value the current key sealed already costs one AES-GCM open, no write.
  */
 export async function prepareStoredSecrets(
   database: Database,
@@ -35,6 +36,7 @@ export async function prepareStoredSecrets(
     await resealJwtSecret(db, keyring);
     await resealWebhookSecrets(db, keyring);
     await resealDkimKeys(db, keyring);
+    await resealSmscUrls(db, keyring);
   }
   return loadSigningKey(db, keyring, jwtSecret);
 }

@@ -12,11 +12,12 @@ import { createAccount } from '../../src/accounts/service.ts';
 import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
 import { expiryFor, signAccessToken } from '../../src/auth/tokens.ts';
 import { ManualClock } from '../../src/clock.ts';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError, parseSmsTransport } from '../../src/config.ts';
 import { migrateToLatest, sqlitePath } from '../../src/db/database.ts';
 import { ERASE_PENDING } from '../../src/db/erase.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import { signingKeyFor } from '../../src/senders/dkim-keys.ts';
+import { openConnections } from '../../src/sms/routing/connections.ts';
 import { signEmail } from '../../src/email/dkim.ts';
 import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
 import { emitWebhook } from '../../src/webhooks/outbox.ts';
@@ -330,7 +331,7 @@ forEachDatabase((dialect) => {
     }
   });
 
-  it('replacing ENCRYPTION_KEY seals the secrets and DKIM keys anew: dropping the old key loses none', async () => {
+  it('replacing ENCRYPTION_KEY seals secrets, DKIM keys and SMSC URLs anew: dropping the old loses none', async () => {
     const oldKey = encryptionKey;
     const first = await start(keyEnv(oldKey));
     const account = await first.createAccount();
@@ -339,6 +340,15 @@ forEachDatabase((dialect) => {
     const rotation = await first.app.inject({ method: 'POST', url: '/webhooks/secret/rotate', headers: bearer(token) });
     const rotated = rotation.json();
     const dkim = (await get(first, '/admin/dkim', ADMIN_TOKEN)).json();
+    const smscUrl = 'smpp://herald:secret@127.0.0.1:2776?binds=1';
+    const smsc = { name: 'eu', url: smscUrl };
+    const added = await first.app.inject({
+      method: 'POST',
+      url: '/admin/smsc',
+      headers: bearer(ADMIN_TOKEN),
+      payload: smsc,
+    });
+    assert.equal(added.statusCode, 201, added.body);
     await first.close();
 
     const newKey = randomBytes(32).toString('hex');
@@ -350,6 +360,8 @@ forEachDatabase((dialect) => {
       assert.deepEqual((await get(t, '/webhooks/secret', token)).json(), rotated);
       assertSignedBy(await postedWebhook(t, account.row.id), [rotated.secret, before]);
       assert.deepEqual((await get(t, '/admin/dkim', ADMIN_TOKEN)).json(), dkim, 'the same DKIM key');
+      const connections = await openConnections(t.ctx.db, t.ctx.encryptionKey);
+      assert.deepEqual(connections, [{ name: 'eu', transport: parseSmsTransport(smscUrl) }], 'the SMSC URL opens');
       const raw = Buffer.from('From: ada@mail.localhost\r\nTo: bob@example.com\r\nSubject: Hi\r\n\r\nHello\r\n');
       const service = { accountId: null, domain: 'mail.localhost' };
       const key = await signingKeyFor(t.database, t.ctx.encryptionKey, t.clock, service);

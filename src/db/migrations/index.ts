@@ -29,6 +29,7 @@ import * as sealedSecrets from './0027_sealed_secrets.ts';
 import * as recipientErrorCodes from './0028_recipient_error_codes.ts';
 import * as sandboxSmsByAccount from './0029_sandbox_sms_by_account.ts';
 import * as eraseClearPrivateTokens from './0030_erase_clear_private_tokens.ts';
+import * as smsRouting from './0031_sms_routing.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -62,4 +63,5 @@ export const migrations: Record<string, Migration> = {
   '0028_recipient_error_codes': recipientErrorCodes,
   '0029_sandbox_sms_by_account': sandboxSmsByAccount,
   '0030_erase_clear_private_tokens': eraseClearPrivateTokens,
+  '0031_sms_routing': smsRouting,
 };

@@ -1,0 +1,36 @@
+/**
+ * Money as the API shows it, `{amount, currency}` (ARCHITECTURE.md, "Beyond the spec, second
+ * round"): `amount` a decimal string, `currency` ISO 4217. Stored in integer micro-units (a
+ * millionth of the currency's unit), so sums are exact and a price like 0.0075 stays whole.
+ */
+export interface Money {
+  amount: string;
+  currency: string;
+}
+
+const MICROS_PER_UNIT = 1_000_000;
+/** Six decimals at most: micro-units are the smallest step stored. */
+const DECIMAL = /^(\d{1,9})(?:\.(\d{1,6}))?$/;
+const CURRENCY = /^[A-Z]{3}$/;
+
+/** Micro-units of a non-negative decimal string of at most six decimals and 999,999,999 units; undefined if it is not one. */
+export function microsOf(amount: string): number | undefined {
+  const match = DECIMAL.exec(amount);
+  if (!match) return undefined;
+  return Number(match[1]) * MICROS_PER_UNIT + Number((match[2] ?? '').padEnd(6, '0'));
+}
+
+/** The decimal string of an amount in micro-units: two decimals at least, and no trailing zeros beyond. */
+export function amountOf(micros: number): string {
+  const sign = micros < 0 ? '-' : '';
+  const whole = Math.abs(micros);
+  const units = Math.floor(whole / MICROS_PER_UNIT);
+  const fraction = String(whole % MICROS_PER_UNIT)
+    .padStart(6, '0')
+    .replace(/0{1,4}$/, '');
+  return `${sign}${units}.${fraction}`;
+}
+
+export const isCurrency = (code: string): boolean => CURRENCY.test(code);
+
+export const money = (micros: number, currency: string): Money => ({ amount: amountOf(micros), currency });
