@@ -9,6 +9,7 @@ import { COMMANDS, CommandError, HELP, parse, usage, UsageError } from './comman
 import { keyringOf, withDatabase } from './database.ts';
 import { accountCommand } from './account.ts';
 import { dkimCommand } from './dkim.ts';
+import { routesCommand, smscCommand } from './smsc.ts';
 
 /** The `herald` program (bin/herald): each command's usage is in commands.ts, the one source of every --help. */
 async function main(argv: string[]): Promise<void> {
@@ -59,6 +60,12 @@ async function main(argv: string[]): Promise<void> {
     case 'dkim':
       await dkimCommand(config, args[0], args.slice(1));
       return;
+    case 'smsc':
+      await smscCommand(config, args[0], args.slice(1));
+      return;
+    case 'routes':
+      await routesCommand(config, args[0], args.slice(1));
+      return;
     case 'sim': {
       const known = COMMANDS.some((c) => c.name === `sim ${args[0]}`);
       const command = known ? `sim ${args[0]}` : 'sim';
@@ -86,6 +93,8 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     error instanceof PasswordInputError
   ) {
     console.error(`herald: ${error.message}`);
+    if (error instanceof AppError)
+      for (const fault of error.errors) console.error(`  ${fault.field}: ${fault.message}`);
   } else if (error instanceof UsageError) {
     console.error(`herald: ${error.message}\n\n${usage(error.command)}`);
   } else {

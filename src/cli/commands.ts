@@ -93,6 +93,27 @@ migrates the database: run herald migrate first.`,
     about: 'remove a retired DKIM key, once its record is withdrawn from DNS',
   },
   {
+    name: 'smsc add',
+    args: '--name NAME --url URL',
+    about: `add an SMSC connection beside SMS_TRANSPORT's default: an smpp://, smpps:// or sandbox: URL as
+SMS_TRANSPORT takes it (docs/sms.md, "Routes over several SMSCs"). Its password is sealed under
+ENCRYPTION_KEY and shown as ***`,
+  },
+  { name: 'smsc list', args: '', about: 'print the SMSC connections, default first, with their state and binds up' },
+  {
+    name: 'smsc remove',
+    args: '--name NAME',
+    about: 'remove an SMSC connection; refused while a route names it or parts it took await their receipts',
+  },
+  {
+    name: 'routes set',
+    args: '--file FILE',
+    about: `replace the SMS routing table with the one in FILE: the body of PUT /admin/sms-routes,
+{"routes": [{"prefix": "44", "smsc": ["uk", "eu"], "pricePerPart": "0.0075", "currency": "GBP"}]},
+or its list alone`,
+  },
+  { name: 'routes list', args: '', about: 'print the SMS routing table' },
+  {
     name: 'sim smsc',
     args: SIM_SMSC_ARGS,
     about: 'an SMPP 3.4 SMSC simulator for development and tests (docs/operations.md, "SMSC simulator")',
@@ -166,7 +187,10 @@ const actionsOf = (group: string) =>
   COMMANDS.filter((c) => c.name.startsWith(`${group} `)).map((c) => c.name.slice(group.length + 1));
 
 /** The group's command named by `action`: undefined after printing the group's usage for --help. */
-export function groupCommand(group: 'account' | 'dkim', action: string | undefined): string | undefined {
+export function groupCommand(
+  group: 'account' | 'dkim' | 'smsc' | 'routes',
+  action: string | undefined,
+): string | undefined {
   if (action === '--help' || action === '-h') {
     console.log(usage(group));
     return undefined;

@@ -13,7 +13,7 @@ const MICROS_PER_UNIT = 1_000_000;
 const DECIMAL = /^(\d{1,9})(?:\.(\d{1,6}))?$/;
 const CURRENCY = /^[A-Z]{3}$/;
 
-/** Micro-units of a non-negative decimal string of at most six decimals and 999,999,999 units; undefined if it is not one. */
+/** Micro-units of a decimal string from 0 to 999,999,999 with at most six decimals; undefined for another string. */
 export function microsOf(amount: string): number | undefined {
   const match = DECIMAL.exec(amount);
   if (!match) return undefined;

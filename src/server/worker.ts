@@ -12,6 +12,8 @@ import { INBOUND_PURGES, receiveInboundSms } from '../sms/inbound.ts';
 import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from '../sms/expiry.ts';
 import { smsSendHandler } from '../sms/send.ts';
 import { smsSingleHandler } from '../sms/single.ts';
+import { BindsBeat } from '../sms/routing/binds.ts';
+import { DEFAULT_SMSC } from '../sms/routing/connections.ts';
 import { sandboxTransport } from '../sms/transports/sandbox.ts';
 import { SMPP_PURGES } from '../sms/transports/smpp/journal.ts';
 import { smppTransport } from '../sms/transports/smpp/transport.ts';
@@ -38,7 +40,9 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
   const transport = smsTransport(ctx, log);
+  // Its binds up, for GET /admin/smsc in any process.
   worker.holds(transport);
+  worker.holds(new BindsBeat(ctx.db, ctx.clock, () => new Map([[DEFAULT_SMSC, transport]]), log));
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.

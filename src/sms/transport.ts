@@ -39,6 +39,8 @@ export interface SubmitOptions {
  */
 export interface SmsTransport {
   submit(messages: OutgoingSms[], signal: AbortSignal, options?: SubmitOptions): Promise<SubmitResult[]>;
+  /** Binds up now, for a transport that binds (GET /admin/smsc shows them); undefined for one that does not. */
+  bindsUp?(): number;
   close(): Promise<void>;
 }
 

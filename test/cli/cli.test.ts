@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -52,6 +52,9 @@ it('prints the usage of every command and group on --help, whatever the environm
     ['account', 'list'],
     ['dkim'],
     ['dkim', 'rotate'],
+    ['smsc'],
+    ['smsc', 'add'],
+    ['routes', 'set'],
   ];
   for (const command of commands) {
     // A bad variable too: help reads no configuration, so it cannot fail on one.
@@ -121,7 +124,12 @@ forEachDatabase((dialect) => {
       { ...env, PUBLIC_URL: 'https://herald.example.com' },
     );
     assert.equal(ownHost.code, 1);
-    assert.match(ownHost.stderr, /^herald: The service's own host cannot be a shortener domain\.\n$/);
+    assert.equal(
+      ownHost.stderr,
+      "herald: The service's own host cannot be a shortener domain.\n" +
+        "  domain: is the service's own host (PUBLIC_URL); its links are at /l/<code> already\n",
+      'the message, then each field at fault',
+    );
 
     const listed = JSON.parse((await herald(['account', 'list'], env)).stdout);
     assert.deepEqual(
@@ -188,14 +196,69 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('adds, lists and removes SMSC connections, sets and lists the routing table, from the command line', async () => {
+    const env = { DATABASE_URL: database.url, ...serveKeyEnv(dialect) };
+    const url = 'smpp://herald:s3cret@127.0.0.1:2776?binds=1';
+    const added = await herald(['smsc', 'add', '--name', 'eu', '--url', url], env);
+    assert.equal(added.code, 0, added.stderr);
+    assert.deepEqual(JSON.parse(added.stdout), { name: 'eu', url: 'smpp://herald:***@127.0.0.1:2776?binds=1' });
+    const listed = JSON.parse((await herald(['smsc', 'list'], env)).stdout);
+    assert.deepEqual(
+      listed.smsc.map((c: { name: string; state: string }) => [c.name, c.state]),
+      [
+        ['default', 'sandbox'],
+        ['eu', 'down'],
+      ],
+    );
+
+    const dir = mkdtempSync(join(tmpdir(), 'herald-routes-'));
+    try {
+      const file = join(dir, 'routes.json');
+      const routes = [{ prefix: '49', smsc: ['eu', 'default'], pricePerPart: '0.05', currency: 'EUR' }];
+      writeFileSync(file, JSON.stringify({ routes }));
+      const set = await herald(['routes', 'set', '--file', file], env);
+      assert.equal(set.code, 0, set.stderr);
+      assert.deepEqual(JSON.parse(set.stdout), { routes });
+      assert.deepEqual(JSON.parse((await herald(['routes', 'list'], env)).stdout), { routes });
+
+      writeFileSync(file, JSON.stringify([{ prefix: '+49', smsc: ['eu'] }]));
+      const malformed = await herald(['routes', 'set', '--file', file], env);
+      assert.equal(malformed.code, 1);
+      assert.match(malformed.stderr, /^herald: the routes file is not a routing table:\n {2}routes\[0\]\.prefix: /);
+      writeFileSync(file, JSON.stringify([{ prefix: '44', smsc: ['nowhere'] }]));
+      const unknown = await herald(['routes', 'set', '--file', file], env);
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.stderr, /\n {2}routes\[0\]\.smsc\[0\]: no connection is named "nowhere"\n$/);
+      assert.deepEqual(JSON.parse((await herald(['routes', 'list'], env)).stdout), { routes }, 'unchanged');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+
+    const named = await herald(['smsc', 'remove', '--name', 'eu'], env);
+    assert.equal(named.code, 1);
+    assert.match(named.stderr, /^herald: The connection "eu" is named by 1 route/);
+    const emptyTable = join(tmpdir(), `herald-routes-${process.pid}.json`);
+    writeFileSync(emptyTable, '{"routes": []}');
+    try {
+      assert.equal((await herald(['routes', 'set', '--file', emptyTable], env)).code, 0);
+    } finally {
+      rmSync(emptyTable, { force: true });
+    }
+    const removed = await herald(['smsc', 'remove', '--name', 'eu'], env);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.deepEqual(JSON.parse(removed.stdout), { removed: 'eu' });
+  });
+
   // The commands that only read: run on a database that is not there, or not migrated, they make nothing.
   const readers = [
     ['account', 'list'],
     ['dkim', 'show'],
     ['dkim', 'keys'],
+    ['smsc', 'list'],
+    ['routes', 'list'],
   ];
 
-  it('reads no database into being: account list, dkim show and keys stop on one that does not exist', async () => {
+  it('reads no database into being: the commands that only read stop on one that does not exist', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
     try {
       const file = join(dir, 'data', 'herald.db');
@@ -216,7 +279,7 @@ forEachDatabase((dialect) => {
     }
   });
 
-  it('migrates no database to read it: account list, dkim show and dkim keys stop on one not migrated', async () => {
+  it('migrates no database to read it: the commands that only read stop on one not migrated', async () => {
     const empty = await createTestDatabase(dialect, { empty: true });
     try {
       await sql`select 1`.execute(empty.db); // SQLite's file is made when it is first opened

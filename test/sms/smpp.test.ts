@@ -5,6 +5,7 @@ import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
 import { purgeRecordedAnswers } from '../../src/sms/transports/smpp/journal.ts';
 import type { MessageView } from '../../src/sim/taken.ts';
 import { forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { waitFor } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import type { ApiClient, ApiTest } from '../support/client.ts';
@@ -52,6 +53,28 @@ forEachDatabase((dialect) => {
         await fetch(`http://127.0.0.1:${smsc!.httpPort}/messages${recipient ? `?recipient=${recipient}` : ''}`)
       ).json()) as { messages: MessageView[] }
     ).messages;
+
+  it('shows SMS_TRANSPORT as the connection default, up with its binds, in GET /admin/smsc', async () => {
+    await start({}, 'binds=2');
+    const smscView = async () =>
+      (await api!.t.app.inject({ method: 'GET', url: '/admin/smsc', headers: bearer(ADMIN_TOKEN) })).json().smsc;
+    const [connection] = await waitFor('the binds written', async () => {
+      const view = await smscView();
+      return view[0].binds === 2 ? view : undefined;
+    });
+    assert.deepEqual(connection, {
+      name: 'default',
+      url: `smpp://herald:***@127.0.0.1:${smsc!.port}?binds=2`,
+      state: 'up',
+      binds: 2,
+    });
+    await api!.worker.stop();
+    assert.deepEqual(
+      (await smscView())[0],
+      { ...connection, state: 'down', binds: 0 },
+      'a worker that stops takes its binds back',
+    );
+  });
 
   it(
     'sends a single over SMPP: alphanumeric sender TON 5 / NPI 0, E.164 destination TON 1 / NPI 1, ' +

@@ -2,38 +2,10 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.ts';
-import { errorResponses, Uuid } from '../../http/schemas.ts';
+import { errorResponses } from '../../http/schemas.ts';
 import { addConnection, listConnections, removeConnection } from './connections.ts';
 import { readRoutes, replaceRoutes, viewOf } from './table.ts';
-
-const SmscName = Type.String({
-  pattern: '^[a-z0-9-]{1,32}$',
-  errorMessage: 'must be 1 to 32 lower-case letters, digits and hyphens',
-});
-
-const Connection = Type.Object({ name: Type.String(), url: Type.String() });
-const ConnectionState = Type.Object({
-  ...Connection.properties,
-  state: Type.Union([Type.Literal('up'), Type.Literal('down'), Type.Literal('sandbox')]),
-  binds: Type.Integer({ description: 'Binds up, summed over the worker processes running' }),
-});
-
-const Route = Type.Object({
-  prefix: Type.String({
-    pattern: '^[0-9]{0,15}$',
-    description: 'Leading digits of the E.164 number; "" matches every number',
-    errorMessage: 'must be up to 15 digits',
-  }),
-  smsc: Type.Array(SmscName, {
-    minItems: 1,
-    maxItems: 8,
-    description: 'Connections, in the order a part tries them',
-  }),
-  pricePerPart: Type.Optional(Type.String({ maxLength: 20, description: 'A decimal string, such as "0.0075"' })),
-  currency: Type.Optional(Type.String({ maxLength: 3, description: 'ISO 4217, with pricePerPart' })),
-  accountId: Type.Optional(Uuid({ description: "A route of this account's only; unset, of every account" })),
-});
-const RoutesBody = Type.Object({ routes: Type.Array(Route, { maxItems: 1000 }) });
+import { Connection, ConnectionState, RoutesBody, SmscName } from './schemas.ts';
 
 const admin = { auth: 'admin' as const };
 

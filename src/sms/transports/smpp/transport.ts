@@ -240,6 +240,10 @@ class SmppTransport implements SmsTransport {
     }
   }
 
+  bindsUp(): number {
+    return this.binds.filter((bind) => bind.state === 'bound').length;
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
