@@ -344,6 +344,8 @@ export interface SmscBindsTable {
 }
 
 export interface SmsReceiptsTable {
+  /** The connection the receipt came over: it matches a part that connection took. */
+  smsc: string;
   operator_message_id: string;
   status: string;
   error_code: string | null;
@@ -357,6 +359,8 @@ export interface SmppSubmitsTable {
   parts: number;
   operator_message_id: string;
   at: number;
+  /** The SMSC connection that took the part. */
+  smsc: ColumnType<string, string | undefined, string>;
 }
 
 /** A message from a handset (MO), routed to the account (src/sms/inbound.ts). */

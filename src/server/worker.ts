@@ -13,11 +13,12 @@ import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from '../sms/expiry.ts';
 import { smsSendHandler } from '../sms/send.ts';
 import { smsSingleHandler } from '../sms/single.ts';
 import { BindsBeat } from '../sms/routing/binds.ts';
-import { DEFAULT_SMSC } from '../sms/routing/connections.ts';
 import { sandboxTransport } from '../sms/transports/sandbox.ts';
 import { SMPP_PURGES } from '../sms/transports/smpp/journal.ts';
 import { smppTransport } from '../sms/transports/smpp/transport.ts';
-import type { InboundSms, SmsTransport } from '../sms/transport.ts';
+import { routedTransport } from '../sms/transports/routed.ts';
+import type { Config } from '../config.ts';
+import { DEFAULT_SMSC, type InboundSms, type SmsTransport } from '../sms/transport.ts';
 import { RETENTION_KIND, retentionHandler } from '../messaging/retention.ts';
 import { USAGE_FOLD_KIND, usageFoldHandler } from '../messaging/rollup.ts';
 import { EMAIL_SEND_KIND } from '../email/accept.ts';
@@ -39,10 +40,17 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
-  const transport = smsTransport(ctx, log);
-  // Its binds up, for GET /admin/smsc in any process.
+  const transport = routedTransport({
+    db: ctx.database.reads,
+    keyring: ctx.encryptionKey,
+    defaultTransport: smsTransport(ctx, log, DEFAULT_SMSC, ctx.config.smsTransport),
+    defaultSet: ctx.config.smsTransportUrl !== undefined,
+    open: (connection) => smsTransport(ctx, log, connection.name, connection.transport),
+    log,
+  });
   worker.holds(transport);
-  worker.holds(new BindsBeat(ctx.db, ctx.clock, () => new Map([[DEFAULT_SMSC, transport]]), log));
+  // Its binds up per connection, for GET /admin/smsc in any process.
+  worker.holds(new BindsBeat(ctx.db, ctx.clock, () => transport.connections(), log));
   worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
@@ -65,14 +73,22 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.register(RECEIPT_EXPIRY_KIND, receiptExpiryHandler(ctx), { concurrency: 1 });
 }
 
-/** SMS_TRANSPORT's transport: an SMPP one binds to its SMSC at once, to take receipts even before it sends. */
-function smsTransport(ctx: AppContext, log: Log | undefined): SmsTransport {
-  const setting = ctx.config.smsTransport;
+/**
+ * A connection's transport (SMS_TRANSPORT's is `default`): an SMPP one binds to its SMSC at once,
+ * to take receipts even before it sends.
+ */
+function smsTransport(
+  ctx: AppContext,
+  log: Log | undefined,
+  name: string,
+  setting: Config['smsTransport'],
+): SmsTransport {
   if (setting.kind === 'sandbox')
-    return sandboxTransport(ctx.database, ctx.clock, { key: ctx.encryptionKey, fail: setting.fail });
+    return sandboxTransport(ctx.database, ctx.clock, { key: ctx.encryptionKey, fail: setting.fail, name });
   const receiveInbound = (mo: InboundSms) => receiveInboundSms(ctx.database, ctx.clock, mo);
   const { database, clock, metrics } = ctx;
   return smppTransport(setting.settings, {
+    name,
     database,
     clock,
     metrics,

@@ -33,6 +33,8 @@ export interface Outcome {
   operatorMessageIds: string[];
   /** Each part's status, in the same order. */
   partStatuses: string[];
+  /** The connection that took each part, in the same order. */
+  smsc: string[];
 }
 
 /** A status a message went through: its history and its events. */
@@ -104,8 +106,9 @@ const SQLITE = {
     await sql`insert into recipient_history (recipient_id, status, at)
               select value ->> 'recipientId', value ->> 'status', ${now}
                 from jsonb_each(${JSON.stringify(steps)})`.execute(db);
-    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status)
-              select o.value ->> 'id', p.key + 1, p.value, o.value -> 'partStatuses' ->> p.key
+    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status, smsc)
+              select o.value ->> 'id', p.key + 1, p.value, o.value -> 'partStatuses' ->> p.key,
+                     o.value -> 'smsc' ->> p.key
                 from jsonb_each(${json}) o, json_each(o.value -> 'operatorMessageIds') p`.execute(db);
   },
 
@@ -152,8 +155,9 @@ const POSTGRES: typeof SQLITE = {
                    history as (insert into recipient_history (recipient_id, status, at)
                                select (h ->> 'recipientId')::bigint, h ->> 'status', ${now}::bigint
                                  from jsonb_array_elements(${JSON.stringify(steps)}::jsonb) h)
-              insert into sms_parts (recipient_id, part, operator_message_id, status)
-              select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int
+              insert into sms_parts (recipient_id, part, operator_message_id, status, smsc)
+              select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int,
+                     (v -> 'smsc') ->> (p.n - 1)::int
                 from outcome,
                      jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n)`.execute(db);
   },

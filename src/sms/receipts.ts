@@ -11,12 +11,23 @@ import { queries, stillOpen } from './queries.ts';
 
 type Db = Kysely<Schema>;
 
-/** What an operator reported of one part: its id, and the receipt's state (SMPP's `stat`). */
-export interface Receipt {
+/**
+ * A part as receipts name it: the operator's id, within the connection that took the part (two
+ * SMSCs may hand out the same id).
+ */
+export interface PartKey {
+  smsc: string;
   operatorMessageId: string;
+}
+
+/** What an operator reported of one part: its id, and the receipt's state (SMPP's `stat`). */
+export interface Receipt extends PartKey {
   state: string;
   errorCode: string | null;
 }
+
+const keyOf = (part: { smsc: string; operator_message_id: string }) => `${part.smsc}\n${part.operator_message_id}`;
+const keyOfPart = (part: PartKey) => `${part.smsc}\n${part.operatorMessageId}`;
 
 /** ARCHITECTURE.md's words for a receipt's state; a state it does not name leaves the part as it is. */
 export const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> = {
@@ -87,9 +98,9 @@ export async function applyReceipts(
   db: Db,
   dialect: DialectName,
   clock: Clock,
-  input: { receipts: Receipt[]; parts?: string[] },
+  input: { receipts: Receipt[]; parts?: PartKey[] },
   tally?: UsageTally,
-): Promise<string[]> {
+): Promise<PartKey[]> {
   const now = clock.now();
   // One receipt a part, the last given unless it would undo a final one (stillOpen): an SMSC may
   // offer one twice (its answer was lost with a connection), and PostgreSQL refuses an upsert
@@ -97,10 +108,10 @@ export async function applyReceipts(
   const latest = new Map<string, Receipt>();
   for (const receipt of input.receipts) {
     const status = PART_STATUS[receipt.state];
-    const before = latest.get(receipt.operatorMessageId);
+    const before = latest.get(keyOfPart(receipt));
     if (status === undefined || (status === 'Processed' && before && PART_STATUS[before.state] !== 'Processed'))
       continue;
-    latest.set(receipt.operatorMessageId, receipt);
+    latest.set(keyOfPart(receipt), receipt);
   }
   const known = [...latest.values()];
   if (known.length > 0) {
@@ -108,6 +119,7 @@ export async function applyReceipts(
       .insertInto('sms_receipts')
       .values(
         known.map((r) => ({
+          smsc: r.smsc,
           operator_message_id: r.operatorMessageId,
           status: PART_STATUS[r.state],
           error_code: r.errorCode,
@@ -116,7 +128,7 @@ export async function applyReceipts(
       )
       .onConflict((oc) =>
         oc
-          .column('operator_message_id')
+          .columns(['smsc', 'operator_message_id'])
           .doUpdateSet((eb) => ({
             status: eb.ref('excluded.status'),
             error_code: eb.ref('excluded.error_code'),
@@ -126,27 +138,29 @@ export async function applyReceipts(
       )
       .execute();
   }
-  const ids = [...new Set([...known.map((r) => r.operatorMessageId), ...(input.parts ?? [])])];
-  if (ids.length === 0) return [];
-  const matched = await takeMatched(db, dialect, ids);
+  const keys = [...new Map([...known, ...(input.parts ?? [])].map((part) => [keyOfPart(part), part])).values()].map(
+    ({ smsc, operatorMessageId }) => ({ smsc, operatorMessageId }),
+  );
+  if (keys.length === 0) return [];
+  const matched = await takeMatched(db, dialect, keys);
   const counted = tally ?? new UsageTally(now);
   await applyMatched(db, dialect, now, matched, counted);
   if (!tally) await counted.write(db, dialect);
   if (!CONCURRENT_WRITES[dialect]) return [];
-  const found = new Set(matched.map((m) => m.operator_message_id));
-  return ids.filter((id) => !found.has(id));
+  const found = new Set(matched.map(keyOf));
+  return keys.filter((key) => !found.has(keyOfPart(key)));
 }
 
 /**
  * On PostgreSQL, matches again what a committed transaction's applyReceipts left waiting
  * (its answer): first a read, since nearly always nothing of it has come meanwhile.
  */
-export async function matchWaiting(db: Db, dialect: DialectName, now: number, waiting: string[]): Promise<void> {
+export async function matchWaiting(db: Db, dialect: DialectName, now: number, waiting: PartKey[]): Promise<void> {
   if (!CONCURRENT_WRITES[dialect] || waiting.length === 0) return;
   const arrived = await db
     .selectFrom('sms_receipts')
     .select('operator_message_id')
-    .where('operator_message_id', 'in', inJson(dialect, waiting))
+    .where('operator_message_id', 'in', inJson(dialect, idsOf(waiting)))
     .limit(1)
     .execute();
   if (arrived.length === 0) return;
@@ -174,45 +188,51 @@ export async function applyStranded(db: Db, dialect: DialectName, now: number, l
 interface Matched {
   recipient_id: number | string;
   part: number;
+  smsc: string;
   operator_message_id: string;
   status: string;
   error_code: string | null;
 }
 
+const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMessageId))];
+
 /**
- * Deletes the kept receipts of these ids (or any, up to a limit) whose part is recorded, and
+ * Deletes the kept receipts of these parts (or any, up to a limit) whose part is recorded, and
  * answers them with their parts. The delete is what makes a receipt applied once: of two
  * transactions that match it, the second's delete waits for the first and then finds it gone.
+ * Looked up by the operator's ids (sms_parts_operator), matched within their connection; a
+ * receipt of another connection that shares an id and whose part is recorded is taken with
+ * them, and applied to its own part.
  */
-async function takeMatched(db: Db, dialect: DialectName, which: string[] | { limit: number }): Promise<Matched[]> {
+async function takeMatched(db: Db, dialect: DialectName, which: PartKey[] | { limit: number }): Promise<Matched[]> {
   const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
-                                        where p.operator_message_id = sms_receipts.operator_message_id)`;
+                                        where p.operator_message_id = sms_receipts.operator_message_id
+                                          and p.smsc = sms_receipts.smsc)`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)
     .where((eb) =>
       Array.isArray(which)
-        ? eb('operator_message_id', 'in', inJson(dialect, which))
+        ? eb('operator_message_id', 'in', inJson(dialect, idsOf(which)))
         : eb(
             'operator_message_id',
             'in',
             eb.selectFrom('sms_receipts').select('operator_message_id').where(hasPart).limit(which.limit),
           ),
     )
-    .returning(['operator_message_id', 'status', 'error_code'])
+    .returning(['smsc', 'operator_message_id', 'status', 'error_code'])
     .execute();
   if (taken.length === 0) return [];
-  const receiptOf = new Map(taken.map((r) => [r.operator_message_id, r]));
+  const receiptOf = new Map(taken.map((r) => [keyOf(r), r]));
   const parts = await db
     .selectFrom('sms_parts')
-    .select(['recipient_id', 'part', 'operator_message_id'])
-    .where('operator_message_id', 'in', inJson(dialect, [...receiptOf.keys()]))
+    .select(['recipient_id', 'part', 'smsc', 'operator_message_id'])
+    .where('operator_message_id', 'in', inJson(dialect, [...new Set(taken.map((r) => r.operator_message_id))]))
     .execute();
-  return parts.map((p) => ({
-    ...p,
-    status: receiptOf.get(p.operator_message_id)!.status,
-    error_code: receiptOf.get(p.operator_message_id)!.error_code,
-  }));
+  return parts.flatMap((p) => {
+    const receipt = receiptOf.get(keyOf(p));
+    return receipt ? [{ ...p, status: receipt.status, error_code: receipt.error_code }] : [];
+  });
 }
 
 /** Receipts taken with their parts: the parts' words, then each message whose word changes (counted in `tally`). */

@@ -31,6 +31,7 @@ import {
   SMS_STATUS_TYPE,
   smsStatusEvent,
   UNDELIVERED,
+  type PartKey,
   type Receipt,
 } from './receipts.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
@@ -40,7 +41,7 @@ import { openedContent, openedTags } from './sealing.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
 import { queries, type Outcome, type Step } from './queries.ts';
-import type { OutgoingSms, SmsTransport, SubmitResult } from './transport.ts';
+import { DEFAULT_SMSC, type OutgoingSms, type SmsTransport, type SubmitResult } from './transport.ts';
 
 type Db = Kysely<Schema>;
 
@@ -108,7 +109,7 @@ export const recordSmsPage = procedure(
   import.meta.url,
   'recordSmsPage',
   async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> => {
-    let waiting: string[] = [];
+    let waiting: PartKey[] = [];
     const tally = new UsageTally(page.now);
     const result = await db.transaction().execute(async (trx) => {
       if (page.outcomes.length > 0) {
@@ -187,7 +188,7 @@ export async function updateRecipients(
   steps: Step[],
   receipts: Receipt[],
   usage: { tally: UsageTally; accountOf: (recipientId: number) => string },
-): Promise<string[]> {
+): Promise<PartKey[]> {
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   for (const { recipientId, status } of steps) {
     const { parts, encoding } = byId.get(recipientId)!;
@@ -195,7 +196,9 @@ export async function updateRecipients(
   }
   await queries[dialect].updateRecipients(db, now, outcomes, steps);
   // Receipts for other parts, and any that came before these parts were recorded.
-  const parts = outcomes.flatMap((o) => o.operatorMessageIds);
+  const parts = outcomes.flatMap((o) =>
+    o.operatorMessageIds.map((id, i) => ({ smsc: o.smsc[i], operatorMessageId: id })),
+  );
   return applyReceipts(db, dialect, { now: () => now }, { receipts, parts }, usage.tally);
 }
 
@@ -258,7 +261,7 @@ export function pageOutcomes(
   results: SubmitResult[],
 ): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
   const given = new Map(
-    results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [r.operatorMessageId, r]),
+    results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [givenKey(r), r]),
   );
   const outcomes: Outcome[] = [];
   rows.forEach((row, i) => {
@@ -273,6 +276,8 @@ export function pageOutcomes(
  * as its last status, with Submitted before it in its history and events. Receipts in
  * `given` that name a part of this message are taken out of it.
  */
+const givenKey = (part: PartKey) => `${part.smsc}\n${part.operatorMessageId}`;
+
 function outcomeOf(
   row: PageRow,
   message: OutgoingSms,
@@ -285,18 +290,21 @@ function outcomeOf(
   if (!result.accepted) {
     if (!result.permanent) return undefined;
     const { error, errorCode } = result;
-    return { ...sent, status: 'Failed', error, errorCode, operatorMessageIds: [], partStatuses: [] };
+    return { ...sent, status: 'Failed', error, errorCode, operatorMessageIds: [], partStatuses: [], smsc: [] };
   }
-  const partStatuses = result.operatorMessageIds.map((id) => {
-    const receipt = given.get(id);
-    given.delete(id);
+  const { operatorMessageIds } = result;
+  const smsc = result.smsc ?? operatorMessageIds.map(() => DEFAULT_SMSC);
+  const partStatuses = operatorMessageIds.map((id, i) => {
+    const key = givenKey({ smsc: smsc[i], operatorMessageId: id });
+    const receipt = given.get(key);
+    given.delete(key);
     return (receipt && PART_STATUS[receipt.state]) ?? 'Submitted';
   });
   const status = messageStatus(partStatuses) ?? 'Submitted';
   const failure = status === 'Failed' ? UNDELIVERED : null;
   const errorCode =
     status === 'Failed' ? (result.receipts?.find((r) => PART_STATUS[r.state] === 'Failed')?.errorCode ?? null) : null;
-  return { ...sent, status, error: failure, errorCode, operatorMessageIds: result.operatorMessageIds, partStatuses };
+  return { ...sent, status, error: failure, errorCode, operatorMessageIds, partStatuses, smsc };
 }
 
 /**

@@ -11,7 +11,7 @@ import { pauseForTest } from '../messaging/test-pause.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
-import { matchWaiting, SMS_STATUS_TYPE, type Receipt } from './receipts.ts';
+import { matchWaiting, SMS_STATUS_TYPE, type PartKey, type Receipt } from './receipts.ts';
 import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
 import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/pipeline.ts';
@@ -59,7 +59,7 @@ export const recordSingles = procedure(
   import.meta.url,
   'recordSingles',
   async ({ db, dialect }, page: SinglesResults): Promise<void> => {
-    let waiting: string[] = [];
+    let waiting: PartKey[] = [];
     await db.transaction().execute(async (trx) => {
       // The page's events first, as recordSmsPage's.
       await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);

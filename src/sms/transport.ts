@@ -1,6 +1,9 @@
 import type { Receipt } from './receipts.ts';
 import type { Segmented } from './segments.ts';
 
+/** The name of SMS_TRANSPORT's connection, or of the sandbox when it is unset (sms/routing/). */
+export const DEFAULT_SMSC = 'default';
+
 /** One recipient's message, rendered and segmented, as a transport takes it. */
 export interface OutgoingSms {
   accountId: string;
@@ -23,13 +26,21 @@ export interface OutgoingSms {
  * for good (`permanent`, the message is Failed) or for now (it is tried again later).
  */
 export type SubmitResult =
-  /** `receipts`: any the operator gave with its answer, applied with the result. */
-  | { accepted: true; operatorMessageIds: string[]; receipts?: Receipt[] }
+  /**
+   * `receipts`: any the operator gave with its answer, applied with the result. `smsc`: the
+   * connection that took each part, where the transport knows (sms/routing/); else `default`.
+   */
+  | { accepted: true; operatorMessageIds: string[]; receipts?: Receipt[]; smsc?: string[] }
   | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
 
 export interface SubmitOptions {
   /** One-time passcodes: sent ahead of campaigns, on the share of the transport's window and rate held for them. */
   urgent?: boolean;
+  /**
+   * How long the parts wait for a bind while the transport has none up before they are refused
+   * for now: a route's connection with another after it gives way sooner (sms/transports/routed.ts).
+   */
+  noBindPatienceMs?: number;
 }
 
 /**

@@ -361,7 +361,7 @@ forEachDatabase((dialect) => {
       assertSignedBy(await postedWebhook(t, account.row.id), [rotated.secret, before]);
       assert.deepEqual((await get(t, '/admin/dkim', ADMIN_TOKEN)).json(), dkim, 'the same DKIM key');
       const connections = await openConnections(t.ctx.db, t.ctx.encryptionKey);
-      assert.deepEqual(connections, [{ name: 'eu', transport: parseSmsTransport(smscUrl) }], 'the SMSC URL opens');
+      assert.deepEqual(connections, [{ name: 'eu', url: smscUrl, transport: parseSmsTransport(smscUrl) }], 'it opens');
       const raw = Buffer.from('From: ada@mail.localhost\r\nTo: bob@example.com\r\nSubject: Hi\r\n\r\nHello\r\n');
       const service = { accountId: null, domain: 'mail.localhost' };
       const key = await signingKeyFor(t.database, t.ctx.encryptionKey, t.clock, service);

@@ -288,7 +288,7 @@ forEachDatabase((dialect) => {
             .transaction()
             .execute((trx) =>
               applyReceipts(trx, dialect, api.clock, {
-                receipts: [{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }],
+                receipts: [{ smsc: 'default', operatorMessageId: id, state: 'DELIVRD', errorCode: null }],
               }),
             );
 

@@ -70,11 +70,11 @@ forEachDatabase((dialect) => {
       });
       const single = await sent(bob, '/sms/single', { recipient: '919812300004', body: 'Your code is 1234' });
       const report = (id: string, state: string) =>
-        api.t.ctx.database.db
-          .transaction()
-          .execute((trx) =>
-            applyReceipts(trx, dialect, api.clock, { receipts: [{ operatorMessageId: id, state, errorCode: null }] }),
-          );
+        api.t.ctx.database.db.transaction().execute((trx) =>
+          applyReceipts(trx, dialect, api.clock, {
+            receipts: [{ smsc: 'default', operatorMessageId: id, state, errorCode: null }],
+          }),
+        );
       await report('op-919812300001-1', 'DELIVRD');
       await report('op-919812300001-2', 'DELIVRD');
       await report('op-919812300002-1', 'DELIVRD');
@@ -122,6 +122,7 @@ forEachDatabase((dialect) => {
       await api.t.ctx.db
         .insertInto('sms_receipts')
         .values({
+          smsc: 'default',
           operator_message_id: 'op-919812300006-1',
           status: 'Delivered',
           error_code: null,

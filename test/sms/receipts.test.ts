@@ -69,7 +69,8 @@ forEachDatabase((dialect) => {
     'applies a receipt that came before its submit’s result was recorded, and posts its status after the ' +
       'Submitted',
     async () => {
-      early = (ids) => ids.map((operatorMessageId) => ({ operatorMessageId, state: 'DELIVRD', errorCode: null }));
+      early = (ids) =>
+        ids.map((operatorMessageId) => ({ smsc: 'default', operatorMessageId, state: 'DELIVRD', errorCode: null }));
       const response = await alice.post('/sms/single', {
         recipient: '919812345678',
         senderName: 'HERALD',
@@ -98,15 +99,15 @@ forEachDatabase((dialect) => {
 
   it('makes a two-part message Delivered only when its last part is, and Failed when a part fails', async () => {
     const delivered = await send('919812345678', 'x'.repeat(161));
-    await report([{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
+    await report([{ smsc: 'default', operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
     assert.equal((await recipientOf(delivered)).status, 'Submitted');
-    await report([{ operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null }]);
+    await report([{ smsc: 'default', operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null }]);
     assert.equal((await recipientOf(delivered)).status, 'Delivered');
 
     const failed = await send('919812300001', 'y'.repeat(161));
-    await report([{ operatorMessageId: 'op-919812300001-1', state: 'ENROUTE', errorCode: null }]);
+    await report([{ smsc: 'default', operatorMessageId: 'op-919812300001-1', state: 'ENROUTE', errorCode: null }]);
     assert.equal((await recipientOf(failed)).status, 'Processed');
-    await report([{ operatorMessageId: 'op-919812300001-2', state: 'UNDELIV', errorCode: '001' }]);
+    await report([{ smsc: 'default', operatorMessageId: 'op-919812300001-2', state: 'UNDELIV', errorCode: '001' }]);
     const recipient = await recipientOf(failed);
     assert.equal(recipient.status, 'Failed');
     assert.deepEqual(
@@ -120,8 +121,8 @@ forEachDatabase((dialect) => {
       'recorded then or not',
     async () => {
       const recorded = await send('919812345678', 'hi');
-      await report([{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
-      await report([{ operatorMessageId: 'op-919812345678-1', state: 'ENROUTE', errorCode: null }]);
+      await report([{ smsc: 'default', operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
+      await report([{ smsc: 'default', operatorMessageId: 'op-919812345678-1', state: 'ENROUTE', errorCode: null }]);
       const recipient = await recipientOf(recorded);
       assert.equal(recipient.status, 'Delivered');
       assert.deepEqual(
@@ -131,8 +132,8 @@ forEachDatabase((dialect) => {
 
       early = (ids) =>
         ids.flatMap((operatorMessageId) => [
-          { operatorMessageId, state: 'DELIVRD', errorCode: null },
-          { operatorMessageId, state: 'ENROUTE', errorCode: null },
+          { smsc: 'default', operatorMessageId, state: 'DELIVRD', errorCode: null },
+          { smsc: 'default', operatorMessageId, state: 'ENROUTE', errorCode: null },
         ]);
       const early2 = await send('919812300002', 'hi');
       assert.equal(
@@ -256,6 +257,7 @@ forEachDatabase((dialect) => {
         });
         await worker.drain();
         const id = 'op-919812345678-1';
+        const key = { smsc: 'default', operatorMessageId: id };
         const part = await api.t.ctx.db
           .selectFrom('sms_parts')
           .selectAll()
@@ -265,11 +267,13 @@ forEachDatabase((dialect) => {
 
         const page = held(async (trx) => {
           await trx.insertInto('sms_parts').values(part).execute();
-          return applyReceipts(trx, dialect, api.clock, { receipts: [], parts: [id] });
+          return applyReceipts(trx, dialect, api.clock, { receipts: [], parts: [key] });
         });
-        assert.deepEqual(await page.done, [id], 'the page left its part waiting');
-        const receiptWaiting = await report([{ operatorMessageId: id, state: 'DELIVRD', errorCode: null }]);
-        assert.deepEqual(receiptWaiting, [id], 'the receipt saw no part');
+        assert.deepEqual(await page.done, [key], 'the page left its part waiting');
+        const receiptWaiting = await report([
+          { smsc: 'default', operatorMessageId: id, state: 'DELIVRD', errorCode: null },
+        ]);
+        assert.deepEqual(receiptWaiting, [key], 'the receipt saw no part');
         await matchWaiting(api.t.ctx.db, dialect, api.clock.now(), receiptWaiting);
         assert.equal(
           (await recipientOf(queueId.json().data.QueueId)).status,
@@ -278,8 +282,8 @@ forEachDatabase((dialect) => {
         );
         await page.commit();
         await Promise.all([
-          matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
-          matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [id]),
+          matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [key]),
+          matchWaiting(api.t.ctx.db, dialect, api.clock.now(), [key]),
         ]);
 
         const recipient = await recipientOf(queueId.json().data.QueueId);
@@ -296,11 +300,13 @@ forEachDatabase((dialect) => {
       const queueId = await send('919812345678', 'x'.repeat(161));
       const first = held((trx) =>
         applyReceipts(trx, dialect, api.clock, {
-          receipts: [{ operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }],
+          receipts: [{ smsc: 'default', operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }],
         }),
       );
       await first.done;
-      const second = report([{ operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null }]);
+      const second = report([
+        { smsc: 'default', operatorMessageId: 'op-919812345678-2', state: 'DELIVRD', errorCode: null },
+      ]);
       await waitingForLock(second);
       await first.commit();
       await second;
@@ -314,7 +320,7 @@ forEachDatabase((dialect) => {
   }
 
   it('keeps a receipt for an id it does not know, without failing', async () => {
-    await report([{ operatorMessageId: 'never-submitted', state: 'DELIVRD', errorCode: null }]);
+    await report([{ smsc: 'default', operatorMessageId: 'never-submitted', state: 'DELIVRD', errorCode: null }]);
     assert.deepEqual(
       (await api.t.ctx.db.selectFrom('sms_receipts').select('operator_message_id').execute()).map(
         (r) => r.operator_message_id,

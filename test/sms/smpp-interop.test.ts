@@ -94,7 +94,7 @@ forEachDatabase((dialect) => {
     ]);
     await waitFor('Herald bound', async () => {
       const metrics = (await herald!.api.t.app.inject({ method: 'GET', url: '/metrics' })).body;
-      return /herald_smpp_binds\{state="bound"\} 1\b/.test(metrics) ? true : undefined;
+      return /herald_smpp_binds\{smsc="default",state="bound"\} 1\b/.test(metrics) ? true : undefined;
     });
   });
 

@@ -54,7 +54,7 @@ forEachDatabase((dialect) => {
   const submit = (messages: OutgoingSms[], urgent = false) =>
     transport!.submit(messages, new AbortController().signal, { urgent });
   const bound = async () =>
-    (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/state="bound"} (\d+)/)?.[1];
+    (await metrics.getSingleMetricAsString('herald_smpp_binds')).match(/smsc="default",state="bound"} (\d+)/)?.[1];
 
   it('keeps an idle link alive with enquire_link', async () => {
     await open('binds=1', {}, { enquireLinkMs: 50 });
@@ -108,7 +108,11 @@ forEachDatabase((dialect) => {
       (await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined,
     );
     await waitFor('the slot freed', async () =>
-      (await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).endsWith(' 0') ? true : undefined,
+      (await metrics.getSingleMetricAsString('herald_smpp_window_in_use')).includes(
+        'herald_smpp_window_in_use{smsc="default"} 0',
+      )
+        ? true
+        : undefined,
     );
   });
 

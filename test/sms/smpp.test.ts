@@ -354,7 +354,9 @@ forEachDatabase((dialect) => {
     smsc = await startSmsc({ port, systemId: 'herald', password: 'secret', receiptDelayMs: 20 });
     api!.clock.advance(5_000);
     await waitFor('the bind back', async () =>
-      (await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes('herald_smpp_binds{state="bound"} 2')
+      (await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body.includes(
+        'herald_smpp_binds{smsc="default",state="bound"} 2',
+      )
         ? true
         : undefined,
     );
@@ -404,11 +406,11 @@ forEachDatabase((dialect) => {
     const recipients = (await taken()).map((m) => m.recipient);
     assert.equal(new Set(recipients).size, 5000);
     const metrics = (await api!.t.app.inject({ method: 'GET', url: '/metrics' })).body;
-    assert.match(metrics, /herald_smpp_resubmits_total\{reason="throttled"\} [1-9]/);
-    assert.match(metrics, /herald_smpp_responses_total\{status="0x00000000"\} 5000/);
+    assert.match(metrics, /herald_smpp_resubmits_total\{smsc="default",reason="throttled"\} [1-9]/);
+    assert.match(metrics, /herald_smpp_responses_total\{smsc="default",status="0x00000000"\} 5000/);
     // At least one receipt each: the SMSC offers again those it sent on a connection it then dropped.
-    assert.ok(Number(/herald_smpp_receipts_total\{state="DELIVRD"\} (\d+)/.exec(metrics)?.[1]) >= 5000);
-    assert.match(metrics, /herald_smpp_binds\{state="bound"\} \d/);
-    assert.match(metrics, /herald_smpp_window_in_use 0/);
+    assert.ok(Number(/herald_smpp_receipts_total\{smsc="default",state="DELIVRD"\} (\d+)/.exec(metrics)?.[1]) >= 5000);
+    assert.match(metrics, /herald_smpp_binds\{smsc="default",state="bound"\} \d/);
+    assert.match(metrics, /herald_smpp_window_in_use\{smsc="default"\} 0/);
   });
 });

@@ -1,9 +1,9 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 
 /**
  * SMS routes (ARCHITECTURE.md, "SMS routes (operator)"): the SMSC connections added through the
  * admin API beside SMS_TRANSPORT's `default`, the routing table, the binds each worker process
- * holds per connection, and the connection that took each part.
+ * holds per connection, and the connection that took each part (answered, and recorded).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -34,9 +34,26 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('seen_at', 'bigint', (c) => c.notNull())
     .addPrimaryKeyConstraint('smsc_binds_pkey', ['process', 'smsc'])
     .execute();
-  // Every part sent before took SMS_TRANSPORT's connection.
+  // Two SMSCs may hand out the same id: a receipt waiting for its part is kept under its
+  // connection's name with it. Rebuilt, as SQLite changes no primary key in place.
   await db.schema
-    .alterTable('sms_parts')
-    .addColumn('smsc', 'text', (c) => c.notNull().defaultTo('default'))
+    .createTable('sms_receipts_by_smsc')
+    .addColumn('smsc', 'text', (c) => c.notNull())
+    .addColumn('operator_message_id', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('error_code', 'text')
+    .addColumn('at', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('sms_receipts_by_smsc_pkey', ['smsc', 'operator_message_id'])
     .execute();
+  await sql`insert into sms_receipts_by_smsc (smsc, operator_message_id, status, error_code, at)
+            select 'default', operator_message_id, status, error_code, at from sms_receipts`.execute(db);
+  await db.schema.dropTable('sms_receipts').execute();
+  await db.schema.alterTable('sms_receipts_by_smsc').renameTo('sms_receipts').execute();
+  // Every part sent before took SMS_TRANSPORT's connection.
+  for (const table of ['sms_parts', 'smpp_submits']) {
+    await db.schema
+      .alterTable(table)
+      .addColumn('smsc', 'text', (c) => c.notNull().defaultTo('default'))
+      .execute();
+  }
 }

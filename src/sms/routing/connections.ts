@@ -5,10 +5,8 @@ import type { Schema } from '../../db/schema.ts';
 import { badRequest, conflict, notFound } from '../../errors.ts';
 import { open, resealed, seal, type Keyring } from '../../sealed.ts';
 import { notFinal } from '../queries.ts';
+import { DEFAULT_SMSC } from '../transport.ts';
 import { bumpRoutingVersion } from './version.ts';
-
-/** SMS_TRANSPORT's connection, or the sandbox when it is unset: never removed. */
-export const DEFAULT_SMSC = 'default';
 
 export const SMSC_NAME = /^[a-z0-9-]{1,32}$/;
 
@@ -22,9 +20,10 @@ export interface SmscView {
   binds: number;
 }
 
-/** A connection as the worker opens it: its transport's settings, from the sealed URL. */
+/** A connection as the worker opens it: its URL opened, and its transport's settings. */
 export interface SmscConnection {
   name: string;
+  url: string;
   transport: Config['smsTransport'];
 }
 
@@ -129,10 +128,10 @@ export async function removeConnection(db: Kysely<Schema>, name: string): Promis
 /** The added connections, their URLs opened (a worker process's routing, and the CLI's list). */
 export async function openConnections(db: Kysely<Schema>, keyring: Keyring): Promise<SmscConnection[]> {
   const rows = await db.selectFrom('smsc_connections').select(['name', 'sealed_url']).orderBy('name').execute();
-  return rows.map((row) => ({
-    name: row.name,
-    transport: parseSmsTransport(open(sealingKey(keyring), row.sealed_url, place(row.name))),
-  }));
+  return rows.map((row) => {
+    const url = open(sealingKey(keyring), row.sealed_url, place(row.name));
+    return { name: row.name, url, transport: parseSmsTransport(url) };
+  });
 }
 
 /**

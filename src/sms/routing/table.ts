@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Schema } from '../../db/schema.ts';
 import { badRequest, unprocessable, type FieldError } from '../../errors.ts';
 import { amountOf, isCurrency, microsOf } from '../../messaging/money.ts';
-import { DEFAULT_SMSC } from './connections.ts';
+import { DEFAULT_SMSC } from '../transport.ts';
 import { bumpRoutingVersion } from './version.ts';
 
 /** A route as PUT /admin/sms-routes takes it and GET answers it (ARCHITECTURE.md, "SMS routes (operator)"). */

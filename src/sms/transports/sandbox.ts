@@ -2,7 +2,7 @@ import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
 import { seal, type Keyring } from '../../sealed.ts';
 import { queries, type SandboxPart } from '../queries.ts';
-import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
+import { DEFAULT_SMSC, type OutgoingSms, type SmsTransport, type SubmitResult } from '../transport.ts';
 
 /**
  * The embedded default (`SMS_TRANSPORT=sandbox:`): sends nothing anywhere, keeps every part it
@@ -13,12 +13,14 @@ import type { OutgoingSms, SmsTransport, SubmitResult } from '../transport.ts';
  * Delivered. Its record is written before the page's results: like an
  * operator, it may hold a page twice after a crash between the two, never lose one. A
  * sensitive message's parts are kept sealed under `key`, each bound to its message and part.
+ * `name`: the connection it is (sms/routing/), `default` unless added.
  */
 export function sandboxTransport(
   database: ProcedureDatabase,
   clock: Clock,
-  options: { key: Keyring; fail?: RegExp },
+  options: { key: Keyring; fail?: RegExp; name?: string },
 ): SmsTransport {
+  const smsc = options.name ?? DEFAULT_SMSC;
   return {
     async submit(messages: OutgoingSms[]): Promise<SubmitResult[]> {
       const results: SubmitResult[] = [];
@@ -55,7 +57,13 @@ export function sandboxTransport(
         results.push({
           accepted: true,
           operatorMessageIds,
-          receipts: operatorMessageIds.map((id) => ({ operatorMessageId: id, state: 'DELIVRD', errorCode: null })),
+          smsc: operatorMessageIds.map(() => smsc),
+          receipts: operatorMessageIds.map((id) => ({
+            smsc,
+            operatorMessageId: id,
+            state: 'DELIVRD',
+            errorCode: null,
+          })),
         });
       }
       if (rows.length > 0) await queries[database.dialect].insertSandboxParts(database.db, clock.now(), rows);

@@ -23,6 +23,8 @@ export interface Answer {
   part: number;
   parts: number;
   operatorMessageId: string;
+  /** The connection that took it. */
+  smsc: string;
 }
 
 export const recordSmppAnswers = procedure(
@@ -40,6 +42,7 @@ export const recordSmppAnswers = procedure(
           parts: a.parts,
           operator_message_id: a.operatorMessageId,
           at: args.now,
+          smsc: a.smsc,
         })),
       )
       .onConflict((oc) =>
@@ -47,6 +50,7 @@ export const recordSmppAnswers = procedure(
           parts: eb.ref('excluded.parts'),
           operator_message_id: eb.ref('excluded.operator_message_id'),
           at: eb.ref('excluded.at'),
+          smsc: eb.ref('excluded.smsc'),
         })),
       )
       .execute();
@@ -55,9 +59,10 @@ export const recordSmppAnswers = procedure(
 
 /**
  * Parts of these messages an SMSC answered in an earlier try, whose outcome was not recorded
- * then: looked up by their key (send, recipient), a message at a time. Asked as two lists
- * (`send_id in … and recipient in …`), PostgreSQL hashed both and scanned the whole table,
- * every answer of the running batch, for every page: 4 ms a page and growing.
+ * then, whichever connection took them: looked up by their key (send, recipient), a message at a
+ * time. Asked as two lists (`send_id in … and recipient in …`), PostgreSQL hashed both and
+ * scanned the whole table, every answer of the running batch, for every page: 4 ms a page and
+ * growing.
  */
 export async function answeredBefore(
   db: Db,
@@ -66,7 +71,7 @@ export async function answeredBefore(
 ): Promise<Answer[]> {
   if (messages.length === 0) return [];
   const keys = messages.map(({ sendId, recipient }) => ({ sendId, recipient }));
-  const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id
+  const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id, s.smsc
                                           from ${queries[dialect].messageKeyRows(keys)}
                                           join smpp_submits s on s.send_id = m.send_id
                                                              and s.recipient = m.recipient`.execute(db);
@@ -76,6 +81,7 @@ export async function answeredBefore(
     part: Number(row.part),
     parts: Number(row.parts),
     operatorMessageId: row.operator_message_id,
+    smsc: row.smsc,
   }));
 }
 
@@ -85,19 +91,22 @@ interface AnswerRow {
   part: number;
   parts: number;
   operator_message_id: string;
+  smsc: string;
 }
 
 /**
- * Receipts in one transaction: each matched to the part it reports on by its id under each
- * reading together with its recipient — among parts whose outcome is not yet recorded
- * (smpp_submits), then recorded ones (sms_parts) — and applied (receipts.ts). One that matches
- * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
- * process's submit, just answered); answers how many those were.
+ * Receipts of one connection in one transaction: each matched to the part it reports on by its
+ * id under each reading together with its recipient, among the parts that connection took —
+ * those whose outcome is not yet recorded (smpp_submits), then recorded ones (sms_parts) — and
+ * applied (receipts.ts). One that matches nothing yet waits in sms_receipts under each reading,
+ * for a part recorded later (another process's submit, just answered); answers how many those
+ * were.
  */
 export const applySmppReceipts = procedure(
   import.meta.url,
   'applySmppReceipts',
-  async ({ db, dialect }, args: { now: number; receipts: DeliveryReceipt[] }): Promise<number> => {
+  async ({ db, dialect }, args: { now: number; smsc: string; receipts: DeliveryReceipt[] }): Promise<number> => {
+    const { smsc } = args;
     const { waiting, unmatched } = await db.transaction().execute(async (trx) => {
       const known = new Set<string>();
       const key = (recipient: string, id: string) => `${recipient}\n${id}`;
@@ -106,6 +115,7 @@ export const applySmppReceipts = procedure(
         .selectFrom('smpp_submits')
         .select(['recipient', 'operator_message_id'])
         .where('operator_message_id', 'in', inJson(dialect, readings))
+        .where('smsc', '=', smsc)
         .execute();
       for (const row of pending) known.add(key(row.recipient, row.operator_message_id));
       const notPending = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
@@ -115,15 +125,21 @@ export const applySmppReceipts = procedure(
           .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
           .select(['r.address', 'p.operator_message_id'])
           .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(notPending.flatMap((r) => r.readings))]))
+          .where('p.smsc', '=', smsc)
           .execute();
         for (const row of recorded) known.add(key(row.address, row.operator_message_id));
       }
       let unmatched = 0;
       const receipts: Receipt[] = args.receipts.flatMap((r) => {
         const id = r.readings.find((reading) => known.has(key(r.recipient, reading)));
-        if (id !== undefined) return [{ operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
+        if (id !== undefined) return [{ smsc, operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
         unmatched += 1;
-        return r.readings.map((reading) => ({ operatorMessageId: reading, state: r.state, errorCode: r.errorCode }));
+        return r.readings.map((reading) => ({
+          smsc,
+          operatorMessageId: reading,
+          state: r.state,
+          errorCode: r.errorCode,
+        }));
       });
       return { waiting: await applyReceipts(trx, dialect, { now: () => args.now }, { receipts }), unmatched };
     });

@@ -3,7 +3,14 @@ import type { Clock } from '../../../clock.ts';
 import type { Database } from '../../../db/database.ts';
 import { inBackground } from '../../../db/priority.ts';
 import { silentLog, type Log } from '../../../log.ts';
-import type { OutgoingSms, ReceiveInboundSms, SmsTransport, SubmitOptions, SubmitResult } from '../../transport.ts';
+import {
+  DEFAULT_SMSC,
+  type OutgoingSms,
+  type ReceiveInboundSms,
+  type SmsTransport,
+  type SubmitOptions,
+  type SubmitResult,
+} from '../../transport.ts';
 import { DEFAULT_TIMING, SmppBind, type BindTiming } from './bind.ts';
 import { GroupWriter } from './group-writer.ts';
 import { answeredBefore, applySmppReceipts, recordSmppAnswers, type Answer } from './journal.ts';
@@ -18,6 +25,8 @@ import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
 import { submitFields } from './submit-fields.ts';
 
 export interface SmppTransportOptions {
+  /** The connection's name (sms/routing/): recorded with each part it takes. Default `default`. */
+  name?: string;
   database: Database;
   clock: Clock;
   metrics: Registry;
@@ -41,7 +50,7 @@ export interface SmppTransportOptions {
 const GROUP_MAX = 1000;
 /** A part throttled this many times in a row is refused for now: the queue tries its message later. */
 const MOST_THROTTLES = 200;
-/** With no bind up this long, parts waiting for one are refused for now rather than held. */
+/** With no bind up this long, parts waiting for one are refused for now rather than held (SubmitOptions). */
 const NO_BIND_PATIENCE_MS = 30_000;
 /** A receipt waits at most this long for its recipient's unrecorded answers before it is matched without them. */
 const RECEIPT_HOLD_MS = 2_000;
@@ -50,6 +59,8 @@ const RECEIPT_HOLD_MS = 2_000;
 interface Tracker {
   message: OutgoingSms;
   ids: Array<string | null>;
+  /** The connection that took each part: this one, or another that answered it in an earlier try. */
+  smsc: string[];
   unsettled: number;
   failure: Extract<SubmitResult, { accepted: false }> | undefined;
   settle: (result: SubmitResult) => void;
@@ -60,6 +71,8 @@ interface PartJob {
   tracker: Tracker;
   part: number;
   urgent: boolean;
+  /** How long it waits while no bind is up. */
+  patienceMs: number;
   fields: Record<string, unknown>;
   throttles: number;
   signal: AbortSignal;
@@ -122,6 +135,7 @@ function submitRate(settings: SmppSettings, options: RateOptions): SendRate {
 }
 
 class SmppTransport implements SmsTransport {
+  private readonly name: string;
   private readonly settings: SmppSettings;
   private readonly database: Database;
   private readonly clock: Clock;
@@ -144,6 +158,7 @@ class SmppTransport implements SmsTransport {
   private closing = false;
 
   constructor(settings: SmppSettings, options: SmppTransportOptions) {
+    this.name = options.name ?? DEFAULT_SMSC;
     this.settings = settings;
     this.database = options.database;
     this.clock = options.clock;
@@ -179,7 +194,7 @@ class SmppTransport implements SmsTransport {
           delivered: (pdu, respond) => this.delivered(pdu, respond),
         }),
     );
-    this.metrics = registerSmppMetrics(options.metrics, {
+    this.metrics = registerSmppMetrics(options.metrics, this.name, {
       windowInUse: () => this.binds.reduce((sum, bind) => sum + bind.inUse, 0),
       windowSize: () => settings.binds * settings.window,
       binds: () => this.binds.map((bind) => bind.state),
@@ -191,7 +206,9 @@ class SmppTransport implements SmsTransport {
     });
     this.receipts = new GroupWriter(
       async (receipts) => {
-        const waiting = await inBackground(() => database.call(applySmppReceipts, { now: this.clock.now(), receipts }));
+        const waiting = await inBackground(() =>
+          database.call(applySmppReceipts, { now: this.clock.now(), smsc: this.name, receipts }),
+        );
         watch.applied(receipts.length, waiting);
         // A receipt may come before its submit's answer is recorded: ordinary unless it lasts (ReceiptWatch).
         if (waiting > 0) this.log.info({ receipts: waiting }, 'SMPP receipts that match no submit yet: kept for one');
@@ -204,6 +221,7 @@ class SmppTransport implements SmsTransport {
 
   async submit(messages: OutgoingSms[], signal: AbortSignal, options: SubmitOptions = {}): Promise<SubmitResult[]> {
     const urgent = options.urgent === true;
+    const patienceMs = options.noBindPatienceMs ?? NO_BIND_PATIENCE_MS;
     const earlier = await answeredBefore(this.database.reads, this.database.dialect, messages);
     const answered = new Map<string, Answer[]>();
     for (const answer of earlier) {
@@ -214,18 +232,37 @@ class SmppTransport implements SmsTransport {
       (message) =>
         new Promise<SubmitResult>((settle) => {
           const { parts, encoding } = message.segmented;
-          const tracker: Tracker = { message, ids: parts.map(() => null), unsettled: 0, failure: undefined, settle };
+          const smsc = parts.map(() => this.name);
+          const tracker: Tracker = {
+            message,
+            ids: parts.map(() => null),
+            smsc,
+            unsettled: 0,
+            failure: undefined,
+            settle,
+          };
           // An earlier try's answers count only for the same segmentation of the message.
           for (const answer of answered.get(`${message.sendId}\n${message.recipient}`) ?? []) {
             const sameSegmentation = answer.parts === parts.length && answer.part <= answer.parts;
-            if (sameSegmentation) tracker.ids[answer.part - 1] = answer.operatorMessageId;
+            if (sameSegmentation) {
+              tracker.ids[answer.part - 1] = answer.operatorMessageId;
+              tracker.smsc[answer.part - 1] = answer.smsc;
+            }
           }
           const missing = parts.flatMap((part, i) => (tracker.ids[i] === null ? [{ part, i }] : []));
           tracker.unsettled = missing.length;
           if (missing.length === 0) this.finish(tracker);
           for (const { part, i } of missing)
             this.enqueue(
-              { tracker, part: i, urgent, fields: submitFields(message, encoding, part), throttles: 0, signal },
+              {
+                tracker,
+                part: i,
+                urgent,
+                patienceMs,
+                fields: submitFields(message, encoding, part),
+                throttles: 0,
+                signal,
+              },
               'back',
             );
         }),
@@ -247,6 +284,7 @@ class SmppTransport implements SmsTransport {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
+    this.metrics.release();
     this.dropWhere(() => true, 'the SMPP transport is closing');
     await Promise.all([...this.binds.map((bind) => bind.close()), this.rate.close()]);
     await Promise.all([this.answers.drained(), this.receipts.drained()]);
@@ -321,7 +359,7 @@ class SmppTransport implements SmsTransport {
       // The slot frees once the answer is recorded: what a crash can lose is bounded by the window.
       const { sendId, recipient } = message;
       const parts = message.segmented.parts.length;
-      const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id };
+      const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id, smsc: this.name };
       // recordAnswer retries until the answer is kept and never rejects.
       void this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
       return;
@@ -371,7 +409,9 @@ class SmppTransport implements SmsTransport {
   }
 
   private finish(tracker: Tracker): void {
-    tracker.settle(tracker.failure ?? { accepted: true, operatorMessageIds: tracker.ids as string[] });
+    tracker.settle(
+      tracker.failure ?? { accepted: true, operatorMessageIds: tracker.ids as string[], smsc: tracker.smsc },
+    );
   }
 
   private freeSlot(bind: SmppBind, recipient: string): void {
@@ -474,10 +514,11 @@ class SmppTransport implements SmsTransport {
     }
     if (this.binds.some((bind) => bind.state === 'bound')) {
       this.boundSince = now;
-    } else if (now - this.boundSince >= NO_BIND_PATIENCE_MS) {
+    } else {
+      const down = now - this.boundSince;
       this.dropWhere(
-        () => true,
-        `no SMPP bind to ${this.settings.host}:${this.settings.port} for ${NO_BIND_PATIENCE_MS / 1000} s`,
+        (job) => down >= job.patienceMs,
+        `no SMPP bind to ${this.settings.host}:${this.settings.port} for ${Math.floor(down / 1000)} s`,
       );
     }
     // Parts are handed out when a slot frees, a bind comes back or its pause ends; should one of

@@ -1,0 +1,207 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from '../../db/schema.ts';
+import { silentLog, type Log } from '../../log.ts';
+import type { Keyring } from '../../sealed.ts';
+import { openConnections, type SmscConnection } from '../routing/connections.ts';
+import { readRoutes, RoutingTable } from '../routing/table.ts';
+import { routingVersion } from '../routing/version.ts';
+import {
+  DEFAULT_SMSC,
+  type OutgoingSms,
+  type SmsTransport,
+  type SubmitOptions,
+  type SubmitResult,
+} from '../transport.ts';
+
+export interface RoutedTransportOptions {
+  /** Where the routes and connections are read. */
+  db: Kysely<Schema>;
+  keyring: Keyring;
+  /** SMS_TRANSPORT's transport, or the sandbox's. */
+  defaultTransport: SmsTransport;
+  /** Whether SMS_TRANSPORT is set: if not, once a connection was added, a number no route matches is not sent. */
+  defaultSet: boolean;
+  /** Makes the transport of an added connection; it binds at once. */
+  open(connection: SmscConnection): SmsTransport;
+  log?: Log;
+  /** How often the routing version is read; default 2 s, so a change applies within 5 s. */
+  pollMs?: number;
+  monotonic?: () => number;
+}
+
+/** How long parts wait for a connection that lost its binds before they move to the next of their route. */
+export const FAILOVER_PATIENCE_MS = 10_000;
+const POLL_MS = 2_000;
+
+/** A number no route matches, once connections were added and SMS_TRANSPORT is unset. */
+const NO_ROUTE: SubmitResult = { accepted: false, permanent: true, error: 'no route', errorCode: null };
+
+interface Opened {
+  url: string;
+  transport: SmsTransport;
+}
+
+interface Routed {
+  message: OutgoingSms;
+  index: number;
+  /** The connections to try, in turn: the route's with a bind up first, then the rest, each in the route's order. */
+  order: string[];
+  step: number;
+}
+
+/**
+ * SMS over several connections (ARCHITECTURE.md, "SMS routes (operator)"): each message goes to
+ * a connection of the route its number takes (routing/table.ts), the first with a bind up; a
+ * refusal for now moves it to the next, and one that waits for binds on a connection that lost
+ * them moves after FAILOVER_PATIENCE_MS; a refusal for good ends it. The routes and connections
+ * are reloaded when their version moves; the connections a route names are opened then, so
+ * they bind before traffic comes, and those none names any more are closed.
+ */
+export function routedTransport(options: RoutedTransportOptions): RoutedTransport {
+  return new RoutedTransport(options);
+}
+
+export class RoutedTransport implements SmsTransport {
+  private readonly options: RoutedTransportOptions;
+  private readonly log: Log;
+  private readonly monotonic: () => number;
+  private table = new RoutingTable([]);
+  private opened = new Map<string, Opened>();
+  private anyAdded = false;
+  private version: number | undefined;
+  private checkedAt = Number.NEGATIVE_INFINITY;
+  private loading: Promise<void> | undefined;
+
+  constructor(options: RoutedTransportOptions) {
+    this.options = options;
+    this.log = options.log ?? silentLog;
+    this.monotonic = options.monotonic ?? (() => performance.now());
+  }
+
+  /** Every connection this process holds open, `default` first: the binds it reports (routing/binds.ts). */
+  connections(): ReadonlyMap<string, SmsTransport> {
+    return new Map([
+      [DEFAULT_SMSC, this.options.defaultTransport],
+      ...[...this.opened].map(([name, { transport }]) => [name, transport] as const),
+    ]);
+  }
+
+  async submit(messages: OutgoingSms[], signal: AbortSignal, options: SubmitOptions = {}): Promise<SubmitResult[]> {
+    await this.fresh();
+    const results: SubmitResult[] = new Array(messages.length);
+    let pending: Routed[] = [];
+    messages.forEach((message, index) => {
+      const order = this.orderFor(message);
+      if (order.length === 0) results[index] = NO_ROUTE;
+      else pending.push({ message, index, order, step: 0 });
+    });
+    while (pending.length > 0) {
+      const groups = new Map<string, Routed[]>();
+      for (const routed of pending) {
+        const key = `${routed.order[routed.step]}\n${routed.step === routed.order.length - 1}`;
+        groups.set(key, [...(groups.get(key) ?? []), routed]);
+      }
+      const next: Routed[] = [];
+      await Promise.all(
+        [...groups.values()].map(async (group) => {
+          const { order, step } = group[0];
+          const name = order[step];
+          const last = step === order.length - 1;
+          const answered = await this.submitTo(name, group, signal, {
+            ...options,
+            ...(last ? {} : { noBindPatienceMs: FAILOVER_PATIENCE_MS }),
+          });
+          answered.forEach((result, i) => {
+            const routed = group[i];
+            if (result.accepted) {
+              const smsc = result.smsc ?? result.operatorMessageIds.map(() => name);
+              results[routed.index] = { ...result, smsc };
+            } else if (result.permanent || last || signal.aborted) {
+              results[routed.index] = result;
+            } else {
+              next.push({ ...routed, step: step + 1 });
+            }
+          });
+        }),
+      );
+      pending = next;
+    }
+    return results;
+  }
+
+  async close(): Promise<void> {
+    await this.loading?.catch(() => {});
+    const transports = [this.options.defaultTransport, ...[...this.opened.values()].map((o) => o.transport)];
+    this.opened = new Map();
+    await Promise.all(transports.map((transport) => transport.close()));
+  }
+
+  private async submitTo(
+    name: string,
+    group: Routed[],
+    signal: AbortSignal,
+    options: SubmitOptions,
+  ): Promise<SubmitResult[]> {
+    const transport = this.transportOf(name);
+    if (!transport) {
+      const error = `the connection ${name} is not open`;
+      const closed: SubmitResult = { accepted: false, permanent: false, error, errorCode: null };
+      return group.map(() => closed);
+    }
+    return transport.submit(
+      group.map((routed) => routed.message),
+      signal,
+      options,
+    );
+  }
+
+  private transportOf(name: string): SmsTransport | undefined {
+    return name === DEFAULT_SMSC ? this.options.defaultTransport : this.opened.get(name)?.transport;
+  }
+
+  /** The connections a message tries: its route's, those with a bind up first; `default` for none; or none at all. */
+  private orderFor(message: OutgoingSms): string[] {
+    const route = this.table.routeFor(message.accountId, message.recipient);
+    if (!route) return this.anyAdded && !this.options.defaultSet ? [] : [DEFAULT_SMSC];
+    const up = (name: string) => {
+      const binds = this.transportOf(name)?.bindsUp?.();
+      return binds === undefined ? this.transportOf(name) !== undefined : binds > 0;
+    };
+    return [...route.smsc.filter(up), ...route.smsc.filter((name) => !up(name))];
+  }
+
+  /** The routes and connections as of at most POLL_MS ago. */
+  private async fresh(): Promise<void> {
+    if (this.monotonic() - this.checkedAt < (this.options.pollMs ?? POLL_MS)) return;
+    this.loading ??= this.reload().finally(() => {
+      this.loading = undefined;
+    });
+    await this.loading;
+  }
+
+  private async reload(): Promise<void> {
+    const { db, keyring } = this.options;
+    const version = await routingVersion(db);
+    this.checkedAt = this.monotonic();
+    if (version === this.version) return;
+    const [rows, added] = await Promise.all([readRoutes(db), openConnections(db, keyring)]);
+    const named = new Set(rows.flatMap((row) => row.smsc));
+    const opened = new Map<string, Opened>();
+    for (const connection of added) {
+      if (!named.has(connection.name)) continue;
+      const open = this.opened.get(connection.name);
+      opened.set(
+        connection.name,
+        open?.url === connection.url ? open : { url: connection.url, transport: this.options.open(connection) },
+      );
+    }
+    for (const [name, open] of this.opened) {
+      if (opened.get(name) === open) continue;
+      open.transport.close().catch((error: unknown) => this.log.warn({ err: error, smsc: name }, 'closing failed'));
+    }
+    this.opened = opened;
+    this.table = new RoutingTable(rows);
+    this.anyAdded = added.length > 0;
+    this.version = version;
+  }
+}

@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { ManualClock } from '../../src/clock.ts';
+import { createWorker } from '../../src/server/worker.ts';
+import { startSmsc, type Smsc, type SmscOptions } from '../../src/sim/smsc.ts';
+import type { MessageView } from '../../src/sim/taken.ts';
+import type { Worker } from '../../src/queue/worker.ts';
+import { ADMIN_TOKEN, bearer } from '../support/app.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
+
+// SMS over several SMSC connections (ARCHITECTURE.md, "SMS routes (operator)"): sms/transports/routed.ts,
+// over two SMSC simulators on TCP.
+
+const UK = '447911123456';
+const INDIA = '919812345678';
+const GERMANY = '4915123456789';
+
+forEachDatabase((dialect) => {
+  let api: ApiTest;
+  let alice: ApiClient;
+  const simulators: Smsc[] = [];
+  const workers: Worker[] = [];
+  beforeEach(async () => {
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await api.client();
+  });
+  afterEach(async () => {
+    for (const worker of [api.worker, ...workers.splice(0)]) await worker.stop();
+    await api.close();
+    for (const smsc of simulators.splice(0)) await smsc.close();
+  });
+
+  const admin = (method: 'POST' | 'PUT' | 'DELETE' | 'GET', url: string, payload?: object) =>
+    api.t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
+  /** A simulator added as the connection `name`. */
+  async function connection(name: string, options: SmscOptions = {}): Promise<Smsc> {
+    const smsc = await startSmsc({ systemId: 'herald', password: 'secret', receiptDelayMs: 20, ...options });
+    simulators.push(smsc);
+    const url = `smpp://herald:secret@127.0.0.1:${smsc.port}?binds=1&window=10`;
+    const added = await admin('POST', '/admin/smsc', { name, url });
+    assert.equal(added.statusCode, 201, added.body);
+    return smsc;
+  }
+  const setRoutes = async (routes: object[]) => {
+    const response = await admin('PUT', '/admin/sms-routes', { routes });
+    assert.equal(response.statusCode, 200, response.body);
+  };
+  const taken = async (smsc: Smsc) =>
+    ((await (await fetch(`http://127.0.0.1:${smsc.httpPort}/messages`)).json()) as { messages: MessageView[] }).messages
+      .map((message) => message.recipient)
+      .sort();
+  const send = async (client: ApiClient, recipient: string, worker: Worker = api.worker) => {
+    const response = await client.post('/sms/single', { recipient, senderName: 'HERALD', body: 'Your code is 4829' });
+    assert.equal(response.statusCode, 202, response.body);
+    await worker.drain();
+    return response.json().data.QueueId as string;
+  };
+  /** The recipient's status once it is final, with the connection each part went over. */
+  const settled = (client: ApiClient, queueId: string) =>
+    waitFor(`${queueId} settled`, async () => {
+      const [recipient] = (await client.get(`/sms/${queueId}`)).json().recipients;
+      if (!['Delivered', 'Failed'].includes(recipient.status)) return undefined;
+      const parts = await api.t.ctx.db
+        .selectFrom('sms_parts as p')
+        .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
+        .select('p.smsc')
+        .where('r.send_id', '=', queueId)
+        .execute();
+      return { status: recipient.status, error: recipient.error, smsc: parts.map((part) => part.smsc) };
+    });
+
+  it("routes by the longest prefix and an account's own routes, each over its own SMSC", async () => {
+    const uk = await connection('uk');
+    const eu = await connection('eu');
+    const bob = await api.client();
+    await setRoutes([
+      { prefix: '44', smsc: ['uk'] },
+      { prefix: '', smsc: ['eu'] },
+      { prefix: '91', smsc: ['uk'], accountId: bob.account.row.id },
+    ]);
+    const sent = {
+      aliceUk: await send(alice, UK),
+      aliceIndia: await send(alice, INDIA),
+      bobIndia: await send(bob, INDIA),
+      bobGermany: await send(bob, GERMANY),
+    };
+    assert.deepEqual(await settled(alice, sent.aliceUk), { status: 'Delivered', error: null, smsc: ['uk'] });
+    assert.deepEqual(await settled(alice, sent.aliceIndia), { status: 'Delivered', error: null, smsc: ['eu'] });
+    assert.deepEqual(await settled(bob, sent.bobIndia), { status: 'Delivered', error: null, smsc: ['uk'] });
+    assert.deepEqual(await settled(bob, sent.bobGermany), { status: 'Delivered', error: null, smsc: ['eu'] });
+    assert.deepEqual(await taken(uk), [UK, INDIA]);
+    assert.deepEqual(await taken(eu), [GERMANY, INDIA]);
+  });
+
+  it('settles each part by the receipt of its own SMSC when two SMSCs hand out the same message id', async () => {
+    await connection('uk', { firstId: 7000 });
+    await connection('eu', { firstId: 7000, outcomes: { UNDELIV: 1 } });
+    await setRoutes([
+      { prefix: '44', smsc: ['uk'] },
+      { prefix: '', smsc: ['eu'] },
+    ]);
+    const toUk = await send(alice, UK);
+    const toIndia = await send(alice, INDIA);
+    const ids = await api.t.ctx.db
+      .selectFrom('sms_parts')
+      .select(['smsc', 'operator_message_id'])
+      .orderBy('smsc')
+      .execute();
+    assert.deepEqual(
+      ids.map((part) => [part.smsc, part.operator_message_id]),
+      [
+        ['eu', '7000'],
+        ['uk', '7000'],
+      ],
+      'the same id from both',
+    );
+    assert.deepEqual(await settled(alice, toUk), { status: 'Delivered', error: null, smsc: ['uk'] });
+    const india = await settled(alice, toIndia);
+    assert.deepEqual([india.status, india.smsc], ['Failed', ['eu']]);
+  });
+
+  it('moves a message an SMSC refuses for now to the next connection of its route, at once', async () => {
+    const first = await connection('first', { rejectDestinations: /^91/, rejectStatus: 0x08 });
+    const second = await connection('second');
+    await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    const queueId = await send(alice, INDIA);
+    assert.deepEqual(await settled(alice, queueId), { status: 'Delivered', error: null, smsc: ['second'] });
+    assert.deepEqual(await taken(first), []);
+    assert.deepEqual(await taken(second), [INDIA]);
+  });
+
+  it('fails a message an SMSC refuses for good, without trying the next connection', async () => {
+    await connection('first', { rejectDestinations: /^91/ });
+    const second = await connection('second');
+    await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    const queueId = await send(alice, INDIA);
+    const outcome = await settled(alice, queueId);
+    assert.equal(outcome.status, 'Failed');
+    assert.match(outcome.error, /refused the message \(command_status 0x0000000B\)/);
+    assert.deepEqual(await taken(second), []);
+  });
+
+  it('sends over the next connection while the first has lost its binds and they do not come back', async () => {
+    const first = await connection('first');
+    const second = await connection('second');
+    await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    assert.deepEqual((await settled(alice, await send(alice, INDIA))).smsc, ['first'], 'the first, while it is up');
+    await first.close();
+    const queueId = await send(alice, GERMANY);
+    assert.deepEqual(await settled(alice, queueId), { status: 'Delivered', error: null, smsc: ['second'] });
+    assert.deepEqual(await taken(second), [GERMANY]);
+  });
+
+  it('fails a number no route matches with `no route` once a connection was added and SMS_TRANSPORT is unset', async () => {
+    const uk = await connection('uk');
+    await setRoutes([{ prefix: '44', smsc: ['uk'] }]);
+    const queueId = await send(alice, INDIA);
+    assert.deepEqual(await settled(alice, queueId), { status: 'Failed', error: 'no route', smsc: [] });
+    assert.deepEqual(await taken(uk), []);
+    assert.deepEqual((await alice.get('/sandbox/sms')).json().messages, [], 'never delivered by the sandbox');
+  });
+
+  it('applies a route change in every running worker within 5 s, with no restart', async () => {
+    const before = await connection('before');
+    const after = await connection('after');
+    const other = createWorker(api.t.ctx, { log: api.t.app.log });
+    workers.push(other);
+    await setRoutes([{ prefix: '', smsc: ['before'] }]);
+    await settled(alice, await send(alice, INDIA, api.worker));
+    await settled(alice, await send(alice, GERMANY, other));
+    assert.deepEqual(await taken(before), [GERMANY, INDIA]);
+
+    await setRoutes([{ prefix: '', smsc: ['after'] }]);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    assert.deepEqual((await settled(alice, await send(alice, INDIA, api.worker))).smsc, ['after']);
+    assert.deepEqual((await settled(alice, await send(alice, GERMANY, other))).smsc, ['after']);
+    assert.deepEqual(await taken(after), [GERMANY, INDIA]);
+  });
+});
