@@ -266,6 +266,11 @@ export interface SendRecipientsTable {
   retry_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** Email: when it was first refused for now (epoch ms), from which it is given up after 72 hours. */
   deferred_at: ColumnType<number | null, number | null | undefined, number | null>;
+  /** SMS: the connection that took its (last) part (sms/routing/). */
+  smsc: ColumnType<string | null, string | null | undefined, string | null>;
+  /** SMS: parts × its route's price per part at submit, in micro-units of `currency`; null for no price. */
+  price_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  currency: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RecipientHistoryTable {
@@ -447,8 +452,12 @@ export interface UsageRollupTable {
   status: string;
   /** SMS: GSM-7 or UCS-2; '' for none (email, a message never rendered). */
   encoding: string;
+  /** The currency of `cost_micros` (ISO 4217); '' for none. */
+  currency: ColumnType<string, string | undefined, string>;
   messages: number;
   parts: number;
+  /** SMS Submitted: what the messages cost, by the price of their route at submit, in micro-units. */
+  cost_micros: ColumnType<number, number | undefined, number>;
 }
 
 /** A transaction's counts not yet folded into usage_rollup (0024). */

@@ -29,13 +29,17 @@ export interface UsageDelta {
   channel: string;
   status: string;
   encoding: string;
+  /** The currency of `costMicros`; '' for none. */
+  currency: string;
   messages: number;
   parts: number;
+  costMicros: number;
 }
 
-const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, encoding)
+const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, encoding, currency)
                           do update set messages = usage_rollup.messages + excluded.messages,
-                                        parts = usage_rollup.parts + excluded.parts`;
+                                        parts = usage_rollup.parts + excluded.parts,
+                                        cost_micros = usage_rollup.cost_micros + excluded.cost_micros`;
 
 /** The rows of accepts: the send rows and their own recipients (writeSends's `rows` and `ownRecipients`). */
 type AcceptWrites = Array<OperationNodeSource & { execute(db: Db): Promise<unknown> }>;
@@ -59,9 +63,9 @@ const SQLITE = {
     sql`(select json_group_object(key, value) from json_each(content) where key in ${inJson('sqlite', keys)})`,
 
   insertUsageDeltas: (bucket: number, deltas: UsageDelta[]) => sql`
-    insert into usage_deltas (account_id, channel, bucket, status, encoding, messages, parts)
+    insert into usage_deltas (account_id, channel, bucket, status, encoding, currency, messages, parts, cost_micros)
     select value ->> 'accountId', value ->> 'channel', ${bucket}, value ->> 'status', value ->> 'encoding',
-           value ->> 'messages', value ->> 'parts'
+           value ->> 'currency', value ->> 'messages', value ->> 'parts', value ->> 'costMicros'
       from jsonb_each(${JSON.stringify(deltas)})`,
 
   /** Adds at most `limit` of the oldest deltas to the rollup and deletes them; answers how many. */
@@ -74,10 +78,12 @@ const SQLITE = {
       .limit(1)
       .executeTakeFirst();
     const upTo = last?.id ?? Number.MAX_SAFE_INTEGER;
-    await sql`insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
-              select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)
+    await sql`insert into usage_rollup (account_id, channel, bucket, status, encoding, currency, messages, parts,
+                                        cost_micros)
+              select account_id, channel, bucket, status, encoding, currency, sum(messages), sum(parts),
+                     sum(cost_micros)
                 from usage_deltas where id <= ${upTo}
-               group by 1, 2, 3, 4, 5 ${ADD_TO_ROLLUP}`.execute(trx);
+               group by 1, 2, 3, 4, 5, 6 ${ADD_TO_ROLLUP}`.execute(trx);
     const deleted = await trx.deleteFrom('usage_deltas').where('id', '<=', upTo).executeTakeFirst();
     return Number(deleted.numDeletedRows);
   },
@@ -108,9 +114,9 @@ const POSTGRES: typeof SQLITE = {
           where key in ${inJson('postgres', keys)})`,
 
   insertUsageDeltas: (bucket, deltas) => sql`
-    insert into usage_deltas (account_id, channel, bucket, status, encoding, messages, parts)
-    select r ->> 'accountId', r ->> 'channel', ${bucket}::bigint, r ->> 'status', r ->> 'encoding',
-           (r ->> 'messages')::bigint, (r ->> 'parts')::bigint
+    insert into usage_deltas (account_id, channel, bucket, status, encoding, currency, messages, parts, cost_micros)
+    select r ->> 'accountId', r ->> 'channel', ${bucket}::bigint, r ->> 'status', r ->> 'encoding', r ->> 'currency',
+           (r ->> 'messages')::bigint, (r ->> 'parts')::bigint, (r ->> 'costMicros')::bigint
       from jsonb_array_elements(${JSON.stringify(deltas)}::jsonb) r`,
 
   // One statement. The delete takes a chunk of the rows it sees (db/chunks.ts), so a delta
@@ -118,11 +124,14 @@ const POSTGRES: typeof SQLITE = {
   async foldUsage(trx, limit) {
     const { rows } = await sql<{ n: string }>`
       with moved as (delete from usage_deltas where ${chunkOf('postgres', 'usage_deltas', sql`true`, limit, 'id')}
-                     returning account_id, channel, bucket, status, encoding, messages, parts),
-           added as (insert into usage_rollup (account_id, channel, bucket, status, encoding, messages, parts)
-                     select account_id, channel, bucket, status, encoding, sum(messages), sum(parts)
-                       from moved group by 1, 2, 3, 4, 5
-                     order by 1, 2, 3, 4, 5 ${ADD_TO_ROLLUP})
+                     returning account_id, channel, bucket, status, encoding, currency, messages, parts,
+                               cost_micros),
+           added as (insert into usage_rollup (account_id, channel, bucket, status, encoding, currency, messages,
+                                               parts, cost_micros)
+                     select account_id, channel, bucket, status, encoding, currency, sum(messages), sum(parts),
+                            sum(cost_micros)
+                       from moved group by 1, 2, 3, 4, 5, 6
+                     order by 1, 2, 3, 4, 5, 6 ${ADD_TO_ROLLUP})
       select count(*) as n from moved`.execute(trx);
     return Number(rows[0].n);
   },

@@ -25,23 +25,32 @@ export const BUCKET_MS = 15 * 60_000;
  */
 export class UsageTally {
   readonly now: number;
-  readonly #counts = new Map<string, { messages: number; parts: number }>();
+  readonly #counts = new Map<string, { messages: number; parts: number; costMicros: number }>();
 
   constructor(now: number) {
     this.now = now;
   }
 
-  /** `messages` recipients of the account reached `status`; `parts`: their SMS parts together, in `encoding`. */
+  /**
+   * `messages` recipients of the account reached `status`; `parts`: their SMS parts together, in
+   * `encoding`; `cost`: what they cost, in micro-units of its currency.
+   */
   add(
     accountId: string,
     channel: Channel,
     status: string,
-    count: { messages?: number; parts?: number | null; encoding?: string | null } = {},
+    count: {
+      messages?: number;
+      parts?: number | null;
+      encoding?: string | null;
+      cost?: { micros: number; currency: string } | null;
+    } = {},
   ): void {
-    const key = JSON.stringify([accountId, channel, status, count.encoding ?? '']);
-    const sum = this.#counts.get(key) ?? { messages: 0, parts: 0 };
+    const key = JSON.stringify([accountId, channel, status, count.encoding ?? '', count.cost?.currency ?? '']);
+    const sum = this.#counts.get(key) ?? { messages: 0, parts: 0, costMicros: 0 };
     sum.messages += count.messages ?? 1;
     sum.parts += Number(count.parts ?? 0);
+    sum.costMicros += count.cost?.micros ?? 0;
     this.#counts.set(key, sum);
   }
 
@@ -51,8 +60,8 @@ export class UsageTally {
       .filter(([, sum]) => sum.messages > 0)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([key, sum]) => {
-        const [accountId, channel, status, encoding] = JSON.parse(key) as [string, string, string, string];
-        return { accountId, channel, status, encoding, messages: sum.messages, parts: sum.parts };
+        const [accountId, channel, status, encoding, currency] = JSON.parse(key) as string[];
+        return { accountId, channel, status, encoding, currency, ...sum };
       });
   }
 

@@ -62,6 +62,9 @@ export const UsageQuery = Type.Object({
   ),
 });
 
+/** Money (ARCHITECTURE.md): a decimal string and its ISO 4217 currency. */
+export const Money = Type.Object({ amount: Type.String(), currency: Type.String() });
+
 const Count = Type.Integer({ minimum: 0 });
 const Statuses = Type.Record(Type.String(), Count, {
   description: 'Messages that reached each status word that day (each Open and Click counted).',
@@ -78,6 +81,9 @@ const Usage = {
   email: Type.Object({
     messages: Type.Integer({ description: 'Emails handed over for sending (Processed): billed.' }),
     statuses: Statuses,
+  }),
+  cost: Type.Array(Money, {
+    description: "What the SMS Submitted cost by their routes' prices at submit, one entry a currency",
   }),
 };
 

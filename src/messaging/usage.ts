@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { badRequest } from '../errors.ts';
 import { BUCKET_MS } from './rollup.ts';
+import { money } from './money.ts';
 import type { Channel } from './recipients.ts';
 
 type Db = Kysely<Schema>;
@@ -55,8 +56,10 @@ interface PeriodCount {
   period: number;
   status: string;
   encoding: string;
+  currency: string;
   messages: number;
   parts: number;
+  costMicros: number;
 }
 
 /**
@@ -75,21 +78,22 @@ async function periodCounts(
   const last = first + q.periods * per;
   // Cast: a number parameter may arrive as a real, whose division would not truncate.
   const { rows } = await sql<PeriodCount>`
-    select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding,
-           sum(messages) as messages, sum(parts) as parts
-      from (select channel, bucket, status, encoding, messages, parts from usage_rollup
+    select channel, cast((bucket - ${first}) / ${per} as integer) as period, status, encoding, currency,
+           sum(messages) as messages, sum(parts) as parts, sum(cost_micros) as "costMicros"
+      from (select channel, bucket, status, encoding, currency, messages, parts, cost_micros from usage_rollup
              where account_id = ${q.accountId} and channel in (${sql.join(q.channels)})
                and bucket >= ${first} and bucket < ${last}
             union all
-            select channel, bucket, status, encoding, messages, parts from usage_deltas
+            select channel, bucket, status, encoding, currency, messages, parts, cost_micros from usage_deltas
              where account_id = ${q.accountId} and channel in (${sql.join(q.channels)})
                and bucket >= ${first} and bucket < ${last}) counted
-     group by 1, 2, 3, 4`.execute(db);
+     group by 1, 2, 3, 4, 5`.execute(db);
   return rows.map((row) => ({
     ...row,
     period: Number(row.period),
     messages: Number(row.messages),
     parts: Number(row.parts),
+    costMicros: Number(row.costMicros),
   }));
 }
 
@@ -156,12 +160,20 @@ export async function readStats(
 
 const ENCODINGS: Record<string, 'gsm7' | 'ucs2'> = { 'GSM-7': 'gsm7', 'UCS-2': 'ucs2' };
 
-/** One day's (or the span's) usage: billed messages and parts, and every status word reached. */
+/** One day's (or the span's) usage: billed messages and parts, every status word reached, and the cost. */
 function emptyUsage() {
   return {
     sms: { messages: 0, parts: { gsm7: 0, ucs2: 0 }, statuses: {} as Record<string, number> },
     email: { messages: 0, statuses: {} as Record<string, number> },
+    /** Micro-units per currency, shown as `cost: [{amount, currency}]`. */
+    costMicros: new Map<string, number>(),
   };
+}
+
+/** The usage as GET /usage shows it: the cost a list of money, one a currency in code order. */
+function shown({ costMicros, ...usage }: ReturnType<typeof emptyUsage>) {
+  const currencies = [...costMicros.keys()].sort();
+  return { ...usage, cost: currencies.map((currency) => money(costMicros.get(currency)!, currency)) };
 }
 
 /**
@@ -189,9 +201,16 @@ export async function readUsage(db: Db, q: { accountId: string; offsetMinutes: n
       if (row.status === (row.channel === 'sms' ? 'Submitted' : 'Processed')) channel.messages += row.messages;
       const encoding = ENCODINGS[row.encoding];
       if (row.channel === 'sms' && row.status === 'Submitted' && encoding) usage.sms.parts[encoding] += row.parts;
+      if (row.currency !== '')
+        usage.costMicros.set(row.currency, (usage.costMicros.get(row.currency) ?? 0) + row.costMicros);
     }
   }
-  return { from: q.from, to: q.to, days: perDay, totals };
+  return {
+    from: q.from,
+    to: q.to,
+    days: perDay.map(({ date, ...day }) => ({ date, ...shown(day) })),
+    totals: shown(totals),
+  };
 }
 
 type UsageRead = Awaited<ReturnType<typeof readUsage>>;
@@ -199,20 +218,23 @@ type UsageRead = Awaited<ReturnType<typeof readUsage>>;
 const column = (channel: Channel, status: string) => `${channel}_${status.toLowerCase().replace(/ /g, '_')}`;
 
 /**
- * `GET /usage?format=csv`: a row per day, the billed counts first, then a column for each
- * status word some day of the span reached (`sms_delivered`, `email_spam_report`, …).
+ * `GET /usage?format=csv`: a row per day, the billed counts first, the cost in each currency of the
+ * span (`cost_eur`), then a column for each status word some day of the span reached
+ * (`sms_delivered`, `email_spam_report`, …).
  */
 export function usageCsv(usage: UsageRead): string {
   const words = (channel: Channel) => Object.keys(usage.totals[channel].statuses).sort();
   const statusColumns = (['sms', 'email'] as const).flatMap((channel) =>
     words(channel).map((word) => ({ channel, word })),
   );
+  const currencies = usage.totals.cost.map((cost) => cost.currency);
   const header = [
     'date',
     'sms_messages',
     'sms_parts_gsm7',
     'sms_parts_ucs2',
     'email_messages',
+    ...currencies.map((currency) => `cost_${currency.toLowerCase()}`),
     ...statusColumns.map(({ channel, word }) => column(channel, word)),
   ];
   const rows = usage.days.map((day) => [
@@ -221,6 +243,7 @@ export function usageCsv(usage: UsageRead): string {
     day.sms.parts.gsm7,
     day.sms.parts.ucs2,
     day.email.messages,
+    ...currencies.map((currency) => day.cost.find((cost) => cost.currency === currency)?.amount ?? '0.00'),
     ...statusColumns.map(({ channel, word }) => day[channel].statuses[word] ?? 0),
   ]);
   return `${[header, ...rows].map((row) => row.join(',')).join('\r\n')}\r\n`;

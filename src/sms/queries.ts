@@ -35,6 +35,11 @@ export interface Outcome {
   partStatuses: string[];
   /** The connection that took each part, in the same order. */
   smsc: string[];
+  /** The connection that took its last part, shown as the message's; null for none. */
+  connection: string | null;
+  /** Parts × its route's price per part at submit, in micro-units of `currency`; null for no price. */
+  priceMicros: number | null;
+  currency: string | null;
 }
 
 /** A status a message went through: its history and its events. */
@@ -100,7 +105,9 @@ const SQLITE = {
     await sql`update send_recipients
                  set status = v.value ->> 'status', message_id = v.value ->> 'messageId',
                      parts = v.value ->> 'parts', encoding = v.value ->> 'encoding',
-                     error = v.value ->> 'error', error_code = v.value ->> 'errorCode', updated_at = ${now}
+                     error = v.value ->> 'error', error_code = v.value ->> 'errorCode', updated_at = ${now},
+                     smsc = v.value ->> 'connection', price_micros = v.value ->> 'priceMicros',
+                     currency = v.value ->> 'currency'
                 from jsonb_each(${json}) v
                where send_recipients.id = v.value ->> 'id'`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at)
@@ -148,7 +155,9 @@ const POSTGRES: typeof SQLITE = {
                    updated as (update send_recipients r
                                   set status = v ->> 'status', message_id = v ->> 'messageId',
                                       parts = (v ->> 'parts')::int, encoding = v ->> 'encoding',
-                                      error = v ->> 'error', error_code = v ->> 'errorCode', updated_at = ${now}::bigint
+                                      error = v ->> 'error', error_code = v ->> 'errorCode',
+                                      updated_at = ${now}::bigint, smsc = v ->> 'connection',
+                                      price_micros = (v ->> 'priceMicros')::bigint, currency = v ->> 'currency'
                                  from outcome
                                 where r.id = any(${idArray(outcomes.map(({ id }) => id))}::bigint[])
                                   and r.id = (v ->> 'id')::bigint),

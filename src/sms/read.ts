@@ -1,3 +1,4 @@
+import { money } from '../messaging/money.ts';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
@@ -77,6 +78,8 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
       encoding: row.encoding,
       error: row.error,
       errorCode: row.error_code,
+      smsc: row.smsc,
+      price: row.price_micros === null || row.currency === null ? null : money(Number(row.price_micros), row.currency),
       history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({ status: h.status, at: iso(h.at) })),
       partStatus: (partsOf.get(Number(row.id)) ?? []).map((p) => ({
         part: p.part,

@@ -191,8 +191,11 @@ export async function updateRecipients(
 ): Promise<PartKey[]> {
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   for (const { recipientId, status } of steps) {
-    const { parts, encoding } = byId.get(recipientId)!;
-    usage.tally.add(usage.accountOf(recipientId), 'sms', status, { parts, encoding });
+    const { parts, encoding, priceMicros, currency } = byId.get(recipientId)!;
+    // A message is billed, and so costs, when Submitted.
+    const cost =
+      status === 'Submitted' && priceMicros !== null && currency !== null ? { micros: priceMicros, currency } : null;
+    usage.tally.add(usage.accountOf(recipientId), 'sms', status, { parts, encoding, cost });
   }
   await queries[dialect].updateRecipients(db, now, outcomes, steps);
   // Receipts for other parts, and any that came before these parts were recorded.
@@ -290,7 +293,15 @@ function outcomeOf(
   if (!result.accepted) {
     if (!result.permanent) return undefined;
     const { error, errorCode } = result;
-    return { ...sent, status: 'Failed', error, errorCode, operatorMessageIds: [], partStatuses: [], smsc: [] };
+    const none = {
+      operatorMessageIds: [],
+      partStatuses: [],
+      smsc: [],
+      connection: null,
+      priceMicros: null,
+      currency: null,
+    };
+    return { ...sent, status: 'Failed', error, errorCode, ...none };
   }
   const { operatorMessageIds } = result;
   const smsc = result.smsc ?? operatorMessageIds.map(() => DEFAULT_SMSC);
@@ -304,7 +315,12 @@ function outcomeOf(
   const failure = status === 'Failed' ? UNDELIVERED : null;
   const errorCode =
     status === 'Failed' ? (result.receipts?.find((r) => PART_STATUS[r.state] === 'Failed')?.errorCode ?? null) : null;
-  return { ...sent, status, error: failure, errorCode, operatorMessageIds, partStatuses, smsc };
+  const price = result.pricePerPart;
+  const priced = price
+    ? { priceMicros: price.micros * parts.length, currency: price.currency }
+    : { priceMicros: null, currency: null };
+  const connection = smsc.at(-1) ?? null;
+  return { ...sent, status, error: failure, errorCode, operatorMessageIds, partStatuses, smsc, connection, ...priced };
 }
 
 /**

@@ -29,8 +29,15 @@ export type SubmitResult =
   /**
    * `receipts`: any the operator gave with its answer, applied with the result. `smsc`: the
    * connection that took each part, where the transport knows (sms/routing/); else `default`.
+   * `pricePerPart`: its route's, in micro-units, where it has one (sms/transports/routed.ts).
    */
-  | { accepted: true; operatorMessageIds: string[]; receipts?: Receipt[]; smsc?: string[] }
+  | {
+      accepted: true;
+      operatorMessageIds: string[];
+      receipts?: Receipt[];
+      smsc?: string[];
+      pricePerPart?: { micros: number; currency: string };
+    }
   | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
 
 export interface SubmitOptions {

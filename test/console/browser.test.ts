@@ -6,6 +6,7 @@ import type { Locator, Page } from 'playwright-core';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { base64, buildBatch } from '../email/support.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
@@ -39,6 +40,15 @@ forEachDatabase((dialect) => {
     base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
     alice = await api.client();
     bob = await api.client();
+    // A price on SMS_TRANSPORT's connection, for the cost on the usage and send pages.
+    const routes = { routes: [{ prefix: '', smsc: ['default'], pricePerPart: '0.0075', currency: 'EUR' }] };
+    const priced = await api.t.app.inject({
+      method: 'PUT',
+      url: '/admin/sms-routes',
+      headers: bearer(ADMIN_TOKEN),
+      payload: routes,
+    });
+    assert.equal(priced.statusCode, 200, priced.body);
     receiver = await startReceiver();
     browser = await launchBrowser(dialect);
     page = browser.page;
@@ -195,7 +205,7 @@ forEachDatabase((dialect) => {
     const sms = page.getByRole('region', { name: 'Message' });
     assert.match(await sms.innerText(), /Sender name\s+HERALD\s+Text\s+Your order shipped/);
     const smsRecipients = table('Recipients');
-    assert.match(await row(smsRecipients, '919812345601').innerText(), /Delivered/);
+    assert.match(await row(smsRecipients, '919812345601').innerText(), /Delivered\s+1\s+0\.0075 EUR\s+default\b/);
     assert.match(await row(smsRecipients, '919811111111').innerText(), /Failed/);
     const messageId = (await alice.get(`/sms/${queueId}`)).json().recipients[0].messageId as string;
     await row(smsRecipients, messageId).waitFor();
@@ -397,6 +407,9 @@ forEachDatabase((dialect) => {
     }
     assert.equal(usage.totals.sms.messages, 2, 'the two SMS the operator took: one of the batch, the sealed one');
     assert.equal(usage.totals.email.messages, 2);
+    assert.deepEqual(usage.totals.cost, [{ amount: '0.015', currency: 'EUR' }], 'two parts at 0.0075');
+    const total = row(page.getByRole('table', { name: /^Usage per day/ }), 'Total');
+    assert.match(await total.innerText(), /\b0\.015 EUR\b/, 'the cost shown beside the parts');
   });
 
   it("shows another account's send as not found", async () => {

@@ -12,6 +12,11 @@ import {
 } from '../support/crash.ts';
 import { start } from '../cli/support.ts';
 import { startSmsc } from '../../src/sim/smsc.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { loadEncryptionKey } from '../../src/messaging/encryption-key.ts';
+import { keyFromHex } from '../../src/sealed.ts';
+import { addConnection } from '../../src/sms/routing/connections.ts';
+import { replaceRoutes } from '../../src/sms/routing/table.ts';
 import { waitFor } from '../support/wait.ts';
 
 const LIST = 1200; // more than two pages of 500
@@ -247,6 +252,64 @@ forEachDatabase((dialect) => {
       );
     } finally {
       await smsc.close();
+    }
+  });
+
+  it('over two SMSC connections, a worker killed mid-batch then restarted reaches every recipient, and sends ' +
+    'again at most the sum of binds × window', {
+    timeout: 120_000,
+  }, async (t) => {
+    const odd = await startSmsc({ receiptDelayMs: 50 });
+    const rest = await startSmsc({ receiptDelayMs: 50, firstId: 1 });
+    try {
+      const setup = await setUp(SMPP_LIST);
+      const keyring = loadEncryptionKey(database.url, keyFromHex(setup.env.ENCRYPTION_KEY ?? ''));
+      const query = `binds=${SMPP_BINDS}&window=${SMPP_WINDOW}`;
+      for (const [name, smsc] of [
+        ['odd', odd],
+        ['rest', rest],
+      ] as const) {
+        const url = `smpp://herald:secret@127.0.0.1:${smsc.port}?${query}`;
+        await addConnection(database.db, keyring, new ManualClock(0), { name, url });
+      }
+      // The odd thousands of the list's numbers (91980000<d>xxx) to one SMSC, the rest to the other.
+      const oddThousands = ['1', '3'].map((d) => ({ prefix: `91980000${d}`, smsc: ['odd'] }));
+      await replaceRoutes(database.db, [...oddThousands, { prefix: '', smsc: ['rest'] }]);
+      const received = () => [...odd.received(), ...rest.received()].map((message) => message.recipient);
+      const queueId = await killedAfter(setup.env, async () => {
+        const { data } = await accepted(setup, '/sms/batch', {
+          listId: [setup.listId],
+          senderName: 'HERALD',
+          body: 'sale',
+        });
+        await waitFor(
+          'a fifth of the batch at the SMSCs',
+          async () => received().length >= SMPP_LIST / 5 || undefined,
+          {
+            timeoutMs: 60_000,
+          },
+        );
+        return data.QueueId;
+      });
+      const atKill = received().length;
+      assert.ok(atKill < SMPP_LIST, `killed mid-batch (${atKill} of ${SMPP_LIST} submitted)`);
+
+      await servedUntilCompleted(database, setup.env, queueId, 60_000);
+      const counts = tally(received());
+      const again = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
+      const bound = 2 * SMPP_BINDS * SMPP_WINDOW;
+      t.diagnostic(`killed with ${atKill} of ${SMPP_LIST} submitted; sent a second time: ${again} (bound ${bound})`);
+      assert.equal(counts.size, SMPP_LIST, 'every recipient reached');
+      assert.ok(again <= bound, `${again} sent twice, at most the connections' binds × window (${bound})`);
+      const oddOnes = odd.received().map((message) => message.recipient);
+      assert.ok(
+        oddOnes.every((number) => /^91980000[13]/.test(number)),
+        'each number over the connection of its route',
+      );
+      assert.equal(new Set(oddOnes).size, 2000, 'the odd thousands, 2,000 numbers');
+    } finally {
+      await odd.close();
+      await rest.close();
     }
   });
 });

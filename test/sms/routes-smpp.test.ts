@@ -51,8 +51,8 @@ forEachDatabase((dialect) => {
     ((await (await fetch(`http://127.0.0.1:${smsc.httpPort}/messages`)).json()) as { messages: MessageView[] }).messages
       .map((message) => message.recipient)
       .sort();
-  const send = async (client: ApiClient, recipient: string, worker: Worker = api.worker) => {
-    const response = await client.post('/sms/single', { recipient, senderName: 'HERALD', body: 'Your code is 4829' });
+  const send = async (client: ApiClient, recipient: string, body = 'Your code is 4829', worker = api.worker) => {
+    const response = await client.post('/sms/single', { recipient, senderName: 'HERALD', body });
     assert.equal(response.statusCode, 202, response.body);
     await worker.drain();
     return response.json().data.QueueId as string;
@@ -121,6 +121,49 @@ forEachDatabase((dialect) => {
     assert.deepEqual([india.status, india.smsc], ['Failed', ['eu']]);
   });
 
+  it('records the price at submit with each message, its cost in /usage, unchanged by a later price', async () => {
+    assert.equal((await admin('POST', '/admin/smsc', { name: 'lab', url: 'sandbox:' })).statusCode, 201);
+    await setRoutes([
+      { prefix: '91', smsc: ['lab'], pricePerPart: '0.0075', currency: 'EUR' },
+      { prefix: '44', smsc: ['lab'], pricePerPart: '0.05', currency: 'USD' },
+      { prefix: '', smsc: ['lab'] },
+    ]);
+    const read = async (queueId: string) => {
+      const [recipient] = (await alice.get(`/sms/${queueId}`)).json().recipients;
+      return { status: recipient.status, parts: recipient.parts, smsc: recipient.smsc, price: recipient.price };
+    };
+    const oneEuroPart = await send(alice, INDIA);
+    const twoEuroParts = await send(alice, '919812300001', 'x'.repeat(200));
+    const dollars = await send(alice, UK);
+    const free = await send(alice, GERMANY);
+    const eur = (amount: string) => ({ amount, currency: 'EUR' });
+    assert.deepEqual(await read(oneEuroPart), { status: 'Delivered', parts: 1, smsc: 'lab', price: eur('0.0075') });
+    assert.deepEqual(await read(twoEuroParts), { status: 'Delivered', parts: 2, smsc: 'lab', price: eur('0.015') });
+    assert.deepEqual((await read(dollars)).price, { amount: '0.05', currency: 'USD' });
+    assert.deepEqual((await read(free)).price, null, 'a route with no price');
+
+    await setRoutes([{ prefix: '91', smsc: ['lab'], pricePerPart: '0.01', currency: 'EUR' }]);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const later = await send(alice, '919812300002');
+    assert.deepEqual((await read(later)).price, eur('0.01'), 'the new price, for a message sent after the change');
+    assert.deepEqual((await read(oneEuroPart)).price, eur('0.0075'), 'not for one sent before');
+
+    const today = new Date(api.clock.now()).toISOString().slice(0, 10);
+    const usage = (await alice.get(`/usage?from=${today}&to=${today}`)).json();
+    const cost = [eur('0.0325'), { amount: '0.05', currency: 'USD' }];
+    assert.deepEqual(usage.totals.cost, cost);
+    assert.deepEqual(usage.days[0].cost, cost);
+    const csv = (await alice.get(`/usage?from=${today}&to=${today}&format=csv`)).body.split('\r\n');
+    assert.ok(csv[0].startsWith('date,sms_messages,sms_parts_gsm7,sms_parts_ucs2,email_messages,cost_eur,cost_usd,'));
+    assert.ok(csv[1].startsWith(`${today},5,6,0,0,0.0325,0.05,`), csv[1]);
+    const bob = await api.client();
+    assert.deepEqual(
+      (await bob.get(`/usage?from=${today}&to=${today}`)).json().totals.cost,
+      [],
+      "not another account's",
+    );
+  });
+
   it('moves a message an SMSC refuses for now to the next connection of its route, at once', async () => {
     const first = await connection('first', { rejectDestinations: /^91/, rejectStatus: 0x08 });
     const second = await connection('second');
@@ -153,7 +196,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await taken(second), [GERMANY]);
   });
 
-  it('fails a number no route matches with `no route` once a connection was added and SMS_TRANSPORT is unset', async () => {
+  it('fails a number no route matches with `no route` once connections exist and SMS_TRANSPORT is unset', async () => {
     const uk = await connection('uk');
     await setRoutes([{ prefix: '44', smsc: ['uk'] }]);
     const queueId = await send(alice, INDIA);
@@ -168,14 +211,14 @@ forEachDatabase((dialect) => {
     const other = createWorker(api.t.ctx, { log: api.t.app.log });
     workers.push(other);
     await setRoutes([{ prefix: '', smsc: ['before'] }]);
-    await settled(alice, await send(alice, INDIA, api.worker));
-    await settled(alice, await send(alice, GERMANY, other));
+    await settled(alice, await send(alice, INDIA, undefined, api.worker));
+    await settled(alice, await send(alice, GERMANY, undefined, other));
     assert.deepEqual(await taken(before), [GERMANY, INDIA]);
 
     await setRoutes([{ prefix: '', smsc: ['after'] }]);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    assert.deepEqual((await settled(alice, await send(alice, INDIA, api.worker))).smsc, ['after']);
-    assert.deepEqual((await settled(alice, await send(alice, GERMANY, other))).smsc, ['after']);
+    assert.deepEqual((await settled(alice, await send(alice, INDIA, undefined, api.worker))).smsc, ['after']);
+    assert.deepEqual((await settled(alice, await send(alice, GERMANY, undefined, other))).smsc, ['after']);
     assert.deepEqual(await taken(after), [GERMANY, INDIA]);
   });
 });

@@ -9,3 +9,8 @@ export function formatNumber(n: number, locale: string): string {
   }
   return format.format(n);
 }
+
+/** Money as the API gives it, its amount exact (never rounded to a locale's format): `0.0325 EUR · 0.05 USD`. */
+export function formatMoney(amounts: ReadonlyArray<{ amount: string; currency: string }>): string {
+  return amounts.map((money) => `${money.amount} ${money.currency}`).join(' · ') || '—';
+}

@@ -38,6 +38,10 @@ export interface SmsRecipient {
   parts: number | null;
   encoding: string | null;
   error: string | null;
+  /** The SMSC connection that took it; null until submitted. */
+  smsc: string | null;
+  /** Its parts at its route's price at submit; null for none. */
+  price: Money | null;
   history: Array<{ status: string; at: string }>;
   partStatus: Array<{ part: number; operatorMessageId: string | null; status: string }>;
   clicks: Array<{ at: string; userAgent: string | null }>;
@@ -112,11 +116,17 @@ export interface EmailUsage {
   statuses: Record<string, number>;
 }
 
+/** `{amount, currency}`: a decimal string and its ISO 4217 code. */
+export interface Money {
+  amount: string;
+  currency: string;
+}
+
 export interface Usage {
   from: string;
   to: string;
-  days: Array<{ date: string; sms: SmsUsage; email: EmailUsage }>;
-  totals: { sms: SmsUsage; email: EmailUsage };
+  days: Array<{ date: string; sms: SmsUsage; email: EmailUsage; cost: Money[] }>;
+  totals: { sms: SmsUsage; email: EmailUsage; cost: Money[] };
 }
 
 export interface Contact {

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type Kysely } from 'kysely';
 
 /**
  * SMS routes (ARCHITECTURE.md, "SMS routes (operator)"): the SMSC connections added through the
@@ -49,6 +49,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
             select 'default', operator_message_id, status, error_code, at from sms_receipts`.execute(db);
   await db.schema.dropTable('sms_receipts').execute();
   await db.schema.alterTable('sms_receipts_by_smsc').renameTo('sms_receipts').execute();
+  // A message's connection and price (parts × the route's price per part) at its submit.
+  await db.schema.alterTable('send_recipients').addColumn('smsc', 'text').execute();
+  await db.schema.alterTable('send_recipients').addColumn('price_micros', 'bigint').execute();
+  await db.schema.alterTable('send_recipients').addColumn('currency', 'text').execute();
+  await usageWithCost(db);
   // Every part sent before took SMS_TRANSPORT's connection.
   for (const table of ['sms_parts', 'smpp_submits']) {
     await db.schema
@@ -56,4 +61,47 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('smsc', 'text', (c) => c.notNull().defaultTo('default'))
       .execute();
   }
+}
+
+/**
+ * Usage counts the cost of what was Submitted, per currency ('' for none): a key column of the
+ * rollup (rebuilt, as SQLite changes no primary key in place) and of its deltas.
+ */
+async function usageWithCost(db: Kysely<unknown>): Promise<void> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  let table = db.schema
+    .createTable('usage_rollup_by_currency')
+    .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id').onDelete('cascade'))
+    .addColumn('channel', 'text', (c) => c.notNull().check(sql`channel in ('sms', 'email')`))
+    .addColumn('bucket', 'bigint', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('encoding', 'text', (c) => c.notNull())
+    .addColumn('currency', 'text', (c) => c.notNull())
+    .addColumn('messages', 'bigint', (c) => c.notNull())
+    .addColumn('parts', 'bigint', (c) => c.notNull())
+    .addColumn('cost_micros', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('usage_rollup_by_currency_pkey', [
+      'account_id',
+      'channel',
+      'bucket',
+      'status',
+      'encoding',
+      'currency',
+    ]);
+  if (!postgres) table = table.modifyEnd(sql`without rowid`);
+  await table.execute();
+  await sql`insert into usage_rollup_by_currency
+              (account_id, channel, bucket, status, encoding, currency, messages, parts, cost_micros)
+            select account_id, channel, bucket, status, encoding, '', messages, parts, 0
+              from usage_rollup`.execute(db);
+  await db.schema.dropTable('usage_rollup').execute();
+  await db.schema.alterTable('usage_rollup_by_currency').renameTo('usage_rollup').execute();
+  await db.schema
+    .alterTable('usage_deltas')
+    .addColumn('currency', 'text', (c) => c.notNull().defaultTo(''))
+    .execute();
+  await db.schema
+    .alterTable('usage_deltas')
+    .addColumn('cost_micros', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
 }

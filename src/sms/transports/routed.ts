@@ -3,7 +3,7 @@ import type { Schema } from '../../db/schema.ts';
 import { silentLog, type Log } from '../../log.ts';
 import type { Keyring } from '../../sealed.ts';
 import { openConnections, type SmscConnection } from '../routing/connections.ts';
-import { readRoutes, RoutingTable } from '../routing/table.ts';
+import { readRoutes, RoutingTable, type RouteRow } from '../routing/table.ts';
 import { routingVersion } from '../routing/version.ts';
 import {
   DEFAULT_SMSC,
@@ -44,6 +44,8 @@ interface Opened {
 interface Routed {
   message: OutgoingSms;
   index: number;
+  /** Its route's price per part, the one in force now: recorded with the message. */
+  price: { micros: number; currency: string } | undefined;
   /** The connections to try, in turn: the route's with a bind up first, then the rest, each in the route's order. */
   order: string[];
   step: number;
@@ -91,9 +93,14 @@ export class RoutedTransport implements SmsTransport {
     const results: SubmitResult[] = new Array(messages.length);
     let pending: Routed[] = [];
     messages.forEach((message, index) => {
-      const order = this.orderFor(message);
+      const route = this.table.routeFor(message.accountId, message.recipient);
+      const order = this.orderFor(route);
+      const price =
+        route?.priceMicros != null && route.currency !== null
+          ? { micros: route.priceMicros, currency: route.currency }
+          : undefined;
       if (order.length === 0) results[index] = NO_ROUTE;
-      else pending.push({ message, index, order, step: 0 });
+      else pending.push({ message, index, price, order, step: 0 });
     });
     while (pending.length > 0) {
       const groups = new Map<string, Routed[]>();
@@ -115,7 +122,7 @@ export class RoutedTransport implements SmsTransport {
             const routed = group[i];
             if (result.accepted) {
               const smsc = result.smsc ?? result.operatorMessageIds.map(() => name);
-              results[routed.index] = { ...result, smsc };
+              results[routed.index] = { ...result, smsc, ...(routed.price && { pricePerPart: routed.price }) };
             } else if (result.permanent || last || signal.aborted) {
               results[routed.index] = result;
             } else {
@@ -160,8 +167,7 @@ export class RoutedTransport implements SmsTransport {
   }
 
   /** The connections a message tries: its route's, those with a bind up first; `default` for none; or none at all. */
-  private orderFor(message: OutgoingSms): string[] {
-    const route = this.table.routeFor(message.accountId, message.recipient);
+  private orderFor(route: RouteRow | undefined): string[] {
     if (!route) return this.anyAdded && !this.options.defaultSet ? [] : [DEFAULT_SMSC];
     const up = (name: string) => {
       const binds = this.transportOf(name)?.bindsUp?.();

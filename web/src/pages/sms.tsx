@@ -1,3 +1,4 @@
+import { formatMoney } from '../numbers.ts';
 import { useState } from 'preact/hooks';
 import { get, withQuery } from '../api.ts';
 import { usePages } from '../load.ts';
@@ -48,6 +49,8 @@ const RECIPIENT_COLUMNS = [
   'Message id',
   'Status',
   'Parts',
+  'Price',
+  'SMSC',
   'Encoding',
   'Reason or error',
   'History',
@@ -65,6 +68,8 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
         <Status word={r.status} />
       </td>
       <td>{r.parts ?? '—'}</td>
+      <td>{r.price ? formatMoney([r.price]) : '—'}</td>
+      <td>{r.smsc ?? '—'}</td>
       <td>{r.encoding ?? '—'}</td>
       <td>{[r.reason, r.error].filter(Boolean).join('; ') || '—'}</td>
       <td>

@@ -3,7 +3,8 @@ import { get, withQuery } from '../api.ts';
 import { useLoad } from '../load.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { addDays, dayStart, localDate } from '../time.ts';
-import type { EmailUsage, SmsUsage, Usage as UsageBody } from '../types.ts';
+import type { EmailUsage, Money, SmsUsage, Usage as UsageBody } from '../types.ts';
+import { formatMoney } from '../numbers.ts';
 import { Page } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Table } from '../components/table.tsx';
@@ -11,8 +12,8 @@ import { TimeChart, type Line } from '../components/chart.tsx';
 import { EMAIL_COLOUR, SMS_COLOUR } from '../components/colours.ts';
 import { useNumber, useZone } from '../components/zone.tsx';
 
-function Cells(props: { sms: SmsUsage; email: EmailUsage }) {
-  const { sms, email } = props;
+function Cells(props: { sms: SmsUsage; email: EmailUsage; cost: Money[] }) {
+  const { sms, email, cost } = props;
   const number = useNumber();
   const words = (statuses: Record<string, number>) =>
     Object.entries(statuses)
@@ -24,6 +25,7 @@ function Cells(props: { sms: SmsUsage; email: EmailUsage }) {
       <td class="num">{number(sms.parts.gsm7)}</td>
       <td class="num">{number(sms.parts.ucs2)}</td>
       <td class="num">{number(email.messages)}</td>
+      <td class="num">{formatMoney(cost)}</td>
       <td>{words(sms.statuses)}</td>
       <td>{words(email.statuses)}</td>
     </>
@@ -108,7 +110,7 @@ export function Usage() {
       </form>
       <p class="muted">
         Days in your account's time zone ({zone.label}). SMS are billed once the operator accepts them, each part as a
-        message; emails once handed over for sending.
+        message, and cost what their route's price per part was then; emails are billed once handed over for sending.
       </p>
       <Show loaded={usage}>
         {(data) => (
@@ -116,13 +118,22 @@ export function Usage() {
             <UsageChart usage={data} />
             <Table
               caption={`Usage per day, ${data.from} to ${data.to}`}
-              head={['Date', 'SMS', 'SMS parts GSM-7', 'SMS parts UCS-2', 'Emails', 'SMS statuses', 'Email statuses']}
+              head={[
+                'Date',
+                'SMS',
+                'SMS parts GSM-7',
+                'SMS parts UCS-2',
+                'Emails',
+                'SMS cost',
+                'SMS statuses',
+                'Email statuses',
+              ]}
               rows={data.days.length}
               foot={
                 <tfoot>
                   <tr>
                     <th scope="row">Total</th>
-                    <Cells sms={data.totals.sms} email={data.totals.email} />
+                    <Cells sms={data.totals.sms} email={data.totals.email} cost={data.totals.cost} />
                   </tr>
                 </tfoot>
               }
@@ -130,7 +141,7 @@ export function Usage() {
               {data.days.map((day) => (
                 <tr key={day.date}>
                   <th scope="row">{day.date}</th>
-                  <Cells sms={day.sms} email={day.email} />
+                  <Cells sms={day.sms} email={day.email} cost={day.cost} />
                 </tr>
               ))}
             </Table>
