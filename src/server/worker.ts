@@ -15,7 +15,7 @@ import { smsSingleHandler } from '../sms/single.ts';
 import { BindsBeat } from '../sms/routing/binds.ts';
 import { sandboxTransport } from '../sms/transports/sandbox.ts';
 import { SMPP_PURGES } from '../sms/transports/smpp/journal.ts';
-import { smppTransport } from '../sms/transports/smpp/transport.ts';
+import { SmppJournal, smppTransport } from '../sms/transports/smpp/transport.ts';
 import { routedTransport } from '../sms/transports/routed.ts';
 import type { Config } from '../config.ts';
 import { DEFAULT_SMSC, type InboundSms, type SmsTransport } from '../sms/transport.ts';
@@ -40,12 +40,13 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
+  const journal = new SmppJournal(ctx.database, ctx.clock, log);
   const transport = routedTransport({
     db: ctx.database.reads,
     keyring: ctx.encryptionKey,
-    defaultTransport: smsTransport(ctx, log, DEFAULT_SMSC, ctx.config.smsTransport),
+    defaultTransport: smsTransport(ctx, log, journal, DEFAULT_SMSC, ctx.config.smsTransport),
     defaultSet: ctx.config.smsTransportUrl !== undefined,
-    open: (connection) => smsTransport(ctx, log, connection.name, connection.transport),
+    open: (connection) => smsTransport(ctx, log, journal, connection.name, connection.transport),
     log,
   });
   worker.holds(transport);
@@ -80,6 +81,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
 function smsTransport(
   ctx: AppContext,
   log: Log | undefined,
+  journal: SmppJournal,
   name: string,
   setting: Config['smsTransport'],
 ): SmsTransport {
@@ -89,6 +91,7 @@ function smsTransport(
   const { database, clock, metrics } = ctx;
   return smppTransport(setting.settings, {
     name,
+    journal,
     database,
     clock,
     metrics,

@@ -94,52 +94,49 @@ interface AnswerRow {
   smsc: string;
 }
 
+/** A receipt with the connection it came over. */
+export type ConnectionReceipt = DeliveryReceipt & { smsc: string };
+
 /**
- * Receipts of one connection in one transaction: each matched to the part it reports on by its
- * id under each reading together with its recipient, among the parts that connection took —
- * those whose outcome is not yet recorded (smpp_submits), then recorded ones (sms_parts) — and
- * applied (receipts.ts). One that matches nothing yet waits in sms_receipts under each reading,
- * for a part recorded later (another process's submit, just answered); answers how many those
- * were.
+ * Receipts, of one connection or several, in one transaction: each matched to the part it
+ * reports on by its id under each reading together with its recipient, among the parts its
+ * connection took — those whose outcome is not yet recorded (smpp_submits), then recorded ones
+ * (sms_parts) — and applied (receipts.ts). One that matches nothing yet waits in sms_receipts
+ * under each reading, for a part recorded later (another process's submit, just answered);
+ * answers how many those were, per connection.
  */
 export const applySmppReceipts = procedure(
   import.meta.url,
   'applySmppReceipts',
-  async ({ db, dialect }, args: { now: number; smsc: string; receipts: DeliveryReceipt[] }): Promise<number> => {
-    const { smsc } = args;
+  async ({ db, dialect }, args: { now: number; receipts: ConnectionReceipt[] }): Promise<Record<string, number>> => {
     const { waiting, unmatched } = await db.transaction().execute(async (trx) => {
       const known = new Set<string>();
-      const key = (recipient: string, id: string) => `${recipient}\n${id}`;
+      const key = (smsc: string, recipient: string, id: string) => `${smsc}\n${recipient}\n${id}`;
       const readings = [...new Set(args.receipts.flatMap((r) => r.readings))];
       const pending = await trx
         .selectFrom('smpp_submits')
-        .select(['recipient', 'operator_message_id'])
+        .select(['smsc', 'recipient', 'operator_message_id'])
         .where('operator_message_id', 'in', inJson(dialect, readings))
-        .where('smsc', '=', smsc)
         .execute();
-      for (const row of pending) known.add(key(row.recipient, row.operator_message_id));
-      const notPending = args.receipts.filter((r) => !r.readings.some((id) => known.has(key(r.recipient, id))));
+      for (const row of pending) known.add(key(row.smsc, row.recipient, row.operator_message_id));
+      const isKnown = (r: ConnectionReceipt) => r.readings.some((id) => known.has(key(r.smsc, r.recipient, id)));
+      const notPending = args.receipts.filter((r) => !isKnown(r));
       if (notPending.length > 0) {
         const recorded = await trx
           .selectFrom('sms_parts as p')
           .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
-          .select(['r.address', 'p.operator_message_id'])
+          .select(['p.smsc', 'r.address', 'p.operator_message_id'])
           .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(notPending.flatMap((r) => r.readings))]))
-          .where('p.smsc', '=', smsc)
           .execute();
-        for (const row of recorded) known.add(key(row.address, row.operator_message_id));
+        for (const row of recorded) known.add(key(row.smsc, row.address, row.operator_message_id));
       }
-      let unmatched = 0;
+      const unmatched: Record<string, number> = {};
       const receipts: Receipt[] = args.receipts.flatMap((r) => {
-        const id = r.readings.find((reading) => known.has(key(r.recipient, reading)));
-        if (id !== undefined) return [{ smsc, operatorMessageId: id, state: r.state, errorCode: r.errorCode }];
-        unmatched += 1;
-        return r.readings.map((reading) => ({
-          smsc,
-          operatorMessageId: reading,
-          state: r.state,
-          errorCode: r.errorCode,
-        }));
+        const { smsc, state, errorCode } = r;
+        const id = r.readings.find((reading) => known.has(key(smsc, r.recipient, reading)));
+        if (id !== undefined) return [{ smsc, operatorMessageId: id, state, errorCode }];
+        unmatched[smsc] = (unmatched[smsc] ?? 0) + 1;
+        return r.readings.map((reading) => ({ smsc, operatorMessageId: reading, state, errorCode }));
       });
       return { waiting: await applyReceipts(trx, dialect, { now: () => args.now }, { receipts }), unmatched };
     });
