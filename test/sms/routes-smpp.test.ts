@@ -43,18 +43,27 @@ forEachDatabase((dialect) => {
     assert.equal(added.statusCode, 201, added.body);
     return smsc;
   }
+  /** A worker started now: its routed transport reads the routes as they are at its start. */
+  const startWorker = () => {
+    const worker = createWorker(api.t.ctx, { log: api.t.app.log });
+    workers.push(worker);
+    return worker;
+  };
+  let worker: Worker;
+  /** Replaces the table, and starts the worker that sends from then on, which reads it at once. */
   const setRoutes = async (routes: object[]) => {
     const response = await admin('PUT', '/admin/sms-routes', { routes });
     assert.equal(response.statusCode, 200, response.body);
+    worker = startWorker();
   };
   const taken = async (smsc: Smsc) =>
     ((await (await fetch(`http://127.0.0.1:${smsc.httpPort}/messages`)).json()) as { messages: MessageView[] }).messages
       .map((message) => message.recipient)
       .sort();
-  const send = async (client: ApiClient, recipient: string, body = 'Your code is 4829', worker = api.worker) => {
+  const send = async (client: ApiClient, recipient: string, body = 'Your code is 4829', by = worker) => {
     const response = await client.post('/sms/single', { recipient, senderName: 'HERALD', body });
     assert.equal(response.statusCode, 202, response.body);
-    await worker.drain();
+    await by.drain();
     return response.json().data.QueueId as string;
   };
   /** The recipient's status once it is final, with the connection each part went over. */
@@ -80,6 +89,19 @@ forEachDatabase((dialect) => {
       { prefix: '', smsc: ['eu'] },
       { prefix: '91', smsc: ['uk'], accountId: bob.account.row.id },
     ]);
+    const states = async () =>
+      (await admin('GET', '/admin/smsc')).json().smsc.map((c: { name: string; state: string }) => [c.name, c.state]);
+    await waitFor('the worker bound to both before any message', async () => {
+      const now = await states();
+      return (
+        JSON.stringify(now) ===
+          JSON.stringify([
+            ['default', 'sandbox'],
+            ['eu', 'up'],
+            ['uk', 'up'],
+          ]) || undefined
+      );
+    });
     const sent = {
       aliceUk: await send(alice, UK),
       aliceIndia: await send(alice, INDIA),
@@ -142,9 +164,10 @@ forEachDatabase((dialect) => {
     assert.deepEqual((await read(dollars)).price, { amount: '0.05', currency: 'USD' });
     assert.deepEqual((await read(free)).price, null, 'a route with no price');
 
+    const running = worker;
     await setRoutes([{ prefix: '91', smsc: ['lab'], pricePerPart: '0.01', currency: 'EUR' }]);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    const later = await send(alice, '919812300002');
+    const later = await send(alice, '919812300002', undefined, running);
     assert.deepEqual((await read(later)).price, eur('0.01'), 'the new price, for a message sent after the change');
     assert.deepEqual((await read(oneEuroPart)).price, eur('0.0075'), 'not for one sent before');
 
@@ -208,16 +231,15 @@ forEachDatabase((dialect) => {
   it('applies a route change in every running worker within 5 s, with no restart', async () => {
     const before = await connection('before');
     const after = await connection('after');
-    const other = createWorker(api.t.ctx, { log: api.t.app.log });
-    workers.push(other);
     await setRoutes([{ prefix: '', smsc: ['before'] }]);
-    await settled(alice, await send(alice, INDIA, undefined, api.worker));
+    const [one, other] = [worker, startWorker()];
+    await settled(alice, await send(alice, INDIA, undefined, one));
     await settled(alice, await send(alice, GERMANY, undefined, other));
     assert.deepEqual(await taken(before), [GERMANY, INDIA]);
 
     await setRoutes([{ prefix: '', smsc: ['after'] }]);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    assert.deepEqual((await settled(alice, await send(alice, INDIA, undefined, api.worker))).smsc, ['after']);
+    assert.deepEqual((await settled(alice, await send(alice, INDIA, undefined, one))).smsc, ['after']);
     assert.deepEqual((await settled(alice, await send(alice, GERMANY, undefined, other))).smsc, ['after']);
     assert.deepEqual(await taken(after), [GERMANY, INDIA]);
   });

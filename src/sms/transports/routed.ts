@@ -56,8 +56,9 @@ interface Routed {
  * a connection of the route its number takes (routing/table.ts), the first with a bind up; a
  * refusal for now moves it to the next, and one that waits for binds on a connection that lost
  * them moves after FAILOVER_PATIENCE_MS; a refusal for good ends it. The routes and connections
- * are reloaded when their version moves; the connections a route names are opened then, so
- * they bind before traffic comes, and those none names any more are closed.
+ * are read at start and again whenever their version moved (polled every POLL_MS); the
+ * connections a route names are opened then, so they bind before traffic comes, and those none
+ * names any more are closed.
  */
 export function routedTransport(options: RoutedTransportOptions): RoutedTransport {
   return new RoutedTransport(options);
@@ -73,11 +74,20 @@ export class RoutedTransport implements SmsTransport {
   private version: number | undefined;
   private checkedAt = Number.NEGATIVE_INFINITY;
   private loading: Promise<void> | undefined;
+  private readonly timer: NodeJS.Timeout;
 
   constructor(options: RoutedTransportOptions) {
     this.options = options;
     this.log = options.log ?? silentLog;
     this.monotonic = options.monotonic ?? (() => performance.now());
+    // Read at once and then while idle too, so the connections bind before the first message
+    // and a change applies (and shows in GET /admin/smsc) with no traffic.
+    const refresh = () => {
+      this.fresh().catch((error: unknown) => this.log.warn({ err: error }, 'the SMS routes could not be read'));
+    };
+    refresh();
+    this.timer = setInterval(refresh, options.pollMs ?? POLL_MS);
+    this.timer.unref();
   }
 
   /** Every connection this process holds open, `default` first: the binds it reports (routing/binds.ts). */
@@ -137,6 +147,7 @@ export class RoutedTransport implements SmsTransport {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.timer);
     await this.loading?.catch(() => {});
     const transports = [this.options.defaultTransport, ...[...this.opened.values()].map((o) => o.transport)];
     this.opened = new Map();
