@@ -116,7 +116,9 @@ export class RoutedTransport implements SmsTransport {
       const groups = new Map<string, Routed[]>();
       for (const routed of pending) {
         const key = `${routed.order[routed.step]}\n${routed.step === routed.order.length - 1}`;
-        groups.set(key, [...(groups.get(key) ?? []), routed]);
+        const group = groups.get(key);
+        if (group) group.push(routed);
+        else groups.set(key, [routed]);
       }
       const next: Routed[] = [];
       await Promise.all(
