@@ -219,6 +219,32 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await taken(second), [GERMANY]);
   });
 
+  it('moves messages waiting on a connection that lost its binds to the next after 10 s', {
+    timeout: 60_000,
+  }, async () => {
+    // One submit a second: the rest of the batch waits, throttled, on the first connection.
+    const first = await connection('first', { tps: 1 });
+    const second = await connection('second');
+    await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    const response = await alice.post('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Our sale starts today',
+      recipients: [INDIA, GERMANY, UK].map((mobileNo) => ({ mobileNo })),
+    });
+    assert.equal(response.statusCode, 202, response.body);
+    const running = worker.drain();
+    await waitFor('the first submit at the first SMSC', async () =>
+      first.stats().submits.accepted > 0 ? true : undefined,
+    );
+    const lost = Date.now();
+    await first.close();
+    await running;
+    const moved = await taken(second);
+    assert.equal(moved.length, 2, `the two still waiting moved: ${moved}`);
+    const waited = Date.now() - lost;
+    assert.ok(waited >= 9_000 && waited < 20_000, `after about 10 s: not at once, nor the last's 30 s (${waited} ms)`);
+  });
+
   it('fails a number no route matches with `no route` once connections exist and SMS_TRANSPORT is unset', async () => {
     const uk = await connection('uk');
     await setRoutes([{ prefix: '44', smsc: ['uk'] }]);
