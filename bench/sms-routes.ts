@@ -5,9 +5,10 @@
  *  - one: SMS_TRANSPORT to simulator A with 2 binds and a window of 50;
  *  - two: SMS_TRANSPORT unset, connections `a` (simulator A) and `b` (simulator B) of 1 bind and a
  *    window of 50 each, the list's numbers split half and half by prefix.
- * The same total binds × window, and two simulator processes running in both (B idle in one). It
- * prints, per round and database, messages/s from the request to the last submit_sm's arrival at
- * either simulator, and the ratio two / one; then the medians.
+ * The same total binds × window, and two simulator processes running in both (B idle in one),
+ * each numbering its messages from its own start. It prints, per round and database, messages/s
+ * from the request to the last submit_sm's arrival at either simulator, and the ratio two / one;
+ * then the medians.
  *
  *   npm run bench:sms-routes                                              # SQLite, then PostgreSQL
  *   BENCH_DATABASES=sqlite BENCH_ROUNDS=1 BENCH_LIST=20000 npm run bench:sms-routes
@@ -173,7 +174,11 @@ async function onSqlite<T>(body: (url: string) => Promise<T>): Promise<T> {
 
 console.log(`${machine()}; binds × window 2 × ${WINDOW} on both shapes; receipts after ${RECEIPT_DELAY_MS} ms`);
 const args = ['--receipt-delay-ms', String(RECEIPT_DELAY_MS), '--retain', String(LIST * 2)];
-const simulators = [await startSimulator(args), await startSimulator(args)] as [SimulatorProcess, SimulatorProcess];
+// Two operators' SMSCs number their messages each their own way: B's ids start far from A's.
+const simulators = [await startSimulator(args), await startSimulator([...args, '--first-id', '500000000'])] as [
+  SimulatorProcess,
+  SimulatorProcess,
+];
 try {
   for (const name of DATABASES) await onDatabase(name, simulators);
 } finally {
