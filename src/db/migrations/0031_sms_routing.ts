@@ -43,7 +43,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('error_code', 'text')
     .addColumn('at', 'bigint', (c) => c.notNull())
-    .addPrimaryKeyConstraint('sms_receipts_by_smsc_pkey', ['smsc', 'operator_message_id'])
+    // The id first: receipts are looked up by their ids (receipts.ts), then matched within their connection.
+    .addPrimaryKeyConstraint('sms_receipts_by_smsc_pkey', ['operator_message_id', 'smsc'])
     .execute();
   await sql`insert into sms_receipts_by_smsc (smsc, operator_message_id, status, error_code, at)
             select 'default', operator_message_id, status, error_code, at from sms_receipts`.execute(db);
