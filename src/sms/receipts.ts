@@ -27,7 +27,8 @@ export interface Receipt extends PartKey {
 }
 
 const keyOf = (part: { smsc: string; operator_message_id: string }) => `${part.smsc}\n${part.operator_message_id}`;
-const keyOfPart = (part: PartKey) => `${part.smsc}\n${part.operatorMessageId}`;
+/** One string for a part's key: a map's key within a page or a group of receipts. */
+export const keyOfPart = (part: PartKey) => `${part.smsc}\n${part.operatorMessageId}`;
 
 /** ARCHITECTURE.md's words for a receipt's state; a state it does not name leaves the part as it is. */
 export const PART_STATUS: Record<string, 'Processed' | 'Delivered' | 'Failed'> = {

@@ -27,6 +27,7 @@ import {
   applyReceipts,
   matchWaiting,
   messageStatus,
+  keyOfPart,
   PART_STATUS,
   SMS_STATUS_TYPE,
   smsStatusEvent,
@@ -264,7 +265,7 @@ export function pageOutcomes(
   results: SubmitResult[],
 ): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
   const given = new Map(
-    results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [givenKey(r), r]),
+    results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [keyOfPart(r), r]),
   );
   const outcomes: Outcome[] = [];
   rows.forEach((row, i) => {
@@ -279,8 +280,6 @@ export function pageOutcomes(
  * as its last status, with Submitted before it in its history and events. Receipts in
  * `given` that name a part of this message are taken out of it.
  */
-const givenKey = (part: PartKey) => `${part.smsc}\n${part.operatorMessageId}`;
-
 function outcomeOf(
   row: PageRow,
   message: OutgoingSms,
@@ -306,7 +305,7 @@ function outcomeOf(
   const { operatorMessageIds } = result;
   const smsc = result.smsc ?? operatorMessageIds.map(() => DEFAULT_SMSC);
   const partStatuses = operatorMessageIds.map((id, i) => {
-    const key = givenKey({ smsc: smsc[i], operatorMessageId: id });
+    const key = keyOfPart({ smsc: smsc[i], operatorMessageId: id });
     const receipt = given.get(key);
     given.delete(key);
     return (receipt && PART_STATUS[receipt.state]) ?? 'Submitted';

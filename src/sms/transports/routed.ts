@@ -182,9 +182,10 @@ export class RoutedTransport implements SmsTransport {
   /** The connections a message tries: its route's, those with a bind up first; `default` for none; or none at all. */
   private orderFor(route: RouteRow | undefined): string[] {
     if (!route) return this.anyAdded && !this.options.defaultSet ? [] : [DEFAULT_SMSC];
+    // A transport that does not bind (the sandbox) is up while it is open.
     const up = (name: string) => {
-      const binds = this.transportOf(name)?.bindsUp?.();
-      return binds === undefined ? this.transportOf(name) !== undefined : binds > 0;
+      const transport = this.transportOf(name);
+      return transport !== undefined && (transport.bindsUp?.() ?? 1) > 0;
     };
     return [...route.smsc.filter(up), ...route.smsc.filter((name) => !up(name))];
   }
