@@ -27,38 +27,40 @@ export const eraseDeletedValues: Record<DialectName, Erase> = {
    * and a plain VACUUM only marks its space free: the bytes can stay in the page (seen with
    * pageinspect after updating a row to a shorter value). VACUUM FULL writes each table anew,
    * outside a transaction (VACUUM refuses one). What it cannot remove: the versions that a
-   * transaction begun before the change may still read, and PostgreSQL's own WAL, until it
-   * recycles its segments. So it first waits, for a while, for every transaction in the database
-   * that began before the change to end: an autovacuum ANALYZE of a database just migrated, a
-   * query under way. One that outlasts the wait (a pg_dump) keeps the old versions it may read
-   * until it ends and a vacuum comes.
+   * snapshot may still read, and PostgreSQL's own WAL, until it recycles its segments. So it
+   * first waits, for a while, for what would keep them (outlastOlderSnapshots); one that
+   * outlasts the wait (a pg_dump) keeps the old versions until it ends and a vacuum comes.
    */
   postgres: async (db, tables) => {
-    await outlastOlderTransactions(db);
+    await outlastOlderSnapshots(db);
     await sql`vacuum full ${sql.join(tables.map((table) => sql.table(table)))}`.execute(db);
   },
 };
 
-const OLDER_TRANSACTIONS_WAIT_MS = 10_000;
-const OLDER_TRANSACTIONS_POLL_MS = 20;
+const OLDER_SNAPSHOTS_WAIT_MS = 10_000;
+const OLDER_SNAPSHOTS_POLL_MS = 20;
 
 /**
- * Until no other backend in this database holds a snapshot (backend_xmin) in a transaction begun
- * before this call, or the wait is over: VACUUM FULL copies every row version such a snapshot
- * may still see.
+ * Until VACUUM FULL may drop every row version that transactions committed before this call
+ * deleted, or the wait is over. It copies those a snapshot may still see: one that another
+ * backend of this database holds from before, and also its own, whose horizon is the oldest
+ * transaction still running in any database of the server (a migration or an ANALYZE next door
+ * holds it back as surely as a reader here).
  */
-async function outlastOlderTransactions(db: Kysely<Schema>): Promise<void> {
-  const { rows } = await sql<{ since: string }>`select clock_timestamp()::text as since`.execute(db);
-  const since = rows[0].since;
-  const deadline = Date.now() + OLDER_TRANSACTIONS_WAIT_MS;
+async function outlastOlderSnapshots(db: Kysely<Schema>): Promise<void> {
+  const { rows } = await sql<{ next: string }>`select pg_snapshot_xmax(pg_current_snapshot())::text as next`.execute(
+    db,
+  );
+  const next = rows[0].next;
+  const deadline = Date.now() + OLDER_SNAPSHOTS_WAIT_MS;
   while (Date.now() < deadline) {
-    const { rows: older } = await sql<{ pid: number }>`
-      select pid from pg_stat_activity
-       where datname = current_database() and pid <> pg_backend_pid()
-         and backend_xmin is not null and xact_start < ${since}::timestamptz
-       limit 1`.execute(db);
-    if (older.length === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, OLDER_TRANSACTIONS_POLL_MS));
+    const { rows: held } = await sql<{ held: boolean }>`
+      select pg_snapshot_xmin(pg_current_snapshot()) < ${next}::xid8
+          or exists (select from pg_stat_activity
+                      where datname = current_database() and pid <> pg_backend_pid()
+                        and age(backend_xmin) > age(${next}::xid8::xid)) as held`.execute(db);
+    if (!held[0].held) return;
+    await new Promise((resolve) => setTimeout(resolve, OLDER_SNAPSHOTS_POLL_MS));
   }
 }
 
