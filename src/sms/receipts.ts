@@ -5,7 +5,7 @@ import { chunkOf } from '../db/chunks.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
-import { inJson } from '../db/in-json.ts';
+import { isAnyOf } from '../db/in-json.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { queries, stillOpen } from './queries.ts';
 
@@ -161,7 +161,7 @@ export async function matchWaiting(db: Db, dialect: DialectName, now: number, wa
   const arrived = await db
     .selectFrom('sms_receipts')
     .select('operator_message_id')
-    .where('operator_message_id', 'in', inJson(dialect, idsOf(waiting)))
+    .where(isAnyOf(dialect, 'operator_message_id', idsOf(waiting)))
     .limit(1)
     .execute();
   if (arrived.length === 0) return;
@@ -206,15 +206,18 @@ const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMes
  * them, and applied to its own part.
  */
 async function takeMatched(db: Db, dialect: DialectName, which: PartKey[] | { limit: number }): Promise<Matched[]> {
+  // Given the ids, both tables are held to them, so that neither is read whole whatever the plan.
+  const ids = Array.isArray(which) ? idsOf(which) : undefined;
   const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
                                         where p.operator_message_id = sms_receipts.operator_message_id
-                                          and p.smsc = sms_receipts.smsc)`;
+                                          and p.smsc = sms_receipts.smsc
+                                          and ${ids ? isAnyOf(dialect, 'p.operator_message_id', ids) : sql`true`})`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)
     .where((eb) =>
       Array.isArray(which)
-        ? eb('operator_message_id', 'in', inJson(dialect, idsOf(which)))
+        ? isAnyOf(dialect, 'operator_message_id', idsOf(which))
         : eb(
             'operator_message_id',
             'in',
@@ -228,7 +231,7 @@ async function takeMatched(db: Db, dialect: DialectName, which: PartKey[] | { li
   const parts = await db
     .selectFrom('sms_parts')
     .select(['recipient_id', 'part', 'smsc', 'operator_message_id'])
-    .where('operator_message_id', 'in', inJson(dialect, [...new Set(taken.map((r) => r.operator_message_id))]))
+    .where(isAnyOf(dialect, 'operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
     .execute();
   return parts.flatMap((p) => {
     const receipt = receiptOf.get(keyOf(p));

@@ -8,7 +8,7 @@ import type { DialectName } from '../../../db/dialect.ts';
 import { chunkOf } from '../../../db/chunks.ts';
 import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
-import { inJson } from '../../../db/in-json.ts';
+import { isAnyOf } from '../../../db/in-json.ts';
 import { queries } from '../../queries.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
@@ -116,7 +116,7 @@ export const applySmppReceipts = procedure(
       const pending = await trx
         .selectFrom('smpp_submits')
         .select(['smsc', 'recipient', 'operator_message_id'])
-        .where('operator_message_id', 'in', inJson(dialect, readings))
+        .where(isAnyOf(dialect, 'operator_message_id', readings))
         .execute();
       for (const row of pending) known.add(key(row.smsc, row.recipient, row.operator_message_id));
       const isKnown = (r: ConnectionReceipt) => r.readings.some((id) => known.has(key(r.smsc, r.recipient, id)));
@@ -126,7 +126,7 @@ export const applySmppReceipts = procedure(
           .selectFrom('sms_parts as p')
           .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
           .select(['p.smsc', 'r.address', 'p.operator_message_id'])
-          .where('p.operator_message_id', 'in', inJson(dialect, [...new Set(notPending.flatMap((r) => r.readings))]))
+          .where(isAnyOf(dialect, 'p.operator_message_id', [...new Set(notPending.flatMap((r) => r.readings))]))
           .execute();
         for (const row of recorded) known.add(key(row.smsc, row.address, row.operator_message_id));
       }
