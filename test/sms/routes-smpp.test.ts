@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { createWorker } from '../../src/server/worker.ts';
@@ -9,6 +10,7 @@ import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { waitFor } from '../support/wait.ts';
+import { freePort, start } from '../cli/support.ts';
 
 // SMS over several SMSC connections (ARCHITECTURE.md, "SMS routes (operator)"): sms/transports/routed.ts,
 // over two SMSC simulators on TCP.
@@ -253,6 +255,62 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await taken(uk), []);
     assert.deepEqual((await alice.get('/sandbox/sms')).json().messages, [], 'never delivered by the sandbox');
   });
+
+  if (dialect === 'postgres') {
+    it('applies a route change in two running worker processes within 5 s, with no restart', async (t) => {
+      // Only the two processes send, and bind: this process's worker stops.
+      await api.worker.stop();
+      const before = await connection('before');
+      const after = await connection('after');
+      const routed = await admin('PUT', '/admin/sms-routes', { routes: [{ prefix: '', smsc: ['before'] }] });
+      assert.equal(routed.statusCode, 200, routed.body);
+      const env = {
+        DATABASE_URL: api.t.database.url,
+        ENCRYPTION_KEY: api.t.ctx.encryptionKey.current.export().toString('hex'),
+        SMS_TRANSPORT: '',
+      };
+      const processes = await Promise.all(
+        [1, 2].map(async () => start(['serve', '--role', 'worker'], { ...env, WORKER_PORT: String(await freePort()) })),
+      );
+      t.after(() => {
+        for (const { child } of processes) child.kill('SIGKILL');
+      });
+      const binds = (smsc: Smsc) => smsc.stats().binds.open;
+      await waitFor('each process bound to `before`', async () => binds(before) === 2 || undefined);
+      const sendAll = async (recipients: string[]) => {
+        const ids = [];
+        for (const recipient of recipients) {
+          const response = await alice.post('/sms/single', {
+            recipient,
+            senderName: 'HERALD',
+            body: 'Your code is 4829',
+          });
+          assert.equal(response.statusCode, 202, response.body);
+          ids.push(response.json().data.QueueId as string);
+        }
+        return Promise.all(ids.map(async (id) => (await settled(alice, id)).smsc));
+      };
+      const first = ['447911000001', '447911000002', '447911000003', '447911000004'];
+      assert.deepEqual(await sendAll(first), [['before'], ['before'], ['before'], ['before']]);
+
+      const response = await admin('PUT', '/admin/sms-routes', { routes: [{ prefix: '', smsc: ['after'] }] });
+      assert.equal(response.statusCode, 200, response.body);
+      const changed = Date.now();
+      await waitFor(
+        'both processes moved to `after`',
+        async () => (binds(after) === 2 && binds(before) === 0) || undefined,
+      );
+      const waited = Date.now() - changed;
+      assert.ok(waited < 5_000, `within 5 s (${waited} ms)`);
+      const second = ['447911000005', '447911000006', '447911000007', '447911000008'];
+      assert.deepEqual(await sendAll(second), [['after'], ['after'], ['after'], ['after']]);
+      assert.deepEqual(await taken(before), first);
+      assert.deepEqual(await taken(after), second);
+      for (const { child } of processes) child.kill('SIGTERM');
+      const codes = await Promise.all(processes.map(async ({ child }) => (await once(child, 'exit'))[0]));
+      assert.deepEqual(codes, [0, 0]);
+    });
+  }
 
   it('applies a route change in every running worker within 5 s, with no restart', async () => {
     const before = await connection('before');
