@@ -55,6 +55,7 @@ import { renderEmail } from '../src/email/render.ts';
 import { recipientUrls, trackingKey } from '../src/email/tracking.ts';
 import { Keyring } from '../src/sealed.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
+import { seedList } from './seed.ts';
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import {
   authorizedHeaders,
@@ -83,8 +84,8 @@ const address = (n: number) => `customer${n}@example.com`;
 const city = (n: number) => (n % 3 === 0 ? 'Zürich' : n % 3 === 1 ? 'Pune' : 'Lyon');
 const plan = (n: number) => (n % 2 ? 'Gold' : 'Silver');
 
-/** The list's contacts, written straight into the database: what is measured is sending to them. */
-async function seedContacts(database: Database, accountId: string, listId: string, count: number): Promise<void> {
+/** A list of `count` customers with three properties each, written straight into the database: its id. */
+async function seedCustomers(database: Database, accountId: string, count: number): Promise<string> {
   const property = { firstName: crypto.randomUUID(), city: crypto.randomUUID(), plan: crypto.randomUUID() };
   await database.db
     .insertInto('contact_properties')
@@ -98,36 +99,18 @@ async function seedContacts(database: Database, accountId: string, listId: strin
       })),
     )
     .execute();
-  for (let start = 0; start < count; start += 2000) {
-    const rows = Array.from({ length: Math.min(2000, count - start) }, (_, i) => start + i + 1);
-    await database.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('contacts')
-        .values(
-          rows.map((n) => ({
-            id: n,
-            account_id: accountId,
-            email: address(RECIPIENTS + n),
-            mobile: null,
-            mobile_country_code: null,
-            mobile_opt_in: false,
-            email_opt_in: true,
-            properties: JSON.stringify({
-              [property.firstName]: `Customer ${n}`,
-              [property.city]: city(n),
-              [property.plan]: plan(n),
-            }),
-            created_at: n,
-            updated_at: n,
-          })),
-        )
-        .execute();
-      await trx
-        .insertInto('list_members')
-        .values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n })))
-        .execute();
-    });
-  }
+  return seedList(database, accountId, count, (n) => ({
+    email: address(RECIPIENTS + n),
+    mobile: null,
+    mobile_country_code: null,
+    mobile_opt_in: false,
+    email_opt_in: true,
+    properties: JSON.stringify({
+      [property.firstName]: `Customer ${n}`,
+      [property.city]: city(n),
+      [property.plan]: plan(n),
+    }),
+  }));
 }
 
 async function untilCompleted(database: Database, batchId: string): Promise<void> {
@@ -267,19 +250,7 @@ async function run(url: string, list: number): Promise<Figures> {
       password,
     });
     await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { email: 1_000_000 } });
-    const customers = crypto.randomUUID();
-    await database.db
-      .insertInto('contact_lists')
-      .values({
-        id: customers,
-        account_id: account.id,
-        name: 'Customers',
-        name_key: 'customers',
-        is_default: false,
-        created_at: Date.now(),
-      })
-      .execute();
-    await seedContacts(database, account.id, customers, list);
+    const customers = await seedCustomers(database, account.id, list);
 
     servers = startHeraldRoles(url, PORT, {
       EMAIL_TRANSPORT: sink ? `smtp://127.0.0.1:${sink.port}?pool=${SMTP_POOL}` : 'sandbox:',

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAccount, updateAccountSettings } from '../src/accounts/service.ts';
 import { systemClock } from '../src/clock.ts';
-import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
+import { migrateToLatest, openDatabase } from '../src/db/database.ts';
 import { Keyring, keyFromHex } from '../src/sealed.ts';
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { addConnection } from '../src/sms/routing/connections.ts';
@@ -35,6 +35,7 @@ import {
   waitForHealth,
   withBenchPostgres,
 } from './herald-process.ts';
+import { mobileContact, seedList } from './seed.ts';
 import { startSimulator, type SimulatorProcess } from './sim-smsc.ts';
 
 const LIST = Number(process.env.BENCH_LIST ?? 100_000);
@@ -51,41 +52,8 @@ const mobile = (n: number) => String(919_000_000_000 + n);
 /** The prefixes of the list's first half, which the two-connection shape sends over `a`. */
 const FIRST_HALF = Array.from({ length: 5 }, (_, d) => `9190000${d}`);
 
-async function seedList(database: Database, accountId: string): Promise<string> {
-  const listId = crypto.randomUUID();
-  await database.db
-    .insertInto('contact_lists')
-    .values({ id: listId, account_id: accountId, name: 'All', name_key: 'all', is_default: false, created_at: 0 })
-    .execute();
-  for (let start = 0; start < LIST; start += 2000) {
-    const ids = Array.from({ length: Math.min(2000, LIST - start) }, (_, i) => start + i + 1);
-    await database.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('contacts')
-        .values(
-          ids.map((id) => ({
-            id,
-            account_id: accountId,
-            email: null,
-            // Spread over the whole range 919000000001–919000099999 whatever the list's size.
-            mobile: mobile(Math.floor(((id - 1) * 99_999) / Math.max(1, LIST - 1)) + 1),
-            mobile_country_code: '91',
-            mobile_opt_in: true,
-            email_opt_in: false,
-            properties: '{}',
-            created_at: id,
-            updated_at: id,
-          })),
-        )
-        .execute();
-      await trx
-        .insertInto('list_members')
-        .values(ids.map((id) => ({ list_id: listId, contact_id: id, added_at: id })))
-        .execute();
-    });
-  }
-  return listId;
-}
+/** Contact `n`'s number: the list's numbers spread over 919000000001–919000099999 whatever its size. */
+const numberOf = (n: number) => mobile(Math.floor(((n - 1) * 99_999) / Math.max(1, LIST - 1)) + 1);
 
 /** One campaign to the list in `shape` on a fresh database at `url`: messages/s, request to last submit. */
 async function campaign(url: string, shape: Shape, simulators: [SimulatorProcess, SimulatorProcess]): Promise<number> {
@@ -95,7 +63,7 @@ async function campaign(url: string, shape: Shape, simulators: [SimulatorProcess
   const password = 'correct horse battery staple';
   const account = await createAccount(database.db, systemClock, { userName: `bench-${shape}@example.com`, password });
   await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { sms: 1_000_000 } });
-  const listId = await seedList(database, account.id);
+  const listId = await seedList(database, account.id, LIST, (n) => mobileContact(numberOf(n)));
   const smsc = (simulator: SimulatorProcess, binds: number) =>
     `smpp://bench:bench@127.0.0.1:${simulator.port}?binds=${binds}&window=${WINDOW}`;
   const env: NodeJS.ProcessEnv = { SMS_TRANSPORT: shape === 'one' ? smsc(a, 2) : '' };

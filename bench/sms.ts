@@ -52,6 +52,7 @@ import {
 } from './herald-process.ts';
 import { startSimulator } from './sim-smsc.ts';
 import { bareClientRate } from './smpp-client.ts';
+import { mobileContact, seedList } from './seed.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
@@ -72,36 +73,6 @@ function mobile(n: number): string {
 }
 
 const otpRecipient = (i: number) => mobile(900_000 + i);
-
-/** The list's contacts, written straight into the database: what is measured is sending to them. */
-async function seedContacts(database: Database, accountId: string, listId: string): Promise<void> {
-  for (let start = 0; start < LIST; start += 2000) {
-    const rows = Array.from({ length: Math.min(2000, LIST - start) }, (_, i) => start + i + 1);
-    await database.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('contacts')
-        .values(
-          rows.map((n) => ({
-            id: n,
-            account_id: accountId,
-            email: null,
-            mobile: mobile(RECIPIENTS + n),
-            mobile_country_code: '91',
-            mobile_opt_in: true,
-            email_opt_in: false,
-            properties: '{}',
-            created_at: n,
-            updated_at: n,
-          })),
-        )
-        .execute();
-      await trx
-        .insertInto('list_members')
-        .values(rows.map((n) => ({ list_id: listId, contact_id: n, added_at: n })))
-        .execute();
-    });
-  }
-}
 
 /**
  * When each message's first part was submitted, by recipient: the sandbox's record, or the
@@ -166,19 +137,7 @@ async function run(url: string): Promise<void> {
     password,
   });
   await updateAccountSettings(database.db, systemClock, account.id, { rateLimits: { sms: 1_000_000 } });
-  const customers = crypto.randomUUID();
-  await database.db
-    .insertInto('contact_lists')
-    .values({
-      id: customers,
-      account_id: account.id,
-      name: 'Customers',
-      name_key: 'customers',
-      is_default: false,
-      created_at: Date.now(),
-    })
-    .execute();
-  await seedContacts(database, account.id, customers);
+  const customers = await seedList(database, account.id, LIST, (n) => mobileContact(mobile(RECIPIENTS + n)));
 
   const receiver = await startWebhookCounter((e) => e.status === 'Delivered' || e.status === 'Failed');
   const simulator = SMPP
