@@ -143,7 +143,7 @@ export async function applyReceipts(
     ({ smsc, operatorMessageId }) => ({ smsc, operatorMessageId }),
   );
   if (keys.length === 0) return [];
-  const matched = await takeMatched(db, dialect, keys);
+  const matched = await takeMatched(db, dialect, { ids: idsOf(keys) });
   const counted = tally ?? new UsageTally(now);
   await applyMatched(db, dialect, now, matched, counted);
   if (!tally) await counted.write(db, dialect);
@@ -158,16 +158,17 @@ export async function applyReceipts(
  */
 export async function matchWaiting(db: Db, dialect: DialectName, now: number, waiting: PartKey[]): Promise<void> {
   if (!CONCURRENT_WRITES[dialect] || waiting.length === 0) return;
+  const ids = idsOf(waiting);
   const arrived = await db
     .selectFrom('sms_receipts')
     .select('operator_message_id')
-    .where(isAnyOf(dialect, 'operator_message_id', idsOf(waiting)))
+    .where(isAnyOf(dialect, 'operator_message_id', ids))
     .limit(1)
     .execute();
   if (arrived.length === 0) return;
   await db.transaction().execute(async (trx) => {
     const tally = new UsageTally(now);
-    await applyMatched(trx, dialect, now, await takeMatched(trx, dialect, waiting), tally);
+    await applyMatched(trx, dialect, now, await takeMatched(trx, dialect, { ids }), tally);
     await tally.write(trx, dialect);
   });
 }
@@ -198,26 +199,29 @@ interface Matched {
 const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMessageId))];
 
 /**
- * Deletes the kept receipts of these parts (or any, up to a limit) whose part is recorded, and
+ * Deletes the kept receipts of these operator ids (or any, up to a limit) whose part is recorded, and
  * answers them with their parts. The delete is what makes a receipt applied once: of two
  * transactions that match it, the second's delete waits for the first and then finds it gone.
  * Looked up by the operator's ids (sms_parts_operator), matched within their connection; a
  * receipt of another connection that shares an id and whose part is recorded is taken with
  * them, and applied to its own part.
  */
-async function takeMatched(db: Db, dialect: DialectName, which: PartKey[] | { limit: number }): Promise<Matched[]> {
+async function takeMatched(
+  db: Db,
+  dialect: DialectName,
+  which: { ids: string[] } | { limit: number },
+): Promise<Matched[]> {
   // Given the ids, both tables are held to them, so that neither is read whole whatever the plan.
-  const ids = Array.isArray(which) ? idsOf(which) : undefined;
+  const ofIds = 'ids' in which ? isAnyOf(dialect, 'p.operator_message_id', which.ids) : sql<SqlBool>`true`;
   const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
                                         where p.operator_message_id = sms_receipts.operator_message_id
-                                          and p.smsc = sms_receipts.smsc
-                                          and ${ids ? isAnyOf(dialect, 'p.operator_message_id', ids) : sql`true`})`;
+                                          and p.smsc = sms_receipts.smsc and ${ofIds})`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)
     .where((eb) =>
-      Array.isArray(which)
-        ? isAnyOf(dialect, 'operator_message_id', idsOf(which))
+      'ids' in which
+        ? isAnyOf(dialect, 'operator_message_id', which.ids)
         : eb(
             'operator_message_id',
             'in',
