@@ -84,6 +84,12 @@ export interface Pending {
  */
 export interface PageChannel<Rendered, Handed> extends Pending {
   /**
+   * Whether the next page may be handed over before this one is recorded: only where a crash
+   * then resends no more than it would anyway, because the transport records each message's
+   * answer as it comes and a resend skips what was answered (SMPP's journal).
+   */
+  handsAhead?: boolean;
+  /**
    * The page's messages. `next` is the page after it, being read meanwhile, for a channel
    * that renders ahead; null when that page is read only after this one's record.
    */
@@ -100,15 +106,20 @@ export interface PageChannel<Rendered, Handed> extends Pending {
 
 /**
  * A send's pages from its cursor until none is left, each rendered, handed over and
- * recorded by its channel. When messages refused for now remain at the end, the job is
- * snoozed until the time the finish names.
+ * recorded by its channel, records in page order. When messages refused for now remain at
+ * the end, the job is snoozed until the time the finish names.
  *
  * The next page is read while a page is handed over, when its record cannot change what that
  * read sees: a full page of first tries (none refused before) records only its own rows, all
  * behind the cursor, and those it defers are not due before their wait. A page holding
  * retries is read after its record: until then they are still due, and email's read of the
- * retries due (email/record.ts, loadEmailPage) would find them again. Nothing of the next
- * page is handed over before this one is recorded: a crash still resends one page at most.
+ * retries due (email/record.ts, loadEmailPage) would find them again.
+ *
+ * Nothing of the next page is handed over before this one is recorded (a crash resends one
+ * page at most), unless the channel hands ahead (PageChannel's `handsAhead`): then the page read
+ * ahead is handed over as soon as it is rendered and the page before the current one is
+ * recorded, so the transport always holds the next page's messages behind the current one's
+ * and never idles while a page is recorded or a slower connection finishes its share.
  */
 export async function sendInPages<Rendered, Handed>(
   deps: { clock: Clock },
@@ -118,26 +129,49 @@ export async function sendInPages<Rendered, Handed>(
 ): Promise<'completed'> {
   const { clock } = deps;
   let cursor = send.cursor;
-  let finished: Finish;
-  for (let rows = send.firstPage; ; ) {
-    if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
-    if (rows.length === 0) {
-      finished = await channel.finish(run.lease);
-      break;
+  let finished: Finish | undefined;
+  /** The record of the page handed over before the current one, when it was handed ahead. */
+  let before: Promise<'more' | Finish> | null = null;
+  try {
+    for (let rows = send.firstPage; ; ) {
+      if (run.signal.aborted) throw new SnoozeJob(clock.now(), 'the worker is stopping');
+      if (rows.length === 0) {
+        await before;
+        before = null;
+        finished = await channel.finish(run.lease);
+        break;
+      }
+      cursor = Math.max(cursor, ...rows.map((row) => Number(row.id)));
+      const page = { cursor, last: rows.length < PAGE ? run.lease : null };
+      const next = page.last === null && rows.every((row) => row.attempts === 0) ? channel.load(cursor) : null;
+      // A job that stops after this page never reads what was read ahead; its failure is the next turn's to throw.
+      next?.catch(() => undefined);
+      const rendered = await channel.render(rows, next);
+      const handing = channel.handOver(rendered, run.signal);
+      const recordedBefore = before;
+      const recorded = handing.then(async (handed) => {
+        await recordedBefore;
+        return channel.record(handed, page);
+      });
+      if (next !== null && channel.handsAhead === true) {
+        // Two pages unrecorded at most: this one, and the next once this one's predecessor is recorded.
+        recorded.catch(() => undefined);
+        before = recorded;
+        await recordedBefore;
+        rows = await next;
+        continue;
+      }
+      before = null;
+      const result = await recorded;
+      if (result !== 'more') {
+        finished = result;
+        break;
+      }
+      rows = await (next ?? channel.load(cursor));
     }
-    cursor = Math.max(cursor, ...rows.map((row) => Number(row.id)));
-    const last = rows.length < PAGE ? run.lease : null;
-    const next = last === null && rows.every((row) => row.attempts === 0) ? channel.load(cursor) : null;
-    // A job that stops after this page never reads what was read ahead; its failure is the next turn's to throw.
-    next?.catch(() => undefined);
-    const rendered = await channel.render(rows, next);
-    const handed = await channel.handOver(rendered, run.signal);
-    const recorded = await channel.record(handed, { cursor, last });
-    if (recorded !== 'more') {
-      finished = recorded;
-      break;
-    }
-    rows = await (next ?? channel.load(cursor));
+  } finally {
+    // A page handed ahead is recorded, or has failed, before the job's run ends.
+    await before?.catch(() => undefined);
   }
   if (finished !== 'completed') throw new SnoozeJob(finished.retryAt, 'messages refused for now are tried again');
   return 'completed';

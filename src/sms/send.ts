@@ -354,6 +354,10 @@ export function smsSendHandler(deps: {
         template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
       const channel: PageChannel<RenderedSms, SubmittedSms> = {
         ...pendingByStatus(deps, send, PENDING),
+        // Read a page at a time: a route change may bring a connection that does not.
+        get handsAhead() {
+          return transport.skipsAnswered?.() === true;
+        },
         render: async (rows) => ({
           rows,
           messages: renderPage(

@@ -59,6 +59,12 @@ export interface SmsTransport {
   submit(messages: OutgoingSms[], signal: AbortSignal, options?: SubmitOptions): Promise<SubmitResult[]>;
   /** Binds up now, for a transport that binds (GET /admin/smsc shows them); undefined for one that does not. */
   bindsUp?(): number;
+  /**
+   * True for a transport that records each part's answer as it comes and, given a message again
+   * after a crash, submits only the parts never answered (SMPP's journal): what a crash resends
+   * is then bounded by what was in flight, not by the pages handed over.
+   */
+  skipsAnswered?(): boolean;
   close(): Promise<void>;
 }
 

@@ -140,18 +140,21 @@ function shapeErrors(route: SmsRoute, i: number): FieldError[] {
 
 /**
  * The routes compiled for matching: per account (or '' for those of every account), each prefix's
- * route. A number's route is then at most 16 lookups for its own account's, 16 for the rest's.
+ * route, and the lengths its prefixes have, longest first. A number's route is then one lookup
+ * per length in use, its own account's before the rest's.
  */
 export class RoutingTable {
-  private readonly byScope = new Map<string, Map<string, RouteRow>>();
+  private readonly byScope = new Map<string, Scope>();
 
   constructor(rows: readonly RouteRow[]) {
     for (const row of rows) {
-      const scope = row.accountId ?? '';
-      const prefixes = this.byScope.get(scope) ?? new Map<string, RouteRow>();
-      prefixes.set(row.prefix, row);
-      this.byScope.set(scope, prefixes);
+      const key = row.accountId ?? '';
+      const scope = this.byScope.get(key) ?? { prefixes: new Map<string, RouteRow>(), lengths: [] };
+      scope.prefixes.set(row.prefix, row);
+      if (!scope.lengths.includes(row.prefix.length)) scope.lengths.push(row.prefix.length);
+      this.byScope.set(key, scope);
     }
+    for (const scope of this.byScope.values()) scope.lengths.sort((a, b) => b - a);
   }
 
   /**
@@ -163,10 +166,17 @@ export class RoutingTable {
   }
 }
 
-function longestMatch(prefixes: Map<string, RouteRow> | undefined, address: string): RouteRow | undefined {
-  if (!prefixes) return undefined;
-  for (let length = Math.min(address.length, 15); length >= 0; length--) {
-    const route = prefixes.get(address.slice(0, length));
+interface Scope {
+  prefixes: Map<string, RouteRow>;
+  /** The lengths of its prefixes, longest first. */
+  lengths: number[];
+}
+
+function longestMatch(scope: Scope | undefined, address: string): RouteRow | undefined {
+  if (!scope) return undefined;
+  for (const length of scope.lengths) {
+    if (length > address.length) continue;
+    const route = scope.prefixes.get(address.slice(0, length));
     if (route) return route;
   }
   return undefined;

@@ -71,6 +71,8 @@ export class RoutedTransport implements SmsTransport {
   private table = new RoutingTable([]);
   private opened = new Map<string, Opened>();
   private anyAdded = false;
+  /** Whether a message may go to `default`: unrouted ones do unless connections were added and SMS_TRANSPORT is unset. */
+  private defaultReached = true;
   private version: number | undefined;
   private checkedAt = Number.NEGATIVE_INFINITY;
   private loading: Promise<void> | undefined;
@@ -102,15 +104,21 @@ export class RoutedTransport implements SmsTransport {
     await this.fresh();
     const results: SubmitResult[] = new Array(messages.length);
     let pending: Routed[] = [];
+    // Each route's order and price once a page: the page's messages mostly share a few routes.
+    const routings = new Map<RouteRow | undefined, Pick<Routed, 'order' | 'price'>>();
     messages.forEach((message, index) => {
       const route = this.table.routeFor(message.accountId, message.recipient);
-      const order = this.orderFor(route);
-      const price =
-        route?.priceMicros != null && route.currency !== null
-          ? { micros: route.priceMicros, currency: route.currency }
-          : undefined;
-      if (order.length === 0) results[index] = NO_ROUTE;
-      else pending.push({ message, index, price, order, step: 0 });
+      let routing = routings.get(route);
+      if (!routing) {
+        const price =
+          route?.priceMicros != null && route.currency !== null
+            ? { micros: route.priceMicros, currency: route.currency }
+            : undefined;
+        routing = { order: this.orderFor(route), price };
+        routings.set(route, routing);
+      }
+      if (routing.order.length === 0) results[index] = NO_ROUTE;
+      else pending.push({ message, index, ...routing, step: 0 });
     });
     while (pending.length > 0) {
       const groups = new Map<string, Routed[]>();
@@ -146,6 +154,13 @@ export class RoutedTransport implements SmsTransport {
       pending = next;
     }
     return results;
+  }
+
+  /** True when every connection a message may go to skips what it answered before (SmsTransport). */
+  skipsAnswered(): boolean {
+    const reached = [...this.opened.values()].map((open) => open.transport);
+    if (this.defaultReached) reached.push(this.options.defaultTransport);
+    return reached.every((transport) => transport.skipsAnswered?.() === true);
   }
 
   async close(): Promise<void> {
@@ -222,6 +237,7 @@ export class RoutedTransport implements SmsTransport {
     this.opened = opened;
     this.table = new RoutingTable(rows);
     this.anyAdded = added.length > 0;
+    this.defaultReached = !this.anyAdded || this.options.defaultSet || named.has(DEFAULT_SMSC);
     this.version = version;
   }
 }

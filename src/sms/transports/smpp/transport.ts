@@ -309,6 +309,10 @@ class SmppTransport implements SmsTransport {
     return this.binds.filter((bind) => bind.state === 'bound').length;
   }
 
+  skipsAnswered(): boolean {
+    return true;
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
