@@ -120,7 +120,7 @@ describe('sendInPages', () => {
     },
   );
 
-  it('hands a page holding a retry over only after the one before is recorded, even when the channel hands ahead', async () => {
+  it('hands a page holding a retry over only after the one before is recorded, even when handing ahead', async () => {
     const page = [...rows(1, PAGE - 1), row(PAGE, 1)];
     const { log, mostUnrecorded } = await run(page, [rows(PAGE + 1, 2)], { handsAhead: true });
     assert.deepEqual(log, [

@@ -71,7 +71,7 @@ export class RoutedTransport implements SmsTransport {
   private table = new RoutingTable([]);
   private opened = new Map<string, Opened>();
   private anyAdded = false;
-  /** Whether a message may go to `default`: unrouted ones do unless connections were added and SMS_TRANSPORT is unset. */
+  /** Whether a message may go to `default`: unrouted ones do, unless connections exist and SMS_TRANSPORT is unset. */
   private defaultReached = true;
   private version: number | undefined;
   private checkedAt = Number.NEGATIVE_INFINITY;
