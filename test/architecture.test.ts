@@ -28,7 +28,14 @@ const LAYERS: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
     name: 'storage, rate limits and configuration',
     // config.ts reads every setting at start, the transports' URLs too: their parsers live
     // beside their transports, and sit here with config.ts, importing no more than it may.
-    modules: ['db/', 'ratelimit/', 'config.ts', 'sms/transports/smpp/url.ts', 'email/transports/smtp-url.ts'],
+    modules: [
+      'db/',
+      'ratelimit/',
+      'config.ts',
+      'sealed-keys.ts',
+      'sms/transports/smpp/url.ts',
+      'email/transports/smtp-url.ts',
+    ],
   },
   { name: 'the context and HTTP plumbing', modules: ['context.ts', 'http/'] },
   { name: 'the queue', modules: ['queue/'] },
@@ -37,6 +44,7 @@ const LAYERS: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
     modules: ['webhooks/', 'crm/', 'auth/', 'accounts/', 'senders/', 'links/', 'messaging/', 'console/'],
   },
   { name: 'channels', modules: ['sms/', 'email/'] },
+  { name: 'products over the channels', modules: ['verify/'] },
   { name: 'transports and simulators', modules: ['sms/transports/', 'email/transports/', 'sim/'] },
   { name: 'entry points', modules: ['server/', 'cli/'] },
 ];

@@ -16,11 +16,12 @@ import {
   postAccount,
   prepareAccount,
   rotatePrivateToken,
-  setInboundSmsWebhookUrl,
   setPassword,
   updateAccountSettings,
 } from './service.ts';
 import { notFound } from '../errors.ts';
+import { isKnownCountry } from '../crm/mobile-number.ts';
+import { changedVerifySettings, verifySettings } from './verify-settings.ts';
 
 const RateLimits = Type.Object(
   Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, Type.Integer({ minimum: 1, maximum: 1_000_000 })])),
@@ -43,6 +44,20 @@ const AccountBody = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
 });
 
+const VerifyBody = Type.Object(
+  {
+    allowedCountries: Type.Union([Type.Array(Type.String({ maxLength: 2 }), { maxItems: 250 }), Type.Null()], {
+      description: 'ISO 3166 alpha-2 codes of the countries codes may go to by SMS; null: every country.',
+    }),
+    prefixLimit: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      description: 'Verifications in 10 minutes to numbers sharing their calling code and first 4 digits.',
+    }),
+  },
+  { description: "Verify's fraud guard." },
+);
+
 export const AccountParams = Type.Object({ accountId: Uuid() });
 
 const admin = { auth: 'admin' as const };
@@ -62,6 +77,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     locale: Type.String(),
     rateLimits: RateLimits,
     inboundSmsWebhookUrl: Type.Union([Type.String(), Type.Null()]),
+    verify: VerifyBody,
   });
   const ownAccount = ({
     id,
@@ -70,7 +86,16 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     locale,
     rateLimits,
     inboundSmsWebhookUrl,
-  }: AuthenticatedAccount) => ({ accountId: id, userName, timeZoneOffset, locale, rateLimits, inboundSmsWebhookUrl });
+    verifySettings: verify,
+  }: AuthenticatedAccount) => ({
+    accountId: id,
+    userName,
+    timeZoneOffset,
+    locale,
+    rateLimits,
+    inboundSmsWebhookUrl,
+    verify: verifySettings(verify),
+  });
 
   r.get(
     '/account',
@@ -91,23 +116,47 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       config: { auth: 'account', rateLimitGroup: 'account' },
       schema: {
         tags: ['account'],
-        summary: "Change the calling account's own settings: where messages from handsets (MO) are posted",
-        body: Type.Object({
-          inboundSmsWebhookUrl: Type.Union([
-            WebhookUrl(
-              "Receives each message a handset sends to this account's numbers or replies to its messages " +
-                '(`sms.inbound`), signed; null stops the posts.',
+        summary:
+          "Change the calling account's own settings, only the fields given: its time zone and locale, where " +
+          "messages from handsets (MO) are posted, and Verify's fraud guard",
+        body: Type.Object(
+          {
+            timeZoneOffset: Type.Optional(Type.String({ maxLength: 6, description: 'Such as +05:30.' })),
+            locale: Type.Optional(Type.String({ maxLength: 35 })),
+            inboundSmsWebhookUrl: Type.Optional(
+              Type.Union([
+                WebhookUrl(
+                  "Receives each message a handset sends to this account's numbers or replies to its messages " +
+                    '(`sms.inbound`), signed; null stops the posts.',
+                ),
+                Type.Null(),
+              ]),
             ),
-            Type.Null(),
-          ]),
-        }),
+            verify: Type.Optional(Type.Partial(VerifyBody)),
+          },
+          { minProperties: 1, errorMessage: 'must give at least one setting' },
+        ),
         response: { 200: OwnAccount, ...errorResponses(400, 401, 415, 422, 429) },
       },
     },
     async (request) => {
-      await setInboundSmsWebhookUrl(ctx.db, ctx.clock, request.account.id, request.body.inboundSmsWebhookUrl);
-      accessCache.forget(request.account.id);
-      return ownAccount({ ...request.account, inboundSmsWebhookUrl: request.body.inboundSmsWebhookUrl });
+      const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify } = request.body;
+      const account = request.account;
+      const settings = {
+        timeZoneOffset,
+        locale,
+        inboundSmsWebhookUrl,
+        verify: verify && changedVerifySettings(verifySettings(account.verifySettings), verify, isKnownCountry),
+      };
+      const row = await updateAccountSettings(ctx.db, ctx.clock, account.id, settings);
+      accessCache.forget(account.id);
+      return ownAccount({
+        ...account,
+        timeZoneOffset: row.time_zone_offset,
+        locale: row.locale,
+        inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
+        verifySettings: row.verify,
+      });
     },
   );
 

@@ -8,6 +8,7 @@ import { hashPassword } from '../auth/passwords.ts';
 import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
+import type { VerifySettings } from './verify-settings.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
@@ -217,6 +218,10 @@ export interface AccountSettings {
   timeZoneOffset?: string;
   locale?: string;
   rateLimits?: Partial<RateLimits>;
+  /** Where its messages from handsets are posted (sms/inbound.ts); null: nowhere. */
+  inboundSmsWebhookUrl?: string | null;
+  /** Verify's fraud guard, checked already (verify-settings.ts). */
+  verify?: VerifySettings;
 }
 
 export async function updateAccountSettings(
@@ -238,12 +243,9 @@ export async function updateAccountSettings(
     const stored = current.rate_limits ? (JSON.parse(current.rate_limits) as Partial<RateLimits>) : {};
     values.rate_limits = JSON.stringify({ ...stored, ...settings.rateLimits });
   }
+  if (settings.inboundSmsWebhookUrl !== undefined) values.inbound_sms_webhook_url = settings.inboundSmsWebhookUrl;
+  if (settings.verify !== undefined) values.verify = JSON.stringify(settings.verify);
   return updateAccount(db, id, values, false);
-}
-
-/** Where the account's messages from handsets are posted (sms/inbound.ts); null: nowhere. */
-export async function setInboundSmsWebhookUrl(db: Db, clock: Clock, id: string, url: string | null): Promise<void> {
-  await updateAccount(db, id, { inbound_sms_webhook_url: url, updated_at: clock.now() }, false);
 }
 
 /**

@@ -20,6 +20,7 @@ export interface CachedAccount {
   locale: string;
   rate_limits: string | null;
   inbound_sms_webhook_url: string | null;
+  verify: string | null;
 }
 
 /**

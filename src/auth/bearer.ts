@@ -16,6 +16,8 @@ export interface AuthenticatedAccount {
   rateLimits: RateLimits;
   /** Where its messages from handsets are posted (PATCH /account). */
   inboundSmsWebhookUrl: string | null;
+  /** Verify's fraud guard as stored (PATCH /account), JSON (accounts/verify-settings.ts); null: the defaults. */
+  verifySettings: string | null;
 }
 
 declare module 'fastify' {
@@ -84,6 +86,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
         'locale',
         'rate_limits',
         'inbound_sms_webhook_url',
+        'verify',
       ])
       .where('id', '=', id)
       .executeTakeFirst();
@@ -128,6 +131,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
       locale: row.locale,
       rateLimits: effectiveRateLimits(row.rate_limits),
       inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
+      verifySettings: row.verify,
     };
     if (rateLimitGroup) {
       await enforceRateLimit(request, reply, ctx, row.id, rateLimitGroup, request.account.rateLimits[rateLimitGroup]);

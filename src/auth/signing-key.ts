@@ -1,8 +1,9 @@
-import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { ConfigError } from '../config.ts';
 import type { Schema } from '../db/schema.ts';
-import { resealed, seal, tryOpen, type Keyring } from '../sealed.ts';
+import { loadSealedKey, resealKey, sealedNewKey, sealValue, type SealedKey } from '../sealed-keys.ts';
+import type { Keyring } from '../sealed.ts';
 
 /**
  * The HS256 key of access tokens: JWT_SECRET when set. Otherwise 32 random bytes made on the
@@ -15,25 +16,14 @@ import { resealed, seal, tryOpen, type Keyring } from '../sealed.ts';
 
 type Db = Kysely<Schema>;
 
-/** The settings row of the sealed key. */
-const SEALED = 'sealed_jwt_secret';
+/** Where the key is kept, sealed. */
+const SEALED: SealedKey = { row: 'sealed_jwt_secret', purpose: 'herald jwt secret' };
 /** Where the code before migration 0027 kept the key in clear. */
 const CLEAR = 'jwt_secret';
-const PLACE = `settings.${SEALED}`;
-const sealingKey = (keyring: Keyring) => keyring.derive('herald jwt secret');
-
-const sealedNewKey = (keyring: Keyring) =>
-  seal(sealingKey(keyring).current, randomBytes(32).toString('base64url'), PLACE);
 
 export async function loadSigningKey(db: Db, keyring: Keyring, configured: string | undefined): Promise<KeyObject> {
   if (configured) return createSecretKey(Buffer.from(configured));
-  await db
-    .insertInto('settings')
-    .values({ key: SEALED, value: sealedNewKey(keyring) })
-    .onConflict((oc) => oc.column('key').doNothing())
-    .execute();
-  const row = await db.selectFrom('settings').select('value').where('key', '=', SEALED).executeTakeFirstOrThrow();
-  const key = tryOpen(sealingKey(keyring), row.value, PLACE);
+  const key = await loadSealedKey(db, keyring, SEALED);
   if (key === undefined) {
     throw new ConfigError(
       'ENCRYPTION_KEY',
@@ -42,7 +32,7 @@ export async function loadSigningKey(db: Db, keyring: Keyring, configured: strin
         'makes a new key of access tokens, and every access token ends',
     );
   }
-  return createSecretKey(Buffer.from(key, 'base64url'));
+  return key;
 }
 
 /**
@@ -55,25 +45,15 @@ export async function sealJwtSecret(db: Db, keyring: Keyring): Promise<boolean> 
   if (!clear) return false;
   await db
     .insertInto('settings')
-    .values({ key: SEALED, value: seal(sealingKey(keyring).current, clear.value, PLACE) })
+    .values({ key: SEALED.row, value: sealValue(keyring, SEALED, clear.value) })
     .onConflict((oc) => oc.column('key').doNothing())
     .execute();
   await db.deleteFrom('settings').where('key', '=', CLEAR).where('value', '=', clear.value).execute();
   return true;
 }
 
-/** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (sealed.ts, resealed). */
-export async function resealJwtSecret(db: Db, keyring: Keyring): Promise<void> {
-  const row = await db.selectFrom('settings').select('value').where('key', '=', SEALED).executeTakeFirst();
-  const again = row && resealed(sealingKey(keyring), row.value, PLACE);
-  if (!again) return;
-  await db
-    .updateTable('settings')
-    .set({ value: again })
-    .where('key', '=', SEALED)
-    .where('value', '=', row.value)
-    .execute();
-}
+/** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it. */
+export const resealJwtSecret = (db: Db, keyring: Keyring): Promise<void> => resealKey(db, keyring, SEALED);
 
 /**
  * `herald rotate-jwt-secret`: a new key in place of the database's, for when a copy of it may
@@ -81,10 +61,10 @@ export async function resealJwtSecret(db: Db, keyring: Keyring): Promise<void> {
  * in each process at its start (server.ts).
  */
 export async function rotateJwtSecret(db: Db, keyring: Keyring): Promise<void> {
-  const value = sealedNewKey(keyring);
+  const value = sealedNewKey(keyring, SEALED);
   await db
     .insertInto('settings')
-    .values({ key: SEALED, value })
+    .values({ key: SEALED.row, value })
     .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
     .execute();
   await db.deleteFrom('settings').where('key', '=', CLEAR).execute();

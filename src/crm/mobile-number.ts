@@ -1,5 +1,5 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
-import { PhoneNumber, type E164Number } from 'libphonenumber-js/core';
+import { isSupportedCountry, PhoneNumber, type CountryCode, type E164Number } from 'libphonenumber-js/core';
 import mobileMetadata from 'libphonenumber-js/metadata.mobile.json';
 
 /**
@@ -125,4 +125,14 @@ export function mobileFromDigits(value: unknown): MobileNumber | { problem: stri
       ? `is not a valid mobile number for country code +${callingCode}`
       : 'is not a mobile number: give the country code, then the number (447911123456 for +44 7911 123456)',
   };
+}
+
+/** The country (ISO 3166 alpha-2) of a valid mobile in E.164 digits; '' for a number of no single country. */
+export function countryOfMobile(mobile: string): string {
+  return parsePhoneNumberFromString(`+${mobile}`)?.country ?? '';
+}
+
+/** Whether `code` is an ISO 3166 alpha-2 code of a country whose mobile numbers are known. */
+export function isKnownCountry(code: string): boolean {
+  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code as CountryCode, mobileMetadata);
 }

@@ -26,6 +26,8 @@ export interface AccountsTable {
   rate_limits: string | null;
   /** Where MO messages are posted (src/sms/inbound.ts); null: not posted. */
   inbound_sms_webhook_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Verify's fraud guard as PATCH /account gave it (accounts/verify-settings.ts), JSON; null = defaults (0032). */
+  verify: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   updated_at: number;
 }
@@ -402,6 +404,8 @@ export interface SandboxSmsTable {
   /** The part's text; sealed (messaging/sealed.ts) when `sealed`, for an isBodyEncrypted send. */
   text: string;
   sealed: Generated<boolean | number>;
+  /** A code Herald made (Verify): the sandbox's read opens it for its account (0032). */
+  opens: Generated<boolean | number>;
   created_at: number;
 }
 
@@ -474,6 +478,55 @@ export interface ConsoleSessionsTable {
   expires_at: number;
 }
 
+/** A verification (0032): its code kept only as a keyed hash (verify/codes.ts). */
+export interface VerificationsTable {
+  id: string;
+  account_id: string;
+  channel: 'sms' | 'email';
+  recipient: string;
+  country: string;
+  prefix: string;
+  code_hash: string;
+  status: 'pending' | 'approved' | 'failed' | 'expired' | 'cancelled';
+  attempts_left: number;
+  send_attempts: number;
+  last_sent_at: number;
+  expires_at: number;
+  webhook_url: string | null;
+  created_at: number;
+  ended_at: number | null;
+}
+
+/** Each code sent, for the limit of sends per number (0032). */
+export interface VerificationSendsTable {
+  id: Generated<number>;
+  account_id: string;
+  recipient: string;
+  at: number;
+}
+
+/** An attempt the fraud guard refused (0032). */
+export interface VerifyBlockedTable {
+  id: Generated<number>;
+  account_id: string;
+  reason: 'country' | 'prefix';
+  country: string;
+  at: number;
+}
+
+/** Verify's counts of what retention purged (0032), per quarter-hour bucket and country. */
+export interface VerifyRollupTable {
+  account_id: string;
+  bucket: number;
+  country: string;
+  started: number;
+  approved: number;
+  failed: number;
+  expired: number;
+  blocked_country: number;
+  blocked_prefix: number;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -492,6 +545,10 @@ export interface Schema {
   usage_deltas: UsageDeltasTable;
   console_sessions: ConsoleSessionsTable;
   sandbox_sms: SandboxSmsTable;
+  verifications: VerificationsTable;
+  verification_sends: VerificationSendsTable;
+  verify_blocked: VerifyBlockedTable;
+  verify_rollup: VerifyRollupTable;
   sandbox_email: SandboxEmailTable;
   email_campaigns: EmailCampaignsTable;
   sms_parts: SmsPartsTable;

@@ -209,12 +209,14 @@ export interface AddressStanding {
  * An address settled at once rather than by a worker's expansion: `/sms/single` answers 422
  * with the refusal, so a one-time passcode never vanishes behind a 202, and an immediate one
  * is stored already expanded (its contact found here), so its worker only reads and sends.
+ * `optIn: false` (Verify's codes, which are not marketing): only a suppression refuses.
  */
 export async function addressStanding(
   db: Db,
   channel: Channel,
   accountId: string,
   address: string,
+  options: { optIn: boolean } = { optIn: true },
 ): Promise<AddressStanding> {
   const { address: column, optIn } = CHANNEL[channel];
   // One round trip: the address's contacts, most recent first, each row carrying the
@@ -228,7 +230,7 @@ export async function addressStanding(
   const contactId = rows[0]?.id == null ? null : Number(rows[0].id);
   const suppressed = rows[0]?.suppressed ?? null;
   if (suppressed !== null) return { refusal: `is suppressed (${suppressed})`, contactId };
-  const lacking = rows.some((row) => row.id !== null && !row.opted_in);
+  const lacking = options.optIn && rows.some((row) => row.id !== null && !row.opted_in);
   return {
     refusal: lacking
       ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false`

@@ -4,7 +4,7 @@ import { tooManyRequests } from '../errors.ts';
 import type { CounterStore, WindowCount } from './counters.ts';
 
 /** Endpoint groups limited separately, so a CRM sync can never starve one-time passcodes. */
-export const RATE_LIMIT_GROUPS = ['sms', 'email', 'contacts', 'account'] as const;
+export const RATE_LIMIT_GROUPS = ['sms', 'email', 'contacts', 'account', 'verify'] as const;
 export type RateLimitGroup = (typeof RATE_LIMIT_GROUPS)[number];
 export type RateLimits = Record<RateLimitGroup, number>;
 
@@ -15,7 +15,7 @@ export const RATE_LIMIT_WINDOW_MS = 60_000;
  * passcode; the contact batch carries up to 1,000 contacts a call, so 1,200 calls a
  * minute already allow 20,000 contacts a second. Operators change them per account.
  */
-export const DEFAULT_RATE_LIMITS: RateLimits = { sms: 6000, email: 600, contacts: 1200, account: 600 };
+export const DEFAULT_RATE_LIMITS: RateLimits = { sms: 6000, email: 600, contacts: 1200, account: 600, verify: 6000 };
 
 export function effectiveRateLimits(stored: string | null): RateLimits {
   return { ...DEFAULT_RATE_LIMITS, ...(stored ? (JSON.parse(stored) as Partial<RateLimits>) : {}) };

@@ -19,6 +19,7 @@ import { senderRoutes } from '../senders/routes.ts';
 import { webhookRoutes } from '../webhooks/routes.ts';
 import { crmRoutes } from '../crm/routes.ts';
 import { smsRoutes } from '../sms/routes.ts';
+import { verifyRoutes } from '../verify/routes.ts';
 import { smsRoutingRoutes } from '../sms/routing/routes.ts';
 import { emailRoutes } from '../email/routes.ts';
 import { messagingRoutes } from '../messaging/routes.ts';
@@ -93,6 +94,7 @@ export async function buildApp(
   crmRoutes(app, ctx);
   smsRoutes(app, ctx);
   smsRoutingRoutes(app, ctx);
+  verifyRoutes(app, ctx);
   emailRoutes(app, ctx);
   messagingRoutes(app, ctx);
   await consoleRoutes(app, ctx);

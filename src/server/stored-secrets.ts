@@ -4,6 +4,7 @@ import type { Database } from '../db/database.ts';
 import { erasedPending, eraseDeletedValues, pendingErasure } from '../db/erase.ts';
 import { resealDkimKeys } from '../senders/dkim-keys.ts';
 import { resealSmscUrls } from '../sms/routing/connections.ts';
+import { resealCodeKey } from '../verify/codes.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
 
@@ -16,7 +17,7 @@ import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts
  * database are rid of the clear values (db/erase.ts), with those of any table a migration left
  * to erase, only at the start that sealed or found them, so that other starts stay fast.
  * When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS), what they sealed of these, of
- * the DKIM keys and of the SMSC connections' URLs is sealed anew under it, so that dropping them
+ * the DKIM keys, the SMSC connections' URLs and Verify's code key is sealed anew under it, so that dropping them
  * later loses none; each value the current key sealed already costs one AES-GCM open, no write.
  */
 export async function prepareStoredSecrets(
@@ -37,6 +38,7 @@ export async function prepareStoredSecrets(
     await resealWebhookSecrets(db, keyring);
     await resealDkimKeys(db, keyring);
     await resealSmscUrls(db, keyring);
+    await resealCodeKey(db, keyring);
   }
   return loadSigningKey(db, keyring, jwtSecret);
 }

@@ -10,6 +10,8 @@ import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../sms/accept.ts';
 import { SMS_PURGES } from '../sms/receipts.ts';
 import { INBOUND_PURGES, receiveInboundSms } from '../sms/inbound.ts';
 import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from '../sms/expiry.ts';
+import { VERIFY_EXPIRY_KIND, verifyExpiryHandler } from '../verify/expiry.ts';
+import { VERIFY_PURGES } from '../verify/retention.ts';
 import { smsSendHandler } from '../sms/send.ts';
 import { smsSingleHandler } from '../sms/single.ts';
 import { BindsBeat } from '../sms/routing/binds.ts';
@@ -65,13 +67,19 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
     concurrency: 8,
   });
   // A recurring job: one sweep at a time across every process, once an hour.
-  worker.register(RETENTION_KIND, retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES }), {
-    concurrency: 1,
-  });
+  worker.register(
+    RETENTION_KIND,
+    retentionHandler(ctx, { ...SMS_PURGES, ...SMPP_PURGES, ...INBOUND_PURGES, ...VERIFY_PURGES }),
+    {
+      concurrency: 1,
+    },
+  );
   // Recurring too: what status changes counted, folded into the usage rollup by one job at a time.
   worker.register(USAGE_FOLD_KIND, usageFoldHandler(ctx), { concurrency: 1 });
   // Also recurring: messages no receipt settled end Failed after SMS_RECEIPT_TIMEOUT_HOURS.
   worker.register(RECEIPT_EXPIRY_KIND, receiptExpiryHandler(ctx), { concurrency: 1 });
+  // And Verify's codes past their end, expired with their webhooks.
+  worker.register(VERIFY_EXPIRY_KIND, verifyExpiryHandler(ctx), { concurrency: 1 });
 }
 
 /**

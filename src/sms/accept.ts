@@ -23,7 +23,10 @@ export interface SmsSendJob {
 }
 
 /** What a send keeps of its request, for its worker: its text and how it is sent. */
-export type SmsContent = Pick<SmsDraft, 'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener'>;
+export type SmsContent = Pick<
+  SmsDraft,
+  'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener' | 'opensInSandbox'
+>;
 
 /** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */
 export type StoredSmsContent = Omit<SmsContent, 'body' | 'tags'> &
@@ -57,7 +60,7 @@ function accepted({ sendId, draft, now }: PreparedSms) {
  * one-time passcode: the highest lane, and stored expanded (its recipient was settled at
  * accept, with its contact). On PostgreSQL all of it is one statement.
  */
-async function writeSms({ db, dialect }: ProcedureDatabase, requests: PreparedSms[]) {
+export async function writeSms({ db, dialect }: ProcedureDatabase, requests: PreparedSms[]) {
   await writeSends(
     db,
     dialect,

@@ -27,4 +27,6 @@ export interface SmsDraft {
    */
   shortener: { url: string | null; unique: boolean } | null;
   webhookUrl: string | null;
+  /** A code Herald made (Verify): sealed, and opened by the account's sandbox read. */
+  opensInSandbox?: boolean;
 }

@@ -67,6 +67,8 @@ export interface SandboxPart {
   encoding: string;
   text: string;
   sealed: boolean;
+  /** A code Herald made (Verify): the account's sandbox read opens it. */
+  opens: boolean;
 }
 
 /** A message the SMPP journal looks up by its key. */
@@ -128,10 +130,10 @@ const SQLITE = {
 
   async insertSandboxParts(db: Db, now: number, parts: SandboxPart[]): Promise<void> {
     await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text,
-                                       sealed, created_at)
+                                       sealed, opens, created_at)
               select value ->> 'accountId', value ->> 'sendId', value ->> 'messageId', value ->> 'recipient',
                      value ->> 'sender', value ->> 'part', value ->> 'parts', value ->> 'encoding', value ->> 'text',
-                     value ->> 'sealed', ${now}
+                     value ->> 'sealed', value ->> 'opens', ${now}
                 from jsonb_each(${JSON.stringify(parts)})`.execute(db);
   },
 
@@ -188,10 +190,10 @@ const POSTGRES: typeof SQLITE = {
 
   async insertSandboxParts(db, now, parts) {
     await sql`insert into sandbox_sms (account_id, send_id, message_id, recipient, sender, part, parts, encoding, text,
-                                       sealed, created_at)
+                                       sealed, opens, created_at)
               select r ->> 'accountId', r ->> 'sendId', r ->> 'messageId', r ->> 'recipient', r ->> 'sender',
                      (r ->> 'part')::int, (r ->> 'parts')::int, r ->> 'encoding', r ->> 'text',
-                     (r ->> 'sealed')::boolean, ${now}::bigint
+                     (r ->> 'sealed')::boolean, (r ->> 'opens')::boolean, ${now}::bigint
                 from jsonb_array_elements(${JSON.stringify(parts)}::jsonb) r`.execute(db);
   },
 

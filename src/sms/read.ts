@@ -5,6 +5,8 @@ import { cursorCodec } from '../http/cursor.ts';
 import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { StoredSmsContent } from './accept.ts';
+import { open, type Keyring } from '../sealed.ts';
+import { sandboxTextPlace } from './sealing.ts';
 
 type Db = Kysely<Schema>;
 
@@ -109,9 +111,11 @@ export function sandboxPageQuery(db: Db, accountId: string, query: SandboxQuery)
 /**
  * `GET /sandbox/sms`: what the sandbox transport took for the account, newest first, each part
  * as text. A part of an isBodyEncrypted send reads `text: null, encrypted: true`: its text is
- * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted").
+ * a secret the account's token does not open (SPEC §2.1: "stored/handled encrypted"); but a
+ * code Herald made (Verify) is opened for its account, so a newcomer can finish a verification
+ * with no SMSC: the sandbox is for development.
  */
-export async function readSandboxSms(db: Db, accountId: string, query: SandboxQuery) {
+export async function readSandboxSms(db: Db, keys: Keyring, accountId: string, query: SandboxQuery) {
   const read = await sandboxPageQuery(db, accountId, query).execute();
   const { rows, nextCursor } = sandboxCursor.page(read, query.limit, (last) => [Number(last.id)]);
   return {
@@ -123,7 +127,11 @@ export async function readSandboxSms(db: Db, accountId: string, query: SandboxQu
       part: row.part,
       parts: row.parts,
       encoding: row.encoding,
-      text: row.sealed ? null : row.text,
+      text: row.sealed
+        ? row.opens
+          ? open(keys, row.text, sandboxTextPlace(row.message_id, row.part))
+          : null
+        : row.text,
       encrypted: Boolean(row.sealed),
       at: iso(row.created_at),
     })),

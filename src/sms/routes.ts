@@ -2,10 +2,9 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
+import { conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { addressStanding } from '../messaging/recipients.ts';
 import {
   addSuppression,
   listSuppressions,
@@ -13,16 +12,15 @@ import {
   type SuppressionView,
 } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
-import { cancelSend, newSendId } from '../messaging/accept.ts';
+import { cancelSend } from '../messaging/accept.ts';
 import { listSends } from '../messaging/reads.ts';
 import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
-import { recordSms, sendJobKey, type PreparedSms } from './accept.ts';
+import { recordSms, sendJobKey } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
 import { readSandboxSms, readSms } from './read.ts';
 import { SmsAccepted, SmsBatchRequest, SmsSingleRequest, type SmsRequest } from './schemas.ts';
-import { storedSms } from './sealing.ts';
-import { checkSmsRequest, prepareSms } from './validate.ts';
+import { prepareSmsRequest } from './prepare.ts';
 
 const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
 const tags = ['sms'];
@@ -39,34 +37,8 @@ const ReadQuery = Type.Object({
 export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  const accept = async (
-    kind: SmsDraft['kind'],
-    body: SmsRequest,
-    account: { id: string; timeZoneOffset: string },
-  ): Promise<PreparedSms> => {
-    const now = ctx.clock.now();
-    const { draft, errors } = checkSmsRequest(kind, body, account, now, ctx.config.publicUrl);
-    if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
-    await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
-    if (kind === 'single') {
-      // ARCHITECTURE.md: a one-time passcode never vanishes behind a 202.
-      const [recipient] = draft.recipients;
-      const { refusal, contactId } = await addressStanding(ctx.database.reads, 'sms', account.id, recipient.mobile);
-      if (refusal)
-        throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
-      // A scheduled one is settled again when it is sent, by its worker's expansion.
-      if (draft.scheduledAt === null) recipient.contactId = contactId;
-    }
-    const sendId = newSendId();
-    const { listIds, scheduledAt, webhookUrl } = draft;
-    return {
-      sendId,
-      accountId: account.id,
-      draft: { kind, listIds, scheduledAt, webhookUrl },
-      ...storedSms(draft, sendId, ctx.encryptionKey),
-      now,
-    };
-  };
+  const accept = (kind: SmsDraft['kind'], body: SmsRequest, account: { id: string; timeZoneOffset: string }) =>
+    prepareSmsRequest(ctx, kind, body, account);
 
   r.post(
     '/sms/single',
@@ -272,7 +244,11 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request) => {
       const { recipient, limit, cursor } = request.query;
-      return readSandboxSms(ctx.db, request.account.id, { recipient, limit: Number(limit ?? 100), cursor });
+      return readSandboxSms(ctx.db, ctx.encryptionKey, request.account.id, {
+        recipient,
+        limit: Number(limit ?? 100),
+        cursor,
+      });
     },
   );
 

@@ -20,7 +20,7 @@ export function storedSms(
   sendId: string,
   keys: Keyring,
 ): { content: StoredSmsContent; recipients: StoredRecipient[] } {
-  const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted } = draft;
+  const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted, opensInSandbox } = draft;
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
     return isBodyEncrypted ? seal(keys.current, JSON.stringify(own), tagsPlace(sendId, address)) : JSON.stringify(own);
@@ -32,6 +32,7 @@ export function storedSms(
           senderName,
           landingPageId,
           shortener,
+          ...(opensInSandbox && { opensInSandbox }),
           sealed: seal(keys.current, JSON.stringify({ body, tags }), contentPlace(sendId)),
         }
       : { kind, senderName, landingPageId, shortener, body, tags },
@@ -59,3 +60,6 @@ export function openedContent(
 export function openedTags(tags: string, sendId: string, address: string, keys: Keyring): string {
   return open(keys, tags, tagsPlace(sendId, address));
 }
+
+/** What the sandbox's sealed copy of a part is bound to: its message and part (transports/sandbox.ts). */
+export const sandboxTextPlace = (messageId: string, part: number) => `sandbox_sms.text:${messageId}/${part}`;

@@ -250,6 +250,7 @@ export function renderPage(
       sender: send.content.senderName,
       segmented: segment(text, { reference: Number(row.id) % 256 }),
       sensitive: send.sealed,
+      opensInSandbox: send.content.opensInSandbox === true,
     };
   });
 }

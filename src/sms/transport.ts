@@ -19,6 +19,8 @@ export interface OutgoingSms {
    * the transport keeps it (sealed.ts), and never logged.
    */
   sensitive: boolean;
+  /** A code Herald made (Verify): the sandbox keeps it sealed, and its read opens it for the account. */
+  opensInSandbox?: boolean;
 }
 
 /**

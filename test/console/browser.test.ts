@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, it } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
+import { POLL_MS } from '../../src/sms/transports/routed.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
@@ -51,6 +52,9 @@ forEachDatabase((dialect) => {
     assert.equal(priced.statusCode, 200, priced.body);
     receiver = await startReceiver();
     browser = await launchBrowser(dialect);
+    // The worker's transport read the routes as it was made, and reads them again within 2 s of a change
+    // (sms/transports/routed.ts): the first send must find the price.
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     page = browser.page;
   });
   afterEach(() => {

@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, beforeEach, it } from 'node:test';
-import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
-import type { DialectName } from '../../src/db/database.ts';
 import { generateKey, Keyring, open } from '../../src/sealed.ts';
 import { createWorker } from '../../src/server/worker.ts';
-import { sandboxTextPlace } from '../../src/sms/transports/sandbox.ts';
+import { sandboxTextPlace } from '../../src/sms/sealing.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { foundInStorage } from '../support/storage.ts';
 
 // Distinctive: the passcode comes from a tag, the words around it from the body.
 const CODE = '739184';
@@ -25,46 +23,6 @@ interface SandboxMessage {
   part: number;
   text: string | null;
   encrypted: boolean;
-}
-
-/** Where each needle is in the database's storage: SQLite's files as bytes, or every text column of PostgreSQL. */
-async function foundInStorage(
-  api: ApiTest,
-  dialect: DialectName,
-  needles: string[],
-): Promise<Record<string, string[]>> {
-  const found: Record<string, string[]> = Object.fromEntries(needles.map((needle) => [needle, []]));
-  if (dialect === 'sqlite') {
-    const file = api.t.database.url.slice('sqlite:'.length);
-    // The WAL first: a checkpoint between the two reads then still leaves every page in one of them.
-    for (const path of [`${file}-wal`, file]) {
-      if (!existsSync(path)) continue;
-      const bytes = readFileSync(path);
-      for (const needle of needles)
-        if (bytes.includes(Buffer.from(needle))) found[needle].push(path.slice(file.length) || 'database');
-    }
-    return found;
-  }
-  const db = api.t.ctx.db;
-  const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
-    select table_name, column_name from information_schema.columns
-     where table_schema = current_schema()
-       and data_type in ('text', 'character varying', 'character', 'json', 'jsonb')`.execute(db);
-  assert.ok(
-    columns.some((c) => c.table_name === 'sends' && c.column_name === 'content'),
-    'the columns of the application are listed',
-  );
-  for (const { table_name: table, column_name: column } of columns) {
-    for (const needle of needles) {
-      const { rows } = await sql<{
-        n: string;
-      }>`select count(*) as n from ${sql.table(table)} where strpos(${sql.ref(column)}::text, ${needle}) > 0`.execute(
-        db,
-      );
-      if (Number(rows[0].n) > 0) found[needle].push(`${table}.${column}`);
-    }
-  }
-  return found;
 }
 
 forEachDatabase((dialect) => {

@@ -30,6 +30,7 @@ import * as recipientErrorCodes from './0028_recipient_error_codes.ts';
 import * as sandboxSmsByAccount from './0029_sandbox_sms_by_account.ts';
 import * as eraseClearPrivateTokens from './0030_erase_clear_private_tokens.ts';
 import * as smsRouting from './0031_sms_routing.ts';
+import * as verify from './0032_verify.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '0029_sandbox_sms_by_account': sandboxSmsByAccount,
   '0030_erase_clear_private_tokens': eraseClearPrivateTokens,
   '0031_sms_routing': smsRouting,
+  '0032_verify': verify,
 };

@@ -31,7 +31,8 @@ export interface RoutedTransportOptions {
 
 /** How long parts wait for a connection that lost its binds before they move to the next of their route. */
 export const FAILOVER_PATIENCE_MS = 10_000;
-const POLL_MS = 2_000;
+/** How often the routing version is read by default. */
+export const POLL_MS = 2_000;
 
 /** A number no route matches, once connections were added and SMS_TRANSPORT is unset. */
 const NO_ROUTE: SubmitResult = { accepted: false, permanent: true, error: 'no route', errorCode: null };

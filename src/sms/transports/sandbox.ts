@@ -2,6 +2,7 @@ import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
 import { seal, type Keyring } from '../../sealed.ts';
 import { queries, type SandboxPart } from '../queries.ts';
+import { sandboxTextPlace } from '../sealing.ts';
 import { DEFAULT_SMSC, type OutgoingSms, type SmsTransport, type SubmitResult } from '../transport.ts';
 
 /**
@@ -51,6 +52,7 @@ export function sandboxTransport(
             encoding,
             text,
             sealed: m.sensitive,
+            opens: m.opensInSandbox === true,
           });
         });
         const operatorMessageIds = parts.map((_, i) => `${m.messageId}/${i + 1}`);
@@ -72,6 +74,3 @@ export function sandboxTransport(
     async close() {},
   };
 }
-
-/** What a sealed record's text is bound to: its message and part. */
-export const sandboxTextPlace = (messageId: string, part: number) => `sandbox_sms.text:${messageId}/${part}`;

@@ -1,0 +1,60 @@
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Schema } from './db/schema.ts';
+import { resealed, seal, tryOpen, type Keyring } from './sealed.ts';
+
+/**
+ * Keys Herald makes once (32 random bytes) and keeps for good in `settings`, so that every
+ * process sharing the database uses the same one, sealed under a key derived from
+ * ENCRYPTION_KEY for their purpose: a copy of the database alone (a backup, a dump) uses none.
+ * The access tokens' key (auth/signing-key.ts) and the key of Verify's code hashes
+ * (verify/codes.ts) are kept so.
+ */
+
+type Db = Kysely<Schema>;
+
+export interface SealedKey {
+  /** The settings row that holds it, sealed. */
+  row: string;
+  /** What the sealing key is derived for (Keyring.derive). */
+  purpose: string;
+}
+
+const place = (key: SealedKey) => `settings.${key.row}`;
+const sealingKey = (keyring: Keyring, key: SealedKey) => keyring.derive(key.purpose);
+
+/** A new key of 32 random bytes, sealed to be written as `key`'s row. */
+export const sealedNewKey = (keyring: Keyring, key: SealedKey): string =>
+  sealValue(keyring, key, randomBytes(32).toString('base64url'));
+
+/** `clear` (the key in base64url) sealed as `key`'s row holds it. */
+export const sealValue = (keyring: Keyring, key: SealedKey, clear: string): string =>
+  seal(sealingKey(keyring, key).current, clear, place(key));
+
+/**
+ * The key, made and written first by whichever process asks first; undefined when the row was
+ * sealed under an ENCRYPTION_KEY that is neither the current one nor one it replaced.
+ */
+export async function loadSealedKey(db: Db, keyring: Keyring, key: SealedKey): Promise<KeyObject | undefined> {
+  await db
+    .insertInto('settings')
+    .values({ key: key.row, value: sealedNewKey(keyring, key) })
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+  const row = await db.selectFrom('settings').select('value').where('key', '=', key.row).executeTakeFirstOrThrow();
+  const clear = tryOpen(sealingKey(keyring, key), row.value, place(key));
+  return clear === undefined ? undefined : createSecretKey(Buffer.from(clear, 'base64url'));
+}
+
+/** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (sealed.ts, resealed). */
+export async function resealKey(db: Db, keyring: Keyring, key: SealedKey): Promise<void> {
+  const row = await db.selectFrom('settings').select('value').where('key', '=', key.row).executeTakeFirst();
+  const again = row && resealed(sealingKey(keyring, key), row.value, place(key));
+  if (!again) return;
+  await db
+    .updateTable('settings')
+    .set({ value: again })
+    .where('key', '=', key.row)
+    .where('value', '=', row.value)
+    .execute();
+}

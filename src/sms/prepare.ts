@@ -1,0 +1,48 @@
+import type { AppContext } from '../context.ts';
+import { badRequest, unprocessable } from '../errors.ts';
+import { newSendId } from '../messaging/accept.ts';
+import { addressStanding } from '../messaging/recipients.ts';
+import type { PreparedSms } from './accept.ts';
+import type { SmsDraft } from './draft.ts';
+import type { SmsRequest } from './schemas.ts';
+import { storedSms } from './sealing.ts';
+import { checkSmsRequest, prepareSms } from './validate.ts';
+
+/**
+ * An `/sms/single` or `/sms/batch` request checked (400, 422) and made ready to write: its send
+ * and recipients, sealed where they must be. A single's recipient is settled here: a one-time
+ * passcode never vanishes behind a 202 (ARCHITECTURE.md). Verify's codes come this way too,
+ * with `optIn: false` (only a suppression refuses them) and `opensInSandbox`.
+ */
+export async function prepareSmsRequest(
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
+  kind: SmsDraft['kind'],
+  body: SmsRequest,
+  account: { id: string; timeZoneOffset: string },
+  options: { optIn: boolean; opensInSandbox?: boolean } = { optIn: true },
+): Promise<PreparedSms> {
+  const now = ctx.clock.now();
+  const { draft, errors } = checkSmsRequest(kind, body, account, now, ctx.config.publicUrl);
+  if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
+  await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
+  if (kind === 'single') {
+    const [recipient] = draft.recipients;
+    const { refusal, contactId } = await addressStanding(ctx.database.reads, 'sms', account.id, recipient.mobile, {
+      optIn: options.optIn,
+    });
+    if (refusal)
+      throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);
+    // A scheduled one is settled again when it is sent, by its worker's expansion.
+    if (draft.scheduledAt === null) recipient.contactId = contactId;
+  }
+  if (options.opensInSandbox) draft.opensInSandbox = true;
+  const sendId = newSendId();
+  const { listIds, scheduledAt, webhookUrl } = draft;
+  return {
+    sendId,
+    accountId: account.id,
+    draft: { kind, listIds, scheduledAt, webhookUrl },
+    ...storedSms(draft, sendId, ctx.encryptionKey),
+    now,
+  };
+}

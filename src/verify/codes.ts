@@ -1,0 +1,61 @@
+import { createHmac, randomBytes, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { loadSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import type { Keyring } from '../sealed.ts';
+
+/**
+ * Verify's codes: digits from the CSPRNG, uniformly distributed, kept only as an HMAC-SHA256
+ * with a salt of their own, under a key Herald keeps sealed by ENCRYPTION_KEY
+ * (sealed-keys.ts). The key is not derived from ENCRYPTION_KEY itself, so a pending code still
+ * checks after ENCRYPTION_KEY is replaced; and a copy of the database alone cannot test the
+ * million codes of 6 digits against a hash.
+ */
+
+const CODE_KEY: SealedKey = { row: 'sealed_verify_key', purpose: 'herald verify codes' };
+
+/** A new code of `length` digits. */
+export function newCode(length: number): string {
+  return String(randomInt(0, 10 ** length)).padStart(length, '0');
+}
+
+/** The code's hash as a verification keeps it: a random salt of its own, then the HMAC of both. */
+export function codeHash(key: KeyObject, code: string): string {
+  const salt = randomBytes(12).toString('base64url');
+  return `${salt}.${hmac(key, salt, code)}`;
+}
+
+/** Whether `code` is the one whose hash a verification keeps, compared in constant time. */
+export function codeMatches(key: KeyObject, code: string, stored: string): boolean {
+  const [salt, kept] = stored.split('.');
+  if (kept === undefined) return false;
+  const given = Buffer.from(hmac(key, salt, code));
+  const expected = Buffer.from(kept);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+const hmac = (key: KeyObject, salt: string, code: string) =>
+  createHmac('sha256', key).update(`${salt}:${code}`).digest('base64url');
+
+const loaded = new WeakMap<Keyring, Promise<KeyObject>>();
+
+/** The key of code hashes: made by the first process that needs it, then read once per process. */
+export function codeKey(db: Kysely<Schema>, keyring: Keyring): Promise<KeyObject> {
+  let key = loaded.get(keyring);
+  if (!key) {
+    key = loadSealedKey(db, keyring, CODE_KEY).then((opened) => {
+      if (opened) return opened;
+      loaded.delete(keyring);
+      throw new Error(
+        "ENCRYPTION_KEY: the key of Verify's codes was sealed under another key; give that one in " +
+          'ENCRYPTION_KEY_PREVIOUS',
+      );
+    });
+    key.catch(() => loaded.delete(keyring));
+    loaded.set(keyring, key);
+  }
+  return key;
+}
+
+/** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (server/stored-secrets.ts). */
+export const resealCodeKey = (db: Kysely<Schema>, keyring: Keyring): Promise<void> => resealKey(db, keyring, CODE_KEY);

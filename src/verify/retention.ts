@@ -1,0 +1,93 @@
+import { sql, type Kysely } from 'kysely';
+import type { ProcedureDatabase } from '../db/procedure.ts';
+import type { Schema, VerifyRollupTable } from '../db/schema.ts';
+import { BUCKET_MS } from '../messaging/rollup.ts';
+
+type Db = Kysely<Schema>;
+type Counts = Omit<VerifyRollupTable, 'account_id' | 'bucket' | 'country'>;
+
+const NONE: Counts = { started: 0, approved: 0, failed: 0, expired: 0, blocked_country: 0, blocked_prefix: 0 };
+
+/**
+ * Verifications and blocked attempts older than RETENTION_DAYS, a chunk a transaction, counted
+ * into verify_rollup in the transaction that deletes them (GET /verify/stats reads both). A
+ * verification still pending by then ended long ago: it counts as expired.
+ */
+const purgeVerifications = foldedPurge('verifications', 'created_at', ['status'], (row) => ({
+  ...NONE,
+  started: 1,
+  approved: row.status === 'approved' ? 1 : 0,
+  failed: row.status === 'failed' ? 1 : 0,
+  expired: row.status === 'expired' || row.status === 'pending' ? 1 : 0,
+}));
+
+const purgeBlocked = foldedPurge('verify_blocked', 'at', ['reason'], (row) => ({
+  ...NONE,
+  [row.reason === 'country' ? 'blocked_country' : 'blocked_prefix']: 1,
+}));
+
+/**
+ * A purge of `table`'s rows whose `time` is before the cutoff, oldest first, each counted by
+ * `counts` (of its `columns`) into the rollup before the chunk is deleted.
+ */
+function foldedPurge<T extends 'verifications' | 'verify_blocked', C extends keyof Schema[T] & string>(
+  table: T,
+  time: 'created_at' | 'at',
+  columns: C[],
+  counts: (row: Record<C, string>) => Counts,
+) {
+  return ({ db }: ProcedureDatabase, before: number, limit: number): Promise<number> =>
+    db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ id: string | number; account_id: string; country: string; at: number }>`
+        select id, account_id, country, ${sql.ref(time)} as at, ${sql.join(columns.map((c) => sql.ref(c)))}
+          from ${sql.table(table)} where ${sql.ref(time)} < ${before} order by ${sql.ref(time)} limit ${limit}`.execute(
+        trx,
+      );
+      if (rows.length === 0) return 0;
+      await fold(
+        trx,
+        rows.map((row) => ({
+          accountId: row.account_id,
+          at: Number(row.at),
+          country: row.country,
+          counts: counts(row as unknown as Record<C, string>),
+        })),
+      );
+      await sql`delete from ${sql.table(table)} where id in (${sql.join(rows.map((row) => row.id))})`.execute(trx);
+      return rows.length;
+    });
+}
+
+/** Counts added to their rollup rows (account, quarter-hour bucket, country), in the caller's transaction. */
+async function fold(
+  trx: Db,
+  entries: Array<{ accountId: string; at: number; country: string; counts: Counts }>,
+): Promise<void> {
+  const rows = new Map<string, VerifyRollupTable>();
+  for (const { accountId, at, country, counts } of entries) {
+    const bucket = Math.floor(at / BUCKET_MS);
+    const key = `${accountId}\n${bucket}\n${country}`;
+    const row = rows.get(key) ?? { account_id: accountId, bucket, country, ...NONE };
+    for (const name of Object.keys(NONE) as Array<keyof Counts>) row[name] += counts[name];
+    rows.set(key, row);
+  }
+  await trx
+    .insertInto('verify_rollup')
+    .values([...rows.values()])
+    .onConflict((oc) =>
+      oc
+        .columns(['account_id', 'bucket', 'country'])
+        .doUpdateSet((eb) =>
+          Object.fromEntries(
+            (Object.keys(NONE) as Array<keyof Counts>).map((name) => [
+              name,
+              eb(`verify_rollup.${name}`, '+', eb.ref(`excluded.${name}`)),
+            ]),
+          ),
+        ),
+    )
+    .execute();
+}
+
+/** Verify's stores the retention sweep empties (messaging/retention.ts), by name. */
+export const VERIFY_PURGES = { verifications: purgeVerifications, verifyBlocked: purgeBlocked };

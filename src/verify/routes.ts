@@ -1,0 +1,260 @@
+import { Type } from 'typebox';
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { offsetMinutes } from '../accounts/time-zone.ts';
+import { verifySettings } from '../accounts/verify-settings.ts';
+import type { AppContext } from '../context.ts';
+import { countryOfMobile, mobileFromDigits } from '../crm/mobile-number.ts';
+import { AppError, badRequest, notFound, unprocessable } from '../errors.ts';
+import { idempotent } from '../http/idempotency.ts';
+import { errorResponses, MultilineText, Uuid } from '../http/schemas.ts';
+import { newSendId } from '../messaging/accept.ts';
+import { prepareSmsRequest } from '../sms/prepare.ts';
+import { WebhookUrl } from '../webhooks/destination.ts';
+import { codeHash, codeKey, codeMatches, newCode } from './codes.ts';
+import {
+  cancelVerification,
+  checkVerification,
+  isPrefixRefusal,
+  ownVerification,
+  recordBlocked,
+  startVerification,
+  verificationView,
+} from './record.ts';
+import { readVerifyStats } from './stats.ts';
+
+const verify = { auth: 'account', rateLimitGroup: 'verify' } as const;
+const tags = ['verify'];
+
+const DEFAULT_TEMPLATE = 'Your verification code is [code]';
+const CODE_TAG = '[code]';
+
+const StartRequest = Type.Object({
+  to: Type.String({ maxLength: 320, description: 'The number, country code then digits (as /sms/single).' }),
+  channel: Type.Optional(Type.Union([Type.Literal('sms')], { description: '`sms` (the default).' })),
+  senderName: Type.Optional(Type.String({ maxLength: 15, description: "One of the account's sender names." })),
+  template: Type.Optional(
+    MultilineText({
+      maxLength: 1000,
+      description: `The message; must hold ${CODE_TAG}, where the code goes. "${DEFAULT_TEMPLATE}" by default.`,
+    }),
+  ),
+  codeLength: Type.Optional(
+    Type.Integer({ minimum: 4, maximum: 10, description: 'Digits of the code; 6 by default.' }),
+  ),
+  ttlSeconds: Type.Optional(
+    Type.Integer({ minimum: 60, maximum: 3600, description: 'How long the code checks; 600 by default.' }),
+  ),
+  webHookUrl: Type.Optional(WebhookUrl('Receives `verify.status` at approved, failed, expired and cancelled, signed.')),
+});
+
+const Verification = Type.Object({
+  verificationId: Type.String(),
+  to: Type.String(),
+  channel: Type.String(),
+  status: Type.String(),
+  expiresAt: Type.String({ format: 'date-time' }),
+  sendAttempts: Type.Integer(),
+  attemptsLeft: Type.Integer(),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+const Started = Type.Omit(Verification, ['attemptsLeft', 'createdAt']);
+const Checked = Type.Object({ verificationId: Type.String(), status: Type.String(), attemptsLeft: Type.Integer() });
+const Params = Type.Object({ verificationId: Uuid() });
+const Day = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD' });
+
+/** Fields of the code's SMS request as the client named them in its POST /verify. */
+const FIELD_OF: Record<string, string> = {
+  recipient: 'to',
+  body: 'template',
+  personalizationSubstitutionTags: 'template',
+};
+
+/**
+ * Verify (ARCHITECTURE.md, "Verify (one-time passcodes)"): Herald makes the code, sends it in
+ * the passcode lane through `/sms/single`'s checks and routes, keeps only its hash, and checks it.
+ */
+export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.post(
+    '/verify',
+    {
+      config: verify,
+      schema: {
+        tags,
+        summary: 'Send a one-time code to a number; to one with a code pending, send it a new code',
+        body: StartRequest,
+        response: { 201: Started, ...errorResponses(400, 401, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) => {
+      const account = request.account;
+      const body = request.body;
+      const now = ctx.clock.now();
+      const template = body.template ?? DEFAULT_TEMPLATE;
+      if (!template.includes(CODE_TAG))
+        throw badRequest('The verification request is not valid.', [
+          { field: 'template', message: `must hold ${CODE_TAG}, where the code goes` },
+        ]);
+      const mobile = mobileFromDigits(body.to);
+      if ('problem' in mobile)
+        throw badRequest('The verification request is not valid.', [{ field: 'to', message: mobile.problem }]);
+      const country = countryOfMobile(mobile.mobile);
+      const { allowedCountries, prefixLimit } = verifySettings(account.verifySettings);
+      if (allowedCountries !== null && !allowedCountries.includes(country)) {
+        await ctx.database.call(recordBlocked, { accountId: account.id, reason: 'country', country, now });
+        throw unprocessable('The fraud guard refused the number.', [
+          {
+            field: 'to',
+            message: `is a number of ${country || 'no single country'}, not one of the account's allowedCountries`,
+          },
+        ]);
+      }
+      const prefix = mobile.mobile.slice(0, mobile.countryCode.length + 4);
+      try {
+        return await idempotent(request, reply, ctx, account.id, startVerification, async () => {
+          const code = newCode(body.codeLength ?? 6);
+          const sms = await prepareSmsRequest(
+            ctx,
+            'single',
+            {
+              recipient: mobile.mobile,
+              senderName: body.senderName ?? ctx.config.defaultSenderName,
+              body: template,
+              isBodyEncrypted: true,
+              personalizationSubstitutionTags: [{ tagName: CODE_TAG, tagValue: code }],
+            },
+            account,
+            { optIn: false, opensInSandbox: true },
+          ).catch((error: unknown) => {
+            throw withVerifyFields(error);
+          });
+          return {
+            id: newSendId(),
+            accountId: account.id,
+            channel: 'sms' as const,
+            to: mobile.mobile,
+            country,
+            prefix,
+            prefixLimit,
+            codeHash: codeHash(await codeKey(ctx.db, ctx.encryptionKey), code),
+            ttlMs: (body.ttlSeconds ?? 600) * 1000,
+            webhookUrl: body.webHookUrl ?? null,
+            sms,
+            now,
+          };
+        });
+      } catch (error) {
+        if (isPrefixRefusal(error))
+          await ctx.database.call(recordBlocked, { accountId: account.id, reason: 'prefix', country, now });
+        throw error;
+      }
+    },
+  );
+
+  r.post(
+    '/verify/:verificationId/check',
+    {
+      config: verify,
+      schema: {
+        tags,
+        summary: 'Check a code: approved, pending with an attempt fewer, failed at the fifth wrong one, or expired',
+        params: Params,
+        body: Type.Object({ code: Type.String({ maxLength: 10 }) }),
+        response: { 200: Checked, ...errorResponses(400, 401, 404, 415, 429) },
+      },
+    },
+    async (request) => {
+      const id = request.params.verificationId.toLowerCase();
+      const accountId = request.account.id;
+      const row = await ctx.database.reads
+        .selectFrom('verifications')
+        .select(['code_hash', 'status'])
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .executeTakeFirst();
+      if (!row || !['pending', 'expired'].includes(row.status)) throw notFound('The pending verification');
+      const matched = codeMatches(await codeKey(ctx.db, ctx.encryptionKey), request.body.code, row.code_hash);
+      const now = ctx.clock.now();
+      const checked = await ctx.database.call(checkVerification, {
+        accountId,
+        id,
+        codeHash: row.code_hash,
+        matched,
+        now,
+      });
+      if (!checked) throw notFound('The pending verification');
+      return { verificationId: id, ...checked };
+    },
+  );
+
+  r.post(
+    '/verify/:verificationId/cancel',
+    {
+      config: verify,
+      schema: {
+        tags,
+        summary: 'Cancel a pending verification: its code no longer checks',
+        params: Params,
+        response: { 200: Verification, ...errorResponses(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const now = ctx.clock.now();
+      const id = request.params.verificationId.toLowerCase();
+      const row = await ctx.database.call(cancelVerification, { accountId: request.account.id, id, now });
+      if (!row) throw notFound('The verification');
+      return verificationView(row, now);
+    },
+  );
+
+  r.get(
+    '/verify/stats',
+    {
+      config: verify,
+      schema: {
+        tags,
+        summary: "Verifications started, approved, failed, expired and blocked over days of the account's zone",
+        querystring: Type.Object({ from: Day, to: Day }),
+        response: errorResponses(400, 401, 429),
+      },
+    },
+    async (request) =>
+      readVerifyStats(ctx.db, {
+        accountId: request.account.id,
+        offsetMinutes: offsetMinutes(request.account.timeZoneOffset) ?? 0,
+        from: request.query.from,
+        to: request.query.to,
+        now: ctx.clock.now(),
+      }),
+  );
+
+  r.get(
+    '/verify/:verificationId',
+    {
+      config: verify,
+      schema: {
+        tags,
+        summary: 'A verification: its status, sends and checks left',
+        params: Params,
+        response: { 200: Verification, ...errorResponses(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const id = request.params.verificationId.toLowerCase();
+      const row = await ownVerification(ctx.db, { accountId: request.account.id, id });
+      if (!row) throw notFound('The verification');
+      return verificationView(row, ctx.clock.now());
+    },
+  );
+}
+
+/** An error of the code's SMS request with its fields named as POST /verify's body names them. */
+function withVerifyFields(error: unknown): unknown {
+  if (!(error instanceof AppError) || error.errors.length === 0) return error;
+  return new AppError(error.statusCode, error.message.replace('The SMS', 'The verification'), {
+    errors: error.errors.map(({ field, message }) => ({ field: FIELD_OF[field] ?? field, message })),
+    headers: error.headers,
+  });
+}

@@ -1,0 +1,339 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { ManualClock } from '../../src/clock.ts';
+import { sweep } from '../../src/messaging/retention.ts';
+import { scheduleRecurring } from '../../src/queue/recurring.ts';
+import { VERIFY_EXPIRY_KIND } from '../../src/verify/expiry.ts';
+import { generateKey } from '../../src/sealed.ts';
+import { VERIFY_PURGES } from '../../src/verify/retention.ts';
+import { startTestApp } from '../support/app.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { foundInStorage } from '../support/storage.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+
+// Verify (ARCHITECTURE.md, "Verify (one-time passcodes)"): src/verify/, over the sandbox SMSC.
+
+const NUMBER = '919812345678';
+const TODAY = '2026-11-22';
+
+forEachDatabase((dialect) => {
+  let api: ApiTest;
+  let alice: ApiClient;
+  let receiver: Receiver;
+  let logs: string[];
+  beforeEach(async () => {
+    logs = [];
+    const logger = { level: 'trace', stream: { write: (line: string) => void logs.push(line) } };
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.UTC(2026, 10, 22, 12)), logger });
+    alice = await api.client();
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await api.close();
+  });
+
+  const start = (client: ApiClient, body: object = {}) =>
+    client.post('/verify', { to: NUMBER, webHookUrl: receiver.url, ...body });
+  const check = (client: ApiClient, id: string, code: string) => client.post(`/verify/${id}/check`, { code });
+  /** The newest code the sandbox took for `to`: its read opens Verify's codes for their account. */
+  const sentCode = async (client: ApiClient, to = NUMBER) => {
+    await api.drain();
+    const messages = (await client.get(`/sandbox/sms?recipient=${to}`)).json().messages as Array<{ text: string }>;
+    assert.ok(messages.length > 0, 'the code was sent');
+    const match = /is (\d+)$/.exec(messages[0].text);
+    assert.ok(match, `the text holds the code: ${messages[0].text}`);
+    return match[1];
+  };
+  const wrong = (code: string) => String((Number(code) + 1) % 10 ** code.length).padStart(code.length, '0');
+  const posted = () => receiver.received.flatMap((r) => JSON.parse(r.body).data as Array<{ status: string }>);
+
+  it('sends a code by SMS, approves it once, and posts verify.status', async () => {
+    const started = await start(alice);
+    assert.equal(started.statusCode, 201, started.body);
+    const body = started.json();
+    assert.deepEqual(Object.keys(body).sort(), [
+      'channel',
+      'expiresAt',
+      'sendAttempts',
+      'status',
+      'to',
+      'verificationId',
+    ]);
+    assert.deepEqual([body.to, body.channel, body.status, body.sendAttempts], [NUMBER, 'sms', 'pending', 1]);
+    assert.equal(body.expiresAt, new Date(api.clock.now() + 600_000).toISOString());
+    const code = await sentCode(alice);
+    assert.match(code, /^\d{6}$/);
+
+    const missed = await check(alice, body.verificationId, wrong(code));
+    assert.deepEqual(missed.json(), { verificationId: body.verificationId, status: 'pending', attemptsLeft: 4 });
+    const approved = await check(alice, body.verificationId, code);
+    assert.deepEqual(approved.json(), { verificationId: body.verificationId, status: 'approved', attemptsLeft: 4 });
+    assert.equal((await check(alice, body.verificationId, code)).statusCode, 404, 'a code works once');
+    const read = (await alice.get(`/verify/${body.verificationId}`)).json();
+    assert.equal(read.status, 'approved');
+
+    await api.drain();
+    api.clock.advance(2000);
+    await api.drain();
+    assert.deepEqual(
+      receiver.received.map((r) => JSON.parse(r.body).type),
+      ['verify.status'],
+      'one post, of verify.status only: the code message posts no sms.status',
+    );
+    assert.deepEqual(
+      posted().map(({ status }) => status),
+      ['approved'],
+    );
+  });
+
+  it('fails a verification at its fifth wrong code, and answers 404 after', async () => {
+    const id = (await start(alice)).json().verificationId;
+    const code = await sentCode(alice);
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push((await check(alice, id, wrong(code))).json());
+    assert.deepEqual(
+      answers.map((a) => [a.status, a.attemptsLeft]),
+      [
+        ['pending', 4],
+        ['pending', 3],
+        ['pending', 2],
+        ['pending', 1],
+        ['failed', 0],
+      ],
+    );
+    assert.equal((await check(alice, id, code)).statusCode, 404, 'the right code after the fifth wrong one');
+  });
+
+  it('answers expired after the end, and the sweep posts expired', async () => {
+    const id = (await start(alice, { ttlSeconds: 60 })).json().verificationId;
+    const code = await sentCode(alice);
+    api.clock.advance(61_000);
+    assert.deepEqual((await check(alice, id, code)).json(), { verificationId: id, status: 'expired', attemptsLeft: 5 });
+    const other = (await start(alice, { to: '919812345679', ttlSeconds: 60 })).json().verificationId;
+    api.clock.advance(61_000);
+    // The sweep is a standing job: each worker queues it as it starts (this one is drained, not started).
+    await scheduleRecurring(api.t.ctx.db, VERIFY_EXPIRY_KIND, api.clock.now());
+    await api.drain();
+    const stored = await api.t.ctx.db
+      .selectFrom('verifications')
+      .select('status')
+      .where('id', '=', other)
+      .executeTakeFirst();
+    assert.equal(stored?.status, 'expired', 'the sweep wrote it');
+    api.clock.advance(2000);
+    await api.drain();
+    assert.equal((await alice.get(`/verify/${other}`)).json().status, 'expired');
+    assert.deepEqual(
+      posted()
+        .map(({ status }) => status)
+        .sort(),
+      ['expired', 'expired'],
+    );
+  });
+
+  it('cancels a pending verification: its code no longer checks', async () => {
+    const id = (await start(alice)).json().verificationId;
+    const code = await sentCode(alice);
+    const cancelled = await alice.post(`/verify/${id}/cancel`, {});
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    assert.equal(cancelled.json().status, 'cancelled');
+    assert.equal((await check(alice, id, code)).statusCode, 404);
+  });
+
+  it('resends within 30 s only with a 429, then the same verification with a new code and its checks carried over', async () => {
+    const id = (await start(alice)).json().verificationId;
+    const first = await sentCode(alice);
+    await check(alice, id, wrong(first));
+    api.clock.advance(10_000);
+    const early = await start(alice);
+    assert.equal(early.statusCode, 429);
+    assert.equal(early.headers['retry-after'], '20');
+    api.clock.advance(20_000);
+    const again = await start(alice);
+    assert.equal(again.statusCode, 201, again.body);
+    assert.deepEqual([again.json().verificationId, again.json().sendAttempts], [id, 2]);
+    const second = await sentCode(alice);
+    if (second !== first) {
+      const old = await check(alice, id, first);
+      assert.deepEqual([old.json().status, old.json().attemptsLeft], ['pending', 3], 'the old code is void');
+    }
+    const approved = (await check(alice, id, second)).json();
+    assert.equal(approved.status, 'approved');
+  });
+
+  it('refuses a sixth code to one number within 10 minutes', async () => {
+    for (let i = 0; i < 5; i++) {
+      const sent = await start(alice);
+      assert.equal(sent.statusCode, 201, `send ${i + 1}: ${sent.body}`);
+      api.clock.advance(31_000);
+    }
+    const sixth = await start(alice);
+    assert.equal(sixth.statusCode, 429, sixth.body);
+    assert.ok(Number(sixth.headers['retry-after']) > 0);
+  });
+
+  it('refuses numbers outside allowedCountries (422) and past prefixLimit (429), counted as blocked', async () => {
+    const patched = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${alice.token}` },
+      payload: { verify: { allowedCountries: ['IN'], prefixLimit: 2 } },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.deepEqual(patched.json().verify, { allowedCountries: ['IN'], prefixLimit: 2 });
+    assert.deepEqual((await alice.get('/account')).json().verify, { allowedCountries: ['IN'], prefixLimit: 2 });
+
+    const british = await start(alice, { to: '447400123456' });
+    assert.equal(british.statusCode, 422, british.body);
+    assert.deepEqual(
+      british.json().errors.map((e: { field: string }) => e.field),
+      ['to'],
+    );
+    assert.equal((await start(alice, { to: '919812300001' })).statusCode, 201);
+    assert.equal((await start(alice, { to: '919812300002' })).statusCode, 201);
+    const third = await start(alice, { to: '919812300003' });
+    assert.equal(third.statusCode, 429, third.body);
+    assert.match(third.json().errors[0].message, /\+919812/);
+    assert.equal((await start(alice, { to: '919912300003' })).statusCode, 201, 'another prefix');
+
+    const stats = (await alice.get(`/verify/stats?from=${TODAY}&to=${TODAY}`)).json();
+    assert.deepEqual([stats.started, stats.blocked, stats.blockedBy], [3, 2, { country: 1, prefix: 1 }]);
+    const bad = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${alice.token}` },
+      payload: { verify: { allowedCountries: ['XX'] } },
+    });
+    assert.equal(bad.statusCode, 400, bad.body);
+  });
+
+  it('honours a STOP and ignores the opt-in: a login code is not marketing', async () => {
+    await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812345678', mobileOptIn: false }]);
+    assert.equal((await start(alice)).statusCode, 201, 'a contact without the opt-in gets its code');
+    const suppressed = await alice.post('/sms/suppressions', { number: '919812399999' });
+    assert.equal(suppressed.statusCode, 201, suppressed.body);
+    const stopped = await start(alice, { to: '919812399999' });
+    assert.equal(stopped.statusCode, 422, stopped.body);
+    assert.deepEqual(
+      stopped.json().errors.map((e: { field: string }) => e.field),
+      ['to'],
+    );
+  });
+
+  it("keeps one account's verifications from another", async () => {
+    const id = (await start(alice)).json().verificationId;
+    const code = await sentCode(alice);
+    const bob = await api.client();
+    assert.equal((await bob.get(`/verify/${id}`)).statusCode, 404);
+    assert.equal((await check(bob, id, code)).statusCode, 404);
+    assert.equal((await bob.post(`/verify/${id}/cancel`, {})).statusCode, 404);
+    assert.deepEqual((await bob.get('/sandbox/sms')).json().messages, []);
+    assert.equal((await bob.get(`/verify/stats?from=${TODAY}&to=${TODAY}`)).json().started, 0);
+    assert.equal((await alice.get(`/verify/${id}`)).json().status, 'pending', 'nor did its check touch it');
+  });
+
+  it('keeps the code out of the database, the logs, the webhooks and every read but the sandbox', async () => {
+    const template = 'Quokka login code: [code]';
+    const started = await start(alice, { template, codeLength: 10 });
+    const id = started.json().verificationId;
+    await api.drain();
+    const text = (await alice.get(`/sandbox/sms?recipient=${NUMBER}`)).json().messages[0].text as string;
+    const code = text.slice('Quokka login code: '.length);
+    assert.match(code, /^\d{10}$/);
+    const reads = [
+      started.body,
+      (await alice.get(`/verify/${id}`)).body,
+      (await alice.get('/sms')).body,
+      ...(await Promise.all(
+        (
+          await alice.get('/sms')
+        )
+          .json()
+          .sends.map(async (s: { queueId: string }) => (await alice.get(`/sms/${s.queueId}`)).body),
+      )),
+    ];
+    assert.ok(
+      reads.every((read) => !read.includes(code)),
+      'no read but the sandbox shows the code',
+    );
+    assert.equal((await check(alice, id, code)).json().status, 'approved');
+    await api.drain();
+    api.clock.advance(2000);
+    await api.drain();
+    assert.ok(receiver.received.length > 0);
+    assert.ok(
+      receiver.received.every((r) => !r.body.includes(code)),
+      'nor does a webhook',
+    );
+    assert.ok(!logs.join('').includes(code), 'nor a log');
+    const found = await foundInStorage(api, dialect, [code, 'Quokka login code']);
+    assert.deepEqual(found, { [code]: [], 'Quokka login code': [] }, 'the code is in clear nowhere in the database');
+  });
+
+  it('keeps its counts in the stats after retention purges the verifications', async () => {
+    const id = (await start(alice)).json().verificationId;
+    await check(alice, id, await sentCode(alice));
+    await start(alice, { to: '447400123456' });
+    const before = (await alice.get(`/verify/stats?from=${TODAY}&to=${TODAY}`)).json();
+    assert.deepEqual(before, {
+      started: 2,
+      approved: 1,
+      failed: 0,
+      expired: 0,
+      blocked: 0,
+      blockedBy: { country: 0, prefix: 0 },
+      conversionRate: 0.5,
+      byCountry: [
+        { country: 'GB', started: 1, approved: 0 },
+        { country: 'IN', started: 1, approved: 1 },
+      ],
+    });
+    api.clock.advance(31 * 86_400_000);
+    const report = await sweep(api.t.ctx.database, api.clock.now(), 30, { channelPurges: VERIFY_PURGES });
+    assert.equal(report.channels.verifications, 2);
+    assert.equal(await api.t.ctx.db.selectFrom('verifications').select('id').executeTakeFirst(), undefined);
+    // A month on, the access token has ended: a new one.
+    const token = await api.t.tokenFor(alice.account);
+    const stats = await api.t.app.inject({
+      method: 'GET',
+      url: `/verify/stats?from=${TODAY}&to=${TODAY}`,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const after = stats.json();
+    assert.deepEqual(after, { ...before, expired: 1 }, 'the pending one ended expired long ago');
+  });
+
+  it('still checks a pending code after ENCRYPTION_KEY is replaced', async () => {
+    await api.close();
+    const old = generateKey();
+    const hex = (key: ReturnType<typeof generateKey>) => key.export().toString('hex');
+    const first = await startApiTest(dialect, { env: { ENCRYPTION_KEY: hex(old) } });
+    const client = await first.client();
+    const id = (await client.post('/verify', { to: NUMBER })).json().verificationId;
+    await first.drain();
+    const text = (await client.get('/sandbox/sms')).json().messages[0].text as string;
+    const code = text.slice(-6);
+    const database = first.t.database;
+    await first.t.app.close();
+    const replaced = await startTestApp(dialect, {
+      database,
+      env: { ENCRYPTION_KEY: hex(generateKey()), ENCRYPTION_KEY_PREVIOUS: hex(old) },
+    });
+    try {
+      const token = await replaced.tokenFor(client.account);
+      const checked = await replaced.app.inject({
+        method: 'POST',
+        url: `/verify/${id}/check`,
+        headers: { authorization: `Bearer ${token}` },
+        payload: { code },
+      });
+      assert.equal(checked.json().status, 'approved', checked.body);
+    } finally {
+      await replaced.close();
+      await first.close();
+    }
+    api = await startApiTest(dialect);
+  });
+});
