@@ -303,8 +303,9 @@ export interface SandboxEmailTable {
   send_id: string;
   message_id: string;
   recipient: string;
-  /** The message as raw MIME. */
+  /** The message as raw MIME; sealed for a Verify code, which the account's read opens (`opens`, 0032). */
   raw: string;
+  opens: Generated<boolean | number>;
   created_at: number;
 }
 

@@ -9,6 +9,15 @@ import type { EmailDraft } from './validate.ts';
 /** The queue kind that sends one email batch: expands it, then renders and hands it over a page at a time. */
 export const EMAIL_SEND_KIND = 'email.send';
 
+/**
+ * The queue kind of a one-message email in the passcode lane (a Verify code): the same work as a
+ * batch's, registered apart so that it never waits behind campaigns' pages.
+ */
+export const EMAIL_SINGLE_KIND = 'email.single';
+
+/** What the sandbox's sealed copy of a Verify code's message is bound to. */
+export const sandboxRawPlace = (messageId: string) => `sandbox_email.raw:${messageId}`;
+
 /** The key of a batch's job: what a cancel finds it by. */
 export const emailJobKey = (sendId: string) => `${EMAIL_SEND_KIND}:${sendId}`;
 
@@ -31,6 +40,11 @@ export interface EmailSendContent {
   html: string;
   campaignId: string | null;
   links?: string[];
+  /**
+   * A Verify code (verify/): sent in the passcode lane (EMAIL_SINGLE_KIND), settled at accept,
+   * untracked; its recipient's tags, which hold the code, are sealed (messaging/sealed-tags.ts).
+   */
+  passcode?: true;
 }
 
 export interface PreparedEmail {
@@ -59,18 +73,19 @@ function accepted({ sendId, draft, now }: PreparedEmail) {
  * The writes of `/email/batch` requests (SPEC §2.7), in the caller's transaction: each batch,
  * its request recipients and its job.
  */
-async function writeEmail({ db, dialect }: ProcedureDatabase, requests: PreparedEmail[]) {
+export async function writeEmail({ db, dialect }: ProcedureDatabase, requests: PreparedEmail[]) {
   await writeSends(
     db,
     dialect,
-    requests.map((request) =>
-      acceptOf('email', request, {
-        kind: EMAIL_SEND_KIND,
+    requests.map((request) => {
+      const passcode = request.content.passcode === true;
+      return acceptOf('email', request, {
+        kind: passcode ? EMAIL_SINGLE_KIND : EMAIL_SEND_KIND,
         jobKey: emailJobKey(request.sendId),
-        priority: PRIORITY.fanout,
-        expanded: false,
-      }),
-    ),
+        priority: passcode ? PRIORITY.otp : PRIORITY.fanout,
+        expanded: passcode,
+      });
+    }),
   );
   return requests.map(accepted);
 }

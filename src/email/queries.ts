@@ -54,6 +54,8 @@ export interface SandboxEmail {
   messageId: string;
   recipient: string;
   raw: string;
+  /** A Verify code: `raw` is sealed, and the account's sandbox read opens it. */
+  opens: boolean;
 }
 
 /** A row lock's clause, for a select of `send_recipients as r`. */
@@ -82,9 +84,9 @@ const SQLITE = {
   },
 
   async insertSandboxEmail(db: Db, now: number, messages: SandboxEmail[]): Promise<void> {
-    await sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, created_at)
+    await sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, opens, created_at)
               select value ->> 'accountId', value ->> 'sendId', value ->> 'messageId', value ->> 'recipient',
-                     value ->> 'raw', ${now}
+                     value ->> 'raw', value ->> 'opens', ${now}
                 from jsonb_each(${JSON.stringify(messages)})`.execute(db);
   },
 
@@ -113,9 +115,9 @@ const POSTGRES: typeof SQLITE = {
   },
 
   async insertSandboxEmail(db, now, messages) {
-    await sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, created_at)
+    await sql`insert into sandbox_email (account_id, send_id, message_id, recipient, raw, opens, created_at)
               select r ->> 'accountId', r ->> 'sendId', r ->> 'messageId', r ->> 'recipient', r ->> 'raw',
-                     ${now}::bigint
+                     (r ->> 'opens')::boolean, ${now}::bigint
                 from jsonb_array_elements(${JSON.stringify(messages)}::jsonb) r`.execute(db);
   },
 

@@ -3,6 +3,8 @@ import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import type { EmailSendContent } from './accept.ts';
+import { sandboxRawPlace } from './accept.ts';
+import { open, type Keyring } from '../sealed.ts';
 
 type Db = Kysely<Schema>;
 
@@ -88,6 +90,7 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
 /** `GET /sandbox/email`: what the sandbox transport took for the account, newest first, each message as raw MIME. */
 export async function readSandboxEmail(
   db: Db,
+  keys: Keyring,
   accountId: string,
   query: { to?: string; limit: number; cursor?: string },
 ) {
@@ -104,7 +107,7 @@ export async function readSandboxEmail(
       batchId: row.send_id,
       messageId: row.message_id,
       to: row.recipient,
-      raw: row.raw,
+      raw: row.opens ? open(keys, row.raw, sandboxRawPlace(row.message_id)) : row.raw,
       at: iso(row.created_at),
     })),
     nextCursor,

@@ -6,7 +6,7 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
-import { cancelSend, newSendId } from '../messaging/accept.ts';
+import { cancelSend } from '../messaging/accept.ts';
 import { listSends } from '../messaging/reads.ts';
 import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
@@ -15,7 +15,7 @@ import {
   removeSuppression,
   type SuppressionView,
 } from '../messaging/suppressions.ts';
-import { emailJobKey, recordEmail, type PreparedEmail } from './accept.ts';
+import { emailJobKey, recordEmail } from './accept.ts';
 import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
 import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
@@ -36,8 +36,9 @@ import {
   SuppressionRequest,
   type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
-import { BASE64, checkEmailRequest, prepareEmail } from './validate.ts';
+import { BASE64 } from './validate.ts';
 import { parseMailReport } from './mail-reports.ts';
+import { prepareEmailRequest } from './prepare.ts';
 import { inboundMetrics, receiveReport } from './receive.ts';
 
 const email = { auth: 'account', rateLimitGroup: 'email' } as const;
@@ -57,29 +58,8 @@ function address(text: string, field: string): string {
 export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  const accept = async (
-    body: EmailBatchBody,
-    account: { id: string; timeZoneOffset: string },
-  ): Promise<PreparedEmail> => {
-    const now = ctx.clock.now();
-    const { draft, errors } = checkEmailRequest(body, account, now);
-    if (errors.length > 0) throw badRequest('The email batch is not valid.', errors);
-    const { html } = await prepareEmail(ctx.database.reads, account.id, draft, {
-      defaultEmailDomain: ctx.config.defaultEmailDomain,
-    });
-    const { from, replyTo, subject, preheader, campaignId, listIds, scheduledAt, webhookUrl } = draft;
-    return {
-      sendId: newSendId(),
-      accountId: account.id,
-      draft: { listIds, scheduledAt, webhookUrl },
-      content: { from, replyTo, subject, preheader, html, campaignId },
-      recipients: draft.recipients.map((recipient) => ({
-        address: recipient.address,
-        tags: Object.keys(recipient.tags).length > 0 ? JSON.stringify(recipient.tags) : null,
-      })),
-      now,
-    };
-  };
+  const accept = (body: EmailBatchBody, account: { id: string; timeZoneOffset: string }) =>
+    prepareEmailRequest(ctx, body, account);
 
   r.post(
     '/email/batch',
@@ -284,7 +264,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request) => {
       const { to, limit, cursor } = request.query;
       const page = { to: to === undefined ? undefined : address(to, 'to'), limit: Number(limit ?? 100), cursor };
-      return readSandboxEmail(ctx.db, request.account.id, page);
+      return readSandboxEmail(ctx.db, ctx.encryptionKey, request.account.id, page);
     },
   );
 

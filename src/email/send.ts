@@ -5,6 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { recipientMessageId } from '../messaging/message-ids.ts';
+import { openedTags } from '../messaging/sealed-tags.ts';
 import {
   expandedSend,
   propertyNames,
@@ -161,6 +162,8 @@ export function emailSendHandler(deps: {
       const started = await expandedSend(deps, run, () => database.call(startEmailSend, { sendId, now: clock.now() }));
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;
+      // A Verify code goes untracked: a login mail is not a campaign, and its clicks are nobody's business.
+      const passcode = content.passcode === true;
       const compiled: CompiledEmail = compileEmail(
         {
           subject: content.subject,
@@ -169,7 +172,7 @@ export function emailSendHandler(deps: {
           from: content.from,
           replyTo: content.replyTo,
         },
-        { tracking: true },
+        { tracking: !passcode },
       );
       // The same HTML finds the same links, so a send resumed after a crash writes what it wrote.
       if (!content.links)
@@ -185,6 +188,8 @@ export function emailSendHandler(deps: {
         domain,
       });
       const send = { ...started, sendId };
+      const openedOwn = (row: PageRow) =>
+        passcode ? openedTags(row.tags!, sendId, row.address, deps.encryptionKey) : row.tags!;
       const renderer = deps.renderPool.open({
         compiled,
         trackingKey: key.current,
@@ -201,7 +206,7 @@ export function emailSendHandler(deps: {
             recipientId: Number(row.id),
             to: row.address,
             sources: {
-              own: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : null,
+              own: row.tags ? (JSON.parse(openedOwn(row)) as Record<string, string>) : null,
               properties: rowProperties(row, names),
             },
             messageId: `<${messageIds[i]}@${domain}>`,
@@ -234,7 +239,7 @@ export function emailSendHandler(deps: {
                 // later names its message.
                 const from = returnPath(key, config.bounceDomain, Number(row.id));
                 const result = await transport.send(
-                  { accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i] },
+                  { accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i], passcode },
                   signal,
                 );
                 return { row, messageId, result };

@@ -9,6 +9,8 @@ export interface OutgoingEmail {
   to: string;
   /** The whole message, as raw MIME. */
   raw: Buffer;
+  /** A Verify code: a transport that keeps what it sends keeps it sealed (the sandbox opens it for its account). */
+  passcode?: boolean;
 }
 
 /**

@@ -23,7 +23,7 @@ import type { Config } from '../config.ts';
 import { DEFAULT_SMSC, type InboundSms, type SmsTransport } from '../sms/transport.ts';
 import { RETENTION_KIND, retentionHandler } from '../messaging/retention.ts';
 import { USAGE_FOLD_KIND, usageFoldHandler } from '../messaging/rollup.ts';
-import { EMAIL_SEND_KIND } from '../email/accept.ts';
+import { EMAIL_SEND_KIND, EMAIL_SINGLE_KIND } from '../email/accept.ts';
 import { emailSendHandler } from '../email/send.ts';
 import { sandboxEmailTransport } from '../email/transports/sandbox.ts';
 import { RenderPool } from '../email/render-pool.ts';
@@ -63,9 +63,10 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.holds(emailTransport);
   const renderPool = new RenderPool(ctx.config.emailRenderThreads);
   worker.holds(renderPool);
-  worker.register(EMAIL_SEND_KIND, emailSendHandler({ ...ctx, transport: emailTransport, renderPool }), {
-    concurrency: 8,
-  });
+  const emailSend = emailSendHandler({ ...ctx, transport: emailTransport, renderPool });
+  worker.register(EMAIL_SEND_KIND, emailSend, { concurrency: 8 });
+  // Verify's codes by email: the same work in a lane of its own, ahead of every campaign's pages.
+  worker.register(EMAIL_SINGLE_KIND, emailSend, { concurrency: 32, urgent: true });
   // A recurring job: one sweep at a time across every process, once an hour.
   worker.register(
     RETENTION_KIND,
@@ -112,7 +113,8 @@ function smsTransport(
 /** EMAIL_TRANSPORT's transport: an SMTP one opens its pool's connections as messages come. */
 function emailTransportOf(ctx: AppContext, log: Log | undefined): EmailTransport {
   const setting = ctx.config.emailTransport;
-  if (setting.kind === 'sandbox') return sandboxEmailTransport(ctx.database, ctx.clock, setting);
+  if (setting.kind === 'sandbox')
+    return sandboxEmailTransport(ctx.database, ctx.clock, { ...setting, key: ctx.encryptionKey });
   return smtpEmailTransport(setting.settings, { metrics: ctx.metrics, log, redisUrl: ctx.config.redisUrl });
 }
 

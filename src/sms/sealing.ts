@@ -1,5 +1,6 @@
 import { open, seal, type Keyring } from '../sealed.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
+import { sealedTags } from '../messaging/sealed-tags.ts';
 import type { SmsContent, StoredSmsContent } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -12,7 +13,6 @@ import type { SmsDraft } from './draft.ts';
  */
 
 const contentPlace = (sendId: string) => `sends.content:${sendId}`;
-const tagsPlace = (sendId: string, address: string) => `send_recipients.tags:${sendId}:${address}`;
 
 /** sends.content and the request recipients' tags as they are written for `draft`. */
 export function storedSms(
@@ -23,7 +23,7 @@ export function storedSms(
   const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted, opensInSandbox } = draft;
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
-    return isBodyEncrypted ? seal(keys.current, JSON.stringify(own), tagsPlace(sendId, address)) : JSON.stringify(own);
+    return isBodyEncrypted ? sealedTags(keys, sendId, address, JSON.stringify(own)) : JSON.stringify(own);
   };
   return {
     content: isBodyEncrypted
@@ -54,11 +54,6 @@ export function openedContent(
   const { sealed, ...settings } = content;
   const { body, tags } = JSON.parse(open(keys, sealed, contentPlace(sendId))) as Pick<SmsContent, 'body' | 'tags'>;
   return { content: { ...settings, body, tags }, sealed: true };
-}
-
-/** A recipient's own tags (send_recipients.tags) as JSON in clear. */
-export function openedTags(tags: string, sendId: string, address: string, keys: Keyring): string {
-  return open(keys, tags, tagsPlace(sendId, address));
 }
 
 /** What the sandbox's sealed copy of a part is bound to: its message and part (transports/sandbox.ts). */

@@ -38,7 +38,8 @@ import {
 import { pauseForTest } from '../messaging/test-pause.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
-import { openedContent, openedTags } from './sealing.ts';
+import { openedTags } from '../messaging/sealed-tags.ts';
+import { openedContent } from './sealing.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
 import { queries, type Outcome, type Step } from './queries.ts';

@@ -3,6 +3,7 @@ import { procedure } from '../db/procedure.ts';
 import type { Schema, VerificationsTable } from '../db/schema.ts';
 import { AppError, tooManyRequests } from '../errors.ts';
 import { postProcedure } from '../http/idempotency.ts';
+import { writeEmail, type PreparedEmail } from '../email/accept.ts';
 import { writeSms, type PreparedSms } from '../sms/accept.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { queries } from './queries.ts';
@@ -66,8 +67,8 @@ export interface StartVerification {
   codeHash: string;
   ttlMs: number;
   webhookUrl: string | null;
-  /** The code's message, in the passcode lane (sms/prepare.ts). */
-  sms: PreparedSms;
+  /** The code's message, in its channel's passcode lane (sms/prepare.ts, email/prepare.ts). */
+  message: { sms: PreparedSms } | { email: PreparedEmail };
   now: number;
 }
 
@@ -141,7 +142,8 @@ export const startVerification = postProcedure(
         });
       }
     }
-    await writeSms({ db: trx, dialect }, [args.sms]);
+    if ('sms' in args.message) await writeSms({ db: trx, dialect }, [args.message.sms]);
+    else await writeEmail({ db: trx, dialect }, [args.message.email]);
     await trx.insertInto('verification_sends').values({ account_id: accountId, recipient: to, at: now }).execute();
     const expiresAt = now + args.ttlMs;
     let row: Verification;
@@ -245,7 +247,7 @@ export const checkVerification = procedure(
     }),
 );
 
-/** `POST /verify/{id}/cancel`: the verification cancelled if pending; its row as it is now, or null if not the account's. */
+/** `POST /verify/{id}/cancel`: the verification cancelled if pending; its row now, or null if not the account's. */
 export const cancelVerification = procedure(
   import.meta.url,
   'cancelVerification',

@@ -1,10 +1,13 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { offsetMinutes } from '../accounts/time-zone.ts';
 import { verifySettings } from '../accounts/verify-settings.ts';
 import type { AppContext } from '../context.ts';
-import { countryOfMobile, mobileFromDigits } from '../crm/mobile-number.ts';
+import { emailAddressProblem } from '../crm/email-address.ts';
+import { countryOfMobile, mobileFromDigits, type MobileNumber } from '../crm/mobile-number.ts';
+import { prepareEmailRequest } from '../email/prepare.ts';
+import { escapeHtml } from '../email/render.ts';
 import { AppError, badRequest, notFound, unprocessable } from '../errors.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { errorResponses, MultilineText, Uuid } from '../http/schemas.ts';
@@ -20,6 +23,7 @@ import {
   recordBlocked,
   startVerification,
   verificationView,
+  type StartVerification,
 } from './record.ts';
 import { readVerifyStats } from './stats.ts';
 
@@ -27,12 +31,32 @@ const verify = { auth: 'account', rateLimitGroup: 'verify' } as const;
 const tags = ['verify'];
 
 const DEFAULT_TEMPLATE = 'Your verification code is [code]';
+const DEFAULT_SUBJECT = 'Your verification code';
 const CODE_TAG = '[code]';
 
 const StartRequest = Type.Object({
-  to: Type.String({ maxLength: 320, description: 'The number, country code then digits (as /sms/single).' }),
-  channel: Type.Optional(Type.Union([Type.Literal('sms')], { description: '`sms` (the default).' })),
-  senderName: Type.Optional(Type.String({ maxLength: 15, description: "One of the account's sender names." })),
+  to: Type.String({
+    maxLength: 320,
+    description: 'By SMS the number, country code then digits (as /sms/single); by email the address.',
+  }),
+  channel: Type.Optional(
+    Type.Union([Type.Literal('sms'), Type.Literal('email')], { description: '`sms` (the default) or `email`.' }),
+  ),
+  senderName: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: "By SMS one of the account's sender names (at most 15 characters); by email the From name.",
+    }),
+  ),
+  senderFrom: Type.Optional(
+    Type.String({
+      maxLength: 264,
+      description: 'By email, the From address: at DEFAULT_EMAIL_DOMAIN (no-reply@ it by default) or a sender domain.',
+    }),
+  ),
+  subject: Type.Optional(
+    Type.String({ maxLength: 998, description: `By email, the subject; "${DEFAULT_SUBJECT}" by default.` }),
+  ),
   template: Type.Optional(
     MultilineText({
       maxLength: 1000,
@@ -63,11 +87,16 @@ const Checked = Type.Object({ verificationId: Type.String(), status: Type.String
 const Params = Type.Object({ verificationId: Uuid() });
 const Day = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', errorMessage: 'must be a date YYYY-MM-DD' });
 
-/** Fields of the code's SMS request as the client named them in its POST /verify. */
+/** Fields of the code's SMS or email request as the client named them in its POST /verify. */
 const FIELD_OF: Record<string, string> = {
   recipient: 'to',
   body: 'template',
   personalizationSubstitutionTags: 'template',
+  'recipients[0].to': 'to',
+  'sendingDetails.senderFrom.email': 'senderFrom',
+  'sendingDetails.senderFrom.displayName': 'senderName',
+  'sendingDetails.subject': 'subject',
+  'sendingDetails.emailBody': 'template',
 };
 
 /**
@@ -83,7 +112,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: verify,
       schema: {
         tags,
-        summary: 'Send a one-time code to a number; to one with a code pending, send it a new code',
+        summary: 'Send a one-time code by SMS or email; to a recipient with a code pending, a new code',
         body: StartRequest,
         response: { 201: Started, ...errorResponses(400, 401, 413, 415, 422, 429) },
       },
@@ -97,12 +126,14 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
         throw badRequest('The verification request is not valid.', [
           { field: 'template', message: `must hold ${CODE_TAG}, where the code goes` },
         ]);
-      const mobile = mobileFromDigits(body.to);
-      if ('problem' in mobile)
-        throw badRequest('The verification request is not valid.', [{ field: 'to', message: mobile.problem }]);
-      const country = countryOfMobile(mobile.mobile);
+      const channel = body.channel ?? 'sms';
+      const to = channel === 'sms' ? mobileFromDigits(body.to) : emailRecipient(body.to);
+      if ('problem' in to)
+        throw badRequest('The verification request is not valid.', [{ field: 'to', message: to.problem }]);
       const { allowedCountries, prefixLimit } = verifySettings(account.verifySettings);
-      if (allowedCountries !== null && !allowedCountries.includes(country)) {
+      // The fraud guard is for numbers: pumping needs revenue-sharing ranges, which mail has none of.
+      const country = 'mobile' in to ? countryOfMobile(to.mobile) : '';
+      if ('mobile' in to && allowedCountries !== null && !allowedCountries.includes(country)) {
         await ctx.database.call(recordBlocked, { accountId: account.id, reason: 'country', country, now });
         throw unprocessable('The fraud guard refused the number.', [
           {
@@ -111,37 +142,25 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
           },
         ]);
       }
-      const prefix = mobile.mobile.slice(0, mobile.countryCode.length + 4);
+      const prefix = 'mobile' in to ? to.mobile.slice(0, to.countryCode.length + 4) : '';
       try {
         return await idempotent(request, reply, ctx, account.id, startVerification, async () => {
           const code = newCode(body.codeLength ?? 6);
-          const sms = await prepareSmsRequest(
-            ctx,
-            'single',
-            {
-              recipient: mobile.mobile,
-              senderName: body.senderName ?? ctx.config.defaultSenderName,
-              body: template,
-              isBodyEncrypted: true,
-              personalizationSubstitutionTags: [{ tagName: CODE_TAG, tagValue: code }],
-            },
-            account,
-            { optIn: false, opensInSandbox: true },
-          ).catch((error: unknown) => {
+          const message = await codeMessage(ctx, account, { ...body, template }, to, code).catch((error: unknown) => {
             throw withVerifyFields(error);
           });
           return {
             id: newSendId(),
             accountId: account.id,
-            channel: 'sms' as const,
-            to: mobile.mobile,
+            channel,
+            to: 'mobile' in to ? to.mobile : to.address,
             country,
             prefix,
             prefixLimit,
             codeHash: codeHash(await codeKey(ctx.db, ctx.encryptionKey), code),
             ttlMs: (body.ttlSeconds ?? 600) * 1000,
             webhookUrl: body.webHookUrl ?? null,
-            sms,
+            message,
             now,
           };
         });
@@ -250,10 +269,52 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   );
 }
 
-/** An error of the code's SMS request with its fields named as POST /verify's body names them. */
+/** The code's message in its channel's passcode lane, checked as `/sms/single` or `/email/batch` would check it. */
+async function codeMessage(
+  ctx: AppContext,
+  account: { id: string; timeZoneOffset: string },
+  body: Static<typeof StartRequest> & { template: string },
+  to: MobileNumber | { address: string },
+  code: string,
+): Promise<StartVerification['message']> {
+  const tags = [{ tagName: CODE_TAG, tagValue: code }];
+  if ('mobile' in to) {
+    const request = {
+      recipient: to.mobile,
+      senderName: body.senderName ?? ctx.config.defaultSenderName,
+      body: body.template,
+      isBodyEncrypted: true,
+      personalizationSubstitutionTags: tags,
+    };
+    return { sms: await prepareSmsRequest(ctx, 'single', request, account, { optIn: false, opensInSandbox: true }) };
+  }
+  const html = `<p>${escapeHtml(body.template).replaceAll('\n', '<br>')}</p>`;
+  const request = {
+    sendingDetails: {
+      senderFrom: {
+        email: body.senderFrom ?? `no-reply@${ctx.config.defaultEmailDomain}`,
+        displayName: body.senderName ?? '',
+      },
+      subject: body.subject ?? DEFAULT_SUBJECT,
+      emailBody: Buffer.from(html).toString('base64'),
+    },
+    recipients: [{ to: to.address, personalizationSubstitutionTags: tags }],
+  };
+  return { email: await prepareEmailRequest(ctx, request, account, { passcode: true }) };
+}
+
+/** `to` as an email address, lower-cased, or the problem in words. */
+function emailRecipient(given: string): { address: string } | { problem: string } {
+  const problem = emailAddressProblem(given);
+  return problem === undefined ? { address: given.toLowerCase() } : { problem };
+}
+
+/** An error of the code's SMS or email request with its fields named as POST /verify's body names them. */
 function withVerifyFields(error: unknown): unknown {
   if (!(error instanceof AppError) || error.errors.length === 0) return error;
-  return new AppError(error.statusCode, error.message.replace('The SMS', 'The verification'), {
+  const message =
+    error.statusCode === 400 ? 'The verification request is not valid.' : 'The code may not be sent as asked.';
+  return new AppError(error.statusCode, message, {
     errors: error.errors.map(({ field, message }) => ({ field: FIELD_OF[field] ?? field, message })),
     headers: error.headers,
   });

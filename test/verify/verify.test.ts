@@ -142,7 +142,7 @@ forEachDatabase((dialect) => {
     assert.equal((await check(alice, id, code)).statusCode, 404);
   });
 
-  it('resends within 30 s only with a 429, then the same verification with a new code and its checks carried over', async () => {
+  it('resends within 30 s only with a 429, then the same verification: a new code, its checks kept', async () => {
     const id = (await start(alice)).json().verificationId;
     const first = await sentCode(alice);
     await check(alice, id, wrong(first));

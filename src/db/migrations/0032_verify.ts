@@ -93,8 +93,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   // The account's fraud guard (PATCH /account's `verify`), JSON; null for the defaults.
   await db.schema.alterTable('accounts').addColumn('verify', 'text').execute();
-  await db.schema
-    .alterTable('sandbox_sms')
-    .addColumn('opens', 'boolean', (c) => c.notNull().defaultTo(false))
-    .execute();
+  for (const table of ['sandbox_sms', 'sandbox_email']) {
+    await db.schema
+      .alterTable(table)
+      .addColumn('opens', 'boolean', (c) => c.notNull().defaultTo(false))
+      .execute();
+  }
 }

@@ -2,6 +2,8 @@ import type { Clock } from '../../clock.ts';
 import type { ProcedureDatabase } from '../../db/procedure.ts';
 import { queries, type SandboxEmail } from '../queries.ts';
 import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
+import { seal, type Keyring } from '../../sealed.ts';
+import { sandboxRawPlace } from '../accept.ts';
 
 /**
  * The embedded default (`EMAIL_TRANSPORT=sandbox:`): sends nothing anywhere, keeps every
@@ -11,7 +13,8 @@ import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts
  * and `&bounce=<regular expression>` for good (550 5.1.1, a hard Bounce, which suppresses the
  * address); refused messages are not kept. Its record is written before the page's results:
  * like a mail server, it may hold a page twice after a crash between the two, never lose one.
- * The messages handed over at one moment are kept in one statement, at most KEPT_AT_ONCE.
+ * The messages handed over at one moment are kept in one statement, at most KEPT_AT_ONCE. A
+ * Verify code's message is kept sealed under `key`, bound to its message.
  */
 /**
  * A group this full is written at once, not at the end of the turn: the send job renders the
@@ -23,7 +26,7 @@ const KEPT_AT_ONCE = 16;
 export function sandboxEmailTransport(
   database: ProcedureDatabase,
   clock: Clock,
-  options: { defer?: RegExp; bounce?: RegExp },
+  options: { defer?: RegExp; bounce?: RegExp; key: Keyring },
 ): EmailTransport {
   let waiting: Array<{ row: SandboxEmail; settle: (error?: unknown) => void }> = [];
   const flush = async () => {
@@ -43,8 +46,10 @@ export function sandboxEmailTransport(
   };
   const keep = (m: OutgoingEmail) =>
     new Promise<void>((resolve, reject) => {
-      const raw = m.raw.toString('utf8');
-      const row = { accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.to, raw };
+      const clear = m.raw.toString('utf8');
+      const opens = m.passcode === true;
+      const raw = opens ? seal(options.key.current, clear, sandboxRawPlace(m.messageId)) : clear;
+      const row = { accountId: m.accountId, sendId: m.sendId, messageId: m.messageId, recipient: m.to, raw, opens };
       waiting.push({ row, settle: (error) => (error === undefined ? resolve() : reject(error)) });
       if (waiting.length === KEPT_AT_ONCE) void flush();
       else if (waiting.length === 1) setImmediate(flush);
