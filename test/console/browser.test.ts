@@ -13,6 +13,7 @@ import { trackingKey } from '../../src/email/tracking.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { launchBrowser, type Browser, type BrowserError } from './browser.ts';
+import { formatNumber } from '../../web/src/numbers.ts';
 
 /**
  * The console (issue 15) in headless Chromium against a real listener: what a user does in it,
@@ -414,6 +415,69 @@ forEachDatabase((dialect) => {
     assert.deepEqual(usage.totals.cost, [{ amount: '0.015', currency: 'EUR' }], 'two parts at 0.0075');
     const total = row(page.getByRole('table', { name: /^Usage per day/ }), 'Total');
     assert.match(await total.innerText(), /\b0\.015 EUR\b/, 'the cost shown beside the parts');
+  });
+
+  it("shows Verify's last 30 days: started, approved, conversion by country and blocked attempts", async () => {
+    // The codes' SMS are billed once drained: this runs after the usage test, whose totals are exact.
+    const day = (days: number) => new Date(api.clock.now() + days * 86_400_000).toISOString().slice(0, 10);
+    // A span holding today in any zone: the page's 30 days hold all that this run made.
+    const stats = async () => (await alice.get(`/verify/stats?from=${day(-1)}&to=${day(1)}`)).json();
+    const before = await stats();
+    const numbers = ['919812345631', '919812345632', '919812345633'];
+    const ids: string[] = [];
+    for (const to of numbers) {
+      const started = await alice.post('/verify', { to });
+      assert.equal(started.statusCode, 201, started.body);
+      ids.push(started.json().verificationId);
+    }
+    await api.drain();
+    // Two of the three approved, each with the code the sandbox's read opens: the end of its text.
+    for (const [i, id] of ids.slice(0, 2).entries()) {
+      const sent = (await alice.get(`/sandbox/sms?recipient=${numbers[i]}`)).json().messages[0].text as string;
+      const code = /(\d+)$/.exec(sent)?.[1];
+      assert.ok(code, `the sandbox opens the code: ${sent}`);
+      const checked = await alice.post(`/verify/${id}/check`, { code });
+      assert.equal(checked.json().status, 'approved', checked.body);
+    }
+    const guard = (verify: object) =>
+      api.t.app.inject({ method: 'PATCH', url: '/account', headers: bearer(alice.token), payload: { verify } });
+    assert.equal((await guard({ allowedCountries: ['IN'] })).statusCode, 200);
+    assert.equal((await alice.post('/verify', { to: '447400123456' })).statusCode, 422, 'a GB number is blocked');
+    assert.equal((await guard({ allowedCountries: null })).statusCode, 200);
+    const after = await stats();
+    assert.deepEqual(
+      [after.started - before.started, after.approved - before.approved, after.blockedBy.country],
+      [3, 2, before.blockedBy.country + 1],
+    );
+
+    await open('/', 'Overview');
+    await page.getByRole('link', { name: 'Verify', exact: true }).click();
+    await heading('Verify').waitFor();
+    const india = after.byCountry.find((c: { country: string }) => c.country === 'IN');
+    const percent = (n: number) => `${formatNumber(n * 100, alice.account.row.locale)}%`;
+    const countries = table('Conversion by country');
+    assert.match(
+      await row(countries, 'IN').innerText(),
+      new RegExp(`^IN\\s+${india.started}\\s+${india.approved}\\s+${percent(india.approved / india.started)}$`),
+    );
+    const totals = (await page.getByRole('region', { name: 'Verifications' }).innerText()).replace(/\s+/g, ' ');
+    assert.ok(
+      totals.includes(
+        `Started ${after.started} Approved ${after.approved} Failed ${after.failed} Expired ${after.expired} ` +
+          `Conversion rate ${percent(after.conversionRate)}`,
+      ),
+      totals,
+    );
+    const blocked = table('Blocked attempts by reason');
+    assert.match(
+      await row(blocked, 'Country not allowed').innerText(),
+      new RegExp(`^Country not allowed\\s+${after.blockedBy.country}\\s`),
+    );
+    assert.match(
+      await row(blocked, 'Prefix limit').innerText(),
+      new RegExp(`^Prefix limit\\s+${after.blockedBy.prefix}\\s`),
+    );
+    await browser.look('verify');
   });
 
   it("shows another account's send as not found", async () => {

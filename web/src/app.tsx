@@ -14,6 +14,7 @@ import { SignIn } from './pages/sign-in.tsx';
 import { SmsSendPage, SmsSends } from './pages/sms.tsx';
 import { Suppressions } from './pages/suppressions.tsx';
 import { Usage } from './pages/usage.tsx';
+import { Verify } from './pages/verify.tsx';
 import { DeliveryPage, Webhooks } from './pages/webhooks.tsx';
 
 type Params = Record<string, string>;
@@ -25,6 +26,7 @@ const ROUTES: Array<[string, (p: Params) => JSX.Element]> = [
   ['/sms/:queueId', (p) => <SmsSendPage key={p.queueId} queueId={p.queueId} />],
   ['/email', () => <EmailBatches />],
   ['/email/:batchId', (p) => <EmailBatchPage key={p.batchId} batchId={p.batchId} />],
+  ['/verify', () => <Verify />],
   ['/contacts', () => <Contacts />],
   ['/contacts/:contactId', (p) => <ContactPage key={p.contactId} contactId={p.contactId} />],
   ['/lists', () => <Lists />],
@@ -39,6 +41,7 @@ const NAV: Array<[string, string]> = [
   ['/', 'Overview'],
   ['/sms', 'SMS'],
   ['/email', 'Email'],
+  ['/verify', 'Verify'],
   ['/contacts', 'Contacts'],
   ['/lists', 'Lists'],
   ['/suppressions', 'Suppressions'],

@@ -129,6 +129,19 @@ export interface Usage {
   totals: { sms: SmsUsage; email: EmailUsage; cost: Money[] };
 }
 
+/** `GET /verify/stats`: verifications by the day they started, with how they ended; `conversionRate` is 0–1. */
+export interface VerifyStats {
+  started: number;
+  approved: number;
+  failed: number;
+  expired: number;
+  blocked: number;
+  blockedBy: { country: number; prefix: number };
+  conversionRate: number;
+  /** Most started first; a number of no single country is in the totals only. */
+  byCountry: Array<{ country: string; started: number; approved: number }>;
+}
+
 export interface Contact {
   contactId: number;
   email: string | null;
