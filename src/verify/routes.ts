@@ -25,6 +25,7 @@ import {
   verificationView,
   type StartVerification,
 } from './record.ts';
+import { registerVerifyMetrics } from './metrics.ts';
 import { readVerifyStats } from './stats.ts';
 
 const verify = { auth: 'account', rateLimitGroup: 'verify' } as const;
@@ -105,6 +106,11 @@ const FIELD_OF: Record<string, string> = {
  */
 export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const metrics = registerVerifyMetrics(ctx.metrics);
+  const blocked = async (accountId: string, reason: 'country' | 'prefix', country: string, now: number) => {
+    metrics.blocked.inc({ reason });
+    await ctx.database.call(recordBlocked, { accountId, reason, country, now });
+  };
 
   r.post(
     '/verify',
@@ -134,7 +140,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       // The fraud guard is for numbers: pumping needs revenue-sharing ranges, which mail has none of.
       const country = 'mobile' in to ? countryOfMobile(to.mobile) : '';
       if ('mobile' in to && allowedCountries !== null && !allowedCountries.includes(country)) {
-        await ctx.database.call(recordBlocked, { accountId: account.id, reason: 'country', country, now });
+        await blocked(account.id, 'country', country, now);
         throw unprocessable('The fraud guard refused the number.', [
           {
             field: 'to',
@@ -144,7 +150,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       }
       const prefix = 'mobile' in to ? to.mobile.slice(0, to.countryCode.length + 4) : '';
       try {
-        return await idempotent(request, reply, ctx, account.id, startVerification, async () => {
+        const started = await idempotent(request, reply, ctx, account.id, startVerification, async () => {
           const code = newCode(body.codeLength ?? 6);
           const message = await codeMessage(ctx, account, { ...body, template }, to, code).catch((error: unknown) => {
             throw withVerifyFields(error);
@@ -164,9 +170,10 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
             now,
           };
         });
+        if (reply.getHeader('idempotent-replayed') === undefined) metrics.started.inc({ channel });
+        return started;
       } catch (error) {
-        if (isPrefixRefusal(error))
-          await ctx.database.call(recordBlocked, { accountId: account.id, reason: 'prefix', country, now });
+        if (isPrefixRefusal(error)) await blocked(account.id, 'prefix', country, now);
         throw error;
       }
     },
@@ -204,6 +211,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
         now,
       });
       if (!checked) throw notFound('The pending verification');
+      metrics.checks.inc({ status: checked.status });
       return { verificationId: id, ...checked };
     },
   );

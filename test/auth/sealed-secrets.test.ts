@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash, createHmac, createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, it } from 'node:test';
 import { DatabaseSync } from 'node:sqlite';
-import { promisify } from 'node:util';
 import { Migrator, sql } from 'kysely';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -26,6 +24,7 @@ import { keyFromHex, Keyring } from '../../src/sealed.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
 import { herald } from '../cli/support.ts';
+import { pgDump } from '../support/storage.ts';
 import { mailauthVerdict } from '../email/dkim-verifiers.ts';
 import { runDeliveryJob, startReceiver, type Received, type Receiver } from '../webhooks/support.ts';
 
@@ -35,8 +34,6 @@ import { runDeliveryJob, startReceiver, type Received, type Receiver } from '../
 function printableRuns(bytes: Buffer): Set<string> {
   return new Set(bytes.toString('latin1').match(/[\x20-\x7e]{16,}/g) ?? []);
 }
-
-const PG_DUMP = ['/usr/bin/pg_dump', '/usr/lib/postgresql/15/bin/pg_dump'].find((path) => existsSync(path));
 
 /**
  * Every string the database holds as it rests: SQLite's file and its WAL; on PostgreSQL, all of
@@ -51,9 +48,7 @@ async function restingStrings(database: TestDatabase): Promise<Set<string>> {
     if (existsSync(`${file}-wal`)) for (const run of printableRuns(readFileSync(`${file}-wal`))) runs.add(run);
     return runs;
   }
-  assert.ok(PG_DUMP, 'pg_dump is installed');
-  const options = { encoding: 'buffer', maxBuffer: 1 << 28 } as const;
-  const runs = printableRuns((await promisify(execFile)(PG_DUMP, [`--dbname=${database.url}`], options)).stdout);
+  const runs = printableRuns(await pgDump(database.url));
   await sql`checkpoint`.execute(database.db);
   const { rows: directory } = await sql<{ data_directory: string }>`show data_directory`.execute(database.db);
   const { rows: files } = await sql<{ path: string }>`

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import type { DialectName } from '../../src/db/database.ts';
 import type { TestApp } from './app.ts';
@@ -42,4 +44,13 @@ export async function foundInStorage(
     }
   }
   return found;
+}
+
+const PG_DUMP = ['/usr/bin/pg_dump', '/usr/lib/postgresql/15/bin/pg_dump'].find((path) => existsSync(path));
+
+/** All of a PostgreSQL database as `pg_dump` writes it, as a backup would hold it. */
+export async function pgDump(url: string): Promise<Buffer> {
+  assert.ok(PG_DUMP, 'pg_dump is installed');
+  const options = { encoding: 'buffer', maxBuffer: 1 << 28 } as const;
+  return (await promisify(execFile)(PG_DUMP, [`--dbname=${url}`], options)).stdout;
 }

@@ -69,7 +69,7 @@ forEachDatabase((dialect) => {
     assert.equal((await check(alice, started.json().verificationId, code)).json().status, 'approved');
   });
 
-  it('sends codes by email in a lane of their own, honours an email suppression, and keeps the code sealed', async () => {
+  it('sends codes by email in a lane of their own, honours a suppression, and keeps the code sealed', async () => {
     const alice = await start();
     const started = await alice.post('/verify', {
       to: ADDRESS,

@@ -9,7 +9,7 @@ import { VERIFY_PURGES } from '../../src/verify/retention.ts';
 import { startTestApp } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { foundInStorage } from '../support/storage.ts';
+import { foundInStorage, pgDump } from '../support/storage.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 
 // Verify (ARCHITECTURE.md, "Verify (one-time passcodes)"): src/verify/, over the sandbox SMSC.
@@ -200,6 +200,10 @@ forEachDatabase((dialect) => {
 
     const stats = (await alice.get(`/verify/stats?from=${TODAY}&to=${TODAY}`)).json();
     assert.deepEqual([stats.started, stats.blocked, stats.blockedBy], [3, 2, { country: 1, prefix: 1 }]);
+    const metrics = (await api.t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(metrics, /herald_verify_blocked_total\{reason="country"\} 1\n/);
+    assert.match(metrics, /herald_verify_blocked_total\{reason="prefix"\} 1\n/);
+    assert.match(metrics, /herald_verify_sends_total\{channel="sms"\} 3\n/);
     const bad = await api.t.app.inject({
       method: 'PATCH',
       url: '/account',
@@ -270,6 +274,11 @@ forEachDatabase((dialect) => {
     assert.ok(!logs.join('').includes(code), 'nor a log');
     const found = await foundInStorage(api, dialect, [code, 'Quokka login code']);
     assert.deepEqual(found, { [code]: [], 'Quokka login code': [] }, 'the code is in clear nowhere in the database');
+    if (dialect === 'postgres') {
+      const dump = await pgDump(api.t.database.url);
+      assert.ok(dump.includes(NUMBER), 'the dump holds the data');
+      assert.ok(!dump.includes(code) && !dump.includes('Quokka login code'), 'nor in a pg_dump');
+    }
   });
 
   it('keeps its counts in the stats after retention purges the verifications', async () => {
