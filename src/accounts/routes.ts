@@ -78,6 +78,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     rateLimits: RateLimits,
     inboundSmsWebhookUrl: Type.Union([Type.String(), Type.Null()]),
     verify: VerifyBody,
+    smartEncoding: Type.Boolean(),
   });
   const ownAccount = ({
     id,
@@ -87,6 +88,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     rateLimits,
     inboundSmsWebhookUrl,
     verifySettings: verify,
+    smartEncoding,
   }: AuthenticatedAccount) => ({
     accountId: id,
     userName,
@@ -95,6 +97,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     rateLimits,
     inboundSmsWebhookUrl,
     verify: verifySettings(verify),
+    smartEncoding,
   });
 
   r.get(
@@ -133,6 +136,13 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
               ]),
             ),
             verify: Type.Optional(Type.Partial(VerifyBody)),
+            smartEncoding: Type.Optional(
+              Type.Boolean({
+                description:
+                  'Typographic look-alikes (curly quotes, dashes, the ellipsis, odd spaces) go in GSM-7 forms ' +
+                  'when the whole text then is GSM-7.',
+              }),
+            ),
           },
           { minProperties: 1, errorMessage: 'must give at least one setting' },
         ),
@@ -140,13 +150,14 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       },
     },
     async (request) => {
-      const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify } = request.body;
+      const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding } = request.body;
       const account = request.account;
       const settings = {
         timeZoneOffset,
         locale,
         inboundSmsWebhookUrl,
         verify: verify && changedVerifySettings(verifySettings(account.verifySettings), verify, isKnownCountry),
+        smartEncoding,
       };
       const row = await updateAccountSettings(ctx.db, ctx.clock, account.id, settings);
       accessCache.forget(account.id);
@@ -156,6 +167,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
         locale: row.locale,
         inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
         verifySettings: row.verify,
+        smartEncoding: Boolean(row.smart_encoding),
       });
     },
   );

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { AccountsTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -186,7 +186,7 @@ export async function findAccountById(db: Db, id: string): Promise<AccountRow | 
 async function updateAccount(
   db: Db,
   id: string,
-  values: Partial<AccountRow>,
+  values: Updateable<AccountsTable>,
   bumpTokenVersion: boolean,
 ): Promise<AccountRow> {
   const row = await db
@@ -222,6 +222,8 @@ export interface AccountSettings {
   inboundSmsWebhookUrl?: string | null;
   /** Verify's fraud guard, checked already (verify-settings.ts). */
   verify?: VerifySettings;
+  /** Smart encoding of SMS texts (sms/smart-encoding.ts). */
+  smartEncoding?: boolean;
 }
 
 export async function updateAccountSettings(
@@ -232,7 +234,7 @@ export async function updateAccountSettings(
 ): Promise<AccountRow> {
   const current = await findAccountById(db, id);
   if (!current) throw notFound('The account');
-  const values: Partial<AccountRow> = { updated_at: clock.now() };
+  const values: Updateable<AccountsTable> = { updated_at: clock.now() };
   if (settings.timeZoneOffset !== undefined) {
     checkTimeZoneOffset(settings.timeZoneOffset);
     values.time_zone_offset = settings.timeZoneOffset;
@@ -245,6 +247,7 @@ export async function updateAccountSettings(
   }
   if (settings.inboundSmsWebhookUrl !== undefined) values.inbound_sms_webhook_url = settings.inboundSmsWebhookUrl;
   if (settings.verify !== undefined) values.verify = JSON.stringify(settings.verify);
+  if (settings.smartEncoding !== undefined) values.smart_encoding = settings.smartEncoding;
   return updateAccount(db, id, values, false);
 }
 

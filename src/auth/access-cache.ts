@@ -21,6 +21,7 @@ export interface CachedAccount {
   rate_limits: string | null;
   inbound_sms_webhook_url: string | null;
   verify: string | null;
+  smart_encoding: boolean | number;
 }
 
 /**

@@ -18,6 +18,8 @@ export interface AuthenticatedAccount {
   inboundSmsWebhookUrl: string | null;
   /** Verify's fraud guard as stored (PATCH /account), JSON (accounts/verify-settings.ts); null: the defaults. */
   verifySettings: string | null;
+  /** Smart encoding of its SMS texts (PATCH /account). */
+  smartEncoding: boolean;
 }
 
 declare module 'fastify' {
@@ -87,6 +89,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
         'rate_limits',
         'inbound_sms_webhook_url',
         'verify',
+        'smart_encoding',
       ])
       .where('id', '=', id)
       .executeTakeFirst();
@@ -132,6 +135,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
       rateLimits: effectiveRateLimits(row.rate_limits),
       inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
       verifySettings: row.verify,
+      smartEncoding: Boolean(row.smart_encoding),
     };
     if (rateLimitGroup) {
       await enforceRateLimit(request, reply, ctx, row.id, rateLimitGroup, request.account.rateLimits[rateLimitGroup]);

@@ -28,6 +28,8 @@ export interface AccountsTable {
   inbound_sms_webhook_url: ColumnType<string | null, string | null | undefined, string | null>;
   /** Verify's fraud guard as PATCH /account gave it (accounts/verify-settings.ts), JSON; null = defaults (0032). */
   verify: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Smart encoding (sms/smart-encoding.ts): on for accounts made since 0033 (the default), off for those before. */
+  smart_encoding: ColumnType<boolean | number, boolean | undefined, boolean>;
   created_at: number;
   updated_at: number;
 }
@@ -273,6 +275,8 @@ export interface SendRecipientsTable {
   /** SMS: parts × its route's price per part at submit, in micro-units of `currency`; null for no price. */
   price_micros: ColumnType<number | null, number | null | undefined, number | null>;
   currency: ColumnType<string | null, string | null | undefined, string | null>;
+  /** SMS: characters smart encoding replaced in its message (0033); null before it was sent. */
+  replaced_characters: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface RecipientHistoryTable {

@@ -25,7 +25,7 @@ export interface SmsSendJob {
 /** What a send keeps of its request, for its worker: its text and how it is sent. */
 export type SmsContent = Pick<
   SmsDraft,
-  'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener' | 'opensInSandbox'
+  'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener' | 'opensInSandbox' | 'smartEncoding'
 >;
 
 /** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */

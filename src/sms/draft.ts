@@ -29,4 +29,9 @@ export interface SmsDraft {
   webhookUrl: string | null;
   /** A code Herald made (Verify): sealed, and opened by the account's sandbox read. */
   opensInSandbox?: boolean;
+  /**
+   * The account's smart encoding when accepted (sms/smart-encoding.ts): its worker applies it as it
+   * renders; off for a send stored without it (before migration 0033).
+   */
+  smartEncoding?: boolean;
 }

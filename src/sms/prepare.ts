@@ -18,7 +18,7 @@ export async function prepareSmsRequest(
   ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
   kind: SmsDraft['kind'],
   body: SmsRequest,
-  account: { id: string; timeZoneOffset: string },
+  account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
   options: { optIn: boolean; opensInSandbox?: boolean } = { optIn: true },
 ): Promise<PreparedSms> {
   const now = ctx.clock.now();

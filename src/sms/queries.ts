@@ -40,6 +40,8 @@ export interface Outcome {
   /** Parts × its route's price per part at submit, in micro-units of `currency`; null for no price. */
   priceMicros: number | null;
   currency: string | null;
+  /** Characters smart encoding replaced in its text. */
+  replacedCharacters: number;
 }
 
 /** A status a message went through: its history and its events. */
@@ -109,7 +111,7 @@ const SQLITE = {
                      parts = v.value ->> 'parts', encoding = v.value ->> 'encoding',
                      error = v.value ->> 'error', error_code = v.value ->> 'errorCode', updated_at = ${now},
                      smsc = v.value ->> 'connection', price_micros = v.value ->> 'priceMicros',
-                     currency = v.value ->> 'currency'
+                     currency = v.value ->> 'currency', replaced_characters = v.value ->> 'replacedCharacters'
                 from jsonb_each(${json}) v
                where send_recipients.id = v.value ->> 'id'`.execute(db);
     await sql`insert into recipient_history (recipient_id, status, at)
@@ -159,7 +161,8 @@ const POSTGRES: typeof SQLITE = {
                                       parts = (v ->> 'parts')::int, encoding = v ->> 'encoding',
                                       error = v ->> 'error', error_code = v ->> 'errorCode',
                                       updated_at = ${now}::bigint, smsc = v ->> 'connection',
-                                      price_micros = (v ->> 'priceMicros')::bigint, currency = v ->> 'currency'
+                                      price_micros = (v ->> 'priceMicros')::bigint, currency = v ->> 'currency',
+                                      replaced_characters = (v ->> 'replacedCharacters')::int
                                  from outcome
                                 where r.id = any(${idArray(outcomes.map(({ id }) => id))}::bigint[])
                                   and r.id = (v ->> 'id')::bigint),

@@ -78,6 +78,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
       reason: row.reason,
       parts: row.parts,
       encoding: row.encoding,
+      replacedCharacters: row.replaced_characters,
       error: row.error,
       errorCode: row.error_code,
       smsc: row.smsc,

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AuthenticatedAccount } from '../auth/bearer.ts';
 import type { AppContext } from '../context.ts';
 import { conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas.ts';
@@ -37,7 +38,7 @@ const ReadQuery = Type.Object({
 export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  const accept = (kind: SmsDraft['kind'], body: SmsRequest, account: { id: string; timeZoneOffset: string }) =>
+  const accept = (kind: SmsDraft['kind'], body: SmsRequest, account: AuthenticatedAccount) =>
     prepareSmsRequest(ctx, kind, body, account);
 
   r.post(

@@ -20,7 +20,8 @@ export function storedSms(
   sendId: string,
   keys: Keyring,
 ): { content: StoredSmsContent; recipients: StoredRecipient[] } {
-  const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted, opensInSandbox } = draft;
+  const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted, opensInSandbox, smartEncoding } =
+    draft;
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
     return isBodyEncrypted ? sealedTags(keys, sendId, address, JSON.stringify(own)) : JSON.stringify(own);
@@ -32,10 +33,11 @@ export function storedSms(
           senderName,
           landingPageId,
           shortener,
+          smartEncoding,
           ...(opensInSandbox && { opensInSandbox }),
           sealed: seal(keys.current, JSON.stringify({ body, tags }), contentPlace(sendId)),
         }
-      : { kind, senderName, landingPageId, shortener, body, tags },
+      : { kind, senderName, landingPageId, shortener, smartEncoding, body, tags },
     recipients: draft.recipients.map((r) => ({
       address: r.mobile,
       tags: stored(r.mobile, r.tags),

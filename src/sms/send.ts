@@ -40,6 +40,7 @@ import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedTags } from '../messaging/sealed-tags.ts';
 import { openedContent } from './sealing.ts';
+import { smartEncoded } from './smart-encoding.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
 import { queries, type Outcome, type Step } from './queries.ts';
@@ -242,7 +243,11 @@ export function renderPage(
     // A batch recipient's own tags, else the single request's top-level ones.
     const given = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
     const own = links ? { ...given, [LANDING_PAGE_TAG]: links[i] } : given;
-    const text = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : send.content.body;
+    const rendered = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : send.content.body;
+    // Before segmentation: what it replaces decides the encoding and the parts billed.
+    const { text, replacedCharacters } = send.content.smartEncoding
+      ? smartEncoded(rendered)
+      : { text: rendered, replacedCharacters: 0 };
     return {
       accountId: send.accountId,
       sendId: send.sendId,
@@ -252,6 +257,7 @@ export function renderPage(
       segmented: segment(text, { reference: Number(row.id) % 256 }),
       sensitive: send.sealed,
       opensInSandbox: send.content.opensInSandbox === true,
+      replacedCharacters,
     };
   });
 }
@@ -290,7 +296,14 @@ function outcomeOf(
 ): Outcome | undefined {
   const { encoding, parts } = message.segmented;
   const { messageId } = message;
-  const sent = { id: Number(row.id), messageId, parts: parts.length, encoding, recipient: row.address };
+  const sent = {
+    id: Number(row.id),
+    messageId,
+    parts: parts.length,
+    encoding,
+    recipient: row.address,
+    replacedCharacters: message.replacedCharacters ?? 0,
+  };
   if (!result.accepted) {
     if (!result.permanent) return undefined;
     const { error, errorCode } = result;

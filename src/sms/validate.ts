@@ -12,6 +12,7 @@ import type { SmsDraft } from './draft.ts';
 import { LANDING_PAGE_TAG, withSampleLink } from './links.ts';
 import type { SmsBatchRequest, SmsRequest, SmsSingleRequest } from './schemas.ts';
 import { MAX_PARTS, measure } from './segments.ts';
+import { smartEncoded } from './smart-encoding.ts';
 
 /**
  * The checks of an SMS request that need the request alone (400s), collecting every
@@ -24,11 +25,13 @@ import { MAX_PARTS, measure } from './segments.ts';
 export function checkSmsRequest(
   kind: SmsDraft['kind'],
   body: SmsRequest,
-  account: { timeZoneOffset: string },
+  account: { timeZoneOffset: string; smartEncoding?: boolean },
   now: number,
   publicUrl: string,
 ): { draft: SmsDraft; errors: FieldError[] } {
   const errors: FieldError[] = [];
+  // Measured as it will go: smart encoding may keep a text in GSM-7, and so within MAX_PARTS.
+  const encoded = (text: string) => (account.smartEncoding === true ? smartEncoded(text).text : text);
   const draft: SmsDraft = {
     kind,
     senderName: body.senderName,
@@ -41,6 +44,7 @@ export function checkSmsRequest(
     landingPageId: body.landingPageId?.toLowerCase() ?? null,
     shortener: null,
     webhookUrl: body.webHookUrl ?? null,
+    smartEncoding: account.smartEncoding === true,
   };
   if (draft.landingPageId !== null) {
     draft.shortener = { url: body.shortner?.shortnerUrl ?? null, unique: body.shortner?.isUniqueUrl ?? true };
@@ -64,7 +68,7 @@ export function checkSmsRequest(
   if (body.body.trim() === '') {
     errors.push({ field: 'body', message: 'must not be empty' });
   } else if (draft.shortener === null) {
-    const { parts } = measure(body.body);
+    const { parts } = measure(encoded(body.body));
     if (parts > MAX_PARTS)
       errors.push({ field: 'body', message: `takes ${parts} SMS parts; a message has at most ${MAX_PARTS}` });
     if (body.body.includes(LANDING_PAGE_TAG)) {
@@ -76,7 +80,7 @@ export function checkSmsRequest(
     }
   } else {
     // The link is part of the text: a body that fits alone may not fit with it.
-    const { parts } = measure(withSampleLink(body.body, linkBase(draft.shortener.url, publicUrl)));
+    const { parts } = measure(encoded(withSampleLink(body.body, linkBase(draft.shortener.url, publicUrl))));
     if (parts > MAX_PARTS)
       errors.push({
         field: 'body',

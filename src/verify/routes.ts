@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { offsetMinutes } from '../accounts/time-zone.ts';
 import { verifySettings } from '../accounts/verify-settings.ts';
+import type { AuthenticatedAccount } from '../auth/bearer.ts';
 import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../crm/email-address.ts';
 import { countryOfMobile, mobileFromDigits, type MobileNumber } from '../crm/mobile-number.ts';
@@ -280,7 +281,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
 /** The code's message in its channel's passcode lane, checked as `/sms/single` or `/email/batch` would check it. */
 async function codeMessage(
   ctx: AppContext,
-  account: { id: string; timeZoneOffset: string },
+  account: AuthenticatedAccount,
   body: Static<typeof StartRequest> & { template: string },
   to: MobileNumber | { address: string },
   code: string,

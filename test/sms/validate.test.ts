@@ -65,6 +65,7 @@ describe('checkSmsRequest', () => {
         isBodyEncrypted: true,
         tags: { '[code]': '1234', '[first name]': 'Ann\nLee' },
         webhookUrl: 'https://hooks.example.com/sms',
+        smartEncoding: false,
       }),
     );
   });
@@ -402,6 +403,7 @@ describe('checkSmsRequest', () => {
           listIds: [LIST_A],
           scheduledAt: Date.UTC(2026, 10, 23, 9),
           webhookUrl: 'https://hooks.example.com/sms',
+          smartEncoding: false,
         }),
       );
     });

@@ -37,6 +37,8 @@ export interface SmsRecipient {
   reason: string | null;
   parts: number | null;
   encoding: string | null;
+  /** Characters smart encoding replaced in its text; null until it was made. */
+  replacedCharacters: number | null;
   error: string | null;
   /** The SMSC connection that took it; null until submitted. */
   smsc: string | null;

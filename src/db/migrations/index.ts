@@ -31,6 +31,7 @@ import * as sandboxSmsByAccount from './0029_sandbox_sms_by_account.ts';
 import * as eraseClearPrivateTokens from './0030_erase_clear_private_tokens.ts';
 import * as smsRouting from './0031_sms_routing.ts';
 import * as verify from './0032_verify.ts';
+import * as smartEncoding from './0033_smart_encoding.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -66,4 +67,5 @@ export const migrations: Record<string, Migration> = {
   '0030_erase_clear_private_tokens': eraseClearPrivateTokens,
   '0031_sms_routing': smsRouting,
   '0032_verify': verify,
+  '0033_smart_encoding': smartEncoding,
 };

@@ -70,7 +70,10 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
       <td>{r.parts ?? '—'}</td>
       <td>{r.price ? formatMoney([r.price]) : '—'}</td>
       <td>{r.smsc ?? '—'}</td>
-      <td>{r.encoding ?? '—'}</td>
+      <td>
+        {r.encoding ?? '—'}
+        {r.replacedCharacters ? `, ${r.replacedCharacters} replaced by smart encoding` : ''}
+      </td>
       <td>{[r.reason, r.error].filter(Boolean).join('; ') || '—'}</td>
       <td>
         <History events={r.history.map((h) => ({ word: h.status, at: h.at }))} />
