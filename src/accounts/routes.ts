@@ -124,7 +124,9 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
           "messages from handsets (MO) are posted, and Verify's fraud guard",
         body: Type.Object(
           {
-            timeZoneOffset: Type.Optional(Type.String({ maxLength: 6, description: 'Such as +05:30.' })),
+            timeZoneOffset: Type.Optional(
+              Type.String({ maxLength: 120, description: 'Such as UTC+05:30~India Standard Time.' }),
+            ),
             locale: Type.Optional(Type.String({ maxLength: 35 })),
             inboundSmsWebhookUrl: Type.Optional(
               Type.Union([

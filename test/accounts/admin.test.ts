@@ -86,6 +86,28 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('changes only the settings PATCH /account gives, answers them, and refuses an empty or bad one', async () => {
+    const account = await t.createAccount();
+    const token = await t.tokenFor(account);
+    const patch = (payload: object) =>
+      t.app.inject({ method: 'PATCH', url: '/account', headers: bearer(token), payload });
+    const changed = await patch({ timeZoneOffset: 'UTC+05:30~India Standard Time', locale: 'en-IN' });
+    assert.equal(changed.statusCode, 200, changed.body);
+    assert.deepEqual(
+      [changed.json().timeZoneOffset, changed.json().locale, changed.json().smartEncoding],
+      ['UTC+05:30~India Standard Time', 'en-IN', true],
+    );
+    assert.equal((await patch({ smartEncoding: false })).json().locale, 'en-IN', 'the rest kept');
+    const own = (await t.app.inject({ method: 'GET', url: '/account', headers: bearer(token) })).json();
+    assert.deepEqual(
+      [own.timeZoneOffset, own.locale, own.smartEncoding, own.verify],
+      ['UTC+05:30~India Standard Time', 'en-IN', false, { allowedCountries: null, prefixLimit: 10 }],
+    );
+    assert.equal((await patch({})).statusCode, 400);
+    assert.equal((await patch({ timeZoneOffset: 'noon' })).statusCode, 400);
+    assert.equal((await patch({ verify: { prefixLimit: 0 } })).statusCode, 400);
+  });
+
   it('refuses a user name taken in another letter case with 409', async () => {
     await admin('POST', '/admin/accounts', { userName: 'ada@example.com', password: 'correct horse battery staple' });
     const again = await admin('POST', '/admin/accounts', {
