@@ -231,19 +231,89 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(wedged);
 }
 
-export interface OtpRun {
-  queueIds: Map<string, number>;
-  /** When each passcode's request was sent, by its recipient (one request each). */
+/** One request a load generator sends: to `path` on the server, and the status it must answer. */
+export interface BenchRequest {
+  method?: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  status: number;
+  /** What the stream notes the request's send time under (a passcode's recipient); none: not noted. */
+  key?: string;
+}
+
+export interface SteadyRun {
+  /** When each request with a key was sent (epoch ms), by its key. */
   sentTo: Map<string, number>;
   /** Each request's time to its answer, ms. */
   latencies: number[];
   stop: () => Promise<void>;
 }
 
+function answeredAs(request: BenchRequest, answer: { status: number; text: string }): void {
+  if (answer.status !== request.status)
+    throw new Error(`${request.method ?? 'POST'} ${request.path} answered ${answer.status}: ${answer.text}`);
+}
+
 /**
- * POST /sms/single at a steady `rate` a second until stopped, each due by the clock, not after
- * the last answer; remembers when each request was sent and how long it took.
+ * `request(i)` at a steady `rate` a second until stopped, each due by the clock, not after the
+ * last answer (an open loop); remembers when each keyed request was sent and how long each
+ * took, and hands each answer to `answered` with its send time.
  */
+export function steadyStream(
+  base: string,
+  headers: Record<string, string>,
+  rate: number,
+  request: (i: number) => BenchRequest,
+  answered: (text: string, sentAt: number) => void = () => {},
+): SteadyRun {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const sentTo = new Map<string, number>();
+  const latencies: number[] = [];
+  const pending = new Set<Promise<void>>();
+  let stopped = false;
+  let failure: unknown;
+  const loop = (async () => {
+    const started = performance.now();
+    for (let i = 0; !stopped && failure === undefined; i++) {
+      const due = started + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const sentAt = Date.now();
+      const begun = performance.now();
+      const each = request(i);
+      if (each.key !== undefined) sentTo.set(each.key, sentAt);
+      const one = send(agent, each.method ?? 'POST', `${base}${each.path}`, headers, each.body).then((answer) => {
+        answeredAs(each, answer);
+        latencies.push(performance.now() - begun);
+        answered(answer.text, sentAt);
+      });
+      pending.add(one);
+      // The first failure ends the stream, and stop() throws it: a rejection left unhandled
+      // until then would end this process, its server and simulator left running.
+      void one.catch((error: unknown) => {
+        failure ??= error;
+      });
+      void one.finally(() => pending.delete(one)).catch(() => {});
+    }
+  })();
+  return {
+    sentTo,
+    latencies,
+    stop: async () => {
+      stopped = true;
+      await loop;
+      await Promise.allSettled(pending);
+      agent.destroy();
+      if (failure !== undefined) throw failure;
+    },
+  };
+}
+
+export interface OtpRun extends SteadyRun {
+  queueIds: Map<string, number>;
+}
+
+/** POST /sms/single at a steady `rate` a second until stopped (steadyStream), one request a recipient. */
 export function otpStream(
   base: string,
   headers: Record<string, string>,
@@ -251,48 +321,57 @@ export function otpStream(
   rate: number,
   recipient: (i: number) => string,
 ): OtpRun {
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
   const queueIds = new Map<string, number>();
-  const sentTo = new Map<string, number>();
-  const latencies: number[] = [];
-  const pending = new Set<Promise<void>>();
-  let stopped = false;
-  const loop = (async () => {
-    const started = performance.now();
-    for (let i = 0; !stopped; i++) {
-      const due = started + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 0) await sleep(wait);
-      const sentAt = Date.now();
-      const begun = performance.now();
+  const run = steadyStream(
+    base,
+    headers,
+    rate,
+    (i) => {
       const to = recipient(i);
-      sentTo.set(to, sentAt);
       const body = JSON.stringify({
         recipient: to,
         senderName: 'HERALD',
         body: `Your code is ${100000 + i}`,
         webHookUrl: webhookUrl,
       });
-      const one = post(agent, `${base}/sms/single`, headers, body).then(({ status, text }) => {
-        if (status !== 202) throw new Error(`/sms/single answered ${status}: ${text}`);
-        latencies.push(performance.now() - begun);
-        queueIds.set(JSON.parse(text).data.QueueId, sentAt);
-      });
-      pending.add(one);
-      void one.finally(() => pending.delete(one));
-    }
-  })();
-  return {
-    queueIds,
-    sentTo,
-    latencies,
-    stop: async () => {
-      stopped = true;
-      await loop;
-      await Promise.all(pending);
-      agent.destroy();
+      return { path: '/sms/single', body, status: 202, key: to };
     },
-  };
+    (text, sentAt) => queueIds.set(JSON.parse(text).data.QueueId, sentAt),
+  );
+  return { ...run, queueIds };
+}
+
+/**
+ * A closed loop: `concurrency` requests in flight for `seconds`, each sent as the one before it
+ * on its connection answers. Answers how many were answered, and how many a second; `answered`
+ * sees each answer.
+ */
+export async function closedLoop(
+  base: string,
+  headers: Record<string, string>,
+  concurrency: number,
+  seconds: number,
+  request: () => BenchRequest,
+  answered: (text: string) => void = () => {},
+): Promise<{ count: number; perSecond: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  let count = 0;
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const each = request();
+        const answer = await send(agent, each.method ?? 'POST', `${base}${each.path}`, headers, each.body);
+        answeredAs(each, answer);
+        answered(answer.text);
+        count++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  agent.destroy();
+  return { count, perSecond: count / elapsed };
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
