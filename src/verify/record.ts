@@ -92,6 +92,7 @@ export const startVerification = postProcedure(
       .where('recipient', '=', to)
       .where('status', '=', 'pending')
       .orderBy('created_at', 'desc')
+      .limit(1)
       .executeTakeFirst();
     if (pending && Number(pending.expires_at) <= now) {
       await endVerifications(trx, [pending], 'expired', now);
