@@ -94,7 +94,7 @@ export const startVerification = postProcedure(
       .orderBy('created_at', 'desc')
       .limit(1)
       .executeTakeFirst();
-    if (pending && Number(pending.expires_at) <= now) {
+    if (pending && currentStatus(pending, now) === 'expired') {
       await endVerifications(trx, [pending], 'expired', now);
       pending = undefined;
     }
@@ -216,8 +216,11 @@ export interface CheckVerification {
 /**
  * A check's outcome, compared already against the hash read (routes.ts): the right code
  * approves, a wrong one takes an attempt (the last fails the verification). Conditional on the
- * hash, so a code made void by a resend between the read and this write is wrong. Null when
- * there is nothing to check: not the account's, or approved, failed or cancelled.
+ * hash, so a code made void by a resend between the read and this write is wrong. Each write is
+ * conditional on the row as it is when written, not as it was read: checks at once (on
+ * PostgreSQL, in transactions side by side) take one attempt each, and only one of them ends it.
+ * Null when there is nothing to check: not the account's, or approved, failed or cancelled, by
+ * now or by a check at the same moment.
  */
 export const checkVerification = procedure(
   import.meta.url,
@@ -225,23 +228,27 @@ export const checkVerification = procedure(
   async ({ db }, args: CheckVerification) =>
     db.transaction().execute(async (trx) => {
       const row = await ownVerification(trx, args);
-      if (!row || (row.status !== 'pending' && row.status !== 'expired')) return null;
-      if (row.status === 'expired' || Number(row.expires_at) <= args.now) {
+      if (!row) return null;
+      const status = currentStatus(row, args.now);
+      if (status === 'expired') {
         if (row.status === 'pending') await endVerifications(trx, [row], 'expired', args.now);
-        return { status: 'expired' as const, attemptsLeft: Number(row.attempts_left) };
+        return { status, attemptsLeft: Number(row.attempts_left) };
       }
-      const sameCode = row.code_hash === args.codeHash;
-      if (args.matched && sameCode) {
-        await endVerifications(trx, [row], 'approved', args.now);
-        return { status: 'approved' as const, attemptsLeft: Number(row.attempts_left) };
+      if (status !== 'pending') return null;
+      if (args.matched && row.code_hash === args.codeHash) {
+        const ended = await endVerifications(trx, [row], 'approved', args.now);
+        return ended === 0 ? null : { status: 'approved' as const, attemptsLeft: Number(row.attempts_left) };
       }
-      const left = Number(row.attempts_left) - 1;
-      await trx
+      const taken = await trx
         .updateTable('verifications')
-        .set({ attempts_left: left })
+        .set((eb) => ({ attempts_left: eb('attempts_left', '-', 1) }))
         .where('id', '=', row.id)
         .where('status', '=', 'pending')
-        .execute();
+        .where('attempts_left', '>', 0)
+        .returning('attempts_left')
+        .executeTakeFirst();
+      if (!taken) return null;
+      const left = Number(taken.attempts_left);
       if (left > 0) return { status: 'pending' as const, attemptsLeft: left };
       await endVerifications(trx, [row], 'failed', args.now);
       return { status: 'failed' as const, attemptsLeft: 0 };
@@ -256,12 +263,11 @@ export const cancelVerification = procedure(
     db.transaction().execute(async (trx) => {
       const row = await ownVerification(trx, args);
       if (!row) return null;
-      if (row.status === 'pending') {
-        const status: Verification['status'] = Number(row.expires_at) <= args.now ? 'expired' : 'cancelled';
-        await endVerifications(trx, [row], status, args.now);
-        return { ...row, status, ended_at: args.now };
-      }
-      return row;
+      if (row.status !== 'pending') return row;
+      const status: 'expired' | 'cancelled' = currentStatus(row, args.now) === 'expired' ? 'expired' : 'cancelled';
+      // One ended by a check at the same moment reads as that check left it.
+      if ((await endVerifications(trx, [row], status, args.now)) === 0) return ownVerification(trx, args);
+      return { ...row, status, ended_at: args.now };
     }),
 );
 
@@ -301,15 +307,19 @@ export const expireVerifications = procedure(
     }),
 );
 
-/** Verifications ended with `status`, each posting `verify.status` to its webhookUrl, in the caller's transaction. */
+/**
+ * Those of `rows` still pending ended with `status`, each posting `verify.status` to its
+ * webhookUrl, in the caller's transaction; answers how many it ended. One another transaction
+ * ended meanwhile is left as it is, and posts nothing twice.
+ */
 async function endVerifications(
   trx: Db,
   rows: Verification[],
   status: Exclude<Verification['status'], 'pending'>,
   now: number,
-): Promise<void> {
-  if (rows.length === 0) return;
-  await trx
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const ended = await trx
     .updateTable('verifications')
     .set({ status, ended_at: now })
     .where(
@@ -318,15 +328,20 @@ async function endVerifications(
       rows.map((row) => row.id),
     )
     .where('status', '=', 'pending')
+    .returning('id')
     .execute();
+  const endedIds = new Set(ended.map((row) => row.id));
   await appendToStreams(
     trx,
     { now: () => now },
     VERIFY_STATUS_TYPE,
-    rows.map((row) => ({
-      accountId: row.account_id,
-      url: row.webhook_url,
-      event: { verificationId: row.id, to: row.recipient, status, at: new Date(now).toISOString() },
-    })),
+    rows
+      .filter((row) => endedIds.has(row.id))
+      .map((row) => ({
+        accountId: row.account_id,
+        url: row.webhook_url,
+        event: { verificationId: row.id, to: row.recipient, status, at: new Date(now).toISOString() },
+      })),
   );
+  return ended.length;
 }

@@ -106,6 +106,34 @@ forEachDatabase((dialect) => {
     assert.equal((await check(alice, id, code)).statusCode, 404, 'the right code after the fifth wrong one');
   });
 
+  it('takes one attempt a check when checks come at once, and approves a code once', async () => {
+    const id = (await start(alice)).json().verificationId;
+    const code = await sentCode(alice);
+    const wrongs = await Promise.all(Array.from({ length: 8 }, () => check(alice, id, wrong(code))));
+    assert.deepEqual(
+      wrongs.map((r) => (r.statusCode === 200 ? `${r.json().status} ${r.json().attemptsLeft}` : r.statusCode)).sort(),
+      [404, 404, 404, 'failed 0', 'pending 1', 'pending 2', 'pending 3', 'pending 4'],
+    );
+    const other = (await start(alice, { to: '919812345679' })).json().verificationId;
+    const otherCode = await sentCode(alice, '919812345679');
+    const rights = await Promise.all(Array.from({ length: 3 }, () => check(alice, other, otherCode)));
+    assert.deepEqual(rights.map((r) => (r.statusCode === 200 ? r.json().status : r.statusCode)).sort(), [
+      404,
+      404,
+      'approved',
+    ]);
+    await api.drain();
+    api.clock.advance(2000);
+    await api.drain();
+    assert.deepEqual(
+      posted()
+        .map(({ status }) => status)
+        .sort(),
+      ['approved', 'failed'],
+      'each posted once',
+    );
+  });
+
   it('answers expired after the end, and the sweep posts expired', async () => {
     const id = (await start(alice, { ttlSeconds: 60 })).json().verificationId;
     const code = await sentCode(alice);
