@@ -72,7 +72,7 @@ export class RoutedTransport implements SmsTransport {
   private table = new RoutingTable([]);
   private opened = new Map<string, Opened>();
   private anyAdded = false;
-  /** Whether a message may go to `default`: unrouted ones do, unless connections exist and SMS_TRANSPORT is unset. */
+  /** Whether a message may go to `default`: an unrouted one, or one whose route names it. */
   private defaultReached = true;
   private version: number | undefined;
   private checkedAt = Number.NEGATIVE_INFINITY;
@@ -157,6 +157,11 @@ export class RoutedTransport implements SmsTransport {
     return results;
   }
 
+  /** Whether a number no route matches goes to `default`: unless connections exist and SMS_TRANSPORT is unset. */
+  private unroutedToDefault(): boolean {
+    return !this.anyAdded || this.options.defaultSet;
+  }
+
   /** True when every connection a message may go to skips what it answered before (SmsTransport). */
   skipsAnswered(): boolean {
     const reached = [...this.opened.values()].map((open) => open.transport);
@@ -197,7 +202,7 @@ export class RoutedTransport implements SmsTransport {
 
   /** The connections a message tries: its route's, those with a bind up first; `default` for none; or none at all. */
   private orderFor(route: RouteRow | undefined): string[] {
-    if (!route) return this.anyAdded && !this.options.defaultSet ? [] : [DEFAULT_SMSC];
+    if (!route) return this.unroutedToDefault() ? [DEFAULT_SMSC] : [];
     // A transport that does not bind (the sandbox) is up while it is open.
     const up = (name: string) => {
       const transport = this.transportOf(name);
@@ -238,7 +243,7 @@ export class RoutedTransport implements SmsTransport {
     this.opened = opened;
     this.table = new RoutingTable(rows);
     this.anyAdded = added.length > 0;
-    this.defaultReached = !this.anyAdded || this.options.defaultSet || named.has(DEFAULT_SMSC);
+    this.defaultReached = this.unroutedToDefault() || named.has(DEFAULT_SMSC);
     this.version = version;
   }
 }
