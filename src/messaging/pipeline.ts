@@ -244,7 +244,10 @@ export async function propertyNames(db: Db, accountId: string): Promise<Map<stri
 }
 
 /** A page row's contact properties by lower-cased name (what tags.ts looks a tag up in), or null for none. */
-export function rowProperties(row: PageRow, names: Map<string, string>): Map<string, string> | null {
+export function rowProperties(
+  row: Pick<PageRow, 'properties'>,
+  names: Map<string, string>,
+): Map<string, string> | null {
   if (!row.properties) return null;
   const properties = new Map<string, string>();
   for (const [id, value] of Object.entries(JSON.parse(row.properties) as Record<string, string>)) {

@@ -52,6 +52,10 @@ const SQLITE = {
   // addresses up in each; its CROSS JOIN keeps the recipients (by address) the outer loop.
   recipientsToSends: sql`cross join`,
 
+  /** Addresses as a table with one column, `address`, to select from (the dry run's request recipients). */
+  addressTable: (addresses: readonly string[]) =>
+    sql`(select value as address from json_each(${JSON.stringify(addresses)}))`,
+
   insertRequestRecipients: (rows: RecipientRow[]) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
     select value ->> 'sendId', value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', value ->> 'now'
@@ -102,6 +106,8 @@ const POSTGRES: typeof SQLITE = {
   epochMs: (ms) => sql`${ms}::bigint`,
 
   recipientsToSends: sql`join`,
+
+  addressTable: (addresses) => sql`(select unnest(${addresses}::text[]) as address)`,
 
   insertRequestRecipients: (rows) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
@@ -43,13 +43,110 @@ export interface StoredRecipient {
   contactId?: number | null;
 }
 
-export interface Expansion {
+/** The send an expansion, or a dry run (dry-run.ts), is for: whose contacts, over which lists. */
+export interface Audience {
   channel: Channel;
-  sendId: string;
   accountId: string;
   /** The send's lists; the account's `All contacts` among them means every contact. */
   listIds: string[];
   allContactsListId: string;
+}
+
+/**
+ * The rules of who a send reaches, as SQL over an address, shared by the expansion that writes
+ * a send's recipients and the dry run that only counts them, so the two never disagree:
+ *
+ *  - `ranked`: the contacts of the send's lists in a range of addresses, each with its rank
+ *    among the contacts of its address (1: the most recently updated, whose data fills the
+ *    tags, SPEC §2.2 rule 4); null when the send has no list;
+ *  - `suppressedBy`: the join condition of the address's suppression;
+ *  - `lacksConsent`: consent is per address (ARCHITECTURE.md): any contact of the account with
+ *    the address lacking the channel's opt-in refuses it, whichever contact the row names;
+ *  - `latestContact`: the account's most recently updated contact with the address, for a
+ *    request's own recipient, whose properties fill the tags it does not give itself.
+ */
+export function audienceRules(dialect: DialectName, a: Audience) {
+  const { address, optIn } = CHANNEL[a.channel];
+  const col = sql<string>`${sql.ref(`c.${address}`)}`;
+  const everyone = a.listIds.includes(a.allContactsListId);
+  const lists = a.listIds.filter((id) => id !== a.allContactsListId);
+  const ofAddress = (ref: Expression<string>) => sql`c.account_id = ${a.accountId} and ${col} = ${ref}`;
+  return {
+    column: col,
+    hasLists: everyone || lists.length > 0,
+    ranked(range: AddressRange) {
+      const member =
+        lists.length > 0 && !everyone
+          ? sql`and exists (select 1 from list_members m
+                             where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)`
+          : sql``;
+      return sql`
+        select c.id, ${col} as address, c.properties,
+               row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank
+          from contacts c
+         where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)} ${member}`;
+    },
+    /** How many entries the lists hold in the range: a contact counts once for each list of the send holding it. */
+    entries(range: AddressRange) {
+      const all = sql`(select count(*) from contacts c
+                        where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)})`;
+      const members = sql`(select count(*) from list_members m join contacts c on c.id = m.contact_id
+                            where m.list_id in ${inJson(dialect, lists)} and c.account_id = ${a.accountId}
+                              and ${col} is not null and ${range.holds(col)})`;
+      return sql<number>`${everyone ? all : sql`0`} + ${lists.length > 0 ? members : sql`0`}`;
+    },
+    suppressedBy: (s: string, ref: Expression<string>) =>
+      sql`${sql.ref(`${s}.account_id`)} = ${a.accountId} and ${sql.ref(`${s}.channel`)} = ${a.channel}
+          and ${sql.ref(`${s}.address`)} = ${ref}`,
+    lacksConsent: (ref: Expression<string>) =>
+      sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)} and not c.${sql.raw(optIn)})`,
+    latestContact: (ref: Expression<string>, field: 'id' | 'properties') =>
+      sql`(select c.${sql.raw(field)} from contacts c where ${ofAddress(ref)}
+            order by c.updated_at desc, c.id desc limit 1)`,
+  };
+}
+
+/** A range of contact addresses, after `after` (null: from the first) through `through` (null: to the last). */
+export interface AddressRange {
+  after: string | null;
+  through: string | null;
+  holds(ref: Expression<string>): RawBuilder<boolean>;
+}
+
+/**
+ * The range of addresses that starts after `after` and spans `size` of the account's contacts
+ * with the channel's address (the last range: to the end).
+ */
+export async function nextRange(
+  db: Db,
+  dialect: DialectName,
+  a: Audience,
+  after: string | null,
+  size: number,
+): Promise<AddressRange> {
+  const col = audienceRules(dialect, a).column;
+  const { rows } = await sql<{ address: string }>`
+    select ${col} as address from contacts c
+     where c.account_id = ${a.accountId} and ${col} is not null
+           ${after === null ? sql`` : sql`and ${col} > ${after}`}
+     order by ${col} limit 1 offset ${size - 1}`.execute(db);
+  return addressRange(after, rows[0]?.address ?? null);
+}
+
+export function addressRange(after: string | null, through: string | null): AddressRange {
+  return {
+    after,
+    through,
+    holds: (ref) => {
+      const afterStart = after === null ? sql`true` : sql`${ref} > ${after}`;
+      const upToEnd = through === null ? sql`true` : sql`${ref} <= ${through}`;
+      return sql<boolean>`${afterStart} and ${upToEnd}`;
+    },
+  };
+}
+
+export interface Expansion extends Audience {
+  sendId: string;
   /** Where this range starts: after this address (null: the first range). */
   after: string | null;
   now: number;
@@ -70,86 +167,51 @@ export const EXPANSION_RANGE = 5000;
  * Writes a range of a send's recipients from its lists and settles who in it may be sent to,
  * in a handful of set-based statements whatever the lists' size (MESSAGING.md, "expand"):
  * nothing of a list is held in memory. Ranges are of addresses, in order, each covering every
- * source's addresses in it, so every rule below sees all of an address at once; run each in
- * one transaction with the send's checkpoint (the last address it covered, returned), so a
- * worker that dies here leaves nothing half done. Answers null once the last range is done.
- *
- *  - one row per address: a list's contacts join after the request's recipients, and of
- *    several contacts with one address the most recently updated is the one whose data
- *    fills the tags (SPEC §2.2 rule 4);
- *  - a request recipient gets the account's most recently updated contact with its address,
- *    whose properties fill the tags it does not give itself;
- *  - a suppressed address is refused (NotSent, Dropped), and consent is per address
- *    (ARCHITECTURE.md): any contact of the account with the address lacking the channel's
- *    opt-in refuses it, whichever contact the row names.
+ * source's addresses in it, so every rule (audienceRules) sees all of an address at once; run
+ * each in one transaction with the send's checkpoint (the last address it covered, returned),
+ * so a worker that dies here leaves nothing half done. Answers null once the last range is
+ * done. A list's contacts join after the request's recipients: one with an address the
+ * request gave adds nothing (SPEC §2.2 rule 3). A suppressed address is refused (NotSent,
+ * Dropped), and so is one without consent.
  */
 export async function expandRecipients(db: Db, dialect: DialectName, e: Expansion): Promise<string | null> {
-  const { address, optIn, refused } = CHANNEL[e.channel];
-  const col = sql.ref(`c.${address}`);
-  const everyone = e.listIds.includes(e.allContactsListId);
-  const lists = e.listIds.filter((id) => id !== e.allContactsListId);
+  const { refused } = CHANNEL[e.channel];
+  const rules = audienceRules(dialect, e);
   const now = queries[dialect].epochMs(e.now);
-  // The range's last address: the EXPANSION_RANGE-th of the account's contacts after `after`;
-  // none when fewer are left, and then this range runs to the end.
-  const lastOfRange = async () => {
-    const { rows } = await sql<{ address: string }>`
-      select ${col} as address from contacts c
-       where c.account_id = ${e.accountId} and ${col} is not null
-             ${e.after === null ? sql`` : sql`and ${col} > ${e.after}`}
-       order by ${col} limit 1 offset ${(e.rangeSize ?? EXPANSION_RANGE) - 1}`.execute(db);
-    return rows[0]?.address ?? null;
-  };
-  const through = everyone || lists.length > 0 ? await lastOfRange() : null;
-  const inRange = (ref: ReturnType<typeof sql.ref>) => {
-    const afterStart = e.after === null ? sql`true` : sql`${ref} > ${e.after}`;
-    const upToEnd = through === null ? sql`true` : sql`${ref} <= ${through}`;
-    return sql`${afterStart} and ${upToEnd}`;
-  };
-  if (everyone || lists.length > 0) {
-    const member =
-      lists.length > 0 && !everyone
-        ? sql`and exists (select 1 from list_members m
-                           where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)`
-        : sql``;
+  const range = rules.hasLists
+    ? await nextRange(db, dialect, e, e.after, e.rangeSize ?? EXPANSION_RANGE)
+    : addressRange(e.after, null);
+  if (rules.hasLists) {
     await sql`
       insert into send_recipients (send_id, address, contact_id, status, updated_at)
       select ${e.sendId}, address, id, 'Queued', ${now}
-        from (select c.id, ${col} as address,
-                     row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank
-                from contacts c
-               where c.account_id = ${e.accountId} and ${col} is not null and ${inRange(col)} ${member}) ranked
+        from (${rules.ranked(range)}) ranked
        where rank = 1
        order by address
       on conflict (send_id, address) do nothing`.execute(db);
   }
-  const recipient = sql.ref('send_recipients.address');
+  const recipient = sql<string>`send_recipients.address`;
   await sql`
     update send_recipients
-       set contact_id = (select c.id from contacts c
-                          where c.account_id = ${e.accountId} and ${col} = send_recipients.address
-                          order by c.updated_at desc, c.id desc limit 1)
-     where send_id = ${e.sendId} and contact_id is null and ${inRange(recipient)}`.execute(db);
+       set contact_id = ${rules.latestContact(recipient, 'id')}
+     where send_id = ${e.sendId} and contact_id is null and ${range.holds(recipient)}`.execute(db);
   await sql`
     update send_recipients
        set status = ${refused}, reason = 'suppressed: ' || s.reason, updated_at = ${now}
       from suppressions s
-     where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued' and ${inRange(recipient)}
-       and s.account_id = ${e.accountId} and s.channel = ${e.channel} and s.address = send_recipients.address`.execute(
-    db,
-  );
+     where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued' and ${range.holds(recipient)}
+       and ${rules.suppressedBy('s', recipient)}`.execute(db);
   await sql`
     update send_recipients
        set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
-     where send_id = ${e.sendId} and status = 'Queued' and ${inRange(recipient)}
-       and exists (select 1 from contacts c
-                    where c.account_id = ${e.accountId} and ${col} = send_recipients.address
-                      and not c.${sql.raw(optIn)})`.execute(db);
+     where send_id = ${e.sendId} and status = 'Queued' and ${range.holds(recipient)}
+       and ${rules.lacksConsent(recipient)}`.execute(db);
   const history = await sql`
     insert into recipient_history (recipient_id, status, at)
     select id, status, ${now} from send_recipients
-     where send_id = ${e.sendId} and status = ${refused} and ${inRange(sql.ref('address'))}`.execute(db);
+     where send_id = ${e.sendId} and status = ${refused} and ${range.holds(sql<string>`address`)}`.execute(db);
   e.tally?.add(e.accountId, e.channel, refused, { messages: Number(history.numAffectedRows ?? 0) });
-  return through;
+  return range.through;
 }
 
 /**

@@ -148,3 +148,23 @@ export const ContactMessagesPage = Type.Object({
   ),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
 });
+
+/** `?dryRun=true` and `?preview=N` (ARCHITECTURE.md, "Preflight") on the routes that send. */
+export const DryRunQuery = Type.Object({
+  dryRun: Type.Optional(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: 'must be true or false' }),
+  ),
+  preview: Type.Optional(
+    Type.String({ pattern: '^([1-9][0-9]?|100)$', errorMessage: 'must be 1 to 100: the recipients to preview' }),
+  ),
+});
+
+/** The recipients of a dry run: `willSend` and the three `notSent` counts add up to `total`. */
+export const DryRunRecipients = Type.Object({
+  total: Count,
+  willSend: Count,
+  notSent: Type.Object({ noConsent: Count, suppressed: Count, duplicate: Count }),
+});
+
+/** How many recipients a dry run previews unless `preview` says. */
+export const DEFAULT_PREVIEW = 10;

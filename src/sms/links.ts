@@ -20,7 +20,10 @@ export const withLinkTag = (body: string) => (body.includes(LANDING_PAGE_TAG) ? 
  * is `<base>/<code>`, and every code has CODE_LENGTH characters of the GSM-7 alphabet.
  */
 export const withSampleLink = (body: string, base: string) =>
-  withLinkTag(body).replaceAll(LANDING_PAGE_TAG, `${base}/${'0'.repeat(CODE_LENGTH)}`);
+  withLinkTag(body).replaceAll(LANDING_PAGE_TAG, sampleLink(base));
+
+/** A stand-in of a landing page link's length, for measuring and for the dry run's preview: no code is made. */
+export const sampleLink = (base: string) => `${base}/${'0'.repeat(CODE_LENGTH)}`;
 
 /** The links of a page's recipients, in their order, each written to the database before it is given. */
 export type PageLinks = (recipientIds: number[]) => Promise<string[]>;

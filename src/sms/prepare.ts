@@ -9,20 +9,19 @@ import { storedSms } from './sealing.ts';
 import { checkSmsRequest, prepareSms } from './validate.ts';
 
 /**
- * An `/sms/single` or `/sms/batch` request checked (400, 422) and made ready to write: its send
- * and recipients, sealed where they must be. A single's recipient is settled here: a one-time
+ * An `/sms/single` or `/sms/batch` request checked (400, 422), as its draft: what the send and
+ * its dry run (dry-run.ts) both start from. A single's recipient is settled here: a one-time
  * passcode never vanishes behind a 202 (ARCHITECTURE.md). Verify's codes come this way too,
  * with `optIn: false` (only a suppression refuses them) and `opensInSandbox`.
  */
-export async function prepareSmsRequest(
-  ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
+export async function checkedSmsDraft(
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database'>,
   kind: SmsDraft['kind'],
   body: SmsRequest,
   account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
   options: { optIn: boolean; opensInSandbox?: boolean } = { optIn: true },
-): Promise<PreparedSms> {
-  const now = ctx.clock.now();
-  const { draft, errors } = checkSmsRequest(kind, body, account, now, ctx.config.publicUrl);
+): Promise<SmsDraft> {
+  const { draft, errors } = checkSmsRequest(kind, body, account, ctx.clock.now(), ctx.config.publicUrl);
   if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
   await prepareSms(ctx.database.reads, account.id, draft, { defaultSenderName: ctx.config.defaultSenderName });
   if (kind === 'single') {
@@ -36,6 +35,19 @@ export async function prepareSmsRequest(
     if (draft.scheduledAt === null) recipient.contactId = contactId;
   }
   if (options.opensInSandbox) draft.opensInSandbox = true;
+  return draft;
+}
+
+/** An SMS request checked (checkedSmsDraft) and made ready to write, sealed where it must be. */
+export async function prepareSmsRequest(
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
+  kind: SmsDraft['kind'],
+  body: SmsRequest,
+  account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
+  options: { optIn: boolean; opensInSandbox?: boolean } = { optIn: true },
+): Promise<PreparedSms> {
+  const now = ctx.clock.now();
+  const draft = await checkedSmsDraft(ctx, kind, body, account, options);
   const sendId = newSendId();
   const { listIds, scheduledAt, webhookUrl } = draft;
   return {

@@ -15,12 +15,13 @@ import {
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { cancelSend } from '../messaging/accept.ts';
 import { listSends } from '../messaging/reads.ts';
-import { RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
+import { DEFAULT_PREVIEW, DryRunQuery, RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
 import { readSandboxSms, readSms } from './read.ts';
-import { SmsAccepted, SmsBatchRequest, SmsSingleRequest, type SmsRequest } from './schemas.ts';
+import { smsDryRun } from './dry-run.ts';
+import { SmsAccepted, SmsBatchRequest, SmsDryRunBody, SmsSingleRequest, type SmsRequest } from './schemas.ts';
 import { prepareSmsRequest } from './prepare.ts';
 
 const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
@@ -40,6 +41,9 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   const accept = (kind: SmsDraft['kind'], body: SmsRequest, account: AuthenticatedAccount) =>
     prepareSmsRequest(ctx, kind, body, account);
+  // A dry run writes nothing, an Idempotency-Key's record included: it is not the send.
+  const dryRun = (kind: SmsDraft['kind'], body: SmsRequest, account: AuthenticatedAccount, preview?: string) =>
+    smsDryRun(ctx, kind, body, account, Number(preview ?? DEFAULT_PREVIEW));
 
   r.post(
     '/sms/single',
@@ -49,13 +53,16 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
         tags,
         summary: 'Send one SMS to one recipient (a one-time passcode, an alert), now or at a time',
         body: SmsSingleRequest,
-        response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
+        querystring: DryRunQuery,
+        response: { 200: SmsDryRunBody, 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
       },
     },
     async (request, reply) =>
-      idempotent(request, reply, ctx, request.account.id, recordSms, () =>
-        accept('single', request.body, request.account),
-      ),
+      request.query.dryRun === 'true'
+        ? dryRun('single', request.body, request.account, request.query.preview)
+        : idempotent(request, reply, ctx, request.account.id, recordSms, () =>
+            accept('single', request.body, request.account),
+          ),
   );
 
   r.post(
@@ -66,13 +73,16 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
         tags,
         summary: 'Send one SMS text to recipients and/or the contacts of lists, now or at a time',
         body: SmsBatchRequest,
-        response: { 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
+        querystring: DryRunQuery,
+        response: { 200: SmsDryRunBody, 202: SmsAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
       },
     },
     async (request, reply) =>
-      idempotent(request, reply, ctx, request.account.id, recordSms, () =>
-        accept('batch', request.body, request.account),
-      ),
+      request.query.dryRun === 'true'
+        ? dryRun('batch', request.body, request.account, request.query.preview)
+        : idempotent(request, reply, ctx, request.account.id, recordSms, () =>
+            accept('batch', request.body, request.account),
+          ),
   );
 
   r.get(

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { MultilineText, Uuid } from '../http/schemas.ts';
+import { DryRunRecipients, Money } from '../messaging/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
 import { MAX_PARTS } from './segments.ts';
 
@@ -133,4 +134,25 @@ export const SmsAccepted = Type.Object({
     QueueId: Type.String({ format: 'uuid' }),
     QueuedTimestamp: Type.Integer({ description: 'Epoch milliseconds.' }),
   }),
+});
+
+/** `?dryRun=true` on `/sms/single` and `/sms/batch` (ARCHITECTURE.md, "Preflight"). */
+export const SmsDryRunBody = Type.Object({
+  dryRun: Type.Literal(true),
+  recipients: DryRunRecipients,
+  parts: Type.Integer({ description: 'Billed parts of the messages that will be sent.' }),
+  encoding: Type.Object(
+    { 'GSM-7': Type.Integer(), 'UCS-2': Type.Integer() },
+    { description: 'Messages per encoding.' },
+  ),
+  estimatedCost: Type.Array(Money),
+  preview: Type.Array(
+    Type.Object({
+      recipient: Type.String(),
+      text: Type.String(),
+      parts: Type.Integer(),
+      encoding: Type.String(),
+      replacedCharacters: Type.Integer(),
+    }),
+  ),
 });

@@ -230,6 +230,32 @@ export function openedPage(rows: PageRow[], send: { sendId: string; sealed: bool
   );
 }
 
+/** What a send renders its texts from, each recipient's with renderText. */
+export interface SmsRendering {
+  content: SmsContent;
+  template: Template;
+  /** Contact property names by id (propertyNames), for a template with tags. */
+  names: Map<string, string>;
+}
+
+/**
+ * A recipient's text as it goes, before segmentation: its tags filled (a batch recipient's
+ * own, else the single request's top-level ones; then its contact's properties) with its
+ * landing page `link`, when the send has one; then smart encoded when the send is, since
+ * what it replaces decides the encoding and the parts billed. The dry run renders with it too.
+ */
+export function renderText(
+  row: Pick<PageRow, 'tags' | 'properties'>,
+  { content, template, names }: SmsRendering,
+  link: string | undefined,
+): { text: string; replacedCharacters: number } {
+  const properties = template.tags.length > 0 ? rowProperties(row, names) : null;
+  const given = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : content.tags;
+  const own = link === undefined ? given : { ...given, [LANDING_PAGE_TAG]: link };
+  const rendered = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : content.body;
+  return content.smartEncoding ? smartEncoded(rendered) : { text: rendered, replacedCharacters: 0 };
+}
+
 /** `links`: each row's landing page link, when the send has one. */
 export function renderPage(
   rows: PageRow[],
@@ -238,16 +264,9 @@ export function renderPage(
   names: Map<string, string>,
   links: string[] | null,
 ): OutgoingSms[] {
+  const rendering = { content: send.content, template, names };
   return rows.map((row, i) => {
-    const properties = template.tags.length > 0 ? rowProperties(row, names) : null;
-    // A batch recipient's own tags, else the single request's top-level ones.
-    const given = row.tags ? (JSON.parse(row.tags) as Record<string, string>) : send.content.tags;
-    const own = links ? { ...given, [LANDING_PAGE_TAG]: links[i] } : given;
-    const rendered = template.tags.length > 0 ? renderTemplate(template, { own, properties }) : send.content.body;
-    // Before segmentation: what it replaces decides the encoding and the parts billed.
-    const { text, replacedCharacters } = send.content.smartEncoding
-      ? smartEncoded(rendered)
-      : { text: rendered, replacedCharacters: 0 };
+    const { text, replacedCharacters } = renderText(row, rendering, links?.[i]);
     return {
       accountId: send.accountId,
       sendId: send.sendId,

@@ -54,3 +54,25 @@ export async function pgDump(url: string): Promise<Buffer> {
   const options = { encoding: 'buffer', maxBuffer: 1 << 28 } as const;
   return (await promisify(execFile)(PG_DUMP, [`--dbname=${url}`], options)).stdout;
 }
+
+/** Every table of the database by name, with its row count: what a read-only call must leave as it found. */
+export async function rowCounts(api: { t: TestApp }, dialect: DialectName): Promise<Record<string, number>> {
+  const db = api.t.ctx.db;
+  const { rows: tables } =
+    dialect === 'sqlite'
+      ? await sql<{ name: string }>`select name from sqlite_master where type = 'table'
+                                      and name not like 'sqlite_%' order by name`.execute(db)
+      : await sql<{ name: string }>`select table_name as name from information_schema.tables
+                                     where table_schema = current_schema() and table_type = 'BASE TABLE'
+                                     order by table_name`.execute(db);
+  assert.ok(
+    tables.some((table) => table.name === 'sends'),
+    'the tables of the application are listed',
+  );
+  const counts: Record<string, number> = {};
+  for (const { name } of tables) {
+    const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(name)}`.execute(db);
+    counts[name] = Number(rows[0].n);
+  }
+  return counts;
+}

@@ -1,0 +1,117 @@
+import { sql, type Kysely } from 'kysely';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { DialectName } from '../db/database.ts';
+import type { Schema } from '../db/schema.ts';
+import { queries } from './queries.ts';
+import { audienceRules, nextRange, type Audience } from './recipients.ts';
+
+type Db = Kysely<Schema>;
+
+/** What a dry run looks at: the send's audience and the request's own recipients. */
+export interface DryRunAudience extends Audience {
+  /** The request's own recipients in its order, an address given twice kept once, `tags` in JSON or null. */
+  recipients: Array<{ address: string; tags: string | null }>;
+  /** How many recipients the request gave, repeats included. */
+  given: number;
+}
+
+/** A recipient the send would reach, as the channel renders it (PageRow's fields that rendering reads). */
+export interface WillSend {
+  address: string;
+  tags: string | null;
+  properties: string | null;
+}
+
+/** ARCHITECTURE.md, "Preflight": `willSend` and the three `notSent` counts add up to `total`. */
+export interface AudienceCount {
+  total: number;
+  willSend: number;
+  notSent: { noConsent: number; suppressed: number; duplicate: number };
+}
+
+/**
+ * Contact addresses a dry run reads at a time: each range is a few short reads, so SQLite's
+ * database thread is never held long, and its recipients are rendered in one slice of the
+ * event loop before the next range is read.
+ */
+export const DRY_RUN_RANGE = 2000;
+
+/** What one address comes to: suppressed first, then consent, as the expansion decides it. */
+interface Decided {
+  address: string;
+  properties: string | null;
+  suppressed: string | null;
+  no_consent: boolean | number;
+}
+
+/**
+ * Counts who a send would reach, with the expansion's own rules (recipients.ts, audienceRules)
+ * in read-only statements, and hands the recipients it would send to `visit` in the order the
+ * send would send them: the request's own, then the lists' by address. Nothing is written and
+ * nothing of a list is held: a range of addresses is read, decided, visited and let go. Not
+ * one snapshot: a contact changed meanwhile is counted as it was when its range was read.
+ */
+export async function dryRunAudience(
+  db: Db,
+  dialect: DialectName,
+  a: DryRunAudience,
+  visit: (recipients: WillSend[]) => void,
+  rangeSize = DRY_RUN_RANGE,
+): Promise<AudienceCount> {
+  const rules = audienceRules(dialect, a);
+  const count: AudienceCount = {
+    total: a.given,
+    willSend: 0,
+    notSent: { noConsent: 0, suppressed: 0, duplicate: a.given - a.recipients.length },
+  };
+  const decide = (rows: Decided[], tagsOf: (address: string) => string | null) => {
+    const willSend: WillSend[] = [];
+    for (const row of rows) {
+      if (row.suppressed !== null) count.notSent.suppressed++;
+      else if (Number(row.no_consent) === 1) count.notSent.noConsent++;
+      else willSend.push({ address: row.address, tags: tagsOf(row.address), properties: row.properties });
+    }
+    count.willSend += willSend.length;
+    visit(willSend);
+  };
+
+  const given = new Map(a.recipients.map((r) => [r.address, r.tags]));
+  for (let i = 0; i < a.recipients.length; i += rangeSize) {
+    const addresses = a.recipients.slice(i, i + rangeSize).map((r) => r.address);
+    const r = sql<string>`r.address`;
+    const { rows } = await sql<Decided>`
+      select r.address, ${rules.latestContact(r, 'properties')} as properties, s.reason as suppressed,
+             ${rules.lacksConsent(r)} as no_consent
+        from ${queries[dialect].addressTable(addresses)} r
+        left join suppressions s on ${rules.suppressedBy('s', r)}`.execute(db);
+    const byAddress = new Map(rows.map((row) => [row.address, row]));
+    decide(
+      addresses.map((address) => byAddress.get(address)!),
+      (address) => given.get(address) ?? null,
+    );
+    await nextTurn();
+  }
+
+  if (!rules.hasLists) return count;
+  for (let after: string | null = null; ; ) {
+    const range = await nextRange(db, dialect, a, after, rangeSize);
+    const r = sql<string>`r.address`;
+    const [{ rows }, { rows: entries }] = await Promise.all([
+      sql<Decided>`
+        select r.address, r.properties, s.reason as suppressed, ${rules.lacksConsent(r)} as no_consent
+          from (${rules.ranked(range)}) r
+          left join suppressions s on ${rules.suppressedBy('s', r)}
+         where r.rank = 1
+         order by r.address`.execute(db),
+      sql<{ n: number | string }>`select ${rules.entries(range)} as n`.execute(db),
+    ]);
+    // A list's contact whose address the request gave, or another contact's, adds nothing.
+    const added = rows.filter((row) => !given.has(row.address));
+    count.total += Number(entries[0].n);
+    count.notSent.duplicate += Number(entries[0].n) - added.length;
+    decide(added, () => null);
+    if (range.through === null) return count;
+    after = range.through;
+    await nextTurn();
+  }
+}

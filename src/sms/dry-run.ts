@@ -1,0 +1,99 @@
+import type { AppContext } from '../context.ts';
+import { defaultListId } from '../crm/setup.ts';
+import { dryRunAudience, type AudienceCount } from '../messaging/dry-run.ts';
+import { amountOf } from '../messaging/money.ts';
+import { propertyNames } from '../messaging/pipeline.ts';
+import { compileTemplate } from '../messaging/tags.ts';
+import { linkBase } from '../links/shortener.ts';
+import type { SmsContent } from './accept.ts';
+import { sampleLink, withLinkTag } from './links.ts';
+import { checkedSmsDraft } from './prepare.ts';
+import { readRoutes, RoutingTable } from './routing/table.ts';
+import type { SmsRequest } from './schemas.ts';
+import { measure } from './segments.ts';
+import { renderText, type SmsRendering } from './send.ts';
+import type { SmsDraft } from './draft.ts';
+
+export interface SmsPreview {
+  recipient: string;
+  text: string;
+  parts: number;
+  encoding: string;
+  replacedCharacters: number;
+}
+
+/** ARCHITECTURE.md, "Preflight": what `?dryRun=true` answers for `/sms/single` and `/sms/batch`. */
+export interface SmsDryRun {
+  dryRun: true;
+  recipients: AudienceCount;
+  parts: number;
+  encoding: { 'GSM-7': number; 'UCS-2': number };
+  estimatedCost: Array<{ amount: string; currency: string }>;
+  preview: SmsPreview[];
+}
+
+/**
+ * An SMS request as it would go, with nothing written: the request's checks as the send
+ * makes them (400, 422: a single's refused recipient too), then every recipient it would
+ * reach rendered as its worker renders it (send.ts, renderText), measured, and priced by the
+ * route it would take. A landing page link is a stand-in of the real one's length: the
+ * dry run makes no code. `preview`: how many of the first recipients to show.
+ */
+export async function smsDryRun(
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database'>,
+  kind: SmsDraft['kind'],
+  body: SmsRequest,
+  account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
+  preview: number,
+): Promise<SmsDryRun> {
+  const db = ctx.database.reads;
+  const draft = await checkedSmsDraft(ctx, kind, body, account);
+  const content: SmsContent = { ...draft, opensInSandbox: false };
+  const link = draft.shortener === null ? undefined : sampleLink(linkBase(draft.shortener.url, ctx.config.publicUrl));
+  const template = compileTemplate(link === undefined ? draft.body : withLinkTag(draft.body));
+  const rendering: SmsRendering = {
+    content,
+    template,
+    names: template.tags.length > 0 ? await propertyNames(db, account.id) : new Map(),
+  };
+  const routes = new RoutingTable(await readRoutes(db));
+  const result: SmsDryRun = {
+    dryRun: true,
+    recipients: { total: 0, willSend: 0, notSent: { noConsent: 0, suppressed: 0, duplicate: 0 } },
+    parts: 0,
+    encoding: { 'GSM-7': 0, 'UCS-2': 0 },
+    estimatedCost: [],
+    preview: [],
+  };
+  const costs = new Map<string, number>();
+  result.recipients = await dryRunAudience(
+    db,
+    ctx.database.dialect,
+    {
+      channel: 'sms',
+      accountId: account.id,
+      listIds: draft.listIds,
+      allContactsListId: draft.listIds.length > 0 ? await defaultListId(db, account.id) : '',
+      recipients: draft.recipients.map((r) => ({
+        address: r.mobile,
+        tags: Object.keys(r.tags).length > 0 ? JSON.stringify(r.tags) : null,
+      })),
+      given: kind === 'single' ? 1 : ((body as { recipients?: unknown[] }).recipients?.length ?? 0),
+    },
+    (recipients) => {
+      for (const recipient of recipients) {
+        const { text, replacedCharacters } = renderText(recipient, rendering, link);
+        const { encoding, parts } = measure(text);
+        result.parts += parts;
+        result.encoding[encoding]++;
+        const route = routes.routeFor(account.id, recipient.address);
+        if (route?.priceMicros != null && route.currency !== null)
+          costs.set(route.currency, (costs.get(route.currency) ?? 0) + route.priceMicros * parts);
+        if (result.preview.length < preview)
+          result.preview.push({ recipient: recipient.address, text, parts, encoding, replacedCharacters });
+      }
+    },
+  );
+  result.estimatedCost = [...costs].map(([currency, micros]) => ({ amount: amountOf(micros), currency }));
+  return result;
+}
