@@ -99,8 +99,8 @@ export interface EmailRecipient {
   date: Date;
 }
 
-/** The recipient's message as raw MIME: multipart/alternative of text and HTML, UTF-8. */
-export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): Promise<Buffer> {
+/** A recipient's values for the skeletons' slots: as text, and escaped for HTML. */
+function slotValues(compiled: CompiledEmail, r: Pick<EmailRecipient, 'sources' | 'urls'>) {
   const { tags, links } = compiled;
   const textValues: string[] = new Array(tags.length + links.length + FIXED_SLOTS);
   const htmlValues: string[] = new Array(textValues.length);
@@ -118,7 +118,24 @@ export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): P
   textValues[fixed + UNSUBSCRIBE] = r.urls.unsubscribe;
   htmlValues[fixed + UNSUBSCRIBE] = escapeHtml(r.urls.unsubscribe);
   htmlValues[fixed + PREHEADER] = compiled.preheader ? escapeHtml(renderTemplate(compiled.preheader, r.sources)) : '';
+  return { textValues, htmlValues };
+}
 
+/** A recipient's subject and text alternative as plain strings, as the dry run previews them. */
+export function renderedText(
+  compiled: CompiledEmail,
+  r: Pick<EmailRecipient, 'sources' | 'urls'>,
+): { subject: string; text: string } {
+  const { textValues } = slotValues(compiled, r);
+  const { pieces, slots } = compiled.text;
+  let text = pieces[0];
+  for (let i = 0; i < slots.length; i++) text += textValues[slots[i]] + pieces[i + 1];
+  return { subject: renderTemplate(compiled.subject, r.sources), text };
+}
+
+/** The recipient's message as raw MIME: multipart/alternative of text and HTML, UTF-8. */
+export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): Promise<Buffer> {
+  const { textValues, htmlValues } = slotValues(compiled, r);
   const { from, replyTo } = compiled.content;
   const unsubscribe = r.urls.unsubscribeMailto
     ? `<${r.urls.unsubscribe}>, <${r.urls.unsubscribeMailto}>`

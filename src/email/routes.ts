@@ -8,7 +8,7 @@ import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts'
 import { idempotent } from '../http/idempotency.ts';
 import { cancelSend } from '../messaging/accept.ts';
 import { listSends } from '../messaging/reads.ts';
-import { SendListPage, SendListQuery } from '../messaging/schemas.ts';
+import { DEFAULT_PREVIEW, DryRunQuery, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
   addSuppression,
   listSuppressions,
@@ -16,6 +16,7 @@ import {
   type SuppressionView,
 } from '../messaging/suppressions.ts';
 import { emailJobKey, recordEmail } from './accept.ts';
+import { emailDryRun } from './dry-run.ts';
 import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
 import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
@@ -28,6 +29,7 @@ import {
   ComplaintRequest,
   CampaignRequest,
   EmailAccepted,
+  EmailDryRunBody,
   EmailBatchRequest,
   PageQuery,
   SuppressionBody,
@@ -69,11 +71,14 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
         tags,
         summary: 'Send one email to recipients and/or the contacts of lists, now or at a time',
         body: EmailBatchRequest,
-        response: { 202: EmailAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
+        querystring: DryRunQuery,
+        response: { 200: EmailDryRunBody, 202: EmailAccepted, ...errorResponses(400, 401, 413, 415, 422, 429) },
       },
     },
     async (request, reply) =>
-      idempotent(request, reply, ctx, request.account.id, recordEmail, () => accept(request.body, request.account)),
+      request.query.dryRun === 'true'
+        ? emailDryRun(ctx, request.body, request.account, Number(request.query.preview ?? DEFAULT_PREVIEW))
+        : idempotent(request, reply, ctx, request.account.id, recordEmail, () => accept(request.body, request.account)),
   );
 
   const BatchParams = Type.Object({ batchId: Uuid() });

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { MultilineText, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
-import { RecipientStatus } from '../messaging/schemas.ts';
+import { DryRunRecipients, Money, RecipientStatus } from '../messaging/schemas.ts';
 import { MAX_EMAIL_ADDRESS } from '../crm/email-address.ts';
 import { MAX_REPORT_BYTES } from './mail-reports.ts';
 
@@ -182,3 +182,11 @@ export const ComplaintRecorded = Type.Object(
   },
   { description: 'What the report recorded.' },
 );
+
+/** `?dryRun=true` on `/email/batch` (ARCHITECTURE.md, "Preflight"). */
+export const EmailDryRunBody = Type.Object({
+  dryRun: Type.Literal(true),
+  recipients: DryRunRecipients,
+  estimatedCost: Type.Array(Money, { description: 'Always empty: no route prices email.' }),
+  preview: Type.Array(Type.Object({ email: Type.String(), subject: Type.String(), text: Type.String() })),
+});

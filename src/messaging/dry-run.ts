@@ -2,15 +2,16 @@ import { sql, type Kysely } from 'kysely';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
+import { defaultListId } from '../crm/setup.ts';
 import { queries } from './queries.ts';
 import { audienceRules, nextRange, type Audience } from './recipients.ts';
 
 type Db = Kysely<Schema>;
 
 /** What a dry run looks at: the send's audience and the request's own recipients. */
-export interface DryRunAudience extends Audience {
-  /** The request's own recipients in its order, an address given twice kept once, `tags` in JSON or null. */
-  recipients: Array<{ address: string; tags: string | null }>;
+export interface DryRunAudience extends Omit<Audience, 'allContactsListId'> {
+  /** The request's own recipients in its order, an address given twice kept once. */
+  recipients: Array<{ address: string; tags: Record<string, string> }>;
   /** How many recipients the request gave, repeats included. */
   given: number;
 }
@@ -54,15 +55,22 @@ interface Decided {
 export async function dryRunAudience(
   db: Db,
   dialect: DialectName,
-  a: DryRunAudience,
+  audience: DryRunAudience,
   visit: (recipients: WillSend[]) => void,
   rangeSize = DRY_RUN_RANGE,
 ): Promise<AudienceCount> {
+  const a: Audience = {
+    ...audience,
+    allContactsListId: audience.listIds.length > 0 ? await defaultListId(db, audience.accountId) : '',
+  };
   const rules = audienceRules(dialect, a);
+  const given = new Map(
+    audience.recipients.map((r) => [r.address, Object.keys(r.tags).length > 0 ? JSON.stringify(r.tags) : null]),
+  );
   const count: AudienceCount = {
-    total: a.given,
+    total: audience.given,
     willSend: 0,
-    notSent: { noConsent: 0, suppressed: 0, duplicate: a.given - a.recipients.length },
+    notSent: { noConsent: 0, suppressed: 0, duplicate: audience.given - audience.recipients.length },
   };
   const decide = (rows: Decided[], tagsOf: (address: string) => string | null) => {
     const willSend: WillSend[] = [];
@@ -75,9 +83,8 @@ export async function dryRunAudience(
     visit(willSend);
   };
 
-  const given = new Map(a.recipients.map((r) => [r.address, r.tags]));
-  for (let i = 0; i < a.recipients.length; i += rangeSize) {
-    const addresses = a.recipients.slice(i, i + rangeSize).map((r) => r.address);
+  for (let i = 0; i < audience.recipients.length; i += rangeSize) {
+    const addresses = audience.recipients.slice(i, i + rangeSize).map((r) => r.address);
     const r = sql<string>`r.address`;
     const { rows } = await sql<Decided>`
       select r.address, ${rules.latestContact(r, 'properties')} as properties, s.reason as suppressed,

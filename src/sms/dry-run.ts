@@ -1,5 +1,4 @@
 import type { AppContext } from '../context.ts';
-import { defaultListId } from '../crm/setup.ts';
 import { dryRunAudience, type AudienceCount } from '../messaging/dry-run.ts';
 import { amountOf } from '../messaging/money.ts';
 import { propertyNames } from '../messaging/pipeline.ts';
@@ -57,27 +56,21 @@ export async function smsDryRun(
     names: template.tags.length > 0 ? await propertyNames(db, account.id) : new Map(),
   };
   const routes = new RoutingTable(await readRoutes(db));
-  const result: SmsDryRun = {
+  const result: Omit<SmsDryRun, 'recipients' | 'estimatedCost'> = {
     dryRun: true,
-    recipients: { total: 0, willSend: 0, notSent: { noConsent: 0, suppressed: 0, duplicate: 0 } },
     parts: 0,
     encoding: { 'GSM-7': 0, 'UCS-2': 0 },
-    estimatedCost: [],
     preview: [],
   };
   const costs = new Map<string, number>();
-  result.recipients = await dryRunAudience(
+  const recipients = await dryRunAudience(
     db,
     ctx.database.dialect,
     {
       channel: 'sms',
       accountId: account.id,
       listIds: draft.listIds,
-      allContactsListId: draft.listIds.length > 0 ? await defaultListId(db, account.id) : '',
-      recipients: draft.recipients.map((r) => ({
-        address: r.mobile,
-        tags: Object.keys(r.tags).length > 0 ? JSON.stringify(r.tags) : null,
-      })),
+      recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: r.tags })),
       given: kind === 'single' ? 1 : ((body as { recipients?: unknown[] }).recipients?.length ?? 0),
     },
     (recipients) => {
@@ -94,6 +87,6 @@ export async function smsDryRun(
       }
     },
   );
-  result.estimatedCost = [...costs].map(([currency, micros]) => ({ amount: amountOf(micros), currency }));
-  return result;
+  const estimatedCost = [...costs].map(([currency, micros]) => ({ amount: amountOf(micros), currency }));
+  return { ...result, recipients, estimatedCost };
 }
