@@ -87,10 +87,9 @@ export async function dryRunAudience(
     const addresses = audience.recipients.slice(i, i + rangeSize).map((r) => r.address);
     const r = sql<string>`r.address`;
     const { rows } = await sql<Decided>`
-      select r.address, ${rules.latestContact(r, 'properties')} as properties, s.reason as suppressed,
-             ${rules.lacksConsent(r)} as no_consent
-        from ${queries[dialect].addressTable(addresses)} r
-        left join suppressions s on ${rules.suppressedBy('s', r)}`.execute(db);
+      select r.address, ${rules.latestContact(r, 'properties')} as properties,
+             ${rules.suppression(r)} as suppressed, ${rules.lacksConsent(r)} as no_consent
+        from ${queries[dialect].addressTable(addresses)} r`.execute(db);
     const byAddress = new Map(rows.map((row) => [row.address, row]));
     decide(
       addresses.map((address) => byAddress.get(address)!),
@@ -105,9 +104,9 @@ export async function dryRunAudience(
     const r = sql<string>`r.address`;
     const [{ rows }, { rows: entries }] = await Promise.all([
       sql<Decided>`
-        select r.address, r.properties, s.reason as suppressed, ${rules.lacksConsent(r)} as no_consent
+        select r.address, r.properties, ${rules.suppression(r)} as suppressed,
+               ${rules.lacksConsent(r)} as no_consent
           from (${rules.ranked(range)}) r
-          left join suppressions s on ${rules.suppressedBy('s', r)}
          where r.rank = 1
          order by r.address`.execute(db),
       sql<{ n: number | string }>`select ${rules.entries(range)} as n`.execute(db),

@@ -59,7 +59,7 @@ export interface Audience {
  *  - `ranked`: the contacts of the send's lists in a range of addresses, each with its rank
  *    among the contacts of its address (1: the most recently updated, whose data fills the
  *    tags, SPEC §2.2 rule 4); null when the send has no list;
- *  - `suppressedBy`: the join condition of the address's suppression;
+ *  - `suppression`: the reason the address is suppressed, if it is;
  *  - `lacksConsent`: consent is per address (ARCHITECTURE.md): any contact of the account with
  *    the address lacking the channel's opt-in refuses it, whichever contact the row names;
  *  - `latestContact`: the account's most recently updated contact with the address, for a
@@ -86,18 +86,26 @@ export function audienceRules(dialect: DialectName, a: Audience) {
           from contacts c
          where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)} ${member}`;
     },
-    /** How many entries the lists hold in the range: a contact counts once for each list of the send holding it. */
+    /**
+     * How many entries the lists hold in the range: a contact counts once for each list of the
+     * send holding it. Counted per contact, by its memberships' index: a join was planned as a
+     * scan of every membership of the database for each range.
+     */
     entries(range: AddressRange) {
-      const all = sql`(select count(*) from contacts c
-                        where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)})`;
-      const members = sql`(select count(*) from list_members m join contacts c on c.id = m.contact_id
-                            where m.list_id in ${inJson(dialect, lists)} and c.account_id = ${a.accountId}
-                              and ${col} is not null and ${range.holds(col)})`;
-      return sql<number>`${everyone ? all : sql`0`} + ${lists.length > 0 ? members : sql`0`}`;
+      const inLists = sql`(select count(*) from list_members m
+                            where m.contact_id = c.id and m.list_id in ${inJson(dialect, lists)})`;
+      const memberships = lists.length === 0 ? sql`1` : everyone ? sql`1 + ${inLists}` : inLists;
+      return sql<number>`(select coalesce(sum(${memberships}), 0) from contacts c
+                           where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)})`;
     },
-    suppressedBy: (s: string, ref: Expression<string>) =>
-      sql`${sql.ref(`${s}.account_id`)} = ${a.accountId} and ${sql.ref(`${s}.channel`)} = ${a.channel}
-          and ${sql.ref(`${s}.address`)} = ${ref}`,
+    /**
+     * The reason the address is suppressed, or null: a subquery on the suppression's key, not a
+     * join, which PostgreSQL planned by a table's stale statistics as a scan of the account's
+     * suppressions for each recipient.
+     */
+    suppression: (ref: Expression<string>) =>
+      sql<string | null>`(select s.reason from suppressions s
+                           where s.account_id = ${a.accountId} and s.channel = ${a.channel} and s.address = ${ref})`,
     lacksConsent: (ref: Expression<string>) =>
       sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)} and not c.${sql.raw(optIn)})`,
     latestContact: (ref: Expression<string>, field: 'id' | 'properties') =>
@@ -197,10 +205,9 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
      where send_id = ${e.sendId} and contact_id is null and ${range.holds(recipient)}`.execute(db);
   await sql`
     update send_recipients
-       set status = ${refused}, reason = 'suppressed: ' || s.reason, updated_at = ${now}
-      from suppressions s
-     where send_recipients.send_id = ${e.sendId} and send_recipients.status = 'Queued' and ${range.holds(recipient)}
-       and ${rules.suppressedBy('s', recipient)}`.execute(db);
+       set status = ${refused}, reason = 'suppressed: ' || ${rules.suppression(recipient)}, updated_at = ${now}
+     where send_id = ${e.sendId} and status = 'Queued' and ${range.holds(recipient)}
+       and ${rules.suppression(recipient)} is not null`.execute(db);
   await sql`
     update send_recipients
        set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
