@@ -6,8 +6,9 @@
  * opted in and one in 100 is suppressed. While each dry run runs, the bench asks `/healthz`
  * every 20 ms (the longest answer shows whether the event loop stalled) and posts a passcode
  * (`/sms/single`) BENCH_OTP_RATE times a second (50; its p99 shows whether SQLite's writer was
- * held). It prints each run's time, the longest /healthz, the passcodes' p99 and the server's
- * peak RSS, on each of BENCH_DATABASES (sqlite,postgres).
+ * held). It prints the same with no dry run first (the machine's own noise), then each run's
+ * time, the longest /healthz, the passcodes' p99 and the server's peak RSS, on each of
+ * BENCH_DATABASES (sqlite,postgres).
  *
  *   npm run bench:dry-run
  *   BENCH_DATABASES=sqlite BENCH_LARGE=200000 npm run bench:dry-run
@@ -42,9 +43,12 @@ const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 50);
 const DATABASES = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',');
 const PORT = Number(process.env.BENCH_PORT ?? 18950);
 const PASSWORD = 'bench-password-1';
+const IDLE_SECONDS = 5;
 const PROPERTY_ID = '00000000-0000-4000-8000-00000000f1a5';
 
 const listMobile = (n: number) => `9198${String(n).padStart(8, '0')}`;
+/** Passcodes go to numbers no contact holds. */
+const passcodeMobile = (i: number) => `91970${String(i % 10_000_000).padStart(7, '0')}`;
 
 /** The account, its first-name property, a list of LARGE contacts and one of the first SMALL of them. */
 async function seed(database: Database) {
@@ -101,6 +105,43 @@ interface Run {
   peakRssMiB: number;
 }
 
+/**
+ * `work` with, beside it, /healthz asked every 20 ms and passcodes posted OTP_RATE a second:
+ * the longest /healthz and the passcodes' p99 while it ran.
+ */
+async function beside<T>(base: string, headers: Record<string, string>, work: Promise<T>) {
+  let longestHealthMs = 0;
+  let probing = true;
+  const healthAgent = new Agent({ keepAlive: true });
+  const probe = (async () => {
+    while (probing) {
+      const begun = performance.now();
+      await get(healthAgent, `${base}/healthz`);
+      longestHealthMs = Math.max(longestHealthMs, performance.now() - begun);
+      await sleep(20);
+    }
+  })();
+  const otps = steadyStream(base, headers, OTP_RATE, (i) => ({
+    path: '/sms/single',
+    body: JSON.stringify({ recipient: passcodeMobile(i), senderName: 'HERALD', body: 'Code 1234' }),
+    status: 202,
+  }));
+  let result: T;
+  try {
+    result = await work;
+  } finally {
+    probing = false;
+    await probe;
+    await otps.stop();
+    healthAgent.destroy();
+  }
+  const otpP99Ms = quantile(
+    [...otps.latencies].sort((a, b) => a - b),
+    0.99,
+  );
+  return { result, longestHealthMs, otpP99Ms };
+}
+
 async function onDatabase(url: string): Promise<Run[]> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
   let server: ReturnType<typeof startHeraldServe> | undefined;
@@ -114,6 +155,12 @@ async function onDatabase(url: string): Promise<Run[]> {
     const base = `http://127.0.0.1:${PORT}`;
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, PASSWORD);
+    // What the probe and the passcodes see with no dry run: the machine's own noise.
+    const idle = await beside(base, headers, sleep(IDLE_SECONDS * 1000));
+    console.log(
+      `  no dry run, ${IDLE_SECONDS} s: longest /healthz ${idle.longestHealthMs.toFixed(0)} ms, ` +
+        `passcodes' p99 ${idle.otpP99Ms.toFixed(0)} ms`,
+    );
     for (const contacts of [SMALL, LARGE]) {
       for (const tagged of [false, true]) {
         const body = JSON.stringify({
@@ -121,33 +168,13 @@ async function onDatabase(url: string): Promise<Run[]> {
           senderName: 'HERALD',
           body: tagged ? 'Hi [firstName], our sale starts today.' : 'Our sale starts today.',
         });
-        let longestHealthMs = 0;
-        let probing = true;
-        const healthAgent = new Agent({ keepAlive: true });
-        const probe = (async () => {
-          while (probing) {
-            const begun = performance.now();
-            await get(healthAgent, `${base}/healthz`);
-            longestHealthMs = Math.max(longestHealthMs, performance.now() - begun);
-            await sleep(20);
-          }
-        })();
-        const otps = steadyStream(base, headers, OTP_RATE, (i) => ({
-          path: '/sms/single',
-          body: JSON.stringify({
-            recipient: `91970${String(i % 10_000_000).padStart(7, '0')}`,
-            senderName: 'HERALD',
-            body: 'Code 1234',
-          }),
-          status: 202,
-        }));
         const begun = performance.now();
-        const answer = await post(new Agent(), `${base}/sms/batch?dryRun=true`, headers, body);
+        const {
+          result: answer,
+          longestHealthMs,
+          otpP99Ms,
+        } = await beside(base, headers, post(new Agent(), `${base}/sms/batch?dryRun=true`, headers, body));
         const seconds = (performance.now() - begun) / 1000;
-        probing = false;
-        await probe;
-        await otps.stop();
-        healthAgent.destroy();
         if (answer.status !== 200) throw new Error(`the dry run answered ${answer.status}: ${answer.text}`);
         const run: Run = {
           contacts,
@@ -155,10 +182,7 @@ async function onDatabase(url: string): Promise<Run[]> {
           seconds,
           willSend: JSON.parse(answer.text).recipients.willSend,
           longestHealthMs,
-          otpP99Ms: quantile(
-            [...otps.latencies].sort((a, b) => a - b),
-            0.99,
-          ),
+          otpP99Ms,
           peakRssMiB: peakRssMiB(server.pid!),
         };
         console.log(

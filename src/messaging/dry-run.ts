@@ -99,6 +99,7 @@ export async function dryRunAudience(
   }
 
   if (!rules.hasLists) return count;
+  await queries[dialect].listsFresh(db);
   for (let after: string | null = null; ; ) {
     const range = await nextRange(db, dialect, a, after, rangeSize);
     const r = sql<string>`r.address`;

@@ -46,8 +46,8 @@ export interface PageRow {
  * Starts a send, a range of its expansion a call, until it is expanded: its start, or null
  * when there is nothing to send.
  *
- * An expansion of more than one range is followed by the database's step after one: on
- * PostgreSQL an ANALYZE of send_recipients (messaging/queries.ts says why).
+ * An expansion of more than one range reads its lists' tables with fresh statistics and is
+ * followed by the database's step after one: on PostgreSQL ANALYZEs (messaging/queries.ts says why).
  */
 export async function expandedSend<T>(
   deps: { database: Database; clock: Clock },
@@ -57,7 +57,7 @@ export async function expandedSend<T>(
   let started = await start();
   let ranges = 0;
   while (started === 'expanding') {
-    ranges++;
+    if (++ranges === 1) await queries[deps.database.dialect].listsFresh(deps.database.db);
     if (run.signal.aborted) throw new SnoozeJob(deps.clock.now(), 'the worker is stopping');
     started = await start();
   }

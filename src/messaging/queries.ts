@@ -100,6 +100,9 @@ const SQLITE = {
 
   /** After an expansion of more than one range: nothing to do on SQLite. */
   async expanded(_db: Db): Promise<void> {},
+
+  /** Before the ranges of a list after the first: nothing to do on SQLite. */
+  async listsFresh(_db: Db): Promise<void> {},
 };
 
 const POSTGRES: typeof SQLITE = {
@@ -157,6 +160,22 @@ const POSTGRES: typeof SQLITE = {
    */
   async expanded(db) {
     await sql`analyze (skip_locked) send_recipients`.execute(db);
+  },
+
+  /**
+   * An ANALYZE of contacts and list_members when a tenth of them changed since their last (as
+   * autovacuum would, a minute or more later). Right after a list was imported, their
+   * statistics held the account to a thousand contacts, and each range's end (nextRange) was
+   * planned as a bitmap scan of every contact after it and a sort: 214 ms a range of 2,000 at
+   * 1,000,000 contacts, against 3 ms by the index in order. An ANALYZE samples a fixed number
+   * of rows: 0.6 s at 1,000,000 contacts, once a send.
+   */
+  async listsFresh(db) {
+    const { rows } = await sql<{ stale: boolean | null }>`
+      select bool_or(s.n_mod_since_analyze > 0.1 * greatest(c.reltuples, 0) + 50) as stale
+        from pg_stat_user_tables s join pg_class c on c.oid = s.relid
+       where s.schemaname = current_schema() and s.relname in ('contacts', 'list_members')`.execute(db);
+    if (rows[0]?.stale) await sql`analyze (skip_locked) contacts, list_members`.execute(db);
   },
 };
 
