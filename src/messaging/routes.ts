@@ -4,15 +4,22 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { AppContext } from '../context.ts';
 import { errorResponses } from '../http/schemas.ts';
-import { ContactIdParams } from '../crm/schemas.ts';
+import { notFound } from '../errors.ts';
+import { ContactIdParams, ListIdParams } from '../crm/schemas.ts';
 import { contactMessages } from './contact-messages.ts';
+import { deleteContact, deleteList } from './deletions.ts';
 import { ContactMessagesPage, ContactMessagesQuery, StatsBody, StatsQuery, UsageBody, UsageQuery } from './schemas.ts';
 import { readStats, readUsage, usageCsv } from './usage.ts';
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
+/** As the CRM's own routes (crm/routes.ts). */
+const contacts = { auth: 'account', rateLimitGroup: 'contacts' } as const;
 const tags = ['usage'];
 
-/** Reads over both channels: usage and statistics from the rollup (usage.ts), and what a contact was sent. */
+/**
+ * Reads over both channels: usage and statistics from the rollup (usage.ts), and what a contact
+ * was sent; and the deletions of contacts and lists, which answer to sends and suppressions.
+ */
 export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
@@ -92,5 +99,51 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
         limit: Number(request.query.limit ?? 20),
         cursor: request.query.cursor,
       }),
+  );
+
+  r.delete(
+    '/contacts/:contactId',
+    {
+      config: contacts,
+      schema: {
+        tags: ['crm'],
+        summary:
+          'Delete a contact (204): its list memberships go, its messages stay, and a number or address it held ' +
+          'without consent stays suppressed',
+        params: ContactIdParams,
+        response: errorResponses(400, 401, 404, 429),
+      },
+    },
+    async (request, reply) => {
+      const deleted = await ctx.database.call(deleteContact, {
+        accountId: request.account.id,
+        contactId: Number(request.params.contactId),
+        now: ctx.clock.now(),
+      });
+      if (!deleted) throw notFound('The contact');
+      return reply.code(204).send();
+    },
+  );
+
+  r.delete(
+    '/lists/:listId',
+    {
+      config: contacts,
+      schema: {
+        tags: ['crm'],
+        summary:
+          'Delete a list (204), its contacts staying; 409 for `All contacts`, or while a send not yet expanded ' +
+          'or a contact batch not yet applied names it',
+        params: ListIdParams,
+        response: errorResponses(400, 401, 404, 409, 429),
+      },
+    },
+    async (request, reply) => {
+      await ctx.database.call(deleteList, {
+        accountId: request.account.id,
+        listId: request.params.listId.toLowerCase(),
+      });
+      return reply.code(204).send();
+    },
   );
 }
