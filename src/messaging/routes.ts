@@ -3,12 +3,21 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { AppContext } from '../context.ts';
-import { errorResponses } from '../http/schemas.ts';
+import { errorResponses, Uuid } from '../http/schemas.ts';
 import { notFound } from '../errors.ts';
 import { ContactIdParams, ListIdParams } from '../crm/schemas.ts';
 import { contactMessages } from './contact-messages.ts';
 import { deleteContact, deleteList } from './deletions.ts';
-import { ContactMessagesPage, ContactMessagesQuery, StatsBody, StatsQuery, UsageBody, UsageQuery } from './schemas.ts';
+import { readMessage } from './reads.ts';
+import {
+  ContactMessagesPage,
+  ContactMessagesQuery,
+  MessageBody,
+  StatsBody,
+  StatsQuery,
+  UsageBody,
+  UsageQuery,
+} from './schemas.ts';
 import { readStats, readUsage, usageCsv } from './usage.ts';
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
@@ -144,6 +153,51 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
         listId: request.params.listId.toLowerCase(),
       });
       return reply.code(204).send();
+    },
+  );
+
+  r.get(
+    '/messages/:messageId',
+    {
+      config: account,
+      schema: {
+        tags,
+        summary: 'One message by its messageId, SMS or email: its send, recipient, status and history',
+        params: Type.Object({ messageId: Uuid() }),
+        response: { 200: MessageBody, ...errorResponses(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const { channel, send, row, history } = await readMessage(
+        ctx.db,
+        request.account.id,
+        request.params.messageId.toLowerCase(),
+      );
+      const common = { messageId: row.message_id!, status: row.status, reason: row.reason };
+      const at = (ms: number) => new Date(Number(ms)).toISOString();
+      if (channel === 'sms') {
+        return {
+          channel,
+          queueId: send.id,
+          recipient: row.address,
+          ...common,
+          history: history.map((h) => ({ status: h.status, at: at(h.at) })),
+        };
+      }
+      // As GET /email/batch/{batchId} shows each recipient's events (email/read.ts).
+      return {
+        channel,
+        batchId: send.id,
+        email: row.address,
+        ...common,
+        history: history.map((h) => ({
+          event: h.status,
+          at: at(h.at),
+          ...(h.url === null ? {} : { url: h.url }),
+          ...(h.reply === null ? {} : { reply: h.reply }),
+          ...(h.machine === null ? {} : { machine: Boolean(h.machine) }),
+        })),
+      };
     },
   );
 }
