@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { buildBatch } from '../email/support.ts';
 
 // Contacts and lists changed and deleted one at a time (ARCHITECTURE.md, "Data rights and management").
 forEachDatabase((dialect) => {
@@ -191,6 +192,35 @@ forEachDatabase((dialect) => {
     });
     await api.drain();
     assert.deepEqual((await alice.get(`/sms/${later}`)).json().totals, { NotSent: 1 });
+  });
+
+  it('keeps a deleted contact without email consent suppressed: a later email to it is Dropped', async () => {
+    const [id] = (await alice.upsert([{ email: 'gone@example.com', emailOptIn: false }])).inserted.contactIds;
+    assert.equal((await call(alice, 'DELETE', `/contacts/${id}`)).statusCode, 204);
+    const batchId = await alice.accept('/email/batch', buildBatch({}, { recipients: [{ to: 'Gone@example.com' }] }));
+    await api.drain();
+    assert.deepEqual((await alice.get(`/email/batch/${batchId}`)).json().totals, { Dropped: 1 });
+    // A suppression is the account's own: another account may still write to the address.
+    assert.deepEqual((await bob.get('/email/suppressions')).json().suppressions, []);
+  });
+
+  it('answers a POST to a list with an Idempotency-Key once, and the same again', async () => {
+    const list = await alice.createList('Keyed');
+    const [id] = (await alice.upsert([buildContact()])).inserted.contactIds;
+    const post = () =>
+      api.t.app.inject({
+        method: 'POST',
+        url: `/lists/${list}/contacts`,
+        headers: { ...bearer(alice.token), 'idempotency-key': 'add-1' },
+        payload: { contactIds: [id] },
+      });
+    const first = await post();
+    const again = await post();
+    assert.deepEqual([first.statusCode, first.json()], [200, { listId: list, added: 1 }]);
+    assert.deepEqual(
+      [again.statusCode, again.json(), again.headers['idempotent-replayed']],
+      [200, first.json(), 'true'],
+    );
   });
 
   it('renames a list by the rules of POST /lists, never `All contacts`', async () => {
