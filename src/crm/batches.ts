@@ -208,7 +208,10 @@ export interface PreparedBatch {
  * Checks the batch against the account's lists and properties, and resolves
  * property names to ids. Only reads, run before the request's transaction opens: on SQLite
  * the one connection is held by a transaction from its first statement to its commit, and
- * nothing read here can be undone under the batch (lists and properties are never deleted).
+ * little read here can be undone under the batch: properties are never deleted, and a list is
+ * not deleted while a queued batch names it (messaging/deletions.ts). A list deleted between
+ * this read and the batch's record leaves a batch whose memberships cannot be written (their key
+ * to the list): it fails its attempts and ends Failed, saying why.
  * Throws, listing every problem, if the batch cannot be accepted.
  */
 export async function prepareBatch(

@@ -1,9 +1,15 @@
 import type { Kysely, Selectable } from 'kysely';
 import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
+import type { Clock } from '../clock.ts';
+import type { DialectName } from '../db/database.ts';
 import type { ContactsTable, Schema } from '../db/schema.ts';
-import { badRequest, notFound } from '../errors.ts';
+import { AppError, badRequest, notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
+import { prepareBatch } from './batches.ts';
+import type { PatchContact } from './manage.ts';
+import type { ContactPatch } from './schemas.ts';
 import { defaultListId, requireList } from './setup.ts';
+import { checkContacts } from './validate.ts';
 
 type Db = Kysely<Schema>;
 type ContactRecord = Selectable<ContactsTable>;
@@ -152,4 +158,29 @@ export async function listContactsPage(
           .execute();
   const { rows: shown, nextCursor } = cursor.page(rows, page.limit, (last) => [Number(last.id)]);
   return { contacts: await contactViews(db, accountId, shown), nextCursor };
+}
+
+/**
+ * PATCH /contacts/{contactId}'s checks, before any transaction: the fields go through the
+ * batch's own steps as one entry naming the contact (validate.ts, then prepareBatch for the
+ * properties), so every rule is the batch's. Its problems are answered by field name.
+ */
+export async function preparePatch(
+  db: Db,
+  deps: { dialect: DialectName; clock: Clock },
+  accountId: string,
+  contactId: number,
+  fields: ContactPatch,
+): Promise<PatchContact> {
+  const request = { createUpdateContacts: [{ ...fields, contactId }] };
+  try {
+    const checked = await checkContacts(request.createUpdateContacts);
+    const prepared = await prepareBatch(db, deps, accountId, request, checked);
+    return { accountId, contactId, job: prepared.job, now: prepared.acceptedAt };
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    const errors = error.errors.map((e) => ({ ...e, field: e.field.replace(/^createUpdateContacts\[0\]\.?/, '') }));
+    const problems = `${errors.length} problem${errors.length === 1 ? '' : 's'}`;
+    throw new AppError(error.statusCode, `The contact was not changed: ${problems}.`, { errors, data: error.data });
+  }
 }

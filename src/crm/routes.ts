@@ -2,11 +2,13 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
+import { notFound } from '../errors.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { findBatch, prepareBatch, recordBatch } from './batches.ts';
 import { checkBatchRequest } from './validate.ts';
-import { findContact, listContactsPage, searchContacts } from './contacts.ts';
+import { findContact, listContactsPage, preparePatch, searchContacts } from './contacts.ts';
+import { patchContact, postListMembers, removeListMember, renameList } from './manage.ts';
 import { listLists, listProperties, postList, postProperty } from './setup.ts';
 import {
   BatchIdParams,
@@ -15,9 +17,13 @@ import {
   ContactBatchAccepted,
   ContactBatchRequest,
   ContactIdParams,
+  ContactPatch,
   ContactSearch,
   ListBody,
   ListIdParams,
+  ListMemberParams,
+  ListMembersAdded,
+  ListMembersBody,
   Page,
   PropertyBody,
   PropertyName,
@@ -97,6 +103,28 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request) => findContact(ctx.db, request.account.id, Number(request.params.contactId)),
   );
 
+  r.patch(
+    '/contacts/:contactId',
+    {
+      config: contacts,
+      schema: {
+        tags,
+        summary: "Change a contact's fields, checked as the contact batch checks them; those absent keep their value",
+        params: ContactIdParams,
+        body: ContactPatch,
+        response: { 200: Contact, ...errorResponses(400, 401, 404, 415, 422, 429) },
+      },
+    },
+    async (request) => {
+      const accountId = request.account.id;
+      const contactId = Number(request.params.contactId);
+      const deps = { dialect: ctx.database.dialect, clock: ctx.clock };
+      const patch = await preparePatch(ctx.database.reads, deps, accountId, contactId, request.body);
+      if ((await ctx.database.call(patchContact, patch)) === 'not found') throw notFound('The contact');
+      return findContact(ctx.db, accountId, contactId);
+    },
+  );
+
   r.post(
     '/contacts/properties',
     {
@@ -159,6 +187,68 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => ({ lists: await listLists(ctx.db, request.account.id) }),
+  );
+
+  r.patch(
+    '/lists/:listId',
+    {
+      config: contacts,
+      schema: {
+        tags,
+        summary: 'Rename a list (not `All contacts`), by the name rules of POST /lists',
+        params: ListIdParams,
+        body: Type.Object({ name: Type.String() }, { additionalProperties: false }),
+        response: { 200: ListBody, ...errorResponses(400, 401, 404, 409, 415, 429) },
+      },
+    },
+    async (request) =>
+      ctx.database.call(renameList, {
+        accountId: request.account.id,
+        listId: request.params.listId.toLowerCase(),
+        name: request.body.name,
+      }),
+  );
+
+  r.post(
+    '/lists/:listId/contacts',
+    {
+      config: contacts,
+      schema: {
+        tags,
+        summary: 'Add existing contacts to a list, up to 1000; an id the account does not have adds none (422)',
+        params: ListIdParams,
+        body: ListMembersBody,
+        response: { 200: ListMembersAdded, ...errorResponses(400, 401, 404, 413, 415, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      idempotent(request, reply, ctx, request.account.id, postListMembers, () => ({
+        accountId: request.account.id,
+        listId: request.params.listId.toLowerCase(),
+        contactIds: request.body.contactIds,
+        now: ctx.clock.now(),
+      })),
+  );
+
+  r.delete(
+    '/lists/:listId/contacts/:contactId',
+    {
+      config: contacts,
+      schema: {
+        tags,
+        summary: 'Take a contact off a list (204); the contact stays',
+        params: ListMemberParams,
+        response: errorResponses(400, 401, 404, 409, 429),
+      },
+    },
+    async (request, reply) => {
+      await ctx.database.call(removeListMember, {
+        accountId: request.account.id,
+        listId: request.params.listId.toLowerCase(),
+        contactId: Number(request.params.contactId),
+      });
+      return reply.code(204).send();
+    },
   );
 
   r.get(

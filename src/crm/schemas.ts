@@ -31,6 +31,16 @@ export const PropertyField = Type.Object(
   { additionalProperties: false },
 );
 
+/** A contact's fields as the batch takes them (SPEC §2.6), and as PATCH /contacts/{contactId} does. */
+const contactFields = {
+  mobileCountryCode: Type.Optional(Digits),
+  mobileNumber: Type.Optional(Digits),
+  email: Type.Optional(Type.String({ maxLength: 254, description: 'May be empty when there is no email.' })),
+  mobileOptIn: Type.Optional(OptIn),
+  emailOptIn: Type.Optional(OptIn),
+  propertyfields: Type.Optional(Type.Array(PropertyField, { maxItems: 100 })),
+};
+
 export const ContactInput = Type.Object(
   {
     contactId: Type.Optional(
@@ -40,16 +50,18 @@ export const ContactInput = Type.Object(
         description: 'Updates this contact, or creates it under this id.',
       }),
     ),
-    mobileCountryCode: Type.Optional(Digits),
-    mobileNumber: Type.Optional(Digits),
-    email: Type.Optional(Type.String({ maxLength: 254, description: 'May be empty when there is no email.' })),
-    mobileOptIn: Type.Optional(OptIn),
-    emailOptIn: Type.Optional(OptIn),
-    propertyfields: Type.Optional(Type.Array(PropertyField, { maxItems: 100 })),
+    ...contactFields,
   },
   { additionalProperties: false },
 );
 export type ContactInput = Static<typeof ContactInput>;
+
+/**
+ * PATCH /contacts/{contactId}: the batch's fields, checked by the batch's rules; what is absent
+ * or blank keeps its value.
+ */
+export const ContactPatch = Type.Object(contactFields, { additionalProperties: false });
+export type ContactPatch = Static<typeof ContactPatch>;
 
 export const ContactBatchRequest = Type.Object({
   listId: Type.Optional(UuidField({ description: 'The list to add the contacts to; `All contacts` when absent.' })),
@@ -146,6 +158,26 @@ export const ContactSearch = Type.Object({
 export const Page = Type.Object({
   limit: Type.Optional(PageLimit(1000, 100, 'Contacts')),
   cursor: Type.Optional(PageCursor(40)),
+});
+
+/** POST /lists/{listId}/contacts: as many contacts as a batch takes. */
+export const ListMembersBody = Type.Object(
+  {
+    contactIds: Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), {
+      minItems: 1,
+      maxItems: MAX_CONTACTS_PER_BATCH,
+      description: 'Contacts of the account to add to the list, at most 1000.',
+    }),
+  },
+  { additionalProperties: false },
+);
+export const ListMembersAdded = Type.Object({
+  listId: Uuid,
+  added: Type.Integer({ description: 'Contacts that were not in the list before.' }),
+});
+export const ListMemberParams = Type.Object({
+  listId: UuidField(),
+  contactId: ContactIdParams.properties.contactId,
 });
 
 export const ListBody = Type.Object({ listId: Uuid, name: Type.String(), createdAt: IsoTime });

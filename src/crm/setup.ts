@@ -76,8 +76,44 @@ export async function createList(db: Db, clock: Clock, accountId: string, name: 
       .executeTakeFirstOrThrow();
     return listView(row);
   } catch (error) {
-    if (isUniqueViolation(error))
-      throw conflict(`A list named ${checked} already exists.`, [{ field: 'name', message: 'is already taken' }]);
+    if (isUniqueViolation(error)) throw listNameTaken(checked);
+    throw error;
+  }
+}
+
+/** POST /lists and PATCH /lists/{listId} answer a taken name alike. */
+const listNameTaken = (name: string) =>
+  conflict(`A list named ${name} already exists.`, [{ field: 'name', message: 'is already taken' }]);
+
+/** `All contacts` is every contact of the account by its definition: it keeps its name and is never deleted. */
+export const allContactsFixed = (what: string) =>
+  conflict(`\`${DEFAULT_LIST_NAME}\` is every contact of the account: it cannot be ${what}.`);
+
+/**
+ * Renames the account's list by the rules of createList (404 for a list it does not have,
+ * 409 for `All contacts` or a name another list has), in the caller's transaction.
+ */
+export async function renameListRow(db: Db, accountId: string, listId: string, name: string): Promise<ListView> {
+  const checked = checkName(name, 'name');
+  const list = await db
+    .selectFrom('contact_lists')
+    .select('is_default')
+    .where('id', '=', listId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  if (!list) throw notFound('The list');
+  if (list.is_default) throw allContactsFixed('renamed');
+  try {
+    const row = await db
+      .updateTable('contact_lists')
+      .set({ name: checked, name_key: nameKey(checked) })
+      .where('id', '=', listId)
+      .where('account_id', '=', accountId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return listView(row);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw listNameTaken(checked);
     throw error;
   }
 }

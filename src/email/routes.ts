@@ -7,7 +7,7 @@ import { badRequest, conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { cancelSend } from '../messaging/accept.ts';
-import { listSends } from '../messaging/reads.ts';
+import { listSends, listSendsTo } from '../messaging/reads.ts';
 import { DEFAULT_PREVIEW, DryRunQuery, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
   addSuppression,
@@ -42,6 +42,14 @@ import { BASE64 } from './validate.ts';
 import { parseMailReport } from './mail-reports.ts';
 import { prepareEmailRequest } from './prepare.ts';
 import { inboundMetrics, receiveReport } from './receive.ts';
+
+/** `GET /email/batch`: `email` narrows it to the batches that include an address. */
+const EmailListQuery = Type.Object({
+  ...SendListQuery.properties,
+  email: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 254, description: 'Only the batches that include this address.' }),
+  ),
+});
 
 const email = { auth: 'account', rateLimitGroup: 'email' } as const;
 const tags = ['email'];
@@ -89,16 +97,24 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: email,
       schema: {
         tags,
-        summary: "The account's email batches, newest first: status and totals, a page at a time",
-        querystring: SendListQuery,
+        summary:
+          "The account's email batches, newest first: status and totals, a page at a time; with email, those " +
+          'that include the address',
+        querystring: EmailListQuery,
         response: { 200: SendListPage('batchId'), ...errorResponses(400, 401, 429) },
       },
     },
     async (request) => {
-      const page = await listSends(ctx.db, request.account.id, 'email', {
-        limit: Number(request.query.limit ?? 20),
-        cursor: request.query.cursor,
-      });
+      const { email: given, cursor } = request.query;
+      const limit = Number(request.query.limit ?? 20);
+      let page: Awaited<ReturnType<typeof listSends>>;
+      if (given === undefined) page = await listSends(ctx.db, request.account.id, 'email', { limit, cursor });
+      else {
+        const address = given.trim().toLowerCase();
+        const problem = emailAddressProblem(address);
+        if (problem) throw badRequest(`The email ${problem}.`, [{ field: 'email', message: problem }]);
+        page = await listSendsTo(ctx.db, ctx.database.dialect, request.account.id, 'email', { address, limit, cursor });
+      }
       return { batches: page.sends.map(({ id, ...send }) => ({ batchId: id, ...send })), nextCursor: page.nextCursor };
     },
   );

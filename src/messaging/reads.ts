@@ -1,7 +1,9 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
+import { queries } from './queries.ts';
 import type { Channel } from './recipients.ts';
 
 /**
@@ -211,4 +213,68 @@ export async function listSends(db: Db, accountId: string, channel: Channel, pag
     shown.map((send) => send.id),
   );
   return { sends: shown.map((send) => ({ id: send.id, ...sendSummary(send, counts.get(send.id) ?? []) })), nextCursor };
+}
+
+const addressCursor = cursorCodec(['integer']);
+
+/**
+ * `GET /sms?recipient=`, `GET /email/batch?email=`: the account's sends of the channel that
+ * include an address, held by a contact or not, a page at a time with the summaries listSends
+ * gives. Found on the recipients' (address, id) index that replies and a contact's messages
+ * already use (0017), newest recipient first; a send holds an address once (its key (send_id,
+ * address)), so each send shows once. The order is that of the address's recipient rows: a
+ * list's recipients are written when the send expands, so a scheduled send comes where it
+ * started, not where it was made. No index more: every fan-out would write it.
+ */
+export async function listSendsTo(
+  db: Db,
+  dialect: DialectName,
+  accountId: string,
+  channel: Channel,
+  page: { address: string; limit: number; cursor?: string },
+) {
+  const after = page.cursor === undefined ? null : addressCursor.decode(page.cursor)[0];
+  const { rows } = await sql<Selectable<Schema['sends']> & { recipient_id: number }>`
+    select s.*, r.id as recipient_id
+      from send_recipients r ${queries[dialect].recipientsToSends} sends s on s.id = r.send_id
+     where r.address = ${page.address} and s.account_id = ${accountId} and s.channel = ${channel}
+       ${after === null ? sql`` : sql`and r.id < ${after}`}
+     order by r.id desc
+     limit ${page.limit + 1}`.execute(db);
+  const { rows: shown, nextCursor } = addressCursor.page(rows, page.limit, (last) => [Number(last.recipient_id)]);
+  const counts = await statusCounts(
+    db,
+    shown.map((send) => send.id),
+  );
+  return { sends: shown.map((send) => ({ id: send.id, ...sendSummary(send, counts.get(send.id) ?? []) })), nextCursor };
+}
+
+/**
+ * `GET /messages/{messageId}`: one recipient's message by the id reads show (send_recipients.message_id,
+ * set when it is handed over: recipientMessageId's, or an older random one), whatever its channel,
+ * with its status word and its history as its send's read shows them. Found by
+ * send_recipients_message_id (0022), partial on the ids there are, then the send by its key: two
+ * index seeks. A recipient not yet handed over shows no messageId anywhere, so none is asked for.
+ * Another account's message is as unknown as a missing one.
+ */
+export async function readMessage(db: Db, accountId: string, messageId: string) {
+  const row = await db
+    .selectFrom('send_recipients as r')
+    .innerJoin('sends as s', 's.id', 'r.send_id')
+    .select(['r.id', 'r.address', 'r.status', 'r.reason', 'r.message_id', 's.id as send_id'])
+    .where('r.message_id', '=', messageId)
+    .where('s.account_id', '=', accountId)
+    .executeTakeFirst();
+  if (!row) throw notFound('The message');
+  const send = await db.selectFrom('sends').selectAll().where('id', '=', row.send_id).executeTakeFirstOrThrow();
+  const channel = send.channel as Channel;
+  const id = Number(row.id);
+  const recorded = await db
+    .selectFrom('recipient_history')
+    .selectAll()
+    .where('recipient_id', '=', id)
+    .orderBy('at')
+    .execute();
+  const history = readHistory(send, channel, [{ id, status: row.status }], recorded).get(id) ?? [];
+  return { channel, send, row: { ...row, status: recipientWord(send, row.status) }, history };
 }

@@ -149,6 +149,41 @@ export const ContactMessagesPage = Type.Object({
   nextCursor: Type.Union([Type.String(), Type.Null()]),
 });
 
+const IsoTime = Type.String({ format: 'date-time' });
+
+/**
+ * `GET /messages/{messageId}` (ARCHITECTURE.md, "Data rights and management"): one recipient's
+ * message, its send's id and its history as that send's read shows them, by channel.
+ */
+export const MessageBody = Type.Union([
+  Type.Object({
+    channel: Type.Literal('sms'),
+    queueId: Type.String({ format: 'uuid' }),
+    messageId: Type.String(),
+    recipient: Type.String({ description: 'The number, country code first, digits only.' }),
+    status: Type.String(),
+    reason: Type.Union([Type.String(), Type.Null()]),
+    history: Type.Array(Type.Object({ status: Type.String(), at: IsoTime })),
+  }),
+  Type.Object({
+    channel: Type.Literal('email'),
+    batchId: Type.String({ format: 'uuid' }),
+    messageId: Type.String(),
+    email: Type.String(),
+    status: Type.String(),
+    reason: Type.Union([Type.String(), Type.Null()]),
+    history: Type.Array(
+      Type.Object({
+        event: Type.String(),
+        at: IsoTime,
+        url: Type.Optional(Type.String()),
+        reply: Type.Optional(Type.String()),
+        machine: Type.Optional(Type.Boolean()),
+      }),
+    ),
+  }),
+]);
+
 /** `?dryRun=true` and `?preview=N` (ARCHITECTURE.md, "Preflight") on the routes that send. */
 export const DryRunQuery = Type.Object({
   dryRun: Type.Optional(

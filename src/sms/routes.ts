@@ -14,7 +14,7 @@ import {
 } from '../messaging/suppressions.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { cancelSend } from '../messaging/accept.ts';
-import { listSends } from '../messaging/reads.ts';
+import { listSends, listSendsTo } from '../messaging/reads.ts';
 import { DEFAULT_PREVIEW, DryRunQuery, RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import { recordSms, sendJobKey } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
@@ -26,6 +26,18 @@ import { prepareSmsRequest } from './prepare.ts';
 
 const sms = { auth: 'account', rateLimitGroup: 'sms' } as const;
 const tags = ['sms'];
+
+/** `GET /sms`: `recipient` narrows it to the requests that include a number. */
+const SmsListQuery = Type.Object({
+  ...SendListQuery.properties,
+  recipient: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{4,18}$',
+      description: 'Only the requests that include this number (country code and number, digits only).',
+      errorMessage: 'is the country code and number, digits only (4 to 18 of them)',
+    }),
+  ),
+});
 
 const Limit = Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', errorMessage: 'must be 1 to 1000' });
 /** `GET /sms/{queueId}`: a page of its recipients, those at one status word with `status`. */
@@ -91,16 +103,24 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: sms,
       schema: {
         tags,
-        summary: "The account's SMS requests, newest first: status and totals, a page at a time",
-        querystring: SendListQuery,
+        summary:
+          "The account's SMS requests, newest first: status and totals, a page at a time; with recipient, " +
+          'those that include the number',
+        querystring: SmsListQuery,
         response: { 200: SendListPage('queueId'), ...errorResponses(400, 401, 429) },
       },
     },
     async (request) => {
-      const page = await listSends(ctx.db, request.account.id, 'sms', {
-        limit: Number(request.query.limit ?? 20),
-        cursor: request.query.cursor,
-      });
+      const { recipient, cursor } = request.query;
+      const limit = Number(request.query.limit ?? 20);
+      let page: Awaited<ReturnType<typeof listSends>>;
+      if (recipient === undefined) page = await listSends(ctx.db, request.account.id, 'sms', { limit, cursor });
+      else {
+        // Stored as the sends store it: E.164 digits (44 07911… is 447911…).
+        const number = mobileFromDigits(recipient);
+        const address = 'mobile' in number ? number.mobile : recipient;
+        page = await listSendsTo(ctx.db, ctx.database.dialect, request.account.id, 'sms', { address, limit, cursor });
+      }
       return { sends: page.sends.map(({ id, ...send }) => ({ queueId: id, ...send })), nextCursor: page.nextCursor };
     },
   );
