@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import type { DialectName } from '../db/dialect.ts';
 import { procedure } from '../db/procedure.ts';
 import { conflict, notFound } from '../errors.ts';
 import { lockAccountContacts } from '../crm/queries.ts';
 import { allContactsFixed } from '../crm/setup.ts';
+import { queries } from './queries.ts';
 import { addSuppression } from './suppressions.ts';
 
 /**
@@ -64,15 +64,6 @@ export const deleteContact = procedure(
 );
 
 /**
- * A send that will still read the list: one scheduled or queued, or one sending whose
- * expansion has not finished. A cancelled or completed send never expands again.
- */
-const namesList = (dialect: DialectName, listId: string) =>
-  dialect === 'sqlite'
-    ? sql<boolean>`exists (select 1 from json_each(s.list_ids) where value = ${listId})`
-    : sql<boolean>`s.list_ids::jsonb ? ${listId}`;
-
-/**
  * DELETE /lists/{listId}: the list and its memberships go; its contacts stay. 409 while a send
  * that will expand it names it (its list_ids), and for `All contacts`. The account's sends are
  * read by sends_listing (account_id first), the unfinished ones' list_ids unpacked: a rare call,
@@ -105,7 +96,7 @@ export const deleteList = procedure(
             eb.and([eb('s.status', '=', 'Sending'), eb('s.expanded', '=', sql.lit(false))]),
           ]),
         )
-        .where(namesList(dialect, args.listId))
+        .where(queries[dialect].sendNamesList(args.listId))
         .executeTakeFirst();
       if (send) {
         const id = send.channel === 'sms' ? 'queueId' : 'batchId';

@@ -52,6 +52,9 @@ const SQLITE = {
   // addresses up in each; its CROSS JOIN keeps the recipients (by address) the outer loop.
   recipientsToSends: sql`cross join`,
 
+  /** Whether the send `s` names the list among its list_ids (a JSON array). */
+  sendNamesList: (listId: string) => sql<boolean>`exists (select 1 from json_each(s.list_ids) where value = ${listId})`,
+
   /** Addresses as a table with one column, `address`, to select from (the dry run's request recipients). */
   addressTable: (addresses: readonly string[]) =>
     sql`(select value as address from json_each(${JSON.stringify(addresses)}))`,
@@ -111,6 +114,8 @@ const POSTGRES: typeof SQLITE = {
   recipientsToSends: sql`join`,
 
   addressTable: (addresses) => sql`(select unnest(${addresses}::text[]) as address)`,
+
+  sendNamesList: (listId) => sql<boolean>`s.list_ids::jsonb ? ${listId}`,
 
   insertRequestRecipients: (rows) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
