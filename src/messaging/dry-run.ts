@@ -100,25 +100,34 @@ export async function dryRunAudience(
 
   if (!rules.hasLists) return count;
   await queries[dialect].listsFresh(db);
-  for (let after: string | null = null; ; ) {
+  // Each range's reads are asked for before the one before it is decided and rendered, so the
+  // database reads while this thread renders.
+  const read = async (after: string | null) => {
     const range = await nextRange(db, dialect, a, after, rangeSize);
     const r = sql<string>`r.address`;
-    const [{ rows }, { rows: entries }] = await Promise.all([
-      sql<Decided>`
-        select r.address, r.properties, ${rules.suppression(r)} as suppressed,
-               ${rules.lacksConsent(r)} as no_consent
-          from (${rules.ranked(range)}) r
-         where r.rank = 1
-         order by r.address`.execute(db),
-      sql<{ n: number | string }>`select ${rules.entries(range)} as n`.execute(db),
-    ]);
-    // A list's contact whose address the request gave, or another contact's, adds nothing.
+    const { rows } = await sql<Decided & { entries: number | string }>`
+      select r.address, r.properties, r.entries, ${rules.suppression(r)} as suppressed,
+             ${rules.lacksConsent(r)} as no_consent
+        from (${rules.ranked(range, { entries: true })}) r
+       where r.rank = 1
+       order by r.address`.execute(db);
+    return { through: range.through, rows };
+  };
+  for (let next = read(null); ; ) {
+    const { through, rows } = await next;
+    if (through !== null) {
+      next = read(through);
+      // Awaited on the next turn; handled here too, should this range's rendering throw first.
+      next.catch(() => undefined);
+    }
+    // Every entry of an address but the one sent to is a duplicate, and all of them when the
+    // request gave the address itself.
     const added = rows.filter((row) => !given.has(row.address));
-    count.total += Number(entries[0].n);
-    count.notSent.duplicate += Number(entries[0].n) - added.length;
+    const entries = rows.reduce((sum, row) => sum + Number(row.entries), 0);
+    count.total += entries;
+    count.notSent.duplicate += entries - added.length;
     decide(added, () => null);
-    if (range.through === null) return count;
-    after = range.through;
+    if (through === null) return count;
     await nextTurn();
   }
 }

@@ -74,29 +74,26 @@ export function audienceRules(dialect: DialectName, a: Audience) {
   return {
     column: col,
     hasLists: everyone || lists.length > 0,
-    ranked(range: AddressRange) {
+    /**
+     * With `entries`, each row also carries how many entries the lists hold for its address: a
+     * contact counts once for each list of the send holding it (`All contacts` holds them all),
+     * looked up per contact by its memberships' index.
+     */
+    ranked(range: AddressRange, options: { entries?: boolean } = {}) {
+      const inLists = sql`(select count(*) from list_members m
+                            where m.contact_id = c.id and m.list_id in ${inJson(dialect, lists)})`;
       const member =
         lists.length > 0 && !everyone
           ? sql`and exists (select 1 from list_members m
                              where m.list_id in ${inJson(dialect, lists)} and m.contact_id = c.id)`
           : sql``;
+      const memberships = lists.length === 0 ? sql`1` : everyone ? sql`1 + ${inLists}` : inLists;
+      const entries = options.entries ? sql`, sum(${memberships}) over (partition by ${col}) as entries` : sql``;
       return sql`
         select c.id, ${col} as address, c.properties,
-               row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank
+               row_number() over (partition by ${col} order by c.updated_at desc, c.id desc) as rank ${entries}
           from contacts c
          where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)} ${member}`;
-    },
-    /**
-     * How many entries the lists hold in the range: a contact counts once for each list of the
-     * send holding it. Counted per contact, by its memberships' index: a join was planned as a
-     * scan of every membership of the database for each range.
-     */
-    entries(range: AddressRange) {
-      const inLists = sql`(select count(*) from list_members m
-                            where m.contact_id = c.id and m.list_id in ${inJson(dialect, lists)})`;
-      const memberships = lists.length === 0 ? sql`1` : everyone ? sql`1 + ${inLists}` : inLists;
-      return sql<number>`(select coalesce(sum(${memberships}), 0) from contacts c
-                           where c.account_id = ${a.accountId} and ${col} is not null and ${range.holds(col)})`;
     },
     /**
      * The reason the address is suppressed, or null: a subquery on the suppression's key, not a

@@ -99,6 +99,18 @@ forEachDatabase((dialect) => {
       assert.deepEqual(texts.sort(), run.preview.map((p: Preview) => p.text).sort());
     });
 
+    it('counts a contact once for each list of the send that holds it, All contacts among them', async () => {
+      const listId = await seed(alice);
+      const [everyone] = (await alice.get('/lists')).json().lists;
+      const run = (await dryRun(alice, '/sms/batch', { ...batch(listId), listId: [everyone.listId, listId] })).json();
+      // 3 given, 5 contacts in All contacts and the same 5 in Customers: only the 5 more are new duplicates.
+      assert.deepEqual(run.recipients, {
+        total: 13,
+        willSend: 3,
+        notSent: { noConsent: 1, suppressed: 1, duplicate: 8 },
+      });
+    });
+
     it('writes nothing: no send, job, link, webhook, usage or Idempotency-Key record', async () => {
       const listId = await seed(alice);
       const page = await alice.post('/landing-pages', { name: 'Offer', url: 'https://example.com/offer' });
