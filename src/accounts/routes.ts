@@ -59,7 +59,8 @@ const VerifyBody = Type.Object(
   { description: "Verify's fraud guard." },
 );
 
-const ClockTime = (description: string) => Type.String({ pattern: CLOCK_TIME, description });
+const ClockTime = (description: string) =>
+  Type.String({ pattern: CLOCK_TIME, errorMessage: 'must be a time of day as HH:MM, 00:00 to 23:59', description });
 
 const QuietHoursBody = Type.Union(
   [

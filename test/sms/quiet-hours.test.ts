@@ -66,6 +66,11 @@ forEachDatabase((dialect) => {
       const answer = await patch(alice, { quietHours });
       assert.equal(answer.statusCode, 400, `${JSON.stringify(quietHours)}: ${answer.body}`);
     }
+    const late = (await patch(alice, { quietHours: { start: '24:00', end: '08:00' } })).json();
+    assert.deepEqual(late.errors[0], {
+      field: 'quietHours.start',
+      message: 'must be a time of day as HH:MM, 00:00 to 23:59',
+    });
     const same = (await patch(alice, { quietHours: { start: '21:00', end: '21:00' } })).json();
     assert.deepEqual(
       same.errors.map((e: { field: string }) => e.field),
