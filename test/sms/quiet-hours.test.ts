@@ -167,6 +167,8 @@ forEachDatabase((dialect) => {
     const verification = await alice.post('/verify', { to: FRENCH });
     assert.equal(verification.statusCode, 201, verification.body);
     await api.drain();
+    const waiting = (await read(alice, later)).recipients[0];
+    assert.deepEqual([waiting.status, waiting.dueAt], ['Scheduled', '2026-01-15T23:30:00.000Z'], 'its schedule');
     api.clock.set(Date.UTC(2026, 0, 15, 23, 30));
     await api.drain();
     for (const queueId of [now, later]) {
