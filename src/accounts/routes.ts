@@ -22,6 +22,7 @@ import {
 import { notFound } from '../errors.ts';
 import { isKnownCountry } from '../crm/mobile-number.ts';
 import { changedVerifySettings, verifySettings } from './verify-settings.ts';
+import { CLOCK_TIME, quietHoursOf } from './quiet-hours.ts';
 
 const RateLimits = Type.Object(
   Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, Type.Integer({ minimum: 1, maximum: 1_000_000 })])),
@@ -58,6 +59,27 @@ const VerifyBody = Type.Object(
   { description: "Verify's fraud guard." },
 );
 
+const ClockTime = (description: string) =>
+  Type.String({ pattern: CLOCK_TIME, errorMessage: 'must be a time of day as HH:MM, 00:00 to 23:59', description });
+
+const QuietHoursBody = Type.Union(
+  [
+    Type.Object(
+      {
+        start: ClockTime('When quiet hours begin in the recipient\'s zone, "HH:MM" (24-hour).'),
+        end: ClockTime('When they end, "HH:MM": before start, the window crosses midnight (21:00 to 08:00).'),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ],
+  {
+    description:
+      "A batch SMS due inside its recipient's local quiet hours waits for their end (status Scheduled, " +
+      'reason `quiet hours`, `dueAt`); `/sms/single`, Verify and email never wait. null: off, the default.',
+  },
+);
+
 export const AccountParams = Type.Object({ accountId: Uuid() });
 
 const admin = { auth: 'admin' as const };
@@ -79,6 +101,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     inboundSmsWebhookUrl: Type.Union([Type.String(), Type.Null()]),
     verify: VerifyBody,
     smartEncoding: Type.Boolean(),
+    quietHours: QuietHoursBody,
   });
   const ownAccount = ({
     id,
@@ -89,6 +112,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     inboundSmsWebhookUrl,
     verifySettings: verify,
     smartEncoding,
+    quietHours,
   }: AuthenticatedAccount) => ({
     accountId: id,
     userName,
@@ -98,6 +122,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     inboundSmsWebhookUrl,
     verify: verifySettings(verify),
     smartEncoding,
+    quietHours: quietHoursOf(quietHours),
   });
 
   r.get(
@@ -121,7 +146,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
         tags: ['account'],
         summary:
           "Change the calling account's own settings, only the fields given: its time zone and locale, where " +
-          "messages from handsets (MO) are posted, and Verify's fraud guard",
+          "messages from handsets (MO) are posted, Verify's fraud guard, smart encoding and quiet hours",
         body: Type.Object(
           {
             timeZoneOffset: Type.Optional(
@@ -145,6 +170,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
                   'when the whole text then is GSM-7.',
               }),
             ),
+            quietHours: Type.Optional(QuietHoursBody),
           },
           { minProperties: 1, errorMessage: 'must give at least one setting' },
         ),
@@ -152,7 +178,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       },
     },
     async (request) => {
-      const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding } = request.body;
+      const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding, quietHours } = request.body;
       const account = request.account;
       const settings = {
         timeZoneOffset,
@@ -160,6 +186,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
         inboundSmsWebhookUrl,
         verify: verify && changedVerifySettings(verifySettings(account.verifySettings), verify, isKnownCountry),
         smartEncoding,
+        quietHours,
       };
       const row = await updateAccountSettings(ctx.db, ctx.clock, account.id, settings);
       accessCache.forget(account.id);
@@ -170,6 +197,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
         inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
         verifySettings: row.verify,
         smartEncoding: Boolean(row.smart_encoding),
+        quietHours: row.quiet_hours,
       });
     },
   );

@@ -9,6 +9,7 @@ import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
 import type { VerifySettings } from './verify-settings.ts';
+import { storedQuietHours, type QuietHours } from './quiet-hours.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
@@ -224,6 +225,8 @@ export interface AccountSettings {
   verify?: VerifySettings;
   /** Smart encoding of SMS texts (sms/smart-encoding.ts). */
   smartEncoding?: boolean;
+  /** Quiet hours for batch SMS (quiet-hours.ts); null: off. */
+  quietHours?: QuietHours | null;
 }
 
 export async function updateAccountSettings(
@@ -248,6 +251,7 @@ export async function updateAccountSettings(
   if (settings.inboundSmsWebhookUrl !== undefined) values.inbound_sms_webhook_url = settings.inboundSmsWebhookUrl;
   if (settings.verify !== undefined) values.verify = JSON.stringify(settings.verify);
   if (settings.smartEncoding !== undefined) values.smart_encoding = settings.smartEncoding;
+  if (settings.quietHours !== undefined) values.quiet_hours = storedQuietHours(settings.quietHours);
   return updateAccount(db, id, values, false);
 }
 

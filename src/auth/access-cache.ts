@@ -22,6 +22,7 @@ export interface CachedAccount {
   inbound_sms_webhook_url: string | null;
   verify: string | null;
   smart_encoding: boolean | number;
+  quiet_hours: string | null;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface AuthenticatedAccount {
   verifySettings: string | null;
   /** Smart encoding of its SMS texts (PATCH /account). */
   smartEncoding: boolean;
+  /** Quiet hours for batch SMS as stored (PATCH /account), JSON (accounts/quiet-hours.ts); null: off. */
+  quietHours: string | null;
 }
 
 declare module 'fastify' {
@@ -90,6 +92,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
         'inbound_sms_webhook_url',
         'verify',
         'smart_encoding',
+        'quiet_hours',
       ])
       .where('id', '=', id)
       .executeTakeFirst();
@@ -136,6 +139,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
       inboundSmsWebhookUrl: row.inbound_sms_webhook_url,
       verifySettings: row.verify,
       smartEncoding: Boolean(row.smart_encoding),
+      quietHours: row.quiet_hours,
     };
     if (rateLimitGroup) {
       await enforceRateLimit(request, reply, ctx, row.id, rateLimitGroup, request.account.rateLimits[rateLimitGroup]);

@@ -30,6 +30,8 @@ export interface AccountsTable {
   verify: ColumnType<string | null, string | null | undefined, string | null>;
   /** Smart encoding (sms/smart-encoding.ts): on for accounts made since 0033 (the default), off for those before. */
   smart_encoding: ColumnType<boolean | number, boolean | undefined, boolean>;
+  /** Quiet hours as PATCH /account gave them (accounts/quiet-hours.ts), JSON {start, end}; null = off (0034). */
+  quiet_hours: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   updated_at: number;
 }
@@ -277,6 +279,11 @@ export interface SendRecipientsTable {
   currency: ColumnType<string | null, string | null | undefined, string | null>;
   /** SMS: characters smart encoding replaced in its message (0033); null before it was sent. */
   replaced_characters: ColumnType<number | null, number | null | undefined, number | null>;
+  /**
+   * SMS held by quiet hours: when the window ends (epoch ms), set while it waits Queued, with
+   * `reason` 'quiet hours' (0034); null otherwise. Read only while its status is Queued.
+   */
+  due_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface RecipientHistoryTable {

@@ -157,7 +157,8 @@ export async function writeSends(db: Db, dialect: DialectName, accepts: Accept[]
  * (its recipients Cancelled, its job gone, found by `jobKey`); answers what the route says:
  * cancelled, not the account's, or already sending. A send has started once a worker claimed
  * its job: an immediate single SMS is never marked Sending (it goes from Queued to Completed
- * in one write), so its waiting job is what tells.
+ * in one write), so its waiting job is what tells. A send Sending only for recipients held by
+ * quiet hours is cancelled too (cancelHeld).
  */
 export const cancelSend = procedure(
   import.meta.url,
@@ -165,40 +166,98 @@ export const cancelSend = procedure(
   async (
     { db, dialect },
     args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number },
-  ): Promise<'cancelled' | 'not found' | 'started'> =>
-    db.transaction().execute(async (trx) => {
-      const send = await trx
-        .selectFrom('sends')
-        .select('status')
-        .where('id', '=', args.sendId)
-        .where('account_id', '=', args.accountId)
-        .where('channel', '=', args.channel)
-        .executeTakeFirst();
-      if (!send) return 'not found';
-      if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
-      const waiting = await trx
-        .deleteFrom('jobs')
-        .where('idempotency_key', '=', args.jobKey)
-        .where('state', '=', 'ready')
-        .executeTakeFirst();
-      if (Number(waiting.numDeletedRows) === 0) return 'started';
-      await trx
-        .updateTable('sends')
-        .set({ status: 'Cancelled', completed_at: args.now })
-        .where('id', '=', args.sendId)
-        .execute();
-      const cancelled = await trx
-        .updateTable('send_recipients')
-        .set({ status: 'Cancelled', updated_at: args.now })
-        .where('send_id', '=', args.sendId)
-        .where('status', '=', 'Queued')
-        .executeTakeFirst();
-      const tally = new UsageTally(args.now);
-      tally.add(args.accountId, args.channel, 'Cancelled', { messages: Number(cancelled.numUpdatedRows) });
-      await tally.write(trx, dialect);
-      return 'cancelled';
-    }),
+  ): Promise<'cancelled' | 'not found' | 'started'> => {
+    try {
+      return await db.transaction().execute(async (trx) => {
+        const send = await trx
+          .selectFrom('sends')
+          .select('status')
+          .where('id', '=', args.sendId)
+          .where('account_id', '=', args.accountId)
+          .where('channel', '=', args.channel)
+          .executeTakeFirst();
+        if (!send) return 'not found';
+        if (send.status === 'Sending') return cancelHeld(trx, dialect, args);
+        if (send.status !== 'Queued' && send.status !== 'Scheduled') return 'started';
+        const waiting = await trx
+          .deleteFrom('jobs')
+          .where('idempotency_key', '=', args.jobKey)
+          .where('state', '=', 'ready')
+          .executeTakeFirst();
+        if (Number(waiting.numDeletedRows) === 0) return 'started';
+        await trx
+          .updateTable('sends')
+          .set({ status: 'Cancelled', completed_at: args.now })
+          .where('id', '=', args.sendId)
+          .execute();
+        const cancelled = await trx
+          .updateTable('send_recipients')
+          .set({ status: 'Cancelled', updated_at: args.now })
+          .where('send_id', '=', args.sendId)
+          .where('status', '=', 'Queued')
+          .executeTakeFirst();
+        const tally = new UsageTally(args.now);
+        tally.add(args.accountId, args.channel, 'Cancelled', { messages: Number(cancelled.numUpdatedRows) });
+        await tally.write(trx, dialect);
+        return 'cancelled';
+      });
+    } catch (error) {
+      if (error instanceof StillSending) return 'started';
+      throw error;
+    }
+  },
 );
+
+/** Thrown inside cancelSend's transaction, to undo what it did: the send was still sending. */
+class StillSending extends Error {}
+
+/**
+ * A started send whose job waits only for recipients held by quiet hours (sms/quiet-hours.ts):
+ * those Cancelled, its job gone and the send Completed, in the caller's transaction; the
+ * recipients already handed over keep their outcomes. Cancelled posts nothing, as a cancelled
+ * scheduled send's recipients do. While anything else remains to send (not expanded yet, a
+ * page in flight, messages refused for now) or its job is running, it throws StillSending, and
+ * cancelSend's transaction undoes all: 'started'. Its job is taken first, so no worker claims
+ * it meanwhile.
+ */
+async function cancelHeld(
+  trx: Db,
+  dialect: DialectName,
+  args: { accountId: string; channel: Channel; sendId: string; jobKey: string; now: number },
+): Promise<'cancelled'> {
+  const waiting = await trx
+    .deleteFrom('jobs')
+    .where('idempotency_key', '=', args.jobKey)
+    .where('state', '=', 'ready')
+    .executeTakeFirst();
+  if (Number(waiting.numDeletedRows) === 0) throw new StillSending();
+  const send = await trx.selectFrom('sends').select('expanded').where('id', '=', args.sendId).executeTakeFirstOrThrow();
+  const queued = (held: boolean) =>
+    trx
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', args.sendId)
+      .where('due_at', held ? 'is not' : 'is', null)
+      .where('status', '=', 'Queued')
+      .executeTakeFirst();
+  if (!send.expanded || (await queued(false)) || !(await queued(true))) throw new StillSending();
+  const cancelled = await trx
+    .updateTable('send_recipients')
+    .set({ status: 'Cancelled', due_at: null, updated_at: args.now })
+    .where('send_id', '=', args.sendId)
+    .where('due_at', 'is not', null)
+    .where('status', '=', 'Queued')
+    .executeTakeFirst();
+  await trx
+    .updateTable('sends')
+    .set({ status: 'Completed', completed_at: args.now })
+    .where('id', '=', args.sendId)
+    .execute();
+  const tally = new UsageTally(args.now);
+  tally.add(args.accountId, args.channel, 'Cancelled', { messages: Number(cancelled.numUpdatedRows) });
+  await tally.write(trx, dialect);
+  return 'cancelled';
+}
 
 export interface StartedSend {
   accountId: string;

@@ -39,10 +39,11 @@ export async function contactMessages(
     address: string;
     status: string;
     reason: string | null;
+    due_at: number | null;
     updated_at: number;
   }>`
     select r.id, s.channel, s.id as send_id, s.status as send_status, s.created_at, r.message_id, r.address, r.status,
-           r.reason, r.updated_at
+           r.reason, r.due_at, r.updated_at
       from send_recipients r ${queries[dialect].recipientsToSends} sends s on s.id = r.send_id
      where r.address in (${sql.join(addresses)}) and s.account_id = ${q.accountId}
        ${q.cursor === undefined ? sql`` : sql`and r.id < ${cursor.decode(q.cursor)[0]}`}
@@ -55,7 +56,7 @@ export async function contactMessages(
       sendId: row.send_id,
       messageId: row.message_id,
       address: row.address,
-      status: recipientWord({ status: row.send_status }, row.status),
+      status: recipientWord({ status: row.send_status }, row.status, row.due_at),
       reason: row.reason,
       sentAt: new Date(Number(row.created_at)).toISOString(),
       updatedAt: new Date(Number(row.updated_at)).toISOString(),

@@ -26,8 +26,11 @@ export const PAGE = 500;
 /** A send with messages refused for now tries them again after this long. */
 export const RETRY_LATER_MS = 5_000;
 
-/** How a send's last page ended: done, or messages refused for now remain, to try again at `retryAt` (epoch ms). */
-export type Finish = 'completed' | { retryAt: number };
+/**
+ * How a send's last page ended: done, or messages remain, to look at again at `retryAt` (epoch
+ * ms): refused for now, or held until their due time (`why` says which, for the job's record).
+ */
+export type Finish = 'completed' | { retryAt: number; why?: string };
 
 export interface PageRow {
   id: number;
@@ -173,7 +176,9 @@ export async function sendInPages<Rendered, Handed>(
     // A page handed ahead is recorded, or has failed, before the job's run ends.
     await before?.catch(() => undefined);
   }
-  if (finished !== 'completed') throw new SnoozeJob(finished.retryAt, 'messages refused for now are tried again');
+  if (finished !== 'completed') {
+    throw new SnoozeJob(finished.retryAt, finished.why ?? 'messages refused for now are tried again');
+  }
   return 'completed';
 }
 
@@ -203,7 +208,10 @@ export function pageRows(db: Db, accountId: string, sendId: string) {
     .where('r.send_id', '=', sendId);
 }
 
-/** The next page of a send's recipients still to send (status in `pending`), after the cursor, in id order. */
+/**
+ * The next page of a send's recipients still to send (status in `pending`), after the cursor,
+ * in id order; not those held until a due time (`due_at`, sms/quiet-hours.ts) until releaseDue.
+ */
 export async function loadPage(
   db: Db,
   accountId: string,
@@ -213,6 +221,7 @@ export async function loadPage(
 ): Promise<PageRow[]> {
   return pageRows(db, accountId, sendId)
     .where('r.status', 'in', pending)
+    .where('r.due_at', 'is', null)
     .where('r.id', '>', after)
     .orderBy('r.id')
     .limit(PAGE)
@@ -260,7 +269,8 @@ export function rowProperties(
 /**
  * The send done, in the caller's transaction: Completed and its job with it, unless
  * recipients refused for now remain (status in `pending`), which are tried again from the
- * start of the send after RETRY_LATER_MS.
+ * start of the send after RETRY_LATER_MS; or recipients held until a due time (`due_at`, by
+ * the partial index send_recipients_due), when the send is looked at again at the earliest.
  */
 export async function finishSend(
   trx: Db,
@@ -274,12 +284,42 @@ export async function finishSend(
     .select('id')
     .where('send_id', '=', sendId)
     .where('status', 'in', pending)
+    .where('due_at', 'is', null)
     .executeTakeFirst();
-  if (waiting) {
+  const held = waiting
+    ? undefined
+    : await trx
+        .selectFrom('send_recipients')
+        .select((eb) => eb.fn.min('due_at').as('at'))
+        .where('send_id', '=', sendId)
+        .where('due_at', 'is not', null)
+        .where('status', 'in', pending)
+        .executeTakeFirst();
+  const dueAt = held?.at === null || held?.at === undefined ? null : Number(held.at);
+  if (waiting || dueAt !== null) {
     await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
-    return { retryAt: now + RETRY_LATER_MS };
+    return waiting
+      ? { retryAt: now + RETRY_LATER_MS }
+      : { retryAt: dueAt!, why: 'held recipients wait for their time' };
   }
   return completeSend(trx, sendId, now, lease);
+}
+
+/**
+ * A send's held recipients (status in `pending`) whose due time has come, made ready to send
+ * again in the caller's transaction before its job reads its first page: their `due_at` and
+ * the reason they waited for cleared. Found by the partial index send_recipients_due: a send
+ * holding none costs a seek.
+ */
+export async function releaseDue(trx: Db, sendId: string, now: number, pending: readonly string[]): Promise<void> {
+  await trx
+    .updateTable('send_recipients')
+    .set({ due_at: null, reason: null, updated_at: now })
+    .where('send_id', '=', sendId)
+    .where('due_at', 'is not', null)
+    .where('due_at', '<=', now)
+    .where('status', 'in', pending)
+    .execute();
 }
 
 /** The send Completed and its job with it, in the caller's transaction. */

@@ -13,6 +13,7 @@ import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from '../sms/expiry.ts';
 import { VERIFY_EXPIRY_KIND, verifyExpiryHandler } from '../verify/expiry.ts';
 import { VERIFY_PURGES } from '../verify/retention.ts';
 import { smsSendHandler } from '../sms/send.ts';
+import { recipientZone } from '../messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../sms/single.ts';
 import { BindsBeat } from '../sms/routing/binds.ts';
 import { sandboxTransport } from '../sms/transports/sandbox.ts';
@@ -54,7 +55,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.holds(transport);
   // Its binds up per connection, for GET /admin/smsc in any process.
   worker.holds(new BindsBeat(ctx.db, ctx.clock, () => transport.connections(), log));
-  worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }), { concurrency: 16 });
+  worker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport, zoneOf: recipientZone }), { concurrency: 16 });
   // Immediate singles (one-time passcodes) go out together, a page of those claimed at once
   // (the concurrency bounds the pages in flight), and ahead of every other kind's work.
   worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }), { concurrency: 256, urgent: true });

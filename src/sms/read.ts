@@ -76,6 +76,7 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
       messageId: row.message_id,
       status: row.status,
       reason: row.reason,
+      dueAt: dueAtOf(row, read.summary.scheduledAt),
       parts: row.parts,
       encoding: row.encoding,
       replacedCharacters: row.replaced_characters,
@@ -93,6 +94,15 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
     })),
     nextCursor: read.nextCursor,
   };
+}
+
+/**
+ * When a recipient that reads Scheduled is due (ARCHITECTURE.md, "Preflight"): the end of the
+ * quiet hours holding it, else its send's scheduled time; null for one not waiting.
+ */
+function dueAtOf(row: { status: string; due_at: number | null }, scheduledAt: string | null): string | null {
+  if (row.status !== 'Scheduled') return null;
+  return row.due_at === null ? scheduledAt : iso(Number(row.due_at));
 }
 
 export interface SandboxQuery {

@@ -150,7 +150,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       config: sms,
       schema: {
         tags,
-        summary: 'Cancel an SMS request that has not started sending (204); 409 once it has',
+        summary: 'Cancel an SMS request that has not started, or the recipients quiet hours hold (204); 409 else',
         params: Type.Object({ queueId: Uuid() }),
         response: errorResponses(400, 401, 404, 409, 429),
       },

@@ -10,6 +10,7 @@ import {
   expandedSend,
   finishSend,
   loadPage,
+  releaseDue,
   pendingByStatus,
   propertyNames,
   rowProperties,
@@ -43,6 +44,10 @@ import { openedContent } from './sealing.ts';
 import { smartEncoded } from './smart-encoding.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
+import { holdRecipients, splitQuiet, type Hold, type QuietCheck } from './quiet-hours.ts';
+import { quietHoursOf } from '../accounts/quiet-hours.ts';
+import { offsetMinutes } from '../accounts/time-zone.ts';
+import type { RecipientZoneOf } from '../messaging/recipient-zone.ts';
 import { queries, type Outcome, type Step } from './queries.ts';
 import { DEFAULT_SMSC, type OutgoingSms, type SmsTransport, type SubmitResult } from './transport.ts';
 
@@ -67,7 +72,14 @@ export const startSmsSend = procedure(
       startSend(
         trx,
         dialect,
-        { ...args, load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING) },
+        {
+          ...args,
+          // Those held whose time has come go again from the first page, and are checked again.
+          load: async (accountId, cursor) => {
+            await releaseDue(trx, args.sendId, args.now, PENDING);
+            return loadPage(trx, accountId, args.sendId, cursor, PENDING);
+          },
+        },
         postRefused(trx, {
           ...args,
           channel: 'sms',
@@ -96,6 +108,8 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
+  /** Recipients held by quiet hours, not handed over (quiet-hours.ts). */
+  held: Hold[];
   /** Every status each message went through, in order. */
   steps: Step[];
   /** Receipts the transport gave with its answers that name no part of this page. */
@@ -135,6 +149,7 @@ export const recordSmsPage = procedure(
           accountOf: () => page.accountId,
         });
       }
+      await holdRecipients(trx, page.held, page.now);
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
       const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
       await tally.write(trx, dialect);
@@ -208,10 +223,11 @@ export async function updateRecipients(
   return applyReceipts(db, dialect, { now: () => now }, { receipts, parts }, usage.tally);
 }
 
-/** A page of a batch as rendered: its rows and their messages, in the same order. */
+/** A page of a batch as rendered: its rows and their messages, in the same order, and those held back. */
 interface RenderedSms {
   rows: PageRow[];
   messages: OutgoingSms[];
+  held: Hold[];
 }
 
 /** A page handed to the transport: with its answer for each message. */
@@ -368,8 +384,10 @@ export function smsSendHandler(deps: {
   transport: SmsTransport;
   encryptionKey: Keyring;
   config: { publicUrl: string };
+  /** A recipient's zone, for quiet hours (messaging/recipient-zone.ts's recipientZone). */
+  zoneOf: RecipientZoneOf;
 }): JobHandler {
-  const { database, clock, transport, encryptionKey, config } = deps;
+  const { database, clock, transport, encryptionKey, config, zoneOf } = deps;
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
@@ -384,30 +402,40 @@ export function smsSendHandler(deps: {
       const links =
         send.content.landingPageId === null ? null : await landingPageLinks(database, clock, send, config.publicUrl);
       const template = compileTemplate(links ? withLinkTag(send.content.body) : send.content.body);
+      // Quiet hours hold a batch's messages, never a single's (a passcode, Verify's code): as
+      // the account has them now, checked at each page's hand-over.
+      const account = await database.db
+        .selectFrom('accounts')
+        .select(['quiet_hours', 'time_zone_offset'])
+        .where('id', '=', send.accountId)
+        .executeTakeFirst();
+      const window = send.content.kind === 'batch' ? quietHoursOf(account?.quiet_hours ?? null) : null;
       const names =
-        template.tags.length > 0 ? await propertyNames(database.db, send.accountId) : new Map<string, string>();
+        template.tags.length > 0 || window !== null
+          ? await propertyNames(database.db, send.accountId)
+          : new Map<string, string>();
+      const quiet: QuietCheck | null =
+        window === null
+          ? null
+          : { window, zoneOf, names, accountOffsetMinutes: offsetMinutes(account!.time_zone_offset) ?? 0 };
       const channel: PageChannel<RenderedSms, SubmittedSms> = {
         ...pendingByStatus(deps, send, PENDING),
         // Read a page at a time: a route change may bring a connection that does not.
         get handsAhead() {
           return transport.skipsAnswered?.() === true;
         },
-        render: async (rows) => ({
-          rows,
-          messages: renderPage(
-            openedPage(rows, send, encryptionKey),
-            send,
-            template,
-            names,
-            links && (await links(rows.map((row) => Number(row.id)))),
-          ),
-        }),
+        render: async (page) => {
+          const { go: rows, held } = quiet ? splitQuiet(page, quiet, clock.now()) : { go: page, held: [] };
+          const linked = links && rows.length > 0 ? await links(rows.map((row) => Number(row.id))) : null;
+          const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, linked);
+          return { rows, messages, held };
+        },
         handOver: async (page, signal) => {
-          const results = await transport.submit(page.messages, signal);
+          const results = page.messages.length > 0 ? await transport.submit(page.messages, signal) : [];
           await pauseForTest('sms.submitted');
           return { ...page, results };
         },
-        record: ({ rows, messages, results }, { cursor, last }) => {
+        record: ({ rows, messages, results, held }, { cursor, last }) => {
           const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
           return database.call(recordSmsPage, {
             sendId,
@@ -416,6 +444,7 @@ export function smsSendHandler(deps: {
             now: clock.now(),
             cursor,
             outcomes,
+            held,
             steps,
             receipts,
             last,
@@ -443,7 +472,8 @@ export async function failUnsent(
     channel: 'sms',
     status: 'Failed',
     pending: ['Queued'],
-    columns: (reason) => ({ error: reason }),
+    // One held by quiet hours waits no more.
+    columns: (reason) => ({ error: reason, reason: null, due_at: null }),
     webhookType: SMS_STATUS_TYPE,
     event: (r, reason, now) =>
       smsStatusEvent({

@@ -8,6 +8,7 @@ import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
 import { applyReceipts } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
+import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { sandboxTransport } from '../../src/sms/transports/sandbox.ts';
@@ -76,7 +77,7 @@ forEachDatabase((dialect) => {
       close: () => sandbox.close(),
     };
     sendingWorker = new Worker({ database: ctx.database, clock: api.clock });
-    sendingWorker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport }));
+    sendingWorker.register(SMS_SEND_KIND, smsSendHandler({ ...ctx, transport, zoneOf: recipientZone }));
     sendingWorker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...ctx, transport }));
   });
   afterEach(async () => {

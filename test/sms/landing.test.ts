@@ -4,6 +4,7 @@ import { MAX_MISSES_PER_ADDRESS, MISS_WINDOW_MS } from '../../src/links/routes.t
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND } from '../../src/sms/accept.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
+import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
@@ -333,7 +334,9 @@ forEachDatabase((dialect) => {
         async close() {},
       };
       const worker = new Worker({ database: api.t.ctx.database, clock: api.clock });
-      worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport }), { concurrency: 1 });
+      worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport, zoneOf: recipientZone }), {
+        concurrency: 1,
+      });
       const accepted = await alice.post('/sms/batch', {
         recipients: [{ mobileNo: '919812300001' }, { mobileNo: '919812300002' }],
         senderName: 'HERALD',

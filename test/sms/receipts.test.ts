@@ -6,6 +6,7 @@ import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
+import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -50,7 +51,9 @@ forEachDatabase((dialect) => {
       async close() {},
     };
     worker = new Worker({ database, clock: api.clock });
-    worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport }), { concurrency: 1 });
+    worker.register(SMS_SEND_KIND, smsSendHandler({ ...api.t.ctx, transport, zoneOf: recipientZone }), {
+      concurrency: 1,
+    });
     worker.register(SMS_SINGLE_KIND, smsSingleHandler({ ...api.t.ctx, transport }), { concurrency: 4 });
   });
   afterEach(() => api.close());

@@ -32,6 +32,7 @@ import * as eraseClearPrivateTokens from './0030_erase_clear_private_tokens.ts';
 import * as smsRouting from './0031_sms_routing.ts';
 import * as verify from './0032_verify.ts';
 import * as smartEncoding from './0033_smart_encoding.ts';
+import * as quietHours from './0034_quiet_hours.ts';
 import * as contactBatchesOutliveLists from './0035_contact_batches_outlive_lists.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
@@ -69,5 +70,6 @@ export const migrations: Record<string, Migration> = {
   '0031_sms_routing': smsRouting,
   '0032_verify': verify,
   '0033_smart_encoding': smartEncoding,
+  '0034_quiet_hours': quietHours,
   '0035_contact_batches_outlive_lists': contactBatchesOutliveLists,
 };
