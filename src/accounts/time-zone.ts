@@ -1,3 +1,6 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+
 /**
  * The account time zone in the spec's form `UTC+05:30~India Standard Time` (SPEC §5.3):
  * a fixed offset from UTC and a display name.
@@ -17,4 +20,14 @@ export function offsetMinutes(value: string): number | undefined {
   const total = hours * 60 + minutes;
   if (match[1] === '+' ? total > 14 * 60 : total > 12 * 60) return undefined;
   return match[1] === '+' ? total : -total;
+}
+
+/** The account's offset in minutes east of UTC, as a send's job reads it for its recipients' zones (0 if unset). */
+export async function accountOffsetMinutes(db: Kysely<Schema>, accountId: string): Promise<number> {
+  const account = await db
+    .selectFrom('accounts')
+    .select('time_zone_offset')
+    .where('id', '=', accountId)
+    .executeTakeFirst();
+  return offsetMinutes(account?.time_zone_offset ?? '') ?? 0;
 }

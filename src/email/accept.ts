@@ -1,3 +1,4 @@
+import type { LocalDelivery } from '../messaging/schedule.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
 import type { StoredRecipient } from '../messaging/recipients.ts';
@@ -40,6 +41,8 @@ export interface EmailSendContent {
   html: string;
   campaignId: string | null;
   links?: string[];
+  /** deliverInRecipientTimeZone's time on each recipient's clock (messaging/schedule.ts). */
+  localDelivery?: LocalDelivery;
   /**
    * A Verify code (verify/): sent in the passcode lane (EMAIL_SINGLE_KIND), settled at accept,
    * untracked; its recipient's tags, which hold the code, are sealed (messaging/sealed-tags.ts).

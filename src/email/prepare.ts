@@ -36,12 +36,21 @@ export async function prepareEmailRequest(
       ]);
     contactId = standing.contactId;
   }
-  const { from, replyTo, subject, preheader, campaignId, listIds, scheduledAt, webhookUrl } = draft;
+  const { from, replyTo, subject, preheader, campaignId, listIds, scheduledAt, webhookUrl, localDelivery } = draft;
   return {
     sendId,
     accountId: account.id,
     draft: { listIds, scheduledAt, webhookUrl },
-    content: { from, replyTo, subject, preheader, html, campaignId, ...(options.passcode && { passcode: true }) },
+    content: {
+      from,
+      replyTo,
+      subject,
+      preheader,
+      html,
+      campaignId,
+      ...(localDelivery && { localDelivery }),
+      ...(options.passcode && { passcode: true }),
+    },
     recipients: draft.recipients.map((recipient) => {
       const tags = Object.keys(recipient.tags).length > 0 ? JSON.stringify(recipient.tags) : null;
       return {

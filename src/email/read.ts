@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
+import { contentState, dueAtOf, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import type { EmailSendContent } from './accept.ts';
 import { sandboxRawPlace } from './accept.ts';
 import { open, type Keyring } from '../sealed.ts';
@@ -75,6 +75,7 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
       messageId: row.message_id,
       status: row.status,
       reason: row.reason,
+      dueAt: dueAtOf(row, read.summary.scheduledAt),
       history: (read.historyOf.get(Number(row.id)) ?? []).map((h) => ({
         event: h.status,
         at: iso(h.at),

@@ -6,6 +6,7 @@ import type { Schema } from '../db/schema.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
 import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
+import { holdRecipients, type Hold } from '../messaging/holds.ts';
 import { completeSend, endUnsent, loadPage, PAGE, pageRows, type Finish, type PageRow } from '../messaging/pipeline.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
@@ -65,8 +66,7 @@ export const startEmailSend = procedure(
         dialect,
         { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) },
         postRefused(trx, {
-          ...args,
-          channel: 'email',
+          now: args.now,
           type: EMAIL_EVENTS_TYPE,
           event: (r) =>
             emailEvent({
@@ -122,18 +122,31 @@ export async function loadEmailPage(
 
 /**
  * An email batch done, in the caller's transaction: Completed and its job with it, unless
- * recipients refused for now wait, when it is looked at again at the earliest of their times.
+ * recipients refused for now wait, or recipients held until their own clock's time
+ * (messaging/holds.ts), when it is looked at again at the earliest of their times: from its
+ * first recipient again when some are held, since they are behind its cursor.
  */
 async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
   const next = await trx
     .selectFrom('send_recipients')
-    .select((eb) => eb.fn.min('retry_at').as('at'))
+    .select((eb) => [eb.fn.min('retry_at').as('retry'), eb.fn.min('due_at').as('due')])
     .where('send_id', '=', sendId)
-    .where('retry_at', 'is not', null)
+    .where((eb) => eb.or([eb('retry_at', 'is not', null), eb('due_at', 'is not', null)]))
     .executeTakeFirst();
-  if (next?.at !== null && next?.at !== undefined) return { retryAt: Number(next.at) };
-  return completeSend(trx, sendId, now, lease);
+  const times = [next?.retry, next?.due].filter((at) => at !== null && at !== undefined).map(Number);
+  if (times.length === 0) return completeSend(trx, sendId, now, lease);
+  if (next?.due !== null && next?.due !== undefined)
+    await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
+  return { retryAt: Math.min(...times) };
 }
+
+/** Recipients held until their own clock's time (messaging/holds.ts), in a transaction of their own. */
+export const holdEmailRecipients = procedure(
+  import.meta.url,
+  'holdEmailRecipients',
+  async ({ db }, args: { held: Hold[]; now: number }): Promise<void> =>
+    db.transaction().execute((trx) => holdRecipients(trx, args.held, args.now)),
+);
 
 /**
  * The batch done when its last page was recorded earlier, or when it woke with none due
@@ -258,7 +271,7 @@ export async function dropUnsent(
     channel: 'email',
     status: 'Dropped',
     pending: PENDING,
-    columns: (reason) => ({ reason, retry_at: null }),
+    columns: (reason) => ({ reason, retry_at: null, due_at: null }),
     webhookType: EMAIL_EVENTS_TYPE,
     event: (r, reason, now) =>
       emailEvent({ batchId: sendId, messageId: r.message_id, email: r.address, event: 'Dropped', reason, at: now }),

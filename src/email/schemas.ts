@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { MultilineText, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
-import { DryRunRecipients, Money, RecipientStatus } from '../messaging/schemas.ts';
+import { DeliverInRecipientTimeZone, DryRunRecipients, Money, RecipientStatus } from '../messaging/schemas.ts';
 import { MAX_EMAIL_ADDRESS } from '../crm/email-address.ts';
 import { MAX_REPORT_BYTES } from './mail-reports.ts';
 
@@ -72,6 +72,7 @@ export const SendingDetails = Type.Object({
         'time zone. Absent or past: now.',
     }),
   ),
+  deliverInRecipientTimeZone: Type.Optional(DeliverInRecipientTimeZone),
   webHookUrl: Type.Optional(
     WebhookUrl(
       'Receives the events (Processed, Dropped, Deferred, Bounce, Delivered, Open, Click, Spam Report, ' +

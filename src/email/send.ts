@@ -20,6 +20,7 @@ import type { EmailSendContent, EmailSendJob } from './accept.ts';
 import {
   dropUnsent,
   finishResumedEmailSend,
+  holdEmailRecipients,
   loadEmailPage,
   pageResults,
   recordEmailLinks,
@@ -30,6 +31,9 @@ import { registerEmailMetrics } from './metrics.ts';
 import type { RenderPool } from './render-pool.ts';
 import { compileEmail } from './compile.ts';
 import type { CompiledEmail } from './render.ts';
+import { accountOffsetMinutes } from '../accounts/time-zone.ts';
+import { splitDue, type DueCheck } from '../messaging/holds.ts';
+import type { RecipientZoneOf } from '../messaging/recipient-zone.ts';
 import { signingKeyFor } from '../senders/dkim-keys.ts';
 import { returnPath, trackingKey } from './tracking.ts';
 import type { EmailResult, EmailTransport } from './transport.ts';
@@ -150,6 +154,8 @@ export function emailSendHandler(deps: {
   encryptionKey: Keyring;
   config: { publicUrl: string; defaultEmailDomain: string; bounceDomain: string; inboundSmtpPort: number | undefined };
   metrics: Registry;
+  /** A recipient's zone, for deliverInRecipientTimeZone (messaging/recipient-zone.ts's recipientZone). */
+  zoneOf: RecipientZoneOf;
 }): JobHandler {
   const { database, clock, transport, config } = deps;
   const key = trackingKey(deps.encryptionKey);
@@ -187,7 +193,28 @@ export function emailSendHandler(deps: {
         accountId: domain === config.defaultEmailDomain ? null : started.accountId,
         domain,
       });
-      const send = { ...started, sendId };
+      // deliverInRecipientTimeZone: a recipient is held until its clock reads the time. An address
+      // has no country: its zone is its contact's timeZone, else the account's offset.
+      const due: DueCheck | null = content.localDelivery
+        ? {
+            window: null,
+            localDelivery: content.localDelivery,
+            zoneOf: deps.zoneOf,
+            names,
+            accountOffsetMinutes: await accountOffsetMinutes(database.db, started.accountId),
+          }
+        : null;
+      const load = async (cursor: number): Promise<PageRow[]> => {
+        for (;;) {
+          const rows = await loadEmailPage(database.db, started.accountId, sendId, cursor, clock.now());
+          if (!due || rows.length === 0) return rows;
+          const { go, held } = splitDue(rows, due, clock.now());
+          // Held first, in a transaction of their own: the next read passes over them.
+          if (held.length > 0) await database.call(holdEmailRecipients, { held, now: clock.now() });
+          if (go.length > 0) return go;
+        }
+      };
+      const send = { ...started, sendId, firstPage: due ? await load(started.cursor) : started.firstPage };
       const openedOwn = (row: PageRow) =>
         passcode ? openedTags(row.tags!, sendId, row.address, deps.encryptionKey) : row.tags!;
       const renderer = deps.renderPool.open({
@@ -216,7 +243,7 @@ export function emailSendHandler(deps: {
         return { messageIds, raws };
       });
       const channel: PageChannel<PageRow[], HandedEmail[]> = {
-        load: (cursor) => loadEmailPage(database.db, send.accountId, sendId, cursor, clock.now()),
+        load,
         finish: (lease) => database.call(finishResumedEmailSend, { sendId, now: clock.now(), lease }),
         // Rendered ahead: the page's groups join those queued for the render threads (the next
         // page's too, once read), and the hand-over takes each group as it is rendered.

@@ -3,7 +3,7 @@ import type { Schema } from '../db/schema.ts';
 import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, unprocessable, type FieldError } from '../errors.ts';
 import { listProblems } from '../messaging/recipients.ts';
-import { scheduledTime } from '../messaging/schedule.ts';
+import { sendTime, type LocalDelivery } from '../messaging/schedule.ts';
 import { checkTags } from '../messaging/tags.ts';
 import { campaignHtml, htmlProblem } from './campaigns.ts';
 import type { EmailParty } from './render.ts';
@@ -24,6 +24,8 @@ export interface EmailDraft {
   listIds: string[];
   /** Epoch ms; null = now. */
   scheduledAt: number | null;
+  /** deliverInRecipientTimeZone's time on each recipient's clock; null without it. */
+  localDelivery: LocalDelivery | null;
   webhookUrl: string | null;
 }
 
@@ -73,6 +75,7 @@ export function checkEmailRequest(
     recipients: [],
     listIds: [...new Set((details.listId ?? []).map((id) => id.toLowerCase()))],
     scheduledAt: null,
+    localDelivery: null,
     webhookUrl: details.webHookUrl ?? null,
   };
   if (details.subject.trim() === '') errors.push({ field: 'sendingDetails.subject', message: 'must not be empty' });
@@ -112,11 +115,9 @@ export function checkEmailRequest(
     });
   }
 
-  if (details.scheduleDateTime !== undefined) {
-    const at = scheduledTime(details.scheduleDateTime, account.timeZoneOffset, now);
-    if (typeof at === 'string') errors.push({ field: 'sendingDetails.scheduleDateTime', message: at });
-    else draft.scheduledAt = at;
-  }
+  const when = sendTime(details, account.timeZoneOffset, now, 'sendingDetails.', errors);
+  draft.scheduledAt = when.scheduledAt;
+  draft.localDelivery = when.localDelivery;
   return { draft, errors };
 }
 

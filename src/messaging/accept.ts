@@ -14,6 +14,7 @@ import { UsageTally } from './rollup.ts';
 import {
   expandRecipients,
   refusedInRange,
+  releaseDueRecipients,
   requestRecipientsInsert,
   type Channel,
   type StoredRecipient,
@@ -212,7 +213,7 @@ export const cancelSend = procedure(
 class StillSending extends Error {}
 
 /**
- * A started send whose job waits only for recipients held by quiet hours (sms/quiet-hours.ts):
+ * A started send whose job waits only for recipients held by quiet hours (messaging/holds.ts):
  * those Cancelled, its job gone and the send Completed, in the caller's transaction; the
  * recipients already handed over keep their outcomes. Cancelled posts nothing, as a cancelled
  * scheduled send's recipients do. While anything else remains to send (not expanded yet, a
@@ -269,35 +270,36 @@ export interface StartedSend {
   firstPage: PageRow[];
 }
 
-/**
- * One range of an expansion, just written: what a channel that posts refusals reads
- * (recipients.ts, refusedInRange).
- */
-export interface ExpandedRange {
+/** A send whose refused recipients are posted (startSend's `onRefused`). */
+export interface RefusingSend {
   accountId: string;
   webhookUrl: string | null;
-  after: string | null;
-  through: string | null;
 }
 
 /**
  * A send's start, in the caller's transaction: until its recipients are all expanded, one
  * range of them (expanded from its lists, consent settled) with the send marked Sending and
- * its checkpoint, answering 'expanding'; `onRange` runs in the same transaction after each.
- * Then its first page to send (`load`, the channel's page after the cursor, read in the
- * transaction). A send cancelled or done answers null.
+ * its checkpoint, answering 'expanding'. Then its held recipients whose time has come,
+ * decided again and released (recipients.ts, releaseDueRecipients), and its first page to
+ * send (`load`, the channel's page after the cursor, read in the transaction). `onRefused`
+ * runs in the same transaction with the recipients each step refused, when the send has a
+ * webhook. A send cancelled or done answers null.
  */
 export async function startSend(
   trx: Db,
   dialect: DialectName,
   args: { sendId: string; now: number; load: (accountId: string, cursor: number) => Promise<PageRow[]> },
-  onRange?: (range: ExpandedRange) => Promise<void>,
+  onRefused?: (send: RefusingSend, refused: Array<{ address: string; reason: string | null }>) => Promise<void>,
 ): Promise<StartedSend | 'expanding' | null> {
   const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
   if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
+  const channel = send.channel as Channel;
+  const refusing = { accountId: send.account_id, webhookUrl: send.webhook_url };
+  const post = async (refused: Array<{ address: string; reason: string | null }>) => {
+    if (onRefused && send.webhook_url !== null && refused.length > 0) await onRefused(refusing, refused);
+  };
+  const tally = new UsageTally(args.now);
   if (!send.expanded) {
-    const channel = send.channel as Channel;
-    const tally = new UsageTally(args.now);
     const through = await expandRecipients(trx, dialect, {
       tally,
       channel,
@@ -308,12 +310,8 @@ export async function startSend(
       after: send.expanded_through,
       now: args.now,
     });
-    await onRange?.({
-      accountId: send.account_id,
-      webhookUrl: send.webhook_url,
-      after: send.expanded_through,
-      through,
-    });
+    if (onRefused && send.webhook_url !== null)
+      await post(await refusedInRange(trx, channel, send.id, send.expanded_through, through));
     await pauseForTest(`${channel}.expand`);
     await trx
       .updateTable('sends')
@@ -325,9 +323,21 @@ export async function startSend(
       })
       .where('id', '=', send.id)
       .execute();
-    await tally.write(trx, dialect);
-    if (through !== null) return 'expanding';
+    if (through !== null) {
+      await tally.write(trx, dialect);
+      return 'expanding';
+    }
   }
+  await post(
+    await releaseDueRecipients(trx, dialect, {
+      channel,
+      accountId: send.account_id,
+      sendId: send.id,
+      now: args.now,
+      tally,
+    }),
+  );
+  await tally.write(trx, dialect);
   const cursor = Number(send.cursor);
   return {
     accountId: send.account_id,
@@ -339,23 +349,19 @@ export async function startSend(
 }
 
 /**
- * A startSend `onRange` that posts the recipients a range refused (NotSent, Dropped) to the
+ * A startSend `onRefused` that posts the recipients it refused (NotSent, Dropped) to the
  * send's webhook, in the caller's transaction, each as the channel's `event` of it.
  */
 export function postRefused(
   trx: Db,
   args: {
-    channel: Channel;
-    sendId: string;
     now: number;
     type: string;
     event: (refused: { address: string; reason: string | null }) => object;
   },
-): (range: ExpandedRange) => Promise<void> {
-  return async (range) => {
-    if (!range.webhookUrl) return;
-    const refused = await refusedInRange(trx, args.channel, args.sendId, range.after, range.through);
-    const stream = { accountId: range.accountId, url: range.webhookUrl, type: args.type };
+): (send: RefusingSend, refused: Array<{ address: string; reason: string | null }>) => Promise<void> {
+  return async (send, refused) => {
+    const stream = { accountId: send.accountId, url: send.webhookUrl!, type: args.type };
     await appendWebhookEvents(trx, { now: () => args.now }, { ...stream, events: refused.map(args.event) });
   };
 }

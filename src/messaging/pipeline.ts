@@ -210,7 +210,8 @@ export function pageRows(db: Db, accountId: string, sendId: string) {
 
 /**
  * The next page of a send's recipients still to send (status in `pending`), after the cursor,
- * in id order; not those held until a due time (`due_at`, sms/quiet-hours.ts) until releaseDue.
+ * in id order; not those held until a due time (`due_at`, messaging/holds.ts) until released
+ * (recipients.ts, releaseDueRecipients).
  */
 export async function loadPage(
   db: Db,
@@ -303,23 +304,6 @@ export async function finishSend(
       : { retryAt: dueAt!, why: 'held recipients wait for their time' };
   }
   return completeSend(trx, sendId, now, lease);
-}
-
-/**
- * A send's held recipients (status in `pending`) whose due time has come, made ready to send
- * again in the caller's transaction before its job reads its first page: their `due_at` and
- * the reason they waited for cleared. Found by the partial index send_recipients_due: a send
- * holding none costs a seek.
- */
-export async function releaseDue(trx: Db, sendId: string, now: number, pending: readonly string[]): Promise<void> {
-  await trx
-    .updateTable('send_recipients')
-    .set({ due_at: null, reason: null, updated_at: now })
-    .where('send_id', '=', sendId)
-    .where('due_at', 'is not', null)
-    .where('due_at', '<=', now)
-    .where('status', 'in', pending)
-    .execute();
 }
 
 /** The send Completed and its job with it, in the caller's transaction. */

@@ -132,7 +132,7 @@ function readHistory(
 
 /**
  * A recipient's status word as reads show it: until its time comes, a scheduled send's Queued
- * recipients read Scheduled, and so does one held until its `due_at` (sms/quiet-hours.ts).
+ * recipients read Scheduled, and so does one held until its `due_at` (messaging/holds.ts).
  */
 export const recipientWord = (send: { status: string }, status: string, dueAt: number | null = null) =>
   status === 'Queued' && (send.status === 'Scheduled' || dueAt !== null) ? 'Scheduled' : status;
@@ -161,7 +161,7 @@ export interface StatusCount {
  * The sends' recipients counted by status, in one grouped read by the (send_id, id) index:
  * it visits each recipient of the sends once (about 1 µs each here; docs/api.md, "Sends, usage
  * and statistics", gives what a page of sends costs). Those Queued but held until a due time
- * (sms/quiet-hours.ts) are counted apart, as Scheduled, from the partial index of the held.
+ * (messaging/holds.ts) are counted apart, as Scheduled, from the partial index of the held.
  */
 async function statusCounts(db: Db, sendIds: string[]): Promise<Map<string, StatusCount[]>> {
   if (sendIds.length === 0) return new Map();
@@ -307,4 +307,13 @@ export async function readMessage(db: Db, accountId: string, messageId: string) 
     .execute();
   const history = readHistory(send, channel, [{ id, status: row.status }], recorded).get(id) ?? [];
   return { channel, send, row: { ...row, status: recipientWord(send, row.status) }, history };
+}
+
+/**
+ * When a recipient that reads Scheduled is due (ARCHITECTURE.md, "Preflight"): the `due_at`
+ * it is held until (quiet hours, its own clock's time), else its send's scheduled time; null for one not waiting.
+ */
+export function dueAtOf(row: { status: string; due_at: number | null }, scheduledAt: string | null): string | null {
+  if (row.status !== 'Scheduled') return null;
+  return row.due_at === null ? scheduledAt : iso(Number(row.due_at));
 }

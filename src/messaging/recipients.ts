@@ -219,6 +219,61 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
 }
 
 /**
+ * A send's recipients held until a due time (`due_at`: quiet hours, or their own clock's time)
+ * whose time has come, in the caller's transaction before its job reads its first page:
+ * consent and suppression are decided again, as the expansion decided them (audienceRules),
+ * since the send started up to a day before; those refused end NotSent or Dropped, with their
+ * history, counted in `tally`, and are answered; the others are released (`due_at` and the
+ * reason they waited for cleared) to be sent as any recipient. Found by the partial index
+ * send_recipients_due: a send holding none costs a seek.
+ */
+export async function releaseDueRecipients(
+  db: Db,
+  dialect: DialectName,
+  r: {
+    channel: Channel;
+    accountId: string;
+    sendId: string;
+    now: number;
+    tally: { add(accountId: string, channel: Channel, status: string, count: { messages: number }): void };
+  },
+): Promise<Array<{ id: number; address: string; reason: string | null }>> {
+  const { refused } = CHANNEL[r.channel];
+  const rules = audienceRules(dialect, {
+    channel: r.channel,
+    accountId: r.accountId,
+    listIds: [],
+    allContactsListId: '',
+  });
+  const address = sql<string>`send_recipients.address`;
+  const now = queries[dialect].epochMs(r.now);
+  const due = sql`send_id = ${r.sendId} and status = 'Queued' and due_at is not null and due_at <= ${now}`;
+  const refuse = (reason: RawBuilder<unknown>, condition: RawBuilder<unknown>) =>
+    sql<{ id: number; address: string; reason: string | null }>`
+      update send_recipients set status = ${refused}, reason = ${reason}, due_at = null, updated_at = ${now}
+       where ${due} and ${condition}
+      returning id, address, reason`.execute(db);
+  const { rows: suppressed } = await refuse(
+    sql`'suppressed: ' || ${rules.suppression(address)}`,
+    sql`${rules.suppression(address)} is not null`,
+  );
+  const { rows: unconsented } = await refuse(
+    sql`'no consent: a contact with this address has not opted in'`,
+    rules.lacksConsent(address),
+  );
+  const refusedRows = [...suppressed, ...unconsented];
+  if (refusedRows.length > 0) {
+    await db
+      .insertInto('recipient_history')
+      .values(refusedRows.map((row) => ({ recipient_id: Number(row.id), status: refused, at: r.now })))
+      .execute();
+    r.tally.add(r.accountId, r.channel, refused, { messages: refusedRows.length });
+  }
+  await sql`update send_recipients set due_at = null, reason = null, updated_at = ${now} where ${due}`.execute(db);
+  return refusedRows;
+}
+
+/**
  * The recipients one range of an expansion refused (the range after `after` through
  * `through`, as expandRecipients answered it; null: to the end), with their reasons: for a
  * channel that posts them (email's Dropped is a word of SPEC §3).

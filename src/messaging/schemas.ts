@@ -203,3 +203,10 @@ export const DryRunRecipients = Type.Object({
 
 /** How many recipients a dry run previews unless `preview` says. */
 export const DEFAULT_PREVIEW = 10;
+
+/** deliverInRecipientTimeZone (ARCHITECTURE.md, "Preflight") beside a scheduleDateTime without an offset. */
+export const DeliverInRecipientTimeZone = Type.Boolean({
+  description:
+    "Deliver at scheduleDateTime (no offset) on each recipient's clock: its contact's timeZone property, " +
+    "else its number's country when that has one zone, else the account's offset.",
+});

@@ -64,7 +64,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.holds(emailTransport);
   const renderPool = new RenderPool(ctx.config.emailRenderThreads);
   worker.holds(renderPool);
-  const emailSend = emailSendHandler({ ...ctx, transport: emailTransport, renderPool });
+  const emailSend = emailSendHandler({ ...ctx, transport: emailTransport, renderPool, zoneOf: recipientZone });
   worker.register(EMAIL_SEND_KIND, emailSend, { concurrency: 8 });
   // Verify's codes by email: the same work in a lane of its own, ahead of every campaign's pages.
   worker.register(EMAIL_SINGLE_KIND, emailSend, { concurrency: 32, urgent: true });

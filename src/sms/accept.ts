@@ -25,7 +25,15 @@ export interface SmsSendJob {
 /** What a send keeps of its request, for its worker: its text and how it is sent. */
 export type SmsContent = Pick<
   SmsDraft,
-  'kind' | 'senderName' | 'body' | 'tags' | 'landingPageId' | 'shortener' | 'opensInSandbox' | 'smartEncoding'
+  | 'kind'
+  | 'senderName'
+  | 'body'
+  | 'tags'
+  | 'landingPageId'
+  | 'shortener'
+  | 'opensInSandbox'
+  | 'smartEncoding'
+  | 'localDelivery'
 >;
 
 /** sends.content: SmsContent, its body and tags sealed together in `sealed` when isBodyEncrypted (sealing.ts). */

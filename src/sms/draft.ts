@@ -1,3 +1,5 @@
+import type { LocalDelivery } from '../messaging/schedule.ts';
+
 /**
  * A send request as the SMS pipeline takes it, once validated and checked against the
  * account: plain data (it crosses to SQLite's thread as a procedure's argument).
@@ -20,6 +22,11 @@ export interface SmsDraft {
   listIds: string[];
   /** Epoch ms; null = now. A time in the past is now. */
   scheduledAt: number | null;
+  /**
+   * A batch's deliverInRecipientTimeZone: the time on each recipient's clock to deliver at,
+   * from `scheduledAt`, when the first zone reaches it (messaging/schedule.ts).
+   */
+  localDelivery?: LocalDelivery;
   landingPageId: string | null;
   /**
    * With a landing page: `url` the shortnerUrl as given (null: the service's own links,

@@ -2,7 +2,7 @@ import { money } from '../messaging/money.ts';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { contentState, readSendPage, type SendReadPage } from '../messaging/reads.ts';
+import { contentState, dueAtOf, readSendPage, type SendReadPage } from '../messaging/reads.ts';
 import { recipientClicks, sendClicks, type ClickView } from '../links/clicks.ts';
 import type { StoredSmsContent } from './accept.ts';
 import { open, type Keyring } from '../sealed.ts';
@@ -94,15 +94,6 @@ export async function readSms(db: Db, accountId: string, sendId: string, page: S
     })),
     nextCursor: read.nextCursor,
   };
-}
-
-/**
- * When a recipient that reads Scheduled is due (ARCHITECTURE.md, "Preflight"): the end of the
- * quiet hours holding it, else its send's scheduled time; null for one not waiting.
- */
-function dueAtOf(row: { status: string; due_at: number | null }, scheduledAt: string | null): string | null {
-  if (row.status !== 'Scheduled') return null;
-  return row.due_at === null ? scheduledAt : iso(Number(row.due_at));
 }
 
 export interface SandboxQuery {

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { MultilineText, Uuid } from '../http/schemas.ts';
-import { DryRunRecipients, Money } from '../messaging/schemas.ts';
+import { DeliverInRecipientTimeZone, DryRunRecipients, Money } from '../messaging/schemas.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
 import { MAX_PARTS } from './segments.ts';
 
@@ -121,6 +121,7 @@ export const SmsBatchRequest = Type.Object({
     }),
   ),
   ...common,
+  deliverInRecipientTimeZone: Type.Optional(DeliverInRecipientTimeZone),
 });
 export type SmsBatchRequest = Static<typeof SmsBatchRequest>;
 

@@ -22,6 +22,7 @@ export function storedSms(
 ): { content: StoredSmsContent; recipients: StoredRecipient[] } {
   const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted, opensInSandbox, smartEncoding } =
     draft;
+  const local = draft.localDelivery && { localDelivery: draft.localDelivery };
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
     return isBodyEncrypted ? sealedTags(keys, sendId, address, JSON.stringify(own)) : JSON.stringify(own);
@@ -34,10 +35,11 @@ export function storedSms(
           landingPageId,
           shortener,
           smartEncoding,
+          ...local,
           ...(opensInSandbox && { opensInSandbox }),
           sealed: seal(keys.current, JSON.stringify({ body, tags }), contentPlace(sendId)),
         }
-      : { kind, senderName, landingPageId, shortener, smartEncoding, body, tags },
+      : { kind, senderName, landingPageId, shortener, smartEncoding, ...local, body, tags },
     recipients: draft.recipients.map((r) => ({
       address: r.mobile,
       tags: stored(r.mobile, r.tags),

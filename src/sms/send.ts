@@ -10,7 +10,6 @@ import {
   expandedSend,
   finishSend,
   loadPage,
-  releaseDue,
   pendingByStatus,
   propertyNames,
   rowProperties,
@@ -44,7 +43,7 @@ import { openedContent } from './sealing.ts';
 import { smartEncoded } from './smart-encoding.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
 import { segment } from './segments.ts';
-import { holdRecipients, splitQuiet, type Hold, type QuietCheck } from './quiet-hours.ts';
+import { holdRecipients, splitDue, type DueCheck, type Hold } from '../messaging/holds.ts';
 import { quietHoursOf } from '../accounts/quiet-hours.ts';
 import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { RecipientZoneOf } from '../messaging/recipient-zone.ts';
@@ -74,15 +73,10 @@ export const startSmsSend = procedure(
         dialect,
         {
           ...args,
-          // Those held whose time has come go again from the first page, and are checked again.
-          load: async (accountId, cursor) => {
-            await releaseDue(trx, args.sendId, args.now, PENDING);
-            return loadPage(trx, accountId, args.sendId, cursor, PENDING);
-          },
+          load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING),
         },
         postRefused(trx, {
-          ...args,
-          channel: 'sms',
+          now: args.now,
           type: SMS_STATUS_TYPE,
           event: (r) =>
             smsStatusEvent({
@@ -108,7 +102,7 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
-  /** Recipients held by quiet hours, not handed over (quiet-hours.ts). */
+  /** Recipients held by quiet hours, not handed over (messaging/holds.ts). */
   held: Hold[];
   /** Every status each message went through, in order. */
   steps: Step[];
@@ -410,14 +404,15 @@ export function smsSendHandler(deps: {
         .where('id', '=', send.accountId)
         .executeTakeFirst();
       const window = send.content.kind === 'batch' ? quietHoursOf(account?.quiet_hours ?? null) : null;
+      const localDelivery = send.content.localDelivery ?? null;
+      const holds = window !== null || localDelivery !== null;
       const names =
-        template.tags.length > 0 || window !== null
+        template.tags.length > 0 || holds
           ? await propertyNames(database.db, send.accountId)
           : new Map<string, string>();
-      const quiet: QuietCheck | null =
-        window === null
-          ? null
-          : { window, zoneOf, names, accountOffsetMinutes: offsetMinutes(account!.time_zone_offset) ?? 0 };
+      const due: DueCheck | null = holds
+        ? { window, localDelivery, zoneOf, names, accountOffsetMinutes: offsetMinutes(account!.time_zone_offset) ?? 0 }
+        : null;
       const channel: PageChannel<RenderedSms, SubmittedSms> = {
         ...pendingByStatus(deps, send, PENDING),
         // Read a page at a time: a route change may bring a connection that does not.
@@ -425,7 +420,7 @@ export function smsSendHandler(deps: {
           return transport.skipsAnswered?.() === true;
         },
         render: async (page) => {
-          const { go: rows, held } = quiet ? splitQuiet(page, quiet, clock.now()) : { go: page, held: [] };
+          const { go: rows, held } = due ? splitDue(page, due, clock.now()) : { go: page, held: [] };
           const linked = links && rows.length > 0 ? await links(rows.map((row) => Number(row.id))) : null;
           const messages = renderPage(openedPage(rows, send, encryptionKey), send, template, names, linked);
           return { rows, messages, held };

@@ -3,7 +3,7 @@ import type { Schema } from '../db/schema.ts';
 import { unprocessable, type FieldError } from '../errors.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { listProblems } from '../messaging/recipients.ts';
-import { scheduledTime } from '../messaging/schedule.ts';
+import { sendTime } from '../messaging/schedule.ts';
 import { checkTags } from '../messaging/tags.ts';
 import { isValidSenderName, listSenderNames } from '../senders/names.ts';
 import { landingPageUrl } from '../links/landing-pages.ts';
@@ -95,11 +95,9 @@ export function checkSmsRequest(
       RESERVED_TAGS,
     );
 
-  if (body.scheduleDateTime !== undefined) {
-    const at = scheduledTime(body.scheduleDateTime, account.timeZoneOffset, now);
-    if (typeof at === 'string') errors.push({ field: 'scheduleDateTime', message: at });
-    else draft.scheduledAt = at;
-  }
+  const when = sendTime(body as SmsBatchRequest, account.timeZoneOffset, now, '', errors);
+  draft.scheduledAt = when.scheduledAt;
+  if (when.localDelivery !== null) draft.localDelivery = when.localDelivery;
 
   // The shortener shortens the landing page link and nothing else (SPEC §2.4): without a
   // landing page it would do nothing, and a client who sent it expects something done.

@@ -35,6 +35,8 @@ export interface SmsRecipient {
   messageId: string | null;
   status: string;
   reason: string | null;
+  /** When a Scheduled recipient goes: its send's time, or the time it is held until. */
+  dueAt: string | null;
   parts: number | null;
   encoding: string | null;
   /** Characters smart encoding replaced in its text; null until it was made. */
@@ -76,6 +78,8 @@ export interface EmailRecipient {
   messageId: string | null;
   status: string;
   reason: string | null;
+  /** When a Scheduled recipient goes: its batch's time, or the time it is held until. */
+  dueAt: string | null;
   history: EmailEvent[];
 }
 

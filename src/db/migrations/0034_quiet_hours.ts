@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 /**
  * Quiet hours (ARCHITECTURE.md, "Preflight"): an account's window, JSON `{start, end}` or null
  * (off, every account's default); and a held SMS recipient's `due_at`, the window's end in
- * its zone (epoch ms), set only while it waits Queued for it (sms/quiet-hours.ts).
+ * its zone (epoch ms), set only while it waits Queued for it (messaging/holds.ts).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('accounts').addColumn('quiet_hours', 'text').execute();

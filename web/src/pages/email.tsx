@@ -17,7 +17,7 @@ import {
   StatusFilter,
   useSendRead,
 } from '../components/send.tsx';
-import { Num, useNumber } from '../components/zone.tsx';
+import { Num, Time, useNumber } from '../components/zone.tsx';
 
 export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
   get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then(
@@ -94,6 +94,12 @@ function RecipientRow(props: { recipient: EmailRecipient }) {
       <td class="mono id">{r.messageId ?? '—'}</td>
       <td>
         <Status word={r.status} />
+        {r.dueAt ? (
+          <>
+            {' '}
+            until <Time at={r.dueAt} />
+          </>
+        ) : null}
       </td>
       <td>{r.reason ?? '—'}</td>
       <td>

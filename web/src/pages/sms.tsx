@@ -66,6 +66,12 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
       <td class="mono id">{r.messageId ?? '—'}</td>
       <td>
         <Status word={r.status} />
+        {r.dueAt ? (
+          <>
+            {' '}
+            until <Time at={r.dueAt} />
+          </>
+        ) : null}
       </td>
       <td>{r.parts ?? '—'}</td>
       <td>{r.price ? formatMoney([r.price]) : '—'}</td>

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { ManualClock } from '../../src/clock.ts';
+import { errorFields } from '../support/app.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { buildBatch, sandboxEmails } from './support.ts';
+
+// deliverInRecipientTimeZone on /email/batch (ARCHITECTURE.md, "Preflight"): an address has no
+// country, so its zone is its contact's timeZone, else the account's offset.
+
+forEachDatabase((dialect) => {
+  let api: ApiTest;
+  let dora: ApiClient;
+  beforeEach(async () => {
+    // Thursday 25 March 2027, 12:00 UTC. Paris goes to summer time on Sunday the 28th.
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.UTC(2027, 2, 25, 12)) });
+    dora = await api.client();
+  });
+  afterEach(() => api.close());
+
+  const post = (body: object) => dora.post('/email/batch', body);
+  const at = async (iso: string) => {
+    api.clock.set(Date.parse(iso));
+    await api.drain();
+  };
+  const sentTo = async () => (await sandboxEmails(dora)).map((mail) => mail.to).sort();
+
+  it('refuses deliverInRecipientTimeZone without a scheduleDateTime or with an offset', async () => {
+    const none = await post(buildBatch({ deliverInRecipientTimeZone: true }));
+    assert.equal(none.statusCode, 400, none.body);
+    assert.deepEqual(errorFields(none), ['sendingDetails.deliverInRecipientTimeZone']);
+    const offset = await post(
+      buildBatch({ deliverInRecipientTimeZone: true, scheduleDateTime: '2027-03-29T10:00:00+01:00' }),
+    );
+    assert.deepEqual(errorFields(offset), ['sendingDetails.scheduleDateTime']);
+  });
+
+  it("sends at the time on each contact's clock, and decides consent again when it comes", async () => {
+    const settings = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${dora.token}` },
+      payload: { timeZoneOffset: 'UTC-03:00~Brasilia Time' },
+    });
+    assert.equal(settings.statusCode, 200, settings.body);
+    await dora.createProperty('timeZone');
+    const list = await dora.createList('Readers');
+    const reader = (email: string, timeZone?: string) => ({
+      email,
+      emailOptIn: true,
+      ...(timeZone === undefined ? {} : { propertyfields: [{ propertyname: 'timeZone', propertyvalue: timeZone }] }),
+    });
+    await dora.upsert(
+      [
+        reader('ann@example.com', 'Asia/Tokyo'), // 10:00 JST is 01:00 UTC
+        reader('cal@example.com', 'Europe/Paris'), // 10:00 in summer time is 08:00 UTC
+        reader('ben@example.com'), // the account's -03:00: 13:00 UTC
+      ],
+      { listId: list },
+    );
+    const accepted = await post(
+      buildBatch(
+        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
+        { recipients: undefined },
+      ),
+    );
+    assert.equal(accepted.statusCode, 202, accepted.body);
+    const batchId = accepted.json().data.BatchId as string;
+    const due = async () =>
+      Object.fromEntries(
+        (await dora.get(`/email/batch/${batchId}`))
+          .json()
+          .recipients.map((r: { email: string; status: string; dueAt: string | null }) => [
+            r.email,
+            r.dueAt === null ? r.status : `${r.status} ${r.dueAt}`,
+          ]),
+      );
+    await at('2027-03-28T20:00:00Z');
+    assert.deepEqual(await due(), {
+      'ann@example.com': 'Scheduled 2027-03-29T01:00:00.000Z',
+      'ben@example.com': 'Scheduled 2027-03-29T13:00:00.000Z',
+      'cal@example.com': 'Scheduled 2027-03-29T08:00:00.000Z',
+    });
+    await at('2027-03-29T01:00:00Z');
+    assert.deepEqual(await sentTo(), ['ann@example.com']);
+    await dora.upsert([{ email: 'cal@example.com', emailOptIn: false }]);
+    await at('2027-03-29T08:00:00Z');
+    assert.deepEqual(await sentTo(), ['ann@example.com']);
+    assert.equal((await due())['cal@example.com'], 'Dropped');
+    await at('2027-03-29T13:00:00Z');
+    assert.deepEqual(await sentTo(), ['ann@example.com', 'ben@example.com']);
+    assert.equal((await dora.get(`/email/batch/${batchId}`)).json().status, 'Completed');
+  });
+});
