@@ -1,0 +1,36 @@
+import { useState } from 'preact/hooks';
+
+/**
+ * A button for a change that cannot be undone (a deletion): the first press asks, in words,
+ * what will happen; only "Yes, …" does it.
+ */
+export function Confirm(props: {
+  label: string;
+  question: string;
+  yes: string;
+  no: string;
+  busy?: boolean;
+  onConfirm: () => Promise<boolean>;
+}) {
+  const [asking, setAsking] = useState(false);
+  if (!asking)
+    return (
+      <button type="button" class="danger" onClick={() => setAsking(true)} disabled={props.busy}>
+        {props.label}
+      </button>
+    );
+  const confirm = async () => {
+    if (await props.onConfirm()) setAsking(false);
+  };
+  return (
+    <fieldset class="confirm" aria-label={props.label}>
+      <p>{props.question}</p>
+      <button type="button" class="danger" onClick={confirm} disabled={props.busy}>
+        {props.yes}
+      </button>
+      <button type="button" onClick={() => setAsking(false)}>
+        {props.no}
+      </button>
+    </fieldset>
+  );
+}
