@@ -114,12 +114,13 @@ const FIELD_NAMES: Record<string, Target> = {
 
 /**
  * A first mapping from the header: a field by its name (the export's names among them), then a
- * property by its name in any case; the rest ignored. Each field or property goes to one column only.
+ * property by its name in any case, spaces and punctuation aside (`First name` is firstName); the
+ * rest ignored. Each field or property goes to one column only.
  */
 export function guessMapping(header: readonly string[], properties: readonly string[]): Target[] {
   const taken = new Set<Target>();
   return header.map((name) => {
-    const property = properties.find((p) => p.toLowerCase() === name.trim().toLowerCase());
+    const property = properties.find((p) => squash(p) === squash(name));
     const target: Target = FIELD_NAMES[squash(name)] ?? (property ? `property:${property}` : 'ignore');
     if (target === 'ignore' || taken.has(target)) return 'ignore';
     taken.add(target);

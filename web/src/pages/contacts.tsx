@@ -144,7 +144,14 @@ export function Contacts() {
     if (what) navigate(withQuery('/contacts', what));
   };
   return (
-    <Page title="Contacts">
+    <Page
+      title="Contacts"
+      actions={
+        <Link href="/contacts/import" class="button">
+          Import contacts
+        </Link>
+      }
+    >
       <search aria-label="Find a person">
         <form class="inline-form" onSubmit={search}>
           <label>

@@ -52,7 +52,14 @@ function NewList(props: { onCreated: () => void }) {
 export function Lists() {
   const lists = useLoad(listsOf, 'lists');
   return (
-    <Page title="Lists">
+    <Page
+      title="Lists"
+      actions={
+        <Link href="/contacts/import" class="button">
+          Import contacts
+        </Link>
+      }
+    >
       <NewList onCreated={lists.reload} />
       <Show loaded={lists}>
         {(data) => (
