@@ -29,7 +29,7 @@ forEachDatabase((dialect) => {
   let refused: string[] = [];
 
   before(async () => {
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:' } });
     await api.t.app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
     alice = await api.client();
@@ -245,8 +245,9 @@ forEachDatabase((dialect) => {
     await browser.look('list-exported');
   });
 
-  it('finds a person by number: the contact, the SMS sent to it and its suppression', async () => {
-    const number = `91${mobile(4)}`;
+  it('finds a person by number, and a message by its id: the contact, its SMS and its suppression', async () => {
+    // c2, whose SMS opt-in the edit above set: a number without consent is not sent to.
+    const number = `91${mobile(2)}`;
     const queueId = await alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Hello',
@@ -255,12 +256,21 @@ forEachDatabase((dialect) => {
     await api.drain();
     await alice.post('/sms/suppressions', { number, reason: 'asked by phone' });
     await open('/contacts', 'Contacts');
-    await page.getByLabel('Number or address').fill(`+91 ${mobile(4)}`);
+    await page.getByLabel('Number or address').fill(`+91 ${mobile(2)}`);
     await page.getByRole('button', { name: 'Search' }).click();
-    await row(table('Contacts found'), 'c4@example.com').waitFor();
+    await row(table('Contacts found'), 'ada@example.com').waitFor();
     await row(table('SMS sends to the number, newest first'), queueId).waitFor();
     await row(table('SMS suppressions of the number'), 'asked by phone').waitFor();
     await browser.look('person');
+
+    // A message id finds the message, its send and whom it went to.
+    const messageId = (await alice.get(`/sms/${queueId}`)).json().recipients[0].messageId as string;
+    await page.getByLabel('Number or address').fill(messageId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    const message = page.getByRole('region', { name: 'Message', exact: true });
+    await message.getByRole('link', { name: queueId }).waitFor();
+    await message.getByRole('link', { name: number }).click();
+    await row(table('Contacts found'), 'ada@example.com').waitFor();
 
     await page.getByLabel('Number or address').fill('c5@example.com');
     await page.getByRole('button', { name: 'Search' }).click();

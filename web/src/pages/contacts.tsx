@@ -1,11 +1,12 @@
 import { useState } from 'preact/hooks';
-import { get, withQuery } from '../api.ts';
+import { ApiError, get, withQuery } from '../api.ts';
 import { useLoad, usePages } from '../load.ts';
-import { Link, navigate, useLocation } from '../router.tsx';
+import { IdLink, Link, navigate, useLocation } from '../router.tsx';
 import type { Contact, ContactList, Suppression } from '../types.ts';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
+import { Status } from '../components/status.tsx';
 import { SEND_COLUMNS } from '../components/send.tsx';
 import { Time } from '../components/zone.tsx';
 import { EmailBatchRow, emailBatchesPage } from './email.tsx';
@@ -46,12 +47,15 @@ export const propertiesOf = () =>
     body.properties.map((p) => p.propertyname),
   );
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /**
- * What was typed, as the API's search takes it: an address (it has an @), or a number's country code
- * and digits, its spaces, +, dashes and brackets left out.
+ * What was typed, as the API's search takes it: a message id (a UUID), an address (it has an @), or
+ * a number's country code and digits, its spaces, +, dashes and brackets left out.
  */
-function searchOf(typed: string): { email: string } | { mobile: string } | null {
+function searchOf(typed: string): { email: string } | { mobile: string } | { message: string } | null {
   const text = typed.trim();
+  if (UUID.test(text)) return { message: text.toLowerCase() };
   if (text.includes('@')) return { email: text };
   const digits = text.replace(/[\s+().-]/g, '');
   return /^[0-9]{4,18}$/.test(digits) ? { mobile: digits } : null;
@@ -118,6 +122,63 @@ function AddressSends(props: { email: string }) {
   );
 }
 
+/** `GET /messages/{messageId}`: one message, SMS or email, with the send it belongs to. */
+interface Message {
+  channel: 'sms' | 'email';
+  queueId?: string;
+  batchId?: string;
+  messageId: string;
+  recipient?: string;
+  email?: string;
+  status: string;
+  reason: string | null;
+}
+
+/** A message found by its id: its send, its recipient (a link to find that person) and its status. */
+function MessageFound(props: { messageId: string }) {
+  const path = `/messages/${encodeURIComponent(props.messageId)}`;
+  const found = useLoad(
+    () =>
+      get<Message>(path).catch((error: Error) => {
+        if (error instanceof ApiError && error.status === 404) return null;
+        throw error;
+      }),
+    path,
+  );
+  return (
+    <Part title="Message" id="message-found">
+      <Show loaded={found}>
+        {(m) => {
+          if (m === null) return <p>No message of this account has that id.</p>;
+          const sendId = m.queueId ?? m.batchId ?? '';
+          const address = m.recipient ?? m.email ?? '';
+          const person = m.channel === 'sms' ? { mobile: address } : { email: address };
+          return (
+            <dl class="facts">
+              <dt>Message id</dt>
+              <dd class="mono id">{m.messageId}</dd>
+              <dt>{m.channel === 'sms' ? 'SMS send' : 'Email batch'}</dt>
+              <dd>
+                <IdLink href={`/${m.channel}/${sendId}`} id={sendId} />
+              </dd>
+              <dt>To</dt>
+              <dd>
+                <Link href={withQuery('/contacts', person)}>{address}</Link>
+              </dd>
+              <dt>Status</dt>
+              <dd>
+                <Status word={m.status} />
+              </dd>
+              <dt>Reason</dt>
+              <dd>{m.reason ?? '—'}</dd>
+            </dl>
+          );
+        }}
+      </Show>
+    </Part>
+  );
+}
+
 /**
  * Finds a person by a number or an address: the contacts that hold it, the sends that reached it
  * and its suppression. The search is in the URL (?email= or ?mobile=), so Back returns to it.
@@ -126,7 +187,8 @@ export function Contacts() {
   const { query } = useLocation();
   const email = query.get('email') ?? '';
   const mobile = query.get('mobile') ?? '';
-  const [typed, setTyped] = useState(email || mobile);
+  const message = query.get('message') ?? '';
+  const [typed, setTyped] = useState(email || mobile || message);
   const [unclear, setUnclear] = useState(false);
   const searched = email !== '' || mobile !== '';
   const found = useLoad(
@@ -167,13 +229,16 @@ export function Contacts() {
           </label>
           <button type="submit">Search</button>
           <span id="person-hint" class="muted">
-            An email address, or a mobile with its country code (919812345678).
+            An email address, a mobile with its country code (919812345678), or a message id.
           </span>
         </form>
       </search>
       {unclear && (
-        <ErrorMessage error={new Error('Type an email address, or a number: its country code and digits.')} />
+        <ErrorMessage
+          error={new Error('Type an email address, a number (its country code and digits) or a message id.')}
+        />
       )}
+      {message !== '' && <MessageFound key={message} messageId={message} />}
       {searched && (
         <>
           <Part title="Contacts" id="person-contacts">
