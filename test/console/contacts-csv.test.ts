@@ -100,7 +100,7 @@ it('checks each row by the API rules, naming the problems of the bad ones by lin
   const file = parseCsv(
     [
       'email,countryCode,mobile,sms,mail,firstName,id',
-      'ada@example.com,+91,98123 45678,yes,FALSE,Ada,',
+      'ada@example.com,+ 91,(98123) 45-678,yes,FALSE,Ada,',
       'not an address,91,9812345679,,,,',
       ',91,12345,maybe,,,',
       ',,,true,,Nobody,',

@@ -171,6 +171,11 @@ export interface ContactRules {
 
 export type CheckedRow = { line: number; entry: ContactEntry } | { line: number; problems: string[] };
 
+/** A country code as people write it (`+91`, `+ 44`), as the API takes it: digits only. */
+export const countryCodeDigits = (typed: string) => typed.trim().replace(/^\+\s*/, '');
+/** A number as people write it (`98123 45678`, `7911-123.456`): spaces, dashes, dots and brackets left out. */
+export const numberDigits = (typed: string) => typed.trim().replace(/[\s.()-]/g, '');
+
 const CONTACT_ID = /^[1-9][0-9]{0,15}$/;
 /** The API's property value: at most 4,000 characters (crm/schemas.ts). */
 const MAX_PROPERTY_VALUE = 4000;
@@ -206,10 +211,8 @@ export function checkRows(file: CsvFile, mapping: readonly Target[], rules: Cont
       else entry.email = email;
     }
 
-    const countryCode = cell('mobileCountryCode')
-      .replace(/^\+/, '')
-      .replace(/[\s.()-]/g, '');
-    const number = cell('mobileNumber').replace(/[\s.()-]/g, '');
+    const countryCode = countryCodeDigits(cell('mobileCountryCode'));
+    const number = numberDigits(cell('mobileNumber'));
     if (countryCode !== '' || number !== '') {
       if (countryCode === '') problems.push('a mobile number needs its country code');
       else if (number === '') problems.push('a country code needs its mobile number');

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
+import { countryCodeDigits, numberDigits } from '../contacts-csv.ts';
 import { useLoad, usePages } from '../load.ts';
 import { IdLink, Link } from '../router.tsx';
 import type { Contact, ContactList, ContactMessage } from '../types.ts';
@@ -112,14 +113,15 @@ const draftOf = (contact: Contact, properties: string[]): Draft => {
 };
 
 /**
- * The PATCH body of what the form changed. A blank email or mobile is left out: the API keeps a
- * blank field's value, so neither can be removed (docs/contacts.md).
+ * The PATCH body of what the form changed, a mobile's parts as digits (as the import sends them).
+ * A blank email or mobile is left out: the API keeps a blank field's value, so neither can be
+ * removed (docs/contacts.md).
  */
 function patchOf(before: Draft, after: Draft): Record<string, unknown> {
   const patch: Record<string, unknown> = {};
   if (after.email.trim() !== before.email && after.email.trim() !== '') patch.email = after.email.trim();
-  const cc = after.mobileCountryCode.trim();
-  const number = after.mobileNumber.trim();
+  const cc = countryCodeDigits(after.mobileCountryCode);
+  const number = numberDigits(after.mobileNumber);
   if ((cc !== before.mobileCountryCode || number !== before.mobileNumber) && (cc !== '' || number !== '')) {
     patch.mobileCountryCode = cc;
     patch.mobileNumber = number;

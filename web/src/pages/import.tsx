@@ -33,6 +33,8 @@ interface BatchStatus {
   updated: Outcome | null;
   skipped: Outcome | null;
   error: string | null;
+  /** A queued batch whose job failed and will be tried again. */
+  retrying: { failedAttempts: number; maxAttempts: number; lastError: string } | null;
 }
 
 /** One batch of the import as it goes: its lines, then its id and status, or why it was refused. */
@@ -106,6 +108,12 @@ function BadRows(props: { rows: CheckedRow[] }) {
   );
 }
 
+const retryingOf = (status: BatchStatus | undefined) =>
+  status?.retrying
+    ? `Attempt ${status.retrying.failedAttempts} of ${status.retrying.maxAttempts} failed ` +
+      `(${status.retrying.lastError}); it will be tried again.`
+    : '';
+
 function Results(props: { batches: SentBatch[]; total: number }) {
   const format = useNumber();
   const applied = props.batches
@@ -140,7 +148,7 @@ function Results(props: { batches: SentBatch[]; total: number }) {
             <td>{count(b.status?.inserted)}</td>
             <td>{count(b.status?.updated)}</td>
             <td>{count(b.status?.skipped)}</td>
-            <td class="wrap">{b.refused?.join('; ') ?? b.status?.error ?? ''}</td>
+            <td class="wrap">{b.refused?.join('; ') ?? b.status?.error ?? retryingOf(b.status)}</td>
           </tr>
         ))}
       </Table>
