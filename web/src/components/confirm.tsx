@@ -1,8 +1,9 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 
 /**
  * A button for a change that cannot be undone (a deletion): the first press asks, in words,
- * what will happen; only "Yes, …" does it.
+ * what will happen; only "Yes, …" does it. The question takes the focus, on the button that keeps
+ * things as they are, so a keyboard user hears it and a stray Enter changes nothing.
  */
 export function Confirm(props: {
   label: string;
@@ -13,6 +14,10 @@ export function Confirm(props: {
   onConfirm: () => Promise<boolean>;
 }) {
   const [asking, setAsking] = useState(false);
+  const keep = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) keep.current?.focus();
+  }, [asking]);
   if (!asking)
     return (
       <button type="button" class="danger" onClick={() => setAsking(true)} disabled={props.busy}>
@@ -28,7 +33,7 @@ export function Confirm(props: {
       <button type="button" class="danger" onClick={confirm} disabled={props.busy}>
         {props.yes}
       </button>
-      <button type="button" onClick={() => setAsking(false)}>
+      <button type="button" ref={keep} onClick={() => setAsking(false)}>
         {props.no}
       </button>
     </fieldset>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
-import { countryCodeDigits, numberDigits } from '../contacts-csv.ts';
+import { type Draft, draftOf, patchOf } from '../contact-form.ts';
 import { useLoad, usePages } from '../load.ts';
 import { IdLink, Link } from '../router.tsx';
 import type { Contact, ContactList, ContactMessage } from '../types.ts';
@@ -91,49 +91,6 @@ function Field(props: {
   );
 }
 
-type Draft = {
-  email: string;
-  mobileCountryCode: string;
-  mobileNumber: string;
-  mobileOptIn: boolean;
-  emailOptIn: boolean;
-  properties: Record<string, string>;
-};
-
-const draftOf = (contact: Contact, properties: string[]): Draft => {
-  const values = new Map(contact.propertyfields.map((p) => [p.propertyname, p.propertyvalue]));
-  return {
-    email: contact.email ?? '',
-    mobileCountryCode: contact.mobileCountryCode ?? '',
-    mobileNumber: contact.mobileNumber ?? '',
-    mobileOptIn: contact.mobileOptIn,
-    emailOptIn: contact.emailOptIn,
-    properties: Object.fromEntries(properties.map((name) => [name, values.get(name) ?? ''])),
-  };
-};
-
-/**
- * The PATCH body of what the form changed, a mobile's parts as digits (as the import sends them).
- * A blank email or mobile is left out: the API keeps a blank field's value, so neither can be
- * removed (docs/contacts.md).
- */
-function patchOf(before: Draft, after: Draft): Record<string, unknown> {
-  const patch: Record<string, unknown> = {};
-  if (after.email.trim() !== before.email && after.email.trim() !== '') patch.email = after.email.trim();
-  const cc = countryCodeDigits(after.mobileCountryCode);
-  const number = numberDigits(after.mobileNumber);
-  if ((cc !== before.mobileCountryCode || number !== before.mobileNumber) && (cc !== '' || number !== '')) {
-    patch.mobileCountryCode = cc;
-    patch.mobileNumber = number;
-  }
-  if (after.mobileOptIn !== before.mobileOptIn) patch.mobileOptIn = after.mobileOptIn;
-  if (after.emailOptIn !== before.emailOptIn) patch.emailOptIn = after.emailOptIn;
-  const changed = Object.keys(after.properties).filter((name) => after.properties[name] !== before.properties[name]);
-  if (changed.length > 0)
-    patch.propertyfields = changed.map((name) => ({ propertyname: name, propertyvalue: after.properties[name] }));
-  return patch;
-}
-
 function EditContact(props: { contact: Contact; properties: string[]; onSaved: (contact: Contact) => void }) {
   const { contact, properties } = props;
   const before = draftOf(contact, properties);
@@ -154,7 +111,7 @@ function EditContact(props: { contact: Contact; properties: string[]; onSaved: (
       void change.run(async () => {}, 'Nothing was changed.');
       return;
     }
-    const names = ((patch.propertyfields ?? []) as Array<{ propertyname: string }>).map((p) => p.propertyname);
+    const names = (patch.propertyfields ?? []).map((p) => p.propertyname);
     setSent(names);
     void change.run(async () => {
       const saved = await request<Contact>('PATCH', `/contacts/${contact.contactId}`, patch);

@@ -87,6 +87,9 @@ function Mapping(props: {
   );
 }
 
+/** Bad rows listed at most: a wrong mapping makes every row bad, and 100,000 items would stall the page. */
+const SHOWN_BAD_ROWS = 500;
+
 /** The rows that will not be sent, by line, each with every problem found. */
 function BadRows(props: { rows: CheckedRow[] }) {
   const bad = props.rows.filter((row): row is { line: number; problems: string[] } => 'problems' in row);
@@ -98,12 +101,15 @@ function BadRows(props: { rows: CheckedRow[] }) {
         {format(bad.length)} {bad.length === 1 ? 'row is' : 'rows are'} not good and will not be sent:
       </p>
       <ul class="problems" aria-label="Rows not sent">
-        {bad.map((row) => (
+        {bad.slice(0, SHOWN_BAD_ROWS).map((row) => (
           <li key={row.line}>
             Line {row.line}: {row.problems.join('; ')}
           </li>
         ))}
       </ul>
+      {bad.length > SHOWN_BAD_ROWS && (
+        <p>And {format(bad.length - SHOWN_BAD_ROWS)} more: fix these first, or check the mapping of the columns.</p>
+      )}
     </div>
   );
 }
