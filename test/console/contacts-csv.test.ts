@@ -87,6 +87,11 @@ it("guesses the mapping from the export's names, common words and the account's 
     'ignore',
   ]);
   assert.deepEqual(guessMapping(['email', 'Email'], []), ['email', 'ignore'], 'a field goes to one column');
+  assert.deepEqual(
+    guessMapping(contactCsvHeader(['firstName']), ['firstName']),
+    ['contactId', 'email', 'mobileCountryCode', 'mobileNumber', 'mobileOptIn', 'emailOptIn', 'property:firstName'],
+    "an export's header maps unchanged",
+  );
 });
 
 it('refuses a mapping without an identity, with half a mobile or a target twice', () => {
