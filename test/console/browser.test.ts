@@ -251,7 +251,7 @@ forEachDatabase((dialect) => {
     await browser.look('email-batch');
 
     await open('/contacts', 'Contacts');
-    await page.getByLabel('Email').fill('ada@example.com');
+    await page.getByLabel('Number or address').fill('ada@example.com');
     await page.getByRole('button', { name: 'Search' }).click();
     await row(table('Contacts found'), 'ada@example.com').getByRole('link').click();
     await heading('Contact').waitFor();

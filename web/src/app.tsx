@@ -6,7 +6,9 @@ import { zoneOf } from './time.ts';
 import type { Session } from './types.ts';
 import { NotFound } from './components/states.tsx';
 import { ZoneContext } from './components/zone.tsx';
-import { ContactPage, Contacts } from './pages/contacts.tsx';
+import { ContactPage } from './pages/contact.tsx';
+import { Contacts } from './pages/contacts.tsx';
+import { ImportContacts } from './pages/import.tsx';
 import { EmailBatches, EmailBatchPage } from './pages/email.tsx';
 import { ListPage, Lists } from './pages/lists.tsx';
 import { Overview } from './pages/overview.tsx';
@@ -28,6 +30,7 @@ const ROUTES: Array<[string, (p: Params) => JSX.Element]> = [
   ['/email/:batchId', (p) => <EmailBatchPage key={p.batchId} batchId={p.batchId} />],
   ['/verify', () => <Verify />],
   ['/contacts', () => <Contacts />],
+  ['/contacts/import', () => <ImportContacts />],
   ['/contacts/:contactId', (p) => <ContactPage key={p.contactId} contactId={p.contactId} />],
   ['/lists', () => <Lists />],
   ['/lists/:listId', (p) => <ListPage key={p.listId} listId={p.listId} />],

@@ -19,8 +19,9 @@ import {
 } from '../components/send.tsx';
 import { Num, Time, useNumber } from '../components/zone.tsx';
 
-export const emailBatchesPage = (cursor: string | undefined, limit = 20) =>
-  get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit })).then(
+/** The email batches, newest first; with `email`, those that include the address. */
+export const emailBatchesPage = (cursor: string | undefined, limit = 20, email?: string) =>
+  get<{ batches: EmailSummary[]; nextCursor: string | null }>(withQuery('/email/batch', { cursor, limit, email })).then(
     (page) => ({ items: page.batches, nextCursor: page.nextCursor }),
   );
 

@@ -1,17 +1,66 @@
-import { get, withQuery } from '../api.ts';
+import { useState } from 'preact/hooks';
+import { get, request, withQuery } from '../api.ts';
+import { contactCsvHeader, contactCsvRow, toCsv } from '../contacts-csv.ts';
 import { useLoad, usePages } from '../load.ts';
-import { Link } from '../router.tsx';
-import type { Contact } from '../types.ts';
-import { Page } from '../components/page.tsx';
-import { Show } from '../components/states.tsx';
+import { Link, navigate } from '../router.tsx';
+import type { Contact, ContactList } from '../types.ts';
+import { useChange } from '../components/change.ts';
+import { Confirm } from '../components/confirm.tsx';
+import { Page, Part } from '../components/page.tsx';
+import { ErrorMessage, Show } from '../components/states.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
-import { Time } from '../components/zone.tsx';
-import { CONTACT_COLUMNS, ContactRow, listsOf } from './contacts.tsx';
+import { Num, Time } from '../components/zone.tsx';
+import { ALL_CONTACTS, CONTACT_COLUMNS, ContactRow, listsOf, propertiesOf } from './contacts.tsx';
+
+function NewList(props: { onCreated: () => void }) {
+  const [name, setName] = useState('');
+  const change = useChange();
+  const create = (event: Event) => {
+    event.preventDefault();
+    const wanted = name.trim();
+    void change.run(async () => {
+      await request('POST', '/lists', { name: wanted });
+      setName('');
+      props.onCreated();
+    }, `The list ${wanted} is created.`);
+  };
+  return (
+    <>
+      <form class="inline-form" onSubmit={create} aria-label="Create a list">
+        <label for="new-list-name">New list's name</label>
+        <input
+          id="new-list-name"
+          type="text"
+          required
+          maxLength={100}
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+          autocomplete="off"
+        />
+        <button type="submit" disabled={change.busy}>
+          Create list
+        </button>
+      </form>
+      {change.error && <ErrorMessage error={change.error} />}
+      <p role="status" class="notice">
+        {change.notice}
+      </p>
+    </>
+  );
+}
 
 export function Lists() {
   const lists = useLoad(listsOf, 'lists');
   return (
-    <Page title="Lists">
+    <Page
+      title="Lists"
+      actions={
+        <Link href="/contacts/import" class="button">
+          Import contacts
+        </Link>
+      }
+    >
+      <NewList onCreated={lists.reload} />
       <Show loaded={lists}>
         {(data) => (
           <Table caption="Lists" head={['Name', 'List id', 'Created']} rows={data.length}>
@@ -33,9 +82,142 @@ export function Lists() {
   );
 }
 
+/** A page of the export: as many as a page of GET /lists/{listId}/contacts holds. */
+const EXPORT_PAGE = 1000;
+
+/**
+ * The list's contacts as a CSV file, made in the browser from every page of
+ * GET /lists/{listId}/contacts, then saved through an object URL: nothing is kept on the server.
+ */
+function ExportList(props: { list: ContactList }) {
+  const [read, setRead] = useState<number | null>(null);
+  const change = useChange();
+  const exportCsv = () =>
+    change.run(async () => {
+      const properties = await propertiesOf();
+      const rows = [contactCsvHeader(properties)];
+      const path = `/lists/${props.list.listId}/contacts`;
+      let cursor: string | undefined;
+      setRead(0);
+      do {
+        const page = await get<{ contacts: Contact[]; nextCursor: string | null }>(
+          withQuery(path, { limit: EXPORT_PAGE, cursor }),
+        );
+        for (const contact of page.contacts) rows.push(contactCsvRow(contact, properties));
+        setRead(rows.length - 1);
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined);
+      save(toCsv(rows), `${props.list.name}.csv`);
+    }, 'The CSV file is saved.');
+  return (
+    <Part title="Export" id="list-export">
+      <p>Every contact of the list, a row each: its fields, then a column for each property.</p>
+      <button type="button" onClick={exportCsv} disabled={change.busy}>
+        Export CSV
+      </button>
+      <p role="status" class="muted">
+        {read !== null && change.busy && (
+          <>
+            <Num n={read} /> contacts read…
+          </>
+        )}
+      </p>
+      {change.error && <ErrorMessage error={change.error} />}
+      <p role="status" class="notice">
+        {change.notice && read !== null && (
+          <>
+            <Num n={read} /> contacts exported. {change.notice}
+          </>
+        )}
+      </p>
+    </Part>
+  );
+}
+
+function save(text: string, name: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name.replace(/[\\/:*?"<>|]/g, '_');
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The download has taken the URL once click() returns; a later revoke frees the memory.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+function RenameList(props: { list: ContactList; onRenamed: (list: ContactList) => void }) {
+  const [name, setName] = useState(props.list.name);
+  const change = useChange();
+  const rename = (event: Event) => {
+    event.preventDefault();
+    const wanted = name.trim();
+    void change.run(async () => {
+      props.onRenamed(await request<ContactList>('PATCH', `/lists/${props.list.listId}`, { name: wanted }));
+    }, `The list is renamed ${wanted}.`);
+  };
+  return (
+    <>
+      <form class="inline-form" onSubmit={rename} aria-label="Rename the list">
+        <label for="list-name">Name</label>
+        <input
+          id="list-name"
+          type="text"
+          required
+          maxLength={100}
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+          autocomplete="off"
+        />
+        <button type="submit" disabled={change.busy}>
+          Rename list
+        </button>
+      </form>
+      {change.error && <ErrorMessage error={change.error} />}
+      <p role="status" class="notice">
+        {change.notice}
+      </p>
+    </>
+  );
+}
+
+function ManageList(props: { list: ContactList; onRenamed: (list: ContactList) => void }) {
+  const change = useChange();
+  if (props.list.name === ALL_CONTACTS)
+    return (
+      <Part title="Manage" id="list-manage">
+        <p class="muted">All contacts is every contact of the account: it cannot be renamed, deleted or left.</p>
+      </Part>
+    );
+  const remove = () =>
+    change.run(async () => {
+      await request('DELETE', `/lists/${props.list.listId}`);
+      navigate('/lists');
+    }, 'The list is deleted.');
+  return (
+    <Part title="Manage" id="list-manage">
+      <RenameList list={props.list} onRenamed={props.onRenamed} />
+      <p>
+        Deleting a list takes its memberships, never its contacts. A list that a scheduled or unfinished send names
+        cannot be deleted until the send is cancelled or started.
+      </p>
+      <Confirm
+        label="Delete list"
+        question={`Delete the list ${props.list.name}? Its contacts stay.`}
+        yes="Yes, delete the list"
+        no="Keep the list"
+        busy={change.busy}
+        onConfirm={remove}
+      />
+      {change.error && <ErrorMessage error={change.error} />}
+    </Part>
+  );
+}
+
 export function ListPage(props: { listId: string }) {
   const path = `/lists/${encodeURIComponent(props.listId)}/contacts`;
   const lists = useLoad(listsOf, 'lists');
+  const [renamed, setRenamed] = useState<ContactList | null>(null);
   const pages = usePages(
     (cursor) =>
       get<{ contacts: Contact[]; nextCursor: string | null }>(withQuery(path, { cursor, limit: 50 })).then((page) => ({
@@ -44,12 +226,12 @@ export function ListPage(props: { listId: string }) {
       })),
     path,
   );
-  const name =
-    lists.state === 'done' ? lists.data.find((list) => list.listId === props.listId.toLowerCase())?.name : undefined;
+  const list =
+    renamed ?? (lists.state === 'done' ? lists.data.find((l) => l.listId === props.listId.toLowerCase()) : undefined);
   return (
     <Show loaded={pages.first}>
       {() => (
-        <Page title={name === undefined ? 'List' : `List ${name}`}>
+        <Page title={list === undefined ? 'List' : `List ${list.name}`}>
           <PagedTable
             caption="Contacts of the list"
             head={CONTACT_COLUMNS}
@@ -57,6 +239,8 @@ export function ListPage(props: { listId: string }) {
             row={(c) => <ContactRow key={c.contactId} contact={c} />}
             empty="The list has no contacts."
           />
+          {list && <ExportList list={list} />}
+          {list && <ManageList list={list} onRenamed={setRenamed} />}
         </Page>
       )}
     </Show>

@@ -19,11 +19,14 @@ import {
   useSendRead,
 } from '../components/send.tsx';
 
-export const smsSendsPage = (cursor: string | undefined, limit = 20) =>
-  get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit })).then((page) => ({
-    items: page.sends,
-    nextCursor: page.nextCursor,
-  }));
+/** The SMS requests, newest first; with `recipient`, those that include the number. */
+export const smsSendsPage = (cursor: string | undefined, limit = 20, recipient?: string) =>
+  get<{ sends: SmsSummary[]; nextCursor: string | null }>(withQuery('/sms', { cursor, limit, recipient })).then(
+    (page) => ({
+      items: page.sends,
+      nextCursor: page.nextCursor,
+    }),
+  );
 
 export const SmsSendRow = (props: { send: SmsSummary }) => (
   <SendRow href={`/sms/${props.send.queueId}`} id={props.send.queueId} summary={props.send} />
