@@ -64,7 +64,7 @@ forEachDatabase((dialect) => {
     assert.equal(single.statusCode, 400, 'a passcode has no recipient time zone');
   });
 
-  it("sends at the time on each recipient's clock: its timeZone, its country's zone across DST, else the account's", async () => {
+  it("sends at each recipient's time: its timeZone, its country's zone across DST, else the account's", async () => {
     const settings = await api.t.app.inject({
       method: 'PATCH',
       url: '/account',
