@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { dryRunAudience } from '../../src/messaging/dry-run.ts';
 import { ADMIN_TOKEN, bearer, errorFields } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -109,6 +110,31 @@ forEachDatabase((dialect) => {
         willSend: 3,
         notSent: { noConsent: 1, suppressed: 1, duplicate: 8 },
       });
+    });
+
+    it('counts and orders the same whatever the size of its ranges', async () => {
+      const listId = await seed(alice);
+      const [everyone] = (await alice.get('/lists')).json().lists;
+      const run = async (rangeSize: number) => {
+        const seen: string[] = [];
+        const count = await dryRunAudience(
+          api.t.ctx.database.reads,
+          dialect,
+          {
+            channel: 'sms',
+            accountId: alice.account.row.id,
+            listIds: [everyone.listId, listId],
+            recipients: [{ address: numbers.E, tags: {} }],
+            given: 2,
+          },
+          (recipients) => seen.push(...recipients.map((r) => r.address)),
+          rangeSize,
+        );
+        return { count, seen };
+      };
+      const whole = await run(1000);
+      assert.deepEqual(whole.seen, [numbers.E, numbers.A, numbers.B]);
+      for (const rangeSize of [1, 2, 3]) assert.deepEqual(await run(rangeSize), whole, `ranges of ${rangeSize}`);
     });
 
     it('writes nothing: no send, job, link, webhook, usage or Idempotency-Key record', async () => {
