@@ -73,7 +73,7 @@ const ZONES = [
 
 const listMobile = (n: number) => `9198${String(n).padStart(8, '0')}`;
 
-/** The wall-clock time 13.5 hours ahead of UTC's, without an offset: past at UTC+14:00, ahead in every zone of ZONES. */
+/** The time 13.5 hours ahead of UTC's clock, without an offset: past at UTC+14:00, ahead in every zone of ZONES. */
 const aheadOfEveryZone = () => new Date(Date.now() + 13.5 * 3_600_000).toISOString().slice(0, 19);
 
 async function until(what: string, seconds: number, done: () => Promise<boolean>): Promise<void> {

@@ -69,9 +69,19 @@ export interface DueCheck {
 export function splitDue(rows: PageRow[], check: DueCheck, now: number): { go: PageRow[]; held: Hold[] } {
   const go: PageRow[] = [];
   const held: Hold[] = [];
+  // A page's recipients share a few zones: each zone's instant of the local time is found once.
+  const instants = new Map<string | number, number>();
+  const localInstant = (zone: Zone, local: LocalDelivery) => {
+    const key = 'name' in zone ? zone.name : zone.offsetMinutes;
+    const known = instants.get(key);
+    if (known !== undefined) return known;
+    const at = instantOf(zone, local);
+    instants.set(key, at);
+    return at;
+  };
   for (const row of rows) {
     const { zone } = check.zoneOf(row.address, rowProperties(row, check.names), check.accountOffsetMinutes);
-    const local = check.localDelivery && instantOf(zone, check.localDelivery);
+    const local = check.localDelivery && localInstant(zone, check.localDelivery);
     if (local && local > now) {
       held.push({ id: Number(row.id), dueAt: local, reason: LOCAL_TIME_REASON });
       continue;

@@ -53,16 +53,26 @@ function formatterOf(name: string): Intl.DateTimeFormat {
  * is not a zone here.
  */
 export function zoneName(given: string): string | undefined {
+  if (names.has(given)) return names.get(given);
   const trimmed = given.trim();
-  if (trimmed === '' || trimmed.length > 64 || /^[+-]/.test(trimmed)) return undefined;
-  try {
-    const name = new Intl.DateTimeFormat('en-US', { timeZone: trimmed }).resolvedOptions().timeZone;
-    formatterOf(name);
-    return name;
-  } catch {
-    return undefined;
+  let name: string | undefined;
+  if (trimmed !== '' && trimmed.length <= 64 && !/^[+-]/.test(trimmed)) {
+    try {
+      name = new Intl.DateTimeFormat('en-US', { timeZone: trimmed }).resolvedOptions().timeZone;
+      formatterOf(name);
+    } catch {
+      name = undefined;
+    }
   }
+  // Contacts' values are few and repeat: each is resolved once (a formatter costs about 20 µs).
+  if (names.size >= MAX_NAMES) names.clear();
+  names.set(given, name);
+  return name;
 }
+
+/** zoneName's answers by the value given, at most MAX_NAMES of them. */
+const names = new Map<string, string | undefined>();
+const MAX_NAMES = 10_000;
 
 /** Minutes east of UTC in `zone` at `instant` (epoch ms), daylight saving time included. */
 export function offsetAt(zone: Zone, instant: number): number {
