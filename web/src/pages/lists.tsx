@@ -12,24 +12,32 @@ import { PagedTable, Table } from '../components/table.tsx';
 import { Num, Time } from '../components/zone.tsx';
 import { ALL_CONTACTS, CONTACT_COLUMNS, ContactRow, listsOf, propertiesOf } from './contacts.tsx';
 
-function NewList(props: { onCreated: () => void }) {
-  const [name, setName] = useState('');
+/** A form of one list name: `submit` is given it trimmed; `done` words the notice after. */
+function ListNameForm(props: {
+  id: string;
+  purpose: string;
+  label: string;
+  button: string;
+  initial: string;
+  submit: (name: string) => Promise<void>;
+  done: (name: string) => string;
+}) {
+  const [name, setName] = useState(props.initial);
   const change = useChange();
-  const create = (event: Event) => {
+  const submit = (event: Event) => {
     event.preventDefault();
     const wanted = name.trim();
     void change.run(async () => {
-      await request('POST', '/lists', { name: wanted });
-      setName('');
-      props.onCreated();
-    }, `The list ${wanted} is created.`);
+      await props.submit(wanted);
+      setName(props.initial === '' ? '' : wanted);
+    }, props.done(wanted));
   };
   return (
     <>
-      <form class="inline-form" onSubmit={create} aria-label="Create a list">
-        <label for="new-list-name">New list's name</label>
+      <form class="inline-form" onSubmit={submit} aria-label={props.purpose}>
+        <label for={props.id}>{props.label}</label>
         <input
-          id="new-list-name"
+          id={props.id}
           type="text"
           required
           maxLength={100}
@@ -38,7 +46,7 @@ function NewList(props: { onCreated: () => void }) {
           autocomplete="off"
         />
         <button type="submit" disabled={change.busy}>
-          Create list
+          {props.button}
         </button>
       </form>
       {change.error && <ErrorMessage error={change.error} />}
@@ -46,6 +54,23 @@ function NewList(props: { onCreated: () => void }) {
         {change.notice}
       </p>
     </>
+  );
+}
+
+function NewList(props: { onCreated: () => void }) {
+  return (
+    <ListNameForm
+      id="new-list-name"
+      purpose="Create a list"
+      label="New list's name"
+      button="Create list"
+      initial=""
+      submit={async (name) => {
+        await request('POST', '/lists', { name });
+        props.onCreated();
+      }}
+      done={(name) => `The list ${name} is created.`}
+    />
   );
 }
 
@@ -147,37 +172,18 @@ function save(text: string, name: string): void {
 }
 
 function RenameList(props: { list: ContactList; onRenamed: (list: ContactList) => void }) {
-  const [name, setName] = useState(props.list.name);
-  const change = useChange();
-  const rename = (event: Event) => {
-    event.preventDefault();
-    const wanted = name.trim();
-    void change.run(async () => {
-      props.onRenamed(await request<ContactList>('PATCH', `/lists/${props.list.listId}`, { name: wanted }));
-    }, `The list is renamed ${wanted}.`);
-  };
   return (
-    <>
-      <form class="inline-form" onSubmit={rename} aria-label="Rename the list">
-        <label for="list-name">Name</label>
-        <input
-          id="list-name"
-          type="text"
-          required
-          maxLength={100}
-          value={name}
-          onInput={(e) => setName(e.currentTarget.value)}
-          autocomplete="off"
-        />
-        <button type="submit" disabled={change.busy}>
-          Rename list
-        </button>
-      </form>
-      {change.error && <ErrorMessage error={change.error} />}
-      <p role="status" class="notice">
-        {change.notice}
-      </p>
-    </>
+    <ListNameForm
+      id="list-name"
+      purpose="Rename the list"
+      label="Name"
+      button="Rename list"
+      initial={props.list.name}
+      submit={async (name) =>
+        props.onRenamed(await request<ContactList>('PATCH', `/lists/${props.list.listId}`, { name }))
+      }
+      done={(name) => `The list is renamed ${name}.`}
+    />
   );
 }
 
