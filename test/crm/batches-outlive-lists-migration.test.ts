@@ -17,7 +17,7 @@ forEachDatabase((dialect) => {
 
   it('keeps every batch as it was, and keeps it when its list is deleted; the status check stays', async () => {
     const migrator = new Migrator({ db: t.db, provider: { getMigrations: async () => migrations } });
-    assert.ifError((await migrator.migrateTo('0033_smart_encoding')).error);
+    assert.ifError((await migrator.migrateTo('0034_quiet_hours')).error);
     const account = await createAccount(t.db, new ManualClock(), {
       userName: 'alice@example.com',
       password: 'a long enough password',
