@@ -1,12 +1,11 @@
 import type { AppContext } from '../context.ts';
-import { badRequest } from '../errors.ts';
 import { dryRunAudience, type AudienceCount } from '../messaging/dry-run.ts';
 import { propertyNames, rowProperties } from '../messaging/pipeline.ts';
 import { compileEmail } from './compile.ts';
 import { renderedText, type RecipientUrls } from './render.ts';
 import type { EmailBatchRequest } from './schemas.ts';
 import { TRACKING_PATHS } from './tracking.ts';
-import { checkEmailRequest, prepareEmail } from './validate.ts';
+import { checkedEmailDraft } from './prepare.ts';
 
 /** The token of the preview's unsubscribe link: each recipient's own is made when it is sent. */
 export const UNSUBSCRIBE_STAND_IN = 'TOKEN';
@@ -32,9 +31,7 @@ export async function emailDryRun(
   preview: number,
 ): Promise<EmailDryRun> {
   const db = ctx.database.reads;
-  const { draft, errors } = checkEmailRequest(body, account, ctx.clock.now());
-  if (errors.length > 0) throw badRequest('The email batch is not valid.', errors);
-  const { html } = await prepareEmail(db, account.id, draft, { defaultEmailDomain: ctx.config.defaultEmailDomain });
+  const { draft, html } = await checkedEmailDraft(ctx, body, account, ctx.clock.now());
   const compiled = compileEmail(
     { subject: draft.subject, preheader: draft.preheader, html, from: draft.from, replyTo: draft.replyTo },
     { tracking: true },

@@ -5,7 +5,25 @@ import { addressStanding } from '../messaging/recipients.ts';
 import { sealedTags } from '../messaging/sealed-tags.ts';
 import type { PreparedEmail } from './accept.ts';
 import type { EmailBatchRequest } from './schemas.ts';
-import { checkEmailRequest, prepareEmail } from './validate.ts';
+import { checkEmailRequest, prepareEmail, type EmailDraft } from './validate.ts';
+
+/**
+ * An `/email/batch` request checked (400, 422), as its draft and the HTML it sends (the
+ * campaign's, when it names one): what the batch and its dry run (dry-run.ts) both start from.
+ */
+export async function checkedEmailDraft(
+  ctx: Pick<AppContext, 'config' | 'database'>,
+  body: EmailBatchRequest,
+  account: { id: string; timeZoneOffset: string },
+  now: number,
+): Promise<{ draft: EmailDraft; html: string }> {
+  const { draft, errors } = checkEmailRequest(body, account, now);
+  if (errors.length > 0) throw badRequest('The email batch is not valid.', errors);
+  const { html } = await prepareEmail(ctx.database.reads, account.id, draft, {
+    defaultEmailDomain: ctx.config.defaultEmailDomain,
+  });
+  return { draft, html };
+}
 
 /**
  * An `/email/batch` request checked (400, 422) and made ready to write. `passcode`: a Verify
@@ -20,11 +38,7 @@ export async function prepareEmailRequest(
   options: { passcode?: boolean } = {},
 ): Promise<PreparedEmail> {
   const now = ctx.clock.now();
-  const { draft, errors } = checkEmailRequest(body, account, now);
-  if (errors.length > 0) throw badRequest('The email batch is not valid.', errors);
-  const { html } = await prepareEmail(ctx.database.reads, account.id, draft, {
-    defaultEmailDomain: ctx.config.defaultEmailDomain,
-  });
+  const { draft, html } = await checkedEmailDraft(ctx, body, account, now);
   const sendId = newSendId();
   let contactId: number | null | undefined;
   if (options.passcode) {

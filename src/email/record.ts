@@ -127,17 +127,21 @@ export async function loadEmailPage(
  * first recipient again when some are held, since they are behind its cursor.
  */
 async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
-  const next = await trx
-    .selectFrom('send_recipients')
-    .select((eb) => [eb.fn.min('retry_at').as('retry'), eb.fn.min('due_at').as('due')])
-    .where('send_id', '=', sendId)
-    .where((eb) => eb.or([eb('retry_at', 'is not', null), eb('due_at', 'is not', null)]))
-    .executeTakeFirst();
-  const times = [next?.retry, next?.due].filter((at) => at !== null && at !== undefined).map(Number);
-  if (times.length === 0) return completeSend(trx, sendId, now, lease);
-  if (next?.due !== null && next?.due !== undefined)
-    await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
-  return { retryAt: Math.min(...times) };
+  // Each from its own partial index (send_recipients_retry, send_recipients_due): a seek each.
+  const earliest = async (column: 'retry_at' | 'due_at') => {
+    const row = await trx
+      .selectFrom('send_recipients')
+      .select((eb) => eb.fn.min(column).as('at'))
+      .where('send_id', '=', sendId)
+      .where(column, 'is not', null)
+      .executeTakeFirst();
+    return row?.at === null || row?.at === undefined ? null : Number(row.at);
+  };
+  const retry = await earliest('retry_at');
+  const due = await earliest('due_at');
+  if (retry === null && due === null) return completeSend(trx, sendId, now, lease);
+  if (due !== null) await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
+  return { retryAt: Math.min(retry ?? Number.POSITIVE_INFINITY, due ?? Number.POSITIVE_INFINITY) };
 }
 
 /** Recipients held until their own clock's time (messaging/holds.ts), in a transaction of their own. */

@@ -204,17 +204,19 @@ export function emailSendHandler(deps: {
             accountOffsetMinutes: await accountOffsetMinutes(database.db, started.accountId),
           }
         : null;
-      const load = async (cursor: number): Promise<PageRow[]> => {
-        for (;;) {
-          const rows = await loadEmailPage(database.db, started.accountId, sendId, cursor, clock.now());
+      const read = (cursor: number) => loadEmailPage(database.db, started.accountId, sendId, cursor, clock.now());
+      // A page's recipients that go now. Those held are written first, in a transaction of their
+      // own, so the next read passes over them; a page held whole gives way to the next one.
+      const going = async (page: PageRow[], cursor: number): Promise<PageRow[]> => {
+        for (let rows = page; ; rows = await read(cursor)) {
           if (!due || rows.length === 0) return rows;
           const { go, held } = splitDue(rows, due, clock.now());
-          // Held first, in a transaction of their own: the next read passes over them.
           if (held.length > 0) await database.call(holdEmailRecipients, { held, now: clock.now() });
           if (go.length > 0) return go;
         }
       };
-      const send = { ...started, sendId, firstPage: due ? await load(started.cursor) : started.firstPage };
+      const load = async (cursor: number) => going(await read(cursor), cursor);
+      const send = { ...started, sendId, firstPage: await going(started.firstPage, started.cursor) };
       const openedOwn = (row: PageRow) =>
         passcode ? openedTags(row.tags!, sendId, row.address, deps.encryptionKey) : row.tags!;
       const renderer = deps.renderPool.open({
