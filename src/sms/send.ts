@@ -102,7 +102,7 @@ interface PageResults {
   /** The last recipient id of the page: where the next page starts. */
   cursor: number;
   outcomes: Outcome[];
-  /** Recipients held by quiet hours, not handed over (messaging/holds.ts). */
+  /** Recipients held until a due time (quiet hours, their own clock's time), not handed over (messaging/holds.ts). */
   held: Hold[];
   /** Every status each message went through, in order. */
   steps: Step[];
