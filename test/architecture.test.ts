@@ -44,7 +44,7 @@ const LAYERS: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
     modules: ['webhooks/', 'crm/', 'auth/', 'accounts/', 'senders/', 'links/', 'messaging/', 'console/'],
   },
   { name: 'channels', modules: ['sms/', 'email/'] },
-  { name: 'products over the channels', modules: ['verify/'] },
+  { name: 'products over the channels', modules: ['verify/', 'privacy/'] },
   { name: 'transports and simulators', modules: ['sms/transports/', 'email/transports/', 'sim/'] },
   { name: 'entry points', modules: ['server/', 'cli/'] },
 ];

@@ -92,6 +92,28 @@ export async function findContact(db: Db, accountId: string, contactId: number):
   return (await contactViews(db, accountId, [row]))[0];
 }
 
+/**
+ * Every contact of the account holding one of these numbers (E.164 digits) or addresses (as
+ * stored: lower-cased), in id order, shown as `GET /contacts/{id}` shows them: a person's
+ * contacts for a subject access request (privacy/export.ts). Two seeks, on the contacts_mobile
+ * and contacts_email indexes, rather than one OR that a planner may answer with a scan.
+ */
+export async function contactsHolding(
+  db: Db,
+  accountId: string,
+  identifiers: { mobiles: readonly string[]; emails: readonly string[] },
+): Promise<ContactView[]> {
+  const holding = (column: 'mobile' | 'email', values: readonly string[]) =>
+    values.length === 0
+      ? []
+      : db.selectFrom('contacts').selectAll().where('account_id', '=', accountId).where(column, 'in', values).execute();
+  const found = [...(await holding('mobile', identifiers.mobiles)), ...(await holding('email', identifiers.emails))];
+  const rows = [...new Map(found.map((row) => [Number(row.id), row])).values()].sort(
+    (a, b) => Number(a.id) - Number(b.id),
+  );
+  return contactViews(db, accountId, rows);
+}
+
 /** One search answers at most this many contacts (several may share an email or a mobile). */
 const SEARCH_LIMIT = 100;
 

@@ -103,7 +103,7 @@ type HistoryRow = Selectable<Schema['recipient_history']>;
  * SPEC §3's events only), when its message was queued: at the send's creation, or when a
  * scheduled one started; Cancelled when the send of a cancelled recipient was.
  */
-function readHistory(
+export function readHistory(
   send: Selectable<Schema['sends']>,
   channel: Channel,
   rows: Array<{ id: number; status: string }>,

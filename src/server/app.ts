@@ -24,6 +24,7 @@ import { smsRoutingRoutes } from '../sms/routing/routes.ts';
 import { emailRoutes } from '../email/routes.ts';
 import { messagingRoutes } from '../messaging/routes.ts';
 import { linkRoutes } from '../links/routes.ts';
+import { privacyRoutes } from '../privacy/routes.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import { rememberedRefusals, systemResolver, type Resolver } from '../webhooks/destination.ts';
 import { registerQueueMetrics } from '../queue/metrics.ts';
@@ -97,6 +98,7 @@ export async function buildApp(
   verifyRoutes(app, ctx);
   emailRoutes(app, ctx);
   messagingRoutes(app, ctx);
+  privacyRoutes(app, ctx);
   await consoleRoutes(app, ctx);
   linkRoutes(app, ctx);
 
