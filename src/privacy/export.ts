@@ -111,10 +111,18 @@ async function messagesPage(
 
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
 
-/** A recipient's own tags as stored, when its send's content is shown (sealed ones never are). */
-function tagsOf(row: RecipientRow, shown: ContentState, sealedTags: boolean): Record<string, string> | null {
-  if (shown !== 'available' || sealedTags || row.tags === null) return null;
-  return JSON.parse(row.tags) as Record<string, string>;
+/**
+ * The tags that filled a recipient's text when its send's content is shown (sealed ones never
+ * are): a single request's own (sends.content, its one recipient's), under the recipient's row's.
+ */
+function tagsOf(
+  row: RecipientRow,
+  shown: ContentState,
+  sealedTags: boolean,
+  sendTags: Record<string, string> = {},
+): Record<string, string> | null {
+  if (shown !== 'available' || sealedTags) return null;
+  return { ...sendTags, ...(row.tags === null ? {} : (JSON.parse(row.tags) as Record<string, string>)) };
 }
 
 /**
@@ -173,7 +181,7 @@ async function messageViews(db: Db, accountId: string, shown: Record<Channel, Re
           state === 'available' && 'body' in stored
             ? { senderName: stored.senderName, body: stored.body }
             : { senderName: null, body: null },
-        tags: tagsOf(row, state, 'sealed' in stored),
+        tags: tagsOf(row, state, 'sealed' in stored, 'tags' in stored ? stored.tags : undefined),
         history: history.map((h) => ({ status: h.status, at: iso(h.at) })),
       };
     }),

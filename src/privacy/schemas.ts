@@ -24,7 +24,8 @@ const ContentState = Type.Union([Type.Literal('available'), Type.Literal('sealed
   description: 'available, sealed (isBodyEncrypted: never shown) or purged (retention); content null unless available.',
 });
 const Tags = Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
-  description: "The request's own tags for this recipient, as given; null when its content is not shown.",
+  description:
+    "The tags that filled this recipient's text, as the request gave them; null when its content is not shown.",
 });
 
 /** A recipient's message as the send's read shows it, with its send's id, times and content. */

@@ -150,6 +150,27 @@ forEachDatabase((dialect) => {
     assert.equal((await ok(bob, '/privacy/export?email=ada%40example.com')).email.length, 1, "bob's own batch only");
   });
 
+  it('shows what was sent with its tags, and never the text or tags of an encrypted SMS', async () => {
+    const tags = [{ tagName: '[code]', tagValue: '482913' }];
+    const single = { recipient: '919812345601', senderName: 'HERALD', personalizationSubstitutionTags: tags };
+    const plain = await sent(alice, '/sms/single', { ...single, body: 'Your code is [code]' });
+    const sealed = await sent(alice, '/sms/single', { ...single, body: 'Secret [code]', isBodyEncrypted: true });
+    const found = await ok(alice, '/privacy/export?mobile=919812345601');
+    assert.deepEqual(
+      found.sms.map((m: { queueId: string; contentState: string; content: object; tags: object }) => [
+        m.queueId,
+        m.contentState,
+        m.content,
+        m.tags,
+      ]),
+      [
+        [plain, 'available', { senderName: 'HERALD', body: 'Your code is [code]' }, { '[code]': '482913' }],
+        [sealed, 'sealed', { senderName: null, body: null }, null],
+      ],
+    );
+    assert.ok(!JSON.stringify(found).includes('Secret'));
+  });
+
   it('pages messages, SMS then email, with the person carried by the first page only', async () => {
     await alice.upsert([ada]);
     const smsIds = [
