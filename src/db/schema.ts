@@ -539,6 +539,32 @@ export interface VerifyRollupTable {
   blocked_prefix: number;
 }
 
+/** An erasure of one person's data (0036, privacy/erasures.ts). */
+export interface ErasuresTable {
+  id: string;
+  account_id: string;
+  status: 'Processing' | 'Completed' | 'Failed';
+  /** Who asked: `token` or `console`. */
+  requested_by: string;
+  /** JSON array of the erased identifiers' keyed hashes. */
+  hashes: string;
+  /** JSON {mobiles, emails} sealed under ENCRYPTION_KEY while the job runs; null once done. */
+  sealed_identifiers: string | null;
+  contacts: Generated<number>;
+  messages: Generated<number>;
+  created_at: number;
+  completed_at: number | null;
+}
+
+/** The suppression of an erased person: the keyed hash of their number or address (0036). */
+export interface ErasedSuppressionsTable {
+  account_id: string;
+  channel: 'sms' | 'email';
+  hash: string;
+  reason: string;
+  created_at: number;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -581,4 +607,6 @@ export interface Schema {
   contact_id_counters: ContactIdCountersTable;
   list_members: ListMembersTable;
   contact_batches: ContactBatchesTable;
+  erasures: ErasuresTable;
+  erased_suppressions: ErasedSuppressionsTable;
 }

@@ -22,6 +22,7 @@ import {
 import { AppError } from '../errors.ts';
 import { isBackground, Turns } from './priority.ts';
 import type { Procedure } from './procedure.ts';
+import { registerFunctions } from './sqlite-functions.ts';
 import { beginImmediate, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
@@ -262,6 +263,7 @@ export function openSqlite(
               const native = new DatabaseSync(path);
               native.exec('PRAGMA busy_timeout = 5000');
               native.exec('PRAGMA query_only = ON');
+              registerFunctions(native);
               return new Statements(native);
             },
           }),

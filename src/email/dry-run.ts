@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { dryRunAudience, type AudienceCount } from '../messaging/dry-run.ts';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { propertyNames, rowProperties } from '../messaging/pipeline.ts';
 import { compileEmail } from './compile.ts';
 import { renderedText, type RecipientUrls } from './render.ts';
@@ -25,7 +26,7 @@ export interface EmailDryRun {
  * links show where they lead, and the unsubscribe link a stand-in token: tokens are made at send.
  */
 export async function emailDryRun(
-  ctx: Pick<AppContext, 'clock' | 'config' | 'database'>,
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
   body: EmailBatchRequest,
   account: { id: string; timeZoneOffset: string },
   preview: number,
@@ -47,6 +48,7 @@ export async function emailDryRun(
       channel: 'email',
       accountId: account.id,
       listIds: draft.listIds,
+      erasureKey: await erasureKey(ctx.database.db, ctx.encryptionKey),
       recipients: draft.recipients.map((r) => ({ address: r.address, tags: r.tags })),
       given: body.recipients?.length ?? 0,
     },

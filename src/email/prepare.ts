@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { badRequest, unprocessable } from '../errors.ts';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { newSendId } from '../messaging/accept.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import { sealedTags } from '../messaging/sealed-tags.ts';
@@ -43,7 +44,10 @@ export async function prepareEmailRequest(
   let contactId: number | null | undefined;
   if (options.passcode) {
     const [{ address }] = draft.recipients;
-    const standing = await addressStanding(ctx.database.reads, 'email', account.id, address, { optIn: false });
+    const standing = await addressStanding(ctx.database.reads, 'email', account.id, address, {
+      optIn: false,
+      erasureKey: await erasureKey(ctx.database.db, ctx.encryptionKey),
+    });
     if (standing.refusal)
       throw unprocessable('The email may not be sent to this recipient.', [
         { field: 'recipients[0].to', message: standing.refusal },

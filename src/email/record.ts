@@ -59,7 +59,10 @@ export function retryAt(deferredAt: number, attempts: number, now: number): numb
 export const startEmailSend = procedure(
   import.meta.url,
   'startEmailSend',
-  async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
+  async (
+    { db, dialect },
+    args: { sendId: string; now: number; erasureKey: Buffer },
+  ): Promise<StartedSend | 'expanding' | null> =>
     db.transaction().execute((trx) =>
       startSend(
         trx,

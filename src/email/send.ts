@@ -1,5 +1,6 @@
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
@@ -165,7 +166,10 @@ export function emailSendHandler(deps: {
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
-      const started = await expandedSend(deps, run, () => database.call(startEmailSend, { sendId, now: clock.now() }));
+      const erasure = await erasureKey(database.db, deps.encryptionKey);
+      const started = await expandedSend(deps, run, () =>
+        database.call(startEmailSend, { sendId, now: clock.now(), erasureKey: erasure }),
+      );
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;
       // A Verify code goes untracked: a login mail is not a campaign, and its clicks are nobody's business.

@@ -288,7 +288,13 @@ export interface RefusingSend {
 export async function startSend(
   trx: Db,
   dialect: DialectName,
-  args: { sendId: string; now: number; load: (accountId: string, cursor: number) => Promise<PageRow[]> },
+  args: {
+    sendId: string;
+    now: number;
+    /** The key of erased identifiers' hashes (erased-identifiers.ts), for their suppressions. */
+    erasureKey: Buffer;
+    load: (accountId: string, cursor: number) => Promise<PageRow[]>;
+  },
   onRefused?: (send: RefusingSend, refused: Array<{ address: string; reason: string | null }>) => Promise<void>,
 ): Promise<StartedSend | 'expanding' | null> {
   const send = await trx.selectFrom('sends').selectAll().where('id', '=', args.sendId).executeTakeFirst();
@@ -309,6 +315,7 @@ export async function startSend(
       allContactsListId: await defaultListId(trx, send.account_id),
       after: send.expanded_through,
       now: args.now,
+      erasureKey: args.erasureKey,
     });
     if (onRefused && send.webhook_url !== null)
       await post(await refusedInRange(trx, channel, send.id, send.expanded_through, through));
@@ -334,6 +341,7 @@ export async function startSend(
       accountId: send.account_id,
       sendId: send.id,
       now: args.now,
+      erasureKey: args.erasureKey,
       tally,
     }),
   );

@@ -1,9 +1,10 @@
-import { sql, type Kysely, type OperationNodeSource, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type OperationNodeSource, type RawBuilder } from 'kysely';
 import { chunkOf } from '../db/chunks.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { inJson } from '../db/in-json.ts';
 import type { Schema } from '../db/schema.ts';
 import { enqueueMany, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
+import { ERASED_PREFIX } from './erased-identifiers.ts';
 
 /**
  * The messaging statements that differ by database. Rows travel as ONE JSON parameter of
@@ -54,6 +55,13 @@ const SQLITE = {
 
   /** Whether the send `s` names the list among its list_ids (a JSON array). */
   sendNamesList: (listId: string) => sql<boolean>`exists (select 1 from json_each(s.list_ids) where value = ${listId})`,
+
+  /**
+   * The keyed hash of an address as erased-identifiers.ts makes it (erasedAddress), in SQL: by
+   * the function every SQLite connection of Herald's registers (db/sqlite-functions.ts).
+   */
+  erasedAddress: (key: Buffer, ref: Expression<string>): RawBuilder<string> =>
+    sql<string>`${ERASED_PREFIX} || hmac_sha256(${key}, ${ref})`,
 
   /** Addresses as a table with one column, `address`, to select from (the dry run's request recipients). */
   addressTable: (addresses: readonly string[]) =>
@@ -112,6 +120,17 @@ const POSTGRES: typeof SQLITE = {
   epochMs: (ms) => sql`${ms}::bigint`,
 
   recipientsToSends: sql`join`,
+
+  // HMAC (RFC 2104) from PostgreSQL's own sha256(), the key padded to SHA-256's 64-byte block:
+  // pgcrypto's hmac() would need an extension installed.
+  erasedAddress: (key, ref) => {
+    const block = Buffer.alloc(64);
+    key.copy(block);
+    const inner = Buffer.from(block.map((byte) => byte ^ 0x36));
+    const outer = Buffer.from(block.map((byte) => byte ^ 0x5c));
+    return sql<string>`${ERASED_PREFIX} || encode(sha256(${outer}::bytea
+                         || sha256(${inner}::bytea || convert_to(${ref}, 'UTF8'))), 'hex')`;
+  },
 
   addressTable: (addresses) => sql`(select unnest(${addresses}::text[]) as address)`,
 

@@ -1,5 +1,6 @@
 import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { DialectName } from '../db/database.ts';
+import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
 import type { FieldError } from '../errors.ts';
@@ -50,6 +51,8 @@ export interface Audience {
   /** The send's lists; the account's `All contacts` among them means every contact. */
   listIds: string[];
   allContactsListId: string;
+  /** The key of erased identifiers' hashes (erased-identifiers.ts), for their suppressions. */
+  erasureKey: Buffer;
 }
 
 /**
@@ -98,11 +101,19 @@ export function audienceRules(dialect: DialectName, a: Audience) {
     /**
      * The reason the address is suppressed, or null: a subquery on the suppression's key, not a
      * join, which PostgreSQL planned by a table's stale statistics as a scan of the account's
-     * suppressions for each recipient.
+     * suppressions for each recipient. Then the suppressions of erased people, by the address's
+     * keyed hash, computed only for an account that has any (both databases evaluate the
+     * uncorrelated exists once per statement).
      */
     suppression: (ref: Expression<string>) =>
-      sql<string | null>`(select s.reason from suppressions s
-                           where s.account_id = ${a.accountId} and s.channel = ${a.channel} and s.address = ${ref})`,
+      sql<string | null>`coalesce(
+        (select s.reason from suppressions s
+          where s.account_id = ${a.accountId} and s.channel = ${a.channel} and s.address = ${ref}),
+        case when exists (select 1 from erased_suppressions e
+                           where e.account_id = ${a.accountId} and e.channel = ${a.channel})
+             then (select e.reason from erased_suppressions e
+                    where e.account_id = ${a.accountId} and e.channel = ${a.channel}
+                      and e.hash = ${queries[dialect].erasedAddress(a.erasureKey, ref)}) end)`,
     lacksConsent: (ref: Expression<string>) =>
       sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)} and not c.${sql.raw(optIn)})`,
     latestContact: (ref: Expression<string>, field: 'id' | 'properties') =>
@@ -235,6 +246,7 @@ export async function releaseDueRecipients(
     accountId: string;
     sendId: string;
     now: number;
+    erasureKey: Buffer;
     tally: { add(accountId: string, channel: Channel, status: string, count: { messages: number }): void };
   },
 ): Promise<Array<{ id: number; address: string; reason: string | null }>> {
@@ -244,6 +256,7 @@ export async function releaseDueRecipients(
     accountId: r.accountId,
     listIds: [],
     allContactsListId: '',
+    erasureKey: r.erasureKey,
   });
   const address = sql<string>`send_recipients.address`;
   const now = queries[dialect].epochMs(r.now);
@@ -330,23 +343,26 @@ export interface AddressStanding {
  * An address settled at once rather than by a worker's expansion: `/sms/single` answers 422
  * with the refusal, so a one-time passcode never vanishes behind a 202, and an immediate one
  * is stored already expanded (its contact found here), so its worker only reads and sends.
- * `optIn: false` (Verify's codes, which are not marketing): only a suppression refuses.
+ * `optIn: false` (Verify's codes, which are not marketing): only a suppression refuses, an
+ * erased person's (by the address's keyed hash, `erasureKey`) as any other.
  */
 export async function addressStanding(
   db: Db,
   channel: Channel,
   accountId: string,
   address: string,
-  options: { optIn: boolean } = { optIn: true },
+  options: { optIn: boolean; erasureKey: Buffer },
 ): Promise<AddressStanding> {
   const { address: column, optIn } = CHANNEL[channel];
   // One round trip: the address's contacts, most recent first, each row carrying the
   // suppression's reason; a suppressed address no contact holds comes as one row without one.
   const { rows } = await sql<{ id: number | null; opted_in: boolean | number | null; suppressed: string | null }>`
-    select c.id, c.${sql.raw(optIn)} as opted_in, s.reason as suppressed
+    select c.id, c.${sql.raw(optIn)} as opted_in, coalesce(s.reason, e.reason) as suppressed
       from (select 1) one
       left join contacts c on c.account_id = ${accountId} and c.${sql.raw(column)} = ${address}
       left join suppressions s on s.account_id = ${accountId} and s.channel = ${channel} and s.address = ${address}
+      left join erased_suppressions e on e.account_id = ${accountId} and e.channel = ${channel}
+                and e.hash = ${erasedAddress(options.erasureKey, address)}
      order by c.updated_at desc, c.id desc`.execute(db);
   const contactId = rows[0]?.id == null ? null : Number(rows[0].id);
   const suppressed = rows[0]?.suppressed ?? null;

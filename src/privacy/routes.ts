@@ -5,11 +5,15 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { badRequest } from '../errors.ts';
 import { errorResponses } from '../http/schemas.ts';
-import { exportPerson, type Identifier } from './export.ts';
-import { ExportPage, ExportQuery } from './schemas.ts';
+import { exportPerson } from './export.ts';
+import type { Identifier } from './person.ts';
+import { readErasure, requestErasure } from './service.ts';
+import { ErasureAccepted, ErasureBody, ErasureParams, ErasureRequest, ExportPage, ExportQuery } from './schemas.ts';
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
 const tags = ['privacy'];
+/** An erasure writes to the CRM's tables: it shares the contacts' limits. */
+const erasing = { auth: 'account', rateLimitGroup: 'contacts' } as const;
 
 /**
  * The person asked about, written as sends store them: a mobile as `GET /sms?recipient=` takes
@@ -57,5 +61,39 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
         given: identifierOf(request.query),
         cursor: request.query.cursor,
       }),
+  );
+
+  r.post(
+    '/privacy/erasures',
+    {
+      config: erasing,
+      schema: {
+        tags,
+        summary:
+          'Erase a person: their number or address, and every one their contacts hold, from every message and ' +
+          'record of the account, keeping counts; they stay suppressed',
+        body: ErasureRequest,
+        response: { 202: ErasureAccepted, ...errorResponses(400, 401, 429) },
+      },
+    },
+    async (request, reply) => {
+      const given = identifierOf(request.body);
+      const requestedBy = request.consoleSession === null ? 'token' : 'console';
+      return reply.code(202).send(await requestErasure(ctx, request.account.id, given, requestedBy));
+    },
+  );
+
+  r.get(
+    '/privacy/erasures/:erasureId',
+    {
+      config: erasing,
+      schema: {
+        tags,
+        summary: 'An erasure: whether it is done, and how many contacts and messages it erased',
+        params: ErasureParams,
+        response: { 200: ErasureBody, ...errorResponses(400, 401, 404, 429) },
+      },
+    },
+    async (request) => readErasure(ctx.db, request.account.id, request.params.erasureId),
   );
 }

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { Contact } from '../crm/schemas.ts';
-import { PageCursor } from '../http/schemas.ts';
+import { PageCursor, Uuid } from '../http/schemas.ts';
 
-/** `GET /privacy/export`: exactly one of `mobile` and `email` (the handler checks the "one"). */
-export const ExportQuery = Type.Object({
+/** The person asked about, by exactly one of `mobile` and `email` (the handler checks the "one"). */
+const PersonFields = {
   mobile: Type.Optional(
     Type.String({
       pattern: '^[0-9]{4,18}$',
@@ -14,8 +14,10 @@ export const ExportQuery = Type.Object({
   email: Type.Optional(
     Type.String({ minLength: 1, maxLength: 254, description: 'The person by an email address. Not with mobile.' }),
   ),
-  cursor: Type.Optional(PageCursor(40)),
-});
+};
+
+/** `GET /privacy/export`. */
+export const ExportQuery = Type.Object({ ...PersonFields, cursor: Type.Optional(PageCursor(40)) });
 
 const IsoTime = Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
@@ -97,4 +99,20 @@ export const ExportPage = Type.Object({
     { description: 'SMS replies from their numbers.' },
   ),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** `POST /privacy/erasures`. */
+export const ErasureRequest = Type.Object(PersonFields, { additionalProperties: false });
+
+export const ErasureAccepted = Type.Object({ erasureId: Type.String({ format: 'uuid' }) });
+
+export const ErasureParams = Type.Object({ erasureId: Uuid() });
+
+/** `GET /privacy/erasures/{erasureId}`. */
+export const ErasureBody = Type.Object({
+  erasureId: Type.String({ format: 'uuid' }),
+  status: Type.Union([Type.Literal('Processing'), Type.Literal('Completed'), Type.Literal('Failed')]),
+  erased: Type.Object({ contacts: Type.Integer(), messages: Type.Integer() }),
+  createdAt: IsoTime,
+  completedAt: Type.Union([IsoTime, Type.Null()]),
 });

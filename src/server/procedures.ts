@@ -22,6 +22,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   '../messaging/pipeline.ts',
   '../messaging/retention.ts',
   '../messaging/rollup.ts',
+  '../privacy/erasures.ts',
   '../senders/dkim-keys.ts',
   '../senders/domains.ts',
   '../sms/accept.ts',

@@ -5,6 +5,7 @@ import { erasedPending, eraseDeletedValues, pendingErasure } from '../db/erase.t
 import { resealDkimKeys } from '../senders/dkim-keys.ts';
 import { resealSmscUrls } from '../sms/routing/connections.ts';
 import { resealCodeKey } from '../verify/codes.ts';
+import { erasureKey, resealErasureKey } from '../messaging/erased-identifiers.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
 
@@ -39,6 +40,9 @@ export async function prepareStoredSecrets(
     await resealDkimKeys(db, keyring);
     await resealSmscUrls(db, keyring);
     await resealCodeKey(db, keyring);
+    await resealErasureKey(db, keyring);
   }
+  // Made now if it is not yet, so a read (a dry run, on a read-only connection) never has to write it.
+  await erasureKey(db, keyring);
   return loadSigningKey(db, keyring, jwtSecret);
 }

@@ -11,6 +11,8 @@ import { SMS_PURGES } from '../sms/receipts.ts';
 import { INBOUND_PURGES, receiveInboundSms } from '../sms/inbound.ts';
 import { RECEIPT_EXPIRY_KIND, receiptExpiryHandler } from '../sms/expiry.ts';
 import { VERIFY_EXPIRY_KIND, verifyExpiryHandler } from '../verify/expiry.ts';
+import { ERASURE_KIND } from '../privacy/erasures.ts';
+import { erasureHandler } from '../privacy/service.ts';
 import { VERIFY_PURGES } from '../verify/retention.ts';
 import { smsSendHandler } from '../sms/send.ts';
 import { recipientZone } from '../messaging/recipient-zone.ts';
@@ -82,6 +84,8 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.register(RECEIPT_EXPIRY_KIND, receiptExpiryHandler(ctx), { concurrency: 1 });
   // And Verify's codes past their end, expired with their webhooks.
   worker.register(VERIFY_EXPIRY_KIND, verifyExpiryHandler(ctx), { concurrency: 1 });
+  // One person's erasure at a time: each is a few short transactions.
+  worker.register(ERASURE_KIND, erasureHandler(ctx), { concurrency: 1 });
 }
 
 /**

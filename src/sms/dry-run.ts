@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { dryRunAudience, type AudienceCount } from '../messaging/dry-run.ts';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { amountOf } from '../messaging/money.ts';
 import { propertyNames } from '../messaging/pipeline.ts';
 import { compileTemplate } from '../messaging/tags.ts';
@@ -39,7 +40,7 @@ export interface SmsDryRun {
  * dry run makes no code. `preview`: how many of the first recipients to show.
  */
 export async function smsDryRun(
-  ctx: Pick<AppContext, 'clock' | 'config' | 'database'>,
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
   kind: SmsDraft['kind'],
   body: SmsRequest,
   account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
@@ -70,6 +71,7 @@ export async function smsDryRun(
       channel: 'sms',
       accountId: account.id,
       listIds: draft.listIds,
+      erasureKey: await erasureKey(ctx.database.db, ctx.encryptionKey),
       recipients: draft.recipients.map((r) => ({ address: r.mobile, tags: r.tags })),
       given: kind === 'single' ? 1 : ((body as { recipients?: unknown[] }).recipients?.length ?? 0),
     },

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { badRequest, unprocessable } from '../errors.ts';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { newSendId } from '../messaging/accept.ts';
 import { addressStanding } from '../messaging/recipients.ts';
 import type { PreparedSms } from './accept.ts';
@@ -15,7 +16,7 @@ import { checkSmsRequest, prepareSms } from './validate.ts';
  * with `optIn: false` (only a suppression refuses them) and `opensInSandbox`.
  */
 export async function checkedSmsDraft(
-  ctx: Pick<AppContext, 'clock' | 'config' | 'database'>,
+  ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
   kind: SmsDraft['kind'],
   body: SmsRequest,
   account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
@@ -28,6 +29,7 @@ export async function checkedSmsDraft(
     const [recipient] = draft.recipients;
     const { refusal, contactId } = await addressStanding(ctx.database.reads, 'sms', account.id, recipient.mobile, {
       optIn: options.optIn,
+      erasureKey: await erasureKey(ctx.database.db, ctx.encryptionKey),
     });
     if (refusal)
       throw unprocessable('The SMS may not be sent to this recipient.', [{ field: 'recipient', message: refusal }]);

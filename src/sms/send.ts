@@ -1,5 +1,6 @@
 import type { Keyring } from '../sealed.ts';
 import type { Kysely } from 'kysely';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
@@ -53,7 +54,7 @@ import { DEFAULT_SMSC, type OutgoingSms, type SmsTransport, type SubmitResult } 
 type Db = Kysely<Schema>;
 
 /** SMS recipients still to send: one refused for now stays Queued, to be tried again. */
-const PENDING = ['Queued'] as const;
+export const SMS_PENDING = ['Queued'] as const;
 
 /** The webhook's errorCode of a recipient not sent for consent or suppression (ARCHITECTURE.md). */
 export const NOT_SENT = 'not_sent';
@@ -66,14 +67,17 @@ export const NOT_SENT = 'not_sent';
 export const startSmsSend = procedure(
   import.meta.url,
   'startSmsSend',
-  async ({ db, dialect }, args: { sendId: string; now: number }): Promise<StartedSend | 'expanding' | null> =>
+  async (
+    { db, dialect },
+    args: { sendId: string; now: number; erasureKey: Buffer },
+  ): Promise<StartedSend | 'expanding' | null> =>
     db.transaction().execute((trx) =>
       startSend(
         trx,
         dialect,
         {
           ...args,
-          load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, PENDING),
+          load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, SMS_PENDING),
         },
         postRefused(trx, {
           now: args.now,
@@ -145,7 +149,7 @@ export const recordSmsPage = procedure(
       }
       await holdRecipients(trx, page.held, page.now);
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-      const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, PENDING) : 'more';
+      const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, SMS_PENDING) : 'more';
       await tally.write(trx, dialect);
       return finished;
     });
@@ -385,7 +389,10 @@ export function smsSendHandler(deps: {
   return {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as SmsSendJob;
-      const started = await expandedSend(deps, run, () => database.call(startSmsSend, { sendId, now: clock.now() }));
+      const erasure = await erasureKey(database.db, encryptionKey);
+      const started = await expandedSend(deps, run, () =>
+        database.call(startSmsSend, { sendId, now: clock.now(), erasureKey: erasure }),
+      );
       if (!started) return;
       // Opened here, just before rendering: the clear text lives in this job's memory only.
       const send: SendingSms = {
@@ -414,7 +421,7 @@ export function smsSendHandler(deps: {
         ? { window, localDelivery, zoneOf, names, accountOffsetMinutes: offsetMinutes(account!.time_zone_offset) ?? 0 }
         : null;
       const channel: PageChannel<RenderedSms, SubmittedSms> = {
-        ...pendingByStatus(deps, send, PENDING),
+        ...pendingByStatus(deps, send, SMS_PENDING),
         // Read a page at a time: a route change may bring a connection that does not.
         get handsAhead() {
           return transport.skipsAnswered?.() === true;

@@ -112,6 +112,7 @@ forEachDatabase((dialect) => {
           accountId,
           listIds,
           allContactsListId: lists.all,
+          erasureKey: Buffer.alloc(32),
           after,
           now: 2,
           rangeSize,

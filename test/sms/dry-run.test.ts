@@ -124,6 +124,7 @@ forEachDatabase((dialect) => {
             channel: 'sms',
             accountId: alice.account.row.id,
             listIds: [everyone.listId, listId],
+            erasureKey: Buffer.alloc(32),
             recipients: [{ address: numbers.E, tags: {} }],
             given: 2,
           },

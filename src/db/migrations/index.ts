@@ -34,6 +34,7 @@ import * as verify from './0032_verify.ts';
 import * as smartEncoding from './0033_smart_encoding.ts';
 import * as quietHours from './0034_quiet_hours.ts';
 import * as contactBatchesOutliveLists from './0035_contact_batches_outlive_lists.ts';
+import * as erasures from './0036_erasures.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -72,4 +73,5 @@ export const migrations: Record<string, Migration> = {
   '0033_smart_encoding': smartEncoding,
   '0034_quiet_hours': quietHours,
   '0035_contact_batches_outlive_lists': contactBatchesOutliveLists,
+  '0036_erasures': erasures,
 };

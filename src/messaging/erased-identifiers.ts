@@ -1,0 +1,47 @@
+import { createHmac } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { loadSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import type { Keyring } from '../sealed.ts';
+
+/**
+ * An erased person's number or address is kept only as its keyed hash (ARCHITECTURE.md, "Data
+ * rights and management"): in the rows that held it, and in their suppression, so they are never
+ * messaged again. The hash is HMAC-SHA256 under a key Herald makes once and keeps sealed by
+ * ENCRYPTION_KEY (sealed-keys.ts): replacing ENCRYPTION_KEY re-seals the key and leaves every
+ * hash as it was, so the erased stay suppressed; a copy of the database alone cannot test the
+ * numbers of a country against a hash. The same HMAC is computed in SQL (queries.ts,
+ * erasedAddress), so a send's set-based consent checks match an address against the hashes.
+ */
+
+const ERASURE_KEY: SealedKey = { row: 'sealed_erasure_key', purpose: 'herald erased identifiers' };
+
+/** What an erased identifier becomes: never a number (digits) nor an address (with @). */
+export const ERASED_PREFIX = 'erased:';
+
+/** The identifier's keyed hash, as rows and suppressions keep it. */
+export const erasedAddress = (key: Buffer, identifier: string): string =>
+  ERASED_PREFIX + createHmac('sha256', key).update(identifier, 'utf8').digest('hex');
+
+const loaded = new WeakMap<Keyring, Promise<Buffer>>();
+
+/** The key of erased identifiers' hashes: made by the first process that needs it, then read once per process. */
+export function erasureKey(db: Kysely<Schema>, keyring: Keyring): Promise<Buffer> {
+  let key = loaded.get(keyring);
+  if (!key) {
+    key = loadSealedKey(db, keyring, ERASURE_KEY).then((opened) => {
+      if (opened) return opened.export();
+      throw new Error(
+        'ENCRYPTION_KEY: the key of erased identifiers was sealed under another key; give that one in ' +
+          'ENCRYPTION_KEY_PREVIOUS',
+      );
+    });
+    key.catch(() => loaded.delete(keyring));
+    loaded.set(keyring, key);
+  }
+  return key;
+}
+
+/** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (server/stored-secrets.ts). */
+export const resealErasureKey = (db: Kysely<Schema>, keyring: Keyring): Promise<void> =>
+  resealKey(db, keyring, ERASURE_KEY);

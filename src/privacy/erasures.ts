@@ -1,0 +1,467 @@
+import { sql, type Kysely } from 'kysely';
+import { lockAccountContacts } from '../crm/queries.ts';
+import type { DialectName } from '../db/dialect.ts';
+import { procedure } from '../db/procedure.ts';
+import type { Schema } from '../db/schema.ts';
+import { PENDING as EMAIL_PENDING } from '../email/record.ts';
+import { EMAIL_EVENTS_TYPE, emailEvent } from '../email/events.ts';
+import { erasedAddress } from '../messaging/erased-identifiers.ts';
+import { queries as messaging } from '../messaging/queries.ts';
+import { UsageTally } from '../messaging/rollup.ts';
+import { PRIORITY, enqueue } from '../queue/queue.ts';
+import { SMS_STATUS_TYPE, smsStatusEvent } from '../sms/receipts.ts';
+import { NOT_SENT, SMS_PENDING } from '../sms/send.ts';
+import { appendWebhookEvents } from '../webhooks/events.ts';
+import type { Person } from './person.ts';
+import { redactedJson } from './redact.ts';
+
+/**
+ * Erasure (ARCHITECTURE.md, "Data rights and management"; docs/privacy.md): one person's number
+ * and address go from every row of the account that held them. A row keeps its status and
+ * counts, its identifier becomes the keyed hash (messaging/erased-identifiers.ts) and the text
+ * sent to them goes. The request's transaction (beginErasure) suppresses them by hash and ends
+ * their recipients not yet sent, so nothing in flight goes to them after the 202; a job then
+ * works through the inventory (STEPS) in transactions of at most CHUNK rows, each found by an
+ * index on the identifier, so erasing one person costs the same among ten million messages as
+ * among ten. A step is done when it finds nothing left: a job killed halfway starts again at
+ * the first step and passes over what is done.
+ */
+
+type Db = Kysely<Schema>;
+
+export const ERASURE_KIND = 'privacy.erasure';
+
+/** Rows a step changes in one transaction. */
+const CHUNK = 500;
+
+export interface ErasureJob {
+  erasureId: string;
+}
+
+/** What a step is given: the account, the person's identifiers, and the key of their hashes. */
+export interface ErasureArgs extends Person {
+  accountId: string;
+  erasureId: string;
+  erasureKey: Buffer;
+  now: number;
+}
+
+const hashesOf = (key: Buffer, person: Person) => ({
+  sms: person.mobiles.map((m) => ({ clear: m, hash: erasedAddress(key, m) })),
+  email: person.emails.map((e) => ({ clear: e, hash: erasedAddress(key, e) })),
+});
+
+/**
+ * POST /privacy/erasures's transaction: the erasure's record, the person suppressed by hash on
+ * both channels (an existing suppression's reason kept, its clear row gone), their recipients
+ * not yet sent ended NotSent or Dropped, reason `erased` (posted with the hash, never the
+ * number), and the job that erases the rest.
+ */
+export const beginErasure = procedure(
+  import.meta.url,
+  'beginErasure',
+  async (
+    { db, dialect },
+    args: ErasureArgs & { requestedBy: string; sealedIdentifiers: string },
+  ): Promise<{ ended: number }> =>
+    db.transaction().execute(async (trx) => {
+      await lockAccountContacts(trx, dialect, args.accountId);
+      const hashes = hashesOf(args.erasureKey, args);
+      await trx
+        .insertInto('erasures')
+        .values({
+          id: args.erasureId,
+          account_id: args.accountId,
+          status: 'Processing',
+          requested_by: args.requestedBy,
+          hashes: JSON.stringify([...hashes.sms, ...hashes.email].map((h) => h.hash)),
+          sealed_identifiers: args.sealedIdentifiers,
+          created_at: args.now,
+          completed_at: null,
+        })
+        .execute();
+      let ended = 0;
+      for (const channel of ['sms', 'email'] as const) {
+        for (const { clear, hash } of hashes[channel]) {
+          const kept = await trx
+            .deleteFrom('suppressions')
+            .where('account_id', '=', args.accountId)
+            .where('channel', '=', channel)
+            .where('address', '=', clear)
+            .returning('reason')
+            .executeTakeFirst();
+          await trx
+            .insertInto('erased_suppressions')
+            .values({
+              account_id: args.accountId,
+              channel,
+              hash,
+              reason: kept?.reason ?? 'erased',
+              created_at: args.now,
+            })
+            .onConflict((oc) => oc.columns(['account_id', 'channel', 'hash']).doNothing())
+            .execute();
+        }
+        ended += await endUnsent(trx, dialect, args, channel, hashes[channel]);
+      }
+      await trx.updateTable('erasures').set({ messages: ended }).where('id', '=', args.erasureId).execute();
+      await enqueue(trx, {
+        kind: ERASURE_KIND,
+        payload: { erasureId: args.erasureId } satisfies ErasureJob,
+        accountId: args.accountId,
+        now: args.now,
+        idempotencyKey: `${ERASURE_KIND}:${args.erasureId}`,
+        maxAttempts: 10,
+        // The CRM's lane: behind sends and webhooks, as a contact batch.
+        priority: PRIORITY.contactBatch,
+      });
+      return { ended };
+    }),
+);
+
+const UNSENT = {
+  sms: {
+    pending: SMS_PENDING,
+    status: 'NotSent',
+    type: SMS_STATUS_TYPE,
+    event: (r: { send_id: string; message_id: string | null }, hash: string, at: number) =>
+      smsStatusEvent({
+        queueId: r.send_id,
+        messageId: r.message_id,
+        recipient: hash,
+        status: 'Failed',
+        errorCode: NOT_SENT,
+        error: 'not sent: erased',
+        parts: null,
+        at,
+      }),
+  },
+  email: {
+    pending: EMAIL_PENDING,
+    status: 'Dropped',
+    type: EMAIL_EVENTS_TYPE,
+    event: (r: { send_id: string; message_id: string | null }, hash: string, at: number) =>
+      emailEvent({ batchId: r.send_id, messageId: r.message_id, email: hash, event: 'Dropped', reason: 'erased', at }),
+  },
+} as const;
+
+/** The person's recipients on the channel not yet sent: ended, their address already the hash. */
+async function endUnsent(
+  trx: Db,
+  dialect: DialectName,
+  args: ErasureArgs,
+  channel: 'sms' | 'email',
+  identifiers: Array<{ clear: string; hash: string }>,
+): Promise<number> {
+  const unsent = UNSENT[channel];
+  const tally = new UsageTally(args.now);
+  let ended = 0;
+  for (const { clear, hash } of identifiers) {
+    const rows = await trx
+      .updateTable('send_recipients')
+      .set({ status: unsent.status, reason: 'erased', address: hash, tags: null, updated_at: args.now })
+      .where('address', '=', clear)
+      .where('status', 'in', unsent.pending)
+      .where('send_id', 'in', sendsOf(trx, args.accountId, channel))
+      .returning(['id', 'send_id', 'message_id'])
+      .execute();
+    if (rows.length === 0) continue;
+    ended += rows.length;
+    tally.add(args.accountId, channel, unsent.status, { messages: rows.length });
+    await trx
+      .insertInto('recipient_history')
+      .values(rows.map((r) => ({ recipient_id: r.id, status: unsent.status, at: args.now })))
+      .execute();
+    const hooks = await trx
+      .selectFrom('sends')
+      .select(['id', 'webhook_url'])
+      .where('id', 'in', [...new Set(rows.map((r) => r.send_id))])
+      .where('webhook_url', 'is not', null)
+      .execute();
+    for (const send of hooks) {
+      await appendWebhookEvents(
+        trx,
+        { now: () => args.now },
+        {
+          accountId: args.accountId,
+          url: send.webhook_url!,
+          type: unsent.type,
+          events: rows.filter((r) => r.send_id === send.id).map((r) => unsent.event(r, hash, args.now)),
+        },
+      );
+    }
+  }
+  await tally.write(trx, dialect);
+  return ended;
+}
+
+/** The account's sends on the channel, as a subquery. */
+const sendsOf = (db: Db, accountId: string, channel: 'sms' | 'email') =>
+  db.selectFrom('sends').select('id').where('account_id', '=', accountId).where('channel', '=', channel);
+
+/** One step of the erasure's job: changes at most CHUNK rows, and answers how many (0: done). */
+type Step = (trx: Db, dialect: DialectName, args: ErasureArgs) => Promise<{ rows: number; contacts?: number }>;
+
+/** The inventory, in order (docs/privacy.md names each table). */
+const STEPS: Record<string, Step> = {
+  /** The person's contacts and their memberships: their properties go with them. */
+  async contacts(trx, dialect, args) {
+    await lockAccountContacts(trx, dialect, args.accountId);
+    const ids = (
+      await trx
+        .selectFrom('contacts')
+        .select('id')
+        .where('account_id', '=', args.accountId)
+        .where((eb) => eb.or([eb('mobile', 'in', orNone(args.mobiles)), eb('email', 'in', orNone(args.emails))]))
+        .limit(CHUNK)
+        .execute()
+    ).map((c) => c.id);
+    if (ids.length === 0) return { rows: 0 };
+    await trx
+      .deleteFrom('list_members')
+      .where('contact_id', 'in', ids)
+      .where('list_id', 'in', (eb) =>
+        eb.selectFrom('contact_lists').select('id').where('account_id', '=', args.accountId),
+      )
+      .execute();
+    await trx.deleteFrom('contacts').where('account_id', '=', args.accountId).where('id', 'in', ids).execute();
+    await trx
+      .updateTable('sms_inbound')
+      .set({ contact_id: null })
+      .where('account_id', '=', args.accountId)
+      .where('contact_id', 'in', ids)
+      .execute();
+    return { rows: ids.length, contacts: ids.length };
+  },
+  smsRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'sms', args.mobiles),
+  emailRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'email', args.emails),
+  /** The sandbox's copies of what was sent to them: its text (or raw message) with the identifier. */
+  async sandboxSms(trx, dialect, args) {
+    const found = trx
+      .selectFrom('sandbox_sms')
+      .select('id')
+      .where('account_id', '=', args.accountId)
+      .where('recipient', 'in', orNone(args.mobiles))
+      .limit(CHUNK);
+    const result = await trx
+      .updateTable('sandbox_sms')
+      .set({ recipient: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('recipient')), text: '' })
+      .where('id', 'in', found)
+      .executeTakeFirst();
+    return { rows: Number(result.numUpdatedRows) };
+  },
+  async sandboxEmail(trx, dialect, args) {
+    const found = trx
+      .selectFrom('sandbox_email')
+      .select('id')
+      .where('account_id', '=', args.accountId)
+      .where('recipient', 'in', orNone(args.emails))
+      .limit(CHUNK);
+    const result = await trx
+      .updateTable('sandbox_email')
+      .set({ recipient: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('recipient')), raw: '' })
+      .where('id', 'in', found)
+      .executeTakeFirst();
+    return { rows: Number(result.numUpdatedRows) };
+  },
+  /** What they wrote to the account: its sender becomes the hash, its text goes. */
+  async inbound(trx, dialect, args) {
+    const found = trx
+      .selectFrom('sms_inbound')
+      .select('id')
+      .where('account_id', '=', args.accountId)
+      .where('sender', 'in', orNone(args.mobiles))
+      .limit(CHUNK);
+    const result = await trx
+      .updateTable('sms_inbound')
+      .set({ sender: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('sender')), text: '' })
+      .where('id', 'in', found)
+      .executeTakeFirst();
+    return { rows: Number(result.numUpdatedRows) };
+  },
+  /** Their verifications and the sends of codes counted against their number or address. */
+  async verify(trx, dialect, args) {
+    const identifiers = orNone([...args.mobiles, ...args.emails]);
+    const hash = (column: 'recipient') => messaging[dialect].erasedAddress(args.erasureKey, sql.ref(column));
+    const a = await trx
+      .updateTable('verifications')
+      .set({ recipient: hash('recipient') })
+      .where('account_id', '=', args.accountId)
+      .where('recipient', 'in', identifiers)
+      .executeTakeFirst();
+    const b = await trx
+      .updateTable('verification_sends')
+      .set({ recipient: hash('recipient') })
+      .where('account_id', '=', args.accountId)
+      .where('recipient', 'in', identifiers)
+      .executeTakeFirst();
+    return { rows: Number(a.numUpdatedRows) + Number(b.numUpdatedRows) };
+  },
+  /**
+   * Webhook bodies kept for retries and replay, and events not yet gathered into one: the
+   * account's, read whole (a LIKE cannot seek), rewritten where they name the person.
+   */
+  async webhooks(trx, _dialect, args) {
+    const redact = redactedJson(hashesOf(args.erasureKey, args));
+    const patterns = [...args.mobiles, ...args.emails].map((i) => `%${i}%`);
+    if (patterns.length === 0) return { rows: 0 };
+    const deliveries = await trx
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'payload'])
+      .where('account_id', '=', args.accountId)
+      .where((eb) => eb.or(patterns.map((p) => eb('payload', 'like', p))))
+      .limit(CHUNK)
+      .execute();
+    for (const d of deliveries) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ payload: redact(d.payload) })
+        .where('id', '=', d.id)
+        .execute();
+    }
+    const events = await trx
+      .selectFrom('webhook_events')
+      .select(['id', 'events'])
+      .where('account_id', '=', args.accountId)
+      .where((eb) => eb.or(patterns.map((p) => eb('events', 'like', p))))
+      .limit(CHUNK)
+      .execute();
+    for (const e of events) {
+      await trx
+        .updateTable('webhook_events')
+        .set({ events: redact(e.events) })
+        .where('id', '=', e.id)
+        .execute();
+    }
+    return { rows: deliveries.length + events.length };
+  },
+  /**
+   * Contact batches queued, or dead and waiting for a retry: the entries naming the person
+   * leave the job, so no retry writes them back.
+   */
+  async contactBatchJobs(trx, _dialect, args) {
+    const patterns = [...args.mobiles, ...args.emails].map((i) => `%"${i}"%`);
+    if (patterns.length === 0) return { rows: 0 };
+    const jobs = await trx
+      .selectFrom('jobs')
+      .select(['id', 'payload'])
+      .where('account_id', '=', args.accountId)
+      .where('kind', '=', 'contacts.batch')
+      .where('state', 'in', ['ready', 'dead'])
+      .where((eb) => eb.or(patterns.map((p) => eb('payload', 'like', p))))
+      .limit(CHUNK)
+      .execute();
+    const mobiles = new Set(args.mobiles);
+    const emails = new Set(args.emails);
+    for (const job of jobs) {
+      const payload = JSON.parse(job.payload) as { contacts: Array<[unknown, string | null, string | null]> };
+      payload.contacts = payload.contacts.filter(
+        ([, email, mobile]) => !(email !== null && emails.has(email)) && !(mobile !== null && mobiles.has(mobile)),
+      );
+      await trx
+        .updateTable('jobs')
+        .set({ payload: JSON.stringify(payload) })
+        .where('id', '=', job.id)
+        .execute();
+    }
+    return { rows: jobs.length };
+  },
+};
+
+export const ERASURE_STEPS = Object.keys(STEPS);
+
+/** `in ()` is no SQL: an empty list becomes one value no row holds. */
+const orNone = (values: string[]) => (values.length > 0 ? values : ['']);
+
+/**
+ * The person's recipients on a channel, of any status: the address becomes the hash, their tag
+ * values and a reply's text go, with the user agents of their clicks, the numbers of their SMS
+ * submits, and the text of a single send (it was for them alone). Found by the recipients'
+ * (address) index, a chunk at a time; a chunk no longer matches once hashed.
+ */
+async function eraseRecipients(
+  trx: Db,
+  dialect: DialectName,
+  args: ErasureArgs,
+  channel: 'sms' | 'email',
+  identifiers: string[],
+): Promise<{ rows: number }> {
+  if (identifiers.length === 0) return { rows: 0 };
+  const rows = await trx
+    .selectFrom('send_recipients')
+    .select(['id', 'send_id', 'address'])
+    .where('address', 'in', identifiers)
+    .where('send_id', 'in', sendsOf(trx, args.accountId, channel))
+    .limit(CHUNK)
+    .execute();
+  if (rows.length === 0) return { rows: 0 };
+  const ids = rows.map((r) => r.id);
+  const sendIds = [...new Set(rows.map((r) => r.send_id))];
+  await trx.updateTable('recipient_history').set({ reply: null }).where('recipient_id', 'in', ids).execute();
+  await trx
+    .updateTable('link_clicks')
+    .set({ user_agent: null })
+    .where('code', 'in', (eb) => eb.selectFrom('links').select('code').where('recipient_id', 'in', ids))
+    .execute();
+  if (channel === 'sms') {
+    await trx
+      .updateTable('smpp_submits')
+      .set({ recipient: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('recipient')) })
+      .where('send_id', 'in', sendIds)
+      .where('recipient', 'in', identifiers)
+      .execute();
+    const sends = await trx.selectFrom('sends').select(['id', 'content']).where('id', 'in', sendIds).execute();
+    for (const send of sends) {
+      const content = JSON.parse(send.content) as { kind?: string; body?: string; tags?: unknown; sealed?: string };
+      if (content.kind !== 'single') continue;
+      const { sealed: _sealed, ...rest } = content;
+      await trx
+        .updateTable('sends')
+        .set({ content: JSON.stringify({ ...rest, body: '', tags: {} }) })
+        .where('id', '=', send.id)
+        .execute();
+    }
+  }
+  await trx
+    .updateTable('send_recipients')
+    .set({ address: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('address')), tags: null })
+    .where('id', 'in', ids)
+    .execute();
+  await trx
+    .updateTable('erasures')
+    .set((eb) => ({ messages: eb('messages', '+', rows.length) }))
+    .where('id', '=', args.erasureId)
+    .execute();
+  return { rows: rows.length };
+}
+
+/** One chunk of one step, in a transaction of its own. */
+export const eraseChunk = procedure(
+  import.meta.url,
+  'eraseChunk',
+  async ({ db, dialect }, args: ErasureArgs & { step: string }): Promise<number> =>
+    db.transaction().execute(async (trx) => {
+      const done = await STEPS[args.step](trx, dialect, args);
+      if (done.contacts) {
+        await trx
+          .updateTable('erasures')
+          .set((eb) => ({ contacts: eb('contacts', '+', done.contacts!) }))
+          .where('id', '=', args.erasureId)
+          .execute();
+      }
+      return done.rows;
+    }),
+);
+
+/** The end of an erasure: its counts kept, its identifiers in clear gone. */
+export const completeErasure = procedure(
+  import.meta.url,
+  'completeErasure',
+  async ({ db }, args: { erasureId: string; now: number }): Promise<void> => {
+    await db
+      .updateTable('erasures')
+      .set({ status: 'Completed', sealed_identifiers: null, completed_at: args.now })
+      .where('id', '=', args.erasureId)
+      .execute();
+  },
+);

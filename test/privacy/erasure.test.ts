@@ -1,0 +1,237 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import { sql } from 'kysely';
+import { ManualClock } from '../../src/clock.ts';
+import type { DialectName } from '../../src/db/database.ts';
+import { erasedAddress, erasureKey } from '../../src/messaging/erased-identifiers.ts';
+import { queries } from '../../src/messaging/queries.ts';
+import { ADMIN_TOKEN, bearer } from '../support/app.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { pgDump } from '../support/storage.ts';
+import { startReceiver, type Receiver } from '../webhooks/support.ts';
+import { buildBatch } from '../email/support.ts';
+
+// Erasure of one person (ARCHITECTURE.md, "Data rights and management"; docs/privacy.md).
+
+const ADA_MOBILE = '447911123456';
+const ADA_EMAIL = 'zebulon.ada@example.com';
+const SECRET_TEXT = 'Your code is 48151623';
+const REPLY = 'Zebulon replies from the handset';
+
+/** Every row of every table, as text: what any read, search or export could show. */
+async function everyRow(api: ApiTest, dialect: DialectName): Promise<string> {
+  const db = api.t.ctx.db;
+  const { rows: tables } =
+    dialect === 'sqlite'
+      ? await sql<{ name: string }>`select name from sqlite_master where type = 'table'
+                                      and name not like 'sqlite_%'`.execute(db)
+      : await sql<{ name: string }>`select table_name as name from information_schema.tables
+                                     where table_schema = current_schema() and table_type = 'BASE TABLE'`.execute(db);
+  let text = '';
+  for (const { name } of tables) {
+    const { rows } = await sql`select * from ${sql.table(name)}`.execute(db);
+    text += JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+  }
+  return text;
+}
+
+forEachDatabase((dialect) => {
+  let api: ApiTest;
+  let alice: ApiClient;
+  let bob: ApiClient;
+  let receiver: Receiver;
+  beforeEach(async () => {
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.UTC(2026, 2, 10, 12)),
+      env: { SMS_TRANSPORT: 'sandbox:', EMAIL_TRANSPORT: 'sandbox:' },
+    });
+    alice = await api.client();
+    bob = await api.client();
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await api.close();
+    await receiver.close();
+  });
+
+  const erase = async (client: ApiClient, person: object) => {
+    const response = await client.post('/privacy/erasures', person);
+    assert.equal(response.statusCode, 202, response.body);
+    return response.json().erasureId as string;
+  };
+  const ada = async (client: ApiClient) =>
+    (
+      await client.upsert([
+        {
+          mobileCountryCode: '44',
+          mobileNumber: '7911123456',
+          email: ADA_EMAIL,
+          mobileOptIn: true,
+          emailOptIn: true,
+          propertyfields: [{ propertyname: 'firstName', propertyvalue: 'Zebulon' }],
+        },
+        { mobileCountryCode: '44', mobileNumber: '7911000001', email: 'other@example.com', mobileOptIn: true },
+      ])
+    ).inserted.contactIds;
+
+  it('computes the keyed hash in SQL as in the application', async () => {
+    const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
+    for (const value of [ADA_MOBILE, ADA_EMAIL, 'ünïcode@example.com']) {
+      const { rows } = await sql<{
+        hash: string;
+      }>`select ${queries[dialect].erasedAddress(key, sql`${value}`)} as hash`.execute(api.t.ctx.db);
+      assert.equal(rows[0].hash, erasedAddress(key, value));
+    }
+  });
+
+  it('erases a person from every message and record, keeps the counts, and keeps them suppressed', async () => {
+    await alice.createProperty('firstName');
+    const [adaId, otherId] = await ada(alice);
+    const [allContacts] = (await alice.get('/lists')).json().lists;
+    const single = await alice.accept('/sms/single', {
+      recipient: ADA_MOBILE,
+      senderName: 'HERALD',
+      body: SECRET_TEXT,
+    });
+    const batch = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Hello [firstName]',
+      listId: [allContacts.listId],
+      webHookUrl: receiver.url,
+    });
+    const email = await alice.accept(
+      '/email/batch',
+      buildBatch({ webHookUrl: receiver.url }, { recipients: [{ to: ADA_EMAIL }] }),
+    );
+    const later = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'See you later',
+      recipients: [{ mobileNo: ADA_MOBILE }],
+      scheduleDateTime: new Date(api.clock.now() + 3_600_000).toISOString(),
+    });
+    await api.drain();
+    const mo = await alice.post('/sandbox/sms/inbound', { from: ADA_MOBILE, to: 'HERALD', text: REPLY });
+    assert.equal(mo.statusCode, 201, mo.body);
+    // A contact batch naming Ada that died, waiting for a retry by hand.
+    const dead = await alice.postBatch({
+      createUpdateContacts: [
+        { mobileCountryCode: '44', mobileNumber: '7911123456', mobileOptIn: true },
+        { mobileCountryCode: '44', mobileNumber: '7911000002', mobileOptIn: true },
+      ],
+    });
+    assert.equal(dead.statusCode, 202, dead.body);
+    await api.t.ctx.db.updateTable('jobs').set({ state: 'dead' }).where('kind', '=', 'contacts.batch').execute();
+    api.clock.advance(1000);
+    await api.drain();
+    const usage = (await alice.get('/usage?from=2026-03-01&to=2026-03-31')).json();
+    assert.ok(receiver.received.length > 0, 'the sends posted their statuses');
+    assert.ok((await everyRow(api, dialect)).includes(ADA_MOBILE));
+
+    // Bob's erasure of the same number touches nothing of Alice's.
+    const bobs = await erase(bob, { mobile: ADA_MOBILE });
+    await api.drain();
+    assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 200);
+    assert.equal((await alice.get(`/privacy/erasures/${bobs}`)).statusCode, 404);
+
+    const erasureId = await erase(alice, { mobile: ADA_MOBILE });
+    const started = (await alice.get(`/privacy/erasures/${erasureId}`)).json();
+    assert.equal(started.status, 'Processing');
+    // Not yet sent: ended at once, posted with the hash.
+    const scheduled = (await alice.get(`/sms/${later}`)).json();
+    assert.deepEqual(
+      scheduled.recipients.map((r: { status: string }) => r.status),
+      ['NotSent'],
+    );
+    await api.drain();
+    const done = (await alice.get(`/privacy/erasures/${erasureId}`)).json();
+    assert.equal(done.status, 'Completed');
+    assert.deepEqual(done.erased, { contacts: 1, messages: 4 });
+
+    // No read, search or export shows them; the other contact stays.
+    assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 404);
+    assert.equal((await alice.get(`/contacts/${otherId}`)).statusCode, 200);
+    assert.deepEqual((await alice.get(`/sms?recipient=${ADA_MOBILE}`)).json().sends, []);
+    assert.deepEqual((await alice.get(`/email/batch?email=${ADA_EMAIL}`)).json().batches, []);
+    const exported = (await alice.get(`/privacy/export?mobile=${ADA_MOBILE}`)).json();
+    assert.deepEqual([exported.contacts, exported.sms, exported.email], [[], [], []]);
+    for (const id of [single, batch, later]) {
+      const body = (await alice.get(`/sms/${id}`)).body;
+      assert.ok(!body.includes(ADA_MOBILE) && !body.includes(SECRET_TEXT), body);
+    }
+    assert.ok(!(await alice.get(`/email/batch/${email}`)).body.includes(ADA_EMAIL));
+    const rows = await everyRow(api, dialect);
+    for (const needle of [ADA_MOBILE, ADA_EMAIL, SECRET_TEXT, REPLY, 'Zebulon']) {
+      assert.ok(!rows.includes(needle), `${needle} is still held`);
+    }
+    if (dialect === 'postgres') {
+      const dump = (await pgDump(api.t.database.url)).toString();
+      for (const needle of [ADA_MOBILE, ADA_EMAIL, SECRET_TEXT, REPLY, 'Zebulon']) {
+        assert.ok(!dump.includes(needle), `the dump holds ${needle}`);
+      }
+    }
+    // What was billed is as it was; the scheduled message counts as NotSent.
+    const after = (await alice.get('/usage?from=2026-03-01&to=2026-03-31')).json();
+    assert.ok(usage.totals.sms.messages > 0);
+    assert.deepEqual(
+      [after.totals.sms.messages, after.totals.sms.parts],
+      [usage.totals.sms.messages, usage.totals.sms.parts],
+    );
+    assert.equal(after.totals.email.messages, usage.totals.email.messages);
+    assert.equal(after.totals.sms.statuses.NotSent ?? 0, (usage.totals.sms.statuses.NotSent ?? 0) + 1);
+
+    // The dead batch, retried, no longer writes her; a new send to her is not sent.
+    const [job] = await api.t.ctx.db.selectFrom('jobs').select('id').where('kind', '=', 'contacts.batch').execute();
+    const retried = await api.t.app.inject({
+      method: 'POST',
+      url: `/admin/jobs/${job.id}/retry`,
+      headers: bearer(ADMIN_TOKEN),
+    });
+    assert.equal(retried.statusCode < 300, true, retried.body);
+    await api.drain();
+    const holding = await api.t.ctx.db
+      .selectFrom('contacts')
+      .select('mobile')
+      .where('account_id', '=', alice.account.row.id)
+      .execute();
+    assert.deepEqual(holding.map((c) => c.mobile).sort(), ['447911000001', '447911000002']);
+    const refused = await alice.post('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
+    assert.equal(refused.statusCode, 422, refused.body);
+    assert.match(refused.body, /erased/);
+    await alice.upsert([{ mobileCountryCode: '44', mobileNumber: '7911123456', mobileOptIn: true }]);
+    const again = await alice.accept('/sms/batch', { senderName: 'HERALD', body: 'Hi', listId: [allContacts.listId] });
+    await api.drain();
+    const recipients = (await alice.get(`/sms/${again}`)).json().recipients as Array<{
+      recipient: string;
+      status: string;
+    }>;
+    assert.deepEqual(recipients.find((r) => r.recipient === ADA_MOBILE)?.status, 'NotSent');
+    assert.equal(recipients.filter((r) => r.status !== 'NotSent').length, 2);
+  });
+
+  it('erases by email the contacts holding it and their numbers too', async () => {
+    await alice.createProperty('firstName');
+    const [adaId] = await ada(alice);
+    const erasureId = await erase(alice, { email: ADA_EMAIL.toUpperCase() });
+    await api.drain();
+    assert.equal((await alice.get(`/privacy/erasures/${erasureId}`)).json().erased.contacts, 1);
+    assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 404);
+    const refused = await alice.post('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
+    assert.equal(refused.statusCode, 422);
+  });
+
+  it('takes exactly one of mobile and email, well formed', async () => {
+    for (const body of [
+      {},
+      { mobile: ADA_MOBILE, email: ADA_EMAIL },
+      { email: 'not an address' },
+      { mobile: '12ab' },
+    ]) {
+      const response = await alice.post('/privacy/erasures', body);
+      assert.equal(response.statusCode, 400, JSON.stringify(body));
+    }
+    assert.equal((await alice.get('/privacy/erasures/not-a-uuid')).statusCode, 400);
+    assert.equal((await alice.get(`/privacy/erasures/${crypto.randomUUID()}`)).statusCode, 404);
+    assert.equal(await api.t.ctx.db.selectFrom('erasures').select('id').executeTakeFirst(), undefined);
+  });
+});
