@@ -5,7 +5,8 @@ import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { erasedAddress, erasureKey } from '../../src/messaging/erased-identifiers.ts';
 import { queries } from '../../src/messaging/queries.ts';
-import { ADMIN_TOKEN, bearer } from '../support/app.ts';
+import { generateKey } from '../../src/sealed.ts';
+import { ADMIN_TOKEN, bearer, startTestApp } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { pgDump } from '../support/storage.ts';
@@ -218,6 +219,37 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 404);
     const refused = await alice.post('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
     assert.equal(refused.statusCode, 422);
+  });
+
+  it('keeps an erased person suppressed after ENCRYPTION_KEY is replaced and the old one dropped', async () => {
+    await api.close();
+    const hex = (key: ReturnType<typeof generateKey>) => key.export().toString('hex');
+    const [old, replacing] = [generateKey(), generateKey()];
+    const first = await startApiTest(dialect, { env: { ENCRYPTION_KEY: hex(old), SMS_TRANSPORT: 'sandbox:' } });
+    const client = await first.client();
+    await erase(client, { mobile: ADA_MOBILE });
+    await first.drain();
+    const database = first.t.database;
+    await first.t.app.close();
+    const restart = (env: Record<string, string>) =>
+      startTestApp(dialect, { database, env: { SMS_TRANSPORT: 'sandbox:', ...env } });
+    // The start with both keys seals the key of the hashes anew; the next has only the new one.
+    await (await restart({ ENCRYPTION_KEY: hex(replacing), ENCRYPTION_KEY_PREVIOUS: hex(old) })).app.close();
+    const replaced = await restart({ ENCRYPTION_KEY: hex(replacing) });
+    try {
+      const refused = await replaced.app.inject({
+        method: 'POST',
+        url: '/sms/single',
+        headers: bearer(await replaced.tokenFor(client.account)),
+        payload: { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' },
+      });
+      assert.equal(refused.statusCode, 422, refused.body);
+      assert.match(refused.body, /erased/);
+    } finally {
+      await replaced.close();
+      await first.close();
+    }
+    api = await startApiTest(dialect);
   });
 
   it('takes exactly one of mobile and email, well formed', async () => {
