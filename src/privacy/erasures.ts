@@ -235,50 +235,11 @@ const STEPS: Record<string, Step> = {
   },
   smsRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'sms', args.mobiles),
   emailRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'email', args.emails),
-  /** The sandbox's copies of what was sent to them: its text (or raw message) with the identifier. */
-  async sandboxSms(trx, dialect, args) {
-    const found = trx
-      .selectFrom('sandbox_sms')
-      .select('id')
-      .where('account_id', '=', args.accountId)
-      .where('recipient', 'in', orNone(args.mobiles))
-      .limit(CHUNK);
-    const result = await trx
-      .updateTable('sandbox_sms')
-      .set({ recipient: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('recipient')), text: '' })
-      .where('id', 'in', found)
-      .executeTakeFirst();
-    return { rows: Number(result.numUpdatedRows) };
-  },
-  async sandboxEmail(trx, dialect, args) {
-    const found = trx
-      .selectFrom('sandbox_email')
-      .select('id')
-      .where('account_id', '=', args.accountId)
-      .where('recipient', 'in', orNone(args.emails))
-      .limit(CHUNK);
-    const result = await trx
-      .updateTable('sandbox_email')
-      .set({ recipient: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('recipient')), raw: '' })
-      .where('id', 'in', found)
-      .executeTakeFirst();
-    return { rows: Number(result.numUpdatedRows) };
-  },
-  /** What they wrote to the account: its sender becomes the hash, its text goes. */
-  async inbound(trx, dialect, args) {
-    const found = trx
-      .selectFrom('sms_inbound')
-      .select('id')
-      .where('account_id', '=', args.accountId)
-      .where('sender', 'in', orNone(args.mobiles))
-      .limit(CHUNK);
-    const result = await trx
-      .updateTable('sms_inbound')
-      .set({ sender: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('sender')), text: '' })
-      .where('id', 'in', found)
-      .executeTakeFirst();
-    return { rows: Number(result.numUpdatedRows) };
-  },
+  /** The sandbox's copies of what was sent to them: the text (or raw message) goes. */
+  sandboxSms: (trx, dialect, args) => hashRows(trx, dialect, args, 'sandbox_sms', 'recipient', args.mobiles, 'text'),
+  sandboxEmail: (trx, dialect, args) => hashRows(trx, dialect, args, 'sandbox_email', 'recipient', args.emails, 'raw'),
+  /** What they wrote to the account: its text goes. */
+  inbound: (trx, dialect, args) => hashRows(trx, dialect, args, 'sms_inbound', 'sender', args.mobiles, 'text'),
   /** Their verifications and the sends of codes counted against their number or address. */
   async verify(trx, dialect, args) {
     const identifiers = orNone([...args.mobiles, ...args.emails]);
@@ -367,6 +328,31 @@ const STEPS: Record<string, Step> = {
     return { rows: jobs.length };
   },
 };
+
+/**
+ * A chunk of the account's rows of `table` whose `column` holds one of the identifiers: the
+ * identifier becomes its hash and `emptied` (the text beside it) goes. Found by the table's
+ * (account_id, column) index.
+ */
+async function hashRows(
+  trx: Db,
+  dialect: DialectName,
+  args: ErasureArgs,
+  table: 'sandbox_sms' | 'sandbox_email' | 'sms_inbound',
+  column: 'recipient' | 'sender',
+  identifiers: string[],
+  emptied: 'text' | 'raw',
+): Promise<{ rows: number }> {
+  if (identifiers.length === 0) return { rows: 0 };
+  const held = sql.ref<string>(column);
+  const result = await sql`
+    update ${sql.table(table)}
+       set ${held} = ${messaging[dialect].erasedAddress(args.erasureKey, held)}, ${sql.ref(emptied)} = ''
+     where id in (select id from ${sql.table(table)}
+                   where account_id = ${args.accountId} and ${held} in (${sql.join(identifiers)})
+                   limit ${CHUNK})`.execute(trx);
+  return { rows: Number(result.numAffectedRows ?? 0) };
+}
 
 export const ERASURE_STEPS = Object.keys(STEPS);
 
