@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { loadSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import { ConfigError } from '../config.ts';
+import { loadSealedKey, resealKey, sealedNewKey, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /**
@@ -45,3 +46,26 @@ export function erasureKey(db: Kysely<Schema>, keyring: Keyring): Promise<Buffer
 /** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (server/stored-secrets.ts). */
 export const resealErasureKey = (db: Kysely<Schema>, keyring: Keyring): Promise<void> =>
   resealKey(db, keyring, ERASURE_KEY);
+
+/**
+ * At every start (server/stored-secrets.ts), before anything sends: the key made if there is
+ * none yet, so a read on a read-only connection (a dry run) never has to write it. One sealed
+ * under an ENCRYPTION_KEY no longer given is replaced while no erased person's suppression
+ * depends on it (nothing is lost); once one does, the start stops: a new key would let the
+ * erased be messaged again.
+ */
+export async function prepareErasureKey(db: Kysely<Schema>, keyring: Keyring): Promise<void> {
+  try {
+    await erasureKey(db, keyring);
+    return;
+  } catch (error) {
+    const dependedOn = await db.selectFrom('erased_suppressions').select('hash').limit(1).executeTakeFirst();
+    if (dependedOn) throw new ConfigError('ENCRYPTION_KEY', (error as Error).message.replace(/^ENCRYPTION_KEY: /, ''));
+  }
+  await db
+    .updateTable('settings')
+    .set({ value: sealedNewKey(keyring, ERASURE_KEY) })
+    .where('key', '=', ERASURE_KEY.row)
+    .execute();
+  await erasureKey(db, keyring);
+}

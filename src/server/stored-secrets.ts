@@ -5,7 +5,7 @@ import { erasedPending, eraseDeletedValues, pendingErasure } from '../db/erase.t
 import { resealDkimKeys } from '../senders/dkim-keys.ts';
 import { resealSmscUrls } from '../sms/routing/connections.ts';
 import { resealCodeKey } from '../verify/codes.ts';
-import { erasureKey, resealErasureKey } from '../messaging/erased-identifiers.ts';
+import { prepareErasureKey, resealErasureKey } from '../messaging/erased-identifiers.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
 
@@ -42,7 +42,7 @@ export async function prepareStoredSecrets(
     await resealCodeKey(db, keyring);
     await resealErasureKey(db, keyring);
   }
-  // Made now if it is not yet, so a read (a dry run, on a read-only connection) never has to write it.
-  await erasureKey(db, keyring);
-  return loadSigningKey(db, keyring, jwtSecret);
+  const jwtKey = await loadSigningKey(db, keyring, jwtSecret);
+  await prepareErasureKey(db, keyring);
+  return jwtKey;
 }

@@ -263,10 +263,10 @@ forEachDatabase((dialect) => {
       const post = await postedWebhook(t, account.id);
       assertSignedBy(post, [secret, previousSecret]);
 
-      const settings = await database.db.selectFrom('settings').select('key').execute();
+      const settings = await database.db.selectFrom('settings').select('key').orderBy('key').execute();
       assert.deepEqual(
         settings.map((row) => row.key),
-        ['sealed_jwt_secret'],
+        ['sealed_erasure_key', 'sealed_jwt_secret'],
       );
       const row = await database.db.selectFrom('webhook_secrets').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([row.secret, row.previous_secret], [null, null]);

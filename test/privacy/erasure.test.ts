@@ -5,7 +5,9 @@ import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { erasedAddress, erasureKey } from '../../src/messaging/erased-identifiers.ts';
 import { queries } from '../../src/messaging/queries.ts';
-import { generateKey } from '../../src/sealed.ts';
+import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
+import { ConfigError } from '../../src/config.ts';
+import { generateKey, Keyring } from '../../src/sealed.ts';
 import { ADMIN_TOKEN, bearer, startTestApp } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -247,6 +249,16 @@ forEachDatabase((dialect) => {
       assert.match(refused.body, /erased/);
     } finally {
       await replaced.close();
+    }
+    // A key that never held it cannot open it: with someone erased, the start stops.
+    const lost = generateKey();
+    await rotateJwtSecret(database.db, new Keyring(lost));
+    try {
+      await assert.rejects(
+        restart({ ENCRYPTION_KEY: hex(lost) }),
+        (error: unknown) => error instanceof ConfigError && /^invalid ENCRYPTION_KEY: .*erased/.test(error.message),
+      );
+    } finally {
       await first.close();
     }
     api = await startApiTest(dialect);
