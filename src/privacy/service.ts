@@ -4,6 +4,7 @@ import type { AppContext } from '../context.ts';
 import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { erasureKey } from '../messaging/erased-identifiers.ts';
+import { pauseForTest } from '../messaging/test-pause.ts';
 import type { Job, JobHandler } from '../queue/worker.ts';
 import { open, seal } from '../sealed.ts';
 import { beginErasure, completeErasure, ERASURE_STEPS, eraseChunk, type ErasureJob } from './erasures.ts';
@@ -79,7 +80,9 @@ export function erasureHandler(ctx: Ctx): JobHandler {
         erasureKey: await erasureKey(ctx.db, ctx.encryptionKey),
       };
       for (const step of ERASURE_STEPS) {
-        while ((await ctx.database.call(eraseChunk, { ...args, step, now: ctx.clock.now() })) > 0);
+        while ((await ctx.database.call(eraseChunk, { ...args, step, now: ctx.clock.now() })) > 0) {
+          await pauseForTest(`privacy.erase.${step}`);
+        }
       }
       await ctx.database.call(completeErasure, { erasureId, now: ctx.clock.now() });
     },
