@@ -14,7 +14,8 @@ import { parseCsv } from '../../web/src/contacts-csv.ts';
 /**
  * The console's contact management (issue 32) in headless Chromium against a real listener: a
  * CSV import of 2,000 rows, a contact edited, taken off a list and deleted, lists created,
- * renamed, deleted and exported, and a person found by number. Each change is checked through
+ * renamed, deleted and exported, a person found by number, exported as JSON and erased (from
+ * their contact page and from the search results). Each change is checked through
  * the API as a bearer client sees it; each page is screenshot and checked by axe-core, as in
  * browser.test.ts.
  */
@@ -65,6 +66,23 @@ forEachDatabase((dialect) => {
     return contact as { contactId: number; listIds: string[]; propertyfields: unknown[] } | undefined;
   };
 
+  /** Runs `until` while the test's worker is drained (it runs only when drained): an erasure's job, a batch. */
+  const draining = async (until: () => Promise<unknown>) => {
+    let running = true;
+    const worker = (async () => {
+      while (running) {
+        await api.drain();
+        await sleep(100);
+      }
+    })();
+    try {
+      await until();
+    } finally {
+      running = false;
+      await worker;
+    }
+  };
+
   it('signs in', async () => {
     refused = ['/console/session'];
     await page.goto(`${base}/console/`);
@@ -110,20 +128,8 @@ forEachDatabase((dialect) => {
     await browser.look('import-checked');
 
     await page.getByRole('button', { name: `Send ${n(1998)} contacts` }).click();
-    // The test's worker runs only when drained: drain until the page says every contact is applied.
-    let sending = true;
-    const worker = (async () => {
-      while (sending) {
-        await api.drain();
-        await sleep(100);
-      }
-    })();
-    try {
-      await page.getByText(`${n(1998)} of ${n(1998)} contacts applied.`).waitFor({ timeout: 30_000 });
-    } finally {
-      sending = false;
-      await worker;
-    }
+    // Drained until the page says every contact is applied.
+    await draining(() => page.getByText(`${n(1998)} of ${n(1998)} contacts applied.`).waitFor({ timeout: 30_000 }));
     assert.equal(await page.locator('progress').getAttribute('value'), '1998');
     const batches = table('Batches sent');
     assert.match(await row(batches, '2–1002').innerText(), new RegExp(`Completed\\s+${n(1000)}\\s+0\\s+0`));
@@ -277,6 +283,87 @@ forEachDatabase((dialect) => {
     await row(table('Contacts found'), 'c5@example.com').waitFor();
     await table('Email batches to the address, newest first').getByText('No email was sent').waitFor();
     await table('Email suppressions of the address').getByText('Not suppressed').waitFor();
+  });
+
+  it('exports a person found by number as one JSON file, then erases them from their contact page', async () => {
+    const c6 = await contactOf('c6@example.com');
+    assert.ok(c6);
+    const number = `91${mobile(6)}`;
+    await alice.upsert([{ contactId: c6.contactId, mobileOptIn: true }]);
+    const sent = [];
+    for (const body of ['One', 'Two']) {
+      sent.push(await alice.accept('/sms/batch', { senderName: 'HERALD', body, recipients: [{ mobileNo: number }] }));
+    }
+    await api.drain();
+
+    await open('/contacts', 'Contacts');
+    await page.getByLabel('Number or address').fill(`+91 ${mobile(6)}`);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await row(table('Contacts found'), 'c6@example.com').waitFor();
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export their data' }).click(),
+    ]);
+    assert.equal(download.suggestedFilename(), `herald-export-${number}.json`);
+    const file = JSON.parse(readFileSync(await download.path(), 'utf8'));
+    assert.deepEqual(Object.keys(file), ['contacts', 'lists', 'sms', 'email', 'clicks', 'suppressions', 'inbound']);
+    assert.deepEqual(
+      file.contacts.map((c: { contactId: number; email: string }) => [c.contactId, c.email]),
+      [[c6.contactId, 'c6@example.com']],
+    );
+    assert.deepEqual(file.sms.map((m: { queueId: string }) => m.queueId).sort(), [...sent].sort());
+    assert.ok(file.lists.some((list: { listId: string }) => list.listId === customers));
+    await page
+      .getByRole('status')
+      .filter({ hasText: `The file herald-export-${number}.json is saved.` })
+      .waitFor();
+
+    await row(table('Contacts found'), 'c6@example.com').getByRole('link').click();
+    await heading('Contact').waitFor();
+    const rights = page.getByRole('region', { name: 'Data rights' });
+    await rights.getByRole('button', { name: 'Erase this person' }).click();
+    const ask = rights.getByRole('form', { name: 'Erase the person' });
+    const yes = ask.getByRole('button', { name: `Yes, erase ${number}` });
+    assert.ok(await yes.isDisabled(), 'not until the number is typed again');
+    await ask.getByLabel('Number or address to erase').fill(mobile(6));
+    assert.ok(await yes.isDisabled(), 'not for the number without its country code');
+    await ask.getByLabel('Number or address to erase').press('Enter');
+    await ask.getByRole('button', { name: 'Keep their data' }).click();
+    assert.equal((await alice.get(`/contacts/${c6.contactId}`)).statusCode, 200, 'kept when not confirmed');
+
+    await rights.getByRole('button', { name: 'Erase this person' }).click();
+    await ask.getByLabel('Number or address to erase').fill(`+91 ${mobile(6)}`);
+    await browser.look('person-erase-asked');
+    await yes.click();
+    await draining(() => heading('Contact erased').waitFor({ timeout: 30_000 }));
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Erased 1 contact and 2 messages. Contact ${c6.contactId} is gone.` })
+      .waitFor();
+    await browser.look('contact-erased');
+    assert.equal((await alice.get(`/contacts/${c6.contactId}`)).statusCode, 404);
+    assert.deepEqual((await alice.get(`/sms?recipient=${number}`)).json().sends, []);
+    assert.deepEqual((await alice.get('/contacts?email=c6@example.com')).json().contacts, []);
+    await page.getByRole('link', { name: 'Back to the contacts' }).click();
+    await heading('Contacts').waitFor();
+  });
+
+  it('erases a person found by address from the search results, which then find no one', async () => {
+    const c9 = await contactOf('c9@example.com');
+    assert.ok(c9);
+    await open('/contacts?email=c9@example.com', 'Contacts');
+    await row(table('Contacts found'), 'c9@example.com').waitFor();
+    const rights = page.getByRole('region', { name: 'Data rights' });
+    await rights.getByRole('button', { name: 'Erase this person' }).click();
+    await rights.getByLabel('Number or address to erase').fill('C9@Example.com ');
+    await rights.getByLabel('Number or address to erase').press('Enter');
+    await draining(() =>
+      rights.getByRole('status').filter({ hasText: 'Erased 1 contact and 0 messages.' }).waitFor({ timeout: 30_000 }),
+    );
+    await table('Contacts found').getByText('No contact has that email or mobile.').waitFor();
+    await page.getByRole('region', { name: 'Suppression' }).getByText('Erased: they stay suppressed').waitFor();
+    assert.equal((await alice.get(`/contacts/${c9.contactId}`)).statusCode, 404);
+    assert.deepEqual((await alice.get(`/contacts?mobile=91${mobile(9)}`)).json().contacts, [], 'their number too');
   });
 
   it('fits a phone: the import, a contact and a list do not scroll sideways', async () => {

@@ -3,14 +3,16 @@ import { get, request, withQuery } from '../api.ts';
 import { type Draft, draftOf, patchOf } from '../contact-form.ts';
 import { useLoad, usePages } from '../load.ts';
 import { IdLink, Link } from '../router.tsx';
+import { type Erasure, erasedWords, personOfContact } from '../privacy.ts';
 import type { Contact, ContactList, ContactMessage } from '../types.ts';
 import { useChange } from '../components/change.ts';
 import { Confirm } from '../components/confirm.tsx';
+import { PersonRights } from '../components/person-rights.tsx';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
-import { Time } from '../components/zone.tsx';
+import { Time, useNumber } from '../components/zone.tsx';
 import { ALL_CONTACTS, listsOf, mobileOf, propertiesOf, yesNo } from './contacts.tsx';
 
 function Messages(props: { contactId: string }) {
@@ -265,7 +267,10 @@ function ContactLists(props: { contact: Contact; lists: ContactList[]; onChanged
 function ContactView(props: { contact: Contact; lists: ContactList[]; properties: string[] }) {
   const [contact, setContact] = useState(props.contact);
   const [deleted, setDeleted] = useState(false);
+  const [erased, setErased] = useState<Erasure | null>(null);
   const change = useChange();
+  const format = useNumber();
+  const person = personOfContact(contact);
   const path = `/contacts/${contact.contactId}`;
   const reread = async () => setContact(await get<Contact>(path));
   const remove = () =>
@@ -278,6 +283,17 @@ function ContactView(props: { contact: Contact; lists: ContactList[]; properties
       <Page title="Contact deleted">
         <p role="status" class="notice">
           {change.notice}
+        </p>
+        <p>
+          <Link href="/contacts">Back to the contacts</Link>
+        </p>
+      </Page>
+    );
+  if (erased)
+    return (
+      <Page title="Contact erased">
+        <p role="status" class="notice">
+          {erasedWords(erased.erased, format)} Contact {contact.contactId} is gone.
         </p>
         <p>
           <Link href="/contacts">Back to the contacts</Link>
@@ -343,6 +359,7 @@ function ContactView(props: { contact: Contact; lists: ContactList[]; properties
         />
         {change.error && <ErrorMessage error={change.error} />}
       </Part>
+      {person && <PersonRights person={person} onErased={setErased} />}
     </Page>
   );
 }

@@ -8,6 +8,7 @@ import { ErrorMessage, Show } from '../components/states.tsx';
 import { PagedTable, Table } from '../components/table.tsx';
 import { Status } from '../components/status.tsx';
 import { SEND_COLUMNS } from '../components/send.tsx';
+import { PersonRights } from '../components/person-rights.tsx';
 import { Time } from '../components/zone.tsx';
 import { EmailBatchRow, emailBatchesPage } from './email.tsx';
 import { SmsSendRow, smsSendsPage } from './sms.tsx';
@@ -191,12 +192,16 @@ export function Contacts() {
   const [typed, setTyped] = useState(email || mobile || message);
   const [unclear, setUnclear] = useState(false);
   const searched = email !== '' || mobile !== '';
+  // The search whose person was erased here: what was found is read again, and shows them gone.
+  const [erasedSearch, setErasedSearch] = useState('');
+  const erased = searched && erasedSearch === `${email}|${mobile}`;
+  const round = erased ? 'erased' : 'found';
   const found = useLoad(
     () =>
       searched
         ? get<{ contacts: Contact[] }>(withQuery('/contacts', { email, mobile }))
         : Promise.resolve({ contacts: [] }),
-    `${email}|${mobile}`,
+    `${email}|${mobile}|${round}`,
   );
 
   const search = (event: Event) => {
@@ -258,11 +263,23 @@ export function Contacts() {
             </Show>
           </Part>
           <Part title="Messages" id="person-messages">
-            {mobile !== '' ? <NumberSends mobile={mobile} /> : <AddressSends email={email} />}
+            {mobile !== '' ? <NumberSends key={round} mobile={mobile} /> : <AddressSends key={round} email={email} />}
           </Part>
           <Part title="Suppression" id="person-suppression">
-            <PersonSuppressions email={email} mobile={mobile} />
+            {erased ? (
+              <p>
+                Erased: they stay suppressed, by a keyed hash of their number or address that the suppression lists do
+                not show.
+              </p>
+            ) : (
+              <PersonSuppressions email={email} mobile={mobile} />
+            )}
           </Part>
+          <PersonRights
+            key={`${email}|${mobile}`}
+            person={mobile !== '' ? { mobile } : { email }}
+            onErased={() => setErasedSearch(`${email}|${mobile}`)}
+          />
         </>
       )}
     </Page>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
+import { saveFile } from '../download.ts';
 import { contactCsvHeader, contactCsvRow, toCsv } from '../contacts-csv.ts';
 import { useLoad, usePages } from '../load.ts';
 import { Link, navigate } from '../router.tsx';
@@ -132,7 +133,7 @@ function ExportList(props: { list: ContactList }) {
         setRead(rows.length - 1);
         cursor = page.nextCursor ?? undefined;
       } while (cursor !== undefined);
-      save(toCsv(rows), `${props.list.name}.csv`);
+      saveFile(toCsv(rows), `${props.list.name}.csv`, 'text/csv;charset=utf-8');
     }, 'The CSV file is saved.');
   return (
     <Part title="Export" id="list-export">
@@ -157,18 +158,6 @@ function ExportList(props: { list: ContactList }) {
       </p>
     </Part>
   );
-}
-
-function save(text: string, name: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = name.replace(/[\\/:*?"<>|]/g, '_');
-  document.body.append(link);
-  link.click();
-  link.remove();
-  // The download has taken the URL once click() returns; a later revoke frees the memory.
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 function RenameList(props: { list: ContactList; onRenamed: (list: ContactList) => void }) {
