@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../crm/email-address.ts';
@@ -243,6 +244,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
         address: query.email === undefined ? undefined : address(query.email, 'email'),
         cursor: query.cursor,
         limit: Number(query.limit ?? 100),
+        erasureKey: await erasureKey(ctx.db, ctx.encryptionKey),
       });
       return { suppressions: page.suppressions.map(emailView), nextCursor: page.nextCursor };
     },
@@ -260,7 +262,8 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await removeSuppression(ctx.db, request.account.id, 'email', address(request.params.email, 'email'));
+      const key = await erasureKey(ctx.db, ctx.encryptionKey);
+      await removeSuppression(ctx.db, request.account.id, 'email', address(request.params.email, 'email'), key);
       return reply.code(204).send();
     },
   );

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
+import { erasedAddress } from './erased-identifiers.ts';
 import type { Channel } from './recipients.ts';
 
 type Db = Kysely<Schema>;
@@ -62,25 +63,46 @@ export async function optOutEmail(
   await addSuppression(db, { ...input, channel: 'email' });
 }
 
-export async function removeSuppression(db: Db, accountId: string, channel: Channel, address: string): Promise<void> {
+/**
+ * The address may be sent to again: its suppression goes, or an erased person's suppression of
+ * it (found by its keyed hash, erased-identifiers.ts), so the person can ask to hear again.
+ */
+export async function removeSuppression(
+  db: Db,
+  accountId: string,
+  channel: Channel,
+  address: string,
+  erasureKey: Buffer,
+): Promise<void> {
   const result = await db
     .deleteFrom('suppressions')
     .where('account_id', '=', accountId)
     .where('channel', '=', channel)
     .where('address', '=', address)
     .executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw notFound('The suppression');
+  if (Number(result.numDeletedRows) > 0) return;
+  const erased = await db
+    .deleteFrom('erased_suppressions')
+    .where('account_id', '=', accountId)
+    .where('channel', '=', channel)
+    .where('hash', '=', erasedAddress(erasureKey, address))
+    .executeTakeFirst();
+  if (Number(erased.numDeletedRows) === 0) throw notFound('The suppression');
 }
 
 // Pages in address order: SMS numbers are digits, email addresses hold dots.
 const CURSORS = { sms: cursorCodec(['digits']), email: cursorCodec(['address']) };
 
-/** The account's suppressions on a channel, in address order, a page at a time (or the one address asked for). */
+/**
+ * The account's suppressions on a channel, in address order, a page at a time (or the one
+ * address asked for, which with `erasureKey` an erased person's suppression answers too, by the
+ * address's hash: the pages never show those, whose addresses are not held).
+ */
 export async function listSuppressions(
   db: Db,
   accountId: string,
   channel: Channel,
-  query: { address?: string; cursor?: string; limit: number },
+  query: { address?: string; cursor?: string; limit: number; erasureKey?: Buffer },
 ) {
   let select = db
     .selectFrom('suppressions')
@@ -94,6 +116,16 @@ export async function listSuppressions(
     .orderBy('address')
     .limit(query.limit + 1)
     .execute();
+  if (query.address !== undefined && query.erasureKey !== undefined && rows.length === 0) {
+    const erased = await db
+      .selectFrom('erased_suppressions')
+      .select(['reason', 'created_at'])
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .where('hash', '=', erasedAddress(query.erasureKey, query.address))
+      .executeTakeFirst();
+    if (erased) rows.push({ address: query.address, ...erased });
+  }
   const { rows: shown, nextCursor } = cursor.page(rows, query.limit, (last) => [last.address]);
   return { suppressions: shown.map(view), nextCursor };
 }

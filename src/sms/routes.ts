@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AuthenticatedAccount } from '../auth/bearer.ts';
 import type { AppContext } from '../context.ts';
@@ -232,6 +233,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
         address: request.query.number === undefined ? undefined : number(request.query.number),
         cursor: request.query.cursor,
         limit: Number(request.query.limit ?? 100),
+        erasureKey: await erasureKey(ctx.db, ctx.encryptionKey),
       });
       return { suppressions: page.suppressions.map(smsView), nextCursor: page.nextCursor };
     },
@@ -249,7 +251,8 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await removeSuppression(ctx.db, request.account.id, 'sms', number(request.params.number));
+      const key = await erasureKey(ctx.db, ctx.encryptionKey);
+      await removeSuppression(ctx.db, request.account.id, 'sms', number(request.params.number), key);
       return reply.code(204).send();
     },
   );

@@ -221,6 +221,20 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 404);
     const refused = await alice.post('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
     assert.equal(refused.statusCode, 422);
+
+    // A lookup by the address finds the erased person's suppression; the pages do not list it.
+    const found = (await alice.get(`/email/suppressions?email=${ADA_EMAIL}`)).json().suppressions;
+    assert.deepEqual(
+      found.map((s: { reason: string }) => s.reason),
+      ['erased'],
+    );
+    assert.deepEqual((await alice.get('/email/suppressions')).json().suppressions, []);
+    assert.deepEqual((await bob.get(`/email/suppressions?email=${ADA_EMAIL}`)).json().suppressions, []);
+    // Removed, the number may be sent to again.
+    const removal = { method: 'DELETE' as const, url: `/sms/suppressions/${ADA_MOBILE}` };
+    assert.equal((await api.t.app.inject({ ...removal, headers: bearer(bob.token) })).statusCode, 404);
+    assert.equal((await api.t.app.inject({ ...removal, headers: bearer(alice.token) })).statusCode, 204);
+    await alice.accept('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
   });
 
   it('keeps an erased person suppressed after ENCRYPTION_KEY is replaced and the old one dropped', async () => {
