@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { forEachDatabase } from '../support/databases.ts';
+import { createTestDatabase, forEachDatabase } from '../support/databases.ts';
+import { freePort, serveKeyEnv, start } from '../cli/support.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { foundInStorage } from '../support/storage.ts';
 import { rotatePrivateToken, setPassword } from '../../src/accounts/service.ts';
@@ -332,5 +333,48 @@ forEachDatabase((dialect) => {
       }
     }
     assert.deepEqual(wrong, []);
+  });
+});
+
+describe('postgres, two API processes', () => {
+  it('refuses a key revoked in one process within a second in a `herald serve` beside it', {
+    timeout: 60_000,
+  }, async () => {
+    const database = await createTestDatabase('postgres');
+    const env = serveKeyEnv('postgres');
+    const t = await startTestApp('postgres', { database, env });
+    const port = await freePort();
+    const serve = await start(['serve'], { ...env, DATABASE_URL: database.url, PORT: String(port) });
+    try {
+      const account = await t.createAccount();
+      const token = await t.tokenFor(account);
+      const made = await t.app.inject({
+        method: 'POST',
+        url: '/api-keys',
+        headers: bearer(token),
+        payload: { name: 'elsewhere', scopes: ['read'] },
+      });
+      const { key, apiKeyId } = made.json();
+      const there = () => fetch(`http://127.0.0.1:${port}/account`, { headers: bearer(key) });
+      assert.equal((await there()).status, 200);
+      const revoked = await t.app.inject({ method: 'DELETE', url: `/api-keys/${apiKeyId}`, headers: bearer(token) });
+      assert.equal(revoked.statusCode, 204);
+      const revokedAt = performance.now();
+      let sentAt = revokedAt;
+      for (;;) {
+        sentAt = performance.now();
+        const response = await there();
+        if (response.status === 401) break;
+        assert.equal(response.status, 200);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(sentAt - revokedAt <= 1000, `refused ${Math.round(sentAt - revokedAt)} ms after the revocation`);
+      assert.ok(!serve.output().includes(key.slice(3)), 'the key is not in the log of the serve');
+    } finally {
+      serve.child.kill('SIGTERM');
+      await new Promise((resolve) => serve.child.once('exit', resolve));
+      await t.close();
+      await database.close();
+    }
   });
 });
