@@ -36,6 +36,21 @@ export const invalidToken = (reason: string) =>
     headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
   });
 
+export const invalidApiKey = (reason: string) =>
+  new AppError(401, `The API key is not valid: ${reason}.`, {
+    headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+  });
+
+/** A key outside the route's scopes; `[]`: a route no key may call (keys never manage keys). */
+export const scopeRefused = (scopes: readonly string[]) =>
+  new AppError(
+    403,
+    scopes.length === 0
+      ? 'An API key cannot call this route: use an access token from /token or the console.'
+      : `This API key's scopes do not allow this route: it needs ${scopes.map((s) => `"${s}"`).join(' or ')}.`,
+    { headers: { 'www-authenticate': `Bearer error="insufficient_scope", scope="${scopes.join(' ')}"` } },
+  );
+
 export const missingToken = () =>
   new AppError(401, 'An access token is required: send Authorization: Bearer <token>.', {
     // RFC 6750 §3.1: a request with no credentials gets the challenge without an error code.

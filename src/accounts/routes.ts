@@ -128,7 +128,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
   r.get(
     '/account',
     {
-      config: { auth: 'account', rateLimitGroup: 'account' },
+      config: { auth: 'account', rateLimitGroup: 'account', scope: 'read' },
       schema: {
         tags: ['account'],
         summary: "The calling account's settings",
@@ -141,7 +141,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
   r.patch(
     '/account',
     {
-      config: { auth: 'account', rateLimitGroup: 'account' },
+      config: { auth: 'account', rateLimitGroup: 'account', scope: 'account' },
       schema: {
         tags: ['account'],
         summary:

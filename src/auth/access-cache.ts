@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { Clock } from '../clock.ts';
+import type { KnownApiKey } from './api-keys.ts';
 import type { TokenSubject } from './tokens.ts';
 
 /**
@@ -37,6 +38,7 @@ export class AccessCache {
   private readonly clock: Clock;
   private readonly tokens = new Map<string, TokenSubject>();
   private readonly accounts = new Map<string, { row: CachedAccount; readAt: number }>();
+  private readonly apiKeys = new Map<string, { key: KnownApiKey; readAt: number }>();
 
   constructor(clock: Clock) {
     this.clock = clock;
@@ -63,6 +65,25 @@ export class AccessCache {
 
   rememberAccount(row: CachedAccount): void {
     remember(this.accounts, row.id, { row, readAt: this.clock.now() });
+  }
+
+  /**
+   * The API key of this hash as read less than ACCOUNT_TTL_MS ago: a key revoked by another
+   * process stops working within that time, as a token whose account moved on does.
+   */
+  apiKey(keyHash: string): KnownApiKey | undefined {
+    const entry = this.apiKeys.get(keyHash);
+    if (entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS) return entry.key;
+    return undefined;
+  }
+
+  rememberApiKey(keyHash: string, key: KnownApiKey): void {
+    remember(this.apiKeys, keyHash, { key, readAt: this.clock.now() });
+  }
+
+  /** This process revoked the key: the next request with it reads the database, and finds it gone. */
+  forgetApiKey(keyHash: string): void {
+    this.apiKeys.delete(keyHash);
   }
 
   /** This process changed the account: the next request reads it again. */

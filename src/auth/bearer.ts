@@ -1,11 +1,29 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
-import { adminUnauthorized, consoleSessionEnded, csrfRefused, invalidToken, missingToken } from '../errors.ts';
+import {
+  adminUnauthorized,
+  consoleSessionEnded,
+  csrfRefused,
+  invalidApiKey,
+  invalidToken,
+  missingToken,
+  scopeRefused,
+} from '../errors.ts';
 import { SESSION_COOKIE, csrfTokenFor, findSession } from './console-sessions.ts';
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
 import { type AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
 import { verifyAccessToken, type TokenSubject } from './tokens.ts';
+import {
+  KEY_PREFIX,
+  LAST_USED_EVERY_MS,
+  apiKeyHash,
+  findApiKey,
+  recordApiKeyUse,
+  scopesOf,
+  type KnownApiKey,
+  type RouteScope,
+} from './api-keys.ts';
 
 /** The account a bearer token speaks for, as every module handler sees it. */
 export interface AuthenticatedAccount {
@@ -29,12 +47,19 @@ declare module 'fastify' {
     account: AuthenticatedAccount;
     /** The console session's secret when the request came with its cookie rather than a bearer token. */
     consoleSession: string | null;
+    /** The API key the request came with, or null: an access token or the console's session. */
+    apiKey: KnownApiKey | null;
   }
   interface FastifyContextConfig {
     /** Who may call the route: an account's bearer token, the operator's ADMIN_TOKEN, or anyone. */
     auth?: 'account' | 'admin';
     /** The rate-limit group an account route counts against. */
     rateLimitGroup?: RateLimitGroup;
+    /**
+     * The scope that lets an API key call an account route (api-keys.ts, ARCHITECTURE.md's
+     * table); required with `auth: 'account'`. Access tokens and console sessions hold every scope.
+     */
+    scope?: RouteScope;
   }
 }
 
@@ -62,11 +87,38 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * bearer token or the console's session cookie (console-sessions.ts): the console is one more
  * client of the same routes; under the cookie, a change needs the session's CSRF token too.
  * Verified tokens and account reads are remembered (access-cache.ts); revocations reach every
- * process within a second.
+ * process within a second. A bearer token that begins `hk_` is an API key (api-keys.ts): its
+ * account's, limited to the scopes that the route's `config.scope` names.
  */
 export function registerAuthentication(app: FastifyInstance, ctx: AppContext, cache: AccessCache): void {
   app.decorateRequest('account', null as unknown as AuthenticatedAccount);
   app.decorateRequest('consoleSession', null);
+  app.decorateRequest('apiKey', null);
+
+  // A route a key could call by mistake, or never, because its scope was forgotten: the start stops.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.auth === 'account' && route.config.scope === undefined) {
+      throw new Error(`${route.method} ${route.url} is an account route with no scope in its config`);
+    }
+  });
+
+  /** The key, still live; its use recorded at most once a minute. */
+  async function apiKeyOf(key: string): Promise<KnownApiKey> {
+    const hash = apiKeyHash(key);
+    let known = cache.apiKey(hash);
+    if (!known) {
+      known = await findApiKey(ctx.database.reads, hash);
+      if (!known) throw invalidApiKey('it was revoked or never existed');
+      cache.rememberApiKey(hash, known);
+    }
+    const now = ctx.clock.now();
+    if (known.expiresAt !== null && known.expiresAt <= now) throw invalidApiKey('it has expired');
+    if (known.lastUsedAt === null || now - known.lastUsedAt >= LAST_USED_EVERY_MS) {
+      known.lastUsedAt = now;
+      await recordApiKeyUse(ctx.db, known.id, now);
+    }
+    return known;
+  }
 
   async function subjectOf(token: string): Promise<TokenSubject> {
     const hash = tokenHash(token);
@@ -122,10 +174,22 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     }
     if (auth !== 'account') return;
     const token = bearerToken(request);
-    const subject = token === undefined ? await consoleSubjectOf(request) : await subjectOf(token);
+    if (token?.startsWith(KEY_PREFIX)) {
+      request.apiKey = await apiKeyOf(token);
+      // Checked before the account is read: a key outside its scopes costs nothing more.
+      const scopes = scopesOf(request.routeOptions.config.scope ?? []);
+      if (!scopes.some((scope) => request.apiKey!.scopes.has(scope))) throw scopeRefused(scopes);
+    }
+    const subject =
+      request.apiKey !== null
+        ? { accountId: request.apiKey.accountId, tokenVersion: undefined }
+        : token === undefined
+          ? await consoleSubjectOf(request)
+          : await subjectOf(token);
     const row = await accountOf(subject.accountId);
     if (!row) throw invalidToken('its account no longer exists');
-    if (row.token_version !== subject.tokenVersion) {
+    // A key outlives password changes and private-token rotations: only its revocation ends it.
+    if (subject.tokenVersion !== undefined && row.token_version !== subject.tokenVersion) {
       throw token === undefined
         ? consoleSessionEnded()
         : invalidToken('it was revoked by a password change or private-token rotation');

@@ -86,7 +86,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
   r.get(
     '/console/session',
     {
-      config: account,
+      config: { ...account, scope: [] },
       schema: {
         tags,
         summary: 'The signed-in account and the CSRF token of its console session',
@@ -102,7 +102,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
   r.delete(
     '/console/session',
     {
-      config: account,
+      config: { ...account, scope: [] },
       schema: { tags, summary: 'Sign out of the console', response: errorResponses(401, 403) },
     },
     async (request, reply) => {

@@ -39,7 +39,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/contacts/batch',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Create or update up to 1000 contacts, applied asynchronously',
@@ -64,7 +64,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/contacts/batch/:batchId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'read' },
       schema: {
         tags,
         summary: "A contact batch's status and its inserted, updated and skipped contacts",
@@ -78,7 +78,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/contacts',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'read' },
       schema: {
         tags,
         summary: 'Contacts by email and/or mobile',
@@ -92,7 +92,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/contacts/:contactId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'read' },
       schema: {
         tags,
         summary: 'One contact',
@@ -106,7 +106,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.patch(
     '/contacts/:contactId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: "Change a contact's fields, checked as the contact batch checks them; those absent keep their value",
@@ -128,7 +128,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/contacts/properties',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Create a contact property',
@@ -147,7 +147,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/contacts/properties',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'read' },
       schema: {
         tags,
         summary: "The account's contact properties",
@@ -160,7 +160,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/lists',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Create a contact list',
@@ -179,7 +179,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/lists',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'read' },
       schema: {
         tags,
         summary: "The account's lists, `All contacts` first",
@@ -192,7 +192,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.patch(
     '/lists/:listId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Rename a list (not `All contacts`), by the name rules of POST /lists',
@@ -212,7 +212,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/lists/:listId/contacts',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Add existing contacts to a list, up to 1000; an id the account does not have adds none (422)',
@@ -233,7 +233,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/lists/:listId/contacts/:contactId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Take a contact off a list (204); the contact stays',
@@ -254,7 +254,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/lists/:listId/contacts',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'read' },
       schema: {
         tags,
         summary: 'The contacts of a list, a page at a time',

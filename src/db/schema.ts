@@ -565,6 +565,19 @@ export interface ErasedSuppressionsTable {
   created_at: number;
 }
 
+/** An account's API key (0037), kept as the SHA-256 of the key (auth/api-keys.ts). */
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** JSON array of scopes. */
+  scopes: string;
+  key_hash: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -609,4 +622,5 @@ export interface Schema {
   contact_batches: ContactBatchesTable;
   erasures: ErasuresTable;
   erased_suppressions: ErasedSuppressionsTable;
+  api_keys: ApiKeysTable;
 }

@@ -75,7 +75,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/email/batch',
     {
-      config: email,
+      config: { ...email, scope: 'email:send' },
       schema: {
         tags,
         summary: 'Send one email to recipients and/or the contacts of lists, now or at a time',
@@ -95,7 +95,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/email/batch',
     {
-      config: email,
+      config: { ...email, scope: 'read' },
       schema: {
         tags,
         summary:
@@ -123,7 +123,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/email/batch/:batchId',
     {
-      config: email,
+      config: { ...email, scope: 'read' },
       schema: {
         tags,
         summary: 'An email batch: its status, totals and recipients with their events, a page at a time',
@@ -142,7 +142,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/email/batch/:batchId',
     {
-      config: email,
+      config: { ...email, scope: 'email:send' },
       schema: {
         tags,
         summary: 'Cancel an email batch that has not started sending (204); 409 once it has',
@@ -169,7 +169,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/email/campaigns',
     {
-      config: email,
+      config: { ...email, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Store an email campaign: HTML a batch sends by its emailCampaignId',
@@ -186,7 +186,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/email/campaigns',
     {
-      config: email,
+      config: { ...email, scope: 'read' },
       schema: {
         tags,
         summary: "The account's email campaigns, oldest first, a page at a time",
@@ -207,7 +207,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/email/suppressions',
     {
-      config: email,
+      config: { ...email, scope: 'suppressions' },
       schema: {
         tags,
         summary: 'Suppress an address: no email of this account goes to it (its recipients are Dropped)',
@@ -230,7 +230,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/email/suppressions',
     {
-      config: email,
+      config: { ...email, scope: 'read' },
       schema: {
         tags,
         summary: "The account's suppressed addresses, in address order, a page at a time",
@@ -253,7 +253,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/email/suppressions/:email',
     {
-      config: email,
+      config: { ...email, scope: 'suppressions' },
       schema: {
         tags,
         summary: 'Send to a suppressed address again (204; 404 if it was not suppressed)',
@@ -271,7 +271,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/sandbox/email',
     {
-      config: email,
+      config: { ...email, scope: 'read' },
       schema: {
         tags,
         summary:

@@ -17,6 +17,11 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 export interface Outcome<T> {
   statusCode: number;
   body: T;
+  /**
+   * What the key's record keeps, and a replay answers, when the body shows something once and
+   * must not be kept even sealed (a new API key): the body without it. Unset: the body.
+   */
+  recorded?: T;
 }
 
 /**
@@ -82,11 +87,12 @@ export async function withIdempotencyKey<T>(
     .values({ scope, key, request_hash: claim.hash, status_code: 0, response_body: '', created_at: claim.now })
     .execute();
   const outcome = await work();
+  const recorded = outcome.recorded ?? outcome.body;
   await trx
     .updateTable('idempotency_keys')
     .set({
       status_code: outcome.statusCode,
-      response_body: seal(createSecretKey(claim.responseKey), JSON.stringify(outcome.body), responsePlace(scope, key)),
+      response_body: seal(createSecretKey(claim.responseKey), JSON.stringify(recorded), responsePlace(scope, key)),
     })
     .where('scope', '=', scope)
     .where('key', '=', key)

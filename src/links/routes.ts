@@ -37,7 +37,7 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/landing-pages',
     {
-      config: sms,
+      config: { ...sms, scope: 'contacts:write' },
       schema: {
         tags,
         summary: 'Create a landing page: the page an SMS with its landingPageId links to',
@@ -54,7 +54,7 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/landing-pages',
     {
-      config: sms,
+      config: { ...sms, scope: 'read' },
       schema: {
         tags,
         summary: "The account's landing pages, oldest first, a page at a time",

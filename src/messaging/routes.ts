@@ -35,7 +35,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/usage',
     {
-      config: account,
+      config: { ...account, scope: 'read' },
       schema: {
         tags,
         summary:
@@ -67,7 +67,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/stats',
     {
-      config: account,
+      config: { ...account, scope: 'read' },
       schema: {
         tags,
         summary:
@@ -91,7 +91,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/contacts/:contactId/messages',
     {
-      config: account,
+      config: { ...account, scope: 'read' },
       schema: {
         tags: ['contacts'],
         summary:
@@ -113,7 +113,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/contacts/:contactId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags: ['crm'],
         summary:
@@ -137,7 +137,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/lists/:listId',
     {
-      config: contacts,
+      config: { ...contacts, scope: 'contacts:write' },
       schema: {
         tags: ['crm'],
         summary:
@@ -159,7 +159,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/messages/:messageId',
     {
-      config: account,
+      config: { ...account, scope: 'read' },
       schema: {
         tags,
         summary: 'One message by its messageId, SMS or email: its send, recipient, status and history',

@@ -45,7 +45,7 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/privacy/export',
     {
-      config: account,
+      config: { ...account, scope: 'privacy' },
       schema: {
         tags,
         summary:
@@ -66,7 +66,7 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/privacy/erasures',
     {
-      config: erasing,
+      config: { ...erasing, scope: 'privacy' },
       schema: {
         tags,
         summary:
@@ -86,7 +86,7 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/privacy/erasures/:erasureId',
     {
-      config: erasing,
+      config: { ...erasing, scope: 'privacy' },
       schema: {
         tags,
         summary: 'An erasure: whether it is done, and how many contacts and messages it erased',

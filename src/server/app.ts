@@ -14,6 +14,8 @@ import { ErrorBody } from '../http/schemas.ts';
 import { registerAuthentication } from '../auth/bearer.ts';
 import { AccessCache } from '../auth/access-cache.ts';
 import { authRoutes } from '../auth/routes.ts';
+import { apiKeyRoutes } from '../auth/api-key-routes.ts';
+import { SCOPES, scopesOf } from '../auth/api-keys.ts';
 import { accountRoutes } from '../accounts/routes.ts';
 import { senderRoutes } from '../senders/routes.ts';
 import { webhookRoutes } from '../webhooks/routes.ts';
@@ -35,6 +37,20 @@ const API_DESCRIPTION =
   'Access tokens, accounts, the CRM (lists, properties, contact upsert), SMS through the sandbox transport or over ' +
   'SMPP with landing pages, short links, encrypted bodies and replies from handsets, email batches through the ' +
   'sandbox transport or an SMTP relay with campaigns, DKIM, suppressions, tracking and bounces, and signed webhooks.';
+
+/**
+ * API keys (POST /api-keys) beside the JWT bearer. OpenAPI 3.0 gives scopes to OAuth 2 alone: a
+ * key's are an extension here (`x-scopes`), as is each operation's `x-scope`.
+ */
+const API_KEY_SCHEME = {
+  type: 'http' as const,
+  scheme: 'bearer',
+  bearerFormat: 'hk_',
+  description:
+    'An API key (POST /api-keys) as the bearer token: it may call the operations whose `x-scope` lists one ' +
+    'of its scopes (docs/api-keys.md).',
+  'x-scopes': [...SCOPES],
+};
 
 /** Builds the HTTP API on a context; server.ts listens, tests inject. */
 export async function buildApp(
@@ -73,13 +89,30 @@ export async function buildApp(
   registerAuthentication(app, ctx, accessCache);
   app.addSchema(ErrorBody);
   app.addHook('onRoute', (route) => {
-    if (route.config?.auth) route.schema = { ...route.schema, security: [{ bearer: [] }] };
+    const { auth, scope } = route.config ?? {};
+    if (!auth) return;
+    if (auth !== 'account' || scope === undefined) {
+      route.schema = { ...route.schema, security: [{ bearer: [] }] };
+      return;
+    }
+    // An account route: an access token, or an API key holding one of `x-scope` (none: no key).
+    const scopes = scopesOf(scope);
+    route.schema = {
+      ...route.schema,
+      security: scopes.length > 0 ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }],
+      'x-scope': [...scopes],
+    } as typeof route.schema;
   });
 
   await app.register(swagger, {
     openapi: {
       info: { title: 'Herald', version: '0.1.0', description: API_DESCRIPTION },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          apiKey: API_KEY_SCHEME,
+        },
+      },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
@@ -88,6 +121,7 @@ export async function buildApp(
 
   probeRoutes(app, ctx);
   authRoutes(app, ctx);
+  apiKeyRoutes(app, ctx, accessCache);
   accountRoutes(app, ctx, accessCache);
   senderRoutes(app, ctx);
   webhookRoutes(app, ctx);

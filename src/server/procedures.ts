@@ -8,6 +8,7 @@
  */
 export const PROCEDURE_MODULES: readonly string[] = [
   '../accounts/service.ts',
+  '../auth/api-keys.ts',
   '../crm/apply.ts',
   '../crm/batches.ts',
   '../crm/manage.ts',

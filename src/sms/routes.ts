@@ -61,7 +61,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/sms/single',
     {
-      config: sms,
+      config: { ...sms, scope: 'sms:send' },
       schema: {
         tags,
         summary: 'Send one SMS to one recipient (a one-time passcode, an alert), now or at a time',
@@ -81,7 +81,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/sms/batch',
     {
-      config: sms,
+      config: { ...sms, scope: 'sms:send' },
       schema: {
         tags,
         summary: 'Send one SMS text to recipients and/or the contacts of lists, now or at a time',
@@ -101,7 +101,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/sms',
     {
-      config: sms,
+      config: { ...sms, scope: 'read' },
       schema: {
         tags,
         summary:
@@ -129,7 +129,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/sms/:queueId',
     {
-      config: sms,
+      config: { ...sms, scope: 'read' },
       schema: {
         tags,
         summary: 'An SMS request: its status, totals and recipients, a page at a time',
@@ -148,7 +148,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/sms/:queueId',
     {
-      config: sms,
+      config: { ...sms, scope: 'sms:send' },
       schema: {
         tags,
         summary: 'Cancel an SMS request that has not started, or the recipients quiet hours hold (204); 409 else',
@@ -187,7 +187,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/sms/suppressions',
     {
-      config: sms,
+      config: { ...sms, scope: 'suppressions' },
       schema: {
         tags,
         summary: 'Suppress a number: no SMS of this account goes to it',
@@ -210,7 +210,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/sms/suppressions',
     {
-      config: sms,
+      config: { ...sms, scope: 'read' },
       schema: {
         tags,
         summary: "The account's suppressed numbers, a page at a time",
@@ -242,7 +242,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.delete(
     '/sms/suppressions/:number',
     {
-      config: sms,
+      config: { ...sms, scope: 'suppressions' },
       schema: {
         tags,
         summary: 'Send to a suppressed number again',
@@ -260,7 +260,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/sandbox/sms',
     {
-      config: sms,
+      config: { ...sms, scope: 'read' },
       schema: {
         tags,
         summary:
@@ -295,7 +295,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/sandbox/sms/inbound',
     {
-      config: sms,
+      config: { ...sms, scope: 'sms:send' },
       schema: {
         tags,
         summary:

@@ -116,7 +116,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/verify',
     {
-      config: verify,
+      config: { ...verify, scope: 'verify' },
       schema: {
         tags,
         summary: 'Send a one-time code by SMS or email; to a recipient with a code pending, a new code',
@@ -183,7 +183,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/verify/:verificationId/check',
     {
-      config: verify,
+      config: { ...verify, scope: 'verify' },
       schema: {
         tags,
         summary: 'Check a code: approved, pending with an attempt fewer, failed at the fifth wrong one, or expired',
@@ -220,7 +220,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/verify/:verificationId/cancel',
     {
-      config: verify,
+      config: { ...verify, scope: 'verify' },
       schema: {
         tags,
         summary: 'Cancel a pending verification: its code no longer checks',
@@ -240,7 +240,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/verify/stats',
     {
-      config: verify,
+      config: { ...verify, scope: ['read', 'verify'] },
       schema: {
         tags,
         summary: "Verifications started, approved, failed, expired and blocked over days of the account's zone",
@@ -261,7 +261,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/verify/:verificationId',
     {
-      config: verify,
+      config: { ...verify, scope: ['read', 'verify'] },
       schema: {
         tags,
         summary: 'A verification: its status, sends and checks left',

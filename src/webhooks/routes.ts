@@ -51,7 +51,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/webhooks/secret',
     {
-      config: account,
+      config: { ...account, scope: 'webhooks' },
       schema: {
         tags,
         summary: 'The secret that signs webhook posts',
@@ -67,7 +67,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/webhooks/secret/rotate',
     {
-      config: account,
+      config: { ...account, scope: 'webhooks' },
       schema: {
         tags,
         summary: 'A new signing secret; the old one keeps signing for 24 hours',
@@ -85,7 +85,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/webhooks/deliveries',
     {
-      config: account,
+      config: { ...account, scope: ['read', 'webhooks'] },
       schema: {
         tags,
         summary: 'Recent webhook deliveries, newest first; with failing=true, those whose last attempt failed',
@@ -110,7 +110,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.get(
     '/webhooks/deliveries/:id',
     {
-      config: account,
+      config: { ...account, scope: ['read', 'webhooks'] },
       schema: {
         tags,
         summary: 'One webhook delivery, with the body it posts',
@@ -130,7 +130,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/webhooks/deliveries/:id/retry',
     {
-      config: account,
+      config: { ...account, scope: 'webhooks' },
       schema: {
         tags,
         summary: 'Post a delivery again now, with the same webhook-id',

@@ -124,8 +124,11 @@ forEachDatabase((dialect) => {
     assert.equal(openapi.statusCode, 200);
     const document = openapi.json();
     assert.ok(document.paths['/token'].post);
-    assert.deepEqual(document.paths['/account'].get.security, [{ bearer: [] }]);
-    assert.deepEqual(document.paths['/landing-pages'].post.security, [{ bearer: [] }]);
+    assert.deepEqual(document.paths['/account'].get.security, [{ bearer: [] }, { apiKey: [] }]);
+    assert.deepEqual(document.paths['/account'].get['x-scope'], ['read']);
+    assert.deepEqual(document.paths['/landing-pages'].post.security, [{ bearer: [] }, { apiKey: [] }]);
+    assert.deepEqual(document.paths['/api-keys'].post.security, [{ bearer: [] }], 'no key manages keys');
+    assert.deepEqual(document.paths['/admin/accounts'].get.security, [{ bearer: [] }]);
     assert.equal(document.paths['/l/{code}'].get.security, undefined, 'a short link is opened without a token');
     assert.equal(document.paths['/{code}'], undefined, 'the shortener hosts’ path is no route of the API’s host');
     assert.ok(document.components.schemas.ErrorBody);
