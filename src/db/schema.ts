@@ -544,7 +544,7 @@ export interface ErasuresTable {
   id: string;
   account_id: string;
   status: 'Processing' | 'Completed' | 'Failed';
-  /** Who asked: `token` or `console`. */
+  /** Who asked: `token`, `console` or `apiKey:<apiKeyId>`. */
   requested_by: string;
   /** JSON array of the erased identifiers' keyed hashes. */
   hashes: string;

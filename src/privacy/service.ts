@@ -15,8 +15,8 @@ type Ctx = Pick<AppContext, 'database' | 'db' | 'clock' | 'encryptionKey'>;
 /** Where the person's identifiers are sealed while their erasure runs (the AAD of the seal). */
 const place = (erasureId: string) => `erasures.${erasureId}`;
 
-/** Who asked for an erasure, as its record keeps it. */
-export type Requester = 'token' | 'console';
+/** Who asked for an erasure, as its record keeps it (the audit log's actors). */
+export type Requester = 'token' | 'console' | `apiKey:${string}`;
 
 /** POST /privacy/erasures: the person suppressed and their unsent messages ended at once, the rest by a job. */
 export async function requestErasure(

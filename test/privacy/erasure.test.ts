@@ -278,6 +278,25 @@ forEachDatabase((dialect) => {
     api = await startApiTest(dialect);
   });
 
+  it('records who asked: an access token, or the API key by its id', async () => {
+    const created = await alice.post('/api-keys', { name: 'privacy desk', scopes: ['privacy'] });
+    assert.equal(created.statusCode, 201, created.body);
+    const { apiKeyId, key } = created.json();
+    const byKey = await api.t.app.inject({
+      method: 'POST',
+      url: '/privacy/erasures',
+      headers: bearer(key),
+      payload: { email: ADA_EMAIL },
+    });
+    assert.equal(byKey.statusCode, 202, byKey.body);
+    const byToken = await erase(alice, { mobile: ADA_MOBILE });
+    const record = async (id: string) =>
+      (await api.t.ctx.db.selectFrom('erasures').select('requested_by').where('id', '=', id).executeTakeFirstOrThrow())
+        .requested_by;
+    assert.equal(await record(byKey.json().erasureId), `apiKey:${apiKeyId}`);
+    assert.equal(await record(byToken), 'token');
+  });
+
   it('takes exactly one of mobile and email, well formed', async () => {
     for (const body of [
       {},
