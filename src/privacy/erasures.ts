@@ -386,9 +386,10 @@ const orNone = (values: string[]) => (values.length > 0 ? values : ['']);
 
 /**
  * The person's recipients on a channel, of any status: the address becomes the hash, their tag
- * values and a reply's text go, with the user agents of their clicks, the numbers of their SMS
- * submits, and the text of a single send (it was for them alone). Found by the recipients'
- * (address) index, a chunk at a time; a chunk no longer matches once hashed.
+ * values and a reply's text go, with the user agents of their clicks, their identifier in the
+ * URLs those clicks recorded, the numbers of their SMS submits, and the text of a single send
+ * (it was for them alone). Found by the recipients' (address) index, a chunk at a time; a chunk
+ * no longer matches once hashed.
  */
 async function eraseRecipients(
   trx: Db,
@@ -403,6 +404,15 @@ async function eraseRecipients(
   const ids = rows.map((r) => r.id);
   const sendIds = [...new Set(rows.map((r) => r.send_id))];
   await trx.updateTable('recipient_history').set({ reply: null }).where('recipient_id', 'in', ids).execute();
+  // A link a tag made personal (?email=[email]) names them in the URL its click recorded.
+  for (const clear of identifiers) {
+    await trx
+      .updateTable('recipient_history')
+      .set({ url: sql<string>`replace(url, ${clear}, ${erasedAddress(args.erasureKey, clear)})` })
+      .where('recipient_id', 'in', ids)
+      .where('url', 'like', `%${clear}%`)
+      .execute();
+  }
   await trx
     .updateTable('link_clicks')
     .set({ user_agent: null })

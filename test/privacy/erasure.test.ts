@@ -114,6 +114,21 @@ forEachDatabase((dialect) => {
       scheduleDateTime: new Date(api.clock.now() + 3_600_000).toISOString(),
     });
     await api.drain();
+    // A click on a link a tag made personal, as tracking records it.
+    const clicked = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', email)
+      .executeTakeFirstOrThrow();
+    await api.t.ctx.db
+      .insertInto('recipient_history')
+      .values({
+        recipient_id: clicked.id,
+        status: 'Click',
+        at: api.clock.now(),
+        url: `https://shop.example/?e=${ADA_EMAIL}`,
+      })
+      .execute();
     const mo = await alice.post('/sandbox/sms/inbound', { from: ADA_MOBILE, to: 'HERALD', text: REPLY });
     assert.equal(mo.statusCode, 201, mo.body);
     // A contact batch naming Ada that died, waiting for a retry by hand.
