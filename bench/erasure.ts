@@ -136,8 +136,9 @@ async function eraseOne(url: string, recipients: number, keyring: Keyring): Prom
     const seeded = (performance.now() - seeding) / 1000;
 
     const ctx = { database, db: database.db, clock, encryptionKey: keyring };
+    const by = { actor: 'token' as const, ip: '127.0.0.1', at: clock.now() };
     const asked = performance.now();
-    const { erasureId } = await requestErasure(ctx, account.id, { mobile: PERSON }, 'token');
+    const { erasureId } = await requestErasure(ctx, account.id, { mobile: PERSON }, by);
     const requestMs = performance.now() - asked;
     const job = { payload: { erasureId } } as unknown as Job;
     const ran = performance.now();

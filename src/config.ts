@@ -84,6 +84,8 @@ export interface Config {
    * (src/messaging/retention.ts).
    */
   retentionDays: number;
+  /** AUDIT_RETENTION_DAYS: how long the audit log keeps an entry (src/audit/entries.ts). */
+  auditRetentionDays: number;
   /**
    * SMS_RECEIPT_TIMEOUT_HOURS: a message without a final receipt this long after its send completed
    * ends Failed (sms/expiry.ts).
@@ -327,6 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600),
     jobLeaseSeconds: integer(env, 'JOB_LEASE_SECONDS', 30, 1, 3600),
     retentionDays: integer(env, 'RETENTION_DAYS', 30, 1, 36_500),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     smsReceiptTimeoutHours: integer(env, 'SMS_RECEIPT_TIMEOUT_HOURS', 48, 1, 24 * 30),
   };
 }

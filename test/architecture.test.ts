@@ -38,6 +38,8 @@ const LAYERS: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
     ],
   },
   { name: 'the context and HTTP plumbing', modules: ['context.ts', 'http/'] },
+  // Written by the domains, in the transactions of their changes.
+  { name: 'the audit log', modules: ['audit/'] },
   { name: 'the queue', modules: ['queue/'] },
   {
     name: 'domains',

@@ -20,6 +20,7 @@ import {
   updateAccountSettings,
 } from './service.ts';
 import { notFound } from '../errors.ts';
+import { auditBy, type AuditBy } from '../audit/entries.ts';
 import { isKnownCountry } from '../crm/mobile-number.ts';
 import { changedVerifySettings, verifySettings } from './verify-settings.ts';
 import { CLOCK_TIME, quietHoursOf } from './quiet-hours.ts';
@@ -89,6 +90,8 @@ const admin = { auth: 'admin' as const };
  * read of its settings. Route table first; handlers only parse, call the service, answer.
  */
 export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache: AccessCache): void {
+  /** The operator's changes to an account, as its audit log records them. */
+  const byAdmin = (ip: string): AuditBy => ({ actor: 'admin', ip, at: ctx.clock.now() });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['admin'];
 
@@ -188,7 +191,13 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
         smartEncoding,
         quietHours,
       };
-      const row = await updateAccountSettings(ctx.db, ctx.clock, account.id, settings);
+      const row = await updateAccountSettings(
+        ctx.db,
+        ctx.clock,
+        account.id,
+        settings,
+        auditBy(request, ctx.clock.now()),
+      );
       accessCache.forget(account.id);
       return ownAccount({
         ...account,
@@ -221,7 +230,10 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       },
     },
     async (request, reply) =>
-      idempotent(request, reply, ctx, 'admin', postAccount, () => prepareAccount(ctx.clock, request.body)),
+      idempotent(request, reply, ctx, 'admin', postAccount, async () => ({
+        ...(await prepareAccount(ctx.clock, request.body)),
+        by: byAdmin(request.ip),
+      })),
   );
 
   r.get(
@@ -275,7 +287,8 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       },
     },
     async (request) => {
-      const row = await updateAccountSettings(ctx.db, ctx.clock, request.params.accountId, request.body);
+      const { accountId } = request.params;
+      const row = await updateAccountSettings(ctx.db, ctx.clock, accountId, request.body, byAdmin(request.ip));
       accessCache.forget(row.id);
       return accountView(row);
     },
@@ -311,7 +324,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       },
     },
     async (request) => {
-      const row = await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId);
+      const row = await rotatePrivateToken(ctx.db, ctx.clock, request.params.accountId, byAdmin(request.ip));
       accessCache.forget(row.id);
       return accountView(row, row.privateToken);
     },
@@ -330,7 +343,8 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
       },
     },
     async (request) => {
-      const row = await setPassword(ctx.db, ctx.clock, request.params.accountId, request.body.password);
+      const { accountId } = request.params;
+      const row = await setPassword(ctx.db, ctx.clock, accountId, request.body.password, byAdmin(request.ip));
       accessCache.forget(row.id);
       return accountView(row);
     },

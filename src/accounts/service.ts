@@ -12,6 +12,7 @@ import type { VerifySettings } from './verify-settings.ts';
 import { storedQuietHours, type QuietHours } from './quiet-hours.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
+import { recordAudit, type AuditAction, type AuditBy } from '../audit/entries.ts';
 
 import { deleteAccountRows } from './queries.ts';
 
@@ -162,19 +163,28 @@ async function insertAccount(trx: Db, { row: account }: NewAccountRow): Promise<
 /** An account's row with the private token it was just given, which the row keeps only a hash of. */
 export type AccountWithToken = AccountRow & { privateToken: string };
 
-export async function createAccount(db: Db, clock: Clock, input: NewAccount): Promise<AccountWithToken> {
+export async function createAccount(db: Db, clock: Clock, input: NewAccount, by?: AuditBy): Promise<AccountWithToken> {
   const account = await prepareAccount(clock, input);
   return {
-    ...(await db.transaction().execute((trx) => insertAccount(trx, account))),
+    ...(await db.transaction().execute(async (trx) => {
+      const row = await insertAccount(trx, account);
+      if (by) await recordAudit(trx, { ...by, accountId: row.id, action: 'account.created', target: null });
+      return row;
+    })),
     privateToken: account.privateToken,
   };
 }
 
-/** POST /admin/accounts, in the request's transaction (http/idempotency.ts). */
-export const postAccount = postProcedure(import.meta.url, 'postAccount', async ({ db }, account: NewAccountRow) => ({
-  statusCode: 201,
-  body: accountView(await insertAccount(db, account), account.privateToken),
-}));
+/** POST /admin/accounts, in the request's transaction (http/idempotency.ts), with its audit entry. */
+export const postAccount = postProcedure(
+  import.meta.url,
+  'postAccount',
+  async ({ db }, account: NewAccountRow & { by: AuditBy }) => {
+    const row = await insertAccount(db, account);
+    await recordAudit(db, { ...account.by, accountId: row.id, action: 'account.created', target: null });
+    return { statusCode: 201, body: accountView(row, account.privateToken) };
+  },
+);
 
 export async function listAccounts(db: Db): Promise<AccountRow[]> {
   return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
@@ -184,35 +194,54 @@ export async function findAccountById(db: Db, id: string): Promise<AccountRow | 
   return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** A change to an account, and who made it for the audit log (audit/entries.ts), written in its transaction. */
+interface Audited {
+  by: AuditBy;
+  action: AuditAction;
+}
+
 async function updateAccount(
   db: Db,
   id: string,
   values: Updateable<AccountsTable>,
   bumpTokenVersion: boolean,
+  audited?: Audited,
 ): Promise<AccountRow> {
-  const row = await db
-    .updateTable('accounts')
-    .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
-  if (!row) throw notFound('The account');
-  return row;
+  const update = async (trx: Db) => {
+    const row = await trx
+      .updateTable('accounts')
+      .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw notFound('The account');
+    if (audited) await recordAudit(trx, { ...audited.by, accountId: id, action: audited.action, target: null });
+    return row;
+  };
+  return audited ? db.transaction().execute(update) : update(db);
 }
 
 /** A new private token; every access token issued before it stops working. */
-export async function rotatePrivateToken(db: Db, clock: Clock, id: string): Promise<AccountWithToken> {
+export async function rotatePrivateToken(db: Db, clock: Clock, id: string, by?: AuditBy): Promise<AccountWithToken> {
   const { privateToken, hash } = newPrivateToken();
+  const audited = by && { by, action: 'account.privateToken.rotated' as const };
   return {
-    ...(await updateAccount(db, id, { private_token_hash: hash, updated_at: clock.now() }, true)),
+    ...(await updateAccount(db, id, { private_token_hash: hash, updated_at: clock.now() }, true, audited)),
     privateToken,
   };
 }
 
 /** A new password; every access token issued before it stops working. */
-export async function setPassword(db: Db, clock: Clock, id: string, password: string): Promise<AccountRow> {
+export async function setPassword(
+  db: Db,
+  clock: Clock,
+  id: string,
+  password: string,
+  by?: AuditBy,
+): Promise<AccountRow> {
   checkPassword(password);
-  return updateAccount(db, id, { password_hash: await hashPassword(password), updated_at: clock.now() }, true);
+  const values = { password_hash: await hashPassword(password), updated_at: clock.now() };
+  return updateAccount(db, id, values, true, by && { by, action: 'account.password.changed' });
 }
 
 export interface AccountSettings {
@@ -234,6 +263,7 @@ export async function updateAccountSettings(
   clock: Clock,
   id: string,
   settings: AccountSettings,
+  by?: AuditBy,
 ): Promise<AccountRow> {
   const current = await findAccountById(db, id);
   if (!current) throw notFound('The account');
@@ -252,7 +282,7 @@ export async function updateAccountSettings(
   if (settings.verify !== undefined) values.verify = JSON.stringify(settings.verify);
   if (settings.smartEncoding !== undefined) values.smart_encoding = settings.smartEncoding;
   if (settings.quietHours !== undefined) values.quiet_hours = storedQuietHours(settings.quietHours);
-  return updateAccount(db, id, values, false);
+  return updateAccount(db, id, values, false, by && { by, action: 'account.updated' });
 }
 
 /**

@@ -8,6 +8,7 @@ import { errorResponses, Uuid } from '../http/schemas.ts';
 import type { AccessCache } from './access-cache.ts';
 import { SCOPES, listApiKeys, postApiKey, prepareApiKey, revokeApiKey } from './api-keys.ts';
 import { verifyPassword } from './passwords.ts';
+import { auditBy } from '../audit/entries.ts';
 import { LoginThrottle } from './throttle.ts';
 
 const ApiKeyFields = {
@@ -109,7 +110,9 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
         ]);
       }
       const { password: _, ...fields } = body;
-      return idempotent(request, reply, ctx, account.id, postApiKey, () => prepareApiKey(account.id, fields, now));
+      return idempotent(request, reply, ctx, account.id, postApiKey, () =>
+        prepareApiKey(account.id, fields, auditBy(request, now)),
+      );
     },
   );
 
@@ -138,7 +141,12 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
       },
     },
     async (request, reply) => {
-      const hash = await revokeApiKey(ctx.db, request.account.id, request.params.apiKeyId);
+      const hash = await revokeApiKey(
+        ctx.db,
+        request.account.id,
+        request.params.apiKeyId,
+        auditBy(request, ctx.clock.now()),
+      );
       if (hash === undefined) throw notFound('The API key');
       accessCache.forgetApiKey(hash);
       return reply.code(204).send();

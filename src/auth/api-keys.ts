@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { postProcedure, type Outcome } from '../http/idempotency.ts';
 import { tokenHash } from './access-cache.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 
 /**
  * What a key may do (ARCHITECTURE.md, "Access and integration"). Each account route names the
@@ -84,14 +85,17 @@ export interface NewApiKey {
   key: string;
   createdAt: number;
   expiresAt: number | null;
+  /** Who made it, for the audit log. */
+  by: AuditBy;
 }
 
 /** Everything but the key's hash is made before (prepareApiKey), so a replay of the request finds the same. */
 export function prepareApiKey(
   accountId: string,
   body: { name: string; scopes: readonly Scope[]; expiresAt?: string },
-  now: number,
+  by: AuditBy,
 ): NewApiKey {
+  const now = by.at;
   return {
     id: randomUUID(),
     accountId,
@@ -100,6 +104,7 @@ export function prepareApiKey(
     key: newApiKey(),
     createdAt: now,
     expiresAt: body.expiresAt === undefined ? null : Date.parse(body.expiresAt),
+    by,
   };
 }
 
@@ -124,6 +129,7 @@ export const postApiKey = postProcedure(
         last_used_at: null,
       })
       .execute();
+    await recordAudit(db, { ...key.by, accountId: key.accountId, action: 'apiKey.created', target: key.id });
     const view = apiKeyView({
       id: key.id,
       name: key.name,
@@ -152,15 +158,26 @@ export async function listApiKeys(db: Kysely<Schema>, accountId: string): Promis
   return rows.map(apiKeyView);
 }
 
-/** Deletes the account's key; answers its hash (for the access cache to forget), or undefined if it has none so. */
-export async function revokeApiKey(db: Kysely<Schema>, accountId: string, id: string): Promise<string | undefined> {
-  const row = await db
-    .deleteFrom('api_keys')
-    .where('id', '=', id)
-    .where('account_id', '=', accountId)
-    .returning('key_hash')
-    .executeTakeFirst();
-  return row?.key_hash;
+/**
+ * Deletes the account's key, with its audit entry; answers its hash (for the access cache to
+ * forget), or undefined if it has none so.
+ */
+export async function revokeApiKey(
+  db: Kysely<Schema>,
+  accountId: string,
+  id: string,
+  by: AuditBy,
+): Promise<string | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .deleteFrom('api_keys')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .returning('key_hash')
+      .executeTakeFirst();
+    if (row) await recordAudit(trx, { ...by, accountId, action: 'apiKey.revoked', target: id });
+    return row?.key_hash;
+  });
 }
 
 /** A key as the bearer check needs it. */

@@ -40,25 +40,32 @@ export async function accountCommand(config: () => Config, action: string | unde
   await opened(config(), async (database) => {
     const { db } = database;
     const byUser = () => accountByUser(db, option('user'));
+    // The operator at the command line: the audit log's `admin`, from no address.
+    const byAdmin = () => ({ actor: 'admin' as const, ip: null, at: clock.now() });
     switch (action) {
       case 'create': {
-        const created = await createAccount(db, clock, {
-          userName: option('user'),
-          password: await newPassword(),
-          timeZoneOffset: values['time-zone-offset'],
-          locale: values.locale,
-        });
+        const created = await createAccount(
+          db,
+          clock,
+          {
+            userName: option('user'),
+            password: await newPassword(),
+            timeZoneOffset: values['time-zone-offset'],
+            locale: values.locale,
+          },
+          byAdmin(),
+        );
         return print(accountView(created, created.privateToken));
       }
       case 'list':
         return print((await listAccounts(db)).map((row) => accountView(row)));
       case 'rotate-private-token': {
-        const rotated = await rotatePrivateToken(db, clock, (await byUser()).id);
+        const rotated = await rotatePrivateToken(db, clock, (await byUser()).id, byAdmin());
         return print(accountView(rotated, rotated.privateToken));
       }
       case 'set-password': {
         const { id } = await byUser();
-        return print(accountView(await setPassword(db, clock, id, await newPassword())));
+        return print(accountView(await setPassword(db, clock, id, await newPassword(), byAdmin())));
       }
       case 'set-rate-limit': {
         const group = option('group') as RateLimitGroup;
@@ -67,7 +74,13 @@ export async function accountCommand(config: () => Config, action: string | unde
         const perMinute = Number(option('per-minute'));
         return print(
           accountView(
-            await updateAccountSettings(db, clock, (await byUser()).id, { rateLimits: { [group]: perMinute } }),
+            await updateAccountSettings(
+              db,
+              clock,
+              (await byUser()).id,
+              { rateLimits: { [group]: perMinute } },
+              byAdmin(),
+            ),
           ),
         );
       }

@@ -578,6 +578,19 @@ export interface ApiKeysTable {
   last_used_at: number | null;
 }
 
+/** The audit log (src/audit/): one row per change, written in its transaction. */
+export interface AuditEntriesTable {
+  id: Generated<number>;
+  account_id: string;
+  at: number;
+  /** `token`, `apiKey:<apiKeyId>`, `console` or `admin`. */
+  actor: string;
+  action: string;
+  /** An id, or a person's number or address as its keyed hash; null: the account itself. */
+  target: string | null;
+  ip: string | null;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -623,4 +636,5 @@ export interface Schema {
   erasures: ErasuresTable;
   erased_suppressions: ErasedSuppressionsTable;
   api_keys: ApiKeysTable;
+  audit_entries: AuditEntriesTable;
 }

@@ -1,3 +1,4 @@
+import { auditBy } from '../audit/entries.ts';
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { erasureKey } from '../messaging/erased-identifiers.ts';
@@ -11,7 +12,7 @@ import { cancelSend } from '../messaging/accept.ts';
 import { listSends, listSendsTo } from '../messaging/reads.ts';
 import { DEFAULT_PREVIEW, DryRunQuery, SendListPage, SendListQuery } from '../messaging/schemas.ts';
 import {
-  addSuppression,
+  suppressByRequest,
   listSuppressions,
   removeSuppression,
   type SuppressionView,
@@ -216,13 +217,16 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const row = await addSuppression(ctx.db, {
+      const now = ctx.clock.now();
+      const suppression = {
         accountId: request.account.id,
-        channel: 'email',
+        channel: 'email' as const,
         address: address(request.body.email, 'email'),
         reason: request.body.reason ?? 'added by hand',
-        now: ctx.clock.now(),
-      });
+        now,
+      };
+      const key = await erasureKey(ctx.db, ctx.encryptionKey);
+      const row = await suppressByRequest(ctx.db, suppression, auditBy(request, now), key);
       return reply.code(201).send(emailView(row));
     },
   );
@@ -263,7 +267,14 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request, reply) => {
       const key = await erasureKey(ctx.db, ctx.encryptionKey);
-      await removeSuppression(ctx.db, request.account.id, 'email', address(request.params.email, 'email'), key);
+      await removeSuppression(
+        ctx.db,
+        request.account.id,
+        'email',
+        address(request.params.email, 'email'),
+        key,
+        auditBy(request, ctx.clock.now()),
+      );
       return reply.code(204).send();
     },
   );

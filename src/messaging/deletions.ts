@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { procedure } from '../db/procedure.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import { conflict, notFound } from '../errors.ts';
 import { lockAccountContacts } from '../crm/queries.ts';
 import { allContactsFixed } from '../crm/setup.ts';
@@ -23,12 +24,13 @@ export const DELETED_WITHOUT_CONSENT = 'contact deleted without consent';
  * it held without consent (opt-in false) is suppressed on its channel, so the opt-out outlives
  * the contact: a later batch or list cannot reach the number again. That holds for the account
  * as a whole, as every suppression does, even if another contact has the same number with
- * consent. An existing suppression keeps its first reason.
+ * consent. An existing suppression keeps its first reason. Its audit entry is written in its
+ * transaction (audit/entries.ts).
  */
 export const deleteContact = procedure(
   import.meta.url,
   'deleteContact',
-  async ({ db, dialect }, args: { accountId: string; contactId: number; now: number }): Promise<boolean> =>
+  async ({ db, dialect }, args: { accountId: string; contactId: number; by: AuditBy }): Promise<boolean> =>
     db.transaction().execute(async (trx) => {
       await lockAccountContacts(trx, dialect, args.accountId);
       const contact = await trx
@@ -52,7 +54,9 @@ export const deleteContact = procedure(
         .where('account_id', '=', args.accountId)
         .where('id', '=', args.contactId)
         .execute();
-      const suppress = { accountId: args.accountId, reason: DELETED_WITHOUT_CONSENT, now: args.now };
+      const target = String(args.contactId);
+      await recordAudit(trx, { ...args.by, accountId: args.accountId, action: 'contact.deleted', target });
+      const suppress = { accountId: args.accountId, reason: DELETED_WITHOUT_CONSENT, now: args.by.at };
       if (contact.mobile !== null && !contact.mobile_opt_in) {
         await addSuppression(trx, { ...suppress, channel: 'sms', address: contact.mobile });
       }
@@ -75,7 +79,7 @@ export const deleteContact = procedure(
 export const deleteList = procedure(
   import.meta.url,
   'deleteList',
-  async ({ db, dialect }, args: { accountId: string; listId: string }): Promise<void> =>
+  async ({ db, dialect }, args: { accountId: string; listId: string; by: AuditBy }): Promise<void> =>
     db.transaction().execute(async (trx) => {
       const allContacts = await lockAccountContacts(trx, dialect, args.accountId);
       const list = await trx
@@ -118,5 +122,7 @@ export const deleteList = procedure(
       }
       await trx.deleteFrom('list_members').where('list_id', '=', args.listId).execute();
       await trx.deleteFrom('contact_lists').where('id', '=', args.listId).execute();
+      const audited = { ...args.by, accountId: args.accountId, action: 'list.deleted' as const };
+      await recordAudit(trx, { ...audited, target: args.listId });
     }),
 );

@@ -10,6 +10,7 @@ import { purgeDeadJobs } from '../queue/queries.ts';
 import { recurringHandler } from '../queue/recurring.ts';
 import type { JobHandler } from '../queue/worker.ts';
 import { purgeSettledDeliveries } from '../webhooks/outbox.ts';
+import { purgeAuditEntries } from '../audit/entries.ts';
 import { queries } from './queries.ts';
 import type { Channel } from './recipients.ts';
 
@@ -25,7 +26,8 @@ type Db = Kysely<Schema>;
  *
  * One sweep an hour, across every process (a recurring job, queue/recurring.ts), also lets go
  * of what nothing else deletes: dead jobs, webhook deliveries no longer pending, receipts that
- * never matched a part (all after RETENTION_DAYS), and expired Idempotency-Key records.
+ * never matched a part (all after RETENTION_DAYS), expired Idempotency-Key records, and audit
+ * entries after AUDIT_RETENTION_DAYS.
  */
 
 /** The queue kind of the sweep; its one job is its own idempotency key. */
@@ -163,6 +165,8 @@ export interface SweepReport {
   deadJobs: number;
   deliveries: number;
   idempotencyKeys: number;
+  /** Audit entries older than AUDIT_RETENTION_DAYS (counted when the sweep is given that). */
+  auditEntries: number;
   /** Rows each channel's purge deleted, by its name. */
   channels: Record<string, number>;
   /** Transactions it took. */
@@ -177,9 +181,15 @@ export async function sweep(
   database: Database,
   now: number,
   retentionDays: number,
-  options: { signal?: AbortSignal; limits?: ChunkLimits; channelPurges?: Record<string, Purge> } = {},
+  options: {
+    signal?: AbortSignal;
+    limits?: ChunkLimits;
+    channelPurges?: Record<string, Purge>;
+    /** AUDIT_RETENTION_DAYS; unset: the audit log is left alone. */
+    auditRetentionDays?: number;
+  } = {},
 ): Promise<SweepReport> {
-  const { signal, limits = CHUNK_LIMITS, channelPurges = {} } = options;
+  const { signal, limits = CHUNK_LIMITS, channelPurges = {}, auditRetentionDays } = options;
   const before = now - retentionDays * DAY_MS;
   const report: SweepReport = {
     sends: 0,
@@ -187,6 +197,7 @@ export async function sweep(
     deadJobs: 0,
     deliveries: 0,
     idempotencyKeys: 0,
+    auditEntries: 0,
     channels: {},
     transactions: 0,
   };
@@ -218,19 +229,23 @@ export async function sweep(
   await deleting(purgeSettledDeliveries, (n) => (report.deliveries += n), before);
   // Records of Idempotency-Keys go when the key is no longer honoured (24 hours), whatever RETENTION_DAYS says.
   await deleting(purgeExpiredIdempotencyKeys, (n) => (report.idempotencyKeys += n), now);
+  if (auditRetentionDays !== undefined) {
+    await deleting(purgeAuditEntries, (n) => (report.auditEntries += n), now - auditRetentionDays * DAY_MS);
+  }
   return report;
 }
 
 /** The sweep's job handler: registered by every worker (src/server/worker.ts), run by one at a time. */
 export function retentionHandler(
-  deps: { database: Database; clock: Clock; config: { retentionDays: number } },
+  deps: { database: Database; clock: Clock; config: { retentionDays: number; auditRetentionDays: number } },
   channelPurges: Record<string, Purge>,
 ): JobHandler {
   return recurringHandler(deps.clock, {
     kind: RETENTION_KIND,
     everyMs: RETENTION_EVERY_MS,
     run: async (signal) => {
-      await sweep(deps.database, deps.clock.now(), deps.config.retentionDays, { signal, channelPurges });
+      const { retentionDays, auditRetentionDays } = deps.config;
+      await sweep(deps.database, deps.clock.now(), retentionDays, { signal, channelPurges, auditRetentionDays });
     },
   });
 }

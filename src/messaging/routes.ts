@@ -8,6 +8,7 @@ import { notFound } from '../errors.ts';
 import { ContactIdParams, ListIdParams } from '../crm/schemas.ts';
 import { contactMessages } from './contact-messages.ts';
 import { deleteContact, deleteList } from './deletions.ts';
+import { auditBy } from '../audit/entries.ts';
 import { readMessage } from './reads.ts';
 import {
   ContactMessagesPage,
@@ -127,7 +128,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
       const deleted = await ctx.database.call(deleteContact, {
         accountId: request.account.id,
         contactId: Number(request.params.contactId),
-        now: ctx.clock.now(),
+        by: auditBy(request, ctx.clock.now()),
       });
       if (!deleted) throw notFound('The contact');
       return reply.code(204).send();
@@ -151,6 +152,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
       await ctx.database.call(deleteList, {
         accountId: request.account.id,
         listId: request.params.listId.toLowerCase(),
+        by: auditBy(request, ctx.clock.now()),
       });
       return reply.code(204).send();
     },

@@ -4,6 +4,7 @@ import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { erasedAddress } from './erased-identifiers.ts';
 import type { Channel } from './recipients.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 
 type Db = Kysely<Schema>;
 
@@ -19,12 +20,43 @@ const view = (row: { address: string; reason: string; created_at: number }): Sup
   createdAt: new Date(row.created_at).toISOString(),
 });
 
+interface NewSuppression {
+  accountId: string;
+  channel: Channel;
+  address: string;
+  reason: string;
+  now: number;
+}
+
 /** Suppresses an address for the account on a channel; suppressing it again keeps the first record. */
-export async function addSuppression(
+export async function addSuppression(db: Db, input: NewSuppression): Promise<SuppressionView> {
+  await insertSuppression(db, input);
+  return readSuppression(db, input);
+}
+
+/**
+ * POST /sms/suppressions and /email/suppressions: the suppression and, if it is new, its audit
+ * entry, in one transaction; the entry's target is the address's keyed hash (erased-identifiers.ts),
+ * never the address, so an erasure of the person leaves nothing of them in the log.
+ */
+export async function suppressByRequest(
   db: Db,
-  input: { accountId: string; channel: Channel; address: string; reason: string; now: number },
+  input: NewSuppression,
+  by: AuditBy,
+  erasureKey: Buffer,
 ): Promise<SuppressionView> {
-  await db
+  return db.transaction().execute(async (trx) => {
+    if (await insertSuppression(trx, input)) {
+      const target = erasedAddress(erasureKey, input.address);
+      await recordAudit(trx, { ...by, accountId: input.accountId, action: 'suppression.added', target });
+    }
+    return readSuppression(trx, input);
+  });
+}
+
+/** True if the address was not suppressed yet. */
+async function insertSuppression(db: Db, input: NewSuppression): Promise<boolean> {
+  const result = await db
     .insertInto('suppressions')
     .values({
       account_id: input.accountId,
@@ -34,7 +66,11 @@ export async function addSuppression(
       created_at: input.now,
     })
     .onConflict((oc) => oc.columns(['account_id', 'channel', 'address']).doNothing())
-    .execute();
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+async function readSuppression(db: Db, input: NewSuppression): Promise<SuppressionView> {
   const row = await db
     .selectFrom('suppressions')
     .select(['address', 'reason', 'created_at'])
@@ -73,21 +109,28 @@ export async function removeSuppression(
   channel: Channel,
   address: string,
   erasureKey: Buffer,
+  by: AuditBy,
 ): Promise<void> {
-  const result = await db
-    .deleteFrom('suppressions')
-    .where('account_id', '=', accountId)
-    .where('channel', '=', channel)
-    .where('address', '=', address)
-    .executeTakeFirst();
-  if (Number(result.numDeletedRows) > 0) return;
-  const erased = await db
-    .deleteFrom('erased_suppressions')
-    .where('account_id', '=', accountId)
-    .where('channel', '=', channel)
-    .where('hash', '=', erasedAddress(erasureKey, address))
-    .executeTakeFirst();
-  if (Number(erased.numDeletedRows) === 0) throw notFound('The suppression');
+  const hash = erasedAddress(erasureKey, address);
+  await db.transaction().execute(async (trx) => {
+    const result = await trx
+      .deleteFrom('suppressions')
+      .where('account_id', '=', accountId)
+      .where('channel', '=', channel)
+      .where('address', '=', address)
+      .executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) {
+      const erased = await trx
+        .deleteFrom('erased_suppressions')
+        .where('account_id', '=', accountId)
+        .where('channel', '=', channel)
+        .where('hash', '=', hash)
+        .executeTakeFirst();
+      if (Number(erased.numDeletedRows) === 0) throw notFound('The suppression');
+    }
+    // The address's keyed hash, as for an erased person's suppression: never the address.
+    await recordAudit(trx, { ...by, accountId, action: 'suppression.removed', target: hash });
+  });
 }
 
 // Pages in address order: SMS numbers are digits, email addresses hold dots.

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { lockAccountContacts } from '../crm/queries.ts';
 import type { DialectName } from '../db/dialect.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { PENDING as EMAIL_PENDING } from '../email/record.ts';
@@ -60,10 +61,7 @@ const hashesOf = (key: Buffer, person: Person) => ({
 export const beginErasure = procedure(
   import.meta.url,
   'beginErasure',
-  async (
-    { db, dialect },
-    args: ErasureArgs & { requestedBy: string; sealedIdentifiers: string },
-  ): Promise<{ ended: number }> =>
+  async ({ db, dialect }, args: ErasureArgs & { by: AuditBy; sealedIdentifiers: string }): Promise<{ ended: number }> =>
     db.transaction().execute(async (trx) => {
       await lockAccountContacts(trx, dialect, args.accountId);
       const hashes = hashesOf(args.erasureKey, args);
@@ -73,13 +71,15 @@ export const beginErasure = procedure(
           id: args.erasureId,
           account_id: args.accountId,
           status: 'Processing',
-          requested_by: args.requestedBy,
+          requested_by: args.by.actor,
           hashes: JSON.stringify([...hashes.sms, ...hashes.email].map((h) => h.hash)),
           sealed_identifiers: args.sealedIdentifiers,
           created_at: args.now,
           completed_at: null,
         })
         .execute();
+      const audited = { ...args.by, accountId: args.accountId, action: 'erasure.requested' as const };
+      await recordAudit(trx, { ...audited, target: args.erasureId });
       let ended = 0;
       for (const channel of ['sms', 'email'] as const) {
         for (const { clear, hash } of hashes[channel]) {

@@ -7,7 +7,8 @@ import { badRequest } from '../errors.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { exportPerson } from './export.ts';
 import type { Identifier } from './person.ts';
-import { readErasure, requestErasure, type Requester } from './service.ts';
+import { readErasure, requestErasure } from './service.ts';
+import { auditBy } from '../audit/entries.ts';
 import { ErasureAccepted, ErasureBody, ErasureParams, ErasureRequest, ExportPage, ExportQuery } from './schemas.ts';
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
@@ -78,9 +79,8 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request, reply) => {
       const given = identifierOf(request.body);
-      const requestedBy: Requester =
-        request.apiKey !== null ? `apiKey:${request.apiKey.id}` : request.consoleSession === null ? 'token' : 'console';
-      return reply.code(202).send(await requestErasure(ctx, request.account.id, given, requestedBy));
+      const by = auditBy(request, ctx.clock.now());
+      return reply.code(202).send(await requestErasure(ctx, request.account.id, given, by));
     },
   );
 

@@ -7,6 +7,7 @@ import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
 import type { Job, JobHandler } from '../queue/worker.ts';
 import { open, seal } from '../sealed.ts';
+import type { AuditBy } from '../audit/entries.ts';
 import { beginErasure, completeErasure, ERASURE_STEPS, eraseChunk, type ErasureJob } from './erasures.ts';
 import { personOf, type Identifier, type Person } from './person.ts';
 
@@ -15,15 +16,15 @@ type Ctx = Pick<AppContext, 'database' | 'db' | 'clock' | 'encryptionKey'>;
 /** Where the person's identifiers are sealed while their erasure runs (the AAD of the seal). */
 const place = (erasureId: string) => `erasures.${erasureId}`;
 
-/** Who asked for an erasure, as its record keeps it (the audit log's actors). */
-export type Requester = 'token' | 'console' | `apiKey:${string}`;
-
-/** POST /privacy/erasures: the person suppressed and their unsent messages ended at once, the rest by a job. */
+/**
+ * POST /privacy/erasures: the person suppressed and their unsent messages ended at once, the rest
+ * by a job. `by`: who asked, as the erasure's record and its audit entry keep it.
+ */
 export async function requestErasure(
   ctx: Ctx,
   accountId: string,
   given: Identifier,
-  requestedBy: Requester,
+  by: AuditBy,
 ): Promise<{ erasureId: string }> {
   const person = await personOf(ctx.db, accountId, given);
   const erasureId = randomUUID();
@@ -32,8 +33,8 @@ export async function requestErasure(
     accountId,
     erasureId,
     erasureKey: await erasureKey(ctx.db, ctx.encryptionKey),
-    now: ctx.clock.now(),
-    requestedBy,
+    now: by.at,
+    by,
     sealedIdentifiers: seal(ctx.encryptionKey.current, JSON.stringify(person), place(erasureId)),
   });
   return { erasureId };

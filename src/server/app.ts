@@ -1,3 +1,4 @@
+import { auditRoutes } from '../audit/routes.ts';
 import { registerDatabaseMetrics } from '../db/metrics.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
@@ -133,6 +134,7 @@ export async function buildApp(
   emailRoutes(app, ctx);
   messagingRoutes(app, ctx);
   privacyRoutes(app, ctx);
+  auditRoutes(app, ctx);
   await consoleRoutes(app, ctx);
   linkRoutes(app, ctx);
 

@@ -1,3 +1,4 @@
+import { auditBy } from '../audit/entries.ts';
 import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import { erasureKey } from '../messaging/erased-identifiers.ts';
@@ -8,7 +9,7 @@ import { conflict, notFound, unprocessable } from '../errors.ts';
 import { errorResponses, MultilineText, PageCursor, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import {
-  addSuppression,
+  suppressByRequest,
   listSuppressions,
   removeSuppression,
   type SuppressionView,
@@ -196,13 +197,16 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const row = await addSuppression(ctx.db, {
+      const now = ctx.clock.now();
+      const suppression = {
         accountId: request.account.id,
-        channel: 'sms',
+        channel: 'sms' as const,
         address: number(request.body.number),
         reason: request.body.reason ?? 'added by hand',
-        now: ctx.clock.now(),
-      });
+        now,
+      };
+      const key = await erasureKey(ctx.db, ctx.encryptionKey);
+      const row = await suppressByRequest(ctx.db, suppression, auditBy(request, now), key);
       return reply.code(201).send(smsView(row));
     },
   );
@@ -252,7 +256,14 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request, reply) => {
       const key = await erasureKey(ctx.db, ctx.encryptionKey);
-      await removeSuppression(ctx.db, request.account.id, 'sms', number(request.params.number), key);
+      await removeSuppression(
+        ctx.db,
+        request.account.id,
+        'sms',
+        number(request.params.number),
+        key,
+        auditBy(request, ctx.clock.now()),
+      );
       return reply.code(204).send();
     },
   );

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { deliveryView, findDelivery, listDeliveries, postDeliveryRetry } from './outbox.ts';
+import { auditBy } from '../audit/entries.ts';
 import { ensureSecret, newSecret, postSecretRotation, secretView } from './secrets.ts';
 
 const Secret = Type.Object({
@@ -78,7 +79,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       idempotent(request, reply, ctx, request.account.id, postSecretRotation, () => ({
         accountId: request.account.id,
         next: newSecret(ctx.encryptionKey, request.account.id),
-        now: ctx.clock.now(),
+        by: auditBy(request, ctx.clock.now()),
       })),
   );
 

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Schema, WebhookSecretsTable } from '../db/schema.ts';
 import { conflict } from '../errors.ts';
 import { postProcedure } from '../http/idempotency.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import { resealed, seal, tryOpen, type Keyring } from '../sealed.ts';
 
 type Db = Kysely<Schema>;
@@ -154,14 +155,15 @@ export async function rotateSecret(db: Db, accountId: string, next: NewSecret, n
   return { secret: next.secret, previousSecretExpiresAt: expiryView(signs, row.previous_expires_at) };
 }
 
-/** POST /webhooks/secret/rotate, in the request's transaction (http/idempotency.ts). */
+/** POST /webhooks/secret/rotate, in the request's transaction (http/idempotency.ts), with its audit entry. */
 export const postSecretRotation = postProcedure(
   import.meta.url,
   'postSecretRotation',
-  async ({ db }, args: { accountId: string; next: NewSecret; now: number }) => ({
-    statusCode: 200,
-    body: await rotateSecret(db, args.accountId, args.next, args.now),
-  }),
+  async ({ db }, args: { accountId: string; next: NewSecret; by: AuditBy }) => {
+    const body = await rotateSecret(db, args.accountId, args.next, args.by.at);
+    await recordAudit(db, { ...args.by, accountId: args.accountId, action: 'webhookSecret.rotated', target: null });
+    return { statusCode: 200, body };
+  },
 );
 
 /**

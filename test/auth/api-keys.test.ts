@@ -51,7 +51,7 @@ const TABLE: Record<Exclude<Scope, 'read'>, string[]> = {
     'POST /webhooks/deliveries/{id}/retry',
   ],
   privacy: ['GET /privacy/export', 'POST /privacy/erasures', 'GET /privacy/erasures/{erasureId}'],
-  account: ['PATCH /account'],
+  account: ['PATCH /account', 'GET /audit'],
 };
 const NO_KEY = [
   'POST /api-keys',

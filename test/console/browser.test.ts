@@ -371,6 +371,10 @@ forEachDatabase((dialect) => {
     const rotated = (await alice.get('/webhooks/secret')).json().secret as string;
     assert.notEqual(rotated, secret);
     await page.getByText(rotated).waitFor();
+
+    // The rotation is in the audit log, made by the console.
+    await open('/audit', 'Audit log');
+    assert.match(await row(table('Audit log, newest first'), 'webhookSecret.rotated').innerText(), /Console/);
   });
 
   it('charts the usage, and downloads the CSV, whose numbers are those of GET /usage', async () => {

@@ -16,6 +16,7 @@ import { SignIn } from './pages/sign-in.tsx';
 import { SmsSendPage, SmsSends } from './pages/sms.tsx';
 import { Suppressions } from './pages/suppressions.tsx';
 import { Usage } from './pages/usage.tsx';
+import { Audit } from './pages/audit.tsx';
 import { Verify } from './pages/verify.tsx';
 import { DeliveryPage, Webhooks } from './pages/webhooks.tsx';
 
@@ -38,6 +39,7 @@ const ROUTES: Array<[string, (p: Params) => JSX.Element]> = [
   ['/webhooks', () => <Webhooks />],
   ['/webhooks/:id', (p) => <DeliveryPage key={p.id} id={p.id} />],
   ['/usage', () => <Usage />],
+  ['/audit', () => <Audit />],
 ];
 
 const NAV: Array<[string, string]> = [
@@ -50,6 +52,7 @@ const NAV: Array<[string, string]> = [
   ['/suppressions', 'Suppressions'],
   ['/webhooks', 'Webhooks'],
   ['/usage', 'Usage'],
+  ['/audit', 'Audit log'],
 ];
 
 function route(path: string): JSX.Element {

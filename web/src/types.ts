@@ -202,3 +202,14 @@ export interface Delivery {
   createdAt: string;
   deliveredAt: string | null;
 }
+
+/** An entry of the audit log (GET /audit). */
+export interface AuditEntry {
+  at: string;
+  /** token, apiKey:<apiKeyId>, console or admin. */
+  actor: string;
+  action: string;
+  /** An id, or a person's number or address as its keyed hash; null: the account. */
+  target: string | null;
+  ip: string | null;
+}
