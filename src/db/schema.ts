@@ -578,6 +578,17 @@ export interface ApiKeysTable {
   last_used_at: number | null;
 }
 
+/** An account-wide webhook endpoint (0038, webhooks/endpoints.ts). */
+export interface WebhookEndpointsTable {
+  id: string;
+  account_id: string;
+  /** Normalised: scheme and host in lower case, no default port. */
+  url: string;
+  /** JSON array of event types. */
+  events: string;
+  created_at: number;
+}
+
 export interface Schema {
   settings: SettingsTable;
   accounts: AccountsTable;
@@ -623,4 +634,5 @@ export interface Schema {
   erasures: ErasuresTable;
   erased_suppressions: ErasedSuppressionsTable;
   api_keys: ApiKeysTable;
+  webhook_endpoints: WebhookEndpointsTable;
 }
