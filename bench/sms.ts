@@ -8,6 +8,7 @@
  *   BENCH_SECONDS=10 BENCH_LIST=49000 npm run bench:sms                 # a shorter run
  *   BENCH_PORT=18700 npm run bench:sms                                  # beside another run (default 18600)
  *   BENCH_CPU_PROF=/tmp/prof npm run bench:sms                          # the server's CPU profiles there
+ *   BENCH_ENDPOINT=1 npm run bench:sms                                  # with a webhook endpoint too
  *
  * On PostgreSQL the database named in DATABASE_URL is created (dropped first) and dropped at
  * the end. Every send carries a webHookUrl on a local receiver; the account's rate limit is
@@ -25,6 +26,9 @@
  *  (c) the same number of messages pushed by a bare `smpp` client (bench/smpp-client.ts) to
  *      the same simulator with the same binds and window, registered_delivery 1 and every
  *      receipt answered: the protocol's pace on this machine, and Herald's share of it.
+ * With BENCH_ENDPOINT=1 the account also has a webhook endpoint on `sms.status`, on a second
+ * receiver, so every status event is appended, gathered and posted twice; it prints when that
+ * receiver got its last event too.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -58,6 +62,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const OTP_RATE = Number(process.env.BENCH_OTP_RATE ?? 500);
 const LIST = Number(process.env.BENCH_LIST ?? 99_000);
 const WARM_UP_SECONDS = 2;
+const ENDPOINT = process.env.BENCH_ENDPOINT === '1';
 const RECIPIENTS = 1000;
 const SMPP = process.env.BENCH_TRANSPORT === 'smpp';
 const RECEIPT_DELAY_MS = Number(process.env.BENCH_RECEIPT_DELAY_MS ?? 1000);
@@ -140,6 +145,9 @@ async function run(url: string): Promise<void> {
   const customers = await seedList(database, account.id, LIST, (n) => mobileContact(mobile(RECIPIENTS + n)));
 
   const receiver = await startWebhookCounter((e) => e.status === 'Delivered' || e.status === 'Failed');
+  const endpoint = ENDPOINT
+    ? await startWebhookCounter((e) => e.status === 'Delivered' || e.status === 'Failed')
+    : undefined;
   const simulator = SMPP
     ? await startSimulator(['--receipt-delay-ms', String(RECEIPT_DELAY_MS), '--retain', '400000'])
     : undefined;
@@ -152,6 +160,11 @@ async function run(url: string): Promise<void> {
   try {
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, password);
+    if (endpoint) {
+      const body = JSON.stringify({ url: endpoint.url, events: ['sms.status'] });
+      const created = await post(new Agent(), `${base}/webhooks/endpoints`, headers, body);
+      if (created.status !== 201) throw new Error(`/webhooks/endpoints answered ${created.status}: ${created.text}`);
+    }
 
     // A process just started runs its code unoptimised for its first second or so (V8 compiles
     // the hot paths as they run): passcodes sent then took 40 to 100 ms, a third of the idle
@@ -174,6 +187,7 @@ async function run(url: string): Promise<void> {
     console.log(`(b) one batch: ${RECIPIENTS} recipients + a list of ${LIST} contacts, with (a) running beside it`);
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ mobileNo: mobile(i + 1) }));
     const eventsBefore = receiver.counted();
+    const endpointBefore = endpoint?.counted() ?? 0;
     const busy = otpStream(base, headers, receiver.url, OTP_RATE, otpRecipient);
     const requested = Date.now();
     const accepted = await post(
@@ -204,6 +218,8 @@ async function run(url: string): Promise<void> {
     const expectedEvents = eventsBefore + total + busy.queueIds.size;
     const deadline = Date.now() + 120_000;
     while (receiver.counted() < expectedEvents && Date.now() < deadline) await sleep(50);
+    const endpointExpected = endpointBefore + total + busy.queueIds.size;
+    while (endpoint && endpoint.counted() < endpointExpected && Date.now() < deadline) await sleep(50);
     const peakRss = peakRssMiB(server.pid!);
 
     console.log('figure                                              value');
@@ -224,6 +240,13 @@ async function run(url: string): Promise<void> {
         ? `${((receiver.lastAt() - lastSubmit) / 1000).toFixed(1)} s`
         : `only ${receiver.counted() - eventsBefore} of ${expectedEvents - eventsBefore} events within 120 s`;
     console.log(`batch: last webhook event after the last submit    ${lastEvent}`);
+    if (endpoint) {
+      const last =
+        endpoint.counted() >= endpointExpected
+          ? `${((endpoint.lastAt() - lastSubmit) / 1000).toFixed(1)} s`
+          : `only ${endpoint.counted() - endpointBefore} of ${endpointExpected - endpointBefore} events within 120 s`;
+      console.log(`batch: endpoint's last event after the last submit ${last}`);
+    }
     console.log(`peak RSS of herald serve (MiB)                      ${peakRss.toFixed(0)}`);
     if (simulator) {
       await stopProcess(server);
@@ -238,6 +261,7 @@ async function run(url: string): Promise<void> {
     await stopProcess(server);
     await simulator?.stop();
     await receiver.close();
+    await endpoint?.close();
     await database.close();
   }
 }

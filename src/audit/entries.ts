@@ -18,6 +18,8 @@ export const AUDIT_ACTIONS = [
   'apiKey.created',
   'apiKey.revoked',
   'webhookSecret.rotated',
+  'webhookEndpoint.created',
+  'webhookEndpoint.deleted',
   'suppression.added',
   'suppression.removed',
   'erasure.requested',

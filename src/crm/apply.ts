@@ -5,7 +5,7 @@ import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
 import { completeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
-import { emitWebhook } from '../webhooks/outbox.ts';
+import { emitEvent } from '../webhooks/outbox.ts';
 import { batchView, unpackEntries, type BatchJob } from './batches.ts';
 import {
   addListMembers,
@@ -295,9 +295,9 @@ async function finish(db: Db, now: number, batchId: string, values: Partial<Batc
     .returningAll()
     .executeTakeFirst();
   // SPEC §6: one post per batch, with its counts and contact ids: the status read's body.
-  if (row?.webhook_url) {
+  if (row) {
     const clock: Clock = { now: () => now };
-    await emitWebhook(db, clock, {
+    await emitEvent(db, clock, {
       accountId: row.account_id,
       url: row.webhook_url,
       type: BATCH_WEBHOOK_TYPE,

@@ -578,6 +578,17 @@ export interface ApiKeysTable {
   last_used_at: number | null;
 }
 
+/** An account-wide webhook endpoint (0038, webhooks/endpoints.ts). */
+export interface WebhookEndpointsTable {
+  id: string;
+  account_id: string;
+  /** Normalised: scheme and host in lower case, no default port. */
+  url: string;
+  /** JSON array of event types. */
+  events: string;
+  created_at: number;
+}
+
 /** The audit log (src/audit/): one row per change, written in its transaction. */
 export interface AuditEntriesTable {
   id: Generated<number>;
@@ -636,5 +647,6 @@ export interface Schema {
   erasures: ErasuresTable;
   erased_suppressions: ErasedSuppressionsTable;
   api_keys: ApiKeysTable;
+  webhook_endpoints: WebhookEndpointsTable;
   audit_entries: AuditEntriesTable;
 }

@@ -194,12 +194,11 @@ export const recordEmailPage = procedure(
     db.transaction().execute(async (trx) => {
       if (page.outcomes.length > 0) {
         await queries[dialect].updateRecipients(trx, page);
-        if (page.webhookUrl)
-          await appendWebhookEvents(
-            trx,
-            { now: () => page.now },
-            { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events },
-          );
+        await appendWebhookEvents(
+          trx,
+          { now: () => page.now },
+          { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events },
+        );
       }
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
       const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
@@ -404,18 +403,16 @@ export async function appendEmailEvent(
       machine: e.machine ?? null,
     })
     .execute();
-  if (sent.webhook_url) {
-    await appendWebhookEvents(
-      trx,
-      { now: () => e.at },
-      {
-        accountId: sent.account_id,
-        url: sent.webhook_url,
-        type: EMAIL_EVENTS_TYPE,
-        events: [emailEvent({ batchId: sent.send_id, messageId: sent.message_id, email: sent.address, ...e })],
-      },
-    );
-  }
+  await appendWebhookEvents(
+    trx,
+    { now: () => e.at },
+    {
+      accountId: sent.account_id,
+      url: sent.webhook_url,
+      type: EMAIL_EVENTS_TYPE,
+      events: [emailEvent({ batchId: sent.send_id, messageId: sent.message_id, email: sent.address, ...e })],
+    },
+  );
   const tally = new UsageTally(e.at);
   tally.add(sent.account_id, 'email', e.event);
   await tally.write(trx, dialect);

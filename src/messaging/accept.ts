@@ -10,6 +10,7 @@ import { appendWebhookEvents } from '../webhooks/events.ts';
 import type { PageRow } from './pipeline.ts';
 import { queries } from './queries.ts';
 import { pauseForTest } from './test-pause.ts';
+import { hasEndpoints } from '../webhooks/endpoints.ts';
 import { UsageTally } from './rollup.ts';
 import {
   expandRecipients,
@@ -283,7 +284,7 @@ export interface RefusingSend {
  * decided again and released (recipients.ts, releaseDueRecipients), and its first page to
  * send (`load`, the channel's page after the cursor, read in the transaction). `onRefused`
  * runs in the same transaction with the recipients each step refused, when the send has a
- * webhook. A send cancelled or done answers null.
+ * webhook or its account an endpoint. A send cancelled or done answers null.
  */
 export async function startSend(
   trx: Db,
@@ -301,8 +302,10 @@ export async function startSend(
   if (!send || send.status === 'Cancelled' || send.status === 'Completed') return null;
   const channel = send.channel as Channel;
   const refusing = { accountId: send.account_id, webhookUrl: send.webhook_url };
+  // Refusals are looked for only where someone takes them: the send's URL or an endpoint.
+  const posting = onRefused !== undefined && (send.webhook_url !== null || (await hasEndpoints(trx, send.account_id)));
   const post = async (refused: Array<{ address: string; reason: string | null }>) => {
-    if (onRefused && send.webhook_url !== null && refused.length > 0) await onRefused(refusing, refused);
+    if (posting && refused.length > 0) await onRefused!(refusing, refused);
   };
   const tally = new UsageTally(args.now);
   if (!send.expanded) {
@@ -317,8 +320,7 @@ export async function startSend(
       now: args.now,
       erasureKey: args.erasureKey,
     });
-    if (onRefused && send.webhook_url !== null)
-      await post(await refusedInRange(trx, channel, send.id, send.expanded_through, through));
+    if (posting) await post(await refusedInRange(trx, channel, send.id, send.expanded_through, through));
     await pauseForTest(`${channel}.expand`);
     await trx
       .updateTable('sends')
@@ -369,7 +371,7 @@ export function postRefused(
   },
 ): (send: RefusingSend, refused: Array<{ address: string; reason: string | null }>) => Promise<void> {
   return async (send, refused) => {
-    const stream = { accountId: send.accountId, url: send.webhookUrl!, type: args.type };
+    const stream = { accountId: send.accountId, url: send.webhookUrl, type: args.type };
     await appendWebhookEvents(trx, { now: () => args.now }, { ...stream, events: refused.map(args.event) });
   };
 }

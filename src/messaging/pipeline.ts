@@ -373,14 +373,12 @@ export async function endUnsent(
       .insertInto('recipient_history')
       .values(ended.map((r) => ({ recipient_id: r.id, status: args.status, at: now })))
       .execute();
-    if (send.webhook_url) {
-      await appendWebhookEvents(trx, clock, {
-        accountId: send.account_id,
-        url: send.webhook_url,
-        type: args.webhookType,
-        events: ended.map((r) => args.event(r, reason, now)),
-      });
-    }
+    await appendWebhookEvents(trx, clock, {
+      accountId: send.account_id,
+      url: send.webhook_url,
+      type: args.webhookType,
+      events: ended.map((r) => args.event(r, reason, now)),
+    });
   }
   await trx
     .updateTable('sends')

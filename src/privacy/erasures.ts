@@ -12,7 +12,7 @@ import { UsageTally } from '../messaging/rollup.ts';
 import { PRIORITY, enqueue } from '../queue/queue.ts';
 import { SMS_STATUS_TYPE, smsStatusEvent } from '../sms/receipts.ts';
 import { NOT_SENT, SMS_PENDING } from '../sms/send.ts';
-import { appendWebhookEvents } from '../webhooks/events.ts';
+import { appendToStreams } from '../webhooks/events.ts';
 import type { Person } from './person.ts';
 import { redactedJson } from './redact.ts';
 
@@ -178,24 +178,23 @@ async function endUnsent(
       .insertInto('recipient_history')
       .values(rows.map((r) => ({ recipient_id: r.id, status: unsent.status, at: args.now })))
       .execute();
-    const hooks = await trx
+    const sends = await trx
       .selectFrom('sends')
       .select(['id', 'webhook_url'])
       .where('id', 'in', [...new Set(rows.map((r) => r.send_id))])
-      .where('webhook_url', 'is not', null)
       .execute();
-    for (const send of hooks) {
-      await appendWebhookEvents(
-        trx,
-        { now: () => args.now },
-        {
-          accountId: args.accountId,
-          url: send.webhook_url!,
-          type: unsent.type,
-          events: rows.filter((r) => r.send_id === send.id).map((r) => unsent.event(r, hash, args.now)),
-        },
-      );
-    }
+    const urlOf = new Map(sends.map((send) => [send.id, send.webhook_url]));
+    // Each send's per-request URL, and the account's endpoints (without one, only those).
+    await appendToStreams(
+      trx,
+      { now: () => args.now },
+      unsent.type,
+      rows.map((r) => ({
+        accountId: args.accountId,
+        url: urlOf.get(r.send_id) ?? null,
+        event: unsent.event(r, hash, args.now),
+      })),
+    );
   }
   await tally.write(trx, dialect);
   return ended;

@@ -33,6 +33,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   '../sms/single.ts',
   '../sms/transports/smpp/journal.ts',
   '../verify/record.ts',
+  '../webhooks/endpoints.ts',
   '../webhooks/outbox.ts',
   '../webhooks/secrets.ts',
 ].map((path) => new URL(path, import.meta.url).href);

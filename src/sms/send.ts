@@ -130,18 +130,17 @@ export const recordSmsPage = procedure(
       if (page.outcomes.length > 0) {
         // The page's events go first: a receipt already waiting for one of its parts appends a
         // later status, which must not be posted before the Submitted it follows.
-        if (page.webhookUrl) {
-          await appendWebhookEvents(
-            trx,
-            { now: () => page.now },
-            {
-              accountId: page.accountId,
-              url: page.webhookUrl,
-              type: SMS_STATUS_TYPE,
-              events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
-            },
-          );
-        }
+        // With no per-request URL, still to the account's endpoints (webhooks/endpoints.ts).
+        await appendWebhookEvents(
+          trx,
+          { now: () => page.now },
+          {
+            accountId: page.accountId,
+            url: page.webhookUrl,
+            type: SMS_STATUS_TYPE,
+            events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
+          },
+        );
         waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, {
           tally,
           accountOf: () => page.accountId,

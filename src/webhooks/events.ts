@@ -8,6 +8,7 @@ import type { Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { completeJob, keepJob, SnoozeJob, type JobHandler } from '../queue/worker.ts';
+import { normaliseUrl, subscribedUrls } from './endpoints.ts';
 import { createDeliveries, webhookBody, type NewDelivery } from './outbox.ts';
 import { lockStream, lockStreamShared } from './queries.ts';
 
@@ -101,7 +102,7 @@ function streamKey(stream: EventStream): string {
  * The same statements whatever the count: two on SQLite, four on PostgreSQL (the stream's
  * lock and the workers' wake-up besides), so an append of one event costs as much as one of 500.
  */
-export async function appendWebhookEvents(
+async function appendToStream(
   db: Kysely<Schema>,
   clock: Clock,
   append: EventStream & { events: readonly object[] },
@@ -134,8 +135,32 @@ export async function appendWebhookEvents(
 }
 
 /**
- * Appends events of one type, each to its own stream (its account and URL; an event without
- * a URL goes nowhere), in the caller's transaction: one append per stream, events in order.
+ * Appends events of one account and type, in the caller's transaction, to the per-request
+ * URL's stream (`url`; null: none) and to the stream of each of the account's webhook
+ * endpoints subscribed to the type (endpoints.ts), but for an endpoint whose URL is the
+ * per-request one once normalised: that receiver gets each event once, in the per-request
+ * stream. Every stream gets the events in the order given. The endpoints are read in the
+ * transaction, one indexed statement an append.
+ */
+export async function appendWebhookEvents(
+  db: Kysely<Schema>,
+  clock: Clock,
+  append: Omit<EventStream, 'url'> & { url: string | null; events: readonly object[] },
+): Promise<void> {
+  if (append.events.length === 0) return;
+  const { accountId, url, type, events } = append;
+  if (url) await appendToStream(db, clock, { accountId, url, type, events });
+  const own = url ? normaliseUrl(url) : null;
+  for (const endpoint of await subscribedUrls(db, accountId, type)) {
+    if (endpoint !== own) await appendToStream(db, clock, { accountId, url: endpoint, type, events });
+  }
+}
+
+/**
+ * Appends events of one type, each of its account and per-request URL (null: none), in the
+ * caller's transaction: one append per per-request stream, and for each account's endpoint
+ * subscribed to the type one append of the account's events whose URL is not the endpoint's
+ * (appendWebhookEvents), events in order.
  */
 export async function appendToStreams(
   db: Kysely<Schema>,
@@ -143,14 +168,27 @@ export async function appendToStreams(
   type: string,
   entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
 ): Promise<void> {
-  const streams = new Map<string, EventStream & { events: object[] }>();
+  const accounts = new Map<string, Array<{ url: string | null; event: object }>>();
   for (const { accountId, url, event } of entries) {
-    if (!url) continue;
-    const key = `${accountId}\n${url}`;
-    if (!streams.has(key)) streams.set(key, { accountId, url, type, events: [] });
-    streams.get(key)!.events.push(event);
+    if (!accounts.has(accountId)) accounts.set(accountId, []);
+    accounts.get(accountId)!.push({ url: url || null, event });
   }
-  for (const stream of streams.values()) await appendWebhookEvents(db, clock, stream);
+  for (const [accountId, own] of accounts) {
+    const streams = new Map<string, object[]>();
+    for (const { url, event } of own) {
+      if (url === null) continue;
+      if (!streams.has(url)) streams.set(url, []);
+      streams.get(url)!.push(event);
+    }
+    for (const [url, events] of streams) await appendToStream(db, clock, { accountId, url, type, events });
+    const endpoints = await subscribedUrls(db, accountId, type);
+    if (endpoints.length === 0) continue;
+    const normalised = new Map([...streams.keys()].map((url) => [url, normaliseUrl(url)]));
+    for (const endpoint of endpoints) {
+      const events = own.filter(({ url }) => url === null || normalised.get(url) !== endpoint).map((e) => e.event);
+      await appendToStream(db, clock, { accountId, url: endpoint, type, events });
+    }
+  }
 }
 
 /** The rows of one stream's waiting events. */

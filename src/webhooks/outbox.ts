@@ -8,6 +8,7 @@ import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../queue/queue.ts';
 import { postProcedure } from '../http/idempotency.ts';
+import { normaliseUrl, subscribedUrls } from './endpoints.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
@@ -96,14 +97,36 @@ export async function abandonDelivery(db: Kysely<Schema>, job: DeliveryJob, erro
 }
 
 /**
- * Records an event for the account's webhook URL and queues its delivery, both in the
- * caller's transaction: the event is posted if and only if the caller's work commits.
- * One post per event, for an event that stands alone (`contacts.batch`); events that come
- * by the thousand (statuses) are gathered into shared posts by appendWebhookEvents.
+ * Records an event for its per-request webhook URL (null: none) and for each of the
+ * account's endpoints subscribed to its type (endpoints.ts; one whose normalised URL is the
+ * per-request one gets it there, once), and queues their deliveries, all in the caller's
+ * transaction: the event is posted if and only if the caller's work commits.
+ * One post per event and receiver, for an event that stands alone (`contacts.batch`); events
+ * that come by the thousand (statuses) are gathered into shared posts by appendWebhookEvents.
  * The body is fixed here (Standard Webhooks' `{type, timestamp, data}`, the timestamp being
  * when the event happened), so every attempt posts and signs the same bytes.
- * Returns the delivery id, which is also the `webhook-id` header of every attempt.
+ * Returns the deliveries' ids, each also the `webhook-id` header of every attempt of its post.
  */
+export async function emitEvent(
+  db: Kysely<Schema>,
+  clock: Clock,
+  event: Omit<WebhookEvent, 'url'> & { url: string | null },
+): Promise<string[]> {
+  const now = clock.now();
+  const own = event.url ? normaliseUrl(event.url) : null;
+  const urls = [
+    ...(event.url ? [event.url] : []),
+    ...(await subscribedUrls(db, event.accountId, event.type)).filter((url) => url !== own),
+  ];
+  const body = webhookBody(event.type, now, JSON.stringify(event.data));
+  return createDeliveries(
+    db,
+    now,
+    urls.map((url) => ({ accountId: event.accountId, url, type: event.type, body })),
+  );
+}
+
+/** One post of an event to one URL, not to the account's endpoints: answers its delivery id. */
 export async function emitWebhook(db: Kysely<Schema>, clock: Clock, event: WebhookEvent): Promise<string> {
   const now = clock.now();
   const [id] = await createDeliveries(db, now, [

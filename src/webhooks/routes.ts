@@ -4,6 +4,17 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses, PageCursor, PageLimit, Uuid } from '../http/schemas.ts';
 import { idempotent } from '../http/idempotency.ts';
+import { notFound } from '../errors.ts';
+import { WebhookUrl } from './destination.ts';
+import {
+  deleteEndpoint,
+  ENDPOINT_EVENTS,
+  endpointView,
+  listEndpoints,
+  MAX_ENDPOINTS,
+  postEndpoint,
+  prepareEndpoint,
+} from './endpoints.ts';
 import { deliveryView, findDelivery, listDeliveries, postDeliveryRetry } from './outbox.ts';
 import { auditBy } from '../audit/entries.ts';
 import { ensureSecret, newSecret, postSecretRotation, secretView } from './secrets.ts';
@@ -40,6 +51,26 @@ const DeliveryPage = Type.Object({
       errorMessage: 'must be true or false',
     }),
   ),
+});
+
+const Endpoint = Type.Object({
+  endpointId: Type.String({ format: 'uuid' }),
+  url: Type.String({ description: 'Normalised: scheme and host in lower case, no default port.' }),
+  events: Type.Array(Type.Enum([...ENDPOINT_EVENTS])),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+const NewEndpoint = Type.Object({
+  url: WebhookUrl(
+    'Where every event of the subscribed types is posted, besides any per-request URL; a per-request URL ' +
+      'equal to it (normalised) gets each event once.',
+  ),
+  events: Type.Array(Type.Enum([...ENDPOINT_EVENTS]), {
+    minItems: 1,
+    maxItems: ENDPOINT_EVENTS.length,
+    uniqueItems: true,
+    description: 'The event types posted there.',
+  }),
 });
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
@@ -145,5 +176,54 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         id: request.params.id,
         now: ctx.clock.now(),
       })),
+  );
+
+  r.post(
+    '/webhooks/endpoints',
+    {
+      config: { ...account, scope: 'webhooks' },
+      schema: {
+        tags,
+        summary: `Post every event of some types of the account to a URL too (at most ${MAX_ENDPOINTS} URLs)`,
+        body: NewEndpoint,
+        response: { 201: Endpoint, ...errorResponses(400, 401, 409, 415, 422, 429) },
+      },
+    },
+    async (request, reply) =>
+      idempotent(request, reply, ctx, request.account.id, postEndpoint, () =>
+        prepareEndpoint(request.account.id, request.body, ctx.clock.now(), auditBy(request, ctx.clock.now())),
+      ),
+  );
+
+  r.get(
+    '/webhooks/endpoints',
+    {
+      config: { ...account, scope: ['read', 'webhooks'] },
+      schema: {
+        tags,
+        summary: "The account's webhook endpoints, oldest first",
+        response: { 200: Type.Object({ endpoints: Type.Array(Endpoint) }), ...errorResponses(401, 429) },
+      },
+    },
+    async (request) => ({ endpoints: (await listEndpoints(ctx.db, request.account.id)).map(endpointView) }),
+  );
+
+  r.delete(
+    '/webhooks/endpoints/:endpointId',
+    {
+      config: { ...account, scope: 'webhooks' },
+      schema: {
+        tags,
+        summary: 'Stop posting to an endpoint (events already gathered for it are still posted)',
+        params: Type.Object({ endpointId: Uuid() }),
+        response: errorResponses(400, 401, 404, 429),
+      },
+    },
+    async (request, reply) => {
+      const by = auditBy(request, ctx.clock.now());
+      if (!(await deleteEndpoint(ctx.db, request.account.id, request.params.endpointId, by)))
+        throw notFound('The webhook endpoint');
+      return reply.code(204).send();
+    },
   );
 }

@@ -62,6 +62,14 @@ forEachDatabase((dialect) => {
     const key = (await expect(201, alice.token, 'POST', '/api-keys', { name: 'CRM', scopes: ['read'] })).json();
     await expect(204, alice.token, 'DELETE', `/api-keys/${key.apiKeyId}`);
     await expect(200, alice.token, 'POST', '/webhooks/secret/rotate');
+    const endpoint = (
+      await expect(201, alice.token, 'POST', '/webhooks/endpoints', {
+        url: 'http://127.0.0.1:9/hooks',
+        events: ['sms.status'],
+      })
+    ).json();
+    await expect(204, alice.token, 'DELETE', `/webhooks/endpoints/${endpoint.endpointId}`);
+    await expect(404, alice.token, 'DELETE', `/webhooks/endpoints/${endpoint.endpointId}`);
     await expect(201, alice.token, 'POST', '/sms/suppressions', { number: NUMBER });
     await expect(204, alice.token, 'DELETE', `/sms/suppressions/${NUMBER}`);
     await expect(201, alice.token, 'POST', '/email/suppressions', { email: EMAIL });
@@ -79,6 +87,8 @@ forEachDatabase((dialect) => {
       ['apiKey.created', key.apiKeyId],
       ['apiKey.revoked', key.apiKeyId],
       ['webhookSecret.rotated', null],
+      ['webhookEndpoint.created', endpoint.endpointId],
+      ['webhookEndpoint.deleted', endpoint.endpointId],
       ['suppression.added', number],
       ['suppression.removed', number],
       ['suppression.added', email],

@@ -36,6 +36,7 @@ import * as quietHours from './0034_quiet_hours.ts';
 import * as contactBatchesOutliveLists from './0035_contact_batches_outlive_lists.ts';
 import * as erasures from './0036_erasures.ts';
 import * as apiKeys from './0037_api_keys.ts';
+import * as webhookEndpoints from './0038_webhook_endpoints.ts';
 import * as audit from './0039_audit.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
@@ -77,5 +78,6 @@ export const migrations: Record<string, Migration> = {
   '0035_contact_batches_outlive_lists': contactBatchesOutliveLists,
   '0036_erasures': erasures,
   '0037_api_keys': apiKeys,
+  '0038_webhook_endpoints': webhookEndpoints,
   '0039_audit': audit,
 };

@@ -1,0 +1,194 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
+import type { Schema } from '../db/schema.ts';
+import { conflict } from '../errors.ts';
+import { postProcedure } from '../http/idempotency.ts';
+
+/**
+ * Account-wide webhook endpoints (ARCHITECTURE.md, "Access and integration"): URLs where every
+ * event of the types an endpoint subscribes to is posted, besides the per-request URL the
+ * event's send, batch or verification named. Fan-out happens where events are appended
+ * (events.ts), in the appender's transaction, so an endpoint's posts are gathered, signed,
+ * retried and replayed exactly as a per-request URL's are, in deliveries of its own.
+ */
+
+/** The event types an endpoint may take, in this order wherever they are listed. */
+export const ENDPOINT_EVENTS = [
+  'sms.status',
+  'email.events',
+  'contacts.batch',
+  'sms.inbound',
+  'verify.status',
+] as const;
+export type EndpointEvent = (typeof ENDPOINT_EVENTS)[number];
+
+/**
+ * Endpoints an account may have at once: each one is a stream of every subscribed event, so
+ * an account with ten endpoints on `sms.status` makes eleven posts of each status batch.
+ * Beyond it, POST answers 409 (the account's state stands in the way, not the request).
+ */
+export const MAX_ENDPOINTS = 10;
+
+/**
+ * The URL as compared: WHATWG's serialisation lowers the scheme and host, drops a default port
+ * and an empty path's missing slash, so `HTTP://LocalHost:80` and `http://localhost/` are one
+ * receiver. The path and query stay as written: servers may tell their case apart. A string
+ * that does not parse is kept as it is (it never equals a stored endpoint, which parsed).
+ */
+export function normaliseUrl(url: string): string {
+  return URL.parse(url)?.href ?? url;
+}
+
+export interface Endpoint {
+  id: string;
+  url: string;
+  events: EndpointEvent[];
+  createdAt: number;
+}
+
+export interface EndpointView {
+  endpointId: string;
+  url: string;
+  events: EndpointEvent[];
+  createdAt: string;
+}
+
+export function endpointView(endpoint: Endpoint): EndpointView {
+  return {
+    endpointId: endpoint.id,
+    url: endpoint.url,
+    events: endpoint.events,
+    createdAt: new Date(endpoint.createdAt).toISOString(),
+  };
+}
+
+function fromRow(row: { id: string; url: string; events: string; created_at: number }): Endpoint {
+  return { id: row.id, url: row.url, events: JSON.parse(row.events) as EndpointEvent[], createdAt: row.created_at };
+}
+
+/** The account's endpoints, oldest first. */
+export async function listEndpoints(db: Kysely<Schema>, accountId: string): Promise<Endpoint[]> {
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'url', 'events', 'created_at'])
+    .where('account_id', '=', accountId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(fromRow);
+}
+
+/**
+ * The normalised URLs of the account's endpoints that take events of `type`, in the caller's
+ * transaction (one indexed read of at most MAX_ENDPOINTS rows), each once.
+ */
+export async function subscribedUrls(db: Kysely<Schema>, accountId: string, type: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['url', 'events'])
+    .where('account_id', '=', accountId)
+    .execute();
+  const urls = new Set<string>();
+  for (const row of rows) if ((JSON.parse(row.events) as string[]).includes(type)) urls.add(row.url);
+  return [...urls];
+}
+
+/** Whether the account has any endpoint, of whatever events. */
+export async function hasEndpoints(db: Kysely<Schema>, accountId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_endpoints')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export interface NewEndpoint extends Endpoint {
+  accountId: string;
+  /** Who asked, for the audit log. */
+  by: AuditBy;
+}
+
+/** Made before the transaction, so a replay of the request (Idempotency-Key) finds the same. */
+export function prepareEndpoint(
+  accountId: string,
+  body: { url: string; events: readonly EndpointEvent[] },
+  now: number,
+  by: AuditBy,
+): NewEndpoint {
+  return {
+    by,
+    id: randomUUID(),
+    accountId,
+    url: normaliseUrl(body.url),
+    events: ENDPOINT_EVENTS.filter((type) => body.events.includes(type)),
+    createdAt: now,
+  };
+}
+
+/**
+ * POST /webhooks/endpoints, in the request's transaction: 409 when the account already has
+ * MAX_ENDPOINTS, or one with the same normalised URL (change its events by deleting it and
+ * creating it again). On PostgreSQL the account's row is locked first, so two requests at
+ * once cannot both pass the count; SQLite runs one write transaction at a time.
+ */
+export const postEndpoint = postProcedure(
+  import.meta.url,
+  'postEndpoint',
+  async ({ db, dialect }, endpoint: NewEndpoint) => {
+    if (dialect === 'postgres') {
+      await db.selectFrom('accounts').select('id').where('id', '=', endpoint.accountId).forUpdate().execute();
+    }
+    const existing = await db
+      .selectFrom('webhook_endpoints')
+      .select('url')
+      .where('account_id', '=', endpoint.accountId)
+      .execute();
+    if (existing.length >= MAX_ENDPOINTS) {
+      throw conflict(`An account has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first.`, [
+        { field: 'url', message: `the account already has ${MAX_ENDPOINTS} endpoints` },
+      ]);
+    }
+    if (existing.some((row) => row.url === endpoint.url)) {
+      throw conflict('The account already has a webhook endpoint with this URL.', [
+        { field: 'url', message: 'is already an endpoint (URLs are compared normalised)' },
+      ]);
+    }
+    await db
+      .insertInto('webhook_endpoints')
+      .values({
+        id: endpoint.id,
+        account_id: endpoint.accountId,
+        url: endpoint.url,
+        events: JSON.stringify(endpoint.events),
+        created_at: endpoint.createdAt,
+      })
+      .execute();
+    await recordAudit(db, {
+      ...endpoint.by,
+      accountId: endpoint.accountId,
+      action: 'webhookEndpoint.created',
+      target: endpoint.id,
+    });
+    return { statusCode: 201, body: endpointView(endpoint) };
+  },
+);
+
+/**
+ * Deletes the account's endpoint: false if it has none so. Events already appended for it
+ * are still gathered and posted (they were the account's when they happened); none after.
+ */
+export async function deleteEndpoint(db: Kysely<Schema>, accountId: string, id: string, by: AuditBy): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const result = await trx
+      .deleteFrom('webhook_endpoints')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) return false;
+    await recordAudit(trx, { ...by, accountId, action: 'webhookEndpoint.deleted', target: id });
+    return true;
+  });
+}

@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { Webhook } from 'standardwebhooks';
+import { ManualClock } from '../../src/clock.ts';
+import { MAX_ENDPOINTS, normaliseUrl } from '../../src/webhooks/endpoints.ts';
+import { GATHER_WINDOW_MS } from '../../src/webhooks/events.ts';
+import { ensureSecret } from '../../src/webhooks/secrets.ts';
+import { forEachDatabase } from '../support/databases.ts';
+import { bearer } from '../support/app.ts';
+import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { startReceiver, type Received, type Receiver } from './support.ts';
+
+interface Envelope {
+  type: string;
+  timestamp: string;
+  data: unknown;
+}
+
+interface StatusEvent {
+  queueId: string;
+  messageId: string;
+  recipient: string;
+  status: string;
+}
+
+const UNKNOWN = '0b7e6c1e-8f4a-4d2b-9c3e-5a6f7b8c9d0e';
+
+it('compares URLs normalised: scheme and host case, default port', () => {
+  assert.equal(normaliseUrl('HTTP://LocalHost:80/hooks'), normaliseUrl('http://localhost/hooks'));
+  assert.equal(normaliseUrl('https://Example.COM:443'), 'https://example.com/');
+  assert.notEqual(normaliseUrl('http://localhost:8080/hooks'), normaliseUrl('http://localhost/hooks'));
+  assert.notEqual(normaliseUrl('http://localhost/Hooks'), normaliseUrl('http://localhost/hooks'));
+});
+
+forEachDatabase((dialect) => {
+  let api: ApiTest;
+  let alice: ApiClient;
+  let bob: ApiClient;
+  let receiver: Receiver;
+  let other: Receiver;
+  beforeEach(async () => {
+    // Standard Webhooks verifiers check webhook-timestamp against the real time (±5 min).
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    alice = await api.client();
+    bob = await api.client();
+    receiver = await startReceiver();
+    other = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver.close();
+    await other.close();
+    await api.close();
+  });
+
+  const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, as: string, payload?: object, headers = {}) =>
+    api.t.app.inject({ method, url, headers: { ...bearer(as), ...headers }, ...(payload ? { payload } : {}) });
+  const create = (body: object, as = alice.token, headers = {}) =>
+    inject('POST', '/webhooks/endpoints', as, body, headers);
+  async function subscribe(url: string, events: string[], as = alice.token): Promise<string> {
+    const response = await create({ url, events }, as);
+    assert.equal(response.statusCode, 201, response.body);
+    return response.json().endpointId;
+  }
+  const list = async (as = alice.token) => {
+    const response = await inject('GET', '/webhooks/endpoints', as);
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json().endpoints as Array<{ endpointId: string; url: string; events: string[] }>;
+  };
+  const assertFailure = (response: LightMyRequestResponse, status: number, pattern: RegExp) => {
+    assert.equal(response.statusCode, status, response.body);
+    const body = response.json();
+    assert.equal(body.status, 'Failure');
+    assert.ok(Array.isArray(body.errors));
+    assert.match(body.message, pattern);
+  };
+
+  /** Runs the queue, lets every stream's gather window pass, and runs it again. */
+  async function settle(): Promise<void> {
+    await api.drain();
+    api.clock.advance(GATHER_WINDOW_MS);
+    await api.drain();
+  }
+
+  async function verified(post: Received, client = alice): Promise<Envelope> {
+    const { secret } = await ensureSecret(api.t.ctx.db, api.t.ctx.encryptionKey, api.clock, client.account.row.id);
+    return new Webhook(secret).verify(post.body, post.headers as Record<string, string>) as Envelope;
+  }
+
+  /** Every event the receiver got of the type, each post's signature checked with the account's secret. */
+  async function eventsAt(at: Receiver, type: string, client = alice): Promise<StatusEvent[]> {
+    const envelopes = await Promise.all(at.received.map((post) => verified(post, client)));
+    return envelopes.filter((e) => e.type === type).flatMap((e) => e.data as StatusEvent[]);
+  }
+
+  const sms = (recipient: string, extra: object = {}) =>
+    alice.accept('/sms/single', { senderName: 'HERALD', body: 'Hello', recipient, ...extra });
+
+  it('creates, lists and deletes endpoints, the URL normalised and the events in the contract’s order', async () => {
+    assert.deepEqual(await list(), []);
+    const response = await create({ url: 'HTTP://127.0.0.1:80/hooks?a=B', events: ['verify.status', 'sms.status'] });
+    assert.equal(response.statusCode, 201, response.body);
+    const created = response.json();
+    assert.match(created.endpointId, /^[0-9a-f-]{36}$/);
+    assert.equal(created.url, 'http://127.0.0.1/hooks?a=B');
+    assert.deepEqual(created.events, ['sms.status', 'verify.status']);
+    assert.deepEqual(await list(), [created]);
+
+    const replayed = await create({ url: 'http://127.0.0.2/x', events: ['sms.inbound'] }, alice.token, {
+      'idempotency-key': 'endpoint-1',
+    });
+    const again = await create({ url: 'http://127.0.0.2/x', events: ['sms.inbound'] }, alice.token, {
+      'idempotency-key': 'endpoint-1',
+    });
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), replayed.json());
+    assert.equal((await list()).length, 2);
+
+    const deleted = await inject('DELETE', `/webhooks/endpoints/${created.endpointId}`, alice.token);
+    assert.equal(deleted.statusCode, 204);
+    assert.deepEqual(
+      (await list()).map((e) => e.url),
+      ['http://127.0.0.2/x'],
+    );
+    assertFailure(await inject('DELETE', `/webhooks/endpoints/${created.endpointId}`, alice.token), 404, /not found/);
+  });
+
+  it('refuses bad URLs and events with 400, unsafe hosts with 422, duplicates and an eleventh with 409', async () => {
+    assertFailure(await create({ url: 'ftp://example.com/x', events: ['sms.status'] }), 400, /not valid/);
+    assertFailure(await create({ url: 'not a url', events: ['sms.status'] }), 400, /not valid/);
+    assertFailure(await create({ url: 'http://127.0.0.1/x', events: [] }), 400, /not valid/);
+    assertFailure(await create({ url: 'http://127.0.0.1/x', events: ['sms.nope'] }), 400, /not valid/);
+    assertFailure(await create({ url: 'http://127.0.0.1/x', events: ['sms.status', 'sms.status'] }), 400, /valid/);
+    assertFailure(await create({ url: 'http://127.0.0.1/x' }), 400, /not valid/);
+    assertFailure(await create({ url: 'http://127.0.0.1/x', events: ['sms.status'], extra: 1 }), 400, /valid/);
+    // The cloud metadata service, refused as a per-request webHookUrl is (WEBHOOK_ALLOW_PRIVATE or not).
+    assertFailure(await create({ url: 'http://169.254.169.254/latest', events: ['sms.status'] }), 422, /post/);
+    assertFailure(await inject('DELETE', '/webhooks/endpoints/nope', alice.token), 400, /not valid/);
+
+    await subscribe('http://127.0.0.1/hooks', ['sms.status']);
+    const duplicate = await create({ url: 'HTTP://127.0.0.1:80/hooks', events: ['email.events'] });
+    assertFailure(duplicate, 409, /already/);
+    for (let i = 1; i < MAX_ENDPOINTS; i++) await subscribe(`http://127.0.0.1/hooks/${i}`, ['sms.status']);
+    assertFailure(await create({ url: 'http://127.0.0.1/eleventh', events: ['sms.status'] }), 409, /at most 10/);
+    assert.equal((await list()).length, MAX_ENDPOINTS);
+    // Another account's endpoints do not count against this one's.
+    await subscribe('http://127.0.0.1/hooks', ['sms.status'], bob.token);
+  });
+
+  it('keeps each account’s endpoints apart: another account’s id is 404 and leaves it', async () => {
+    const id = await subscribe(receiver.url, ['sms.status']);
+    assert.deepEqual(await list(bob.token), []);
+    assertFailure(await inject('DELETE', `/webhooks/endpoints/${id}`, bob.token), 404, /not found/);
+    assertFailure(await inject('DELETE', `/webhooks/endpoints/${UNKNOWN}`, alice.token), 404, /not found/);
+    assert.deepEqual(
+      (await list()).map((e) => e.endpointId),
+      [id],
+    );
+    // Bob's sends do not reach Alice's endpoint.
+    await bob.accept('/sms/single', { senderName: 'HERALD', body: 'Hi', recipient: '919812300009' });
+    await settle();
+    assert.equal(receiver.received.length, 0);
+  });
+
+  it('posts an SMS send’s sms.status events, signed, to a subscribed endpoint when the send names no URL', async () => {
+    await subscribe(receiver.url, ['sms.status']);
+    await subscribe(other.url, ['email.events']);
+    const queueId = await sms('919812300001');
+    await settle();
+
+    const events = await eventsAt(receiver, 'sms.status');
+    assert.ok(events.length >= 2, JSON.stringify(events));
+    assert.ok(events.every((e) => e.queueId === queueId && e.recipient === '919812300001'));
+    assert.equal(events.at(-1)!.status, 'Delivered');
+    assert.equal(other.received.length, 0, 'an endpoint of email.events gets no sms.status');
+
+    // Each post is a delivery of the account's, to the endpoint's URL.
+    const deliveries = (await alice.get('/webhooks/deliveries')).json().deliveries as Array<Record<string, unknown>>;
+    assert.equal(deliveries.length, receiver.received.length);
+    assert.ok(deliveries.every((d) => d.url === receiver.url && d.type === 'sms.status' && d.status === 'delivered'));
+    assert.deepEqual((await bob.get('/webhooks/deliveries')).json().deliveries, []);
+  });
+
+  it('posts each event once to a per-request URL equal to an endpoint’s, however it is written', async () => {
+    await subscribe(receiver.url, ['sms.status']);
+    await subscribe(other.url, ['sms.status']);
+    const spelled = receiver.url.replace('http://', 'HTTP://');
+    const queueId = await sms('919812300002', { webHookUrl: spelled });
+    await settle();
+
+    const once = await eventsAt(receiver, 'sms.status');
+    const everywhere = await eventsAt(other, 'sms.status');
+    assert.ok(once.length >= 2);
+    assert.deepEqual(once, everywhere, 'the per-request URL gets what the other endpoint gets, once');
+    assert.ok(once.every((e) => e.queueId === queueId));
+    const deliveries = (await alice.get('/webhooks/deliveries')).json().deliveries as Array<{ url: string }>;
+    assert.deepEqual([...new Set(deliveries.map((d) => d.url))].sort(), [other.url, spelled].sort());
+  });
+
+  it('retries an endpoint’s post that got a 500, shown by /webhooks/deliveries, and replays it', async () => {
+    await subscribe(receiver.url, ['sms.status']);
+    receiver.reply({ status: 500 });
+    await sms('919812300003');
+    await settle();
+    const failing = (await alice.get('/webhooks/deliveries?failing=true')).json().deliveries;
+    assert.equal(failing.length, 1);
+    assert.equal(failing[0].url, receiver.url);
+    assert.equal(failing[0].lastStatusCode, 500);
+    assert.equal(failing[0].status, 'pending');
+
+    api.clock.advance(5_000);
+    await api.drain();
+    const after = (await alice.get(`/webhooks/deliveries/${failing[0].id}`)).json();
+    assert.equal(after.status, 'delivered');
+    assert.equal(after.attempts, 2);
+    const posted = receiver.received.filter((post) => post.headers['webhook-id'] === failing[0].id);
+    assert.equal(posted.length, 2);
+    assert.equal(posted[0].body, posted[1].body);
+
+    const replay = await inject('POST', `/webhooks/deliveries/${failing[0].id}/retry`, alice.token);
+    assert.equal(replay.statusCode, 202, replay.body);
+    await api.drain();
+    assert.equal(receiver.received.filter((post) => post.headers['webhook-id'] === failing[0].id).length, 3);
+  });
+
+  it('posts contacts.batch to an endpoint when the batch names no URL', async () => {
+    await subscribe(receiver.url, ['contacts.batch']);
+    const status = await alice.upsert([{ email: 'ada@example.com' }]);
+    await settle();
+    assert.equal(receiver.received.length, 1);
+    const envelope = await verified(receiver.received[0]);
+    assert.equal(envelope.type, 'contacts.batch');
+    assert.equal((envelope.data as { batchId: string }).batchId, status.batchId);
+  });
+
+  it('stops posting to a deleted endpoint', async () => {
+    const id = await subscribe(receiver.url, ['sms.status']);
+    assert.equal((await inject('DELETE', `/webhooks/endpoints/${id}`, alice.token)).statusCode, 204);
+    await sms('919812300004');
+    await settle();
+    assert.equal(receiver.received.length, 0);
+  });
+
+  it('lets a key with the webhooks scope manage endpoints, read list them, and refuses other keys', async () => {
+    const keyWith = async (scopes: string[]) => {
+      const response = await inject('POST', '/api-keys', alice.token, { name: scopes.join(' '), scopes });
+      assert.equal(response.statusCode, 201, response.body);
+      return response.json().key as string;
+    };
+    const webhooks = await keyWith(['webhooks']);
+    const reader = await keyWith(['read']);
+    const sender = await keyWith(['sms:send', 'contacts:write']);
+
+    const body = { url: 'http://127.0.0.1/hooks', events: ['sms.status'] };
+    assertFailure(await create(body, sender), 403, /scope/);
+    assertFailure(await create(body, reader), 403, /scope/);
+    const created = await create(body, webhooks);
+    assert.equal(created.statusCode, 201, created.body);
+    const { endpointId } = created.json();
+
+    assertFailure(await inject('GET', '/webhooks/endpoints', sender), 403, /scope/);
+    assert.equal((await inject('GET', '/webhooks/endpoints', reader)).json().endpoints.length, 1);
+    assert.equal((await inject('GET', '/webhooks/endpoints', webhooks)).json().endpoints.length, 1);
+
+    assertFailure(await inject('DELETE', `/webhooks/endpoints/${endpointId}`, sender), 403, /scope/);
+    assertFailure(await inject('DELETE', `/webhooks/endpoints/${endpointId}`, reader), 403, /scope/);
+    assert.equal((await inject('DELETE', `/webhooks/endpoints/${endpointId}`, webhooks)).statusCode, 204);
+  });
+});
