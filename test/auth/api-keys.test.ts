@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { createTestDatabase, forEachDatabase } from '../support/databases.ts';
 import { freePort, serveKeyEnv, start } from '../cli/support.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
-import { foundInStorage } from '../support/storage.ts';
+import { foundInStorage, pgDump } from '../support/storage.ts';
 import { rotatePrivateToken, setPassword } from '../../src/accounts/service.ts';
 import { ACCOUNT_TTL_MS } from '../../src/auth/access-cache.ts';
 import { SCOPES, type Scope } from '../../src/auth/api-keys.ts';
@@ -260,6 +260,14 @@ forEachDatabase((dialect) => {
     // The key as a whole, and its random part alone (as a base64url decoder might write it back).
     const needles = [key, key.slice(3)];
     assert.deepEqual(await foundInStorage({ t }, dialect, needles), Object.fromEntries(needles.map((n) => [n, []])));
+    if (dialect === 'postgres') {
+      const dump = (await pgDump(t.database.url)).toString();
+      assert.deepEqual(
+        needles.filter((needle) => dump.includes(needle)),
+        [],
+        'a pg_dump holds no key',
+      );
+    }
     assert.deepEqual(
       needles.filter((needle) => logLines.some((line) => line.includes(needle))),
       [],
