@@ -20,7 +20,7 @@ import type { Job, JobRun } from '../src/queue/worker.ts';
 import { Keyring, keyFromHex } from '../src/sealed.ts';
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { BENCH_ENCRYPTION_KEY, machine, onEachDatabase } from './herald-process.ts';
-import { mobileContact, seedList } from './seed.ts';
+import { mobileContact, seedList, series } from './seed.ts';
 
 const SIZES = (process.env.BENCH_RECIPIENTS ?? '1000000,10000000').split(',').map(Number);
 const PER_SEND = 100;
@@ -28,14 +28,6 @@ const PERSON = '447000000001';
 const PERSONS_MESSAGES = 40;
 const LIST = 100_000;
 const ERASED = 10_000;
-
-/** The numbers 1..n as rows of a column `g`. */
-function series(database: Database, n: number) {
-  return database.dialect === 'postgres'
-    ? sql`generate_series(1, ${sql.lit(n)}) as s(g)`
-    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)})
-           select g from s) as s`;
-}
 
 async function seedHistory(database: Database, accountId: string, recipients: number): Promise<void> {
   const { db } = database;

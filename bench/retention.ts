@@ -15,20 +15,13 @@ import { migrateToLatest, openDatabase, type Database } from '../src/db/database
 import { CHUNK_LIMITS, purgeSendsChunk, sweep } from '../src/messaging/retention.ts';
 import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { onEachDatabase } from './herald-process.ts';
+import { series } from './seed.ts';
 import { SMS_PURGES } from '../src/sms/receipts.ts';
 
 const SENDS = Number(process.env.BENCH_SENDS ?? 40_000);
 const RECIPIENTS = 10;
 const LIST_RECIPIENTS = 200_000;
 const DAY = 24 * 60 * 60_000;
-
-/** The numbers 1..n as rows of a column `g`. */
-function series(database: Database, n: number) {
-  return database.dialect === 'postgres'
-    ? sql`generate_series(1, ${sql.lit(n)}) as s(g)`
-    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)})
-           select g from s) as s`;
-}
 
 async function fill(database: Database, accountId: string, completedAt: number): Promise<number> {
   const { db } = database;

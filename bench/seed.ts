@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Database } from '../src/db/database.ts';
 import type { ContactsTable } from '../src/db/schema.ts';
 
@@ -54,4 +55,12 @@ export async function seedList(
     });
   }
   return listId;
+}
+
+/** The numbers 1..n as rows of a column `g`, for seeding by SQL. */
+export function series(database: Database, n: number) {
+  return database.dialect === 'postgres'
+    ? sql`generate_series(1, ${sql.lit(n)}) as s(g)`
+    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)})
+           select g from s) as s`;
 }

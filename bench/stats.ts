@@ -22,6 +22,7 @@ import { PROCEDURE_MODULES } from '../src/server/procedures.ts';
 import { MemoryCounterStore } from '../src/ratelimit/counters.ts';
 import { prepareStoredSecrets } from '../src/server/stored-secrets.ts';
 import { BENCH_ENCRYPTION_KEY, onEachDatabase } from './herald-process.ts';
+import { series } from './seed.ts';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000_000);
 const PER_SEND = 1000;
@@ -30,14 +31,6 @@ const DAYS = 35;
 const DAY = 86_400_000;
 const RUNS = 20;
 const PASSWORD = 'correct horse battery staple';
-
-/** The numbers 1..n as rows of a column `g`. */
-function series(database: Database, n: number) {
-  return database.dialect === 'postgres'
-    ? sql`generate_series(1, ${sql.lit(n)}) as s(g)`
-    : sql`(with recursive s(g) as (select 1 union all select g + 1 from s where g < ${sql.lit(n)})
-           select g from s) as s`;
-}
 
 /**
  * MESSAGES statuses: sends of PER_SEND recipients, SMS and email by turns for each account,

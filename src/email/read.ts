@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { cursorCodec } from '../http/cursor.ts';
-import { contentState, dueAtOf, readSendPage, type SendReadPage } from '../messaging/reads.ts';
+import { contentState, dueAtOf, readSendPage, type ContentState, type SendReadPage } from '../messaging/reads.ts';
 import type { EmailSendContent } from './accept.ts';
 import { sandboxRawPlace } from './accept.ts';
 import { open, type Keyring } from '../sealed.ts';
@@ -9,6 +9,19 @@ import { open, type Keyring } from '../sealed.ts';
 type Db = Kysely<Schema>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A batch's content as its reads show it: all null unless it is still available. */
+export function emailContentView(stored: EmailSendContent, state: ContentState) {
+  return state === 'available'
+    ? {
+        senderFrom: stored.from.email,
+        senderName: stored.from.displayName ?? null,
+        subject: stored.subject,
+        preHeaderText: stored.preheader ?? null,
+        html: stored.html,
+      }
+    : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null };
+}
 const sandboxCursor = cursorCodec(['integer']);
 
 const ENGAGEMENT = {
@@ -60,16 +73,7 @@ export async function readEmailBatch(db: Db, accountId: string, sendId: string, 
     totals: read.summary.totals,
     engagement: await engagementOf(db, read.send.id),
     contentState: shown,
-    content:
-      shown === 'available'
-        ? {
-            senderFrom: stored.from.email,
-            senderName: stored.from.displayName ?? null,
-            subject: stored.subject,
-            preHeaderText: stored.preheader ?? null,
-            html: stored.html,
-          }
-        : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null },
+    content: emailContentView(stored, shown),
     recipients: read.recipients.map((row) => ({
       email: row.address,
       messageId: row.message_id,

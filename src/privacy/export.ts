@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import { contactsHolding, type ContactView } from '../crm/contacts.ts';
+import { emailContentView } from '../email/read.ts';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import type { EmailSendContent } from '../email/accept.ts';
@@ -162,16 +163,7 @@ async function messageViews(db: Db, accountId: string, shown: Record<Channel, Re
         email: row.address,
         ...common,
         contentState: state,
-        content:
-          state === 'available'
-            ? {
-                senderFrom: stored.from.email,
-                senderName: stored.from.displayName ?? null,
-                subject: stored.subject,
-                preHeaderText: stored.preheader ?? null,
-                html: stored.html,
-              }
-            : { senderFrom: null, senderName: null, subject: null, preHeaderText: null, html: null },
+        content: emailContentView(stored, state),
         tags: tagsOf(row, state, stored.passcode === true),
         history: history.map((h) => ({
           event: h.status,
