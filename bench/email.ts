@@ -8,6 +8,7 @@
  *   BENCH_LISTS=99000 npm run bench:email                                # the large batch alone
  *   BENCH_PORT=18720 npm run bench:email                                 # beside another run (default 18700)
  *   BENCH_CPU_PROF=/tmp/prof npm run bench:email                         # the server's CPU profiles there
+ *   BENCH_ENDPOINT=1 npm run bench:email                                 # with a webhook endpoint too
  *
  * For each list size of BENCH_LISTS (19000,99000: batches of 20,000 and 100,000), on a fresh
  * database (on PostgreSQL the one named in DATABASE_URL, created, dropped first, and dropped at
@@ -72,6 +73,8 @@ const LISTS = (process.env.BENCH_LISTS ?? '19000,99000').split(',').map(Number);
 const RECIPIENTS = 1000;
 const PORT = Number(process.env.BENCH_PORT ?? 18_700);
 const SMTP = process.env.BENCH_TRANSPORT === 'smtp';
+/** The account also has a webhook endpoint on `email.events`, on a receiver of its own. */
+const ENDPOINT = process.env.BENCH_ENDPOINT === '1';
 /** Herald's connections to the sink, and plain nodemailer's. */
 const SMTP_POOL = 5;
 const requestedUrl = process.env.DATABASE_URL || undefined;
@@ -236,6 +239,7 @@ interface Figures {
 async function run(url: string, list: number): Promise<Figures> {
   const database = openDatabase(url, { poolSize: 2, procedures: PROCEDURE_MODULES });
   const receiver = await startWebhookCounter((e) => e.event === 'Delivered');
+  const endpoint = ENDPOINT ? await startWebhookCounter((e) => e.event === 'Delivered') : undefined;
   const sink = SMTP ? await startSink() : undefined;
   let servers: Array<ReturnType<typeof spawn>> = [];
   const stop = async () => {
@@ -258,6 +262,11 @@ async function run(url: string, list: number): Promise<Figures> {
     const base = `http://127.0.0.1:${PORT}`;
     await waitForHealth(base);
     const headers = await authorizedHeaders(base, account, password);
+    if (endpoint) {
+      const body = JSON.stringify({ url: endpoint.url, events: ['email.events'] });
+      const created = await post(new Agent(), `${base}/webhooks/endpoints`, headers, body);
+      if (created.status !== 201) throw new Error(`/webhooks/endpoints answered ${created.status}: ${created.text}`);
+    }
 
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({
       to: address(i + 1),
@@ -307,6 +316,8 @@ async function run(url: string, list: number): Promise<Figures> {
     }
     const deadline = Date.now() + 120_000;
     while (receiver.counted() < total && Date.now() < deadline) await sleep(50);
+    while (endpoint && endpoint.counted() < total && Date.now() < deadline) await sleep(50);
+    if (endpoint && endpoint.counted() < total) throw new Error(`the endpoint got ${endpoint.counted()} of ${total}`);
     const peakRss = Math.max(...servers.map((server) => peakRssMiB(server.pid!)));
     await stop();
     const plain = sink ? await plainNodemailer(database, sink.port, total) : null;
@@ -324,6 +335,7 @@ async function run(url: string, list: number): Promise<Figures> {
   } finally {
     await stop();
     await receiver.close();
+    await endpoint?.close();
     await sink?.stop();
     await database.close();
   }
