@@ -172,6 +172,8 @@ forEachDatabase((dialect) => {
     await add.click();
     await form.getByRole('alert').waitFor();
     assert.equal(await url.getAttribute('aria-invalid'), 'true');
+    await form.locator('#endpoint-url-problem').filter({ hasText: 'http or https' }).waitFor();
+    await form.locator('#endpoint-events-problem').filter({ hasText: 'must not be empty' }).waitFor();
     await browser.look('endpoint-refused');
 
     // The cloud metadata service: 422, by the URL.
@@ -219,5 +221,17 @@ forEachDatabase((dialect) => {
     for (const action of ['apiKey.created', 'apiKey.revoked', 'webhookEndpoint.created', 'webhookEndpoint.deleted'])
       assert.match(await row(log, action).innerText(), /Console/, action);
     assert.match(await row(log, 'apiKey.revoked').innerText(), new RegExp(apiKeyId));
+  });
+
+  it('fits a phone’s width (375 px) without sideways scrolling', async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const [path, title] of [
+      ['/api-keys', 'API keys'],
+      ['/webhooks', 'Webhooks'],
+    ]) {
+      await open(path, title);
+      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375, path);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 });
