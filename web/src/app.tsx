@@ -16,6 +16,7 @@ import { SignIn } from './pages/sign-in.tsx';
 import { SmsSendPage, SmsSends } from './pages/sms.tsx';
 import { Suppressions } from './pages/suppressions.tsx';
 import { Usage } from './pages/usage.tsx';
+import { ApiKeys } from './pages/api-keys.tsx';
 import { Audit } from './pages/audit.tsx';
 import { Verify } from './pages/verify.tsx';
 import { DeliveryPage, Webhooks } from './pages/webhooks.tsx';
@@ -39,6 +40,7 @@ const ROUTES: Array<[string, (p: Params) => JSX.Element]> = [
   ['/webhooks', () => <Webhooks />],
   ['/webhooks/:id', (p) => <DeliveryPage key={p.id} id={p.id} />],
   ['/usage', () => <Usage />],
+  ['/api-keys', () => <ApiKeys />],
   ['/audit', () => <Audit />],
 ];
 
@@ -52,6 +54,7 @@ const NAV: Array<[string, string]> = [
   ['/suppressions', 'Suppressions'],
   ['/webhooks', 'Webhooks'],
   ['/usage', 'Usage'],
+  ['/api-keys', 'API keys'],
   ['/audit', 'Audit log'],
 ];
 

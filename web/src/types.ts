@@ -213,3 +213,27 @@ export interface AuditEntry {
   target: string | null;
   ip: string | null;
 }
+
+export interface ApiKey {
+  apiKeyId: string;
+  name: string;
+  scopes: string[];
+  createdAt: string;
+  /** Null: it never expires. */
+  expiresAt: string | null;
+  /** Its last request, to the minute; null until it is used. */
+  lastUsedAt: string | null;
+}
+
+/** POST /api-keys's answer: the key itself, shown this once. */
+export interface CreatedApiKey extends Omit<ApiKey, 'lastUsedAt'> {
+  key: string;
+}
+
+export interface WebhookEndpoint {
+  endpointId: string;
+  /** Normalised: scheme and host in lower case, no default port. */
+  url: string;
+  events: string[];
+  createdAt: string;
+}

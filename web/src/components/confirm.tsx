@@ -7,6 +7,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
  */
 export function Confirm(props: {
   label: string;
+  /** What the button and the question are named by, where the label alone is the same on every row ("Revoke"). */
+  name?: string;
   question: string;
   yes: string;
   no: string;
@@ -20,7 +22,13 @@ export function Confirm(props: {
   }, [asking]);
   if (!asking)
     return (
-      <button type="button" class="danger" onClick={() => setAsking(true)} disabled={props.busy}>
+      <button
+        type="button"
+        class="danger"
+        onClick={() => setAsking(true)}
+        disabled={props.busy}
+        aria-label={props.name}
+      >
         {props.label}
       </button>
     );
@@ -28,7 +36,7 @@ export function Confirm(props: {
     if (await props.onConfirm()) setAsking(false);
   };
   return (
-    <fieldset class="confirm" aria-label={props.label}>
+    <fieldset class="confirm" aria-label={props.name ?? props.label}>
       <p>{props.question}</p>
       <button type="button" class="danger" onClick={confirm} disabled={props.busy}>
         {props.yes}

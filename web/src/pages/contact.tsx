@@ -7,6 +7,7 @@ import { type Erasure, erasedWords, personOfContact } from '../privacy.ts';
 import type { Contact, ContactList, ContactMessage } from '../types.ts';
 import { useChange } from '../components/change.ts';
 import { Confirm } from '../components/confirm.tsx';
+import { Field } from '../components/field.tsx';
 import { PersonRights } from '../components/person-rights.tsx';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
@@ -50,46 +51,6 @@ function Messages(props: { contactId: string }) {
         </tr>
       )}
     />
-  );
-}
-
-/** A text field of the edit form, with the API's problem with it said beside it. */
-function Field(props: {
-  id: string;
-  label: string;
-  value: string;
-  onInput: (value: string) => void;
-  problem?: string;
-  multiline?: boolean;
-  inputMode?: 'numeric' | 'email';
-}) {
-  const described = props.problem ? `${props.id}-problem` : undefined;
-  const common = {
-    id: props.id,
-    value: props.value,
-    'aria-invalid': props.problem ? true : undefined,
-    'aria-describedby': described,
-    autocomplete: 'off',
-  } as const;
-  return (
-    <div class="field">
-      <label for={props.id}>{props.label}</label>
-      {props.multiline ? (
-        <textarea {...common} rows={2} onInput={(e) => props.onInput(e.currentTarget.value)} />
-      ) : (
-        <input
-          {...common}
-          type="text"
-          inputMode={props.inputMode}
-          onInput={(e) => props.onInput(e.currentTarget.value)}
-        />
-      )}
-      {props.problem && (
-        <span class="error" id={described}>
-          {props.problem}
-        </span>
-      )}
-    </div>
   );
 }
 

@@ -2,11 +2,15 @@ import { useState } from 'preact/hooks';
 import { get, request, withQuery } from '../api.ts';
 import { useLoad, usePages } from '../load.ts';
 import { IdLink } from '../router.tsx';
-import type { Delivery, WebhookSecret } from '../types.ts';
+import { ENDPOINT_EVENTS } from '../integrations.ts';
+import type { Delivery, WebhookEndpoint, WebhookSecret } from '../types.ts';
+import { useChange } from '../components/change.ts';
+import { Confirm } from '../components/confirm.tsx';
+import { Choices, Field, problemOf } from '../components/field.tsx';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
-import { PagedTable } from '../components/table.tsx';
+import { PagedTable, Table } from '../components/table.tsx';
 import { CopyId } from '../components/copy-id.tsx';
 import { Num, Time } from '../components/zone.tsx';
 
@@ -98,6 +102,139 @@ function SecretPart() {
   );
 }
 
+function AddEndpoint(props: { onAdded: (endpoint: WebhookEndpoint) => void }) {
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<string[]>([]);
+  const change = useChange();
+  const problem = (field: string) => problemOf(change, field);
+  const add = (event: Event) => {
+    event.preventDefault();
+    void change.run(async () => {
+      const added = await request<WebhookEndpoint>('POST', '/webhooks/endpoints', { url: url.trim(), events });
+      setUrl('');
+      setEvents([]);
+      props.onAdded(added);
+    }, `${url.trim()} is added.`);
+  };
+  return (
+    <form class="edit-form" onSubmit={add} noValidate aria-label="Add a webhook endpoint">
+      <Field
+        id="endpoint-url"
+        label="URL (http or https)"
+        input={{ type: 'url' }}
+        value={url}
+        maxLength={2048}
+        required
+        onInput={setUrl}
+        problem={problem('url')}
+      />
+      <Choices
+        id="endpoint-events"
+        legend="Events posted there"
+        choices={ENDPOINT_EVENTS}
+        chosen={events}
+        onChange={setEvents}
+        problem={problem('events')}
+      />
+      <p>
+        <button type="submit" disabled={change.busy}>
+          Add endpoint
+        </button>
+      </p>
+      {change.error && <ErrorMessage error={change.error} />}
+      <p role="status" class="notice">
+        {change.notice}
+      </p>
+    </form>
+  );
+}
+
+function DeleteEndpoint(props: { endpoint: WebhookEndpoint; onDeleted: () => void }) {
+  const change = useChange();
+  const { endpoint } = props;
+  const remove = () =>
+    change.run(async () => {
+      await request('DELETE', `/webhooks/endpoints/${endpoint.endpointId}`);
+      props.onDeleted();
+    }, `${endpoint.url} is deleted.`);
+  return (
+    <>
+      <Confirm
+        label="Delete"
+        name={`Delete ${endpoint.url}`}
+        question={`Stop posting to ${endpoint.url}? Events already gathered for it are still posted.`}
+        yes="Yes, delete the endpoint"
+        no="Keep the endpoint"
+        busy={change.busy}
+        onConfirm={remove}
+      />
+      {change.error && <ErrorMessage error={change.error} />}
+    </>
+  );
+}
+
+/** The URLs every event of some types is posted to (docs/api.md, "Webhook endpoints"). */
+function EndpointsPart() {
+  const endpoints = useLoad(
+    () => get<{ endpoints: WebhookEndpoint[] }>('/webhooks/endpoints').then((answer) => answer.endpoints),
+    'endpoints',
+  );
+  const [notice, setNotice] = useState('');
+  return (
+    <Part title="Endpoints" id="endpoints">
+      <p>
+        Every event of the types chosen is posted to the endpoint's URL, signed with the secret above, besides any URL a
+        request names. At most 10 endpoints, one per URL; to change an endpoint's events, delete it and add it again.
+      </p>
+      <p role="status" class="notice">
+        {notice}
+      </p>
+      <Show loaded={endpoints}>
+        {(data) => (
+          <Table
+            caption="Webhook endpoints, oldest first"
+            head={['URL', 'Events', 'Created', 'Action']}
+            rows={data.length}
+            empty="No endpoint: events go only to the URLs requests name."
+          >
+            {data.map((endpoint) => (
+              <tr key={endpoint.endpointId}>
+                <td class="mono wrap">{endpoint.url}</td>
+                <td>
+                  {endpoint.events.map((name) => (
+                    <code key={name} class="scope">
+                      {name}
+                    </code>
+                  ))}
+                </td>
+                <td>
+                  <Time at={endpoint.createdAt} />
+                </td>
+                <td>
+                  <DeleteEndpoint
+                    endpoint={endpoint}
+                    onDeleted={() => {
+                      setNotice(`${endpoint.url} is deleted.`);
+                      endpoints.reload();
+                    }}
+                  />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </Show>
+      <h3>Add an endpoint</h3>
+      <AddEndpoint
+        onAdded={() => {
+          setNotice('');
+          endpoints.reload();
+        }}
+      />
+    </Part>
+  );
+}
+
 export function Webhooks() {
   const pages = usePages((cursor) => deliveriesPage(cursor), 'deliveries');
   const [error, setError] = useState<Error | null>(null);
@@ -115,6 +252,7 @@ export function Webhooks() {
   return (
     <Page title="Webhooks">
       <SecretPart />
+      <EndpointsPart />
       <Part title="Deliveries" id="deliveries">
         {error && <ErrorMessage error={error} />}
         <p role="status" class="notice">
