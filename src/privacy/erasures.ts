@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { lockAccountContacts } from '../crm/queries.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
@@ -223,8 +223,26 @@ async function recipientsOf(
   return rows.map((r) => ({ id: Number(r.id), send_id: r.send_id }));
 }
 
-/** One step of the erasure's job: changes at most CHUNK rows, and answers how many (0: done). */
-type Step = (trx: Db, dialect: DialectName, args: ErasureArgs) => Promise<{ rows: number; contacts?: number }>;
+/** Where a step that reads in id order goes on from: the last id it read, or null at its start. */
+interface Cursor {
+  after: string | number | null;
+}
+
+/**
+ * What a chunk of a step did: the rows it read (0: the step is done), the contacts it deleted,
+ * and, for a step that reads in id order, the cursor of the next chunk.
+ */
+export interface StepDone {
+  rows: number;
+  contacts?: number;
+  next?: string | number;
+}
+
+/**
+ * One step of the erasure's job: reads at most CHUNK rows. A step without a cursor finds what
+ * is left by its match, which a row it changed no longer meets.
+ */
+type Step = (trx: Db, dialect: DialectName, args: ErasureArgs & Cursor) => Promise<StepDone>;
 
 /** The inventory, in order (docs/privacy.md names each table). */
 const STEPS: Record<string, Step> = {
@@ -286,72 +304,79 @@ const STEPS: Record<string, Step> = {
    * Webhook bodies kept for retries and replay, and events not yet gathered into one: the
    * account's, read whole (a LIKE cannot seek), rewritten where they name the person.
    */
-  async webhooks(trx, _dialect, args) {
-    const redact = redactedJson(hashesOf(args.erasureKey, args));
-    const patterns = [...args.mobiles, ...args.emails].map((i) => `%${i}%`);
-    if (patterns.length === 0) return { rows: 0 };
-    const deliveries = await trx
-      .selectFrom('webhook_deliveries')
-      .select(['id', 'payload'])
-      .where('account_id', '=', args.accountId)
-      .where((eb) => eb.or(patterns.map((p) => eb('payload', 'like', p))))
-      .limit(CHUNK)
-      .execute();
-    for (const d of deliveries) {
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({ payload: redact(d.payload) })
-        .where('id', '=', d.id)
-        .execute();
-    }
-    const events = await trx
-      .selectFrom('webhook_events')
-      .select(['id', 'events'])
-      .where('account_id', '=', args.accountId)
-      .where((eb) => eb.or(patterns.map((p) => eb('events', 'like', p))))
-      .limit(CHUNK)
-      .execute();
-    for (const e of events) {
-      await trx
-        .updateTable('webhook_events')
-        .set({ events: redact(e.events) })
-        .where('id', '=', e.id)
-        .execute();
-    }
-    return { rows: deliveries.length + events.length };
-  },
+  webhookDeliveries: (trx, _dialect, args) =>
+    rewriteMatching(
+      trx,
+      args,
+      { table: 'webhook_deliveries', column: 'payload' },
+      anywhere,
+      redactedJson(hashesOf(args.erasureKey, args)),
+    ),
+  webhookEvents: (trx, _dialect, args) =>
+    rewriteMatching(
+      trx,
+      args,
+      { table: 'webhook_events', column: 'events' },
+      anywhere,
+      redactedJson(hashesOf(args.erasureKey, args)),
+    ),
   /**
    * Contact batches queued, or dead and waiting for a retry: the entries naming the person
    * leave the job, so no retry writes them back.
    */
-  async contactBatchJobs(trx, _dialect, args) {
-    const patterns = [...args.mobiles, ...args.emails].map((i) => `%"${i}"%`);
-    if (patterns.length === 0) return { rows: 0 };
-    const jobs = await trx
-      .selectFrom('jobs')
-      .select(['id', 'payload'])
-      .where('account_id', '=', args.accountId)
-      .where('kind', '=', 'contacts.batch')
-      .where('state', 'in', ['ready', 'dead'])
-      .where((eb) => eb.or(patterns.map((p) => eb('payload', 'like', p))))
-      .limit(CHUNK)
-      .execute();
+  contactBatchJobs(trx, _dialect, args) {
     const mobiles = new Set(args.mobiles);
     const emails = new Set(args.emails);
-    for (const job of jobs) {
-      const payload = JSON.parse(job.payload) as { contacts: Array<[unknown, string | null, string | null]> };
+    const batches = sql`and kind = 'contacts.batch' and state in ('ready', 'dead')`;
+    const asValue = (identifier: string) => `%"${identifier}"%`;
+    return rewriteMatching(trx, args, { table: 'jobs', column: 'payload', also: batches }, asValue, (text) => {
+      const payload = JSON.parse(text) as { contacts: Array<[unknown, string | null, string | null]> };
       payload.contacts = payload.contacts.filter(
         ([, email, mobile]) => !(email !== null && emails.has(email)) && !(mobile !== null && mobiles.has(mobile)),
       );
-      await trx
-        .updateTable('jobs')
-        .set({ payload: JSON.stringify(payload) })
-        .where('id', '=', job.id)
-        .execute();
-    }
-    return { rows: jobs.length };
+      return JSON.stringify(payload);
+    });
   },
 };
+
+/**
+ * The next chunk, in id order after the step's cursor, of the account's rows of `table` whose
+ * text `column` holds one of the identifiers (a LIKE by `pattern`), each rewritten by
+ * `rewrite` where that changes it. The cursor, not the match, moves the step on: a row that
+ * still names an identifier after its rewrite (in a field the rewrite leaves) is passed, not
+ * read again for ever.
+ */
+async function rewriteMatching(
+  trx: Db,
+  args: ErasureArgs & Cursor,
+  target: {
+    table: 'webhook_deliveries' | 'webhook_events' | 'jobs';
+    column: 'payload' | 'events';
+    also?: RawBuilder<unknown>;
+  },
+  pattern: (identifier: string) => string,
+  rewrite: (text: string) => string,
+): Promise<StepDone> {
+  const patterns = [...args.mobiles, ...args.emails].map(pattern);
+  if (patterns.length === 0) return { rows: 0 };
+  const text = sql.ref(target.column);
+  const { rows } = await sql<{ id: string | number; text: string }>`
+    select id, ${text} as text from ${sql.table(target.table)}
+     where account_id = ${args.accountId} ${target.also ?? sql``}
+       and (${sql.join(
+         patterns.map((p) => sql`${text} like ${p}`),
+         sql` or `,
+       )})
+       ${args.after === null ? sql`` : sql`and id > ${args.after}`}
+     order by id
+     limit ${CHUNK}`.execute(trx);
+  for (const row of rows) {
+    const rewritten = rewrite(row.text);
+    if (rewritten === row.text) continue;
+    await sql`update ${sql.table(target.table)} set ${text} = ${rewritten} where id = ${row.id}`.execute(trx);
+  }
+  return { rows: rows.length, next: rows.at(-1)?.id };
+}
 
 /**
  * A chunk of the account's rows of `table` whose `column` holds one of the identifiers: the
@@ -379,6 +404,9 @@ async function hashRows(
 }
 
 export const ERASURE_STEPS = Object.keys(STEPS);
+
+/** A LIKE pattern of an identifier anywhere in a text. */
+const anywhere = (identifier: string) => `%${identifier}%`;
 
 /** `in ()` is no SQL: an empty list becomes one value no row holds. */
 const orNone = (values: string[]) => (values.length > 0 ? values : ['']);
@@ -453,7 +481,7 @@ async function eraseRecipients(
 export const eraseChunk = procedure(
   import.meta.url,
   'eraseChunk',
-  async ({ db, dialect }, args: ErasureArgs & { step: string }): Promise<number> =>
+  async ({ db, dialect }, args: ErasureArgs & Cursor & { step: string }): Promise<StepDone> =>
     db.transaction().execute(async (trx) => {
       const done = await STEPS[args.step](trx, dialect, args);
       if (done.contacts) {
@@ -463,7 +491,7 @@ export const eraseChunk = procedure(
           .where('id', '=', args.erasureId)
           .execute();
       }
-      return done.rows;
+      return done;
     }),
 );
 

@@ -8,7 +8,14 @@ import { pauseForTest } from '../messaging/test-pause.ts';
 import type { Job, JobHandler } from '../queue/worker.ts';
 import { open, seal } from '../sealed.ts';
 import type { AuditBy } from '../audit/entries.ts';
-import { beginErasure, completeErasure, ERASURE_STEPS, eraseChunk, type ErasureJob } from './erasures.ts';
+import {
+  beginErasure,
+  completeErasure,
+  ERASURE_STEPS,
+  eraseChunk,
+  type ErasureJob,
+  type StepDone,
+} from './erasures.ts';
 import { personOf, type Identifier, type Person } from './person.ts';
 
 type Ctx = Pick<AppContext, 'database' | 'db' | 'clock' | 'encryptionKey'>;
@@ -81,7 +88,10 @@ export function erasureHandler(ctx: Ctx): JobHandler {
         erasureKey: await erasureKey(ctx.db, ctx.encryptionKey),
       };
       for (const step of ERASURE_STEPS) {
-        while ((await ctx.database.call(eraseChunk, { ...args, step, now: ctx.clock.now() })) > 0) {
+        for (let after: string | number | null = null; ; ) {
+          const done: StepDone = await ctx.database.call(eraseChunk, { ...args, step, after, now: ctx.clock.now() });
+          if (done.rows === 0) break;
+          after = done.next ?? null;
           await pauseForTest(`privacy.erase.${step}`);
         }
       }

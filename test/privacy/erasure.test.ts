@@ -293,6 +293,33 @@ forEachDatabase((dialect) => {
     api = await startApiTest(dialect);
   });
 
+  it('passes a batch entry that only mentions the person, and completes', { timeout: 30_000 }, async () => {
+    await alice.createProperty('referrer');
+    // Carl's property holds Ada's number as a quoted JSON string: the job still names her
+    // after her own entries leave it.
+    const dead = await alice.postBatch({
+      createUpdateContacts: [
+        {
+          mobileCountryCode: '44',
+          mobileNumber: '7911000003',
+          mobileOptIn: true,
+          propertyfields: [{ propertyname: 'referrer', propertyvalue: ADA_MOBILE }],
+        },
+      ],
+    });
+    assert.equal(dead.statusCode, 202, dead.body);
+    await api.t.ctx.db.updateTable('jobs').set({ state: 'dead' }).where('kind', '=', 'contacts.batch').execute();
+    const erasureId = await erase(alice, { mobile: ADA_MOBILE });
+    await api.drain();
+    assert.equal((await alice.get(`/privacy/erasures/${erasureId}`)).json().status, 'Completed');
+    const [job] = await api.t.ctx.db
+      .selectFrom('jobs')
+      .select('payload')
+      .where('kind', '=', 'contacts.batch')
+      .execute();
+    assert.equal(JSON.parse(job.payload).contacts.length, 1, "Carl's entry stays");
+  });
+
   it('records who asked: an access token, or the API key by its id', async () => {
     const created = await alice.post('/api-keys', { name: 'privacy desk', scopes: ['privacy'] });
     assert.equal(created.statusCode, 201, created.body);
