@@ -65,21 +65,6 @@ export const beginErasure = procedure(
     db.transaction().execute(async (trx) => {
       await lockAccountContacts(trx, dialect, args.accountId);
       const hashes = hashesOf(args.erasureKey, args);
-      await trx
-        .insertInto('erasures')
-        .values({
-          id: args.erasureId,
-          account_id: args.accountId,
-          status: 'Processing',
-          requested_by: args.by.actor,
-          hashes: JSON.stringify([...hashes.sms, ...hashes.email].map((h) => h.hash)),
-          sealed_identifiers: args.sealedIdentifiers,
-          created_at: args.now,
-          completed_at: null,
-        })
-        .execute();
-      const audited = { ...args.by, accountId: args.accountId, action: 'erasure.requested' as const };
-      await recordAudit(trx, { ...audited, target: args.erasureId });
       let ended = 0;
       for (const channel of ['sms', 'email'] as const) {
         for (const { clear, hash } of hashes[channel]) {
@@ -104,7 +89,26 @@ export const beginErasure = procedure(
         }
         ended += await endUnsent(trx, dialect, args, channel, hashes[channel]);
       }
-      await trx.updateTable('erasures').set({ messages: ended }).where('id', '=', args.erasureId).execute();
+      await trx
+        .insertInto('erasures')
+        .values({
+          id: args.erasureId,
+          account_id: args.accountId,
+          status: 'Processing',
+          requested_by: args.by.actor,
+          hashes: JSON.stringify([...hashes.sms, ...hashes.email].map((h) => h.hash)),
+          sealed_identifiers: args.sealedIdentifiers,
+          messages: ended,
+          created_at: args.now,
+          completed_at: null,
+        })
+        .execute();
+      await recordAudit(trx, {
+        ...args.by,
+        accountId: args.accountId,
+        action: 'erasure.requested',
+        target: args.erasureId,
+      });
       await enqueue(trx, {
         kind: ERASURE_KIND,
         payload: { erasureId: args.erasureId } satisfies ErasureJob,
@@ -283,23 +287,10 @@ const STEPS: Record<string, Step> = {
   /** What they wrote to the account: its text goes. */
   inbound: (trx, dialect, args) => hashRows(trx, dialect, args, 'sms_inbound', 'sender', args.mobiles, 'text'),
   /** Their verifications and the sends of codes counted against their number or address. */
-  async verify(trx, dialect, args) {
-    const identifiers = orNone([...args.mobiles, ...args.emails]);
-    const hash = (column: 'recipient') => messaging[dialect].erasedAddress(args.erasureKey, sql.ref(column));
-    const a = await trx
-      .updateTable('verifications')
-      .set({ recipient: hash('recipient') })
-      .where('account_id', '=', args.accountId)
-      .where('recipient', 'in', identifiers)
-      .executeTakeFirst();
-    const b = await trx
-      .updateTable('verification_sends')
-      .set({ recipient: hash('recipient') })
-      .where('account_id', '=', args.accountId)
-      .where('recipient', 'in', identifiers)
-      .executeTakeFirst();
-    return { rows: Number(a.numUpdatedRows) + Number(b.numUpdatedRows) };
-  },
+  verifications: (trx, dialect, args) =>
+    hashRows(trx, dialect, args, 'verifications', 'recipient', [...args.mobiles, ...args.emails]),
+  verificationSends: (trx, dialect, args) =>
+    hashRows(trx, dialect, args, 'verification_sends', 'recipient', [...args.mobiles, ...args.emails]),
   /**
    * Webhook bodies kept for retries and replay, and events not yet gathered into one: the
    * account's, read whole (a LIKE cannot seek), rewritten where they name the person.
@@ -380,23 +371,24 @@ async function rewriteMatching(
 
 /**
  * A chunk of the account's rows of `table` whose `column` holds one of the identifiers: the
- * identifier becomes its hash and `emptied` (the text beside it) goes. Found by the table's
- * (account_id, column) index.
+ * identifier becomes its hash and `emptied` (the text beside it, where there is one) goes.
+ * Found by the table's (account_id, column) index.
  */
 async function hashRows(
   trx: Db,
   dialect: DialectName,
   args: ErasureArgs,
-  table: 'sandbox_sms' | 'sandbox_email' | 'sms_inbound',
+  table: 'sandbox_sms' | 'sandbox_email' | 'sms_inbound' | 'verifications' | 'verification_sends',
   column: 'recipient' | 'sender',
   identifiers: string[],
-  emptied: 'text' | 'raw',
+  emptied?: 'text' | 'raw',
 ): Promise<{ rows: number }> {
   if (identifiers.length === 0) return { rows: 0 };
   const held = sql.ref<string>(column);
   const result = await sql`
     update ${sql.table(table)}
-       set ${held} = ${messaging[dialect].erasedAddress(args.erasureKey, held)}, ${sql.ref(emptied)} = ''
+       set ${held} = ${messaging[dialect].erasedAddress(args.erasureKey, held)}
+           ${emptied === undefined ? sql`` : sql`, ${sql.ref(emptied)} = ''`}
      where id in (select id from ${sql.table(table)}
                    where account_id = ${args.accountId} and ${held} in (${sql.join(identifiers)})
                    limit ${CHUNK})`.execute(trx);
