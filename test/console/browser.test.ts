@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, it } from 'node:test';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { POLL_MS } from '../../src/sms/transports/routed.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
@@ -12,7 +12,7 @@ import { base64, buildBatch } from '../email/support.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { launchBrowser, type Browser, type BrowserError } from './browser.ts';
+import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } from './browser.ts';
 import { formatNumber } from '../../web/src/numbers.ts';
 
 /**
@@ -59,12 +59,8 @@ forEachDatabase((dialect) => {
     page = browser.page;
   });
   afterEach(() => {
-    const asked = refused.map((path) => `${base}${path}`);
+    assertNoUnaskedErrors(browser, base, refused);
     refused = [];
-    const askedFor = (error: BrowserError) =>
-      error.text.startsWith('Failed to load resource') && asked.includes(error.url);
-    const unasked = browser.errors.splice(0).filter((error) => !askedFor(error));
-    assert.deepEqual(unasked, [], 'no script error, CSP refusal or failed load');
   });
   after(async () => {
     await browser?.close();
@@ -72,13 +68,10 @@ forEachDatabase((dialect) => {
     await api?.close();
   });
 
-  const heading = (name: string) => page.getByRole('heading', { name, exact: true, level: 1 });
-  const table = (name: string) => page.getByRole('table', { name, exact: true });
-  const row = (of: Locator, text: string) => of.getByRole('row').filter({ hasText: text });
-  const open = async (path: string, title: string) => {
-    await page.goto(`${base}/console${path}`);
-    await heading(title).waitFor();
-  };
+  const { heading, table, row, open } = consoleLocators(
+    () => page,
+    () => base,
+  );
   const sendStatus = async (path: string) => (await alice.get(path)).json().status as string;
 
   it('serves a page whose scripts and styles are all files of its own (the CSP allows no inline ones)', async () => {

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import assert from 'node:assert/strict';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 
 /** Debian's Chromium, which .ci/run installs; playwright-core brings no browser of its own. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -97,6 +98,32 @@ export async function launchBrowser(prefix: string): Promise<Browser> {
     async close() {
       await context.close();
       rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Fails on what the page logged as errors since the last call, but the failed loads of the
+ * paths (`refused`, under `base`) the test itself had answered with an error.
+ */
+export function assertNoUnaskedErrors(browser: Browser, base: string, refused: readonly string[]): void {
+  const asked = refused.map((path) => `${base}${path}`);
+  const askedFor = (error: BrowserError) =>
+    error.text.startsWith('Failed to load resource') && asked.includes(error.url);
+  const unasked = browser.errors.splice(0).filter((error) => !askedFor(error));
+  assert.deepEqual(unasked, [], 'no script error, CSP refusal or failed load');
+}
+
+/** The console's locators by role, on the page and at the base the suite's `before` sets. */
+export function consoleLocators(page: () => Page, base: () => string) {
+  const heading = (name: string) => page().getByRole('heading', { name, exact: true, level: 1 });
+  return {
+    heading,
+    table: (name: string) => page().getByRole('table', { name, exact: true }),
+    row: (of: Locator, text: string) => of.getByRole('row').filter({ hasText: text }),
+    async open(path: string, title: string) {
+      await page().goto(`${base()}/console${path}`);
+      await heading(title).waitFor();
     },
   };
 }

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, it } from 'node:test';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/clock.ts';
 import { SCOPES } from '../../src/auth/api-keys.ts';
 import { ENDPOINT_EVENTS } from '../../src/webhooks/endpoints.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
-import { launchBrowser, type Browser, type BrowserError } from './browser.ts';
+import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } from './browser.ts';
 import * as integrations from '../../web/src/integrations.ts';
 
 /**
@@ -36,25 +36,18 @@ forEachDatabase((dialect) => {
     page = browser.page;
   });
   afterEach(() => {
-    const asked = refused.map((path) => `${base}${path}`);
+    assertNoUnaskedErrors(browser, base, refused);
     refused = [];
-    const askedFor = (error: BrowserError) =>
-      error.text.startsWith('Failed to load resource') && asked.includes(error.url);
-    const unasked = browser.errors.splice(0).filter((error) => !askedFor(error));
-    assert.deepEqual(unasked, [], 'no script error, CSP refusal or failed load');
   });
   after(async () => {
     await browser?.close();
     await api?.close();
   });
 
-  const heading = (name: string) => page.getByRole('heading', { name, exact: true, level: 1 });
-  const table = (name: string) => page.getByRole('table', { name, exact: true });
-  const row = (of: Locator, text: string) => of.getByRole('row').filter({ hasText: text });
-  const open = async (path: string, title: string) => {
-    await page.goto(`${base}/console${path}`);
-    await heading(title).waitFor();
-  };
+  const { heading, table, row, open } = consoleLocators(
+    () => page,
+    () => base,
+  );
   const withKey = (key: string, method: 'GET' | 'POST', url: string, payload?: object) =>
     api.t.app.inject({ method, url, headers: bearer(key), payload });
 
