@@ -98,7 +98,7 @@ function RecipientRow(props: { recipient: EmailRecipient }) {
         {r.dueAt ? (
           <>
             {' '}
-            until <Time at={r.dueAt} />
+            for <Time at={r.dueAt} />
           </>
         ) : null}
       </td>

@@ -7,7 +7,7 @@ import { Page, Part } from '../components/page.tsx';
 import { Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
 import { PagedTable } from '../components/table.tsx';
-import { Num, Time } from '../components/zone.tsx';
+import { Num, Time, useNumber } from '../components/zone.tsx';
 import {
   CancelSend,
   ContentWithheld,
@@ -63,6 +63,9 @@ const RECIPIENT_COLUMNS = [
 
 function RecipientRow(props: { recipient: SmsRecipient }) {
   const r = props.recipient;
+  const number = useNumber();
+  // "2 replaced" alone could be read as parts: say what was replaced.
+  const replaced = (n: number) => `${number(n)} ${n === 1 ? 'character' : 'characters'} replaced`;
   return (
     <tr>
       <td class="mono">{r.recipient}</td>
@@ -72,7 +75,7 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
         {r.dueAt ? (
           <>
             {' '}
-            until <Time at={r.dueAt} />
+            for <Time at={r.dueAt} />
           </>
         ) : null}
       </td>
@@ -81,7 +84,7 @@ function RecipientRow(props: { recipient: SmsRecipient }) {
       <td>{r.smsc ?? '—'}</td>
       <td>
         {r.encoding ?? '—'}
-        {r.replacedCharacters ? `, ${r.replacedCharacters} replaced by smart encoding` : ''}
+        {r.replacedCharacters ? `, ${replaced(r.replacedCharacters)} by smart encoding` : ''}
       </td>
       <td>{[r.reason, r.error].filter(Boolean).join('; ') || '—'}</td>
       <td>
