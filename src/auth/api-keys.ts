@@ -38,6 +38,10 @@ export const KEY_PREFIX = 'hk_';
 /** A new key: `hk_` and 32 random bytes in base64url (43 characters). */
 export const newApiKey = (): string => KEY_PREFIX + randomBytes(32).toString('base64url');
 
+/** A bearer without a key's shape is refused without being looked up. */
+const KEY_SHAPE = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{43}$`);
+export const hasApiKeyShape = (token: string): boolean => KEY_SHAPE.test(token);
+
 /**
  * What the database keeps of a key: its SHA-256. A password needs a slow, salted hash because it
  * is guessable; a key is 256 random bits, so no dictionary or brute force can find one from its

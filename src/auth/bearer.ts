@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import {
+  AppError,
   adminUnauthorized,
   consoleSessionEnded,
   csrfRefused,
@@ -14,11 +15,13 @@ import { SESSION_COOKIE, csrfTokenFor, findSession } from './console-sessions.ts
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
 import { type AccessCache, tokenHash, type CachedAccount } from './access-cache.ts';
 import { verifyAccessToken, type TokenSubject } from './tokens.ts';
+import { ApiKeyThrottle } from './throttle.ts';
 import {
   KEY_PREFIX,
   LAST_USED_EVERY_MS,
   apiKeyHash,
   findApiKey,
+  hasApiKeyShape,
   recordApiKeyUse,
   scopesOf,
   type KnownApiKey,
@@ -102,6 +105,35 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     }
   });
 
+  const keyFailures = new ApiKeyThrottle(ctx.counters, ctx.clock);
+
+  /**
+   * Refused keys count against their client (throttle.ts), and past its limit the client's keys
+   * are refused (429) before they are looked up. A bearer not even shaped as a key costs nothing:
+   * refused at once, uncounted. An unreachable counter store lets keys be checked unthrottled,
+   * as it lets requests past the rate limits (limits.ts): every integration refused while Redis
+   * restarts would be the worse failure.
+   */
+  async function throttledApiKeyOf(key: string, request: FastifyRequest): Promise<KnownApiKey> {
+    if (!hasApiKeyShape(key)) throw invalidApiKey('it is not the shape of a key (hk_ and 43 base64url characters)');
+    const unlessStoreDown = async (counting: Promise<void>) => {
+      try {
+        await counting;
+      } catch (error) {
+        if (error instanceof AppError) throw error;
+        request.log.warn({ err: error }, 'API-key throttle counter store unreachable; key checked unthrottled');
+      }
+    };
+    await unlessStoreDown(keyFailures.check(request.ip));
+    try {
+      return await apiKeyOf(key);
+    } catch (error) {
+      // A key refused (unknown, revoked, expired) counts; a database that failed does not.
+      if (error instanceof AppError) await unlessStoreDown(keyFailures.recordFailure(request.ip));
+      throw error;
+    }
+  }
+
   /** The key, still live; its use recorded at most once a minute. */
   async function apiKeyOf(key: string): Promise<KnownApiKey> {
     const hash = apiKeyHash(key);
@@ -175,7 +207,7 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     if (auth !== 'account') return;
     const token = bearerToken(request);
     if (token?.startsWith(KEY_PREFIX)) {
-      request.apiKey = await apiKeyOf(token);
+      request.apiKey = await throttledApiKeyOf(token, request);
       // Checked before the account is read: a key outside its scopes costs nothing more.
       const scopes = scopesOf(request.routeOptions.config.scope ?? []);
       if (!scopes.some((scope) => request.apiKey!.scopes.has(scope))) throw scopeRefused(scopes);

@@ -17,6 +17,16 @@ export const MAX_FAILURES_PER_USER_AND_CLIENT = 5;
 export const MAX_FAILURES_PER_USER = 100;
 export const MAX_FAILURES_PER_CLIENT = 20;
 
+/** Guesses at a credential, sign-in's or a key's, over the same window. */
+const guesses = (counters: CounterStore, clock: Clock, message: string) =>
+  new FailureThrottle({ counters, clock }, { windowMs: LOGIN_WINDOW_MS, message });
+
+/**
+ * A client's failures of one credential, counted apart from the other's: an integration left
+ * with a revoked key must not lock the people behind the same address out of signing in.
+ */
+const clientKey = (credential: 'login' | 'api-key', client: string) => `${credential}:client:${client}`;
+
 // The client first: it holds no space, so the key reads back unambiguously whatever the name holds.
 const pairKey = (user: string, client: string) => `login:client-user:${client} ${user}`;
 
@@ -26,17 +36,14 @@ function keys(userName: string, address: string): Array<[string, number]> {
   return [
     [pairKey(user, client), MAX_FAILURES_PER_USER_AND_CLIENT],
     [`login:user:${user}`, MAX_FAILURES_PER_USER],
-    [`login:client:${client}`, MAX_FAILURES_PER_CLIENT],
+    [clientKey('login', client), MAX_FAILURES_PER_CLIENT],
   ];
 }
 
 export class LoginThrottle {
   private readonly failures: FailureThrottle;
   constructor(counters: CounterStore, clock: Clock) {
-    this.failures = new FailureThrottle(
-      { counters, clock },
-      { windowMs: LOGIN_WINDOW_MS, message: 'Too many failed sign-in attempts; try again later.' },
-    );
+    this.failures = guesses(counters, clock, 'Too many failed sign-in attempts; try again later.');
   }
 
   /** Throws 429 while the user name from this client, the user name or the client has used up its failures. */
@@ -55,5 +62,30 @@ export class LoginThrottle {
   async recordSuccess(userName: string, address: string): Promise<void> {
     const [[key]] = keys(userName, address);
     await this.failures.clear(key);
+  }
+}
+
+/**
+ * API keys refused (unknown, revoked, expired) per client, 20 in any 15 minutes as for
+ * sign-ins, so a client cannot make every request a read of the database nor guess keys at
+ * full speed. A key has no user name to count under, and a key that works never clears the
+ * count: a guesser holding one valid key must not reset its own ceiling. Checked before the
+ * key is looked up, so a throttled client is refused even a valid key, as a sign-in is.
+ */
+export const MAX_KEY_FAILURES_PER_CLIENT = 20;
+
+export class ApiKeyThrottle {
+  private readonly failures: FailureThrottle;
+  constructor(counters: CounterStore, clock: Clock) {
+    this.failures = guesses(counters, clock, 'Too many invalid API keys from this client; try again later.');
+  }
+
+  /** Throws 429 while the client has used up its failures. */
+  async check(address: string): Promise<void> {
+    await this.failures.check([[clientKey('api-key', clientGroup(address)), MAX_KEY_FAILURES_PER_CLIENT]]);
+  }
+
+  async recordFailure(address: string): Promise<void> {
+    await this.failures.recordFailure([clientKey('api-key', clientGroup(address))]);
   }
 }
