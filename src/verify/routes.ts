@@ -18,7 +18,7 @@ import { WebhookUrl } from '../webhooks/destination.ts';
 import { codeHash, codeKey, codeMatches, newCode } from './codes.ts';
 import {
   cancelVerification,
-  checkVerification,
+  checkVerificationGroup,
   isPrefixRefusal,
   ownVerification,
   recordBlocked,
@@ -204,7 +204,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       if (!row || !['pending', 'expired'].includes(row.status)) throw notFound('The pending verification');
       const matched = codeMatches(await codeKey(ctx.db, ctx.encryptionKey), request.body.code, row.code_hash);
       const now = ctx.clock.now();
-      const checked = await ctx.database.call(checkVerification, {
+      const checked = await ctx.database.gather(checkVerificationGroup, {
         accountId,
         id,
         codeHash: row.code_hash,
