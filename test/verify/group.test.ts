@@ -7,7 +7,13 @@ import { systemClock } from '../../src/clock.ts';
 import { isUniqueViolation } from '../../src/db/errors.ts';
 import { outcomeOf } from '../../src/http/idempotency.ts';
 import { sendJobKey } from '../../src/sms/accept.ts';
-import { isPrefixRefusal, startVerificationGroup, type StartVerification } from '../../src/verify/record.ts';
+import {
+  checkVerificationGroup,
+  isPrefixRefusal,
+  startVerificationGroup,
+  type CheckVerification,
+  type StartVerification,
+} from '../../src/verify/record.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 // POST /verify without an Idempotency-Key is written in groups (db/gathering.ts): each start's
@@ -191,5 +197,117 @@ forEachDatabase((dialect) => {
     );
     const sends = await database.db.selectFrom('sends').select('id').where('account_id', '=', accountId).execute();
     assert.equal(sends.length, 4, 'a code each, the failing start none');
+  });
+
+  it('sends again, and expires one past its end, within a group', async () => {
+    const HOOK = 'https://hooks.example.com/verify';
+    const ending = startOf('919866600001', T0, { ttlMs: 60_000, webhookUrl: HOOK });
+    const resending = startOf('919866600002', T0, { webhookUrl: HOOK });
+    outcomeOf(await gather(ending));
+    outcomeOf(await gather(resending));
+    const now = T0 + 61_000;
+    const anew = startOf('919866600001', now);
+    const again = startOf('919866600002', now, { codeHash: 'salt.again' });
+    const blocker = gather(startOf('919866600003', now));
+    const [, first, second] = await Promise.all([blocker, gather(anew), gather(again)]);
+    assert.deepEqual(database.gathered().get('startVerificationGroup'), { groups: 4, callers: 5 });
+    const body = (answer: typeof first) => outcomeOf(answer).body as { verificationId: string; sendAttempts: number };
+    assert.deepEqual([body(first).verificationId, body(first).sendAttempts], [anew.id, 1], 'a new verification');
+    assert.deepEqual([body(second).verificationId, body(second).sendAttempts], [resending.id, 2], 'the same one');
+    const rows = await database.db
+      .selectFrom('verifications')
+      .select(['id', 'status', 'code_hash', 'send_attempts', 'ended_at'])
+      .where('id', 'in', [ending.id, resending.id, anew.id])
+      .orderBy('created_at')
+      .orderBy('recipient')
+      .execute();
+    assert.deepEqual(
+      rows.map((row) => [row.id, row.status, Number(row.send_attempts)]),
+      [
+        [ending.id, 'expired', 1],
+        [resending.id, 'pending', 2],
+        [anew.id, 'pending', 1],
+      ],
+    );
+    assert.equal(rows[1].code_hash, 'salt.again', 'the new code replaces the old');
+    assert.deepEqual(await postedStatuses(), [[ending.id, 'expired']]);
+  });
+
+  /** Each verify.status event waiting to be posted: its verification and status. */
+  const postedStatuses = async () =>
+    (await database.db.selectFrom('webhook_events').select('events').where('type', '=', 'verify.status').execute())
+      .flatMap((row) => JSON.parse(row.events) as Array<{ verificationId: string; status: string }>)
+      .map((event) => [event.verificationId, event.status])
+      .sort();
+
+  it('checks a group in turn: each check of one verification after the one before it', async () => {
+    const HOOK = 'https://hooks.example.com/verify';
+    const [once, often, ended, other] = ['919877700001', '919877700002', '919877700003', '919877700004'].map((to) =>
+      startOf(to, T0, { webhookUrl: HOOK, ttlMs: to.endsWith('3') ? 60_000 : 600_000 }),
+    );
+    for (const start of [once, often, ended, other]) outcomeOf(await database.gather(startVerificationGroup, start));
+    const now = T0 + 61_000;
+    const checkOf = (start: StartVerification, matched: boolean): CheckVerification => ({
+      accountId,
+      id: start.id,
+      codeHash: start.codeHash,
+      matched,
+      now,
+    });
+    const checks = [
+      checkOf(once, false),
+      checkOf(once, true),
+      checkOf(once, false),
+      ...Array.from({ length: 6 }, () => checkOf(often, false)),
+      checkOf(ended, true),
+      { ...checkOf(other, false), accountId: randomUUID() },
+    ];
+    const blocker = database.gather(checkVerificationGroup, checkOf(other, false));
+    const [, ...answers] = await Promise.all([
+      blocker,
+      ...checks.map((c) => database.gather(checkVerificationGroup, c)),
+    ]);
+    assert.deepEqual(database.gathered().get('checkVerificationGroup'), { groups: 2, callers: 12 });
+    assert.deepEqual(
+      answers.map((answer) => (answer ? `${answer.status} ${answer.attemptsLeft}` : null)),
+      [
+        'pending 4',
+        'approved 4',
+        null,
+        'pending 4',
+        'pending 3',
+        'pending 2',
+        'pending 1',
+        'failed 0',
+        null,
+        'expired 5',
+        null,
+      ],
+    );
+    const rows = await database.db
+      .selectFrom('verifications')
+      .select(['id', 'status', 'attempts_left'])
+      .where('id', 'in', [once.id, often.id, ended.id, other.id])
+      .execute();
+    const state = new Map(rows.map((row) => [row.id, [row.status, Number(row.attempts_left)]]));
+    assert.deepEqual(
+      [once, often, ended, other].map((start) => state.get(start.id)),
+      [
+        ['approved', 4],
+        ['failed', 0],
+        ['expired', 5],
+        ['pending', 4],
+      ],
+      "another account's check of a verification touches nothing",
+    );
+    assert.deepEqual(
+      await postedStatuses(),
+      [
+        [once.id, 'approved'],
+        [often.id, 'failed'],
+        [ended.id, 'expired'],
+      ].sort(),
+      'each ending posted once',
+    );
   });
 });
