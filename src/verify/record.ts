@@ -86,9 +86,8 @@ interface Counts {
   made: Map<string, number[]>;
 }
 
-/** A number's key in Counts, and a prefix's: one account's. */
-const numberOf = (accountId: string, to: string) => JSON.stringify([accountId, to]);
-const prefixOf = (accountId: string, prefix: string) => JSON.stringify([accountId, 'prefix', prefix]);
+/** A number's key in Counts, or a prefix's: one account's. */
+const keyOf = (accountId: string, value: string) => JSON.stringify([accountId, value]);
 
 function add(map: Map<string, number[]>, key: string, at: number): void {
   const times = map.get(key);
@@ -117,7 +116,7 @@ async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[
     .where('status', '=', 'pending')
     .execute();
   for (const row of pending) {
-    const key = numberOf(row.account_id, row.recipient);
+    const key = keyOf(row.account_id, row.recipient);
     const newest = counts.pending.get(key);
     if (!newest || Number(row.created_at) > Number(newest.created_at)) counts.pending.set(key, row);
   }
@@ -128,7 +127,7 @@ async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[
     .where(numbers)
     .where('at', '>', since)
     .execute();
-  for (const send of sends) add(counts.sends, numberOf(send.account_id, send.recipient), Number(send.at));
+  for (const send of sends) add(counts.sends, keyOf(send.account_id, send.recipient), Number(send.at));
   if (prefixes.length > 0) {
     const made = await db
       .selectFrom('verifications')
@@ -137,7 +136,7 @@ async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[
       .where(isAnyOf(dialect, 'prefix', prefixes))
       .where('created_at', '>', since)
       .execute();
-    for (const row of made) add(counts.made, prefixOf(row.account_id, row.prefix), Number(row.created_at));
+    for (const row of made) add(counts.made, keyOf(row.account_id, row.prefix), Number(row.created_at));
   }
   return counts;
 }
@@ -152,7 +151,7 @@ interface Allowed {
 /** A start's limits, as `counts` has them: throws the 429 of the first it breaks. */
 function allowed(counts: Counts, args: StartVerification): Allowed {
   const { accountId, to, now } = args;
-  let pending = counts.pending.get(numberOf(accountId, to));
+  let pending = counts.pending.get(keyOf(accountId, to));
   let expired: Verification | undefined;
   if (pending && currentStatus(pending, now) === 'expired') {
     expired = pending;
@@ -166,13 +165,13 @@ function allowed(counts: Counts, args: StartVerification): Allowed {
     );
   }
   const since = now - LIMIT_WINDOW_MS;
-  const sends = (counts.sends.get(numberOf(accountId, to)) ?? []).filter((at) => at > since).sort((a, b) => a - b);
+  const sends = (counts.sends.get(keyOf(accountId, to)) ?? []).filter((at) => at > since).sort((a, b) => a - b);
   if (sends.length >= MOST_SENDS) {
     const wait = (sends[sends.length - MOST_SENDS] + LIMIT_WINDOW_MS - now) / 1000;
     throw tooManyRequests(`${MOST_SENDS} codes went to this number in the last 10 minutes: that is the most.`, wait);
   }
   if (!pending && args.prefix !== '') {
-    const recent = (counts.made.get(prefixOf(accountId, args.prefix)) ?? [])
+    const recent = (counts.made.get(keyOf(accountId, args.prefix)) ?? [])
       .filter((at) => at > since)
       .sort((a, b) => b - a)
       .slice(0, args.prefixLimit);
@@ -234,11 +233,11 @@ function started(counts: Counts, writes: Writes, args: StartVerification, { pend
       ...sent,
     };
     writes.made.push(row);
-    add(counts.made, prefixOf(accountId, args.prefix), now);
+    add(counts.made, keyOf(accountId, args.prefix), now);
   }
   if (expired) writes.expired.push(expired);
-  counts.pending.set(numberOf(accountId, to), row);
-  add(counts.sends, numberOf(accountId, to), now);
+  counts.pending.set(keyOf(accountId, to), row);
+  add(counts.sends, keyOf(accountId, to), now);
   writes.sends.push({ account_id: accountId, recipient: to, at: now });
   if ('sms' in args.message) writes.sms.push(args.message.sms);
   else writes.email.push(args.message.email);
