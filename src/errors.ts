@@ -27,6 +27,28 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * An AppError as plain data, for where only plain data goes: SQLite's thread, and a group's
+ * answers (http/idempotency.ts, Refusal). appErrorOf makes it the error again.
+ */
+export interface AppErrorData {
+  message: string;
+  statusCode: number;
+  errors: FieldError[];
+  headers: Record<string, string>;
+  data: Record<string, unknown> | undefined;
+}
+
+export const appErrorData = ({ message, statusCode, errors, headers, data }: AppError): AppErrorData => ({
+  message,
+  statusCode,
+  errors,
+  headers,
+  data,
+});
+
+export const appErrorOf = (data: AppErrorData): AppError => new AppError(data.statusCode, data.message, data);
+
 export const badRequest = (message: string, errors: FieldError[] = []) => new AppError(400, message, { errors });
 
 export const invalidCredentials = () => new AppError(401, 'The user name, password or private token is incorrect.');

@@ -21,7 +21,7 @@ export interface GroupCount {
  * Callers of one procedure of groups per group at most: a group of `/sms/batch` requests
  * holds their recipients too.
  */
-const GROUP_SIZE = 64;
+export const GROUP_SIZE = 64;
 
 /** Database.gather and Database.gathered over `call`: a Gathering per procedure of groups. */
 function gatheringOver(call: Database['call']): Pick<Database, 'gather' | 'gathered'> {

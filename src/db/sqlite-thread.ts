@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { parentPort, workerData, type Worker } from 'node:worker_threads';
 import { startThread } from '../threads.ts';
 import { Kysely } from 'kysely';
-import { AppError, type FieldError } from '../errors.ts';
+import { AppError, appErrorData, type AppErrorData } from '../errors.ts';
 import { nextInLine } from './priority.ts';
 import { registerFunctions } from './sqlite-functions.ts';
 import { findProcedure, resolveProcedures, type Procedures } from './procedure.ts';
@@ -33,12 +33,7 @@ export interface SqliteFailure {
   code?: string;
   errcode?: number;
   errstr?: string;
-  appError?: {
-    statusCode: number;
-    errors: FieldError[];
-    headers: Record<string, string>;
-    data: Record<string, unknown> | undefined;
-  };
+  appError?: AppErrorData;
 }
 
 export type SqliteReply =
@@ -51,10 +46,7 @@ export type SqliteReply =
 export type SqliteOpened = { opened: true } | { opened: false; error: SqliteFailure };
 
 function failure(error: unknown): SqliteFailure {
-  if (error instanceof AppError) {
-    const { message, statusCode, errors, headers, data } = error;
-    return { message, appError: { statusCode, errors, headers, data } };
-  }
+  if (error instanceof AppError) return { message: error.message, appError: appErrorData(error) };
   const e = error as SqliteFailure;
   return { message: e.message ?? String(error), code: e.code, errcode: e.errcode, errstr: e.errstr };
 }

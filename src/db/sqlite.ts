@@ -19,7 +19,7 @@ import {
   type Driver,
   type QueryResult,
 } from 'kysely';
-import { AppError } from '../errors.ts';
+import { appErrorOf } from '../errors.ts';
 import { isBackground, Turns } from './priority.ts';
 import type { Procedure } from './procedure.ts';
 import { registerFunctions } from './sqlite-functions.ts';
@@ -27,7 +27,7 @@ import { beginImmediate, sqliteDialect, Statements } from './sqlite-statements.t
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
 function rebuild(failure: SqliteFailure): Error {
-  if (failure.appError) return new AppError(failure.appError.statusCode, failure.message, failure.appError);
+  if (failure.appError) return appErrorOf(failure.appError);
   return Object.assign(new Error(failure.message), {
     code: failure.code,
     errcode: failure.errcode,

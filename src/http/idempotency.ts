@@ -8,7 +8,7 @@ import { chunkOf } from '../db/chunks.ts';
 import { procedure, type Procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import { badRequest, unprocessable } from '../errors.ts';
+import { type AppError, appErrorData, type AppErrorData, appErrorOf, badRequest, unprocessable } from '../errors.ts';
 import { open, seal, SEALED_PREFIX, type Keyring } from '../sealed.ts';
 
 /** Keys are honoured for 24 hours (as Stripe and Brevo do); after that a key may be reused. */
@@ -112,8 +112,28 @@ export interface Keyed<A> {
  */
 export type PostProcedure<A, T> = Procedure<Keyed<A>, Outcome<T>> & { group?: PostGroupProcedure<A, T> };
 
-/** A POST's writes for a group of requests, none with a key to claim: each one's outcome, in order. */
-export type PostGroupProcedure<A, T> = Procedure<A[], Outcome<T>[]>;
+/**
+ * A POST's writes for a group of requests, none with a key to claim: each one's outcome, in
+ * order, or its Refusal.
+ */
+export type PostGroupProcedure<A, T> = Procedure<A[], Array<Outcome<T> | Refusal>>;
+
+/**
+ * A group member refused by its own checks inside the group's transaction (a limit counted
+ * there), having written nothing: its caller gets the error, and the others in the group
+ * commit. Plain data, so it crosses SQLite's thread as a result.
+ */
+export interface Refusal {
+  refused: AppErrorData;
+}
+
+export const refusalOf = (error: AppError): Refusal => ({ refused: appErrorData(error) });
+
+/** The outcome of one request's work that a group may refuse: the outcome, or the refusal thrown. */
+export function outcomeOf<T>(answer: Outcome<T> | Refusal): Outcome<T> {
+  if ('refused' in answer) throw appErrorOf(answer.refused);
+  return answer;
+}
 
 /**
  * Declares a POST's writes: `work` runs in one transaction, with the idempotency step
@@ -139,16 +159,17 @@ export function postProcedure<A, T>(
 
 /**
  * Declares a POST's writes for a group of requests without a key (db/gathering.ts): `work`
- * writes them all in one transaction and answers each one's outcome, in order.
+ * writes them all in one transaction and answers each one's outcome, in order, or the
+ * Refusal of one its checks in the transaction refused.
  * `oneStatement`: on that dialect `work` writes in a single statement, atomic by itself, so
  * the group skips BEGIN and COMMIT: two round trips of three.
  */
-export function postGroupProcedure<A, T>(
+export function postGroupProcedure<A, R extends Outcome<unknown> | Refusal>(
   module: string,
   name: string,
-  work: (trx: ProcedureDatabase, group: A[]) => Promise<Outcome<T>[]>,
+  work: (trx: ProcedureDatabase, group: A[]) => Promise<R[]>,
   options: { oneStatement?: DialectName } = {},
-): PostGroupProcedure<A, T> {
+): Procedure<A[], R[]> {
   return procedure(module, name, ({ db, dialect }, group: A[]) => {
     if (options.oneStatement === dialect) return work({ db, dialect }, group);
     return db.transaction().execute((trx) => work({ db: trx, dialect }, group));
@@ -184,7 +205,9 @@ export async function idempotent<A, T>(
   if (header === undefined) {
     const args = await prepare();
     return answer(
-      await (work.group ? database.gather(work.group, args) : database.call(work, { claim: undefined, args })),
+      work.group
+        ? outcomeOf(await database.gather(work.group, args))
+        : await database.call(work, { claim: undefined, args }),
     );
   }
   const key = Array.isArray(header) ? header[0] : header;

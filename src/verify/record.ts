@@ -1,8 +1,10 @@
-import type { Kysely, Transaction } from 'kysely';
-import { procedure } from '../db/procedure.ts';
+import type { Kysely } from 'kysely';
+import type { DialectName } from '../db/dialect.ts';
+import { isAnyOf } from '../db/in-json.ts';
+import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema, VerificationsTable } from '../db/schema.ts';
 import { AppError, tooManyRequests } from '../errors.ts';
-import { postProcedure } from '../http/idempotency.ts';
+import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
 import { writeEmail, type PreparedEmail } from '../email/accept.ts';
 import { writeSms, type PreparedSms } from '../sms/accept.ts';
 import { appendToStreams } from '../webhooks/events.ts';
@@ -10,9 +12,9 @@ import { queries } from './queries.ts';
 
 /**
  * Verify's writes (ARCHITECTURE.md, "Verify (one-time passcodes)"), each one transaction where
- * the data is (db/procedure.ts). The limits are counted in the same transaction as the write
- * they guard, after the number's prefix is locked (queries.ts), so they hold across API
- * processes and never fail open.
+ * the data is (db/procedure.ts); starts and checks made at once share one (db/gathering.ts).
+ * The limits are counted in the same transaction as the write they guard, after the number's
+ * prefix is locked (queries.ts), so they hold across API processes and never fail open.
  */
 
 type Db = Kysely<Schema>;
@@ -73,123 +75,238 @@ export interface StartVerification {
 }
 
 /**
- * `POST /verify`: a new verification with its code's message; or, to a number with one pending
- * whose last code went RESEND_WAIT_MS ago or more, that one again with the new code (the old
- * one void, its checks left carried over). 429 within RESEND_WAIT_MS, past MOST_SENDS codes to
- * the number or the account's prefixLimit of new verifications to its prefix.
+ * What a group's limits count, read once for the group under its locks: each number's newest
+ * pending verification and the times codes went to it, and each prefix's times of new
+ * verifications, within the window of the group's earliest start. Each start's writes are
+ * kept in it as the start is decided, so the next counts them as written.
  */
+interface Counts {
+  pending: Map<string, Verification>;
+  sends: Map<string, number[]>;
+  made: Map<string, number[]>;
+}
+
+/** A number's key in Counts, or a prefix's: one account's. */
+const keyOf = (accountId: string, value: string) => JSON.stringify([accountId, value]);
+
+function add(map: Map<string, number[]>, key: string, at: number): void {
+  const times = map.get(key);
+  if (times) times.push(at);
+  else map.set(key, [at]);
+}
+
+const distinct = (values: string[]) => [...new Set(values)];
+
+/**
+ * The group's Counts: three reads whatever its size. Each is of every account's rows of every
+ * number (or prefix) of the group, more than the group's own pairs when it holds two accounts:
+ * the keys sort them out.
+ */
+async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[]): Promise<Counts> {
+  const accounts = isAnyOf(dialect, 'account_id', distinct(starts.map((start) => start.accountId)));
+  const numbers = isAnyOf(dialect, 'recipient', distinct(starts.map((start) => start.to)));
+  const prefixes = distinct(starts.map((start) => start.prefix).filter((prefix) => prefix !== ''));
+  const since = Math.min(...starts.map((start) => start.now)) - LIMIT_WINDOW_MS;
+  const counts: Counts = { pending: new Map(), sends: new Map(), made: new Map() };
+  const pending = await db
+    .selectFrom('verifications')
+    .selectAll()
+    .where(accounts)
+    .where(numbers)
+    .where('status', '=', 'pending')
+    .execute();
+  for (const row of pending) {
+    const key = keyOf(row.account_id, row.recipient);
+    const newest = counts.pending.get(key);
+    if (!newest || Number(row.created_at) > Number(newest.created_at)) counts.pending.set(key, row);
+  }
+  const sends = await db
+    .selectFrom('verification_sends')
+    .select(['account_id', 'recipient', 'at'])
+    .where(accounts)
+    .where(numbers)
+    .where('at', '>', since)
+    .execute();
+  for (const send of sends) add(counts.sends, keyOf(send.account_id, send.recipient), Number(send.at));
+  if (prefixes.length > 0) {
+    const made = await db
+      .selectFrom('verifications')
+      .select(['account_id', 'prefix', 'created_at'])
+      .where(accounts)
+      .where(isAnyOf(dialect, 'prefix', prefixes))
+      .where('created_at', '>', since)
+      .execute();
+    for (const row of made) add(counts.made, keyOf(row.account_id, row.prefix), Number(row.created_at));
+  }
+  return counts;
+}
+
+/** What a start found, its limits passed: the number's verification pending, to send again, or one that ended. */
+interface Allowed {
+  pending: Verification | undefined;
+  /** The number's pending one past its end: expired when the start is written. */
+  expired: Verification | undefined;
+}
+
+/** A start's limits, as `counts` has them: throws the 429 of the first it breaks. */
+function allowed(counts: Counts, args: StartVerification): Allowed {
+  const { accountId, to, now } = args;
+  let pending = counts.pending.get(keyOf(accountId, to));
+  let expired: Verification | undefined;
+  if (pending && currentStatus(pending, now) === 'expired') {
+    expired = pending;
+    pending = undefined;
+  }
+  if (pending && now - Number(pending.last_sent_at) < RESEND_WAIT_MS) {
+    const wait = (Number(pending.last_sent_at) + RESEND_WAIT_MS - now) / 1000;
+    throw tooManyRequests(
+      `A code went to this number less than 30 s ago: send again after ${Math.ceil(wait)} s.`,
+      wait,
+    );
+  }
+  const since = now - LIMIT_WINDOW_MS;
+  const sends = (counts.sends.get(keyOf(accountId, to)) ?? []).filter((at) => at > since).sort((a, b) => a - b);
+  if (sends.length >= MOST_SENDS) {
+    const wait = (sends[sends.length - MOST_SENDS] + LIMIT_WINDOW_MS - now) / 1000;
+    throw tooManyRequests(`${MOST_SENDS} codes went to this number in the last 10 minutes: that is the most.`, wait);
+  }
+  if (!pending && args.prefix !== '') {
+    const recent = (counts.made.get(keyOf(accountId, args.prefix)) ?? [])
+      .filter((at) => at > since)
+      .sort((a, b) => b - a)
+      .slice(0, args.prefixLimit);
+    if (recent.length >= args.prefixLimit) {
+      const wait = (recent[recent.length - 1] + LIMIT_WINDOW_MS - now) / 1000;
+      throw new AppError(429, 'Too many verifications to numbers of this prefix: the fraud guard refused it.', {
+        errors: [
+          {
+            field: 'to',
+            message:
+              `starts +${args.prefix}, as ${args.prefixLimit} numbers verified in the last 10 minutes did: ` +
+              "the account's prefixLimit (PATCH /account, verify)",
+          },
+        ],
+        headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) },
+      });
+    }
+  }
+  return { pending, expired };
+}
+
+/** A group's writes, gathered as its starts are decided and made once all are. */
+interface Writes {
+  made: Verification[];
+  /** Each resend's row as it leaves it, in order. */
+  resent: Verification[];
+  expired: Verification[];
+  sends: Array<{ account_id: string; recipient: string; at: number }>;
+  sms: PreparedSms[];
+  email: PreparedEmail[];
+}
+
+/** A start its limits allowed, kept in `counts` and `writes`: its verification as written. */
+function started(counts: Counts, writes: Writes, args: StartVerification, { pending, expired }: Allowed) {
+  const { accountId, to, now } = args;
+  const sent = {
+    code_hash: args.codeHash,
+    last_sent_at: now,
+    expires_at: now + args.ttlMs,
+    webhook_url: args.webhookUrl,
+  };
+  let row: Verification;
+  if (pending) {
+    row = { ...pending, ...sent, send_attempts: Number(pending.send_attempts) + 1 };
+    writes.resent.push(row);
+  } else {
+    row = {
+      id: args.id,
+      account_id: accountId,
+      channel: args.channel,
+      recipient: to,
+      country: args.country,
+      prefix: args.prefix,
+      status: 'pending',
+      attempts_left: MOST_CHECKS,
+      send_attempts: 1,
+      created_at: now,
+      ended_at: null,
+      ...sent,
+    };
+    writes.made.push(row);
+    add(counts.made, keyOf(accountId, args.prefix), now);
+  }
+  if (expired) writes.expired.push(expired);
+  counts.pending.set(keyOf(accountId, to), row);
+  add(counts.sends, keyOf(accountId, to), now);
+  writes.sends.push({ account_id: accountId, recipient: to, at: now });
+  if ('sms' in args.message) writes.sms.push(args.message.sms);
+  else writes.email.push(args.message.email);
+  return row;
+}
+
+/**
+ * `POST /verify`s, in the caller's transaction, in order: each a new verification with its
+ * code's message; or, to a number with one pending whose last code went RESEND_WAIT_MS ago or
+ * more, that one again with the new code (the old one void, its checks left carried over).
+ * 429 within RESEND_WAIT_MS, past MOST_SENDS codes to the number or the account's prefixLimit
+ * of new verifications to its prefix: that start's Refusal, and the others go on.
+ *
+ * Every lock is taken first (queries.ts), then what the limits count is read once for the
+ * group, and each start is decided in turn against it with the starts before it added, as if
+ * each had been written before the next was counted: two to one number go as they would one
+ * after the other. The writes follow, each kind one statement for the group (a resend one
+ * each), so a group costs about as many round trips as one start. A group's statements go one
+ * after another on one connection: run a start at a time, a group of 64 would hold its locks,
+ * and the group after it, 64 times as long.
+ */
+async function startVerifications({ db, dialect }: ProcedureDatabase, starts: StartVerification[]) {
+  await queries[dialect].lockKeys(
+    db,
+    starts.map((start) => `verify:${start.accountId}:${start.prefix || start.to}`),
+  );
+  const counts = await countsOf(db, dialect, starts);
+  const writes: Writes = { made: [], resent: [], expired: [], sends: [], sms: [], email: [] };
+  const answers = starts.map((start) => {
+    let row: Verification;
+    try {
+      row = started(counts, writes, start, allowed(counts, start));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return refusalOf(error);
+    }
+    const { verificationId, channel, status, expiresAt, sendAttempts } = verificationView(row, start.now);
+    return { statusCode: 201, body: { verificationId, to: start.to, channel, status, expiresAt, sendAttempts } };
+  });
+  // Made, then sent again, then expired: the order a row can go through within one group.
+  if (writes.made.length > 0) await db.insertInto('verifications').values(writes.made).execute();
+  for (const row of writes.resent) {
+    const { code_hash, send_attempts, last_sent_at, expires_at, webhook_url } = row;
+    await db
+      .updateTable('verifications')
+      .set({ code_hash, send_attempts, last_sent_at, expires_at, webhook_url })
+      .where('id', '=', row.id)
+      .execute();
+  }
+  const latest = Math.max(...starts.map((start) => start.now));
+  await endVerifications(db, writes.expired, 'expired', latest);
+  if (writes.sends.length > 0) await db.insertInto('verification_sends').values(writes.sends).execute();
+  if (writes.sms.length > 0) await writeSms({ db, dialect }, writes.sms);
+  if (writes.email.length > 0) await writeEmail({ db, dialect }, writes.email);
+  return answers;
+}
+
+/**
+ * `POST /verify`s without an Idempotency-Key, committed together with whoever else starts
+ * meanwhile (db/gathering.ts): one transaction and one commit for the group.
+ */
+export const startVerificationGroup = postGroupProcedure(import.meta.url, 'startVerificationGroup', startVerifications);
+
+/** `POST /verify` (startVerifications), alone in the transaction that records its key. */
 export const startVerification = postProcedure(
   import.meta.url,
   'startVerification',
-  async ({ db, dialect }, args: StartVerification) => {
-    const trx = db as Transaction<Schema>;
-    const { accountId, to, now } = args;
-    await queries[dialect].lockKey(trx, `verify:${accountId}:${args.prefix || to}`);
-    let pending = await trx
-      .selectFrom('verifications')
-      .selectAll()
-      .where('account_id', '=', accountId)
-      .where('recipient', '=', to)
-      .where('status', '=', 'pending')
-      .orderBy('created_at', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    if (pending && currentStatus(pending, now) === 'expired') {
-      await endVerifications(trx, [pending], 'expired', now);
-      pending = undefined;
-    }
-    if (pending && now - Number(pending.last_sent_at) < RESEND_WAIT_MS) {
-      const wait = (Number(pending.last_sent_at) + RESEND_WAIT_MS - now) / 1000;
-      throw tooManyRequests(
-        `A code went to this number less than 30 s ago: send again after ${Math.ceil(wait)} s.`,
-        wait,
-      );
-    }
-    const since = now - LIMIT_WINDOW_MS;
-    const sends = await trx
-      .selectFrom('verification_sends')
-      .select(['at'])
-      .where('account_id', '=', accountId)
-      .where('recipient', '=', to)
-      .where('at', '>', since)
-      .orderBy('at')
-      .execute();
-    if (sends.length >= MOST_SENDS) {
-      const wait = (Number(sends[sends.length - MOST_SENDS].at) + LIMIT_WINDOW_MS - now) / 1000;
-      throw tooManyRequests(`${MOST_SENDS} codes went to this number in the last 10 minutes: that is the most.`, wait);
-    }
-    if (!pending && args.prefix !== '') {
-      const recent = await trx
-        .selectFrom('verifications')
-        .select(['created_at'])
-        .where('account_id', '=', accountId)
-        .where('prefix', '=', args.prefix)
-        .where('created_at', '>', since)
-        .orderBy('created_at', 'desc')
-        .limit(args.prefixLimit)
-        .execute();
-      if (recent.length >= args.prefixLimit) {
-        const wait = (Number(recent[recent.length - 1].created_at) + LIMIT_WINDOW_MS - now) / 1000;
-        throw new AppError(429, 'Too many verifications to numbers of this prefix: the fraud guard refused it.', {
-          errors: [
-            {
-              field: 'to',
-              message:
-                `starts +${args.prefix}, as ${args.prefixLimit} numbers verified in the last 10 minutes did: ` +
-                "the account's prefixLimit (PATCH /account, verify)",
-            },
-          ],
-          headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) },
-        });
-      }
-    }
-    if ('sms' in args.message) await writeSms({ db: trx, dialect }, [args.message.sms]);
-    else await writeEmail({ db: trx, dialect }, [args.message.email]);
-    await trx.insertInto('verification_sends').values({ account_id: accountId, recipient: to, at: now }).execute();
-    const expiresAt = now + args.ttlMs;
-    let row: Verification;
-    if (pending) {
-      row = await trx
-        .updateTable('verifications')
-        .set((eb) => ({
-          code_hash: args.codeHash,
-          send_attempts: eb('send_attempts', '+', 1),
-          last_sent_at: now,
-          expires_at: expiresAt,
-          webhook_url: args.webhookUrl,
-        }))
-        .where('id', '=', pending.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-    } else {
-      row = await trx
-        .insertInto('verifications')
-        .values({
-          id: args.id,
-          account_id: accountId,
-          channel: args.channel,
-          recipient: to,
-          country: args.country,
-          prefix: args.prefix,
-          code_hash: args.codeHash,
-          status: 'pending',
-          attempts_left: MOST_CHECKS,
-          send_attempts: 1,
-          last_sent_at: now,
-          expires_at: expiresAt,
-          webhook_url: args.webhookUrl,
-          created_at: now,
-          ended_at: null,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-    }
-    const { verificationId, channel, status, expiresAt: expires, sendAttempts } = verificationView(row, now);
-    return {
-      statusCode: 201,
-      body: { verificationId, to, channel, status, expiresAt: expires, sendAttempts },
-    };
-  },
+  async (database, args: StartVerification) => outcomeOf((await startVerifications(database, [args]))[0]),
+  { group: startVerificationGroup },
 );
 
 /** A refusal by the fraud guard, counted for `GET /verify/stats` in its own transaction. */
@@ -213,45 +330,102 @@ export interface CheckVerification {
   now: number;
 }
 
+type Checked = { status: 'approved' | 'pending' | 'failed' | 'expired'; attemptsLeft: number } | null;
+
 /**
  * A check's outcome, compared already against the hash read (routes.ts): the right code
  * approves, a wrong one takes an attempt (the last fails the verification). Conditional on the
  * hash, so a code made void by a resend between the read and this write is wrong. Each write is
  * conditional on the row as it is when written, not as it was read: checks at once (on
- * PostgreSQL, in transactions side by side) take one attempt each, and only one of them ends it.
- * Null when there is nothing to check: not the account's, or approved, failed or cancelled, by
- * now or by a check at the same moment.
+ * PostgreSQL, in transactions side by side; or one after the other in a group's) take one
+ * attempt each, and only one of them ends it. Null when there is nothing to check: not the
+ * account's, or approved, failed or cancelled, by now or by a check at the same moment.
+ *
+ * This for checks of verifications all different, in the caller's transaction: the approvals in
+ * one UPDATE, then the attempts in another (queries.ts), each row's conditions the whole
+ * decision, so a group of checks of pending codes costs those two statements (and the events of
+ * the verifications they end). The rows are read only for the checks that changed nothing:
+ * expired, ended, or never the account's.
  */
-export const checkVerification = procedure(
+async function checkEach(db: Db, dialect: DialectName, checks: CheckVerification[]): Promise<Checked[]> {
+  const answers = new Map<string, Checked>();
+  const latest = Math.max(...checks.map((check) => check.now));
+  const terms = (check: CheckVerification) => ({ id: check.id, account_id: check.accountId, now: check.now });
+  const matched = checks.filter((check) => check.matched);
+  if (matched.length > 0) {
+    const approved = await queries[dialect].approve(
+      db,
+      matched.map((check) => ({ ...terms(check), code_hash: check.codeHash })),
+    );
+    for (const row of approved) answers.set(row.id, { status: 'approved', attemptsLeft: Number(row.attempts_left) });
+    await postEnded(db, approved, 'approved', latest);
+  }
+  const wrong = checks.filter((check) => !answers.has(check.id));
+  if (wrong.length > 0) {
+    const taken = await queries[dialect].takeAttempts(db, wrong.map(terms));
+    for (const row of taken) {
+      const attemptsLeft = Number(row.attempts_left);
+      answers.set(row.id, { status: attemptsLeft > 0 ? 'pending' : 'failed', attemptsLeft });
+    }
+    await postEnded(
+      db,
+      taken.filter((row) => row.status === 'failed'),
+      'failed',
+      latest,
+    );
+  }
+  const rest = checks.filter((check) => !answers.has(check.id));
+  if (rest.length > 0) {
+    const rows = await db
+      .selectFrom('verifications')
+      .selectAll()
+      .where(
+        isAnyOf(
+          dialect,
+          'id',
+          rest.map((check) => check.id),
+        ),
+      )
+      .execute();
+    for (const check of rest) {
+      const row = rows.find((candidate) => candidate.id === check.id && candidate.account_id === check.accountId);
+      if (!row || currentStatus(row, check.now) !== 'expired') continue;
+      if (row.status === 'pending') await endVerifications(db, [row], 'expired', check.now);
+      answers.set(check.id, { status: 'expired', attemptsLeft: Number(row.attempts_left) });
+    }
+  }
+  return checks.map((check) => answers.get(check.id) ?? null);
+}
+
+/**
+ * Checks (checkEach) made at once, committed together with whoever else checks meanwhile
+ * (db/gathering.ts): one transaction for the group, each check's answer in order. Checks of
+ * one verification go in the order they came, one a turn: its first check with the others'
+ * first, its second in the next turn, and so on, so each sees the one before it written.
+ */
+export const checkVerificationGroup = procedure(
   import.meta.url,
-  'checkVerification',
-  async ({ db }, args: CheckVerification) =>
+  'checkVerificationGroup',
+  async ({ db, dialect }, checks: CheckVerification[]) =>
     db.transaction().execute(async (trx) => {
-      const row = await ownVerification(trx, args);
-      if (!row) return null;
-      const status = currentStatus(row, args.now);
-      if (status === 'expired') {
-        if (row.status === 'pending') await endVerifications(trx, [row], 'expired', args.now);
-        return { status, attemptsLeft: Number(row.attempts_left) };
+      const turns: number[][] = [];
+      const seen = new Map<string, number>();
+      for (const [i, check] of checks.entries()) {
+        const turn = seen.get(check.id) ?? 0;
+        seen.set(check.id, turn + 1);
+        if (turn === turns.length) turns.push([]);
+        turns[turn].push(i);
       }
-      if (status !== 'pending') return null;
-      if (args.matched && row.code_hash === args.codeHash) {
-        const ended = await endVerifications(trx, [row], 'approved', args.now);
-        return ended === 0 ? null : { status: 'approved' as const, attemptsLeft: Number(row.attempts_left) };
+      const answers: Checked[] = [];
+      for (const turn of turns) {
+        const checked = await checkEach(
+          trx,
+          dialect,
+          turn.map((i) => checks[i]),
+        );
+        for (const [j, i] of turn.entries()) answers[i] = checked[j];
       }
-      const taken = await trx
-        .updateTable('verifications')
-        .set((eb) => ({ attempts_left: eb('attempts_left', '-', 1) }))
-        .where('id', '=', row.id)
-        .where('status', '=', 'pending')
-        .where('attempts_left', '>', 0)
-        .returning('attempts_left')
-        .executeTakeFirst();
-      if (!taken) return null;
-      const left = Number(taken.attempts_left);
-      if (left > 0) return { status: 'pending' as const, attemptsLeft: left };
-      await endVerifications(trx, [row], 'failed', args.now);
-      return { status: 'failed' as const, attemptsLeft: 0 };
+      return answers;
     }),
 );
 
@@ -331,17 +505,38 @@ async function endVerifications(
     .returning('id')
     .execute();
   const endedIds = new Set(ended.map((row) => row.id));
+  await postEnded(
+    trx,
+    rows.filter((row) => endedIds.has(row.id)),
+    status,
+    now,
+  );
+  return ended.length;
+}
+
+/**
+ * `verify.status` of `rows`, ended with `status` by the caller's transaction, posted to each
+ * one's webhookUrl: at its ended_at when the row holds it, else at `now`.
+ */
+async function postEnded(
+  trx: Db,
+  rows: Verification[],
+  status: Exclude<Verification['status'], 'pending'>,
+  now: number,
+): Promise<void> {
   await appendToStreams(
     trx,
     { now: () => now },
     VERIFY_STATUS_TYPE,
-    rows
-      .filter((row) => endedIds.has(row.id))
-      .map((row) => ({
-        accountId: row.account_id,
-        url: row.webhook_url,
-        event: { verificationId: row.id, to: row.recipient, status, at: new Date(now).toISOString() },
-      })),
+    rows.map((row) => ({
+      accountId: row.account_id,
+      url: row.webhook_url,
+      event: {
+        verificationId: row.id,
+        to: row.recipient,
+        status,
+        at: new Date(Number(row.ended_at ?? now)).toISOString(),
+      },
+    })),
   );
-  return ended.length;
 }

@@ -114,6 +114,8 @@ forEachDatabase((dialect) => {
       wrongs.map((r) => (r.statusCode === 200 ? `${r.json().status} ${r.json().attemptsLeft}` : r.statusCode)).sort(),
       [404, 404, 404, 'failed 0', 'pending 1', 'pending 2', 'pending 3', 'pending 4'],
     );
+    const grouped = api.t.ctx.database.gathered().get('checkVerificationGroup');
+    assert.ok(grouped && grouped.groups < grouped.callers, `checks shared a transaction: ${JSON.stringify(grouped)}`);
     const other = (await start(alice, { to: '919812345679' })).json().verificationId;
     const otherCode = await sentCode(alice, '919812345679');
     const rights = await Promise.all(Array.from({ length: 3 }, () => check(alice, other, otherCode)));
@@ -200,6 +202,36 @@ forEachDatabase((dialect) => {
     const sixth = await start(alice);
     assert.equal(sixth.statusCode, 429, sixth.body);
     assert.ok(Number(sixth.headers['retry-after']) > 0);
+  });
+
+  it('answers a burst of starts as if one after the other: the refused get their 429, the rest send', async () => {
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await start(alice)).statusCode, 201);
+      api.clock.advance(31_000);
+    }
+    const twice = '919812300002';
+    const fresh = ['919812300001', twice, twice, '919812300003', '919812300004', '919812300005'];
+    const burst = await Promise.all([start(alice), ...fresh.map((to) => start(alice, { to }))]);
+    assert.deepEqual(
+      burst.map((r) => r.statusCode),
+      [429, 201, ...(burst[2].statusCode === 201 ? [201, 429] : [429, 201]), 201, 201, 201],
+      burst.map((r) => r.body).join('\n'),
+    );
+    assert.match(burst[0].json().message, /5 codes went to this number/);
+    const again = burst[2].statusCode === 429 ? burst[2] : burst[3];
+    assert.match(again.json().message, /less than 30 s ago/);
+    const grouped = api.t.ctx.database.gathered().get('startVerificationGroup');
+    assert.ok(grouped && grouped.groups < grouped.callers, `some starts shared a group: ${JSON.stringify(grouped)}`);
+
+    await api.drain();
+    const sent = (to: string) => alice.get(`/sandbox/sms?recipient=${to}`).then((r) => r.json().messages.length);
+    assert.equal(await sent(NUMBER), 5, 'the sixth code did not go');
+    assert.deepEqual(await Promise.all(fresh.map(sent)), [1, 1, 1, 1, 1, 1], 'one code to each fresh number');
+    const started = (await alice.get(`/verify/stats?from=${TODAY}&to=${TODAY}`)).json().started;
+    assert.equal(started, 6);
+    const code = await sentCode(alice, twice);
+    const id = (burst[2].statusCode === 201 ? burst[2] : burst[3]).json().verificationId;
+    assert.equal((await check(alice, id, code)).json().status, 'approved', 'the code that went is the one kept');
   });
 
   it('refuses numbers outside allowedCountries (422) and past prefixLimit (429), counted as blocked', async () => {
