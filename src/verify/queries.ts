@@ -18,6 +18,12 @@ export interface CheckTerms {
  * the order of the locks' ids, so two groups that share keys never each hold one the other
  * waits for. SQLite needs none: its one connection runs each transaction whole, one at a time.
  *
+ * `lockRows`: the caller's transaction holds the rows of `ids` until it ends, taken in the ids'
+ * order before a group of checks writes any. A group approves some rows and takes attempts from
+ * others in two statements; another process's group checking the same two verifications the
+ * other way round would lock them in the other order, and the two would wait on each other
+ * until PostgreSQL broke the deadlock a second later. SQLite needs none (above).
+ *
  * `approve` and `takeAttempts`: a check each of verifications all different, in one statement
  * whose conditions on each row are the whole decision, with the check's own terms joined from
  * one JSON parameter (one statement text whatever the count). They answer the rows they
@@ -33,6 +39,7 @@ export interface CheckTerms {
 export const queries = {
   sqlite: {
     async lockKeys(_trx: Kysely<Schema>, _keys: string[]): Promise<void> {},
+    async lockRows(_trx: Kysely<Schema>, _ids: string[]): Promise<void> {},
     async approve(db: Kysely<Schema>, checks: CheckTerms[]): Promise<VerificationsTable[]> {
       const { rows } = await sql<VerificationsTable>`update verifications set status = 'approved', ended_at = c.now
         from (${sqliteTerms(checks)}) as c
@@ -60,6 +67,10 @@ export const queries = {
       await sql`select pg_advisory_xact_lock(id) from (
           select distinct hashtextextended(key, 0) as id from unnest(${keys}::text[]) as key
         ) as locks order by id`.execute(trx);
+    },
+    async lockRows(trx: Kysely<Schema>, ids: string[]): Promise<void> {
+      // Locked as the sort hands them over, so in the ids' order.
+      await sql`select id from verifications where id = any(${ids}::text[]) order by id for update`.execute(trx);
     },
     async approve(db: Kysely<Schema>, checks: CheckTerms[]): Promise<VerificationsTable[]> {
       const { rows } = await sql<VerificationsTable>`update verifications as v set status = 'approved', ended_at = c.now

@@ -408,6 +408,7 @@ export const checkVerificationGroup = procedure(
   'checkVerificationGroup',
   async ({ db, dialect }, checks: CheckVerification[]) =>
     db.transaction().execute(async (trx) => {
+      await queries[dialect].lockRows(trx, [...new Set(checks.map((check) => check.id))]);
       const turns: number[][] = [];
       const seen = new Map<string, number>();
       for (const [i, check] of checks.entries()) {

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { createAccount } from '../../src/accounts/service.ts';
 import { systemClock } from '../../src/clock.ts';
+import { openDatabase } from '../../src/db/database.ts';
 import { isUniqueViolation } from '../../src/db/errors.ts';
 import { outcomeOf } from '../../src/http/idempotency.ts';
 import { sendJobKey } from '../../src/sms/accept.ts';
@@ -14,6 +15,7 @@ import {
   type CheckVerification,
   type StartVerification,
 } from '../../src/verify/record.ts';
+import { PROCEDURE_MODULES } from '../../src/server/procedures.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 // POST /verify without an Idempotency-Key is written in groups (db/gathering.ts): each start's
@@ -239,6 +241,36 @@ forEachDatabase((dialect) => {
       .flatMap((row) => JSON.parse(row.events) as Array<{ verificationId: string; status: string }>)
       .map((event) => [event.verificationId, event.status])
       .sort();
+
+  // SQLite has no such case: one process writes it, a transaction at a time.
+  const onPostgres = dialect === 'postgres' ? it : () => {};
+  onPostgres('never deadlocks two processes checking the same verifications the other way round', async () => {
+    // Each process's group approves one verification and takes an attempt from the other: in
+    // two statements, so without the rows locked in one order first the two wait on each other.
+    const second = openDatabase(database.url, { procedures: PROCEDURE_MODULES });
+    try {
+      for (let round = 0; round < 40; round++) {
+        const [a, b] = [`91987771${String(round).padStart(4, '0')}`, `91987772${String(round).padStart(4, '0')}`].map(
+          (to) => startOf(to, T0, { prefix: '' }),
+        );
+        for (const start of [a, b]) outcomeOf(await database.gather(startVerificationGroup, start));
+        const check = (start: StartVerification, matched: boolean): CheckVerification => ({
+          accountId,
+          id: start.id,
+          codeHash: start.codeHash,
+          matched,
+          now: T0 + 1_000,
+        });
+        const answers = await Promise.all([
+          database.call(checkVerificationGroup, [check(a, true), check(b, false)]),
+          second.call(checkVerificationGroup, [check(b, true), check(a, false)]),
+        ]);
+        assert.equal(answers.flat().length, 4);
+      }
+    } finally {
+      await second.close();
+    }
+  });
 
   it('checks a group in turn: each check of one verification after the one before it', async () => {
     const HOOK = 'https://hooks.example.com/verify';
