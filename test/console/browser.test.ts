@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { after, afterEach, before, it } from 'node:test';
-import type { Page } from 'playwright-core';
+import { after, before, it } from 'node:test';
 import { POLL_MS } from '../../src/sms/transports/routed.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { buildContact, type ApiClient } from '../support/client.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { base64, buildBatch } from '../email/support.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { trackingToken } from '../../src/email/tracking-tokens.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
-import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } from './browser.ts';
+import { consoleSession } from './browser.ts';
 import { formatNumber } from '../../web/src/numbers.ts';
 
 /**
@@ -22,29 +20,20 @@ import { formatNumber } from '../../web/src/numbers.ts';
  * logs a browser error but the refusals a test asks for.
  */
 forEachDatabase((dialect) => {
-  let api: ApiTest;
-  let alice: ApiClient;
+  // The browser's clock is the real one, so the server's starts at the real now: "the last 30 days" agree.
+  const session = consoleSession(dialect, dialect, {
+    clock: new ManualClock(Date.now()),
+    env: { SMS_TRANSPORT: 'sandbox:?fail=^9198111', EMAIL_TRANSPORT: 'sandbox:?bounce=^gone@' },
+  });
+  const { heading, table, row, open } = session;
   let bob: ApiClient;
-  let browser: Browser;
-  let page: Page;
-  let base: string;
   let receiver: Receiver;
-  /** Paths a test is refused on purpose (a wrong password, another account's send): the browser logs each. */
-  let refused: string[] = [];
 
   before(async () => {
-    // The browser's clock is the real one, so the server's starts at the real now: "the last 30 days" agree.
-    api = await startApiTest(dialect, {
-      clock: new ManualClock(Date.now()),
-      env: { SMS_TRANSPORT: 'sandbox:?fail=^9198111', EMAIL_TRANSPORT: 'sandbox:?bounce=^gone@' },
-    });
-    await api.t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
-    alice = await api.client();
-    bob = await api.client();
+    bob = await session.api.client();
     // A price on SMS_TRANSPORT's connection, for the cost on the usage and send pages.
     const routes = { routes: [{ prefix: '', smsc: ['default'], pricePerPart: '0.0075', currency: 'EUR' }] };
-    const priced = await api.t.app.inject({
+    const priced = await session.api.t.app.inject({
       method: 'PUT',
       url: '/admin/sms-routes',
       headers: bearer(ADMIN_TOKEN),
@@ -52,42 +41,33 @@ forEachDatabase((dialect) => {
     });
     assert.equal(priced.statusCode, 200, priced.body);
     receiver = await startReceiver();
-    browser = await launchBrowser(dialect);
     // The worker's transport read the routes as it was made, and reads them again within 2 s of a change
     // (sms/transports/routed.ts): the first send must find the price.
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    page = browser.page;
-  });
-  afterEach(() => {
-    assertNoUnaskedErrors(browser, base, refused);
-    refused = [];
   });
   after(async () => {
-    await browser?.close();
     await receiver?.close();
-    await api?.close();
   });
 
-  const { heading, table, row, open } = consoleLocators(
-    () => page,
-    () => base,
-  );
-  const sendStatus = async (path: string) => (await alice.get(path)).json().status as string;
+  const sendStatus = async (path: string) => (await session.alice.get(path)).json().status as string;
 
   it('serves a page whose scripts and styles are all files of its own (the CSP allows no inline ones)', async () => {
-    const response = await api.t.app.inject({ method: 'GET', url: '/console/' });
+    const response = await session.api.t.app.inject({ method: 'GET', url: '/console/' });
     assert.equal(response.statusCode, 200);
     assert.match(response.headers['content-security-policy'] as string, /script-src 'self'/);
     const html = response.body;
     assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
     assert.doesNotMatch(html, /<style|\sstyle=/, 'no inline style');
     assert.equal(response.headers['cache-control'], 'no-cache', 'a new release is seen at the next load');
-    const deep = await api.t.app.inject({ method: 'GET', url: '/console/sms/00000000-0000-4000-8000-000000000000' });
+    const deep = await session.api.t.app.inject({
+      method: 'GET',
+      url: '/console/sms/00000000-0000-4000-8000-000000000000',
+    });
     assert.equal(deep.statusCode, 200);
     assert.equal(deep.body, html, "a page's address loads the app, which routes it");
     const script = /<script[^>]*\bsrc="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
     assert.ok(script, html);
-    const asset = await api.t.app.inject({ method: 'GET', url: script });
+    const asset = await session.api.t.app.inject({ method: 'GET', url: script });
     assert.equal(asset.statusCode, 200);
     assert.match(String(asset.headers['content-type']), /javascript/);
     assert.equal(
@@ -95,42 +75,45 @@ forEachDatabase((dialect) => {
       'public, max-age=31536000, immutable',
       'hashed names: cached for a year',
     );
-    assert.equal((await api.t.app.inject({ method: 'GET', url: '/console/assets/missing-0000.js' })).statusCode, 404);
+    assert.equal(
+      (await session.api.t.app.inject({ method: 'GET', url: '/console/assets/missing-0000.js' })).statusCode,
+      404,
+    );
   });
 
   it('serves its icon, and /favicon.ico for every other page of the origin', async () => {
     for (const url of ['/favicon.ico', '/console/favicon.svg']) {
-      const icon = await api.t.app.inject({ method: 'GET', url });
+      const icon = await session.api.t.app.inject({ method: 'GET', url });
       assert.equal(icon.statusCode, 200, url);
       assert.equal(icon.headers['content-type'], 'image/svg+xml', url);
       assert.match(icon.body, /^<svg /);
     }
-    const html = (await api.t.app.inject({ method: 'GET', url: '/console/' })).body;
+    const html = (await session.api.t.app.inject({ method: 'GET', url: '/console/' })).body;
     assert.match(html, /<link rel="icon" type="image\/svg\+xml" href="\/console\/favicon.svg">/);
   });
 
   it('refuses a wrong password, then signs in', async () => {
     // Before signing in, the session's read; then the wrong password.
-    refused = ['/console/session'];
-    await page.goto(`${base}/console/`);
-    await page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
-    await page.getByLabel('User name').fill(alice.account.userName);
-    await page.getByLabel('Password').fill('not the password');
-    await page.getByLabel('Private token').fill(alice.account.privateToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('alert').filter({ hasText: 'wrong' }).waitFor();
-    await browser.look('sign-in');
+    session.refuse('/console/session');
+    await session.page.goto(`${session.base}/console/`);
+    await session.page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
+    await session.page.getByLabel('User name').fill(session.alice.account.userName);
+    await session.page.getByLabel('Password').fill('not the password');
+    await session.page.getByLabel('Private token').fill(session.alice.account.privateToken);
+    await session.page.getByRole('button', { name: 'Sign in' }).click();
+    await session.page.getByRole('alert').filter({ hasText: 'wrong' }).waitFor();
+    await session.browser.look('sign-in');
 
-    await page.getByLabel('Password').fill(alice.account.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await session.page.getByLabel('Password').fill(session.alice.account.password);
+    await session.page.getByRole('button', { name: 'Sign in' }).click();
     await heading('Overview').waitFor();
-    const cookies = await browser.context.cookies(base);
-    const session = cookies.find((cookie) => cookie.name === 'herald_console');
-    assert.ok(session, 'the session cookie is set');
-    assert.equal(session.httpOnly, true);
-    assert.equal(session.sameSite, 'Strict');
+    const cookies = await session.browser.context.cookies(session.base);
+    const sessionCookie = cookies.find((cookie) => cookie.name === 'herald_console');
+    assert.ok(sessionCookie, 'the session cookie is set');
+    assert.equal(sessionCookie.httpOnly, true);
+    assert.equal(sessionCookie.sameSite, 'Strict');
     assert.deepEqual(
-      await page.evaluate(() => [localStorage.length, sessionStorage.length]),
+      await session.page.evaluate(() => [localStorage.length, sessionStorage.length]),
       [0, 0],
       'no token kept in storage',
     );
@@ -138,8 +121,8 @@ forEachDatabase((dialect) => {
 
   it('finds an SMS batch and an email batch sent through the API: what they said, recipients, charts', async () => {
     const contact = buildContact({ email: 'ada@example.com', emailOptIn: true });
-    await alice.upsert([contact]);
-    const queueId = await alice.accept('/sms/batch', {
+    await session.alice.upsert([contact]);
+    const queueId = await session.alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Your order shipped',
       recipients: [{ mobileNo: '919812345601' }, { mobileNo: '919811111111' }],
@@ -149,28 +132,28 @@ forEachDatabase((dialect) => {
       '<style>h1 { color: red }</style><h1 style="color: blue">Spring sale</h1>' +
       '<p>Dear [firstName], welcome.</p><img src="https://images.example.com/banner.png" alt="Banner">' +
       '<script>document.body.textContent = "ran"</script>';
-    const batchId = await alice.accept(
+    const batchId = await session.alice.accept(
       '/email/batch',
       buildBatch(
         { subject: 'Spring at Herald', emailBody: base64(html) },
         { recipients: [{ to: 'ada@example.com' }, { to: 'gone@example.com' }] },
       ),
     );
-    await api.drain();
+    await session.api.drain();
     // Ada opens hers: the funnel's third step.
-    const ada = await api.t.ctx.db
+    const ada = await session.api.t.ctx.db
       .selectFrom('send_recipients')
       .select('id')
       .where('send_id', '=', batchId)
       .where('address', '=', 'ada@example.com')
       .executeTakeFirstOrThrow();
-    const pixel = trackingToken(trackingKey(api.t.ctx.encryptionKey).current, {
+    const pixel = trackingToken(trackingKey(session.api.t.ctx.encryptionKey).current, {
       recipientId: Number(ada.id),
       kind: 'open',
     });
     assert.equal(
       (
-        await api.t.app.inject({
+        await session.api.t.app.inject({
           method: 'GET',
           url: `/t/o/${pixel}`,
           headers: { 'user-agent': 'Mozilla/5.0 (Macintosh)' },
@@ -181,7 +164,7 @@ forEachDatabase((dialect) => {
 
     await open('/', 'Overview');
     for (const name of ['Messages sent per day', 'Delivery rate per day']) {
-      const canvas = page.getByRole('figure', { name }).locator('canvas');
+      const canvas = session.page.getByRole('figure', { name }).locator('canvas');
       await canvas.waitFor();
       const box = await canvas.boundingBox();
       assert.ok(box && box.width > 100 && box.height > 100, `${name} is drawn: ${JSON.stringify(box)}`);
@@ -189,42 +172,42 @@ forEachDatabase((dialect) => {
     // Ids are shown whole, in tables as on their pages.
     await row(table('Latest SMS sends'), queueId).waitFor();
     await row(table('Latest email batches'), batchId).waitFor();
-    await browser.look('overview');
+    await session.browser.look('overview');
 
-    await page.getByRole('link', { name: 'SMS', exact: true }).click();
+    await session.page.getByRole('link', { name: 'SMS', exact: true }).click();
     await heading('SMS sends').waitFor();
-    await browser.look('sms-sends');
-    await page.getByRole('link', { name: queueId, exact: true }).click();
+    await session.browser.look('sms-sends');
+    await session.page.getByRole('link', { name: queueId, exact: true }).click();
     await heading('SMS send').waitFor();
-    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
-    await page.getByRole('button', { name: 'Copy the queue id' }).click();
-    await page.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
-    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), queueId);
-    const sms = page.getByRole('region', { name: 'Message' });
+    await session.browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.base });
+    await session.page.getByRole('button', { name: 'Copy the queue id' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
+    assert.equal(await session.page.evaluate(() => navigator.clipboard.readText()), queueId);
+    const sms = session.page.getByRole('region', { name: 'Message' });
     assert.match(await sms.innerText(), /Sender name\s+HERALD\s+Text\s+Your order shipped/);
     const smsRecipients = table('Recipients');
     assert.match(await row(smsRecipients, '919812345601').innerText(), /Delivered\s+1\s+0\.0075 EUR\s+default\b/);
     assert.match(await row(smsRecipients, '919811111111').innerText(), /Failed/);
-    const messageId = (await alice.get(`/sms/${queueId}`)).json().recipients[0].messageId as string;
+    const messageId = (await session.alice.get(`/sms/${queueId}`)).json().recipients[0].messageId as string;
     await row(smsRecipients, messageId).waitFor();
-    await browser.look('sms-send');
+    await session.browser.look('sms-send');
     // The filter reads the recipients at one status from the API (?status=).
-    await page.getByLabel('Status').selectOption('Failed');
+    await session.page.getByLabel('Status').selectOption('Failed');
     await row(smsRecipients, '919812345601').waitFor({ state: 'detached' });
     await row(smsRecipients, '919811111111').waitFor();
     assert.deepEqual(await smsRecipients.locator('tbody tr td:first-child').allInnerTexts(), ['919811111111']);
-    await page.getByLabel('Status').selectOption('');
+    await session.page.getByLabel('Status').selectOption('');
     await row(smsRecipients, '919812345601').waitFor();
 
     await open('/email', 'Email batches');
-    await browser.look('email-batches');
-    await page.getByRole('link', { name: batchId, exact: true }).click();
+    await session.browser.look('email-batches');
+    await session.page.getByRole('link', { name: batchId, exact: true }).click();
     await heading('Email batch').waitFor();
-    const message = page.getByRole('region', { name: 'Message' });
+    const message = session.page.getByRole('region', { name: 'Message' });
     assert.match(await message.innerText(), /From\s+Herald News <news@mail\.localhost>\s+Subject\s+Spring at Herald/);
-    const preview = page.getByTitle("Preview of the email's HTML");
+    const preview = session.page.getByTitle("Preview of the email's HTML");
     assert.equal(await preview.getAttribute('sandbox'), '', 'no script, form, window or origin of its own');
-    const frame = page.frameLocator('iframe');
+    const frame = session.page.frameLocator('iframe');
     await frame.getByRole('heading', { name: 'Spring sale' }).waitFor();
     assert.match(await frame.locator('body').innerText(), /Dear \[firstName\], welcome\./);
     assert.doesNotMatch(await frame.locator('body').innerText(), /ran/, 'its script did not run');
@@ -232,60 +215,60 @@ forEachDatabase((dialect) => {
     const emailRecipients = table('Recipients');
     assert.match(await row(emailRecipients, 'ada@example.com').innerText(), /Delivered/);
     assert.match(await row(emailRecipients, 'gone@example.com').innerText(), /Bounce/);
-    await page.getByLabel('Status').selectOption('Bounce');
+    await session.page.getByLabel('Status').selectOption('Bounce');
     await row(emailRecipients, 'ada@example.com').waitFor({ state: 'detached' });
     await row(emailRecipients, 'gone@example.com').waitFor();
-    await page.getByLabel('Status').selectOption('');
+    await session.page.getByLabel('Status').selectOption('');
     await row(table('Bounces and drops with their reasons'), 'gone@example.com').waitFor();
     assert.match(
-      await page.getByRole('list', { name: 'Funnel' }).innerText(),
+      await session.page.getByRole('list', { name: 'Funnel' }).innerText(),
       /Processed\s+2 \(100%\)[\s\S]*Delivered\s+1 \(50%\)[\s\S]*Opened\s+1 \(50%\)[\s\S]*Clicked\s+0 \(0%\)/,
     );
-    await browser.look('email-batch');
+    await session.browser.look('email-batch');
 
     await open('/contacts', 'Contacts');
-    await page.getByLabel('Number or address').fill('ada@example.com');
-    await page.getByRole('button', { name: 'Search' }).click();
+    await session.page.getByLabel('Number or address').fill('ada@example.com');
+    await session.page.getByRole('button', { name: 'Search' }).click();
     await row(table('Contacts found'), 'ada@example.com').getByRole('link').click();
     await heading('Contact').waitFor();
     await row(table('Messages sent to this contact, newest first'), batchId).waitFor();
-    await browser.look('contact');
+    await session.browser.look('contact');
     await open('/lists', 'Lists');
-    await page.getByRole('link', { name: 'All contacts' }).click();
+    await session.page.getByRole('link', { name: 'All contacts' }).click();
     await row(table('Contacts of the list'), 'ada@example.com').waitFor();
-    await browser.look('list');
+    await session.browser.look('list');
   });
 
   it('cancels a scheduled SMS send and a scheduled email batch', async () => {
-    const tomorrow = new Date(api.clock.now() + 86_400_000).toISOString();
-    const queueId = await alice.accept('/sms/batch', {
+    const tomorrow = new Date(session.api.clock.now() + 86_400_000).toISOString();
+    const queueId = await session.alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Later',
       recipients: [{ mobileNo: '919812345602' }],
       scheduleDateTime: tomorrow,
     });
     await open(`/sms/${queueId}`, 'SMS send');
-    await page.getByRole('button', { name: 'Cancel send' }).click();
-    await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
-    await page.getByRole('button', { name: 'Cancel send' }).waitFor({ state: 'detached' });
+    await session.page.getByRole('button', { name: 'Cancel send' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
+    await session.page.getByRole('button', { name: 'Cancel send' }).waitFor({ state: 'detached' });
     // The recipients are read again after the cancel: wait for the new read, not the old rows.
     await row(table('Recipients'), '919812345602').filter({ hasText: 'Cancelled' }).waitFor();
     assert.equal(await sendStatus(`/sms/${queueId}`), 'Cancelled');
-    await browser.look('sms-send-cancelled');
+    await session.browser.look('sms-send-cancelled');
 
-    const batchId = await alice.accept(
+    const batchId = await session.alice.accept(
       '/email/batch',
       buildBatch({ scheduleDateTime: tomorrow }, { recipients: [{ to: 'later@example.com' }] }),
     );
     await open(`/email/${batchId}`, 'Email batch');
-    await page.getByRole('button', { name: 'Cancel batch' }).click();
-    await page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
+    await session.page.getByRole('button', { name: 'Cancel batch' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'cancelled' }).waitFor();
     await row(table('Recipients'), 'later@example.com').filter({ hasText: 'Cancelled' }).waitFor();
     assert.equal(await sendStatus(`/email/batch/${batchId}`), 'Cancelled');
   });
 
   it("says a sealed send's text is sealed, and never shows it", async () => {
-    const queueId = await alice.accept('/sms/batch', {
+    const queueId = await session.alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Zebra passcode [code]',
       isBodyEncrypted: true,
@@ -296,74 +279,74 @@ forEachDatabase((dialect) => {
         },
       ],
     });
-    await api.drain();
+    await session.api.drain();
     await open(`/sms/${queueId}`, 'SMS send');
-    const message = page.getByRole('region', { name: 'Message' });
+    const message = session.page.getByRole('region', { name: 'Message' });
     await message.getByText('Sealed: the text was sent with isBodyEncrypted').waitFor();
     await row(table('Recipients'), '919812345604').filter({ hasText: 'Delivered' }).waitFor();
     for (const secret of ['Zebra', '739184']) {
-      assert.ok(!(await page.content()).includes(secret), `${secret} is nowhere in the page`);
+      assert.ok(!(await session.page.content()).includes(secret), `${secret} is nowhere in the page`);
     }
-    await browser.look('sms-send-sealed');
+    await session.browser.look('sms-send-sealed');
   });
 
   it('adds and removes a suppression', async () => {
     await open('/suppressions', 'Suppressions');
-    const sms = page.getByRole('region', { name: 'SMS suppressions' });
+    const sms = session.page.getByRole('region', { name: 'SMS suppressions' });
     await sms.getByRole('textbox', { name: /^Number/ }).fill('919812345677');
     await sms.getByRole('textbox', { name: /^Reason/ }).fill('asked by phone');
     // By keyboard: Enter in the form submits it.
-    await page.keyboard.press('Enter');
+    await session.page.keyboard.press('Enter');
     await row(sms.getByRole('table'), '919812345677').waitFor();
     assert.deepEqual(
-      (await alice.get('/sms/suppressions'))
+      (await session.alice.get('/sms/suppressions'))
         .json()
         .suppressions.map((s: { number: string; reason: string }) => [s.number, s.reason]),
       [['919812345677', 'asked by phone']],
     );
-    await browser.look('suppressions');
+    await session.browser.look('suppressions');
 
     await row(sms.getByRole('table'), '919812345677').getByRole('button', { name: 'Remove' }).focus();
-    await page.keyboard.press('Enter');
+    await session.page.keyboard.press('Enter');
     await sms.getByText('No longer suppressed', { exact: false }).waitFor();
     await row(sms.getByRole('table'), '919812345677').waitFor({ state: 'detached' });
-    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions, []);
+    assert.deepEqual((await session.alice.get('/sms/suppressions')).json().suppressions, []);
   });
 
   it('retries a webhook delivery that failed', async () => {
     receiver.reply({ status: 500 });
-    await alice.upsert([buildContact()], { webhookUrl: receiver.url });
+    await session.alice.upsert([buildContact()], { webhookUrl: receiver.url });
     assert.equal(receiver.received.length, 1);
-    const [failed] = (await alice.get('/webhooks/deliveries')).json().deliveries;
+    const [failed] = (await session.alice.get('/webhooks/deliveries')).json().deliveries;
     assert.equal(failed.lastStatusCode, 500);
 
     await open('/', 'Overview');
     await row(table('Failing webhook deliveries, newest first'), failed.id).waitFor();
     await open('/webhooks', 'Webhooks');
-    const secret = (await alice.get('/webhooks/secret')).json().secret as string;
-    await page.getByText(secret).waitFor();
+    const secret = (await session.alice.get('/webhooks/secret')).json().secret as string;
+    await session.page.getByText(secret).waitFor();
     const deliveries = table('Webhook deliveries, newest first');
     assert.match(await row(deliveries, failed.id).innerText(), /HTTP 500/);
-    await browser.look('webhooks');
+    await session.browser.look('webhooks');
     await row(deliveries, failed.id).getByRole('button', { name: 'Retry' }).click();
-    await page.getByRole('status').filter({ hasText: 'posted again' }).waitFor();
-    await api.drain();
+    await session.page.getByRole('status').filter({ hasText: 'posted again' }).waitFor();
+    await session.api.drain();
     assert.equal(receiver.received.length, 2);
     assert.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id']);
-    const retried = (await alice.get(`/webhooks/deliveries/${failed.id}`)).json();
+    const retried = (await session.alice.get(`/webhooks/deliveries/${failed.id}`)).json();
     assert.equal(retried.status, 'delivered');
 
     await row(deliveries, failed.id).getByRole('link').click();
     await heading('Webhook delivery').waitFor();
-    await browser.look('webhook-delivery');
+    await session.browser.look('webhook-delivery');
 
     await open('/webhooks', 'Webhooks');
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
-    await page.getByRole('button', { name: 'Yes, rotate the secret' }).click();
-    await page.getByRole('status').filter({ hasText: 'rotated' }).waitFor();
-    const rotated = (await alice.get('/webhooks/secret')).json().secret as string;
+    await session.page.getByRole('button', { name: 'Rotate secret' }).click();
+    await session.page.getByRole('button', { name: 'Yes, rotate the secret' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'rotated' }).waitFor();
+    const rotated = (await session.alice.get('/webhooks/secret')).json().secret as string;
     assert.notEqual(rotated, secret);
-    await page.getByText(rotated).waitFor();
+    await session.page.getByText(rotated).waitFor();
 
     // The rotation is in the audit log, made by the console.
     await open('/audit', 'Audit log');
@@ -372,16 +355,16 @@ forEachDatabase((dialect) => {
 
   it('charts the usage, and downloads the CSV, whose numbers are those of GET /usage', async () => {
     await open('/usage', 'Usage');
-    await page.getByRole('table', { name: /^Usage per day/ }).waitFor();
-    const chart = page.getByRole('figure', { name: 'Billed per day' });
+    await session.page.getByRole('table', { name: /^Usage per day/ }).waitFor();
+    const chart = session.page.getByRole('figure', { name: 'Billed per day' });
     const box = await chart.locator('canvas').boundingBox();
     assert.ok(box && box.width > 100 && box.height > 100, `the usage chart is drawn: ${JSON.stringify(box)}`);
     // Until a day is pointed at, the legend gives the span's totals.
     assert.match(await chart.locator('.u-legend').innerText(), /SMS parts\s*2\s*Emails\s*2$/);
-    await browser.look('usage');
+    await session.browser.look('usage');
     const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('link', { name: 'Download CSV' }).click(),
+      session.page.waitForEvent('download'),
+      session.page.getByRole('link', { name: 'Download CSV' }).click(),
     ]);
     const csv = readFileSync(await download.path(), 'utf8')
       .trim()
@@ -395,9 +378,9 @@ forEachDatabase((dialect) => {
       'sms_parts_ucs2',
       'email_messages',
     ]);
-    const href = await page.getByRole('link', { name: 'Download CSV' }).getAttribute('href');
-    const query = new URL(href!, base).searchParams;
-    const usage = (await alice.get(`/usage?from=${query.get('from')}&to=${query.get('to')}`)).json();
+    const href = await session.page.getByRole('link', { name: 'Download CSV' }).getAttribute('href');
+    const query = new URL(href!, session.base).searchParams;
+    const usage = (await session.alice.get(`/usage?from=${query.get('from')}&to=${query.get('to')}`)).json();
     assert.equal(days.length, usage.days.length);
     for (const [i, day] of usage.days.entries()) {
       const fields = Object.fromEntries(header.map((name, j) => [name, days[i][j]]));
@@ -410,36 +393,45 @@ forEachDatabase((dialect) => {
     assert.equal(usage.totals.sms.messages, 2, 'the two SMS the operator took: one of the batch, the sealed one');
     assert.equal(usage.totals.email.messages, 2);
     assert.deepEqual(usage.totals.cost, [{ amount: '0.015', currency: 'EUR' }], 'two parts at 0.0075');
-    const total = row(page.getByRole('table', { name: /^Usage per day/ }), 'Total');
+    const total = row(session.page.getByRole('table', { name: /^Usage per day/ }), 'Total');
     assert.match(await total.innerText(), /\b0\.015 EUR\b/, 'the cost shown beside the parts');
   });
 
   it("shows Verify's last 30 days: started, approved, conversion by country and blocked attempts", async () => {
     // The codes' SMS are billed once drained: this runs after the usage test, whose totals are exact.
-    const day = (days: number) => new Date(api.clock.now() + days * 86_400_000).toISOString().slice(0, 10);
+    const day = (days: number) => new Date(session.api.clock.now() + days * 86_400_000).toISOString().slice(0, 10);
     // A span holding today in any zone: the page's 30 days hold all that this run made.
-    const stats = async () => (await alice.get(`/verify/stats?from=${day(-1)}&to=${day(1)}`)).json();
+    const stats = async () => (await session.alice.get(`/verify/stats?from=${day(-1)}&to=${day(1)}`)).json();
     const before = await stats();
     const numbers = ['919812345631', '919812345632', '919812345633'];
     const ids: string[] = [];
     for (const to of numbers) {
-      const started = await alice.post('/verify', { to });
+      const started = await session.alice.post('/verify', { to });
       assert.equal(started.statusCode, 201, started.body);
       ids.push(started.json().verificationId);
     }
-    await api.drain();
+    await session.api.drain();
     // Two of the three approved, each with the code the sandbox's read opens: the end of its text.
     for (const [i, id] of ids.slice(0, 2).entries()) {
-      const sent = (await alice.get(`/sandbox/sms?recipient=${numbers[i]}`)).json().messages[0].text as string;
+      const sent = (await session.alice.get(`/sandbox/sms?recipient=${numbers[i]}`)).json().messages[0].text as string;
       const code = /(\d+)$/.exec(sent)?.[1];
       assert.ok(code, `the sandbox opens the code: ${sent}`);
-      const checked = await alice.post(`/verify/${id}/check`, { code });
+      const checked = await session.alice.post(`/verify/${id}/check`, { code });
       assert.equal(checked.json().status, 'approved', checked.body);
     }
     const guard = (verify: object) =>
-      api.t.app.inject({ method: 'PATCH', url: '/account', headers: bearer(alice.token), payload: { verify } });
+      session.api.t.app.inject({
+        method: 'PATCH',
+        url: '/account',
+        headers: bearer(session.alice.token),
+        payload: { verify },
+      });
     assert.equal((await guard({ allowedCountries: ['IN'] })).statusCode, 200);
-    assert.equal((await alice.post('/verify', { to: '447400123456' })).statusCode, 422, 'a GB number is blocked');
+    assert.equal(
+      (await session.alice.post('/verify', { to: '447400123456' })).statusCode,
+      422,
+      'a GB number is blocked',
+    );
     assert.equal((await guard({ allowedCountries: null })).statusCode, 200);
     const after = await stats();
     assert.deepEqual(
@@ -448,16 +440,16 @@ forEachDatabase((dialect) => {
     );
 
     await open('/', 'Overview');
-    await page.getByRole('link', { name: 'Verify', exact: true }).click();
+    await session.page.getByRole('link', { name: 'Verify', exact: true }).click();
     await heading('Verify').waitFor();
     const india = after.byCountry.find((c: { country: string }) => c.country === 'IN');
-    const percent = (n: number) => `${formatNumber(n * 100, alice.account.row.locale)}%`;
+    const percent = (n: number) => `${formatNumber(n * 100, session.alice.account.row.locale)}%`;
     const countries = table('Conversion by country');
     assert.match(
       await row(countries, 'IN').innerText(),
       new RegExp(`^IN\\s+${india.started}\\s+${india.approved}\\s+${percent(india.approved / india.started)}$`),
     );
-    const totals = (await page.getByRole('region', { name: 'Verifications' }).innerText()).replace(/\s+/g, ' ');
+    const totals = (await session.page.getByRole('region', { name: 'Verifications' }).innerText()).replace(/\s+/g, ' ');
     assert.ok(
       totals.includes(
         `Started ${after.started} Approved ${after.approved} Failed ${after.failed} Expired ${after.expired} ` +
@@ -474,7 +466,7 @@ forEachDatabase((dialect) => {
       await row(blocked, 'Prefix limit').innerText(),
       new RegExp(`^Prefix limit\\s+${after.blockedBy.prefix}\\s`),
     );
-    await browser.look('verify');
+    await session.browser.look('verify');
   });
 
   it("shows another account's send as not found", async () => {
@@ -485,16 +477,16 @@ forEachDatabase((dialect) => {
     });
     assert.equal(response.statusCode, 202);
     const unknownBatch = '00000000-0000-4000-8000-000000000000';
-    refused = [`/sms/${response.json().data.QueueId}`, `/email/batch/${unknownBatch}`];
+    session.refuse(`/sms/${response.json().data.QueueId}`, `/email/batch/${unknownBatch}`);
     await open(`/sms/${response.json().data.QueueId}`, 'Not found');
     await open(`/email/${unknownBatch}`, 'Not found');
-    await browser.look('not-found');
+    await session.browser.look('not-found');
   });
 
   it('refuses a change without the CSRF token', async () => {
-    refused = ['/sms/suppressions'];
+    session.refuse('/sms/suppressions');
     await open('/', 'Overview');
-    const status = await page.evaluate(async () => {
+    const status = await session.page.evaluate(async () => {
       const response = await fetch('/sms/suppressions', {
         method: 'POST',
         credentials: 'same-origin',
@@ -504,24 +496,24 @@ forEachDatabase((dialect) => {
       return response.status;
     });
     assert.equal(status, 403);
-    assert.deepEqual((await alice.get('/sms/suppressions')).json().suppressions, []);
+    assert.deepEqual((await session.alice.get('/sms/suppressions')).json().suppressions, []);
   });
 
   it('fits a phone: the page does not scroll sideways, tables scroll in their wrapper', async () => {
-    await page.setViewportSize({ width: 375, height: 800 });
+    await session.page.setViewportSize({ width: 375, height: 800 });
     await open('/sms', 'SMS sends');
-    assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375);
-    await browser.look('sms-sends-375');
-    await page.setViewportSize({ width: 1280, height: 900 });
+    assert.equal(await session.page.evaluate(() => document.documentElement.scrollWidth), 375);
+    await session.browser.look('sms-sends-375');
+    await session.page.setViewportSize({ width: 1280, height: 900 });
   });
 
   it('signs out', async () => {
     await open('/', 'Overview');
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    refused = ['/console/session'];
-    await page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
+    await session.page.getByRole('button', { name: 'Sign out' }).click();
+    session.refuse('/console/session');
+    await session.page.getByRole('heading', { name: 'Sign in to Herald' }).waitFor();
     assert.equal(
-      await page.evaluate(async () => (await fetch('/console/session', { credentials: 'same-origin' })).status),
+      await session.page.evaluate(async () => (await fetch('/console/session', { credentials: 'same-origin' })).status),
       401,
     );
   });

@@ -1,9 +1,13 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import { after, afterEach, before } from 'node:test';
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { DialectName } from '../../src/db/database.ts';
+import { startApiTest, type ApiClient, type ApiTest, type ApiTestOptions } from '../support/client.ts';
 
 /** Debian's Chromium, which .ci/run installs; playwright-core brings no browser of its own. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -126,4 +130,99 @@ export function consoleLocators(page: () => Page, base: () => string) {
       await heading(title).waitFor();
     },
   };
+}
+
+/** What a console suite's tests read and do through `consoleSession`, once its `before` has run. */
+export interface ConsoleSession extends ReturnType<typeof consoleLocators> {
+  readonly api: ApiTest;
+  /** Where the console's listener is, `http://127.0.0.1:<port>`. */
+  readonly base: string;
+  /** The account the browser signs in as. */
+  readonly alice: ApiClient;
+  readonly browser: Browser;
+  readonly page: Page;
+  /** Lets the running test's page fail to load these paths (under `base`): the test asked for the error. */
+  refuse(...paths: string[]): void;
+  /** Signs Alice in at the sign-in page, letting its read of the session (made before she is signed in) fail. */
+  signIn(): Promise<void>;
+}
+
+/**
+ * A console suite's set-up, its hooks registered in the calling `describe` (a `forEachDatabase`
+ * body): before its tests, the API on a fresh database listening on a free port, Alice's account
+ * and Chromium (screenshots named from `screenshotPrefix`); after each test, a failure on what the
+ * page logged as errors but the refusals it asked for with `refuse`; after them all, both closed.
+ * A suite's own set-up goes in a `before` of its own, registered after this call: node:test runs
+ * it after this one, once `api` and `alice` exist.
+ */
+export function consoleSession(
+  dialect: DialectName,
+  screenshotPrefix: string,
+  options: ApiTestOptions,
+): ConsoleSession {
+  let api: ApiTest | undefined;
+  let base: string | undefined;
+  let alice: ApiClient | undefined;
+  let browser: Browser | undefined;
+  /** Paths the running test is refused on purpose (a wrong password, a 409): the browser logs each. */
+  let refused: string[] = [];
+
+  before(async () => {
+    api = await startApiTest(dialect, options);
+    await api.t.app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
+    alice = await api.client();
+    browser = await launchBrowser(screenshotPrefix);
+  });
+  afterEach(() => {
+    assertNoUnaskedErrors(session.browser, session.base, refused);
+    refused = [];
+  });
+  after(async () => {
+    await browser?.close();
+    await api?.close();
+  });
+
+  const session: ConsoleSession = {
+    ...consoleLocators(
+      () => session.page,
+      () => session.base,
+    ),
+    get api() {
+      return setUp(api, 'api');
+    },
+    get base() {
+      return setUp(base, 'base');
+    },
+    get alice() {
+      return setUp(alice, 'alice');
+    },
+    get browser() {
+      return setUp(browser, 'browser');
+    },
+    get page() {
+      return session.browser.page;
+    },
+    refuse(...paths: string[]) {
+      refused.push(...paths);
+    },
+    async signIn() {
+      session.refuse('/console/session');
+      const { page } = session;
+      const { account } = session.alice;
+      await page.goto(`${session.base}/console/`);
+      await page.getByLabel('User name').fill(account.userName);
+      await page.getByLabel('Password').fill(account.password);
+      await page.getByLabel('Private token').fill(account.privateToken);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await session.heading('Overview').waitFor();
+    },
+  };
+  return session;
+}
+
+/** A value `consoleSession`'s `before` sets, read too early (at the suite's top level) with its name. */
+function setUp<T>(value: T | undefined, name: string): T {
+  if (value === undefined) throw new Error(`The console session's ${name} exists once its \`before\` has run.`);
+  return value;
 }

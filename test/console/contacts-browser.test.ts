@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, afterEach, before, it } from 'node:test';
-import type { Page } from 'playwright-core';
+import { before, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
-import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } from './browser.ts';
+import { consoleSession } from './browser.ts';
 import { formatNumber } from '../../web/src/numbers.ts';
 import { parseCsv } from '../../web/src/contacts-csv.ts';
 
@@ -20,42 +17,22 @@ import { parseCsv } from '../../web/src/contacts-csv.ts';
  * browser.test.ts.
  */
 forEachDatabase((dialect) => {
-  let api: ApiTest;
-  let alice: ApiClient;
-  let browser: Browser;
-  let page: Page;
-  let base: string;
+  const session = consoleSession(dialect, `${dialect}-contacts`, {
+    clock: new ManualClock(Date.now()),
+    env: { SMS_TRANSPORT: 'sandbox:' },
+  });
+  const { heading, table, row, open } = session;
   let customers: string;
-  /** Paths a test is refused on purpose (the session read before sign-in, a 409): the browser logs each. */
-  let refused: string[] = [];
 
   before(async () => {
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:' } });
-    await api.t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
-    alice = await api.client();
-    await alice.createProperty('firstName');
-    customers = await alice.createList('Customers');
-    browser = await launchBrowser(`${dialect}-contacts`);
-    page = browser.page;
-  });
-  afterEach(() => {
-    assertNoUnaskedErrors(browser, base, refused);
-    refused = [];
-  });
-  after(async () => {
-    await browser?.close();
-    await api?.close();
+    await session.alice.createProperty('firstName');
+    customers = await session.alice.createList('Customers');
   });
 
-  const { heading, table, row, open } = consoleLocators(
-    () => page,
-    () => base,
-  );
-  const n = (count: number) => formatNumber(count, alice.account.row.locale);
+  const n = (count: number) => formatNumber(count, session.alice.account.row.locale);
   const mobile = (i: number) => `98${String(i).padStart(8, '0')}`;
   const contactOf = async (email: string) => {
-    const [contact] = (await alice.get(`/contacts?email=${email}`)).json().contacts;
+    const [contact] = (await session.alice.get(`/contacts?email=${email}`)).json().contacts;
     return contact as { contactId: number; listIds: string[]; propertyfields: unknown[] } | undefined;
   };
 
@@ -64,7 +41,7 @@ forEachDatabase((dialect) => {
     let running = true;
     const worker = (async () => {
       while (running) {
-        await api.drain();
+        await session.api.drain();
         await sleep(100);
       }
     })();
@@ -76,15 +53,7 @@ forEachDatabase((dialect) => {
     }
   };
 
-  it('signs in', async () => {
-    refused = ['/console/session'];
-    await page.goto(`${base}/console/`);
-    await page.getByLabel('User name').fill(alice.account.userName);
-    await page.getByLabel('Password').fill(alice.account.password);
-    await page.getByLabel('Private token').fill(alice.account.privateToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await heading('Overview').waitFor();
-  });
+  it('signs in', () => session.signIn());
 
   it('imports 2,000 rows: two bad lines shown before sending, the rest sent in two batches', async () => {
     const lines = ['E-mail;Country code;Mobile;Email opt-in;First name;notes'];
@@ -95,44 +64,52 @@ forEachDatabase((dialect) => {
       lines.push(`${email};+91;${mobile(i)};${optIn};"Name ""${i}""; the ${i}th";ignored`);
     }
     await open('/contacts', 'Contacts');
-    await page.getByRole('link', { name: 'Import contacts' }).click();
+    await session.page.getByRole('link', { name: 'Import contacts' }).click();
     await heading('Import contacts').waitFor();
-    await page.getByLabel('CSV file').setInputFiles({
+    await session.page.getByLabel('CSV file').setInputFiles({
       name: 'contacts.csv',
       mimeType: 'text/csv',
       buffer: Buffer.from(`${lines.join('\r\n')}\r\n`),
     });
-    await page.getByText(`contacts.csv: ${n(2000)} rows after the header, separated by ";".`).waitFor();
+    await session.page.getByText(`contacts.csv: ${n(2000)} rows after the header, separated by ";".`).waitFor();
     // Guessed from the names; "First name" is the property firstName by choice.
-    assert.equal(await page.getByLabel('Column Mobile fills').inputValue(), 'mobileNumber');
-    assert.equal(await page.getByLabel('Column Email opt-in fills').inputValue(), 'emailOptIn');
-    assert.equal(await page.getByLabel('Column notes fills').inputValue(), 'ignore');
-    await page.getByLabel('Column First name fills').selectOption('property:firstName');
-    await page.getByLabel('Also add them to').selectOption({ label: 'Customers' });
+    assert.equal(await session.page.getByLabel('Column Mobile fills').inputValue(), 'mobileNumber');
+    assert.equal(await session.page.getByLabel('Column Email opt-in fills').inputValue(), 'emailOptIn');
+    assert.equal(await session.page.getByLabel('Column notes fills').inputValue(), 'ignore');
+    await session.page.getByLabel('Column First name fills').selectOption('property:firstName');
+    await session.page.getByLabel('Also add them to').selectOption({ label: 'Customers' });
 
     // Before anything is sent: the two bad rows by the line they are on (the header is line 1).
-    const bad = page.getByRole('list', { name: 'Rows not sent' });
+    const bad = session.page.getByRole('list', { name: 'Rows not sent' });
     assert.deepEqual(await bad.getByRole('listitem').allInnerTexts(), [
       'Line 102: email "not-an-address" must be an email address',
       'Line 1502: email opt-in "maybe" must be true, false or blank',
     ]);
-    await page.getByText(`${n(1998)} of ${n(2000)} rows are good: they go in 2 batches`).waitFor();
-    assert.equal((await alice.get('/contacts?email=c0@example.com')).json().contacts.length, 0, 'nothing sent yet');
-    await browser.look('import-checked');
+    await session.page.getByText(`${n(1998)} of ${n(2000)} rows are good: they go in 2 batches`).waitFor();
+    assert.equal(
+      (await session.alice.get('/contacts?email=c0@example.com')).json().contacts.length,
+      0,
+      'nothing sent yet',
+    );
+    await session.browser.look('import-checked');
 
-    await page.getByRole('button', { name: `Send ${n(1998)} contacts` }).click();
+    await session.page.getByRole('button', { name: `Send ${n(1998)} contacts` }).click();
     // Drained until the page says every contact is applied.
-    await draining(() => page.getByText(`${n(1998)} of ${n(1998)} contacts applied.`).waitFor({ timeout: 30_000 }));
-    assert.equal(await page.locator('progress').getAttribute('value'), '1998');
+    await draining(() =>
+      session.page.getByText(`${n(1998)} of ${n(1998)} contacts applied.`).waitFor({ timeout: 30_000 }),
+    );
+    assert.equal(await session.page.locator('progress').getAttribute('value'), '1998');
     const batches = table('Batches sent');
     assert.match(await row(batches, '2–1002').innerText(), new RegExp(`Completed\\s+${n(1000)}\\s+0\\s+0`));
     assert.match(await row(batches, '1003–2001').innerText(), /Completed\s+998\s+0\s+0/);
-    await browser.look('import-sent');
+    await session.browser.look('import-sent');
 
-    const members = (await alice.get(`/lists/${customers}/contacts?limit=1000`)).json();
-    const rest = (await alice.get(`/lists/${customers}/contacts?limit=1000&cursor=${members.nextCursor}`)).json();
+    const members = (await session.alice.get(`/lists/${customers}/contacts?limit=1000`)).json();
+    const rest = (
+      await session.alice.get(`/lists/${customers}/contacts?limit=1000&cursor=${members.nextCursor}`)
+    ).json();
     assert.equal(members.contacts.length + rest.contacts.length, 1998);
-    const c7 = (await alice.get('/contacts?email=c7@example.com')).json().contacts[0];
+    const c7 = (await session.alice.get('/contacts?email=c7@example.com')).json().contacts[0];
     assert.deepEqual(
       [c7.mobileCountryCode, c7.mobileNumber, c7.emailOptIn, c7.propertyfields[0].propertyvalue],
       ['91', mobile(7), false, 'Name "7"; the 7th'],
@@ -144,80 +121,80 @@ forEachDatabase((dialect) => {
     const c2 = await contactOf('c2@example.com');
     assert.ok(c2);
     await open(`/contacts/${c2.contactId}`, 'Contact');
-    const edit = page.getByRole('form', { name: 'Edit the contact' });
+    const edit = session.page.getByRole('form', { name: 'Edit the contact' });
     await edit.getByLabel('Email', { exact: true }).fill('not an address');
     await edit.getByRole('button', { name: 'Save contact' }).click();
     await edit.getByText('must be an email address').waitFor();
     assert.equal(await edit.getByLabel('Email', { exact: true }).getAttribute('aria-invalid'), 'true');
-    refused = [`/contacts/${c2.contactId}`];
+    session.refuse(`/contacts/${c2.contactId}`);
 
     await edit.getByLabel('Email', { exact: true }).fill('ada@example.com');
     await edit.getByLabel('Property firstName').fill('Ada');
     await edit.getByLabel('SMS opt-in').check();
     await edit.getByRole('button', { name: 'Save contact' }).click();
     await edit.getByRole('status').filter({ hasText: 'The contact is saved.' }).waitFor();
-    const saved = (await alice.get(`/contacts/${c2.contactId}`)).json();
+    const saved = (await session.alice.get(`/contacts/${c2.contactId}`)).json();
     assert.deepEqual(
       [saved.email, saved.mobileOptIn, saved.emailOptIn, saved.propertyfields[0].propertyvalue],
       ['ada@example.com', true, true, 'Ada'],
     );
-    await browser.look('contact-edited');
+    await session.browser.look('contact-edited');
 
-    await page.getByRole('button', { name: 'Take off Customers' }).click();
-    await page.getByRole('status').filter({ hasText: 'Taken off Customers.' }).waitFor();
-    assert.ok(!(await alice.get(`/contacts/${c2.contactId}`)).json().listIds.includes(customers));
+    await session.page.getByRole('button', { name: 'Take off Customers' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'Taken off Customers.' }).waitFor();
+    assert.ok(!(await session.alice.get(`/contacts/${c2.contactId}`)).json().listIds.includes(customers));
 
     const c3 = await contactOf('c3@example.com');
     assert.ok(c3);
     await open(`/contacts/${c3.contactId}`, 'Contact');
-    await page.getByRole('button', { name: 'Delete contact' }).click();
-    await page.getByRole('button', { name: 'Keep the contact' }).click();
-    assert.equal((await alice.get(`/contacts/${c3.contactId}`)).statusCode, 200, 'kept when not confirmed');
-    await page.getByRole('button', { name: 'Delete contact' }).click();
-    await page.getByRole('button', { name: 'Yes, delete the contact' }).click();
+    await session.page.getByRole('button', { name: 'Delete contact' }).click();
+    await session.page.getByRole('button', { name: 'Keep the contact' }).click();
+    assert.equal((await session.alice.get(`/contacts/${c3.contactId}`)).statusCode, 200, 'kept when not confirmed');
+    await session.page.getByRole('button', { name: 'Delete contact' }).click();
+    await session.page.getByRole('button', { name: 'Yes, delete the contact' }).click();
     await heading('Contact deleted').waitFor();
-    assert.equal((await alice.get(`/contacts/${c3.contactId}`)).statusCode, 404);
+    assert.equal((await session.alice.get(`/contacts/${c3.contactId}`)).statusCode, 404);
   });
 
   it('creates, renames and deletes a list; a list a scheduled send names is not deleted', async () => {
     await open('/lists', 'Lists');
-    await page.getByLabel("New list's name").fill('Spring');
-    await page.getByRole('button', { name: 'Create list' }).click();
-    await page.getByRole('status').filter({ hasText: 'The list Spring is created.' }).waitFor();
-    await page.getByRole('link', { name: 'Spring', exact: true }).click();
+    await session.page.getByLabel("New list's name").fill('Spring');
+    await session.page.getByRole('button', { name: 'Create list' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'The list Spring is created.' }).waitFor();
+    await session.page.getByRole('link', { name: 'Spring', exact: true }).click();
     await heading('List Spring').waitFor();
-    await page.getByLabel('Name', { exact: true }).fill('Spring 2026');
-    await page.getByRole('button', { name: 'Rename list' }).click();
+    await session.page.getByLabel('Name', { exact: true }).fill('Spring 2026');
+    await session.page.getByRole('button', { name: 'Rename list' }).click();
     await heading('List Spring 2026').waitFor();
     const names = async () =>
-      ((await alice.get('/lists')).json().lists.map((list: { name: string }) => list.name) as string[]).sort();
+      ((await session.alice.get('/lists')).json().lists.map((list: { name: string }) => list.name) as string[]).sort();
     assert.deepEqual(await names(), ['All contacts', 'Customers', 'Spring 2026']);
-    await browser.look('list-renamed');
-    await page.getByRole('button', { name: 'Delete list' }).click();
-    await page.getByRole('button', { name: 'Yes, delete the list' }).click();
+    await session.browser.look('list-renamed');
+    await session.page.getByRole('button', { name: 'Delete list' }).click();
+    await session.page.getByRole('button', { name: 'Yes, delete the list' }).click();
     await heading('Lists').waitFor();
     assert.deepEqual(await names(), ['All contacts', 'Customers']);
 
     // A send scheduled for tomorrow names Customers: the API's 409 says why it stays.
-    await alice.accept('/sms/batch', {
+    await session.alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Tomorrow',
       listId: [customers],
-      scheduleDateTime: new Date(api.clock.now() + 86_400_000).toISOString(),
+      scheduleDateTime: new Date(session.api.clock.now() + 86_400_000).toISOString(),
     });
     await open(`/lists/${customers}`, 'List Customers');
-    refused = [`/lists/${customers}`];
-    await page.getByRole('button', { name: 'Delete list' }).click();
-    await page.getByRole('button', { name: 'Yes, delete the list' }).click();
-    await page.getByRole('alert').filter({ hasText: 'A send not yet expanded names the list' }).waitFor();
+    session.refuse(`/lists/${customers}`);
+    await session.page.getByRole('button', { name: 'Delete list' }).click();
+    await session.page.getByRole('button', { name: 'Yes, delete the list' }).click();
+    await session.page.getByRole('alert').filter({ hasText: 'A send not yet expanded names the list' }).waitFor();
     assert.deepEqual(await names(), ['All contacts', 'Customers']);
   });
 
   it('exports a list as CSV, every contact on every page, quoted', async () => {
     await open(`/lists/${customers}`, 'List Customers');
     const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('button', { name: 'Export CSV' }).click(),
+      session.page.waitForEvent('download'),
+      session.page.getByRole('button', { name: 'Export CSV' }).click(),
     ]);
     assert.equal(download.suggestedFilename(), 'Customers.csv');
     const text = readFileSync(await download.path(), 'utf8');
@@ -237,42 +214,42 @@ forEachDatabase((dialect) => {
     assert.ok(
       text.includes(`\r\n${c8!.contactId},c8@example.com,91,${mobile(8)},false,true,"Name ""8""; the 8th"\r\n`),
     );
-    await page
+    await session.page
       .getByRole('status')
       .filter({ hasText: `${n(1996)} contacts exported.` })
       .waitFor();
-    await browser.look('list-exported');
+    await session.browser.look('list-exported');
   });
 
   it('finds a person by number, and a message by its id: the contact, its SMS and its suppression', async () => {
     // c2, whose SMS opt-in the edit above set: a number without consent is not sent to.
     const number = `91${mobile(2)}`;
-    const queueId = await alice.accept('/sms/batch', {
+    const queueId = await session.alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Hello',
       recipients: [{ mobileNo: number }],
     });
-    await api.drain();
-    await alice.post('/sms/suppressions', { number, reason: 'asked by phone' });
+    await session.api.drain();
+    await session.alice.post('/sms/suppressions', { number, reason: 'asked by phone' });
     await open('/contacts', 'Contacts');
-    await page.getByLabel('Number or address').fill(`+91 ${mobile(2)}`);
-    await page.getByRole('button', { name: 'Search' }).click();
+    await session.page.getByLabel('Number or address').fill(`+91 ${mobile(2)}`);
+    await session.page.getByRole('button', { name: 'Search' }).click();
     await row(table('Contacts found'), 'ada@example.com').waitFor();
     await row(table('SMS sends to the number, newest first'), queueId).waitFor();
     await row(table('SMS suppressions of the number'), 'asked by phone').waitFor();
-    await browser.look('person');
+    await session.browser.look('person');
 
     // A message id finds the message, its send and whom it went to.
-    const messageId = (await alice.get(`/sms/${queueId}`)).json().recipients[0].messageId as string;
-    await page.getByLabel('Number or address').fill(messageId);
-    await page.getByRole('button', { name: 'Search' }).click();
-    const message = page.getByRole('region', { name: 'Message', exact: true });
+    const messageId = (await session.alice.get(`/sms/${queueId}`)).json().recipients[0].messageId as string;
+    await session.page.getByLabel('Number or address').fill(messageId);
+    await session.page.getByRole('button', { name: 'Search' }).click();
+    const message = session.page.getByRole('region', { name: 'Message', exact: true });
     await message.getByRole('link', { name: queueId }).waitFor();
     await message.getByRole('link', { name: number }).click();
     await row(table('Contacts found'), 'ada@example.com').waitFor();
 
-    await page.getByLabel('Number or address').fill('c5@example.com');
-    await page.getByRole('button', { name: 'Search' }).click();
+    await session.page.getByLabel('Number or address').fill('c5@example.com');
+    await session.page.getByRole('button', { name: 'Search' }).click();
     await row(table('Contacts found'), 'c5@example.com').waitFor();
     await table('Email batches to the address, newest first').getByText('No email was sent').waitFor();
     await table('Email suppressions of the address').getByText('Not suppressed').waitFor();
@@ -282,20 +259,22 @@ forEachDatabase((dialect) => {
     const c6 = await contactOf('c6@example.com');
     assert.ok(c6);
     const number = `91${mobile(6)}`;
-    await alice.upsert([{ contactId: c6.contactId, mobileOptIn: true }]);
+    await session.alice.upsert([{ contactId: c6.contactId, mobileOptIn: true }]);
     const sent = [];
     for (const body of ['One', 'Two']) {
-      sent.push(await alice.accept('/sms/batch', { senderName: 'HERALD', body, recipients: [{ mobileNo: number }] }));
+      sent.push(
+        await session.alice.accept('/sms/batch', { senderName: 'HERALD', body, recipients: [{ mobileNo: number }] }),
+      );
     }
-    await api.drain();
+    await session.api.drain();
 
     await open('/contacts', 'Contacts');
-    await page.getByLabel('Number or address').fill(`+91 ${mobile(6)}`);
-    await page.getByRole('button', { name: 'Search' }).click();
+    await session.page.getByLabel('Number or address').fill(`+91 ${mobile(6)}`);
+    await session.page.getByRole('button', { name: 'Search' }).click();
     await row(table('Contacts found'), 'c6@example.com').waitFor();
     const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('button', { name: 'Export their data' }).click(),
+      session.page.waitForEvent('download'),
+      session.page.getByRole('button', { name: 'Export their data' }).click(),
     ]);
     assert.equal(download.suggestedFilename(), `herald-export-${number}.json`);
     const file = JSON.parse(readFileSync(await download.path(), 'utf8'));
@@ -306,14 +285,14 @@ forEachDatabase((dialect) => {
     );
     assert.deepEqual(file.sms.map((m: { queueId: string }) => m.queueId).sort(), [...sent].sort());
     assert.ok(file.lists.some((list: { listId: string }) => list.listId === customers));
-    await page
+    await session.page
       .getByRole('status')
       .filter({ hasText: `The file herald-export-${number}.json is saved.` })
       .waitFor();
 
     await row(table('Contacts found'), 'c6@example.com').getByRole('link').click();
     await heading('Contact').waitFor();
-    const rights = page.getByRole('region', { name: 'Data rights' });
+    const rights = session.page.getByRole('region', { name: 'Data rights' });
     await rights.getByRole('button', { name: 'Erase this person' }).click();
     const ask = rights.getByRole('form', { name: 'Erase the person' });
     const yes = ask.getByRole('button', { name: `Yes, erase ${number}` });
@@ -322,22 +301,22 @@ forEachDatabase((dialect) => {
     assert.ok(await yes.isDisabled(), 'not for the number without its country code');
     await ask.getByLabel('Number or address to erase').press('Enter');
     await ask.getByRole('button', { name: 'Keep their data' }).click();
-    assert.equal((await alice.get(`/contacts/${c6.contactId}`)).statusCode, 200, 'kept when not confirmed');
+    assert.equal((await session.alice.get(`/contacts/${c6.contactId}`)).statusCode, 200, 'kept when not confirmed');
 
     await rights.getByRole('button', { name: 'Erase this person' }).click();
     await ask.getByLabel('Number or address to erase').fill(`+91 ${mobile(6)}`);
-    await browser.look('person-erase-asked');
+    await session.browser.look('person-erase-asked');
     await yes.click();
     await draining(() => heading('Contact erased').waitFor({ timeout: 30_000 }));
-    await page
+    await session.page
       .getByRole('status')
       .filter({ hasText: `Erased 1 contact and 2 messages. Contact ${c6.contactId} is gone.` })
       .waitFor();
-    await browser.look('contact-erased');
-    assert.equal((await alice.get(`/contacts/${c6.contactId}`)).statusCode, 404);
-    assert.deepEqual((await alice.get(`/sms?recipient=${number}`)).json().sends, []);
-    assert.deepEqual((await alice.get('/contacts?email=c6@example.com')).json().contacts, []);
-    await page.getByRole('link', { name: 'Back to the contacts' }).click();
+    await session.browser.look('contact-erased');
+    assert.equal((await session.alice.get(`/contacts/${c6.contactId}`)).statusCode, 404);
+    assert.deepEqual((await session.alice.get(`/sms?recipient=${number}`)).json().sends, []);
+    assert.deepEqual((await session.alice.get('/contacts?email=c6@example.com')).json().contacts, []);
+    await session.page.getByRole('link', { name: 'Back to the contacts' }).click();
     await heading('Contacts').waitFor();
   });
 
@@ -346,7 +325,7 @@ forEachDatabase((dialect) => {
     assert.ok(c9);
     await open('/contacts?email=c9@example.com', 'Contacts');
     await row(table('Contacts found'), 'c9@example.com').waitFor();
-    const rights = page.getByRole('region', { name: 'Data rights' });
+    const rights = session.page.getByRole('region', { name: 'Data rights' });
     await rights.getByRole('button', { name: 'Erase this person' }).click();
     await rights.getByLabel('Number or address to erase').fill('C9@Example.com ');
     await rights.getByLabel('Number or address to erase').press('Enter');
@@ -354,13 +333,17 @@ forEachDatabase((dialect) => {
       rights.getByRole('status').filter({ hasText: 'Erased 1 contact and 0 messages.' }).waitFor({ timeout: 30_000 }),
     );
     await table('Contacts found').getByText('No contact has that email or mobile.').waitFor();
-    await page.getByRole('region', { name: 'Suppression' }).getByText('Erased: they stay suppressed').waitFor();
-    assert.equal((await alice.get(`/contacts/${c9.contactId}`)).statusCode, 404);
-    assert.deepEqual((await alice.get(`/contacts?mobile=91${mobile(9)}`)).json().contacts, [], 'their number too');
+    await session.page.getByRole('region', { name: 'Suppression' }).getByText('Erased: they stay suppressed').waitFor();
+    assert.equal((await session.alice.get(`/contacts/${c9.contactId}`)).statusCode, 404);
+    assert.deepEqual(
+      (await session.alice.get(`/contacts?mobile=91${mobile(9)}`)).json().contacts,
+      [],
+      'their number too',
+    );
   });
 
   it('fits a phone: the import, a contact and a list do not scroll sideways', async () => {
-    await page.setViewportSize({ width: 375, height: 800 });
+    await session.page.setViewportSize({ width: 375, height: 800 });
     const c4 = await contactOf('c4@example.com');
     for (const [path, title] of [
       ['/contacts/import', 'Import contacts'],
@@ -368,8 +351,8 @@ forEachDatabase((dialect) => {
       [`/lists/${customers}`, 'List Customers'],
     ]) {
       await open(path, title);
-      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375, path);
+      assert.equal(await session.page.evaluate(() => document.documentElement.scrollWidth), 375, path);
     }
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await session.page.setViewportSize({ width: 1280, height: 900 });
   });
 });

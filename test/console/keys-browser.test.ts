@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { after, afterEach, before, it } from 'node:test';
-import type { Page } from 'playwright-core';
+import { it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { SCOPES } from '../../src/auth/api-keys.ts';
 import { ENDPOINT_EVENTS } from '../../src/webhooks/endpoints.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
-import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
-import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } from './browser.ts';
+import { consoleSession } from './browser.ts';
 import * as integrations from '../../web/src/integrations.ts';
 
 /**
@@ -19,37 +16,10 @@ import * as integrations from '../../web/src/integrations.ts';
  * change. Each page is screenshot and checked by axe-core, as in browser.test.ts.
  */
 forEachDatabase((dialect) => {
-  let api: ApiTest;
-  let alice: ApiClient;
-  let browser: Browser;
-  let page: Page;
-  let base: string;
-  /** Paths a test is refused on purpose (a wrong password, a 409): the browser logs each. */
-  let refused: string[] = [];
-
-  before(async () => {
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
-    await api.t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
-    alice = await api.client();
-    browser = await launchBrowser(`${dialect}-keys`);
-    page = browser.page;
-  });
-  afterEach(() => {
-    assertNoUnaskedErrors(browser, base, refused);
-    refused = [];
-  });
-  after(async () => {
-    await browser?.close();
-    await api?.close();
-  });
-
-  const { heading, table, row, open } = consoleLocators(
-    () => page,
-    () => base,
-  );
+  const session = consoleSession(dialect, `${dialect}-keys`, { clock: new ManualClock(Date.now()) });
+  const { heading, table, row, open } = session;
   const withKey = (key: string, method: 'GET' | 'POST', url: string, payload?: object) =>
-    api.t.app.inject({ method, url, headers: bearer(key), payload });
+    session.api.t.app.inject({ method, url, headers: bearer(key), payload });
 
   it('offers the scopes and event types the API takes, in its order', () => {
     assert.deepEqual(
@@ -62,63 +32,55 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('signs in', async () => {
-    refused = ['/console/session'];
-    await page.goto(`${base}/console/`);
-    await page.getByLabel('User name').fill(alice.account.userName);
-    await page.getByLabel('Password').fill(alice.account.password);
-    await page.getByLabel('Private token').fill(alice.account.privateToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await heading('Overview').waitFor();
-  });
+  it('signs in', () => session.signIn());
 
   let key = '';
   let apiKeyId = '';
 
   it('creates a key with one scope, the password asked again, and shows the key once', async () => {
-    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'API keys' }).click();
+    await session.page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'API keys' }).click();
     await heading('API keys').waitFor();
     await table('API keys').getByText('The account has no API key.').waitFor();
-    const form = page.getByRole('form', { name: 'Create an API key' });
+    const form = session.page.getByRole('form', { name: 'Create an API key' });
     await form.getByLabel('Name').fill('CRM sync');
     await form.getByRole('checkbox', { name: 'contacts:write', exact: true }).check();
 
     // A wrong password: the API's 403 is said beside the password field, and no key is made.
-    refused = ['/api-keys'];
+    session.refuse('/api-keys');
     await form.getByLabel('Your password').fill('not the password');
     await form.getByRole('button', { name: 'Create key' }).click();
     await form.getByText('is incorrect', { exact: true }).waitFor();
     assert.equal(await form.getByLabel('Your password').getAttribute('aria-invalid'), 'true');
     assert.equal(await form.getByLabel('Your password').inputValue(), '', 'the password is not kept');
-    assert.equal((await alice.get('/api-keys')).json().apiKeys.length, 0);
-    await browser.look('api-key-refused');
+    assert.equal((await session.alice.get('/api-keys')).json().apiKeys.length, 0);
+    await session.browser.look('api-key-refused');
 
-    await form.getByLabel('Your password').fill(alice.account.password);
+    await form.getByLabel('Your password').fill(session.alice.account.password);
     await form.getByRole('button', { name: 'Create key' }).click();
-    const shown = page.getByLabel('API key CRM sync');
+    const shown = session.page.getByLabel('API key CRM sync');
     await shown.waitFor();
     key = await shown.inputValue();
     assert.match(key, /^hk_[\w-]{43}$/);
     assert.equal(await shown.getAttribute('readonly'), '');
-    await page.getByText('you will not see it again').waitFor();
-    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
-    await page.getByRole('button', { name: 'Copy the key' }).click();
-    await page.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
-    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+    await session.page.getByText('you will not see it again').waitFor();
+    await session.browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.base });
+    await session.page.getByRole('button', { name: 'Copy the key' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
+    assert.equal(await session.page.evaluate(() => navigator.clipboard.readText()), key);
 
-    const [made] = (await alice.get('/api-keys')).json().apiKeys;
+    const [made] = (await session.alice.get('/api-keys')).json().apiKeys;
     apiKeyId = made.apiKeyId;
     assert.deepEqual([made.name, made.scopes, made.expiresAt], ['CRM sync', ['contacts:write'], null]);
     const listed = row(table('API keys'), 'CRM sync');
     assert.match(await listed.innerText(), /contacts:write[\s\S]*Never[\s\S]*Never/);
-    await browser.look('api-key-created');
+    await session.browser.look('api-key-created');
 
     // Hidden, it is gone from the page; a reload never shows it again.
-    await page.getByRole('button', { name: 'I have copied it: hide the key' }).click();
-    assert.equal(await page.getByLabel('API key CRM sync').count(), 0);
-    await page.reload();
+    await session.page.getByRole('button', { name: 'I have copied it: hide the key' }).click();
+    assert.equal(await session.page.getByLabel('API key CRM sync').count(), 0);
+    await session.page.reload();
     await heading('API keys').waitFor();
-    assert.ok(!(await page.content()).includes(key));
+    assert.ok(!(await session.page.content()).includes(key));
   });
 
   it('lets the key in on its scope only, and shows its last use after a reload', async () => {
@@ -127,13 +89,13 @@ forEachDatabase((dialect) => {
     assert.equal((await withKey(key, 'GET', '/account')).statusCode, 403, 'read is not its scope');
     assert.equal((await withKey(key, 'GET', '/api-keys')).statusCode, 403, 'keys never manage keys');
 
-    await page.reload();
+    await session.page.reload();
     await heading('API keys').waitFor();
     const listed = row(table('API keys'), 'CRM sync');
     const lastUsed = listed.getByRole('cell').nth(4);
     assert.notEqual(await lastUsed.innerText(), 'Never');
     assert.ok(await lastUsed.locator('time').getAttribute('datetime'));
-    await browser.look('api-key-used');
+    await session.browser.look('api-key-used');
   });
 
   it('revokes the key after a confirmation, and the API refuses it', async () => {
@@ -143,10 +105,10 @@ forEachDatabase((dialect) => {
     assert.equal((await withKey(key, 'POST', '/lists', { name: 'Still allowed' })).statusCode, 201);
 
     await listed.getByRole('button', { name: 'Revoke CRM sync' }).click();
-    await page.getByText('Revoke the key CRM sync?').waitFor();
-    await browser.look('api-key-revoking');
-    await page.getByRole('button', { name: 'Yes, revoke the key' }).click();
-    await page.getByRole('status').filter({ hasText: 'The key CRM sync is revoked.' }).waitFor();
+    await session.page.getByText('Revoke the key CRM sync?').waitFor();
+    await session.browser.look('api-key-revoking');
+    await session.page.getByRole('button', { name: 'Yes, revoke the key' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'The key CRM sync is revoked.' }).waitFor();
     await table('API keys').getByText('The account has no API key.').waitFor();
     const refusedKey = await withKey(key, 'POST', '/lists', { name: 'Too late' });
     assert.equal(refusedKey.statusCode, 401);
@@ -155,10 +117,10 @@ forEachDatabase((dialect) => {
 
   it('adds a webhook endpoint, showing the API’s 400, 422 and 409 by field, and deletes it', async () => {
     await open('/webhooks', 'Webhooks');
-    const form = page.getByRole('form', { name: 'Add a webhook endpoint' });
+    const form = session.page.getByRole('form', { name: 'Add a webhook endpoint' });
     const url = form.getByLabel('URL (http or https)');
     const add = form.getByRole('button', { name: 'Add endpoint' });
-    refused = ['/webhooks/endpoints'];
+    session.refuse('/webhooks/endpoints');
 
     // No event chosen, and a URL that is not one: 400.
     await url.fill('ftp://hooks.example.com/x');
@@ -167,7 +129,7 @@ forEachDatabase((dialect) => {
     assert.equal(await url.getAttribute('aria-invalid'), 'true');
     await form.locator('#endpoint-url-problem').filter({ hasText: 'http or https' }).waitFor();
     await form.locator('#endpoint-events-problem').filter({ hasText: 'must not be empty' }).waitFor();
-    await browser.look('endpoint-refused');
+    await session.browser.look('endpoint-refused');
 
     // The cloud metadata service: 422, by the URL.
     await url.fill('http://169.254.169.254/latest');
@@ -184,7 +146,7 @@ forEachDatabase((dialect) => {
     const endpoints = table('Webhook endpoints, oldest first');
     await row(endpoints, 'http://127.0.0.1:9/herald').filter({ hasText: 'sms.status' }).waitFor();
     assert.deepEqual(
-      (await alice.get('/webhooks/endpoints'))
+      (await session.alice.get('/webhooks/endpoints'))
         .json()
         .endpoints.map((e: { url: string; events: string[] }) => [e.url, e.events]),
       [['http://127.0.0.1:9/herald', ['sms.status']]],
@@ -195,17 +157,21 @@ forEachDatabase((dialect) => {
     await form.getByRole('checkbox', { name: 'email.events', exact: true }).check();
     await add.click();
     await form.locator('#endpoint-url-problem').filter({ hasText: 'already an endpoint' }).waitFor();
-    await browser.look('endpoint-added');
+    await session.browser.look('endpoint-added');
 
     const listed = row(endpoints, 'http://127.0.0.1:9/herald');
     await listed.getByRole('button', { name: 'Delete http://127.0.0.1:9/herald' }).click();
     await listed.getByRole('button', { name: 'Keep the endpoint' }).click();
-    assert.equal((await alice.get('/webhooks/endpoints')).json().endpoints.length, 1, 'kept when not confirmed');
+    assert.equal(
+      (await session.alice.get('/webhooks/endpoints')).json().endpoints.length,
+      1,
+      'kept when not confirmed',
+    );
     await listed.getByRole('button', { name: 'Delete http://127.0.0.1:9/herald' }).click();
-    await page.getByRole('button', { name: 'Yes, delete the endpoint' }).click();
-    await page.getByRole('status').filter({ hasText: 'http://127.0.0.1:9/herald is deleted.' }).waitFor();
+    await session.page.getByRole('button', { name: 'Yes, delete the endpoint' }).click();
+    await session.page.getByRole('status').filter({ hasText: 'http://127.0.0.1:9/herald is deleted.' }).waitFor();
     await endpoints.getByText('No endpoint').waitFor();
-    assert.equal((await alice.get('/webhooks/endpoints')).json().endpoints.length, 0);
+    assert.equal((await session.alice.get('/webhooks/endpoints')).json().endpoints.length, 0);
   });
 
   it('shows each change in the audit log, made by the console', async () => {
@@ -217,14 +183,14 @@ forEachDatabase((dialect) => {
   });
 
   it('fits a phone’s width (375 px) without sideways scrolling', async () => {
-    await page.setViewportSize({ width: 375, height: 800 });
+    await session.page.setViewportSize({ width: 375, height: 800 });
     for (const [path, title] of [
       ['/api-keys', 'API keys'],
       ['/webhooks', 'Webhooks'],
     ]) {
       await open(path, title);
-      assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 375, path);
+      assert.equal(await session.page.evaluate(() => document.documentElement.scrollWidth), 375, path);
     }
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await session.page.setViewportSize({ width: 1280, height: 900 });
   });
 });

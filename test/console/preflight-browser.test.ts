@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { after, afterEach, before, it } from 'node:test';
-import type { Locator, Page } from 'playwright-core';
+import { it } from 'node:test';
+import type { Locator } from 'playwright-core';
 import { ManualClock } from '../../src/clock.ts';
 import { bearer } from '../support/app.ts';
-import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } from './browser.ts';
+import { consoleSession } from './browser.ts';
 
 /**
  * What the console shows of the preflight (issue 31) on an SMS send's page, in headless Chromium
@@ -15,36 +13,11 @@ import { assertNoUnaskedErrors, consoleLocators, launchBrowser, type Browser } f
  * checked by axe-core, as in browser.test.ts.
  */
 forEachDatabase((dialect) => {
-  let api: ApiTest;
-  let alice: ApiClient;
-  let browser: Browser;
-  let page: Page;
-  let base: string;
-  /** Paths a test is refused on purpose: the browser logs each. */
-  let refused: string[] = [];
-
-  before(async () => {
-    // Thursday 15 January 2026, 22:00 UTC: 23:00 in Paris, inside quiet hours of 21:00 to 08:00.
-    api = await startApiTest(dialect, { clock: new ManualClock(Date.UTC(2026, 0, 15, 22)) });
-    await api.t.app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(api.t.app.server.address() as AddressInfo).port}`;
-    alice = await api.client();
-    browser = await launchBrowser(`${dialect}-preflight`);
-    page = browser.page;
+  // Thursday 15 January 2026, 22:00 UTC: 23:00 in Paris, inside quiet hours of 21:00 to 08:00.
+  const session = consoleSession(dialect, `${dialect}-preflight`, {
+    clock: new ManualClock(Date.UTC(2026, 0, 15, 22)),
   });
-  afterEach(() => {
-    assertNoUnaskedErrors(browser, base, refused);
-    refused = [];
-  });
-  after(async () => {
-    await browser?.close();
-    await api?.close();
-  });
-
-  const { heading, table, row, open } = consoleLocators(
-    () => page,
-    () => base,
-  );
+  const { table, row, open } = session;
   /** A row's cell under the column headed `column`, found by its header, not its place. */
   const cell = async (of: Locator, rowText: string, column: string) => {
     const columns = await of.getByRole('columnheader').allInnerTexts();
@@ -54,26 +27,18 @@ forEachDatabase((dialect) => {
   const cellText = async (of: Locator, rowText: string, column: string) =>
     (await cell(of, rowText, column)).innerText();
 
-  it('signs in', async () => {
-    refused = ['/console/session'];
-    await page.goto(`${base}/console/`);
-    await page.getByLabel('User name').fill(alice.account.userName);
-    await page.getByLabel('Password').fill(alice.account.password);
-    await page.getByLabel('Private token').fill(alice.account.privateToken);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await heading('Overview').waitFor();
-  });
+  it('signs in', () => session.signIn());
 
   it("shows how many characters a new account's smart encoding replaced", async () => {
-    assert.equal((await alice.get('/account')).json().smartEncoding, true, 'on for an account made now');
+    assert.equal((await session.alice.get('/account')).json().smartEncoding, true, 'on for an account made now');
     // Two curly apostrophes, each with a GSM-7 form: one GSM-7 part, not a UCS-2 one.
-    const queueId = await alice.accept('/sms/single', {
+    const queueId = await session.alice.accept('/sms/single', {
       senderName: 'HERALD',
       recipient: '919812345678',
       body: 'Don\u2019t miss Ada\u2019s sale',
     });
-    await api.drain();
-    const [sent] = (await alice.get(`/sms/${queueId}`)).json().recipients;
+    await session.api.drain();
+    const [sent] = (await session.alice.get(`/sms/${queueId}`)).json().recipients;
     assert.deepEqual([sent.status, sent.encoding, sent.replacedCharacters], ['Delivered', 'GSM-7', 2]);
 
     await open(`/sms/${queueId}`, 'SMS send');
@@ -84,17 +49,17 @@ forEachDatabase((dialect) => {
       'GSM-7, 2 characters replaced by smart encoding',
     );
     // The text as the request gave it, not as it went.
-    const message = page.getByRole('region', { name: 'Message' });
+    const message = session.page.getByRole('region', { name: 'Message' });
     assert.match(await message.innerText(), /Text\s+Don\u2019t miss Ada\u2019s sale/);
-    await browser.look('smart-encoding');
+    await session.browser.look('smart-encoding');
   });
 
   it("shows a recipient held by quiet hours as Scheduled, due when they end, on the account's clock", async () => {
     // India's offset, not the browser's zone (UTC) nor Paris's: the due time is shown shifted to it.
-    const settings = await api.t.app.inject({
+    const settings = await session.api.t.app.inject({
       method: 'PATCH',
       url: '/account',
-      headers: bearer(alice.token),
+      headers: bearer(session.alice.token),
       payload: {
         quietHours: { start: '21:00', end: '08:00' },
         timeZoneOffset: 'UTC+05:30~India Standard Time',
@@ -102,13 +67,13 @@ forEachDatabase((dialect) => {
       },
     });
     assert.equal(settings.statusCode, 200, settings.body);
-    const queueId = await alice.accept('/sms/batch', {
+    const queueId = await session.alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Spring sale',
       recipients: [{ mobileNo: '33612345678' }],
     });
-    await api.drain();
-    const [held] = (await alice.get(`/sms/${queueId}`)).json().recipients;
+    await session.api.drain();
+    const [held] = (await session.alice.get(`/sms/${queueId}`)).json().recipients;
     assert.deepEqual(
       [held.status, held.reason, held.dueAt],
       ['Scheduled', 'quiet hours', '2026-01-16T07:00:00.000Z'],
@@ -116,7 +81,7 @@ forEachDatabase((dialect) => {
     );
 
     await open(`/sms/${queueId}`, 'SMS send');
-    await page.getByText('Times in UTC+05:30').waitFor();
+    await session.page.getByText('Times in UTC+05:30').waitFor();
     const recipients = table('Recipients');
     const status = await cellText(recipients, '33612345678', 'Status');
     // 07:00 UTC is 12:30 in India.
@@ -125,7 +90,7 @@ forEachDatabase((dialect) => {
     assert.equal(await due.getAttribute('datetime'), '2026-01-16T07:00:00.000Z', 'the UTC instant for machines');
     assert.equal(await cellText(recipients, '33612345678', 'Reason or error'), 'quiet hours');
     // The send itself is under way: only this recipient waits.
-    assert.match(await page.locator('dl.facts').first().innerText(), /Recipients by status\s+Scheduled 1/);
-    await browser.look('quiet-hours');
+    assert.match(await session.page.locator('dl.facts').first().innerText(), /Recipients by status\s+Scheduled 1/);
+    await session.browser.look('quiet-hours');
   });
 });

@@ -83,14 +83,16 @@ export interface ApiTest {
   close(): Promise<void>;
 }
 
-/**
- * An app on a fresh database with its worker, for tests of any module through the API.
- * `logger`: the app's, which the worker logs through too (off by default); `env`: configuration beside the tests' own.
- */
-export async function startApiTest(
-  dialect: DialectName,
-  options: { clock?: ManualClock; logger?: FastifyServerOptions['logger']; env?: Record<string, string> } = {},
-): Promise<ApiTest> {
+export interface ApiTestOptions {
+  clock?: ManualClock;
+  /** The app's, which the worker logs through too (off by default). */
+  logger?: FastifyServerOptions['logger'];
+  /** Configuration beside the tests' own. */
+  env?: Record<string, string>;
+}
+
+/** An app on a fresh database with its worker, for tests of any module through the API. */
+export async function startApiTest(dialect: DialectName, options: ApiTestOptions = {}): Promise<ApiTest> {
   const env = { WEBHOOK_ALLOW_PRIVATE: 'true', ...options.env };
   const t = await startTestApp(dialect, { clock: options.clock, logger: options.logger, env });
   const worker = createWorker(t.ctx, { log: t.app.log });
