@@ -4,6 +4,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import type { KyselyPlugin } from 'kysely';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer, startTestApp, type TestApp } from '../support/app.ts';
+import { assertFailure } from '../support/client.ts';
 import { MemoryCounterStore } from '../../src/ratelimit/counters.ts';
 import { LOGIN_WINDOW_MS, MAX_KEY_FAILURES_PER_CLIENT } from '../../src/auth/throttle.ts';
 
@@ -46,13 +47,6 @@ forEachDatabase((dialect) => {
   }
   const withKey = (key: string, remoteAddress = GUESSER) =>
     t.app.inject({ method: 'GET', url: '/account', headers: bearer(key), remoteAddress });
-  const assertFailure = (response: LightMyRequestResponse, status: number, pattern: RegExp) => {
-    assert.equal(response.statusCode, status, response.body);
-    const body = response.json();
-    assert.equal(body.status, 'Failure');
-    assert.ok(Array.isArray(body.errors));
-    assert.match(body.message, pattern);
-  };
   /** The statements a request ran. */
   async function statementsOf(request: Promise<LightMyRequestResponse>) {
     const before = statements;

@@ -5,6 +5,7 @@ import { createTestDatabase, forEachDatabase } from '../support/databases.ts';
 import { freePort, serveKeyEnv, start } from '../cli/support.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { foundInStorage, pgDump } from '../support/storage.ts';
+import { assertFailure } from '../support/client.ts';
 import { rotatePrivateToken, setPassword } from '../../src/accounts/service.ts';
 import { ACCOUNT_TTL_MS } from '../../src/auth/access-cache.ts';
 import { SCOPES, type Scope } from '../../src/auth/api-keys.ts';
@@ -103,14 +104,6 @@ forEachDatabase((dialect) => {
   const revoke = (apiKeyId: string, as = token) =>
     t.app.inject({ method: 'DELETE', url: `/api-keys/${apiKeyId}`, headers: bearer(as) });
   const ownAccount = (key: string) => t.app.inject({ method: 'GET', url: '/account', headers: bearer(key) });
-
-  const assertFailure = (response: LightMyRequestResponse, status: number, pattern: RegExp) => {
-    assert.equal(response.statusCode, status, response.body);
-    const body = response.json();
-    assert.equal(body.status, 'Failure');
-    assert.ok(Array.isArray(body.errors));
-    assert.match(body.message, pattern);
-  };
 
   it('creates a key shown once, lists it without the key, lets it in as its account, and revokes it', async () => {
     const response = await create({ name: 'CRM sync', scopes: ['read', 'contacts:write', 'read'] });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
+import { assertFailure } from '../support/client.ts';
 
 forEachDatabase((dialect) => {
   let t: TestApp;
@@ -17,15 +18,6 @@ forEachDatabase((dialect) => {
       payload,
       headers: contentType ? { 'content-type': contentType } : {},
     });
-
-  const assertFailure = (response: Awaited<ReturnType<typeof post>>, status: number, message: RegExp) => {
-    assert.equal(response.statusCode, status);
-    assert.match(response.headers['content-type'] as string, /^application\/json/);
-    const body = response.json();
-    assert.equal(body.status, 'Failure');
-    assert.match(body.message, message);
-    assert.ok(Array.isArray(body.errors));
-  };
 
   it('accepts application/json-patch+json as JSON, as the spec samples send it', async () => {
     const account = await t.createAccount();

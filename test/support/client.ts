@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import type { FastifyServerOptions, LightMyRequestResponse } from 'fastify';
 import type { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
@@ -168,4 +169,14 @@ export async function startApiTest(dialect: DialectName, options: ApiTestOptions
     },
     close: () => t.close(),
   };
+}
+
+/** A refusal in the contract's error shape (SPEC): JSON `{ status: 'Failure', message, errors }` with `status`. */
+export function assertFailure(response: LightMyRequestResponse, status: number, message: RegExp): void {
+  assert.equal(response.statusCode, status, response.body);
+  assert.match(response.headers['content-type'] as string, /^application\/json/);
+  const body = response.json();
+  assert.equal(body.status, 'Failure');
+  assert.match(body.message, message);
+  assert.ok(Array.isArray(body.errors));
 }

@@ -8,7 +8,7 @@ import { GATHER_WINDOW_MS } from '../../src/webhooks/events.ts';
 import { ensureSecret } from '../../src/webhooks/secrets.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
-import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { assertFailure, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { startReceiver, type Received, type Receiver } from './support.ts';
 
 interface Envelope {
@@ -66,13 +66,6 @@ forEachDatabase((dialect) => {
     const response = await inject('GET', '/webhooks/endpoints', as);
     assert.equal(response.statusCode, 200, response.body);
     return response.json().endpoints as Array<{ endpointId: string; url: string; events: string[] }>;
-  };
-  const assertFailure = (response: LightMyRequestResponse, status: number, pattern: RegExp) => {
-    assert.equal(response.statusCode, status, response.body);
-    const body = response.json();
-    assert.equal(body.status, 'Failure');
-    assert.ok(Array.isArray(body.errors));
-    assert.match(body.message, pattern);
   };
 
   /** Runs the queue, lets every stream's gather window pass, and runs it again. */
