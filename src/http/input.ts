@@ -162,10 +162,18 @@ export function inputProblems(value: unknown, schema: SchemaNode | undefined, pa
   return errors;
 }
 
-/** Whether any node of the schema carries the annotation. */
+const annotatedBelow = new Map<string, WeakMap<SchemaNode, boolean>>();
+
+/** Whether any node of the schema carries the annotation; remembered, as schemas never change. */
 export function hasAnnotation(schema: SchemaNode | undefined, keyword: (typeof ANNOTATIONS)[number]): boolean {
   if (!schema) return false;
-  if (schema[keyword] === true) return true;
+  let known = annotatedBelow.get(keyword);
+  if (!known) {
+    known = new WeakMap();
+    annotatedBelow.set(keyword, known);
+  }
+  const remembered = known.get(schema);
+  if (remembered !== undefined) return remembered;
   const children = [
     ...Object.values(schema.properties ?? {}),
     ...(schema.items ? [schema.items] : []),
@@ -173,19 +181,41 @@ export function hasAnnotation(schema: SchemaNode | undefined, keyword: (typeof A
     ...(schema.allOf ?? []),
     ...(schema.oneOf ?? []),
   ];
-  return children.some((node) => hasAnnotation(node, keyword));
+  const found = schema[keyword] === true || children.some((node) => hasAnnotation(node, keyword));
+  known.set(schema, found);
+  return found;
 }
 
-/** The strings of a request part whose schema carries the annotation, with their field paths. */
+/**
+ * The strings of a request part whose schema carries the annotation, with their field paths.
+ * It descends only where the schema has the annotation somewhere below: the one webhook URL of
+ * a contact batch is found without visiting its thousand contacts, which, walked in full, took
+ * a tenth of the API's main thread.
+ */
 export function annotatedStrings(
   value: unknown,
   schema: SchemaNode | undefined,
   keyword: (typeof ANNOTATIONS)[number],
 ): Array<{ field: string; value: string }> {
   const found: Array<{ field: string; value: string }> = [];
-  if (!schema) return found;
-  for (const item of strings(value, [schema], '')) {
-    if ('value' in item && annotated(item.schemas, keyword)) found.push({ field: item.field, value: item.value });
-  }
+  const below = (schemas: SchemaNode[], key: string | number) =>
+    childSchemas(schemas, key).filter((node) => hasAnnotation(node, keyword));
+  const walk = (value: unknown, schemas: SchemaNode[], path: string, depth: number): void => {
+    if (typeof value === 'string') {
+      if (annotated(schemas, keyword)) found.push({ field: path, value });
+      return;
+    }
+    if (value === null || typeof value !== 'object' || depth >= MAX_DEPTH) return;
+    if (Array.isArray(value)) {
+      const items = below(schemas, 0); // every item has the one items schema
+      if (items.length > 0) for (const [i, item] of value.entries()) walk(item, items, child(path, i), depth + 1);
+      return;
+    }
+    for (const [key, item] of Object.entries(value)) {
+      const next = below(schemas, key);
+      if (next.length > 0) walk(item, next, child(path, key), depth + 1);
+    }
+  };
+  if (schema && hasAnnotation(schema, keyword)) walk(value, [schema], '', 0);
   return found;
 }
