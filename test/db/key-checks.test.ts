@@ -24,6 +24,31 @@ forEachDatabase((dialect) => {
       assert.equal(await planCacheMode(), 'force_custom_plan');
     });
 
+    it('sends the write’s statements unprepared, so none is given a generic plan', async () => {
+      const prepared = async (text: string) =>
+        (
+          await sql<{
+            n: number;
+          }>`select count(*)::int as n from pg_prepared_statements where statement = ${text}`.execute(database.db)
+        ).rows[0].n;
+      const text = 'select $1::int + 1 as n';
+      await database.db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 8; i++) {
+          await withKeyChecksCached(trx, dialect, () => sql`select ${i}::int + 1 as n`.execute(trx));
+        }
+      });
+      assert.equal(await prepared(text), 0);
+      for (let i = 0; i < 8; i++) await sql`select ${i}::int + 1 as n`.execute(database.db);
+      assert.equal(await prepared(text), 1, 'run often enough outside, it is prepared');
+    });
+
+    it('refuses to run outside a transaction, where SET LOCAL would do nothing', async () => {
+      await assert.rejects(
+        withKeyChecksCached(database.db, dialect, () => planCacheMode()),
+        /runs in the caller’s transaction/,
+      );
+    });
+
     it('leaves the connection as it was when the write fails', async () => {
       await assert.rejects(
         database.db
