@@ -1,7 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Database, DialectName } from '../db/database.ts';
-import { withKeyChecksCached } from '../db/prepared.ts';
 import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
@@ -250,8 +249,7 @@ export async function applyBatch(
     const unnumbered = pending.filter((d) => d.id === 0);
     const ids = await allocateContactIds(db, accountId, unnumbered.length, reserved);
     for (const [i, d] of unnumbered.entries()) d.id = ids[i];
-    const rows = pending.map(rowOf);
-    const inserted = await withKeyChecksCached(db, dialect, () => insertContacts(db, dialect, accountId, now, rows));
+    const inserted = await insertContacts(db, dialect, accountId, now, pending.map(rowOf));
     pending = pending.filter((d) => !inserted.has(d.id));
     for (const d of pending) {
       // A chosen id was not among the candidates, and the account's batches apply one at a time.
@@ -284,7 +282,7 @@ export async function applyBatch(
 
   await updateContacts(db, dialect, accountId, now, rewrites);
   await updateContactData(db, dialect, accountId, now, dataUpdates);
-  await withKeyChecksCached(db, dialect, () => addListMembers(db, dialect, now, members));
+  await addListMembers(db, dialect, now, members);
   return result;
 }
 

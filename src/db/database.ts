@@ -4,7 +4,7 @@ import type { Schema } from './schema.ts';
 import { openSqlite } from './sqlite.ts';
 import { resolveProcedures, type Procedure } from './procedure.ts';
 import { Notifier } from './notifications.ts';
-import { PLANNED_AT_EACH_RUN, prepareHotStatements } from './prepared.ts';
+import { prepareMarkedStatements } from './prepared.ts';
 import { Turns } from './priority.ts';
 import { migrations } from './migrations/index.ts';
 import type { DialectName } from './dialect.ts';
@@ -136,10 +136,10 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     };
   }
   const size = options.poolSize ?? 10;
-  const pool = new pg.Pool({ connectionString: url, max: size, types: pgTypes, options: PLANNED_AT_EACH_RUN });
+  const pool = new pg.Pool({ connectionString: url, max: size, types: pgTypes });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  prepareHotStatements(pool);
+  prepareMarkedStatements(pool);
   const turns = new Turns(size);
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: inTurns(pool, turns) }) });
   const connectListener = async () => {

@@ -3,6 +3,7 @@ import type { DialectName } from '../db/database.ts';
 import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
+import { PLAN_ONCE } from '../db/prepared.ts';
 import type { FieldError } from '../errors.ts';
 import { queries } from './queries.ts';
 
@@ -357,8 +358,9 @@ export async function addressStanding(
   const { address: column, optIn } = CHANNEL[channel];
   // One round trip: the address's contacts, most recent first, each row carrying the
   // suppression's reason; a suppressed address no contact holds comes as one row without one.
+  // Every lookup is by key, so one plan serves every address: planned once (PLAN_ONCE).
   const { rows } = await sql<{ id: number | null; opted_in: boolean | number | null; suppressed: string | null }>`
-    select c.id, c.${sql.raw(optIn)} as opted_in, coalesce(s.reason, e.reason) as suppressed
+    ${sql.raw(PLAN_ONCE)} select c.id, c.${sql.raw(optIn)} as opted_in, coalesce(s.reason, e.reason) as suppressed
       from (select 1) one
       left join contacts c on c.account_id = ${accountId} and c.${sql.raw(column)} = ${address}
       left join suppressions s on s.account_id = ${accountId} and s.channel = ${channel} and s.address = ${address}
