@@ -103,7 +103,7 @@ forEachDatabase((dialect) => {
       binds.map((bind) => `warn ${bind}`),
     );
     assert.ok(!JSON.stringify(logged).includes('secret'), 'the password is never logged');
-    // Its slot frees once the answer is recorded.
+    // Its slot frees with the answer, which is recorded.
     await waitFor('the answer recorded', async () =>
       (await database.db.selectFrom('smpp_submits').selectAll().execute()).length === 1 ? true : undefined,
     );

@@ -7,6 +7,7 @@ import { idReadings, normalisedId } from '../../src/sms/transports/smpp/message-
 import { LocalSendRate } from '../../src/ratelimit/send-rate.ts';
 import { isReceipt, readReceipt } from '../../src/sms/transports/smpp/receipt-pdu.ts';
 import { ReceiptWatch, UNMATCHED_TELL_MS } from '../../src/sms/transports/smpp/receipt-watch.ts';
+import { ResendBound, type BoundShare } from '../../src/sms/transports/smpp/resend-bound.ts';
 import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
 import { refusalOf, statusCode } from '../../src/sms/transports/smpp/statuses.ts';
 import { submitFields } from '../../src/sms/transports/smpp/submit-fields.ts';
@@ -187,6 +188,58 @@ describe('the submit rate', () => {
     const wokenMs = performance.now() - started;
     await rate.close();
     assert.ok(wokenMs < 900, `woken after ${wokenMs} ms, not at the passcode's token`);
+  });
+});
+
+describe('the resend bound across connections', () => {
+  /** A connection of binds × window 10 (8 for campaigns), with `unrecorded` parts and parts waiting if `waits`. */
+  const share = (unrecorded: number, waits = false) => {
+    const made: BoundShare & { unrecorded: number; waits: boolean; pumped: number } = {
+      unrecorded,
+      waits,
+      pumped: 0,
+      slots: (urgent: boolean) => (urgent ? 10 : 8),
+      wantsSlots: () => made.waits,
+      pump: () => void made.pumped++,
+    };
+    return made;
+  };
+  const boundOf = (...shares: BoundShare[]) => {
+    const bound = new ResendBound();
+    for (const each of shares) bound.join(each);
+    return bound;
+  };
+
+  it('lets a connection past its own share only while the others have nothing waiting, never past the sum', () => {
+    const a = share(8);
+    const b = share(0);
+    const bound = boundOf(a, b);
+    assert.equal(bound.allows(a, false), true, 'b idle: a takes from its share');
+    b.waits = true;
+    assert.equal(bound.allows(a, false), false, 'b waiting: a keeps to its own 8');
+    assert.equal(bound.allows(b, false), true, 'and b has its own');
+    b.waits = false;
+    a.unrecorded = 16;
+    assert.equal(bound.allows(a, false), false, 'the sum of the campaign shares');
+    assert.equal(bound.allows(a, true), true, 'a passcode may use what campaigns leave');
+    a.unrecorded = 20;
+    assert.equal(bound.allows(a, true), false, 'and no more than the sum of binds × window');
+    b.waits = true;
+    assert.equal(bound.allows(b, true), false, "b's own share waits for a's parts to be recorded");
+  });
+
+  it('wakes the other connections when one records or leaves', () => {
+    const a = share(0);
+    const b = share(0);
+    const c = share(0);
+    const bound = boundOf(a, b, c);
+    bound.released(a);
+    assert.deepEqual([a.pumped, b.pumped, c.pumped], [0, 1, 1]);
+    bound.leave(c);
+    assert.deepEqual([a.pumped, b.pumped, c.pumped], [1, 2, 1]);
+    assert.equal(bound.allows(a, false), true);
+    a.unrecorded = 16;
+    assert.equal(bound.allows(a, false), false, 'c gone: the sum is a and b');
   });
 });
 

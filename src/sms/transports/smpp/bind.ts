@@ -74,7 +74,7 @@ interface Waiting {
  */
 export class SmppBind {
   state: BindState = 'down';
-  /** Window slots taken: counted by the transport, which frees a slot only once its answer is recorded. */
+  /** Window slots taken: submits unanswered, counted by the transport (ResendBound counts until recorded). */
   inUse = 0;
   /** No submit before this (monotonic ms): the SMSC asked to slow down. */
   pausedUntil = 0;

@@ -1,7 +1,8 @@
 /**
- * The SMPP transport's writes: each answered part, recorded before its window slot frees, and
- * receipts, matched to the parts they report on. Procedures (db/procedure.ts), so on SQLite
- * they run on the database's thread: this module stays clear of the `smpp` package.
+ * The SMPP transport's writes: each answered part, recorded before it stops counting toward the
+ * resend bound (resend-bound.ts), and receipts, matched to the parts they report on. Procedures
+ * (db/procedure.ts), so on SQLite they run on the database's thread: this module stays clear of
+ * the `smpp` package.
  */
 import { sql, type Kysely, type SqlBool } from 'kysely';
 import type { DialectName } from '../../../db/dialect.ts';

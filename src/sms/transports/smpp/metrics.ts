@@ -99,7 +99,7 @@ function createMetrics(registry: Registry): RegistryMetrics {
   };
   new Gauge({
     name: NAMES[4],
-    help: 'submit_sm sent and not yet answered and recorded, across binds, by connection',
+    help: 'submit_sm sent and not yet answered, across binds, by connection',
     labelNames: ['smsc'],
     registers,
     collect() {

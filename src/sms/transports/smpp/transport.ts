@@ -25,6 +25,7 @@ import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
 import { ReceiptWatch } from './receipt-watch.ts';
+import { ResendBound, type BoundShare } from './resend-bound.ts';
 import type { SmppSettings } from './url.ts';
 import { SharedSendRate } from '../../../ratelimit/shared-send-rate.ts';
 import { ESME_ROK, ESME_RX_T_APPN, refusalOf, statusCode } from './statuses.ts';
@@ -60,10 +61,12 @@ const GROUP_MAX = 1000;
 /**
  * What the SMPP transports of a process write, answers and receipts, each a group a transaction
  * across every connection: with a writer each, two connections took turns on the database and
- * carried a campaign at 0.72–0.80 of one connection with the same binds × window.
+ * carried a campaign at 0.72–0.80 of one connection with the same binds × window. And the bound
+ * on what a crash of the process sends again, across its connections (resend-bound.ts).
  */
 export class SmppJournal {
   readonly answers: GroupWriter<Answer>;
+  readonly bound = new ResendBound();
   readonly receipts: GroupWriter<ConnectionReceipt>;
   private readonly watches = new Map<string, ReceiptWatch>();
 
@@ -137,12 +140,13 @@ type HandsetPdu = Parameters<typeof readReceipt>[0] & {
  * SMS over SMPP 3.4 to an operator's SMSC (`SMS_TRANSPORT=smpp://…`): parts go out over
  * `binds` transceiver binds, each with at most `window` submit_sm outstanding, at most `tps` a
  * second across them (and across the processes sending on the account, with REDIS_URL), a
- * share of both held for one-time passcodes. A slot is held from the submit until its answer
- * is recorded (smpp_submits, a group of answers a transaction), so a crash can send again at
- * most binds × window parts whose answers were lost; a part whose answer was recorded is never
- * sent again, not after a crash, nor when its message is tried again because another of its
- * parts was refused for now. Receipts are matched and applied a group a transaction, and each
- * deliver_sm is answered once its receipt is kept.
+ * share of both held for one-time passcodes. A part counts from its submit until its answer is
+ * recorded (smpp_submits, a group of answers a transaction), at most the sum of binds × window
+ * of the process's connections (ResendBound), so a crash can send again at most that many parts
+ * whose answers were lost; a part whose answer was recorded is never sent again, not after a
+ * crash, nor when its message is tried again because another of its parts was refused for now.
+ * Receipts are matched and applied a group a transaction, and each deliver_sm is answered once
+ * its receipt is kept.
  */
 export function smppTransport(settings: SmppSettings, options: SmppTransportOptions): SmsTransport {
   return new SmppTransport(settings, options);
@@ -176,7 +180,7 @@ function submitRate(settings: SmppSettings, options: RateOptions): SendRate {
   });
 }
 
-class SmppTransport implements SmsTransport {
+class SmppTransport implements SmsTransport, BoundShare {
   private readonly name: string;
   private readonly settings: SmppSettings;
   private readonly database: Database;
@@ -190,8 +194,10 @@ class SmppTransport implements SmsTransport {
   /** Slots of each bind's window a campaign may take; passcodes may take them all. */
   private readonly normalLimit: number;
   private readonly queues = { urgent: [] as PartJob[], normal: [] as PartJob[] };
-  /** Slots held per recipient: a receipt for one of them may be for a part not yet recorded. */
+  /** Parts sent and not yet recorded, per recipient: a receipt for the recipient may be for one of them. */
   private readonly busy = new Map<string, number>();
+  /** Parts sent and not yet recorded (BoundShare). */
+  unrecorded = 0;
   private readonly held = new Map<string, HeldReceipt[]>();
   private readonly journal: SmppJournal;
   private readonly timer: NodeJS.Timeout;
@@ -243,6 +249,7 @@ class SmppTransport implements SmsTransport {
     this.journal = options.journal ?? new SmppJournal(this.database, this.clock, this.log);
     const watched = `${settings.systemId}@${settings.host}:${settings.port}`;
     this.journal.watch(this.name, new ReceiptWatch(watched, this.log, this.monotonic));
+    this.journal.bound.join(this);
     this.timer = setInterval(() => this.tick(), 500);
     for (const bind of this.binds) bind.open();
   }
@@ -313,10 +320,23 @@ class SmppTransport implements SmsTransport {
     return true;
   }
 
+  slots(urgent: boolean): number {
+    return this.settings.binds * (urgent ? this.settings.window : this.normalLimit);
+  }
+
+  wantsSlots(): boolean {
+    const free = (limit: number) => this.binds.some((bind) => bind.canSubmit && bind.inUse < limit);
+    return (
+      (this.queues.urgent.length > 0 && free(this.settings.window)) ||
+      (this.queues.normal.length > 0 && free(this.normalLimit))
+    );
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.timer);
     this.metrics.release();
+    this.journal.bound.leave(this);
     this.dropWhere(() => true, 'the SMPP transport is closing');
     await Promise.all([...this.binds.map((bind) => bind.close()), this.rate.close()]);
     await Promise.all([this.journal.answers.drained(), this.journal.receipts.drained()]);
@@ -332,8 +352,8 @@ class SmppTransport implements SmsTransport {
     else queue.push(job);
   }
 
-  /** Hands waiting parts to binds while a bind has a slot for them and the rate allows. */
-  private pump(): void {
+  /** Hands waiting parts to binds while a bind has a slot for them and the bound and the rate allow. */
+  pump(): void {
     for (;;) {
       const urgent = this.queues.urgent.length > 0;
       const queue = urgent ? this.queues.urgent : this.queues.normal;
@@ -349,7 +369,7 @@ class SmppTransport implements SmsTransport {
       let bind: SmppBind | undefined;
       for (const candidate of this.binds)
         if (candidate.canSubmit && candidate.inUse < limit && (!bind || candidate.inUse < bind.inUse)) bind = candidate;
-      if (!bind) return;
+      if (!bind || !this.journal.bound.allows(this, urgent)) return;
       // No token: the rate pumps again when there may be one.
       if (!this.rate.take(urgent, queue.length)) return;
       queue.shift();
@@ -360,6 +380,7 @@ class SmppTransport implements SmsTransport {
   private send(bind: SmppBind, job: PartJob): void {
     const recipient = job.tracker.message.recipient;
     bind.inUse += 1;
+    this.unrecorded += 1;
     this.busy.set(recipient, (this.busy.get(recipient) ?? 0) + 1);
     const sent = bind.submit({
       fields: job.fields,
@@ -388,12 +409,14 @@ class SmppTransport implements SmsTransport {
       const id = normalisedId(messageId);
       tracker.ids[part] = id;
       this.partSettled(tracker);
-      // The slot frees once the answer is recorded: what a crash can lose is bounded by the window.
       const { sendId, recipient } = message;
       const parts = message.segmented.parts.length;
       const answer = { sendId, recipient, part: part + 1, parts, operatorMessageId: id, smsc: this.name };
+      // The bind's slot is free; the part counts toward the resend bound until its answer is recorded.
+      bind.inUse -= 1;
       // recordAnswer retries until the answer is kept and never rejects.
-      void this.recordAnswer(answer).then(() => this.freeSlot(bind, message.recipient));
+      void this.recordAnswer(answer).then(() => this.recorded(recipient));
+      this.pump();
       return;
     }
     this.freeSlot(bind, message.recipient);
@@ -446,8 +469,15 @@ class SmppTransport implements SmsTransport {
     );
   }
 
+  /** A part's submit was not answered, or answered with a refusal: its slot and its count toward the bound free. */
   private freeSlot(bind: SmppBind, recipient: string): void {
     bind.inUse -= 1;
+    this.recorded(recipient);
+  }
+
+  /** A part no longer counts toward the resend bound: its answer is recorded, or it is not sent. */
+  private recorded(recipient: string): void {
+    this.unrecorded -= 1;
     const left = (this.busy.get(recipient) ?? 1) - 1;
     if (left > 0) {
       this.busy.set(recipient, left);
@@ -458,6 +488,7 @@ class SmppTransport implements SmsTransport {
       for (const { receipt, respond } of held ?? []) this.keepReceipt(receipt, respond);
     }
     this.pump();
+    this.journal.bound.released(this);
   }
 
   private dropWhere(match: (job: PartJob) => boolean, reason: string): void {
