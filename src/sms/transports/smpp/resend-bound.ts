@@ -18,8 +18,8 @@ export interface BoundShare {
  * counted until the answer is recorded, which takes a database write. Each connection may always
  * fill its own binds × window; while no other connection has parts waiting, it may also use
  * their share. A campaign whose numbers take one route and then another (a list sorted by
- * number, split by prefix) then keeps every bind's worth of parts in the pipeline: held to its
- * own share, each connection in turn waited on the database with half of it.
+ * number, split by prefix) uses one connection at a time; with only that connection's share,
+ * its binds would sit waiting for the database to record answers while the others' share idled.
  */
 export class ResendBound {
   private readonly shares = new Set<BoundShare>();
