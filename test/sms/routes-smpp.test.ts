@@ -58,6 +58,12 @@ forEachDatabase((dialect) => {
     assert.equal(response.statusCode, 200, response.body);
     worker = startWorker();
   };
+  /** Once the worker is bound to each of `names`: a route tries a connection that is up first. */
+  const up = (...names: string[]) =>
+    waitFor(`${names.join(' and ')} up`, async () => {
+      const { smsc } = (await admin('GET', '/admin/smsc')).json() as { smsc: Array<{ name: string; state: string }> };
+      return names.every((name) => smsc.some((c) => c.name === name && c.state === 'up')) || undefined;
+    });
   const taken = async (smsc: Smsc) =>
     ((await (await fetch(`http://127.0.0.1:${smsc.httpPort}/messages`)).json()) as { messages: MessageView[] }).messages
       .map((message) => message.recipient)
@@ -193,6 +199,7 @@ forEachDatabase((dialect) => {
     const first = await connection('first', { rejectDestinations: /^91/, rejectStatus: 0x08 });
     const second = await connection('second');
     await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    await up('first', 'second');
     const queueId = await send(alice, INDIA);
     assert.deepEqual(await settled(alice, queueId), { status: 'Delivered', error: null, smsc: ['second'] });
     assert.deepEqual(await taken(first), []);
@@ -203,6 +210,7 @@ forEachDatabase((dialect) => {
     await connection('first', { rejectDestinations: /^91/ });
     const second = await connection('second');
     await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    await up('first', 'second');
     const queueId = await send(alice, INDIA);
     const outcome = await settled(alice, queueId);
     assert.equal(outcome.status, 'Failed');
@@ -214,6 +222,7 @@ forEachDatabase((dialect) => {
     const first = await connection('first');
     const second = await connection('second');
     await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    await up('first', 'second');
     assert.deepEqual((await settled(alice, await send(alice, INDIA))).smsc, ['first'], 'the first, while it is up');
     await first.close();
     const queueId = await send(alice, GERMANY);
@@ -228,6 +237,7 @@ forEachDatabase((dialect) => {
     const first = await connection('first', { tps: 1 });
     const second = await connection('second');
     await setRoutes([{ prefix: '', smsc: ['first', 'second'] }]);
+    await up('first', 'second');
     const response = await alice.post('/sms/batch', {
       senderName: 'HERALD',
       body: 'Our sale starts today',

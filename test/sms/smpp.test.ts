@@ -348,6 +348,10 @@ forEachDatabase((dialect) => {
     const refused = (await read(queueId)).recipients.find((r: { recipient: string }) => r.recipient === '919812300081');
     assert.deepEqual([refused.status, refused.error], ['Queued', null]);
     assert.equal((await read(queueId)).status, 'Sending');
+    // The other's receipt is in before the SMSC goes away with those it had still to send.
+    await waitFor('the receipt of the message taken', async () =>
+      (await read(queueId)).totals.Delivered === 1 ? true : undefined,
+    );
     // The SMSC takes it again: the same port, no refusal.
     const port = smsc!.port;
     await smsc!.close();
