@@ -4,6 +4,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { ManualClock } from '../../src/clock.ts';
+import { sqlitePath } from '../../src/db/database.ts';
 import { receiveInboundSms } from '../../src/sms/inbound.ts';
 import type { OutgoingSms, SmsTransport } from '../../src/sms/transport.ts';
 import { SmppJournal, smppTransport } from '../../src/sms/transports/smpp/transport.ts';
@@ -39,8 +40,9 @@ forEachDatabase((dialect) => {
 
   /** Holds every write to smpp_submits until the returned function is called. */
   async function holdAnswers(): Promise<() => Promise<void>> {
-    if (dialect === 'sqlite') {
-      const other = new DatabaseSync(database.url.slice('sqlite:'.length));
+    const file = sqlitePath(database.url);
+    if (file !== undefined) {
+      const other = new DatabaseSync(file);
       other.exec('begin immediate');
       return async () => {
         other.exec('rollback');

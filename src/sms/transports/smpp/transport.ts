@@ -321,15 +321,28 @@ class SmppTransport implements SmsTransport, BoundShare {
   }
 
   slots(urgent: boolean): number {
-    return this.settings.binds * (urgent ? this.settings.window : this.normalLimit);
+    return this.settings.binds * this.windowFor(urgent);
   }
 
   wantsSlots(): boolean {
-    const free = (limit: number) => this.binds.some((bind) => bind.canSubmit && bind.inUse < limit);
     return (
-      (this.queues.urgent.length > 0 && free(this.settings.window)) ||
-      (this.queues.normal.length > 0 && free(this.normalLimit))
+      (this.queues.urgent.length > 0 && this.freeBind(true) !== undefined) ||
+      (this.queues.normal.length > 0 && this.freeBind(false) !== undefined)
     );
+  }
+
+  /** The slots of each bind's window a part may take: a passcode's all, a campaign's their share. */
+  private windowFor(urgent: boolean): number {
+    return urgent ? this.settings.window : this.normalLimit;
+  }
+
+  /** The bind with the fewest submits unanswered that can take a part (a passcode's if `urgent`) now. */
+  private freeBind(urgent: boolean): SmppBind | undefined {
+    const limit = this.windowFor(urgent);
+    let bind: SmppBind | undefined;
+    for (const candidate of this.binds)
+      if (candidate.canSubmit && candidate.inUse < limit && (!bind || candidate.inUse < bind.inUse)) bind = candidate;
+    return bind;
   }
 
   async close(): Promise<void> {
@@ -365,10 +378,7 @@ class SmppTransport implements SmsTransport, BoundShare {
         this.partSettled(job.tracker);
         continue;
       }
-      const limit = urgent ? this.settings.window : this.normalLimit;
-      let bind: SmppBind | undefined;
-      for (const candidate of this.binds)
-        if (candidate.canSubmit && candidate.inUse < limit && (!bind || candidate.inUse < bind.inUse)) bind = candidate;
+      const bind = this.freeBind(urgent);
       if (!bind || !this.journal.bound.allows(this, urgent)) return;
       // No token: the rate pumps again when there may be one.
       if (!this.rate.take(urgent, queue.length)) return;
