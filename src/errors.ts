@@ -95,5 +95,12 @@ export const conflict = (message: string, errors: FieldError[] = []) => new AppE
 export const unprocessable = (message: string, errors: FieldError[] = [], data?: Record<string, unknown>) =>
   new AppError(422, message, { errors, data });
 
+/** A send request its checks refused (`what`: "SMS request", "email batch"): 422 with every problem. */
+export const sendRejected = (what: string, errors: FieldError[]) =>
+  unprocessable(
+    `The ${what} was rejected with ${errors.length} problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
+    errors,
+  );
+
 export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
   new AppError(429, message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });

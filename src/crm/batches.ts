@@ -8,6 +8,7 @@ import { postProcedure } from '../http/idempotency.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { inJson } from '../db/in-json.ts';
 import type { ContactBatchRequest } from './schemas.ts';
+import { lockNamedLists } from './queries.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
 // Types only: validate.ts loads libphonenumber's metadata, and the database thread, which
 // imports this module for its procedures (src/server/procedures.ts), has no use for it.
@@ -209,9 +210,8 @@ export interface PreparedBatch {
  * property names to ids. Only reads, run before the request's transaction opens: on SQLite
  * the one connection is held by a transaction from its first statement to its commit, and
  * little read here can be undone under the batch: properties are never deleted, and a list is
- * not deleted while a queued batch names it (messaging/deletions.ts). A list deleted between
- * this read and the batch's record leaves a batch whose memberships cannot be written (their key
- * to the list): it fails its attempts and ends Failed, saying why.
+ * not deleted while a queued batch names it (messaging/deletions.ts), and one deleted between
+ * this read and the batch's record refuses the batch there (recordBatch).
  * Throws, listing every problem, if the batch cannot be accepted.
  */
 export async function prepareBatch(
@@ -281,38 +281,48 @@ export async function prepareBatch(
 /**
  * Records a prepared batch and queues its job, in the request's idempotency transaction:
  * the 202, the batch and its job commit together. A procedure, so on SQLite the
- * transaction runs on the database's thread in one go.
+ * transaction runs on the database's thread in one go. Its list, found by its checks, is
+ * locked until the commit, and a list deleted since is the checks' 422 (queries.ts,
+ * lockNamedLists).
  */
-export const recordBatch = postProcedure(import.meta.url, 'recordBatch', async ({ db }, batch: PreparedBatch) => {
-  await db
-    .insertInto('contact_batches')
-    .values({
-      id: batch.batchId,
-      account_id: batch.accountId,
-      list_id: batch.listId,
-      webhook_url: batch.webhookUrl,
-      status: 'Queued',
-      contact_count: batch.job.contacts.length,
-      inserted_ids: null,
-      updated_ids: null,
-      skipped_ids: null,
-      error: null,
-      created_at: batch.acceptedAt,
-      started_at: null,
-      completed_at: null,
-    })
-    .execute();
-  await enqueue(db, {
-    kind: CONTACT_BATCH_KIND,
-    payload: batch.job,
-    accountId: batch.accountId,
-    now: batch.acceptedAt,
-    idempotencyKey: jobKey(batch.batchId),
-    maxAttempts: MAX_ATTEMPTS,
-    priority: PRIORITY.contactBatch,
-  });
-  return { statusCode: 202, body: acceptedBody(batch.batchId) };
-});
+export const recordBatch = postProcedure(
+  import.meta.url,
+  'recordBatch',
+  async ({ db, dialect }, batch: PreparedBatch) => {
+    const [list] = await lockNamedLists(db, dialect, [batch.listId]);
+    if (list?.account_id !== batch.accountId) {
+      throw rejection([], [{ field: 'listId', message: 'is not a list of this account' }], []);
+    }
+    await db
+      .insertInto('contact_batches')
+      .values({
+        id: batch.batchId,
+        account_id: batch.accountId,
+        list_id: batch.listId,
+        webhook_url: batch.webhookUrl,
+        status: 'Queued',
+        contact_count: batch.job.contacts.length,
+        inserted_ids: null,
+        updated_ids: null,
+        skipped_ids: null,
+        error: null,
+        created_at: batch.acceptedAt,
+        started_at: null,
+        completed_at: null,
+      })
+      .execute();
+    await enqueue(db, {
+      kind: CONTACT_BATCH_KIND,
+      payload: batch.job,
+      accountId: batch.accountId,
+      now: batch.acceptedAt,
+      idempotencyKey: jobKey(batch.batchId),
+      maxAttempts: MAX_ATTEMPTS,
+      priority: PRIORITY.contactBatch,
+    });
+    return { statusCode: 202, body: acceptedBody(batch.batchId) };
+  },
+);
 
 /** SPEC §2.6: the body of the 202, exactly. */
 export function acceptedBody(batchId: string) {

@@ -316,3 +316,40 @@ export async function lockAccountContacts(db: Db, dialect: DialectName, accountI
       : sql<{ id: string }>`select ${defaultList} as id`;
   return (await query.execute(db)).rows[0].id;
 }
+
+/**
+ * Which of `listIds` are lists still, each with its account, for a write that names them after
+ * its checks found them (a send, a contact batch). On PostgreSQL each found is locked (FOR KEY
+ * SHARE) until the transaction ends, so a DELETE /lists/{listId} that locks the list first
+ * (lockListToDelete) waits for the write and then finds it; one that got there first has
+ * deleted the list by the time this reads, and the write is refused. SQLite's one writer runs
+ * the two transactions one after the other.
+ */
+export async function lockNamedLists(
+  db: Db,
+  dialect: DialectName,
+  listIds: string[],
+): Promise<Array<{ id: string; account_id: string }>> {
+  if (listIds.length === 0) return [];
+  const query = db.selectFrom('contact_lists').select(['id', 'account_id']).where('id', 'in', listIds);
+  return (dialect === 'postgres' ? query.forKeyShare() : query).execute();
+}
+
+/**
+ * The account's list `listId`, locked (FOR UPDATE on PostgreSQL) for its DELETE to look for the
+ * sends and batches that name it: a write naming it (lockNamedLists) either committed before the
+ * lock was granted, and is seen, or waits for the delete and finds the list gone.
+ */
+export async function lockListToDelete(
+  db: Db,
+  dialect: DialectName,
+  accountId: string,
+  listId: string,
+): Promise<{ id: string } | undefined> {
+  const query = db
+    .selectFrom('contact_lists')
+    .select('id')
+    .where('id', '=', listId)
+    .where('account_id', '=', accountId);
+  return (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+}

@@ -1,7 +1,8 @@
 import type { LocalDelivery } from '../messaging/schedule.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
-import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
-import type { StoredRecipient } from '../messaging/recipients.ts';
+import { sendRejected } from '../errors.ts';
+import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
+import { unknownLists, type StoredRecipient } from '../messaging/recipients.ts';
 import { acceptOf, writeSends } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { EmailParty } from './render.ts';
@@ -74,10 +75,11 @@ function accepted({ sendId, draft, now }: PreparedEmail) {
 
 /**
  * The writes of `/email/batch` requests (SPEC §2.7), in the caller's transaction: each batch,
- * its request recipients and its job.
+ * its request recipients and its job. A batch whose list was deleted since its checks is refused
+ * as they would have refused it (writeSends).
  */
 export async function writeEmail({ db, dialect }: ProcedureDatabase, requests: PreparedEmail[]) {
-  await writeSends(
+  const gone = await writeSends(
     db,
     dialect,
     requests.map((request) => {
@@ -90,7 +92,11 @@ export async function writeEmail({ db, dialect }: ProcedureDatabase, requests: P
       });
     }),
   );
-  return requests.map(accepted);
+  return requests.map((request, i) =>
+    gone[i].length === 0
+      ? accepted(request)
+      : refusalOf(sendRejected('email batch', unknownLists(gone[i], 'sendingDetails.listId'))),
+  );
 }
 
 /**
@@ -99,12 +105,13 @@ export async function writeEmail({ db, dialect }: ProcedureDatabase, requests: P
  */
 export const recordEmailGroup = postGroupProcedure(import.meta.url, 'recordEmailGroup', writeEmail, {
   oneStatement: 'postgres',
+  needsTransaction: (request) => request.draft.listIds.length > 0,
 });
 
 /** The 202 of `/email/batch` (SPEC §2.7): the batch, its request recipients and its job, committed together. */
 export const recordEmail = postProcedure(
   import.meta.url,
   'recordEmail',
-  async (database, request: PreparedEmail) => (await writeEmail(database, [request]))[0],
+  async (database, request: PreparedEmail) => outcomeOf((await writeEmail(database, [request]))[0]),
   { group: recordEmailGroup },
 );

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { emailAddressProblem } from '../crm/email-address.ts';
-import { badRequest, unprocessable, type FieldError } from '../errors.ts';
+import { badRequest, sendRejected, type FieldError } from '../errors.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { sendTime, type LocalDelivery } from '../messaging/schedule.ts';
 import { checkTags } from '../messaging/tags.ts';
@@ -162,11 +162,7 @@ export async function prepareEmail(
   }
   errors.push(...(await listProblems(db, accountId, draft.listIds, 'sendingDetails.listId')));
   if (errors.length > 0) {
-    throw unprocessable(
-      `The email batch was rejected with ${errors.length} ` +
-        `problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
-      errors,
-    );
+    throw sendRejected('email batch', errors);
   }
   return { html: html! };
 }

@@ -162,16 +162,18 @@ export function postProcedure<A, T>(
  * writes them all in one transaction and answers each one's outcome, in order, or the
  * Refusal of one its checks in the transaction refused.
  * `oneStatement`: on that dialect `work` writes in a single statement, atomic by itself, so
- * the group skips BEGIN and COMMIT: two round trips of three.
+ * the group skips BEGIN and COMMIT: two round trips of three; unless a request of the group
+ * is one that `needsTransaction`.
  */
 export function postGroupProcedure<A, R extends Outcome<unknown> | Refusal>(
   module: string,
   name: string,
   work: (trx: ProcedureDatabase, group: A[]) => Promise<R[]>,
-  options: { oneStatement?: DialectName } = {},
+  options: { oneStatement?: DialectName; needsTransaction?: (request: A) => boolean } = {},
 ): Procedure<A[], R[]> {
   return procedure(module, name, ({ db, dialect }, group: A[]) => {
-    if (options.oneStatement === dialect) return work({ db, dialect }, group);
+    const needsTransaction = options.needsTransaction ?? (() => false);
+    if (options.oneStatement === dialect && !group.some(needsTransaction)) return work({ db, dialect }, group);
     return db.transaction().execute((trx) => work({ db: trx, dialect }, group));
   });
 }

@@ -4,6 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
+import { lockNamedLists } from '../crm/queries.ts';
 import { defaultListId } from '../crm/setup.ts';
 import type { NewJob } from '../queue/queue.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
@@ -123,9 +124,28 @@ export function acceptOf(
 /**
  * The writes of accepts, one request's or a group's (db/gathering.ts), in the caller's
  * transaction: the sends, their request recipients and their jobs. On PostgreSQL they are one
- * statement, so a group costs one round trip.
+ * statement, so a group costs one round trip (two when one names lists, in a transaction).
+ *
+ * Answers, for each accept, the lists it names that are gone since its checks found them (a
+ * DELETE /lists/{listId} in between): such an accept is not written, and the caller refuses it
+ * as its checks would have. Those that name lists keep them locked until the transaction ends
+ * (crm/queries.ts, lockNamedLists), so a list is never deleted under a send that will expand it.
  */
-export async function writeSends(db: Db, dialect: DialectName, accepts: Accept[]): Promise<void> {
+export async function writeSends(db: Db, dialect: DialectName, accepts: Accept[]): Promise<string[][]> {
+  const gone = await goneLists(db, dialect, accepts);
+  const kept = accepts.filter((_, i) => gone[i].length === 0);
+  if (kept.length > 0) await insertAccepts(db, dialect, kept);
+  return gone;
+}
+
+async function goneLists(db: Db, dialect: DialectName, accepts: Accept[]): Promise<string[][]> {
+  const named = [...new Set(accepts.flatMap(({ send }) => send.listIds))];
+  if (named.length === 0) return accepts.map(() => []);
+  const owners = new Map((await lockNamedLists(db, dialect, named)).map((list) => [list.id, list.account_id]));
+  return accepts.map(({ send }) => send.listIds.filter((id) => owners.get(id) !== send.accountId));
+}
+
+async function insertAccepts(db: Db, dialect: DialectName, accepts: Accept[]): Promise<void> {
   const rows = db.insertInto('sends').values(
     accepts.map(({ send }) => ({
       id: send.id,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { procedure } from '../db/procedure.ts';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import { conflict, notFound } from '../errors.ts';
-import { lockAccountContacts } from '../crm/queries.ts';
+import { lockAccountContacts, lockListToDelete } from '../crm/queries.ts';
 import { allContactsFixed } from '../crm/setup.ts';
 import { queries } from './queries.ts';
 import { addSuppression } from './suppressions.ts';
@@ -74,7 +74,9 @@ export const deleteContact = procedure(
  * and an index of unfinished sends would cost every send's status change a write.
  *
  * A contact batch still queued for the list is refused too: applied afterwards it would add
- * members to a list that is gone. Finished batches keep their records (0035).
+ * members to a list that is gone. Finished batches keep their records (0035). The list is
+ * locked before the sends and batches are looked for, so one being written as this runs is
+ * either seen or refused (crm/queries.ts, lockNamedLists).
  */
 export const deleteList = procedure(
   import.meta.url,
@@ -82,12 +84,7 @@ export const deleteList = procedure(
   async ({ db, dialect }, args: { accountId: string; listId: string; by: AuditBy }): Promise<void> =>
     db.transaction().execute(async (trx) => {
       const allContacts = await lockAccountContacts(trx, dialect, args.accountId);
-      const list = await trx
-        .selectFrom('contact_lists')
-        .select('id')
-        .where('id', '=', args.listId)
-        .where('account_id', '=', args.accountId)
-        .executeTakeFirst();
+      const list = await lockListToDelete(trx, dialect, args.accountId, args.listId);
       if (!list) throw notFound('The list');
       if (list.id === allContacts) throw allContactsFixed('deleted');
       const send = await trx

@@ -328,10 +328,15 @@ export async function listProblems(
     .where('id', 'in', listIds)
     .execute();
   const known = new Set(rows.map((row) => row.id));
-  return listIds
-    .filter((id) => !known.has(id))
-    .map((id) => ({ field, message: `holds ${id}, which is not a list of this account` }));
+  return unknownLists(
+    listIds.filter((id) => !known.has(id)),
+    field,
+  );
 }
+
+/** The 422's problems of listIds that are not the account's lists. */
+export const unknownLists = (listIds: string[], field: string): FieldError[] =>
+  listIds.map((id) => ({ field, message: `holds ${id}, which is not a list of this account` }));
 
 /** Whether the account may send to an address now, and the contact whose properties fill its tags. */
 export interface AddressStanding {

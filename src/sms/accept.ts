@@ -1,6 +1,7 @@
 import type { ProcedureDatabase } from '../db/procedure.ts';
-import { postGroupProcedure, postProcedure } from '../http/idempotency.ts';
-import type { StoredRecipient } from '../messaging/recipients.ts';
+import { sendRejected } from '../errors.ts';
+import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
+import { unknownLists, type StoredRecipient } from '../messaging/recipients.ts';
 import { acceptOf, writeSends } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
@@ -66,10 +67,11 @@ function accepted({ sendId, draft, now }: PreparedSms) {
  * The writes of `/sms/single` and `/sms/batch` requests (SPEC §2.5), in the caller's
  * transaction: each send, its request recipients and its job. An immediate single SMS is a
  * one-time passcode: the highest lane, and stored expanded (its recipient was settled at
- * accept, with its contact). On PostgreSQL all of it is one statement.
+ * accept, with its contact). On PostgreSQL all of it is one statement. A request whose list
+ * was deleted since its checks is refused as they would have refused it (writeSends).
  */
 export async function writeSms({ db, dialect }: ProcedureDatabase, requests: PreparedSms[]) {
-  await writeSends(
+  const gone = await writeSends(
     db,
     dialect,
     requests.map((request) => {
@@ -82,7 +84,9 @@ export async function writeSms({ db, dialect }: ProcedureDatabase, requests: Pre
       });
     }),
   );
-  return requests.map(accepted);
+  return requests.map((request, i) =>
+    gone[i].length === 0 ? accepted(request) : refusalOf(sendRejected('SMS request', unknownLists(gone[i], 'listId'))),
+  );
 }
 
 /**
@@ -92,6 +96,7 @@ export async function writeSms({ db, dialect }: ProcedureDatabase, requests: Pre
  */
 export const recordSmsGroup = postGroupProcedure(import.meta.url, 'recordSmsGroup', writeSms, {
   oneStatement: 'postgres',
+  needsTransaction: (request) => request.draft.listIds.length > 0,
 });
 
 /**
@@ -101,6 +106,6 @@ export const recordSmsGroup = postGroupProcedure(import.meta.url, 'recordSmsGrou
 export const recordSms = postProcedure(
   import.meta.url,
   'recordSms',
-  async (database, request: PreparedSms) => (await writeSms(database, [request]))[0],
+  async (database, request: PreparedSms) => outcomeOf((await writeSms(database, [request]))[0]),
   { group: recordSmsGroup },
 );

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { unprocessable, type FieldError } from '../errors.ts';
+import { sendRejected, type FieldError } from '../errors.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { sendTime } from '../messaging/schedule.ts';
@@ -194,10 +194,6 @@ export async function prepareSms(
   }
 
   if (errors.length > 0) {
-    throw unprocessable(
-      `The SMS request was rejected with ${errors.length} ` +
-        `problem${errors.length === 1 ? '' : 's'}; nothing was queued.`,
-      errors,
-    );
+    throw sendRejected('SMS request', errors);
   }
 }

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { forEachDatabase } from '../support/databases.ts';
-import { CONTACT_BATCH_KIND } from '../../src/crm/batches.ts';
+import { randomUUID } from 'node:crypto';
+import { CONTACT_BATCH_KIND, packEntries, recordBatch } from '../../src/crm/batches.ts';
+import type { AppError } from '../../src/errors.ts';
+import { bearer } from '../support/app.ts';
 import { claimJobs, rescueExpiredLeases } from '../../src/queue/queries.ts';
 import { buildContact, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
@@ -268,6 +271,27 @@ forEachDatabase((dialect) => {
       assert.equal(response.statusCode, 422);
       assert.deepEqual(response.json().errors, [{ field: 'listId', message: 'is not a list of this account' }]);
     }
+    assert.equal(await count('contact_batches'), 0);
+  });
+
+  it('refuses a batch whose list was deleted after its checks found it, with the same 422', async () => {
+    const list = await alice.createList('Leaving');
+    const batchId = randomUUID();
+    const batch = {
+      batchId,
+      accountId: alice.account.row.id,
+      listId: list,
+      webhookUrl: null,
+      job: packEntries(batchId, list, []),
+      acceptedAt: crm.clock.now(),
+    };
+    const deleted = await crm.t.app.inject({ method: 'DELETE', url: `/lists/${list}`, headers: bearer(alice.token) });
+    assert.equal(deleted.statusCode, 204);
+    await assert.rejects(crm.t.ctx.database.call(recordBatch, { claim: undefined, args: batch }), (error: AppError) => {
+      assert.equal(error.statusCode, 422);
+      assert.deepEqual(error.errors, [{ field: 'listId', message: 'is not a list of this account' }]);
+      return true;
+    });
     assert.equal(await count('contact_batches'), 0);
   });
 
