@@ -3,7 +3,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import { sendRejected } from '../errors.ts';
 import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
 import { unknownLists, type StoredRecipient } from '../messaging/recipients.ts';
-import { acceptOf, writeSends } from '../messaging/accept.ts';
+import { acceptOf, writeSends, type AcceptWrites } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { EmailParty } from './render.ts';
 import type { EmailDraft } from './validate.ts';
@@ -78,7 +78,11 @@ function accepted({ sendId, draft, now }: PreparedEmail) {
  * its request recipients and its job. A batch whose list was deleted since its checks is refused
  * as they would have refused it (writeSends).
  */
-export async function writeEmail({ db, dialect }: ProcedureDatabase, requests: PreparedEmail[]) {
+export async function writeEmail(
+  { db, dialect }: ProcedureDatabase,
+  requests: PreparedEmail[],
+  alongside: AcceptWrites = [],
+) {
   const gone = await writeSends(
     db,
     dialect,
@@ -91,6 +95,7 @@ export async function writeEmail({ db, dialect }: ProcedureDatabase, requests: P
         expanded: passcode,
       });
     }),
+    alongside,
   );
   return requests.map((request, i) =>
     gone[i].length === 0

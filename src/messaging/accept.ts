@@ -9,7 +9,9 @@ import { defaultListId } from '../crm/setup.ts';
 import type { NewJob } from '../queue/queue.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import type { PageRow } from './pipeline.ts';
-import { queries } from './queries.ts';
+import { queries, type AcceptWrites } from './queries.ts';
+
+export type { AcceptWrites };
 import { pauseForTest } from './test-pause.ts';
 import { hasEndpoints } from '../webhooks/endpoints.ts';
 import { UsageTally } from './rollup.ts';
@@ -126,15 +128,23 @@ export function acceptOf(
  * transaction: the sends, their request recipients and their jobs. On PostgreSQL they are one
  * statement, so a group costs one round trip (two when one names lists, in a transaction).
  *
+ * `alongside`: inserts of the caller's own that go first, in the same statement on PostgreSQL.
+ *
  * Answers, for each accept, the lists it names that are gone since its checks found them (a
  * DELETE /lists/{listId} in between): such an accept is not written, and the caller refuses it
  * as its checks would have. Those that name lists keep them locked until the transaction ends
  * (crm/queries.ts, lockNamedLists), so a list is never deleted under a send that will expand it.
  */
-export async function writeSends(db: Db, dialect: DialectName, accepts: Accept[]): Promise<string[][]> {
+export async function writeSends(
+  db: Db,
+  dialect: DialectName,
+  accepts: Accept[],
+  alongside: AcceptWrites = [],
+): Promise<string[][]> {
   const gone = await goneLists(db, dialect, accepts);
   const kept = accepts.filter((_, i) => gone[i].length === 0);
-  if (kept.length > 0) await insertAccepts(db, dialect, kept);
+  if (kept.length > 0) await insertAccepts(db, dialect, kept, alongside);
+  else for (const write of alongside) await write.execute(db);
   return gone;
 }
 
@@ -145,7 +155,7 @@ async function goneLists(db: Db, dialect: DialectName, accepts: Accept[]): Promi
   return accepts.map(({ send }) => send.listIds.filter((id) => owners.get(id) !== send.accountId));
 }
 
-async function insertAccepts(db: Db, dialect: DialectName, accepts: Accept[]): Promise<void> {
+async function insertAccepts(db: Db, dialect: DialectName, accepts: Accept[], alongside: AcceptWrites) {
   const rows = db.insertInto('sends').values(
     accepts.map(({ send }) => ({
       id: send.id,
@@ -171,7 +181,7 @@ async function insertAccepts(db: Db, dialect: DialectName, accepts: Accept[]): P
         )
       : undefined;
   const jobs = accepts.map((accept) => accept.job);
-  await queries[dialect].writeAccepts(db, ownRecipients ? [rows, ownRecipients] : [rows], jobs);
+  await queries[dialect].writeAccepts(db, [...alongside, rows, ...(ownRecipients ? [ownRecipients] : [])], jobs);
 }
 
 /**

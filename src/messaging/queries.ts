@@ -43,7 +43,7 @@ const ADD_TO_ROLLUP = sql`on conflict (account_id, channel, bucket, status, enco
                                         cost_micros = usage_rollup.cost_micros + excluded.cost_micros`;
 
 /** The rows of accepts: the send rows and their own recipients (writeSends's `rows` and `ownRecipients`). */
-type AcceptWrites = Array<OperationNodeSource & { execute(db: Db): Promise<unknown> }>;
+export type AcceptWrites = Array<OperationNodeSource & { execute(db: Db): Promise<unknown> }>;
 
 const SQLITE = {
   /** An epoch-ms parameter as a column of the send tables takes it. */

@@ -2,7 +2,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import { sendRejected } from '../errors.ts';
 import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
 import { unknownLists, type StoredRecipient } from '../messaging/recipients.ts';
-import { acceptOf, writeSends } from '../messaging/accept.ts';
+import { acceptOf, writeSends, type AcceptWrites } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -70,7 +70,11 @@ function accepted({ sendId, draft, now }: PreparedSms) {
  * accept, with its contact). On PostgreSQL all of it is one statement. A request whose list
  * was deleted since its checks is refused as they would have refused it (writeSends).
  */
-export async function writeSms({ db, dialect }: ProcedureDatabase, requests: PreparedSms[]) {
+export async function writeSms(
+  { db, dialect }: ProcedureDatabase,
+  requests: PreparedSms[],
+  alongside: AcceptWrites = [],
+) {
   const gone = await writeSends(
     db,
     dialect,
@@ -83,6 +87,7 @@ export async function writeSms({ db, dialect }: ProcedureDatabase, requests: Pre
         expanded: passcode,
       });
     }),
+    alongside,
   );
   return requests.map((request, i) =>
     gone[i].length === 0 ? accepted(request) : refusalOf(sendRejected('SMS request', unknownLists(gone[i], 'listId'))),

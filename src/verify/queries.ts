@@ -1,4 +1,6 @@
 import { sql, type Kysely } from 'kysely';
+import { jsonArrayFrom as postgresRowsOf } from 'kysely/helpers/postgres';
+import { jsonArrayFrom as sqliteRowsOf } from 'kysely/helpers/sqlite';
 import type { Schema, VerificationsTable } from '../db/schema.ts';
 
 /** One check's terms, as the row must still meet them when written (record.ts, checkOne's conditions). */
@@ -24,6 +26,9 @@ export interface CheckTerms {
  * other way round would lock them in the other order, and the two would wait on each other
  * until PostgreSQL broke the deadlock a second later. SQLite needs none (above).
  *
+ * `rowsOf`: a select's rows as one JSON array, for a read of several lists in one statement
+ * (record.ts, countsOf); the reader parses SQLite's JSON text (ParseJSONResultsPlugin).
+ *
  * `approve` and `takeAttempts`: a check each of verifications all different, in one statement
  * whose conditions on each row are the whole decision, with the check's own terms joined from
  * one JSON parameter (one statement text whatever the count). They answer the rows they
@@ -38,6 +43,7 @@ export interface CheckTerms {
  */
 export const queries = {
   sqlite: {
+    rowsOf: sqliteRowsOf,
     async lockKeys(_trx: Kysely<Schema>, _keys: string[]): Promise<void> {},
     async lockRows(_trx: Kysely<Schema>, _ids: string[]): Promise<void> {},
     async approve(db: Kysely<Schema>, checks: CheckTerms[]): Promise<VerificationsTable[]> {
@@ -62,6 +68,7 @@ export const queries = {
     },
   },
   postgres: {
+    rowsOf: postgresRowsOf,
     async lockKeys(trx: Kysely<Schema>, keys: string[]): Promise<void> {
       // A volatile function of the select list runs after the ORDER BY, so in the ids' order.
       await sql`select pg_advisory_xact_lock(id) from (

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { ParseJSONResultsPlugin, type Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import { isAnyOf } from '../db/in-json.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
@@ -97,47 +97,75 @@ function add(map: Map<string, number[]>, key: string, at: number): void {
 
 const distinct = (values: string[]) => [...new Set(values)];
 
+/** Every column of a verification, named: a row read as JSON (queries.ts, `rowsOf`) names its fields. */
+const VERIFICATION_COLUMNS = [
+  'id',
+  'account_id',
+  'channel',
+  'recipient',
+  'country',
+  'prefix',
+  'status',
+  'attempts_left',
+  'send_attempts',
+  'code_hash',
+  'last_sent_at',
+  'expires_at',
+  'webhook_url',
+  'created_at',
+  'ended_at',
+] as const satisfies ReadonlyArray<keyof Verification>;
+
 /**
- * The group's Counts: three reads whatever its size. Each is of every account's rows of every
- * number (or prefix) of the group, more than the group's own pairs when it holds two accounts:
- * the keys sort them out.
+ * The group's Counts: one read whatever its size, of three lists. Each is of every account's rows
+ * of every number (or prefix) of the group, more than the group's own pairs when it holds two
+ * accounts: the keys sort them out. One statement, not three: on PostgreSQL a group's round trips,
+ * each a wait for the event loop too, were most of a start's time.
  */
 async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[]): Promise<Counts> {
+  const { rowsOf } = queries[dialect];
   const accounts = isAnyOf(dialect, 'account_id', distinct(starts.map((start) => start.accountId)));
   const numbers = isAnyOf(dialect, 'recipient', distinct(starts.map((start) => start.to)));
-  const prefixes = distinct(starts.map((start) => start.prefix).filter((prefix) => prefix !== ''));
+  const prefixes = distinct(starts.map((start) => start.prefix));
   const since = Math.min(...starts.map((start) => start.now)) - LIMIT_WINDOW_MS;
+  const read = await db
+    .withPlugin(new ParseJSONResultsPlugin())
+    .selectNoFrom((eb) => [
+      rowsOf(
+        eb
+          .selectFrom('verifications')
+          .select(VERIFICATION_COLUMNS)
+          .where(accounts)
+          .where(numbers)
+          .where('status', '=', 'pending'),
+      ).as('pending'),
+      rowsOf(
+        eb
+          .selectFrom('verification_sends')
+          .select(['account_id', 'recipient', 'at'])
+          .where(accounts)
+          .where(numbers)
+          .where('at', '>', since),
+      ).as('sends'),
+      rowsOf(
+        eb
+          .selectFrom('verifications')
+          .select(['account_id', 'prefix', 'created_at'])
+          .where(accounts)
+          .where(isAnyOf(dialect, 'prefix', prefixes))
+          .where('prefix', '!=', '')
+          .where('created_at', '>', since),
+      ).as('made'),
+    ])
+    .executeTakeFirstOrThrow();
   const counts: Counts = { pending: new Map(), sends: new Map(), made: new Map() };
-  const pending = await db
-    .selectFrom('verifications')
-    .selectAll()
-    .where(accounts)
-    .where(numbers)
-    .where('status', '=', 'pending')
-    .execute();
-  for (const row of pending) {
+  for (const row of read.pending) {
     const key = keyOf(row.account_id, row.recipient);
     const newest = counts.pending.get(key);
     if (!newest || Number(row.created_at) > Number(newest.created_at)) counts.pending.set(key, row);
   }
-  const sends = await db
-    .selectFrom('verification_sends')
-    .select(['account_id', 'recipient', 'at'])
-    .where(accounts)
-    .where(numbers)
-    .where('at', '>', since)
-    .execute();
-  for (const send of sends) add(counts.sends, keyOf(send.account_id, send.recipient), Number(send.at));
-  if (prefixes.length > 0) {
-    const made = await db
-      .selectFrom('verifications')
-      .select(['account_id', 'prefix', 'created_at'])
-      .where(accounts)
-      .where(isAnyOf(dialect, 'prefix', prefixes))
-      .where('created_at', '>', since)
-      .execute();
-    for (const row of made) add(counts.made, keyOf(row.account_id, row.prefix), Number(row.created_at));
-  }
+  for (const send of read.sends) add(counts.sends, keyOf(send.account_id, send.recipient), Number(send.at));
+  for (const row of read.made) add(counts.made, keyOf(row.account_id, row.prefix), Number(row.created_at));
   return counts;
 }
 
@@ -195,8 +223,9 @@ function allowed(counts: Counts, args: StartVerification): Allowed {
 
 /** A group's writes, gathered as its starts are decided and made once all are. */
 interface Writes {
+  /** The group's new rows, each as the group leaves it. */
   made: Verification[];
-  /** Each resend's row as it leaves it, in order. */
+  /** Each resend of a row there before the group, as it leaves it, in order. */
   resent: Verification[];
   expired: Verification[];
   sends: Array<{ account_id: string; recipient: string; at: number }>;
@@ -216,7 +245,9 @@ function started(counts: Counts, writes: Writes, args: StartVerification, { pend
   let row: Verification;
   if (pending) {
     row = { ...pending, ...sent, send_attempts: Number(pending.send_attempts) + 1 };
-    writes.resent.push(row);
+    const madeHere = writes.made.indexOf(pending);
+    if (madeHere >= 0) writes.made[madeHere] = row;
+    else writes.resent.push(row);
   } else {
     row = {
       id: args.id,
@@ -277,8 +308,9 @@ async function startVerifications({ db, dialect }: ProcedureDatabase, starts: St
     const { verificationId, channel, status, expiresAt, sendAttempts } = verificationView(row, start.now);
     return { statusCode: 201, body: { verificationId, to: start.to, channel, status, expiresAt, sendAttempts } };
   });
-  // Made, then sent again, then expired: the order a row can go through within one group.
-  if (writes.made.length > 0) await db.insertInto('verifications').values(writes.made).execute();
+  // The rows there before the group first, then what it made with its codes' messages, in one
+  // statement on PostgreSQL (messaging/accept.ts, writeSends). A row made and sent again within
+  // the group is written once, as it ends (started).
   for (const row of writes.resent) {
     const { code_hash, send_attempts, last_sent_at, expires_at, webhook_url } = row;
     await db
@@ -289,9 +321,12 @@ async function startVerifications({ db, dialect }: ProcedureDatabase, starts: St
   }
   const latest = Math.max(...starts.map((start) => start.now));
   await endVerifications(db, writes.expired, 'expired', latest);
-  if (writes.sends.length > 0) await db.insertInto('verification_sends').values(writes.sends).execute();
-  if (writes.sms.length > 0) await writeSms({ db, dialect }, writes.sms);
-  if (writes.email.length > 0) await writeEmail({ db, dialect }, writes.email);
+  const made = [
+    ...(writes.made.length > 0 ? [db.insertInto('verifications').values(writes.made)] : []),
+    db.insertInto('verification_sends').values(writes.sends),
+  ];
+  if (writes.sms.length > 0) await writeSms({ db, dialect }, writes.sms, made.splice(0));
+  if (writes.email.length > 0) await writeEmail({ db, dialect }, writes.email, made.splice(0));
   return answers;
 }
 

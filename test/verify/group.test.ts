@@ -235,6 +235,36 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await postedStatuses(), [[ending.id, 'expired']]);
   });
 
+  it('writes a verification made and sent again within one group once, as the group leaves it', async () => {
+    const made = startOf('919877700001', T0);
+    const again = startOf('919877700001', T0 + 31_000, { codeHash: 'salt.again' });
+    const blocker = gather(startOf('919877700002', T0));
+    const [, first, second] = await Promise.all([blocker, gather(made), gather(again)]);
+    assert.deepEqual(database.gathered().get('startVerificationGroup'), { groups: 2, callers: 3 });
+    const body = (answer: typeof first) => outcomeOf(answer).body as { verificationId: string; sendAttempts: number };
+    assert.deepEqual([body(first).verificationId, body(first).sendAttempts], [made.id, 1]);
+    assert.deepEqual([body(second).verificationId, body(second).sendAttempts], [made.id, 2], 'the same one');
+    const rows = await database.db
+      .selectFrom('verifications')
+      .select(['id', 'code_hash', 'send_attempts', 'last_sent_at'])
+      .where('recipient', '=', '919877700001')
+      .execute();
+    assert.deepEqual(
+      rows.map((row) => [row.id, row.code_hash, Number(row.send_attempts), Number(row.last_sent_at)]),
+      [[made.id, 'salt.again', 2, T0 + 31_000]],
+    );
+    const sends = await database.db
+      .selectFrom('verification_sends')
+      .select('at')
+      .where('recipient', '=', '919877700001')
+      .orderBy('at')
+      .execute();
+    assert.deepEqual(
+      sends.map((send) => Number(send.at)),
+      [T0, T0 + 31_000],
+    );
+  });
+
   /** Each verify.status event waiting to be posted: its verification and status. */
   const postedStatuses = async () =>
     (await database.db.selectFrom('webhook_events').select('events').where('type', '=', 'verify.status').execute())
