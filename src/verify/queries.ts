@@ -1,7 +1,8 @@
-import { sql, type Kysely } from 'kysely';
-import { jsonArrayFrom as postgresRowsOf } from 'kysely/helpers/postgres';
-import { jsonArrayFrom as sqliteRowsOf } from 'kysely/helpers/sqlite';
-import type { Schema, VerificationsTable } from '../db/schema.ts';
+import { ParseJSONResultsPlugin, sql, type Kysely } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/sqlite';
+import { isAnyOf } from '../db/in-json.ts';
+import { PLAN_ONCE } from '../db/prepared.ts';
+import type { Schema, VerificationSendsTable, VerificationsTable } from '../db/schema.ts';
 
 /** One check's terms, as the row must still meet them when written (record.ts, checkOne's conditions). */
 export interface CheckTerms {
@@ -26,8 +27,16 @@ export interface CheckTerms {
  * other way round would lock them in the other order, and the two would wait on each other
  * until PostgreSQL broke the deadlock a second later. SQLite needs none (above).
  *
- * `rowsOf`: a select's rows as one JSON array, for a read of several lists in one statement
- * (record.ts, countsOf); the reader parses SQLite's JSON text (ParseJSONResultsPlugin).
+ * `limitRows`: what a group of starts' limits count (record.ts, countsOf), in one statement,
+ * each list a JSON array. On PostgreSQL each [account, number] and [account, prefix] is looked
+ * up on its own (a lateral join, fenced by `offset 0` so that it is not flattened), by every
+ * column of its index. Given the arrays of accounts and numbers as conditions, the planner's
+ * choice followed the statistics: an account with few verifications when they were last
+ * taken was read by account alone, every one of its verifications a start (4.9 ms at 5,000,
+ * against 0.4 so), which is what an account that suddenly sends many codes (an attack
+ * of SMS pumping) would meet. The plan is the same whatever the tables hold: planned once.
+ * On SQLite the accounts and numbers are given as lists (the pairs among them sorted out by
+ * the caller), and the index on the number holds created_at (0032).
  *
  * `approve` and `takeAttempts`: a check each of verifications all different, in one statement
  * whose conditions on each row are the whole decision, with the check's own terms joined from
@@ -43,7 +52,41 @@ export interface CheckTerms {
  */
 export const queries = {
   sqlite: {
-    rowsOf: sqliteRowsOf,
+    async limitRows(db: Kysely<Schema>, keys: LimitKeys): Promise<LimitRows> {
+      const accounts = isAnyOf('sqlite', 'account_id', [...new Set(keys.numbers.map(([account]) => account))]);
+      const numbers = isAnyOf('sqlite', 'recipient', [...new Set(keys.numbers.map(([, number]) => number))]);
+      const prefixAccounts = isAnyOf('sqlite', 'account_id', [...new Set(keys.prefixes.map(([account]) => account))]);
+      const prefixes = isAnyOf('sqlite', 'prefix', [...new Set(keys.prefixes.map(([, prefix]) => prefix))]);
+      return db
+        .withPlugin(new ParseJSONResultsPlugin())
+        .selectNoFrom((eb) => [
+          jsonArrayFrom(
+            eb
+              .selectFrom('verifications')
+              .select(VERIFICATION_COLUMNS)
+              .where(accounts)
+              .where(numbers)
+              .where('status', '=', 'pending'),
+          ).as('pending'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('verification_sends')
+              .select(['account_id', 'recipient', 'at'])
+              .where(accounts)
+              .where(numbers)
+              .where('at', '>', keys.since),
+          ).as('sends'),
+          jsonArrayFrom(
+            eb
+              .selectFrom('verifications')
+              .select(['account_id', 'prefix', 'created_at'])
+              .where(prefixAccounts)
+              .where(prefixes)
+              .where('created_at', '>', keys.since),
+          ).as('made'),
+        ])
+        .executeTakeFirstOrThrow();
+    },
     async lockKeys(_trx: Kysely<Schema>, _keys: string[]): Promise<void> {},
     async lockRows(_trx: Kysely<Schema>, _ids: string[]): Promise<void> {},
     async approve(db: Kysely<Schema>, checks: CheckTerms[]): Promise<VerificationsTable[]> {
@@ -68,7 +111,26 @@ export const queries = {
     },
   },
   postgres: {
-    rowsOf: postgresRowsOf,
+    async limitRows(db: Kysely<Schema>, keys: LimitKeys): Promise<LimitRows> {
+      const [accounts, numbers] = [keys.numbers.map(([account]) => account), keys.numbers.map(([, number]) => number)];
+      const [prefixAccounts, prefixes] = [keys.prefixes.map(([a]) => a), keys.prefixes.map(([, prefix]) => prefix)];
+      const { rows } = await sql<LimitRows>`${sql.raw(PLAN_ONCE)} select
+          (select coalesce(json_agg(v), '[]')
+             from unnest(${accounts}::text[], ${numbers}::text[]) as k(account_id, recipient)
+             cross join lateral (select * from verifications v where v.account_id = k.account_id
+                                  and v.recipient = k.recipient and v.status = 'pending' offset 0) v) as pending,
+          (select coalesce(json_agg(s), '[]')
+             from unnest(${accounts}::text[], ${numbers}::text[]) as k(account_id, recipient)
+             cross join lateral (select s.account_id, s.recipient, s.at from verification_sends s
+                                  where s.account_id = k.account_id and s.recipient = k.recipient
+                                    and s.at > ${keys.since}::bigint offset 0) s) as sends,
+          (select coalesce(json_agg(m), '[]')
+             from unnest(${prefixAccounts}::text[], ${prefixes}::text[]) as k(account_id, prefix)
+             cross join lateral (select m.account_id, m.prefix, m.created_at from verifications m
+                                  where m.account_id = k.account_id and m.prefix = k.prefix
+                                    and m.created_at > ${keys.since}::bigint offset 0) m) as made`.execute(db);
+      return rows[0];
+    },
     async lockKeys(trx: Kysely<Schema>, keys: string[]): Promise<void> {
       // A volatile function of the select list runs after the ORDER BY, so in the ids' order.
       await sql`select pg_advisory_xact_lock(id) from (
@@ -101,6 +163,39 @@ export const queries = {
     },
   },
 };
+
+/** What a group of starts' limits count: its [accountId, number] and [accountId, prefix] pairs, and since when. */
+export interface LimitKeys {
+  numbers: Array<[string, string]>;
+  prefixes: Array<[string, string]>;
+  since: number;
+}
+
+/** The pending verifications of the numbers, the codes sent to them and those made to the prefixes. */
+export interface LimitRows {
+  pending: VerificationsTable[];
+  sends: Array<Pick<VerificationSendsTable, 'account_id' | 'recipient' | 'at'>>;
+  made: Array<Pick<VerificationsTable, 'account_id' | 'prefix' | 'created_at'>>;
+}
+
+/** Every column of a verification, named: SQLite's JSON object of a row names its fields. */
+const VERIFICATION_COLUMNS = [
+  'id',
+  'account_id',
+  'channel',
+  'recipient',
+  'country',
+  'prefix',
+  'status',
+  'attempts_left',
+  'send_attempts',
+  'code_hash',
+  'last_sent_at',
+  'expires_at',
+  'webhook_url',
+  'created_at',
+  'ended_at',
+] as const satisfies ReadonlyArray<keyof VerificationsTable>;
 
 /** The checks' terms as rows, from one JSON parameter. */
 const sqliteTerms = (checks: CheckTerms[]) =>

@@ -1,4 +1,4 @@
-import { ParseJSONResultsPlugin, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import { isAnyOf } from '../db/in-json.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
@@ -97,67 +97,22 @@ function add(map: Map<string, number[]>, key: string, at: number): void {
 
 const distinct = (values: string[]) => [...new Set(values)];
 
-/** Every column of a verification, named: a row read as JSON (queries.ts, `rowsOf`) names its fields. */
-const VERIFICATION_COLUMNS = [
-  'id',
-  'account_id',
-  'channel',
-  'recipient',
-  'country',
-  'prefix',
-  'status',
-  'attempts_left',
-  'send_attempts',
-  'code_hash',
-  'last_sent_at',
-  'expires_at',
-  'webhook_url',
-  'created_at',
-  'ended_at',
-] as const satisfies ReadonlyArray<keyof Verification>;
-
 /**
- * The group's Counts: one read whatever its size, of three lists. Each is of every account's rows
- * of every number (or prefix) of the group, more than the group's own pairs when it holds two
- * accounts: the keys sort them out. One statement, not three: on PostgreSQL a group's round trips,
- * each a wait for the event loop too, were most of a start's time.
+ * The group's Counts: one read whatever its size (queries.ts, `limitRows`), of the pending
+ * verifications of its numbers, the codes sent to them and the verifications made to its
+ * prefixes since the window of its earliest start. One statement, not three: on PostgreSQL a
+ * group's round trips, each a wait for the event loop too, were most of a start's time.
  */
 async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[]): Promise<Counts> {
-  const { rowsOf } = queries[dialect];
-  const accounts = isAnyOf(dialect, 'account_id', distinct(starts.map((start) => start.accountId)));
-  const numbers = isAnyOf(dialect, 'recipient', distinct(starts.map((start) => start.to)));
-  const prefixes = distinct(starts.map((start) => start.prefix));
-  const since = Math.min(...starts.map((start) => start.now)) - LIMIT_WINDOW_MS;
-  const read = await db
-    .withPlugin(new ParseJSONResultsPlugin())
-    .selectNoFrom((eb) => [
-      rowsOf(
-        eb
-          .selectFrom('verifications')
-          .select(VERIFICATION_COLUMNS)
-          .where(accounts)
-          .where(numbers)
-          .where('status', '=', 'pending'),
-      ).as('pending'),
-      rowsOf(
-        eb
-          .selectFrom('verification_sends')
-          .select(['account_id', 'recipient', 'at'])
-          .where(accounts)
-          .where(numbers)
-          .where('at', '>', since),
-      ).as('sends'),
-      rowsOf(
-        eb
-          .selectFrom('verifications')
-          .select(['account_id', 'prefix', 'created_at'])
-          .where(accounts)
-          .where(isAnyOf(dialect, 'prefix', prefixes))
-          .where('prefix', '!=', '')
-          .where('created_at', '>', since),
-      ).as('made'),
-    ])
-    .executeTakeFirstOrThrow();
+  const pairs = (values: Array<[string, string]>) =>
+    distinct(values.map(([accountId, value]) => keyOf(accountId, value))).map(
+      (key) => JSON.parse(key) as [string, string],
+    );
+  const read = await queries[dialect].limitRows(db, {
+    numbers: pairs(starts.map((start) => [start.accountId, start.to])),
+    prefixes: pairs(starts.filter((start) => start.prefix !== '').map((start) => [start.accountId, start.prefix])),
+    since: Math.min(...starts.map((start) => start.now)) - LIMIT_WINDOW_MS,
+  });
   const counts: Counts = { pending: new Map(), sends: new Map(), made: new Map() };
   for (const row of read.pending) {
     const key = keyOf(row.account_id, row.recipient);
