@@ -1,4 +1,4 @@
-import { ParseJSONResultsPlugin, sql, type Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/sqlite';
 import { isAnyOf } from '../db/in-json.ts';
 import { PLAN_ONCE } from '../db/prepared.ts';
@@ -27,16 +27,21 @@ export interface CheckTerms {
  * other way round would lock them in the other order, and the two would wait on each other
  * until PostgreSQL broke the deadlock a second later. SQLite needs none (above).
  *
- * `limitRows`: what a group of starts' limits count (record.ts, countsOf), in one statement,
- * each list a JSON array. On PostgreSQL each [account, number] and [account, prefix] is looked
- * up on its own (a lateral join, fenced by `offset 0` so that it is not flattened), by every
- * column of its index. Given the arrays of accounts and numbers as conditions, the planner's
- * choice followed the statistics: an account with few verifications when they were last
- * taken was read by account alone, every one of its verifications a start (4.9 ms at 5,000,
- * against 0.4 so), which is what an account that suddenly sends many codes (an attack
- * of SMS pumping) would meet. The plan is the same whatever the tables hold: planned once.
- * On SQLite the accounts and numbers are given as lists (the pairs among them sorted out by
- * the caller), and the index on the number holds created_at (0032).
+ * `limitRows`: the statement of what a group of starts' limits count (record.ts, countsOf),
+ * each list a JSON array (SQLite's as text, for ParseJSONResultsPlugin). On PostgreSQL each
+ * number and prefix is looked up on its own (a lateral join), the newest rows its limit looks
+ * at and no more, in the order of its index: a number's pending verification, its last codes,
+ * a prefix's last verifications up to the account's prefixLimit. Given the arrays of accounts
+ * and numbers as conditions, the planner's choice followed the statistics: an account with
+ * few verifications when they were last taken was read by account alone, every one of its
+ * verifications a start (4.9 ms at 5,000, against 0.4 so), which is what an account that
+ * suddenly sends many codes (an attack of SMS pumping) would meet; and a prefix under attack
+ * was read whole within the window. The window's start is a row comparison with the index's
+ * columns, which only the index on the number (or prefix) can take: as a plain `at >` (or
+ * `created_at >`) PostgreSQL read the index of every account's codes (or verifications) by time
+ * instead when the statistics made the window look small. The plan is the same whatever the
+ * tables hold: planned once. On SQLite the accounts and numbers are given as lists (the pairs among them sorted
+ * out by the caller), and the index on the number holds created_at (0032).
  *
  * `approve` and `takeAttempts`: a check each of verifications all different, in one statement
  * whose conditions on each row are the whole decision, with the check's own terms joined from
@@ -52,13 +57,12 @@ export interface CheckTerms {
  */
 export const queries = {
   sqlite: {
-    async limitRows(db: Kysely<Schema>, keys: LimitKeys): Promise<LimitRows> {
+    limitRows(db: Kysely<Schema>, keys: LimitKeys): CompiledQuery<LimitRows> {
       const accounts = isAnyOf('sqlite', 'account_id', [...new Set(keys.numbers.map(([account]) => account))]);
       const numbers = isAnyOf('sqlite', 'recipient', [...new Set(keys.numbers.map(([, number]) => number))]);
       const prefixAccounts = isAnyOf('sqlite', 'account_id', [...new Set(keys.prefixes.map(([account]) => account))]);
       const prefixes = isAnyOf('sqlite', 'prefix', [...new Set(keys.prefixes.map(([, prefix]) => prefix))]);
       return db
-        .withPlugin(new ParseJSONResultsPlugin())
         .selectNoFrom((eb) => [
           jsonArrayFrom(
             eb
@@ -85,7 +89,7 @@ export const queries = {
               .where('created_at', '>', keys.since),
           ).as('made'),
         ])
-        .executeTakeFirstOrThrow();
+        .compile();
     },
     async lockKeys(_trx: Kysely<Schema>, _keys: string[]): Promise<void> {},
     async lockRows(_trx: Kysely<Schema>, _ids: string[]): Promise<void> {},
@@ -111,25 +115,33 @@ export const queries = {
     },
   },
   postgres: {
-    async limitRows(db: Kysely<Schema>, keys: LimitKeys): Promise<LimitRows> {
+    limitRows(db: Kysely<Schema>, keys: LimitKeys): CompiledQuery<LimitRows> {
       const [accounts, numbers] = [keys.numbers.map(([account]) => account), keys.numbers.map(([, number]) => number)];
       const [prefixAccounts, prefixes] = [keys.prefixes.map(([a]) => a), keys.prefixes.map(([, prefix]) => prefix)];
-      const { rows } = await sql<LimitRows>`${sql.raw(PLAN_ONCE)} select
+      const most = keys.prefixes.map(([, , limit]) => limit);
+      const since = sql`${keys.since}::bigint`;
+      return sql<LimitRows>`${sql.raw(PLAN_ONCE)} select
           (select coalesce(json_agg(v), '[]')
              from unnest(${accounts}::text[], ${numbers}::text[]) as k(account_id, recipient)
-             cross join lateral (select * from verifications v where v.account_id = k.account_id
-                                  and v.recipient = k.recipient and v.status = 'pending' offset 0) v) as pending,
+             cross join lateral (
+               select * from verifications v
+                where v.account_id = k.account_id and v.recipient = k.recipient and v.status = 'pending'
+                order by v.created_at desc limit 1) v) as pending,
           (select coalesce(json_agg(s), '[]')
              from unnest(${accounts}::text[], ${numbers}::text[]) as k(account_id, recipient)
-             cross join lateral (select s.account_id, s.recipient, s.at from verification_sends s
-                                  where s.account_id = k.account_id and s.recipient = k.recipient
-                                    and s.at > ${keys.since}::bigint offset 0) s) as sends,
+             cross join lateral (
+               select s.account_id, s.recipient, s.at from verification_sends s
+                where (s.account_id, s.recipient) = (k.account_id, k.recipient)
+                  and (s.account_id, s.recipient, s.at) > (k.account_id, k.recipient, ${since})
+                order by s.at desc limit ${keys.mostSends}::integer) s) as sends,
           (select coalesce(json_agg(m), '[]')
-             from unnest(${prefixAccounts}::text[], ${prefixes}::text[]) as k(account_id, prefix)
-             cross join lateral (select m.account_id, m.prefix, m.created_at from verifications m
-                                  where m.account_id = k.account_id and m.prefix = k.prefix
-                                    and m.created_at > ${keys.since}::bigint offset 0) m) as made`.execute(db);
-      return rows[0];
+             from unnest(${prefixAccounts}::text[], ${prefixes}::text[], ${most}::integer[])
+                  as k(account_id, prefix, most)
+             cross join lateral (
+               select m.account_id, m.prefix, m.created_at from verifications m
+                where (m.account_id, m.prefix) = (k.account_id, k.prefix)
+                  and (m.account_id, m.prefix, m.created_at) > (k.account_id, k.prefix, ${since})
+                order by m.created_at desc limit k.most) m) as made`.compile(db);
     },
     async lockKeys(trx: Kysely<Schema>, keys: string[]): Promise<void> {
       // A volatile function of the select list runs after the ORDER BY, so in the ids' order.
@@ -164,11 +176,17 @@ export const queries = {
   },
 };
 
-/** What a group of starts' limits count: its [accountId, number] and [accountId, prefix] pairs, and since when. */
+/**
+ * What a group of starts' limits count: its [accountId, number] pairs, its [accountId, prefix,
+ * the account's prefixLimit] triples, since when, and how many codes to a number the limit
+ * allows. A read may give only the newest of each that a limit looks at (PostgreSQL's does):
+ * the pending verification, the last `mostSends` codes, the last prefixLimit verifications.
+ */
 export interface LimitKeys {
   numbers: Array<[string, string]>;
-  prefixes: Array<[string, string]>;
+  prefixes: Array<[string, string, number]>;
   since: number;
+  mostSends: number;
 }
 
 /** The pending verifications of the numbers, the codes sent to them and those made to the prefixes. */

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { ParseJSONResultsPlugin, type Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import { isAnyOf } from '../db/in-json.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
@@ -104,15 +104,20 @@ const distinct = (values: string[]) => [...new Set(values)];
  * group's round trips, each a wait for the event loop too, were most of a start's time.
  */
 async function countsOf(db: Db, dialect: DialectName, starts: StartVerification[]): Promise<Counts> {
-  const pairs = (values: Array<[string, string]>) =>
-    distinct(values.map(([accountId, value]) => keyOf(accountId, value))).map(
-      (key) => JSON.parse(key) as [string, string],
-    );
-  const read = await queries[dialect].limitRows(db, {
-    numbers: pairs(starts.map((start) => [start.accountId, start.to])),
-    prefixes: pairs(starts.filter((start) => start.prefix !== '').map((start) => [start.accountId, start.prefix])),
+  const numbers = new Map<string, [string, string]>();
+  const prefixes = new Map<string, [string, string, number]>();
+  for (const { accountId, to, prefix, prefixLimit } of starts) {
+    numbers.set(keyOf(accountId, to), [accountId, to]);
+    const most = Math.max(prefixLimit, prefixes.get(keyOf(accountId, prefix))?.[2] ?? 0);
+    if (prefix !== '') prefixes.set(keyOf(accountId, prefix), [accountId, prefix, most]);
+  }
+  const statement = queries[dialect].limitRows(db, {
+    numbers: [...numbers.values()],
+    prefixes: [...prefixes.values()],
     since: Math.min(...starts.map((start) => start.now)) - LIMIT_WINDOW_MS,
+    mostSends: MOST_SENDS,
   });
+  const [read] = (await db.withPlugin(new ParseJSONResultsPlugin()).executeQuery(statement)).rows;
   const counts: Counts = { pending: new Map(), sends: new Map(), made: new Map() };
   for (const row of read.pending) {
     const key = keyOf(row.account_id, row.recipient);
