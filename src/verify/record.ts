@@ -95,8 +95,6 @@ function add(map: Map<string, number[]>, key: string, at: number): void {
   else map.set(key, [at]);
 }
 
-const distinct = (values: string[]) => [...new Set(values)];
-
 /**
  * The group's Counts: one read whatever its size (queries.ts, `limitRows`), of the pending
  * verifications of its numbers, the codes sent to them and the verifications made to its
