@@ -10,8 +10,6 @@ import type { NewJob } from '../queue/queue.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import type { PageRow } from './pipeline.ts';
 import { queries, type AcceptWrites } from './queries.ts';
-
-export type { AcceptWrites };
 import { pauseForTest } from './test-pause.ts';
 import { hasEndpoints } from '../webhooks/endpoints.ts';
 import { UsageTally } from './rollup.ts';
@@ -30,6 +28,8 @@ import {
  * expanded a range at a time with its checkpoint, up to its first page. pipeline.ts sends
  * the pages, reads.ts reads the send back.
  */
+
+export type { AcceptWrites };
 
 type Db = Kysely<Schema>;
 
