@@ -1,9 +1,8 @@
 import type { LocalDelivery } from '../messaging/schedule.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
-import { sendRejected } from '../errors.ts';
-import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
-import { unknownLists, type StoredRecipient } from '../messaging/recipients.ts';
-import { acceptOf, writeSends, type AcceptWrites } from '../messaging/accept.ts';
+import { outcomeOf, postGroupProcedure, postProcedure } from '../http/idempotency.ts';
+import type { StoredRecipient } from '../messaging/recipients.ts';
+import { acceptOf, acceptedUnlessGone, namesLists, writeSends, type AcceptWrites } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { EmailParty } from './render.ts';
 import type { EmailDraft } from './validate.ts';
@@ -97,11 +96,7 @@ export async function writeEmail(
     }),
     alongside,
   );
-  return requests.map((request, i) =>
-    gone[i].length === 0
-      ? accepted(request)
-      : refusalOf(sendRejected('email batch', unknownLists(gone[i], 'sendingDetails.listId'))),
-  );
+  return acceptedUnlessGone(requests, gone, accepted, { what: 'email batch', field: 'sendingDetails.listId' });
 }
 
 /**
@@ -110,7 +105,7 @@ export async function writeEmail(
  */
 export const recordEmailGroup = postGroupProcedure(import.meta.url, 'recordEmailGroup', writeEmail, {
   oneStatement: 'postgres',
-  needsTransaction: (request) => request.draft.listIds.length > 0,
+  needsTransaction: namesLists,
 });
 
 /** The 202 of `/email/batch` (SPEC §2.7): the batch, its request recipients and its job, committed together. */

@@ -3,6 +3,8 @@ import type { Kysely } from 'kysely';
 import { v7 as uuidv7 } from 'uuid';
 import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
+import { sendRejected } from '../errors.ts';
+import { refusalOf, type Refusal } from '../http/idempotency.ts';
 import type { Schema } from '../db/schema.ts';
 import { lockNamedLists } from '../crm/queries.ts';
 import { defaultListId } from '../crm/setup.ts';
@@ -18,6 +20,7 @@ import {
   refusedInRange,
   releaseDueRecipients,
   requestRecipientsInsert,
+  unknownLists,
   type Channel,
   type StoredRecipient,
 } from './recipients.ts';
@@ -146,6 +149,25 @@ export async function writeSends(
   if (kept.length > 0) await insertAccepts(db, dialect, kept, alongside);
   else for (const write of alongside) await write.execute(db);
   return gone;
+}
+
+/** Whether a request names lists: its group is then written in a transaction, which holds them (writeSends). */
+export const namesLists = (request: { draft: { listIds: string[] } }): boolean => request.draft.listIds.length > 0;
+
+/**
+ * Each request's answer once writeSends has written the group: its own (a 202), or, where lists
+ * it names went since its checks (`gone`), the 422 those checks give: `what` the channel calls
+ * its request, `field` its lists' field.
+ */
+export function acceptedUnlessGone<R, O>(
+  requests: R[],
+  gone: string[][],
+  accepted: (request: R) => O,
+  names: { what: string; field: string },
+): Array<O | Refusal> {
+  return requests.map((request, i) =>
+    gone[i].length === 0 ? accepted(request) : refusalOf(sendRejected(names.what, unknownLists(gone[i], names.field))),
+  );
 }
 
 async function goneLists(db: Db, dialect: DialectName, accepts: Accept[]): Promise<string[][]> {

@@ -1,8 +1,7 @@
 import type { ProcedureDatabase } from '../db/procedure.ts';
-import { sendRejected } from '../errors.ts';
-import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
-import { unknownLists, type StoredRecipient } from '../messaging/recipients.ts';
-import { acceptOf, writeSends, type AcceptWrites } from '../messaging/accept.ts';
+import { outcomeOf, postGroupProcedure, postProcedure } from '../http/idempotency.ts';
+import type { StoredRecipient } from '../messaging/recipients.ts';
+import { acceptOf, acceptedUnlessGone, namesLists, writeSends, type AcceptWrites } from '../messaging/accept.ts';
 import { PRIORITY } from '../queue/queue.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -89,9 +88,7 @@ export async function writeSms(
     }),
     alongside,
   );
-  return requests.map((request, i) =>
-    gone[i].length === 0 ? accepted(request) : refusalOf(sendRejected('SMS request', unknownLists(gone[i], 'listId'))),
-  );
+  return acceptedUnlessGone(requests, gone, accepted, { what: 'SMS request', field: 'listId' });
 }
 
 /**
@@ -101,7 +98,7 @@ export async function writeSms(
  */
 export const recordSmsGroup = postGroupProcedure(import.meta.url, 'recordSmsGroup', writeSms, {
   oneStatement: 'postgres',
-  needsTransaction: (request) => request.draft.listIds.length > 0,
+  needsTransaction: namesLists,
 });
 
 /**

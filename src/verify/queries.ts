@@ -30,18 +30,18 @@ export interface CheckTerms {
  * `limitRows`: the statement of what a group of starts' limits count (record.ts, countsOf),
  * each list a JSON array (SQLite's as text, for ParseJSONResultsPlugin). On PostgreSQL each
  * number and prefix is looked up on its own (a lateral join), the newest rows its limit looks
- * at and no more, in the order of its index: a number's pending verification, its last codes,
- * a prefix's last verifications up to the account's prefixLimit. Given the arrays of accounts
- * and numbers as conditions, the planner's choice followed the statistics: an account with
- * few verifications when they were last taken was read by account alone, every one of its
+ * at and no more, in the order of its index: a number's pending verification, its last codes, a
+ * prefix's last verifications up to the account's prefixLimit. Given the arrays of accounts and
+ * numbers as conditions, the planner's choice followed the statistics: an account with few
+ * verifications when they were last taken was read by account alone, every one of its
  * verifications a start (4.9 ms at 5,000, against 0.4 so), which is what an account that
  * suddenly sends many codes (an attack of SMS pumping) would meet; and a prefix under attack
  * was read whole within the window. The window's start is a row comparison with the index's
  * columns, which only the index on the number (or prefix) can take: as a plain `at >` (or
  * `created_at >`) PostgreSQL read the index of every account's codes (or verifications) by time
  * instead when the statistics made the window look small. The plan is the same whatever the
- * tables hold: planned once. On SQLite the accounts and numbers are given as lists (the pairs among them sorted
- * out by the caller), and the index on the number holds created_at (0032).
+ * tables hold: planned once. On SQLite the accounts and numbers are given as lists (the pairs
+ * among them sorted out by the caller), and the index on the number holds created_at (0032).
  *
  * `approve` and `takeAttempts`: a check each of verifications all different, in one statement
  * whose conditions on each row are the whole decision, with the check's own terms joined from
@@ -58,10 +58,23 @@ export interface CheckTerms {
 export const queries = {
   sqlite: {
     limitRows(db: Kysely<Schema>, keys: LimitKeys): CompiledQuery<LimitRows> {
-      const accounts = isAnyOf('sqlite', 'account_id', [...new Set(keys.numbers.map(([account]) => account))]);
-      const numbers = isAnyOf('sqlite', 'recipient', [...new Set(keys.numbers.map(([, number]) => number))]);
-      const prefixAccounts = isAnyOf('sqlite', 'account_id', [...new Set(keys.prefixes.map(([account]) => account))]);
-      const prefixes = isAnyOf('sqlite', 'prefix', [...new Set(keys.prefixes.map(([, prefix]) => prefix))]);
+      const anyOf = (column: string, values: string[]) => isAnyOf('sqlite', column, [...new Set(values)]);
+      const accounts = anyOf(
+        'account_id',
+        keys.numbers.map(([account]) => account),
+      );
+      const numbers = anyOf(
+        'recipient',
+        keys.numbers.map(([, number]) => number),
+      );
+      const prefixAccounts = anyOf(
+        'account_id',
+        keys.prefixes.map(([account]) => account),
+      );
+      const prefixes = anyOf(
+        'prefix',
+        keys.prefixes.map(([, prefix]) => prefix),
+      );
       return db
         .selectNoFrom((eb) => [
           jsonArrayFrom(

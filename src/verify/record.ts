@@ -279,12 +279,13 @@ async function startVerifications({ db, dialect }: ProcedureDatabase, starts: St
   }
   const latest = Math.max(...starts.map((start) => start.now));
   await endVerifications(db, writes.expired, 'expired', latest);
-  const made = [
+  const inserts = [
     ...(writes.made.length > 0 ? [db.insertInto('verifications').values(writes.made)] : []),
     db.insertInto('verification_sends').values(writes.sends),
   ];
-  if (writes.sms.length > 0) await writeSms({ db, dialect }, writes.sms, made.splice(0));
-  if (writes.email.length > 0) await writeEmail({ db, dialect }, writes.email, made.splice(0));
+  // With whichever channel's messages are written first: every start has one.
+  if (writes.sms.length > 0) await writeSms({ db, dialect }, writes.sms, inserts.splice(0));
+  if (writes.email.length > 0) await writeEmail({ db, dialect }, writes.email, inserts.splice(0));
   return answers;
 }
 
