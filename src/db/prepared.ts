@@ -21,8 +21,10 @@
  */
 import type pg from 'pg';
 
-/** Begins the text of a statement to plan once per connection (see above). */
+/** Begins the text of a statement to plan once per connection (see above); whitespace may come before it. */
 export const PLAN_ONCE = '/* plan once */';
+
+const MARKED = /^\s*\/\* plan once \*\//;
 
 /** A connection keeps every statement it prepared until it closes. */
 const MAX_NAMED = 100;
@@ -30,7 +32,7 @@ const MAX_NAMED = 100;
 const names = new Map<string, string>();
 
 function nameOf(text: string): string | undefined {
-  if (!text.startsWith(PLAN_ONCE)) return undefined;
+  if (!MARKED.test(text)) return undefined;
   const name = names.get(text);
   if (name !== undefined || names.size >= MAX_NAMED) return name;
   const named = `herald_${names.size + 1}`;
