@@ -24,6 +24,13 @@ export interface RecipientRow {
   contactId: number | null;
 }
 
+/** An address to settle (recipients.ts, addressStanding), with its keyed hash for the erased's suppressions. */
+export interface StandingKey {
+  accountId: string;
+  address: string;
+  erasedHash: string;
+}
+
 /** One count of a UsageTally (rollup.ts), as usage_deltas holds it. */
 export interface UsageDelta {
   accountId: string;
@@ -66,6 +73,12 @@ const SQLITE = {
   /** Addresses as a table with one column, `address`, to select from (the dry run's request recipients). */
   addressTable: (addresses: readonly string[]) =>
     sql`(select value as address from json_each(${JSON.stringify(addresses)}))`,
+
+  /** Address checks' keys as a table `k` (i, account_id, address, hash), `i` each key's place from 0. */
+  standingKeys: (keys: readonly StandingKey[]) =>
+    sql`(select key as i, value ->> 'accountId' as account_id, value ->> 'address' as address,
+                value ->> 'erasedHash' as hash
+           from json_each(${JSON.stringify(keys)})) k`,
 
   insertRequestRecipients: (rows: RecipientRow[]) => sql`
     insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
@@ -133,6 +146,12 @@ const POSTGRES: typeof SQLITE = {
   },
 
   addressTable: (addresses) => sql`(select unnest(${addresses}::text[]) as address)`,
+
+  // From JSON rather than arrays: the planner counts a constant array's elements, so each
+  // group's own plan, costed by its size, would always look cheaper than the one kept.
+  standingKeys: (keys) =>
+    sql`(select n - 1 as i, v ->> 'accountId' as account_id, v ->> 'address' as address, v ->> 'erasedHash' as hash
+           from jsonb_array_elements(${JSON.stringify(keys)}::jsonb) with ordinality u(v, n)) k`,
 
   sendNamesList: (listId) => sql<boolean>`s.list_ids::jsonb ? ${listId}`,
 

@@ -3,9 +3,11 @@ import type { DialectName } from '../db/database.ts';
 import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
+import { dialectOf } from '../db/dialect.ts';
 import { PLAN_ONCE } from '../db/prepared.ts';
+import { Gathering } from '../db/gathering.ts';
 import type { FieldError } from '../errors.ts';
-import { queries } from './queries.ts';
+import { queries, type StandingKey } from './queries.ts';
 
 type Db = Kysely<Schema>;
 
@@ -14,8 +16,8 @@ type Db = Kysely<Schema>;
  * word of a recipient it may not be sent to (ARCHITECTURE.md: NotSent for SMS, Dropped for email).
  */
 const CHANNEL = {
-  sms: { address: 'mobile', optIn: 'mobile_opt_in', refused: 'NotSent' },
-  email: { address: 'email', optIn: 'email_opt_in', refused: 'Dropped' },
+  sms: { address: 'mobile', optIn: 'mobile_opt_in', optInField: 'mobileOptIn', refused: 'NotSent' },
+  email: { address: 'email', optIn: 'email_opt_in', optInField: 'emailOptIn', refused: 'Dropped' },
 } as const;
 
 export type Channel = keyof typeof CHANNEL;
@@ -360,26 +362,63 @@ export async function addressStanding(
   address: string,
   options: { optIn: boolean; erasureKey: Buffer },
 ): Promise<AddressStanding> {
-  const { address: column, optIn } = CHANNEL[channel];
-  // One round trip: the address's contacts, most recent first, each row carrying the
-  // suppression's reason; a suppressed address no contact holds comes as one row without one.
-  // Every lookup is by key, so one plan serves every address: planned once (PLAN_ONCE).
-  const { rows } = await sql<{ id: number | null; opted_in: boolean | number | null; suppressed: string | null }>`
-    ${sql.raw(PLAN_ONCE)} select c.id, c.${sql.raw(optIn)} as opted_in, coalesce(s.reason, e.reason) as suppressed
-      from (select 1) one
-      left join contacts c on c.account_id = ${accountId} and c.${sql.raw(column)} = ${address}
-      left join suppressions s on s.account_id = ${accountId} and s.channel = ${channel} and s.address = ${address}
-      left join erased_suppressions e on e.account_id = ${accountId} and e.channel = ${channel}
-                and e.hash = ${erasedAddress(options.erasureKey, address)}
-     order by c.updated_at desc, c.id desc`.execute(db);
-  const contactId = rows[0]?.id == null ? null : Number(rows[0].id);
-  const suppressed = rows[0]?.suppressed ?? null;
-  if (suppressed !== null) return { refusal: `is suppressed (${suppressed})`, contactId };
-  const lacking = options.optIn && rows.some((row) => row.id !== null && !row.opted_in);
+  const standing = await standingChecks(db, channel).run({
+    accountId,
+    address,
+    erasedHash: erasedAddress(options.erasureKey, address),
+  });
+  const contactId = standing.contact_id === null ? null : Number(standing.contact_id);
+  if (standing.suppressed !== null) return { refusal: `is suppressed (${standing.suppressed})`, contactId };
+  const lacking = options.optIn && standing.lacking !== null;
   return {
-    refusal: lacking
-      ? `belongs to a contact whose ${optIn === 'mobile_opt_in' ? 'mobileOptIn' : 'emailOptIn'} is false`
-      : undefined,
+    refusal: lacking ? `belongs to a contact whose ${CHANNEL[channel].optInField} is false` : undefined,
     contactId,
   };
+}
+
+/**
+ * An address's standing as read: its account's most recent contact with it, whether a
+ * contact with it lacks the opt-in (non-null if so), and the suppression's reason.
+ */
+interface StandingRow {
+  contact_id: number | string | null;
+  lacking: number | null;
+  suppressed: string | null;
+}
+
+/** Callers per group; more wait for the next. */
+const STANDING_GROUP = 64;
+
+// The checks of requests that arrive while one is being read go together as the next group
+// (db/gathering.ts): on PostgreSQL a passcode's check was every other round trip under load.
+const standingGroups = new WeakMap<Db, Record<Channel, Gathering<StandingKey, StandingRow>>>();
+
+function standingChecks(db: Db, channel: Channel): Gathering<StandingKey, StandingRow> {
+  let checks = standingGroups.get(db);
+  if (!checks) {
+    const read = (of: Channel) => async (keys: StandingKey[]) =>
+      (await standingsRead(dialectOf(db), of, keys).execute(db)).rows;
+    checks = { sms: new Gathering(read('sms'), STANDING_GROUP), email: new Gathering(read('email'), STANDING_GROUP) };
+    standingGroups.set(db, checks);
+  }
+  return checks[channel];
+}
+
+/**
+ * The standing of each key's address in its account, a row each in the keys' order. Every
+ * lookup is a subquery by key, run for each key (a join could be planned as a scan of the
+ * table), so one plan serves any group whatever the tables hold: planned once (PLAN_ONCE).
+ */
+export function standingsRead(dialect: DialectName, channel: Channel, keys: readonly StandingKey[]) {
+  const { address, optIn } = CHANNEL[channel];
+  const contacts = sql`from contacts c where c.account_id = k.account_id and c.${sql.raw(address)} = k.address`;
+  return sql<StandingRow>`${sql.raw(PLAN_ONCE)}
+    select (select c.id ${contacts} order by c.updated_at desc, c.id desc limit 1) as contact_id,
+           (select 1 ${contacts} and not c.${sql.raw(optIn)} limit 1) as lacking,
+           coalesce((select s.reason from suppressions s
+                      where s.account_id = k.account_id and s.channel = ${channel} and s.address = k.address),
+                    (select e.reason from erased_suppressions e
+                      where e.account_id = k.account_id and e.channel = ${channel} and e.hash = k.hash)) as suppressed
+      from ${queries[dialect].standingKeys(keys)}
+     order by k.i`;
 }

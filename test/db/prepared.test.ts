@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { PLAN_ONCE } from '../../src/db/prepared.ts';
-import { addressStanding } from '../../src/messaging/recipients.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 forEachDatabase((dialect) => {
@@ -41,18 +40,6 @@ forEachDatabase((dialect) => {
         await sql`
         ${sql.raw(PLAN_ONCE)} select ${i} + 3 as n`.execute(database.db);
       assert.equal(await prepared('%+ 3 as n'), 1);
-    });
-
-    it('runs the address check of every passcode on one generic plan', async () => {
-      for (let i = 0; i < 8; i++)
-        await addressStanding(database.db, 'sms', 'account', `+4915100000${i}`, {
-          optIn: true,
-          erasureKey: Buffer.alloc(32),
-        });
-      const { rows } = await sql<{ generic: number }>`select generic_plans::int as generic from pg_prepared_statements
-                                                       where statement like '%suppressions%'`.execute(database.db);
-      assert.equal(rows.length, 1, 'the address check is prepared');
-      assert.ok(rows[0].generic >= 3, `planned anew at each run: ${JSON.stringify(rows)}`);
     });
 
     it('leaves PostgreSQL free to keep plans, so foreign-key checks are not planned for each row', async () => {
