@@ -6,6 +6,9 @@
  *
  * A group that fails is written again one caller at a time, so one caller's refusal (a
  * constraint its row breaks) fails that caller alone and the others commit.
+ *
+ * Reads go the same way where each request makes one of its own (a passcode's address check,
+ * messaging/recipients.ts): the group's work is then one statement for all of them.
  */
 interface Caller<A, R> {
   args: A;
