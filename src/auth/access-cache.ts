@@ -38,6 +38,7 @@ export class AccessCache {
   private readonly clock: Clock;
   private readonly tokens = new Map<string, TokenSubject>();
   private readonly accounts = new Map<string, { row: CachedAccount; readAt: number }>();
+  private readonly accountReads = new Map<string, Promise<CachedAccount | undefined>>();
   private readonly apiKeys = new Map<string, { key: KnownApiKey; readAt: number }>();
 
   constructor(clock: Clock) {
@@ -57,14 +58,34 @@ export class AccessCache {
   }
 
   /** The account as read less than ACCOUNT_TTL_MS ago. */
-  account(id: string): CachedAccount | undefined {
+  private account(id: string): CachedAccount | undefined {
     const entry = this.accounts.get(id);
     if (entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS) return entry.row;
     return undefined;
   }
 
-  rememberAccount(row: CachedAccount): void {
-    remember(this.accounts, row.id, { row, readAt: this.clock.now() });
+  /**
+   * The account as read less than ACCOUNT_TTL_MS ago, else read by `read` and remembered. The
+   * requests that come while it is being read wait for that read: once a second, every request
+   * in flight for the account found it stale at once and read it, 20 reads where one would do.
+   */
+  accountOr(id: string, read: () => Promise<CachedAccount | undefined>): Promise<CachedAccount | undefined> {
+    const known = this.account(id);
+    if (known) return Promise.resolve(known);
+    const pending = this.accountReads.get(id);
+    if (pending !== undefined) return pending;
+    const reading = read()
+      .then((row) => {
+        // Forgotten while it was read (forget): the row may be from before the change.
+        if (row && this.accountReads.get(id) === reading)
+          remember(this.accounts, id, { row, readAt: this.clock.now() });
+        return row;
+      })
+      .finally(() => {
+        if (this.accountReads.get(id) === reading) this.accountReads.delete(id);
+      });
+    this.accountReads.set(id, reading);
+    return reading;
   }
 
   /**
@@ -89,6 +110,7 @@ export class AccessCache {
   /** This process changed the account: the next request reads it again. */
   forget(accountId: string): void {
     this.accounts.delete(accountId);
+    this.accountReads.delete(accountId);
   }
 }
 

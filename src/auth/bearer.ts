@@ -161,27 +161,25 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     return subject;
   }
 
-  async function accountOf(id: string): Promise<CachedAccount | undefined> {
-    const known = cache.account(id);
-    if (known) return known;
-    const row = await ctx.database.reads
-      .selectFrom('accounts')
-      .select([
-        'id',
-        'user_name',
-        'token_version',
-        'time_zone_offset',
-        'locale',
-        'rate_limits',
-        'inbound_sms_webhook_url',
-        'verify',
-        'smart_encoding',
-        'quiet_hours',
-      ])
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (row) cache.rememberAccount(row);
-    return row;
+  function accountOf(id: string): Promise<CachedAccount | undefined> {
+    return cache.accountOr(id, () =>
+      ctx.database.reads
+        .selectFrom('accounts')
+        .select([
+          'id',
+          'user_name',
+          'token_version',
+          'time_zone_offset',
+          'locale',
+          'rate_limits',
+          'inbound_sms_webhook_url',
+          'verify',
+          'smart_encoding',
+          'quiet_hours',
+        ])
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    );
   }
 
   async function consoleSubjectOf(request: FastifyRequest): Promise<Omit<TokenSubject, 'expiresAt'>> {
