@@ -37,12 +37,13 @@ export interface CachedAccount {
 export class AccessCache {
   private readonly clock: Clock;
   private readonly tokens = new Map<string, TokenSubject>();
-  private readonly accounts = new Map<string, { row: CachedAccount; readAt: number }>();
-  private readonly accountReads = new Map<string, Promise<CachedAccount | undefined>>();
-  private readonly apiKeys = new Map<string, { key: KnownApiKey; readAt: number }>();
+  private readonly accounts: ReadThrough<CachedAccount>;
+  private readonly apiKeys: ReadThrough<KnownApiKey>;
 
   constructor(clock: Clock) {
     this.clock = clock;
+    this.accounts = new ReadThrough(clock);
+    this.apiKeys = new ReadThrough(clock);
   }
 
   /** The token's subject if it was verified before and has not expired since. */
@@ -57,60 +58,67 @@ export class AccessCache {
     remember(this.tokens, tokenHash, subject);
   }
 
-  /** The account as read less than ACCOUNT_TTL_MS ago. */
-  private account(id: string): CachedAccount | undefined {
-    const entry = this.accounts.get(id);
-    if (entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS) return entry.row;
-    return undefined;
-  }
-
-  /**
-   * The account as read less than ACCOUNT_TTL_MS ago, else read by `read` and remembered. The
-   * requests that come while it is being read wait for that read: once a second, every request
-   * in flight for the account found it stale at once and read it, 20 reads where one would do.
-   */
+  /** The account as read less than ACCOUNT_TTL_MS ago, else as `read` finds it (ReadThrough). */
   accountOr(id: string, read: () => Promise<CachedAccount | undefined>): Promise<CachedAccount | undefined> {
-    const known = this.account(id);
-    if (known) return Promise.resolve(known);
-    const pending = this.accountReads.get(id);
-    if (pending !== undefined) return pending;
-    const reading = read()
-      .then((row) => {
-        // Forgotten while it was read (forget): the row may be from before the change.
-        if (row && this.accountReads.get(id) === reading)
-          remember(this.accounts, id, { row, readAt: this.clock.now() });
-        return row;
-      })
-      .finally(() => {
-        if (this.accountReads.get(id) === reading) this.accountReads.delete(id);
-      });
-    this.accountReads.set(id, reading);
-    return reading;
+    return this.accounts.get(id, read);
   }
 
   /**
-   * The API key of this hash as read less than ACCOUNT_TTL_MS ago: a key revoked by another
-   * process stops working within that time, as a token whose account moved on does.
+   * The API key of this hash as read less than ACCOUNT_TTL_MS ago, else as `read` finds it: a
+   * key revoked by another process stops working within that time, as a token whose account
+   * moved on does.
    */
-  apiKey(keyHash: string): KnownApiKey | undefined {
-    const entry = this.apiKeys.get(keyHash);
-    if (entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS) return entry.key;
-    return undefined;
-  }
-
-  rememberApiKey(keyHash: string, key: KnownApiKey): void {
-    remember(this.apiKeys, keyHash, { key, readAt: this.clock.now() });
+  apiKeyOr(keyHash: string, read: () => Promise<KnownApiKey | undefined>): Promise<KnownApiKey | undefined> {
+    return this.apiKeys.get(keyHash, read);
   }
 
   /** This process revoked the key: the next request with it reads the database, and finds it gone. */
   forgetApiKey(keyHash: string): void {
-    this.apiKeys.delete(keyHash);
+    this.apiKeys.forget(keyHash);
   }
 
   /** This process changed the account: the next request reads it again. */
   forget(accountId: string): void {
-    this.accounts.delete(accountId);
-    this.accountReads.delete(accountId);
+    this.accounts.forget(accountId);
+  }
+}
+
+/**
+ * Rows read from the database and trusted for ACCOUNT_TTL_MS. The requests that come while a
+ * row is being read wait for that read: once a second, every request in flight for an account
+ * found its row stale at the same moment and read it, about 20 reads where one would do.
+ */
+class ReadThrough<V> {
+  private readonly clock: Clock;
+  private readonly entries = new Map<string, { value: V; readAt: number }>();
+  private readonly reads = new Map<string, Promise<V | undefined>>();
+
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
+
+  get(key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+    const entry = this.entries.get(key);
+    if (entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS) return Promise.resolve(entry.value);
+    const pending = this.reads.get(key);
+    if (pending !== undefined) return pending;
+    const reading = read()
+      .then((value) => {
+        // Forgotten while it was read (forget): the row may be from before the change.
+        if (value !== undefined && this.reads.get(key) === reading)
+          remember(this.entries, key, { value, readAt: this.clock.now() });
+        return value;
+      })
+      .finally(() => {
+        if (this.reads.get(key) === reading) this.reads.delete(key);
+      });
+    this.reads.set(key, reading);
+    return reading;
+  }
+
+  forget(key: string): void {
+    this.entries.delete(key);
+    this.reads.delete(key);
   }
 }
 

@@ -137,12 +137,8 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
   /** The key, still live; its use recorded at most once a minute. */
   async function apiKeyOf(key: string): Promise<KnownApiKey> {
     const hash = apiKeyHash(key);
-    let known = cache.apiKey(hash);
-    if (!known) {
-      known = await findApiKey(ctx.database.reads, hash);
-      if (!known) throw invalidApiKey('it was revoked or never existed');
-      cache.rememberApiKey(hash, known);
-    }
+    const known = await cache.apiKeyOr(hash, () => findApiKey(ctx.database.reads, hash));
+    if (!known) throw invalidApiKey('it was revoked or never existed');
     const now = ctx.clock.now();
     if (known.expiresAt !== null && known.expiresAt <= now) throw invalidApiKey('it has expired');
     if (known.lastUsedAt === null || now - known.lastUsedAt >= LAST_USED_EVERY_MS) {

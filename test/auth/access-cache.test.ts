@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { ACCOUNT_TTL_MS, AccessCache, type CachedAccount } from '../../src/auth/access-cache.ts';
+import type { KnownApiKey } from '../../src/auth/api-keys.ts';
 import { ManualClock } from '../../src/clock.ts';
 
 // The account cache alone, with a read the test answers: no storage is involved.
@@ -67,4 +68,25 @@ it('reads again after a read that failed or found no account', async () => {
   await assert.rejects(cache.accountOr('account', () => Promise.reject(new Error('database down'))));
   assert.equal(await cache.accountOr('account', async () => undefined), undefined);
   assert.equal((await cache.accountOr('account', async () => row(3)))?.token_version, 3);
+});
+
+it('reads an API key once for the requests that ask while it is read, and again once revoked here', async () => {
+  const cache = new AccessCache(new ManualClock());
+  let calls = 0;
+  const key: KnownApiKey = {
+    id: 'key',
+    accountId: 'account',
+    scopes: new Set(['read']),
+    expiresAt: null,
+    lastUsedAt: null,
+  };
+  const read = async () => {
+    calls += 1;
+    return key;
+  };
+  const asked = await Promise.all(Array.from({ length: 5 }, () => cache.apiKeyOr('hash', read)));
+  assert.deepEqual(asked, Array(5).fill(key));
+  assert.equal(calls, 1);
+  cache.forgetApiKey('hash');
+  assert.equal(await cache.apiKeyOr('hash', async () => undefined), undefined, 'revoked: read again, and gone');
 });
