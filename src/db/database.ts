@@ -19,7 +19,7 @@ export interface GroupCount {
 
 /**
  * Callers of one procedure of groups per group at most: a group of `/sms/batch` requests
- * holds their recipients too.
+ * holds their recipients too. Gathered reads take the same bound (messaging/recipients.ts).
  */
 export const GROUP_SIZE = 64;
 

@@ -24,15 +24,13 @@ import type pg from 'pg';
 /** Begins the text of a statement to plan once per connection (see above); whitespace may come before it. */
 export const PLAN_ONCE = '/* plan once */';
 
-const MARKED = /^\s*\/\* plan once \*\//;
-
 /** A connection keeps every statement it prepared until it closes. */
 const MAX_NAMED = 100;
 
 const names = new Map<string, string>();
 
 function nameOf(text: string): string | undefined {
-  if (!MARKED.test(text)) return undefined;
+  if (!text.trimStart().startsWith(PLAN_ONCE)) return undefined;
   const name = names.get(text);
   if (name !== undefined || names.size >= MAX_NAMED) return name;
   const named = `herald_${names.size + 1}`;

@@ -1,5 +1,5 @@
 import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
-import type { DialectName } from '../db/database.ts';
+import { GROUP_SIZE, type DialectName } from '../db/database.ts';
 import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
@@ -386,9 +386,6 @@ interface StandingRow {
   suppressed: string | null;
 }
 
-/** Callers per group; more wait for the next. */
-const STANDING_GROUP = 64;
-
 // The checks of requests that arrive while one is being read go together as the next group
 // (db/gathering.ts): on PostgreSQL a passcode's check was every other round trip under load.
 const standingGroups = new WeakMap<Db, Record<Channel, Gathering<StandingKey, StandingRow>>>();
@@ -398,7 +395,7 @@ function standingChecks(db: Db, channel: Channel): Gathering<StandingKey, Standi
   if (!checks) {
     const read = (of: Channel) => async (keys: StandingKey[]) =>
       (await standingsRead(dialectOf(db), of, keys).execute(db)).rows;
-    checks = { sms: new Gathering(read('sms'), STANDING_GROUP), email: new Gathering(read('email'), STANDING_GROUP) };
+    checks = { sms: new Gathering(read('sms'), GROUP_SIZE), email: new Gathering(read('email'), GROUP_SIZE) };
     standingGroups.set(db, checks);
   }
   return checks[channel];
