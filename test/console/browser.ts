@@ -121,13 +121,27 @@ export function assertNoUnaskedErrors(browser: Browser, base: string, refused: r
 /** The console's locators by role, on the page and at the base the suite's `before` sets. */
 export function consoleLocators(page: () => Page, base: () => string) {
   const heading = (name: string) => page().getByRole('heading', { name, exact: true, level: 1 });
+  /**
+   * Waits for the page titled `title` and for its parts loaded after it (a contact's messages):
+   * a part that loads while a button below it is clicked moves the button between the press
+   * and the release, and the click is lost.
+   */
+  const shown = async (title: string) => {
+    await heading(title).waitFor();
+    await page()
+      .getByRole('status')
+      .filter({ hasText: /^Loading/ })
+      .first()
+      .waitFor({ state: 'detached' });
+  };
   return {
     heading,
+    shown,
     table: (name: string) => page().getByRole('table', { name, exact: true }),
     row: (of: Locator, text: string) => of.getByRole('row').filter({ hasText: text }),
     async open(path: string, title: string) {
       await page().goto(`${base()}/console${path}`);
-      await heading(title).waitFor();
+      await shown(title);
     },
   };
 }

@@ -21,7 +21,7 @@ forEachDatabase((dialect) => {
     clock: new ManualClock(Date.now()),
     env: { SMS_TRANSPORT: 'sandbox:' },
   });
-  const { heading, table, row, open } = session;
+  const { heading, shown, table, row, open } = session;
   let customers: string;
 
   before(async () => {
@@ -293,7 +293,7 @@ forEachDatabase((dialect) => {
       .waitFor();
 
     await row(table('Contacts found'), 'c6@example.com').getByRole('link').click();
-    await heading('Contact').waitFor();
+    await shown('Contact');
     const rights = session.page.getByRole('region', { name: 'Data rights' });
     await rights.getByRole('button', { name: 'Erase this person' }).click();
     const ask = rights.getByRole('form', { name: 'Erase the person' });
