@@ -28,7 +28,8 @@
  *     BENCH_OPEN_SECONDS (20), sent by the clock whatever the answers: the request's p50/p99.
  *  3. On each database, 20 `/sms/batch` of 1,000 recipients: messages/s from the first request
  *     to the last submit, beside a bare `smpp` client (bench/smpp-client.ts) with the same bind
- *     and window on a simulator of its own, and Herald's share of it.
+ *     and window on a simulator of its own, Herald's share of it, and the CPU per message of
+ *     Herald and PostgreSQL's processes over the batches.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -473,8 +474,10 @@ async function shape3(): Promise<void> {
       withRig(async (rig) => {
         const herald = await startHerald(url, rig);
         let perSecond: number;
+        let cpu: string;
         try {
           const agent = new Agent({ keepAlive: true });
+          const before = cpuNow(herald, rig.simulator);
           const startedAt = Date.now();
           for (let b = 0; b < BATCHES; b++) {
             const recipients = Array.from({ length: BATCH_SIZE }, (_, k) => ({ mobileNo: mobile(b * BATCH_SIZE + k) }));
@@ -484,6 +487,10 @@ async function shape3(): Promise<void> {
           }
           agent.destroy();
           perSecond = (total / ((await lastSubmit(rig.simulator, total)) - startedAt)) * 1000;
+          const after = cpuNow(herald, rig.simulator);
+          const perMessage = (key: keyof Cpu) => ((after[key] - before[key]) * 1000) / total;
+          const postgres = dialect === 'postgres' ? perMessage('postgres') : Number.NaN;
+          cpu = `CPU ms/msg: own ${ms(perMessage('own'))}, postgres ${ms(postgres)}`;
         } finally {
           await herald.stop();
         }
@@ -491,7 +498,7 @@ async function shape3(): Promise<void> {
         const bare = await bareClientRate(simulator.port, total, BINDS, WINDOW).finally(() => simulator.stop());
         console.log(
           `  ${herald.name.padEnd(24)}${perSecond.toFixed(0).padStart(6)}/s  bare client ${bare.toFixed(0)}/s  ` +
-            `Herald ${(perSecond / bare).toFixed(2)} of it`,
+            `Herald ${(perSecond / bare).toFixed(2)} of it  ${cpu}`,
         );
       }),
     );
