@@ -118,6 +118,7 @@ export function audienceRules(dialect: DialectName, a: Audience) {
              then (select e.reason from erased_suppressions e
                     where e.account_id = ${a.accountId} and e.channel = ${a.channel}
                       and e.hash = ${queries[dialect].erasedAddress(a.erasureKey, ref)}) end)`,
+    hasContact: (ref: Expression<string>) => sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)})`,
     lacksConsent: (ref: Expression<string>) =>
       sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)} and not c.${sql.raw(optIn)})`,
     latestContact: (ref: Expression<string>, field: 'id' | 'properties') =>
@@ -211,10 +212,13 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
       on conflict (send_id, address) do nothing`.execute(db);
   }
   const recipient = sql<string>`send_recipients.address`;
+  // Only the recipients a contact has: rewriting the others' rows to set null again was a new
+  // row version each, the largest cost of expanding a request's own recipients on PostgreSQL.
   await sql`
     update send_recipients
        set contact_id = ${rules.latestContact(recipient, 'id')}
-     where send_id = ${e.sendId} and contact_id is null and ${range.holds(recipient)}`.execute(db);
+     where send_id = ${e.sendId} and contact_id is null and ${range.holds(recipient)}
+       and ${rules.hasContact(recipient)}`.execute(db);
   await sql`
     update send_recipients
        set status = ${refused}, reason = 'suppressed: ' || ${rules.suppression(recipient)}, updated_at = ${now}
