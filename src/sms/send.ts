@@ -23,7 +23,7 @@ import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
-import { appendWebhookEvents } from '../webhooks/events.ts';
+import { appendWebhookEventsAhead, type EventsAhead } from '../webhooks/events.ts';
 import {
   applyReceipts,
   matchWaiting,
@@ -127,11 +127,13 @@ export const recordSmsPage = procedure(
     let waiting: PartKey[] = [];
     const tally = new UsageTally(page.now);
     const result = await db.transaction().execute(async (trx) => {
+      let events: EventsAhead | null = null;
       if (page.outcomes.length > 0) {
-        // The page's events go first: a receipt already waiting for one of its parts appends a
-        // later status, which must not be posted before the Submitted it follows.
+        // The page's events are written first: a receipt already waiting for one of its parts
+        // appends a later status, which must not be posted before the Submitted it follows.
+        // Their gathers are queued last, so the streams' locks are held for the commit alone.
         // With no per-request URL, still to the account's endpoints (webhooks/endpoints.ts).
-        await appendWebhookEvents(
+        events = await appendWebhookEventsAhead(
           trx,
           { now: () => page.now },
           {
@@ -150,6 +152,7 @@ export const recordSmsPage = procedure(
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
       const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, SMS_PENDING) : 'more';
       await tally.write(trx, dialect);
+      await events?.queue();
       return finished;
     });
     await matchWaiting(db, dialect, page.now, waiting);

@@ -8,7 +8,7 @@ import { compileTemplate } from '../messaging/tags.ts';
 import { completeJobs, type Lease } from '../queue/queries.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
-import { appendToStreams } from '../webhooks/events.ts';
+import { appendToStreamsAhead } from '../webhooks/events.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import type { SmsSendJob, StoredSmsContent } from './accept.ts';
 import { matchWaiting, SMS_STATUS_TYPE, type PartKey, type Receipt } from './receipts.ts';
@@ -61,8 +61,8 @@ export const recordSingles = procedure(
   async ({ db, dialect }, page: SinglesResults): Promise<void> => {
     let waiting: PartKey[] = [];
     await db.transaction().execute(async (trx) => {
-      // The page's events first, as recordSmsPage's.
-      await appendToStreams(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
+      // The page's events first and their gathers queued last, as recordSmsPage's.
+      const events = await appendToStreamsAhead(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
       const tally = new UsageTally(page.now);
       // The events are the steps', one each, in order: each names its recipient's account.
       const accountOf = new Map(page.steps.map((step, i) => [step.recipientId, page.events[i].accountId]));
@@ -92,6 +92,7 @@ export const recordSingles = procedure(
         }
       }
       await tally.write(trx, dialect);
+      await events.queue();
     });
     await matchWaiting(db, dialect, page.now, waiting);
   },

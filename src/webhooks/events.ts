@@ -42,8 +42,11 @@ import { lockStream, lockStreamShared } from './queries.ts';
  * commits after the gather read the stream, would leave its events with no job once the
  * gather completes. SQLite runs one write transaction at a time, so a gather sees all of an
  * appender's events or runs wholly before it (and the appender then queues a new job).
- * PostgreSQL runs them side by side, so the stream has an advisory lock: each appender holds
- * it shared until it commits (appenders never wait for one another). The gather reads and
+ * PostgreSQL runs them side by side, so the stream has an advisory lock: each appender takes
+ * it shared when it queues the job and holds it until it commits (appenders never wait for one
+ * another). Only the queueing needs it: an appender may write its events earlier in its
+ * transaction (a page's record writes them first, for their order, and queues last, so a gather
+ * waits for its commit, not for its statements). The gather reads and
  * removes what has committed without it, then takes it exclusively before it completes: that
  * waits for every appender that may have counted on the job, and if one appended meanwhile
  * the job stays, to run a window later. An appender that comes after waits for the gather to
@@ -95,37 +98,41 @@ function streamKey(stream: EventStream): string {
   return `${GATHER_KIND}:${digest}`;
 }
 
+/** One stream's share of an append: its events in order. */
+type StreamAppend = EventStream & { events: readonly object[] };
+
 /**
- * Appends events to the stream, in the caller's transaction: they are posted if and only if
- * the caller's work commits, at most EVENTS_PER_POST a post, in the order appended, the
- * first within a second. Each event is a JSON object, one element of the post's `data`.
- * The same statements whatever the count: two on SQLite, four on PostgreSQL (the stream's
- * lock and the workers' wake-up besides), so an append of one event costs as much as one of 500.
+ * Writes the events to their stream, in the caller's transaction, one row whatever the count:
+ * they are posted if and only if the caller's work commits, at most EVENTS_PER_POST a post, in
+ * the order written. Each event is a JSON object, one element of the post's `data`. Posted only
+ * once queueGather has run for the stream in the same transaction.
  */
-async function appendToStream(
-  db: Kysely<Schema>,
-  clock: Clock,
-  append: EventStream & { events: readonly object[] },
-): Promise<void> {
-  if (append.events.length === 0) return;
-  const stream: EventStream = { accountId: append.accountId, url: append.url, type: append.type };
-  const now = clock.now();
-  const key = streamKey(stream);
-  await lockStreamShared(db, key);
+async function writeEvents(db: Kysely<Schema>, now: number, append: StreamAppend): Promise<void> {
   await db
     .insertInto('webhook_events')
     .values({
-      account_id: stream.accountId,
-      type: stream.type,
-      url: stream.url,
+      account_id: append.accountId,
+      type: append.type,
+      url: append.url,
       events: JSON.stringify(append.events),
       event_count: append.events.length,
       created_at: now,
     })
     .execute();
+}
+
+/**
+ * Queues the stream's gather job, the first of its events posted within a second, holding the
+ * stream's lock shared until the caller's transaction ends (two statements on PostgreSQL,
+ * one on SQLite, whatever the events). Where the events were written earlier in the
+ * transaction does not matter: the gather decides by what has committed once it holds the lock.
+ */
+async function queueGather(db: Kysely<Schema>, now: number, stream: EventStream): Promise<void> {
+  const key = streamKey(stream);
+  await lockStreamShared(db, key);
   await enqueue(db, {
     kind: GATHER_KIND,
-    payload: stream,
+    payload: { accountId: stream.accountId, url: stream.url, type: stream.type } satisfies EventStream,
     accountId: stream.accountId,
     now,
     runAt: now + GATHER_WINDOW_MS,
@@ -135,44 +142,63 @@ async function appendToStream(
 }
 
 /**
- * Appends events of one account and type, in the caller's transaction, to the per-request
- * URL's stream (`url`; null: none) and to the stream of each of the account's webhook
- * endpoints subscribed to the type (endpoints.ts), but for an endpoint whose URL is the
- * per-request one once normalised: that receiver gets each event once, in the per-request
- * stream. Every stream gets the events in the order given. The endpoints are read in the
- * transaction, one indexed statement an append.
+ * Events written now, ahead of the caller's other work, for their order; `queue` queues
+ * their streams' gathers, to be called last in the same transaction: the stream's lock is
+ * then held only for the commit, not for all the work between (a page's record holds it for
+ * its whole statement of outcomes otherwise, and a gather waits for every holder).
  */
-export async function appendWebhookEvents(
-  db: Kysely<Schema>,
-  clock: Clock,
-  append: Omit<EventStream, 'url'> & { url: string | null; events: readonly object[] },
-): Promise<void> {
-  if (append.events.length === 0) return;
-  const { accountId, url, type, events } = append;
-  if (url) await appendToStream(db, clock, { accountId, url, type, events });
-  const own = url ? normaliseUrl(url) : null;
-  for (const endpoint of await subscribedUrls(db, accountId, type)) {
-    if (endpoint !== own) await appendToStream(db, clock, { accountId, url: endpoint, type, events });
-  }
+export interface EventsAhead {
+  queue(): Promise<void>;
+}
+
+async function writeAhead(db: Kysely<Schema>, clock: Clock, appends: StreamAppend[]): Promise<EventsAhead> {
+  const now = clock.now();
+  const written = appends.filter((append) => append.events.length > 0);
+  for (const append of written) await writeEvents(db, now, append);
+  return {
+    async queue() {
+      for (const stream of written) await queueGather(db, now, stream);
+    },
+  };
 }
 
 /**
- * Appends events of one type, each of its account and per-request URL (null: none), in the
- * caller's transaction: one append per per-request stream, and for each account's endpoint
- * subscribed to the type one append of the account's events whose URL is not the endpoint's
- * (appendWebhookEvents), events in order.
+ * Where events of one account and type go: the per-request URL's stream (`url`; null: none)
+ * and the stream of each of the account's webhook endpoints subscribed to the type
+ * (endpoints.ts), but for an endpoint whose URL is the per-request one once normalised: that
+ * receiver gets each event once, in the per-request stream. Every stream gets the events in
+ * the order given. The endpoints are read in the transaction, one indexed statement.
  */
-export async function appendToStreams(
+async function accountAppends(
   db: Kysely<Schema>,
-  clock: Clock,
+  append: Omit<EventStream, 'url'> & { url: string | null; events: readonly object[] },
+): Promise<StreamAppend[]> {
+  if (append.events.length === 0) return [];
+  const { accountId, url, type, events } = append;
+  const appends: StreamAppend[] = url ? [{ accountId, url, type, events }] : [];
+  const own = url ? normaliseUrl(url) : null;
+  for (const endpoint of await subscribedUrls(db, accountId, type)) {
+    if (endpoint !== own) appends.push({ accountId, url: endpoint, type, events });
+  }
+  return appends;
+}
+
+/**
+ * Where events of one type go, each of its account and per-request URL (null: none): one
+ * append per per-request stream, and for each account's endpoint subscribed to the type one
+ * append of the account's events whose URL is not the endpoint's (accountAppends), events in order.
+ */
+async function typeAppends(
+  db: Kysely<Schema>,
   type: string,
   entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
-): Promise<void> {
+): Promise<StreamAppend[]> {
   const accounts = new Map<string, Array<{ url: string | null; event: object }>>();
   for (const { accountId, url, event } of entries) {
     if (!accounts.has(accountId)) accounts.set(accountId, []);
     accounts.get(accountId)!.push({ url: url || null, event });
   }
+  const appends: StreamAppend[] = [];
   for (const [accountId, own] of accounts) {
     const streams = new Map<string, object[]>();
     for (const { url, event } of own) {
@@ -180,15 +206,54 @@ export async function appendToStreams(
       if (!streams.has(url)) streams.set(url, []);
       streams.get(url)!.push(event);
     }
-    for (const [url, events] of streams) await appendToStream(db, clock, { accountId, url, type, events });
+    for (const [url, events] of streams) appends.push({ accountId, url, type, events });
     const endpoints = await subscribedUrls(db, accountId, type);
     if (endpoints.length === 0) continue;
     const normalised = new Map([...streams.keys()].map((url) => [url, normaliseUrl(url)]));
     for (const endpoint of endpoints) {
       const events = own.filter(({ url }) => url === null || normalised.get(url) !== endpoint).map((e) => e.event);
-      await appendToStream(db, clock, { accountId, url: endpoint, type, events });
+      appends.push({ accountId, url: endpoint, type, events });
     }
   }
+  return appends;
+}
+
+/** Appends events of one account and type in the caller's transaction (accountAppends says where). */
+export async function appendWebhookEvents(
+  db: Kysely<Schema>,
+  clock: Clock,
+  append: Omit<EventStream, 'url'> & { url: string | null; events: readonly object[] },
+): Promise<void> {
+  await (await writeAhead(db, clock, await accountAppends(db, append))).queue();
+}
+
+/** appendWebhookEvents's events written ahead: the caller calls `queue` last in its transaction. */
+export async function appendWebhookEventsAhead(
+  db: Kysely<Schema>,
+  clock: Clock,
+  append: Omit<EventStream, 'url'> & { url: string | null; events: readonly object[] },
+): Promise<EventsAhead> {
+  return writeAhead(db, clock, await accountAppends(db, append));
+}
+
+/** Appends events of one type, each of its account and URL, in the caller's transaction (typeAppends says where). */
+export async function appendToStreams(
+  db: Kysely<Schema>,
+  clock: Clock,
+  type: string,
+  entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
+): Promise<void> {
+  await (await writeAhead(db, clock, await typeAppends(db, type, entries))).queue();
+}
+
+/** appendToStreams's events written ahead: the caller calls `queue` last in its transaction. */
+export async function appendToStreamsAhead(
+  db: Kysely<Schema>,
+  clock: Clock,
+  type: string,
+  entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
+): Promise<EventsAhead> {
+  return writeAhead(db, clock, await typeAppends(db, type, entries));
 }
 
 /** The rows of one stream's waiting events. */

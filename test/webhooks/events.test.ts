@@ -7,6 +7,7 @@ import { claimJobs, leaseOf, releaseJob, type JobRow } from '../../src/queue/que
 import { SnoozeJob, type Job, type Worker } from '../../src/queue/worker.ts';
 import {
   appendWebhookEvents,
+  appendWebhookEventsAhead,
   GATHER_KIND,
   GATHER_WINDOW_MS,
   webhookGatherHandler,
@@ -363,6 +364,51 @@ forEachDatabase((dialect) => {
     t.clock.advance(GATHER_WINDOW_MS);
     await worker.drain();
     const posted = (await Promise.all(receiver.received.map((post) => verified(post)))).flatMap((post) => post.data);
+    assert.deepEqual(posted, events(0, 2));
+    assert.equal(await waiting(), 0);
+    assert.deepEqual(await jobs(), []);
+  });
+
+  it('posts events written ahead of their queueing though a gather completes its job between the two', async () => {
+    await append(events(0, 1));
+    t.clock.advance(GATHER_WINDOW_MS);
+    const held = await claimGather('gathering-worker', 60_000);
+
+    let queue!: () => void;
+    const queued = new Promise<void>((resolve) => (queue = resolve));
+    let written!: () => void;
+    const wrote = new Promise<void>((resolve) => (written = resolve));
+    // A page's record: its events written first, its other work, then the stream's gather queued.
+    const appender = t.ctx.db.transaction().execute(async (trx) => {
+      const ahead = await appendWebhookEventsAhead(trx, t.clock, { ...streamOf(), events: events(1, 1) });
+      written();
+      await queued;
+      await ahead.queue();
+    });
+    await wrote;
+    const gathers = async () => (await jobs()).filter((job) => job.kind === GATHER_KIND);
+    if (dialect === 'postgres') {
+      // No appender holds the stream's lock yet, and the written event is not committed: the
+      // gather posts the first event and completes its job.
+      try {
+        assert.equal(await runGather(held), 'completed');
+        assert.deepEqual(await gathers(), []);
+      } finally {
+        queue();
+      }
+      await appender;
+      assert.equal((await gathers()).length, 1, 'the appender queued the next gather');
+    } else {
+      // SQLite: the gather's transaction waits for the appender's, then reads both events.
+      queue();
+      await appender;
+      assert.equal(await runGather(held), 'completed');
+    }
+
+    t.clock.advance(GATHER_WINDOW_MS);
+    await worker.drain();
+    const posted = (await Promise.all(receiver.received.map((post) => verified(post)))).flatMap((post) => post.data);
+    posted.sort((a, b) => a.messageId.localeCompare(b.messageId));
     assert.deepEqual(posted, events(0, 2));
     assert.equal(await waiting(), 0);
     assert.deepEqual(await jobs(), []);
