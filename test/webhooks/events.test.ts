@@ -96,6 +96,17 @@ forEachDatabase((dialect) => {
     return row;
   }
 
+  /** The stream's one event, its gather job held by another worker's claim: one side of a race with an appender. */
+  async function heldGather(): Promise<JobRow> {
+    await append(events(0, 1));
+    t.clock.advance(GATHER_WINDOW_MS);
+    return claimGather('gathering-worker', 60_000);
+  }
+
+  /** Every event posted, post after post. */
+  const postedEvents = async () =>
+    (await Promise.all(receiver.received.map((post) => verified(post)))).flatMap((post) => post.data);
+
   const runGather = (row: JobRow) => {
     const job: Job = {
       id: row.id,
@@ -317,21 +328,17 @@ forEachDatabase((dialect) => {
   );
 
   it('leaves no event behind when an append commits while the gather runs: the job runs a window later', async () => {
-    await append(events(0, 1));
-    t.clock.advance(GATHER_WINDOW_MS);
-    const held = await claimGather('gathering-worker', 60_000);
+    const held = await heldGather();
 
-    let commit!: () => void;
-    const open = new Promise<void>((resolve) => (commit = resolve));
-    let appending!: () => void;
-    const appended = new Promise<void>((resolve) => (appending = resolve));
+    const open = Promise.withResolvers<void>();
+    const appended = Promise.withResolvers<void>();
     // Its enqueue finds the stream's job still queued, so it counts on that gather.
     const appender = t.ctx.db.transaction().execute(async (trx) => {
       await appendWebhookEvents(trx, t.clock, { ...streamOf(), events: events(1, 1) });
-      appending();
-      await open;
+      appended.resolve();
+      await open.promise;
     });
-    await appended;
+    await appended.promise;
     let settled = false;
     const gathering = runGather(held).finally(() => (settled = true));
     // PostgreSQL: until the gather, having read the stream, waits for its lock to complete the
@@ -346,7 +353,7 @@ forEachDatabase((dialect) => {
         ).rows[0].n > 0;
       while (!settled && !(await waitingForLock()));
     }
-    commit();
+    open.resolve();
     await appender;
     const outcome = await gathering.then(
       (completed) => completed,
@@ -363,29 +370,25 @@ forEachDatabase((dialect) => {
 
     t.clock.advance(GATHER_WINDOW_MS);
     await worker.drain();
-    const posted = (await Promise.all(receiver.received.map((post) => verified(post)))).flatMap((post) => post.data);
+    const posted = await postedEvents();
     assert.deepEqual(posted, events(0, 2));
     assert.equal(await waiting(), 0);
     assert.deepEqual(await jobs(), []);
   });
 
   it('posts events written ahead of their queueing though a gather completes its job between the two', async () => {
-    await append(events(0, 1));
-    t.clock.advance(GATHER_WINDOW_MS);
-    const held = await claimGather('gathering-worker', 60_000);
+    const held = await heldGather();
 
-    let queue!: () => void;
-    const queued = new Promise<void>((resolve) => (queue = resolve));
-    let written!: () => void;
-    const wrote = new Promise<void>((resolve) => (written = resolve));
+    const queued = Promise.withResolvers<void>();
+    const written = Promise.withResolvers<void>();
     // A page's record: its events written first, its other work, then the stream's gather queued.
     const appender = t.ctx.db.transaction().execute(async (trx) => {
       const ahead = await appendWebhookEventsAhead(trx, t.clock, { ...streamOf(), events: events(1, 1) });
-      written();
-      await queued;
+      written.resolve();
+      await queued.promise;
       await ahead.queue();
     });
-    await wrote;
+    await written.promise;
     const gathers = async () => (await jobs()).filter((job) => job.kind === GATHER_KIND);
     if (dialect === 'postgres') {
       // No appender holds the stream's lock yet, and the written event is not committed: the
@@ -394,20 +397,20 @@ forEachDatabase((dialect) => {
         assert.equal(await runGather(held), 'completed');
         assert.deepEqual(await gathers(), []);
       } finally {
-        queue();
+        queued.resolve();
       }
       await appender;
       assert.equal((await gathers()).length, 1, 'the appender queued the next gather');
     } else {
       // SQLite: the gather's transaction waits for the appender's, then reads both events.
-      queue();
+      queued.resolve();
       await appender;
       assert.equal(await runGather(held), 'completed');
     }
 
     t.clock.advance(GATHER_WINDOW_MS);
     await worker.drain();
-    const posted = (await Promise.all(receiver.received.map((post) => verified(post)))).flatMap((post) => post.data);
+    const posted = await postedEvents();
     posted.sort((a, b) => a.messageId.localeCompare(b.messageId));
     assert.deepEqual(posted, events(0, 2));
     assert.equal(await waiting(), 0);
