@@ -23,7 +23,7 @@ import { recipientMessageId } from '../messaging/message-ids.ts';
 import { compileTemplate, renderTemplate, type Template } from '../messaging/tags.ts';
 import type { Lease } from '../queue/queries.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
-import { appendWebhookEventsAhead, type EventsAhead } from '../webhooks/events.ts';
+import { appendWebhookEventsAhead } from '../webhooks/events.ts';
 import {
   applyReceipts,
   matchWaiting,
@@ -127,13 +127,15 @@ export const recordSmsPage = procedure(
     let waiting: PartKey[] = [];
     const tally = new UsageTally(page.now);
     const result = await db.transaction().execute(async (trx) => {
-      let events: EventsAhead | null = null;
       if (page.outcomes.length > 0) {
         // The page's events are written first: a receipt already waiting for one of its parts
         // appends a later status, which must not be posted before the Submitted it follows.
-        // Their gathers are queued last, so the streams' locks are held for the commit alone.
+        // Their gathers are queued after the outcomes, so the streams' locks are not held
+        // through them, and before the send's job is touched: a worker's heartbeat updates the
+        // leases of its jobs, the gathers' among them, and queueing a gather waits for that
+        // update, so waiting for it while holding the send's job would be a lock cycle.
         // With no per-request URL, still to the account's endpoints (webhooks/endpoints.ts).
-        events = await appendWebhookEventsAhead(
+        const events = await appendWebhookEventsAhead(
           trx,
           { now: () => page.now },
           {
@@ -147,12 +149,12 @@ export const recordSmsPage = procedure(
           tally,
           accountOf: () => page.accountId,
         });
+        await events.queue();
       }
       await holdRecipients(trx, page.held, page.now);
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
       const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, SMS_PENDING) : 'more';
       await tally.write(trx, dialect);
-      await events?.queue();
       return finished;
     });
     await matchWaiting(db, dialect, page.now, waiting);

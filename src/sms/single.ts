@@ -61,7 +61,7 @@ export const recordSingles = procedure(
   async ({ db, dialect }, page: SinglesResults): Promise<void> => {
     let waiting: PartKey[] = [];
     await db.transaction().execute(async (trx) => {
-      // The page's events first and their gathers queued last, as recordSmsPage's.
+      // The page's events first and their gathers queued after the outcomes, as recordSmsPage's.
       const events = await appendToStreamsAhead(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
       const tally = new UsageTally(page.now);
       // The events are the steps', one each, in order: each names its recipient's account.
@@ -72,6 +72,7 @@ export const recordSingles = procedure(
           accountOf: (id) => accountOf.get(id)!,
         });
       }
+      await events.queue();
       if (page.done.length > 0) {
         await trx
           .updateTable('sends')
@@ -92,7 +93,6 @@ export const recordSingles = procedure(
         }
       }
       await tally.write(trx, dialect);
-      await events.queue();
     });
     await matchWaiting(db, dialect, page.now, waiting);
   },

@@ -45,8 +45,8 @@ import { lockStream, lockStreamShared } from './queries.ts';
  * PostgreSQL runs them side by side, so the stream has an advisory lock: each appender takes
  * it shared when it queues the job and holds it until it commits (appenders never wait for one
  * another). Only the queueing needs it: an appender may write its events earlier in its
- * transaction (a page's record writes them first, for their order, and queues last, so a gather
- * waits for its commit, not for its statements). The gather reads and
+ * transaction (a page's record writes them first, for their order, and queues after its
+ * statement of outcomes, so a gather does not wait for that). The gather reads and
  * removes what has committed without it, then takes it exclusively before it completes: that
  * waits for every appender that may have counted on the job, and if one appended meanwhile
  * the job stays, to run a window later. An appender that comes after waits for the gather to
@@ -143,9 +143,11 @@ async function queueGather(db: Kysely<Schema>, now: number, stream: EventStream)
 
 /**
  * Events written now, ahead of the caller's other work, for their order; `queue` queues
- * their streams' gathers, to be called last in the same transaction: the stream's lock is
- * then held only for the commit, not for all the work between (a page's record holds it for
- * its whole statement of outcomes otherwise, and a gather waits for every holder).
+ * their streams' gathers later in the same transaction, once its long statements are done:
+ * the stream's lock is held from there to the commit, and a gather waits for every holder.
+ * Call it before the transaction touches a job a worker holds (the caller's own): queueing a
+ * gather waits for a heartbeat's renewal of the gather's lease under way, and the heartbeat
+ * renews the worker's other jobs in the same statement, so it may wait for that row in turn.
  */
 export interface EventsAhead {
   queue(): Promise<void>;
@@ -227,7 +229,7 @@ export async function appendWebhookEvents(
   await (await writeAhead(db, clock, await accountAppends(db, append))).queue();
 }
 
-/** appendWebhookEvents's events written ahead: the caller calls `queue` last in its transaction. */
+/** appendWebhookEvents's events written ahead: the caller calls `queue` later in its transaction (EventsAhead). */
 export async function appendWebhookEventsAhead(
   db: Kysely<Schema>,
   clock: Clock,
@@ -246,7 +248,7 @@ export async function appendToStreams(
   await (await writeAhead(db, clock, await typeAppends(db, type, entries))).queue();
 }
 
-/** appendToStreams's events written ahead: the caller calls `queue` last in its transaction. */
+/** appendToStreams's events written ahead: the caller calls `queue` later in its transaction (EventsAhead). */
 export async function appendToStreamsAhead(
   db: Kysely<Schema>,
   clock: Clock,
