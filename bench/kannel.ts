@@ -281,6 +281,10 @@ interface Cpu {
   client: number;
 }
 
+/** CPU ms a message of one process between two readings, over `count` messages. */
+const cpuPerMessage = (before: Cpu, after: Cpu, count: number) => (key: keyof Cpu) =>
+  ((after[key] - before[key]) * 1000) / count;
+
 function cpuNow(gateway: Gateway, simulator: SimulatorProcess): Cpu {
   const { user, system } = process.cpuUsage();
   return {
@@ -325,7 +329,7 @@ async function closedLoop(gateway: Gateway, { simulator, receiver }: Rig, postgr
   const deadline = last + 120_000;
   while (receiver.counted() < MESSAGES && Date.now() < deadline) await sleep(50);
   const after = cpuNow(gateway, simulator);
-  const perMessage = (key: keyof Cpu) => ((after[key] - before[key]) * 1000) / MESSAGES;
+  const perMessage = cpuPerMessage(before, after, MESSAGES);
   latencies.sort((a, b) => a - b);
   return {
     name: gateway.name,
@@ -487,8 +491,7 @@ async function shape3(): Promise<void> {
           }
           agent.destroy();
           perSecond = (total / ((await lastSubmit(rig.simulator, total)) - startedAt)) * 1000;
-          const after = cpuNow(herald, rig.simulator);
-          const perMessage = (key: keyof Cpu) => ((after[key] - before[key]) * 1000) / total;
+          const perMessage = cpuPerMessage(before, cpuNow(herald, rig.simulator), total);
           const postgres = dialect === 'postgres' ? perMessage('postgres') : Number.NaN;
           cpu = `CPU ms/msg: own ${ms(perMessage('own'))}, postgres ${ms(postgres)}`;
         } finally {

@@ -130,10 +130,8 @@ export const recordSmsPage = procedure(
       if (page.outcomes.length > 0) {
         // The page's events are written first: a receipt already waiting for one of its parts
         // appends a later status, which must not be posted before the Submitted it follows.
-        // Their gathers are queued after the outcomes, so the streams' locks are not held
-        // through them, and before the send's job is touched: a worker's heartbeat updates the
-        // leases of its jobs, the gathers' among them, and queueing a gather waits for that
-        // update, so waiting for it while holding the send's job would be a lock cycle.
+        // Their gathers are queued after the outcomes and before the send's job is touched
+        // (webhooks/events.ts, EventsAhead, says why).
         // With no per-request URL, still to the account's endpoints (webhooks/endpoints.ts).
         const events = await appendWebhookEventsAhead(
           trx,

@@ -220,16 +220,7 @@ async function typeAppends(
   return appends;
 }
 
-/** Appends events of one account and type in the caller's transaction (accountAppends says where). */
-export async function appendWebhookEvents(
-  db: Kysely<Schema>,
-  clock: Clock,
-  append: Omit<EventStream, 'url'> & { url: string | null; events: readonly object[] },
-): Promise<void> {
-  await (await writeAhead(db, clock, await accountAppends(db, append))).queue();
-}
-
-/** appendWebhookEvents's events written ahead: the caller calls `queue` later in its transaction (EventsAhead). */
+/** Events of one account and type written ahead (accountAppends says where), queued later (EventsAhead). */
 export async function appendWebhookEventsAhead(
   db: Kysely<Schema>,
   clock: Clock,
@@ -238,17 +229,12 @@ export async function appendWebhookEventsAhead(
   return writeAhead(db, clock, await accountAppends(db, append));
 }
 
-/** Appends events of one type, each of its account and URL, in the caller's transaction (typeAppends says where). */
-export async function appendToStreams(
-  db: Kysely<Schema>,
-  clock: Clock,
-  type: string,
-  entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
-): Promise<void> {
-  await (await writeAhead(db, clock, await typeAppends(db, type, entries))).queue();
+/** Appends events of one account and type in the caller's transaction: written and queued at once. */
+export async function appendWebhookEvents(...args: Parameters<typeof appendWebhookEventsAhead>): Promise<void> {
+  await (await appendWebhookEventsAhead(...args)).queue();
 }
 
-/** appendToStreams's events written ahead: the caller calls `queue` later in its transaction (EventsAhead). */
+/** Events of one type, each of its account and URL, written ahead (typeAppends says where), queued later. */
 export async function appendToStreamsAhead(
   db: Kysely<Schema>,
   clock: Clock,
@@ -256,6 +242,11 @@ export async function appendToStreamsAhead(
   entries: ReadonlyArray<{ accountId: string; url: string | null; event: object }>,
 ): Promise<EventsAhead> {
   return writeAhead(db, clock, await typeAppends(db, type, entries));
+}
+
+/** Appends events of one type, each of its account and URL, in the caller's transaction: written and queued at once. */
+export async function appendToStreams(...args: Parameters<typeof appendToStreamsAhead>): Promise<void> {
+  await (await appendToStreamsAhead(...args)).queue();
 }
 
 /** The rows of one stream's waiting events. */

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import { claimJobs } from '../../src/queue/queries.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
 import { GATHER_KIND, GATHER_WINDOW_MS } from '../../src/webhooks/events.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitForLockWait } from '../support/wait.ts';
 
 /**
  * The order in which a page's record takes the queue's rows. A worker's heartbeat renews the
@@ -84,12 +83,7 @@ forEachDatabase((dialect) => {
       const recorded = api.drain().finally(() => (settled = true));
       if (dialect === 'postgres') {
         // Until the record waits for the heartbeat's row (SQLite's one writer waits for its whole transaction).
-        await waitFor('the record to wait for the heartbeat', async () => {
-          const { rows } = await sql<{
-            n: number;
-          }>`select count(*)::int as n from pg_locks where not granted`.execute(api.t.ctx.db);
-          return settled || rows[0].n > 0 ? true : undefined;
-        });
+        await waitForLockWait(api.t.ctx.db, 'the record to wait for the heartbeat', () => settled);
       }
       next.resolve();
       await heartbeat;

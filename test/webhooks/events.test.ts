@@ -18,6 +18,7 @@ import { createWorker } from '../../src/server/worker.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { startReceiver, type Received, type Receiver } from './support.ts';
+import { waitForLockWait } from '../support/wait.ts';
 
 interface StatusEvent {
   messageId: string;
@@ -345,13 +346,7 @@ forEachDatabase((dialect) => {
     // job (or, were there none, has finished). SQLite: the gather's transaction waits for the
     // one writing connection, and then reads both events.
     if (dialect === 'postgres') {
-      const waitingForLock = async () =>
-        (
-          await sql<{
-            n: number;
-          }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`.execute(t.ctx.db)
-        ).rows[0].n > 0;
-      while (!settled && !(await waitingForLock()));
+      await waitForLockWait(t.ctx.db, "the gather to wait for the stream's lock", () => settled, 'advisory');
     }
     open.resolve();
     await appender;
