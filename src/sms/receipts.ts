@@ -7,7 +7,7 @@ import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { isAnyOf } from '../db/in-json.ts';
 import { UsageTally } from '../messaging/rollup.ts';
-import { queries, stillOpen } from './queries.ts';
+import { notFinal, queries, stillOpen } from './queries.ts';
 
 type Db = Kysely<Schema>;
 
@@ -205,6 +205,12 @@ const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMes
  * Looked up by the operator's ids (sms_parts_operator), matched within their connection; a
  * receipt of another connection that shares an id and whose part is recorded is taken with
  * them, and applied to its own part.
+ *
+ * A final receipt matches only a part not final yet. An SMSC hands an id out again (one that
+ * restarts counts from 1 again; a counter wraps), and the receipt for the new part can come
+ * before that part is recorded: matched to the old, final part it would be used up on it. It
+ * waits instead; the rare final receipt an SMSC offers twice waits for the retention sweep.
+ * An intermediate one (ENROUTE) is used up on a final part, which it leaves as it is.
  */
 async function takeMatched(
   db: Db,
@@ -215,7 +221,8 @@ async function takeMatched(
   const ofIds = 'ids' in which ? isAnyOf(dialect, 'p.operator_message_id', which.ids) : sql<SqlBool>`true`;
   const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
                                         where p.operator_message_id = sms_receipts.operator_message_id
-                                          and p.smsc = sms_receipts.smsc and ${ofIds})`;
+                                          and p.smsc = sms_receipts.smsc and ${ofIds}
+                                          and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))}))`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)
@@ -236,6 +243,7 @@ async function takeMatched(
     .selectFrom('sms_parts')
     .select(['recipient_id', 'part', 'smsc', 'operator_message_id'])
     .where(isAnyOf(dialect, 'operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
+    .where(notFinal(sql.ref('status')))
     .execute();
   return parts.flatMap((p) => {
     const receipt = receiptOf.get(keyOf(p));
@@ -347,8 +355,9 @@ export async function purgeUnmatchedReceipts(
   before: number,
   limit: number,
 ): Promise<number> {
-  // No index on `at`: the table holds only receipts waiting for their part, and with this
-  // sweep no more than RETENTION_DAYS of unmatched ones, so a scan of it stays short.
+  // No index on `at`: the table holds only receipts waiting for their part (or final ones
+  // offered twice), and with this sweep no more than RETENTION_DAYS of them, so a scan of it
+  // stays short.
   const stale = sql<SqlBool>`at < ${before}`;
   const result = await db
     .deleteFrom('sms_receipts')

@@ -148,6 +148,29 @@ forEachDatabase((dialect) => {
   );
 
   it(
+    'applies a receipt for an id the SMSC hands out again to the new part, though it comes before that part is ' +
+      'recorded, and leaves the old message as it was',
+    async () => {
+      // The test's transport names a part by its recipient: a second message to the number reuses the id.
+      const first = await send('919812345678', 'hi');
+      await report([{ smsc: 'default', operatorMessageId: 'op-919812345678-1', state: 'DELIVRD', errorCode: null }]);
+      assert.equal((await recipientOf(first)).status, 'Delivered');
+
+      early = (ids) =>
+        ids.map((operatorMessageId) => ({ smsc: 'default', operatorMessageId, state: 'UNDELIV', errorCode: '001' }));
+      const second = await send('919812345678', 'hi again');
+      const reused = await recipientOf(second);
+      assert.deepEqual([reused.status, reused.errorCode], ['Failed', '001']);
+      const old = await recipientOf(first);
+      assert.deepEqual(
+        [old.status, old.partStatus.map((p: { status: string }) => p.status)],
+        ['Delivered', ['Delivered']],
+      );
+      assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+    },
+  );
+
+  it(
     'sends the one-time passcodes claimed together as one page, ' + 'and tries one refused for now again on its own',
     async () => {
       const numbers = ['919812300011', '919812300012', '919812300013'];
