@@ -122,9 +122,9 @@ export function assertNoUnaskedErrors(browser: Browser, base: string, refused: r
 export function consoleLocators(page: () => Page, base: () => string) {
   const heading = (name: string) => page().getByRole('heading', { name, exact: true, level: 1 });
   /**
-   * Waits for the page titled `title` and for its parts loaded after it (a contact's messages):
-   * a part that loads while a button below it is clicked moves the button between the press
-   * and the release, and the click is lost.
+   * Waits for the page titled `title` and for any part of it loaded after it: a part that loads
+   * while a button below it is clicked moves the button between the press and the release, and
+   * the click is lost.
    */
   const shown = async (title: string) => {
     await heading(title).waitFor();

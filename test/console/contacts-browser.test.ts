@@ -257,6 +257,31 @@ forEachDatabase((dialect) => {
     await table('Email suppressions of the address').getByText('Not suppressed').waitFor();
   });
 
+  it('shows a contact with its messages at once: a slow read of them moves no button below them', async () => {
+    // c2, sent an SMS by the test above.
+    const c2 = await contactOf('ada@example.com');
+    assert.ok(c2);
+    const messagesPath = `/contacts/${c2.contactId}/messages`;
+    await session.page.route(
+      (url) => url.pathname === messagesPath,
+      async (route) => {
+        await sleep(500);
+        await route.continue();
+      },
+    );
+    try {
+      await session.page.goto(`${session.base}/console/contacts/${c2.contactId}`);
+      await heading('Contact').waitFor();
+      const remove = session.page.getByRole('button', { name: 'Delete contact' });
+      const before = await remove.boundingBox();
+      assert.equal(await table('Messages sent to this contact, newest first').getByRole('row').count(), 2);
+      await sleep(800);
+      assert.deepEqual(await remove.boundingBox(), before);
+    } finally {
+      await session.page.unrouteAll({ behavior: 'ignoreErrors' });
+    }
+  });
+
   it('exports a person found by number as one JSON file, then erases them from their contact page', async () => {
     const c6 = await contactOf('c6@example.com');
     assert.ok(c6);

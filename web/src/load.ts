@@ -5,12 +5,22 @@ export type Loaded<T> = { state: 'loading' } | { state: 'failed'; error: Error }
 
 /**
  * Runs `load` when `key` changes (the page's URL, a query); `reload` runs it again. A late answer
- * for an old key is dropped.
+ * for an old key is dropped. Given `ready` (loaded with the page around it), it starts done
+ * with that and loads only on a new key or a reload.
  */
-export function useLoad<T>(load: () => Promise<T>, key: string): Loaded<T> & { reload: () => void } {
-  const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' });
+export function useLoad<T>(
+  load: () => Promise<T>,
+  key: string,
+  ready?: { data: T },
+): Loaded<T> & { reload: () => void } {
+  const [loaded, setLoaded] = useState<Loaded<T>>(ready ? { state: 'done', data: ready.data } : { state: 'loading' });
   const [round, setRound] = useState(0);
+  const skipFirst = useRef(ready !== undefined);
   useEffect(() => {
+    if (skipFirst.current) {
+      skipFirst.current = false;
+      return;
+    }
     let current = true;
     setLoaded({ state: 'loading' });
     load().then(
@@ -38,24 +48,33 @@ export interface Pages<T> {
 
 /**
  * A table's rows, a page at a time by the API's cursors ("Load more"): never the whole list.
- * `fetchPage(undefined)` is the first page.
+ * `fetchPage(undefined)` is the first page; `firstPage`, when the page around the table loaded
+ * it already, so that the table does not grow under what follows it after the page is shown.
  */
-export function usePages<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>, key: string): Pages<T> {
-  const [items, setItems] = useState<T[]>([]);
-  const [nextCursor, setNextCursor] = useState<string | null>(null);
+export function usePages<T>(
+  fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
+  key: string,
+  firstPage?: Page<T>,
+): Pages<T> {
+  const [items, setItems] = useState<T[]>(firstPage?.items ?? []);
+  const [nextCursor, setNextCursor] = useState<string | null>(firstPage?.nextCursor ?? null);
   const [loadingMore, setLoadingMore] = useState(false);
   const [moreError, setMoreError] = useState<Error | null>(null);
   const generation = useRef(0);
-  const first = useLoad(async () => {
-    const mine = ++generation.current;
-    const page = await fetchPage(undefined);
-    if (mine === generation.current) {
-      setItems(page.items);
-      setNextCursor(page.nextCursor);
-      setMoreError(null);
-    }
-    return null;
-  }, key);
+  const first = useLoad(
+    async () => {
+      const mine = ++generation.current;
+      const page = await fetchPage(undefined);
+      if (mine === generation.current) {
+        setItems(page.items);
+        setNextCursor(page.nextCursor);
+        setMoreError(null);
+      }
+      return null;
+    },
+    key,
+    firstPage && { data: null },
+  );
   const loadMore = () => {
     if (nextCursor === null || loadingMore) return;
     const mine = generation.current;

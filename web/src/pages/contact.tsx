@@ -4,7 +4,7 @@ import { type Draft, draftOf, patchOf } from '../contact-form.ts';
 import { useLoad, usePages } from '../load.ts';
 import { IdLink, Link } from '../router.tsx';
 import { type Erasure, erasedWords, personOfContact } from '../privacy.ts';
-import type { Contact, ContactList, ContactMessage } from '../types.ts';
+import type { Contact, ContactList, ContactMessage, Page as PageOf } from '../types.ts';
 import { useChange } from '../components/change.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { Field } from '../components/field.tsx';
@@ -16,15 +16,15 @@ import { PagedTable, Table } from '../components/table.tsx';
 import { Time, useNumber } from '../components/zone.tsx';
 import { ALL_CONTACTS, listsOf, mobileOf, propertiesOf, yesNo } from './contacts.tsx';
 
-function Messages(props: { contactId: string }) {
-  const path = `/contacts/${encodeURIComponent(props.contactId)}/messages`;
-  const pages = usePages(
-    (cursor) =>
-      get<{ messages: ContactMessage[]; nextCursor: string | null }>(withQuery(path, { cursor, limit: 50 })).then(
-        (page) => ({ items: page.messages, nextCursor: page.nextCursor }),
-      ),
-    path,
-  );
+/** A page of the messages sent to a contact, newest first. */
+const messagesOf = (contactId: string, cursor?: string): Promise<PageOf<ContactMessage>> =>
+  get<{ messages: ContactMessage[]; nextCursor: string | null }>(
+    withQuery(`/contacts/${encodeURIComponent(contactId)}/messages`, { cursor, limit: 50 }),
+  ).then((page) => ({ items: page.messages, nextCursor: page.nextCursor }));
+
+/** Its first page is loaded with the contact: a table that grew later would move the buttons below it. */
+function Messages(props: { contactId: string; firstPage: PageOf<ContactMessage> }) {
+  const pages = usePages((cursor) => messagesOf(props.contactId, cursor), props.contactId, props.firstPage);
   return (
     <PagedTable
       caption="Messages sent to this contact, newest first"
@@ -225,7 +225,12 @@ function ContactLists(props: { contact: Contact; lists: ContactList[]; onChanged
   );
 }
 
-function ContactView(props: { contact: Contact; lists: ContactList[]; properties: string[] }) {
+function ContactView(props: {
+  contact: Contact;
+  lists: ContactList[];
+  properties: string[];
+  messages: PageOf<ContactMessage>;
+}) {
   const [contact, setContact] = useState(props.contact);
   const [deleted, setDeleted] = useState(false);
   const [erased, setErased] = useState<Erasure | null>(null);
@@ -303,7 +308,7 @@ function ContactView(props: { contact: Contact; lists: ContactList[]; properties
         <EditContact contact={contact} properties={props.properties} onSaved={setContact} />
       </Part>
       <Part title="Messages" id="contact-messages">
-        <Messages contactId={String(contact.contactId)} />
+        <Messages contactId={String(contact.contactId)} firstPage={props.messages} />
       </Part>
       <Part title="Delete" id="contact-delete">
         <p>
@@ -327,10 +332,15 @@ function ContactView(props: { contact: Contact; lists: ContactList[]; properties
 
 export function ContactPage(props: { contactId: string }) {
   const path = `/contacts/${encodeURIComponent(props.contactId)}`;
-  const loaded = useLoad(() => Promise.all([get<Contact>(path), listsOf(), propertiesOf()]), path);
+  const loaded = useLoad(
+    () => Promise.all([get<Contact>(path), listsOf(), propertiesOf(), messagesOf(props.contactId)]),
+    path,
+  );
   return (
     <Show loaded={loaded}>
-      {([contact, lists, properties]) => <ContactView contact={contact} lists={lists} properties={properties} />}
+      {([contact, lists, properties, messages]) => (
+        <ContactView contact={contact} lists={lists} properties={properties} messages={messages} />
+      )}
     </Show>
   );
 }
