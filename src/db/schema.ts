@@ -369,6 +369,8 @@ export interface SmsReceiptsTable {
   status: string;
   error_code: string | null;
   at: number;
+  /** The number the receipt reports on, when its transport names one: it matches a part of that number only. */
+  recipient: string | null;
 }
 
 export interface SmppSubmitsTable {

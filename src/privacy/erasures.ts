@@ -406,9 +406,9 @@ const orNone = (values: string[]) => (values.length > 0 ? values : ['']);
 /**
  * The person's recipients on a channel, of any status: the address becomes the hash, their tag
  * values and a reply's text go, with the user agents of their clicks, their identifier in the
- * URLs those clicks recorded, the numbers of their SMS submits, and the text of a single send
- * (it was for them alone). Found by the recipients' (address) index, a chunk at a time; a chunk
- * no longer matches once hashed.
+ * URLs those clicks recorded, the numbers of their SMS submits and the receipts waiting that
+ * name them, and the text of a single send (it was for them alone). Found by the recipients'
+ * (address) index, a chunk at a time; a chunk no longer matches once hashed.
  */
 async function eraseRecipients(
   trx: Db,
@@ -444,6 +444,9 @@ async function eraseRecipients(
       .where('send_id', 'in', sendIds)
       .where('recipient', 'in', identifiers)
       .execute();
+    // A receipt waiting for its part names no account: those that name the number go, whoever's
+    // message they report on (their part, if it comes, then ends without one).
+    await trx.deleteFrom('sms_receipts').where('recipient', 'in', identifiers).execute();
     const sends = await trx.selectFrom('sends').select(['id', 'content']).where('id', 'in', sendIds).execute();
     for (const send of sends) {
       const content = JSON.parse(send.content) as { kind?: string; body?: string; tags?: unknown; sealed?: string };

@@ -20,10 +20,15 @@ export interface PartKey {
   operatorMessageId: string;
 }
 
-/** What an operator reported of one part: its id, and the receipt's state (SMPP's `stat`). */
+/**
+ * What an operator reported of one part: its id, and the receipt's state (SMPP's `stat`); with
+ * the number it reports on when the transport reads one (SMPP's source address), which a
+ * receipt that has to wait keeps: it then matches a part of that number only.
+ */
 export interface Receipt extends PartKey {
   state: string;
   errorCode: string | null;
+  recipient?: string;
 }
 
 const keyOf = (part: { smsc: string; operator_message_id: string }) => `${part.smsc}\n${part.operator_message_id}`;
@@ -125,6 +130,7 @@ export async function applyReceipts(
           status: PART_STATUS[r.state],
           error_code: r.errorCode,
           at: now,
+          recipient: r.recipient ?? null,
         })),
       )
       .onConflict((oc) =>
@@ -134,6 +140,7 @@ export async function applyReceipts(
             status: eb.ref('excluded.status'),
             error_code: eb.ref('excluded.error_code'),
             at: eb.ref('excluded.at'),
+            recipient: eb.ref('excluded.recipient'),
           }))
           .where(stillOpen(sql.ref('sms_receipts.status'), sql.ref('excluded.status'))),
       )
@@ -206,11 +213,12 @@ const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMes
  * receipt of another connection that shares an id and whose part is recorded is taken with
  * them, and applied to its own part.
  *
- * A final receipt matches only a part not final yet. An SMSC hands an id out again (one that
- * restarts counts from 1 again; a counter wraps), and the receipt for the new part can come
- * before that part is recorded: matched to the old, final part it would be used up on it. It
- * waits instead; the rare final receipt an SMSC offers twice waits for the retention sweep.
- * An intermediate one (ENROUTE) is used up on a final part, which it leaves as it is.
+ * An SMSC hands an id out again (one that restarts counts from 1 again; a counter wraps), so
+ * a receipt that names its number matches a part of that number only, and a final receipt
+ * matches only a part not final yet: the receipt for a new part can come before that part is
+ * recorded, and matched to an old, final part with its id it would be used up there. It waits
+ * instead; the rare final receipt an SMSC offers twice waits for the retention sweep. An
+ * intermediate one (ENROUTE) is used up on a final part, which it leaves as it is.
  */
 async function takeMatched(
   db: Db,
@@ -219,9 +227,10 @@ async function takeMatched(
 ): Promise<Matched[]> {
   // Given the ids, both tables are held to them, so that neither is read whole whatever the plan.
   const ofIds = 'ids' in which ? isAnyOf(dialect, 'p.operator_message_id', which.ids) : sql<SqlBool>`true`;
-  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
+  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p join send_recipients r on r.id = p.recipient_id
                                         where p.operator_message_id = sms_receipts.operator_message_id
                                           and p.smsc = sms_receipts.smsc and ${ofIds}
+                                          and (sms_receipts.recipient is null or r.address = sms_receipts.recipient)
                                           and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))}))`;
   const taken = await db
     .deleteFrom('sms_receipts')
@@ -235,19 +244,22 @@ async function takeMatched(
             eb.selectFrom('sms_receipts').select('operator_message_id').where(hasPart).limit(which.limit),
           ),
     )
-    .returning(['smsc', 'operator_message_id', 'status', 'error_code'])
+    .returning(['smsc', 'operator_message_id', 'status', 'error_code', 'recipient'])
     .execute();
   if (taken.length === 0) return [];
   const receiptOf = new Map(taken.map((r) => [keyOf(r), r]));
   const parts = await db
-    .selectFrom('sms_parts')
-    .select(['recipient_id', 'part', 'smsc', 'operator_message_id'])
-    .where(isAnyOf(dialect, 'operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
-    .where(notFinal(sql.ref('status')))
+    .selectFrom('sms_parts as p')
+    .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
+    .select(['p.recipient_id', 'p.part', 'p.smsc', 'p.operator_message_id', 'r.address'])
+    .where(isAnyOf(dialect, 'p.operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
+    .where(notFinal(sql.ref('p.status')))
     .execute();
-  return parts.flatMap((p) => {
+  return parts.flatMap(({ address, ...p }) => {
     const receipt = receiptOf.get(keyOf(p));
-    return receipt ? [{ ...p, status: receipt.status, error_code: receipt.error_code }] : [];
+    return receipt && (receipt.recipient === null || receipt.recipient === address)
+      ? [{ ...p, status: receipt.status, error_code: receipt.error_code }]
+      : [];
   });
 }
 

@@ -155,6 +155,18 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 200);
     assert.equal((await alice.get(`/privacy/erasures/${bobs}`)).statusCode, 404);
 
+    // A receipt that names her number, waiting for its part.
+    await api.t.ctx.db
+      .insertInto('sms_receipts')
+      .values({
+        smsc: 'default',
+        operator_message_id: 'op-waiting',
+        status: 'Delivered',
+        error_code: null,
+        at: api.clock.now(),
+        recipient: ADA_MOBILE,
+      })
+      .execute();
     const erasureId = await erase(alice, { mobile: ADA_MOBILE });
     const started = (await alice.get(`/privacy/erasures/${erasureId}`)).json();
     assert.equal(started.status, 'Processing');

@@ -26,8 +26,10 @@ forEachDatabase((dialect) => {
   let pages: string[][];
   let refuseForNow: Set<string>;
   let hold: Promise<void> | undefined;
+  let idOf: (recipient: string, part: number) => string;
   beforeEach(async () => {
     pages = [];
+    idOf = (recipient, part) => `op-${recipient}-${part}`;
     hold = undefined;
     refuseForNow = new Set();
     api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
@@ -38,7 +40,7 @@ forEachDatabase((dialect) => {
       async submit(messages) {
         pages.push(messages.map((m) => m.recipient));
         await hold;
-        const ids = messages.map((m) => m.segmented.parts.map((_, i) => `op-${m.recipient}-${i + 1}`));
+        const ids = messages.map((m) => m.segmented.parts.map((_, i) => idOf(m.recipient, i + 1)));
         const receipts = early(ids.flat());
         if (receipts.length > 0)
           await database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
@@ -167,6 +169,33 @@ forEachDatabase((dialect) => {
         ['Delivered', ['Delivered']],
       );
       assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+    },
+  );
+
+  it(
+    'applies a receipt that names its number to a part of that number only: one offered twice for an earlier ' +
+      'message does not end a new part to another number that took its id',
+    async () => {
+      idOf = (_recipient, part) => `op-shared-${part}`;
+      const first = await send('919812300021', 'hi');
+      const delivered: Receipt = {
+        smsc: 'default',
+        operatorMessageId: 'op-shared-1',
+        state: 'DELIVRD',
+        errorCode: null,
+        recipient: '919812300021',
+      };
+      await report([delivered]);
+      assert.equal((await recipientOf(first)).status, 'Delivered');
+      // Offered again, its answer lost with a connection: its part is final, so it waits.
+      await report([delivered]);
+
+      const second = await send('919812300022', 'hi');
+      assert.equal((await recipientOf(second)).status, 'Submitted', 'not ended by the other number’s receipt');
+      await report([{ ...delivered, state: 'UNDELIV', errorCode: '001', recipient: '919812300022' }]);
+      const own = await recipientOf(second);
+      assert.deepEqual([own.status, own.errorCode], ['Failed', '001']);
+      assert.equal((await recipientOf(first)).status, 'Delivered');
     },
   );
 

@@ -38,6 +38,7 @@ import * as erasures from './0036_erasures.ts';
 import * as apiKeys from './0037_api_keys.ts';
 import * as webhookEndpoints from './0038_webhook_endpoints.ts';
 import * as audit from './0039_audit.ts';
+import * as smsReceiptRecipients from './0040_sms_receipt_recipients.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -80,4 +81,5 @@ export const migrations: Record<string, Migration> = {
   '0037_api_keys': apiKeys,
   '0038_webhook_endpoints': webhookEndpoints,
   '0039_audit': audit,
+  '0040_sms_receipt_recipients': smsReceiptRecipients,
 };

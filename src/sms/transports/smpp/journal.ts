@@ -102,9 +102,10 @@ export type ConnectionReceipt = DeliveryReceipt & { smsc: string };
  * Receipts, of one connection or several, in one transaction: each matched to the part it
  * reports on by its id under each reading together with its recipient, among the parts its
  * connection took — those whose outcome is not yet recorded (smpp_submits), then recorded ones
- * (sms_parts) — and applied (receipts.ts). One that matches nothing yet waits in sms_receipts
- * under each reading, for a part recorded later (another process's submit, just answered);
- * answers how many those were, per connection.
+ * (sms_parts) — and applied (receipts.ts), to a part of that recipient only. One that matches
+ * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
+ * process's submit, just answered) whatever its number; answers how many those were, per
+ * connection.
  */
 export const applySmppReceipts = procedure(
   import.meta.url,
@@ -133,9 +134,10 @@ export const applySmppReceipts = procedure(
       }
       const unmatched: Record<string, number> = {};
       const receipts: Receipt[] = args.receipts.flatMap((r) => {
-        const { smsc, state, errorCode } = r;
-        const id = r.readings.find((reading) => known.has(key(smsc, r.recipient, reading)));
-        if (id !== undefined) return [{ smsc, operatorMessageId: id, state, errorCode }];
+        const { smsc, state, errorCode, recipient } = r;
+        const id = r.readings.find((reading) => known.has(key(smsc, recipient, reading)));
+        if (id !== undefined) return [{ smsc, operatorMessageId: id, state, errorCode, recipient }];
+        // Matched later by id alone: the SMSC may write the number otherwise than Herald keeps it.
         unmatched[smsc] = (unmatched[smsc] ?? 0) + 1;
         return r.readings.map((reading) => ({ smsc, operatorMessageId: reading, state, errorCode }));
       });
