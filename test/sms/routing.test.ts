@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { sql } from 'kysely';
+import { sql, type KyselyPlugin } from 'kysely';
 import { RoutingTable, type RouteRow } from '../../src/sms/routing/table.ts';
 import { routingVersion } from '../../src/sms/routing/version.ts';
+import { segment } from '../../src/sms/segments.ts';
+import { routedTransport } from '../../src/sms/transports/routed.ts';
+import { sandboxTransport } from '../../src/sms/transports/sandbox.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields, startTestApp, type TestApp } from '../support/app.ts';
 
@@ -207,6 +210,61 @@ forEachDatabase((dialect) => {
       (await admin('GET', '/admin/smsc')).json().smsc.map((c: { name: string }) => c.name),
       ['default'],
     );
+  });
+
+  it('holds a message until its first read of the routes is applied: not sent by `default` meanwhile', async () => {
+    await admin('POST', '/admin/smsc', { name: 'uk', url: 'sandbox:' });
+    await admin('PUT', '/admin/sms-routes', { routes: [{ prefix: '44', smsc: ['uk'] }] });
+    // The routes' rows held back once read: by then the transport has read the version.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reached = () => {};
+    const reading = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const routesReads = new WeakSet<object>();
+    const gate: KyselyPlugin = {
+      transformQuery({ node, queryId }) {
+        if (JSON.stringify(node).includes('"sms_routes"')) routesReads.add(queryId);
+        return node;
+      },
+      async transformResult({ queryId, result }) {
+        if (routesReads.has(queryId)) {
+          reached();
+          await held;
+        }
+        return result;
+      },
+    };
+    const sandbox = (name?: string) =>
+      sandboxTransport(t.ctx.database, t.clock, { key: t.ctx.encryptionKey, ...(name && { name }) });
+    const transport = routedTransport({
+      db: t.ctx.db.withPlugin(gate),
+      keyring: t.ctx.encryptionKey,
+      defaultTransport: sandbox(),
+      defaultSet: false,
+      open: (connection) => sandbox(connection.name),
+    });
+    try {
+      await reading;
+      const message = {
+        accountId: (await t.createAccount()).row.id,
+        sendId: crypto.randomUUID(),
+        messageId: crypto.randomUUID(),
+        recipient: '919876543210',
+        sender: 'HERALD',
+        segmented: segment('Your code is 4829', { reference: 1 }),
+        sensitive: false,
+      };
+      const sent = transport.submit([message], new AbortController().signal);
+      release();
+      assert.deepEqual(await sent, [{ accepted: false, permanent: true, error: 'no route', errorCode: null }]);
+    } finally {
+      release();
+      await transport.close();
+    }
   });
 
   it('refuses account tokens on every route of the admin API', async () => {

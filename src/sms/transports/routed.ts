@@ -211,9 +211,15 @@ export class RoutedTransport implements SmsTransport {
     return [...route.smsc.filter(up), ...route.smsc.filter((name) => !up(name))];
   }
 
-  /** The routes and connections as of at most POLL_MS ago. */
+  /**
+   * The routes and connections as of at most POLL_MS ago. Until the first read of them is
+   * applied there are none to go by, so a message waits for it: taken by the empty table, it
+   * would go to `default` (the sandbox, unless SMS_TRANSPORT is set), reported Delivered and
+   * sent nowhere. Once one is applied, a message goes by it while a later read is under way.
+   */
   private async fresh(): Promise<void> {
-    if (this.monotonic() - this.checkedAt < (this.options.pollMs ?? POLL_MS)) return;
+    const read = this.version !== undefined;
+    if (read && this.monotonic() - this.checkedAt < (this.options.pollMs ?? POLL_MS)) return;
     this.loading ??= this.reload().finally(() => {
       this.loading = undefined;
     });
