@@ -216,14 +216,8 @@ forEachDatabase((dialect) => {
     await admin('POST', '/admin/smsc', { name: 'uk', url: 'sandbox:' });
     await admin('PUT', '/admin/sms-routes', { routes: [{ prefix: '44', smsc: ['uk'] }] });
     // The routes' rows held back once read: by then the transport has read the version.
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let reached = () => {};
-    const reading = new Promise<void>((resolve) => {
-      reached = resolve;
-    });
+    const held = Promise.withResolvers<void>();
+    const reading = Promise.withResolvers<void>();
     const routesReads = new WeakSet<object>();
     const gate: KyselyPlugin = {
       transformQuery({ node, queryId }) {
@@ -232,8 +226,8 @@ forEachDatabase((dialect) => {
       },
       async transformResult({ queryId, result }) {
         if (routesReads.has(queryId)) {
-          reached();
-          await held;
+          reading.resolve();
+          await held.promise;
         }
         return result;
       },
@@ -248,7 +242,7 @@ forEachDatabase((dialect) => {
       open: (connection) => sandbox(connection.name),
     });
     try {
-      await reading;
+      await reading.promise;
       const message = {
         accountId: (await t.createAccount()).row.id,
         sendId: crypto.randomUUID(),
@@ -259,10 +253,10 @@ forEachDatabase((dialect) => {
         sensitive: false,
       };
       const sent = transport.submit([message], new AbortController().signal);
-      release();
+      held.resolve();
       assert.deepEqual(await sent, [{ accepted: false, permanent: true, error: 'no route', errorCode: null }]);
     } finally {
-      release();
+      held.resolve();
       await transport.close();
     }
   });
