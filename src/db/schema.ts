@@ -327,6 +327,8 @@ export interface SmsPartsTable {
   status: string;
   /** The SMSC connection that took the part (smsc_connections, or `default`). */
   smsc: ColumnType<string, string | undefined, string>;
+  /** When it was submitted (epoch ms): a receipt kept long before then is not its own. Null for older parts. */
+  submitted_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** An SMSC connection added through the admin API (src/sms/routing/connections.ts). */

@@ -42,6 +42,8 @@ export interface Outcome {
   currency: string | null;
   /** Characters smart encoding replaced in its text. */
   replacedCharacters: number;
+  /** When it was submitted (epoch ms), kept with its parts: a receipt kept from before then is not its own. */
+  submittedAt: number;
 }
 
 /** A status a message went through: its history and its events. */
@@ -117,9 +119,9 @@ const SQLITE = {
     await sql`insert into recipient_history (recipient_id, status, at)
               select value ->> 'recipientId', value ->> 'status', ${now}
                 from jsonb_each(${JSON.stringify(steps)})`.execute(db);
-    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status, smsc)
+    await sql`insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
               select o.value ->> 'id', p.key + 1, p.value, o.value -> 'partStatuses' ->> p.key,
-                     o.value -> 'smsc' ->> p.key
+                     o.value -> 'smsc' ->> p.key, o.value ->> 'submittedAt'
                 from jsonb_each(${json}) o, json_each(o.value -> 'operatorMessageIds') p`.execute(db);
   },
 
@@ -169,9 +171,9 @@ const POSTGRES: typeof SQLITE = {
                    history as (insert into recipient_history (recipient_id, status, at)
                                select (h ->> 'recipientId')::bigint, h ->> 'status', ${now}::bigint
                                  from jsonb_array_elements(${JSON.stringify(steps)}::jsonb) h)
-              insert into sms_parts (recipient_id, part, operator_message_id, status, smsc)
+              insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
               select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int,
-                     (v -> 'smsc') ->> (p.n - 1)::int
+                     (v -> 'smsc') ->> (p.n - 1)::int, (v ->> 'submittedAt')::bigint
                 from outcome,
                      jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n)`.execute(db);
   },

@@ -194,6 +194,13 @@ export async function applyStranded(db: Db, dialect: DialectName, now: number, l
   });
 }
 
+/**
+ * How much earlier than a part's submit a receipt may have been kept and still be its own: the
+ * clocks of the processes that submit and that receive (on several hosts) may differ, and a
+ * part's submit time is its page's start, or an earlier try's answer.
+ */
+export const RECEIPT_CLOCK_SKEW_MS = 5 * 60_000;
+
 interface Matched {
   recipient_id: number | string;
   part: number;
@@ -218,7 +225,10 @@ const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMes
  * matches only a part not final yet: the receipt for a new part can come before that part is
  * recorded, and matched to an old, final part with its id it would be used up there. It waits
  * instead; the rare final receipt an SMSC offers twice waits for the retention sweep. An
- * intermediate one (ENROUTE) is used up on a final part, which it leaves as it is.
+ * intermediate one (ENROUTE) is used up on a final part, which it leaves as it is. A receipt
+ * kept from before a part was submitted is not that part's (a receipt offered twice for an
+ * earlier message of the same number, waiting when a new part takes its id): it matches a part
+ * submitted no later than RECEIPT_CLOCK_SKEW_MS after it came.
  */
 async function takeMatched(
   db: Db,
@@ -231,7 +241,9 @@ async function takeMatched(
                                         where p.operator_message_id = sms_receipts.operator_message_id
                                           and p.smsc = sms_receipts.smsc and ${ofIds}
                                           and (sms_receipts.recipient is null or r.address = sms_receipts.recipient)
-                                          and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))}))`;
+                                          and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
+                                          and (p.submitted_at is null
+                                               or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)
@@ -244,22 +256,24 @@ async function takeMatched(
             eb.selectFrom('sms_receipts').select('operator_message_id').where(hasPart).limit(which.limit),
           ),
     )
-    .returning(['smsc', 'operator_message_id', 'status', 'error_code', 'recipient'])
+    .returning(['smsc', 'operator_message_id', 'status', 'error_code', 'recipient', 'at'])
     .execute();
   if (taken.length === 0) return [];
   const receiptOf = new Map(taken.map((r) => [keyOf(r), r]));
   const parts = await db
     .selectFrom('sms_parts as p')
     .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
-    .select(['p.recipient_id', 'p.part', 'p.smsc', 'p.operator_message_id', 'r.address'])
+    .select(['p.recipient_id', 'p.part', 'p.smsc', 'p.operator_message_id', 'p.submitted_at', 'r.address'])
     .where(isAnyOf(dialect, 'p.operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
     .where(notFinal(sql.ref('p.status')))
     .execute();
-  return parts.flatMap(({ address, ...p }) => {
+  return parts.flatMap(({ address, submitted_at: submittedAt, ...p }) => {
     const receipt = receiptOf.get(keyOf(p));
-    return receipt && (receipt.recipient === null || receipt.recipient === address)
-      ? [{ ...p, status: receipt.status, error_code: receipt.error_code }]
-      : [];
+    const itsOwn =
+      receipt &&
+      (receipt.recipient === null || receipt.recipient === address) &&
+      (submittedAt === null || Number(receipt.at) >= Number(submittedAt) - RECEIPT_CLOCK_SKEW_MS);
+    return itsOwn ? [{ ...p, status: receipt.status, error_code: receipt.error_code }] : [];
   });
 }
 

@@ -230,9 +230,10 @@ interface RenderedSms {
   held: Hold[];
 }
 
-/** A page handed to the transport: with its answer for each message. */
+/** A page handed to the transport: with its answer for each message, and when it was handed. */
 interface SubmittedSms extends RenderedSms {
   results: SubmitResult[];
+  submittedAt: number;
 }
 
 /** A started send as its worker renders it: its content opened, `sealed` if it was sealed. */
@@ -306,13 +307,14 @@ export function pageOutcomes(
   rows: PageRow[],
   messages: OutgoingSms[],
   results: SubmitResult[],
+  submittedAt: number,
 ): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
   const given = new Map(
     results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [keyOfPart(r), r]),
   );
   const outcomes: Outcome[] = [];
   rows.forEach((row, i) => {
-    const outcome = outcomeOf(row, messages[i], results[i], given);
+    const outcome = outcomeOf(row, messages[i], results[i], given, submittedAt);
     if (outcome) outcomes.push(outcome);
   });
   return { outcomes, steps: stepsOf(outcomes), receipts: [...given.values()] };
@@ -328,6 +330,7 @@ function outcomeOf(
   message: OutgoingSms,
   result: SubmitResult,
   given: Map<string, Receipt>,
+  submittedAt: number,
 ): Outcome | undefined {
   const { encoding, parts } = message.segmented;
   const { messageId } = message;
@@ -338,6 +341,7 @@ function outcomeOf(
     encoding,
     recipient: row.address,
     replacedCharacters: message.replacedCharacters ?? 0,
+    submittedAt: (result.accepted && result.submittedAt) || submittedAt,
   };
   if (!result.accepted) {
     if (!result.permanent) return undefined;
@@ -435,12 +439,13 @@ export function smsSendHandler(deps: {
           return { rows, messages, held };
         },
         handOver: async (page, signal) => {
+          const submittedAt = clock.now();
           const results = page.messages.length > 0 ? await transport.submit(page.messages, signal) : [];
           await pauseForTest('sms.submitted');
-          return { ...page, results };
+          return { ...page, results, submittedAt };
         },
-        record: ({ rows, messages, results, held }, { cursor, last }) => {
-          const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
+        record: ({ rows, messages, results, held, submittedAt }, { cursor, last }) => {
+          const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results, submittedAt);
           return database.call(recordSmsPage, {
             sendId,
             accountId: send.accountId,

@@ -181,10 +181,11 @@ export function smsSingleHandler(deps: {
     const page = gathered.filter((waiting) => !failed.has(waiting.sendId));
     for (const waiting of gathered) if (failed.has(waiting.sendId)) waiting.settle(failed.get(waiting.sendId));
     const signal = AbortSignal.any(page.map((waiting) => waiting.signal));
+    const submittedAt = clock.now();
     const results = rows.length > 0 ? await transport.submit(messages, signal, { urgent: true }) : [];
     await pauseForTest('sms.submitted');
     const now = clock.now();
-    const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results);
+    const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results, submittedAt);
     const recorded = new Set(outcomes.map((outcome) => outcome.id));
     // A send with its message refused for now is tried again later; any other is done, one
     // whose recipient is no longer Queued included (its job has nothing left to do).

@@ -34,6 +34,8 @@ export type SubmitResult =
    * `receipts`: any the operator gave with its answer, applied with the result. `smsc`: the
    * connection that took each part, where the transport knows (sms/routing/); else `default`.
    * `pricePerPart`: its route's, in micro-units, where it has one (sms/transports/routed.ts).
+   * `submittedAt`: when a part was first submitted (epoch ms), where an earlier try did it; else
+   * the submit of this page (its receipts' matching starts then: sms/receipts.ts).
    */
   | {
       accepted: true;
@@ -41,6 +43,7 @@ export type SubmitResult =
       receipts?: Receipt[];
       smsc?: string[];
       pricePerPart?: { micros: number; currency: string };
+      submittedAt?: number;
     }
   | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
 

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
-import { applyReceipts, matchWaiting, type Receipt } from '../../src/sms/receipts.ts';
+import { applyReceipts, matchWaiting, RECEIPT_CLOCK_SKEW_MS, type Receipt } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
 import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
@@ -198,6 +198,43 @@ forEachDatabase((dialect) => {
       assert.equal((await recipientOf(first)).status, 'Delivered');
     },
   );
+
+  it(
+    'does not end a new message with a receipt kept from before it was submitted: one offered twice for an ' +
+      'earlier message to the same number, whose id the SMSC hands out again',
+    async () => {
+      // The test's transport names a part by its recipient: a second message to the number reuses the id.
+      const first = await send('919812300031', 'hi');
+      const delivered: Receipt = {
+        smsc: 'default',
+        operatorMessageId: 'op-919812300031-1',
+        state: 'DELIVRD',
+        errorCode: null,
+        recipient: '919812300031',
+      };
+      await report([delivered]);
+      assert.equal((await recipientOf(first)).status, 'Delivered');
+      // Offered again, its answer lost with a connection: its part is final, so it waits.
+      await report([delivered]);
+
+      api.clock.advance(RECEIPT_CLOCK_SKEW_MS + 1_000);
+      const second = await send('919812300031', 'hi again');
+      assert.equal((await recipientOf(second)).status, 'Submitted', 'not ended by the earlier message’s receipt');
+      await report([{ ...delivered, state: 'UNDELIV', errorCode: '001' }]);
+      const own = await recipientOf(second);
+      assert.deepEqual([own.status, own.errorCode], ['Failed', '001']);
+      assert.equal((await recipientOf(first)).status, 'Delivered');
+    },
+  );
+
+  it('applies a receipt kept before its part’s submit by a clock behind by less than the bound', async () => {
+    const behind = new ManualClock(api.clock.now() - RECEIPT_CLOCK_SKEW_MS + 1_000);
+    const receipts: Receipt[] = [
+      { smsc: 'default', operatorMessageId: 'op-919812300032-1', state: 'DELIVRD', errorCode: null },
+    ];
+    await api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, behind, { receipts }));
+    assert.equal((await recipientOf(await send('919812300032', 'hi'))).status, 'Delivered');
+  });
 
   it(
     'sends the one-time passcodes claimed together as one page, ' + 'and tries one refused for now again on its own',

@@ -116,6 +116,36 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('answers a message an earlier try submitted with that try’s ids and time, and submits it no more', async () => {
+    await open('binds=1');
+    const [earlier, fresh] = [message(), message()];
+    const answeredAt = Date.now() - 3_600_000;
+    await database.db
+      .insertInto('smpp_submits')
+      .values({
+        send_id: earlier.sendId,
+        recipient: earlier.recipient,
+        part: 1,
+        parts: 1,
+        operator_message_id: 'earlier-1',
+        at: answeredAt,
+        smsc: 'default',
+      })
+      .execute();
+    const [again, first] = await submit([earlier, fresh]);
+    assert.deepEqual(again, {
+      accepted: true,
+      operatorMessageIds: ['earlier-1'],
+      smsc: ['default'],
+      submittedAt: answeredAt,
+    });
+    assert.ok(first.accepted && first.submittedAt === undefined, 'a part submitted now: the page’s time');
+    assert.deepEqual(
+      smsc!.received().map((m) => m.recipient),
+      [fresh.recipient],
+    );
+  });
+
   it('sends passcodes in 250 ms on their share, ahead of a campaign held to 30/s', { timeout: 30_000 }, async () => {
     // 40 a second: 30 for everything, 10 held for passcodes.
     await open('binds=1&tps=40&urgent=0.25');

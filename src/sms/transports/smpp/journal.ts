@@ -69,10 +69,11 @@ export async function answeredBefore(
   db: Db,
   dialect: DialectName,
   messages: Array<{ sendId: string; recipient: string }>,
-): Promise<Answer[]> {
+): Promise<Array<Answer & { at: number }>> {
   if (messages.length === 0) return [];
   const keys = messages.map(({ sendId, recipient }) => ({ sendId, recipient }));
-  const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id, s.smsc
+  const { rows } = await sql<AnswerRow>`select s.send_id, s.recipient, s.part, s.parts, s.operator_message_id, s.smsc,
+                                               s.at
                                           from ${queries[dialect].messageKeyRows(keys)}
                                           join smpp_submits s on s.send_id = m.send_id
                                                              and s.recipient = m.recipient`.execute(db);
@@ -83,6 +84,7 @@ export async function answeredBefore(
     parts: Number(row.parts),
     operatorMessageId: row.operator_message_id,
     smsc: row.smsc,
+    at: Number(row.at),
   }));
 }
 
@@ -93,6 +95,7 @@ interface AnswerRow {
   parts: number;
   operator_message_id: string;
   smsc: string;
+  at: number | string;
 }
 
 /** A receipt with the connection it came over. */

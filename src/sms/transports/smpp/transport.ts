@@ -106,6 +106,8 @@ interface Tracker {
   ids: Array<string | null>;
   /** The connection that took each part: this one, or another that answered it in an earlier try. */
   smsc: string[];
+  /** When the earliest part an earlier try submitted was answered; undefined for none. */
+  submittedAt: number | undefined;
   unsettled: number;
   failure: Extract<SubmitResult, { accepted: false }> | undefined;
   settle: (result: SubmitResult) => void;
@@ -258,7 +260,7 @@ class SmppTransport implements SmsTransport, BoundShare {
     const urgent = options.urgent === true;
     const patienceMs = options.noBindPatienceMs ?? NO_BIND_PATIENCE_MS;
     const earlier = await answeredBefore(this.database.reads, this.database.dialect, messages);
-    const answered = new Map<string, Answer[]>();
+    const answered = new Map<string, typeof earlier>();
     for (const answer of earlier) {
       const key = `${answer.sendId}\n${answer.recipient}`;
       answered.set(key, [...(answered.get(key) ?? []), answer]);
@@ -272,6 +274,7 @@ class SmppTransport implements SmsTransport, BoundShare {
             message,
             ids: parts.map(() => null),
             smsc,
+            submittedAt: undefined,
             unsettled: 0,
             failure: undefined,
             settle,
@@ -282,6 +285,7 @@ class SmppTransport implements SmsTransport, BoundShare {
             if (sameSegmentation) {
               tracker.ids[answer.part - 1] = answer.operatorMessageId;
               tracker.smsc[answer.part - 1] = answer.smsc;
+              tracker.submittedAt = Math.min(tracker.submittedAt ?? answer.at, answer.at);
             }
           }
           const missing = parts.flatMap((part, i) => (tracker.ids[i] === null ? [{ part, i }] : []));
@@ -474,9 +478,8 @@ class SmppTransport implements SmsTransport, BoundShare {
   }
 
   private finish(tracker: Tracker): void {
-    tracker.settle(
-      tracker.failure ?? { accepted: true, operatorMessageIds: tracker.ids as string[], smsc: tracker.smsc },
-    );
+    const { ids, smsc, submittedAt } = tracker;
+    tracker.settle(tracker.failure ?? { accepted: true, operatorMessageIds: ids as string[], smsc, submittedAt });
   }
 
   /** A part's submit was not answered, or answered with a refusal: its slot and its count toward the bound free. */
