@@ -2,7 +2,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { migrateToLatest, openDatabase } from '../db/database.ts';
 import { rotateJwtSecret } from '../auth/signing-key.ts';
-import { ROLES, serve, StartError, type Role } from '../server/server.ts';
+import type { Role } from '../server/server.ts';
 import { simCommand } from '../sim/cli.ts';
 import { PasswordInputError } from './password-input.ts';
 import { COMMANDS, CommandError, HELP, parse, usage, UsageError } from './commands.ts';
@@ -20,9 +20,15 @@ async function main(argv: string[]): Promise<void> {
     case 'serve': {
       const values = parse(command, args, { ...HELP, role: { type: 'string', default: 'all' } });
       if (values.help) return console.log(usage(command));
+      // The server, with everything it serves, loads here only: every other command starts without it.
+      const { ROLES, serve, StartError } = await import('../server/server.ts');
       if (!(ROLES as readonly string[]).includes(values.role))
         throw new UsageError(command, `--role must be one of ${ROLES.join(', ')}`);
-      await serve(config(), values.role as Role);
+      try {
+        await serve(config(), values.role as Role);
+      } catch (error) {
+        throw error instanceof StartError ? new CommandError(error.message) : error;
+      }
       return;
     }
     case 'migrate': {
@@ -88,7 +94,6 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   if (
     error instanceof ConfigError ||
     error instanceof AppError ||
-    error instanceof StartError ||
     error instanceof CommandError ||
     error instanceof PasswordInputError
   ) {
