@@ -5,6 +5,7 @@ import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppContext } from '../context.ts';
+import { schemaCompilers } from '../http/schema-compilers.ts';
 import { registerBoundary } from '../http/boundary.ts';
 import { frameworkErrors, registerErrorHandling } from '../http/errors.ts';
 import { ANNOTATIONS } from '../http/input.ts';
@@ -73,6 +74,7 @@ export async function buildApp(
       },
     },
     frameworkErrors,
+    schemaController: { compilersFactory: schemaCompilers() },
   });
 
   registerErrorHandling(app);

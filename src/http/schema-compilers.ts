@@ -1,0 +1,54 @@
+import { AjvCompiler } from '@fastify/ajv-compiler';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import type { FastifyServerOptions } from 'fastify';
+
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+
+/** A compiler of one kind: a route's schema in, its validator or serializer out. */
+type Compile<Compiled> = (route: { schema: object }) => Compiled;
+
+/**
+ * Compiled functions by their schema's JSON and the shared schemas and options they were
+ * compiled under: as many as the route modules have distinct schemas.
+ */
+function cached<Compiled>(cache: Map<string, Compiled>, under: string, compile: Compile<Compiled>): Compile<Compiled> {
+  return (route) => {
+    const key = `${under}\n${JSON.stringify(route.schema)}`;
+    let compiled = cache.get(key);
+    if (compiled === undefined) {
+      compiled = compile(route);
+      cache.set(key, compiled);
+    }
+    return compiled;
+  };
+}
+
+const validators = new Map<string, unknown>();
+const serializers = new Map<string, unknown>();
+
+/**
+ * Fastify's own validator (Ajv) and serializer (fast-json-stringify) compilers, with what they
+ * compile kept for the process: an app built again (every API test builds one) reuses what an
+ * earlier build compiled, where compiling every route's schemas anew was three fifths of an API
+ * test's CPU. Keyed by the schema's JSON, since the route modules make their schema objects anew
+ * for each app. A compiled function depends only on its schema, the shared schemas and the
+ * options, which key it; it keeps no state of an app.
+ */
+export function schemaCompilers(): CompilersFactory {
+  const buildValidator = AjvCompiler();
+  const buildSerializer = SerializerSelector();
+  return {
+    buildValidator: (externalSchemas, options) =>
+      cached(
+        validators,
+        JSON.stringify([externalSchemas, options]),
+        buildValidator(externalSchemas, options) as Compile<unknown>,
+      ) as ReturnType<typeof buildValidator>,
+    buildSerializer: (externalSchemas, options) =>
+      cached(
+        serializers,
+        JSON.stringify([externalSchemas, options]),
+        buildSerializer(externalSchemas, options) as Compile<unknown>,
+      ) as ReturnType<typeof buildSerializer>,
+  };
+}
