@@ -35,20 +35,17 @@ const serializers = new Map<string, unknown>();
  * options, which key it; it keeps no state of an app.
  */
 export function schemaCompilers(): CompilersFactory {
-  const buildValidator = AjvCompiler();
-  const buildSerializer = SerializerSelector();
   return {
-    buildValidator: (externalSchemas, options) =>
-      cached(
-        validators,
-        JSON.stringify([externalSchemas, options]),
-        buildValidator(externalSchemas, options) as Compile<unknown>,
-      ) as ReturnType<typeof buildValidator>,
-    buildSerializer: (externalSchemas, options) =>
-      cached(
-        serializers,
-        JSON.stringify([externalSchemas, options]),
-        buildSerializer(externalSchemas, options) as Compile<unknown>,
-      ) as ReturnType<typeof buildSerializer>,
+    buildValidator: sharing(validators, AjvCompiler()) as CompilersFactory['buildValidator'],
+    buildSerializer: sharing(serializers, SerializerSelector()) as CompilersFactory['buildSerializer'],
   };
+}
+
+/** A factory of compilers that keep what they compile in `cache`, under the shared schemas and options they serve. */
+function sharing<External, Options>(
+  cache: Map<string, unknown>,
+  build: (externalSchemas: External, options: Options) => unknown,
+): (externalSchemas: External, options: Options) => Compile<unknown> {
+  return (externalSchemas, options) =>
+    cached(cache, JSON.stringify([externalSchemas, options]), build(externalSchemas, options) as Compile<unknown>);
 }
