@@ -33,14 +33,13 @@ function gatheringOver(call: Database['call']): Pick<Database, 'gather' | 'gathe
       if (!gathering) {
         const count = { groups: 0, callers: 0 };
         counts.set(procedure.name, count);
-        gathering = new Gathering<A, R>(
-          (group) => call(procedure, group),
-          GROUP_SIZE,
-          (size) => {
+        gathering = new Gathering<A, R>((group) => call(procedure, group), {
+          maxSize: GROUP_SIZE,
+          onGroup: (size) => {
             count.groups += 1;
             count.callers += size;
           },
-        );
+        });
         gatherings.set(procedure as Procedure<never[], unknown[]>, gathering as Gathering<unknown, unknown>);
       }
       return gathering.run(args);

@@ -18,3 +18,9 @@ export function dialectOf<DB>(db: Kysely<DB>): DialectName {
  * PostgreSQL's do; SQLite runs one at a time.
  */
 export const CONCURRENT_WRITES: Record<DialectName, boolean> = { sqlite: false, postgres: true };
+
+/**
+ * Whether a read on the main thread's connection runs to its end at once: SQLite's does, in
+ * this thread; PostgreSQL's is a round trip, while which other requests arrive.
+ */
+export const SYNCHRONOUS_READS: Record<DialectName, boolean> = { sqlite: true, postgres: false };

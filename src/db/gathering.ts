@@ -22,22 +22,32 @@ export class Gathering<A, R> {
   private readonly write: (group: A[]) => Promise<R[]>;
   private readonly maxSize: number;
   private readonly onGroup: (size: number) => void;
+  private readonly waitForTurn: boolean;
 
   /**
    * `write`: the writes of a group, atomic, answering each caller's result in order.
-   * `maxSize`: callers per group; more wait for the next.
+   * `maxSize`: callers per group; more wait for the next. `onGroup`: told each group's size.
+   * `waitForTurn`: a caller alone waits for the event loop's turn before its group goes, for
+   * reads that run to their end at once (SYNCHRONOUS_READS): without it, no other caller could
+   * ever join one.
    */
-  constructor(write: (group: A[]) => Promise<R[]>, maxSize: number, onGroup: (size: number) => void = () => {}) {
+  constructor(
+    write: (group: A[]) => Promise<R[]>,
+    options: { maxSize: number; onGroup?: (size: number) => void; waitForTurn?: boolean },
+  ) {
     this.write = write;
-    this.maxSize = maxSize;
-    this.onGroup = onGroup;
+    this.maxSize = options.maxSize;
+    this.onGroup = options.onGroup ?? (() => {});
+    this.waitForTurn = options.waitForTurn ?? false;
   }
 
   /** Resolves once the caller's group has committed, with its own result. */
   run(args: A): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.waiting.push({ args, resolve, reject });
-      if (!this.writing) void this.next();
+      if (this.writing) return;
+      if (!this.waitForTurn) void this.next();
+      else if (this.waiting.length === 1) setImmediate(() => void this.next());
     });
   }
 

@@ -3,7 +3,7 @@ import { GROUP_SIZE, type DialectName } from '../db/database.ts';
 import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
-import { dialectOf } from '../db/dialect.ts';
+import { dialectOf, SYNCHRONOUS_READS } from '../db/dialect.ts';
 import { PLAN_ONCE } from '../db/prepared.ts';
 import { Gathering } from '../db/gathering.ts';
 import type { FieldError } from '../errors.ts';
@@ -399,7 +399,8 @@ function standingChecks(db: Db, channel: Channel): Gathering<StandingKey, Standi
   if (!checks) {
     const read = (of: Channel) => async (keys: StandingKey[]) =>
       (await standingsRead(dialectOf(db), of, keys).execute(db)).rows;
-    checks = { sms: new Gathering(read('sms'), GROUP_SIZE), email: new Gathering(read('email'), GROUP_SIZE) };
+    const options = { maxSize: GROUP_SIZE, waitForTurn: SYNCHRONOUS_READS[dialectOf(db)] };
+    checks = { sms: new Gathering(read('sms'), options), email: new Gathering(read('email'), options) };
     standingGroups.set(db, checks);
   }
   return checks[channel];

@@ -8,6 +8,7 @@ import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../crm/email-address.ts';
 import { GROUP_SIZE } from '../db/database.ts';
 import { Gathering } from '../db/gathering.ts';
+import { SYNCHRONOUS_READS } from '../db/dialect.ts';
 import { isAnyOf } from '../db/in-json.ts';
 import { countryOfMobile, mobileFromDigits, type MobileNumber } from '../crm/mobile-number.ts';
 import { prepareEmailRequest } from '../email/prepare.ts';
@@ -124,7 +125,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
         .execute();
       return group.map(({ id, accountId }) => rows.find((row) => row.id === id && row.account_id === accountId));
     },
-    GROUP_SIZE,
+    { maxSize: GROUP_SIZE, waitForTurn: SYNCHRONOUS_READS[ctx.database.dialect] },
   );
   const blocked = async (accountId: string, reason: 'country' | 'prefix', country: string, now: number) => {
     metrics.blocked.inc({ reason });
