@@ -391,7 +391,8 @@ interface StandingRow {
 }
 
 // The checks of requests that arrive while one is being read go together as the next group
-// (db/gathering.ts): on PostgreSQL a passcode's check was every other round trip under load.
+// (db/gathering.ts): on PostgreSQL a passcode's check was every other round trip under load. On
+// SQLite, where a read ends at once, those of one event-loop turn go together.
 const standingGroups = new WeakMap<Db, Record<Channel, Gathering<StandingKey, StandingRow>>>();
 
 function standingChecks(db: Db, channel: Channel): Gathering<StandingKey, StandingRow> {
