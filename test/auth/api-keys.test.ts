@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
 import { createTestDatabase, forEachDatabase } from '../support/databases.ts';
 import { freePort, serveKeyEnv, start } from '../cli/support.ts';
 import { bearer, startTestApp, type TestAccount, type TestApp } from '../support/app.ts';

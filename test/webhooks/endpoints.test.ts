@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { MAX_ENDPOINTS, normaliseUrl } from '../../src/webhooks/endpoints.ts';
