@@ -69,6 +69,24 @@ forEachDatabase((dialect) => {
   const recipientOf = async (queueId: string) => (await alice.get(`/sms/${queueId}`)).json().recipients[0];
   const report = (receipts: Receipt[]) =>
     api.t.ctx.database.db.transaction().execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
+  /**
+   * A message to `number` Delivered by its receipt under `operatorMessageId`, then that receipt
+   * offered again (its answer lost with a connection): its part is final, so it waits.
+   */
+  const deliveredAndOfferedAgain = async (number: string, operatorMessageId: string) => {
+    const first = await send(number, 'hi');
+    const delivered: Receipt = {
+      smsc: 'default',
+      operatorMessageId,
+      state: 'DELIVRD',
+      errorCode: null,
+      recipient: number,
+    };
+    await report([delivered]);
+    assert.equal((await recipientOf(first)).status, 'Delivered');
+    await report([delivered]);
+    return { first, delivered };
+  };
 
   it(
     'applies a receipt that came before its submit’s result was recorded, and posts its status after the ' +
@@ -177,18 +195,7 @@ forEachDatabase((dialect) => {
       'message does not end a new part to another number that took its id',
     async () => {
       idOf = (_recipient, part) => `op-shared-${part}`;
-      const first = await send('919812300021', 'hi');
-      const delivered: Receipt = {
-        smsc: 'default',
-        operatorMessageId: 'op-shared-1',
-        state: 'DELIVRD',
-        errorCode: null,
-        recipient: '919812300021',
-      };
-      await report([delivered]);
-      assert.equal((await recipientOf(first)).status, 'Delivered');
-      // Offered again, its answer lost with a connection: its part is final, so it waits.
-      await report([delivered]);
+      const { first, delivered } = await deliveredAndOfferedAgain('919812300021', 'op-shared-1');
 
       const second = await send('919812300022', 'hi');
       assert.equal((await recipientOf(second)).status, 'Submitted', 'not ended by the other number’s receipt');
@@ -204,19 +211,7 @@ forEachDatabase((dialect) => {
       'earlier message to the same number, whose id the SMSC hands out again',
     async () => {
       // The test's transport names a part by its recipient: a second message to the number reuses the id.
-      const first = await send('919812300031', 'hi');
-      const delivered: Receipt = {
-        smsc: 'default',
-        operatorMessageId: 'op-919812300031-1',
-        state: 'DELIVRD',
-        errorCode: null,
-        recipient: '919812300031',
-      };
-      await report([delivered]);
-      assert.equal((await recipientOf(first)).status, 'Delivered');
-      // Offered again, its answer lost with a connection: its part is final, so it waits.
-      await report([delivered]);
-
+      const { first, delivered } = await deliveredAndOfferedAgain('919812300031', 'op-919812300031-1');
       api.clock.advance(RECEIPT_CLOCK_SKEW_MS + 1_000);
       const second = await send('919812300031', 'hi again');
       assert.equal((await recipientOf(second)).status, 'Submitted', 'not ended by the earlier message’s receipt');
