@@ -1,8 +1,9 @@
 /**
  * Group commit: callers that arrive while a group is being written wait and go together as
  * the next group, in one transaction (on PostgreSQL one statement) instead of one each. A
- * caller alone goes at once, so an idle service pays no wait; under load a group is what
- * arrived during the last one's round trip, so the wait is at most one group's write.
+ * caller alone goes at once (with `waitForTurn`, at the end of the event loop's turn), so an idle
+ * service pays no wait; under load a group is what arrived during the last one's round trip, so
+ * the wait is at most one group's write.
  *
  * A group that fails is written again one caller at a time, so one caller's refusal (a
  * constraint its row breaks) fails that caller alone and the others commit.
