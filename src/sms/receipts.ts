@@ -1,4 +1,4 @@
-import { sql, type Kysely, type SqlBool } from 'kysely';
+import { type Expression, sql, type Kysely, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.ts';
 import { CONCURRENT_WRITES, type DialectName } from '../db/dialect.ts';
 import { chunkOf } from '../db/chunks.ts';
@@ -212,6 +212,10 @@ interface Matched {
 
 const idsOf = (keys: PartKey[]) => [...new Set(keys.map((key) => key.operatorMessageId))];
 
+/** The number of the recipient `recipientId` names, read by its key. */
+const addressOf = (recipientId: Expression<unknown>) =>
+  sql<string>`(select r.address from send_recipients r where r.id = ${recipientId})`;
+
 /**
  * Deletes the kept receipts of these operator ids (or any, up to a limit) whose part is recorded, and
  * answers them with their parts. The delete is what makes a receipt applied once: of two
@@ -236,11 +240,15 @@ async function takeMatched(
   which: { ids: string[] } | { limit: number },
 ): Promise<Matched[]> {
   // Given the ids, both tables are held to them, so that neither is read whole whatever the plan.
+  // A part's number is read by its recipient's key (a subquery a part), not by a join: without
+  // statistics (a table filled since its last ANALYZE) PostgreSQL hashed the join over every
+  // recipient, a scan of send_recipients for each group of receipts.
   const ofIds = 'ids' in which ? isAnyOf(dialect, 'p.operator_message_id', which.ids) : sql<SqlBool>`true`;
-  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p join send_recipients r on r.id = p.recipient_id
+  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
                                         where p.operator_message_id = sms_receipts.operator_message_id
                                           and p.smsc = sms_receipts.smsc and ${ofIds}
-                                          and (sms_receipts.recipient is null or r.address = sms_receipts.recipient)
+                                          and (sms_receipts.recipient is null
+                                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))})
                                           and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
                                           and (p.submitted_at is null
                                                or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;
@@ -262,8 +270,8 @@ async function takeMatched(
   const receiptOf = new Map(taken.map((r) => [keyOf(r), r]));
   const parts = await db
     .selectFrom('sms_parts as p')
-    .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
-    .select(['p.recipient_id', 'p.part', 'p.smsc', 'p.operator_message_id', 'p.submitted_at', 'r.address'])
+    .select(['p.recipient_id', 'p.part', 'p.smsc', 'p.operator_message_id', 'p.submitted_at'])
+    .select(addressOf(sql.ref('p.recipient_id')).as('address'))
     .where(isAnyOf(dialect, 'p.operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
     .where(notFinal(sql.ref('p.status')))
     .execute();
