@@ -131,6 +131,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       close: async () => {
         await reads.destroy();
         await db.destroy();
+        await sqlite.close();
       },
     };
   }

@@ -227,7 +227,9 @@ class SqliteThreadDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
+  /** Ends the thread, however it was started: by Kysely's first statement or by init() alone (Database.ready). */
   async destroy(): Promise<void> {
+    await this.starting?.catch(() => undefined);
     await this.thread?.close();
   }
 }
@@ -249,6 +251,7 @@ export function openSqlite(
   reads: Dialect;
   started: () => Promise<void>;
   waiting: () => number;
+  close: () => Promise<void>;
 } {
   const memory = path === ':memory:';
   if (!memory) mkdirSync(dirname(path), { recursive: true });
@@ -274,5 +277,7 @@ export function openSqlite(
     reads,
     started: () => driver.init(),
     waiting: () => driver.turns.waiting,
+    // Kysely's destroy() ends the driver only if Kysely started it; `started` may have alone.
+    close: () => driver.destroy(),
   };
 }
