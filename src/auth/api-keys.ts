@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { postProcedure, type Outcome } from '../http/idempotency.ts';
-import { tokenHash } from './tokens.ts';
+import { tokenHash } from './token-hash.ts';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
 
 /**

@@ -14,7 +14,8 @@ import {
 import { SESSION_COOKIE, csrfTokenFor, findSession } from './console-sessions.ts';
 import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLimits } from '../ratelimit/limits.ts';
 import type { AccessCache, CachedAccount } from './access-cache.ts';
-import { tokenHash, verifyAccessToken, type TokenSubject } from './tokens.ts';
+import { tokenHash } from './token-hash.ts';
+import { verifyAccessToken, type TokenSubject } from './tokens.ts';
 import { ApiKeyThrottle } from './throttle.ts';
 import {
   KEY_PREFIX,

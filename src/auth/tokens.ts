@@ -1,4 +1,4 @@
-import { hash, randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import { decodeBase64url } from '../http/base64url.ts';
 import { invalidToken } from '../errors.ts';
@@ -7,12 +7,6 @@ export const VALIDITIES = ['Default', 'ShortLive', 'LongLive'] as const;
 export type Validity = (typeof VALIDITIES)[number];
 
 const ISSUER = 'herald';
-
-/**
- * What a bearer (a token, or an API key) is known by where it is kept: its SHA-256 (the access
- * cache's key, an API key's row). crypto.hash, one call: a Hash object per request cost three times as much.
- */
-export const tokenHash = (token: string): string => hash('sha256', token, 'base64url');
 
 /** SPEC §5.2: Default = 12000 minutes, ShortLive = 30 seconds, LongLive = 120 calendar months. */
 export function expiryFor(validity: Validity, issuedAt: number): number {

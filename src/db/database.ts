@@ -8,7 +8,7 @@ import { prepareMarkedStatements } from './prepared.ts';
 import { Turns } from './priority.ts';
 import { migrations } from './migrations/index.ts';
 import type { DialectName } from './dialect.ts';
-import { Gathering } from './gathering.ts';
+import { Gathering, GROUP_SIZE } from './gathering.ts';
 
 export type { DialectName };
 
@@ -16,12 +16,6 @@ export interface GroupCount {
   groups: number;
   callers: number;
 }
-
-/**
- * Callers of one procedure of groups per group at most: a group of `/sms/batch` requests
- * holds their recipients too. Gathered reads take the same bound (messaging/recipients.ts).
- */
-export const GROUP_SIZE = 64;
 
 /** Database.gather and Database.gathered over `call`: a Gathering per procedure of groups. */
 function gatheringOver(call: Database['call']): Pick<Database, 'gather' | 'gathered'> {

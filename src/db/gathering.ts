@@ -76,3 +76,9 @@ export class Gathering<A, R> {
     }
   }
 }
+
+/**
+ * Callers of one procedure of groups per group at most: a group of `/sms/batch` requests
+ * holds their recipients too. Gathered reads take the same bound (messaging/recipients.ts).
+ */
+export const GROUP_SIZE = 64;

@@ -1,11 +1,11 @@
 import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
-import { GROUP_SIZE, type DialectName } from '../db/database.ts';
+import type { DialectName } from '../db/database.ts';
 import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
 import { dialectOf, SYNCHRONOUS_READS } from '../db/dialect.ts';
 import { PLAN_ONCE } from '../db/prepared.ts';
-import { Gathering } from '../db/gathering.ts';
+import { Gathering, GROUP_SIZE } from '../db/gathering.ts';
 import type { FieldError } from '../errors.ts';
 import { queries, type StandingKey } from './queries.ts';
 

@@ -3,8 +3,9 @@
  * as worker.ts is the queue's. A database resolves them all when it starts (Database.ready),
  * on SQLite in its own thread as well, so a procedure misnamed, or defined in a module left
  * out of this list, stops the start instead of failing a request. The database thread
- * imports these modules and everything they import: keep them clear of heavy libraries
- * (libphonenumber's metadata belongs to crm/validate.ts, which runs on the main thread).
+ * imports these modules and everything they import, once for each database opened: keep them
+ * clear of what only the main thread needs (libphonenumber's metadata belongs to crm/validate.ts,
+ * jose to auth/tokens.ts, the pg driver and the migrations to db/database.ts).
  */
 export const PROCEDURE_MODULES: readonly string[] = [
   '../accounts/service.ts',
