@@ -27,13 +27,9 @@
  * The checks' verifications are written straight into the database before the server starts,
  * each with a code hashed as POST /verify hashes it (under the key Herald then reads): what is
  * measured is checking, not sending. They belong to an account of their own, so the account of
- * (a) holds only the codes (a) sends: on SQLite, POST /verify's look-up of a number's pending
- * verification reads every verification of the account (the planner takes the index on
- * account_id, created_at for its order), and the tens of thousands written for the checks would
- * make each POST /verify take 5 ms or more of the one writer, enough at 200 a second to stall
- * the campaign beside them. Each check gives a wrong code, and each verification takes at most
- * 4, so all stay pending (a fifth would fail it); the checks go round the verifications, so two
- * never check one verification at once.
+ * (a) holds only the codes (a) sends and its limits count nothing else. Each check gives a wrong
+ * code, and each verification takes at most 4, so all stay pending (a fifth would fail it); the
+ * checks go round the verifications, so two never check one verification at once.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
