@@ -7,9 +7,6 @@ import { simCommand } from '../sim/cli.ts';
 import { PasswordInputError } from './password-input.ts';
 import { COMMANDS, CommandError, HELP, parse, usage, UsageError } from './commands.ts';
 import { keyringOf, withDatabase } from './database.ts';
-import { accountCommand } from './account.ts';
-import { dkimCommand } from './dkim.ts';
-import { routesCommand, smscCommand } from './smsc.ts';
 
 /** The `herald` program (bin/herald): each command's usage is in commands.ts, the one source of every --help. */
 async function main(argv: string[]): Promise<void> {
@@ -60,17 +57,19 @@ async function main(argv: string[]): Promise<void> {
       );
       return;
     }
+    // Each command's module loads when it runs, as the server does: `herald account list` need not
+    // load what `herald routes set` validates its table with.
     case 'account':
-      await accountCommand(config, args[0], args.slice(1));
+      await (await import('./account.ts')).accountCommand(config, args[0], args.slice(1));
       return;
     case 'dkim':
-      await dkimCommand(config, args[0], args.slice(1));
+      await (await import('./dkim.ts')).dkimCommand(config, args[0], args.slice(1));
       return;
     case 'smsc':
-      await smscCommand(config, args[0], args.slice(1));
+      await (await import('./smsc.ts')).smscCommand(config, args[0], args.slice(1));
       return;
     case 'routes':
-      await routesCommand(config, args[0], args.slice(1));
+      await (await import('./smsc.ts')).routesCommand(config, args[0], args.slice(1));
       return;
     case 'sim': {
       const known = COMMANDS.some((c) => c.name === `sim ${args[0]}`);
