@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { it } from 'node:test';
+import { modulesLoadedWith } from './db/support/import-graph.ts';
 
 /**
  * Dependencies run one way: each module of src/ belongs to a layer, and imports from its own
@@ -146,11 +145,7 @@ it('refuses the imports that ran the wrong way: accountsâ†’email, sms/validateâ†
 });
 
 it('loads nothing of src/ but src/db/ and the shared leaves when a database opens: storage stays below', async () => {
-  const worker = new Worker(new URL('./db/support/import-graph.ts', import.meta.url), {
-    workerData: { modules: [new URL('../src/db/database.ts', import.meta.url).href] },
-  });
-  const [loaded] = (await once(worker, 'message')) as [string[]];
-  await worker.terminate();
+  const loaded = await modulesLoadedWith([new URL('../src/db/database.ts', import.meta.url).href]);
   const source = new URL('../src/', import.meta.url).href;
   const above = loaded
     .filter((url) => url.startsWith(source))

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { openDatabase } from '../../src/db/database.ts';
 import { PROCEDURE_MODULES } from '../../src/server/procedures.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { modulesLoadedWith } from './support/import-graph.ts';
 
 const MISNAMED = new URL('./support/misnamed-procedure.ts', import.meta.url).href;
 
@@ -32,13 +31,6 @@ forEachDatabase((dialect) => {
     }
   });
 });
-
-async function modulesLoadedWith(modules: readonly string[]): Promise<string[]> {
-  const worker = new Worker(new URL('./support/import-graph.ts', import.meta.url), { workerData: { modules } });
-  const [loaded] = (await once(worker, 'message')) as [string[]];
-  await worker.terminate();
-  return loaded;
-}
 
 /**
  * Every module the SQLite thread loads is loaded again for each database opened (in the tests,

@@ -1,17 +1,13 @@
-/**
- * Imports the modules it is given in a fresh thread, as the SQLite thread does, and posts
- * back the URL of every module that loaded along with them.
- */
-import { registerHooks } from 'node:module';
-import { parentPort, workerData } from 'node:worker_threads';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 
-const loaded: string[] = [];
-registerHooks({
-  resolve(specifier, context, next) {
-    const resolved = next(specifier, context);
-    loaded.push(resolved.url);
-    return resolved;
-  },
-});
-for (const module of workerData.modules as string[]) await import(module);
-parentPort!.postMessage(loaded);
+/**
+ * The URL of every module that loads with these modules, imported in a fresh thread as the
+ * SQLite thread imports its own (import-graph-thread.ts).
+ */
+export async function modulesLoadedWith(modules: readonly string[]): Promise<string[]> {
+  const worker = new Worker(new URL('./import-graph-thread.ts', import.meta.url), { workerData: { modules } });
+  const [loaded] = (await once(worker, 'message')) as [string[]];
+  await worker.terminate();
+  return loaded;
+}
