@@ -5,11 +5,14 @@ type Part = 'integer' | 'uuid' | 'digits' | 'address';
 type Value<P extends Part> = P extends 'integer' ? number : string;
 
 // An address holds dots, the parts' separator: it may only be a cursor's last part, which takes the rest.
+// It is free text, so control characters are refused here as the boundary refuses them in a
+// request's own fields (http/input.ts): PostgreSQL's text cannot hold a NUL.
 const PART: Record<Part, RegExp> = {
   integer: /^[0-9]{1,16}$/,
   digits: /^[0-9]{1,18}$/,
   uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
-  address: /^[^@\s]{1,64}@[^@\s]{1,253}$/,
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is its purpose
+  address: /^[^@\s\u0000-\u001f\u007f]{1,64}@[^@\s\u0000-\u001f\u007f]{1,253}$/,
 };
 
 /**

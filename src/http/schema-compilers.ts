@@ -1,4 +1,4 @@
-import { AjvCompiler } from '@fastify/ajv-compiler';
+import { AjvCompiler, type Ajv } from '@fastify/ajv-compiler';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
 
@@ -35,8 +35,11 @@ const serializers = new Map<string, unknown>();
  * options, which key it; it keeps no state of an app.
  */
 export function schemaCompilers(): CompilersFactory {
+  const buildAjv = AjvCompiler();
   return {
-    buildValidator: sharing(validators, AjvCompiler()) as CompilersFactory['buildValidator'],
+    buildValidator: sharing(validators, (externalSchemas: Parameters<typeof buildAjv>[0], options) =>
+      buildAjv(externalSchemas, { ...options, onCreate: dateTimesDateParseReads }),
+    ) as CompilersFactory['buildValidator'],
     buildSerializer: sharing(serializers, SerializerSelector()) as CompilersFactory['buildSerializer'],
   };
 }
@@ -48,4 +51,23 @@ function sharing<External, Options>(
 ): (externalSchemas: External, options: Options) => Compile<unknown> {
   return (externalSchemas, options) =>
     cached(cache, JSON.stringify([externalSchemas, options]), build(externalSchemas, options) as Compile<unknown>);
+}
+
+/**
+ * `format: "date-time"` as ajv-formats checks it (RFC 3339), and also one that `Date.parse` reads:
+ * the routes make a time of it with `Date.parse`, which cannot read two forms RFC 3339 allows,
+ * a leap second (`23:59:60`) and an offset of hours alone (`+01`). Passed on, such a value
+ * becomes NaN, which PostgreSQL refuses as a bigint: a 500 where a 400 names the field.
+ */
+function dateTimesDateParseReads(ajv: Ajv): void {
+  const rfc3339 = ajv.formats['date-time'] as { validate?: unknown; compare?: (a: string, b: string) => number };
+  if (typeof rfc3339?.validate !== 'function') {
+    throw new Error('ajv-formats no longer gives date-time a function: see dateTimesDateParseReads');
+  }
+  const checked = rfc3339.validate as (value: string) => boolean;
+  ajv.addFormat('date-time', {
+    type: 'string',
+    validate: (value: string) => checked(value) && Number.isFinite(Date.parse(value)),
+    compare: rfc3339.compare,
+  });
 }

@@ -141,6 +141,15 @@ forEachDatabase((dialect) => {
     assert.equal((await create({ name: 'x', scopes: ['admin'] })).statusCode, 400);
     const past = new Date(t.clock.now() - 1000).toISOString();
     assertFailure(await create({ name: 'x', scopes: ['read'], expiresAt: past }), 422, /future/);
+    // RFC 3339 allows a leap second and an offset of hours alone; Date.parse reads neither.
+    for (const expiresAt of ['2030-12-31T23:59:60Z', '2030-01-01T00:00:00+01']) {
+      const refused = await create({ name: 'x', scopes: ['read'], expiresAt });
+      assertFailure(refused, 400, /not valid/);
+      assert.deepEqual(
+        refused.json().errors.map((e: { field: string }) => e.field),
+        ['expiresAt'],
+      );
+    }
     assert.deepEqual(await list(), []);
   });
 

@@ -391,6 +391,14 @@ forEachDatabase((dialect) => {
     );
     assert.equal(second.nextCursor, null);
     assert.equal((await alice.get('/email/suppressions?cursor=bm90IGEgY3Vyc29y')).statusCode, 400);
+    // A cursor's address decoded with a NUL in it: PostgreSQL's text cannot hold one.
+    const withNul = Buffer.from('a\u0000@example.com').toString('base64url');
+    const refused = await alice.get(`/email/suppressions?cursor=${withNul}`);
+    assert.equal(refused.statusCode, 400, refused.body);
+    assert.deepEqual(
+      refused.json().errors.map((e: { field: string }) => e.field),
+      ['cursor'],
+    );
 
     const bob = await api.client();
     assert.deepEqual((await bob.get('/email/suppressions')).json(), { suppressions: [], nextCursor: null });

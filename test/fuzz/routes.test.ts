@@ -123,6 +123,17 @@ const RAW_BODIES: Array<string | Buffer> = [
   `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
   `{"name":"${'a'.repeat(2_000_000)}"}`,
 ];
+const CURSOR_TEXTS = [
+  'a\u0000@example.com',
+  '1.a\u0000@example.com',
+  'a@example.com',
+  '1',
+  '9'.repeat(16),
+  '9'.repeat(18),
+  '1.2.3',
+  '00000000-0000-0000-0000-000000000000',
+  '1.00000000-0000-0000-0000-000000000000',
+];
 const RAW_SEGMENTS = [
   '%00',
   '%ff',
@@ -159,6 +170,11 @@ function stringFor(key: string, schema: Schema, r: Random, pools: Pools): string
   if (key === 'url') return r.pick(['https://example.com/offer', 'http://example.com/a b?c=d']);
   if (schema.format === 'uuid') return r.chance(0.8) && pools.uuids.length > 0 ? r.pick(pools.uuids) : randomUUID();
   if (schema.format === 'uri') return pools.webhookUrl;
+  // RFC 3339 allows a leap second and an offset of hours alone, which Date.parse cannot read.
+  if (schema.format === 'date-time')
+    return r.pick([new Date(Date.now() + 86_400_000).toISOString(), '2030-12-31T23:59:60Z', '2030-01-01T00:00:00+01']);
+  // A cursor decodes to parts a query reads: each kind of part, with a NUL or out of range.
+  if (key === 'cursor') return Buffer.from(r.pick(CURSOR_TEXTS)).toString('base64url');
   if (schema.pattern) {
     const candidates = ['1', '5', '50', '100', '1000', '919812345678', '447911123456'];
     return candidates.find((c) => new RegExp(schema.pattern!).test(c)) ?? '1';
