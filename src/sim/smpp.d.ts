@@ -77,6 +77,8 @@ declare module 'smpp' {
     function createServer(onSession: (session: Session) => void): Server;
     /** SMPP 3.4 §5.1.3 command_status values by name (ESME_ROK, ESME_RTHROTTLED, …). */
     const errors: Record<string, number>;
+    /** The commands the package reads and writes, by name (submit_sm, submit_sm_resp, …). */
+    const commands: Record<string, { id: number }>;
   }
   export = smpp;
 }

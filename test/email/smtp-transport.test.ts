@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { type AddressInfo, createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -172,6 +174,61 @@ describe('what the SMTP transport tells the operator of its relay', () => {
     } finally {
       await transport.close();
       await back?.close();
+    }
+  });
+});
+
+describe('what the SMTP transport keeps of a reply', () => {
+  it('keeps a reply with a NUL as one line of text, U+FFFD in its place', async () => {
+    // A relay written by hand (smtp-server cleans its replies): its 250 carries a NUL, which
+    // PostgreSQL's text refuses, so a page's record would fail and send the page again.
+    const relay = createServer((socket) => {
+      let data = false;
+      let buffered = '';
+      socket.write('220 relay ready\r\n');
+      socket.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('latin1');
+        if (data) {
+          if (!buffered.includes('\r\n.\r\n')) return;
+          data = false;
+          buffered = '';
+          socket.write('250 queued as a\u0000b\r\n');
+          return;
+        }
+        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+          const line = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
+          else if (line.startsWith('DATA')) {
+            data = true;
+            socket.write('354 go on\r\n');
+            return;
+          } else if (line.startsWith('QUIT')) socket.end('221 bye\r\n');
+          else socket.write('250 ok\r\n');
+        }
+      });
+    });
+    relay.listen(0, '127.0.0.1');
+    await once(relay, 'listening');
+    const port = (relay.address() as AddressInfo).port;
+    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${port}`), { metrics: new Registry() });
+    try {
+      const result = await transport.send(
+        {
+          accountId: 'a',
+          sendId: 's',
+          messageId: 'm',
+          from: 'bounces+00@mail.localhost',
+          to: 'r@example.com',
+          raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: nul\r\n\r\nhello\r\n'),
+        },
+        new AbortController().signal,
+      );
+      assert.equal(result.outcome, 'accepted');
+      assert.equal(result.reply, '250 queued as a\ufffdb');
+    } finally {
+      await transport.close();
+      relay.close();
     }
   });
 });

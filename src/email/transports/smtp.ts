@@ -97,9 +97,17 @@ export function classifyFailure(error: SendError): { result: EmailResult; answer
   return { result: { outcome: 'deferred', reply }, answer, ofRelay: true };
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is its purpose
+const CONTROL = /[\u0000-\u001f\u007f]/g;
+
+/**
+ * A relay's reply as one line a database keeps: its line breaks as spaces, any other control
+ * character as U+FFFD (a NUL, which PostgreSQL's text cannot hold, would fail the page's record).
+ */
+const oneLine = (reply: string) => reply.replace(/\r?\n/g, ' ').replace(CONTROL, '\ufffd');
+
 /** The relay's reply as it wrote it, one line. */
-const replyOf = (error: SendError) =>
-  (error.response ?? `${error.responseCode} ${error.message}`).replace(/\r?\n/g, ' ');
+const replyOf = (error: SendError) => oneLine(error.response ?? `${error.responseCode} ${error.message}`);
 
 export interface SmtpTransportOptions {
   metrics: Registry;
@@ -202,7 +210,7 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
         const info = await mailer.sendMail({ envelope: { from: message.from, to: [message.to] }, raw: message.raw });
         metrics.answers.inc({ class: '2xx' });
         relay.answered();
-        return { outcome: 'accepted', reply: info.response };
+        return { outcome: 'accepted', reply: oneLine(info.response) };
       } catch (error) {
         const { result, answer, ofRelay } = classifyFailure(error as SendError);
         metrics.answers.inc({ class: answer });

@@ -122,7 +122,9 @@ export class SmppBind {
             'be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
         );
       } else {
-        this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error');
+        this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error: reconnecting');
+        // The smpp package reads nothing more after a PDU it could not parse: the link is done.
+        session.destroy();
       }
     });
     session.on('close', () => this.lose(session, 'the connection closed'));
@@ -242,14 +244,31 @@ export class SmppBind {
         return;
       }
       default:
-        // enquire_link_resp, unbind_resp: their arrival is all that counts.
-        this.waiting.delete(pdu.sequence_number);
+        if (pdu.isResponse()) {
+          // enquire_link_resp, unbind_resp: their arrival is all that counts. Never a submit's:
+          // only its own answer settles it.
+          if (!this.waiting.get(pdu.sequence_number)?.submit) this.waiting.delete(pdu.sequence_number);
+          return;
+        }
+        // A request Herald takes none of (data_sm, query_sm, a command unknown to SMPP 3.4): its
+        // sequence number is the SMSC's own, so it says nothing of Herald's requests. Refused, so
+        // the SMSC does not wait on it; alert_notification has no answer.
+        if (pdu.command === 'alert_notification') return;
+        this.send(
+          session,
+          `${pdu.command}_resp` in smpp.commands
+            ? pdu.response({ command_status: smpp.errors.ESME_RINVCMDID })
+            : new smpp.PDU('generic_nack', {
+                sequence_number: pdu.sequence_number,
+                command_status: smpp.errors.ESME_RINVCMDID,
+              }),
+        );
     }
   }
 
   private onBindAnswer(session: Session, pdu: Pdu): void {
-    this.waiting.delete(pdu.sequence_number);
     if (pdu.sequence_number !== this.bindSequence) return;
+    this.waiting.delete(pdu.sequence_number);
     if (pdu.command_status !== 0) {
       this.options.log.warn({ bind: this.options.name, status: pdu.command_status }, 'the SMSC refused the bind');
       session.destroy();

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Operators' message ids as Herald keeps and matches them (ARCHITECTURE.md, "Receipts are
  * matched to submits whatever notation the SMSC writes the id in"). A submit_sm_resp id is kept
@@ -7,12 +9,25 @@
  * both ways (journal.ts matches on both).
  */
 
+/**
+ * SMPP 3.4 gives a message_id 65 octets at most. A longer one (an SMSC out of the spec, or a
+ * hostile one: the package reads up to 64 KiB) is kept as its digest, which fits an index
+ * (PostgreSQL's b-tree refuses an entry over 2,704 bytes) and is the same whether a submit's
+ * answer or a receipt names it.
+ */
+const MAX_ID_LENGTH = 65;
+
+const bounded = (id: string) =>
+  id.length <= MAX_ID_LENGTH ? id : `sha256:${createHash('sha256').update(id).digest('hex')}`;
+
 /** An id as kept: trimmed, lower case, leading zeros dropped ("0" stays). */
 export function normalisedId(id: string): string {
-  return id
-    .trim()
-    .toLowerCase()
-    .replace(/^0+(?=.)/, '');
+  return bounded(
+    id
+      .trim()
+      .toLowerCase()
+      .replace(/^0+(?=.)/, ''),
+  );
 }
 
 /**
@@ -22,7 +37,7 @@ export function normalisedId(id: string): string {
 export function idReadings(id: string): string[] {
   const written = normalisedId(id);
   const readings = [written];
-  if (/^[0-9]+$/.test(written)) readings.push(BigInt(written).toString(16));
-  if (/^[0-9a-f]+$/.test(written)) readings.push(BigInt(`0x${written}`).toString(10));
+  if (/^[0-9]+$/.test(written)) readings.push(bounded(BigInt(written).toString(16)));
+  if (/^[0-9a-f]+$/.test(written)) readings.push(bounded(BigInt(`0x${written}`).toString(10)));
   return [...new Set(readings)];
 }

@@ -35,6 +35,9 @@ interface DeliverSmFields {
   message_state?: number;
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 /** Whether a deliver_sm is a receipt (or an intermediate notification) rather than a message from a handset. */
 export const isReceipt = (pdu: DeliverSmFields) => ((pdu.esm_class ?? 0) & (ESM_RECEIPT | ESM_INTERMEDIATE)) !== 0;
 
@@ -50,6 +53,9 @@ export function readReceipt(pdu: DeliverSmFields): DeliveryReceipt | null {
   const ids = [pdu.receipted_message_id, field('id')].filter(
     (id): id is string => id !== undefined && id.trim() !== '',
   );
+  // A receipt with a control character in a field it is read by (a NUL kept by a data_coding the
+  // package leaves as bytes) is not one Herald can read: PostgreSQL's text cannot even hold it.
+  if ([...ids, field('stat'), field('err')].some((value) => value !== undefined && CONTROL.test(value))) return null;
   const stat = field('stat')?.toUpperCase();
   const state = stat ?? (pdu.message_state !== undefined ? STATE_WORD[pdu.message_state] : undefined);
   // E.164 digits, as Herald keeps recipients, whether or not the SMSC writes a leading +.

@@ -24,6 +24,7 @@ import { normalisedId } from './message-ids.ts';
 import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
 import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
+import { PART_STATUS } from '../../receipts.ts';
 import { ReceiptWatch } from './receipt-watch.ts';
 import { ResendBound, type BoundShare } from './resend-bound.ts';
 import type { SmppSettings } from './url.ts';
@@ -524,7 +525,8 @@ class SmppTransport implements SmsTransport, BoundShare {
       respond(ESME_ROK);
       return;
     }
-    this.metrics.receipts.inc({ state: receipt.state });
+    // The SMSC writes the state: one SMPP does not name is counted as `other`, not as a label of its own.
+    this.metrics.receipts.inc({ state: Object.hasOwn(PART_STATUS, receipt.state) ? receipt.state : 'other' });
     // A receipt can come before the answer to its submit is recorded (or even received): it
     // waits while its recipient has a slot held, so it finds the part it reports on.
     if (this.busy.has(receipt.recipient)) {
@@ -551,7 +553,9 @@ class SmppTransport implements SmsTransport, BoundShare {
             ? new TextDecoder('utf-16be').decode(message)
             : message.toString('latin1')
           : '';
-    const mo = { from: pdu.source_addr ?? '', to: pdu.destination_addr ?? '', text, at: this.clock.now() };
+    // A NUL (UCS-2 or Latin-1 can carry one) cannot be kept in PostgreSQL's text: it reads as U+FFFD.
+    const kept = text.replaceAll('\u0000', '\ufffd');
+    const mo = { from: pdu.source_addr ?? '', to: pdu.destination_addr ?? '', text: kept, at: this.clock.now() };
     this.receiveInbound(mo).then(
       (outcome) => {
         if (!outcome) this.log.warn({}, 'an SMPP message from a handset routes to no account: answered and dropped');

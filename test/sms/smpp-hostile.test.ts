@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach, it } from 'node:test';
+import { Registry } from 'prom-client';
+import smpp from 'smpp';
+import { ManualClock } from '../../src/clock.ts';
+import type { ReceiveInboundSms, SmsTransport } from '../../src/sms/transport.ts';
+import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
+import { parseSmppUrl } from '../../src/sms/transports/smpp/url.ts';
+import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { waitFor } from '../support/wait.ts';
+import { outgoingMessages } from './smpp-support.ts';
+
+type Pdu = InstanceType<typeof smpp.PDU>;
+type Session = InstanceType<typeof smpp.Session>;
+
+/**
+ * An SMSC out of the spec, or a hostile one: what it sends must neither stall a bind, nor lose
+ * an answer, nor stop what PostgreSQL's text and indexes cannot hold from being kept.
+ */
+forEachDatabase((dialect) => {
+  let database: TestDatabase;
+  let transport: SmsTransport | undefined;
+  let server: ReturnType<typeof smpp.createServer> | undefined;
+  beforeEach(async () => {
+    database = await createTestDatabase(dialect);
+  });
+  afterEach(async () => {
+    await transport?.close();
+    server?.close();
+    await database.close();
+    transport = undefined;
+    server = undefined;
+  });
+
+  /** What the SMSC was sent, and the handset messages Herald took. */
+  const seen = { pdus: [] as Pdu[], binds: 0, inbound: [] as Array<Parameters<ReceiveInboundSms>[0]> };
+  /** An SMSC of the `smpp` package's, doing `onSubmit` with each submit_sm and `onBind` once bound. */
+  async function hostile(handlers: { onSubmit?: (session: Session, pdu: Pdu) => void; onBind?: (s: Session) => void }) {
+    seen.pdus = [];
+    seen.binds = 0;
+    seen.inbound = [];
+    server = smpp.createServer((session) => {
+      session.on('error', () => {});
+      session.on('pdu', (pdu: Pdu) => {
+        if (pdu.command === 'bind_transceiver') {
+          seen.binds += 1;
+          session.send(pdu.response());
+          handlers.onBind?.(session);
+        } else if (pdu.command === 'submit_sm') handlers.onSubmit?.(session, pdu);
+        else if (pdu.command === 'unbind') session.send(pdu.response());
+        else seen.pdus.push(pdu);
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `smpp://herald:secret@127.0.0.1:${(server.address() as AddressInfo).port}?binds=1`;
+    const clock = new ManualClock(Date.now());
+    transport = smppTransport(parseSmppUrl(url), {
+      database,
+      clock,
+      metrics: new Registry(),
+      receiveInbound: async (mo) => {
+        seen.inbound.push(mo);
+        return null;
+      },
+      timing: { reconnectBaseMs: 20, reconnectMaxMs: 100 },
+    });
+  }
+  const message = outgoingMessages();
+  const within = <T>(promise: Promise<T>, what: string, ms = 5000) =>
+    Promise.race([
+      promise,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms).unref()),
+    ]);
+  const kept = async (table: 'sms_receipts' | 'smpp_submits') =>
+    (await database.db.selectFrom(table).select('operator_message_id').orderBy('operator_message_id').execute()).map(
+      (row) => row.operator_message_id,
+    );
+
+  it('takes its answer though the SMSC sent a request under its sequence number, and refuses the request', async () => {
+    await hostile({
+      onSubmit(session, submit) {
+        // The SMSC numbers its own requests: one may carry the number of a submit in flight.
+        session.send(
+          new smpp.PDU('data_sm', { sequence_number: submit.sequence_number, source_addr: '1', destination_addr: '2' }),
+        );
+        // A command SMPP 3.4 does not know, written by hand: 16 octets of header.
+        const unknown = Buffer.alloc(16);
+        unknown.writeUInt32BE(16, 0);
+        unknown.writeUInt32BE(0x00000999, 4);
+        unknown.writeUInt32BE(4242, 12);
+        session.socket.write(unknown);
+        setTimeout(() => session.send(submit.response({ message_id: 'abc' })), 50);
+      },
+    });
+    const [result] = await within(
+      transport!.submit([message('hello')], new AbortController().signal, { urgent: true }),
+      'the submit answered',
+    );
+    assert.equal(result.accepted, true);
+    await waitFor('both refusals', async () => (seen.pdus.length >= 2 ? true : undefined));
+    assert.deepEqual(seen.pdus.map((pdu) => [pdu.command, pdu.command_status]).sort(), [
+      ['data_sm_resp', smpp.errors.ESME_RINVCMDID],
+      ['generic_nack', smpp.errors.ESME_RINVCMDID],
+    ]);
+  });
+
+  it('binds again at once after a PDU it cannot parse, rather than reading nothing more', async () => {
+    await hostile({
+      onBind(session) {
+        // A command_length of 8: shorter than a header.
+        if (seen.binds === 1) session.socket.write(Buffer.from([0, 0, 0, 8, 0, 0, 0, 4]));
+      },
+    });
+    await within(
+      waitFor('a second bind', async () => (seen.binds >= 2 ? true : undefined)),
+      'bound again',
+    );
+  });
+
+  it('drops a receipt with a NUL in its id and keeps the rest of its group', async () => {
+    await hostile({
+      onBind(session) {
+        const receipt = (text: Buffer | string, dataCoding: number) =>
+          session.deliver_sm({
+            source_addr: '919812300071',
+            esm_class: 0x04,
+            data_coding: dataCoding,
+            short_message: text,
+          });
+        // UCS-2 keeps a NUL that GSM 03.38 would read as @.
+        receipt(
+          Buffer.from(
+            'id:12\u00003 stat:DELIVRD err:000'.replace(/./gs, (c) => `\u0000${c}`),
+            'latin1',
+          ),
+          8,
+        );
+        receipt('id:00000ABD sub:001 dlvrd:001 stat:DELIVRD err:000 text:', 0);
+      },
+    });
+    await waitFor('both answered', async () =>
+      seen.pdus.filter((pdu) => pdu.command === 'deliver_sm_resp').length === 2 ? true : undefined,
+    );
+    assert.deepEqual(
+      seen.pdus.map((pdu) => pdu.command_status),
+      [0, 0],
+    );
+    assert.deepEqual(await kept('sms_receipts'), ['2749', 'abd']);
+  });
+
+  it('keeps a message id longer than SMPP allows as a digest, the same from the answer and the receipt', async () => {
+    const long = 'f'.repeat(3000);
+    await hostile({
+      onSubmit(session, submit) {
+        session.send(submit.response({ message_id: long }));
+        session.deliver_sm({
+          source_addr: '919812300072',
+          esm_class: 0x04,
+          data_coding: 0,
+          receipted_message_id: long,
+          message_state: 2,
+          short_message: 'stat:DELIVRD',
+        });
+      },
+    });
+    const [result] = await within(
+      transport!.submit([{ ...message('hello'), recipient: '919812300072' }], new AbortController().signal, {
+        urgent: true,
+      }),
+      'the submit answered',
+    );
+    assert.equal(result.accepted, true);
+    await waitFor('the answer and the receipt kept', async () =>
+      (await kept('smpp_submits')).length === 1 && (await kept('sms_receipts')).length > 0 ? true : undefined,
+    );
+    const [answer] = await kept('smpp_submits');
+    assert.match(answer, /^sha256:[0-9a-f]{64}$/);
+    assert.ok((await kept('sms_receipts')).includes(answer), 'the receipt is kept under the same id');
+  });
+
+  it('hands on a handset’s message with a NUL in it, U+FFFD in its place', async () => {
+    await hostile({
+      onBind(session) {
+        session.deliver_sm({
+          source_addr: '919812300073',
+          destination_addr: 'HERALD',
+          esm_class: 0,
+          data_coding: 8,
+          short_message: Buffer.from([0x00, 0x48, 0x00, 0x00, 0x00, 0x49]),
+        });
+      },
+    });
+    await waitFor('the message handed on', async () => (seen.inbound.length === 1 ? true : undefined));
+    assert.equal(seen.inbound[0].text, 'H\ufffdI');
+  });
+});
