@@ -80,8 +80,15 @@ export async function withIdempotencyKey<T>(
 ): Promise<Outcome<T>> {
   if (!claim) return work();
   const { scope, key } = claim;
+  // Only while it is still expired: a request that read the same expired record and committed
+  // first has replaced it, and this one must conflict on the key and replay that response.
   if (claim.replace)
-    await trx.deleteFrom('idempotency_keys').where('scope', '=', scope).where('key', '=', key).execute();
+    await trx
+      .deleteFrom('idempotency_keys')
+      .where('scope', '=', scope)
+      .where('key', '=', key)
+      .where('created_at', '<=', claim.now - IDEMPOTENCY_TTL_MS)
+      .execute();
   await trx
     .insertInto('idempotency_keys')
     .values({ scope, key, request_hash: claim.hash, status_code: 0, response_body: '', created_at: claim.now })

@@ -61,6 +61,29 @@ forEachDatabase((dialect) => {
     assert.equal(fresh.json().userName, 'grace@example.com');
   });
 
+  it('does the work once when two requests race with a key whose record has expired', async () => {
+    const account = await t.createAccount();
+    const token = await t.tokenFor(account);
+    const sendCode = () =>
+      t.app.inject({
+        method: 'POST',
+        url: '/sms/single',
+        headers: { ...bearer(token), 'idempotency-key': 'key-6' },
+        payload: { recipient: '919812300001', senderName: 'HERALD', body: 'code 1234' },
+      });
+    assert.equal((await sendCode()).statusCode, 202);
+    t.clock.advance(24 * 60 * 60_000);
+    // Both read the expired record; the second to write must find the first's, not delete it.
+    const [a, b] = await Promise.all([sendCode(), sendCode()]);
+    assert.deepEqual([a.statusCode, b.statusCode], [202, 202]);
+    assert.equal(a.json().data.QueueId, b.json().data.QueueId);
+    const sends = await t.ctx.db
+      .selectFrom('sends')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(sends.n), 2, 'the first use and one send for the two that raced');
+  });
+
   it('stores nothing for a request that failed, so the client can retry with the key', async () => {
     assert.equal((await create('not-an-email', 'key-5')).statusCode, 400);
     assert.equal((await create('ada@example.com', 'key-5')).statusCode, 201);
