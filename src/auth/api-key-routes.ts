@@ -10,6 +10,7 @@ import { SCOPES, listApiKeys, postApiKey, prepareApiKey, revokeApiKey } from './
 import { verifyPassword } from './passwords.ts';
 import { auditBy } from '../audit/entries.ts';
 import { LoginThrottle } from './throttle.ts';
+import type { Log } from '../log.ts';
 
 const ApiKeyFields = {
   apiKeyId: Type.String({ format: 'uuid' }),
@@ -54,25 +55,29 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
    * left open on a shared machine must not become a key that outlives it. Wrong guesses count
    * against the sign-in throttle, as they would at the sign-in.
    */
-  async function checkPassword(accountId: string, userName: string, password: string | undefined, ip: string) {
+  async function checkPassword(
+    accountId: string,
+    userName: string,
+    password: string | undefined,
+    client: { ip: string; log: Pick<Log, 'warn'> },
+  ) {
     if (password === undefined) {
       throw badRequest('The console must send the account password again to create an API key.', [
         { field: 'password', message: 'is required under a console session' },
       ]);
     }
-    await throttle.check(userName, ip);
+    const attempt = await throttle.attempt(userName, client.ip, client.log);
     const row = await ctx.db
       .selectFrom('accounts')
       .select('password_hash')
       .where('id', '=', accountId)
       .executeTakeFirstOrThrow();
     if (!(await verifyPassword(password, row.password_hash))) {
-      await throttle.recordFailure(userName, ip);
       throw new AppError(403, 'The password is incorrect.', {
         errors: [{ field: 'password', message: 'is incorrect' }],
       });
     }
-    await throttle.recordSuccess(userName, ip);
+    await attempt.succeeded();
   }
 
   r.post(
@@ -102,7 +107,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
     },
     async (request, reply) => {
       const { account, body } = request;
-      if (request.consoleSession !== null) await checkPassword(account.id, account.userName, body.password, request.ip);
+      if (request.consoleSession !== null) await checkPassword(account.id, account.userName, body.password, request);
       const now = ctx.clock.now();
       if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= now) {
         throw unprocessable('expiresAt must be in the future.', [

@@ -4,6 +4,7 @@ import type { AccountsTable, Schema } from '../db/schema.ts';
 import { invalidCredentials } from '../errors.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import type { LoginThrottle } from './throttle.ts';
+import type { Log } from '../log.ts';
 
 /**
  * The account a sign-in names (POST /token, the CLI's --user): user names are compared
@@ -52,18 +53,16 @@ export async function signIn(
   db: Kysely<Schema>,
   throttle: LoginThrottle,
   credentials: Credentials,
-  address: string,
+  client: { ip: string; log: Pick<Log, 'warn'> },
 ): Promise<Selectable<AccountsTable>> {
   const { userName, password, privateToken } = credentials;
-  await throttle.check(userName, address);
+  // Counted as failed from here: a wrong one stays so.
+  const attempt = await throttle.attempt(userName, client.ip, client.log);
   const account = await findAccountByUserName(db, userName);
   // Always verify a hash, a decoy one for an unknown name, so timing does not tell
   // which of the three credentials was wrong.
   const passwordOk = await verifyPassword(password, account?.password_hash ?? DECOY_HASH);
-  if (!account || !passwordOk || !privateTokenMatches(account, privateToken)) {
-    await throttle.recordFailure(userName, address);
-    throw invalidCredentials();
-  }
-  await throttle.recordSuccess(userName, address);
+  if (!account || !passwordOk || !privateTokenMatches(account, privateToken)) throw invalidCredentials();
+  await attempt.succeeded();
   return account;
 }

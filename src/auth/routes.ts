@@ -35,7 +35,7 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const account = await signIn(ctx.db, throttle, request.body, request.ip);
+      const account = await signIn(ctx.db, throttle, request.body, request);
       const { validity } = request.body;
       // Whole seconds, as in the JWT's iat and exp, so .issued and .expires match the token exactly.
       const issuedAt = Math.floor(ctx.clock.now() / 1000) * 1000;

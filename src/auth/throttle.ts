@@ -1,4 +1,6 @@
 import type { Clock } from '../clock.ts';
+import { AppError } from '../errors.ts';
+import type { Log } from '../log.ts';
 import { clientGroup } from '../ratelimit/client-address.ts';
 import type { CounterStore } from '../ratelimit/counters.ts';
 import { FailureThrottle } from '../ratelimit/failures.ts';
@@ -46,23 +48,37 @@ export class LoginThrottle {
     this.failures = guesses(counters, clock, 'Too many failed sign-in attempts; try again later.');
   }
 
-  /** Throws 429 while the user name from this client, the user name or the client has used up its failures. */
-  async check(userName: string, address: string): Promise<void> {
-    await this.failures.check(keys(userName, address));
-  }
-
-  async recordFailure(userName: string, address: string): Promise<void> {
-    await this.failures.recordFailure(keys(userName, address).map(([key]) => key));
-  }
-
   /**
-   * Forgets the name's failures from this client. Its count across clients stays: an owner
+   * One sign-in attempt: 429 while the user name from this client, the user name or the client
+   * has used up its failures; else counted as a failure of all three until it `succeeded`, which
+   * also forgets the name's failures from this client. Its count across clients stays: an owner
    * signing in between guesses must not reset the ceiling for the guesser.
+   *
+   * A counter store that cannot be reached lets the attempt through unthrottled (logged), as it
+   * lets requests past the rate limits and API keys past their throttle (operations.md, Redis).
    */
-  async recordSuccess(userName: string, address: string): Promise<void> {
-    const [[key]] = keys(userName, address);
-    await this.failures.clear(key);
+  async attempt(userName: string, address: string, log: Pick<Log, 'warn'>): Promise<SignInAttempt> {
+    const counted = keys(userName, address);
+    let attempt: { succeeded(): Promise<void> };
+    try {
+      attempt = await this.failures.attempt(counted);
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      log.warn({ error: (error as Error).message }, 'sign-in throttle counter store unreachable; attempt unthrottled');
+      return { succeeded: async () => {} };
+    }
+    return {
+      succeeded: async () => {
+        await attempt.succeeded();
+        await this.failures.clear(counted[0][0]);
+      },
+    };
   }
+}
+
+/** A sign-in attempt under way, counted as failed until it succeeds. */
+export interface SignInAttempt {
+  succeeded(): Promise<void>;
 }
 
 /**

@@ -72,7 +72,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
       },
     },
     async (request, reply) => {
-      const signedIn = await signIn(ctx.db, throttle, request.body, request.ip);
+      const signedIn = await signIn(ctx.db, throttle, request.body, request);
       const secret = await openSession(ctx.db, signedIn, ctx.clock.now());
       reply.setCookie(SESSION_COOKIE, secret, { ...cookie, maxAge: SESSION_TTL_MS / 1000 });
       return sessionBody(secret, {

@@ -21,6 +21,19 @@ export interface CounterStore {
   /** The events of the last `windowMs`, and when the oldest of them leaves the window. */
   recentEvents(key: string, windowMs: number, now: number): Promise<WindowCount>;
   clearEvents(key: string): Promise<void>;
+  /**
+   * Logs one event at `now` under every key, each with its maximum, unless a key already holds
+   * its maximum of events in the last `windowMs`: then nothing is logged, and that key's count
+   * is the answer. At once for all the keys, so callers at the same moment cannot all pass a
+   * count each read before any logged. Answers the event's name, for forgetEvent.
+   */
+  logEventUnlessFull(
+    keys: ReadonlyArray<readonly [string, number]>,
+    windowMs: number,
+    now: number,
+  ): Promise<{ event: string } | { full: WindowCount }>;
+  /** Forgets one event logEventUnlessFull logged, under each of its keys. */
+  forgetEvent(keys: readonly string[], event: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,7 +44,7 @@ function windowOf(key: string, windowMs: number, now: number): { id: string; res
 
 export class MemoryCounterStore implements CounterStore {
   private readonly counts = new Map<string, { count: number; resetAt: number }>();
-  private readonly logs = new Map<string, number[]>();
+  private readonly logs = new Map<string, Array<{ at: number; event: string }>>();
   private operations = 0;
 
   async increment(key: string, windowMs: number, now: number): Promise<WindowCount> {
@@ -45,17 +58,39 @@ export class MemoryCounterStore implements CounterStore {
 
   async logEvent(key: string, windowMs: number, now: number): Promise<void> {
     const log = this.recent(key, windowMs, now);
-    log.push(now);
+    log.push({ at: now, event: randomUUID() });
     this.logs.set(key, log);
   }
 
   async recentEvents(key: string, windowMs: number, now: number): Promise<WindowCount> {
     const log = this.recent(key, windowMs, now);
-    return { count: log.length, resetAt: log.length === 0 ? now : log[0] + windowMs };
+    return { count: log.length, resetAt: log.length === 0 ? now : log[0].at + windowMs };
   }
 
   async clearEvents(key: string): Promise<void> {
     this.logs.delete(key);
+  }
+
+  async logEventUnlessFull(
+    keys: ReadonlyArray<readonly [string, number]>,
+    windowMs: number,
+    now: number,
+  ): Promise<{ event: string } | { full: WindowCount }> {
+    for (const [key, max] of keys) {
+      const log = this.recent(key, windowMs, now);
+      if (log.length >= max) return { full: { count: log.length, resetAt: log[0].at + windowMs } };
+    }
+    const event = randomUUID();
+    for (const [key] of keys) this.logs.set(key, [...this.recent(key, windowMs, now), { at: now, event }]);
+    return { event };
+  }
+
+  async forgetEvent(keys: readonly string[], event: string): Promise<void> {
+    for (const key of keys) {
+      const log = (this.logs.get(key) ?? []).filter((entry) => entry.event !== event);
+      if (log.length === 0) this.logs.delete(key);
+      else this.logs.set(key, log);
+    }
   }
 
   async close(): Promise<void> {
@@ -63,8 +98,8 @@ export class MemoryCounterStore implements CounterStore {
     this.logs.clear();
   }
 
-  private recent(key: string, windowMs: number, now: number): number[] {
-    const log = (this.logs.get(key) ?? []).filter((at) => at > now - windowMs);
+  private recent(key: string, windowMs: number, now: number): Array<{ at: number; event: string }> {
+    const log = (this.logs.get(key) ?? []).filter(({ at }) => at > now - windowMs);
     if (log.length === 0) this.logs.delete(key);
     return log;
   }
@@ -94,10 +129,27 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return {redis.call('ZCARD', KEYS[1]), oldest[2] or ARGV[1] - ARGV[2]}`,
 };
 
+// Over several keys, so not defined with the one-key scripts above: ARGV is now, the window,
+// the event's name, then each key's maximum. Answers {0} when logged, else {count, oldest}.
+const LOG_EVENT_UNLESS_FULL = `
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[1] - ARGV[2])
+  local count = redis.call('ZCARD', key)
+  if count >= tonumber(ARGV[3 + i]) then
+    return {count, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
+  end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, ARGV[1], ARGV[3])
+  redis.call('PEXPIRE', key, ARGV[2])
+end
+return {0}`;
+
 type ScriptedRedis = Redis & {
   heraldIncrement(key: string, ttlMs: string): Promise<number>;
   heraldLogEvent(key: string, now: string, windowMs: string, member: string): Promise<number>;
   heraldRecentEvents(key: string, now: string, windowMs: string): Promise<[number, string]>;
+  heraldLogEventUnlessFull(keyCount: number, ...keysThenArgs: string[]): Promise<[number, string?]>;
 };
 
 export class RedisCounterStore implements CounterStore {
@@ -107,6 +159,8 @@ export class RedisCounterStore implements CounterStore {
   constructor(url: string, prefix = 'herald:counter:') {
     this.redis = connectRedis(url) as ScriptedRedis;
     for (const [name, lua] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { numberOfKeys: 1, lua });
+    // Without numberOfKeys, the number of keys is the call's first argument.
+    this.redis.defineCommand('heraldLogEventUnlessFull', { lua: LOG_EVENT_UNLESS_FULL });
     this.prefix = prefix;
   }
 
@@ -131,6 +185,29 @@ export class RedisCounterStore implements CounterStore {
   async clearEvents(key: string): Promise<void> {
     await this.ready();
     await this.redis.del(this.prefix + key);
+  }
+
+  async logEventUnlessFull(
+    keys: ReadonlyArray<readonly [string, number]>,
+    windowMs: number,
+    now: number,
+  ): Promise<{ event: string } | { full: WindowCount }> {
+    await this.ready();
+    const event = `${now}:${randomUUID()}`;
+    const [count, oldest] = await this.redis.heraldLogEventUnlessFull(
+      keys.length,
+      ...keys.map(([key]) => this.prefix + key),
+      String(now),
+      String(windowMs),
+      event,
+      ...keys.map(([, max]) => String(max)),
+    );
+    return count === 0 ? { event } : { full: { count, resetAt: Number(oldest) + windowMs } };
+  }
+
+  async forgetEvent(keys: readonly string[], event: string): Promise<void> {
+    await this.ready();
+    await Promise.all(keys.map((key) => this.redis.zrem(this.prefix + key, event)));
   }
 
   async close(): Promise<void> {

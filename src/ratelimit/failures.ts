@@ -30,6 +30,25 @@ export class FailureThrottle {
     }
   }
 
+  /**
+   * An attempt counted as a failure of every key before it is made, with the check (429 while a
+   * key has used up its failures) in the same step: attempts at once cannot all pass a count that
+   * each read before any of them failed, as separate check and recordFailure would let them. The
+   * attempt that succeeds is taken back.
+   */
+  async attempt(keys: ReadonlyArray<readonly [string, number]>): Promise<{ succeeded(): Promise<void> }> {
+    const now = this.clock.now();
+    const logged = await this.counters.logEventUnlessFull(keys, this.windowMs, now);
+    if ('full' in logged) throw tooManyRequests(this.message, (logged.full.resetAt - now) / 1000);
+    return {
+      succeeded: () =>
+        this.counters.forgetEvent(
+          keys.map(([key]) => key),
+          logged.event,
+        ),
+    };
+  }
+
   async recordFailure(keys: readonly string[]): Promise<void> {
     const now = this.clock.now();
     for (const key of keys) await this.counters.logEvent(key, this.windowMs, now);

@@ -169,6 +169,28 @@ forEachDatabase((dialect) => {
     assert.equal(otherAddress.statusCode, 200);
   });
 
+  it('lets a sign-in through unthrottled while Redis cannot be reached, as the rate limits do', async () => {
+    // Nothing listens on port 1: the store's every call fails after its wait for Redis.
+    const counters = new RedisCounterStore('redis://127.0.0.1:1');
+    const down = await startTestApp(dialect, { counters });
+    try {
+      const owner = await down.createAccount();
+      const payload = {
+        userName: owner.userName,
+        password: owner.password,
+        privateToken: owner.privateToken,
+        validity: 'Default',
+      };
+      const response = await down.app.inject({ method: 'POST', url: '/token', payload });
+      assert.equal(response.statusCode, 200, response.body);
+      const wrong = await down.app.inject({ method: 'POST', url: '/token', payload: { ...payload, password: 'x' } });
+      assert.equal(wrong.statusCode, 401, wrong.body);
+    } finally {
+      await down.close();
+      await counters.close();
+    }
+  });
+
   // The sign-in throttle counts in the rate limits' store: in memory, or in Redis shared by every API process.
   const stores: Array<[string, () => { counters: CounterStore; clean(): Promise<unknown> }]> = [
     ['in memory', () => ({ counters: new MemoryCounterStore(), clean: async () => {} })],
@@ -227,6 +249,14 @@ forEachDatabase((dialect) => {
         assert.equal((await signIn('2001:db8:1:3::1')).statusCode, 200, 'the next /64 is another client');
         await guess('::ffff:198.51.100.9', 5);
         assert.equal((await signIn('198.51.100.9')).statusCode, 429);
+      });
+
+      it('counts guesses made at once: five from one address are tried, the rest refused', async () => {
+        const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn('198.51.100.7', `guess ${i}`)));
+        const codes = answers.map((response) => response.statusCode).sort();
+        assert.deepEqual(codes, [...Array(5).fill(401), ...Array(7).fill(429)]);
+        assert.equal((await signIn('198.51.100.7')).statusCode, 429, 'the owner too, from there');
+        assert.equal((await signIn('203.0.113.20')).statusCode, 200);
       });
 
       it("forgets an address's failures of the name once it signs in from there", async () => {
