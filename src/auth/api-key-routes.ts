@@ -109,15 +109,17 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
       const { account, body } = request;
       if (request.consoleSession !== null) await checkPassword(account.id, account.userName, body.password, request);
       const now = ctx.clock.now();
-      if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= now) {
-        throw unprocessable('expiresAt must be in the future.', [
-          { field: 'expiresAt', message: 'is not in the future' },
-        ]);
-      }
       const { password: _, ...fields } = body;
-      return idempotent(request, reply, ctx, account.id, postApiKey, () =>
-        prepareApiKey(account.id, fields, auditBy(request, now)),
-      );
+      // Checked only when the key is made: a retry with its Idempotency-Key gets the key made,
+      // whenever it comes.
+      return idempotent(request, reply, ctx, account.id, postApiKey, () => {
+        if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= now) {
+          throw unprocessable('expiresAt must be in the future.', [
+            { field: 'expiresAt', message: 'is not in the future' },
+          ]);
+        }
+        return prepareApiKey(account.id, fields, auditBy(request, now));
+      });
     },
   );
 

@@ -158,18 +158,20 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       const { allowedCountries, prefixLimit } = verifySettings(account.verifySettings);
       // The fraud guard is for numbers: pumping needs revenue-sharing ranges, which mail has none of.
       const country = 'mobile' in to ? countryOfMobile(to.mobile) : '';
-      if ('mobile' in to && allowedCountries !== null && !allowedCountries.includes(country)) {
-        await blocked(account.id, 'country', country, now);
-        throw unprocessable('The fraud guard refused the number.', [
-          {
-            field: 'to',
-            message: `is a number of ${country || 'no single country'}, not one of the account's allowedCountries`,
-          },
-        ]);
-      }
       const prefix = 'mobile' in to ? to.mobile.slice(0, to.countryCode.length + 4) : '';
       try {
+        // The guard is asked only when the verification starts: a retry with its Idempotency-Key
+        // gets the one started, whatever the account's countries have become since.
         const started = await idempotent(request, reply, ctx, account.id, startVerification, async () => {
+          if ('mobile' in to && allowedCountries !== null && !allowedCountries.includes(country)) {
+            await blocked(account.id, 'country', country, now);
+            throw unprocessable('The fraud guard refused the number.', [
+              {
+                field: 'to',
+                message: `is a number of ${country || 'no single country'}, not one of the account's allowedCountries`,
+              },
+            ]);
+          }
           const code = newCode(body.codeLength ?? 6);
           const message = await codeMessage(ctx, account, { ...body, template }, to, code).catch((error: unknown) => {
             throw withVerifyFields(error);

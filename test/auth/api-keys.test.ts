@@ -153,6 +153,18 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await list(), []);
   });
 
+  it('replays a create with its Idempotency-Key after the expiry it asked for has passed', async () => {
+    const body = { name: 'short', scopes: ['read'], expiresAt: new Date(t.clock.now() + 60_000).toISOString() };
+    const headers = { ...bearer(token), 'idempotency-key': 'create-1' };
+    const first = await create(body, headers);
+    assert.equal(first.statusCode, 201, first.body);
+    t.clock.advance(10 * 60_000);
+    const again = await create(body, headers);
+    assert.equal(again.statusCode, 201, again.body);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().apiKeyId, first.json().apiKeyId);
+  });
+
   it('writes lastUsedAt at most once a minute per key', async () => {
     const { key } = await keyWith(['read']);
     const start = t.clock.now();

@@ -273,6 +273,30 @@ forEachDatabase((dialect) => {
     assert.equal(bad.statusCode, 400, bad.body);
   });
 
+  it('replays a start with its Idempotency-Key after allowedCountries narrowed, uncounted as blocked', async () => {
+    const keyed = () =>
+      api.t.app.inject({
+        method: 'POST',
+        url: '/verify',
+        headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'start-1' },
+        payload: { to: '447400123456', webHookUrl: receiver.url },
+      });
+    const first = await keyed();
+    assert.equal(first.statusCode, 201, first.body);
+    const patched = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${alice.token}` },
+      payload: { verify: { allowedCountries: ['IN'] } },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const again = await keyed();
+    assert.equal(again.statusCode, 201, again.body);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json().verificationId, first.json().verificationId);
+    assert.equal((await alice.get(`/verify/stats?from=${TODAY}&to=${TODAY}`)).json().blocked, 0);
+  });
+
   it('honours a STOP and ignores the opt-in: a login code is not marketing', async () => {
     await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812345678', mobileOptIn: false }]);
     assert.equal((await start(alice)).statusCode, 201, 'a contact without the opt-in gets its code');
