@@ -101,16 +101,24 @@ export function localTime(zone: Zone, instant: number): WallClock {
  * clock jumps past it. A time the clocks read twice (when they go back) is its first.
  */
 export function instantOf(zone: Zone, wall: WallClock): number {
+  return instantsOf(zone, wall)[0];
+}
+
+/**
+ * Every instant the clock in `zone` reads `wall`, earliest first: one, or two on the night the
+ * clocks go back; for a time they skip, the instant they jump past it.
+ */
+function instantsOf(zone: Zone, wall: WallClock): number[] {
   const asUtc = Date.UTC(wall.year, wall.month - 1, wall.day, wall.hour, wall.minute);
-  if ('offsetMinutes' in zone) return asUtc - zone.offsetMinutes * MINUTE;
+  if ('offsetMinutes' in zone) return [asUtc - zone.offsetMinutes * MINUTE];
   // A zone changes its offset at most once in any day (every zone in the tz database does),
   // so the offsets a day either side are the only two the wall time can be read with.
   const reads = (at: number) => at + offsetAt(zone, at) * MINUTE;
   const candidates = [...new Set([offsetAt(zone, asUtc - DAY), offsetAt(zone, asUtc + DAY)])]
     .map((offset) => asUtc - offset * MINUTE)
     .sort((a, b) => a - b);
-  const exact = candidates.find((at) => reads(at) === asUtc);
-  if (exact !== undefined) return exact;
+  const exact = candidates.filter((at) => reads(at) === asUtc);
+  if (exact.length > 0) return exact;
   // Skipped: the clock reads before `wall` until the change and after it from then on.
   let [before, after] = [candidates[0], candidates[candidates.length - 1]];
   while (after - before > 1000) {
@@ -118,23 +126,21 @@ export function instantOf(zone: Zone, wall: WallClock): number {
     if (reads(middle) >= asUtc) after = middle;
     else before = middle;
   }
-  return after;
+  return [after];
 }
 
 /**
  * The first instant after `instant` at which the clock in `zone` reads `hour`:`minute` (or
- * jumps past it: instantOf). Today's, if still to come; else tomorrow's.
+ * jumps past it: instantOf). Today's, if still to come; else tomorrow's. On the night the
+ * clocks go back a time read twice is still to come between its two readings: a recipient
+ * inside quiet hours that end in the repeated hour waits for the second, not for tomorrow.
  */
 export function nextWallClock(zone: Zone, instant: number, time: { hour: number; minute: number }): number {
   const today = localTime(zone, instant);
   for (let days = 0; ; days++) {
     const date = new Date(Date.UTC(today.year, today.month - 1, today.day + days));
-    const at = instantOf(zone, {
-      year: date.getUTCFullYear(),
-      month: date.getUTCMonth() + 1,
-      day: date.getUTCDate(),
-      ...time,
-    });
-    if (at > instant) return at;
+    const wall = { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate(), ...time };
+    const next = instantsOf(zone, wall).find((at) => at > instant);
+    if (next !== undefined) return next;
   }
 }

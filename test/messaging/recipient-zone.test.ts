@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { quietUntil } from '../../src/messaging/holds.ts';
 import { countryZone, recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { instantOf, localTime, nextWallClock, offsetAt, zoneName } from '../../src/messaging/zone-time.ts';
 
@@ -75,6 +76,15 @@ describe('wall clock in a zone', () => {
     assert.equal(iso(instantOf(PARIS, skipped)), '2026-03-29T01:00:00.000Z');
     const twice = { year: 2026, month: 10, day: 25, hour: 2, minute: 30 };
     assert.equal(iso(instantOf(PARIS, twice)), '2026-10-25T00:30:00.000Z');
+  });
+
+  it('holds a recipient inside quiet hours that end in the repeated hour until the end still to come', () => {
+    const window = { start: '22:00', end: '02:30' };
+    // 02:10 summer time, the first 02:10: the first 02:30 is next.
+    assert.equal(iso(quietUntil(window, PARIS, Date.UTC(2026, 9, 25, 0, 10))!), '2026-10-25T00:30:00.000Z');
+    // 02:00 winter time, after the first 02:30: the second one, not tomorrow's.
+    assert.equal(iso(quietUntil(window, PARIS, Date.UTC(2026, 9, 25, 1, 0))!), '2026-10-25T01:30:00.000Z');
+    assert.equal(quietUntil(window, PARIS, Date.UTC(2026, 9, 25, 0, 40)), null, '02:40 the first time: outside');
   });
 
   it('keeps a fixed offset the year round: no daylight saving time', () => {
