@@ -168,7 +168,16 @@ async function endUnsent(
     if (found.length === 0) continue;
     const rows = await trx
       .updateTable('send_recipients')
-      .set({ status: unsent.status, reason: 'erased', address: hash, tags: null, updated_at: args.now })
+      // Its hold and its next try go with it: a job that finds either would hand it over, or wait for it, again.
+      .set({
+        status: unsent.status,
+        reason: 'erased',
+        address: hash,
+        tags: null,
+        due_at: null,
+        retry_at: null,
+        updated_at: args.now,
+      })
       .where(
         'id',
         'in',

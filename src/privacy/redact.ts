@@ -16,7 +16,11 @@ const TEXTS = new Set(['text', 'reply', 'body']);
 export function redactedJson(identifiers: { sms: Replacement[]; email: Replacement[] }): (json: string) => string {
   const all = [...identifiers.sms, ...identifiers.email];
   const hashOf = new Map(all.map((r) => [r.clear, r.hash]));
-  const inText = (value: string) => all.reduce((text, r) => text.split(r.clear).join(r.hash), value);
+  const wholes = [
+    ...identifiers.sms.map((r) => ({ pattern: wholeNumber(r.clear), hash: r.hash })),
+    ...identifiers.email.map((r) => ({ pattern: wholeAddress(r.clear), hash: r.hash })),
+  ];
+  const inText = (value: string) => wholes.reduce((text, r) => text.replace(r.pattern, () => r.hash), value);
   const walk = (value: unknown): unknown => {
     if (typeof value === 'string') return hashOf.get(value) ?? inText(value);
     if (Array.isArray(value)) return value.map(walk);
@@ -29,3 +33,12 @@ export function redactedJson(identifiers: { sms: Replacement[]; email: Replaceme
   };
   return (json) => JSON.stringify(walk(JSON.parse(json)));
 }
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+// An identifier where it stands whole in a text, not inside a longer one, which is another
+// person's: 4791234567 inside 447912345678, bob@example.com inside jimbob@example.com or
+// jim+bob@example.com. After an address, a dot ends a sentence unless a letter or digit follows.
+const wholeNumber = (digits: string) => new RegExp(`(?<!\\d)${escaped(digits)}(?!\\d)`, 'g');
+const wholeAddress = (address: string) =>
+  new RegExp(`(?<![\\p{L}\\p{N}._%+-])${escaped(address)}(?![\\p{L}\\p{N}_%+-]|\\.[\\p{L}\\p{N}])`, 'gu');

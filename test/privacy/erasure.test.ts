@@ -335,6 +335,66 @@ forEachDatabase((dialect) => {
     assert.equal(JSON.parse(job.payload).contacts.length, 1, "Carl's entry stays");
   });
 
+  it('ends a recipient quiet hours held: its hold goes with it, and its send completes', {
+    timeout: 30_000,
+  }, async () => {
+    // 12:00 in London: inside the window, so the batch's one recipient is held until 13:00.
+    const patched = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${alice.token}` },
+      payload: { quietHours: { start: '11:00', end: '13:00' } },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const queueId = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Spring sale',
+      recipients: [{ mobileNo: ADA_MOBILE }],
+    });
+    await api.drain();
+    assert.deepEqual((await alice.get(`/sms/${queueId}`)).json().totals, { Scheduled: 1 });
+    await erase(alice, { mobile: ADA_MOBILE });
+    await api.drain();
+    // Past the hold's end, when the send's job wakes.
+    api.clock.advance(2 * 3_600_000);
+    await api.drain();
+    const sent = (await alice.get(`/sms/${queueId}`)).json();
+    assert.deepEqual([sent.status, sent.totals], ['Completed', { NotSent: 1 }]);
+    const [row] = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select(['due_at', 'retry_at'])
+      .where('send_id', '=', queueId)
+      .execute();
+    assert.deepEqual([row.due_at, row.retry_at], [null, null]);
+    assert.deepEqual((await alice.get('/sandbox/sms')).json().messages, [], 'nothing went');
+  });
+
+  it('ends a recipient its relay deferred: it is not tried again', { timeout: 30_000 }, async () => {
+    const deferring = await startApiTest(dialect, {
+      clock: new ManualClock(Date.UTC(2026, 2, 10, 12)),
+      env: { SMS_TRANSPORT: 'sandbox:', EMAIL_TRANSPORT: 'sandbox:?defer=zebulon' },
+    });
+    try {
+      const carol = await deferring.client();
+      const batchId = await carol.accept('/email/batch', buildBatch({}, { recipients: [{ to: ADA_EMAIL }] }));
+      await deferring.drain();
+      const statusOf = async () => (await carol.get(`/email/batch/${batchId}`)).json();
+      assert.equal((await statusOf()).recipients[0].status, 'Deferred');
+      await erase(carol, { email: ADA_EMAIL });
+      await deferring.drain();
+      // Past every retry the relay's deferral asked for.
+      deferring.clock.advance(48 * 3_600_000);
+      await deferring.drain();
+      const [recipient] = (await statusOf()).recipients;
+      assert.equal(recipient.status, 'Dropped');
+      assert.equal((await statusOf()).status, 'Completed');
+      const tried = (await carol.get('/sandbox/email?limit=100')).json().messages;
+      assert.equal(tried.length, 0, 'the sandbox took nothing: the deferred try was not kept, nor another made');
+    } finally {
+      await deferring.close();
+    }
+  });
+
   it('records who asked: an access token, or the API key by its id', async () => {
     const created = await alice.post('/api-keys', { name: 'privacy desk', scopes: ['privacy'] });
     assert.equal(created.statusCode, 201, created.body);
