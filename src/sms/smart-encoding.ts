@@ -1,11 +1,12 @@
 import { septetsOf } from './gsm7.ts';
+import { measure } from './segments.ts';
 
 /**
  * Smart encoding (ARCHITECTURE.md, "Preflight"): a text pasted from a word processor carries
  * typographic look-alikes of GSM-7 characters — one curly apostrophe turns a 160-character
  * GSM-7 text into three UCS-2 parts. Each look-alike becomes its GSM-7 form (zero-width ones
- * go), but only when the whole text then is GSM-7: a text with a character of no GSM-7 form
- * (an emoji, Cyrillic) goes unchanged as UCS-2, its quotes as written.
+ * go), but only when the whole text then is GSM-7, in no more parts: a text with a character of
+ * no GSM-7 form (an emoji, Cyrillic) goes unchanged as UCS-2, its quotes as written.
  */
 const LOOK_ALIKES: ReadonlyMap<string, string> = new Map([
   // Quotation marks and primes, single and double.
@@ -84,5 +85,7 @@ export function smartEncoded(text: string): { text: string; replacedCharacters: 
   if (replaced === 0) return { text, replacedCharacters: 0 };
   let out = '';
   for (const char of text) out += LOOK_ALIKES.get(char) ?? char;
+  // An ellipsis becomes three characters: a text of many in one UCS-2 part could take two in GSM-7.
+  if (measure(out).parts > measure(text).parts) return { text, replacedCharacters: 0 };
   return { text: out, replacedCharacters: replaced };
 }

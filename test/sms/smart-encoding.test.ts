@@ -35,6 +35,12 @@ describe('smart encoding', () => {
     }
   });
 
+  it('leaves a text as written when its GSM-7 form would take more parts: sixty ellipses', () => {
+    const text = '\u2026'.repeat(60);
+    assert.equal(measure(text).parts, 1);
+    assert.deepEqual(smartEncoded(text), { text, replacedCharacters: 0 });
+  });
+
   it('counts every character replaced, removed ones too, and leaves a GSM-7 text alone', () => {
     assert.deepEqual(smartEncoded('\u201CSale\u201D\u2026 now\u200B!'), {
       text: '"Sale"... now!',
