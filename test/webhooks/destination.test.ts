@@ -41,6 +41,8 @@ describe('the server-side request forgery guard', () => {
     ['64:ff9b::7f00:1', 'NAT64'], // RFC 6052: 127.0.0.1 through a NAT64 gateway
     ['64:ff9b:1::a00:1', 'NAT64'], // RFC 8215
     ['2002:7f00:1::1', '6to4'], // RFC 3056: 127.0.0.1 behind a 6to4 relay
+    ['::7f00:1', 'IPv4-compatible'], // RFC 4291: 127.0.0.1, unwrapped by an automatic tunnel
+    ['::a00:1', 'IPv4-compatible'],
     ['2001::a9fe:a9fe', 'Teredo'],
     ['2001:db8::1', 'reserved'],
     ['2001:2::1', 'benchmarking'],
@@ -125,6 +127,8 @@ describe('the server-side request forgery guard', () => {
       '::ffff:169.254.169.254',
       '::ffff:100.100.100.200',
       '64:ff9b::a9fe:a9fe',
+      '64:ff9b:1::a9fe:a9fe',
+      '::a9fe:a9fe',
       '2002:a9fe:a9fe::1',
     ];
     for (const address of metadata) it(`never posts to ${address}`, () => assert.ok(alwaysRefused(address), address));
