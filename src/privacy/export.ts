@@ -10,6 +10,7 @@ import { contentState, dueAtOf, readHistory, recipientWord, type ContentState } 
 import type { Channel } from '../messaging/recipients.ts';
 import { listSuppressions } from '../messaging/suppressions.ts';
 import type { StoredSmsContent } from '../sms/accept.ts';
+import { verificationView } from '../verify/record.ts';
 import { personOf, type Identifier, type Person } from './person.ts';
 import { queries } from './queries.ts';
 
@@ -205,8 +206,8 @@ async function clicksOf(db: Db, accountId: string, shown: Record<Channel, Recipi
   }));
 }
 
-/** What the first page alone carries: the person's contacts, their lists, suppressions and replies. */
-async function aboutPerson(db: Db, accountId: string, person: Person) {
+/** What the first page alone carries: the person's contacts, their lists, suppressions, replies and verifications. */
+async function aboutPerson(db: Db, accountId: string, person: Person, now: number) {
   const contacts: ContactView[] = await contactsHolding(db, accountId, person);
   const listIds = [...new Set(contacts.flatMap((contact) => contact.listIds))];
   const lists =
@@ -245,10 +246,20 @@ async function aboutPerson(db: Db, accountId: string, person: Person) {
           .orderBy('received_at')
           .orderBy('id')
           .execute();
+  // Verify's codes to their numbers and addresses, on verifications_recipient (account_id, recipient, …).
+  const verifications = await db
+    .selectFrom('verifications')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('recipient', 'in', [...person.mobiles, ...person.emails])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return {
     contacts,
     lists,
     suppressions,
+    verifications: verifications.map((row) => verificationView(row, now)),
     inbound: inbound.map((row) => ({
       from: row.sender,
       to: row.destination,
@@ -261,14 +272,14 @@ async function aboutPerson(db: Db, accountId: string, person: Person) {
 
 /**
  * A page of the export: the first (no cursor) carries the person's contacts, lists,
- * suppressions and inbound replies, later ones empty arrays for them; every page carries up to
+ * suppressions, inbound replies and verifications, later ones empty arrays for them; every page carries up to
  * `limit` messages, SMS then email, and the clicks of those messages. Another account's person
  * is no one here: every read is the account's alone.
  */
 export async function exportPerson(
   db: Db,
   dialect: DialectName,
-  q: { accountId: string; given: Identifier; cursor?: string; limit?: number },
+  q: { accountId: string; given: Identifier; now: number; cursor?: string; limit?: number },
 ) {
   const person = await personOf(db, q.accountId, q.given);
   const { shown, nextCursor } = await messagesPage(db, dialect, {
@@ -279,8 +290,8 @@ export async function exportPerson(
   });
   const about =
     q.cursor === undefined
-      ? await aboutPerson(db, q.accountId, person)
-      : { contacts: [], lists: [], suppressions: [], inbound: [] };
+      ? await aboutPerson(db, q.accountId, person, q.now)
+      : { contacts: [], lists: [], suppressions: [], inbound: [], verifications: [] };
   const messages = await messageViews(db, q.accountId, shown);
   return {
     contacts: about.contacts,
@@ -290,6 +301,7 @@ export async function exportPerson(
     clicks: await clicksOf(db, q.accountId, shown),
     suppressions: about.suppressions,
     inbound: about.inbound,
+    verifications: about.verifications,
     nextCursor,
   };
 }

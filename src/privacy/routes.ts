@@ -60,6 +60,7 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
       exportPerson(ctx.db, ctx.database.dialect, {
         accountId: request.account.id,
         given: identifierOf(request.query),
+        now: ctx.clock.now(),
         cursor: request.query.cursor,
       }),
   );

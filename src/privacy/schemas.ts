@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Contact } from '../crm/schemas.ts';
+import { Verification } from '../verify/schemas.ts';
 import { PageCursor, Uuid } from '../http/schemas.ts';
 
 /** The person asked about, by exactly one of `mobile` and `email` (the handler checks the "one"). */
@@ -98,6 +99,7 @@ export const ExportPage = Type.Object({
     }),
     { description: 'SMS replies from their numbers.' },
   ),
+  verifications: Type.Array(Verification, { description: 'Verify codes sent to their numbers or addresses.' }),
   nextCursor: Type.Union([Type.String(), Type.Null()]),
 });
 

@@ -19,6 +19,7 @@ import { newSendId } from '../messaging/accept.ts';
 import { prepareSmsRequest } from '../sms/prepare.ts';
 import { WebhookUrl } from '../webhooks/destination.ts';
 import { codeHash, codeKey, codeMatches, newCode } from './codes.ts';
+import { Verification } from './schemas.ts';
 import {
   cancelVerification,
   checkVerificationGroup,
@@ -77,16 +78,6 @@ const StartRequest = Type.Object({
   webHookUrl: Type.Optional(WebhookUrl('Receives `verify.status` at approved, failed, expired and cancelled, signed.')),
 });
 
-const Verification = Type.Object({
-  verificationId: Type.String(),
-  to: Type.String(),
-  channel: Type.String(),
-  status: Type.String(),
-  expiresAt: Type.String({ format: 'date-time' }),
-  sendAttempts: Type.Integer(),
-  attemptsLeft: Type.Integer(),
-  createdAt: Type.String({ format: 'date-time' }),
-});
 const Started = Type.Omit(Verification, ['attemptsLeft', 'createdAt']);
 const Checked = Type.Object({ verificationId: Type.String(), status: Type.String(), attemptsLeft: Type.Integer() });
 const Params = Type.Object({ verificationId: Uuid() });

@@ -305,7 +305,16 @@ forEachDatabase((dialect) => {
     ]);
     assert.equal(download.suggestedFilename(), `herald-export-${number}.json`);
     const file = JSON.parse(readFileSync(await download.path(), 'utf8'));
-    assert.deepEqual(Object.keys(file), ['contacts', 'lists', 'sms', 'email', 'clicks', 'suppressions', 'inbound']);
+    assert.deepEqual(Object.keys(file), [
+      'contacts',
+      'lists',
+      'sms',
+      'email',
+      'clicks',
+      'suppressions',
+      'inbound',
+      'verifications',
+    ]);
     assert.deepEqual(
       file.contacts.map((c: { contactId: number; email: string }) => [c.contactId, c.email]),
       [[c6.contactId, 'c6@example.com']],

@@ -52,6 +52,7 @@ const page = (over: Partial<ExportPage>): ExportPage => ({
   clicks: [],
   suppressions: [],
   inbound: [],
+  verifications: [],
   nextCursor: null,
   ...over,
 });
@@ -65,6 +66,7 @@ it('follows nextCursor to the last page, joining every page into one export', as
         lists: [{ listId: 'l', name: 'All contacts' }],
         suppressions: [{ channel: 'sms' }],
         inbound: [{ text: 'STOP' }],
+        verifications: [{ verificationId: 'v' }],
         sms: [1, 2],
         clicks: ['a'],
         nextCursor: 'p2',
@@ -92,6 +94,7 @@ it('follows nextCursor to the last page, joining every page into one export', as
     clicks: ['a', 'b'],
     suppressions: [{ channel: 'sms' }],
     inbound: [{ text: 'STOP' }],
+    verifications: [{ verificationId: 'v' }],
   });
   assert.ok(!('nextCursor' in joined));
 });

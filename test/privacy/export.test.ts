@@ -143,6 +143,7 @@ forEachDatabase((dialect) => {
       clicks: [],
       suppressions: [],
       inbound: [],
+      verifications: [],
       nextCursor: null,
     };
     assert.deepEqual(await ok(bob, '/privacy/export?mobile=919812345601'), empty);
@@ -171,6 +172,39 @@ forEachDatabase((dialect) => {
     assert.ok(!JSON.stringify(found).includes('Secret'));
   });
 
+  it("exports the person's verifications, by the number or the address their contact holds", async () => {
+    await alice.upsert([ada]);
+    const start = async (client: ApiClient, body: object) => {
+      const response = await client.post('/verify', body);
+      assert.equal(response.statusCode, 201, response.body);
+      return response.json().verificationId as string;
+    };
+    const bySms = await start(alice, { to: '919812345601' });
+    api.clock.advance(1000);
+    const byEmail = await start(alice, { to: 'ada@example.com', channel: 'email' });
+    await start(alice, { to: '919812345699' });
+    await start(bob, { to: '919812345601' });
+    const found = await ok(alice, '/privacy/export?mobile=919812345601');
+    assert.deepEqual(
+      found.verifications.map((v: { verificationId: string; to: string; status: string }) => [v.verificationId, v.to]),
+      [
+        [bySms, '919812345601'],
+        [byEmail, 'ada@example.com'],
+      ],
+    );
+    assert.deepEqual(Object.keys(found.verifications[0]).sort(), [
+      'attemptsLeft',
+      'channel',
+      'createdAt',
+      'expiresAt',
+      'sendAttempts',
+      'status',
+      'to',
+      'verificationId',
+    ]);
+    assert.ok(!JSON.stringify(found.verifications).includes('code'), 'no code nor its hash');
+  });
+
   it('pages messages, SMS then email, with the person carried by the first page only', async () => {
     await alice.upsert([ada]);
     const smsIds = [
@@ -183,6 +217,7 @@ forEachDatabase((dialect) => {
       exportPerson(api.t.ctx.db, dialect, {
         accountId: alice.account.row.id,
         given: { mobile: '919812345601' },
+        now: api.clock.now(),
         cursor,
         limit,
       });

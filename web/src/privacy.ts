@@ -37,17 +37,18 @@ export interface ExportPage {
   clicks: unknown[];
   suppressions: unknown[];
   inbound: unknown[];
+  verifications: unknown[];
   nextCursor: string | null;
 }
 
 export type PersonExport = Omit<ExportPage, 'nextCursor'>;
 
-const KEYS = ['contacts', 'lists', 'sms', 'email', 'clicks', 'suppressions', 'inbound'] as const;
+const KEYS = ['contacts', 'lists', 'sms', 'email', 'clicks', 'suppressions', 'inbound', 'verifications'] as const;
 
 /**
  * Every page of the person's export, joined into one: `fetchPage(undefined)` is the first page,
  * then each `nextCursor` is followed until it is null. The first page alone carries contacts,
- * lists, suppressions and replies; every page adds its messages and their clicks. `onPage` is told
+ * lists, suppressions, replies and verifications; every page adds its messages and their clicks. `onPage` is told
  * how many messages are read so far.
  */
 export async function exportEverything(
@@ -62,6 +63,7 @@ export async function exportEverything(
     clicks: [],
     suppressions: [],
     inbound: [],
+    verifications: [],
   };
   let cursor: string | undefined;
   const seen = new Set<string>();
