@@ -43,13 +43,19 @@ import { openedTags } from '../messaging/sealed-tags.ts';
 import { openedContent } from './sealing.ts';
 import { smartEncoded } from './smart-encoding.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
-import { segment } from './segments.ts';
+import { MAX_PARTS, measure, segment, type Segmented } from './segments.ts';
 import { holdRecipients, splitDue, type DueCheck, type Hold } from '../messaging/holds.ts';
 import { quietHoursOf } from '../accounts/quiet-hours.ts';
 import { offsetMinutes } from '../accounts/time-zone.ts';
 import type { RecipientZoneOf } from '../messaging/recipient-zone.ts';
 import { queries, type Outcome, type Step } from './queries.ts';
-import { DEFAULT_SMSC, type OutgoingSms, type SmsTransport, type SubmitResult } from './transport.ts';
+import {
+  DEFAULT_SMSC,
+  type OutgoingSms,
+  type SmsTransport,
+  type SubmitOptions,
+  type SubmitResult,
+} from './transport.ts';
 
 type Db = Kysely<Schema>;
 
@@ -290,12 +296,50 @@ export function renderPage(
       messageId: recipientMessageId(send.sendId, Number(row.id)),
       recipient: row.address,
       sender: send.content.senderName,
-      segmented: segment(text, { reference: Number(row.id) % 256 }),
+      segmented: segmentedOrNone(text, Number(row.id) % 256),
       sensitive: send.sealed,
       opensInSandbox: send.content.opensInSandbox === true,
       replacedCharacters,
     };
   });
+}
+
+/**
+ * The text in parts; none when its tags made it longer than a message can be (the request's
+ * body was measured with them unfilled): that one recipient fails (submitSendable), where a
+ * throw here failed the page, and the send with it once its job gave up.
+ */
+function segmentedOrNone(text: string, reference: number): Segmented {
+  try {
+    return segment(text, { reference });
+  } catch (error) {
+    // Measured again only here: segment() measures every text, and a text this long is rare.
+    const measured = measure(text);
+    if (measured.parts <= MAX_PARTS) throw error;
+    return { encoding: measured.encoding, units: measured.units, parts: [] };
+  }
+}
+
+const TOO_LONG = `not sent: its text, tags filled, takes more than the ${MAX_PARTS} SMS parts a message can have`;
+
+/**
+ * A page's messages submitted, but for those with no parts (segmentedOrNone), which are refused
+ * for good here: each message's result, in the page's order.
+ */
+export async function submitSendable(
+  transport: SmsTransport,
+  messages: OutgoingSms[],
+  signal: AbortSignal,
+  options?: SubmitOptions,
+): Promise<SubmitResult[]> {
+  const sendable = messages.filter((message) => message.segmented.parts.length > 0);
+  const submitted = sendable.length > 0 ? await transport.submit(sendable, signal, options) : [];
+  let next = 0;
+  return messages.map((message) =>
+    message.segmented.parts.length > 0
+      ? submitted[next++]
+      : { accepted: false, permanent: true, error: TOO_LONG, errorCode: null },
+  );
 }
 
 /**
@@ -440,7 +484,7 @@ export function smsSendHandler(deps: {
         },
         handOver: async (page, signal) => {
           const submittedAt = clock.now();
-          const results = page.messages.length > 0 ? await transport.submit(page.messages, signal) : [];
+          const results = page.messages.length > 0 ? await submitSendable(transport, page.messages, signal) : [];
           await pauseForTest('sms.submitted');
           return { ...page, results, submittedAt };
         },

@@ -16,7 +16,15 @@ import { landingPageLinks, withLinkTag } from './links.ts';
 import { openedContent } from './sealing.ts';
 import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/pipeline.ts';
 import type { Outcome, Step } from './queries.ts';
-import { failUnsent, openedPage, pageOutcomes, renderPage, statusEvents, updateRecipients } from './send.ts';
+import {
+  failUnsent,
+  openedPage,
+  pageOutcomes,
+  renderPage,
+  statusEvents,
+  submitSendable,
+  updateRecipients,
+} from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
 
 type Db = Kysely<Schema>;
@@ -182,7 +190,7 @@ export function smsSingleHandler(deps: {
     for (const waiting of gathered) if (failed.has(waiting.sendId)) waiting.settle(failed.get(waiting.sendId));
     const signal = AbortSignal.any(page.map((waiting) => waiting.signal));
     const submittedAt = clock.now();
-    const results = rows.length > 0 ? await transport.submit(messages, signal, { urgent: true }) : [];
+    const results = rows.length > 0 ? await submitSendable(transport, messages, signal, { urgent: true }) : [];
     await pauseForTest('sms.submitted');
     const now = clock.now();
     const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results, submittedAt);

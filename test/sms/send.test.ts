@@ -234,6 +234,33 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/sms/${queueId}`)).json().partsBilled, 2);
   });
 
+  it('fails alone a recipient whose tags make its text longer than a message can be', async () => {
+    await alice.createProperty('firstName');
+    const named = (mobileNumber: string, firstName: string) => ({
+      mobileCountryCode: '91',
+      mobileNumber,
+      mobileOptIn: true,
+      propertyfields: [{ propertyname: 'firstName', propertyvalue: firstName }],
+    });
+    // 'ë' makes the text UCS-2: 17,103 characters take 256 parts, one more than a message has.
+    await alice.upsert([named('9812300001', 'Al'), named('9812300002', 'Zoë')]);
+    const [allContacts] = (await alice.get('/lists')).json().lists;
+    const queueId = await send(alice, '/sms/batch', {
+      senderName: 'HERALD',
+      body: `${'a'.repeat(17_100)}[firstName]`,
+      listId: [allContacts.listId],
+    });
+    const sent = (await alice.get(`/sms/${queueId}`)).json();
+    assert.equal(sent.status, 'Completed');
+    const [al, zoe] = (sent.recipients as Array<{ recipient: string; status: string; error: string | null }>).toSorted(
+      (a, b) => a.recipient.localeCompare(b.recipient),
+    );
+    assert.equal(al.status, 'Delivered');
+    assert.equal(zoe.status, 'Failed');
+    assert.match(zoe.error ?? '', /more than the 255 SMS parts/);
+    assert.deepEqual([...new Set((await sandbox(alice)).map((p) => p.recipient))], ['919812300001']);
+  });
+
   it(
     'bills the parts of a message the operator took though its ' + 'receipt failed, and not those of one it refused',
     async () => {
