@@ -373,7 +373,7 @@ export class Worker {
   private async fail(kind: Kind, job: Job, lease: Lease, error: unknown): Promise<void> {
     const { db } = this.options.database;
     const now = this.options.clock.now();
-    const message = error instanceof Error ? error.message : String(error);
+    const message = error instanceof Error ? error.message : messageOf(error);
     if (error instanceof SnoozeJob) {
       await releaseJob(db, lease, { runAt: error.at, error: message, now, snoozed: true });
       // Due already (a webhook gather that left events behind): its kind's loop, asleep
@@ -475,4 +475,17 @@ function jobOf(row: JobRow): Job {
     maxAttempts: row.max_attempts,
     idempotencyKey: row.idempotency_key,
   };
+}
+
+/**
+ * Words for what a handler threw that is not an Error. String() itself throws on an object with
+ * no prototype (or whose toString throws): the failure would then never be recorded, and the job
+ * would wait for its lease to lapse, as if its worker had died.
+ */
+function messageOf(thrown: unknown): string {
+  try {
+    return String(thrown);
+  } catch {
+    return Object.prototype.toString.call(thrown);
+  }
 }

@@ -122,6 +122,22 @@ forEachDatabase((dialect) => {
     assert.equal(await worker.drain(), 0, 'a dead job is never run again');
   });
 
+  it('records the failure of a handler that throws what String() cannot read, and backs off', async () => {
+    await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 3 });
+    const worker = workerWith({
+      test: {
+        handle: async () => {
+          throw Object.create(null);
+        },
+      },
+    });
+    const start = clock.now();
+    await worker.drain();
+    const [job] = await jobs();
+    assert.deepEqual([job.state, job.attempts, job.last_error], ['ready', 1, '[object Object]']);
+    assert.equal(job.run_at, start + retryDelayMs(1, 0.5));
+  });
+
   it('snoozes a job to the handler’s own time without spending an attempt, however often', async () => {
     await enqueue(database.db, { kind: 'test', payload: null, now: clock.now(), maxAttempts: 2 });
     const attempts: number[] = [];
