@@ -242,11 +242,16 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
   };
 }
 
-/** An http(s) URL with no tag in it, trimmed as browsers do; else undefined. */
+/**
+ * An http(s) URL with no tag in it, trimmed as browsers do; else undefined. One with a
+ * character a Location header cannot carry (a space, `é`, `–`, an emoji) is written as a
+ * browser follows it, percent-encoded (URL's `href`): the click's redirect would otherwise fail.
+ */
 function trackable(href: string | undefined): string | undefined {
   const url = href?.trim();
   if (!url || !/^https?:\/\/[^/?#\s]/i.test(url)) return undefined;
-  return compileTemplate(url).tags.length === 0 ? url : undefined;
+  if (compileTemplate(url).tags.length > 0) return undefined;
+  return /[^\x21-\x7e]/.test(url) ? URL.parse(url)?.href : url;
 }
 
 function skeleton(parts: Part[], slotOf: (slot: number) => number): Skeleton {

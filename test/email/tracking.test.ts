@@ -124,6 +124,20 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('redirects a click to a link a header cannot carry as written, percent-encoded as a browser would', async () => {
+    await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
+    const emailBody = base64('<p><a href="https://shop.example/café/–?q=a b">Spring</a></p>');
+    const batchId = await sendBatch(api, alice, buildBatch({ emailBody }));
+    const { id } = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
+    const click = await open('GET', `/t/c/${token({ recipientId: Number(id), kind: 'click', link: 0 })}`);
+    assert.equal(click.statusCode, 302, click.body);
+    assert.equal(click.headers.location, 'https://shop.example/caf%C3%A9/%E2%80%93?q=a%20b');
+  });
+
   it('flags an open within 2 seconds of delivery as a machine’s', async () => {
     const { batchId, recipientId } = await delivered();
     api.clock.advance(1500);
