@@ -34,11 +34,9 @@ export function redactedJson(identifiers: { sms: Replacement[]; email: Replaceme
   return (json) => JSON.stringify(walk(JSON.parse(json)));
 }
 
-const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 // An identifier where it stands whole in a text, not inside a longer one, which is another
 // person's: 4791234567 inside 447912345678, bob@example.com inside jimbob@example.com or
 // jim+bob@example.com. After an address, a dot ends a sentence unless a letter or digit follows.
-const wholeNumber = (digits: string) => new RegExp(`(?<!\\d)${escaped(digits)}(?!\\d)`, 'g');
+const wholeNumber = (digits: string) => new RegExp(`(?<!\\d)${RegExp.escape(digits)}(?!\\d)`, 'g');
 const wholeAddress = (address: string) =>
-  new RegExp(`(?<![\\p{L}\\p{N}._%+-])${escaped(address)}(?![\\p{L}\\p{N}_%+-]|\\.[\\p{L}\\p{N}])`, 'gu');
+  new RegExp(`(?<![\\p{L}\\p{N}._%+-])${RegExp.escape(address)}(?![\\p{L}\\p{N}_%+-]|\\.[\\p{L}\\p{N}])`, 'gu');
