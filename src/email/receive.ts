@@ -6,7 +6,7 @@ import { recordMailReport, type ReportedEvent, type ReportedMessage, type Report
 import { emailBounces } from './metrics.ts';
 import { heraldMessageUuid, isComplaint, type MailReport } from './mail-reports.ts';
 import { readMailbox } from './tracking.ts';
-import { isHardBounce } from './transport.ts';
+import { isHardBounce, keptReply } from './transport.ts';
 
 /**
  * A report received (by mail at the inbound listener, or an ARF report posted to
@@ -43,21 +43,6 @@ export function inboundMetrics(registry: Registry): InboundMetrics {
   };
 }
 
-/** The longest reply kept from a DSN's Diagnostic-Code: a server's words, not its essay. */
-const MAX_REPLY = 1000;
-
-/**
- * A remote server's words as a reply to keep: control characters (NUL among them, which
- * PostgreSQL's text cannot hold) as spaces, runs of space as one, at most MAX_REPLY characters.
- */
-const printable = (text: string) =>
-  text
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is its purpose
-    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
-    .replace(/ {2,}/g, ' ')
-    .trim()
-    .slice(0, MAX_REPLY);
-
 /** What a report asks Herald to record, or why it asks nothing (for the log and the outcome's label). */
 export function reportedEvent(report: MailReport): { event: ReportedEvent } | { ignored: string } {
   switch (report.kind) {
@@ -65,7 +50,7 @@ export function reportedEvent(report: MailReport): { event: ReportedEvent } | { 
       // A VERP address names one recipient's message, so its DSN reports one recipient.
       const failed = report.failures.find((f) => f.action === 'failed');
       if (failed) {
-        const reply = failed.diagnosticCode ? `${failed.status} (${printable(failed.diagnosticCode)})` : failed.status;
+        const reply = failed.diagnosticCode ? `${failed.status} (${keptReply(failed.diagnosticCode)})` : failed.status;
         return { event: { kind: 'bounce', hard: isHardBounce(failed.status), reply } };
       }
       // A delay is the next hop still trying: the bounce, if it comes, is another DSN.

@@ -32,6 +32,22 @@ export interface EmailTransport {
   close(): Promise<void>;
 }
 
+/** The longest reply kept, a relay's or a DSN's Diagnostic-Code: a server's words, not its essay. */
+const MAX_REPLY = 1000;
+
+/**
+ * A remote server's words as a reply to keep: control characters (NUL among them, which
+ * PostgreSQL's text cannot hold, and the line breaks of a multi-line reply) as spaces, runs of
+ * space as one, at most MAX_REPLY characters.
+ */
+export const keptReply = (text: string) =>
+  text
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is its purpose
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim()
+    .slice(0, MAX_REPLY);
+
 /** A 5xx reply whose enhanced status is 5.1.x (unknown user or domain): the address is suppressed (ARCHITECTURE.md). */
 export const isHardBounce = (reply: string) => /(?:^|\s)5\.1\.\d{1,3}(?:\s|$)/.test(reply);
 

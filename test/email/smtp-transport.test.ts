@@ -179,7 +179,7 @@ describe('what the SMTP transport tells the operator of its relay', () => {
 });
 
 describe('what the SMTP transport keeps of a reply', () => {
-  it('keeps a reply with a NUL as one line of text, U+FFFD in its place', async () => {
+  it('keeps a reply with a NUL as one line of text, a space in its place', async () => {
     // A relay written by hand (smtp-server cleans its replies): its 250 carries a NUL, which
     // PostgreSQL's text refuses, so a page's record would fail and send the page again.
     const relay = createServer((socket) => {
@@ -225,7 +225,7 @@ describe('what the SMTP transport keeps of a reply', () => {
         new AbortController().signal,
       );
       assert.equal(result.outcome, 'accepted');
-      assert.equal(result.reply, '250 queued as a\ufffdb');
+      assert.equal(result.reply, '250 queued as a b');
     } finally {
       await transport.close();
       relay.close();

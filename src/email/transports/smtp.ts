@@ -4,7 +4,7 @@ import { LocalSendRate, type SendRate } from '../../ratelimit/send-rate.ts';
 import { silentLog, type Log } from '../../log.ts';
 import { SharedSendRate } from '../../ratelimit/shared-send-rate.ts';
 import type { SmtpSettings } from './smtp-url.ts';
-import type { EmailResult, EmailTransport, OutgoingEmail } from '../transport.ts';
+import { keptReply, type EmailResult, type EmailTransport, type OutgoingEmail } from '../transport.ts';
 
 /**
  * How long the transport waits on the relay, in ms: a relay that is down or stalls defers the
@@ -97,17 +97,8 @@ export function classifyFailure(error: SendError): { result: EmailResult; answer
   return { result: { outcome: 'deferred', reply }, answer, ofRelay: true };
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is its purpose
-const CONTROL = /[\u0000-\u001f\u007f]/g;
-
-/**
- * A relay's reply as one line a database keeps: its line breaks as spaces, any other control
- * character as U+FFFD (a NUL, which PostgreSQL's text cannot hold, would fail the page's record).
- */
-const oneLine = (reply: string) => reply.replace(/\r?\n/g, ' ').replace(CONTROL, '\ufffd');
-
-/** The relay's reply as it wrote it, one line. */
-const replyOf = (error: SendError) => oneLine(error.response ?? `${error.responseCode} ${error.message}`);
+/** The relay's reply as it wrote it, kept as one line (a NUL would fail the page's record). */
+const replyOf = (error: SendError) => keptReply(error.response ?? `${error.responseCode} ${error.message}`);
 
 export interface SmtpTransportOptions {
   metrics: Registry;
@@ -210,7 +201,7 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
         const info = await mailer.sendMail({ envelope: { from: message.from, to: [message.to] }, raw: message.raw });
         metrics.answers.inc({ class: '2xx' });
         relay.answered();
-        return { outcome: 'accepted', reply: oneLine(info.response) };
+        return { outcome: 'accepted', reply: keptReply(info.response) };
       } catch (error) {
         const { result, answer, ofRelay } = classifyFailure(error as SendError);
         metrics.answers.inc({ class: answer });
