@@ -64,7 +64,7 @@ export class LoginThrottle {
       attempt = await this.failures.attempt(counted);
     } catch (error) {
       if (error instanceof AppError) throw error;
-      log.warn({ error: (error as Error).message }, 'sign-in throttle counter store unreachable; attempt unthrottled');
+      log.warn({ err: error }, 'sign-in throttle counter store unreachable; attempt unthrottled');
       return { succeeded: async () => {} };
     }
     return {
