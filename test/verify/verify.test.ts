@@ -37,6 +37,13 @@ forEachDatabase((dialect) => {
   const start = (client: ApiClient, body: object = {}) =>
     client.post('/verify', { to: NUMBER, webHookUrl: receiver.url, ...body });
   const check = (client: ApiClient, id: string, code: string) => client.post(`/verify/${id}/check`, { code });
+  const patchAccount = (client: ApiClient, payload: object) =>
+    api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${client.token}` },
+      payload,
+    });
   /** The newest code the sandbox took for `to`: its read opens Verify's codes for their account. */
   const sentCode = async (client: ApiClient, to = NUMBER) => {
     await api.drain();
@@ -235,12 +242,7 @@ forEachDatabase((dialect) => {
   });
 
   it('refuses numbers outside allowedCountries (422) and past prefixLimit (429), counted as blocked', async () => {
-    const patched = await api.t.app.inject({
-      method: 'PATCH',
-      url: '/account',
-      headers: { authorization: `Bearer ${alice.token}` },
-      payload: { verify: { allowedCountries: ['IN'], prefixLimit: 2 } },
-    });
+    const patched = await patchAccount(alice, { verify: { allowedCountries: ['IN'], prefixLimit: 2 } });
     assert.equal(patched.statusCode, 200, patched.body);
     assert.deepEqual(patched.json().verify, { allowedCountries: ['IN'], prefixLimit: 2 });
     assert.deepEqual((await alice.get('/account')).json().verify, { allowedCountries: ['IN'], prefixLimit: 2 });
@@ -264,12 +266,7 @@ forEachDatabase((dialect) => {
     assert.match(metrics, /herald_verify_blocked_total\{reason="country"\} 1\n/);
     assert.match(metrics, /herald_verify_blocked_total\{reason="prefix"\} 1\n/);
     assert.match(metrics, /herald_verify_sends_total\{channel="sms"\} 3\n/);
-    const bad = await api.t.app.inject({
-      method: 'PATCH',
-      url: '/account',
-      headers: { authorization: `Bearer ${alice.token}` },
-      payload: { verify: { allowedCountries: ['XX'] } },
-    });
+    const bad = await patchAccount(alice, { verify: { allowedCountries: ['XX'] } });
     assert.equal(bad.statusCode, 400, bad.body);
   });
 
@@ -283,12 +280,7 @@ forEachDatabase((dialect) => {
       });
     const first = await keyed();
     assert.equal(first.statusCode, 201, first.body);
-    const patched = await api.t.app.inject({
-      method: 'PATCH',
-      url: '/account',
-      headers: { authorization: `Bearer ${alice.token}` },
-      payload: { verify: { allowedCountries: ['IN'] } },
-    });
+    const patched = await patchAccount(alice, { verify: { allowedCountries: ['IN'] } });
     assert.equal(patched.statusCode, 200, patched.body);
     const again = await keyed();
     assert.equal(again.statusCode, 201, again.body);
