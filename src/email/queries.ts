@@ -1,6 +1,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
+import { ERASED_REASON } from '../messaging/erased-identifiers.ts';
+import { unrecorded } from '../messaging/recipients.ts';
 
 /**
  * The email statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -34,6 +36,7 @@ export interface Step {
 
 /** An address that bounced hard, with the reason it is suppressed. */
 export interface Suppressed {
+  recipientId: number;
   address: string;
   reason: string;
 }
@@ -64,23 +67,37 @@ interface Lockable<Q> {
 }
 
 const SQLITE = {
-  async updateRecipients(db: Db, w: RecipientWrites): Promise<void> {
+  /**
+   * A page's outcomes, their history and their suppressions, but for recipients an erasure
+   * ended since the page was read (ERASED_REASON): answers their ids, whose outcomes it left.
+   */
+  async updateRecipients(db: Db, w: RecipientWrites): Promise<Set<number>> {
     const { now, accountId } = w;
-    await sql`update send_recipients
+    const updated = await sql`update send_recipients
                  set status = v.value ->> 'status', message_id = v.value ->> 'messageId', error = v.value ->> 'reply',
                      attempts = v.value ->> 'attempts', retry_at = v.value ->> 'retryAt',
                      deferred_at = v.value ->> 'deferredAt', updated_at = ${now}
                 from jsonb_each(${JSON.stringify(w.outcomes)}) v
-               where send_recipients.id = v.value ->> 'id'`.execute(db);
+               where send_recipients.id = v.value ->> 'id' and send_recipients.reason is not ${ERASED_REASON}`.execute(
+      db,
+    );
+    const left = await unrecorded(
+      db,
+      w.outcomes.map(({ id }) => id),
+      updated.numAffectedRows,
+    );
+    const steps = left.size === 0 ? w.steps : w.steps.filter(({ recipientId }) => !left.has(recipientId));
+    const suppress = left.size === 0 ? w.suppress : w.suppress.filter(({ recipientId }) => !left.has(recipientId));
     await sql`insert into recipient_history (recipient_id, status, at, reply)
               select value ->> 'recipientId', value ->> 'status', ${now}, value ->> 'reply'
-                from jsonb_each(${JSON.stringify(w.steps)})`.execute(db);
-    if (w.suppress.length > 0) {
+                from jsonb_each(${JSON.stringify(steps)})`.execute(db);
+    if (suppress.length > 0) {
       await sql`insert into suppressions (account_id, channel, address, reason, created_at)
                 select ${accountId}, 'email', value ->> 'address', value ->> 'reason', ${now}
-                  from jsonb_each(${JSON.stringify(w.suppress)}) where true
+                  from jsonb_each(${JSON.stringify(suppress)}) where true
                 on conflict (account_id, channel, address) do nothing`.execute(db);
     }
+    return left;
   },
 
   async insertSandboxEmail(db: Db, now: number, messages: SandboxEmail[]): Promise<void> {
@@ -99,19 +116,29 @@ const POSTGRES: typeof SQLITE = {
   async updateRecipients(db, w) {
     const { now, accountId } = w;
     const ids = `{${w.outcomes.map(({ id }) => id).join(',')}}`;
-    await sql`with updated as (update send_recipients r
+    const { rows } = await sql<{ id: string }>`
+              with outcome as (select v from jsonb_array_elements(${JSON.stringify(w.outcomes)}::jsonb) v),
+                   updated as (update send_recipients r
                                   set status = v ->> 'status', message_id = v ->> 'messageId', error = v ->> 'reply',
                                       attempts = (v ->> 'attempts')::int, retry_at = (v ->> 'retryAt')::bigint,
                                       deferred_at = (v ->> 'deferredAt')::bigint, updated_at = ${now}::bigint
-                                 from jsonb_array_elements(${JSON.stringify(w.outcomes)}::jsonb) v
-                                where r.id = any(${ids}::bigint[]) and r.id = (v ->> 'id')::bigint),
+                                 from outcome
+                                where r.id = any(${ids}::bigint[]) and r.id = (v ->> 'id')::bigint
+                                  and r.reason is distinct from ${ERASED_REASON}
+                                returning r.id),
                    suppressed as (insert into suppressions (account_id, channel, address, reason, created_at)
                                   select ${accountId}, 'email', s ->> 'address', s ->> 'reason', ${now}::bigint
                                     from jsonb_array_elements(${JSON.stringify(w.suppress)}::jsonb) s
-                                  on conflict (account_id, channel, address) do nothing)
-              insert into recipient_history (recipient_id, status, at, reply)
-              select (h ->> 'recipientId')::bigint, h ->> 'status', ${now}::bigint, h ->> 'reply'
-                from jsonb_array_elements(${JSON.stringify(w.steps)}::jsonb) h`.execute(db);
+                                   where (s ->> 'recipientId')::bigint in (select id from updated)
+                                  on conflict (account_id, channel, address) do nothing),
+                   history as (insert into recipient_history (recipient_id, status, at, reply)
+                               select (h ->> 'recipientId')::bigint, h ->> 'status', ${now}::bigint, h ->> 'reply'
+                                 from jsonb_array_elements(${JSON.stringify(w.steps)}::jsonb) h
+                                where (h ->> 'recipientId')::bigint in (select id from updated))
+              select v ->> 'id' as id from outcome where (v ->> 'id')::bigint not in (select id from updated)`.execute(
+      db,
+    );
+    return new Set(rows.map((row) => Number(row.id)));
   },
 
   async insertSandboxEmail(db, now, messages) {

@@ -192,18 +192,21 @@ export const recordEmailPage = procedure(
   'recordEmailPage',
   async ({ db, dialect }, page: PageResults): Promise<'more' | Finish> =>
     db.transaction().execute(async (trx) => {
-      if (page.outcomes.length > 0) {
-        await queries[dialect].updateRecipients(trx, page);
-        await appendWebhookEvents(
-          trx,
-          { now: () => page.now },
-          { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events: page.events },
-        );
-      }
+      // A recipient an erasure ended since the page was read keeps what it wrote: no step,
+      // event or count of the page names it (messaging/erased-identifiers.ts, ERASED_REASON).
+      const left = page.outcomes.length > 0 ? await queries[dialect].updateRecipients(trx, page) : new Set<number>();
+      // The events are the steps', one each, in order.
+      const steps = page.steps.filter(({ recipientId }) => !left.has(recipientId));
+      const events = page.events.filter((_, i) => !left.has(page.steps[i].recipientId));
+      await appendWebhookEvents(
+        trx,
+        { now: () => page.now },
+        { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events },
+      );
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
       const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
       const tally = new UsageTally(page.now);
-      for (const step of page.steps) tally.add(page.accountId, 'email', step.status);
+      for (const step of steps) tally.add(page.accountId, 'email', step.status);
       await tally.write(trx, dialect);
       return finished;
     }),
@@ -255,7 +258,7 @@ export function pageResults(
         emailEvent({ batchId: sendId, messageId, email: row.address, event, reply: eventReply, at: now }),
       );
     }
-    if (hard) results.suppress.push({ address: row.address, reason: reply });
+    if (hard) results.suppress.push({ recipientId: id, address: row.address, reason: reply });
   }
   return results;
 }

@@ -17,6 +17,13 @@ import type { Keyring } from '../sealed.ts';
 
 const ERASURE_KEY: SealedKey = { row: 'sealed_erasure_key', purpose: 'herald erased identifiers' };
 
+/**
+ * The reason of a recipient an erasure ended before it was sent. A page a worker had already
+ * handed over records nothing over such a row (docs/privacy.md, "Erasure"): no status,
+ * history, part, suppression or event of the page names the person.
+ */
+export const ERASED_REASON = 'erased';
+
 /** What an erased identifier becomes: never a number (digits) nor an address (with @). */
 export const ERASED_PREFIX = 'erased:';
 

@@ -1,6 +1,6 @@
-import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DialectName } from '../db/database.ts';
-import { erasedAddress } from './erased-identifiers.ts';
+import { ERASED_REASON, erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
 import { dialectOf, SYNCHRONOUS_READS } from '../db/dialect.ts';
@@ -424,4 +424,22 @@ export function standingsRead(dialect: DialectName, channel: Channel, keys: read
                       where e.account_id = k.account_id and e.channel = ${channel} and e.hash = k.hash)) as suppressed
       from ${queries[dialect].standingKeys(keys)}
      order by k.i`;
+}
+
+/**
+ * After a page's record updated `updated` of its recipients `ids`, skipping those an erasure
+ * ended (ERASED_REASON), in one transaction with it: the ids it did not update, read only
+ * when it updated fewer than all. One gone altogether (its send deleted meanwhile) is among
+ * them. For SQLite, whose update cannot answer them while it writes the rest.
+ */
+export async function unrecorded(db: Db, ids: readonly number[], updated: bigint | undefined): Promise<Set<number>> {
+  if (Number(updated ?? 0) === ids.length) return new Set();
+  const recorded = await db
+    .selectFrom('send_recipients')
+    .select('id')
+    .where('id', 'in', inJson('sqlite', ids, 'bigint'))
+    .where(sql<SqlBool>`reason is not ${ERASED_REASON}`)
+    .execute();
+  const kept = new Set(recorded.map((row) => Number(row.id)));
+  return new Set(ids.filter((id) => !kept.has(id)));
 }

@@ -6,7 +6,7 @@ import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { PENDING as EMAIL_PENDING } from '../email/record.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent } from '../email/events.ts';
-import { erasedAddress } from '../messaging/erased-identifiers.ts';
+import { ERASED_REASON, erasedAddress } from '../messaging/erased-identifiers.ts';
 import { queries as messaging } from '../messaging/queries.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { PRIORITY, enqueue } from '../queue/queue.ts';
@@ -81,7 +81,7 @@ export const beginErasure = procedure(
               account_id: args.accountId,
               channel,
               hash,
-              reason: kept?.reason ?? 'erased',
+              reason: kept?.reason ?? ERASED_REASON,
               created_at: args.now,
             })
             .onConflict((oc) => oc.columns(['account_id', 'channel', 'hash']).doNothing())
@@ -145,7 +145,14 @@ const UNSENT = {
     status: 'Dropped',
     type: EMAIL_EVENTS_TYPE,
     event: (r: { send_id: string; message_id: string | null }, hash: string, at: number) =>
-      emailEvent({ batchId: r.send_id, messageId: r.message_id, email: hash, event: 'Dropped', reason: 'erased', at }),
+      emailEvent({
+        batchId: r.send_id,
+        messageId: r.message_id,
+        email: hash,
+        event: 'Dropped',
+        reason: ERASED_REASON,
+        at,
+      }),
   },
 } as const;
 
@@ -171,7 +178,7 @@ async function endUnsent(
       // Its hold and its next try go with it: a job that finds either would hand it over, or wait for it, again.
       .set({
         status: unsent.status,
-        reason: 'erased',
+        reason: ERASED_REASON,
         address: hash,
         tags: null,
         due_at: null,
@@ -183,8 +190,12 @@ async function endUnsent(
         'in',
         found.map((r) => r.id),
       )
+      // A page's record that took the row first (PostgreSQL: this update waited for it) wrote
+      // what was sent; the job then erases it with the rest.
+      .where('status', 'in', unsent.pending)
       .returning(['id', 'send_id', 'message_id'])
       .execute();
+    if (rows.length === 0) continue;
     ended += rows.length;
     tally.add(args.accountId, channel, unsent.status, { messages: rows.length });
     await trx
@@ -259,6 +270,25 @@ type Step = (trx: Db, dialect: DialectName, args: ErasureArgs & Cursor) => Promi
 
 /** The inventory, in order (docs/privacy.md names each table). */
 const STEPS: Record<string, Step> = {
+  /**
+   * Their recipients still unsent, ended as the request's transaction ended those it found:
+   * a send accepted, or a campaign's recipients expanded, from a read of their suppressions
+   * made before the erasure committed, and written after.
+   */
+  async unsent(trx, dialect, args) {
+    const hashes = hashesOf(args.erasureKey, args);
+    let ended = 0;
+    for (const channel of ['sms', 'email'] as const)
+      ended += await endUnsent(trx, dialect, args, channel, hashes[channel]);
+    if (ended > 0) {
+      await trx
+        .updateTable('erasures')
+        .set((eb) => ({ messages: eb('messages', '+', ended) }))
+        .where('id', '=', args.erasureId)
+        .execute();
+    }
+    return { rows: ended };
+  },
   /** The person's contacts and their memberships: their properties go with them. */
   async contacts(trx, dialect, args) {
     await lockAccountContacts(trx, dialect, args.accountId);

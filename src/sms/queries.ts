@@ -1,6 +1,8 @@
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
+import { ERASED_REASON } from '../messaging/erased-identifiers.ts';
+import { unrecorded } from '../messaging/recipients.ts';
 
 /**
  * The SMS statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -105,24 +107,38 @@ const SQLITE = {
   /** The sender name of a send `s`'s content. */
   senderName: sql<string>`s.content ->> '$.senderName'`,
 
-  /** A page's outcomes, their history and their parts. */
-  async updateRecipients(db: Db, now: number, outcomes: Outcome[], steps: Step[]): Promise<void> {
-    const json = JSON.stringify(outcomes);
-    await sql`update send_recipients
+  /**
+   * A page's outcomes, their history and their parts, but for recipients an erasure ended
+   * since the page was read (ERASED_REASON): answers their ids, whose outcomes it left.
+   */
+  async updateRecipients(db: Db, now: number, outcomes: Outcome[], steps: Step[]): Promise<Set<number>> {
+    const updated = await sql`update send_recipients
                  set status = v.value ->> 'status', message_id = v.value ->> 'messageId',
                      parts = v.value ->> 'parts', encoding = v.value ->> 'encoding',
                      error = v.value ->> 'error', error_code = v.value ->> 'errorCode', updated_at = ${now},
                      smsc = v.value ->> 'connection', price_micros = v.value ->> 'priceMicros',
                      currency = v.value ->> 'currency', replaced_characters = v.value ->> 'replacedCharacters'
-                from jsonb_each(${json}) v
-               where send_recipients.id = v.value ->> 'id'`.execute(db);
+                from jsonb_each(${JSON.stringify(outcomes)}) v
+               where send_recipients.id = v.value ->> 'id' and send_recipients.reason is not ${ERASED_REASON}`.execute(
+      db,
+    );
+    const left = await unrecorded(
+      db,
+      outcomes.map(({ id }) => id),
+      updated.numAffectedRows,
+    );
+    const written = left.size === 0 ? outcomes : outcomes.filter(({ id }) => !left.has(id));
+    const history = left.size === 0 ? steps : steps.filter(({ recipientId }) => !left.has(recipientId));
     await sql`insert into recipient_history (recipient_id, status, at)
               select value ->> 'recipientId', value ->> 'status', ${now}
-                from jsonb_each(${JSON.stringify(steps)})`.execute(db);
+                from jsonb_each(${JSON.stringify(history)})`.execute(db);
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
               select o.value ->> 'id', p.key + 1, p.value, o.value -> 'partStatuses' ->> p.key,
                      o.value -> 'smsc' ->> p.key, o.value ->> 'submittedAt'
-                from jsonb_each(${json}) o, json_each(o.value -> 'operatorMessageIds') p`.execute(db);
+                from jsonb_each(${JSON.stringify(written)}) o, json_each(o.value -> 'operatorMessageIds') p`.execute(
+      db,
+    );
+    return left;
   },
 
   /** Receipts' words for parts, in the caller's transaction; `recipientIds`: the parts' recipients, in id order. */
@@ -157,7 +173,8 @@ const POSTGRES: typeof SQLITE = {
   // planner cannot see (it assumes 100), it scanned the whole table while it was small, or
   // its statistics said so, and a page's update took a millisecond and growing.
   async updateRecipients(db, now, outcomes, steps) {
-    await sql`with outcome as (select v from jsonb_array_elements(${JSON.stringify(outcomes)}::jsonb) v),
+    const { rows } = await sql<{ id: string }>`
+              with outcome as (select v from jsonb_array_elements(${JSON.stringify(outcomes)}::jsonb) v),
                    updated as (update send_recipients r
                                   set status = v ->> 'status', message_id = v ->> 'messageId',
                                       parts = (v ->> 'parts')::int, encoding = v ->> 'encoding',
@@ -167,15 +184,21 @@ const POSTGRES: typeof SQLITE = {
                                       replaced_characters = (v ->> 'replacedCharacters')::int
                                  from outcome
                                 where r.id = any(${idArray(outcomes.map(({ id }) => id))}::bigint[])
-                                  and r.id = (v ->> 'id')::bigint),
+                                  and r.id = (v ->> 'id')::bigint and r.reason is distinct from ${ERASED_REASON}
+                                returning r.id),
                    history as (insert into recipient_history (recipient_id, status, at)
                                select (h ->> 'recipientId')::bigint, h ->> 'status', ${now}::bigint
-                                 from jsonb_array_elements(${JSON.stringify(steps)}::jsonb) h)
-              insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
-              select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int,
-                     (v -> 'smsc') ->> (p.n - 1)::int, (v ->> 'submittedAt')::bigint
-                from outcome,
-                     jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n)`.execute(db);
+                                 from jsonb_array_elements(${JSON.stringify(steps)}::jsonb) h
+                                where (h ->> 'recipientId')::bigint in (select id from updated)),
+                   parts as (insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
+                             select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int,
+                                    (v -> 'smsc') ->> (p.n - 1)::int, (v ->> 'submittedAt')::bigint
+                               from outcome join updated u on u.id = (v ->> 'id')::bigint,
+                                    jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n))
+              select v ->> 'id' as id from outcome where (v ->> 'id')::bigint not in (select id from updated)`.execute(
+      db,
+    );
+    return new Set(rows.map((row) => Number(row.id)));
   },
 
   // Receipts for two parts of one message, applied side by side, would each read the other

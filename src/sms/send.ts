@@ -134,10 +134,11 @@ export const recordSmsPage = procedure(
     const tally = new UsageTally(page.now);
     const result = await db.transaction().execute(async (trx) => {
       if (page.outcomes.length > 0) {
-        // The page's events are written first: a receipt already waiting for one of its parts
-        // appends a later status, which must not be posted before the Submitted it follows.
-        // Their gathers are queued after the outcomes and before the send's job is touched
-        // (webhooks/events.ts, EventsAhead, says why).
+        const recorded = await recordOutcomes(trx, dialect, page.now, page.outcomes, page.steps);
+        // The page's events are written before its receipts: a receipt already waiting for one
+        // of its parts appends a later status, which must not be posted before the Submitted it
+        // follows. Their gathers are queued after the outcomes and before the send's job is
+        // touched (webhooks/events.ts, EventsAhead, says why).
         // With no per-request URL, still to the account's endpoints (webhooks/endpoints.ts).
         const events = await appendWebhookEventsAhead(
           trx,
@@ -146,10 +147,10 @@ export const recordSmsPage = procedure(
             accountId: page.accountId,
             url: page.webhookUrl,
             type: SMS_STATUS_TYPE,
-            events: statusEvents(page.outcomes, page.steps, page.now, () => page.sendId),
+            events: statusEvents(recorded.outcomes, recorded.steps, page.now, () => page.sendId),
           },
         );
-        waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, {
+        waiting = await applyPageReceipts(trx, dialect, page.now, recorded, page.receipts, {
           tally,
           accountOf: () => page.accountId,
         });
@@ -199,17 +200,43 @@ function stepsOf(outcomes: Outcome[]): Step[] {
   );
 }
 
+/** A page's outcomes and steps as its record wrote them (recordOutcomes). */
+export interface Recorded {
+  outcomes: Outcome[];
+  steps: Step[];
+}
+
 /**
- * Recipients' outcomes, their history and their parts, and receipts that came early, in the
- * caller's transaction; every status counted in `usage.tally` (the caller writes it last),
- * each recipient's under its account (`accountOf`).
+ * Recipients' outcomes, their history and their parts, in the caller's transaction; answers
+ * those written. A recipient an erasure ended since the page was read keeps what the erasure
+ * wrote (messaging/erased-identifiers.ts, ERASED_REASON): its outcome and steps are left out,
+ * so no event, count or part of the page names it.
  */
-export async function updateRecipients(
+export async function recordOutcomes(
   db: Db,
   dialect: DialectName,
   now: number,
   outcomes: Outcome[],
   steps: Step[],
+): Promise<Recorded> {
+  const left = await queries[dialect].updateRecipients(db, now, outcomes, steps);
+  if (left.size === 0) return { outcomes, steps };
+  return {
+    outcomes: outcomes.filter(({ id }) => !left.has(id)),
+    steps: steps.filter(({ recipientId }) => !left.has(recipientId)),
+  };
+}
+
+/**
+ * After recordOutcomes, in the same transaction: receipts for other parts, and any that came
+ * before these parts were recorded; every status of the steps counted in `usage.tally` (the
+ * caller writes it last), each recipient's under its account (`accountOf`).
+ */
+export async function applyPageReceipts(
+  db: Db,
+  dialect: DialectName,
+  now: number,
+  { outcomes, steps }: Recorded,
   receipts: Receipt[],
   usage: { tally: UsageTally; accountOf: (recipientId: number) => string },
 ): Promise<PartKey[]> {
@@ -221,8 +248,6 @@ export async function updateRecipients(
       status === 'Submitted' && priceMicros !== null && currency !== null ? { micros: priceMicros, currency } : null;
     usage.tally.add(usage.accountOf(recipientId), 'sms', status, { parts, encoding, cost });
   }
-  await queries[dialect].updateRecipients(db, now, outcomes, steps);
-  // Receipts for other parts, and any that came before these parts were recorded.
   const parts = outcomes.flatMap((o) =>
     o.operatorMessageIds.map((id, i) => ({ smsc: o.smsc[i], operatorMessageId: id })),
   );

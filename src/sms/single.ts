@@ -17,13 +17,14 @@ import { openedContent } from './sealing.ts';
 import { contactProperties, propertyNames, RETRY_LATER_MS, type PageRow } from '../messaging/pipeline.ts';
 import type { Outcome, Step } from './queries.ts';
 import {
+  applyPageReceipts,
   failUnsent,
   openedPage,
   pageOutcomes,
+  recordOutcomes,
   renderPage,
   statusEvents,
   submitSendable,
-  updateRecipients,
 } from './send.ts';
 import type { OutgoingSms, SmsTransport } from './transport.ts';
 
@@ -69,13 +70,17 @@ export const recordSingles = procedure(
   async ({ db, dialect }, page: SinglesResults): Promise<void> => {
     let waiting: PartKey[] = [];
     await db.transaction().execute(async (trx) => {
-      // The page's events first and their gathers queued after the outcomes, as recordSmsPage's.
-      const events = await appendToStreamsAhead(trx, { now: () => page.now }, SMS_STATUS_TYPE, page.events);
-      const tally = new UsageTally(page.now);
+      const recorded =
+        page.outcomes.length > 0 ? await recordOutcomes(trx, dialect, page.now, page.outcomes, page.steps) : page;
       // The events are the steps', one each, in order: each names its recipient's account.
+      const written = new Set(recorded.outcomes.map(({ id }) => id));
+      const kept = page.events.filter((_, i) => written.has(page.steps[i].recipientId));
+      // The page's events before its receipts, and their gathers queued after them, as recordSmsPage's.
+      const events = await appendToStreamsAhead(trx, { now: () => page.now }, SMS_STATUS_TYPE, kept);
+      const tally = new UsageTally(page.now);
       const accountOf = new Map(page.steps.map((step, i) => [step.recipientId, page.events[i].accountId]));
-      if (page.outcomes.length > 0) {
-        waiting = await updateRecipients(trx, dialect, page.now, page.outcomes, page.steps, page.receipts, {
+      if (recorded.outcomes.length > 0) {
+        waiting = await applyPageReceipts(trx, dialect, page.now, recorded, page.receipts, {
           tally,
           accountOf: (id) => accountOf.get(id)!,
         });
