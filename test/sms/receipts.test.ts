@@ -8,6 +8,7 @@ import { applyReceipts, matchWaiting, RECEIPT_CLOCK_SKEW_MS, type Receipt } from
 import { smsSendHandler } from '../../src/sms/send.ts';
 import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
+import { applySmppReceipts } from '../../src/sms/transports/smpp/journal.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
@@ -405,6 +406,31 @@ forEachDatabase((dialect) => {
       );
     });
   }
+
+  it('leaves other messages alone when a receipt that matches nothing yet reads as their ids', async () => {
+    const ids: Record<string, string> = { '919812300001': '64', '919812300002': '256', '919812300003': '100' };
+    idOf = (recipient) => ids[recipient];
+    const others = [await send('919812300001', 'hi'), await send('919812300002', 'hi')];
+    // `100` as written, and as hex (256) and as decimal written in hex (64): the SMSC's id for the third.
+    const unmatched = await api.t.ctx.database.call(applySmppReceipts, {
+      now: api.clock.now(),
+      receipts: [
+        {
+          smsc: 'default',
+          recipient: '919812300003',
+          readings: ['100', '64', '256'],
+          state: 'UNDELIV',
+          errorCode: '1',
+        },
+      ],
+    });
+    assert.deepEqual(unmatched, { default: 1 });
+    for (const queueId of others) assert.equal((await recipientOf(queueId)).status, 'Submitted');
+    // Its own part, recorded later, takes it.
+    const own = await send('919812300003', 'hi');
+    assert.equal((await recipientOf(own)).status, 'Failed');
+    for (const queueId of others) assert.equal((await recipientOf(queueId)).status, 'Submitted');
+  });
 
   it('keeps a receipt for an id it does not know, without failing', async () => {
     await report([{ smsc: 'default', operatorMessageId: 'never-submitted', state: 'DELIVRD', errorCode: null }]);

@@ -107,8 +107,8 @@ export type ConnectionReceipt = DeliveryReceipt & { smsc: string };
  * connection took — those whose outcome is not yet recorded (smpp_submits), then recorded ones
  * (sms_parts) — and applied (receipts.ts), to a part of that recipient only. One that matches
  * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
- * process's submit, just answered) whatever its number; answers how many those were, per
- * connection.
+ * process's submit, just answered): under the id as written whatever its number, under another
+ * reading for its number only; answers how many those were, per connection.
  */
 export const applySmppReceipts = procedure(
   import.meta.url,
@@ -140,9 +140,17 @@ export const applySmppReceipts = procedure(
         const { smsc, state, errorCode, recipient } = r;
         const id = r.readings.find((reading) => known.has(key(smsc, recipient, reading)));
         if (id !== undefined) return [{ smsc, operatorMessageId: id, state, errorCode, recipient }];
-        // Matched later by id alone: the SMSC may write the number otherwise than Herald keeps it.
+        // Matched later by the id as written alone: the SMSC may write the number otherwise than
+        // Herald keeps it. Another reading of the id is another id of the same SMSC's (hex 64 is
+        // 100), very likely another person's message: it matches a part of this number only.
         unmatched[smsc] = (unmatched[smsc] ?? 0) + 1;
-        return r.readings.map((reading) => ({ smsc, operatorMessageId: reading, state, errorCode }));
+        return r.readings.map((reading, i) => ({
+          smsc,
+          operatorMessageId: reading,
+          state,
+          errorCode,
+          ...(i === 0 ? {} : { recipient }),
+        }));
       });
       return { waiting: await applyReceipts(trx, dialect, { now: () => args.now }, { receipts }), unmatched };
     });
