@@ -39,9 +39,13 @@ const digits = (address: string) => address.trim().replace(/^\+/, '');
 /**
  * The account an MO belongs to: the one holding its destination as a numeric sender name
  * (unique across accounts), else the one that last sent to the handset from that name. The
- * second reads the handset's recipient rows newest first (send_recipients_handset) and stops
- * at the first sent from that name: a handful of rows, never the sends.
+ * second reads the handset's recipient rows newest first (send_recipients_handset), the
+ * RECENT_SENDS newest sent from that name, and takes the one whose parts were submitted last:
+ * a handful of rows, never the sends.
  */
+/** The handset's rows from a name among which the last sent is looked for. */
+const RECENT_SENDS = 20;
+
 async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
   const owner = await db
     .selectFrom('sender_names')
@@ -50,15 +54,30 @@ async function routeOf(db: Db, dialect: DialectName, from: string, to: string): 
     .where(queries[dialect].numericName)
     .executeTakeFirst();
   if (owner) return owner.account_id;
-  const last = await db
+  // The handset's newest rows from that name, by id: the order of their accepts. A campaign
+  // accepted early may go out late, so the last sent is the one submitted last among them.
+  const recent = db
     .selectFrom('send_recipients as r')
     .innerJoin('sends as s', 's.id', 'r.send_id')
-    .select('s.account_id')
+    .select(['s.account_id', 'r.id'])
+    .select((eb) =>
+      eb
+        .selectFrom('sms_parts as p')
+        .select((p) => p.fn.max('p.submitted_at').as('at'))
+        .whereRef('p.recipient_id', '=', 'r.id')
+        .as('submitted_at'),
+    )
     .where('r.address', '=', from)
     .where('s.channel', '=', 'sms')
     .where('r.status', 'not in', ['Queued', 'Cancelled', 'NotSent'])
     .where(sql<SqlBool>`${queries[dialect].senderName} = ${to}`)
     .orderBy('r.id', 'desc')
+    .limit(RECENT_SENDS);
+  const last = await db
+    .selectFrom(recent.as('recent'))
+    .select('account_id')
+    .orderBy(sql`coalesce(submitted_at, 0)`, 'desc')
+    .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
   return last?.account_id;

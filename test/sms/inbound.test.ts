@@ -158,6 +158,19 @@ forEachDatabase((dialect) => {
         body: 'Sale today',
       });
       assert.equal((await inbound('919812300002'))?.accountId, bob.account.row.id);
+      // Bob's campaign accepted before Alice's next message and sent after it: the reply is Bob's.
+      const later = await send(bob, '/sms/batch', {
+        recipients: [{ mobileNo: '919812300003' }],
+        senderName: 'HERALD',
+        body: 'Sale soon',
+        scheduleDateTime: new Date(api!.clock.now() + 120_000).toISOString(),
+      });
+      await send(alice, '/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'Your code is 42' });
+      assert.equal((await inbound('919812300003'))?.accountId, alice.account.row.id);
+      api!.clock.advance(120_000);
+      await api!.drain();
+      assert.equal((await bob.get(`/sms/${later}`)).json().recipients[0].status, 'Delivered');
+      assert.equal((await inbound('919812300003'))?.accountId, bob.account.row.id);
       assert.equal((await mo(alice, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 422);
       assert.equal((await mo(bob, { from: '919812300002', to: 'HERALD', text: 'who?' })).statusCode, 201);
       // A message that was never sent (suppressed, NotSent) routes nothing.
@@ -171,7 +184,10 @@ forEachDatabase((dialect) => {
       const [post] = await posted();
       assert.deepEqual(
         post.data.map((e) => [e.from, e.to, e.text]),
-        [['919812300002', 'HERALD', 'thanks']],
+        [
+          ['919812300002', 'HERALD', 'thanks'],
+          ['919812300003', 'HERALD', 'thanks'],
+        ],
       );
     },
   );
