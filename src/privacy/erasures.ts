@@ -320,11 +320,17 @@ const STEPS: Record<string, Step> = {
   },
   smsRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'sms', args.mobiles),
   emailRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'email', args.emails),
-  /** The sandbox's copies of what was sent to them: the text (or raw message) goes. */
-  sandboxSms: (trx, dialect, args) => hashRows(trx, dialect, args, 'sandbox_sms', 'recipient', args.mobiles, 'text'),
-  sandboxEmail: (trx, dialect, args) => hashRows(trx, dialect, args, 'sandbox_email', 'recipient', args.emails, 'raw'),
+  /**
+   * The sandbox's copies of what was sent to them: the text (or raw message) goes, and a Verify
+   * code's copy, which its account's read opens, is left with nothing to open.
+   */
+  sandboxSms: (trx, dialect, args) =>
+    hashRows(trx, dialect, args, 'sandbox_sms', 'recipient', args.mobiles, { text: 'text', opens: false }),
+  sandboxEmail: (trx, dialect, args) =>
+    hashRows(trx, dialect, args, 'sandbox_email', 'recipient', args.emails, { text: 'raw', opens: false }),
   /** What they wrote to the account: its text goes. */
-  inbound: (trx, dialect, args) => hashRows(trx, dialect, args, 'sms_inbound', 'sender', args.mobiles, 'text'),
+  inbound: (trx, dialect, args) =>
+    hashRows(trx, dialect, args, 'sms_inbound', 'sender', args.mobiles, { text: 'text' }),
   /** Their verifications and the sends of codes counted against their number or address. */
   verifications: (trx, dialect, args) =>
     hashRows(trx, dialect, args, 'verifications', 'recipient', [...args.mobiles, ...args.emails]),
@@ -410,8 +416,8 @@ async function rewriteMatching(
 
 /**
  * A chunk of the account's rows of `table` whose `column` holds one of the identifiers: the
- * identifier becomes its hash and `emptied` (the text beside it, where there is one) goes.
- * Found by the table's (account_id, column) index.
+ * identifier becomes its hash and `emptied.text` (the text beside it, where there is one) goes,
+ * with a sandbox copy's `opens` when given. Found by the table's (account_id, column) index.
  */
 async function hashRows(
   trx: Db,
@@ -420,14 +426,15 @@ async function hashRows(
   table: 'sandbox_sms' | 'sandbox_email' | 'sms_inbound' | 'verifications' | 'verification_sends',
   column: 'recipient' | 'sender',
   identifiers: string[],
-  emptied?: 'text' | 'raw',
+  emptied?: { text: 'text' | 'raw'; opens?: false },
 ): Promise<{ rows: number }> {
   if (identifiers.length === 0) return { rows: 0 };
   const held = sql.ref<string>(column);
   const result = await sql`
     update ${sql.table(table)}
        set ${held} = ${messaging[dialect].erasedAddress(args.erasureKey, held)}
-           ${emptied === undefined ? sql`` : sql`, ${sql.ref(emptied)} = ''`}
+           ${emptied === undefined ? sql`` : sql`, ${sql.ref(emptied.text)} = ''`}
+           ${emptied?.opens === false ? sql`, opens = ${sql.lit(false)}` : sql``}
      where id in (select id from ${sql.table(table)}
                    where account_id = ${args.accountId} and ${held} in (${sql.join(identifiers)})
                    limit ${CHUNK})`.execute(trx);
@@ -490,10 +497,12 @@ async function eraseRecipients(
     for (const send of sends) {
       const content = JSON.parse(send.content) as { kind?: string; body?: string; tags?: unknown; sealed?: string };
       if (content.kind !== 'single') continue;
-      const { sealed: _sealed, ...rest } = content;
+      // A sealed one's text goes with its seal, and it still reads `sealed`, its fields null.
+      const { sealed, ...rest } = content;
+      const erased = { ...rest, body: '', tags: {}, ...(sealed === undefined ? {} : { sealed: '' }) };
       await trx
         .updateTable('sends')
-        .set({ content: JSON.stringify({ ...rest, body: '', tags: {} }) })
+        .set({ content: JSON.stringify(erased) })
         .where('id', '=', send.id)
         .execute();
     }

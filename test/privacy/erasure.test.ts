@@ -395,6 +395,40 @@ forEachDatabase((dialect) => {
     }
   });
 
+  it('leaves the sandbox reads whole and a sealed single sealed, once their person is erased', async () => {
+    const started = [
+      await alice.post('/verify', { to: ADA_MOBILE }),
+      await alice.post('/verify', { to: ADA_EMAIL, channel: 'email' }),
+    ];
+    for (const response of started) assert.equal(response.statusCode, 201, response.body);
+    const single = await alice.accept('/sms/single', {
+      recipient: ADA_MOBILE,
+      senderName: 'HERALD',
+      body: 'Your PIN is 0000',
+      isBodyEncrypted: true,
+    });
+    await api.drain();
+    await erase(alice, { mobile: ADA_MOBILE });
+    await erase(alice, { email: ADA_EMAIL });
+    await api.drain();
+    const sms = await alice.get('/sandbox/sms');
+    assert.equal(sms.statusCode, 200, sms.body);
+    assert.ok(sms.json().messages.length >= 2);
+    for (const message of sms.json().messages) {
+      assert.match(message.recipient, /^erased:/);
+      assert.ok(!message.text, 'no text is left');
+    }
+    const email = await alice.get('/sandbox/email');
+    assert.equal(email.statusCode, 200, email.body);
+    assert.deepEqual(
+      email.json().messages.map((m: { to: string; raw: string }) => [m.to.startsWith('erased:'), m.raw]),
+      [[true, '']],
+    );
+    const read = (await alice.get(`/sms/${single}`)).json();
+    assert.equal(read.contentState, 'sealed');
+    assert.deepEqual(read.content, { senderName: null, body: null });
+  });
+
   it('records who asked: an access token, or the API key by its id', async () => {
     const created = await alice.post('/api-keys', { name: 'privacy desk', scopes: ['privacy'] });
     assert.equal(created.statusCode, 201, created.body);
