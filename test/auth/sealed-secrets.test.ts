@@ -387,7 +387,9 @@ forEachDatabase((dialect) => {
       assert.deepEqual((await get(t, '/webhooks/secret', token)).json(), rotated);
       assertSignedBy(await postedWebhook(t, account.row.id), [rotated.secret, before]);
       assert.deepEqual((await get(t, '/admin/dkim', ADMIN_TOKEN)).json(), dkim, 'the same DKIM key');
-      const connections = await openConnections(t.ctx.db, t.ctx.encryptionKey);
+      const connections = await openConnections(t.ctx.db, t.ctx.encryptionKey, (name, error) => {
+        throw new Error(`${name} does not open`, { cause: error });
+      });
       assert.deepEqual(connections, [{ name: 'eu', url: smscUrl, transport: parseSmsTransport(smscUrl) }], 'it opens');
       const raw = Buffer.from('From: ada@mail.localhost\r\nTo: bob@example.com\r\nSubject: Hi\r\n\r\nHello\r\n');
       const service = { accountId: null, domain: 'mail.localhost' };

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { createWorker } from '../../src/server/worker.ts';
@@ -204,6 +208,25 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await settled(alice, queueId), { status: 'Delivered', error: null, smsc: ['second'] });
     assert.deepEqual(await taken(first), []);
     assert.deepEqual(await taken(second), [INDIA]);
+  });
+
+  it('routes past a connection this worker cannot open, and keeps one no route names bound', async () => {
+    // Its `ca=` file there when it was added, and gone since from where the worker runs.
+    const dir = mkdtempSync(join(tmpdir(), 'herald-ca-'));
+    const ca = join(dir, 'ca.pem');
+    writeFileSync(ca, rootCertificates[0]);
+    const far = `smpps://herald:secret@127.0.0.1:1?ca=${encodeURIComponent(ca)}`;
+    const added = await admin('POST', '/admin/smsc', { name: 'far', url: far });
+    assert.equal(added.statusCode, 201, added.body);
+    rmSync(dir, { recursive: true });
+    const uk = await connection('uk');
+    // Named by no route: its receipts come over its own binds only.
+    await connection('spare');
+    await setRoutes([{ prefix: '', smsc: ['far', 'uk'] }]);
+    await up('uk', 'spare');
+    const queueId = await send(alice, UK);
+    assert.deepEqual(await settled(alice, queueId), { status: 'Delivered', error: null, smsc: ['uk'] });
+    assert.deepEqual(await taken(uk), [UK]);
   });
 
   it('fails a message an SMSC refuses for good, without trying the next connection', async () => {

@@ -125,12 +125,25 @@ export async function removeConnection(db: Kysely<Schema>, name: string): Promis
   });
 }
 
-/** The added connections, their URLs opened (a worker process's routing, and the CLI's list). */
-export async function openConnections(db: Kysely<Schema>, keyring: Keyring): Promise<SmscConnection[]> {
+/**
+ * The added connections, their URLs opened (a worker process's routing). One this process cannot
+ * open (its URL sealed under a key it lacks, its `ca=` file missing here) is left out and told to
+ * `unopenable`: its routes go on to their next connection, and the others are as ever.
+ */
+export async function openConnections(
+  db: Kysely<Schema>,
+  keyring: Keyring,
+  unopenable: (name: string, error: unknown) => void,
+): Promise<SmscConnection[]> {
   const rows = await db.selectFrom('smsc_connections').select(['name', 'sealed_url']).orderBy('name').execute();
-  return rows.map((row) => {
-    const url = open(sealingKey(keyring), row.sealed_url, place(row.name));
-    return { name: row.name, url, transport: parseSmsTransport(url) };
+  return rows.flatMap((row) => {
+    try {
+      const url = open(sealingKey(keyring), row.sealed_url, place(row.name));
+      return [{ name: row.name, url, transport: parseSmsTransport(url) }];
+    } catch (error) {
+      unopenable(row.name, error);
+      return [];
+    }
   });
 }
 

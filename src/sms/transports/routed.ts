@@ -231,11 +231,14 @@ export class RoutedTransport implements SmsTransport {
     const version = await routingVersion(db);
     this.checkedAt = this.monotonic();
     if (version === this.version) return;
-    const [rows, added] = await Promise.all([readRoutes(db), openConnections(db, keyring)]);
+    const unopenable = (name: string, error: unknown) =>
+      this.log.error({ err: error, smsc: name }, 'the connection cannot be opened here: its routes go to the next');
+    const [rows, added] = await Promise.all([readRoutes(db), openConnections(db, keyring, unopenable)]);
     const named = new Set(rows.flatMap((row) => row.smsc));
     const opened = new Map<string, Opened>();
+    // Every connection stays bound while it exists, named by a route or not: receipts for the
+    // parts it took come over its own binds only.
     for (const connection of added) {
-      if (!named.has(connection.name)) continue;
       const open = this.opened.get(connection.name);
       opened.set(
         connection.name,
