@@ -309,7 +309,8 @@ forEachDatabase((dialect) => {
         for (const { child } of processes) child.kill('SIGKILL');
       });
       const binds = (smsc: Smsc) => smsc.stats().binds.open;
-      await waitFor('each process bound to `before`', async () => binds(before) === 2 || undefined);
+      // Every connection is bound, named by a route or not (its receipts come over its own binds).
+      await waitFor('each process bound to both', async () => (binds(before) === 2 && binds(after) === 2) || undefined);
       const sendAll = async (recipients: string[]) => {
         const ids = [];
         for (const recipient of recipients) {
@@ -329,12 +330,7 @@ forEachDatabase((dialect) => {
       const response = await admin('PUT', '/admin/sms-routes', { routes: [{ prefix: '', smsc: ['after'] }] });
       assert.equal(response.statusCode, 200, response.body);
       const changed = Date.now();
-      await waitFor(
-        'both processes moved to `after`',
-        async () => (binds(after) === 2 && binds(before) === 0) || undefined,
-      );
-      const waited = Date.now() - changed;
-      assert.ok(waited < 5_000, `within 5 s (${waited} ms)`);
+      await new Promise((resolve) => setTimeout(resolve, changed + 5_000 - Date.now()));
       const second = ['447911000005', '447911000006', '447911000007', '447911000008'];
       assert.deepEqual(await sendAll(second), [['after'], ['after'], ['after'], ['after']]);
       assert.deepEqual(await taken(before), first);
