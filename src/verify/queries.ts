@@ -27,6 +27,11 @@ export interface CheckTerms {
  * other way round would lock them in the other order, and the two would wait on each other
  * until PostgreSQL broke the deadlock a second later. SQLite needs none (above).
  *
+ * `lockPending`: the caller's transaction holds the pending verifications of these numbers,
+ * in the ids' order, before a group of starts reads them: a check or a cancel that ends one
+ * meanwhile commits first, and the start then sees it ended (and makes a new one), where it
+ * would have sent the ended one a new code. SQLite needs none (above).
+ *
  * `limitRows`: the statement of what a group of starts' limits count (record.ts, countsOf),
  * each list a JSON array (SQLite's as text, for ParseJSONResultsPlugin). On PostgreSQL each
  * number and prefix is looked up on its own (a lateral join), the newest rows its limit looks
@@ -106,6 +111,7 @@ export const queries = {
     },
     async lockKeys(_trx: Kysely<Schema>, _keys: string[]): Promise<void> {},
     async lockRows(_trx: Kysely<Schema>, _ids: string[]): Promise<void> {},
+    async lockPending(_trx: Kysely<Schema>, _numbers: Array<[string, string]>): Promise<void> {},
     async approve(db: Kysely<Schema>, checks: CheckTerms[]): Promise<VerificationsTable[]> {
       const { rows } = await sql<VerificationsTable>`update verifications set status = 'approved', ended_at = c.now
         from (${sqliteTerms(checks)}) as c
@@ -165,6 +171,13 @@ export const queries = {
     async lockRows(trx: Kysely<Schema>, ids: string[]): Promise<void> {
       // Locked as the sort hands them over, so in the ids' order.
       await sql`select id from verifications where id = any(${ids}::text[]) order by id for update`.execute(trx);
+    },
+    async lockPending(trx: Kysely<Schema>, numbers: Array<[string, string]>): Promise<void> {
+      await sql`select v.id from unnest(${numbers.map(([account]) => account)}::text[],
+                                         ${numbers.map(([, number]) => number)}::text[]) as k(account_id, recipient)
+                  join verifications v on v.account_id = k.account_id and v.recipient = k.recipient
+                 where v.status = 'pending'
+                 order by v.id for update of v`.execute(trx);
     },
     async approve(db: Kysely<Schema>, checks: CheckTerms[]): Promise<VerificationsTable[]> {
       const { rows } = await sql<VerificationsTable>`update verifications as v set status = 'approved', ended_at = c.now

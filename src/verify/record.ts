@@ -240,8 +240,9 @@ function started(counts: Counts, writes: Writes, args: StartVerification, { pend
  * 429 within RESEND_WAIT_MS, past MOST_SENDS codes to the number or the account's prefixLimit
  * of new verifications to its prefix: that start's Refusal, and the others go on.
  *
- * Every lock is taken first (queries.ts), then what the limits count is read once for the
- * group, and each start is decided in turn against it with the starts before it added, as if
+ * Every lock is taken first (queries.ts: the prefixes', then the pending verifications'), then
+ * what the limits count is read once for the group, and each start is decided in turn against
+ * it with the starts before it added, as if
  * each had been written before the next was counted: two to one number go as they would one
  * after the other. The writes follow, each kind one statement for the group (a resend one
  * each), so a group costs about as many round trips as one start. A group's statements go one
@@ -252,6 +253,10 @@ async function startVerifications({ db, dialect }: ProcedureDatabase, starts: St
   await queries[dialect].lockKeys(
     db,
     starts.map((start) => `verify:${start.accountId}:${start.prefix || start.to}`),
+  );
+  await queries[dialect].lockPending(
+    db,
+    starts.map((start) => [start.accountId, start.to]),
   );
   const counts = await countsOf(db, dialect, starts);
   const writes: Writes = { made: [], resent: [], expired: [], sends: [], sms: [], email: [] };

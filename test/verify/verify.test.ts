@@ -8,6 +8,7 @@ import { generateKey } from '../../src/sealed.ts';
 import { VERIFY_PURGES } from '../../src/verify/retention.ts';
 import { startTestApp } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { waitForLockWait } from '../support/wait.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { foundInStorage, pgDump } from '../support/storage.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
@@ -177,6 +178,39 @@ forEachDatabase((dialect) => {
     assert.equal(cancelled.statusCode, 200, cancelled.body);
     assert.equal(cancelled.json().status, 'cancelled');
     assert.equal((await check(alice, id, code)).statusCode, 404);
+  });
+
+  it('makes a new verification when the one it would send again is approved meanwhile', async () => {
+    const id = (await start(alice)).json().verificationId;
+    api.clock.advance(31_000);
+    const before = await api.t.ctx.db
+      .selectFrom('verifications')
+      .select(['code_hash', 'send_attempts'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    // A check approving it, its transaction not yet committed as the resend starts.
+    const approving = Promise.withResolvers<void>();
+    const approval = api.t.ctx.db.transaction().execute(async (trx) => {
+      await trx.updateTable('verifications').set({ status: 'approved' }).where('id', '=', id).execute();
+      await approving.promise;
+    });
+    let settled = false;
+    const again = start(alice).finally(() => (settled = true));
+    if (dialect === 'postgres') await waitForLockWait(api.t.ctx.db, 'the start to wait for the check', () => settled);
+    approving.resolve();
+    await approval;
+    const response = await again;
+    assert.equal(response.statusCode, 201, response.body);
+    assert.notEqual(response.json().verificationId, id, 'a new verification');
+    assert.deepEqual(
+      await api.t.ctx.db
+        .selectFrom('verifications')
+        .select(['code_hash', 'send_attempts'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow(),
+      before,
+      'the approved one untouched',
+    );
   });
 
   it('resends within 30 s only with a 429, then the same verification: a new code, its checks kept', async () => {
