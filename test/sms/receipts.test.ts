@@ -269,6 +269,43 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('records a page of passcodes whole though one of its jobs lost its lease meanwhile', async () => {
+    const numbers = ['919812300001', '919812300002'];
+    const queueIds: string[] = [];
+    for (const recipient of numbers) {
+      const response = await alice.post('/sms/single', { recipient, senderName: 'HERALD', body: 'Your code is 1' });
+      assert.equal(response.statusCode, 202, response.body);
+      queueIds.push(response.json().data.QueueId);
+    }
+    const held = Promise.withResolvers<void>();
+    hold = held.promise;
+    const sending = worker.drain();
+    await waitFor('the page handed over', async () => pages.length > 0 || undefined);
+    // Its lease lapsed, and another worker took the first job over.
+    const [job] = await api.t.ctx.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('kind', '=', SMS_SINGLE_KIND)
+      .orderBy('id')
+      .limit(1)
+      .execute();
+    await api.t.ctx.db.updateTable('jobs').set({ lease_token: 'another-worker' }).where('id', '=', job.id).execute();
+    held.resolve();
+    await sending;
+    assert.deepEqual(pages, [numbers]);
+    for (const queueId of queueIds) assert.equal((await recipientOf(queueId)).status, 'Submitted');
+    // The job taken over runs again once its lease lapses: nothing of it is left to send.
+    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('id', '=', job.id).execute();
+    await worker.drain();
+    api.clock.advance(10_000);
+    await worker.drain();
+    assert.deepEqual(pages, [numbers], 'sent once');
+    assert.deepEqual(
+      await api.t.ctx.db.selectFrom('jobs').select('id').where('kind', '=', SMS_SINGLE_KIND).execute(),
+      [],
+    );
+  });
+
   it(
     'refuses to cancel a one-time passcode its worker has taken ' + '(409), though its send still reads Queued',
     async () => {
