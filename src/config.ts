@@ -135,10 +135,13 @@ function url(env: Env, name: string, fallback: string | undefined, protocols: st
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(name, `must be a URL, got "${raw}"`);
+    throw new ConfigError(name, `must be a URL, got "${withoutPassword(raw)}"`);
   }
   if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}`).join(' or ')}, got "${raw}"`);
+    throw new ConfigError(
+      name,
+      `must start with ${protocols.map((p) => `${p}`).join(' or ')}, got "${withoutPassword(raw)}"`,
+    );
   }
   return raw;
 }
@@ -148,7 +151,8 @@ const EMAIL_TRANSPORT_FORMS =
   'sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port';
 
 /** A transport URL as an error may show it: its password (and user) left out. */
-const withoutPassword = (url: string) => url.replace(/\/\/[^@/]*@/, '//…@');
+/** A URL as an error may show it: what stands before its host's @ (a user and password) left out. */
+const withoutPassword = (url: string) => url.replace(/\/\/[^@]*@/, '//…@');
 
 function smsTransportSetting(raw: string): Config['smsTransport'] {
   try {
@@ -292,7 +296,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const databaseUrl = read(env, 'DATABASE_URL', 'sqlite:./data/herald.db');
   if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL', `must be sqlite:<path> or postgres://…, got "${databaseUrl}"`);
+    throw new ConfigError(
+      'DATABASE_URL',
+      `must be sqlite:<path> or postgres://…, got "${withoutPassword(databaseUrl)}"`,
+    );
   }
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = read(env, 'HOST', '127.0.0.1');

@@ -101,6 +101,20 @@ for (const [variable, value] of bad) {
   });
 }
 
+it('names a URL it refuses without the password in it', () => {
+  for (const [variable, value] of [
+    ['DATABASE_URL', 'postgress://herald:S3cr/et@db/herald'],
+    ['REDIS_URL', 'redis//:S3cr/et@cache:6379'],
+    ['REDIS_URL', 'rediss://:S3cr/et@cache:6379 x'],
+  ]) {
+    assert.throws(
+      () => loadConfig({ [variable]: value }),
+      (error: unknown) => error instanceof ConfigError && !error.message.includes('S3cr'),
+      value,
+    );
+  }
+});
+
 it(
   'takes ENCRYPTION_KEY_PREVIOUS as keys separated by commas beside ENCRYPTION_KEY, and stops on a malformed one ' +
     'or one without ENCRYPTION_KEY',
