@@ -72,7 +72,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 200: BatchStatus, ...errorResponses(400, 401, 404, 429) },
       },
     },
-    async (request) => findBatch(ctx.db, request.account.id, request.params.batchId),
+    async (request) => findBatch(ctx.db, request.account.id, request.params.batchId.toLowerCase()),
   );
 
   r.get(

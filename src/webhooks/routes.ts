@@ -154,7 +154,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const row = await findDelivery(ctx.db, request.account.id, request.params.id);
+      const row = await findDelivery(ctx.db, request.account.id, request.params.id.toLowerCase());
       return { ...deliveryView(row), payload: JSON.parse(row.payload) as unknown };
     },
   );
@@ -173,7 +173,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) =>
       idempotent(request, reply, ctx, request.account.id, postDeliveryRetry, () => ({
         accountId: request.account.id,
-        id: request.params.id,
+        id: request.params.id.toLowerCase(),
         now: ctx.clock.now(),
       })),
   );

@@ -166,7 +166,7 @@ forEachDatabase((dialect) => {
       const accepted = await alice.postBatch({ createUpdateContacts: [contact], listId: alicesList });
       await crm.drain();
       const batchId = accepted.json().data.BatchId;
-      const alices = (await alice.get(`/contacts/batch/${batchId}`)).json().inserted.contactIds[0];
+      const alices = (await alice.get(`/contacts/batch/${batchId.toUpperCase()}`)).json().inserted.contactIds[0];
       const before = await alice.contact(alices);
 
       const intoHerList = await bob.postBatch({ createUpdateContacts: [buildContact()], listId: alicesList });
