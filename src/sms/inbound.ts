@@ -83,8 +83,16 @@ async function routeOf(db: Db, dialect: DialectName, from: string, to: string): 
   return last?.account_id;
 }
 
+/**
+ * The word a reply is, read through what an SMSC or a handset adds around it: a NUL an SMSC
+ * counted in (U+FFFD once decoded), invisible marks, full-width letters.
+ */
 const keywordOf = (text: string): InboundOutcome['keyword'] => {
-  const word = text.trim().toUpperCase();
+  const word = text
+    .normalize('NFKC')
+    .replace(/[\p{Cc}\p{Cf}\uFFFD]/gu, ' ')
+    .trim()
+    .toUpperCase();
   return STOP_WORDS.has(word) ? 'stop' : START_WORDS.has(word) ? 'start' : null;
 };
 

@@ -257,6 +257,21 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('reads a STOP through what an SMSC or a handset adds around it, and no word split in two', async () => {
+    await start();
+    await addSenderName(alice, NUMBER);
+    // A NUL an SMSC counted in (read as U+FFFD), a zero-width space, a right-to-left mark, full width.
+    const texts = ['STOP\uFFFD', '\u200BStop', 'stop\u200F', '\uFF33\uFF34\uFF2F\uFF30', 'ST OP'];
+    const keywords = [];
+    for (const [i, text] of texts.entries()) {
+      const from = `9198123001${String(i).padStart(2, '0')}`;
+      keywords.push(
+        (await receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: NUMBER, text, at: 0 }))?.keyword,
+      );
+    }
+    assert.deepEqual(keywords, ['stop', 'stop', 'stop', 'stop', null]);
+  });
+
   it('gives a numeric sender name to one account only; alphanumeric names stay shareable', async () => {
     await start();
     assert.equal((await addSenderName(alice, NUMBER)).statusCode, 201);
