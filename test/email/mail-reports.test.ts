@@ -42,6 +42,25 @@ it('reads a failed recipient of a DSN: its status, its diagnostic, and the origi
   });
 });
 
+it('reads the recipients of a DSN up to the 50th, whatever follows them', async () => {
+  const raw = (
+    await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1', diagnostic: 'gone' })
+  ).toString();
+  const withGroups = (before: number, after: number) =>
+    Buffer.from(
+      raw.replace(
+        /Final-Recipient:[\s\S]*?\r\n\r\n/,
+        (group) => `${'X-Note: nothing\r\n\r\n'.repeat(before)}${group}${'X-Note: nothing\r\n\r\n'.repeat(after)}`,
+      ),
+    );
+  const failed = async (message: Buffer) => {
+    const report = await parseMailReport(message);
+    return report.kind === 'dsn' ? report.failures.map((f) => f.finalRecipient) : report.kind;
+  };
+  assert.deepEqual(await failed(withGroups(49, 200_000)), ['ada@example.com']);
+  assert.deepEqual(await failed(withGroups(50, 0)), []);
+});
+
 it('reads a delay as a delay, and a DSN carrying only the original’s head', async () => {
   const raw = await dsnFor({
     original,
