@@ -31,11 +31,11 @@ const LOOK_BACK_MS = 7 * 24 * HOUR_MS;
 export const expiryReason = (hours: number) =>
   `no receipt within ${hours} h of the submit: the operator never reported it`;
 
-/** One chunk: answers how many recipients it ended Failed. */
+/** One chunk: answers how many recipients it read, and how many of them it ended Failed. */
 export const expireUnreceipted = procedure(
   import.meta.url,
   'expireUnreceipted',
-  async ({ db, dialect }, args: { now: number; timeoutHours: number }): Promise<number> =>
+  async ({ db, dialect }, args: { now: number; timeoutHours: number }): Promise<{ read: number; ended: number }> =>
     db.transaction().execute(async (trx) => {
       const cutoff = args.now - args.timeoutHours * HOUR_MS;
       const rows = await trx
@@ -57,14 +57,23 @@ export const expireUnreceipted = procedure(
         .where('r.status', 'in', ['Submitted', 'Processed'])
         .limit(CHUNK)
         .execute();
-      if (rows.length === 0) return 0;
-      const ids = rows.map((row) => Number(row.id));
+      if (rows.length === 0) return { read: 0, ended: 0 };
       const error = expiryReason(args.timeoutHours);
-      await trx
+      // A receipt that ended one meanwhile (PostgreSQL: this waited for its row) stands.
+      const ended = await trx
         .updateTable('send_recipients')
         .set({ status: 'Failed', error, updated_at: args.now })
-        .where('id', 'in', ids)
+        .where(
+          'id',
+          'in',
+          rows.map((row) => Number(row.id)),
+        )
+        .where('status', 'in', ['Submitted', 'Processed'])
+        .returning('id')
         .execute();
+      const ids = ended.map((row) => Number(row.id));
+      const expired = rows.filter((row) => ids.includes(Number(row.id)));
+      if (expired.length === 0) return { read: rows.length, ended: 0 };
       await trx
         .updateTable('sms_parts')
         .set({ status: 'Failed' })
@@ -79,7 +88,7 @@ export const expireUnreceipted = procedure(
         trx,
         { now: () => args.now },
         SMS_STATUS_TYPE,
-        rows.map((row) => ({
+        expired.map((row) => ({
           accountId: row.account_id,
           url: row.webhook_url,
           event: smsStatusEvent({
@@ -95,9 +104,10 @@ export const expireUnreceipted = procedure(
         })),
       );
       const tally = new UsageTally(args.now);
-      for (const row of rows) tally.add(row.account_id, 'sms', 'Failed', { parts: row.parts, encoding: row.encoding });
+      for (const row of expired)
+        tally.add(row.account_id, 'sms', 'Failed', { parts: row.parts, encoding: row.encoding });
       await tally.write(trx, dialect);
-      return rows.length;
+      return { read: rows.length, ended: expired.length };
     }),
 );
 
@@ -122,9 +132,9 @@ export async function expireAll(
   while (!signal?.aborted && (await database.call(applyStrandedReceipts, { now })) === CHUNK);
   let total = 0;
   while (!signal?.aborted) {
-    const expired = await database.call(expireUnreceipted, { now, timeoutHours });
-    total += expired;
-    if (expired < CHUNK) break;
+    const { read, ended } = await database.call(expireUnreceipted, { now, timeoutHours });
+    total += ended;
+    if (read < CHUNK) break;
   }
   return total;
 }

@@ -11,6 +11,7 @@ import { smsSingleHandler } from '../../src/sms/single.ts';
 import type { SmsTransport } from '../../src/sms/transport.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
+import { waitForLockWait } from '../support/wait.ts';
 
 const HOUR = 60 * 60_000;
 
@@ -142,4 +143,24 @@ forEachDatabase((dialect) => {
       assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
     },
   );
+  it('leaves a message a receipt ends while the timeout ends it', async () => {
+    const single = await sent(bob, '/sms/single', { recipient: '919812300004', body: 'Your code is 1234' });
+    api.clock.advance(49 * HOUR);
+    // A receipt's transaction, Delivered written and not yet committed as the expiry reads.
+    const committing = Promise.withResolvers<void>();
+    const receipt = api.t.ctx.db.transaction().execute(async (trx) => {
+      await trx.updateTable('send_recipients').set({ status: 'Delivered' }).where('send_id', '=', single).execute();
+      await committing.promise;
+    });
+    let settled = false;
+    const expiring = expireAll(api.t.ctx.database, api.clock.now(), 48).finally(() => (settled = true));
+    if (dialect === 'postgres')
+      await waitForLockWait(api.t.ctx.db, 'the expiry to wait for the receipt', () => settled);
+    committing.resolve();
+    await receipt;
+    assert.equal(await expiring, 0);
+    const [recipient] = await recipients(bob, single);
+    assert.equal(recipient.status, 'Delivered');
+    assert.deepEqual(await events(), []);
+  });
 });
