@@ -37,7 +37,12 @@ forEachDatabase((dialect) => {
   /** What the SMSC was sent, and the handset messages Herald took. */
   const seen = { pdus: [] as Pdu[], binds: 0, inbound: [] as Array<Parameters<ReceiveInboundSms>[0]> };
   /** An SMSC of the `smpp` package's, doing `onSubmit` with each submit_sm and `onBind` once bound. */
-  async function hostile(handlers: { onSubmit?: (session: Session, pdu: Pdu) => void; onBind?: (s: Session) => void }) {
+  async function hostile(handlers: {
+    onSubmit?: (session: Session, pdu: Pdu) => void;
+    onBind?: (s: Session) => void;
+    /** Answers the bind_transceiver itself: false leaves it to the default answer. */
+    answerBind?: (session: Session, pdu: Pdu) => boolean;
+  }) {
     seen.pdus = [];
     seen.binds = 0;
     seen.inbound = [];
@@ -46,6 +51,7 @@ forEachDatabase((dialect) => {
       session.on('pdu', (pdu: Pdu) => {
         if (pdu.command === 'bind_transceiver') {
           seen.binds += 1;
+          if (handlers.answerBind?.(session, pdu)) return;
           session.send(pdu.response());
           handlers.onBind?.(session);
         } else if (pdu.command === 'submit_sm') handlers.onSubmit?.(session, pdu);
@@ -65,7 +71,7 @@ forEachDatabase((dialect) => {
         seen.inbound.push(mo);
         return null;
       },
-      timing: { reconnectBaseMs: 20, reconnectMaxMs: 100 },
+      timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, responseTimeoutMs: 400 },
     });
   }
   const message = outgoingMessages();
@@ -118,6 +124,26 @@ forEachDatabase((dialect) => {
       waitFor('a second bind', async () => (seen.binds >= 2 ? true : undefined)),
       'bound again',
     );
+  });
+
+  it('binds again after a bind answered by a generic_nack, or not answered at all', async () => {
+    await hostile({
+      answerBind(session, bind) {
+        // An SMPP 3.3 SMSC's answer, with no error status; then silence; then a bind.
+        if (seen.binds === 1) {
+          session.send(new smpp.PDU('generic_nack', { sequence_number: bind.sequence_number, command_status: 0 }));
+          return true;
+        }
+        return seen.binds === 2;
+      },
+      onSubmit: (session, submit) => session.send(submit.response({ message_id: 'abc' })),
+    });
+    const [result] = await within(
+      transport!.submit([message('hello')], new AbortController().signal, { urgent: true }),
+      'the submit answered',
+    );
+    assert.equal(result.accepted, true);
+    assert.equal(seen.binds, 3);
   });
 
   it('drops a receipt with a NUL in its id and keeps the rest of its group', async () => {

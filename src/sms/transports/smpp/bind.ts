@@ -83,6 +83,8 @@ export class SmppBind {
   private readonly waiting = new Map<number, Waiting>();
   /** The sequence number of this connection's bind_transceiver, whose answer makes the bind. */
   private bindSequence = 0;
+  /** When (monotonic ms) this connection began: bound within the response timeout, or connected again. */
+  private connectingSince = 0;
   private failures = 0;
   private throttles = 0;
   private lastEnquiry = 0;
@@ -105,6 +107,7 @@ export class SmppBind {
   open(): void {
     if (this.state !== 'down') return;
     this.setState('connecting');
+    this.connectingSince = this.options.monotonic();
     const { host, port, tls, ca, systemId, password } = this.options;
     const session = smpp.connect({ host, port, tls, ca });
     this.session = session;
@@ -212,6 +215,16 @@ export class SmppBind {
 
   private onPdu(session: Session, pdu: Pdu): void {
     if (session !== this.session) return;
+    if (this.state === 'connecting' && pdu.isResponse() && pdu.command !== 'bind_transceiver_resp') {
+      // A generic_nack (an SMPP 3.3 SMSC's answer to bind_transceiver) or any other answer
+      // under the bind's number refuses it, whatever its status: nothing else would end the wait.
+      if (pdu.sequence_number === this.bindSequence) {
+        const fields = { bind: this.options.name, command: pdu.command, status: pdu.command_status };
+        this.options.log.warn(fields, 'the SMSC refused the bind');
+        session.destroy();
+        return;
+      }
+    }
     switch (pdu.command) {
       case 'deliver_sm': {
         let answered = false;
@@ -293,6 +306,12 @@ export class SmppBind {
     if (!session || this.state === 'closed') return;
     const now = this.options.monotonic();
     const { responseTimeoutMs, enquireLinkMs } = this.options.timing;
+    if (this.state === 'connecting' && now - this.connectingSince >= responseTimeoutMs) {
+      // Neither connected nor answered (a TLS handshake or a bind left hanging): connect again.
+      this.options.log.warn({ bind: this.options.name }, 'the SMPP bind did not complete in time: reconnecting');
+      session.destroy();
+      return;
+    }
     // Insertion order is sending order: the oldest first.
     for (const waiting of this.waiting.values()) {
       if (now - waiting.sentAt < responseTimeoutMs) break;
