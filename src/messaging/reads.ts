@@ -96,6 +96,9 @@ export async function readSendPage(
 
 type HistoryRow = Selectable<Schema['recipient_history']>;
 
+/** The words a message's history begins with, on each channel: before any other of the same millisecond. */
+const FIRST_WORDS: Record<Channel, readonly string[]> = { sms: ['Queued', 'Submitted'], email: ['Processed'] };
+
 /**
  * Each recipient's history as reads show it: what recipient_history holds, between the words
  * that the send's own times tell, which no row holds and so never post (ARCHITECTURE.md):
@@ -114,6 +117,11 @@ export function readHistory(
   const scheduled = send.scheduled_at !== null;
   const queuedAt = channel === 'sms' ? (scheduled ? send.started_at : send.created_at) : null;
   const recordedOf = Map.groupBy(recorded, (h) => Number(h.recipient_id));
+  // A record writes a message's first word and the next in the same millisecond (Processed then
+  // Delivered; Submitted then a receipt's word), which no column orders but this.
+  const first = FIRST_WORDS[channel];
+  const inOrder = (a: HistoryRow, b: HistoryRow) =>
+    Number(a.at) - Number(b.at) || Number(!first.includes(a.status)) - Number(!first.includes(b.status));
   return new Map(
     rows.map((row) => {
       const id = Number(row.id);
@@ -122,7 +130,7 @@ export function readHistory(
         [
           ...entry(id, 'Scheduled', scheduled ? send.created_at : null),
           ...entry(id, 'Queued', queuedAt),
-          ...(recordedOf.get(id) ?? []),
+          ...(recordedOf.get(id) ?? []).sort(inOrder),
           ...entry(id, 'Cancelled', row.status === 'Cancelled' ? send.completed_at : null),
         ],
       ];

@@ -118,6 +118,36 @@ forEachDatabase((dialect) => {
         first.history.map((h: { event: string }) => h.event),
         ['Processed', 'Delivered'],
       );
+      // Written in one millisecond, they read in that order whatever order the database hands them in.
+      const { db } = api.t.ctx;
+      const { id } = await db
+        .selectFrom('send_recipients')
+        .select('id')
+        .where('send_id', '=', body.data.BatchId)
+        .where('address', '=', 'ada@example.com')
+        .executeTakeFirstOrThrow();
+      const kept = await db
+        .selectFrom('recipient_history')
+        .select(['status', 'at'])
+        .where('recipient_id', '=', id)
+        .execute();
+      await db.deleteFrom('recipient_history').where('recipient_id', '=', id).execute();
+      await db
+        .insertInto('recipient_history')
+        .values(kept.toReversed().map((row) => ({ ...row, recipient_id: id })))
+        .execute();
+      const again = (await read(alice, body.data.BatchId)).recipients.find(
+        (r: { email: string }) => r.email === 'ada@example.com',
+      );
+      assert.deepEqual(
+        again.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered'],
+      );
+      const byMessageId = (await alice.get(`/messages/${first.messageId}`)).json();
+      assert.deepEqual(
+        byMessageId.history.map((h: { event?: string; status?: string }) => h.event ?? h.status),
+        ['Processed', 'Delivered'],
+      );
       const [newest] = await sandboxEmails(alice, 'ada@example.com');
       assert.equal(newest.batchId, body.data.BatchId);
       assert.match(newest.raw, /^List-Unsubscribe:\s+<http:\/\/localhost:8080\/t\/u\/[A-Za-z0-9_-]+>/m);
