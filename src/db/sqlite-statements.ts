@@ -75,10 +75,22 @@ export class ImmediateSqliteDriver extends SqliteDriver {
   }
 }
 
+/**
+ * SQLite's DDL is transactional, which Kysely's adapter does not claim: so claimed, its migrator
+ * runs the pending migrations in one transaction (BEGIN IMMEDIATE: a second process migrating
+ * waits for it), and one that fails or is killed halfway leaves the database as it was, as on
+ * PostgreSQL, where before it left a migration half done and every later start failing on it.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 /** Kysely's SQLite dialect around any driver. */
 export const sqliteDialect = (createDriver: () => Driver): Dialect => ({
   createDriver,
   createQueryCompiler: () => new SqliteQueryCompiler(),
-  createAdapter: () => new SqliteAdapter(),
+  createAdapter: () => new TransactionalDdlSqliteAdapter(),
   createIntrospector: (db) => new SqliteIntrospector(db),
 });

@@ -17,7 +17,7 @@ import { PostgresAdapter, sql, type Kysely } from 'kysely';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) await postgres(db);
-  else await db.transaction().execute(sqlite);
+  else await sqlite(db);
 }
 
 async function postgres(db: Kysely<unknown>): Promise<void> {

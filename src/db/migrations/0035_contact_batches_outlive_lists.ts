@@ -11,7 +11,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
     await sql`alter table contact_batches drop constraint contact_batches_list_id_fkey`.execute(db);
   } else {
-    await db.transaction().execute(sqlite);
+    await sqlite(db);
   }
   await db.schema
     .createIndex('contact_batches_queued_list')
