@@ -94,20 +94,26 @@ export async function writeSms(
 /**
  * The 202s of requests without an Idempotency-Key, committed together with whoever else
  * posts meanwhile (db/gathering.ts): on PostgreSQL one statement for the group, so a burst
- * of passcodes costs a round trip and a commit per group, not per request.
+ * of passcodes costs a round trip and a commit per group, not per request. `/sms/single` has
+ * groups of its own: a passcode never waits behind a group of campaigns (up to 64 × 1,000
+ * recipients, lists locked), nor behind their writes one by one when such a group fails.
  */
 export const recordSmsGroup = postGroupProcedure(import.meta.url, 'recordSmsGroup', writeSms, {
   oneStatement: 'postgres',
   needsTransaction: namesLists,
 });
+export const recordSmsSingleGroup = postGroupProcedure(import.meta.url, 'recordSmsSingleGroup', writeSms, {
+  oneStatement: 'postgres',
+});
+
+const recordOne = async (database: ProcedureDatabase, request: PreparedSms) =>
+  outcomeOf((await writeSms(database, [request]))[0]);
 
 /**
- * The 202 of `/sms/single` and `/sms/batch` (SPEC §2.5): the send, its request recipients and
- * its job, committed together.
+ * The 202 of `/sms/batch` (SPEC §2.5), and of `/sms/single` (recordSmsSingle): the send, its
+ * request recipients and its job, committed together.
  */
-export const recordSms = postProcedure(
-  import.meta.url,
-  'recordSms',
-  async (database, request: PreparedSms) => outcomeOf((await writeSms(database, [request]))[0]),
-  { group: recordSmsGroup },
-);
+export const recordSms = postProcedure(import.meta.url, 'recordSms', recordOne, { group: recordSmsGroup });
+export const recordSmsSingle = postProcedure(import.meta.url, 'recordSmsSingle', recordOne, {
+  group: recordSmsSingleGroup,
+});

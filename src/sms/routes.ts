@@ -18,7 +18,7 @@ import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { cancelSend } from '../messaging/accept.ts';
 import { listSends, listSendsTo } from '../messaging/reads.ts';
 import { DEFAULT_PREVIEW, DryRunQuery, RecipientStatus, SendListPage, SendListQuery } from '../messaging/schemas.ts';
-import { recordSms, sendJobKey } from './accept.ts';
+import { recordSms, recordSmsSingle, sendJobKey } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
 import { readSandboxSms, readSms } from './read.ts';
@@ -74,7 +74,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) =>
       request.query.dryRun === 'true'
         ? dryRun('single', request.body, request.account, request.query.preview)
-        : idempotent(request, reply, ctx, request.account.id, recordSms, () =>
+        : idempotent(request, reply, ctx, request.account.id, recordSmsSingle, () =>
             accept('single', request.body, request.account),
           ),
   );

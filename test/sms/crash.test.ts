@@ -138,7 +138,7 @@ forEachDatabase((dialect) => {
       );
       const metrics = await (await fetch(`${setup.base}/metrics`)).text();
       const counted = (name: string) =>
-        Number(metrics.match(new RegExp(`^${name}\\{procedure="recordSmsGroup"\\} (\\d+)$`, 'm'))?.[1]);
+        Number(metrics.match(new RegExp(`^${name}\\{procedure="recordSmsSingleGroup"\\} (\\d+)$`, 'm'))?.[1]);
       assert.ok(
         counted('herald_db_grouped_writes_total') > counted('herald_db_write_groups_total'),
         'the burst was written in groups',
