@@ -4,7 +4,7 @@ import type { Database } from '../db/database.ts';
 import { erasedPending, eraseDeletedValues, pendingErasure } from '../db/erase.ts';
 import { resealDkimKeys } from '../senders/dkim-keys.ts';
 import { resealSmscUrls } from '../sms/routing/connections.ts';
-import { resealCodeKey } from '../verify/codes.ts';
+import { prepareCodeKey, resealCodeKey } from '../verify/codes.ts';
 import { prepareErasureKey, resealErasureKey } from '../messaging/erased-identifiers.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
@@ -44,5 +44,6 @@ export async function prepareStoredSecrets(
   }
   const jwtKey = await loadSigningKey(db, keyring, jwtSecret);
   await prepareErasureKey(db, keyring);
+  await prepareCodeKey(db, keyring, Date.now());
   return jwtKey;
 }

@@ -1,7 +1,8 @@
 import { createHmac, randomBytes, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { loadSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import { ConfigError } from '../config.ts';
+import { loadSealedKey, resealKey, sealedNewKey, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /**
@@ -55,6 +56,36 @@ export function codeKey(db: Kysely<Schema>, keyring: Keyring): Promise<KeyObject
     loaded.set(keyring, key);
   }
   return key;
+}
+
+/**
+ * At every start (server/stored-secrets.ts), before anything starts a verification: the key made
+ * if there is none yet. One sealed under an ENCRYPTION_KEY no longer given (the key lost, and
+ * `herald rotate-jwt-secret` run) is replaced while no pending code depends on it; while one
+ * does, the start stops, as it is more likely the wrong key given than a lost one. Without
+ * this, with JWT_SECRET set nothing else opened a sealed value at start, and every
+ * POST /verify answered 500 for good.
+ */
+export async function prepareCodeKey(db: Kysely<Schema>, keyring: Keyring, now: number): Promise<void> {
+  try {
+    await codeKey(db, keyring);
+    return;
+  } catch (error) {
+    const dependedOn = await db
+      .selectFrom('verifications')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', now)
+      .limit(1)
+      .executeTakeFirst();
+    if (dependedOn) throw new ConfigError('ENCRYPTION_KEY', (error as Error).message.replace(/^ENCRYPTION_KEY: /, ''));
+  }
+  await db
+    .updateTable('settings')
+    .set({ value: sealedNewKey(keyring, CODE_KEY) })
+    .where('key', '=', CODE_KEY.row)
+    .execute();
+  await codeKey(db, keyring);
 }
 
 /** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (server/stored-secrets.ts). */

@@ -266,7 +266,7 @@ forEachDatabase((dialect) => {
       const settings = await database.db.selectFrom('settings').select('key').orderBy('key').execute();
       assert.deepEqual(
         settings.map((row) => row.key),
-        ['sealed_erasure_key', 'sealed_jwt_secret'],
+        ['sealed_erasure_key', 'sealed_jwt_secret', 'sealed_verify_key'],
       );
       const row = await database.db.selectFrom('webhook_secrets').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([row.secret, row.previous_secret], [null, null]);
@@ -454,8 +454,34 @@ forEachDatabase((dialect) => {
       assert.notEqual(next, secret);
       assert.equal((await get(t, '/webhooks/secret', token)).json().secret, next);
       assertSignedBy(await postedWebhook(t, account.row.id), [next]);
+      // Verify's key, sealed under the lost key with no code pending, was made anew.
+      const started = await t.app.inject({
+        method: 'POST',
+        url: '/verify',
+        headers: bearer(token),
+        payload: { to: '919812345678' },
+      });
+      assert.equal(started.statusCode, 201, started.body);
     } finally {
       await t.close();
     }
+  });
+
+  it('stops a start under another ENCRYPTION_KEY with JWT_SECRET set while a code is pending', async () => {
+    const jwt = { JWT_SECRET: 'j'.repeat(40) };
+    const first = await start({ ...keyEnv(encryptionKey), ...jwt });
+    const account = await first.createAccount();
+    const started = await first.app.inject({
+      method: 'POST',
+      url: '/verify',
+      headers: bearer(await first.tokenFor(account)),
+      payload: { to: '919812345678' },
+    });
+    assert.equal(started.statusCode, 201, started.body);
+    await first.close();
+    await assert.rejects(
+      start({ ...keyEnv(randomBytes(32).toString('hex')), ...jwt }),
+      (error: unknown) => error instanceof ConfigError && /^invalid ENCRYPTION_KEY: .*Verify/.test(error.message),
+    );
   });
 });
