@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sql, type KyselyPlugin } from 'kysely';
 import { RoutingTable, type RouteRow } from '../../src/sms/routing/table.ts';
-import { routingVersion } from '../../src/sms/routing/version.ts';
+import { bumpRoutingVersion, routingVersion } from '../../src/sms/routing/version.ts';
 import { segment } from '../../src/sms/segments.ts';
 import { routedTransport } from '../../src/sms/transports/routed.ts';
 import { sandboxTransport } from '../../src/sms/transports/sandbox.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, errorFields, startTestApp, type TestApp } from '../support/app.ts';
+import { waitForLockWait } from '../support/wait.ts';
 
 // The operator's SMS routes (ARCHITECTURE.md, "SMS routes (operator)"): src/sms/routing/.
 
@@ -205,10 +206,42 @@ forEachDatabase((dialect) => {
     assert.equal((await admin('DELETE', '/admin/smsc/eu')).statusCode, 409, 'a part awaits its receipt');
 
     await sql`update sms_parts set status = 'Delivered' where operator_message_id = 'eu-1'`.execute(t.ctx.db);
+    // A part it took on a page still in flight: answered, its outcome not yet recorded.
+    const submit = { send_id: 'a-send', recipient: '919812345678', part: 1, parts: 1, at: 0, smsc: 'eu' };
+    await t.ctx.db
+      .insertInto('smpp_submits')
+      .values({ ...submit, operator_message_id: 'eu-2' })
+      .execute();
+    assert.equal((await admin('DELETE', '/admin/smsc/eu')).statusCode, 409, 'a page in flight');
+    await t.ctx.db.deleteFrom('smpp_submits').execute();
     assert.equal((await admin('DELETE', '/admin/smsc/eu')).statusCode, 204);
     assert.deepEqual(
       (await admin('GET', '/admin/smsc')).json().smsc.map((c: { name: string }) => c.name),
       ['default'],
+    );
+  });
+
+  it('removes a connection only after a table naming it that is being written: then 409', async () => {
+    await admin('POST', '/admin/smsc', { name: 'eu', url: 'sandbox:' });
+    const committing = Promise.withResolvers<void>();
+    // PUT /admin/sms-routes naming it, in its transaction, not yet committed.
+    const naming = t.ctx.db.transaction().execute(async (trx) => {
+      await bumpRoutingVersion(trx);
+      await trx
+        .insertInto('sms_routes')
+        .values({ position: 0, account_id: null, prefix: '', smsc: '["eu"]', price_micros: null, currency: null })
+        .execute();
+      await committing.promise;
+    });
+    let settled = false;
+    const removing = admin('DELETE', '/admin/smsc/eu').finally(() => (settled = true));
+    if (dialect === 'postgres') await waitForLockWait(t.ctx.db, 'the DELETE to wait for the table', () => settled);
+    committing.resolve();
+    await naming;
+    assert.equal((await removing).statusCode, 409);
+    assert.deepEqual(
+      (await admin('GET', '/admin/smsc')).json().smsc.map((c: { name: string }) => c.name),
+      ['default', 'eu'],
     );
   });
 

@@ -57,13 +57,13 @@ export async function addConnection(
   const url = shownUrl(input.url);
   const sealedUrl = seal(sealingKey(keyring).current, input.url, place(input.name));
   const added = await db.transaction().execute(async (trx) => {
+    await bumpRoutingVersion(trx);
     const row = await trx
       .insertInto('smsc_connections')
       .values({ name: input.name, url, sealed_url: sealedUrl, created_at: clock.now() })
       .onConflict((oc) => oc.column('name').doNothing())
       .returning('name')
       .executeTakeFirst();
-    if (row) await bumpRoutingVersion(trx);
     return row !== undefined;
   });
   if (!added) throw conflict(`A connection named "${input.name}" exists already.`);
@@ -103,6 +103,7 @@ export async function listConnections(
 export async function removeConnection(db: Kysely<Schema>, name: string): Promise<void> {
   if (name === DEFAULT_SMSC) throw conflict('The connection "default" is SMS_TRANSPORT: it cannot be removed.');
   await db.transaction().execute(async (trx) => {
+    await bumpRoutingVersion(trx);
     const exists = await trx.selectFrom('smsc_connections').select('name').where('name', '=', name).executeTakeFirst();
     if (!exists) throw notFound(`The connection "${name}"`);
     const routes = await trx.selectFrom('sms_routes').select(['position', 'smsc']).execute();
@@ -117,11 +118,17 @@ export async function removeConnection(db: Kysely<Schema>, name: string): Promis
       .where(notFinal(sql.ref('status')))
       .limit(1)
       .executeTakeFirst();
-    if (awaiting) {
+    // A page in flight: its answers are kept before its outcome is recorded (smpp_submits).
+    const answered = await trx
+      .selectFrom('smpp_submits')
+      .select('send_id')
+      .where('smsc', '=', name)
+      .limit(1)
+      .executeTakeFirst();
+    if (awaiting || answered) {
       throw conflict(`Parts the connection "${name}" took still await their receipts: remove it once they end.`);
     }
     await trx.deleteFrom('smsc_connections').where('name', '=', name).execute();
-    await bumpRoutingVersion(trx);
   });
 }
 

@@ -41,6 +41,7 @@ export async function replaceRoutes(db: Kysely<Schema>, routes: SmsRoute[]): Pro
   });
   if (errors.length > 0) throw badRequest('The routing table is not valid.', errors);
   await db.transaction().execute(async (trx) => {
+    await bumpRoutingVersion(trx);
     const accountIds = [...new Set(rows.flatMap((row) => (row.accountId === null ? [] : [row.accountId])))];
     const connections = await trx.selectFrom('smsc_connections').select('name').execute();
     const accounts =
@@ -75,7 +76,6 @@ export async function replaceRoutes(db: Kysely<Schema>, routes: SmsRoute[]): Pro
         )
         .execute();
     }
-    await bumpRoutingVersion(trx);
   });
   return rows.map(viewOf);
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../../db/schema.ts';
 
 /**
@@ -12,11 +12,18 @@ export async function routingVersion(db: Kysely<Schema>): Promise<number> {
   return row ? Number(row.value) : 0;
 }
 
+/**
+ * Moves the version on, first in a change's transaction: the row is its lock, so changes to the
+ * connections and the routes go one after another, each reading what the one before committed
+ * (a route naming a connection being removed is refused, or the removal is), and no two end on
+ * the same version, which a worker that read between them would keep for good.
+ */
 export async function bumpRoutingVersion(trx: Kysely<Schema>): Promise<void> {
-  const next = String((await routingVersion(trx)) + 1);
   await trx
     .insertInto('settings')
-    .values({ key: ROUTING_VERSION, value: next })
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value: next }))
+    .values({ key: ROUTING_VERSION, value: '1' })
+    .onConflict((oc) =>
+      oc.column('key').doUpdateSet({ value: sql<string>`cast(cast(settings.value as bigint) + 1 as text)` }),
+    )
     .execute();
 }
