@@ -47,7 +47,8 @@ export type SqliteOpened = { opened: true } | { opened: false; error: SqliteFail
 
 function failure(error: unknown): SqliteFailure {
   if (error instanceof AppError) return { message: error.message, appError: appErrorData(error) };
-  const e = error as SqliteFailure;
+  // Whatever was thrown, null included: the thread answers every request, or it stops for good.
+  const e = (typeof error === 'object' && error !== null ? error : {}) as Partial<SqliteFailure>;
   return { message: e.message ?? String(error), code: e.code, errcode: e.errcode, errstr: e.errstr };
 }
 
@@ -146,7 +147,12 @@ async function serve(path: string, procedureModules: readonly string[]): Promise
     } catch (error) {
       reply = { id: request.id, error: failure(error) };
     }
-    port.postMessage(reply);
+    try {
+      port.postMessage(reply);
+    } catch (error) {
+      // A result the structured clone cannot carry (a function, a class instance with one).
+      port.postMessage({ id: request.id, error: failure(error) } satisfies SqliteReply);
+    }
     checkpointer?.afterRequest();
   };
 

@@ -6,7 +6,14 @@ import { isUniqueViolation } from '../../src/db/errors.ts';
 import { AppError } from '../../src/errors.ts';
 import { bearer, startTestApp, type TestApp } from '../support/app.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
-import { insertsTwice, throwsNotFound, throwsUnprocessable, throwsWithHeaders } from './support/failing-procedures.ts';
+import {
+  insertsTwice,
+  returnsAFunction,
+  throwsNotFound,
+  throwsNull,
+  throwsUnprocessable,
+  throwsWithHeaders,
+} from './support/failing-procedures.ts';
 
 const FAILING = new URL('./support/failing-procedures.ts', import.meta.url).href;
 
@@ -70,6 +77,19 @@ forEachDatabase((dialect) => {
       const error = await failure(withFailing.call(throwsWithHeaders, undefined));
       assert.ok(error instanceof AppError);
       assert.deepEqual([error.statusCode, error.headers], [429, { 'retry-after': '3' }]);
+    });
+
+    it('fails a procedure that throws null or returns what cannot be cloned, and goes on serving', async () => {
+      // SQLite's thread answers each (PostgreSQL's procedures run in the caller's thread).
+      for (const failing of [throwsNull, returnsAFunction]) {
+        const settled = await withFailing.call(failing as typeof throwsNull, undefined).then(
+          () => 'resolved',
+          (error: unknown) => (error instanceof Error ? 'an Error' : String(error)),
+        );
+        if (dialect === 'sqlite') assert.equal(settled, 'an Error');
+      }
+      const next = await failure(withFailing.call(insertsTwice, { key: randomUUID() }));
+      assert.ok(isUniqueViolation(next), 'the next request is served, its own error and all');
     });
 
     it("keeps the database's own error: a unique violation is still one", async () => {

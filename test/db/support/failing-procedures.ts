@@ -26,3 +26,11 @@ export const insertsTwice = procedure(import.meta.url, 'insertsTwice', async ({ 
   await db.insertInto('idempotency_keys').values(row).execute();
   await db.insertInto('idempotency_keys').values(row).execute();
 });
+
+export const throwsNull = procedure(import.meta.url, 'throwsNull', async () => {
+  // What a careless procedure may throw: not an Error.
+  throw null;
+});
+
+/** A result the structured clone cannot carry across threads. */
+export const returnsAFunction = procedure(import.meta.url, 'returnsAFunction', async () => () => 42);
