@@ -334,15 +334,19 @@ export const recordTracking = procedure(
     },
   ): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
     db.transaction().execute(async (trx) => {
-      const row = await trx
+      const { event, now } = args;
+      const select = trx
         .selectFrom('send_recipients as r')
         .innerJoin('sends as s', 's.id', 'r.send_id')
         .select(['r.id', 'r.address', 'r.message_id', 's.id as send_id', 's.account_id', 's.webhook_url', 's.content'])
         .where('r.id', '=', args.recipientId)
-        .where('s.channel', '=', 'email')
-        .executeTakeFirst();
+        .where('s.channel', '=', 'email');
+      // Two unsubscribes of one message at once (its mailto and its one-click POST) take turns.
+      const row = await (event.kind === 'unsubscribe'
+        ? queries[dialect].lockReportedRow(select)
+        : select
+      ).executeTakeFirst();
       if (!row) return undefined;
-      const { event, now } = args;
       let url: string | null = null;
       if (event.kind === 'click') {
         url = (JSON.parse(row.content) as { links?: string[] }).links?.[event.link] ?? null;
@@ -360,6 +364,9 @@ export const recordTracking = procedure(
         (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) ||
         (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
       if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
+      // Unsubscribed once, for good: another (an auto-reply to the mailto, a client doing both)
+      // is neither counted nor posted again, as a second spam report of a message is not.
+      if (event.kind === 'unsubscribe' && (await hasEvent(trx, row.id, 'Unsubscribe'))) return { url };
       const machine = event.kind === 'unsubscribe' ? null : byMachine;
       if (event.kind === 'unsubscribe')
         await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: 'unsubscribed', now });
@@ -367,6 +374,17 @@ export const recordTracking = procedure(
       return { url };
     }),
 );
+
+/** Whether the recipient's history holds the event already. */
+async function hasEvent(trx: Db, recipientId: number, event: EmailEventWord): Promise<boolean> {
+  const row = await trx
+    .selectFrom('recipient_history')
+    .select('at')
+    .where('recipient_id', '=', recipientId)
+    .where('status', '=', event)
+    .executeTakeFirst();
+  return row !== undefined;
+}
 
 /** An email recipient as an event after its sending names it (a tracking URL, a report by mail). */
 export interface SentEmail {

@@ -177,6 +177,12 @@ forEachDatabase((dialect) => {
       });
       assert.equal(link.statusCode, 200);
       assert.match(link.body, /You are unsubscribed/);
+      const [again] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+      assert.deepEqual(
+        again.history.filter((h: { event: string }) => h.event === 'Unsubscribe').length,
+        1,
+        'unsubscribed once: the second is neither counted nor posted',
+      );
 
       const next = await sendBatch(api, alice, buildBatch());
       assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
