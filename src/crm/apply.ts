@@ -142,22 +142,37 @@ function storedDraft(row: CandidateRow): Draft {
   };
 }
 
-/** The stored contacts any entry could reach: by contactId, or by its exact pair. */
+/**
+ * The stored contacts any entry could reach: by contactId, or by its exact pair. Each key once:
+ * the lookups join each key to the contacts it matches, so a key given by 1,000 entries and
+ * held by 1,000 contacts would load a million rows.
+ */
 export function candidateKeys(
   accountId: string,
   listId: string,
   allContactsListId: string,
   entries: BatchEntry[],
 ): CandidateKeys {
-  const keys: CandidateKeys = { accountId, listId, allContactsListId, ids: [], pairs: [], mobiles: [], emails: [] };
+  const ids = new Set<number>();
+  const pairs = new Map<string, { mobile: string; email: string }>();
+  const mobiles = new Set<string>();
+  const emails = new Set<string>();
   for (const entry of entries) {
-    if (entry.contactId !== undefined) keys.ids.push(entry.contactId);
+    if (entry.contactId !== undefined) ids.add(entry.contactId);
     else if (entry.mobile !== undefined && entry.email !== undefined) {
-      keys.pairs.push({ mobile: entry.mobile, email: entry.email });
-    } else if (entry.mobile !== undefined) keys.mobiles.push(entry.mobile);
-    else if (entry.email !== undefined) keys.emails.push(entry.email);
+      pairs.set(`${entry.mobile}\n${entry.email}`, { mobile: entry.mobile, email: entry.email });
+    } else if (entry.mobile !== undefined) mobiles.add(entry.mobile);
+    else if (entry.email !== undefined) emails.add(entry.email);
   }
-  return keys;
+  return {
+    accountId,
+    listId,
+    allContactsListId,
+    ids: [...ids],
+    pairs: [...pairs.values()],
+    mobiles: [...mobiles],
+    emails: [...emails],
+  };
 }
 
 /**
