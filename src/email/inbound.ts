@@ -124,7 +124,12 @@ export const recordMailReport = procedure(
           .executeTakeFirst();
         if (before) return { ...outcome, repeated: true };
         reason = `feedback type ${event.feedbackType}`;
-        await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: SPAM_REPORT_REASON, now });
+        await optOutEmail(trx, dialect, {
+          accountId: row.account_id,
+          address: row.address,
+          reason: SPAM_REPORT_REASON,
+          now,
+        });
       }
       await appendEmailEvent(trx, dialect, row, { event: word, reason, reply, at: now });
       return { ...outcome, repeated: false };

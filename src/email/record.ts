@@ -369,7 +369,12 @@ export const recordTracking = procedure(
       if (event.kind === 'unsubscribe' && (await hasEvent(trx, row.id, 'Unsubscribe'))) return { url };
       const machine = event.kind === 'unsubscribe' ? null : byMachine;
       if (event.kind === 'unsubscribe')
-        await optOutEmail(trx, { accountId: row.account_id, address: row.address, reason: 'unsubscribed', now });
+        await optOutEmail(trx, dialect, {
+          accountId: row.account_id,
+          address: row.address,
+          reason: 'unsubscribed',
+          now,
+        });
       await appendEmailEvent(trx, dialect, row, { event: word, url, machine, at: now });
       return { url };
     }),

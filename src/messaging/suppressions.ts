@@ -1,4 +1,6 @@
 import type { Kysely } from 'kysely';
+import { lockAccountContacts } from '../crm/queries.ts';
+import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
@@ -88,8 +90,12 @@ async function readSuppression(db: Db, input: NewSuppression): Promise<Suppressi
  */
 export async function optOutEmail(
   db: Db,
+  dialect: DialectName,
   input: { accountId: string; address: string; reason: string; now: number },
 ): Promise<void> {
+  // A contact batch being applied holds the account's contacts (crm/apply.ts) and writes back
+  // every opt-in it read: the opt-out waits for it, not the other way round.
+  await lockAccountContacts(db, dialect, input.accountId);
   await db
     .updateTable('contacts')
     .set({ email_opt_in: false, updated_at: input.now })

@@ -10,6 +10,7 @@ import type { Database } from '../db/database.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
+import { lockAccountContacts } from '../crm/queries.ts';
 import { addSuppression } from '../messaging/suppressions.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { queries } from './queries.ts';
@@ -141,6 +142,9 @@ export const storeInboundSms = procedure(
         .execute();
 
       let keyword = keywordOf(args.text);
+      // A contact batch being applied holds the account's contacts (crm/apply.ts) and writes
+      // back every opt-in it read: the STOP or START waits for it, not the other way round.
+      if (keyword !== null) await lockAccountContacts(trx, dialect, accountId);
       const optIn = (value: boolean) =>
         trx
           .updateTable('contacts')

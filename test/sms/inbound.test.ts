@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
+import { lockAccountContacts } from '../../src/crm/queries.ts';
 import { receiveInboundSms } from '../../src/sms/inbound.ts';
 import { startSmsc, type Smsc } from '../../src/sim/smsc.ts';
 import { ADMIN_TOKEN } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor, waitForLockWait } from '../support/wait.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 
@@ -270,6 +271,38 @@ forEachDatabase((dialect) => {
       );
     }
     assert.deepEqual(keywords, ['stop', 'stop', 'stop', 'stop', null]);
+  });
+
+  it('takes a STOP after a contact batch being applied, which writes back the opt-in it read', async () => {
+    await start();
+    await addSenderName(alice, NUMBER);
+    const [id] = (await alice.upsert([{ mobileCountryCode: '91', mobileNumber: '9812300020', mobileOptIn: true }]))
+      .inserted.contactIds;
+    const { db } = api!.t.ctx;
+    const writeBack = Promise.withResolvers<void>();
+    // A batch's transaction: the account's contacts held, the contact read, its opt-in written back later.
+    const batch = db.transaction().execute(async (trx) => {
+      await lockAccountContacts(trx, dialect, alice.account.row.id);
+      const read = await trx
+        .selectFrom('contacts')
+        .select('mobile_opt_in')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      await writeBack.promise;
+      await trx.updateTable('contacts').set({ mobile_opt_in: read.mobile_opt_in }).where('id', '=', id).execute();
+    });
+    let settled = false;
+    const stop = receiveInboundSms(api!.t.ctx.database, api!.clock, {
+      from: '919812300020',
+      to: NUMBER,
+      text: 'STOP',
+      at: api!.clock.now(),
+    }).finally(() => (settled = true));
+    if (dialect === 'postgres') await waitForLockWait(db, 'the STOP to wait for the batch', () => settled);
+    writeBack.resolve();
+    await batch;
+    assert.equal((await stop)?.keyword, 'stop');
+    assert.equal((await alice.contact(id)).mobileOptIn, false);
   });
 
   it('gives a numeric sender name to one account only; alphanumeric names stay shareable', async () => {
