@@ -72,7 +72,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 200: BatchStatus, ...errorResponses(400, 401, 404, 429) },
       },
     },
-    async (request) => findBatch(ctx.db, request.account.id, request.params.batchId.toLowerCase()),
+    async (request) => findBatch(ctx.db, request.account.id, request.params.batchId),
   );
 
   r.get(
@@ -204,7 +204,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request) =>
       ctx.database.call(renameList, {
         accountId: request.account.id,
-        listId: request.params.listId.toLowerCase(),
+        listId: request.params.listId,
         name: request.body.name,
       }),
   );
@@ -224,7 +224,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) =>
       idempotent(request, reply, ctx, request.account.id, postListMembers, () => ({
         accountId: request.account.id,
-        listId: request.params.listId.toLowerCase(),
+        listId: request.params.listId,
         contactIds: request.body.contactIds,
         now: ctx.clock.now(),
       })),
@@ -244,7 +244,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) => {
       await ctx.database.call(removeListMember, {
         accountId: request.account.id,
-        listId: request.params.listId.toLowerCase(),
+        listId: request.params.listId,
         contactId: Number(request.params.contactId),
       });
       return reply.code(204).send();
@@ -267,7 +267,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) =>
-      listContactsPage(ctx.db, request.account.id, request.params.listId.toLowerCase(), {
+      listContactsPage(ctx.db, request.account.id, request.params.listId, {
         limit: Number(request.query.limit ?? 100),
         cursor: request.query.cursor,
       }),

@@ -135,7 +135,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request) => {
       const { limit, cursor, status } = request.query;
-      const batchId = request.params.batchId.toLowerCase();
+      const batchId = request.params.batchId;
       return readEmailBatch(ctx.db, request.account.id, batchId, { limit: Number(limit ?? 100), cursor, status });
     },
   );
@@ -152,7 +152,7 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const sendId = request.params.batchId.toLowerCase();
+      const sendId = request.params.batchId;
       const outcome = await ctx.database.call(cancelSend, {
         accountId: request.account.id,
         channel: 'email',

@@ -62,6 +62,7 @@ export function registerBoundary(
     // No route, no inputs to check: an unknown path is a 404 whatever its query holds.
     if (request.is404) return;
     const schema = schemaOf(request);
+    lowerCaseUuids(request.params as Record<string, unknown>, schema.params);
     const errors = [
       ...inputProblems(request.params, schema.params),
       ...inputProblems(request.query, schema.querystring),
@@ -69,4 +70,17 @@ export function registerBoundary(
     ];
     if (errors.length > 0) throw badRequest('The request is not valid.', errors);
   });
+}
+
+/**
+ * Path parameters that are UUIDs (format `uuid`, which takes capitals) in lower case, as every
+ * id is kept: `GET /sms/6F1C…` finds what `GET /sms/6f1c…` finds, on every route alike.
+ */
+function lowerCaseUuids(params: Record<string, unknown> | undefined, schema: unknown): void {
+  const properties = (schema as { properties?: Record<string, { format?: string }> } | undefined)?.properties;
+  if (!params || !properties) return;
+  for (const [name, property] of Object.entries(properties)) {
+    const value = params[name];
+    if (property.format === 'uuid' && typeof value === 'string') params[name] = value.toLowerCase();
+  }
 }

@@ -154,7 +154,7 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) =>
       reply.code(201).send(
         await addShortenerDomain(ctx.db, ctx.clock, {
-          accountId: request.params.accountId.toLowerCase(),
+          accountId: request.params.accountId,
           domain: request.body.domain,
           serviceHost,
         }),
@@ -173,7 +173,7 @@ export function linkRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => ({
-      shortenerDomains: await listShortenerDomains(ctx.db, request.params.accountId.toLowerCase()),
+      shortenerDomains: await listShortenerDomains(ctx.db, request.params.accountId),
     }),
   );
 }

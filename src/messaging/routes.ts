@@ -151,7 +151,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) => {
       await ctx.database.call(deleteList, {
         accountId: request.account.id,
-        listId: request.params.listId.toLowerCase(),
+        listId: request.params.listId,
         by: auditBy(request, ctx.clock.now()),
       });
       return reply.code(204).send();
@@ -170,11 +170,7 @@ export function messagingRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const { channel, send, row, history } = await readMessage(
-        ctx.db,
-        request.account.id,
-        request.params.messageId.toLowerCase(),
-      );
+      const { channel, send, row, history } = await readMessage(ctx.db, request.account.id, request.params.messageId);
       const common = { messageId: row.message_id!, status: row.status, reason: row.reason };
       const at = (ms: number) => new Date(Number(ms)).toISOString();
       if (channel === 'sms') {

@@ -141,7 +141,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request) => {
       const { limit, cursor, status } = request.query;
-      const queueId = request.params.queueId.toLowerCase();
+      const queueId = request.params.queueId;
       return readSms(ctx.db, request.account.id, queueId, { limit: Number(limit ?? 100), cursor, status });
     },
   );
@@ -158,7 +158,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const sendId = request.params.queueId.toLowerCase();
+      const sendId = request.params.queueId;
       const outcome = await ctx.database.call(cancelSend, {
         accountId: request.account.id,
         channel: 'sms',

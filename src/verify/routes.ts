@@ -204,7 +204,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const id = request.params.verificationId.toLowerCase();
+      const id = request.params.verificationId;
       const accountId = request.account.id;
       const row = await hashes.run({ id, accountId });
       if (!row || !['pending', 'expired'].includes(row.status)) throw notFound('The pending verification');
@@ -236,7 +236,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request) => {
       const now = ctx.clock.now();
-      const id = request.params.verificationId.toLowerCase();
+      const id = request.params.verificationId;
       const row = await ctx.database.call(cancelVerification, { accountId: request.account.id, id, now });
       if (!row) throw notFound('The verification');
       return verificationView(row, now);
@@ -276,7 +276,7 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const id = request.params.verificationId.toLowerCase();
+      const id = request.params.verificationId;
       const row = await ownVerification(ctx.db, { accountId: request.account.id, id });
       if (!row) throw notFound('The verification');
       return verificationView(row, ctx.clock.now());

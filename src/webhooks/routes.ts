@@ -154,7 +154,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const row = await findDelivery(ctx.db, request.account.id, request.params.id.toLowerCase());
+      const row = await findDelivery(ctx.db, request.account.id, request.params.id);
       return { ...deliveryView(row), payload: JSON.parse(row.payload) as unknown };
     },
   );
@@ -173,7 +173,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) =>
       idempotent(request, reply, ctx, request.account.id, postDeliveryRetry, () => ({
         accountId: request.account.id,
-        id: request.params.id.toLowerCase(),
+        id: request.params.id,
         now: ctx.clock.now(),
       })),
   );

@@ -108,7 +108,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(again.json(), replayed.json());
     assert.equal((await list()).length, 2);
 
-    const deleted = await inject('DELETE', `/webhooks/endpoints/${created.endpointId}`, alice.token);
+    const deleted = await inject('DELETE', `/webhooks/endpoints/${created.endpointId.toUpperCase()}`, alice.token);
     assert.equal(deleted.statusCode, 204);
     assert.deepEqual(
       (await list()).map((e) => e.url),
