@@ -286,13 +286,14 @@ async function cancelHeld(
     .executeTakeFirst();
   if (Number(waiting.numDeletedRows) === 0) throw new StillSending();
   const send = await trx.selectFrom('sends').select('expanded').where('id', '=', args.sendId).executeTakeFirstOrThrow();
+  // Still to send: Queued and not held, or an email refused for now (Deferred, tried again at its retry_at).
   const queued = (held: boolean) =>
     trx
       .selectFrom('send_recipients')
       .select('id')
       .where('send_id', '=', args.sendId)
       .where('due_at', held ? 'is not' : 'is', null)
-      .where('status', '=', 'Queued')
+      .where('status', 'in', held ? ['Queued'] : ['Queued', 'Deferred'])
       .executeTakeFirst();
   if (!send.expanded || (await queued(false)) || !(await queued(true))) throw new StillSending();
   const cancelled = await trx

@@ -92,4 +92,43 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await sentTo(), ['ann@example.com', 'ben@example.com']);
     assert.equal((await dora.get(`/email/batch/${batchId}`)).json().status, 'Completed');
   });
+  it('refuses to cancel a batch with a message refused for now beside the held ones', async () => {
+    await api.close();
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.UTC(2027, 2, 25, 12)),
+      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^ann@' },
+    });
+    dora = await api.client();
+    await dora.createProperty('timeZone');
+    const list = await dora.createList('Readers');
+    await dora.upsert(
+      [
+        {
+          email: 'ann@example.com',
+          emailOptIn: true,
+          propertyfields: [{ propertyname: 'timeZone', propertyvalue: 'Asia/Tokyo' }],
+        },
+        { email: 'ben@example.com', emailOptIn: true },
+      ],
+      { listId: list },
+    );
+    const accepted = await post(
+      buildBatch(
+        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
+        { recipients: undefined },
+      ),
+    );
+    const batchId = accepted.json().data.BatchId as string;
+    await at('2027-03-29T01:00:00Z');
+    const statuses = (await dora.get(`/email/batch/${batchId}`))
+      .json()
+      .recipients.map((r: { status: string }) => r.status);
+    assert.deepEqual(statuses.sort(), ['Deferred', 'Scheduled']);
+    const cancel = await api.t.app.inject({
+      method: 'DELETE',
+      url: `/email/batch/${batchId}`,
+      headers: { authorization: `Bearer ${dora.token}` },
+    });
+    assert.equal(cancel.statusCode, 409, cancel.body);
+  });
 });
