@@ -61,3 +61,10 @@ export const recipientZone: RecipientZoneOf = (mobile, properties, accountOffset
   if (country !== undefined) return { zone: { name: country }, source: 'country' };
   return { zone: { offsetMinutes: accountOffsetMinutes }, source: 'account' };
 };
+
+/**
+ * An email recipient's zone: as recipientZone's, but an address has no country, even when its
+ * local part reads as a number (`+33612345678@mail.fr`): its property, else the account's offset.
+ */
+export const emailRecipientZone: RecipientZoneOf = (_address, properties, accountOffsetMinutes) =>
+  recipientZone('', properties, accountOffsetMinutes);

@@ -15,7 +15,7 @@ import { ERASURE_KIND } from '../privacy/erasures.ts';
 import { erasureHandler } from '../privacy/service.ts';
 import { VERIFY_PURGES } from '../verify/retention.ts';
 import { smsSendHandler } from '../sms/send.ts';
-import { recipientZone } from '../messaging/recipient-zone.ts';
+import { emailRecipientZone, recipientZone } from '../messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../sms/single.ts';
 import { BindsBeat } from '../sms/routing/binds.ts';
 import { sandboxTransport } from '../sms/transports/sandbox.ts';
@@ -66,7 +66,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   worker.holds(emailTransport);
   const renderPool = new RenderPool(ctx.config.emailRenderThreads);
   worker.holds(renderPool);
-  const emailSend = emailSendHandler({ ...ctx, transport: emailTransport, renderPool, zoneOf: recipientZone });
+  const emailSend = emailSendHandler({ ...ctx, transport: emailTransport, renderPool, zoneOf: emailRecipientZone });
   worker.register(EMAIL_SEND_KIND, emailSend, { concurrency: 8 });
   // Verify's codes by email: the same work in a lane of its own, ahead of every campaign's pages.
   worker.register(EMAIL_SINGLE_KIND, emailSend, { concurrency: 32, urgent: true });

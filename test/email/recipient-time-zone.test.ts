@@ -56,6 +56,7 @@ forEachDatabase((dialect) => {
         reader('ann@example.com', 'Asia/Tokyo'), // 10:00 JST is 01:00 UTC
         reader('cal@example.com', 'Europe/Paris'), // 10:00 in summer time is 08:00 UTC
         reader('ben@example.com'), // the account's -03:00: 13:00 UTC
+        reader('33612345678@example.com'), // no country in an address, though it reads as a French number
       ],
       { listId: list },
     );
@@ -78,6 +79,7 @@ forEachDatabase((dialect) => {
       );
     await at('2027-03-28T20:00:00Z');
     assert.deepEqual(await due(), {
+      '33612345678@example.com': 'Scheduled 2027-03-29T13:00:00.000Z',
       'ann@example.com': 'Scheduled 2027-03-29T01:00:00.000Z',
       'ben@example.com': 'Scheduled 2027-03-29T13:00:00.000Z',
       'cal@example.com': 'Scheduled 2027-03-29T08:00:00.000Z',
@@ -89,7 +91,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await sentTo(), ['ann@example.com']);
     assert.equal((await due())['cal@example.com'], 'Dropped');
     await at('2027-03-29T13:00:00Z');
-    assert.deepEqual(await sentTo(), ['ann@example.com', 'ben@example.com']);
+    assert.deepEqual(await sentTo(), ['33612345678@example.com', 'ann@example.com', 'ben@example.com']);
     assert.equal((await dora.get(`/email/batch/${batchId}`)).json().status, 'Completed');
   });
   it('refuses to cancel a batch with a message refused for now beside the held ones', async () => {
