@@ -130,6 +130,19 @@ export async function loadEmailPage(
  * first recipient again when some are held, since they are behind its cursor.
  */
 async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
+  // Released from their hold behind the cursor (a pass stopped halfway, resumed once they were
+  // due): from the first recipient again, at once.
+  const released = await trx
+    .selectFrom('send_recipients')
+    .select('id')
+    .where('send_id', '=', sendId)
+    .where('status', '=', 'Queued')
+    .where('due_at', 'is', null)
+    .executeTakeFirst();
+  if (released) {
+    await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
+    return { retryAt: now, why: 'recipients released behind the cursor' };
+  }
   // Each from its own partial index (send_recipients_retry, send_recipients_due): a seek each.
   const earliest = async (column: 'retry_at' | 'due_at') => {
     const row = await trx
@@ -137,6 +150,7 @@ async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Leas
       .select((eb) => eb.fn.min(column).as('at'))
       .where('send_id', '=', sendId)
       .where(column, 'is not', null)
+      .where('status', 'in', PENDING)
       .executeTakeFirst();
     return row?.at === null || row?.at === undefined ? null : Number(row.at);
   };

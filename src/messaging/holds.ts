@@ -100,9 +100,11 @@ export function splitDue(rows: PageRow[], check: DueCheck, now: number): { go: P
  */
 export async function holdRecipients(trx: Kysely<Schema>, held: Hold[], now: number): Promise<void> {
   if (held.length === 0) return;
+  const written: number[] = [];
   for (const holds of Map.groupBy(held, (hold) => `${hold.dueAt} ${hold.reason}`).values()) {
     const [{ dueAt, reason }] = holds;
-    await trx
+    // Only one still Queued: one an erasure or a cancel ended since the page was read stays ended.
+    const rows = await trx
       .updateTable('send_recipients')
       .set({ due_at: dueAt, reason, updated_at: now })
       .where(
@@ -110,10 +112,14 @@ export async function holdRecipients(trx: Kysely<Schema>, held: Hold[], now: num
         'in',
         holds.map((hold) => hold.id),
       )
+      .where('status', '=', 'Queued')
+      .returning('id')
       .execute();
+    written.push(...rows.map((row) => Number(row.id)));
   }
+  if (written.length === 0) return;
   await trx
     .insertInto('recipient_history')
-    .values(held.map((hold) => ({ recipient_id: hold.id, status: 'Scheduled', at: now })))
+    .values(written.map((id) => ({ recipient_id: id, status: 'Scheduled', at: now })))
     .execute();
 }

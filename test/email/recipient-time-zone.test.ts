@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { errorFields } from '../support/app.ts';
+import { holdEmailRecipients } from '../../src/email/record.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { buildBatch, sandboxEmails } from './support.ts';
@@ -132,5 +133,70 @@ forEachDatabase((dialect) => {
       headers: { authorization: `Bearer ${dora.token}` },
     });
     assert.equal(cancel.statusCode, 409, cancel.body);
+  });
+  it('sends a recipient released from its hold behind the cursor of a pass stopped halfway', async () => {
+    await dora.createProperty('timeZone');
+    const list = await dora.createList('Readers');
+    await dora.upsert(
+      [
+        {
+          email: 'ann@example.com',
+          emailOptIn: true,
+          propertyfields: [{ propertyname: 'timeZone', propertyvalue: 'Asia/Tokyo' }],
+        },
+        { email: 'ben@example.com', emailOptIn: true },
+      ],
+      { listId: list },
+    );
+    const accepted = await post(
+      buildBatch(
+        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
+        { recipients: undefined },
+      ),
+    );
+    const batchId = accepted.json().data.BatchId as string;
+    await at('2027-03-29T01:00:00Z');
+    assert.deepEqual(await sentTo(), ['ann@example.com']);
+    // As a pass stopped after its last page leaves the cursor: past every recipient, Ben's hold behind it.
+    const { db } = api.t.ctx;
+    const { last } = await db
+      .selectFrom('send_recipients')
+      .select((eb) => eb.fn.max('id').as('last'))
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
+    await db
+      .updateTable('sends')
+      .set({ cursor: Number(last) })
+      .where('id', '=', batchId)
+      .execute();
+    await at('2027-03-29T13:00:00Z');
+    assert.deepEqual(await sentTo(), ['ann@example.com', 'ben@example.com']);
+    assert.equal((await dora.get(`/email/batch/${batchId}`)).json().status, 'Completed');
+  });
+
+  it('leaves a recipient an erasure ended while its page was read: the hold writes nothing over it', async () => {
+    const accepted = await post(
+      buildBatch({ scheduleDateTime: '2027-03-29T10:00:00' }, { recipients: [{ to: 'ann@example.com' }] }),
+    );
+    const batchId = accepted.json().data.BatchId as string;
+    const { db } = api.t.ctx;
+    const { id } = await db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
+    const erased = await dora.post('/privacy/erasures', { email: 'ann@example.com' });
+    assert.equal(erased.statusCode, 202, erased.body);
+    // The page's hold, decided from the row as it was read before the erasure.
+    await api.t.ctx.database.call(holdEmailRecipients, {
+      held: [{ id, dueAt: Date.UTC(2027, 2, 30), reason: 'its own time' }],
+      now: api.clock.now(),
+    });
+    const row = await db
+      .selectFrom('send_recipients')
+      .select(['status', 'reason', 'due_at'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, { status: 'Dropped', reason: 'erased', due_at: null });
   });
 });
