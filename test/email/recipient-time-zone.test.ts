@@ -199,4 +199,26 @@ forEachDatabase((dialect) => {
       .executeTakeFirstOrThrow();
     assert.deepEqual(row, { status: 'Dropped', reason: 'erased', due_at: null });
   });
+  it('sends every recipient whose time has come, past a page of them held in part', async () => {
+    await dora.createProperty('timeZone');
+    const list = await dora.createList('Readers');
+    // 600 readers, every other one in Tokyo (10:00 there is 01:00 UTC), the rest on the account's
+    // -03:00 (13:00 UTC): the first page of 500 holds half its rows.
+    const readers = Array.from({ length: 600 }, (_, i) => ({
+      email: `reader${String(i).padStart(3, '0')}@example.com`,
+      emailOptIn: true,
+      ...(i % 2 === 0 ? { propertyfields: [{ propertyname: 'timeZone', propertyvalue: 'Asia/Tokyo' }] } : {}),
+    }));
+    await dora.upsert(readers, { listId: list });
+    const accepted = await post(
+      buildBatch(
+        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
+        { recipients: undefined },
+      ),
+    );
+    assert.equal(accepted.statusCode, 202, accepted.body);
+    await at('2027-03-29T01:00:00Z');
+    const { totals } = (await dora.get(`/email/batch/${accepted.json().data.BatchId}?limit=1`)).json();
+    assert.deepEqual(totals, { Delivered: 300, Scheduled: 300 }, 'every Tokyo reader at 10:00 Tokyo');
+  });
 });
