@@ -1,5 +1,6 @@
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { ConfigError } from './config.ts';
 import type { Schema } from './db/schema.ts';
 import { resealed, seal, tryOpen, type Keyring } from './sealed.ts';
 
@@ -57,4 +58,32 @@ export async function resealKey(db: Db, keyring: Keyring, key: SealedKey): Promi
     .where('key', '=', key.row)
     .where('value', '=', row.value)
     .execute();
+}
+
+/**
+ * At every start (server/stored-secrets.ts): `key` made if there is none yet, by `load` (the
+ * key's own loader, which throws when its row does not open). One sealed under an
+ * ENCRYPTION_KEY no longer given is replaced while nothing depends on it (`dependedOn`); while
+ * something does, the start stops, with `load`'s reason.
+ */
+export async function prepareSealedKey(
+  db: Db,
+  keyring: Keyring,
+  key: SealedKey,
+  load: () => Promise<unknown>,
+  dependedOn: () => Promise<boolean>,
+): Promise<void> {
+  try {
+    await load();
+    return;
+  } catch (error) {
+    if (await dependedOn())
+      throw new ConfigError('ENCRYPTION_KEY', (error as Error).message.replace(/^ENCRYPTION_KEY: /, ''));
+  }
+  await db
+    .updateTable('settings')
+    .set({ value: sealedNewKey(keyring, key) })
+    .where('key', '=', key.row)
+    .execute();
+  await load();
 }

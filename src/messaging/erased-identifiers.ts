@@ -1,8 +1,7 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { ConfigError } from '../config.ts';
-import { loadSealedKey, resealKey, sealedNewKey, type SealedKey } from '../sealed-keys.ts';
+import { loadSealedKey, prepareSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /**
@@ -70,18 +69,11 @@ export const resealErasureKey = (db: Kysely<Schema>, keyring: Keyring): Promise<
  * depends on it (nothing is lost); once one does, the start stops: a new key would let the
  * erased be messaged again.
  */
-export async function prepareErasureKey(db: Kysely<Schema>, keyring: Keyring): Promise<void> {
-  try {
-    await erasureKey(db, keyring);
-    return;
-  } catch (error) {
-    const dependedOn = await db.selectFrom('erased_suppressions').select('hash').limit(1).executeTakeFirst();
-    if (dependedOn) throw new ConfigError('ENCRYPTION_KEY', (error as Error).message.replace(/^ENCRYPTION_KEY: /, ''));
-  }
-  await db
-    .updateTable('settings')
-    .set({ value: sealedNewKey(keyring, ERASURE_KEY) })
-    .where('key', '=', ERASURE_KEY.row)
-    .execute();
-  await erasureKey(db, keyring);
-}
+export const prepareErasureKey = (db: Kysely<Schema>, keyring: Keyring): Promise<void> =>
+  prepareSealedKey(
+    db,
+    keyring,
+    ERASURE_KEY,
+    () => erasureKey(db, keyring),
+    async () => (await db.selectFrom('erased_suppressions').select('hash').limit(1).executeTakeFirst()) !== undefined,
+  );

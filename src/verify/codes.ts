@@ -1,8 +1,7 @@
 import { createHmac, randomBytes, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { ConfigError } from '../config.ts';
-import { loadSealedKey, resealKey, sealedNewKey, type SealedKey } from '../sealed-keys.ts';
+import { loadSealedKey, prepareSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /**
@@ -66,27 +65,21 @@ export function codeKey(db: Kysely<Schema>, keyring: Keyring): Promise<KeyObject
  * this, with JWT_SECRET set nothing else opened a sealed value at start, and every
  * POST /verify answered 500 for good.
  */
-export async function prepareCodeKey(db: Kysely<Schema>, keyring: Keyring, now: number): Promise<void> {
-  try {
-    await codeKey(db, keyring);
-    return;
-  } catch (error) {
-    const dependedOn = await db
-      .selectFrom('verifications')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', now)
-      .limit(1)
-      .executeTakeFirst();
-    if (dependedOn) throw new ConfigError('ENCRYPTION_KEY', (error as Error).message.replace(/^ENCRYPTION_KEY: /, ''));
-  }
-  await db
-    .updateTable('settings')
-    .set({ value: sealedNewKey(keyring, CODE_KEY) })
-    .where('key', '=', CODE_KEY.row)
-    .execute();
-  await codeKey(db, keyring);
-}
+export const prepareCodeKey = (db: Kysely<Schema>, keyring: Keyring, now: number): Promise<void> =>
+  prepareSealedKey(
+    db,
+    keyring,
+    CODE_KEY,
+    () => codeKey(db, keyring),
+    async () =>
+      (await db
+        .selectFrom('verifications')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('expires_at', '>', now)
+        .limit(1)
+        .executeTakeFirst()) !== undefined,
+  );
 
 /** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (server/stored-secrets.ts). */
 export const resealCodeKey = (db: Kysely<Schema>, keyring: Keyring): Promise<void> => resealKey(db, keyring, CODE_KEY);

@@ -27,6 +27,31 @@ forEachDatabase((dialect) => {
   };
   const sentTo = async () => (await sandboxEmails(dora)).map((mail) => mail.to).sort();
 
+  /**
+   * A batch at 10:00 on each reader's clock to Ann (Tokyo: 01:00 UTC) and Ben (the account's
+   * offset: later), run to 01:00 UTC: Ann's time has come, Ben is held.
+   */
+  const annInTokyoBenHeld = async () => {
+    await dora.createProperty('timeZone');
+    const list = await dora.createList('Readers');
+    const tokyo = [{ propertyname: 'timeZone', propertyvalue: 'Asia/Tokyo' }];
+    await dora.upsert(
+      [
+        { email: 'ann@example.com', emailOptIn: true, propertyfields: tokyo },
+        { email: 'ben@example.com', emailOptIn: true },
+      ],
+      { listId: list },
+    );
+    const accepted = await post(
+      buildBatch(
+        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
+        { recipients: undefined },
+      ),
+    );
+    await at('2027-03-29T01:00:00Z');
+    return accepted.json().data.BatchId as string;
+  };
+
   it('refuses deliverInRecipientTimeZone without a scheduleDateTime or with an offset', async () => {
     const none = await post(buildBatch({ deliverInRecipientTimeZone: true }));
     assert.equal(none.statusCode, 400, none.body);
@@ -95,6 +120,7 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await sentTo(), ['33612345678@example.com', 'ann@example.com', 'ben@example.com']);
     assert.equal((await dora.get(`/email/batch/${batchId}`)).json().status, 'Completed');
   });
+
   it('refuses to cancel a batch with a message refused for now beside the held ones', async () => {
     await api.close();
     api = await startApiTest(dialect, {
@@ -102,27 +128,7 @@ forEachDatabase((dialect) => {
       env: { EMAIL_TRANSPORT: 'sandbox:?defer=^ann@' },
     });
     dora = await api.client();
-    await dora.createProperty('timeZone');
-    const list = await dora.createList('Readers');
-    await dora.upsert(
-      [
-        {
-          email: 'ann@example.com',
-          emailOptIn: true,
-          propertyfields: [{ propertyname: 'timeZone', propertyvalue: 'Asia/Tokyo' }],
-        },
-        { email: 'ben@example.com', emailOptIn: true },
-      ],
-      { listId: list },
-    );
-    const accepted = await post(
-      buildBatch(
-        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
-        { recipients: undefined },
-      ),
-    );
-    const batchId = accepted.json().data.BatchId as string;
-    await at('2027-03-29T01:00:00Z');
+    const batchId = await annInTokyoBenHeld();
     const statuses = (await dora.get(`/email/batch/${batchId}`))
       .json()
       .recipients.map((r: { status: string }) => r.status);
@@ -134,28 +140,9 @@ forEachDatabase((dialect) => {
     });
     assert.equal(cancel.statusCode, 409, cancel.body);
   });
+
   it('sends a recipient released from its hold behind the cursor of a pass stopped halfway', async () => {
-    await dora.createProperty('timeZone');
-    const list = await dora.createList('Readers');
-    await dora.upsert(
-      [
-        {
-          email: 'ann@example.com',
-          emailOptIn: true,
-          propertyfields: [{ propertyname: 'timeZone', propertyvalue: 'Asia/Tokyo' }],
-        },
-        { email: 'ben@example.com', emailOptIn: true },
-      ],
-      { listId: list },
-    );
-    const accepted = await post(
-      buildBatch(
-        { listId: [list], scheduleDateTime: '2027-03-29T10:00:00', deliverInRecipientTimeZone: true },
-        { recipients: undefined },
-      ),
-    );
-    const batchId = accepted.json().data.BatchId as string;
-    await at('2027-03-29T01:00:00Z');
+    const batchId = await annInTokyoBenHeld();
     assert.deepEqual(await sentTo(), ['ann@example.com']);
     // As a pass stopped after its last page leaves the cursor: past every recipient, Ben's hold behind it.
     const { db } = api.t.ctx;
@@ -199,6 +186,7 @@ forEachDatabase((dialect) => {
       .executeTakeFirstOrThrow();
     assert.deepEqual(row, { status: 'Dropped', reason: 'erased', due_at: null });
   });
+
   it('sends every recipient whose time has come, past a page of them held in part', async () => {
     await dora.createProperty('timeZone');
     const list = await dora.createList('Readers');
