@@ -7,7 +7,16 @@ import { UsageTally } from '../messaging/rollup.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
 import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
 import { holdRecipients, type Hold } from '../messaging/holds.ts';
-import { completeSend, endUnsent, loadPage, PAGE, pageRows, type Finish, type PageRow } from '../messaging/pipeline.ts';
+import {
+  completeSend,
+  endUnsent,
+  loadPage,
+  PAGE,
+  pageRows,
+  RETRY_LATER_MS,
+  type Finish,
+  type PageRow,
+} from '../messaging/pipeline.ts';
 import type { Lease } from '../queue/queries.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent, type EmailEventWord } from './events.ts';
@@ -131,7 +140,8 @@ export async function loadEmailPage(
  */
 async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Lease): Promise<Finish> {
   // Released from their hold behind the cursor (a pass stopped halfway, resumed once they were
-  // due): from the first recipient again, at once.
+  // due), or past a page held in part: from the first recipient again, after RETRY_LATER_MS as
+  // an SMS send's (a row no pass reads would otherwise keep the job awake).
   const released = await trx
     .selectFrom('send_recipients')
     .select('id')
@@ -141,7 +151,7 @@ async function finishEmailSend(trx: Db, sendId: string, now: number, lease: Leas
     .executeTakeFirst();
   if (released) {
     await trx.updateTable('sends').set({ cursor: 0 }).where('id', '=', sendId).execute();
-    return { retryAt: now, why: 'recipients released behind the cursor' };
+    return { retryAt: now + RETRY_LATER_MS, why: 'recipients released behind the cursor' };
   }
   // Each from its own partial index (send_recipients_retry, send_recipients_due): a seek each.
   const earliest = async (column: 'retry_at' | 'due_at') => {
