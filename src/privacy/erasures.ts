@@ -337,22 +337,23 @@ const STEPS: Record<string, Step> = {
   verificationSends: (trx, dialect, args) =>
     hashRows(trx, dialect, args, 'verification_sends', 'recipient', [...args.mobiles, ...args.emails]),
   /**
-   * Webhook bodies kept for retries and replay, and events not yet gathered into one: the
-   * account's, read whole (a LIKE cannot seek), rewritten where they name the person.
+   * Events not yet gathered, then webhook bodies kept for retries and replay: the account's,
+   * read whole (a LIKE cannot seek), rewritten where they name the person. Events first: one
+   * gathered while its step runs is in a body the next step reads.
    */
-  webhookDeliveries: (trx, _dialect, args) =>
-    rewriteMatching(
-      trx,
-      args,
-      { table: 'webhook_deliveries', column: 'payload' },
-      anywhere,
-      redactedJson(hashesOf(args.erasureKey, args)),
-    ),
   webhookEvents: (trx, _dialect, args) =>
     rewriteMatching(
       trx,
       args,
       { table: 'webhook_events', column: 'events' },
+      anywhere,
+      redactedJson(hashesOf(args.erasureKey, args)),
+    ),
+  webhookDeliveries: (trx, _dialect, args) =>
+    rewriteMatching(
+      trx,
+      args,
+      { table: 'webhook_deliveries', column: 'payload' },
       anywhere,
       redactedJson(hashesOf(args.erasureKey, args)),
     ),
@@ -407,9 +408,18 @@ async function rewriteMatching(
      order by id
      limit ${CHUNK}`.execute(trx);
   for (const row of rows) {
-    const rewritten = rewrite(row.text);
-    if (rewritten === row.text) continue;
-    await sql`update ${sql.table(target.table)} set ${text} = ${rewritten} where id = ${row.id}`.execute(trx);
+    // Written over only as read: a gather that cut the row meanwhile (PostgreSQL) would have the
+    // events it took written back and posted twice. Read again, and rewritten, until it holds.
+    for (let held: string | undefined = row.text; held !== undefined; ) {
+      const rewritten = rewrite(held);
+      if (rewritten === held) break;
+      const written = await sql`update ${sql.table(target.table)} set ${text} = ${rewritten}
+                                 where id = ${row.id} and ${text} = ${held}`.execute(trx);
+      if (Number(written.numAffectedRows ?? 0) > 0) break;
+      const again = await sql<{ text: string }>`select ${text} as text from ${sql.table(target.table)}
+                                                 where id = ${row.id}`.execute(trx);
+      held = again.rows[0]?.text;
+    }
   }
   return { rows: rows.length, next: rows.at(-1)?.id };
 }

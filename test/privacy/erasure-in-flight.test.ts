@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, it } from 'node:test';
@@ -6,6 +7,9 @@ import smpp from 'smpp';
 import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../../src/clock.ts';
 import { createWorker } from '../../src/server/worker.ts';
+import { erasureKey } from '../../src/messaging/erased-identifiers.ts';
+import { eraseChunk } from '../../src/privacy/erasures.ts';
+import { waitForLockWait } from '../support/wait.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { base64 } from '../email/support.ts';
@@ -231,5 +235,59 @@ forEachDatabase((dialect) => {
     assert.match(recipient.recipient, /^erased:/);
     const { erased } = (await alice.get(`/privacy/erasures/${erasure.json().erasureId}`)).json();
     assert.equal(erased.messages, 2);
+  });
+
+  it('writes a stream of waiting events over only as it read it, when a gather cut it meanwhile', async () => {
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()) });
+    const alice = await api.client();
+    const { db } = api.t.ctx;
+    const event = (recipient: string, status: string) => ({ recipient, status });
+    const appended = [event(NUMBER, 'Submitted'), event(NUMBER, 'Delivered'), event('919812300009', 'Submitted')];
+    const { id } = await db
+      .insertInto('webhook_events')
+      .values({
+        account_id: alice.account.row.id,
+        type: 'sms.status',
+        url: HOOK,
+        events: JSON.stringify(appended),
+        event_count: 3,
+        created_at: 0,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    // A gather taking the first two, its transaction not yet committed as the erasure reads.
+    const committing = Promise.withResolvers<void>();
+    const gather = db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('webhook_events')
+        .set({ events: JSON.stringify(appended.slice(2)), event_count: 1 })
+        .where('id', '=', id)
+        .execute();
+      await committing.promise;
+    });
+    const args = {
+      accountId: alice.account.row.id,
+      erasureId: randomUUID(),
+      erasureKey: await erasureKey(db, api.t.ctx.encryptionKey),
+      mobiles: [NUMBER, '919812300009'],
+      emails: [],
+      now: api.clock.now(),
+      step: 'webhookEvents',
+      after: null,
+    };
+    let settled = false;
+    const erasing = api.t.ctx.database.call(eraseChunk, args).finally(() => (settled = true));
+    if (dialect === 'postgres') await waitForLockWait(db, 'the erasure to wait for the gather', () => settled);
+    committing.resolve();
+    await gather;
+    await erasing;
+    const { events } = await db
+      .selectFrom('webhook_events')
+      .select('events')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    const left = JSON.parse(events) as Array<{ recipient: string; status: string }>;
+    assert.equal(left.length, 1, 'the events the gather took are not written back');
+    assert.match(left[0].recipient, /^erased:/);
   });
 });
