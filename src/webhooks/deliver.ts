@@ -150,16 +150,18 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
       if (error instanceof RefusedDestination) return { result: 'stopped', statusCode: null, error: error.message };
       return { result: 'failed', statusCode: null, error: `could not resolve the host: ${errorCode(error)}` };
     }
+    const host = destination.target.hostname;
+    if (!(await hosts.take(host, hostWaitMs, signal))) return signal.aborted ? 'interrupted' : 'host busy';
+    // Read once the slot is taken: a rotation while the post waited for it signs it too.
     let accountSecrets: AccountSecrets;
     try {
       accountSecrets = await ensureSecret(deps.db, deps.encryptionKey, deps.clock, delivery.account_id);
     } catch (error) {
+      hosts.give(host);
       // Sealed under an ENCRYPTION_KEY this service no longer holds: the account must rotate it.
       if (error instanceof AppError) return { result: 'failed', statusCode: null, error: error.message };
       throw error;
     }
-    const host = destination.target.hostname;
-    if (!(await hosts.take(host, hostWaitMs, signal))) return signal.aborted ? 'interrupted' : 'host busy';
     try {
       const now = deps.clock.now();
       const timestamp = Math.floor(now / 1000);

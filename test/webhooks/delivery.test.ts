@@ -328,6 +328,27 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.length, 5);
   });
 
+  it('signs a post that waited for its host with the secret rotated meanwhile too', { timeout: 10_000 }, async () => {
+    const before = (await ensureSecret(t.ctx.db, t.ctx.encryptionKey, t.clock, account.row.id)).secret;
+    const handler = handlerFor({ timeoutMs: 500, hostWaitMs: 5_000 });
+    const ids = await Promise.all([1, 2, 3, 4, 5].map(() => emit()));
+    receiver.reply('hang', 'hang', 'hang', 'hang');
+    const hanging = ids.slice(0, 4).map((id) => attempt(handler, id));
+    await receiver.posts(4);
+    const waiting = attempt(handler, ids[4]);
+    const rotated = await t.app.inject({
+      method: 'POST',
+      url: '/webhooks/secret/rotate',
+      headers: { authorization: `Bearer ${await t.tokenFor(account)}` },
+    });
+    assert.equal(rotated.statusCode, 200, rotated.body);
+    await Promise.all(hanging);
+    assert.equal(await waiting, 'done');
+    const post = receiver.received.at(-1)!;
+    const headers = post.headers as Record<string, string>;
+    for (const secret of [rotated.json().secret, before]) new Webhook(secret).verify(post.body, headers);
+  });
+
   it('holds twelve claimed posts to one slow host four at a time, each delivered on its first attempt', {
     timeout: 20_000,
   }, async () => {
