@@ -68,6 +68,9 @@ export interface JobHandler {
   onStart?(db: Kysely<Schema>, now: number): Promise<void>;
 }
 
+/** Thrown in a job's last transaction to undo it: another worker holds the job now. */
+class NoLongerHeld extends Error {}
+
 /**
  * Completes a job in its handler's own transaction: the job is gone if and only if that
  * transaction commits, so the work cannot commit without its completion (and run again
@@ -391,11 +394,20 @@ export class Worker {
       return;
     }
     this.options.log?.error(failed, 'job failed');
-    const died = await db.transaction().execute(async (trx) => {
-      const released = await releaseJob(trx, lease, { runAt: null, error: message, now });
-      if (released && kind.handler.onDead) await kind.handler.onDead(trx, job, message);
-      return released;
-    });
+    // The handler's onDead first, then the job's row: onDead may queue a webhook gather, which
+    // waits for a heartbeat renewing that gather's lease, and the heartbeat renews this job in
+    // the same statement (webhooks/events.ts, EventsAhead). A job no longer held undoes it all.
+    const died = await db
+      .transaction()
+      .execute(async (trx) => {
+        if (kind.handler.onDead) await kind.handler.onDead(trx, job, message);
+        if (!(await releaseJob(trx, lease, { runAt: null, error: message, now }))) throw new NoLongerHeld();
+        return true;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof NoLongerHeld) return false;
+        throw error;
+      });
     if (died) this.dead(job, `its last attempt (${job.attempt} of ${job.maxAttempts}) failed`);
   }
 

@@ -93,4 +93,57 @@ forEachDatabase((dialect) => {
       assert.equal(recipient.status, 'Delivered', 'the page is recorded, the send’s job completed');
       assert.deepEqual(await api.t.ctx.db.selectFrom('jobs').select('id').where('kind', '=', shape.kind).execute(), []);
     });
+
+  it('ends a dead send’s recipients while a heartbeat renews the stream’s gather job, then the dying one', async () => {
+    const [batch] = paths.filter((shape) => shape.path === '/sms/batch');
+    await accept(batch, '919812300001');
+    await api.drain();
+    const gather = await jobOf(GATHER_KIND);
+    await claimJobs(api.t.ctx.db, dialect, {
+      kind: GATHER_KIND,
+      limit: 1,
+      workerId: 'gathering-worker',
+      now: api.clock.now() + GATHER_WINDOW_MS,
+      leaseMs: 60_000,
+    });
+    const queueId = await accept(batch, '919812300002');
+    const send = await jobOf(batch.kind);
+    // Its last attempt, and one that fails: its content no longer reads.
+    await api.t.ctx.db.updateTable('jobs').set({ max_attempts: 1 }).where('id', '=', send).execute();
+    await api.t.ctx.db.updateTable('sends').set({ content: 'not JSON' }).where('id', '=', queueId).execute();
+
+    const renewed = Promise.withResolvers<void>();
+    const next = Promise.withResolvers<void>();
+    const heartbeat = api.t.ctx.db.transaction().execute(async (trx) => {
+      const renew = (id: number) =>
+        trx
+          .updateTable('jobs')
+          .set({ lease_expires_at: api.clock.now() + 60_000 })
+          .where('id', '=', id)
+          .where('state', '=', 'running')
+          .execute();
+      await renew(gather);
+      renewed.resolve();
+      await next.promise;
+      await renew(send);
+    });
+    await renewed.promise;
+    let settled = false;
+    const died = api.drain().finally(() => (settled = true));
+    if (dialect === 'postgres') {
+      await waitForLockWait(api.t.ctx.db, 'the job’s death to wait for the heartbeat', () => settled);
+    }
+    next.resolve();
+    await heartbeat;
+    await died;
+
+    const [recipient] = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('status')
+      .where('send_id', '=', queueId)
+      .execute();
+    assert.equal(recipient.status, 'Failed', 'its recipient ended as the job died');
+    const [row] = await api.t.ctx.db.selectFrom('jobs').select('state').where('id', '=', send).execute();
+    assert.equal(row.state, 'dead');
+  });
 });
