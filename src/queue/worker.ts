@@ -365,12 +365,17 @@ export class Worker {
   }
 
   private async handle(kind: Kind, job: Job, lease: Lease): Promise<void> {
+    let outcome: Awaited<ReturnType<JobHandler['handle']>>;
     try {
-      const outcome = await kind.handler.handle(job, { signal: this.abort.signal, lease });
-      if (outcome !== 'completed') await this.complete(lease);
+      outcome = await kind.handler.handle(job, { signal: this.abort.signal, lease });
     } catch (error) {
       await this.guard(this.fail(kind, job, lease, error));
+      return;
     }
+    // The job's work is done: a completion that fails (the database, for a moment) is no
+    // failure of the job's, to spend an attempt or run onDead over work that committed. The
+    // job keeps its lease, which lapses and gives it back without an attempt.
+    if (outcome !== 'completed') await this.guard(this.complete(lease));
   }
 
   private async fail(kind: Kind, job: Job, lease: Lease, error: unknown): Promise<void> {

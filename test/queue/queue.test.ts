@@ -70,6 +70,28 @@ forEachDatabase((dialect) => {
     assert.deepEqual(await jobs(), [], 'a completed job is removed');
   });
 
+  it('neither spends an attempt nor runs onDead when a done job’s completion fails', async () => {
+    // The database refuses to delete the job for a moment: a trigger on its row.
+    if (dialect === 'postgres') {
+      await sql`create function refuse_delete() returns trigger language plpgsql as
+                $$ begin raise exception 'the database is away'; end $$`.execute(database.db);
+      await sql`create trigger refuse_delete before delete on jobs for each row
+                when (old.kind = 'done') execute function refuse_delete()`.execute(database.db);
+    } else {
+      await sql`create trigger refuse_delete before delete on jobs when old.kind = 'done'
+                begin select raise(abort, 'the database is away'); end`.execute(database.db);
+    }
+    await enqueue(database.db, { kind: 'done', payload: {}, now: clock.now(), maxAttempts: 1 });
+    const dead: Job[] = [];
+    const worker = workerWith({
+      done: { handle: async () => undefined, onDead: async (_trx, job) => void dead.push(job) },
+    });
+    await worker.drain();
+    assert.deepEqual(dead, [], 'its work committed: it did not die');
+    const [row] = await jobs();
+    assert.deepEqual([row.state, row.attempts], ['running', 1], 'held until its lease lapses');
+  });
+
   it('does not run scheduled work before its time', async () => {
     await enqueue(database.db, { kind: 'test', payload: 'later', now: clock.now(), runAt: clock.now() + 60_000 });
     const { seen, handler } = recorder();
