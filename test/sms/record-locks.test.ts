@@ -46,57 +46,18 @@ forEachDatabase((dialect) => {
     return rows[0].id;
   };
 
-  for (const shape of paths)
-    it(`records ${shape.path}'s page while a heartbeat renews the stream’s gather job, then the send’s`, async () => {
-      await accept(shape, '919812300001');
-      await api.drain();
-      // The stream's gather job, held by another worker as it gathers.
-      const gather = await jobOf(GATHER_KIND);
-      await claimJobs(api.t.ctx.db, dialect, {
-        kind: GATHER_KIND,
-        limit: 1,
-        workerId: 'gathering-worker',
-        now: api.clock.now() + GATHER_WINDOW_MS,
-        leaseMs: 60_000,
-      });
-      const queueId = await accept(shape, '919812300002');
-      const send = await jobOf(shape.kind);
-
-      const renewed = Promise.withResolvers<void>();
-      const next = Promise.withResolvers<void>();
-      // A heartbeat's renewal (queue/queries.ts, extendLeases), the gather's lease first.
-      const heartbeat = api.t.ctx.db.transaction().execute(async (trx) => {
-        const renew = (id: number) =>
-          trx
-            .updateTable('jobs')
-            .set({ lease_expires_at: api.clock.now() + 60_000 })
-            .where('id', '=', id)
-            .where('state', '=', 'running')
-            .execute();
-        await renew(gather);
-        renewed.resolve();
-        await next.promise;
-        await renew(send);
-      });
-      await renewed.promise;
-      let settled = false;
-      const recorded = api.drain().finally(() => (settled = true));
-      if (dialect === 'postgres') {
-        // Until the record waits for the heartbeat's row (SQLite's one writer waits for its whole transaction).
-        await waitForLockWait(api.t.ctx.db, 'the record to wait for the heartbeat', () => settled);
-      }
-      next.resolve();
-      await heartbeat;
-      await recorded;
-
-      const [recipient] = (await alice.get(`/sms/${queueId}`)).json().recipients;
-      assert.equal(recipient.status, 'Delivered', 'the page is recorded, the send’s job completed');
-      assert.deepEqual(await api.t.ctx.db.selectFrom('jobs').select('id').where('kind', '=', shape.kind).execute(), []);
-    });
-
-  it('ends a dead send’s recipients while a heartbeat renews the stream’s gather job, then the dying one', async () => {
-    const [batch] = paths.filter((shape) => shape.path === '/sms/batch');
-    await accept(batch, '919812300001');
+  /**
+   * The send's job (`shape.kind`, accepted to a second number) and its stream's gather job,
+   * which another worker holds as it gathers; then, with `prepare` done, the worker's run
+   * (`api.drain`) while a heartbeat (queue/queries.ts, extendLeases) renews the gather's lease
+   * first and, once the run waits for that row (PostgreSQL; SQLite's one writer waits for the
+   * whole transaction), the send's. Answers the send's QueueId and job, once both have ended.
+   */
+  const runBesideHeartbeat = async (
+    shape: (typeof paths)[number],
+    prepare: (queueId: string, send: number) => Promise<void> = async () => {},
+  ) => {
+    await accept(shape, '919812300001');
     await api.drain();
     const gather = await jobOf(GATHER_KIND);
     await claimJobs(api.t.ctx.db, dialect, {
@@ -106,11 +67,9 @@ forEachDatabase((dialect) => {
       now: api.clock.now() + GATHER_WINDOW_MS,
       leaseMs: 60_000,
     });
-    const queueId = await accept(batch, '919812300002');
-    const send = await jobOf(batch.kind);
-    // Its last attempt, and one that fails: its content no longer reads.
-    await api.t.ctx.db.updateTable('jobs').set({ max_attempts: 1 }).where('id', '=', send).execute();
-    await api.t.ctx.db.updateTable('sends').set({ content: 'not JSON' }).where('id', '=', queueId).execute();
+    const queueId = await accept(shape, '919812300002');
+    const send = await jobOf(shape.kind);
+    await prepare(queueId, send);
 
     const renewed = Promise.withResolvers<void>();
     const next = Promise.withResolvers<void>();
@@ -129,14 +88,29 @@ forEachDatabase((dialect) => {
     });
     await renewed.promise;
     let settled = false;
-    const died = api.drain().finally(() => (settled = true));
-    if (dialect === 'postgres') {
-      await waitForLockWait(api.t.ctx.db, 'the job’s death to wait for the heartbeat', () => settled);
-    }
+    const run = api.drain().finally(() => (settled = true));
+    if (dialect === 'postgres') await waitForLockWait(api.t.ctx.db, 'the run to wait for the heartbeat', () => settled);
     next.resolve();
     await heartbeat;
-    await died;
+    await run;
+    return { queueId, send };
+  };
 
+  for (const shape of paths)
+    it(`records ${shape.path}'s page while a heartbeat renews the stream’s gather job, then the send’s`, async () => {
+      const { queueId } = await runBesideHeartbeat(shape);
+      const [recipient] = (await alice.get(`/sms/${queueId}`)).json().recipients;
+      assert.equal(recipient.status, 'Delivered', 'the page is recorded, the send’s job completed');
+      assert.deepEqual(await api.t.ctx.db.selectFrom('jobs').select('id').where('kind', '=', shape.kind).execute(), []);
+    });
+
+  it('ends a dead send’s recipients while a heartbeat renews the stream’s gather job, then the dying one', async () => {
+    const [batch] = paths.filter((shape) => shape.path === '/sms/batch');
+    const { queueId, send } = await runBesideHeartbeat(batch, async (queueId, send) => {
+      // Its last attempt, and one that fails: its content no longer reads.
+      await api.t.ctx.db.updateTable('jobs').set({ max_attempts: 1 }).where('id', '=', send).execute();
+      await api.t.ctx.db.updateTable('sends').set({ content: 'not JSON' }).where('id', '=', queueId).execute();
+    });
     const [recipient] = await api.t.ctx.db
       .selectFrom('send_recipients')
       .select('status')
