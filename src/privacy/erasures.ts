@@ -253,12 +253,14 @@ interface Cursor {
 }
 
 /**
- * What a chunk of a step did: the rows it read (0: the step is done), the contacts it deleted,
- * and, for a step that reads in id order, the cursor of the next chunk.
+ * What a chunk of a step did: the rows it read (0: the step is done), the contacts it deleted
+ * and the messages it erased (eraseChunk counts both on the erasure), and, for a step that
+ * reads in id order, the cursor of the next chunk.
  */
 export interface StepDone {
   rows: number;
   contacts?: number;
+  messages?: number;
   next?: string | number;
 }
 
@@ -280,14 +282,7 @@ const STEPS: Record<string, Step> = {
     let ended = 0;
     for (const channel of ['sms', 'email'] as const)
       ended += await endUnsent(trx, dialect, args, channel, hashes[channel]);
-    if (ended > 0) {
-      await trx
-        .updateTable('erasures')
-        .set((eb) => ({ messages: eb('messages', '+', ended) }))
-        .where('id', '=', args.erasureId)
-        .execute();
-    }
-    return { rows: ended };
+    return { rows: ended, messages: ended };
   },
   /** The person's contacts and their memberships: their properties go with them. */
   async contacts(trx, dialect, args) {
@@ -472,7 +467,7 @@ async function eraseRecipients(
   args: ErasureArgs,
   channel: 'sms' | 'email',
   identifiers: string[],
-): Promise<{ rows: number }> {
+): Promise<StepDone> {
   if (identifiers.length === 0) return { rows: 0 };
   const rows = await recipientsOf(trx, dialect, args.accountId, channel, identifiers, { limit: CHUNK });
   if (rows.length === 0) return { rows: 0 };
@@ -522,12 +517,7 @@ async function eraseRecipients(
     .set({ address: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('address')), tags: null })
     .where('id', 'in', ids)
     .execute();
-  await trx
-    .updateTable('erasures')
-    .set((eb) => ({ messages: eb('messages', '+', rows.length) }))
-    .where('id', '=', args.erasureId)
-    .execute();
-  return { rows: rows.length };
+  return { rows: rows.length, messages: rows.length };
 }
 
 /** One chunk of one step, in a transaction of its own. */
@@ -537,10 +527,11 @@ export const eraseChunk = procedure(
   async ({ db, dialect }, args: ErasureArgs & Cursor & { step: string }): Promise<StepDone> =>
     db.transaction().execute(async (trx) => {
       const done = await STEPS[args.step](trx, dialect, args);
-      if (done.contacts) {
+      const { contacts = 0, messages = 0 } = done;
+      if (contacts > 0 || messages > 0) {
         await trx
           .updateTable('erasures')
-          .set((eb) => ({ contacts: eb('contacts', '+', done.contacts!) }))
+          .set((eb) => ({ contacts: eb('contacts', '+', contacts), messages: eb('messages', '+', messages) }))
           .where('id', '=', args.erasureId)
           .execute();
       }
