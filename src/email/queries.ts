@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { ERASED_REASON } from '../messaging/erased-identifiers.ts';
-import { unrecorded } from '../messaging/recipients.ts';
+import { unrecorded, withoutRecipients } from '../messaging/recipients.ts';
 
 /**
  * The email statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -86,8 +86,8 @@ const SQLITE = {
       w.outcomes.map(({ id }) => id),
       updated.numAffectedRows,
     );
-    const steps = left.size === 0 ? w.steps : w.steps.filter(({ recipientId }) => !left.has(recipientId));
-    const suppress = left.size === 0 ? w.suppress : w.suppress.filter(({ recipientId }) => !left.has(recipientId));
+    const steps = withoutRecipients(w.steps, left, ({ recipientId }) => recipientId);
+    const suppress = withoutRecipients(w.suppress, left, ({ recipientId }) => recipientId);
     await sql`insert into recipient_history (recipient_id, status, at, reply)
               select value ->> 'recipientId', value ->> 'status', ${now}, value ->> 'reply'
                 from jsonb_each(${JSON.stringify(steps)})`.execute(db);

@@ -4,6 +4,7 @@ import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { UsageTally } from '../messaging/rollup.ts';
+import { withoutRecipients } from '../messaging/recipients.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
 import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
 import { holdRecipients, type Hold } from '../messaging/holds.ts';
@@ -220,8 +221,8 @@ export const recordEmailPage = procedure(
       // event or count of the page names it (messaging/erased-identifiers.ts, ERASED_REASON).
       const left = page.outcomes.length > 0 ? await queries[dialect].updateRecipients(trx, page) : new Set<number>();
       // The events are the steps', one each, in order.
-      const steps = page.steps.filter(({ recipientId }) => !left.has(recipientId));
-      const events = page.events.filter((_, i) => !left.has(page.steps[i].recipientId));
+      const steps = withoutRecipients(page.steps, left, ({ recipientId }) => recipientId);
+      const events = withoutRecipients(page.events, left, (_, i) => page.steps[i].recipientId);
       await appendWebhookEvents(
         trx,
         { now: () => page.now },

@@ -443,3 +443,13 @@ export async function unrecorded(db: Db, ids: readonly number[], updated: bigint
   const kept = new Set(recorded.map((row) => Number(row.id)));
   return new Set(ids.filter((id) => !kept.has(id)));
 }
+
+/**
+ * `items` but those of the recipients in `left` (unrecorded's answer, or a record's own), each
+ * item's recipient given by `recipientOf` (with its index, for a list that follows another).
+ */
+export const withoutRecipients = <T>(
+  items: T[],
+  left: ReadonlySet<number>,
+  recipientOf: (item: T, i: number) => number,
+): T[] => (left.size === 0 ? items : items.filter((item, i) => !left.has(recipientOf(item, i))));

@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { ERASED_REASON } from '../messaging/erased-identifiers.ts';
-import { unrecorded } from '../messaging/recipients.ts';
+import { unrecorded, withoutRecipients } from '../messaging/recipients.ts';
 
 /**
  * The SMS statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -127,8 +127,8 @@ const SQLITE = {
       outcomes.map(({ id }) => id),
       updated.numAffectedRows,
     );
-    const written = left.size === 0 ? outcomes : outcomes.filter(({ id }) => !left.has(id));
-    const history = left.size === 0 ? steps : steps.filter(({ recipientId }) => !left.has(recipientId));
+    const written = withoutRecipients(outcomes, left, ({ id }) => id);
+    const history = withoutRecipients(steps, left, ({ recipientId }) => recipientId);
     await sql`insert into recipient_history (recipient_id, status, at)
               select value ->> 'recipientId', value ->> 'status', ${now}
                 from jsonb_each(${JSON.stringify(history)})`.execute(db);

@@ -38,6 +38,7 @@ import {
 } from './receipts.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
 import { UsageTally } from '../messaging/rollup.ts';
+import { withoutRecipients } from '../messaging/recipients.ts';
 import type { SmsContent, SmsSendJob, StoredSmsContent } from './accept.ts';
 import { openedTags } from '../messaging/sealed-tags.ts';
 import { openedContent } from './sealing.ts';
@@ -220,10 +221,9 @@ export async function recordOutcomes(
   steps: Step[],
 ): Promise<Recorded> {
   const left = await queries[dialect].updateRecipients(db, now, outcomes, steps);
-  if (left.size === 0) return { outcomes, steps };
   return {
-    outcomes: outcomes.filter(({ id }) => !left.has(id)),
-    steps: steps.filter(({ recipientId }) => !left.has(recipientId)),
+    outcomes: withoutRecipients(outcomes, left, ({ id }) => id),
+    steps: withoutRecipients(steps, left, ({ recipientId }) => recipientId),
   };
 }
 
