@@ -150,7 +150,6 @@ const SMS_TRANSPORT_FORMS = 'sandbox:, sandbox:?fail=<regular expression> or smp
 const EMAIL_TRANSPORT_FORMS =
   'sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port';
 
-/** A transport URL as an error may show it: its password (and user) left out. */
 /** A URL as an error may show it: what stands before its host's @ (a user and password) left out. */
 const withoutPassword = (url: string) => url.replace(/\/\/[^@]*@/, '//…@');
 

@@ -72,7 +72,8 @@ export const expireUnreceipted = procedure(
         .returning('id')
         .execute();
       const ids = ended.map((row) => Number(row.id));
-      const expired = rows.filter((row) => ids.includes(Number(row.id)));
+      const endedIds = new Set(ids);
+      const expired = rows.filter((row) => endedIds.has(Number(row.id)));
       if (expired.length === 0) return { read: rows.length, ended: 0 };
       await trx
         .updateTable('sms_parts')

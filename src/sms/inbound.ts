@@ -37,6 +37,9 @@ export interface InboundOutcome {
 /** A number as SMSCs write it (+44…, 0044… stays as given) in the E.164 digits Herald keeps. */
 const digits = (address: string) => address.trim().replace(/^\+/, '');
 
+/** The handset's rows from a name among which the last sent is looked for. */
+const RECENT_SENDS = 20;
+
 /**
  * The account an MO belongs to: the one holding its destination as a numeric sender name
  * (unique across accounts), else the one that last sent to the handset from that name. The
@@ -44,9 +47,6 @@ const digits = (address: string) => address.trim().replace(/^\+/, '');
  * RECENT_SENDS newest sent from that name, and takes the one whose parts were submitted last:
  * a handful of rows, never the sends.
  */
-/** The handset's rows from a name among which the last sent is looked for. */
-const RECENT_SENDS = 20;
-
 async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
   const owner = await db
     .selectFrom('sender_names')

@@ -242,12 +242,11 @@ function started(counts: Counts, writes: Writes, args: StartVerification, { pend
  *
  * Every lock is taken first (queries.ts: the prefixes', then the pending verifications'), then
  * what the limits count is read once for the group, and each start is decided in turn against
- * it with the starts before it added, as if
- * each had been written before the next was counted: two to one number go as they would one
- * after the other. The writes follow, each kind one statement for the group (a resend one
- * each), so a group costs about as many round trips as one start. A group's statements go one
- * after another on one connection: run a start at a time, a group of 64 would hold its locks,
- * and the group after it, 64 times as long.
+ * it with the starts before it added, as if each had been written before the next was counted:
+ * two to one number go as they would one after the other. The writes follow, each kind one
+ * statement for the group (a resend one each), so a group costs about as many round trips as
+ * one start. A group's statements go one after another on one connection: run a start at a
+ * time, a group of 64 would hold its locks, and the group after it, 64 times as long.
  */
 async function startVerifications({ db, dialect }: ProcedureDatabase, starts: StartVerification[]) {
   await queries[dialect].lockKeys(
