@@ -9,6 +9,12 @@ type Counts = Omit<VerifyRollupTable, 'account_id' | 'bucket' | 'country'>;
 const NONE: Counts = { started: 0, approved: 0, failed: 0, expired: 0, blocked_country: 0, blocked_prefix: 0 };
 
 /**
+ * Rollup rows a statement: nine parameters each, well under SQLite's 32,766 and PostgreSQL's
+ * 65,535, however many buckets a chunk spans (a backlog's 10,000 rows may fall in as many).
+ */
+const ROLLUP_ROWS_A_STATEMENT = 1_000;
+
+/**
  * Verifications and blocked attempts older than RETENTION_DAYS, a chunk a transaction, counted
  * into verify_rollup in the transaction that deletes them (GET /verify/stats reads both). A
  * verification still pending by then ended long ago: it counts as expired.
@@ -71,9 +77,16 @@ async function fold(
     for (const name of Object.keys(NONE) as Array<keyof Counts>) row[name] += counts[name];
     rows.set(key, row);
   }
+  const folded = [...rows.values()];
+  for (let at = 0; at < folded.length; at += ROLLUP_ROWS_A_STATEMENT) {
+    await addToRollup(trx, folded.slice(at, at + ROLLUP_ROWS_A_STATEMENT));
+  }
+}
+
+async function addToRollup(trx: Db, rows: VerifyRollupTable[]): Promise<void> {
   await trx
     .insertInto('verify_rollup')
-    .values([...rows.values()])
+    .values(rows)
     .onConflict((oc) =>
       oc
         .columns(['account_id', 'bucket', 'country'])

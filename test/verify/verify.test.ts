@@ -424,6 +424,32 @@ forEachDatabase((dialect) => {
     assert.deepEqual(after, { ...before, expired: 1 }, 'the pending one ended expired long ago');
   });
 
+  it('purges a backlog of blocked attempts spread over more buckets than a statement binds', async () => {
+    // 8,000 attempts a quarter-hour apart, each its own rollup row: 72,000 values in one insert.
+    const quarterHour = 15 * 60_000;
+    const first = api.clock.now() - 120 * 86_400_000;
+    const attempts = Array.from({ length: 8_000 }, (_, i) => ({
+      account_id: alice.account.row.id,
+      reason: i % 2 ? ('country' as const) : ('prefix' as const),
+      country: 'GB',
+      at: first + i * quarterHour,
+    }));
+    for (let i = 0; i < attempts.length; i += 1_000) {
+      await api.t.ctx.db
+        .insertInto('verify_blocked')
+        .values(attempts.slice(i, i + 1_000))
+        .execute();
+    }
+    const report = await sweep(api.t.ctx.database, api.clock.now(), 30, { channelPurges: VERIFY_PURGES });
+    assert.equal(report.channels.verifyBlocked, 8_000);
+    const rollup = await api.t.ctx.db
+      .selectFrom('verify_rollup')
+      .select([(eb) => eb.fn.countAll<number>().as('rows'), (eb) => eb.fn.sum<number>('blocked_country').as('country')])
+      .select((eb) => eb.fn.sum<number>('blocked_prefix').as('prefix'))
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([Number(rollup.rows), Number(rollup.country), Number(rollup.prefix)], [8_000, 4_000, 4_000]);
+  });
+
   it('still checks a pending code after ENCRYPTION_KEY is replaced', async () => {
     await api.close();
     const old = generateKey();
