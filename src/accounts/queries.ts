@@ -1,11 +1,13 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import { dialectOf } from '../db/dialect.ts';
-import type { Schema } from '../db/schema.ts';
+import type { AccountsTable, Schema } from '../db/schema.ts';
 
 /** The account statements that differ by database. */
 
 const SQLITE = {
   deleteAccount: (id: string): RawBuilder<{ id: string }> => sql`delete from accounts where id = ${id} returning id`,
+  // A write transaction (BEGIN IMMEDIATE) already holds every row against other writers.
+  lockAccountRow: (id: string): RawBuilder<Selectable<AccountsTable>> => sql`select * from accounts where id = ${id}`,
 };
 
 const POSTGRES: typeof SQLITE = {
@@ -19,6 +21,7 @@ const POSTGRES: typeof SQLITE = {
          sandbox_sms as (delete from sandbox_sms where account_id = ${id}),
          sandbox_email as (delete from sandbox_email where account_id = ${id})
     delete from accounts where id = ${id} returning id`,
+  lockAccountRow: (id) => sql`select * from accounts where id = ${id} for update`,
 };
 
 const STATEMENTS = { sqlite: SQLITE, postgres: POSTGRES };
@@ -27,4 +30,10 @@ const STATEMENTS = { sqlite: SQLITE, postgres: POSTGRES };
 export async function deleteAccountRows(db: Kysely<Schema>, id: string): Promise<boolean> {
   const { rows } = await STATEMENTS[dialectOf(db)].deleteAccount(id).execute(db);
   return rows.length > 0;
+}
+
+/** The account's row, held against other writers until the caller's transaction ends. */
+export async function lockAccountRow(trx: Kysely<Schema>, id: string): Promise<Selectable<AccountsTable> | undefined> {
+  const { rows } = await STATEMENTS[dialectOf(trx)].lockAccountRow(id).execute(trx);
+  return rows[0];
 }

@@ -22,7 +22,7 @@ import {
 import { notFound } from '../errors.ts';
 import { auditBy, type AuditBy } from '../audit/entries.ts';
 import { isKnownCountry } from '../crm/mobile-number.ts';
-import { changedVerifySettings, verifySettings } from './verify-settings.ts';
+import { checkVerifySettingsChange, verifySettings } from './verify-settings.ts';
 import { CLOCK_TIME, quietHoursOf } from './quiet-hours.ts';
 
 const RateLimits = Type.Object(
@@ -183,14 +183,8 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     async (request) => {
       const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding, quietHours } = request.body;
       const account = request.account;
-      const settings = {
-        timeZoneOffset,
-        locale,
-        inboundSmsWebhookUrl,
-        verify: verify && changedVerifySettings(verifySettings(account.verifySettings), verify, isKnownCountry),
-        smartEncoding,
-        quietHours,
-      };
+      if (verify) checkVerifySettingsChange(verify, isKnownCountry);
+      const settings = { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding, quietHours };
       const row = await updateAccountSettings(
         ctx.db,
         ctx.clock,

@@ -8,13 +8,13 @@ import { hashPassword } from '../auth/passwords.ts';
 import { newPrivateToken } from '../auth/credentials.ts';
 import { effectiveRateLimits, RATE_LIMIT_GROUPS, type RateLimits } from '../ratelimit/limits.ts';
 import { DEFAULT_TIME_ZONE_OFFSET, offsetMinutes } from './time-zone.ts';
-import type { VerifySettings } from './verify-settings.ts';
+import { changedVerifySettings, verifySettings, type VerifySettings } from './verify-settings.ts';
 import { storedQuietHours, type QuietHours } from './quiet-hours.ts';
 import { createDefaultList } from '../crm/setup.ts';
 import { postProcedure } from '../http/idempotency.ts';
 import { recordAudit, type AuditAction, type AuditBy } from '../audit/entries.ts';
 
-import { deleteAccountRows } from './queries.ts';
+import { deleteAccountRows, lockAccountRow } from './queries.ts';
 
 type Db = Kysely<Schema>;
 export type AccountRow = Selectable<AccountsTable>;
@@ -207,18 +207,27 @@ async function updateAccount(
   bumpTokenVersion: boolean,
   audited?: Audited,
 ): Promise<AccountRow> {
-  const update = async (trx: Db) => {
-    const row = await trx
-      .updateTable('accounts')
-      .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))
-      .where('id', '=', id)
-      .returningAll()
-      .executeTakeFirst();
-    if (!row) throw notFound('The account');
-    if (audited) await recordAudit(trx, { ...audited.by, accountId: id, action: audited.action, target: null });
-    return row;
-  };
-  return audited ? db.transaction().execute(update) : update(db);
+  return audited
+    ? db.transaction().execute((trx) => writeAccount(trx, id, values, bumpTokenVersion, audited))
+    : writeAccount(db, id, values, bumpTokenVersion);
+}
+
+async function writeAccount(
+  db: Db,
+  id: string,
+  values: Updateable<AccountsTable>,
+  bumpTokenVersion: boolean,
+  audited?: Audited,
+): Promise<AccountRow> {
+  const row = await db
+    .updateTable('accounts')
+    .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) throw notFound('The account');
+  if (audited) await recordAudit(db, { ...audited.by, accountId: id, action: audited.action, target: null });
+  return row;
 }
 
 /** A new private token; every access token issued before it stops working. */
@@ -250,8 +259,8 @@ export interface AccountSettings {
   rateLimits?: Partial<RateLimits>;
   /** Where its messages from handsets are posted (sms/inbound.ts); null: nowhere. */
   inboundSmsWebhookUrl?: string | null;
-  /** Verify's fraud guard, checked already (verify-settings.ts). */
-  verify?: VerifySettings;
+  /** Verify's fraud guard, the fields to change, checked already (verify-settings.ts). */
+  verify?: Partial<VerifySettings>;
   /** Smart encoding of SMS texts (sms/smart-encoding.ts). */
   smartEncoding?: boolean;
   /** Quiet hours for batch SMS (quiet-hours.ts); null: off. */
@@ -265,24 +274,31 @@ export async function updateAccountSettings(
   settings: AccountSettings,
   by?: AuditBy,
 ): Promise<AccountRow> {
-  const current = await findAccountById(db, id);
-  if (!current) throw notFound('The account');
   const values: Updateable<AccountsTable> = { updated_at: clock.now() };
   if (settings.timeZoneOffset !== undefined) {
     checkTimeZoneOffset(settings.timeZoneOffset);
     values.time_zone_offset = settings.timeZoneOffset;
   }
   if (settings.locale !== undefined) values.locale = checkLocale(settings.locale);
-  if (settings.rateLimits !== undefined) {
-    checkRateLimits(settings.rateLimits);
-    const stored = current.rate_limits ? (JSON.parse(current.rate_limits) as Partial<RateLimits>) : {};
-    values.rate_limits = JSON.stringify({ ...stored, ...settings.rateLimits });
-  }
+  if (settings.rateLimits !== undefined) checkRateLimits(settings.rateLimits);
   if (settings.inboundSmsWebhookUrl !== undefined) values.inbound_sms_webhook_url = settings.inboundSmsWebhookUrl;
-  if (settings.verify !== undefined) values.verify = JSON.stringify(settings.verify);
   if (settings.smartEncoding !== undefined) values.smart_encoding = settings.smartEncoding;
   if (settings.quietHours !== undefined) values.quiet_hours = storedQuietHours(settings.quietHours);
-  return updateAccount(db, id, values, false, by && { by, action: 'account.updated' });
+  // The settings stored as one value take the change's fields over the row as it stands under
+  // the update's lock, not over a copy read before (a cached account is up to a second old):
+  // two changes at once to different fields of one setting both hold.
+  return db.transaction().execute(async (trx) => {
+    const current = await lockAccountRow(trx, id);
+    if (!current) throw notFound('The account');
+    if (settings.rateLimits !== undefined) {
+      const stored = current.rate_limits ? (JSON.parse(current.rate_limits) as Partial<RateLimits>) : {};
+      values.rate_limits = JSON.stringify({ ...stored, ...settings.rateLimits });
+    }
+    if (settings.verify !== undefined) {
+      values.verify = JSON.stringify(changedVerifySettings(verifySettings(current.verify), settings.verify));
+    }
+    return writeAccount(trx, id, values, false, by && { by, action: 'account.updated' });
+  });
 }
 
 /**

@@ -18,26 +18,24 @@ export function verifySettings(stored: string | null): VerifySettings {
 }
 
 /**
- * `current` with the fields `change` gives (only those), checked: 400 naming each bad field.
- * `isCountry` tells an ISO 3166 alpha-2 code of a country with mobile numbers.
+ * Refuses a change whose fields are not valid: 400 naming each bad field. `isCountry` tells an
+ * ISO 3166 alpha-2 code of a country with mobile numbers.
  */
-export function changedVerifySettings(
-  current: VerifySettings,
-  change: Partial<VerifySettings>,
-  isCountry: (code: string) => boolean,
-): VerifySettings {
+export function checkVerifySettingsChange(change: Partial<VerifySettings>, isCountry: (code: string) => boolean): void {
   const errors: FieldError[] = [];
-  const countries = change.allowedCountries;
-  if (countries !== undefined && countries !== null) {
-    countries.forEach((code, i) => {
-      if (!isCountry(code))
-        errors.push({
-          field: `verify.allowedCountries[${i}]`,
-          message: 'must be an ISO 3166 alpha-2 country code in capitals, such as "GB"',
-        });
-    });
-  }
+  change.allowedCountries?.forEach((code, i) => {
+    if (!isCountry(code))
+      errors.push({
+        field: `verify.allowedCountries[${i}]`,
+        message: 'must be an ISO 3166 alpha-2 country code in capitals, such as "GB"',
+      });
+  });
   if (errors.length > 0) throw badRequest('The Verify settings are not valid.', errors);
+}
+
+/** `current` with the fields `change` gives, only those. */
+export function changedVerifySettings(current: VerifySettings, change: Partial<VerifySettings>): VerifySettings {
+  const countries = change.allowedCountries;
   return {
     allowedCountries: countries === undefined ? current.allowedCountries : countries && [...new Set(countries)],
     prefixLimit: change.prefixLimit ?? current.prefixLimit,

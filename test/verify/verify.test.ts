@@ -275,6 +275,21 @@ forEachDatabase((dialect) => {
     assert.equal((await check(alice, id, code)).json().status, 'approved', 'the code that went is the one kept');
   });
 
+  it('changes only the Verify fields given, whatever another API process has cached', async () => {
+    const other = await startTestApp(dialect, { database: api.t.database, clock: api.clock });
+    try {
+      const inOther = (method: 'GET' | 'PATCH', payload?: object) =>
+        other.app.inject({ method, url: '/account', headers: { authorization: `Bearer ${alice.token}` }, payload });
+      assert.equal((await inOther('GET')).statusCode, 200, 'the other process holds the account read now');
+      assert.equal((await patchAccount(alice, { verify: { allowedCountries: ['GB'] } })).statusCode, 200);
+      const patched = await inOther('PATCH', { verify: { prefixLimit: 5 } });
+      assert.deepEqual(patched.json().verify, { allowedCountries: ['GB'], prefixLimit: 5 });
+      assert.deepEqual((await alice.get('/account')).json().verify, { allowedCountries: ['GB'], prefixLimit: 5 });
+    } finally {
+      await other.app.close();
+    }
+  });
+
   it('refuses numbers outside allowedCountries (422) and past prefixLimit (429), counted as blocked', async () => {
     const patched = await patchAccount(alice, { verify: { allowedCountries: ['IN'], prefixLimit: 2 } });
     assert.equal(patched.statusCode, 200, patched.body);
