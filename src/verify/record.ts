@@ -437,10 +437,13 @@ export const cancelVerification = procedure(
       const row = await ownVerification(trx, args);
       if (!row) return null;
       if (row.status !== 'pending') return row;
-      const status: 'expired' | 'cancelled' = currentStatus(row, args.now) === 'expired' ? 'expired' : 'cancelled';
-      // One ended by a check at the same moment reads as that check left it.
-      if ((await endVerifications(trx, [row], status, args.now)) === 0) return ownVerification(trx, args);
-      return { ...row, status, ended_at: args.now };
+      // Past its end it expired, unless a resend moved the end meanwhile; one ended by a check at
+      // the same moment reads as that check left it.
+      const expired = currentStatus(row, args.now) === 'expired';
+      if (!(expired && (await endVerifications(trx, [row], 'expired', args.now)))) {
+        await endVerifications(trx, [row], 'cancelled', args.now);
+      }
+      return ownVerification(trx, args);
     }),
 );
 
@@ -483,7 +486,8 @@ export const expireVerifications = procedure(
 /**
  * Those of `rows` still pending ended with `status`, each posting `verify.status` to its
  * webhookUrl, in the caller's transaction; answers how many it ended. One another transaction
- * ended meanwhile is left as it is, and posts nothing twice.
+ * ended meanwhile is left as it is, and posts nothing twice; so is one a resend gave a new end
+ * meanwhile, when `status` is expired.
  */
 async function endVerifications(
   trx: Db,
@@ -501,6 +505,7 @@ async function endVerifications(
       rows.map((row) => row.id),
     )
     .where('status', '=', 'pending')
+    .$if(status === 'expired', (update) => update.where('expires_at', '<=', now))
     .returning('id')
     .execute();
   const endedIds = new Set(ended.map((row) => row.id));

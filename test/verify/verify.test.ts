@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { sweep } from '../../src/messaging/retention.ts';
 import { scheduleRecurring } from '../../src/queue/recurring.ts';
 import { VERIFY_EXPIRY_KIND } from '../../src/verify/expiry.ts';
+import { expireVerifications } from '../../src/verify/record.ts';
 import { generateKey } from '../../src/sealed.ts';
 import { VERIFY_PURGES } from '../../src/verify/retention.ts';
 import { startTestApp } from '../support/app.ts';
@@ -169,6 +170,35 @@ forEachDatabase((dialect) => {
         .sort(),
       ['expired', 'expired'],
     );
+  });
+
+  it('leaves pending a verification a resend gives a new end while the sweep expires it', async () => {
+    const id = (await start(alice, { ttlSeconds: 60 })).json().verificationId;
+    api.clock.advance(61_000);
+    // A resend's transaction, the new end written and not yet committed as the sweep reads.
+    const committing = Promise.withResolvers<void>();
+    const written = Promise.withResolvers<void>();
+    const resend = api.t.ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('verifications')
+        .set({ expires_at: api.clock.now() + 60_000 })
+        .where('id', '=', id)
+        .execute();
+      written.resolve();
+      await committing.promise;
+    });
+    await written.promise;
+    let settled = false;
+    const sweeping = api.t.ctx.database
+      .call(expireVerifications, { now: api.clock.now() })
+      .finally(() => (settled = true));
+    if (dialect === 'postgres') await waitForLockWait(api.t.ctx.db, 'the sweep to wait for the resend', () => settled);
+    committing.resolve();
+    await resend;
+    await sweeping;
+    assert.equal((await alice.get(`/verify/${id}`)).json().status, 'pending');
+    await api.drain();
+    assert.deepEqual(posted(), []);
   });
 
   it('cancels a pending verification: its code no longer checks', async () => {
