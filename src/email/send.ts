@@ -210,13 +210,20 @@ export function emailSendHandler(deps: {
         : null;
       const read = (cursor: number) => loadEmailPage(database.db, started.accountId, sendId, cursor, clock.now());
       // A page's recipients that go now. Those held are written first, in a transaction of their
-      // own, so the next read passes over them; a page held whole gives way to the next one.
+      // own, so the next read passes over them; a page held whole gives way to the next one. A
+      // retry is never held: its time had come when it was first tried, wherever its reader is now.
       const going = async (page: PageRow[], cursor: number): Promise<PageRow[]> => {
         for (let rows = page; ; rows = await read(cursor)) {
           if (!due || rows.length === 0) return rows;
-          const { go, held } = splitDue(rows, due, clock.now());
+          const { go, held } = splitDue(
+            rows.filter((row) => row.attempts === 0),
+            due,
+            clock.now(),
+          );
           if (held.length > 0) await database.call(holdEmailRecipients, { held, now: clock.now() });
-          if (go.length > 0) return go;
+          const goes = new Set(go);
+          const now = rows.filter((row) => row.attempts > 0 || goes.has(row));
+          if (now.length > 0) return now;
         }
       };
       const load = async (cursor: number) => going(await read(cursor), cursor);

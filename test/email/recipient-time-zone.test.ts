@@ -141,6 +141,30 @@ forEachDatabase((dialect) => {
     assert.equal(cancel.statusCode, 409, cancel.body);
   });
 
+  it('retries a message refused for now whose reader moved to a later zone: it went at its time', {
+    timeout: 30_000,
+  }, async () => {
+    await api.close();
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.UTC(2027, 2, 25, 12)),
+      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^ann@' },
+    });
+    dora = await api.client();
+    const batchId = await annInTokyoBenHeld();
+    // Ann moves: 10:00 in Los Angeles is 17:00 UTC, hours after her retry is due.
+    const la = [{ propertyname: 'timeZone', propertyvalue: 'America/Los_Angeles' }];
+    await dora.upsert([{ email: 'ann@example.com', propertyfields: la }]);
+    await at('2027-03-29T01:05:00Z');
+    const ann = (await dora.get(`/email/batch/${batchId}`))
+      .json()
+      .recipients.find((r: { email: string }) => r.email === 'ann@example.com');
+    assert.deepEqual(
+      ann.history.map((h: { event: string }) => h.event),
+      ['Scheduled', 'Processed', 'Deferred', 'Deferred'],
+      'tried again when due, not held',
+    );
+  });
+
   it('sends a recipient released from its hold behind the cursor of a pass stopped halfway', async () => {
     const batchId = await annInTokyoBenHeld();
     assert.deepEqual(await sentTo(), ['ann@example.com']);
