@@ -15,6 +15,7 @@ import {
   PAGE,
   pageRows,
   RETRY_LATER_MS,
+  keptJob,
   type Finish,
   type PageRow,
 } from '../messaging/pipeline.ts';
@@ -203,8 +204,10 @@ interface PageResults {
   steps: Array<Step & { status: EmailEventWord }>;
   suppress: Suppressed[];
   events: object[];
-  /** The page is the batch's last: finish it and complete its job in the same transaction. */
-  last: Lease | null;
+  /** The send's job, held by the page's transaction (or it undoes itself). */
+  lease: Lease;
+  /** The page is the send's last: finish the send and complete its job in the same transaction. */
+  last: boolean;
 }
 
 /**
@@ -229,7 +232,9 @@ export const recordEmailPage = procedure(
         { accountId: page.accountId, url: page.webhookUrl, type: EMAIL_EVENTS_TYPE, events },
       );
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-      const finished = page.last ? await finishEmailSend(trx, page.sendId, page.now, page.last) : 'more';
+      const finished = page.last
+        ? await finishEmailSend(trx, page.sendId, page.now, page.lease)
+        : await keptJob(trx, page.lease);
       const tally = new UsageTally(page.now);
       for (const step of steps) tally.add(page.accountId, 'email', step.status);
       await tally.write(trx, dialect);

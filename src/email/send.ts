@@ -289,7 +289,7 @@ export function emailSendHandler(deps: {
           await pauseForTest('email.handed');
           return handed.flat();
         },
-        record: async (handed, { cursor, last }) => {
+        record: async (handed, { cursor, lease, last }) => {
           const now = clock.now();
           const results = pageResults(sendId, now, handed);
           const recorded = await database.call(recordEmailPage, {
@@ -299,6 +299,7 @@ export function emailSendHandler(deps: {
             now,
             cursor,
             ...results,
+            lease,
             last,
           });
           // Every hard bounce is a suppression; the other Bounces are soft.

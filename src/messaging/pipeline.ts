@@ -4,7 +4,7 @@ import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
-import { completeJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
+import { completeJob, keepJob, SnoozeJob, type JobRun } from '../queue/worker.ts';
 import { appendWebhookEvents } from '../webhooks/events.ts';
 import { queries } from './queries.ts';
 import { UsageTally } from './rollup.ts';
@@ -102,9 +102,11 @@ export interface PageChannel<Rendered, Handed> extends Pending {
   /**
    * The page's results in one transaction with the send's cursor (the highest recipient id
    * handed so far), so a worker that dies after it resumes with the next page; on the send's
-   * last page (`last`, the job's lease: a short page) the same transaction finishes the send.
+   * last page (`last`: a short page) the same transaction finishes the send. The transaction
+   * holds the job's `lease` or undoes itself: a run whose lease lapsed, the job claimed again
+   * by another worker, stops at its page instead of sending the rest beside that one.
    */
-  record(handed: Handed, page: { cursor: number; last: Lease | null }): Promise<'more' | Finish>;
+  record(handed: Handed, page: { cursor: number; lease: Lease; last: boolean }): Promise<'more' | Finish>;
 }
 
 /**
@@ -145,8 +147,8 @@ export async function sendInPages<Rendered, Handed>(
         break;
       }
       cursor = Math.max(cursor, ...rows.map((row) => Number(row.id)));
-      const page = { cursor, last: rows.length < PAGE ? run.lease : null };
-      const next = page.last === null && rows.every((row) => row.attempts === 0) ? channel.load(cursor) : null;
+      const page = { cursor, lease: run.lease, last: rows.length < PAGE };
+      const next = !page.last && rows.every((row) => row.attempts === 0) ? channel.load(cursor) : null;
       // A job that stops after this page never reads what was read ahead; its failure is the next turn's to throw.
       next?.catch(() => undefined);
       const rendered = await channel.render(rows, next);
@@ -304,6 +306,12 @@ export async function finishSend(
       : { retryAt: dueAt!, why: 'held recipients wait for their time' };
   }
   return completeSend(trx, sendId, now, lease);
+}
+
+/** A page that is not the send's last, recorded in the caller's transaction while it holds the job. */
+export async function keptJob(trx: Db, lease: Lease): Promise<'more'> {
+  await keepJob(trx, lease);
+  return 'more';
 }
 
 /** The send Completed and its job with it, in the caller's transaction. */

@@ -15,6 +15,7 @@ import {
   propertyNames,
   rowProperties,
   sendInPages,
+  keptJob,
   type Finish,
   type PageChannel,
   type PageRow,
@@ -119,8 +120,10 @@ interface PageResults {
   steps: Step[];
   /** Receipts the transport gave with its answers that name no part of this page. */
   receipts: Receipt[];
+  /** The send's job, held by the page's transaction (or it undoes itself). */
+  lease: Lease;
   /** The page is the send's last: finish the send and complete its job in the same transaction. */
-  last: Lease | null;
+  last: boolean;
 }
 
 /**
@@ -159,7 +162,9 @@ export const recordSmsPage = procedure(
       }
       await holdRecipients(trx, page.held, page.now);
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
-      const finished = page.last ? await finishSend(trx, page.sendId, page.now, page.last, SMS_PENDING) : 'more';
+      const finished = page.last
+        ? await finishSend(trx, page.sendId, page.now, page.lease, SMS_PENDING)
+        : await keptJob(trx, page.lease);
       await tally.write(trx, dialect);
       return finished;
     });
@@ -513,7 +518,7 @@ export function smsSendHandler(deps: {
           await pauseForTest('sms.submitted');
           return { ...page, results, submittedAt };
         },
-        record: ({ rows, messages, results, held, submittedAt }, { cursor, last }) => {
+        record: ({ rows, messages, results, held, submittedAt }, { cursor, lease, last }) => {
           const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results, submittedAt);
           return database.call(recordSmsPage, {
             sendId,
@@ -525,6 +530,7 @@ export function smsSendHandler(deps: {
             held,
             steps,
             receipts,
+            lease,
             last,
           });
         },

@@ -49,8 +49,9 @@ async function run(firstPage: PageRow[], pages: PageRow[][], options: { handsAhe
       await new Promise((resolve) => setImmediate(resolve));
       return page;
     },
-    record: async (_page, { cursor, last }) => {
-      given.at(-1)!.last = last === lease;
+    record: async (_page, { cursor, lease: held, last }) => {
+      assert.equal(held, lease, 'every record holds the job');
+      given.at(-1)!.last = last;
       await new Promise((resolve) => setImmediate(resolve));
       log.push(`record up to ${cursor}`);
       unrecorded--;

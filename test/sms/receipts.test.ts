@@ -306,6 +306,39 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('stops a batch run at the page it records after its lease lapsed: the rest goes once', async () => {
+    const numbers = Array.from({ length: 600 }, (_, i) => `9198123${String(i).padStart(5, '0')}`);
+    const accepted = await alice.post('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'sale',
+      recipients: numbers.map((mobileNo) => ({ mobileNo })),
+    });
+    assert.equal(accepted.statusCode, 202, accepted.body);
+    const held = Promise.withResolvers<void>();
+    hold = held.promise;
+    const sending = worker.drain();
+    await waitFor('the first page handed over', async () => pages.length > 0 || undefined);
+    // Its lease lapsed, and another worker took the job over.
+    await api.t.ctx.db
+      .updateTable('jobs')
+      .set({ lease_token: 'another-worker' })
+      .where('kind', '=', SMS_SEND_KIND)
+      .execute();
+    held.resolve();
+    await sending;
+    assert.equal(pages.length, 1, 'the second page is not handed over beside the worker that holds the job');
+    // The job taken over runs again once its lease lapses: the unrecorded page, then the rest.
+    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('kind', '=', SMS_SEND_KIND).execute();
+    await worker.drain();
+    api.clock.advance(10_000);
+    await worker.drain();
+    assert.deepEqual(
+      pages.map((page) => page.length),
+      [500, 500, 100],
+      'the page whose record was undone twice',
+    );
+  });
+
   it(
     'refuses to cancel a one-time passcode its worker has taken ' + '(409), though its send still reads Queued',
     async () => {
