@@ -38,15 +38,18 @@ const MAX_REPLY = 1000;
 /**
  * A remote server's words as a reply to keep: control characters (NUL among them, which
  * PostgreSQL's text cannot hold, and the line breaks of a multi-line reply) as spaces, runs of
- * space as one, at most MAX_REPLY characters.
+ * space as one, at most MAX_REPLY UTF-16 units, cut between characters (half of a surrogate
+ * pair is refused by PostgreSQL's jsonb, and the page's record would fail with it).
  */
-export const keptReply = (text: string) =>
-  text
+export function keptReply(text: string): string {
+  const kept = text
     // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is its purpose
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .replace(/ {2,}/g, ' ')
     .trim()
     .slice(0, MAX_REPLY);
+  return kept.replace(/[\uD800-\uDBFF]$/, '').toWellFormed();
+}
 
 /** A 5xx reply whose enhanced status is 5.1.x (unknown user or domain): the address is suppressed (ARCHITECTURE.md). */
 export const isHardBounce = (reply: string) => /(?:^|\s)5\.1\.\d{1,3}(?:\s|$)/.test(reply);

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { smtpEmailTransport } from '../../src/email/transports/smtp.ts';
-import type { OutgoingEmail } from '../../src/email/transport.ts';
+import { keptReply, type OutgoingEmail } from '../../src/email/transport.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
 import { parseSmtpUrl } from '../../src/email/transports/smtp-url.ts';
 import { REDIS_URL, redisPrefix } from '../support/redis.ts';
@@ -230,5 +230,11 @@ describe('what the SMTP transport keeps of a reply', () => {
       await transport.close();
       relay.close();
     }
+  });
+
+  it('cuts a long reply between characters, never inside a surrogate pair PostgreSQL would refuse', () => {
+    const kept = keptReply(`550 ${'x'.repeat(995)}\u{1F600} and more`);
+    assert.ok(kept.isWellFormed(), 'no half of a pair');
+    assert.equal(kept, `550 ${'x'.repeat(995)}`);
   });
 });
