@@ -129,14 +129,16 @@ export async function startInboundSmtp(
         const report = () => (parsed ??= parseMailReport(raw));
         const handling = (async () => {
           for (const { address } of session.envelope.rcptTo) {
-            const outcome = await deliver(mailboxOf(address)!, report);
+            const mailbox = mailboxOf(address)!;
+            const outcome = await deliver(mailbox, report);
             metrics.mail.inc({ outcome });
             const read = parsed && (await parsed);
-            const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+            // The mailbox by its kind and row, never its address: a bounce or unsubscribe
+            // mailbox's token works as the recipient's link does, and MAIL FROM is a person's.
             log[RECORDED.has(outcome) ? 'info' : 'warn'](
               {
-                to: address,
-                from,
+                mailbox: mailbox.kind,
+                ...('recipientId' in mailbox && { recipientId: mailbox.recipientId }),
                 bytes: raw.length,
                 outcome,
                 ...(read?.kind === 'unparseable' && { problem: read.problem }),

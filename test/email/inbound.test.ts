@@ -308,6 +308,12 @@ forEachDatabase((dialect) => {
 
       assert.match(await mail(mailbox, Buffer.from('Subject: unsubscribe\r\n\r\n\r\n'), 'ada@example.com'), /^250 /);
       assert.equal((await recipientOf(alice, batchId)).history.at(-1).event, 'Unsubscribe');
+      const line = JSON.stringify(logged.at(-1));
+      assert.match(line, /"mailbox":"unsubscribe"/);
+      assert.ok(
+        !line.includes(mailbox.split('@')[0].split('+')[1]) && !line.includes('ada@'),
+        'nor its token nor the person',
+      );
       assert.equal((await suppression(alice)).reason, 'unsubscribed');
       assert.equal(await optIn(alice), false);
       assert.deepEqual(
