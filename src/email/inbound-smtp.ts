@@ -127,11 +127,14 @@ export async function startInboundSmtp(
         const raw = Buffer.concat(chunks);
         let parsed: Promise<MailReport> | undefined;
         const report = () => (parsed ??= parseMailReport(raw));
+        // Whether a report came for a message still being sent: the sender tries again later.
+        let early = false;
         const handling = (async () => {
           for (const { address } of session.envelope.rcptTo) {
             const mailbox = mailboxOf(address)!;
             const outcome = await deliver(mailbox, report);
             metrics.mail.inc({ outcome });
+            if (outcome === 'in flight') early = true;
             const read = parsed && (await parsed);
             // The mailbox by its kind and row, never its address: a bounce or unsubscribe
             // mailbox's token works as the recipient's link does, and MAIL FROM is a person's.
@@ -150,7 +153,10 @@ export async function startInboundSmtp(
         inFlight.add(handling);
         handling
           .then(
-            () => callback(null, 'Received'),
+            () =>
+              early
+                ? callback(reply(451, '4.3.0 The message is still being sent; try again later'))
+                : callback(null, 'Received'),
             (error: unknown) => {
               metrics.mail.inc({ outcome: 'failed' });
               log.error(

@@ -40,7 +40,7 @@ export type ReportOutcome =
       messageId: string;
       email: string;
     }
-  | { refused: 'unknown message' | 'not sent' };
+  | { refused: 'unknown message' | 'not sent' | 'in flight' };
 
 /** Statuses of a message the next hop took or is still trying (the answer to a later bounce). */
 const BOUNCEABLE = ['Delivered', 'Deferred'];
@@ -85,7 +85,9 @@ export const recordMailReport = procedure(
     db.transaction().execute(async (trx) => {
       const row = await reportedRowQuery(trx, dialect, args.message)?.executeTakeFirst();
       if (!row) return { refused: 'unknown message' };
-      if (row.message_id === null) return { refused: 'not sent' };
+      // Handed over and not yet recorded (a relay may bounce within the page's flight): the
+      // sender is asked to try again, when the page's record has written the message's id.
+      if (row.message_id === null) return { refused: row.status === 'Queued' ? 'in flight' : 'not sent' };
       const { event, now } = args;
       const word = event.kind === 'bounce' ? 'Bounce' : 'Spam Report';
       const outcome = {

@@ -1,8 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
-import { ERASED_REASON } from '../messaging/erased-identifiers.ts';
-import { unrecorded, withoutRecipients } from '../messaging/recipients.ts';
+import { withoutRecipients } from '../messaging/recipients.ts';
 
 /**
  * The email statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -68,24 +67,22 @@ interface Lockable<Q> {
 
 const SQLITE = {
   /**
-   * A page's outcomes, their history and their suppressions, but for recipients an erasure
-   * ended since the page was read (ERASED_REASON): answers their ids, whose outcomes it left.
+   * A page's outcomes, their history and their suppressions, but for recipients no longer
+   * waiting to be sent (Queued or Deferred) since the page was read: an erasure ended them
+   * (Dropped, ERASED_REASON), or a bounce report came for a retry in flight. Answers their ids, whose
+   * outcomes it left.
    */
   async updateRecipients(db: Db, w: RecipientWrites): Promise<Set<number>> {
     const { now, accountId } = w;
-    const updated = await sql`update send_recipients
+    const { rows } = await sql<{ id: number }>`update send_recipients
                  set status = v.value ->> 'status', message_id = v.value ->> 'messageId', error = v.value ->> 'reply',
                      attempts = v.value ->> 'attempts', retry_at = v.value ->> 'retryAt',
                      deferred_at = v.value ->> 'deferredAt', updated_at = ${now}
                 from jsonb_each(${JSON.stringify(w.outcomes)}) v
-               where send_recipients.id = v.value ->> 'id' and send_recipients.reason is not ${ERASED_REASON}`.execute(
-      db,
-    );
-    const left = await unrecorded(
-      db,
-      w.outcomes.map(({ id }) => id),
-      updated.numAffectedRows,
-    );
+               where send_recipients.id = v.value ->> 'id' and send_recipients.status in ('Queued', 'Deferred')
+           returning send_recipients.id`.execute(db);
+    const written = new Set(rows.map((row) => Number(row.id)));
+    const left = new Set(w.outcomes.map(({ id }) => id).filter((id) => !written.has(id)));
     const steps = withoutRecipients(w.steps, left, ({ recipientId }) => recipientId);
     const suppress = withoutRecipients(w.suppress, left, ({ recipientId }) => recipientId);
     await sql`insert into recipient_history (recipient_id, status, at, reply)
@@ -124,7 +121,7 @@ const POSTGRES: typeof SQLITE = {
                                       deferred_at = (v ->> 'deferredAt')::bigint, updated_at = ${now}::bigint
                                  from outcome
                                 where r.id = any(${ids}::bigint[]) and r.id = (v ->> 'id')::bigint
-                                  and r.reason is distinct from ${ERASED_REASON}
+                                  and r.status in ('Queued', 'Deferred')
                                 returning r.id),
                    suppressed as (insert into suppressions (account_id, channel, address, reason, created_at)
                                   select ${accountId}, 'email', s ->> 'address', s ->> 'reason', ${now}::bigint

@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { startInboundSmtp, type InboundSmtp } from '../../src/email/inbound-smtp.ts';
 import { reportedRowQuery } from '../../src/email/inbound.ts';
+import { queries as emailQueries } from '../../src/email/queries.ts';
 import { MAX_REPORT_BYTES } from '../../src/email/mail-reports.ts';
 import { FEEDBACK_MAILBOX, returnPath, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
 import { arfFor, dsnFor, sendReport } from '../../src/sim/smtp-reports.ts';
@@ -185,6 +186,52 @@ forEachDatabase((dialect) => {
       (await posted(alice)).filter((e) => e.event === 'Bounce').map((e) => e.reason),
       ['soft bounce, reported after delivery'],
     );
+  });
+
+  it('asks the sender of a DSN to try again while its message is in flight, and records it then', async () => {
+    const { batchId, recipientId, verp, original } = await delivered(alice);
+    const { message_id: messageId } = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('message_id')
+      .where('id', '=', recipientId)
+      .executeTakeFirstOrThrow();
+    // As its page leaves it while the relay has it: Queued, its id not yet written.
+    const inFlight = { status: 'Queued', message_id: null };
+    await api.t.ctx.db.updateTable('send_recipients').set(inFlight).where('id', '=', recipientId).execute();
+    const dsn = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' });
+    await assert.rejects(mail(verp, dsn), /451 4\.3\.0 The message is still being sent/);
+    const recorded = { status: 'Delivered', message_id: messageId };
+    await api.t.ctx.db.updateTable('send_recipients').set(recorded).where('id', '=', recipientId).execute();
+    assert.match(await mail(verp, dsn), /^250 /);
+    assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
+  });
+
+  it('keeps the Bounce a report wrote while a retry was in flight: the page writes nothing over it', async () => {
+    const { recipientId } = await delivered(alice);
+    await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Bounce' }).where('id', '=', recipientId).execute();
+    const outcome = { id: recipientId, status: 'Delivered', messageId: 'm', reply: '250 ok', attempts: 1 };
+    const left = await api.t.ctx.db.transaction().execute((trx) =>
+      emailQueries[dialect].updateRecipients(trx, {
+        accountId: alice.account.row.id,
+        now: api.clock.now(),
+        outcomes: [{ ...outcome, retryAt: null, deferredAt: null }],
+        steps: [{ recipientId, status: 'Delivered', reply: '250 ok' }],
+        suppress: [],
+      }),
+    );
+    assert.deepEqual([...left], [recipientId]);
+    const history = await api.t.ctx.db
+      .selectFrom('recipient_history')
+      .select('status')
+      .where('recipient_id', '=', recipientId)
+      .execute();
+    assert.equal(history.filter((h) => h.status === 'Delivered').length, 1, 'no second Delivered');
+    const row = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('status')
+      .where('id', '=', recipientId)
+      .executeTakeFirstOrThrow();
+    assert.equal(row.status, 'Bounce');
   });
 
   it('records a DSN for a message waiting to be tried again as its Bounce, and tries it no more', async () => {
