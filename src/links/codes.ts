@@ -39,7 +39,7 @@ export function newCode(): string {
  * `recipientIds`. A code already taken is drawn again for its recipient alone (at ten
  * million links, one draw in twenty million collides).
  */
-export async function issueLinks(
+async function issueLinks(
   database: ProcedureDatabase,
   target: LinkTarget,
   recipientIds: Array<number | null>,
@@ -59,6 +59,26 @@ export async function issueLinks(
     pending = [...drawn].filter(([code]) => !written.has(code)).map(([, i]) => i);
   }
   return codes;
+}
+
+/**
+ * Each recipient's own link to the target's URL, in the order of `recipientIds`: the one made
+ * for it before, else a new one. A message tried again (refused for now, or its worker killed)
+ * carries the code it carried then: parts an SMSC took from the first try are joined on the
+ * handset with parts of the next, which must hold the same text.
+ */
+export async function recipientLinks(
+  database: ProcedureDatabase,
+  target: LinkTarget,
+  recipientIds: number[],
+): Promise<string[]> {
+  const { rows } = await queries[database.dialect].recipientCodes(target, recipientIds).execute(database.db);
+  // The earliest, should a recipient have several (its tries made a link each).
+  const made = new Map(rows.map((row) => [Number(row.recipient_id), row.code]));
+  const missing = recipientIds.filter((id) => !made.has(id));
+  const issued = missing.length > 0 ? await issueLinks(database, target, missing) : [];
+  for (const [i, id] of missing.entries()) made.set(id, issued[i]);
+  return recipientIds.map((id) => made.get(id)!);
 }
 
 /** The send's shared link to the target's URL, made the first time it is asked for. */

@@ -16,6 +16,7 @@ export interface NewLink {
 }
 
 type Codes = RawBuilder<{ code: string }>;
+type RecipientCodes = RawBuilder<{ recipient_id: number | string; code: string }>;
 
 // SQLite needs a WHERE on an INSERT … SELECT before ON CONFLICT (its parser's ambiguity).
 const SQLITE = {
@@ -24,6 +25,11 @@ const SQLITE = {
     select value ->> 'code', ${accountId}, ${sendId}, value ->> 'recipientId', ${url}, ${now}
       from jsonb_each(${links}) where true
     on conflict (code) do nothing returning code`,
+  recipientCodes: ({ sendId, url }: LinkTarget, recipientIds: number[]): RecipientCodes => sql`
+    select recipient_id, code from links
+     where recipient_id in (select value from json_each(${JSON.stringify(recipientIds)}))
+       and send_id = ${sendId} and url = ${url}
+     order by created_at desc`,
 };
 
 const POSTGRES: typeof SQLITE = {
@@ -32,6 +38,10 @@ const POSTGRES: typeof SQLITE = {
     select v ->> 'code', ${accountId}, ${sendId}, (v ->> 'recipientId')::bigint, ${url}, ${now}::bigint
       from jsonb_array_elements(${links}::jsonb) v
     on conflict (code) do nothing returning code`,
+  recipientCodes: ({ sendId, url }, recipientIds) => sql`
+    select recipient_id, code from links
+     where recipient_id = any(${`{${recipientIds.join(',')}}`}::bigint[]) and send_id = ${sendId} and url = ${url}
+     order by created_at desc`,
 };
 
 /** The links module's statements that differ by database, as JSON parameters unpacked in SQL. */

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { CODE_LENGTH, issueLinks, sharedLink } from '../links/codes.ts';
+import { CODE_LENGTH, recipientLinks, sharedLink } from '../links/codes.ts';
 import { landingPageUrl } from '../links/landing-pages.ts';
 import { linkBase } from '../links/shortener.ts';
 import type { SmsContent } from './accept.ts';
@@ -50,5 +50,6 @@ export async function landingPageLinks(
     const link = `${base}/${await sharedLink(database, target())}`;
     return async (recipientIds) => recipientIds.map(() => link);
   }
-  return async (recipientIds) => (await issueLinks(database, target(), recipientIds)).map((code) => `${base}/${code}`);
+  return async (recipientIds) =>
+    (await recipientLinks(database, target(), recipientIds)).map((code) => `${base}/${code}`);
 }

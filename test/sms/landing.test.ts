@@ -309,8 +309,8 @@ forEachDatabase((dialect) => {
   });
 
   it(
-    'writes a page’s codes before the page is submitted, and a page submitted again after a failure keeps the ' +
-      'first codes working',
+    'writes a page’s codes before the page is submitted, and a page submitted again after a failure carries the ' +
+      'same codes, as parts an SMSC took from the first try are joined with the next',
     async () => {
       // A transport of the test's own: it looks each text's code up as another connection sees
       // the database (committed rows only), and its first submit dies as a dropped connection would.
@@ -357,7 +357,11 @@ forEachDatabase((dialect) => {
           [2, true],
         ],
       );
-      assert.equal(new Set(submitted.map((s) => s.code)).size, 4, 'new codes for the page submitted again');
+      assert.deepEqual(
+        submitted.slice(2).map((s) => s.code),
+        submitted.slice(0, 2).map((s) => s.code),
+        'the same codes for the page submitted again',
+      );
       for (const { code } of submitted) assert.equal((await open(`/l/${code}`)).statusCode, 302, code);
       assert.deepEqual(
         (await read(alice, accepted.json().data.QueueId)).recipients.map((r) => r.clicks.length),
