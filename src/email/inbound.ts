@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { procedure } from '../db/procedure.ts';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
+import { isErased } from '../messaging/erased-identifiers.ts';
 import { addSuppression, optOutEmail } from '../messaging/suppressions.ts';
 import type { EmailEventWord } from './events.ts';
 import { queries } from './queries.ts';
@@ -40,7 +41,7 @@ export type ReportOutcome =
       messageId: string;
       email: string;
     }
-  | { refused: 'unknown message' | 'not sent' | 'in flight' };
+  | { refused: 'unknown message' | 'not sent' | 'in flight' | 'erased' };
 
 /** Statuses of a message the next hop took or is still trying (the answer to a later bounce). */
 const BOUNCEABLE = ['Delivered', 'Deferred'];
@@ -85,6 +86,8 @@ export const recordMailReport = procedure(
     db.transaction().execute(async (trx) => {
       const row = await reportedRowQuery(trx, dialect, args.message)?.executeTakeFirst();
       if (!row) return { refused: 'unknown message' };
+      // The person was erased: nothing names them again (they stay suppressed by their hash).
+      if (isErased(row.address)) return { refused: 'erased' };
       // Handed over and not yet recorded (a relay may bounce within the page's flight): the
       // sender is asked to try again, when the page's record has written the message's id.
       if (row.message_id === null) return { refused: row.status === 'Queued' ? 'in flight' : 'not sent' };

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
+import { isErased } from '../messaging/erased-identifiers.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { withoutRecipients } from '../messaging/recipients.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
@@ -382,6 +383,9 @@ export const recordTracking = procedure(
         url = (JSON.parse(row.content) as { links?: string[] }).links?.[event.link] ?? null;
         if (url === null) return undefined;
       }
+      // An erased person's link still leads on, and records nothing: no history, event or
+      // suppression names them again (they stay suppressed by their hash).
+      if (isErased(row.address)) return { url };
       const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
       const delivered = await trx
         .selectFrom('recipient_history')

@@ -26,6 +26,9 @@ export const ERASED_REASON = 'erased';
 /** What an erased identifier becomes: never a number (digits) nor an address (with @). */
 export const ERASED_PREFIX = 'erased:';
 
+/** Whether a recipient's address is an erased person's hash: what comes back for it is recorded no more. */
+export const isErased = (address: string): boolean => address.startsWith(ERASED_PREFIX);
+
 // An HMAC from a KeyObject takes a seventh of the time it takes from the key's bytes.
 const keyObjects = new WeakMap<Buffer, KeyObject>();
 

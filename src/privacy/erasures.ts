@@ -81,7 +81,8 @@ export const beginErasure = procedure(
               account_id: args.accountId,
               channel,
               hash,
-              reason: kept?.reason ?? ERASED_REASON,
+              // A hard bounce's reason quotes the relay, which may quote the address.
+              reason: kept ? kept.reason.replaceAll(clear, hash) : ERASED_REASON,
               created_at: args.now,
             })
             .onConflict((oc) => oc.columns(['account_id', 'channel', 'hash']).doNothing())
@@ -183,6 +184,8 @@ async function endUnsent(
         tags: null,
         due_at: null,
         retry_at: null,
+        // A relay's reply to an earlier try may quote the address (451 4.2.0 <ada@…>).
+        error: sql<string>`replace(error, ${clear}, ${hash})`,
         updated_at: args.now,
       })
       .where(
@@ -198,9 +201,11 @@ async function endUnsent(
     if (rows.length === 0) continue;
     ended += rows.length;
     tally.add(args.accountId, channel, unsent.status, { messages: rows.length });
+    const ids = rows.map((r) => r.id);
+    await trx.updateTable('recipient_history').set({ reply: null }).where('recipient_id', 'in', ids).execute();
     await trx
       .insertInto('recipient_history')
-      .values(rows.map((r) => ({ recipient_id: r.id, status: unsent.status, at: args.now })))
+      .values(ids.map((id) => ({ recipient_id: id, status: unsent.status, at: args.now })))
       .execute();
     const sends = await trx
       .selectFrom('sends')
@@ -512,9 +517,11 @@ async function eraseRecipients(
         .execute();
     }
   }
+  const hashed = messaging[dialect].erasedAddress(args.erasureKey, sql.ref('address'));
   await trx
     .updateTable('send_recipients')
-    .set({ address: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('address')), tags: null })
+    // A relay's reply kept as the error (a bounce's) may quote the address.
+    .set({ address: hashed, tags: null, error: sql<string>`replace(error, address, ${hashed})` })
     .where('id', 'in', ids)
     .execute();
   return { rows: rows.length, messages: rows.length };

@@ -206,6 +206,17 @@ forEachDatabase((dialect) => {
     assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
   });
 
+  it('records nothing of a report on an erased person’s message: no Bounce, no suppression of the hash', async () => {
+    const { batchId, verp, original } = await delivered(alice);
+    assert.equal((await alice.post('/privacy/erasures', { email: 'ada@example.com' })).statusCode, 202);
+    await api.drain();
+    const dsn = await dsnFor({ original, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' });
+    assert.match(await mail(verp, dsn), /^250 /);
+    assert.equal(logged.at(-1)?.object.outcome, 'erased');
+    assert.equal((await recipientOf(alice, batchId)).status, 'Delivered');
+    assert.deepEqual((await alice.get('/email/suppressions')).json().suppressions, []);
+  });
+
   it('keeps the Bounce a report wrote while a retry was in flight: the page writes nothing over it', async () => {
     const { recipientId } = await delivered(alice);
     await api.t.ctx.db.updateTable('send_recipients').set({ status: 'Bounce' }).where('id', '=', recipientId).execute();

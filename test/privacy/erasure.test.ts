@@ -14,6 +14,7 @@ import { forEachDatabase } from '../support/databases.ts';
 import { pgDump } from '../support/storage.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { buildBatch } from '../email/support.ts';
+import { recordTracking } from '../../src/email/record.ts';
 
 // Erasure of one person (ARCHITECTURE.md, "Data rights and management"; docs/privacy.md).
 
@@ -390,8 +391,53 @@ forEachDatabase((dialect) => {
       assert.equal((await statusOf()).status, 'Completed');
       const tried = (await carol.get('/sandbox/email?limit=100')).json().messages;
       assert.equal(tried.length, 0, 'the sandbox took nothing: the deferred try was not kept, nor another made');
+      assert.ok(!(await everyRow(deferring, dialect)).includes(ADA_EMAIL), 'nor the relay’s reply quoting her');
     } finally {
       await deferring.close();
+    }
+  });
+
+  it('erases the address from a bounce’s reply and its suppression, and records nothing that comes back later', {
+    timeout: 30_000,
+  }, async () => {
+    const bouncing = await startApiTest(dialect, {
+      clock: new ManualClock(Date.UTC(2026, 2, 10, 12)),
+      env: { SMS_TRANSPORT: 'sandbox:', EMAIL_TRANSPORT: 'sandbox:?bounce=zebulon' },
+    });
+    try {
+      const carol = await bouncing.client();
+      const twice = buildBatch(
+        { webHookUrl: receiver.url },
+        { recipients: [{ to: ADA_EMAIL }, { to: 'b@example.com' }] },
+      );
+      const batchId = await carol.accept('/email/batch', twice);
+      await bouncing.drain();
+      const recipients = (await carol.get(`/email/batch/${batchId}`)).json().recipients;
+      assert.deepEqual(recipients.map((r: { status: string }) => r.status).sort(), ['Bounce', 'Delivered']);
+      await erase(carol, { email: ADA_EMAIL });
+      await bouncing.drain();
+      assert.ok(!(await everyRow(bouncing, dialect)).includes(ADA_EMAIL), 'the reply and the suppression quoted her');
+
+      // Her message's unsubscribe link, followed after the erasure: nothing is written of it.
+      const { id } = await bouncing.t.ctx.db
+        .selectFrom('send_recipients')
+        .select('id')
+        .where('send_id', '=', batchId)
+        .where('address', 'like', 'erased:%')
+        .executeTakeFirstOrThrow();
+      const event = { kind: 'unsubscribe' as const };
+      const unsubscribe = { recipientId: Number(id), event, userAgent: null, head: false, confirmed: true };
+      await bouncing.t.ctx.database.call(recordTracking, { ...unsubscribe, now: bouncing.clock.now() });
+      const listed = (await carol.get('/email/suppressions')).json().suppressions;
+      assert.deepEqual(listed, [], 'no suppression of the hash is listed');
+      const history = await bouncing.t.ctx.db
+        .selectFrom('recipient_history')
+        .select('status')
+        .where('recipient_id', '=', id)
+        .execute();
+      assert.ok(!history.some((h) => h.status === 'Unsubscribe'));
+    } finally {
+      await bouncing.close();
     }
   });
 
