@@ -244,7 +244,9 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
  * since the send started up to a day before; those refused end NotSent or Dropped, with their
  * history, counted in `tally`, and are answered; the others are released (`due_at` and the
  * reason they waited for cleared) to be sent as any recipient. Found by the partial index
- * send_recipients_due: a send holding none costs a seek.
+ * send_recipients_due: a send holding none costs a seek. Email's retries due (Deferred, a relay
+ * refused them for now up to 72 hours before) are decided again the same way: an address
+ * suppressed or unsubscribed meanwhile is not tried again.
  */
 export async function releaseDueRecipients(
   db: Db,
@@ -269,16 +271,25 @@ export async function releaseDueRecipients(
   const address = sql<string>`send_recipients.address`;
   const now = queries[dialect].epochMs(r.now);
   const due = sql`send_id = ${r.sendId} and status = 'Queued' and due_at is not null and due_at <= ${now}`;
-  const refuse = (reason: RawBuilder<unknown>, condition: RawBuilder<unknown>) =>
-    sql<{ id: number; address: string; reason: string | null }>`
-      update send_recipients set status = ${refused}, reason = ${reason}, due_at = null, updated_at = ${now}
-       where ${due} and ${condition}
-      returning id, address, reason`.execute(db);
-  const { rows: suppressed } = await refuse(
+  const retrying = sql`send_id = ${r.sendId} and status = 'Deferred' and retry_at is not null and retry_at <= ${now}`;
+  // Each kind of waiting recipient by its own partial index (send_recipients_due, _retry).
+  const refuse = async (reason: RawBuilder<unknown>, condition: RawBuilder<unknown>) => {
+    const rows: Array<{ id: number; address: string; reason: string | null }> = [];
+    for (const waiting of [due, retrying]) {
+      const refusedNow = await sql<(typeof rows)[number]>`
+        update send_recipients
+           set status = ${refused}, reason = ${reason}, due_at = null, retry_at = null, updated_at = ${now}
+         where ${waiting} and ${condition}
+        returning id, address, reason`.execute(db);
+      rows.push(...refusedNow.rows);
+    }
+    return rows;
+  };
+  const suppressed = await refuse(
     sql`'suppressed: ' || ${rules.suppression(address)}`,
     sql`${rules.suppression(address)} is not null`,
   );
-  const { rows: unconsented } = await refuse(
+  const unconsented = await refuse(
     sql`'no consent: a contact with this address has not opted in'`,
     rules.lacksConsent(address),
   );

@@ -400,6 +400,33 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('does not try again an address suppressed while its message waited: it ends Dropped', async () => {
+    const sandboxed = await startApiTest(dialect, {
+      clock: new ManualClock(Date.now()),
+      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^slow@' },
+    });
+    try {
+      const client = await sandboxed.client();
+      const batch = buildBatch({}, { recipients: [{ to: 'slow@example.com' }] });
+      const batchId = await client.accept('/email/batch', batch);
+      await sandboxed.drain();
+      const added = await client.post('/email/suppressions', { email: 'slow@example.com', reason: 'asked by phone' });
+      assert.equal(added.statusCode, 201, added.body);
+      sandboxed.clock.advance(60_000);
+      await sandboxed.drain();
+      const read = (await client.get(`/email/batch/${batchId}`)).json();
+      assert.equal(read.status, 'Completed');
+      const [slow] = read.recipients;
+      assert.deepEqual(
+        slow.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Deferred', 'Dropped'],
+      );
+      assert.match(slow.reason, /^suppressed: /);
+    } finally {
+      await sandboxed.close();
+    }
+  });
+
   it('manages suppressions: added lower-cased with a reason, read a page at a time, deleted; per account', async () => {
     const added = await alice.post('/email/suppressions', { email: 'Zed@Example.com' });
     assert.equal(added.statusCode, 201);
