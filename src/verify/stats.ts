@@ -28,41 +28,42 @@ export async function readVerifyStats(
   const { start, days } = localDays(query.from, query.to, query.offsetMinutes, MAX_DAYS);
   const end = start + days * DAY_MS;
   const { accountId, now } = query;
-  const [live, rolled, blocked] = await Promise.all([
-    sql<CountryCounts>`
-      select country, count(*) as started,
-             sum(case when status = 'approved' then 1 else 0 end) as approved,
-             sum(case when status = 'failed' then 1 else 0 end) as failed,
-             sum(case when status = 'expired' or (status = 'pending' and expires_at <= ${now}) then 1 else 0 end)
-               as expired
-        from verifications
-       where account_id = ${accountId} and created_at >= ${start} and created_at < ${end}
-       group by country`.execute(db),
-    sql<CountryCounts & { blocked_country: number; blocked_prefix: number }>`
-      select country, sum(started) as started, sum(approved) as approved, sum(failed) as failed,
-             sum(expired) as expired, sum(blocked_country) as blocked_country, sum(blocked_prefix) as blocked_prefix
-        from verify_rollup
-       where account_id = ${accountId} and bucket >= ${start / BUCKET_MS} and bucket < ${end / BUCKET_MS}
-       group by country`.execute(db),
-    sql<{ reason: 'country' | 'prefix'; attempts: number }>`
-      select reason, count(*) as attempts from verify_blocked
-       where account_id = ${accountId} and at >= ${start} and at < ${end}
-       group by reason`.execute(db),
-  ]);
+  // One statement, one snapshot: a retention chunk folding rows into the rollup as the stats
+  // are read is counted once, never in both or neither (PostgreSQL would read each of three
+  // statements on its own connection).
+  const { rows } = await sql<CountryCounts & { blocked_country: number; blocked_prefix: number }>`
+    select country, count(*) as started,
+           sum(case when status = 'approved' then 1 else 0 end) as approved,
+           sum(case when status = 'failed' then 1 else 0 end) as failed,
+           sum(case when status = 'expired' or (status = 'pending' and expires_at <= ${now}) then 1 else 0 end)
+             as expired,
+           0 as blocked_country, 0 as blocked_prefix
+      from verifications
+     where account_id = ${accountId} and created_at >= ${start} and created_at < ${end}
+     group by country
+    union all
+    select country, sum(started), sum(approved), sum(failed), sum(expired), sum(blocked_country), sum(blocked_prefix)
+      from verify_rollup
+     where account_id = ${accountId} and bucket >= ${start / BUCKET_MS} and bucket < ${end / BUCKET_MS}
+     group by country
+    union all
+    select country, 0, 0, 0, 0, sum(case when reason = 'country' then 1 else 0 end),
+           sum(case when reason = 'prefix' then 1 else 0 end)
+      from verify_blocked
+     where account_id = ${accountId} and at >= ${start} and at < ${end}
+     group by country`.execute(db);
   const byCountry = new Map<string, CountryCounts>();
-  for (const row of [...live.rows, ...rolled.rows]) {
+  const blockedBy = { country: 0, prefix: 0 };
+  for (const row of rows) {
+    blockedBy.country += Number(row.blocked_country);
+    blockedBy.prefix += Number(row.blocked_prefix);
+    if (Number(row.started) === 0) continue;
     const sum = byCountry.get(row.country) ?? { country: row.country, started: 0, approved: 0, failed: 0, expired: 0 };
     sum.started += Number(row.started);
     sum.approved += Number(row.approved);
     sum.failed += Number(row.failed);
     sum.expired += Number(row.expired);
     byCountry.set(row.country, sum);
-  }
-  const blockedBy = { country: 0, prefix: 0 };
-  for (const row of blocked.rows) blockedBy[row.reason] += Number(row.attempts);
-  for (const row of rolled.rows) {
-    blockedBy.country += Number(row.blocked_country);
-    blockedBy.prefix += Number(row.blocked_prefix);
   }
   const total = (key: keyof Omit<CountryCounts, 'country'>) =>
     [...byCountry.values()].reduce((sum, counts) => sum + counts[key], 0);
