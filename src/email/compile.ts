@@ -12,6 +12,7 @@ import {
   type EmailContent,
   type Skeleton,
 } from './render.ts';
+import { MAX_TRACKED_LINKS } from './tracking-tokens.ts';
 
 /**
  * One email of a batch, compiled once: everything that does not depend on the recipient is
@@ -128,7 +129,12 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
         if (name === 'style' || name === 'script') rawTextDepth++;
         if (name === 'body' && bodyStart === undefined) bodyStart = end;
         if (name === 'html' || name === 'head') fragmentStart = Math.max(fragmentStart, end);
-        const href = name === 'a' && options.tracking ? trackable(attributes.href) : undefined;
+        const trackedHref = name === 'a' && options.tracking ? trackable(attributes.href) : undefined;
+        // A link new past MAX_TRACKED_LINKS keeps its own URL: a click token has no room to name it.
+        const href =
+          trackedHref !== undefined && (linkIndexes.has(trackedHref) || links.length < MAX_TRACKED_LINKS)
+            ? trackedHref
+            : undefined;
         const templated = Object.values(attributes).some((value) => compileTemplate(value).tags.length > 0);
         if (href === undefined && !templated) return;
         const parts: Part[] = [{ html: `<${name}` }];

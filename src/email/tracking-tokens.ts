@@ -38,6 +38,9 @@ function head(kind: TrackingKind, recipientId: number): Buffer {
   return bytes;
 }
 
+/** A click token names its link in two bytes: links of a message past these go untracked. */
+export const MAX_TRACKED_LINKS = 2 ** 16;
+
 const linkBytes = (link: number) => {
   const bytes = Buffer.alloc(2);
   bytes.writeUInt16BE(link, 0);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import MailComposer, { type Options as MailComposerOptions } from 'nodemailer/lib/mail-composer';
+import { MAX_TRACKED_LINKS } from '../../src/email/tracking-tokens.ts';
 import { compileEmail, UNSUBSCRIBE_TAG } from '../../src/email/compile.ts';
 import { composeMime, renderEmail, type EmailContent, type RecipientUrls } from '../../src/email/render.ts';
 import type { TagSources } from '../../src/messaging/tags.ts';
@@ -70,6 +71,20 @@ it(
     assert.equal(lines['list-unsubscribe-post'], 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
   },
 );
+
+it('tracks the first 65,536 distinct links of a message and leaves those after them as they are', async () => {
+  const html = Array.from({ length: MAX_TRACKED_LINKS + 2 }, (_, i) => `<a href="https://example.com/${i}">x</a>`);
+  const { compiled, mail } = await render({ html: page(html.join('') + html[0]) }, {});
+  assert.equal(compiled.links.length, MAX_TRACKED_LINKS);
+  const sent = hrefs(bodyOf(mail));
+  assert.deepEqual(
+    sent.filter((href) => href.startsWith('https://example.com/')),
+    [`https://example.com/${MAX_TRACKED_LINKS}`, `https://example.com/${MAX_TRACKED_LINKS + 1}`],
+    'the two past the bound as written',
+  );
+  const clicks = sent.filter((href) => href.startsWith('https://herald.example/t/c/'));
+  assert.equal(clicks.length, MAX_TRACKED_LINKS + 1, 'the rest tracked, the first link twice');
+});
 
 it('writes List-Unsubscribe with the https URL alone when there is no mailto', async () => {
   const compiled = compileEmail(
