@@ -337,6 +337,13 @@ const MACHINE_AGENTS = new RegExp(
 /** An open or click this soon after delivery is a machine's: no person reads that fast (issue 13's rule). */
 export const MACHINE_WINDOW_MS = 2000;
 
+/**
+ * An open of a message, or a click of one of its links, again within this time of the last is
+ * not recorded again: a pixel or a link fetched in a loop (anyone holding the email can) would
+ * otherwise swell the message's history, its reads and the account's webhooks without bound.
+ */
+export const REPEAT_WINDOW_MS = 60_000;
+
 export type TrackingEvent = { kind: 'click'; link: number } | { kind: 'open' } | { kind: 'unsubscribe' };
 
 /**
@@ -386,6 +393,7 @@ export const recordTracking = procedure(
       // An erased person's link still leads on, and records nothing: no history, event or
       // suppression names them again (they stay suppressed by their hash).
       if (isErased(row.address)) return { url };
+      if (event.kind !== 'unsubscribe' && (await repeated(trx, row.id, event.kind, url, now))) return { url };
       const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
       const delivered = await trx
         .selectFrom('recipient_history')
@@ -413,6 +421,19 @@ export const recordTracking = procedure(
       return { url };
     }),
 );
+
+/** Whether the recipient's open, or click of `url`, was recorded within REPEAT_WINDOW_MS before `now`. */
+async function repeated(trx: Db, recipientId: number, kind: 'open' | 'click', url: string | null, now: number) {
+  const row = await trx
+    .selectFrom('recipient_history')
+    .select('at')
+    .where('recipient_id', '=', recipientId)
+    .where('status', '=', kind === 'open' ? 'Open' : 'Click')
+    .where('at', '>', now - REPEAT_WINDOW_MS)
+    .$if(url !== null, (select) => select.where('url', '=', url))
+    .executeTakeFirst();
+  return row !== undefined;
+}
 
 /** Whether the recipient's history holds the event already. */
 async function hasEvent(trx: Db, recipientId: number, event: EmailEventWord): Promise<boolean> {

@@ -124,6 +124,25 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('records an open or a click of one link once a minute however often it is fetched', async () => {
+    const { batchId, recipientId } = await delivered();
+    api.clock.advance(5000);
+    const pixel = `/t/o/${token({ recipientId, kind: 'open' })}`;
+    const link = `/t/c/${token({ recipientId, kind: 'click', link: 0 })}`;
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await open('GET', pixel)).statusCode, 200);
+      assert.equal((await open('GET', link)).statusCode, 302, 'every click still leads on');
+      api.clock.advance(10_000);
+    }
+    api.clock.advance(10_000);
+    await open('GET', pixel);
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(
+      recipient.history.slice(2).map((h: { event: string }) => h.event),
+      ['Open', 'Click', 'Open'],
+    );
+  });
+
   it('redirects a click to a link a header cannot carry as written, percent-encoded as a browser would', async () => {
     await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
     const emailBody = base64('<p><a href="https://shop.example/café/–?q=a b">Spring</a></p>');
