@@ -200,25 +200,16 @@ interface Audited {
   action: AuditAction;
 }
 
-async function updateAccount(
-  db: Db,
-  id: string,
-  values: Updateable<AccountsTable>,
-  bumpTokenVersion: boolean,
-  audited?: Audited,
-): Promise<AccountRow> {
-  return audited
-    ? db.transaction().execute((trx) => writeAccount(trx, id, values, bumpTokenVersion, audited))
-    : writeAccount(db, id, values, bumpTokenVersion);
+/** An account's change: its id, the values, whether access tokens issued before stop working, its audit. */
+type AccountWrite = [id: string, values: Updateable<AccountsTable>, bumpTokenVersion: boolean, audited?: Audited];
+
+/** Writes the change, in a transaction of its own when it is audited (with its audit entry). */
+async function updateAccount(db: Db, ...write: AccountWrite): Promise<AccountRow> {
+  return write[3] ? db.transaction().execute((trx) => writeAccount(trx, ...write)) : writeAccount(db, ...write);
 }
 
-async function writeAccount(
-  db: Db,
-  id: string,
-  values: Updateable<AccountsTable>,
-  bumpTokenVersion: boolean,
-  audited?: Audited,
-): Promise<AccountRow> {
+/** Writes the change in the caller's transaction. */
+async function writeAccount(db: Db, ...[id, values, bumpTokenVersion, audited]: AccountWrite): Promise<AccountRow> {
   const row = await db
     .updateTable('accounts')
     .set((eb) => ({ ...values, ...(bumpTokenVersion ? { token_version: eb('token_version', '+', 1) } : {}) }))

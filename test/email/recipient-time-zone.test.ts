@@ -52,6 +52,17 @@ forEachDatabase((dialect) => {
     return accepted.json().data.BatchId as string;
   };
 
+  /** annInTokyoBenHeld with a relay that refuses Ann for now: her message is Deferred. */
+  const annDeferredBenHeld = async () => {
+    await api.close();
+    api = await startApiTest(dialect, {
+      clock: new ManualClock(Date.UTC(2027, 2, 25, 12)),
+      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^ann@' },
+    });
+    dora = await api.client();
+    return annInTokyoBenHeld();
+  };
+
   it('refuses deliverInRecipientTimeZone without a scheduleDateTime or with an offset', async () => {
     const none = await post(buildBatch({ deliverInRecipientTimeZone: true }));
     assert.equal(none.statusCode, 400, none.body);
@@ -122,13 +133,7 @@ forEachDatabase((dialect) => {
   });
 
   it('refuses to cancel a batch with a message refused for now beside the held ones', async () => {
-    await api.close();
-    api = await startApiTest(dialect, {
-      clock: new ManualClock(Date.UTC(2027, 2, 25, 12)),
-      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^ann@' },
-    });
-    dora = await api.client();
-    const batchId = await annInTokyoBenHeld();
+    const batchId = await annDeferredBenHeld();
     const statuses = (await dora.get(`/email/batch/${batchId}`))
       .json()
       .recipients.map((r: { status: string }) => r.status);
@@ -144,13 +149,7 @@ forEachDatabase((dialect) => {
   it('retries a message refused for now whose reader moved to a later zone: it went at its time', {
     timeout: 30_000,
   }, async () => {
-    await api.close();
-    api = await startApiTest(dialect, {
-      clock: new ManualClock(Date.UTC(2027, 2, 25, 12)),
-      env: { EMAIL_TRANSPORT: 'sandbox:?defer=^ann@' },
-    });
-    dora = await api.client();
-    const batchId = await annInTokyoBenHeld();
+    const batchId = await annDeferredBenHeld();
     // Ann moves: 10:00 in Los Angeles is 17:00 UTC, hours after her retry is due.
     const la = [{ propertyname: 'timeZone', propertyvalue: 'America/Los_Angeles' }];
     await dora.upsert([{ email: 'ann@example.com', propertyfields: la }]);
