@@ -10,7 +10,7 @@ import { sampleLink, withLinkTag } from './links.ts';
 import { checkedSmsDraft } from './prepare.ts';
 import { readRoutes, RoutingTable } from './routing/table.ts';
 import type { SmsRequest } from './schemas.ts';
-import { measure } from './segments.ts';
+import { MAX_PARTS, measure } from './segments.ts';
 import { renderText, type SmsRendering } from './send.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -79,11 +79,13 @@ export async function smsDryRun(
       for (const recipient of recipients) {
         const { text, replacedCharacters } = renderText(recipient, rendering, link);
         const { encoding, parts } = measure(text);
-        result.parts += parts;
         result.encoding[encoding]++;
+        // One its tags make longer than a message can be fails when it is sent: nothing billed.
+        const billed = parts <= MAX_PARTS ? parts : 0;
+        result.parts += billed;
         const route = routes.routeFor(account.id, recipient.address);
         if (route?.priceMicros != null && route.currency !== null)
-          costs.set(route.currency, (costs.get(route.currency) ?? 0) + route.priceMicros * parts);
+          costs.set(route.currency, (costs.get(route.currency) ?? 0) + route.priceMicros * billed);
         if (result.preview.length < preview)
           result.preview.push({ recipient: recipient.address, text, parts, encoding, replacedCharacters });
       }

@@ -192,6 +192,22 @@ forEachDatabase((dialect) => {
       ]);
     });
 
+    it('bills no part of a message its tags make longer than 255 parts: its send fails it', async () => {
+      // 39,000 GSM-7 characters are 255 parts; A's tag adds 1,000 more, 262 parts.
+      const long = { tagName: '[a]', tagValue: 'y'.repeat(1000) };
+      const run = await dryRun(alice, '/sms/batch', {
+        senderName: 'HERALD',
+        body: `${'x'.repeat(39_000)}[a]`,
+        recipients: [{ mobileNo: numbers.A, personalizationSubstitutionTags: [long] }, { mobileNo: numbers.B }],
+      });
+      assert.equal(run.statusCode, 200, run.body);
+      assert.deepEqual(
+        run.json().preview.map((p: Preview) => p.parts),
+        [262, 255],
+      );
+      assert.equal(run.json().parts, 255, 'B’s parts alone');
+    });
+
     it('answers bad input as the send does, and a single to a suppressed number 422', async () => {
       const listId = await seed(alice);
       const bad = await dryRun(alice, '/sms/batch', { ...batch(listId), senderName: '' });
