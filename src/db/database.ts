@@ -131,8 +131,11 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   }
   const size = options.poolSize ?? 10;
   const pool = new pg.Pool({ connectionString: url, max: size, types: pgTypes });
-  // An idle client's error (server restart) must not crash the process; the pool replaces it.
+  // A client's error (a server restart, its backend terminated) must not crash the process. An
+  // idle client's reaches the pool, which replaces it; one checked out emits it on the client
+  // itself, where pg-pool no longer listens, once its query has failed with it (the caller's).
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   prepareMarkedStatements(pool);
   const turns = new Turns(size);
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: inTurns(pool, turns) }) });
