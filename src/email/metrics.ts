@@ -42,12 +42,15 @@ export function registerEmailMetrics(registry: Registry, database: Database): Em
     help: 'email recipients refused for now (Deferred) and waiting for their next try, in every batch',
     registers,
     async collect() {
+      this.reset();
+      // A database that cannot be read leaves the figure out, not the scrape.
       const row = await database.db
         .selectFrom('send_recipients')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('retry_at', 'is not', null)
-        .executeTakeFirst();
-      this.set(Number(row?.n ?? 0));
+        .executeTakeFirst()
+        .catch(() => null);
+      if (row !== null) this.set(Number(row?.n ?? 0));
     },
   });
   return { bounces: emailBounces(registry) };

@@ -16,7 +16,9 @@ interface KindState {
  * database at scrape time, so every API process reports the one shared queue.
  */
 export function registerQueueMetrics(registry: Registry, db: Kysely<Schema>, clock: Clock): void {
-  // prom-client collects the gauges of one scrape concurrently: they share one query.
+  // prom-client collects the gauges of one scrape concurrently: they share one query. A
+  // database that cannot be read leaves them out, not the scrape: the process's own figures are
+  // what an operator needs most then.
   let reading: Promise<{ now: number; rows: KindState[] }> | undefined;
   const read = () =>
     (reading ??= (async () => {
@@ -26,9 +28,11 @@ export function registerQueueMetrics(registry: Registry, db: Kysely<Schema>, clo
                min(case when state = 'ready' and run_at <= ${now} then run_at end) as oldest_due
           from jobs group by kind, state`.execute(db);
       return { now, rows };
-    })().finally(() => {
-      reading = undefined;
-    }));
+    })()
+      .catch(() => ({ now: clock.now(), rows: [] }))
+      .finally(() => {
+        reading = undefined;
+      }));
 
   new Gauge({
     name: 'herald_queue_jobs',

@@ -27,6 +27,14 @@ forEachDatabase((dialect) => {
     assert.match(metrics, /^herald_queue_oldest_ready_age_seconds\{kind="email\.send"\} 5$/m);
   });
 
+  it('answers /metrics without the queue’s figures while the database cannot be read', async () => {
+    await t.ctx.database.close();
+    const response = await t.app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(response.statusCode, 200, response.body);
+    assert.match(response.body, /^process_cpu_user_seconds_total /m, 'the process’s own figures');
+    assert.doesNotMatch(response.body, /^herald_queue_jobs\{/m);
+  });
+
   it('lets the operator list dead jobs with their last error, and run one again', async () => {
     await enqueue(t.ctx.db, { kind: 'sms.send', payload: { to: '919900000001' }, now: t.clock.now(), maxAttempts: 1 });
     let failing = true;
