@@ -109,6 +109,14 @@ export class MemoryCounterStore implements CounterStore {
   }
 }
 
+/**
+ * How long a counter's command may wait for Redis (connecting, or its answer): a rate limit's
+ * check is on every request's way, and one Redis cannot answer is let through (limits.ts).
+ */
+const REDIS_PATIENCE_MS = 500;
+/** After Redis did not answer in time, how long it is not asked again. */
+const REDIS_RETRY_MS = 1000;
+
 // Each script runs atomically in one round trip, sent once and then called by its SHA
 // (ioredis's defineCommand uses EVALSHA): INCR and its expiry together, so a crash between
 // the two can never leave a counter without a TTL; a log of events as a sorted set scored
@@ -155,9 +163,10 @@ type ScriptedRedis = Redis & {
 export class RedisCounterStore implements CounterStore {
   private readonly redis: ScriptedRedis;
   private readonly prefix: string;
+  private unreachableUntil = 0;
 
   constructor(url: string, prefix = 'herald:counter:') {
-    this.redis = connectRedis(url) as ScriptedRedis;
+    this.redis = connectRedis(url, { commandTimeoutMs: REDIS_PATIENCE_MS }) as ScriptedRedis;
     for (const [name, lua] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { numberOfKeys: 1, lua });
     // Without numberOfKeys, the number of keys is the call's first argument.
     this.redis.defineCommand('heraldLogEventUnlessFull', { lua: LOG_EVENT_UNLESS_FULL });
@@ -165,26 +174,25 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async increment(key: string, windowMs: number, now: number): Promise<WindowCount> {
-    await this.ready();
     const { id, resetAt } = windowOf(key, windowMs, now);
-    const count = await this.redis.heraldIncrement(this.prefix + id, String(windowMs + 1000));
+    const count = await this.run(() => this.redis.heraldIncrement(this.prefix + id, String(windowMs + 1000)));
     return { count, resetAt };
   }
 
   async logEvent(key: string, windowMs: number, now: number): Promise<void> {
-    await this.ready();
-    await this.redis.heraldLogEvent(this.prefix + key, String(now), String(windowMs), `${now}:${randomUUID()}`);
+    const event = `${now}:${randomUUID()}`;
+    await this.run(() => this.redis.heraldLogEvent(this.prefix + key, String(now), String(windowMs), event));
   }
 
   async recentEvents(key: string, windowMs: number, now: number): Promise<WindowCount> {
-    await this.ready();
-    const [count, oldest] = await this.redis.heraldRecentEvents(this.prefix + key, String(now), String(windowMs));
+    const [count, oldest] = await this.run(() =>
+      this.redis.heraldRecentEvents(this.prefix + key, String(now), String(windowMs)),
+    );
     return { count, resetAt: count === 0 ? now : Number(oldest) + windowMs };
   }
 
   async clearEvents(key: string): Promise<void> {
-    await this.ready();
-    await this.redis.del(this.prefix + key);
+    await this.run(() => this.redis.del(this.prefix + key));
   }
 
   async logEventUnlessFull(
@@ -192,30 +200,42 @@ export class RedisCounterStore implements CounterStore {
     windowMs: number,
     now: number,
   ): Promise<{ event: string } | { full: WindowCount }> {
-    await this.ready();
     const event = `${now}:${randomUUID()}`;
-    const [count, oldest] = await this.redis.heraldLogEventUnlessFull(
-      keys.length,
-      ...keys.map(([key]) => this.prefix + key),
-      String(now),
-      String(windowMs),
-      event,
-      ...keys.map(([, max]) => String(max)),
+    const [count, oldest] = await this.run(() =>
+      this.redis.heraldLogEventUnlessFull(
+        keys.length,
+        ...keys.map(([key]) => this.prefix + key),
+        String(now),
+        String(windowMs),
+        event,
+        ...keys.map(([, max]) => String(max)),
+      ),
     );
     return count === 0 ? { event } : { full: { count, resetAt: Number(oldest) + windowMs } };
   }
 
   async forgetEvent(keys: readonly string[], event: string): Promise<void> {
-    await this.ready();
-    await Promise.all(keys.map((key) => this.redis.zrem(this.prefix + key, event)));
+    await this.run(() => Promise.all(keys.map((key) => this.redis.zrem(this.prefix + key, event))));
   }
 
   async close(): Promise<void> {
     this.redis.disconnect();
   }
 
-  private ready(): Promise<void> {
-    return redisReady(this.redis, 2000);
+  /**
+   * `command` once the client can take it, within REDIS_PATIENCE_MS. A Redis that did not
+   * answer in time (down, or silent: a partition) is not asked again for a second: every
+   * request waiting on it would wait as long (callers let requests through unthrottled).
+   */
+  private async run<T>(command: () => Promise<T>): Promise<T> {
+    if (Date.now() < this.unreachableUntil) throw new Error('Redis is not reachable (it did not answer just now)');
+    try {
+      await redisReady(this.redis, REDIS_PATIENCE_MS);
+      return await command();
+    } catch (error) {
+      this.unreachableUntil = Date.now() + REDIS_RETRY_MS;
+      throw error;
+    }
   }
 }
 

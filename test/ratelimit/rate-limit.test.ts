@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { MemoryCounterStore, RedisCounterStore, type CounterStore } from '../../src/ratelimit/counters.ts';
@@ -102,6 +104,49 @@ forEachDatabase((dialect) => {
       await storeB.close();
     }
   });
+});
+
+it('gives up on a Redis that stops answering within half a second, and asks it again a second later', async () => {
+  // A proxy to Redis that, while told, holds every byte it takes: a partition, healed later.
+  let silent = false;
+  const held: Array<() => void> = [];
+  const heal = () => {
+    silent = false;
+    for (const send of held.splice(0)) send();
+  };
+  const forward = (to: Socket) => (chunk: Buffer) => (silent ? held.push(() => to.write(chunk)) : to.write(chunk));
+  const proxy = createServer((client) => {
+    const redis = connect(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+    client.on('data', forward(redis));
+    redis.on('data', forward(client));
+    const end = () => {
+      client.destroy();
+      redis.destroy();
+    };
+    client.on('error', end).on('close', end);
+    redis.on('error', end).on('close', end);
+  });
+  proxy.listen(0, '127.0.0.1');
+  await once(proxy, 'listening');
+  const { port } = proxy.address() as AddressInfo;
+  const store = new RedisCounterStore(`redis://127.0.0.1:${port}`, `herald-test:${randomBytes(4).toString('hex')}:`);
+  try {
+    assert.equal((await store.increment('k', 60_000, 1_000)).count, 1);
+    silent = true;
+    const asked = performance.now();
+    await assert.rejects(store.increment('k', 60_000, 1_000));
+    const waited = performance.now() - asked;
+    assert.ok(waited < 1_500, `gave up after ${Math.round(waited)} ms`);
+    const again = performance.now();
+    await assert.rejects(store.increment('k', 60_000, 1_000), /did not answer just now/);
+    assert.ok(performance.now() - again < 50, 'not asked again at once');
+    heal();
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    assert.equal((await store.increment('k', 60_000, 1_000)).count, 3, 'asked again; the one held came through');
+  } finally {
+    await store.close();
+    proxy.close();
+  }
 });
 
 // The sliding log behind the sign-in throttle, the same in both stores.
