@@ -68,9 +68,15 @@ export class LoginThrottle {
       return { succeeded: async () => {} };
     }
     return {
+      // A store lost since the attempt was counted leaves it counted as a failure: the sign-in
+      // itself succeeded.
       succeeded: async () => {
-        await attempt.succeeded();
-        await this.failures.clear(counted[0][0]);
+        try {
+          await attempt.succeeded();
+          await this.failures.clear(counted[0][0]);
+        } catch (error) {
+          log.warn({ err: error }, 'sign-in throttle counter store unreachable; success not recorded');
+        }
       },
     };
   }

@@ -191,6 +191,29 @@ forEachDatabase((dialect) => {
     }
   });
 
+  it('signs in though the counter store is lost between counting the attempt and its success', async () => {
+    // What a Redis that goes away mid-sign-in does: the attempt was counted, its success cannot be.
+    class LostMidway extends MemoryCounterStore {
+      override async forgetEvent(): Promise<void> {
+        throw new Error('Redis is not reachable');
+      }
+    }
+    const lost = await startTestApp(dialect, { counters: new LostMidway() });
+    try {
+      const owner = await lost.createAccount();
+      const payload = {
+        userName: owner.userName,
+        password: owner.password,
+        privateToken: owner.privateToken,
+        validity: 'Default',
+      };
+      const response = await lost.app.inject({ method: 'POST', url: '/token', payload });
+      assert.equal(response.statusCode, 200, response.body);
+    } finally {
+      await lost.close();
+    }
+  });
+
   // The sign-in throttle counts in the rate limits' store: in memory, or in Redis shared by every API process.
   const stores: Array<[string, () => { counters: CounterStore; clean(): Promise<unknown> }]> = [
     ['in memory', () => ({ counters: new MemoryCounterStore(), clean: async () => {} })],
