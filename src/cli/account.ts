@@ -15,7 +15,7 @@ import { RATE_LIMIT_GROUPS, type RateLimitGroup } from '../ratelimit/limits.ts';
 import { addShortenerDomain } from '../links/shortener.ts';
 import { readNewPassword } from './password-input.ts';
 import { groupCommand, HELP, parse, print, required, usage, UsageError } from './commands.ts';
-import { accountByUser, keyringOf, withDatabase, withExistingDatabase } from './database.ts';
+import { accountByUser, keyringFor, withDatabase, withExistingDatabase } from './database.ts';
 
 export async function accountCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
   const command = groupCommand('account', action);
@@ -88,7 +88,7 @@ export async function accountCommand(config: () => Config, action: string | unde
         return print(await addSenderName(db, clock, (await byUser()).id, option('name')));
       case 'add-sender-domain':
         return print(
-          await addSenderDomain(database, keyringOf(config()), clock, {
+          await addSenderDomain(database, await keyringFor(config(), database), clock, {
             accountId: (await byUser()).id,
             domain: option('domain'),
             serviceDomain: config().defaultEmailDomain,

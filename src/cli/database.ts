@@ -1,12 +1,14 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Config } from '../config.ts';
 import { migrateToLatest, openDatabase, pendingMigrations, sqlitePath, type Database } from '../db/database.ts';
 import { PROCEDURE_MODULES } from '../server/procedures.ts';
 import { loadEncryptionKey } from '../messaging/encryption-key.ts';
 import type { AccountRow } from '../accounts/service.ts';
 import { findAccountByUserName } from '../auth/credentials.ts';
 import { CommandError } from './commands.ts';
+import { hasSealedSigningKey, loadSigningKey } from '../auth/signing-key.ts';
+import { ConfigError, type Config } from '../config.ts';
+import type { Keyring } from '../sealed.ts';
 
 /** The database migrated, with the procedures (db/procedure.ts) the commands call, for `work`; closed after. */
 export async function withDatabase<T>(config: Config, work: (database: Database) => Promise<T>): Promise<T> {
@@ -64,3 +66,26 @@ export async function accountByUser(db: Database['db'], userName: string): Promi
 /** ENCRYPTION_KEY, read only by the commands that seal or open secrets: the others run on PostgreSQL without it. */
 export const keyringOf = (config: Config) =>
   loadEncryptionKey(config.databaseUrl, config.encryptionKey, config.previousEncryptionKeys);
+
+/**
+ * keyringOf for a command that seals or opens the database's secrets, refused unless it opens
+ * the key serve sealed there (its key of access tokens): a DKIM key or an SMSC's URL sealed
+ * under another would be one serve cannot use. On SQLite with no ENCRYPTION_KEY and no key file
+ * beside a database serve has started on, no key file is made: serve holds its key elsewhere.
+ */
+export async function keyringFor(config: Config, database: Database): Promise<Keyring> {
+  const file = config.encryptionKey === undefined ? sqlitePath(config.databaseUrl) : undefined;
+  const elsewhere = 'give the command the ENCRYPTION_KEY herald serve runs with';
+  if (file !== undefined && !existsSync(`${file}.key`) && (await hasSealedSigningKey(database.db))) {
+    throw new CommandError(`this database's secrets are sealed under a key that is not here: ${elsewhere}`);
+  }
+  const keyring = keyringOf(config);
+  try {
+    await loadSigningKey(database.db, keyring, config.jwtSecret);
+  } catch (error) {
+    if (error instanceof ConfigError)
+      throw new CommandError(`ENCRYPTION_KEY does not open this database's secrets: ${elsewhere}`);
+    throw error;
+  }
+  return keyring;
+}

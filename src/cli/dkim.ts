@@ -9,7 +9,7 @@ import {
 } from '../senders/dkim-keys.ts';
 import { senderDomainHolder } from '../senders/domains.ts';
 import { groupCommand, HELP, parse, print, required, usage, UsageError } from './commands.ts';
-import { accountByUser, keyringOf, withDatabase, withExistingDatabase } from './database.ts';
+import { accountByUser, keyringFor, withDatabase, withExistingDatabase } from './database.ts';
 
 /**
  * `herald dkim …`: the admin API's DKIM routes, for the service domain or, with --user and
@@ -37,9 +37,9 @@ export async function dkimCommand(config: () => Config, action: string | undefin
         : await senderDomainHolder(database.db, (await accountByUser(database.db, values.user)).id, values.domain!);
     switch (action) {
       case 'show':
-        return print(await dkimDomainView(database, keyringOf(settings), clock, holder));
+        return print(await dkimDomainView(database, await keyringFor(settings, database), clock, holder));
       case 'rotate':
-        return print(await rotateDkimKey(database, keyringOf(settings), clock, holder));
+        return print(await rotateDkimKey(database, await keyringFor(settings, database), clock, holder));
       case 'keys':
         return print({ domain: holder.domain, keys: await listDkimKeys(database.db, holder) });
       case 'remove-key': {

@@ -7,7 +7,7 @@ import { RoutesBody } from '../sms/routing/schemas.ts';
 import { readRoutes, replaceRoutes, viewOf, type SmsRoute } from '../sms/routing/table.ts';
 import { fieldPath } from '../http/validation.ts';
 import { CommandError, groupCommand, HELP, parse, print, required, usage } from './commands.ts';
-import { keyringOf, withDatabase, withExistingDatabase } from './database.ts';
+import { keyringFor, withDatabase, withExistingDatabase } from './database.ts';
 
 /** `herald smsc …`: the admin API's SMSC connections (POST, GET and DELETE /admin/smsc). */
 export async function smscCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
@@ -20,8 +20,8 @@ export async function smscCommand(config: () => Config, action: string | undefin
     case 'add': {
       const connection = { name: required(command, values, 'name'), url: required(command, values, 'url') };
       return print(
-        await withDatabase(settings, (database) =>
-          addConnection(database.db, keyringOf(settings), systemClock, connection),
+        await withDatabase(settings, async (database) =>
+          addConnection(database.db, await keyringFor(settings, database), systemClock, connection),
         ),
       );
     }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
@@ -195,6 +196,24 @@ forEachDatabase((dialect) => {
       assert.match(half.stderr, /^herald: --user and --domain go together/);
     },
   );
+
+  it('refuses to seal a secret under a key serve does not run with, and makes no key file for it', async () => {
+    const key = randomBytes(32).toString('hex');
+    const env = { DATABASE_URL: database.url, ENCRYPTION_KEY: key };
+    const service = await herald(['dkim', 'rotate'], env);
+    assert.equal(service.code, 0, service.stderr);
+    const other = await herald(['dkim', 'rotate'], { ...env, ENCRYPTION_KEY: randomBytes(32).toString('hex') });
+    assert.equal(other.code, 1);
+    assert.match(other.stderr, /^herald: ENCRYPTION_KEY does not open this database's secrets: give the command /);
+    if (dialect === 'sqlite') {
+      const without = await herald(['dkim', 'show'], { DATABASE_URL: database.url });
+      assert.equal(without.code, 1);
+      assert.match(without.stderr, /^herald: this database's secrets are sealed under a key that is not here/);
+      const path = new URL(database.url.replace(/^sqlite:/, 'file:')).pathname;
+      assert.equal(existsSync(`${path}.key`), false, 'no stray key file beside the database');
+    }
+    assert.equal((await herald(['dkim', 'show'], env)).code, 0, 'the key serve runs with still opens them');
+  });
 
   it('adds, lists and removes SMSC connections, sets and lists the routing table, from the command line', async () => {
     const env = { DATABASE_URL: database.url, ...serveKeyEnv(dialect) };
