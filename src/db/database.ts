@@ -75,6 +75,11 @@ export interface Database {
    * (notifications.ts), so its listeners can skip what they already heard of in-process.
    */
   notifierProcessId?: () => number | undefined;
+  /**
+   * SQLite: settles with why when the database's thread stopped unasked, after which nothing
+   * can be written in this process until it starts again (serve then stops). PostgreSQL: none.
+   */
+  lost?: Promise<Error>;
   close(): Promise<void>;
 }
 
@@ -119,6 +124,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       call: sqlite.call,
       ...gatheringOver(sqlite.call),
       waitingForConnection: sqlite.waiting,
+      lost: sqlite.lost,
       ready: async () => {
         await Promise.all([ready(), sqlite.started()]);
       },

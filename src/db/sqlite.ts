@@ -42,12 +42,20 @@ class SqliteThread {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private broken: Error | undefined;
+  /** Settles with why when the thread stopped unasked (an error it did not catch, its heap out). */
+  readonly lost: Promise<Error>;
 
   private constructor(worker: Worker) {
     this.worker = worker;
+    const { promise, resolve } = Promise.withResolvers<Error>();
+    this.lost = promise;
+    const stopped = (error: Error) => {
+      if (this.broken === undefined) resolve(error);
+      this.fail(error);
+    };
     worker.on('message', (reply: SqliteReply) => this.settle(reply.id, (p) => p.resolve(reply)));
-    worker.on('error', (error) => this.fail(error));
-    worker.on('exit', () => this.fail(new Error('the SQLite thread has stopped')));
+    worker.on('error', stopped);
+    worker.on('exit', (code) => stopped(new Error(`the SQLite thread has stopped (exit code ${code})`)));
   }
 
   static async start(path: string, procedures: readonly string[]): Promise<SqliteThread> {
@@ -175,6 +183,9 @@ class SqliteThreadDriver implements Driver {
   private thread: SqliteThread | undefined;
   /** The one connection, in turn: urgent callers before those in the background (priority.ts). */
   readonly turns = new Turns(1);
+  private readonly threadLost = Promise.withResolvers<Error>();
+  /** Settles when the thread stopped unasked: nothing more can be written in this process. */
+  readonly lost = this.threadLost.promise;
 
   constructor(path: string, procedures: readonly string[]) {
     this.path = path;
@@ -184,6 +195,7 @@ class SqliteThreadDriver implements Driver {
   init(): Promise<void> {
     this.starting ??= SqliteThread.start(this.path, this.procedures).then((thread) => {
       this.thread = thread;
+      void thread.lost.then(this.threadLost.resolve);
     });
     return this.starting;
   }
@@ -251,6 +263,7 @@ export function openSqlite(
   reads: Dialect;
   started: () => Promise<void>;
   waiting: () => number;
+  lost: Promise<Error>;
   close: () => Promise<void>;
 } {
   const memory = path === ':memory:';
@@ -277,6 +290,7 @@ export function openSqlite(
     reads,
     started: () => driver.init(),
     waiting: () => driver.turns.waiting,
+    lost: driver.lost,
     // Kysely's destroy() ends the driver only if Kysely started it; `started` may have alone.
     close: () => driver.destroy(),
   };

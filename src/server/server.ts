@@ -138,16 +138,21 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
   app.addHook('onSend', async (_request, reply) => {
     if (stopping) reply.header('connection', 'close');
   });
-  const stop = async (signal: string) => {
+  const stop = async (signal: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
     await Promise.all([app.close(), inbound?.close(), worker?.stop()]);
     await close();
-    process.exit(0);
+    process.exit(code);
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
+  // A process that can write nothing more stops, failed, for its supervisor to start it again.
+  void ctx.database.lost?.then((error) => {
+    log.fatal({ err: error }, 'the database can no longer be used in this process: stopping');
+    void stop('database lost', 1);
+  });
 
   try {
     await listen(({ host, port }) => app.listen({ host, port }), bind);
