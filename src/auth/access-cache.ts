@@ -71,6 +71,11 @@ export class AccessCache {
     return this.apiKeys.get(keyHash, read);
   }
 
+  /** The API key of this hash if apiKeyOr would answer it without a read. */
+  knownApiKey(keyHash: string): KnownApiKey | undefined {
+    return this.apiKeys.fresh(keyHash);
+  }
+
   /** This process revoked the key: the next request with it reads the database, and finds it gone. */
   forgetApiKey(keyHash: string): void {
     this.apiKeys.forget(keyHash);
@@ -113,6 +118,12 @@ class ReadThrough<V> {
       });
     this.reads.set(key, reading);
     return reading;
+  }
+
+  /** The value read less than ACCOUNT_TTL_MS ago, if any: what `get` answers without a read. */
+  fresh(key: string): V | undefined {
+    const entry = this.entries.get(key);
+    return entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS ? entry.value : undefined;
   }
 
   forget(key: string): void {

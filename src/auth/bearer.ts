@@ -125,12 +125,25 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
         request.log.warn({ err: error }, 'API-key throttle counter store unreachable; key checked unthrottled');
       }
     };
-    await unlessStoreDown(keyFailures.check(request.ip));
+    // A key read less than a second ago costs no lookup: the client's count is only checked.
+    const known = cache.knownApiKey(apiKeyHash(key)) !== undefined;
+    let attempt: { succeeded(): Promise<void> } | undefined;
+    await unlessStoreDown(
+      known
+        ? keyFailures.check(request.ip)
+        : keyFailures.attempt(request.ip).then((counted) => {
+            attempt = counted;
+          }),
+    );
     try {
-      return await apiKeyOf(key);
+      const found = await apiKeyOf(key);
+      if (attempt) await unlessStoreDown(attempt.succeeded());
+      return found;
     } catch (error) {
       // A key refused (unknown, revoked, expired) counts; a database that failed does not.
-      if (error instanceof AppError) await unlessStoreDown(keyFailures.recordFailure(request.ip));
+      if (!(error instanceof AppError)) {
+        if (attempt) await unlessStoreDown(attempt.succeeded());
+      } else if (known) await unlessStoreDown(keyFailures.recordFailure(request.ip));
       throw error;
     }
   }

@@ -107,6 +107,15 @@ export class ApiKeyThrottle {
     await this.failures.check([[clientKey('api-key', clientGroup(address)), MAX_KEY_FAILURES_PER_CLIENT]]);
   }
 
+  /**
+   * A key about to be looked up, counted as refused in the same step as the check (429 when the
+   * client has used up its failures), so keys sent at once are held to the same count;
+   * `succeeded` takes the count back for a key that was found.
+   */
+  attempt(address: string): Promise<{ succeeded(): Promise<void> }> {
+    return this.failures.attempt([[clientKey('api-key', clientGroup(address)), MAX_KEY_FAILURES_PER_CLIENT]]);
+  }
+
   async recordFailure(address: string): Promise<void> {
     await this.failures.recordFailure([clientKey('api-key', clientGroup(address))]);
   }

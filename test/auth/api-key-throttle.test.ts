@@ -54,6 +54,15 @@ forEachDatabase((dialect) => {
     return { response, statements: statements - before };
   }
 
+  it('holds keys sent at once to the same count: no more than the limit are looked up', async () => {
+    const burst = await Promise.all(
+      Array.from({ length: 2 * MAX_KEY_FAILURES_PER_CLIENT }, (_, i) => withKey(unknownKey(100 + i))),
+    );
+    const codes = burst.map((response) => response.statusCode);
+    assert.equal(codes.filter((code) => code === 401).length, MAX_KEY_FAILURES_PER_CLIENT, codes.join(' '));
+    assert.equal(codes.filter((code) => code === 429).length, MAX_KEY_FAILURES_PER_CLIENT);
+  });
+
   it('refuses a bearer not shaped as a key at once: no statement, and not counted', async () => {
     // What the other cases are measured against: a well-shaped unknown key is looked up.
     const looked = await statementsOf(withKey(unknownKey(0), OTHER));
@@ -171,6 +180,8 @@ forEachDatabase((dialect) => {
       const { key } = created.json();
       const unreachable = () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
       down.logEvent = unreachable;
+      down.logEventUnlessFull = unreachable;
+      down.forgetEvent = unreachable;
       down.recentEvents = unreachable;
       down.increment = unreachable;
       for (let i = 0; i < MAX_KEY_FAILURES_PER_CLIENT + 1; i++) {
