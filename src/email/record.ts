@@ -73,7 +73,7 @@ export const startEmailSend = procedure(
   'startEmailSend',
   async (
     { db, dialect },
-    args: { sendId: string; now: number; erasureKey: Buffer },
+    args: { sendId: string; now: number; erasureKey: Buffer; consent: boolean },
   ): Promise<StartedSend | 'expanding' | null> =>
     db.transaction().execute((trx) =>
       startSend(

@@ -17,7 +17,7 @@ import {
 } from '../messaging/pipeline.ts';
 import type { Job, JobHandler, JobRun } from '../queue/worker.ts';
 import { pauseForTest } from '../messaging/test-pause.ts';
-import type { EmailSendContent, EmailSendJob } from './accept.ts';
+import { EMAIL_SINGLE_KIND, type EmailSendContent, type EmailSendJob } from './accept.ts';
 import {
   dropUnsent,
   finishResumedEmailSend,
@@ -167,8 +167,10 @@ export function emailSendHandler(deps: {
     async handle(job: Job, run: JobRun) {
       const { sendId } = job.payload as EmailSendJob;
       const erasure = await erasureKey(database.db, deps.encryptionKey);
+      // A Verify code (its own lane) goes whatever the address's consent to marketing, as at accept.
+      const consent = job.kind !== EMAIL_SINGLE_KIND;
       const started = await expandedSend(deps, run, () =>
-        database.call(startEmailSend, { sendId, now: clock.now(), erasureKey: erasure }),
+        database.call(startEmailSend, { sendId, now: clock.now(), erasureKey: erasure, consent }),
       );
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;

@@ -347,6 +347,8 @@ export async function startSend(
     now: number;
     /** The key of erased identifiers' hashes (erased-identifiers.ts), for their suppressions. */
     erasureKey: Buffer;
+    /** Whether consent is decided again with suppression for recipients who waited (false: a Verify code's). */
+    consent?: boolean;
     load: (accountId: string, cursor: number) => Promise<PageRow[]>;
   },
   onRefused?: (send: RefusingSend, refused: Array<{ address: string; reason: string | null }>) => Promise<void>,
@@ -397,6 +399,7 @@ export async function startSend(
       sendId: send.id,
       now: args.now,
       erasureKey: args.erasureKey,
+      consent: args.consent ?? true,
       tally,
     }),
   );

@@ -257,6 +257,8 @@ export async function releaseDueRecipients(
     sendId: string;
     now: number;
     erasureKey: Buffer;
+    /** Whether a contact's consent is decided again too (false: a Verify code, which goes without). */
+    consent: boolean;
     tally: { add(accountId: string, channel: Channel, status: string, count: { messages: number }): void };
   },
 ): Promise<Array<{ id: number; address: string; reason: string | null }>> {
@@ -289,10 +291,9 @@ export async function releaseDueRecipients(
     sql`'suppressed: ' || ${rules.suppression(address)}`,
     sql`${rules.suppression(address)} is not null`,
   );
-  const unconsented = await refuse(
-    sql`'no consent: a contact with this address has not opted in'`,
-    rules.lacksConsent(address),
-  );
+  const unconsented = r.consent
+    ? await refuse(sql`'no consent: a contact with this address has not opted in'`, rules.lacksConsent(address))
+    : [];
   const refusedRows = [...suppressed, ...unconsented];
   if (refusedRows.length > 0) {
     await db

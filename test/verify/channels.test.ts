@@ -116,4 +116,20 @@ forEachDatabase((dialect) => {
       ['senderFrom'],
     );
   });
+
+  it('tries a code by email again after a relay’s 4xx though its address has no marketing consent', async () => {
+    const alice = await start({ EMAIL_TRANSPORT: 'sandbox:?defer=^ada@' });
+    await alice.upsert([{ email: ADDRESS, emailOptIn: false }]);
+    const started = await alice.post('/verify', { to: ADDRESS, channel: 'email' });
+    assert.equal(started.statusCode, 201, started.body);
+    await api!.drain();
+    api!.clock.advance(60_000);
+    await api!.drain();
+    const [row] = await api!.t.ctx.db
+      .selectFrom('send_recipients')
+      .select(['status', 'attempts'])
+      .where('address', '=', ADDRESS)
+      .execute();
+    assert.deepEqual([row.status, Number(row.attempts)], ['Deferred', 2], 'tried twice, not dropped');
+  });
 });
