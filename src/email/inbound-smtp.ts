@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 import type { AppContext } from '../context.ts';
+import { clientGroup } from '../ratelimit/client-address.ts';
 import { recordTracking } from './record.ts';
 import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
@@ -33,6 +34,11 @@ const SOCKET_TIMEOUT_MS = 60_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 /** Connections at once; more are refused (421) until some end. */
 const MAX_CLIENTS = 100;
+/**
+ * Connections at once from one client (an IPv4 address, an IPv6 /64): one host holding the
+ * listener's every slot, a byte a minute each, would turn every relay's bounces away.
+ */
+const MAX_CLIENTS_PER_ADDRESS = 10;
 
 export interface InboundLog {
   info(object: object, message: string): void;
@@ -92,6 +98,8 @@ export async function startInboundSmtp(
   };
 
   const inFlight = new Set<Promise<unknown>>();
+  const connectionsFrom = new Map<string, number>();
+  const counted = new Set<string>();
   const server = new SMTPServer({
     banner: 'Herald: bounces, feedback reports and unsubscribe requests only',
     // No one logs in to hand over a bounce; no certificate is configured to offer STARTTLS with.
@@ -103,6 +111,24 @@ export async function startInboundSmtp(
     socketTimeout: SOCKET_TIMEOUT_MS,
     closeTimeout: CLOSE_TIMEOUT_MS,
     logger: false,
+    onConnect(session, callback) {
+      const client = clientGroup(session.remoteAddress);
+      const open = connectionsFrom.get(client) ?? 0;
+      if (open >= MAX_CLIENTS_PER_ADDRESS) {
+        metrics.mail.inc({ outcome: 'too many connections' });
+        return callback(reply(421, '4.7.0 Too many connections from your address; try again later'));
+      }
+      connectionsFrom.set(client, open + 1);
+      counted.add(session.id);
+      callback();
+    },
+    onClose(session) {
+      if (!counted.delete(session.id)) return;
+      const client = clientGroup(session.remoteAddress);
+      const open = (connectionsFrom.get(client) ?? 1) - 1;
+      if (open > 0) connectionsFrom.set(client, open);
+      else connectionsFrom.delete(client);
+    },
     onRcptTo(address: SMTPServerAddress, _session, callback) {
       if (mailboxOf(address.address)) return callback();
       metrics.mail.inc({ outcome: 'refused recipient' });

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterEach, beforeEach, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { CompiledQuery } from 'kysely';
@@ -16,6 +18,7 @@ import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
+import { waitFor } from '../support/wait.ts';
 
 // What Herald receives after sending: DSNs, ARF reports and unsubscribe mail, over real SMTP
 // (nodemailer) to the real listener, and ARF reports posted to /email/complaints.
@@ -510,6 +513,30 @@ forEachDatabase((dialect) => {
       assert.equal(await optIn(bob), true);
     },
   );
+
+  it('takes ten connections at once from one address, refuses the eleventh (421), takes one after', async () => {
+    const greeting = async () => {
+      const socket = connect(inbound.port, '127.0.0.1');
+      const [line] = (await once(socket, 'data')) as [Buffer];
+      return { socket, line: line.toString() };
+    };
+    const open = [];
+    for (let i = 0; i < 10; i++) open.push(await greeting());
+    assert.ok(
+      open.every(({ line }) => line.startsWith('220 ')),
+      open.map(({ line }) => line).join(''),
+    );
+    const eleventh = await greeting();
+    assert.match(eleventh.line, /^421 4\.7\.0 Too many connections from your address/);
+    eleventh.socket.destroy();
+    open[0].socket.destroy();
+    await waitFor('the closed connection to be let go', async () => {
+      const again = await greeting();
+      again.socket.destroy();
+      return again.line.startsWith('220 ') || undefined;
+    });
+    for (const { socket } of open) socket.destroy();
+  });
 
   it('refuses to start on a port in use, and stops answering once closed', async () => {
     const quiet = { info() {}, warn() {}, error() {} };
