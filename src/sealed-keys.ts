@@ -47,6 +47,16 @@ export async function loadSealedKey(db: Db, keyring: Keyring, key: SealedKey): P
   return clear === undefined ? undefined : createSecretKey(Buffer.from(clear, 'base64url'));
 }
 
+/** `key`'s row as sealed; undefined before any process made it. */
+export async function sealedKeyRow(db: Db, key: SealedKey): Promise<string | undefined> {
+  const row = await db.selectFrom('settings').select('value').where('key', '=', key.row).executeTakeFirst();
+  return row?.value;
+}
+
+/** Whether `sealed`, `key`'s row, opens under the keyring. */
+export const opensSealedKey = (keyring: Keyring, key: SealedKey, sealed: string): boolean =>
+  tryOpen(sealingKey(keyring, key), sealed, place(key)) !== undefined;
+
 /** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (sealed.ts, resealed). */
 export async function resealKey(db: Db, keyring: Keyring, key: SealedKey): Promise<void> {
   const row = await db.selectFrom('settings').select('value').where('key', '=', key.row).executeTakeFirst();

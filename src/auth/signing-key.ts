@@ -21,12 +21,6 @@ const SEALED: SealedKey = { row: 'sealed_jwt_secret', purpose: 'herald jwt secre
 /** Where the code before migration 0027 kept the key in clear. */
 const CLEAR = 'jwt_secret';
 
-/** Whether the database holds its key of access tokens, sealed: a serve has started on it. */
-export async function hasSealedSigningKey(db: Db): Promise<boolean> {
-  const row = await db.selectFrom('settings').select('key').where('key', '=', SEALED.row).executeTakeFirst();
-  return row !== undefined;
-}
-
 export async function loadSigningKey(db: Db, keyring: Keyring, configured: string | undefined): Promise<KeyObject> {
   if (configured) return createSecretKey(Buffer.from(configured));
   const key = await loadSealedKey(db, keyring, SEALED);

@@ -6,8 +6,9 @@ import { loadEncryptionKey } from '../messaging/encryption-key.ts';
 import type { AccountRow } from '../accounts/service.ts';
 import { findAccountByUserName } from '../auth/credentials.ts';
 import { CommandError } from './commands.ts';
-import { hasSealedSigningKey, loadSigningKey } from '../auth/signing-key.ts';
-import { ConfigError, type Config } from '../config.ts';
+import type { Config } from '../config.ts';
+import { ERASURE_KEY } from '../messaging/erased-identifiers.ts';
+import { opensSealedKey, sealedKeyRow } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /** The database migrated, with the procedures (db/procedure.ts) the commands call, for `work`; closed after. */
@@ -69,23 +70,21 @@ export const keyringOf = (config: Config) =>
 
 /**
  * keyringOf for a command that seals or opens the database's secrets, refused unless it opens
- * the key serve sealed there (its key of access tokens): a DKIM key or an SMSC's URL sealed
- * under another would be one serve cannot use. On SQLite with no ENCRYPTION_KEY and no key file
- * beside a database serve has started on, no key file is made: serve holds its key elsewhere.
+ * the key every serve start makes there (the erased identifiers' key): a DKIM key or an SMSC's
+ * URL sealed under another would be one serve cannot use. Only read: a database serve has not
+ * started on yet takes any key. On SQLite with no ENCRYPTION_KEY and no key file beside a
+ * database serve has started on, no key file is made: serve holds its key elsewhere.
  */
 export async function keyringFor(config: Config, database: Database): Promise<Keyring> {
+  const sealed = await sealedKeyRow(database.db, ERASURE_KEY);
   const file = config.encryptionKey === undefined ? sqlitePath(config.databaseUrl) : undefined;
   const elsewhere = 'give the command the ENCRYPTION_KEY herald serve runs with';
-  if (file !== undefined && !existsSync(`${file}.key`) && (await hasSealedSigningKey(database.db))) {
+  if (file !== undefined && !existsSync(`${file}.key`) && sealed !== undefined) {
     throw new CommandError(`this database's secrets are sealed under a key that is not here: ${elsewhere}`);
   }
   const keyring = keyringOf(config);
-  try {
-    await loadSigningKey(database.db, keyring, config.jwtSecret);
-  } catch (error) {
-    if (error instanceof ConfigError)
-      throw new CommandError(`ENCRYPTION_KEY does not open this database's secrets: ${elsewhere}`);
-    throw error;
+  if (sealed !== undefined && !opensSealedKey(keyring, ERASURE_KEY, sealed)) {
+    throw new CommandError(`ENCRYPTION_KEY does not open this database's secrets: ${elsewhere}`);
   }
   return keyring;
 }

@@ -14,7 +14,7 @@ import type { Keyring } from '../sealed.ts';
  * erasedAddress), so a send's set-based consent checks match an address against the hashes.
  */
 
-const ERASURE_KEY: SealedKey = { row: 'sealed_erasure_key', purpose: 'herald erased identifiers' };
+export const ERASURE_KEY: SealedKey = { row: 'sealed_erasure_key', purpose: 'herald erased identifiers' };
 
 /**
  * The reason of a recipient an erasure ended before it was sent. A page a worker had already

@@ -10,6 +10,8 @@ import { sql } from 'kysely';
 import { forEachDatabase, createTestDatabase, POSTGRES_ADMIN_URL, type TestDatabase } from '../support/databases.ts';
 import { freePort, herald, onTerminal, serveKeyEnv, start } from './support.ts';
 import { verifyPassword } from '../../src/auth/passwords.ts';
+import { prepareErasureKey } from '../../src/messaging/erased-identifiers.ts';
+import { keyFromHex, Keyring } from '../../src/sealed.ts';
 import { sendReport } from '../../src/sim/smtp-reports.ts';
 
 it('stops at start with one line naming a bad variable', async () => {
@@ -200,6 +202,8 @@ forEachDatabase((dialect) => {
   it('refuses to seal a secret under a key serve does not run with, and makes no key file for it', async () => {
     const key = randomBytes(32).toString('hex');
     const env = { DATABASE_URL: database.url, ENCRYPTION_KEY: key };
+    // What serve's start makes under its key (server/stored-secrets.ts): the erased identifiers' key.
+    await prepareErasureKey(database.db, new Keyring(keyFromHex(key)!));
     const service = await herald(['dkim', 'rotate'], env);
     assert.equal(service.code, 0, service.stderr);
     const other = await herald(['dkim', 'rotate'], { ...env, ENCRYPTION_KEY: randomBytes(32).toString('hex') });
