@@ -393,7 +393,6 @@ export const recordTracking = procedure(
       // An erased person's link still leads on, and records nothing: no history, event or
       // suppression names them again (they stay suppressed by their hash).
       if (isErased(row.address)) return { url };
-      if (event.kind !== 'unsubscribe' && (await repeated(trx, row.id, event.kind, url, now))) return { url };
       const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
       const delivered = await trx
         .selectFrom('recipient_history')
@@ -410,6 +409,10 @@ export const recordTracking = procedure(
       // is neither counted nor posted again, as a second spam report of a message is not.
       if (event.kind === 'unsubscribe' && (await hasEvent(trx, row.id, 'Unsubscribe'))) return { url };
       const machine = event.kind === 'unsubscribe' ? null : byMachine;
+      // A person's open is not hidden by a scanner's a moment before, nor the other way round.
+      if (event.kind !== 'unsubscribe' && (await repeated(trx, row.id, event.kind, url, byMachine, now))) {
+        return { url };
+      }
       if (event.kind === 'unsubscribe')
         await optOutEmail(trx, dialect, {
           accountId: row.account_id,
@@ -422,13 +425,24 @@ export const recordTracking = procedure(
     }),
 );
 
-/** Whether the recipient's open, or click of `url`, was recorded within REPEAT_WINDOW_MS before `now`. */
-async function repeated(trx: Db, recipientId: number, kind: 'open' | 'click', url: string | null, now: number) {
+/**
+ * Whether the recipient's open, or click of `url`, by a machine or not as `machine` says, was
+ * recorded within REPEAT_WINDOW_MS before `now`.
+ */
+async function repeated(
+  trx: Db,
+  recipientId: number,
+  kind: 'open' | 'click',
+  url: string | null,
+  machine: boolean,
+  now: number,
+) {
   const row = await trx
     .selectFrom('recipient_history')
     .select('at')
     .where('recipient_id', '=', recipientId)
     .where('status', '=', kind === 'open' ? 'Open' : 'Click')
+    .where('machine', '=', machine)
     .where('at', '>', now - REPEAT_WINDOW_MS)
     .$if(url !== null, (select) => select.where('url', '=', url))
     .executeTakeFirst();

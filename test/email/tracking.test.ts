@@ -143,6 +143,22 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('records a person’s open though a machine opened the message a moment before', async () => {
+    const { batchId, recipientId } = await delivered();
+    api.clock.advance(5000);
+    const pixel = `/t/o/${token({ recipientId, kind: 'open' })}`;
+    await open('GET', pixel, { 'user-agent': 'Mozilla/5.0 (via ggpht.com GoogleImageProxy)' });
+    await open('GET', pixel, { 'user-agent': 'Mozilla/5.0 (Macintosh)' });
+    const [recipient] = (await alice.get(`/email/batch/${batchId}`)).json().recipients;
+    assert.deepEqual(
+      recipient.history.slice(2).map((h: { event: string; machine?: boolean }) => [h.event, h.machine]),
+      [
+        ['Open', true],
+        ['Open', false],
+      ],
+    );
+  });
+
   it('redirects a click to a link a header cannot carry as written, percent-encoded as a browser would', async () => {
     await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
     const emailBody = base64('<p><a href="https://shop.example/café/–?q=a b">Spring</a></p>');
