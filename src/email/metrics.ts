@@ -42,8 +42,8 @@ export function registerEmailMetrics(registry: Registry, database: Database): Em
     help: 'email recipients refused for now (Deferred) and waiting for their next try, in every batch',
     registers,
     async collect() {
-      this.reset();
-      // A database that cannot be read leaves the figure out, not the scrape.
+      // A database that cannot be read fails not the scrape: the figure keeps its last reading
+      // (a gauge without labels reset reads 0, which would clear a backlog's alert).
       const row = await database.db
         .selectFrom('send_recipients')
         .select((eb) => eb.fn.countAll<number>().as('n'))
