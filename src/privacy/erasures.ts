@@ -321,6 +321,24 @@ const STEPS: Record<string, Step> = {
   smsRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'sms', args.mobiles),
   emailRecipients: (trx, dialect, args) => eraseRecipients(trx, dialect, args, 'email', args.emails),
   /**
+   * Suppressions of their number or address written since the erasure began (a STOP, an
+   * unsubscribe or a bounce that came before their recipients were hashed, which records nothing
+   * after): they stay suppressed by the hash.
+   */
+  async suppressions(trx, _dialect, args) {
+    const deleted = await trx
+      .deleteFrom('suppressions')
+      .where('account_id', '=', args.accountId)
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('channel', '=', 'sms'), eb('address', 'in', orNone(args.mobiles))]),
+          eb.and([eb('channel', '=', 'email'), eb('address', 'in', orNone(args.emails))]),
+        ]),
+      )
+      .executeTakeFirst();
+    return { rows: Number(deleted.numDeletedRows) };
+  },
+  /**
    * The sandbox's copies of what was sent to them: the text (or raw message) goes, and a Verify
    * code's copy, which its account's read opens, is left with nothing to open.
    */

@@ -441,6 +441,24 @@ forEachDatabase((dialect) => {
     }
   });
 
+  it('erases an unsubscribe that came between the erasure’s start and its job: nothing names them', async () => {
+    const batchId = await alice.accept('/email/batch', buildBatch({}, { recipients: [{ to: ADA_EMAIL }] }));
+    await api.drain();
+    const { id } = await api.t.ctx.db
+      .selectFrom('send_recipients')
+      .select('id')
+      .where('send_id', '=', batchId)
+      .executeTakeFirstOrThrow();
+    await erase(alice, { email: ADA_EMAIL });
+    const event = { kind: 'unsubscribe' as const };
+    const unsubscribe = { recipientId: Number(id), event, userAgent: null, head: false, confirmed: true };
+    await api.t.ctx.database.call(recordTracking, { ...unsubscribe, now: api.clock.now() });
+    await api.drain();
+    assert.ok(!(await everyRow(api, dialect)).includes(ADA_EMAIL));
+    const found = (await alice.get(`/email/suppressions?email=${ADA_EMAIL}`)).json().suppressions;
+    assert.equal(found.length, 1, 'still suppressed, by the hash');
+  });
+
   it('leaves the sandbox reads whole and a sealed single sealed, once their person is erased', async () => {
     const started = [
       await alice.post('/verify', { to: ADA_MOBILE }),
