@@ -3,7 +3,7 @@ import type { DialectName } from '../db/dialect.ts';
 import { isAnyOf } from '../db/in-json.ts';
 import { procedure, type ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema, VerificationsTable } from '../db/schema.ts';
-import { AppError, tooManyRequests } from '../errors.ts';
+import { AppError, notFound, tooManyRequests } from '../errors.ts';
 import { outcomeOf, postGroupProcedure, postProcedure, refusalOf } from '../http/idempotency.ts';
 import { writeEmail, type PreparedEmail } from '../email/accept.ts';
 import { writeSms, type PreparedSms } from '../sms/accept.ts';
@@ -405,28 +405,46 @@ export const checkVerificationGroup = procedure(
   import.meta.url,
   'checkVerificationGroup',
   async ({ db, dialect }, checks: CheckVerification[]) =>
-    db.transaction().execute(async (trx) => {
-      await queries[dialect].lockRows(trx, [...new Set(checks.map((check) => check.id))]);
-      const turns: number[][] = [];
-      const seen = new Map<string, number>();
-      for (const [i, check] of checks.entries()) {
-        const turn = seen.get(check.id) ?? 0;
-        seen.set(check.id, turn + 1);
-        if (turn === turns.length) turns.push([]);
-        turns[turn].push(i);
-      }
-      const answers: Checked[] = [];
-      for (const turn of turns) {
-        const checked = await checkEach(
-          trx,
-          dialect,
-          turn.map((i) => checks[i]),
-        );
-        for (const [j, i] of turn.entries()) answers[i] = checked[j];
-      }
-      return answers;
-    }),
+    db.transaction().execute((trx) => checkInTurns(trx, dialect, checks)),
 );
+
+/**
+ * `POST /verify/{id}/check` with an Idempotency-Key, alone in the transaction that records it:
+ * a check sent again, its answer lost, gets that answer again (an approval included), and takes
+ * no second attempt.
+ */
+export const checkVerification = postProcedure(
+  import.meta.url,
+  'checkVerification',
+  async ({ db, dialect }, check: CheckVerification) => {
+    const [checked] = await checkInTurns(db, dialect, [check]);
+    if (!checked) throw notFound('The pending verification');
+    return { statusCode: 200, body: { verificationId: check.id, ...checked } };
+  },
+);
+
+/** Checks in the caller's transaction, each verification's in the order they came, one a turn. */
+async function checkInTurns(trx: Db, dialect: DialectName, checks: CheckVerification[]): Promise<Checked[]> {
+  await queries[dialect].lockRows(trx, [...new Set(checks.map((check) => check.id))]);
+  const turns: number[][] = [];
+  const seen = new Map<string, number>();
+  for (const [i, check] of checks.entries()) {
+    const turn = seen.get(check.id) ?? 0;
+    seen.set(check.id, turn + 1);
+    if (turn === turns.length) turns.push([]);
+    turns[turn].push(i);
+  }
+  const answers: Checked[] = [];
+  for (const turn of turns) {
+    const checked = await checkEach(
+      trx,
+      dialect,
+      turn.map((i) => checks[i]),
+    );
+    for (const [j, i] of turn.entries()) answers[i] = checked[j];
+  }
+  return answers;
+}
 
 /** `POST /verify/{id}/cancel`: the verification cancelled if pending; its row now, or null if not the account's. */
 export const cancelVerification = procedure(

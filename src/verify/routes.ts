@@ -22,7 +22,9 @@ import { codeHash, codeKey, codeMatches, newCode } from './codes.ts';
 import { Verification } from './schemas.ts';
 import {
   cancelVerification,
+  checkVerification,
   checkVerificationGroup,
+  type CheckVerification,
   isPrefixRefusal,
   ownVerification,
   recordBlocked,
@@ -203,20 +205,22 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 200: Checked, ...errorResponses(400, 401, 404, 415, 429) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = request.params.verificationId;
       const accountId = request.account.id;
-      const row = await hashes.run({ id, accountId });
-      if (!row || !['pending', 'expired'].includes(row.status)) throw notFound('The pending verification');
-      const matched = codeMatches(await codeKey(ctx.db, ctx.encryptionKey), request.body.code, row.code_hash);
-      const now = ctx.clock.now();
-      const checked = await ctx.database.gather(checkVerificationGroup, {
-        accountId,
-        id,
-        codeHash: row.code_hash,
-        matched,
-        now,
-      });
+      const prepare = async (): Promise<CheckVerification> => {
+        const row = await hashes.run({ id, accountId });
+        if (!row || !['pending', 'expired'].includes(row.status)) throw notFound('The pending verification');
+        const matched = codeMatches(await codeKey(ctx.db, ctx.encryptionKey), request.body.code, row.code_hash);
+        return { accountId, id, codeHash: row.code_hash, matched, now: ctx.clock.now() };
+      };
+      // With an Idempotency-Key, alone with its record: a retry gets the first answer again.
+      if (request.headers['idempotency-key'] !== undefined) {
+        const answered = await idempotent(request, reply, ctx, accountId, checkVerification, prepare);
+        if (reply.getHeader('idempotent-replayed') === undefined) metrics.checks.inc({ status: answered.status });
+        return answered;
+      }
+      const checked = await ctx.database.gather(checkVerificationGroup, await prepare());
       if (!checked) throw notFound('The pending verification');
       metrics.checks.inc({ status: checked.status });
       return { verificationId: id, ...checked };

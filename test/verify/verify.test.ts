@@ -145,6 +145,25 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('answers a check sent again with its Idempotency-Key as the first time, and takes no second attempt', async () => {
+    const id = (await start(alice)).json().verificationId;
+    const code = await sentCode(alice);
+    const keyed = (key: string, payload: object) =>
+      api.t.app.inject({
+        method: 'POST',
+        url: `/verify/${id}/check`,
+        headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': key },
+        payload,
+      });
+    for (let i = 0; i < 2; i++) assert.equal((await keyed('wrong', { code: wrong(code) })).json().attemptsLeft, 4);
+    const approved = await keyed('right', { code });
+    assert.deepEqual(approved.json(), { verificationId: id, status: 'approved', attemptsLeft: 4 });
+    const again = await keyed('right', { code });
+    assert.equal(again.statusCode, 200, again.body);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), approved.json(), 'the approval, not a 404, for the check whose answer was lost');
+  });
+
   it('answers expired after the end, and the sweep posts expired', async () => {
     const id = (await start(alice, { ttlSeconds: 60 })).json().verificationId;
     const code = await sentCode(alice);
