@@ -3,6 +3,7 @@ import { lockAccountContacts } from '../crm/queries.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import { procedure } from '../db/procedure.ts';
+import { postProcedure } from '../http/idempotency.ts';
 import type { Schema } from '../db/schema.ts';
 import { PENDING as EMAIL_PENDING } from '../email/record.ts';
 import { EMAIL_EVENTS_TYPE, emailEvent } from '../email/events.ts';
@@ -58,70 +59,69 @@ const hashesOf = (key: Buffer, person: Person) => ({
  * not yet sent ended NotSent or Dropped, reason `erased` (posted with the hash, never the
  * number), and the job that erases the rest.
  */
-export const beginErasure = procedure(
+export const beginErasure = postProcedure(
   import.meta.url,
   'beginErasure',
-  async ({ db, dialect }, args: ErasureArgs & { by: AuditBy; sealedIdentifiers: string }): Promise<{ ended: number }> =>
-    db.transaction().execute(async (trx) => {
-      await lockAccountContacts(trx, dialect, args.accountId);
-      const hashes = hashesOf(args.erasureKey, args);
-      let ended = 0;
-      for (const channel of ['sms', 'email'] as const) {
-        for (const { clear, hash } of hashes[channel]) {
-          const kept = await trx
-            .deleteFrom('suppressions')
-            .where('account_id', '=', args.accountId)
-            .where('channel', '=', channel)
-            .where('address', '=', clear)
-            .returning('reason')
-            .executeTakeFirst();
-          await trx
-            .insertInto('erased_suppressions')
-            .values({
-              account_id: args.accountId,
-              channel,
-              hash,
-              // A hard bounce's reason quotes the relay, which may quote the address.
-              reason: kept ? kept.reason.replaceAll(clear, hash) : ERASED_REASON,
-              created_at: args.now,
-            })
-            .onConflict((oc) => oc.columns(['account_id', 'channel', 'hash']).doNothing())
-            .execute();
-        }
-        ended += await endUnsent(trx, dialect, args, channel, hashes[channel]);
+  async ({ db: trx, dialect }, args: ErasureArgs & { by: AuditBy; sealedIdentifiers: string }) => {
+    await lockAccountContacts(trx, dialect, args.accountId);
+    const hashes = hashesOf(args.erasureKey, args);
+    let ended = 0;
+    for (const channel of ['sms', 'email'] as const) {
+      for (const { clear, hash } of hashes[channel]) {
+        const kept = await trx
+          .deleteFrom('suppressions')
+          .where('account_id', '=', args.accountId)
+          .where('channel', '=', channel)
+          .where('address', '=', clear)
+          .returning('reason')
+          .executeTakeFirst();
+        await trx
+          .insertInto('erased_suppressions')
+          .values({
+            account_id: args.accountId,
+            channel,
+            hash,
+            // A hard bounce's reason quotes the relay, which may quote the address.
+            reason: kept ? kept.reason.replaceAll(clear, hash) : ERASED_REASON,
+            created_at: args.now,
+          })
+          .onConflict((oc) => oc.columns(['account_id', 'channel', 'hash']).doNothing())
+          .execute();
       }
-      await trx
-        .insertInto('erasures')
-        .values({
-          id: args.erasureId,
-          account_id: args.accountId,
-          status: 'Processing',
-          requested_by: args.by.actor,
-          hashes: JSON.stringify([...hashes.sms, ...hashes.email].map((h) => h.hash)),
-          sealed_identifiers: args.sealedIdentifiers,
-          messages: ended,
-          created_at: args.now,
-          completed_at: null,
-        })
-        .execute();
-      await recordAudit(trx, {
-        ...args.by,
-        accountId: args.accountId,
-        action: 'erasure.requested',
-        target: args.erasureId,
-      });
-      await enqueue(trx, {
-        kind: ERASURE_KIND,
-        payload: { erasureId: args.erasureId } satisfies ErasureJob,
-        accountId: args.accountId,
-        now: args.now,
-        idempotencyKey: `${ERASURE_KIND}:${args.erasureId}`,
-        maxAttempts: 10,
-        // The CRM's lane: behind sends and webhooks, as a contact batch.
-        priority: PRIORITY.contactBatch,
-      });
-      return { ended };
-    }),
+      ended += await endUnsent(trx, dialect, args, channel, hashes[channel]);
+    }
+    await trx
+      .insertInto('erasures')
+      .values({
+        id: args.erasureId,
+        account_id: args.accountId,
+        status: 'Processing',
+        requested_by: args.by.actor,
+        hashes: JSON.stringify([...hashes.sms, ...hashes.email].map((h) => h.hash)),
+        sealed_identifiers: args.sealedIdentifiers,
+        messages: ended,
+        created_at: args.now,
+        completed_at: null,
+      })
+      .execute();
+    await recordAudit(trx, {
+      ...args.by,
+      accountId: args.accountId,
+      action: 'erasure.requested',
+      target: args.erasureId,
+    });
+    await enqueue(trx, {
+      kind: ERASURE_KIND,
+      payload: { erasureId: args.erasureId } satisfies ErasureJob,
+      accountId: args.accountId,
+      now: args.now,
+      idempotencyKey: `${ERASURE_KIND}:${args.erasureId}`,
+      maxAttempts: 10,
+      // The CRM's lane: behind sends and webhooks, as a contact batch.
+      priority: PRIORITY.contactBatch,
+    });
+    return { statusCode: 202, body: { erasureId: args.erasureId } };
+  },
 );
 
 const UNSENT = {

@@ -4,10 +4,12 @@ import type { AppContext } from '../context.ts';
 import { emailAddressProblem } from '../crm/email-address.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { badRequest } from '../errors.ts';
+import { idempotent } from '../http/idempotency.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { exportPerson } from './export.ts';
 import type { Identifier } from './person.ts';
-import { readErasure, requestErasure } from './service.ts';
+import { erasureRequest, readErasure } from './service.ts';
+import { beginErasure } from './erasures.ts';
 import { auditBy } from '../audit/entries.ts';
 import { ErasureAccepted, ErasureBody, ErasureParams, ErasureRequest, ExportPage, ExportQuery } from './schemas.ts';
 
@@ -75,13 +77,14 @@ export function privacyRoutes(app: FastifyInstance, ctx: AppContext): void {
           'Erase a person: their number or address, and every one their contacts hold, from every message and ' +
           'record of the account, keeping counts; they stay suppressed',
         body: ErasureRequest,
-        response: { 202: ErasureAccepted, ...errorResponses(400, 401, 429) },
+        response: { 202: ErasureAccepted, ...errorResponses(400, 401, 422, 429) },
       },
     },
     async (request, reply) => {
       const given = identifierOf(request.body);
       const by = auditBy(request, ctx.clock.now());
-      return reply.code(202).send(await requestErasure(ctx, request.account.id, given, by));
+      const accountId = request.account.id;
+      return idempotent(request, reply, ctx, accountId, beginErasure, () => erasureRequest(ctx, accountId, given, by));
     },
   );
 

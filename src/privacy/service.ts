@@ -24,18 +24,14 @@ type Ctx = Pick<AppContext, 'database' | 'db' | 'clock' | 'encryptionKey'>;
 const place = (erasureId: string) => `erasures.${erasureId}`;
 
 /**
- * POST /privacy/erasures: the person suppressed and their unsent messages ended at once, the rest
- * by a job. `by`: who asked, as the erasure's record and its audit entry keep it.
+ * POST /privacy/erasures's arguments (beginErasure): the person suppressed and their unsent
+ * messages ended at once, the rest by a job. `by`: who asked, as the erasure's record and its
+ * audit entry keep it.
  */
-export async function requestErasure(
-  ctx: Ctx,
-  accountId: string,
-  given: Identifier,
-  by: AuditBy,
-): Promise<{ erasureId: string }> {
+export async function erasureRequest(ctx: Ctx, accountId: string, given: Identifier, by: AuditBy) {
   const person = await personOf(ctx.db, accountId, given);
   const erasureId = randomUUID();
-  await ctx.database.call(beginErasure, {
+  return {
     ...person,
     accountId,
     erasureId,
@@ -43,8 +39,18 @@ export async function requestErasure(
     now: by.at,
     by,
     sealedIdentifiers: seal(ctx.encryptionKey.current, JSON.stringify(person), place(erasureId)),
-  });
-  return { erasureId };
+  };
+}
+
+/** An erasure begun, without an Idempotency-Key (the route's keyed one goes through `idempotent`). */
+export async function requestErasure(
+  ctx: Ctx,
+  accountId: string,
+  given: Identifier,
+  by: AuditBy,
+): Promise<{ erasureId: string }> {
+  const args = await erasureRequest(ctx, accountId, given, by);
+  return (await ctx.database.call(beginErasure, { claim: undefined, args })).body;
 }
 
 /** GET /privacy/erasures/{erasureId}: 404 for another account's. */

@@ -512,6 +512,28 @@ forEachDatabase((dialect) => {
     assert.equal(await record(byToken), 'token');
   });
 
+  it('begins one erasure for a request sent again with its Idempotency-Key', async () => {
+    const keyed = (payload: object) =>
+      api.t.app.inject({
+        method: 'POST',
+        url: '/privacy/erasures',
+        headers: { authorization: `Bearer ${alice.token}`, 'idempotency-key': 'erase-ada' },
+        payload,
+      });
+    const first = await keyed({ email: ADA_EMAIL });
+    assert.equal(first.statusCode, 202, first.body);
+    const again = await keyed({ email: ADA_EMAIL });
+    assert.equal(again.statusCode, 202, again.body);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(again.json(), first.json());
+    assert.equal((await keyed({ email: 'other@example.com' })).statusCode, 422, 'the key with another body');
+    const erasures = await api.t.ctx.db.selectFrom('erasures').select('id').execute();
+    assert.deepEqual(
+      erasures.map((e) => e.id),
+      [first.json().erasureId],
+    );
+  });
+
   it('takes exactly one of mobile and email, well formed', async () => {
     for (const body of [
       {},
