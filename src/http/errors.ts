@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.ts';
 import { describeIssues, type ValidationIssue } from './validation.ts';
@@ -51,6 +53,27 @@ export function registerErrorHandling(app: FastifyInstance): void {
     reply
       .code(404)
       .send({ status: 'Failure', message: `No route for ${request.method} ${request.url.split('?')[0]}.`, errors: [] }),
+  );
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: a request Node's HTTP parser refused (a NUL in a header,
+ * a body shorter than its Content-Length, a bad chunk, headers over 16 KB) answered in the
+ * contract's shape, as a raw response, since there is no request to reply to; then the
+ * connection is closed.
+ */
+export function clientErrors(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const message = tooLarge ? 'The request’s headers are too large.' : 'The request is not well-formed HTTP.';
+  const body = JSON.stringify({ status: 'Failure', message, errors: [] });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
 }
 

@@ -7,7 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { AppContext } from '../context.ts';
 import { schemaCompilers } from '../http/schema-compilers.ts';
 import { registerBoundary } from '../http/boundary.ts';
-import { frameworkErrors, registerErrorHandling } from '../http/errors.ts';
+import { clientErrors, frameworkErrors, registerErrorHandling } from '../http/errors.ts';
 import { ANNOTATIONS } from '../http/input.ts';
 import { registerMetrics } from '../http/metrics.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -74,6 +74,7 @@ export async function buildApp(
       },
     },
     frameworkErrors,
+    clientErrorHandler: clientErrors,
     schemaController: { compilersFactory: schemaCompilers() },
   });
 
