@@ -169,18 +169,24 @@ forEachDatabase((dialect) => {
     assert.equal(otherAddress.statusCode, 200);
   });
 
+  /** An app counting in `counters`, and a sign-in of an account of its own. */
+  const signingIn = async (counters: CounterStore) => {
+    const app = await startTestApp(dialect, { counters });
+    const owner = await app.createAccount();
+    const payload = {
+      userName: owner.userName,
+      password: owner.password,
+      privateToken: owner.privateToken,
+      validity: 'Default',
+    };
+    return { app, payload };
+  };
+
   it('lets a sign-in through unthrottled while Redis cannot be reached, as the rate limits do', async () => {
     // Nothing listens on port 1: the store's every call fails after its wait for Redis.
     const counters = new RedisCounterStore('redis://127.0.0.1:1');
-    const down = await startTestApp(dialect, { counters });
+    const { app: down, payload } = await signingIn(counters);
     try {
-      const owner = await down.createAccount();
-      const payload = {
-        userName: owner.userName,
-        password: owner.password,
-        privateToken: owner.privateToken,
-        validity: 'Default',
-      };
       const response = await down.app.inject({ method: 'POST', url: '/token', payload });
       assert.equal(response.statusCode, 200, response.body);
       const wrong = await down.app.inject({ method: 'POST', url: '/token', payload: { ...payload, password: 'x' } });
@@ -198,15 +204,8 @@ forEachDatabase((dialect) => {
         throw new Error('Redis is not reachable');
       }
     }
-    const lost = await startTestApp(dialect, { counters: new LostMidway() });
+    const { app: lost, payload } = await signingIn(new LostMidway());
     try {
-      const owner = await lost.createAccount();
-      const payload = {
-        userName: owner.userName,
-        password: owner.password,
-        privateToken: owner.privateToken,
-        validity: 'Default',
-      };
       const response = await lost.app.inject({ method: 'POST', url: '/token', payload });
       assert.equal(response.statusCode, 200, response.body);
     } finally {
