@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
-import { withoutRecipients } from '../messaging/recipients.ts';
+import { leftOut, withoutRecipients } from '../messaging/recipients.ts';
 
 /**
  * The email statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -81,8 +81,7 @@ const SQLITE = {
                 from jsonb_each(${JSON.stringify(w.outcomes)}) v
                where send_recipients.id = v.value ->> 'id' and send_recipients.status in ('Queued', 'Deferred')
            returning send_recipients.id`.execute(db);
-    const written = new Set(rows.map((row) => Number(row.id)));
-    const left = new Set(w.outcomes.map(({ id }) => id).filter((id) => !written.has(id)));
+    const left = leftOut(w.outcomes, rows);
     const steps = withoutRecipients(w.steps, left, ({ recipientId }) => recipientId);
     const suppress = withoutRecipients(w.suppress, left, ({ recipientId }) => recipientId);
     await sql`insert into recipient_history (recipient_id, status, at, reply)

@@ -1,6 +1,6 @@
-import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import type { DialectName } from '../db/database.ts';
-import { ERASED_REASON, erasedAddress } from './erased-identifiers.ts';
+import { erasedAddress } from './erased-identifiers.ts';
 import type { Schema } from '../db/schema.ts';
 import { inJson } from '../db/in-json.ts';
 import { dialectOf, SYNCHRONOUS_READS } from '../db/dialect.ts';
@@ -439,25 +439,21 @@ export function standingsRead(dialect: DialectName, channel: Channel, keys: read
 }
 
 /**
- * After a page's record updated `updated` of its recipients `ids`, skipping those an erasure
- * ended (ERASED_REASON), in one transaction with it: the ids it did not update, read only
- * when it updated fewer than all. One gone altogether (its send deleted meanwhile) is among
- * them. For SQLite, whose update cannot answer them while it writes the rest.
+ * The recipients of a page's `outcomes` its record's update left (`written`: the rows its
+ * RETURNING answered): those no longer to be written since the page was read (an erasure ended
+ * them, ERASED_REASON; for email, a bounce report ended a retry in flight), or gone altogether
+ * (their send deleted meanwhile).
  */
-export async function unrecorded(db: Db, ids: readonly number[], updated: bigint | undefined): Promise<Set<number>> {
-  if (Number(updated ?? 0) === ids.length) return new Set();
-  const recorded = await db
-    .selectFrom('send_recipients')
-    .select('id')
-    .where('id', 'in', inJson('sqlite', ids, 'bigint'))
-    .where(sql<SqlBool>`reason is not ${ERASED_REASON}`)
-    .execute();
-  const kept = new Set(recorded.map((row) => Number(row.id)));
-  return new Set(ids.filter((id) => !kept.has(id)));
+export function leftOut(
+  outcomes: ReadonlyArray<{ id: number }>,
+  written: ReadonlyArray<{ id: number | string }>,
+): Set<number> {
+  const kept = new Set(written.map((row) => Number(row.id)));
+  return new Set(outcomes.filter(({ id }) => !kept.has(id)).map(({ id }) => id));
 }
 
 /**
- * `items` but those of the recipients in `left` (unrecorded's answer, or a record's own), each
+ * `items` but those of the recipients in `left` (leftOut's answer, or a record's own), each
  * item's recipient given by `recipientOf` (with its index, for a list that follows another).
  */
 export const withoutRecipients = <T>(

@@ -2,7 +2,7 @@ import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DialectName } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { ERASED_REASON } from '../messaging/erased-identifiers.ts';
-import { unrecorded, withoutRecipients } from '../messaging/recipients.ts';
+import { leftOut, withoutRecipients } from '../messaging/recipients.ts';
 
 /**
  * The SMS statements that differ by database. Rows travel as ONE JSON parameter of objects
@@ -112,21 +112,16 @@ const SQLITE = {
    * since the page was read (ERASED_REASON): answers their ids, whose outcomes it left.
    */
   async updateRecipients(db: Db, now: number, outcomes: Outcome[], steps: Step[]): Promise<Set<number>> {
-    const updated = await sql`update send_recipients
+    const updated = await sql<{ id: number }>`update send_recipients
                  set status = v.value ->> 'status', message_id = v.value ->> 'messageId',
                      parts = v.value ->> 'parts', encoding = v.value ->> 'encoding',
                      error = v.value ->> 'error', error_code = v.value ->> 'errorCode', updated_at = ${now},
                      smsc = v.value ->> 'connection', price_micros = v.value ->> 'priceMicros',
                      currency = v.value ->> 'currency', replaced_characters = v.value ->> 'replacedCharacters'
                 from jsonb_each(${JSON.stringify(outcomes)}) v
-               where send_recipients.id = v.value ->> 'id' and send_recipients.reason is not ${ERASED_REASON}`.execute(
-      db,
-    );
-    const left = await unrecorded(
-      db,
-      outcomes.map(({ id }) => id),
-      updated.numAffectedRows,
-    );
+               where send_recipients.id = v.value ->> 'id' and send_recipients.reason is not ${ERASED_REASON}
+           returning send_recipients.id`.execute(db);
+    const left = leftOut(outcomes, updated.rows);
     const written = withoutRecipients(outcomes, left, ({ id }) => id);
     const history = withoutRecipients(steps, left, ({ recipientId }) => recipientId);
     await sql`insert into recipient_history (recipient_id, status, at)
