@@ -140,10 +140,11 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
       if (attempt) await unlessStoreDown(attempt.succeeded());
       return found;
     } catch (error) {
-      // A key refused (unknown, revoked, expired) counts; a database that failed does not.
-      if (!(error instanceof AppError)) {
-        if (attempt) await unlessStoreDown(attempt.succeeded());
-      } else if (known) await unlessStoreDown(keyFailures.recordFailure(request.ip));
+      // A key refused (unknown, revoked, expired) counts, the attempt's count kept or, for a key
+      // read just before, a failure recorded now; a database that failed does not count.
+      const refused = error instanceof AppError;
+      if (refused && known) await unlessStoreDown(keyFailures.recordFailure(request.ip));
+      if (!refused && attempt) await unlessStoreDown(attempt.succeeded());
       throw error;
     }
   }
