@@ -41,7 +41,8 @@ const compiled = compileEmail(
 );
 const compileMs = performance.now() - compileStarted;
 
-const urlsOf = (recipientId: number) => recipientUrls(key, PUBLIC_URL, recipientId);
+const SEND_ID = crypto.randomUUID();
+const urlsOf = (recipientId: number) => recipientUrls(key, PUBLIC_URL, { recipientId, sendId: SEND_ID });
 
 const recipient = (i: number) => ({
   to: `customer${i}@example.com`,

@@ -188,7 +188,7 @@ async function plainNodemailer(database: Database, sinkPort: number, total: numb
         to: address(i + 1),
         sources: { own },
         messageId: `<${crypto.randomUUID()}@mail.localhost>`,
-        urls: recipientUrls(tracking, 'http://localhost:8080', i + 1),
+        urls: recipientUrls(tracking, 'http://localhost:8080', { recipientId: i + 1, sendId: 'bench' }),
         date,
       }),
     );

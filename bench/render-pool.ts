@@ -38,6 +38,7 @@ const dkimKey = {
 const pool = new RenderPool(THREADS);
 const renderer = pool.open({
   compiled,
+  sendId: crypto.randomUUID(),
   trackingKey: trackingKey(new Keyring(generateKey())).current,
   publicUrl: 'https://herald.example.com',
   mailboxDomain: undefined,

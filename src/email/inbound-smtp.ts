@@ -5,7 +5,9 @@ import { clientGroup } from '../ratelimit/client-address.ts';
 import { recordTracking } from './record.ts';
 import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
+import { checkToken, recipientNamedBy } from './token-recipients.ts';
 import { FEEDBACK_MAILBOX, readMailbox, trackingKey } from './tracking.ts';
+import type { ReadToken } from './tracking-tokens.ts';
 
 /**
  * The inbound SMTP listener (INBOUND_SMTP_PORT; docs/email.md, "Inbound mail: bounces,
@@ -56,7 +58,7 @@ export interface InboundSmtp {
 /** Outcomes that recorded something (or had before): the others drop the mail, and are logged as warnings. */
 const RECORDED = new Set(['bounce', 'complaint', 'unsubscribe', 'repeated']);
 
-type Mailbox = { kind: 'bounce' | 'unsubscribe'; recipientId: number } | { kind: 'feedback' };
+type Mailbox = { kind: 'bounce' | 'unsubscribe'; token: ReadToken } | { kind: 'feedback' };
 
 /** An SMTP error reply: smtp-server answers an error with a responseCode with that code and its message. */
 const reply = (responseCode: number, message: string) => Object.assign(new Error(message), { responseCode });
@@ -70,18 +72,27 @@ export async function startInboundSmtp(
   const keys = trackingKey(ctx.encryptionKey);
   const metrics = inboundMetrics(ctx.metrics);
 
+  /** The mailbox an address names, its token as read (not yet checked); null for none of the listener's. */
   const mailboxOf = (address: string): Mailbox | null => {
     const at = address.lastIndexOf('@');
     if (at < 1 || address.slice(at + 1).toLowerCase() !== config.bounceDomain) return null;
     if (address.slice(0, at).toLowerCase() === FEEDBACK_MAILBOX) return { kind: 'feedback' };
-    return readMailbox(keys, address);
+    return readMailbox(address);
   };
 
   /** What one accepted recipient's mail came to, as herald_inbound_mail_total's outcome. */
   const deliver = async (mailbox: Mailbox, report: () => Promise<MailReport>): Promise<string> => {
+    if (mailbox.kind === 'feedback') {
+      return receivedLabel(
+        await receiveReport({ database, clock, keys, metrics }, await report(), { deliveredTo: null, via: 'mail' }),
+      );
+    }
+    // Checked again: its row may have gone since RCPT TO.
+    const recipient = await recipientNamedBy(database, keys, mailbox.token);
+    if (recipient === null) return 'unknown message';
     if (mailbox.kind === 'unsubscribe') {
       const done = await database.call(recordTracking, {
-        recipientId: mailbox.recipientId,
+        ...recipient,
         event: { kind: 'unsubscribe' },
         userAgent: null,
         head: false,
@@ -91,10 +102,21 @@ export async function startInboundSmtp(
       return done ? 'unsubscribe' : 'unknown message';
     }
     const received = await receiveReport({ database, clock, keys, metrics }, await report(), {
-      deliveredTo: mailbox.kind === 'bounce' ? mailbox.recipientId : null,
+      deliveredTo: recipient,
       via: 'mail',
     });
     return receivedLabel(received);
+  };
+
+  /**
+   * Whether RCPT TO takes an address: one of the listener's mailboxes, its token Herald's for the
+   * row it names. A token naming no row is taken, and its mail dropped as naming no message (a
+   * bounce of a message deleted since); one the row does not sign is refused, as a forgery.
+   */
+  const takes = async (address: string): Promise<boolean> => {
+    const mailbox = mailboxOf(address);
+    if (mailbox === null) return false;
+    return mailbox.kind === 'feedback' || (await checkToken(database, keys, mailbox.token)) !== 'unsigned';
   };
 
   const inFlight = new Set<Promise<unknown>>();
@@ -130,13 +152,21 @@ export async function startInboundSmtp(
       else connectionsFrom.delete(client);
     },
     onRcptTo(address: SMTPServerAddress, _session, callback) {
-      if (mailboxOf(address.address)) return callback();
-      metrics.mail.inc({ outcome: 'refused recipient' });
-      callback(
-        reply(
-          550,
-          '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only',
-        ),
+      takes(address.address).then(
+        (taken) => {
+          if (taken) return callback();
+          metrics.mail.inc({ outcome: 'refused recipient' });
+          callback(
+            reply(
+              550,
+              '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only',
+            ),
+          );
+        },
+        (error: unknown) => {
+          log.warn({ err: error }, 'inbound mail: a mailbox could not be looked up; the sender is asked to try again');
+          callback(reply(451, '4.3.0 Could not look the mailbox up now; try again later'));
+        },
       );
     },
     onData(stream, session, callback) {
@@ -167,7 +197,7 @@ export async function startInboundSmtp(
             log[RECORDED.has(outcome) ? 'info' : 'warn'](
               {
                 mailbox: mailbox.kind,
-                ...('recipientId' in mailbox && { recipientId: mailbox.recipientId }),
+                ...('token' in mailbox && { recipientId: mailbox.token.recipientId }),
                 bytes: raw.length,
                 outcome,
                 ...(read?.kind === 'unparseable' && { problem: read.problem }),

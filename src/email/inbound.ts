@@ -6,6 +6,7 @@ import { isErased } from '../messaging/erased-identifiers.ts';
 import { addSuppression, optOutEmail } from '../messaging/suppressions.ts';
 import type { EmailEventWord } from './events.ts';
 import { queries } from './queries.ts';
+import type { TokenRecipient } from './tracking.ts';
 import { appendEmailEvent } from './record.ts';
 
 /**
@@ -23,7 +24,7 @@ type Db = Kysely<Schema>;
  * Either names one account's message: the account is the row's, never the report's say.
  */
 export interface ReportedMessage {
-  recipientId: number | null;
+  recipient: TokenRecipient | null;
   messageUuid: string | null;
 }
 
@@ -61,7 +62,8 @@ export function reportedRowQuery(trx: Db, dialect: DialectName, message: Reporte
     .innerJoin('sends as s', 's.id', 'r.send_id')
     .select(['r.id', 'r.address', 'r.status', 'r.message_id', 's.id as send_id', 's.account_id', 's.webhook_url'])
     .where('s.channel', '=', 'email');
-  if (message.recipientId !== null) select = select.where('r.id', '=', message.recipientId);
+  if (message.recipient !== null)
+    select = select.where('r.id', '=', message.recipient.recipientId).where('r.send_id', '=', message.recipient.sendId);
   else if (message.messageUuid !== null) select = select.where('r.message_id', '=', message.messageUuid);
   else return undefined;
   return queries[dialect].lockReportedRow(select);

@@ -5,7 +5,8 @@ import type { Keyring } from '../sealed.ts';
 import { recordMailReport, type ReportedEvent, type ReportedMessage, type ReportOutcome } from './inbound.ts';
 import { emailBounces } from './metrics.ts';
 import { heraldMessageUuid, isComplaint, type MailReport } from './mail-reports.ts';
-import { readMailbox } from './tracking.ts';
+import { recipientNamedBy } from './token-recipients.ts';
+import { readMailbox, type TokenRecipient } from './tracking.ts';
 import { isHardBounce, keptReply } from './transport.ts';
 
 /**
@@ -70,14 +71,19 @@ export function reportedEvent(report: MailReport): { event: ReportedEvent } | { 
 /**
  * The message a report names: the recipient of the VERP address it came to (`deliveredTo`,
  * from the listener's RCPT TO), else of the original's return path, else the original's
- * Message-ID. Tokens are read under every key of the ring, so a message sent before
+ * Message-ID. Tokens are checked under every key of the ring, so a message sent before
  * ENCRYPTION_KEY was replaced is still found.
  */
-export function reportedMessage(keys: Keyring, report: MailReport, deliveredTo: number | null): ReportedMessage {
+export async function reportedMessage(
+  deps: { database: Database; keys: Keyring },
+  report: MailReport,
+  deliveredTo: TokenRecipient | null,
+): Promise<ReportedMessage> {
   const original = report.kind === 'dsn' || report.kind === 'arf' ? report.original : null;
-  const verp = original?.returnPath ? readMailbox(keys, original.returnPath) : null;
+  const verp = original?.returnPath ? readMailbox(original.returnPath) : null;
   return {
-    recipientId: deliveredTo ?? (verp?.kind === 'bounce' ? verp.recipientId : null),
+    recipient:
+      deliveredTo ?? (verp?.kind === 'bounce' ? await recipientNamedBy(deps.database, deps.keys, verp.token) : null),
     messageUuid: heraldMessageUuid(original?.messageId ?? null),
   };
 }
@@ -88,11 +94,11 @@ export type Received = ReportOutcome | { ignored: string };
 export async function receiveReport(
   deps: { database: Database; clock: Clock; keys: Keyring; metrics: InboundMetrics },
   report: MailReport,
-  options: { deliveredTo: number | null; via: 'mail' | 'http' },
+  options: { deliveredTo: TokenRecipient | null; via: 'mail' | 'http' },
 ): Promise<Received> {
   const asked = reportedEvent(report);
   if ('ignored' in asked) return asked;
-  const message = reportedMessage(deps.keys, report, options.deliveredTo);
+  const message = await reportedMessage(deps, report, options.deliveredTo);
   const outcome = await deps.database.call(recordMailReport, { message, event: asked.event, now: deps.clock.now() });
   if ('recorded' in outcome && !outcome.repeated) {
     if (asked.event.kind === 'bounce')

@@ -364,6 +364,8 @@ export const recordTracking = procedure(
     { db, dialect },
     args: {
       recipientId: number;
+      /** The recipient's send, as its token signs it: an id SQLite gave again names another. */
+      sendId: string;
       event: TrackingEvent;
       userAgent: string | null;
       head: boolean;
@@ -378,6 +380,7 @@ export const recordTracking = procedure(
         .innerJoin('sends as s', 's.id', 'r.send_id')
         .select(['r.id', 'r.address', 'r.message_id', 's.id as send_id', 's.account_id', 's.webhook_url', 's.content'])
         .where('r.id', '=', args.recipientId)
+        .where('r.send_id', '=', args.sendId)
         .where('s.channel', '=', 'email');
       // Two unsubscribes of one message at once (its mailto and its one-click POST) take turns.
       const row = await (event.kind === 'unsubscribe'

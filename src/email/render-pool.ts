@@ -20,6 +20,8 @@ import type { CompiledEmail } from './render.ts';
  */
 export interface ThreadBatch {
   compiled: CompiledEmail;
+  /** The batch's send: its recipients' tracking tokens sign it (tracking-tokens.ts). */
+  sendId: string;
   /** The current key of tracking tokens (tracking.ts's trackingKey(…).current). */
   trackingKey: KeyObject;
   publicUrl: string;

@@ -28,7 +28,12 @@ async function render(request: Extract<RenderRequest, { kind: 'render' }>): Prom
       to: r.to,
       sources: r.sources,
       messageId: r.messageId,
-      urls: recipientUrls(batch.tracking, batch.publicUrl, r.recipientId, batch.mailboxDomain),
+      urls: recipientUrls(
+        batch.tracking,
+        batch.publicUrl,
+        { recipientId: r.recipientId, sendId: batch.sendId },
+        batch.mailboxDomain,
+      ),
       date,
     });
     raws.push(await signEmail(rendered, batch.dkimKey));

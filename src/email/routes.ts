@@ -22,7 +22,9 @@ import { emailDryRun } from './dry-run.ts';
 import { listCampaigns, postCampaign, prepareCampaign } from './campaigns.ts';
 import { readEmailBatch, readSandboxEmail } from './read.ts';
 import { recordTracking, type TrackingEvent } from './record.ts';
-import { readToken, TRACKING_PATHS, trackingKey } from './tracking.ts';
+import { recipientNamedBy } from './token-recipients.ts';
+import { TRACKING_PATHS, trackingKey } from './tracking.ts';
+import { readTrackingToken } from './tracking-tokens.ts';
 import {
   BatchReadQuery,
   CampaignBody,
@@ -374,12 +376,14 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
     kind: TrackingEvent['kind'],
     confirmed = false,
   ) => {
-    const claim = readToken(key, request.params.token);
-    if (claim === null || claim.kind !== kind) return undefined;
-    const event: TrackingEvent = kind === 'click' ? { kind, link: claim.link ?? 0 } : { kind };
+    const token = readTrackingToken(request.params.token);
+    if (token === null || token.kind !== kind) return undefined;
+    const recipient = await recipientNamedBy(ctx.database, key, token);
+    if (recipient === null) return undefined;
+    const event: TrackingEvent = kind === 'click' ? { kind, link: token.link ?? 0 } : { kind };
     const userAgent = request.headers['user-agent']?.slice(0, 512) ?? null;
     return ctx.database.call(recordTracking, {
-      recipientId: claim.recipientId,
+      ...recipient,
       event,
       userAgent,
       head: request.method === 'HEAD',

@@ -234,6 +234,7 @@ export function emailSendHandler(deps: {
         passcode ? openedTags(row.tags!, sendId, row.address, deps.encryptionKey) : row.tags!;
       const renderer = deps.renderPool.open({
         compiled,
+        sendId,
         trackingKey: key.current,
         publicUrl: config.publicUrl,
         mailboxDomain,
@@ -279,7 +280,7 @@ export function emailSendHandler(deps: {
                 const messageId = messageIds[i];
                 // The envelope sender is the recipient's VERP address: a bounce that comes back
                 // later names its message.
-                const from = returnPath(key, config.bounceDomain, Number(row.id));
+                const from = returnPath(key, config.bounceDomain, { recipientId: Number(row.id), sendId });
                 const result = await transport.send(
                   { accountId: send.accountId, sendId, messageId, from, to: row.address, raw: raws[i], passcode },
                   signal,

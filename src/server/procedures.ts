@@ -18,6 +18,7 @@ export const PROCEDURE_MODULES: readonly string[] = [
   '../email/campaigns.ts',
   '../email/inbound.ts',
   '../email/record.ts',
+  '../email/token-recipients.ts',
   '../links/landing-pages.ts',
   '../messaging/accept.ts',
   '../messaging/deletions.ts',

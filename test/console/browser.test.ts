@@ -149,6 +149,7 @@ forEachDatabase((dialect) => {
       .executeTakeFirstOrThrow();
     const pixel = trackingToken(trackingKey(session.api.t.ctx.encryptionKey).current, {
       recipientId: Number(ada.id),
+      sendId: batchId,
       kind: 'open',
     });
     assert.equal(

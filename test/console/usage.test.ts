@@ -141,8 +141,8 @@ forEachDatabase((dialect) => {
         ),
       );
       api.clock.advance(10_000);
-      const token = (claim: Parameters<typeof trackingToken>[1]) =>
-        trackingToken(trackingKey(api.t.ctx.encryptionKey).current, claim);
+      const token = (claim: Omit<Parameters<typeof trackingToken>[1], 'sendId'>) =>
+        trackingToken(trackingKey(api.t.ctx.encryptionKey).current, { ...claim, sendId: batchId });
       const ada = await recipientId(batchId, 'ada@example.com');
       const person = { 'user-agent': 'Mozilla/5.0 (Macintosh)' };
       for (const url of [
@@ -163,7 +163,7 @@ forEachDatabase((dialect) => {
       assert.ok(unsubscribe.statusCode < 300, unsubscribe.body);
       const grace = await recipientId(batchId, 'grace@example.com');
       const complaint = await api.t.ctx.database.call(recordMailReport, {
-        message: { recipientId: grace, messageUuid: null },
+        message: { recipient: { recipientId: grace, sendId: batchId }, messageUuid: null },
         event: { kind: 'complaint', feedbackType: 'abuse' },
         now: api.clock.now(),
       });

@@ -78,7 +78,7 @@ forEachDatabase((dialect) => {
     return {
       batchId,
       recipientId,
-      verp: returnPath(keys(), BOUNCE_DOMAIN, recipientId),
+      verp: returnPath(keys(), BOUNCE_DOMAIN, { recipientId, sendId: batchId }),
       original: Buffer.from(sent.raw),
     };
   }
@@ -360,7 +360,7 @@ forEachDatabase((dialect) => {
       'set',
     async () => {
       const { batchId, recipientId, original } = await delivered(alice);
-      const mailbox = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, recipientId);
+      const mailbox = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, { recipientId, sendId: batchId });
       const headers = (await simpleParser(original)).headerLines.map((h) => h.line.replace(/\r\n\s+/g, ' '));
       assert.ok(
         headers.some((h) => h.startsWith('List-Unsubscribe: <http') && h.endsWith(`, <mailto:${mailbox}>`)),
@@ -440,11 +440,54 @@ forEachDatabase((dialect) => {
   });
 
   it(
+    'refuses at RCPT a return path or unsubscribe mailbox whose row id now names a recipient of another send, ' +
+      'touching neither',
+    async () => {
+      const first = await delivered(alice);
+      const unsubscribe = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, {
+        recipientId: first.recipientId,
+        sendId: first.batchId,
+      });
+      // Retention, or the account's deletion, takes the send; SQLite gives its highest id again.
+      await api.t.ctx.db.deleteFrom('send_recipients').where('send_id', '=', first.batchId).execute();
+      await api.t.ctx.db.deleteFrom('sends').where('id', '=', first.batchId).execute();
+      const bob = await api.client();
+      const second = await delivered(bob, 'bea@example.com');
+      if (second.recipientId !== first.recipientId) {
+        // PostgreSQL's identity never does: the row is given the first one's id, as SQLite would.
+        await api.t.ctx.db
+          .updateTable('send_recipients')
+          .set({ id: first.recipientId })
+          .where('id', '=', second.recipientId)
+          .execute();
+      }
+      const bounce = await dsnFor({
+        original: first.original,
+        recipient: 'ada@example.com',
+        returnPath: first.verp,
+        status: '5.1.1',
+      });
+      for (const [to, raw] of [
+        [first.verp, bounce],
+        [unsubscribe, Buffer.from('Subject: unsubscribe\r\n\r\n\r\n')],
+      ] as const) {
+        await assert.rejects(mail(to, raw), (error: { responseCode?: number }) => {
+          assert.equal(error.responseCode, 550, to);
+          return true;
+        });
+      }
+      assert.equal((await recipientOf(bob, second.batchId)).status, 'Delivered');
+      assert.equal(await suppression(bob, 'bea@example.com'), undefined);
+      assert.equal(await optIn(bob, 'bea@example.com'), true);
+    },
+  );
+
+  it(
     'drops garbage, a non-report and a DSN naming no message with 250, logged, and answers the next report as ' +
       'ever',
     async () => {
       const { batchId, verp, original } = await delivered(alice);
-      const unknown = returnPath(keys(), BOUNCE_DOMAIN, 987654321);
+      const unknown = returnPath(keys(), BOUNCE_DOMAIN, { recipientId: 987654321, sendId: batchId });
       const drops: Array<[string, Buffer, string]> = [
         [FBL, Buffer.from([0xff, 0xfe, 0x00, 0x0d, 0x0a, 0x2d, 0x2d, 0x0d, 0x0a, 0x00, 0x9f]), 'not a report'],
         [
@@ -564,7 +607,7 @@ forEachDatabase((dialect) => {
           ),
         );
         await db.executeQuery(CompiledQuery.raw('analyze send_recipients'));
-        const query = reportedRowQuery(db, 'postgres', { recipientId: null, messageUuid: randomUUID() })!.compile();
+        const query = reportedRowQuery(db, 'postgres', { recipient: null, messageUuid: randomUUID() })!.compile();
         const plan = (
           await db.executeQuery<{ 'QUERY PLAN': string }>(
             CompiledQuery.raw(`explain ${query.sql}`, [...query.parameters]),

@@ -41,6 +41,7 @@ const recipients = Array.from({ length: 60 }, (_, i) => ({
   messageId: `<m${i}@mail.localhost>`,
 }));
 const date = new Date('2026-01-02T03:04:05Z');
+const sendId = '0190a2b4-0000-7000-8000-000000000001';
 
 it(
   'renders and signs on its threads what the renderer and signer do in place, each recipient’s message in the ' +
@@ -48,6 +49,7 @@ it(
   async () => {
     const renderer = pool.open({
       compiled,
+      sendId,
       trackingKey: tracking.current,
       publicUrl,
       mailboxDomain: 'bounces.example',
@@ -63,7 +65,7 @@ it(
           to: r.to,
           sources: r.sources,
           messageId: r.messageId,
-          urls: recipientUrls(tracking, publicUrl, r.recipientId, 'bounces.example'),
+          urls: recipientUrls(tracking, publicUrl, { recipientId: r.recipientId, sendId }, 'bounces.example'),
           date,
         }),
       );
@@ -87,6 +89,7 @@ it('rejects a call its thread cannot render, and renders the next', async () => 
       html: { pieces: ['a', 'b'], encoded: ['a', 'b'], slots: [999] },
       text: undefined as never,
     },
+    sendId,
     trackingKey: tracking.current,
     publicUrl,
     mailboxDomain: 'bounces.example',
@@ -96,6 +99,7 @@ it('rejects a call its thread cannot render, and renders the next', async () => 
   broken.close();
   const renderer = pool.open({
     compiled,
+    sendId,
     trackingKey: tracking.current,
     publicUrl,
     mailboxDomain: 'bounces.example',

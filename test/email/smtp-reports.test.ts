@@ -119,7 +119,10 @@ forEachDatabase((dialect) => {
       });
       assert.deepEqual(dsn.envelope, {
         from: '',
-        to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, await rowId(batchId, 'bob@example.com')),
+        to: returnPath(trackingKey(api.t.ctx.encryptionKey), BOUNCE_DOMAIN, {
+          recipientId: await rowId(batchId, 'bob@example.com'),
+          sendId: batchId,
+        }),
       });
       assert.equal(dsn.messageId, `<${bob.messageId}@mail.localhost>`);
 

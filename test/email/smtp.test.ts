@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 import { ManualClock } from '../../src/clock.ts';
-import { readMailbox, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
+import { returnPath, trackingKey, unsubscribeMailbox } from '../../src/email/tracking.ts';
 import { startSmtpSink, type SmtpSink } from '../../src/sim/smtp.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { ADMIN_TOKEN, bearer } from '../support/app.ts';
@@ -147,7 +147,10 @@ forEachDatabase((dialect) => {
         header('list-unsubscribe') ?? '',
       );
       assert.ok(listUnsubscribe, header('list-unsubscribe'));
-      assert.equal(listUnsubscribe[2], unsubscribeMailbox(keys, 'mail.localhost', Number(row.id)));
+      assert.equal(
+        listUnsubscribe[2],
+        unsubscribeMailbox(keys, 'mail.localhost', { recipientId: Number(row.id), sendId: batchId }),
+      );
       assert.equal(header('list-unsubscribe-post'), 'List-Unsubscribe-Post: List-Unsubscribe=One-Click');
 
       // The bytes as the relay took them verify with the record Herald says to publish, by two
@@ -164,7 +167,7 @@ forEachDatabase((dialect) => {
 
       // MAIL FROM names the recipient's row by a token Herald signed: a bounce to it names this message.
       assert.match(mail.from, /^bounces\+[0-9a-f]+@mail\.localhost$/);
-      assert.deepEqual(readMailbox(keys, mail.from), { kind: 'bounce', recipientId: Number(row.id) });
+      assert.equal(mail.from, returnPath(keys, 'mail.localhost', { recipientId: Number(row.id), sendId: batchId }));
       assert.equal(await metric('herald_smtp_answers_total', { class: '2xx' }), 1);
     },
   );

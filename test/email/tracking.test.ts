@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock } from '../../src/clock.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { Keyring } from '../../src/sealed.ts';
-import { trackingToken } from '../../src/email/tracking-tokens.ts';
+import { type TrackingClaim, trackingToken } from '../../src/email/tracking-tokens.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
@@ -23,6 +24,7 @@ forEachDatabase((dialect) => {
     api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { PORT: '3000' } });
     alice = await api.client();
     receiver = await startReceiver();
+    sendOf.clear();
   });
   afterEach(async () => {
     await receiver.close();
@@ -36,16 +38,28 @@ forEachDatabase((dialect) => {
       '<p>Dear [firstName], see <a href="https://shop.example/spring?x=1">the spring sale</a>.</p>',
     );
     const batchId = await sendBatch(api, alice, buildBatch({ webHookUrl: receiver.url, emailBody }));
+    const recipientId = await recipientOf(batchId);
+    const [message] = await sandboxEmails(alice);
+    return { batchId, recipientId, message: await simpleParser(message.raw) };
+  }
+  /** The send of each recipient the tests made, which its tokens sign. */
+  const sendOf = new Map<number, string>();
+  /** The id of a one-recipient batch's recipient. */
+  async function recipientOf(batchId: string): Promise<number> {
     const { id } = await api.t.ctx.db
       .selectFrom('send_recipients')
       .select('id')
       .where('send_id', '=', batchId)
       .executeTakeFirstOrThrow();
-    const [message] = await sandboxEmails(alice);
-    return { batchId, recipientId: Number(id), message: await simpleParser(message.raw) };
+    sendOf.set(Number(id), batchId);
+    return Number(id);
   }
-  const token = (claim: Parameters<typeof trackingToken>[1]) =>
-    trackingToken(trackingKey(api.t.ctx.encryptionKey).current, claim);
+  /** A token as Herald makes it, for a recipient the tests made (another id: signed with the first's send). */
+  const token = (claim: Omit<TrackingClaim, 'sendId'>) =>
+    trackingToken(trackingKey(api.t.ctx.encryptionKey).current, {
+      sendId: sendOf.get(claim.recipientId) ?? [...sendOf.values()][0],
+      ...claim,
+    });
   const open = (method: 'GET' | 'POST', url: string, headers: Record<string, string> = {}, payload?: string) =>
     api.t.app.inject({ method, url, headers, payload });
 
@@ -54,7 +68,7 @@ forEachDatabase((dialect) => {
       'List-Unsubscribe',
     async () => {
       const { recipientId, message } = await delivered();
-      const url = (claim: Parameters<typeof trackingToken>[1]) =>
+      const url = (claim: Omit<TrackingClaim, 'sendId'>) =>
         `${api.t.ctx.config.publicUrl}/t/${claim.kind[0]}/${token(claim)}`;
       const html = message.html as string;
       assert.ok(html.includes(`href="${url({ recipientId, kind: 'click', link: 0 })}"`), html);
@@ -163,12 +177,10 @@ forEachDatabase((dialect) => {
     await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
     const emailBody = base64('<p><a href="https://shop.example/café/–?q=a b">Spring</a></p>');
     const batchId = await sendBatch(api, alice, buildBatch({ emailBody }));
-    const { id } = await api.t.ctx.db
-      .selectFrom('send_recipients')
-      .select('id')
-      .where('send_id', '=', batchId)
-      .executeTakeFirstOrThrow();
-    const click = await open('GET', `/t/c/${token({ recipientId: Number(id), kind: 'click', link: 0 })}`);
+    const click = await open(
+      'GET',
+      `/t/c/${token({ recipientId: await recipientOf(batchId), kind: 'click', link: 0 })}`,
+    );
     assert.equal(click.statusCode, 302, click.body);
     assert.equal(click.headers.location, 'https://shop.example/caf%C3%A9/%E2%80%93?q=a%20b');
   });
@@ -274,6 +286,7 @@ forEachDatabase((dialect) => {
       const altered = good.slice(0, -2) + (good.endsWith('AA') ? 'AB' : 'AA');
       const otherKey = trackingToken(trackingKey(new Keyring(api.t.ctx.jwtKey)).current, {
         recipientId,
+        sendId: batchId,
         kind: 'click',
         link: 0,
       });
@@ -336,4 +349,74 @@ forEachDatabase((dialect) => {
       ['Processed', 'Delivered', 'Click'],
     );
   });
+
+  it(
+    'takes a token for its own recipient only: once the row’s id names a recipient of another send (SQLite gives ' +
+      'a deleted highest rowid again), it is 404 and records nothing on the new one',
+    async () => {
+      const { batchId: first, recipientId } = await delivered();
+      const old = {
+        click: token({ recipientId, kind: 'click', link: 0 }),
+        unsubscribe: token({ recipientId, kind: 'unsubscribe' }),
+      };
+      // Retention, or the account's deletion, takes the first send and its recipients.
+      await api.t.ctx.db.deleteFrom('send_recipients').where('send_id', '=', first).execute();
+      await api.t.ctx.db.deleteFrom('sends').where('id', '=', first).execute();
+      const bob = await api.client();
+      await bob.upsert([{ email: 'bea@example.com', emailOptIn: true }]);
+      const second = await sendBatch(api, bob, buildBatch({}, { recipients: [{ to: 'bea@example.com' }] }));
+      let reused = await recipientOf(second);
+      // PostgreSQL's identity never gives an id again: the row is given the first one's, as SQLite does.
+      if (reused !== recipientId) {
+        await api.t.ctx.db.updateTable('send_recipients').set({ id: recipientId }).where('id', '=', reused).execute();
+        reused = await recipientOf(second);
+      }
+      assert.equal(reused, recipientId);
+      api.clock.advance(5000);
+      const person = { 'user-agent': 'Mozilla/5.0 (Macintosh)' };
+      assert.equal((await open('GET', `/t/c/${old.click}`, person)).statusCode, 404);
+      const form = { 'content-type': 'application/x-www-form-urlencoded' };
+      assert.equal((await open('POST', `/t/u/${old.unsubscribe}`, form, 'List-Unsubscribe=One-Click')).statusCode, 404);
+      const [recipient] = (await bob.get(`/email/batch/${second}`)).json().recipients;
+      assert.deepEqual(
+        recipient.history.map((h: { event: string }) => h.event),
+        ['Processed', 'Delivered'],
+      );
+      assert.equal((await bob.get('/email/suppressions?email=bea@example.com')).json().suppressions.length, 0);
+      assert.equal((await open('GET', `/t/o/${token({ recipientId, kind: 'open' })}`, person)).statusCode, 200);
+      const [opened] = (await bob.get(`/email/batch/${second}`)).json().recipients;
+      assert.equal(opened.history.at(-1).event, 'Open', 'the new recipient’s own token works');
+    },
+  );
+
+  it(
+    'takes a token made before tokens signed their send for a recipient of a send accepted before then, and ' +
+      'for no later one',
+    async () => {
+      const { batchId, recipientId } = await delivered();
+      // The form before 0042: the kind's index alone in the first byte, the tag over it and the id.
+      const head = Buffer.alloc(9);
+      head.writeUInt8(1, 0);
+      head.writeBigUInt64BE(BigInt(recipientId), 1);
+      const tag = createHmac('sha256', trackingKey(api.t.ctx.encryptionKey).current)
+        .update(head)
+        .digest()
+        .subarray(0, 16);
+      const pixel = `/t/o/${Buffer.concat([head, tag]).toString('base64url')}`;
+      const opens = async () =>
+        (await alice.get(`/email/batch/${batchId}`))
+          .json()
+          .recipients[0].history.filter((h: { event: string }) => h.event === 'Open').length;
+      const person = { 'user-agent': 'Mozilla/5.0 (Macintosh)' };
+      api.clock.advance(5000);
+      await open('GET', pixel, person);
+      assert.equal(await opens(), 0, 'the send was accepted after the upgrade');
+      const since = () => api.t.ctx.db.updateTable('settings').where('key', '=', 'tracking_tokens_bound_since');
+      await since()
+        .set({ value: String(Date.now() + 3_600_000) })
+        .execute();
+      await open('GET', pixel, person);
+      assert.equal(await opens(), 1, 'a message sent before the upgrade still tracks');
+    },
+  );
 });

@@ -426,7 +426,14 @@ forEachDatabase((dialect) => {
         .where('address', 'like', 'erased:%')
         .executeTakeFirstOrThrow();
       const event = { kind: 'unsubscribe' as const };
-      const unsubscribe = { recipientId: Number(id), event, userAgent: null, head: false, confirmed: true };
+      const unsubscribe = {
+        recipientId: Number(id),
+        sendId: batchId,
+        event,
+        userAgent: null,
+        head: false,
+        confirmed: true,
+      };
       await bouncing.t.ctx.database.call(recordTracking, { ...unsubscribe, now: bouncing.clock.now() });
       const listed = (await carol.get('/email/suppressions')).json().suppressions;
       assert.deepEqual(listed, [], 'no suppression of the hash is listed');
@@ -451,7 +458,14 @@ forEachDatabase((dialect) => {
       .executeTakeFirstOrThrow();
     await erase(alice, { email: ADA_EMAIL });
     const event = { kind: 'unsubscribe' as const };
-    const unsubscribe = { recipientId: Number(id), event, userAgent: null, head: false, confirmed: true };
+    const unsubscribe = {
+      recipientId: Number(id),
+      sendId: batchId,
+      event,
+      userAgent: null,
+      head: false,
+      confirmed: true,
+    };
     await api.t.ctx.database.call(recordTracking, { ...unsubscribe, now: api.clock.now() });
     await api.drain();
     assert.ok(!(await everyRow(api, dialect)).includes(ADA_EMAIL));
