@@ -6,6 +6,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { isAnyOf } from '../db/in-json.ts';
+import { ERASED_PREFIX, isErased } from '../messaging/erased-identifiers.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { notFinal, queries, stillOpen } from './queries.ts';
 
@@ -233,6 +234,11 @@ const addressOf = (recipientId: Expression<unknown>) =>
  * kept from before a part was submitted is not that part's (a receipt offered twice for an
  * earlier message of the same number, waiting when a new part takes its id): it matches a part
  * submitted no later than RECEIPT_CLOCK_SKEW_MS after it came.
+ *
+ * A part of an erased person's message keeps their number only as its hash, which a receipt's
+ * number cannot be matched to: its receipt is taken whatever number it names, so that the number
+ * does not wait here in clear until the retention sweep, and applied to nothing (docs/privacy.md:
+ * nothing that comes back for an erased message is recorded).
  */
 async function takeMatched(
   db: Db,
@@ -248,7 +254,8 @@ async function takeMatched(
                                         where p.operator_message_id = sms_receipts.operator_message_id
                                           and p.smsc = sms_receipts.smsc and ${ofIds}
                                           and (sms_receipts.recipient is null
-                                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))})
+                                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))}
+                                               or ${addressOf(sql.ref('p.recipient_id'))} like ${`${ERASED_PREFIX}%`})
                                           and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
                                           and (p.submitted_at is null
                                                or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;
@@ -279,6 +286,7 @@ async function takeMatched(
     const receipt = receiptOf.get(keyOf(p));
     const itsOwn =
       receipt &&
+      !isErased(address) &&
       (receipt.recipient === null || receipt.recipient === address) &&
       (submittedAt === null || Number(receipt.at) >= Number(submittedAt) - RECEIPT_CLOCK_SKEW_MS);
     return itsOwn ? [{ ...p, status: receipt.status, error_code: receipt.error_code }] : [];

@@ -6,6 +6,7 @@ import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
 import { applyReceipts, matchWaiting, RECEIPT_CLOCK_SKEW_MS, type Receipt } from '../../src/sms/receipts.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
+import { ERASED_PREFIX } from '../../src/messaging/erased-identifiers.ts';
 import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
 import { applySmppReceipts } from '../../src/sms/transports/smpp/journal.ts';
@@ -188,6 +189,36 @@ forEachDatabase((dialect) => {
         ['Delivered', ['Delivered']],
       );
       assert.equal((await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute()).length, 0);
+    },
+  );
+
+  it(
+    'takes the receipt of an erased person’s message, whatever number it names, and records nothing of it: the ' +
+      'number does not wait in clear',
+    async () => {
+      const queueId = await send('919812345678', 'hi');
+      const erased = `${ERASED_PREFIX}${'ab'.repeat(32)}`;
+      await api.t.ctx.db
+        .updateTable('send_recipients')
+        .set({ address: erased })
+        .where('send_id', '=', queueId)
+        .execute();
+      const events = async () => (await api.t.ctx.db.selectFrom('webhook_events').select('id').execute()).length;
+      const before = { recipient: await recipientOf(queueId), events: await events() };
+      await report([
+        {
+          smsc: 'default',
+          operatorMessageId: 'op-919812345678-1',
+          state: 'DELIVRD',
+          errorCode: null,
+          recipient: '919812345678',
+        },
+      ]);
+      assert.deepEqual(await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute(), []);
+      const after = await recipientOf(queueId);
+      assert.equal(after.status, 'Submitted');
+      assert.deepEqual(after.history, before.recipient.history);
+      assert.equal(await events(), before.events);
     },
   );
 
