@@ -23,6 +23,17 @@ const ADA_EMAIL = 'zebulon.ada@example.com';
 const SECRET_TEXT = 'Your code is 48151623';
 const REPLY = 'Zebulon replies from the handset';
 
+/** A recipient's unsubscribe, confirmed (its one-click POST or its mailto), as recordTracking takes it. */
+const unsubscribed = (recipientId: number, sendId: string, now: number) => ({
+  recipientId,
+  sendId,
+  event: { kind: 'unsubscribe' as const },
+  userAgent: null,
+  head: false,
+  confirmed: true,
+  now,
+});
+
 /** Every row of every table, as text: what any read, search or export could show. */
 async function everyRow(api: ApiTest, dialect: DialectName): Promise<string> {
   const db = api.t.ctx.db;
@@ -425,16 +436,7 @@ forEachDatabase((dialect) => {
         .where('send_id', '=', batchId)
         .where('address', 'like', 'erased:%')
         .executeTakeFirstOrThrow();
-      const event = { kind: 'unsubscribe' as const };
-      const unsubscribe = {
-        recipientId: Number(id),
-        sendId: batchId,
-        event,
-        userAgent: null,
-        head: false,
-        confirmed: true,
-      };
-      await bouncing.t.ctx.database.call(recordTracking, { ...unsubscribe, now: bouncing.clock.now() });
+      await bouncing.t.ctx.database.call(recordTracking, unsubscribed(Number(id), batchId, bouncing.clock.now()));
       const listed = (await carol.get('/email/suppressions')).json().suppressions;
       assert.deepEqual(listed, [], 'no suppression of the hash is listed');
       const history = await bouncing.t.ctx.db
@@ -457,16 +459,7 @@ forEachDatabase((dialect) => {
       .where('send_id', '=', batchId)
       .executeTakeFirstOrThrow();
     await erase(alice, { email: ADA_EMAIL });
-    const event = { kind: 'unsubscribe' as const };
-    const unsubscribe = {
-      recipientId: Number(id),
-      sendId: batchId,
-      event,
-      userAgent: null,
-      head: false,
-      confirmed: true,
-    };
-    await api.t.ctx.database.call(recordTracking, { ...unsubscribe, now: api.clock.now() });
+    await api.t.ctx.database.call(recordTracking, unsubscribed(Number(id), batchId, api.clock.now()));
     await api.drain();
     assert.ok(!(await everyRow(api, dialect)).includes(ADA_EMAIL));
     const found = (await alice.get(`/email/suppressions?email=${ADA_EMAIL}`)).json().suppressions;
