@@ -151,7 +151,7 @@ export async function applyReceipts(
     ({ smsc, operatorMessageId }) => ({ smsc, operatorMessageId }),
   );
   if (keys.length === 0) return [];
-  const matched = await takeMatched(db, dialect, { ids: idsOf(keys) });
+  const matched = await takeMatched(db, dialect, now, { ids: idsOf(keys) });
   const counted = tally ?? new UsageTally(now);
   await applyMatched(db, dialect, now, matched, counted);
   if (!tally) await counted.write(db, dialect);
@@ -176,7 +176,7 @@ export async function matchWaiting(db: Db, dialect: DialectName, now: number, wa
   if (arrived.length === 0) return;
   await db.transaction().execute(async (trx) => {
     const tally = new UsageTally(now);
-    await applyMatched(trx, dialect, now, await takeMatched(trx, dialect, { ids }), tally);
+    await applyMatched(trx, dialect, now, await takeMatched(trx, dialect, now, { ids }), tally);
     await tally.write(trx, dialect);
   });
 }
@@ -187,7 +187,7 @@ export async function matchWaiting(db: Db, dialect: DialectName, now: number, wa
  */
 export async function applyStranded(db: Db, dialect: DialectName, now: number, limit: number): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const matched = await takeMatched(trx, dialect, { limit });
+    const matched = await takeMatched(trx, dialect, now, { limit });
     const tally = new UsageTally(now);
     await applyMatched(trx, dialect, now, matched, tally);
     await tally.write(trx, dialect);
@@ -201,6 +201,9 @@ export async function applyStranded(db: Db, dialect: DialectName, now: number, l
  * part's submit time is its page's start, or an earlier try's answer.
  */
 export const RECEIPT_CLOCK_SKEW_MS = 5 * 60_000;
+
+/** How long a receipt waits before an erased person's part with its id may take it (takeMatched). */
+export const ERASED_PART_WAIT_MS = 10 * 60_000;
 
 interface Matched {
   recipient_id: number | string;
@@ -236,13 +239,17 @@ const addressOf = (recipientId: Expression<unknown>) =>
  * submitted no later than RECEIPT_CLOCK_SKEW_MS after it came.
  *
  * A part of an erased person's message keeps their number only as its hash, which a receipt's
- * number cannot be matched to: its receipt is taken whatever number it names, so that the number
- * does not wait here in clear until the retention sweep, and applied to nothing (docs/privacy.md:
- * nothing that comes back for an erased message is recorded).
+ * number cannot be matched to here (the hash's key is not on this path): a receipt for its id
+ * that has waited ERASED_PART_WAIT_MS is taken whatever number it names, and applied to nothing
+ * (docs/privacy.md: nothing that comes back for an erased message is recorded), so the number
+ * waits in clear until the next hourly sweep (sms/expiry.ts) rather than the retention sweep's.
+ * Not at once: a receipt that comes before its own part is recorded, for an id the SMSC gave
+ * again, would be used up on the erased part; its own part is recorded within seconds.
  */
 async function takeMatched(
   db: Db,
   dialect: DialectName,
+  now: number,
   which: { ids: string[] } | { limit: number },
 ): Promise<Matched[]> {
   // Given the ids, both tables are held to them, so that neither is read whole whatever the plan.
@@ -255,7 +262,8 @@ async function takeMatched(
                                           and p.smsc = sms_receipts.smsc and ${ofIds}
                                           and (sms_receipts.recipient is null
                                                or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))}
-                                               or ${addressOf(sql.ref('p.recipient_id'))} like ${`${ERASED_PREFIX}%`})
+                                               or (${addressOf(sql.ref('p.recipient_id'))} like ${`${ERASED_PREFIX}%`}
+                                                   and sms_receipts.at < ${now - ERASED_PART_WAIT_MS}))
                                           and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
                                           and (p.submitted_at is null
                                                or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;

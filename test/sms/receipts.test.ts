@@ -4,7 +4,14 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
-import { applyReceipts, matchWaiting, RECEIPT_CLOCK_SKEW_MS, type Receipt } from '../../src/sms/receipts.ts';
+import {
+  applyReceipts,
+  ERASED_PART_WAIT_MS,
+  matchWaiting,
+  RECEIPT_CLOCK_SKEW_MS,
+  type Receipt,
+} from '../../src/sms/receipts.ts';
+import { applyStrandedReceipts } from '../../src/sms/expiry.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
 import { ERASED_PREFIX } from '../../src/messaging/erased-identifiers.ts';
 import { recipientZone } from '../../src/messaging/recipient-zone.ts';
@@ -192,17 +199,21 @@ forEachDatabase((dialect) => {
     },
   );
 
+  /** The recipient of `queueId` as an erasure leaves it: its number only as a hash. */
+  const erased = (queueId: string) =>
+    api.t.ctx.db
+      .updateTable('send_recipients')
+      .set({ address: `${ERASED_PREFIX}${'ab'.repeat(32)}` })
+      .where('send_id', '=', queueId)
+      .execute();
+  const sweep = () => api.t.ctx.database.call(applyStrandedReceipts, { now: api.clock.now() });
+
   it(
-    'takes the receipt of an erased person’s message, whatever number it names, and records nothing of it: the ' +
-      'number does not wait in clear',
+    'takes the receipt of an erased person’s message once it has waited, whatever number it names, and records ' +
+      'nothing of it: the number waits in clear until the hourly sweep, not the retention sweep',
     async () => {
       const queueId = await send('919812345678', 'hi');
-      const erased = `${ERASED_PREFIX}${'ab'.repeat(32)}`;
-      await api.t.ctx.db
-        .updateTable('send_recipients')
-        .set({ address: erased })
-        .where('send_id', '=', queueId)
-        .execute();
+      await erased(queueId);
       const events = async () => (await api.t.ctx.db.selectFrom('webhook_events').select('id').execute()).length;
       const before = { recipient: await recipientOf(queueId), events: await events() };
       await report([
@@ -214,11 +225,37 @@ forEachDatabase((dialect) => {
           recipient: '919812345678',
         },
       ]);
-      assert.deepEqual(await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute(), []);
+      const waiting = () => api.t.ctx.db.selectFrom('sms_receipts').select('recipient').execute();
+      assert.deepEqual(await waiting(), [{ recipient: '919812345678' }], 'not taken at once');
+      api.clock.advance(ERASED_PART_WAIT_MS + 1);
+      await sweep();
+      assert.deepEqual(await waiting(), []);
       const after = await recipientOf(queueId);
       assert.equal(after.status, 'Submitted');
       assert.deepEqual(after.history, before.recipient.history);
       assert.equal(await events(), before.events);
+    },
+  );
+
+  it(
+    'leaves a receipt that comes before its own part is recorded to that part, though an erased person’s part ' +
+      'waiting for a receipt has the id the SMSC gave again',
+    async () => {
+      idOf = (_recipient, part) => `op-shared-${part}`;
+      const ada = await send('919812300031', 'hi');
+      await erased(ada);
+      early = (ids) =>
+        ids.map((operatorMessageId) => ({
+          smsc: 'default',
+          operatorMessageId,
+          state: 'DELIVRD',
+          errorCode: null,
+          recipient: '919812300032',
+        }));
+      const bob = await send('919812300032', 'hi');
+      assert.equal((await recipientOf(bob)).status, 'Delivered');
+      assert.equal((await recipientOf(ada)).status, 'Submitted');
+      assert.deepEqual(await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute(), []);
     },
   );
 
