@@ -20,6 +20,13 @@ export function dialectOf<DB>(db: Kysely<DB>): DialectName {
 export const CONCURRENT_WRITES: Record<DialectName, boolean> = { sqlite: false, postgres: true };
 
 /**
+ * Whether a table numbered by its rowid or identity may give a deleted row's id to a new one:
+ * SQLite does once the rows with the highest ids are gone (it counts on from the highest left);
+ * PostgreSQL's identity never does.
+ */
+export const REUSES_ROW_IDS: Record<DialectName, boolean> = { sqlite: true, postgres: false };
+
+/**
  * Whether a read on the main thread's connection runs to its end at once: SQLite's does, in
  * this thread; PostgreSQL's is a round trip, while which other requests arrive.
  */

@@ -5,7 +5,7 @@ import { clientGroup } from '../ratelimit/client-address.ts';
 import { recordTracking } from './record.ts';
 import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
-import { checkToken, recipientNamedBy } from './token-recipients.ts';
+import { recipientNamedBy } from './token-recipients.ts';
 import { FEEDBACK_MAILBOX, readMailbox, trackingKey } from './tracking.ts';
 import type { ReadToken } from './tracking-tokens.ts';
 
@@ -87,7 +87,8 @@ export async function startInboundSmtp(
         await receiveReport({ database, clock, keys, metrics }, await report(), { deliveredTo: null, via: 'mail' }),
       );
     }
-    // Checked again: its row may have gone since RCPT TO.
+    // Checked here, not at RCPT TO: a token is checked against the row it names, and a refusal
+    // there only for a forged token naming a row that is there would tell which rows are.
     const recipient = await recipientNamedBy(database, keys, mailbox.token);
     if (recipient === null) return 'unknown message';
     if (mailbox.kind === 'unsubscribe') {
@@ -106,17 +107,6 @@ export async function startInboundSmtp(
       via: 'mail',
     });
     return receivedLabel(received);
-  };
-
-  /**
-   * Whether RCPT TO takes an address: one of the listener's mailboxes, its token Herald's for the
-   * row it names. A token naming no row is taken, and its mail dropped as naming no message (a
-   * bounce of a message deleted since); one the row does not sign is refused, as a forgery.
-   */
-  const takes = async (address: string): Promise<boolean> => {
-    const mailbox = mailboxOf(address);
-    if (mailbox === null) return false;
-    return mailbox.kind === 'feedback' || (await checkToken(database, keys, mailbox.token)) !== 'unsigned';
   };
 
   const inFlight = new Set<Promise<unknown>>();
@@ -152,21 +142,13 @@ export async function startInboundSmtp(
       else connectionsFrom.delete(client);
     },
     onRcptTo(address: SMTPServerAddress, _session, callback) {
-      takes(address.address).then(
-        (taken) => {
-          if (taken) return callback();
-          metrics.mail.inc({ outcome: 'refused recipient' });
-          callback(
-            reply(
-              550,
-              '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only',
-            ),
-          );
-        },
-        (error: unknown) => {
-          log.warn({ err: error }, 'inbound mail: a mailbox could not be looked up; the sender is asked to try again');
-          callback(reply(451, '4.3.0 Could not look the mailbox up now; try again later'));
-        },
+      if (mailboxOf(address.address)) return callback();
+      metrics.mail.inc({ outcome: 'refused recipient' });
+      callback(
+        reply(
+          550,
+          '5.1.1 No such mailbox here: this server takes bounces, feedback reports and unsubscribe requests only',
+        ),
       );
     },
     onData(stream, session, callback) {

@@ -18,8 +18,9 @@ import { decodeBase64url } from '../http/base64url.ts';
  * account deleted, retention emptying the table), and that recipient must not take the first
  * one's opens, clicks, bounces and unsubscribes.
  *
- * Tokens made before the send was signed (form 0, `bound: false`) are accepted for recipients
- * of sends accepted before then only (token-recipients.ts): messages in inboxes keep working.
+ * Tokens made before the send was signed (form 0, `bound: false`) still name their recipients
+ * (token-recipients.ts): on SQLite those of sends accepted before this version's first start
+ * only. Messages in inboxes keep working.
  *
  * The tag leaves a click's link index out, so a recipient's click tokens share one HMAC: a
  * message has one per link (50 on the bench's newsletter), and one each was a tenth of

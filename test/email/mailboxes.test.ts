@@ -79,7 +79,7 @@ it('checks a token made under a key ENCRYPTION_KEY replaced', () => {
 });
 
 it('reads a token made before tokens signed their send, which checks for any send', () => {
-  // The form before 0042: the kind's index alone in the first byte, the tag over it and the id.
+  // The earlier form: the kind's index alone in the first byte, the tag over it and the id.
   const head = Buffer.alloc(9);
   head.writeUInt8(2, 0);
   head.writeBigUInt64BE(42n, 1);

@@ -40,7 +40,6 @@ import * as webhookEndpoints from './0038_webhook_endpoints.ts';
 import * as audit from './0039_audit.ts';
 import * as smsReceiptRecipients from './0040_sms_receipt_recipients.ts';
 import * as smsPartSubmitTimes from './0041_sms_part_submit_times.ts';
-import * as boundTrackingTokens from './0042_bound_tracking_tokens.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -85,5 +84,4 @@ export const migrations: Record<string, Migration> = {
   '0039_audit': audit,
   '0040_sms_receipt_recipients': smsReceiptRecipients,
   '0041_sms_part_submit_times': smsPartSubmitTimes,
-  '0042_bound_tracking_tokens': boundTrackingTokens,
 };
