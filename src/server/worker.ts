@@ -19,6 +19,7 @@ import { emailRecipientZone, recipientZone } from '../messaging/recipient-zone.t
 import { smsSingleHandler } from '../sms/single.ts';
 import { BindsBeat } from '../sms/routing/binds.ts';
 import { sandboxTransport } from '../sms/transports/sandbox.ts';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { SMPP_PURGES } from '../sms/transports/smpp/journal.ts';
 import { SmppJournal, smppTransport } from '../sms/transports/smpp/transport.ts';
 import { routedTransport } from '../sms/transports/routed.ts';
@@ -45,7 +46,7 @@ export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log):
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).
   worker.register(CONTACT_BATCH_KIND, contactBatchHandler(ctx), { concurrency: 1 });
   // Several sends at once, so a campaign's pages never hold a one-time passcode (its own lane) back.
-  const journal = new SmppJournal(ctx.database, ctx.clock, log);
+  const journal = new SmppJournal(ctx.database, ctx.clock, log, () => erasureKey(ctx.db, ctx.encryptionKey));
   const transport = routedTransport({
     db: ctx.database.reads,
     keyring: ctx.encryptionKey,

@@ -6,7 +6,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import { isAnyOf } from '../db/in-json.ts';
-import { ERASED_PREFIX, isErased } from '../messaging/erased-identifiers.ts';
+import { isErased } from '../messaging/erased-identifiers.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { notFinal, queries, stillOpen } from './queries.ts';
 
@@ -151,7 +151,7 @@ export async function applyReceipts(
     ({ smsc, operatorMessageId }) => ({ smsc, operatorMessageId }),
   );
   if (keys.length === 0) return [];
-  const matched = await takeMatched(db, dialect, now, { ids: idsOf(keys) });
+  const { matched } = await takeMatched(db, dialect, { ids: idsOf(keys) });
   const counted = tally ?? new UsageTally(now);
   await applyMatched(db, dialect, now, matched, counted);
   if (!tally) await counted.write(db, dialect);
@@ -176,22 +176,24 @@ export async function matchWaiting(db: Db, dialect: DialectName, now: number, wa
   if (arrived.length === 0) return;
   await db.transaction().execute(async (trx) => {
     const tally = new UsageTally(now);
-    await applyMatched(trx, dialect, now, await takeMatched(trx, dialect, now, { ids }), tally);
+    await applyMatched(trx, dialect, now, (await takeMatched(trx, dialect, { ids })).matched, tally);
     await tally.write(trx, dialect);
   });
 }
 
 /**
  * Applies every kept receipt whose part is recorded, up to `limit`: what matchWaiting did not
- * get to (its process died between the two transactions). Answers how many it applied.
+ * get to (its process died between the two transactions). Answers how many it took: a chunk
+ * may apply fewer (an erased person's receipt is taken and applies nothing), and a short count
+ * ends the sweep's loop.
  */
 export async function applyStranded(db: Db, dialect: DialectName, now: number, limit: number): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const matched = await takeMatched(trx, dialect, now, { limit });
+    const { taken, matched } = await takeMatched(trx, dialect, { limit });
     const tally = new UsageTally(now);
     await applyMatched(trx, dialect, now, matched, tally);
     await tally.write(trx, dialect);
-    return matched.length;
+    return taken;
   });
 }
 
@@ -201,9 +203,6 @@ export async function applyStranded(db: Db, dialect: DialectName, now: number, l
  * part's submit time is its page's start, or an earlier try's answer.
  */
 export const RECEIPT_CLOCK_SKEW_MS = 5 * 60_000;
-
-/** How long a receipt waits before an erased person's part with its id may take it (takeMatched). */
-export const ERASED_PART_WAIT_MS = 10 * 60_000;
 
 interface Matched {
   recipient_id: number | string;
@@ -221,9 +220,10 @@ const addressOf = (recipientId: Expression<unknown>) =>
   sql<string>`(select r.address from send_recipients r where r.id = ${recipientId})`;
 
 /**
- * Deletes the kept receipts of these operator ids (or any, up to a limit) whose part is recorded, and
- * answers them with their parts. The delete is what makes a receipt applied once: of two
- * transactions that match it, the second's delete waits for the first and then finds it gone.
+ * Deletes the kept receipts of these operator ids (or any, up to a limit) whose part is
+ * recorded, and answers how many it took, and those of them it matched with their parts. The
+ * delete is what makes a receipt applied once: of two transactions that match it, the second's
+ * delete waits for the first and then finds it gone.
  * Looked up by the operator's ids (sms_parts_operator), matched within their connection; a
  * receipt of another connection that shares an id and whose part is recorded is taken with
  * them, and applied to its own part.
@@ -238,20 +238,15 @@ const addressOf = (recipientId: Expression<unknown>) =>
  * earlier message of the same number, waiting when a new part takes its id): it matches a part
  * submitted no later than RECEIPT_CLOCK_SKEW_MS after it came.
  *
- * A part of an erased person's message keeps their number only as its hash, which a receipt's
- * number cannot be matched to here (the hash's key is not on this path): a receipt for its id
- * that has waited ERASED_PART_WAIT_MS is taken whatever number it names, and applied to nothing
- * (docs/privacy.md: nothing that comes back for an erased message is recorded), so the number
- * waits in clear until the next hourly sweep (sms/expiry.ts) rather than the retention sweep's.
- * Not at once: a receipt that comes before its own part is recorded, for an id the SMSC gave
- * again, would be used up on the erased part; its own part is recorded within seconds.
+ * A part of an erased person's message knows their number only as its hash: a receipt kept
+ * under that hash (the SMPP journal keeps it so, never the number) is taken by it, and applied
+ * to nothing (docs/privacy.md: nothing that comes back for an erased message is recorded).
  */
 async function takeMatched(
   db: Db,
   dialect: DialectName,
-  now: number,
   which: { ids: string[] } | { limit: number },
-): Promise<Matched[]> {
+): Promise<{ taken: number; matched: Matched[] }> {
   // Given the ids, both tables are held to them, so that neither is read whole whatever the plan.
   // A part's number is read by its recipient's key (a subquery a part), not by a join: without
   // statistics (a table filled since its last ANALYZE) PostgreSQL hashed the join over every
@@ -261,9 +256,7 @@ async function takeMatched(
                                         where p.operator_message_id = sms_receipts.operator_message_id
                                           and p.smsc = sms_receipts.smsc and ${ofIds}
                                           and (sms_receipts.recipient is null
-                                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))}
-                                               or (${addressOf(sql.ref('p.recipient_id'))} like ${`${ERASED_PREFIX}%`}
-                                                   and sms_receipts.at < ${now - ERASED_PART_WAIT_MS}))
+                                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))})
                                           and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
                                           and (p.submitted_at is null
                                                or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;
@@ -281,7 +274,7 @@ async function takeMatched(
     )
     .returning(['smsc', 'operator_message_id', 'status', 'error_code', 'recipient', 'at'])
     .execute();
-  if (taken.length === 0) return [];
+  if (taken.length === 0) return { taken: 0, matched: [] };
   const receiptOf = new Map(taken.map((r) => [keyOf(r), r]));
   const parts = await db
     .selectFrom('sms_parts as p')
@@ -290,7 +283,7 @@ async function takeMatched(
     .where(isAnyOf(dialect, 'p.operator_message_id', [...new Set(taken.map((r) => r.operator_message_id))]))
     .where(notFinal(sql.ref('p.status')))
     .execute();
-  return parts.flatMap(({ address, submitted_at: submittedAt, ...p }) => {
+  const matched = parts.flatMap(({ address, submitted_at: submittedAt, ...p }) => {
     const receipt = receiptOf.get(keyOf(p));
     const itsOwn =
       receipt &&
@@ -299,6 +292,7 @@ async function takeMatched(
       (submittedAt === null || Number(receipt.at) >= Number(submittedAt) - RECEIPT_CLOCK_SKEW_MS);
     return itsOwn ? [{ ...p, status: receipt.status, error_code: receipt.error_code }] : [];
   });
+  return { taken: taken.length, matched };
 }
 
 /** Receipts taken with their parts: the parts' words, then each message whose word changes (counted in `tally`). */

@@ -4,16 +4,10 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
 import { Worker } from '../../src/queue/worker.ts';
 import { SMS_SEND_KIND, SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
-import {
-  applyReceipts,
-  ERASED_PART_WAIT_MS,
-  matchWaiting,
-  RECEIPT_CLOCK_SKEW_MS,
-  type Receipt,
-} from '../../src/sms/receipts.ts';
-import { applyStrandedReceipts } from '../../src/sms/expiry.ts';
+import { applyReceipts, matchWaiting, RECEIPT_CLOCK_SKEW_MS, type Receipt } from '../../src/sms/receipts.ts';
+import { idReadings } from '../../src/sms/transports/smpp/message-ids.ts';
 import { smsSendHandler } from '../../src/sms/send.ts';
-import { ERASED_PREFIX } from '../../src/messaging/erased-identifiers.ts';
+import { erasedAddress, erasureKey } from '../../src/messaging/erased-identifiers.ts';
 import { recipientZone } from '../../src/messaging/recipient-zone.ts';
 import { smsSingleHandler } from '../../src/sms/single.ts';
 import { applySmppReceipts } from '../../src/sms/transports/smpp/journal.ts';
@@ -199,63 +193,40 @@ forEachDatabase((dialect) => {
     },
   );
 
-  /** The recipient of `queueId` as an erasure leaves it: its number only as a hash. */
-  const erased = (queueId: string) =>
-    api.t.ctx.db
+  /** The recipient of `queueId` as an erasure leaves it: its number only as its keyed hash. */
+  const erase = async (queueId: string, number: string) => {
+    const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
+    await api.t.ctx.db
       .updateTable('send_recipients')
-      .set({ address: `${ERASED_PREFIX}${'ab'.repeat(32)}` })
+      .set({ address: erasedAddress(key, number) })
       .where('send_id', '=', queueId)
       .execute();
-  const sweep = () => api.t.ctx.database.call(applyStrandedReceipts, { now: api.clock.now() });
+    return key;
+  };
+  /** A receipt as the SMPP journal takes it, under every reading of the id: decimal, also read as hex. */
+  const smppReceipt = (id: string, number: string, erasure?: Buffer) =>
+    api.t.ctx.database.call(applySmppReceipts, {
+      now: api.clock.now(),
+      receipts: [{ smsc: 'default', readings: idReadings(id), recipient: number, state: 'DELIVRD', errorCode: null }],
+      erasureKey: erasure,
+    });
+  const waiting = () => api.t.ctx.db.selectFrom('sms_receipts').select('recipient').execute();
 
   it(
-    'takes the receipt of an erased person’s message once it has waited, whatever number it names, and records ' +
-      'nothing of it: the number waits in clear until the hourly sweep, not the retention sweep',
+    'takes an erased person’s SMPP receipt by their number’s hash and records nothing of it: the number never ' +
+      'waits in clear',
     async () => {
+      idOf = () => '1234567';
       const queueId = await send('919812345678', 'hi');
-      await erased(queueId);
+      const key = await erase(queueId, '919812345678');
       const events = async () => (await api.t.ctx.db.selectFrom('webhook_events').select('id').execute()).length;
       const before = { recipient: await recipientOf(queueId), events: await events() };
-      await report([
-        {
-          smsc: 'default',
-          operatorMessageId: 'op-919812345678-1',
-          state: 'DELIVRD',
-          errorCode: null,
-          recipient: '919812345678',
-        },
-      ]);
-      const waiting = () => api.t.ctx.db.selectFrom('sms_receipts').select('recipient').execute();
-      assert.deepEqual(await waiting(), [{ recipient: '919812345678' }], 'not taken at once');
-      api.clock.advance(ERASED_PART_WAIT_MS + 1);
-      await sweep();
+      await smppReceipt('1234567', '919812345678', key);
       assert.deepEqual(await waiting(), []);
       const after = await recipientOf(queueId);
       assert.equal(after.status, 'Submitted');
       assert.deepEqual(after.history, before.recipient.history);
       assert.equal(await events(), before.events);
-    },
-  );
-
-  it(
-    'leaves a receipt that comes before its own part is recorded to that part, though an erased person’s part ' +
-      'waiting for a receipt has the id the SMSC gave again',
-    async () => {
-      idOf = (_recipient, part) => `op-shared-${part}`;
-      const ada = await send('919812300031', 'hi');
-      await erased(ada);
-      early = (ids) =>
-        ids.map((operatorMessageId) => ({
-          smsc: 'default',
-          operatorMessageId,
-          state: 'DELIVRD',
-          errorCode: null,
-          recipient: '919812300032',
-        }));
-      const bob = await send('919812300032', 'hi');
-      assert.equal((await recipientOf(bob)).status, 'Delivered');
-      assert.equal((await recipientOf(ada)).status, 'Submitted');
-      assert.deepEqual(await api.t.ctx.db.selectFrom('sms_receipts').selectAll().execute(), []);
     },
   );
 

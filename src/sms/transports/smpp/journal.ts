@@ -10,6 +10,7 @@ import { chunkOf } from '../../../db/chunks.ts';
 import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
 import { isAnyOf } from '../../../db/in-json.ts';
+import { erasedAddress, isErased } from '../../../messaging/erased-identifiers.ts';
 import { queries } from '../../queries.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
@@ -109,11 +110,18 @@ export type ConnectionReceipt = DeliveryReceipt & { smsc: string };
  * nothing yet waits in sms_receipts under each reading, for a part recorded later (another
  * process's submit, just answered): under the id as written whatever its number, under another
  * reading for its number only; answers how many those were, per connection.
+ *
+ * An erased person's part, answered or recorded, knows their number only as its hash (made
+ * with `erasureKey`): a receipt for it is matched by the hash of its number, and kept under the
+ * hash, never the number, so their number does not wait in sms_receipts in clear.
  */
 export const applySmppReceipts = procedure(
   import.meta.url,
   'applySmppReceipts',
-  async ({ db, dialect }, args: { now: number; receipts: ConnectionReceipt[] }): Promise<Record<string, number>> => {
+  async (
+    { db, dialect },
+    args: { now: number; receipts: ConnectionReceipt[]; erasureKey?: Uint8Array },
+  ): Promise<Record<string, number>> => {
     const { waiting, unmatched } = await db.transaction().execute(async (trx) => {
       const known = new Set<string>();
       const key = (smsc: string, recipient: string, id: string) => `${smsc}\n${recipient}\n${id}`;
@@ -124,6 +132,7 @@ export const applySmppReceipts = procedure(
         .where(isAnyOf(dialect, 'operator_message_id', readings))
         .execute();
       for (const row of pending) known.add(key(row.smsc, row.recipient, row.operator_message_id));
+      let erased = pending.some((row) => isErased(row.recipient));
       const isKnown = (r: ConnectionReceipt) => r.readings.some((id) => known.has(key(r.smsc, r.recipient, id)));
       const notPending = args.receipts.filter((r) => !isKnown(r));
       if (notPending.length > 0) {
@@ -134,12 +143,19 @@ export const applySmppReceipts = procedure(
           .where(isAnyOf(dialect, 'p.operator_message_id', [...new Set(notPending.flatMap((r) => r.readings))]))
           .execute();
         for (const row of recorded) known.add(key(row.smsc, row.address, row.operator_message_id));
+        erased ||= recorded.some((row) => isErased(row.address));
       }
+      const erasureKey = erased && args.erasureKey ? Buffer.from(args.erasureKey) : undefined;
       const unmatched: Record<string, number> = {};
       const receipts: Receipt[] = args.receipts.flatMap((r) => {
         const { smsc, state, errorCode, recipient } = r;
         const id = r.readings.find((reading) => known.has(key(smsc, recipient, reading)));
         if (id !== undefined) return [{ smsc, operatorMessageId: id, state, errorCode, recipient }];
+        if (erasureKey) {
+          const hash = erasedAddress(erasureKey, recipient);
+          const ofErased = r.readings.find((reading) => known.has(key(smsc, hash, reading)));
+          if (ofErased !== undefined) return [{ smsc, operatorMessageId: ofErased, state, errorCode, recipient: hash }];
+        }
         // Matched later by the id as written alone: the SMSC may write the number otherwise than
         // Herald keeps it. Another reading of the id is another id of the same SMSC's (hex 64 is
         // 100), very likely another person's message: it matches a part of this number only.
