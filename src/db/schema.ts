@@ -268,6 +268,8 @@ export interface SendRecipientsTable {
   updated_at: number;
   /** Email: times the message was refused for now (Deferred). */
   attempts: Generated<number>;
+  /** Whether its email tokens sign its send: true for rows written since 0042 (email/token-recipients.ts). */
+  bound_tokens: Generated<boolean | number>;
   /** Email, while Deferred: when it is tried again (epoch ms). */
   retry_at: ColumnType<number | null, number | null | undefined, number | null>;
   /** Email: when it was first refused for now (epoch ms), from which it is given up after 72 hours. */

@@ -1,34 +1,15 @@
-import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { type DialectName, REUSES_ROW_IDS } from '../db/dialect.ts';
+import { REUSES_ROW_IDS } from '../db/dialect.ts';
 import { procedure } from '../db/procedure.ts';
-import type { Schema } from '../db/schema.ts';
 import type { Keyring } from '../sealed.ts';
 import type { TokenRecipient } from './tracking.ts';
 import { type ReadToken, signedBy } from './tracking-tokens.ts';
 
 /**
- * The settings row holding when this database was first served by a version whose tokens sign
- * their recipient's send (epoch ms). On SQLite, which gives a row id again, a token of form 0
- * (tracking-tokens.ts) names a recipient of a send accepted before then only: every token made
- * since is of the new form. On PostgreSQL an id names one row for good, so a token of form 0
- * still names its own.
- */
-export const BOUND_TOKENS_SINCE = 'tracking_tokens_bound_since';
-
-/** Keeps the first start's time (server.ts's createContext), where row ids are given again. */
-export async function recordBoundTokensSince(db: Kysely<Schema>, dialect: DialectName, now: number): Promise<void> {
-  if (!REUSES_ROW_IDS[dialect]) return;
-  await db
-    .insertInto('settings')
-    .values({ key: BOUND_TOKENS_SINCE, value: String(now) })
-    .onConflict((oc) => oc.column('key').doNothing())
-    .execute();
-}
-
-/**
- * The send of email recipient `recipientId`, and whether a token of form 0 may name it;
- * undefined when there is no such recipient.
+ * The send of email recipient `recipientId`, and whether a token of form 0 (tracking-tokens.ts),
+ * which signs the row id alone, may name it: on PostgreSQL, where an id names one row for good,
+ * always; on SQLite, which gives a deleted row's id again, only a row written before tokens
+ * signed their send (`bound_tokens` false, 0042). Undefined when there is no such recipient.
  */
 export const tokenRecipientRow = procedure(
   import.meta.url,
@@ -40,17 +21,12 @@ export const tokenRecipientRow = procedure(
     const row = await db
       .selectFrom('send_recipients as r')
       .innerJoin('sends as s', 's.id', 'r.send_id')
-      .select((eb) => [
-        's.id',
-        's.created_at',
-        eb.selectFrom('settings').select('value').where('key', '=', BOUND_TOKENS_SINCE).as('bound_since'),
-      ])
+      .select(['s.id', 'r.bound_tokens'])
       .where('r.id', '=', args.recipientId)
       .where('s.channel', '=', 'email')
       .executeTakeFirst();
     if (!row) return undefined;
-    const sentBefore = row.bound_since != null && Number(row.created_at) < Number(row.bound_since);
-    return { sendId: row.id, unboundNames: !REUSES_ROW_IDS[dialect] || sentBefore };
+    return { sendId: row.id, unboundNames: !REUSES_ROW_IDS[dialect] || !row.bound_tokens };
   },
 );
 

@@ -19,8 +19,8 @@ import { decodeBase64url } from '../http/base64url.ts';
  * one's opens, clicks, bounces and unsubscribes.
  *
  * Tokens made before the send was signed (form 0, `bound: false`) still name their recipients
- * (token-recipients.ts): on SQLite those of sends accepted before this version's first start
- * only. Messages in inboxes keep working.
+ * (token-recipients.ts): on SQLite the rows written before then only. Messages in inboxes keep
+ * working.
  *
  * The tag leaves a click's link index out, so a recipient's click tokens share one HMAC: a
  * message has one per link (50 on the bench's newsletter), and one each was a tenth of

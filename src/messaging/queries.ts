@@ -81,8 +81,9 @@ const SQLITE = {
            from json_each(${JSON.stringify(keys)})) k`,
 
   insertRequestRecipients: (rows: RecipientRow[]) => sql`
-    insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-    select value ->> 'sendId', value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', value ->> 'now'
+    insert into send_recipients (send_id, address, tags, contact_id, status, updated_at, bound_tokens)
+    select value ->> 'sendId', value ->> 'address', value ->> 'tags', value ->> 'contactId', 'Queued', value ->> 'now',
+           true
       from jsonb_each(${JSON.stringify(rows)}) where true
     on conflict (send_id, address) do nothing`,
 
@@ -156,8 +157,9 @@ const POSTGRES: typeof SQLITE = {
   sendNamesList: (listId) => sql<boolean>`s.list_ids::jsonb ? ${listId}`,
 
   insertRequestRecipients: (rows) => sql`
-    insert into send_recipients (send_id, address, tags, contact_id, status, updated_at)
-    select r ->> 'sendId', r ->> 'address', r ->> 'tags', (r ->> 'contactId')::bigint, 'Queued', (r ->> 'now')::bigint
+    insert into send_recipients (send_id, address, tags, contact_id, status, updated_at, bound_tokens)
+    select r ->> 'sendId', r ->> 'address', r ->> 'tags', (r ->> 'contactId')::bigint, 'Queued', (r ->> 'now')::bigint,
+           true
       from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) r
     on conflict (send_id, address) do nothing`,
 

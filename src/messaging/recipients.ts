@@ -204,8 +204,8 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
     : addressRange(e.after, null);
   if (rules.hasLists) {
     await sql`
-      insert into send_recipients (send_id, address, contact_id, status, updated_at)
-      select ${e.sendId}, address, id, 'Queued', ${now}
+      insert into send_recipients (send_id, address, contact_id, status, updated_at, bound_tokens)
+      select ${e.sendId}, address, id, 'Queued', ${now}, true
         from (${rules.ranked(range)}) ranked
        where rank = 1
        order by address

@@ -7,7 +7,6 @@ import { takeServeLock, type ServeLock } from '../db/serve-lock.ts';
 import { PROCEDURE_MODULES } from './procedures.ts';
 import { loadEncryptionKey } from '../messaging/encryption-key.ts';
 import { prepareStoredSecrets } from './stored-secrets.ts';
-import { recordBoundTokensSince } from '../email/token-recipients.ts';
 import { createCounterStore } from '../ratelimit/counters.ts';
 import { createMetricsRegistry } from '../http/metrics.ts';
 import { buildApp, buildWorkerApp } from './app.ts';
@@ -24,7 +23,6 @@ export async function createContext(config: Config, clock: Clock = systemClock):
   const database = openDatabase(config.databaseUrl, { procedures: PROCEDURE_MODULES });
   await database.ready();
   await migrateToLatest(database);
-  await recordBoundTokensSince(database.db, database.dialect, clock.now());
   return {
     config,
     database,
