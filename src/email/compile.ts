@@ -4,6 +4,7 @@ import { encode as encodeQuotedPrintable } from 'nodemailer/lib/qp';
 import { compileTemplate, type Template } from '../messaging/tags.ts';
 import {
   escapeHtml,
+  lineBreaks,
   FIXED_SLOTS,
   OPEN,
   PREHEADER,
@@ -69,6 +70,7 @@ const HOLE_END = '\uFDD1';
 const HOLE = /\uFDD0(\d+)\uFDD1/g;
 
 const htmlToText = compileHtmlToText({
+  limits: { maxDepth: 200 },
   selectors: [
     ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
     { selector: 'td', format: 'block' },
@@ -82,7 +84,7 @@ const PREHEADER_STYLE =
   'font-size:1px;line-height:1px;color:transparent;opacity:0';
 
 export function compileEmail(content: EmailContent, options: { tracking: boolean }): CompiledEmail {
-  const source = content.html.replaceAll(HOLE_START, '').replaceAll(HOLE_END, '');
+  const source = lineBreaks(content.html.replaceAll(HOLE_START, '').replaceAll(HOLE_END, ''));
   const tagSlots = new Map<string, number>();
   const links: string[] = [];
   const linkIndexes = new Map<string, number>();

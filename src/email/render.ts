@@ -99,13 +99,20 @@ export interface EmailRecipient {
   date: Date;
 }
 
+/**
+ * Text with every line break a LF (the composer writes each as CRLF). A lone CR would be kept as
+ * it is by quoted-printable and signed so, then made CRLF by the SMTP client on its way out: the
+ * receiver's body hash would differ, and DKIM fail.
+ */
+export const lineBreaks = (text: string): string => (text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text);
+
 /** A recipient's values for the skeletons' slots: as text, and escaped for HTML. */
 function slotValues(compiled: CompiledEmail, r: Pick<EmailRecipient, 'sources' | 'urls'>) {
   const { tags, links } = compiled;
   const textValues: string[] = new Array(tags.length + links.length + FIXED_SLOTS);
   const htmlValues: string[] = new Array(textValues.length);
   for (let i = 0; i < tags.length; i++) {
-    textValues[i] = tagValue(tags[i], r.sources);
+    textValues[i] = lineBreaks(tagValue(tags[i], r.sources));
     htmlValues[i] = escapeHtml(textValues[i]);
   }
   for (let i = 0; i < links.length; i++) {
@@ -117,7 +124,9 @@ function slotValues(compiled: CompiledEmail, r: Pick<EmailRecipient, 'sources' |
   htmlValues[fixed + OPEN] = escapeHtml(r.urls.open);
   textValues[fixed + UNSUBSCRIBE] = r.urls.unsubscribe;
   htmlValues[fixed + UNSUBSCRIBE] = escapeHtml(r.urls.unsubscribe);
-  htmlValues[fixed + PREHEADER] = compiled.preheader ? escapeHtml(renderTemplate(compiled.preheader, r.sources)) : '';
+  htmlValues[fixed + PREHEADER] = compiled.preheader
+    ? escapeHtml(lineBreaks(renderTemplate(compiled.preheader, r.sources)))
+    : '';
   return { textValues, htmlValues };
 }
 

@@ -409,3 +409,24 @@ it(
     assert.match(mail.text!, /^Grüße Zoë/);
   },
 );
+
+it('writes every line break of the HTML and the tags as CRLF on the wire: a lone CR would break DKIM', async () => {
+  const { raw, mail } = await render(
+    { html: page('<p>Dear [firstName],\rsee you\r\nsoon.</p>'), preheader: 'For [firstName]' },
+    { own: { '[firstName]': 'Ada\rLovelace' } },
+  );
+  assert.doesNotMatch(raw.toString(), /\r(?!\n)/);
+  assert.match(mail.html as string, /Dear Ada\nLovelace,\nsee you\nsoon\./);
+  assert.match(mail.text ?? '', /Dear Ada\nLovelace, see you soon\./);
+});
+
+it('renders HTML nested thousands deep (unclosed tags, as some editors leave) with its text part', async () => {
+  const { mail } = await render(
+    { html: page(`<p>Hi [firstName]</p>${'<font>'.repeat(20_000)}deep`) },
+    {
+      own: { '[firstName]': 'Ada' },
+    },
+  );
+  assert.match(mail.text ?? '', /^Hi Ada/);
+  assert.match(mail.html as string, /deep/);
+});
