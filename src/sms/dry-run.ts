@@ -10,7 +10,7 @@ import { sampleLink, withLinkTag } from './links.ts';
 import { checkedSmsDraft } from './prepare.ts';
 import { readRoutes, RoutingTable } from './routing/table.ts';
 import type { SmsRequest } from './schemas.ts';
-import { MAX_PARTS, measure } from './segments.ts';
+import { isBlank, MAX_PARTS, measure } from './segments.ts';
 import { renderText, type SmsRendering } from './send.ts';
 import type { SmsDraft } from './draft.ts';
 
@@ -80,8 +80,8 @@ export async function smsDryRun(
         const { text, replacedCharacters } = renderText(recipient, rendering, link);
         const { encoding, parts } = measure(text);
         result.encoding[encoding]++;
-        // One its tags make longer than a message can be fails when it is sent: nothing billed.
-        const billed = parts <= MAX_PARTS ? parts : 0;
+        // One its tags leave empty or make longer than a message can be fails when it is sent: nothing billed.
+        const billed = parts <= MAX_PARTS && !isBlank(text) ? parts : 0;
         result.parts += billed;
         const route = routes.routeFor(account.id, recipient.address);
         if (route?.priceMicros != null && route.currency !== null)

@@ -14,6 +14,9 @@ import { packSeptets, septetsOf, writeSeptets } from './gsm7.ts';
 
 export type Encoding = 'GSM-7' | 'UCS-2';
 
+/** A text that holds nothing to read: neither a request's body nor a recipient's text, tags filled, may be. */
+export const isBlank = (text: string): boolean => text.trim() === '';
+
 export interface Measure {
   encoding: Encoding;
   /** Septets (an extension character counts two) or UTF-16 code units of the whole text. */

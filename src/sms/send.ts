@@ -45,7 +45,7 @@ import { openedTags } from '../messaging/sealed-tags.ts';
 import { openedContent } from './sealing.ts';
 import { smartEncoded } from './smart-encoding.ts';
 import { LANDING_PAGE_TAG, landingPageLinks, withLinkTag } from './links.ts';
-import { MAX_PARTS, measure, segment, type Segmented } from './segments.ts';
+import { isBlank, MAX_PARTS, measure, segment, type Segmented } from './segments.ts';
 import { holdRecipients, splitDue, type DueCheck, type Hold } from '../messaging/holds.ts';
 import { quietHoursOf } from '../accounts/quiet-hours.ts';
 import { offsetMinutes } from '../accounts/time-zone.ts';
@@ -335,11 +335,13 @@ export function renderPage(
 }
 
 /**
- * The text in parts; none when its tags made it longer than a message can be (the request's
- * body was measured with them unfilled): that one recipient fails (submitSendable), where a
- * throw here failed the page, and the send with it once its job gave up.
+ * The text in parts; none when its tags left it empty or made it longer than a message can be
+ * (the request's body was checked with them unfilled): that one recipient fails
+ * (submitSendable), where a throw here failed the page, and the send with it once its job gave
+ * up. An empty one is none of 0 units.
  */
 function segmentedOrNone(text: string, reference: number): Segmented {
+  if (isBlank(text)) return { encoding: 'GSM-7', units: 0, parts: [] };
   try {
     return segment(text, { reference });
   } catch (error) {
@@ -351,6 +353,7 @@ function segmentedOrNone(text: string, reference: number): Segmented {
 }
 
 const TOO_LONG = `not sent: its text, tags filled, takes more than the ${MAX_PARTS} SMS parts a message can have`;
+const EMPTY = 'not sent: its text, tags filled, is empty';
 
 /**
  * A page's messages submitted, but for those with no parts (segmentedOrNone), which are refused
@@ -368,7 +371,7 @@ export async function submitSendable(
   return messages.map((message) =>
     message.segmented.parts.length > 0
       ? submitted[next++]
-      : { accepted: false, permanent: true, error: TOO_LONG, errorCode: null },
+      : { accepted: false, permanent: true, error: message.segmented.units === 0 ? EMPTY : TOO_LONG, errorCode: null },
   );
 }
 

@@ -11,7 +11,7 @@ import { linkBase, parseShortenerUrl, shortenerAccount } from '../links/shortene
 import type { SmsDraft } from './draft.ts';
 import { LANDING_PAGE_TAG, withSampleLink } from './links.ts';
 import type { SmsBatchRequest, SmsRequest, SmsSingleRequest } from './schemas.ts';
-import { MAX_PARTS, measure } from './segments.ts';
+import { isBlank, MAX_PARTS, measure } from './segments.ts';
 import { smartEncoded } from './smart-encoding.ts';
 
 /**
@@ -65,7 +65,7 @@ export function checkSmsRequest(
       message: 'must be 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits',
     });
   }
-  if (body.body.trim() === '') {
+  if (isBlank(body.body)) {
     errors.push({ field: 'body', message: 'must not be empty' });
   } else if (draft.shortener === null) {
     const { parts } = measure(encoded(body.body));

@@ -208,6 +208,19 @@ forEachDatabase((dialect) => {
       assert.equal(run.json().parts, 255, 'B’s parts alone');
     });
 
+    it('bills no part of a message its tags leave empty: its send fails it', async () => {
+      const run = await dryRun(alice, '/sms/batch', {
+        senderName: 'HERALD',
+        body: '[a]',
+        recipients: [
+          { mobileNo: numbers.A, personalizationSubstitutionTags: [{ tagName: '[a]', tagValue: 'hi' }] },
+          { mobileNo: numbers.B },
+        ],
+      });
+      assert.equal(run.statusCode, 200, run.body);
+      assert.equal(run.json().parts, 1, 'A’s part alone');
+    });
+
     it('answers bad input as the send does, and a single to a suppressed number 422', async () => {
       const listId = await seed(alice);
       const bad = await dryRun(alice, '/sms/batch', { ...batch(listId), senderName: '' });

@@ -261,6 +261,32 @@ forEachDatabase((dialect) => {
     assert.deepEqual([...new Set((await sandbox(alice)).map((p) => p.recipient))], ['919812300001']);
   });
 
+  it('fails alone a recipient whose tags leave its text empty, and bills it nothing', async () => {
+    const queueId = await send(alice, '/sms/batch', {
+      senderName: 'HERALD',
+      body: '[name]',
+      recipients: [
+        { mobileNo: '919812300001', personalizationSubstitutionTags: [{ tagName: '[name]', tagValue: 'Al' }] },
+        { mobileNo: '919812300002', personalizationSubstitutionTags: [{ tagName: '[name]', tagValue: ' ' }] },
+        { mobileNo: '919812300003' },
+      ],
+    });
+    const sent = (await alice.get(`/sms/${queueId}`)).json();
+    const byNumber = Object.fromEntries(
+      (sent.recipients as Array<{ recipient: string; status: string; error: string | null }>).map((r) => [
+        r.recipient,
+        [r.status, r.error],
+      ]),
+    );
+    assert.deepEqual(byNumber, {
+      '919812300001': ['Delivered', null],
+      '919812300002': ['Failed', 'not sent: its text, tags filled, is empty'],
+      '919812300003': ['Failed', 'not sent: its text, tags filled, is empty'],
+    });
+    assert.equal(sent.partsBilled, 1);
+    assert.deepEqual([...new Set((await sandbox(alice)).map((p) => p.recipient))], ['919812300001']);
+  });
+
   it(
     'bills the parts of a message the operator took though its ' + 'receipt failed, and not those of one it refused',
     async () => {
