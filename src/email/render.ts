@@ -1,4 +1,5 @@
 import MailComposer, { type Options as MailComposerOptions } from 'nodemailer/lib/mail-composer';
+import { encodeWord, foldLines } from 'nodemailer/lib/mime-funcs';
 import { encode as encodeQuotedPrintable, wrap as wrapQuotedPrintable } from 'nodemailer/lib/qp';
 import { renderTemplate, tagValue, type TagSources, type Template } from '../messaging/tags.ts';
 
@@ -142,10 +143,27 @@ export function renderedText(
   return { subject: renderTemplate(compiled.subject, r.sources), text };
 }
 
+/** A run of characters with no whitespace, which the composer cannot fold a header at. */
+const UNFOLDABLE = /\S{76,}/;
+
+/**
+ * The Subject as the composer writes it (encoded when not ASCII, folded at its whitespace); as
+ * RFC 2047 encoded words, which fold, when a run of it has no whitespace (a tag's long value: a
+ * token, a URL). Written as it was, such a run is one line past 998 characters, which RFC 5322
+ * forbids: some relays refuse it, others break it, and DKIM's signature of it with it.
+ */
+function subjectHeaders(subject: string): Pick<MailComposerOptions, 'subject' | 'headers'> {
+  if (!UNFOLDABLE.test(subject)) return { subject, headers: {} };
+  const header = 'Subject: ';
+  const value = foldLines(header + encodeWord(subject, 'Q', 52)).slice(header.length);
+  return { headers: { Subject: { prepared: true, value } } };
+}
+
 /** The recipient's message as raw MIME: multipart/alternative of text and HTML, UTF-8. */
 export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): Promise<Buffer> {
   const { textValues, htmlValues } = slotValues(compiled, r);
   const { from, replyTo } = compiled.content;
+  const subject = subjectHeaders(renderTemplate(compiled.subject, r.sources));
   const unsubscribe = r.urls.unsubscribeMailto
     ? `<${r.urls.unsubscribe}>, <${r.urls.unsubscribeMailto}>`
     : `<${r.urls.unsubscribe}>`;
@@ -154,7 +172,7 @@ export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): P
       from: { name: from.displayName ?? '', address: from.email },
       replyTo: replyTo ? { name: replyTo.displayName ?? '', address: replyTo.email } : undefined,
       to: r.to,
-      subject: renderTemplate(compiled.subject, r.sources),
+      subject: subject.subject,
       messageId: r.messageId,
       date: r.date,
       // Quoted-printable, said rather than left to the composer, which otherwise scans each part
@@ -165,6 +183,7 @@ export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): P
       text: { content: ' ', contentType: 'text/plain; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
       html: { content: ' ', contentType: 'text/html; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
       headers: {
+        ...subject.headers,
         'List-Unsubscribe': unsubscribe,
         // RFC 8058: the URL above unsubscribes on a POST of this body, with no page to visit.
         'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',

@@ -430,3 +430,14 @@ it('renders HTML nested thousands deep (unclosed tags, as some editors leave) wi
   assert.match(mail.text ?? '', /^Hi Ada/);
   assert.match(mail.html as string, /deep/);
 });
+
+it('folds a subject whose tag value has no whitespace for thousands of characters: no line past 78', async () => {
+  const code = `https://shop.example/${'A'.repeat(2000)}`;
+  const { raw, mail } = await render(
+    { html: page('<p>Hi</p>'), subject: 'Your link: [code] ok' },
+    { own: { '[code]': code } },
+  );
+  const head = raw.toString().split('\r\n\r\n')[0];
+  assert.ok(Math.max(...head.split('\r\n').map((line) => line.length)) <= 78, head);
+  assert.equal(mail.subject, `Your link: ${code} ok`);
+});
