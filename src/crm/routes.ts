@@ -39,7 +39,7 @@ export function crmRoutes(app: FastifyInstance, ctx: AppContext): void {
   r.post(
     '/contacts/batch',
     {
-      config: { ...contacts, scope: 'contacts:write' },
+      config: { ...contacts, scope: 'contacts:write', refusalData: { InvalidProperties: [], InvalidContactIds: [] } },
       schema: {
         tags,
         summary: 'Create or update up to 1000 contacts, applied asynchronously',

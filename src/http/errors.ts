@@ -13,6 +13,16 @@ const FASTIFY_ERRORS: Record<string, [number, string]> = {
   FST_ERR_BAD_URL: [400, 'The path is not valid: it holds a percent-escape that is not UTF-8.'],
 };
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The `data` a refusal of the request's body carries when its schema refuses it, as the
+     * route's own checks give it theirs: the contact batch's arrays (SPEC §7) on every 400.
+     */
+    refusalData?: Record<string, unknown>;
+  }
+}
+
 type Contract = { statusCode: number; body: Record<string, unknown>; headers: Record<string, string> };
 
 const failure = (statusCode: number, message: string, errors: unknown[] = []): Contract => ({
@@ -29,9 +39,12 @@ function toContract(error: FastifyError | AppError, request: FastifyRequest): Co
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    if (fastifyError.validationContext === 'body' && request.body === undefined)
-      return failure(400, 'The body is empty; send a JSON object.');
-    return failure(400, 'The request is not valid.', describeIssues(fastifyError.validation as ValidationIssue[]));
+    const refused =
+      fastifyError.validationContext === 'body' && request.body === undefined
+        ? failure(400, 'The body is empty; send a JSON object.')
+        : failure(400, 'The request is not valid.', describeIssues(fastifyError.validation as ValidationIssue[]));
+    const data = request.routeOptions.config.refusalData;
+    return data ? { ...refused, body: { ...refused.body, data } } : refused;
   }
   const known = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
   if (known) return failure(known[0], known[1]);

@@ -135,7 +135,7 @@ forEachDatabase((dialect) => {
     await assertNothingChanged();
   });
 
-  it('answers a field of the wrong type, an unknown field or a bad webhookUrl with 400', async () => {
+  it('answers a wrong type, an unknown field or a bad webhookUrl with 400, with the batch’s arrays', async () => {
     const cases: Array<[unknown, string]> = [
       [
         {
@@ -161,6 +161,7 @@ forEachDatabase((dialect) => {
         [field],
         JSON.stringify(body),
       );
+      assert.deepEqual(response.json().data, { InvalidProperties: [], InvalidContactIds: [] }, JSON.stringify(body));
     }
     await assertNothingChanged();
   });
