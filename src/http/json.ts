@@ -29,10 +29,13 @@ function parseJson(_request: FastifyRequest, body: Buffer): unknown {
   }
 }
 
+/** The media types a body may be sent as: the spec's samples send the second. */
+export const JSON_MEDIA_TYPES = ['application/json', 'application/json-patch+json'] as const;
+
 export function registerJsonParser(app: FastifyInstance): void {
   // text/plain is dropped so that every other type is a 415, not a string body.
   app.removeAllContentTypeParsers();
-  for (const type of ['application/json', 'application/json-patch+json']) {
+  for (const type of JSON_MEDIA_TYPES) {
     app.addContentTypeParser(type, { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) =>
       parseJson(request, body),
     );

@@ -3,6 +3,7 @@ import { registerDatabaseMetrics } from '../db/metrics.ts';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
+import { JSON_MEDIA_TYPES } from '../http/json.ts';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppContext } from '../context.ts';
 import { schemaCompilers } from '../http/schema-compilers.ts';
@@ -93,6 +94,8 @@ export async function buildApp(
   registerAuthentication(app, ctx, accessCache);
   app.addSchema(ErrorBody);
   app.addHook('onRoute', (route) => {
+    // The spec's samples send their bodies as application/json-patch+json (http/json.ts takes both).
+    if (route.schema?.body) route.schema = { ...route.schema, consumes: [...JSON_MEDIA_TYPES] };
     const { auth, scope } = route.config ?? {};
     if (!auth) return;
     if (auth !== 'account' || scope === undefined) {

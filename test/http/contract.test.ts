@@ -126,6 +126,11 @@ forEachDatabase((dialect) => {
     assert.ok(document.components.schemas.ErrorBody);
     assert.match(document.info.description, /email batches through the sandbox transport or an SMTP relay/);
     assert.ok(document.paths['/sandbox/sms/inbound'].post.responses['409'], 'it says when it is not the sandbox');
+    assert.deepEqual(
+      Object.keys(document.paths['/sms/single'].post.requestBody.content),
+      ['application/json', 'application/json-patch+json'],
+      'the spec’s samples send the second',
+    );
 
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(docs.statusCode, 200);
