@@ -154,8 +154,10 @@ const UNFOLDABLE = /\S{76,}/;
  */
 function subjectHeaders(subject: string): Pick<MailComposerOptions, 'subject' | 'headers'> {
   if (!UNFOLDABLE.test(subject)) return { subject, headers: {} };
+  // A tag's line breaks become spaces, as the composer makes them in the subjects it encodes.
+  const oneLine = subject.replace(/\r\n|\r|\n/g, ' ');
   const header = 'Subject: ';
-  const value = foldLines(header + encodeWord(subject, 'Q', 52)).slice(header.length);
+  const value = foldLines(header + encodeWord(oneLine, 'Q', 52)).slice(header.length);
   return { headers: { Subject: { prepared: true, value } } };
 }
 

@@ -16,8 +16,8 @@ const FASTIFY_ERRORS: Record<string, [number, string]> = {
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
-     * The `data` a refusal of the request's body carries when its schema refuses it, as the
-     * route's own checks give it theirs: the contact batch's arrays (SPEC §7) on every 400.
+     * The `data` every 400 of the route carries where its own checks give none (its schema's,
+     * a body that is not JSON): the contact batch's arrays (SPEC §7) on every refusal.
      */
     refusalData?: Record<string, unknown>;
   }
@@ -32,6 +32,13 @@ const failure = (statusCode: number, message: string, errors: unknown[] = []): C
 });
 
 function toContract(error: FastifyError | AppError, request: FastifyRequest): Contract {
+  const contract = contractOf(error, request);
+  const data = request.routeOptions.config?.refusalData;
+  if (!data || contract.statusCode !== 400 || 'data' in contract.body) return contract;
+  return { ...contract, body: { ...contract.body, data } };
+}
+
+function contractOf(error: FastifyError | AppError, request: FastifyRequest): Contract {
   if (error instanceof AppError) {
     const body: Record<string, unknown> = { status: 'Failure', message: error.message, errors: error.errors };
     if (error.data) body.data = error.data;
@@ -39,12 +46,9 @@ function toContract(error: FastifyError | AppError, request: FastifyRequest): Co
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const refused =
-      fastifyError.validationContext === 'body' && request.body === undefined
-        ? failure(400, 'The body is empty; send a JSON object.')
-        : failure(400, 'The request is not valid.', describeIssues(fastifyError.validation as ValidationIssue[]));
-    const data = request.routeOptions.config.refusalData;
-    return data ? { ...refused, body: { ...refused.body, data } } : refused;
+    if (fastifyError.validationContext === 'body' && request.body === undefined)
+      return failure(400, 'The body is empty; send a JSON object.');
+    return failure(400, 'The request is not valid.', describeIssues(fastifyError.validation as ValidationIssue[]));
   }
   const known = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
   if (known) return failure(known[0], known[1]);

@@ -163,6 +163,14 @@ forEachDatabase((dialect) => {
       );
       assert.deepEqual(response.json().data, { InvalidProperties: [], InvalidContactIds: [] }, JSON.stringify(body));
     }
+    const notJson = await crm.t.app.inject({
+      method: 'POST',
+      url: '/contacts/batch',
+      headers: { ...bearer(alice.token), 'content-type': 'application/json' },
+      payload: '{"createUpdateContacts": [',
+    });
+    assert.equal(notJson.statusCode, 400);
+    assert.deepEqual(notJson.json().data, { InvalidProperties: [], InvalidContactIds: [] }, 'a body that is not JSON');
     await assertNothingChanged();
   });
 

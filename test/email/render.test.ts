@@ -435,9 +435,9 @@ it('folds a subject whose tag value has no whitespace for thousands of character
   const code = `https://shop.example/${'A'.repeat(2000)}`;
   const { raw, mail } = await render(
     { html: page('<p>Hi</p>'), subject: 'Your link: [code] ok' },
-    { own: { '[code]': code } },
+    { own: { '[code]': `for\nyou ${code}` } },
   );
   const head = raw.toString().split('\r\n\r\n')[0];
   assert.ok(Math.max(...head.split('\r\n').map((line) => line.length)) <= 78, head);
-  assert.equal(mail.subject, `Your link: ${code} ok`);
+  assert.equal(mail.subject, `Your link: for you ${code} ok`, 'a line break of a tag becomes a space');
 });
