@@ -13,7 +13,7 @@ import { ANNOTATIONS } from '../http/input.ts';
 import { registerMetrics } from '../http/metrics.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { requestLogging } from '../http/request-log.ts';
-import { ErrorBody } from '../http/schemas.ts';
+import { ErrorBody, errorResponses } from '../http/schemas.ts';
 import { registerAuthentication } from '../auth/bearer.ts';
 import { AccessCache } from '../auth/access-cache.ts';
 import { authRoutes } from '../auth/routes.ts';
@@ -103,11 +103,14 @@ export async function buildApp(
       return;
     }
     // An account route: an access token, or an API key holding one of `x-scope` (none: no key).
+    // 403: a key without the scope, or a console session's change without its CSRF token.
     const scopes = scopesOf(scope);
+    const response = route.schema?.response as Record<string, unknown> | undefined;
     route.schema = {
       ...route.schema,
       security: scopes.length > 0 ? [{ bearer: [] }, { apiKey: [] }] : [{ bearer: [] }],
       'x-scope': [...scopes],
+      ...(response && { response: { ...errorResponses(403), ...response } }),
     } as typeof route.schema;
   });
 

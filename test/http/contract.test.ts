@@ -131,6 +131,8 @@ forEachDatabase((dialect) => {
       ['application/json', 'application/json-patch+json'],
       'the spec’s samples send the second',
     );
+    assert.ok(document.paths['/sms/single'].post.responses['403'], 'an API key without the scope');
+    assert.ok(document.paths['/contacts/batch'].post.responses['403']);
 
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(docs.statusCode, 200);
