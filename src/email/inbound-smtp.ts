@@ -6,7 +6,7 @@ import { recordTracking } from './record.ts';
 import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
 import { recipientNamedBy } from './token-recipients.ts';
-import { FEEDBACK_MAILBOX, readMailbox, trackingKey } from './tracking.ts';
+import { FEEDBACK_MAILBOX, readMailbox, type TokenRecipient, trackingKey } from './tracking.ts';
 import type { ReadToken } from './tracking-tokens.ts';
 
 /**
@@ -82,25 +82,23 @@ export async function startInboundSmtp(
 
   /** What one accepted recipient's mail came to, as herald_inbound_mail_total's outcome. */
   const deliver = async (mailbox: Mailbox, report: () => Promise<MailReport>): Promise<string> => {
-    if (mailbox.kind === 'feedback') {
-      return receivedLabel(
-        await receiveReport({ database, clock, keys, metrics }, await report(), { deliveredTo: null, via: 'mail' }),
-      );
-    }
-    // Checked here, not at RCPT TO: a token is checked against the row it names, and a refusal
-    // there only for a forged token naming a row that is there would tell which rows are.
-    const recipient = await recipientNamedBy(database, keys, mailbox.token);
-    if (recipient === null) return 'unknown message';
-    if (mailbox.kind === 'unsubscribe') {
-      const done = await database.call(recordTracking, {
-        ...recipient,
-        event: { kind: 'unsubscribe' },
-        userAgent: null,
-        head: false,
-        confirmed: true,
-        now: clock.now(),
-      });
-      return done ? 'unsubscribe' : 'unknown message';
+    let recipient: TokenRecipient | null = null;
+    if (mailbox.kind !== 'feedback') {
+      // Checked here, not at RCPT TO: a token is checked against the row it names, and a refusal
+      // there only for a forged token naming a row that is there would tell which rows are.
+      recipient = await recipientNamedBy(database, keys, mailbox.token);
+      if (recipient === null) return 'unknown message';
+      if (mailbox.kind === 'unsubscribe') {
+        const done = await database.call(recordTracking, {
+          ...recipient,
+          event: { kind: 'unsubscribe' },
+          userAgent: null,
+          head: false,
+          confirmed: true,
+          now: clock.now(),
+        });
+        return done ? 'unsubscribe' : 'unknown message';
+      }
     }
     const received = await receiveReport({ database, clock, keys, metrics }, await report(), {
       deliveredTo: recipient,
