@@ -21,6 +21,7 @@ import { DEFAULT_PREVIEW, DryRunQuery, RecipientStatus, SendListPage, SendListQu
 import { recordSms, recordSmsSingle, sendJobKey } from './accept.ts';
 import type { SmsDraft } from './draft.ts';
 import { receiveInboundSms } from './inbound.ts';
+import { sendsOnlyToSandbox } from './routing/connections.ts';
 import { readSandboxSms, readSms } from './read.ts';
 import { smsDryRun } from './dry-run.ts';
 import { SmsAccepted, SmsBatchRequest, SmsDryRunBody, SmsSingleRequest, type SmsRequest } from './schemas.ts';
@@ -334,10 +335,10 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      if (ctx.config.smsTransport.kind !== 'sandbox') {
+      if (!(await sendsOnlyToSandbox(ctx.db, ctx.config.smsTransport.kind))) {
         throw conflict(
-          'Simulating a message from a handset needs the sandbox transport (SMS_TRANSPORT=sandbox:); ' +
-            'this service sends over SMPP, where messages from handsets come from the SMSC.',
+          'Simulating a message from a handset needs the sandbox transport (SMS_TRANSPORT=sandbox:, and no ' +
+            'connection over SMPP); this service sends over SMPP, where messages from handsets come from the SMSC.',
         );
       }
       const { from, to, text } = request.body;

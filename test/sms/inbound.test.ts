@@ -325,6 +325,26 @@ forEachDatabase((dialect) => {
     assert.deepEqual(names.json().senderNames, ['SHOP']);
   });
 
+  it('simulates no message from a handset once a connection over SMPP is added beside the sandbox', async () => {
+    await start({}, false);
+    await addSenderName(alice, NUMBER);
+    assert.equal((await mo(alice, { from: '919812300021', to: NUMBER, text: 'STOP' })).statusCode, 201);
+    const admin = (payload: object) =>
+      api!.t.app.inject({
+        method: 'POST',
+        url: '/admin/smsc',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload,
+      });
+    assert.equal((await admin({ name: 'lab', url: 'sandbox:' })).statusCode, 201);
+    assert.equal((await mo(alice, { from: '919812300022', to: NUMBER, text: 'hello' })).statusCode, 201);
+    assert.equal((await admin({ name: 'uk', url: 'smpp://herald:secret@127.0.0.1:2775' })).statusCode, 201);
+    const lifted = await mo(alice, { from: '919812300021', to: NUMBER, text: 'START' });
+    assert.equal(lifted.statusCode, 409, lifted.body);
+    assert.match(lifted.json().message, /needs the sandbox transport/);
+    assert.deepEqual(await suppressions(alice), [['919812300021', 'STOP reply']], 'the STOP stands');
+  });
+
   it('takes inboundSmsWebhookUrl as an http(s) URL or null, refusing other schemes and private addresses', async () => {
     await start({ WEBHOOK_ALLOW_PRIVATE: 'false' }, false);
     assert.equal((await alice.get('/account')).json().inboundSmsWebhookUrl, null);

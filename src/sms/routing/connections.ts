@@ -97,6 +97,25 @@ export async function listConnections(
 }
 
 /**
+ * Whether every message leaves through a sandbox: SMS_TRANSPORT and every added connection. Only
+ * then may a message from a handset be simulated (POST /sandbox/sms/inbound), since a simulated
+ * START would otherwise lift a real person's STOP.
+ */
+export async function sendsOnlyToSandbox(
+  db: Kysely<Schema>,
+  defaultKind: Config['smsTransport']['kind'],
+): Promise<boolean> {
+  if (defaultKind !== 'sandbox') return false;
+  const real = await db
+    .selectFrom('smsc_connections')
+    .select('name')
+    .where('url', 'not like', 'sandbox:%')
+    .limit(1)
+    .executeTakeFirst();
+  return real === undefined;
+}
+
+/**
  * Removes a connection (DELETE /admin/smsc/{name}): 409 for `default`, while a route names it,
  * or while parts it took still await their receipts (they are matched within the connection).
  */
