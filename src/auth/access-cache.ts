@@ -71,9 +71,9 @@ export class AccessCache {
     return this.apiKeys.get(keyHash, read);
   }
 
-  /** The API key of this hash if apiKeyOr would answer it without a read. */
-  knownApiKey(keyHash: string): KnownApiKey | undefined {
-    return this.apiKeys.fresh(keyHash);
+  /** Whether the API key of this hash was found within `withinMs`, and not forgotten since. */
+  apiKeyFoundWithin(keyHash: string, withinMs: number): boolean {
+    return this.apiKeys.foundWithin(keyHash, withinMs);
   }
 
   /** This process revoked the key: the next request with it reads the database, and finds it gone. */
@@ -120,10 +120,10 @@ class ReadThrough<V> {
     return reading;
   }
 
-  /** The value read less than ACCOUNT_TTL_MS ago, if any: what `get` answers without a read. */
-  fresh(key: string): V | undefined {
+  /** Whether a value was found for the key within `withinMs` (entries outlive their trust). */
+  foundWithin(key: string, withinMs: number): boolean {
     const entry = this.entries.get(key);
-    return entry && this.clock.now() - entry.readAt < ACCOUNT_TTL_MS ? entry.value : undefined;
+    return entry !== undefined && this.clock.now() - entry.readAt < withinMs;
   }
 
   forget(key: string): void {

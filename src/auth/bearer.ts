@@ -16,7 +16,7 @@ import { effectiveRateLimits, enforceRateLimit, type RateLimitGroup, type RateLi
 import type { AccessCache, CachedAccount } from './access-cache.ts';
 import { tokenHash } from './token-hash.ts';
 import { verifyAccessToken, type TokenSubject } from './tokens.ts';
-import { ApiKeyThrottle } from './throttle.ts';
+import { ApiKeyThrottle, LOGIN_WINDOW_MS } from './throttle.ts';
 import {
   KEY_PREFIX,
   LAST_USED_EVERY_MS,
@@ -107,6 +107,8 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
   });
 
   const keyFailures = new ApiKeyThrottle(ctx.counters, ctx.clock);
+  /** Requests checking each key hash now. */
+  const keysUnderCheck = new Map<string, number>();
 
   /**
    * Refused keys count against their client (throttle.ts), and past its limit the client's keys
@@ -117,6 +119,22 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
    */
   async function throttledApiKeyOf(key: string, request: FastifyRequest): Promise<KnownApiKey> {
     if (!hasApiKeyShape(key)) throw invalidApiKey('it is not the shape of a key (hk_ and 43 base64url characters)');
+    // A key found within the throttle's window, or one another request is checking now, is only
+    // checked against the client's count: a burst of one key, each counted as a failure ahead of
+    // the read they share, would refuse a valid key once it outnumbered the client's failures.
+    const hash = apiKeyHash(key);
+    const known = cache.apiKeyFoundWithin(hash, LOGIN_WINDOW_MS) || keysUnderCheck.has(hash);
+    keysUnderCheck.set(hash, (keysUnderCheck.get(hash) ?? 0) + 1);
+    try {
+      return await countedApiKeyOf(key, request, known);
+    } finally {
+      const left = keysUnderCheck.get(hash)! - 1;
+      if (left === 0) keysUnderCheck.delete(hash);
+      else keysUnderCheck.set(hash, left);
+    }
+  }
+
+  async function countedApiKeyOf(key: string, request: FastifyRequest, known: boolean): Promise<KnownApiKey> {
     const unlessStoreDown = async (counting: Promise<void>) => {
       try {
         await counting;
@@ -125,8 +143,6 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
         request.log.warn({ err: error }, 'API-key throttle counter store unreachable; key checked unthrottled');
       }
     };
-    // A key read less than a second ago costs no lookup: the client's count is only checked.
-    const known = cache.knownApiKey(apiKeyHash(key)) !== undefined;
     let attempt: { succeeded(): Promise<void> } | undefined;
     await unlessStoreDown(
       known

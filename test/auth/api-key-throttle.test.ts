@@ -48,7 +48,7 @@ forEachDatabase((dialect) => {
   const withKey = (key: string, remoteAddress = GUESSER) =>
     t.app.inject({ method: 'GET', url: '/account', headers: bearer(key), remoteAddress });
   /** The statements a request ran. */
-  async function statementsOf(request: Promise<LightMyRequestResponse>) {
+  async function statementsOf<T = LightMyRequestResponse>(request: Promise<T>) {
     const before = statements;
     const response = await request;
     return { response, statements: statements - before };
@@ -61,6 +61,27 @@ forEachDatabase((dialect) => {
     const codes = burst.map((response) => response.statusCode);
     assert.equal(codes.filter((code) => code === 401).length, MAX_KEY_FAILURES_PER_CLIENT, codes.join(' '));
     assert.equal(codes.filter((code) => code === 429).length, MAX_KEY_FAILURES_PER_CLIENT);
+  });
+
+  it('takes a burst of one valid key, new or long unread, however many the client may fail', async () => {
+    const { key } = await keyFor(['read']);
+    const burst = async (bearerKey: string) => {
+      const responses = await Promise.all(
+        Array.from({ length: 3 * MAX_KEY_FAILURES_PER_CLIENT }, () => withKey(bearerKey)),
+      );
+      return [...new Set(responses.map((response) => response.statusCode))];
+    };
+    assert.deepEqual(await burst(key), [200], 'a key no request has brought yet');
+    t.clock.advance(60_000);
+    assert.deepEqual(await burst(key), [200], 'a key read a minute ago');
+    t.clock.advance(LOGIN_WINDOW_MS);
+    assert.deepEqual(await burst(key), [200], 'a key read longer ago than the throttle looks back');
+
+    // The same unknown key in a burst is one guess looked up, each request a failure of the client.
+    const looked = await statementsOf(burst(unknownKey(7)));
+    assert.deepEqual(looked.response, [401]);
+    assert.ok(looked.statements <= 2, `the lookups shared: ${looked.statements} statements`);
+    assertFailure(await withKey(key), 429, /Too many invalid API keys/);
   });
 
   it('refuses a bearer not shaped as a key at once: no statement, and not counted', async () => {
