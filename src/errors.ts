@@ -92,6 +92,12 @@ export const notFound = (what: string) => new AppError(404, `${what} was not fou
 
 export const conflict = (message: string, errors: FieldError[] = []) => new AppError(409, message, { errors });
 
+/** A request whose rows could not be written: something they name was deleted while it ran. */
+export const vanished = () =>
+  conflict(
+    'A record this request names (its account, a list, a contact) was deleted while it ran; nothing was written.',
+  );
+
 export const unprocessable = (message: string, errors: FieldError[] = [], data?: Record<string, unknown>) =>
   new AppError(422, message, { errors, data });
 

@@ -3,7 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { ContactListsTable, ContactPropertiesTable, Schema } from '../db/schema.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { badRequest, conflict, notFound, vanished } from '../errors.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
 type Db = Kysely<Schema>;
@@ -157,7 +157,9 @@ export async function defaultListId(db: Db, accountId: string): Promise<string> 
     .select('id')
     .where('account_id', '=', accountId)
     .where('is_default', '=', true)
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  // Every account has its default list until the account is deleted.
+  if (!row) throw vanished();
   return row.id;
 }
 

@@ -1,7 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.ts';
+import { AppError, vanished } from '../errors.ts';
+import { isForeignKeyViolation } from '../db/errors.ts';
 import { describeIssues, type ValidationIssue } from './validation.ts';
 
 // Fastify's own client errors, by code, with the status and sentence the contract gives them.
@@ -50,6 +51,7 @@ function contractOf(error: FastifyError | AppError, request: FastifyRequest): Co
       return failure(400, 'The body is empty; send a JSON object.');
     return failure(400, 'The request is not valid.', describeIssues(fastifyError.validation as ValidationIssue[]));
   }
+  if (isForeignKeyViolation(error)) return contractOf(vanished(), request);
   const known = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
   if (known) return failure(known[0], known[1]);
   const status = fastifyError.statusCode ?? 500;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
-import { forEachDatabase } from '../support/databases.ts';
-import { ADMIN_TOKEN, bearer } from '../support/app.ts';
+import { createTestDatabase, forEachDatabase } from '../support/databases.ts';
+import { ADMIN_TOKEN, bearer, startTestApp } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { buildBatch, sandboxEmails } from '../email/support.ts';
 
@@ -106,4 +106,56 @@ forEachDatabase((dialect) => {
       assert.equal(again.statusCode, 404, again.body);
     },
   );
+});
+
+// Another process (or the admin API) deletes an account while this one still trusts its read of it.
+forEachDatabase((dialect) => {
+  it('answers 409, writing nothing, to requests of an account deleted after they were authenticated', async () => {
+    const database = await createTestDatabase(dialect);
+    const deleting = await startTestApp(dialect, { database });
+    const trusting = await startTestApp(dialect, { database, clock: deleting.clock });
+    try {
+      const account = await deleting.createAccount();
+      const token = await deleting.tokenFor(account);
+      const post = (url: string, payload: object, idempotencyKey?: string) =>
+        trusting.app.inject({
+          method: 'POST',
+          url,
+          headers: { ...bearer(token), ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}) },
+          payload,
+        });
+      // The account's read, trusted for a second (auth/access-cache.ts).
+      assert.equal(
+        (await trusting.app.inject({ method: 'GET', url: '/account', headers: bearer(token) })).statusCode,
+        200,
+      );
+      const deleted = await deleting.app.inject({
+        method: 'DELETE',
+        url: `/admin/accounts/${account.row.id}`,
+        headers: bearer(ADMIN_TOKEN),
+      });
+      assert.equal(deleted.statusCode, 204, deleted.body);
+
+      const passcode = { recipient: '919812300001', senderName: 'HERALD', body: 'Your code is 1234' };
+      for (const [url, payload, key] of [
+        ['/sms/single', passcode, undefined],
+        ['/sms/single', passcode, 'retry-1'],
+        ['/lists', { name: 'Late' }, undefined],
+        ['/contacts/batch', { createUpdateContacts: [{ email: 'ada@example.com' }] }, undefined],
+        ['/verify', { to: '919812300001', channel: 'sms' }, undefined],
+      ] as const) {
+        const response = await post(url, payload, key);
+        assert.equal(response.statusCode, 409, `${url}: ${response.body}`);
+        assert.match(response.json().message, /was deleted while it ran; nothing was written/);
+      }
+      for (const table of ['sends', 'jobs', 'contact_lists', 'idempotency_keys', 'verifications'] as const) {
+        const { rows } = await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(database.db);
+        assert.equal(Number(rows[0].n), 0, table);
+      }
+    } finally {
+      await trusting.close();
+      await deleting.close();
+      await database.close();
+    }
+  });
 });
