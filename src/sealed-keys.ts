@@ -83,6 +83,7 @@ export async function prepareSealedKey(
   load: () => Promise<unknown>,
   dependedOn: () => Promise<boolean>,
 ): Promise<void> {
+  const unopened = await sealedKeyRow(db, key);
   try {
     await load();
     return;
@@ -90,10 +91,15 @@ export async function prepareSealedKey(
     if (await dependedOn())
       throw new ConfigError('ENCRYPTION_KEY', (error as Error).message.replace(/^ENCRYPTION_KEY: /, ''));
   }
-  await db
-    .updateTable('settings')
-    .set({ value: sealedNewKey(keyring, key) })
-    .where('key', '=', key.row)
-    .execute();
+  // Only the row this process could not open: processes starting together replace it once, and
+  // each then loads the one that won (two keys would split erasures and Verify's codes between them).
+  if (unopened !== undefined) {
+    await db
+      .updateTable('settings')
+      .set({ value: sealedNewKey(keyring, key) })
+      .where('key', '=', key.row)
+      .where('value', '=', unopened)
+      .execute();
+  }
   await load();
 }
