@@ -28,8 +28,8 @@ export async function loadSigningKey(db: Db, keyring: Keyring, configured: strin
     throw new ConfigError(
       'ENCRYPTION_KEY',
       'the key of access tokens in the database was sealed under another ENCRYPTION_KEY: set that one ' +
-        '(or give it in ENCRYPTION_KEY_PREVIOUS while replacing it); if it is lost, herald rotate-jwt-secret ' +
-        'makes a new key of access tokens, and every access token ends',
+        '(or give it in ENCRYPTION_KEY_PREVIOUS while replacing it); if it is lost, ' +
+        'herald rotate-jwt-secret --key-lost makes a new key of access tokens, and every access token ends',
     );
   }
   return key;

@@ -6,7 +6,7 @@ import type { Role } from '../server/server.ts';
 import { simCommand } from '../sim/cli.ts';
 import { PasswordInputError } from './password-input.ts';
 import { COMMANDS, CommandError, HELP, parse, usage, UsageError } from './commands.ts';
-import { keyringOf, withDatabase } from './database.ts';
+import { keyringFor, keyringOf, withDatabase } from './database.ts';
 
 /** The `herald` program (bin/herald): each command's usage is in commands.ts, the one source of every --help. */
 async function main(argv: string[]): Promise<void> {
@@ -40,7 +40,8 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'rotate-jwt-secret': {
-      if (parse(command, args, HELP).help) return console.log(usage(command));
+      const values = parse(command, args, { ...HELP, 'key-lost': { type: 'boolean', default: false } });
+      if (values.help) return console.log(usage(command));
       const settings = config();
       if (settings.jwtSecret !== undefined) {
         throw new CommandError(
@@ -48,8 +49,11 @@ async function main(argv: string[]): Promise<void> {
             'change JWT_SECRET on every process and restart them to end every token',
         );
       }
-      const keyring = keyringOf(settings);
-      await withDatabase(settings, (database) => rotateJwtSecret(database.db, keyring));
+      await withDatabase(settings, async (database) => {
+        // A key other than serve's would seal a key of access tokens serve cannot open.
+        const keyring = values['key-lost'] ? keyringOf(settings) : await keyringFor(settings, database);
+        await rotateJwtSecret(database.db, keyring);
+      });
       console.log(
         'A new key of access tokens is sealed in the database. Every access token issued before no longer works: ' +
           'clients ask POST /token again.\nRestart every herald serve process: each loads the key at its start, ' +

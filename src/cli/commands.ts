@@ -17,12 +17,15 @@ API's process (all or api) also takes bounces, spam complaints and unsubscribe m
   { name: 'migrate', args: '', about: 'bring the database schema up to date' },
   {
     name: 'rotate-jwt-secret',
-    args: '',
+    args: '[--key-lost]',
     about: `make a new key of access tokens, sealed in the database, for when a copy of the database
 may have leaked (a backup from before the upgrade that sealed the key holds it in clear). Every
 access token issued before stops working: clients ask POST /token again. A running serve keeps the
-old key until it restarts: restart every serve process. Needs ENCRYPTION_KEY (on SQLite, the key
-file beside the database will do); refused when JWT_SECRET is set, which is then the key.`,
+old key until it restarts: restart every serve process. Needs the ENCRYPTION_KEY serve runs with
+(on SQLite, the key file beside the database will do), and refuses another; refused when JWT_SECRET
+is set, which is then the key. --key-lost: ENCRYPTION_KEY was lost, and serve stops at start as the
+key of access tokens does not open; the new one is sealed under the ENCRYPTION_KEY given (on SQLite
+with none given, a new key file), which every serve must then be given.`,
   },
   {
     name: 'account create',

@@ -8,7 +8,6 @@ import { Migrator, sql } from 'kysely';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { createAccount } from '../../src/accounts/service.ts';
-import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
 import { expiryFor, signAccessToken } from '../../src/auth/tokens.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { ConfigError, parseSmsTransport } from '../../src/config.ts';
@@ -20,7 +19,6 @@ import { openConnections } from '../../src/sms/routing/connections.ts';
 import { signEmail } from '../../src/email/dkim.ts';
 import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
 import { emitWebhook } from '../../src/webhooks/outbox.ts';
-import { keyFromHex, Keyring } from '../../src/sealed.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
 import { herald } from '../cli/support.ts';
@@ -440,7 +438,14 @@ forEachDatabase((dialect) => {
       (error: unknown) =>
         error instanceof ConfigError && /^invalid ENCRYPTION_KEY: .*herald rotate-jwt-secret/.test(error.message),
     );
-    await rotateJwtSecret(database.db, new Keyring(keyFromHex(otherKey)!));
+    const otherEnv = { DATABASE_URL: database.url, ENCRYPTION_KEY: otherKey };
+    // Without --key-lost the command takes only the key serve runs with: it seals nothing here.
+    const refused = await herald(['rotate-jwt-secret'], otherEnv);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^herald: ENCRYPTION_KEY does not open this database's secrets/);
+    await assert.rejects(start(keyEnv(otherKey)), /herald rotate-jwt-secret --key-lost/);
+    const recovered = await herald(['rotate-jwt-secret', '--key-lost'], otherEnv);
+    assert.equal(recovered.code, 0, recovered.stderr);
 
     const t = await start(keyEnv(otherKey));
     try {
