@@ -10,7 +10,6 @@ import { startThread } from '../threads.ts';
 import { Kysely } from 'kysely';
 import { AppError, appErrorData, type AppErrorData } from '../errors.ts';
 import { nextInLine } from './priority.ts';
-import { registerFunctions } from './sqlite-functions.ts';
 import { findProcedure, resolveProcedures, type Procedures } from './procedure.ts';
 import { ImmediateSqliteDriver, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { Schema } from './schema.ts';
@@ -67,7 +66,6 @@ function open(path: string): DatabaseSync {
   // at a million contacts the larger cache sped bulk upserts up by about a tenth.
   native.exec('PRAGMA cache_size = -16384');
   native.exec('PRAGMA foreign_keys = ON');
-  registerFunctions(native);
   return native;
 }
 

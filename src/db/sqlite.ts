@@ -22,7 +22,6 @@ import {
 import { appErrorOf } from '../errors.ts';
 import { isBackground, Turns } from './priority.ts';
 import type { Procedure } from './procedure.ts';
-import { registerFunctions } from './sqlite-functions.ts';
 import { beginImmediate, sqliteDialect, Statements } from './sqlite-statements.ts';
 import type { SqliteFailure, SqliteOpened, SqliteReply, SqliteRequest } from './sqlite-thread.ts';
 
@@ -279,7 +278,6 @@ export function openSqlite(
               const native = new DatabaseSync(path);
               native.exec('PRAGMA busy_timeout = 5000');
               native.exec('PRAGMA query_only = ON');
-              registerFunctions(native);
               return new Statements(native);
             },
           }),

@@ -4,7 +4,7 @@ import type { DialectName } from '../db/database.ts';
 import type { Schema } from '../db/schema.ts';
 import { defaultListId } from '../crm/setup.ts';
 import { queries } from './queries.ts';
-import { audienceRules, nextRange, type Audience } from './recipients.ts';
+import { audienceRules, erasedAmong, nextRange, type Audience } from './recipients.ts';
 
 type Db = Kysely<Schema>;
 
@@ -88,9 +88,10 @@ export async function dryRunAudience(
   for (let i = 0; i < audience.recipients.length; i += rangeSize) {
     const addresses = audience.recipients.slice(i, i + rangeSize).map((r) => r.address);
     const r = sql<string>`r.address`;
+    const erased = await erasedAmong(db, a, addresses);
     const { rows } = await sql<Decided>`
       select r.address, ${rules.latestContact(r, 'properties')} as properties,
-             ${rules.suppression(r)} as suppressed, ${rules.lacksConsent(r)} as no_consent
+             ${rules.suppression(r, erased)} as suppressed, ${rules.lacksConsent(r)} as no_consent
         from ${queries[dialect].addressTable(addresses)} r`.execute(db);
     const byAddress = new Map(rows.map((row) => [row.address, row]));
     decide(
@@ -107,8 +108,14 @@ export async function dryRunAudience(
   const read = async (after: string | null) => {
     const range = await nextRange(db, dialect, a, after, rangeSize);
     const r = sql<string>`r.address`;
+    const ranked = rules.ranked(range);
+    const erased = await erasedAmong(
+      db,
+      a,
+      sql<{ address: string }>`select address from (${ranked}) r where r.rank = 1`,
+    );
     const { rows } = await sql<Decided & { entries: number | string }>`
-      select r.address, r.properties, r.entries, ${rules.suppression(r)} as suppressed,
+      select r.address, r.properties, r.entries, ${rules.suppression(r, erased)} as suppressed,
              ${rules.lacksConsent(r)} as no_consent
         from (${rules.ranked(range, { entries: true })}) r
        where r.rank = 1

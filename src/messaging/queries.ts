@@ -1,10 +1,9 @@
-import { sql, type Expression, type Kysely, type OperationNodeSource, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type OperationNodeSource, type RawBuilder } from 'kysely';
 import { chunkOf } from '../db/chunks.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { inJson } from '../db/in-json.ts';
 import type { Schema } from '../db/schema.ts';
 import { enqueueMany, enqueueWithWrites, type NewJob } from '../queue/queue.ts';
-import { ERASED_PREFIX } from './erased-identifiers.ts';
 
 /**
  * The messaging statements that differ by database. Rows travel as ONE JSON parameter of
@@ -22,6 +21,12 @@ export interface RecipientRow {
   address: string;
   tags: string | null;
   contactId: number | null;
+}
+
+/** An erased person's suppression of an address (recipients.ts, erasedAmong). */
+export interface ErasedReason {
+  address: string;
+  reason: string;
 }
 
 /** An address to settle (recipients.ts, addressStanding), with its keyed hash for the erased's suppressions. */
@@ -63,12 +68,9 @@ const SQLITE = {
   /** Whether the send `s` names the list among its list_ids (a JSON array). */
   sendNamesList: (listId: string) => sql<boolean>`exists (select 1 from json_each(s.list_ids) where value = ${listId})`,
 
-  /**
-   * The keyed hash of an address as erased-identifiers.ts makes it (erasedAddress), in SQL: by
-   * the function every SQLite connection of Herald's registers (db/sqlite-functions.ts).
-   */
-  erasedAddress: (key: Buffer, ref: Expression<string>): RawBuilder<string> =>
-    sql<string>`${ERASED_PREFIX} || hmac_sha256(${key}, ${ref})`,
+  /** Erased people's suppressions found among some addresses, as a table `(address, reason)`. */
+  erasedReasons: (rows: readonly ErasedReason[]) =>
+    sql`(select value ->> 'address' as address, value ->> 'reason' as reason from json_each(${JSON.stringify(rows)}))`,
 
   /** Addresses as a table with one column, `address`, to select from (the dry run's request recipients). */
   addressTable: (addresses: readonly string[]) =>
@@ -135,16 +137,9 @@ const POSTGRES: typeof SQLITE = {
 
   recipientsToSends: sql`join`,
 
-  // HMAC (RFC 2104) from PostgreSQL's own sha256(), the key padded to SHA-256's 64-byte block:
-  // pgcrypto's hmac() would need an extension installed.
-  erasedAddress: (key, ref) => {
-    const block = Buffer.alloc(64);
-    key.copy(block);
-    const inner = Buffer.from(block.map((byte) => byte ^ 0x36));
-    const outer = Buffer.from(block.map((byte) => byte ^ 0x5c));
-    return sql<string>`${ERASED_PREFIX} || encode(sha256(${outer}::bytea
-                         || sha256(${inner}::bytea || convert_to(${ref}, 'UTF8'))), 'hex')`;
-  },
+  erasedReasons: (rows) =>
+    sql`(select v ->> 'address' as address, v ->> 'reason' as reason
+           from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) v)`,
 
   addressTable: (addresses) => sql`(select unnest(${addresses}::text[]) as address)`,
 

@@ -7,7 +7,7 @@ import { dialectOf, SYNCHRONOUS_READS } from '../db/dialect.ts';
 import { PLAN_ONCE } from '../db/prepared.ts';
 import { Gathering, GROUP_SIZE } from '../db/gathering.ts';
 import type { FieldError } from '../errors.ts';
-import { queries, type StandingKey } from './queries.ts';
+import { queries, type ErasedReason, type StandingKey } from './queries.ts';
 
 type Db = Kysely<Schema>;
 
@@ -105,19 +105,16 @@ export function audienceRules(dialect: DialectName, a: Audience) {
     /**
      * The reason the address is suppressed, or null: a subquery on the suppression's key, not a
      * join, which PostgreSQL planned by a table's stale statistics as a scan of the account's
-     * suppressions for each recipient. Then the suppressions of erased people, by the address's
-     * keyed hash, computed only for an account that has any (both databases evaluate the
-     * uncorrelated exists once per statement).
+     * suppressions for each recipient. Then an erased person's, from those found among the
+     * statement's addresses (erasedAmong).
      */
-    suppression: (ref: Expression<string>) =>
-      sql<string | null>`coalesce(
-        (select s.reason from suppressions s
-          where s.account_id = ${a.accountId} and s.channel = ${a.channel} and s.address = ${ref}),
-        case when exists (select 1 from erased_suppressions e
-                           where e.account_id = ${a.accountId} and e.channel = ${a.channel})
-             then (select e.reason from erased_suppressions e
-                    where e.account_id = ${a.accountId} and e.channel = ${a.channel}
-                      and e.hash = ${queries[dialect].erasedAddress(a.erasureKey, ref)}) end)`,
+    suppression: (ref: Expression<string>, erased: readonly ErasedReason[]) => {
+      const own = sql<string | null>`(select s.reason from suppressions s
+          where s.account_id = ${a.accountId} and s.channel = ${a.channel} and s.address = ${ref})`;
+      if (erased.length === 0) return own;
+      return sql<string | null>`coalesce(${own},
+        (select e.reason from ${queries[dialect].erasedReasons(erased)} e where e.address = ${ref}))`;
+    },
     hasContact: (ref: Expression<string>) => sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)})`,
     lacksConsent: (ref: Expression<string>) =>
       sql<boolean>`exists (select 1 from contacts c where ${ofAddress(ref)} and not c.${sql.raw(optIn)})`,
@@ -126,6 +123,42 @@ export function audienceRules(dialect: DialectName, a: Audience) {
             order by c.updated_at desc, c.id desc limit 1)`,
   };
 }
+
+/**
+ * The suppressions of erased people among `addresses` (a list, or a query of one column
+ * `address`), for audienceRules' `suppression`. Their keyed hashes are made here, never in SQL:
+ * the key sent with a statement would be in any server log that records its parameters, and with
+ * it a copy of the database would tell whose number was erased. An account that has erased no
+ * one on the channel costs one seek, and its addresses are not read.
+ */
+export async function erasedAmong(
+  db: Db,
+  a: Pick<Audience, 'accountId' | 'channel' | 'erasureKey'>,
+  addresses: readonly string[] | RawBuilder<{ address: string }>,
+): Promise<ErasedReason[]> {
+  const erased = db
+    .selectFrom('erased_suppressions')
+    .where('account_id', '=', a.accountId)
+    .where('channel', '=', a.channel);
+  if ((await erased.select('hash').limit(1).executeTakeFirst()) === undefined) return [];
+  const list = Array.isArray(addresses)
+    ? (addresses as readonly string[])
+    : (await (addresses as RawBuilder<{ address: string }>).execute(db)).rows.map((row) => row.address);
+  const byHash = new Map([...new Set(list)].map((address) => [erasedAddress(a.erasureKey, address), address]));
+  const found: ErasedReason[] = [];
+  const hashes = [...byHash.keys()];
+  for (let i = 0; i < hashes.length; i += ERASED_LOOKUP) {
+    const rows = await erased
+      .select(['hash', 'reason'])
+      .where('hash', 'in', hashes.slice(i, i + ERASED_LOOKUP))
+      .execute();
+    for (const row of rows) found.push({ address: byHash.get(row.hash)!, reason: row.reason });
+  }
+  return found;
+}
+
+/** Hashes looked up in one statement: well within either database's count of parameters. */
+const ERASED_LOOKUP = 1000;
 
 /** A range of contact addresses, after `after` (null: from the first) through `through` (null: to the last). */
 export interface AddressRange {
@@ -219,11 +252,16 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
        set contact_id = ${rules.latestContact(recipient, 'id')}
      where send_id = ${e.sendId} and contact_id is null and ${range.holds(recipient)}
        and ${rules.hasContact(recipient)}`.execute(db);
+  const queued = sql`send_id = ${e.sendId} and status = 'Queued' and ${range.holds(recipient)}`;
+  const erased = await erasedAmong(
+    db,
+    e,
+    sql<{ address: string }>`select address from send_recipients where ${queued}`,
+  );
   await sql`
     update send_recipients
-       set status = ${refused}, reason = 'suppressed: ' || ${rules.suppression(recipient)}, updated_at = ${now}
-     where send_id = ${e.sendId} and status = 'Queued' and ${range.holds(recipient)}
-       and ${rules.suppression(recipient)} is not null`.execute(db);
+       set status = ${refused}, reason = 'suppressed: ' || ${rules.suppression(recipient, erased)}, updated_at = ${now}
+     where ${queued} and ${rules.suppression(recipient, erased)} is not null`.execute(db);
   await sql`
     update send_recipients
        set status = ${refused}, reason = 'no consent: a contact with this address has not opted in', updated_at = ${now}
@@ -287,9 +325,14 @@ export async function releaseDueRecipients(
     }
     return rows;
   };
+  const erased = await erasedAmong(
+    db,
+    r,
+    sql<{ address: string }>`select address from send_recipients where (${due}) or (${retrying})`,
+  );
   const suppressed = await refuse(
-    sql`'suppressed: ' || ${rules.suppression(address)}`,
-    sql`${rules.suppression(address)} is not null`,
+    sql`'suppressed: ' || ${rules.suppression(address, erased)}`,
+    sql`${rules.suppression(address, erased)} is not null`,
   );
   const unconsented = r.consent
     ? await refuse(sql`'no consent: a contact with this address has not opted in'`, rules.lacksConsent(address))

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
 import { lockAccountContacts } from '../crm/queries.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
@@ -342,18 +342,17 @@ const STEPS: Record<string, Step> = {
    * The sandbox's copies of what was sent to them: the text (or raw message) goes, and a Verify
    * code's copy, which its account's read opens, is left with nothing to open.
    */
-  sandboxSms: (trx, dialect, args) =>
-    hashRows(trx, dialect, args, 'sandbox_sms', 'recipient', args.mobiles, { text: 'text', opens: false }),
-  sandboxEmail: (trx, dialect, args) =>
-    hashRows(trx, dialect, args, 'sandbox_email', 'recipient', args.emails, { text: 'raw', opens: false }),
+  sandboxSms: (trx, _dialect, args) =>
+    hashRows(trx, args, 'sandbox_sms', 'recipient', args.mobiles, { text: 'text', opens: false }),
+  sandboxEmail: (trx, _dialect, args) =>
+    hashRows(trx, args, 'sandbox_email', 'recipient', args.emails, { text: 'raw', opens: false }),
   /** What they wrote to the account: its text goes. */
-  inbound: (trx, dialect, args) =>
-    hashRows(trx, dialect, args, 'sms_inbound', 'sender', args.mobiles, { text: 'text' }),
+  inbound: (trx, _dialect, args) => hashRows(trx, args, 'sms_inbound', 'sender', args.mobiles, { text: 'text' }),
   /** Their verifications and the sends of codes counted against their number or address. */
-  verifications: (trx, dialect, args) =>
-    hashRows(trx, dialect, args, 'verifications', 'recipient', [...args.mobiles, ...args.emails]),
-  verificationSends: (trx, dialect, args) =>
-    hashRows(trx, dialect, args, 'verification_sends', 'recipient', [...args.mobiles, ...args.emails]),
+  verifications: (trx, _dialect, args) =>
+    hashRows(trx, args, 'verifications', 'recipient', [...args.mobiles, ...args.emails]),
+  verificationSends: (trx, _dialect, args) =>
+    hashRows(trx, args, 'verification_sends', 'recipient', [...args.mobiles, ...args.emails]),
   /**
    * Events not yet gathered, then webhook bodies kept for retries and replay: the account's,
    * read whole (a LIKE cannot seek), rewritten where they name the person. Events first: one
@@ -449,7 +448,6 @@ async function rewriteMatching(
  */
 async function hashRows(
   trx: Db,
-  dialect: DialectName,
   args: ErasureArgs,
   table: 'sandbox_sms' | 'sandbox_email' | 'sms_inbound' | 'verifications' | 'verification_sends',
   column: 'recipient' | 'sender',
@@ -460,7 +458,7 @@ async function hashRows(
   const held = sql.ref<string>(column);
   const result = await sql`
     update ${sql.table(table)}
-       set ${held} = ${messaging[dialect].erasedAddress(args.erasureKey, held)}
+       set ${held} = ${hashOfHeld(args.erasureKey, held, identifiers)}
            ${emptied === undefined ? sql`` : sql`, ${sql.ref(emptied.text)} = ''`}
            ${emptied?.opens === false ? sql`, opens = ${sql.lit(false)}` : sql``}
      where id in (select id from ${sql.table(table)}
@@ -470,6 +468,17 @@ async function hashRows(
 }
 
 export const ERASURE_STEPS = Object.keys(STEPS);
+
+/**
+ * `ref`, which holds one of `identifiers`, as that identifier's keyed hash. The hashes are made
+ * here and the statement maps each identifier to its own: the key itself, sent with a statement,
+ * would be in any server log that records parameters.
+ */
+const hashOfHeld = (key: Buffer, ref: Expression<string>, identifiers: readonly string[]) =>
+  sql<string>`case ${ref} ${sql.join(
+    identifiers.map((clear) => sql`when ${clear} then ${erasedAddress(key, clear)}`),
+    sql` `,
+  )} end`;
 
 /** A LIKE pattern of an identifier anywhere in a text. */
 const anywhere = (identifier: string) => `%${identifier}%`;
@@ -514,7 +523,7 @@ async function eraseRecipients(
   if (channel === 'sms') {
     await trx
       .updateTable('smpp_submits')
-      .set({ recipient: messaging[dialect].erasedAddress(args.erasureKey, sql.ref('recipient')) })
+      .set({ recipient: hashOfHeld(args.erasureKey, sql.ref('recipient'), identifiers) })
       .where('send_id', 'in', sendIds)
       .where('recipient', 'in', identifiers)
       .execute();
@@ -535,7 +544,7 @@ async function eraseRecipients(
         .execute();
     }
   }
-  const hashed = messaging[dialect].erasedAddress(args.erasureKey, sql.ref('address'));
+  const hashed = hashOfHeld(args.erasureKey, sql.ref('address'), identifiers);
   await trx
     .updateTable('send_recipients')
     // A relay's reply kept as the error (a bounce's) may quote the address.

@@ -3,8 +3,8 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
-import { erasedAddress, erasureKey } from '../../src/messaging/erased-identifiers.ts';
-import { queries } from '../../src/messaging/queries.ts';
+import { erasureKey } from '../../src/messaging/erased-identifiers.ts';
+import pg from 'pg';
 import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
 import { ConfigError } from '../../src/config.ts';
 import { generateKey, Keyring } from '../../src/sealed.ts';
@@ -51,6 +51,18 @@ async function everyRow(api: ApiTest, dialect: DialectName): Promise<string> {
   return text;
 }
 
+/**
+ * Every parameter Herald's connections send to PostgreSQL while a test asks (its server's logs
+ * may record them): wrapped before any connection is made, as each binds its query at connect.
+ */
+let sentToPostgres: unknown[] | undefined;
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const [config, values] = args as [{ values?: unknown[] } | string, unknown[] | undefined];
+  sentToPostgres?.push(...(values ?? (typeof config === 'object' ? (config.values ?? []) : [])));
+  return (query as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof query;
+
 forEachDatabase((dialect) => {
   let api: ApiTest;
   let alice: ApiClient;
@@ -90,13 +102,57 @@ forEachDatabase((dialect) => {
       ])
     ).inserted.contactIds;
 
-  it('computes the keyed hash in SQL as in the application', async () => {
-    const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
-    for (const value of [ADA_MOBILE, ADA_EMAIL, 'ünïcode@example.com']) {
-      const { rows } = await sql<{
-        hash: string;
-      }>`select ${queries[dialect].erasedAddress(key, sql`${value}`)} as hash`.execute(api.t.ctx.db);
-      assert.equal(rows[0].hash, erasedAddress(key, value));
+  it('keeps an erased person suppressed in a list send and its dry run, never sending the key', async () => {
+    const sent: unknown[] = [];
+    sentToPostgres = sent;
+    try {
+      await alice.createProperty('firstName');
+      await ada(alice);
+      const [allContacts] = (await alice.get('/lists')).json().lists;
+      await erase(alice, { mobile: ADA_MOBILE });
+      await api.drain();
+      await alice.upsert([{ mobileCountryCode: '44', mobileNumber: '7911123456', mobileOptIn: true }]);
+      const batch = { senderName: 'HERALD', body: 'Hi', listId: [allContacts.listId] };
+      const dry = await alice.post('/sms/batch?dryRun=true', batch);
+      assert.equal(dry.statusCode, 200, dry.body);
+      assert.deepEqual(dry.json().recipients, {
+        total: 2,
+        willSend: 1,
+        notSent: { noConsent: 0, suppressed: 1, duplicate: 0 },
+      });
+      const given = await alice.post('/sms/batch?dryRun=true', {
+        senderName: 'HERALD',
+        body: 'Hi',
+        recipients: [{ mobileNo: ADA_MOBILE }, { mobileNo: '447911000001' }],
+      });
+      assert.equal(given.json().recipients.notSent.suppressed, 1, given.body);
+      const sendId = await alice.accept('/sms/batch', batch);
+      await api.drain();
+      const recipients = (await alice.get(`/sms/${sendId}`)).json().recipients as Array<{
+        recipient: string;
+        status: string;
+      }>;
+      assert.deepEqual(
+        recipients.map((r) => [r.recipient, r.status]).sort(),
+        [
+          ['447911000001', 'Delivered'],
+          [ADA_MOBILE, 'NotSent'],
+        ],
+        JSON.stringify(recipients),
+      );
+    } finally {
+      sentToPostgres = undefined;
+    }
+    if (dialect === 'postgres') {
+      const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
+      const padded = (pad: number) =>
+        Buffer.from(Buffer.concat([key, Buffer.alloc(64 - key.length)]).map((b) => b ^ pad));
+      const forms = [key, padded(0x36), padded(0x5c)];
+      const carriers = sent.filter(
+        (value) => value instanceof Uint8Array && forms.some((form) => Buffer.from(value).includes(form)),
+      );
+      assert.ok(sent.length > 0, 'the parameters were seen');
+      assert.deepEqual(carriers, [], 'no parameter carries the key');
     }
   });
 
