@@ -10,7 +10,7 @@ import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { completeJob, keepJob, SnoozeJob, type JobHandler } from '../queue/worker.ts';
 import { normaliseUrl, subscribedUrls } from './endpoints.ts';
 import { createDeliveries, webhookBody, type NewDelivery } from './outbox.ts';
-import { lockStream, lockStreamShared } from './queries.ts';
+import { lockStream, lockStreamShared, lockTaken } from './queries.ts';
 
 /**
  * Status events are gathered into shared posts (ARCHITECTURE.md, "at most 1 second or 500
@@ -277,12 +277,8 @@ async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number
   }
   if (picked.length === 0) return [];
   const ids = (list: number[]) => inJson(dialectOf(db), list, 'bigint');
-  const rows = await db
-    .selectFrom('webhook_events')
-    .select('events')
-    .where('id', 'in', ids(picked))
-    .orderBy('id')
-    .execute();
+  const taken = db.selectFrom('webhook_events').select('events').where('id', 'in', ids(picked)).orderBy('id');
+  const rows = await lockTaken(db, taken).execute();
   // Parsed and written again, each event comes out as the bytes JSON.stringify gave it at append.
   const events = rows.flatMap((row) => (JSON.parse(row.events) as unknown[]).map((event) => JSON.stringify(event)));
   const rest = events.splice(limit);

@@ -10,9 +10,15 @@ import type { Schema } from '../db/schema.ts';
 
 type Db = Kysely<Schema>;
 
+/** A row lock's clause, for a select of `webhook_events`. */
+interface Lockable<Q> {
+  forUpdate(): Q;
+}
+
 const SQLITE = {
   lockStreamShared: async (_db: Db, _key: string): Promise<void> => {},
   lockStream: async (_db: Db, _key: string): Promise<void> => {},
+  lockTaken: <Q>(select: Lockable<Q> & Q): Q => select,
 };
 
 const POSTGRES: typeof SQLITE = {
@@ -22,6 +28,7 @@ const POSTGRES: typeof SQLITE = {
   lockStream: async (db, key) => {
     await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(db);
   },
+  lockTaken: (select) => select.forUpdate(),
 };
 
 const STATEMENTS = { sqlite: SQLITE, postgres: POSTGRES };
@@ -34,4 +41,13 @@ export function lockStreamShared(db: Db, key: string): Promise<void> {
 /** The gather's hold on the stream, until its transaction ends: it waits for every appender. */
 export function lockStream(db: Db, key: string): Promise<void> {
   return STATEMENTS[dialectOf(db)].lockStream(db, key);
+}
+
+/**
+ * A gather's read of the appends it takes, locked until it commits (PostgreSQL): an erasure
+ * (privacy/erasures.ts) that would write over one of them meanwhile waits, then rewrites what
+ * the gather left, rather than have the gather write its clear read back over the erasure's.
+ */
+export function lockTaken<Q>(db: Db, select: Lockable<Q> & Q): Q {
+  return STATEMENTS[dialectOf(db)].lockTaken(select);
 }

@@ -10,6 +10,8 @@ import { createWorker } from '../../src/server/worker.ts';
 import { erasureKey } from '../../src/messaging/erased-identifiers.ts';
 import { eraseChunk } from '../../src/privacy/erasures.ts';
 import { waitForLockWait } from '../support/wait.ts';
+import { watchPostgres } from '../support/postgres-wire.ts';
+import { GATHER_WINDOW_MS } from '../../src/webhooks/events.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { base64 } from '../email/support.ts';
@@ -256,6 +258,7 @@ forEachDatabase((dialect) => {
       .returning('id')
       .executeTakeFirstOrThrow();
     // A gather taking the first two, its transaction not yet committed as the erasure reads.
+    const cut = Promise.withResolvers<void>();
     const committing = Promise.withResolvers<void>();
     const gather = db.transaction().execute(async (trx) => {
       await trx
@@ -263,8 +266,10 @@ forEachDatabase((dialect) => {
         .set({ events: JSON.stringify(appended.slice(2)), event_count: 1 })
         .where('id', '=', id)
         .execute();
+      cut.resolve();
       await committing.promise;
     });
+    await cut.promise;
     const args = {
       accountId: alice.account.row.id,
       erasureId: randomUUID(),
@@ -289,5 +294,57 @@ forEachDatabase((dialect) => {
     const left = JSON.parse(events) as Array<{ recipient: string; status: string }>;
     assert.equal(left.length, 1, 'the events the gather took are not written back');
     assert.match(left[0].recipient, /^erased:/);
+  });
+
+  it('keeps nothing in clear of the events a gather read before an erasure wrote them over', async () => {
+    api = await startApiTest(dialect, { clock: new ManualClock(Date.now()), env: { SMS_TRANSPORT: 'sandbox:' } });
+    const alice = await api.client();
+    const { db } = api.t.ctx;
+    await alice.accept('/sms/single', { recipient: NUMBER, senderName: 'HERALD', body: 'Code 4829', webHookUrl: HOOK });
+    await api.drain();
+    // The gather waits its window; once it has read the stream, its delete is held back (PostgreSQL).
+    const read = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    watchPostgres((text) => {
+      if (!text.startsWith('delete from "webhook_events"')) return;
+      read.resolve();
+      return release.promise;
+    });
+    try {
+      api.clock.advance(GATHER_WINDOW_MS);
+      const draining = api.drain();
+      if (dialect === 'postgres') await read.promise;
+      else await draining;
+      const args = {
+        accountId: alice.account.row.id,
+        erasureId: randomUUID(),
+        erasureKey: await erasureKey(db, api.t.ctx.encryptionKey),
+        mobiles: [NUMBER],
+        emails: [],
+        now: api.clock.now(),
+        after: null,
+      };
+      let settled = false;
+      const erasing = (async () => {
+        for (const step of ['webhookEvents', 'webhookDeliveries']) {
+          await api!.t.ctx.database.call(eraseChunk, { ...args, step });
+        }
+      })().finally(() => (settled = true));
+      if (dialect === 'postgres') await waitForLockWait(db, 'the erasure to wait for the gather', () => settled);
+      release.resolve();
+      await draining;
+      await erasing;
+    } finally {
+      watchPostgres(undefined);
+    }
+    const delivered = await db.selectFrom('webhook_deliveries').select('payload').execute();
+    assert.ok(delivered.length > 0, 'the gather made its deliveries');
+    const waiting = await db.selectFrom('webhook_events').select('events').execute();
+    assert.deepEqual(
+      [...delivered.map((row) => row.payload), ...waiting.map((row) => row.events)].filter((text) =>
+        text.includes(NUMBER),
+      ),
+      [],
+    );
   });
 });

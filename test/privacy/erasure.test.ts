@@ -4,7 +4,6 @@ import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
 import { erasureKey } from '../../src/messaging/erased-identifiers.ts';
-import pg from 'pg';
 import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
 import { ConfigError } from '../../src/config.ts';
 import { generateKey, Keyring } from '../../src/sealed.ts';
@@ -12,6 +11,7 @@ import { ADMIN_TOKEN, bearer, startTestApp } from '../support/app.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { pgDump } from '../support/storage.ts';
+import { watchPostgres } from '../support/postgres-wire.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { buildBatch } from '../email/support.ts';
 import { recordTracking } from '../../src/email/record.ts';
@@ -50,18 +50,6 @@ async function everyRow(api: ApiTest, dialect: DialectName): Promise<string> {
   }
   return text;
 }
-
-/**
- * Every parameter Herald's connections send to PostgreSQL while a test asks (its server's logs
- * may record them): wrapped before any connection is made, as each binds its query at connect.
- */
-let sentToPostgres: unknown[] | undefined;
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const [config, values] = args as [{ values?: unknown[] } | string, unknown[] | undefined];
-  sentToPostgres?.push(...(values ?? (typeof config === 'object' ? (config.values ?? []) : [])));
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof query;
 
 forEachDatabase((dialect) => {
   let api: ApiTest;
@@ -103,8 +91,11 @@ forEachDatabase((dialect) => {
     ).inserted.contactIds;
 
   it('keeps an erased person suppressed in a list send and its dry run, never sending the key', async () => {
+    // Every parameter sent to PostgreSQL: its server's logs may record them.
     const sent: unknown[] = [];
-    sentToPostgres = sent;
+    watchPostgres((_text, values) => {
+      sent.push(...values);
+    });
     try {
       await alice.createProperty('firstName');
       await ada(alice);
@@ -141,7 +132,7 @@ forEachDatabase((dialect) => {
         JSON.stringify(recipients),
       );
     } finally {
-      sentToPostgres = undefined;
+      watchPostgres(undefined);
     }
     if (dialect === 'postgres') {
       const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
