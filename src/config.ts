@@ -150,8 +150,11 @@ const SMS_TRANSPORT_FORMS = 'sandbox:, sandbox:?fail=<regular expression> or smp
 const EMAIL_TRANSPORT_FORMS =
   'sandbox:, sandbox:?defer=<regular expression>&bounce=<regular expression> or smtp://user:password@host:port';
 
-/** A URL as an error may show it: what stands before its host's @ (a user and password) left out. */
-const withoutPassword = (url: string) => url.replace(/\/\/[^@]*@/, '//…@');
+/**
+ * A URL as an error may show it: all before its last @ (a user and password) left out but its
+ * scheme, however malformed the URL (no scheme, no //, an @ in the password).
+ */
+const withoutPassword = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, '$1…@');
 
 function smsTransportSetting(raw: string): Config['smsTransport'] {
   try {

@@ -106,6 +106,11 @@ it('names a URL it refuses without the password in it', () => {
     ['DATABASE_URL', 'postgress://herald:S3cr/et@db/herald'],
     ['REDIS_URL', 'redis//:S3cr/et@cache:6379'],
     ['REDIS_URL', 'rediss://:S3cr/et@cache:6379 x'],
+    ['DATABASE_URL', 'herald:S3cret@db/herald'],
+    ['REDIS_URL', ':S3cret@cache:6379'],
+    ['EMAIL_TRANSPORT', 'SMTP://mailer:Pa@S3cret@relay:25'],
+    ['SMS_TRANSPORT', 'SMPP://sysid:Ab@S3cret@host:2775'],
+    ['SMS_TRANSPORT', 'smpp://sysid:Ab@S3cret@host:2775?window=0'],
   ]) {
     assert.throws(
       () => loadConfig({ [variable]: value }),
