@@ -16,11 +16,15 @@ export const SEALED_PREFIX = 'v1:';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** A value that does not open: sealed under another key, for another place, or altered. */
+/**
+ * A value that does not open: sealed under another key, for another place, or altered. Its
+ * message names the place's kind only (`send_recipients.tags`), never the rest, which may hold a
+ * number or an address: a send's failure is logged and written to its other recipients' errors.
+ */
 export class SealedValueError extends Error {
   constructor(place: string) {
     const why = 'it was sealed under another ENCRYPTION_KEY, for another place, or altered';
-    super(`a sealed value of ${place} does not open: ${why}`);
+    super(`a sealed value of ${place.split(':')[0]} does not open: ${why}`);
   }
 }
 

@@ -24,6 +24,14 @@ it('refuses to open under another key, for another place, altered, or not sealed
   const refused = (fn: () => unknown) =>
     assert.throws(fn, (error: unknown) => error instanceof SealedValueError && !String(error).includes('739184'));
   refused(() => open(new Keyring(generateKey()), sealed, place));
+  // A place may name the person (a recipient's tags are sealed for their address): never told.
+  assert.throws(
+    () => open(ring, sealed, 'send_recipients.tags:3f1c2a9e:447911123456'),
+    (error: unknown) =>
+      error instanceof SealedValueError &&
+      /of send_recipients\.tags does/.test(String(error)) &&
+      !String(error).includes('447911123456'),
+  );
   refused(() => open(ring, sealed, 'sends.content:3f1c2a9e-0000-4000-8000-000000000002'));
   const bytes = Buffer.from(sealed.slice(3), 'base64url');
   for (const at of [0, 12, 28, bytes.length - 1]) {

@@ -185,7 +185,7 @@ forEachDatabase((dialect) => {
       .where('idempotency_key', '=', `sms.send:${secondId}`)
       .executeTakeFirstOrThrow();
     assert.equal(job.state, 'ready', 'tried again later: another worker may hold the right key');
-    assert.match(job.last_error ?? '', new RegExp(`^a sealed value of sends.content:${secondId} does not open`));
+    assert.match(job.last_error ?? '', /^a sealed value of sends\.content does not open/);
     const logged = logs.join('');
     assert.match(logged, /"msg":"job failed"/);
     assert.doesNotMatch(logged, new RegExp(`${CODE}|105722|${BODY_WORDS}`));
