@@ -222,6 +222,9 @@ forEachDatabase((dialect) => {
   it('adds, lists and removes SMSC connections, sets and lists the routing table, from the command line', async () => {
     const env = { DATABASE_URL: database.url, ...serveKeyEnv(dialect) };
     const url = 'smpp://herald:s3cret@127.0.0.1:2776?binds=1';
+    const misnamed = await herald(['smsc', 'add', '--name', 'EU west', '--url', url], env);
+    assert.equal(misnamed.code, 1);
+    assert.match(misnamed.stderr, /^herald: The connection name is not valid\.\n {2}name: must be 1 to 32 lower-case/);
     const added = await herald(['smsc', 'add', '--name', 'eu', '--url', url], env);
     assert.equal(added.code, 0, added.stderr);
     assert.deepEqual(JSON.parse(added.stdout), { name: 'eu', url: 'smpp://herald:***@127.0.0.1:2776?binds=1' });

@@ -9,6 +9,7 @@ import { DEFAULT_SMSC } from '../transport.ts';
 import { bumpRoutingVersion } from './version.ts';
 
 export const SMSC_NAME = /^[a-z0-9-]{1,32}$/;
+export const SMSC_NAME_RULE = 'must be 1 to 32 lower-case letters, digits and hyphens';
 
 /** How long a worker's binds row counts after it was written: three of its beats. */
 export const BINDS_FRESH_MS = 15_000;
@@ -46,6 +47,10 @@ export async function addConnection(
   clock: Clock,
   input: { name: string; url: string },
 ): Promise<{ name: string; url: string }> {
+  // Checked here too, not only by the admin route's schema: `herald smsc add` comes this way.
+  if (!SMSC_NAME.test(input.name)) {
+    throw badRequest('The connection name is not valid.', [{ field: 'name', message: SMSC_NAME_RULE }]);
+  }
   try {
     parseSmsTransport(input.url);
   } catch (error) {

@@ -1,12 +1,10 @@
 import { Type } from 'typebox';
 import { Uuid } from '../../http/schemas.ts';
+import { SMSC_NAME, SMSC_NAME_RULE } from './connections.ts';
 
 /** The bodies of the admin API's SMS routes (routes.ts), the routing table's also read by `herald routes set`. */
 
-export const SmscName = Type.String({
-  pattern: '^[a-z0-9-]{1,32}$',
-  errorMessage: 'must be 1 to 32 lower-case letters, digits and hyphens',
-});
+export const SmscName = Type.String({ pattern: SMSC_NAME.source, errorMessage: SMSC_NAME_RULE });
 
 export const Connection = Type.Object({ name: Type.String(), url: Type.String() });
 export const ConnectionState = Type.Object({
