@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config.ts';
 import { AppError } from '../errors.ts';
-import { migrateToLatest, openDatabase } from '../db/database.ts';
+import { MigrationError, migrateToLatest, openDatabase } from '../db/database.ts';
 import { rotateJwtSecret } from '../auth/signing-key.ts';
 import type { Role } from '../server/server.ts';
 import { simCommand } from '../sim/cli.ts';
@@ -98,7 +98,8 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     error instanceof ConfigError ||
     error instanceof AppError ||
     error instanceof CommandError ||
-    error instanceof PasswordInputError
+    error instanceof PasswordInputError ||
+    error instanceof MigrationError
   ) {
     console.error(`herald: ${error.message}`);
     if (error instanceof AppError)

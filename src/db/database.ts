@@ -198,13 +198,44 @@ function inTurns(pool: pg.Pool, turns: Turns): PostgresPool {
   };
 }
 
+/** Kysely's Migrator keeps the migrations run in this table (its default name). */
+const MIGRATION_TABLE = 'kysely_migration';
+
 const migratorOf = (database: Database) =>
   new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
 
+/** A schema this Herald cannot run on or bring up to date: its message says what to do, alone. */
+export class MigrationError extends Error {}
+
+/**
+ * The database brought up to date; the migrations applied, by name. One a newer Herald migrated
+ * (`herald migrate` before processes are replaced one by one) is left as it is: this one runs on
+ * it as the processes already running do, so that one of them restarting in that window comes
+ * back. One that also lacks a migration this Herald knows is from another line of versions.
+ */
 export async function migrateToLatest(database: Database): Promise<string[]> {
+  const known = Object.keys(migrations);
+  const executed = await executedMigrations(database);
+  const newer = executed.filter((name) => !(name in migrations));
+  if (newer.length > 0) {
+    const missing = known.filter((name) => !executed.includes(name));
+    if (missing.length === 0) return [];
+    throw new MigrationError(
+      `the database holds migrations this Herald does not know (${newer.join(', ')}) and lacks ${missing[0]}: ` +
+        'run the Herald that migrated it, or a newer one',
+    );
+  }
   const { error, results } = await migratorOf(database).migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** The migrations a database has run, by name; none for one never migrated. */
+async function executedMigrations(database: Database): Promise<string[]> {
+  const tables = await database.db.introspection.getTables({ withInternalKyselyTables: true });
+  if (!tables.some((table) => table.name === MIGRATION_TABLE)) return [];
+  const { rows } = await sql<{ name: string }>`select name from ${sql.table(MIGRATION_TABLE)}`.execute(database.db);
+  return rows.map((row) => row.name);
 }
 
 /** The migrations the database has yet to run, by name: it is read, never changed (no table is made). */

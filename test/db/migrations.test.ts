@@ -3,6 +3,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { randomUUID } from 'node:crypto';
 import { Migrator, sql } from 'kysely';
 import { migrations } from '../../src/db/migrations/index.ts';
+import { MigrationError, migrateToLatest } from '../../src/db/database.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 
 // A migration is all or nothing on both databases: one that fails leaves the database as it
@@ -36,5 +37,25 @@ forEachDatabase((dialect) => {
     await sql`delete from sender_names where account_id = (select min(account_id) from sender_names)`.execute(t.db);
     assert.ifError((await migrator.migrateTo('0017_inbound_sms')).error);
     assert.ok((await tables()).includes('sms_inbound'));
+  });
+
+  it('starts on a database a newer Herald migrated, and refuses one from another line of versions', async () => {
+    assert.ok((await migrateToLatest(t)).length > 0);
+    const last = Object.keys(migrations).at(-1)!;
+    // `herald migrate` of the next version ran, and a process of this one restarts meanwhile.
+    await sql`insert into kysely_migration (name, timestamp) values ('9999_from_a_newer_herald', '2030-01-01')`.execute(
+      t.db,
+    );
+    assert.deepEqual(await migrateToLatest(t), [], 'it runs on the schema as it is');
+    await sql`delete from kysely_migration where name = ${last}`.execute(t.db);
+    await assert.rejects(migrateToLatest(t), (error: unknown) => {
+      assert.ok(error instanceof MigrationError);
+      assert.equal(
+        error.message,
+        `the database holds migrations this Herald does not know (9999_from_a_newer_herald) and lacks ${last}: ` +
+          'run the Herald that migrated it, or a newer one',
+      );
+      return true;
+    });
   });
 });
