@@ -215,7 +215,10 @@ export class MigrationError extends Error {}
  */
 export async function migrateToLatest(database: Database): Promise<string[]> {
   const known = Object.keys(migrations);
-  const executed = await executedMigrations(database);
+  // The first statement of every start: its failure is the database unreachable or refusing us.
+  const executed = await executedMigrations(database).catch((error: unknown) => {
+    throw new MigrationError(`cannot use the database of DATABASE_URL: ${(error as Error).message}`, { cause: error });
+  });
   const newer = executed.filter((name) => !(name in migrations));
   if (newer.length > 0) {
     const missing = known.filter((name) => !executed.includes(name));

@@ -56,14 +56,16 @@ async function listen<T>(start: (bind: Bind) => Promise<T>, bind: Bind): Promise
     return await start(bind);
   } catch (error) {
     const code = (error as { code?: string }).code;
-    if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
+    const reasons: Record<string, string> = {
+      EADDRINUSE: 'is already in use',
+      EACCES: 'may not be bound by this user',
+      EADDRNOTAVAIL: 'is not an address of this machine',
+      ENOTFOUND: 'is not a name this machine resolves',
+      EAI_AGAIN: 'is not a name this machine resolves',
+    };
+    const reason = code === undefined ? undefined : reasons[code];
+    if (reason === undefined) throw error;
     const { host, port, portVariable } = bind;
-    const reason =
-      code === 'EADDRINUSE'
-        ? 'is already in use'
-        : code === 'EACCES'
-          ? 'may not be bound by this user'
-          : 'is not an address of this machine';
     throw new StartError(
       `cannot listen on HOST ${host} ${portVariable} ${port}: it ${reason} (${code}); ` +
         `set ${portVariable} or HOST to another value`,

@@ -42,6 +42,33 @@ it('stops with one line naming HOST and PORT when the port is taken', async () =
   }
 });
 
+it('stops with one line when HOST is no name or the database cannot be reached', async () => {
+  const database = await createTestDatabase('sqlite');
+  try {
+    const unnamed = await herald(['serve'], { DATABASE_URL: database.url, HOST: 'no-such-host.invalid', PORT: '0' });
+    assert.equal(unnamed.code, 1);
+    assert.match(unnamed.stderr, /^herald: cannot listen on HOST no-such-host\.invalid PORT 0: it is not a name this/);
+    assert.equal(unnamed.stderr.split('\n').length, 2, unnamed.stderr);
+  } finally {
+    await database.close();
+  }
+  // A port no PostgreSQL listens on.
+  const closed = createServer().listen(0, '127.0.0.1');
+  await once(closed, 'listening');
+  const { port } = closed.address() as { port: number };
+  closed.close();
+  for (const command of [['serve'], ['migrate']]) {
+    const unreachable = await herald(command, {
+      DATABASE_URL: `postgres://herald:S3cret@127.0.0.1:${port}/herald`,
+      ENCRYPTION_KEY: 'ab'.repeat(32),
+    });
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /^herald: cannot use the database of DATABASE_URL: .*ECONNREFUSED/);
+    assert.equal(unreachable.stderr.split('\n').length, 2, unreachable.stderr);
+    assert.doesNotMatch(unreachable.stderr, /S3cret/);
+  }
+});
+
 it('prints the usage of every command and group on --help, whatever the environment holds', async () => {
   const everything = await herald(['--help'], {});
   assert.equal(everything.code, 0);
