@@ -39,6 +39,8 @@ const RANGE_WORDS: Record<string, string> = {
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 /** NAT64's local-use prefix (RFC 8215), which operators split into /96s as the well-known one. */
 const LOCAL_NAT64 = ipaddr.parseCIDR('64:ff9b:1::/48');
+/** IPv4-translated addresses (RFC 2765, SIIT), which a stateless translator unwraps. */
+const IPV4_TRANSLATED = ipaddr.parseCIDR('::ffff:0:0:0/96');
 
 /** The kind of non-public range the address is in, or undefined for a public address. */
 export function blockedCategory(address: string): string | undefined {
@@ -68,13 +70,16 @@ const METADATA_ADDRESSES = new Set(
  * The IPv4 address an IPv6 one carries where a gateway unwraps it: mapped (::ffff:a.b.c.d),
  * IPv4-compatible (::a.b.c.d), NAT64's well-known prefix (64:ff9b::/96, RFC 6052) and its
  * local-use one (64:ff9b:1::/48, RFC 8215, in its last 32 bits as a /96 of it carries them),
- * and 6to4 (2002:aabb:ccdd::/48, RFC 3056).
+ * IPv4-translated (::ffff:0:a.b.c.d), 6to4 (2002:aabb:ccdd::/48, RFC 3056) and Teredo's client
+ * (2001::/32, RFC 4380: its last 32 bits, inverted).
  */
 function carriedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   if (address.isIPv4MappedAddress()) return address.toIPv4Address();
   const [, p1, p2, , , , p6, p7] = address.parts;
   const bytes = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 255, low >> 8, low & 255]);
-  if (address.match(IPV4_COMPATIBLE) || address.match(LOCAL_NAT64)) return bytes(p6, p7);
+  if (address.match(IPV4_COMPATIBLE) || address.match(LOCAL_NAT64) || address.match(IPV4_TRANSLATED))
+    return bytes(p6, p7);
+  if (address.range() === 'teredo') return bytes(p6 ^ 0xffff, p7 ^ 0xffff);
   if (address.range() === 'rfc6052' && address.match(ipaddr.parseCIDR('64:ff9b::/96'))) return bytes(p6, p7);
   if (address.range() === '6to4') return bytes(p1, p2);
   return undefined;

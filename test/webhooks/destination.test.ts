@@ -130,6 +130,8 @@ describe('the server-side request forgery guard', () => {
       '64:ff9b:1::a9fe:a9fe',
       '::a9fe:a9fe',
       '2002:a9fe:a9fe::1',
+      '::ffff:0:a9fe:a9fe',
+      '2001:0:4136:e378:8000:63bf:5601:5601',
     ];
     for (const address of metadata) it(`never posts to ${address}`, () => assert.ok(alwaysRefused(address), address));
     for (const address of ['10.0.0.1', '127.0.0.1', '::1', 'fd12:3456::1', '100.64.0.1', '8.8.8.8']) {
