@@ -6,7 +6,7 @@
  * the statements run beside them; a message each way costs tens of microseconds. Work of
  * many statements runs there whole, as a procedure (procedure.ts).
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { startThread } from '../threads.ts';
@@ -266,7 +266,12 @@ export function openSqlite(
   close: () => Promise<void>;
 } {
   const memory = path === ':memory:';
-  if (!memory) mkdirSync(dirname(path), { recursive: true });
+  if (!memory) {
+    mkdirSync(dirname(path), { recursive: true });
+    // A new database readable by its owner alone, as its key file is (SQLite gives its WAL and
+    // shared-memory files the database's mode): it holds people's numbers and addresses.
+    closeSync(openSync(path, 'a', 0o600));
+  }
   const driver = new SqliteThreadDriver(path, procedures);
   const dialect = sqliteDialect(() => driver);
   const reads = memory

@@ -28,6 +28,10 @@ it('on SQLite without ENCRYPTION_KEY, makes a key once beside the database (mode
   assert.equal(statSync(`${file}.key`).mode & 0o777, 0o600);
   const again = await createContext(loadConfig({ DATABASE_URL: `sqlite:${file}` }));
   assert.equal(hexOf(again.encryptionKey.current), hex, 'the same key on the next start');
+  // The database, its WAL and shared memory too: they hold people's numbers and addresses.
+  for (const name of readdirSync(join(dir, 'data'))) {
+    assert.equal(statSync(join(dir, 'data', name)).mode & 0o777, 0o600, name);
+  }
   await closeContext(again);
   for (const name of readdirSync(join(dir, 'data')).filter((name) => !name.endsWith('.key'))) {
     const bytes = readFileSync(join(dir, 'data', name));
