@@ -97,10 +97,11 @@ migrates the database: run herald migrate first.`,
   },
   {
     name: 'smsc add',
-    args: '--name NAME --url URL',
+    args: '--name NAME (--url-stdin | --url URL)',
     about: `add an SMSC connection beside SMS_TRANSPORT's default: an smpp://, smpps:// or sandbox: URL as
 SMS_TRANSPORT takes it (docs/sms.md, "Routes over several SMSCs"). Its password is sealed under
-ENCRYPTION_KEY and shown as ***`,
+ENCRYPTION_KEY and shown as ***. --url-stdin reads the URL from standard input (one trailing newline
+is not part of it), keeping its password out of the process list and shell history`,
   },
   { name: 'smsc list', args: '', about: 'print the SMSC connections, default first, with their state and binds up' },
   {

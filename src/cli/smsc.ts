@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { text } from 'node:stream/consumers';
 import { Value } from 'typebox/value';
 import type { Config } from '../config.ts';
 import { systemClock } from '../clock.ts';
@@ -6,19 +7,29 @@ import { addConnection, listConnections, removeConnection } from '../sms/routing
 import { RoutesBody } from '../sms/routing/schemas.ts';
 import { readRoutes, replaceRoutes, viewOf, type SmsRoute } from '../sms/routing/table.ts';
 import { fieldPath } from '../http/validation.ts';
-import { CommandError, groupCommand, HELP, parse, print, required, usage } from './commands.ts';
+import { CommandError, groupCommand, HELP, parse, print, required, usage, UsageError } from './commands.ts';
 import { keyringFor, withDatabase, withExistingDatabase } from './database.ts';
 
 /** `herald smsc …`: the admin API's SMSC connections (POST, GET and DELETE /admin/smsc). */
 export async function smscCommand(config: () => Config, action: string | undefined, args: string[]): Promise<void> {
   const command = groupCommand('smsc', action);
   if (command === undefined) return;
-  const values = parse(command, args, { ...HELP, name: { type: 'string' }, url: { type: 'string' } });
+  const values = parse(command, args, {
+    ...HELP,
+    name: { type: 'string' },
+    url: { type: 'string' },
+    'url-stdin': { type: 'boolean' },
+  });
   if (values.help) return console.log(usage(command));
   const settings = config();
   switch (action) {
     case 'add': {
-      const connection = { name: required(command, values, 'name'), url: required(command, values, 'url') };
+      const name = required(command, values, 'name');
+      if (values['url-stdin'] && values.url !== undefined) throw new UsageError(command, 'give --url or --url-stdin');
+      const url = values['url-stdin']
+        ? (await text(process.stdin)).replace(/\r?\n$/, '')
+        : required(command, values, 'url');
+      const connection = { name, url };
       return print(
         await withDatabase(settings, async (database) =>
           addConnection(database.db, await keyringFor(settings, database), systemClock, connection),

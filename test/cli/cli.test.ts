@@ -252,7 +252,7 @@ forEachDatabase((dialect) => {
     const misnamed = await herald(['smsc', 'add', '--name', 'EU west', '--url', url], env);
     assert.equal(misnamed.code, 1);
     assert.match(misnamed.stderr, /^herald: The connection name is not valid\.\n {2}name: must be 1 to 32 lower-case/);
-    const added = await herald(['smsc', 'add', '--name', 'eu', '--url', url], env);
+    const added = await herald(['smsc', 'add', '--name', 'eu', '--url-stdin'], env, `${url}\n`);
     assert.equal(added.code, 0, added.stderr);
     assert.deepEqual(JSON.parse(added.stdout), { name: 'eu', url: 'smpp://herald:***@127.0.0.1:2776?binds=1' });
     const listed = JSON.parse((await herald(['smsc', 'list'], env)).stdout);
