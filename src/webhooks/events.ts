@@ -256,8 +256,11 @@ const inStream = (stream: EventStream) => (eb: ExpressionBuilder<Schema, 'webhoo
 /**
  * Removes up to `limit` of the stream's oldest events and answers them, in append order,
  * each as JSON: the appends taken whole are deleted, and the one the limit cuts through
- * keeps what is left of it. The appends are picked by their counts, then read and removed
- * by id, so one that commits meanwhile (PostgreSQL) is left whole for the next run.
+ * keeps what is left of it. The appends are picked by their counts, then removed by id, so one
+ * that commits meanwhile (PostgreSQL) is left whole for the next run. Each is read as it is
+ * removed (DELETE … RETURNING), and the one cut read under its lock: an erasure that rewrites
+ * one meanwhile (privacy/erasures.ts) is either seen or waits, never written over with a read
+ * from before it.
  */
 async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number): Promise<string[]> {
   // Each append holds at least one event, so no more than `limit` of them can be needed.
@@ -277,18 +280,26 @@ async function takeEvents(db: Kysely<Schema>, stream: EventStream, limit: number
   }
   if (picked.length === 0) return [];
   const ids = (list: number[]) => inJson(dialectOf(db), list, 'bigint');
-  const taken = db.selectFrom('webhook_events').select('events').where('id', 'in', ids(picked)).orderBy('id');
-  const rows = await lockTaken(db, taken).execute();
+  // Only the last append picked can hold more than the limit leaves room for.
+  const cut = counted > limit ? picked.at(-1) : undefined;
+  const whole = cut === undefined ? picked : picked.slice(0, -1);
+  const rows =
+    whole.length === 0
+      ? []
+      : await db.deleteFrom('webhook_events').where('id', 'in', ids(whole)).returning(['id', 'events']).execute();
+  rows.sort((a, b) => Number(a.id) - Number(b.id));
+  if (cut !== undefined) {
+    const read = db.selectFrom('webhook_events').select(['id', 'events']).where('id', '=', cut);
+    rows.push(...(await lockTaken(db, read).execute()));
+  }
   // Parsed and written again, each event comes out as the bytes JSON.stringify gave it at append.
   const events = rows.flatMap((row) => (JSON.parse(row.events) as unknown[]).map((event) => JSON.stringify(event)));
   const rest = events.splice(limit);
-  const whole = rest.length === 0 ? picked : picked.slice(0, -1);
-  if (whole.length > 0) await db.deleteFrom('webhook_events').where('id', 'in', ids(whole)).execute();
   if (rest.length > 0) {
     await db
       .updateTable('webhook_events')
       .set({ events: `[${rest.join(',')}]`, event_count: rest.length })
-      .where('id', '=', picked.at(-1)!)
+      .where('id', '=', cut!)
       .execute();
   }
   return events;

@@ -44,9 +44,9 @@ export function lockStream(db: Db, key: string): Promise<void> {
 }
 
 /**
- * A gather's read of the appends it takes, locked until it commits (PostgreSQL): an erasure
- * (privacy/erasures.ts) that would write over one of them meanwhile waits, then rewrites what
- * the gather left, rather than have the gather write its clear read back over the erasure's.
+ * A gather's read of the append it cuts, locked until it commits (PostgreSQL): an erasure
+ * (privacy/erasures.ts) that would write over it meanwhile waits, then rewrites what the gather
+ * left, rather than have the gather write its clear read back over the erasure's.
  */
 export function lockTaken<Q>(db: Db, select: Lockable<Q> & Q): Q {
   return STATEMENTS[dialectOf(db)].lockTaken(select);
