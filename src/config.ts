@@ -152,9 +152,11 @@ const EMAIL_TRANSPORT_FORMS =
 
 /**
  * A URL as an error may show it: all before its last @ (a user and password) left out but its
- * scheme, however malformed the URL (no scheme, no //, an @ in the password).
+ * scheme, however malformed the URL (no scheme, no //, an @ in the password), and the value of
+ * any password= (in a query, or PostgreSQL's keyword/value form).
  */
-const withoutPassword = (url: string) => url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, '$1…@');
+const withoutPassword = (url: string) =>
+  url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, '$1…@').replace(/(password\s*=\s*)('[^']*'?|[^&\s]*)/gi, '$1…');
 
 function smsTransportSetting(raw: string): Config['smsTransport'] {
   try {

@@ -111,6 +111,9 @@ it('names a URL it refuses without the password in it', () => {
     ['EMAIL_TRANSPORT', 'SMTP://mailer:Pa@S3cret@relay:25'],
     ['SMS_TRANSPORT', 'SMPP://sysid:Ab@S3cret@host:2775'],
     ['SMS_TRANSPORT', 'smpp://sysid:Ab@S3cret@host:2775?window=0'],
+    ['DATABASE_URL', 'host=db user=herald password=S3cret dbname=herald'],
+    ['DATABASE_URL', "host=db password = 'S3cret pw' dbname=herald"],
+    ['DATABASE_URL', 'postgress://db/herald?sslmode=require&password=S3cret'],
   ]) {
     assert.throws(
       () => loadConfig({ [variable]: value }),
