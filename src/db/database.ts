@@ -214,23 +214,31 @@ export class MigrationError extends Error {}
  * back. One that also lacks a migration this Herald knows is from another line of versions.
  */
 export async function migrateToLatest(database: Database): Promise<string[]> {
-  const known = Object.keys(migrations);
   // The first statement of every start: its failure is the database unreachable or refusing us.
   const executed = await executedMigrations(database).catch((error: unknown) => {
     throw new MigrationError(`cannot use the database of DATABASE_URL: ${(error as Error).message}`, { cause: error });
   });
-  const newer = executed.filter((name) => !(name in migrations));
-  if (newer.length > 0) {
-    const missing = known.filter((name) => !executed.includes(name));
-    if (missing.length === 0) return [];
-    throw new MigrationError(
-      `the database holds migrations this Herald does not know (${newer.join(', ')}) and lacks ${missing[0]}: ` +
-        'run the Herald that migrated it, or a newer one',
-    );
-  }
+  if (aheadOfThis(executed)) return [];
   const { error, results } = await migratorOf(database).migrateToLatest();
+  // A newer Herald's `migrate` that held the migrations' lock while this one waited for it.
+  if (error && aheadOfThis(await executedMigrations(database))) return [];
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Whether a newer Herald migrated the database past this one's migrations (true), or not
+ * (false); a MigrationError when it also lacks one of them.
+ */
+function aheadOfThis(executed: string[]): boolean {
+  const newer = executed.filter((name) => !(name in migrations));
+  if (newer.length === 0) return false;
+  const missing = Object.keys(migrations).filter((name) => !executed.includes(name));
+  if (missing.length === 0) return true;
+  throw new MigrationError(
+    `the database holds migrations this Herald does not know (${newer.join(', ')}) and lacks ${missing[0]}: ` +
+      'run the Herald that migrated it, or a newer one',
+  );
 }
 
 /** The migrations a database has run, by name; none for one never migrated. */
