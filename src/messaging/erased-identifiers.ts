@@ -10,8 +10,9 @@ import type { Keyring } from '../sealed.ts';
  * messaged again. The hash is HMAC-SHA256 under a key Herald makes once and keeps sealed by
  * ENCRYPTION_KEY (sealed-keys.ts): replacing ENCRYPTION_KEY re-seals the key and leaves every
  * hash as it was, so the erased stay suppressed; a copy of the database alone cannot test the
- * numbers of a country against a hash. The same HMAC is computed in SQL (queries.ts,
- * erasedAddress), so a send's set-based consent checks match an address against the hashes.
+ * numbers of a country against a hash. The hashes are made here only, never in SQL: a
+ * statement carrying the key would leave it in any server log of parameters (recipients.ts,
+ * erasedAmong, looks a send's addresses up by their hashes).
  */
 
 export const ERASURE_KEY: SealedKey = { row: 'sealed_erasure_key', purpose: 'herald erased identifiers' };

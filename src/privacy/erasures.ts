@@ -472,13 +472,14 @@ export const ERASURE_STEPS = Object.keys(STEPS);
 /**
  * `ref`, which holds one of `identifiers`, as that identifier's keyed hash. The hashes are made
  * here and the statement maps each identifier to its own: the key itself, sent with a statement,
- * would be in any server log that records parameters.
+ * would be in any server log that records parameters. A row another erasure of the same person
+ * hashed meanwhile (PostgreSQL re-reads it after waiting) keeps its hash.
  */
 const hashOfHeld = (key: Buffer, ref: Expression<string>, identifiers: readonly string[]) =>
   sql<string>`case ${ref} ${sql.join(
     identifiers.map((clear) => sql`when ${clear} then ${erasedAddress(key, clear)}`),
     sql` `,
-  )} end`;
+  )} else ${ref} end`;
 
 /** A LIKE pattern of an identifier anywhere in a text. */
 const anywhere = (identifier: string) => `%${identifier}%`;

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, it } from 'node:test';
 import { sql } from 'kysely';
 import { ManualClock } from '../../src/clock.ts';
 import type { DialectName } from '../../src/db/database.ts';
-import { erasureKey } from '../../src/messaging/erased-identifiers.ts';
+import { erasedAddress, erasureKey } from '../../src/messaging/erased-identifiers.ts';
 import { rotateJwtSecret } from '../../src/auth/signing-key.ts';
 import { ConfigError } from '../../src/config.ts';
 import { generateKey, Keyring } from '../../src/sealed.ts';
@@ -426,6 +426,48 @@ forEachDatabase((dialect) => {
       .execute();
     assert.deepEqual([row.due_at, row.retry_at], [null, null]);
     assert.deepEqual((await alice.get('/sandbox/sms')).json().messages, [], 'nothing went');
+  });
+
+  it('refuses, at the end of its hold, a recipient whose number an erasure suppressed meanwhile', {
+    timeout: 30_000,
+  }, async () => {
+    const patched = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: { authorization: `Bearer ${alice.token}` },
+      payload: { quietHours: { start: '11:00', end: '13:00' } },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const queueId = await alice.accept('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'Spring sale',
+      recipients: [{ mobileNo: ADA_MOBILE }, { mobileNo: '447911000001' }],
+    });
+    await api.drain();
+    assert.deepEqual((await alice.get(`/sms/${queueId}`)).json().totals, { Scheduled: 2 });
+    // As an erasure that raced the hold leaves it: the number suppressed by its hash, the held row untouched.
+    const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
+    await api.t.ctx.db
+      .insertInto('erased_suppressions')
+      .values({
+        account_id: alice.account.row.id,
+        channel: 'sms',
+        hash: erasedAddress(key, ADA_MOBILE),
+        reason: 'erased',
+        created_at: api.clock.now(),
+      })
+      .execute();
+    api.clock.advance(2 * 3_600_000);
+    await api.drain();
+    const recipients = (await alice.get(`/sms/${queueId}`)).json().recipients as Array<{
+      recipient: string;
+      status: string;
+      reason: string | null;
+    }>;
+    assert.deepEqual(recipients.map((r) => [r.recipient, r.status, r.reason]).sort(), [
+      ['447911000001', 'Delivered', null],
+      [ADA_MOBILE, 'NotSent', 'suppressed: erased'],
+    ]);
   });
 
   it('ends a recipient its relay deferred: it is not tried again', { timeout: 30_000 }, async () => {
