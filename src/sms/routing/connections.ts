@@ -97,7 +97,7 @@ export async function listConnections(
   };
   return [
     view(DEFAULT_SMSC, shownUrl(defaultTransport.raw), defaultTransport.kind === 'sandbox'),
-    ...rows.map((row) => view(row.name, row.url, row.url.startsWith('sandbox:'))),
+    ...rows.map((row) => view(row.name, row.url, isSandboxUrl(row.url))),
   ];
 }
 
@@ -111,14 +111,12 @@ export async function sendsOnlyToSandbox(
   defaultKind: Config['smsTransport']['kind'],
 ): Promise<boolean> {
   if (defaultKind !== 'sandbox') return false;
-  const real = await db
-    .selectFrom('smsc_connections')
-    .select('name')
-    .where('url', 'not like', 'sandbox:%')
-    .limit(1)
-    .executeTakeFirst();
-  return real === undefined;
+  const rows = await db.selectFrom('smsc_connections').select('url').execute();
+  return rows.every((row) => isSandboxUrl(row.url));
 }
+
+/** Whether a connection's URL (as shown) is a sandbox's. */
+const isSandboxUrl = (url: string) => url.startsWith('sandbox:');
 
 /**
  * Removes a connection (DELETE /admin/smsc/{name}): 409 for `default`, while a route names it,
