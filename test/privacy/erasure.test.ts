@@ -394,10 +394,8 @@ forEachDatabase((dialect) => {
     assert.equal(JSON.parse(job.payload).contacts.length, 1, "Carl's entry stays");
   });
 
-  it('ends a recipient quiet hours held: its hold goes with it, and its send completes', {
-    timeout: 30_000,
-  }, async () => {
-    // 12:00 in London: inside the window, so the batch's one recipient is held until 13:00.
+  /** A batch to `numbers` that Alice's quiet hours hold: 12:00 in London, inside 11:00–13:00. */
+  const heldBatch = async (numbers: string[]) => {
     const patched = await api.t.app.inject({
       method: 'PATCH',
       url: '/account',
@@ -408,10 +406,17 @@ forEachDatabase((dialect) => {
     const queueId = await alice.accept('/sms/batch', {
       senderName: 'HERALD',
       body: 'Spring sale',
-      recipients: [{ mobileNo: ADA_MOBILE }],
+      recipients: numbers.map((mobileNo) => ({ mobileNo })),
     });
     await api.drain();
-    assert.deepEqual((await alice.get(`/sms/${queueId}`)).json().totals, { Scheduled: 1 });
+    assert.deepEqual((await alice.get(`/sms/${queueId}`)).json().totals, { Scheduled: numbers.length });
+    return queueId;
+  };
+
+  it('ends a recipient quiet hours held: its hold goes with it, and its send completes', {
+    timeout: 30_000,
+  }, async () => {
+    const queueId = await heldBatch([ADA_MOBILE]);
     await erase(alice, { mobile: ADA_MOBILE });
     await api.drain();
     // Past the hold's end, when the send's job wakes.
@@ -431,20 +436,7 @@ forEachDatabase((dialect) => {
   it('refuses, at the end of its hold, a recipient whose number an erasure suppressed meanwhile', {
     timeout: 30_000,
   }, async () => {
-    const patched = await api.t.app.inject({
-      method: 'PATCH',
-      url: '/account',
-      headers: { authorization: `Bearer ${alice.token}` },
-      payload: { quietHours: { start: '11:00', end: '13:00' } },
-    });
-    assert.equal(patched.statusCode, 200, patched.body);
-    const queueId = await alice.accept('/sms/batch', {
-      senderName: 'HERALD',
-      body: 'Spring sale',
-      recipients: [{ mobileNo: ADA_MOBILE }, { mobileNo: '447911000001' }],
-    });
-    await api.drain();
-    assert.deepEqual((await alice.get(`/sms/${queueId}`)).json().totals, { Scheduled: 2 });
+    const queueId = await heldBatch([ADA_MOBILE, '447911000001']);
     // As an erasure that raced the hold leaves it: the number suppressed by its hash, the held row untouched.
     const key = await erasureKey(api.t.ctx.db, api.t.ctx.encryptionKey);
     await api.t.ctx.db
