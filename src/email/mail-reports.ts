@@ -77,7 +77,18 @@ const PARSING = {
  * message's head), parsed as a header is.
  */
 async function fields(block: string): Promise<Headers> {
-  return (await simpleParser(`${block.replace(/(?:\r?\n)+$/, '')}\r\n\r\n`, PARSING)).headers;
+  return (await simpleParser(`${withoutTrailingBreaks(block)}\r\n\r\n`, PARSING)).headers;
+}
+
+/**
+ * The block without the line breaks that end it, found from its end: a regular expression
+ * anchored at the end (/(?:\r?\n)+$/) tries each run of breaks in the block, which a stranger's
+ * report of many breaks made quadratic (8.5 s for 110 KB).
+ */
+function withoutTrailingBreaks(block: string): string {
+  let end = block.length;
+  while (end > 0 && (block[end - 1] === '\n' || block[end - 1] === '\r')) end--;
+  return block.slice(0, end);
 }
 
 /** The head of a message (a message/rfc822 part or text/rfc822-headers): what precedes its first blank line. */
