@@ -87,12 +87,15 @@ export function leaseOf(row: JobRow): Lease {
 
 /**
  * Whether the claim still holds the job, answered in the caller's transaction, which then
- * holds the job's row until it ends: a lapsed claim cannot be taken over meanwhile.
+ * holds the job's row until it ends: a lapsed claim cannot be taken over meanwhile. The caller
+ * records progress (a page sent): the job's lapses are counted afresh from it, so that only a
+ * job that keeps killing its worker without getting on dies of them, not a campaign that met
+ * five restarts in its hours.
  */
 export async function holdsJob(db: Kysely<Schema>, lease: Lease): Promise<boolean> {
   const held = await db
     .updateTable('jobs')
-    .set({ lease_token: lease.token })
+    .set({ lease_token: lease.token, lapses: 0 })
     .where('id', '=', lease.id)
     .where('lease_token', '=', lease.token)
     .executeTakeFirst();

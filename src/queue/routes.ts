@@ -14,7 +14,9 @@ const JobBody = Type.Object({
   state: Type.Union([Type.Literal('ready'), Type.Literal('running'), Type.Literal('dead')]),
   attempts: Type.Integer(),
   maxAttempts: Type.Integer(),
-  lapses: Type.Integer({ description: 'Leases that lapsed: its worker died or hung. Five make it dead.' }),
+  lapses: Type.Integer({
+    description: 'Leases that lapsed since its run last recorded progress: its worker died or hung. Five make it dead.',
+  }),
   priority: Type.Integer({ description: 'Its lane: lower is claimed first.' }),
   runAt: Type.String({ format: 'date-time' }),
   lastError: Type.Union([Type.String(), Type.Null()]),

@@ -7,7 +7,7 @@ import type { Schema } from '../../src/db/schema.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { enqueue, enqueueMany, PRIORITY } from '../../src/queue/queue.ts';
 import { retryDelayMs } from '../../src/queue/backoff.ts';
-import { completeJob, SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
+import { completeJob, keepJob, SnoozeJob, Worker, type Job, type JobHandler } from '../../src/queue/worker.ts';
 import { claimJobs, claimStatement, leaseOf, MAX_LAPSES } from '../../src/queue/queries.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
@@ -291,6 +291,27 @@ forEachDatabase((dialect) => {
       ]);
     },
   );
+
+  it('counts lapses afresh from a run that recorded progress: a long job outlives five restarts', async () => {
+    await enqueue(database.db, { kind: 'test', payload: 'campaign', now: clock.now() });
+    const worker = workerWith({ test: { handle: async () => assert.fail('never run to completion') } });
+    for (let lapse = 1; lapse <= 2 * MAX_LAPSES; lapse++) {
+      const [claimed] = await claimJobs(database.db, database.dialect, {
+        kind: 'test',
+        limit: 1,
+        workerId: 'restarting',
+        now: clock.now(),
+        leaseMs: 0,
+      });
+      assert.ok(claimed, `claimed at lapse ${lapse}`);
+      // A page recorded under this claim, as the send's worker records each one, then a restart.
+      await database.db.transaction().execute((trx) => keepJob(trx, leaseOf(claimed)));
+      assert.equal(await worker.drain(), 0);
+      const [job] = await jobs();
+      assert.deepEqual([job.state, job.lapses], ['ready', 1]);
+      clock.set(job.run_at);
+    }
+  });
 
   it(
     'runs onDead with the job marked dead when its last attempt ' + 'fails, and keeps neither if onDead throws',
