@@ -6,6 +6,7 @@ import { checkName, nameKey } from '../crm/setup.ts';
 import { badRequest, conflict } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { postProcedure } from '../http/idempotency.ts';
+import { MAX_HTML_NESTING, nestsDeeperThan } from './compile.ts';
 
 type Db = Kysely<Schema>;
 
@@ -28,6 +29,9 @@ export function htmlProblem(html: string): { problem: string } | undefined {
   if (control) {
     const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
     return { problem: `holds the control character U+${code}, which HTML text cannot hold` };
+  }
+  if (nestsDeeperThan(html, MAX_HTML_NESTING)) {
+    return { problem: `nests elements more than ${MAX_HTML_NESTING} deep (unclosed tags nest too)` };
   }
   return undefined;
 }

@@ -83,6 +83,33 @@ const PREHEADER_STYLE =
   'display:none;max-height:0;max-width:0;overflow:hidden;mso-hide:all;' +
   'font-size:1px;line-height:1px;color:transparent;opacity:0';
 
+/** Elements an email’s HTML may nest: real mail nests a few dozen; its text part reads 200 (render.ts). */
+export const MAX_HTML_NESTING = 1000;
+
+/**
+ * Whether the HTML nests elements deeper than `levels`, read only as far as needed: the parser
+ * keeps open elements in a list it shifts at each, so 260,000 nested cost it five minutes of
+ * the event loop, which a send's compile (here) and dry run would spend.
+ */
+export function nestsDeeperThan(html: string, levels: number): boolean {
+  let depth = 0;
+  let deeper = false;
+  const parser = new Parser({
+    onopentag() {
+      depth += 1;
+      if (depth > levels && !deeper) {
+        deeper = true;
+        parser.pause();
+      }
+    },
+    onclosetag() {
+      depth -= 1;
+    },
+  });
+  parser.end(html);
+  return deeper;
+}
+
 export function compileEmail(content: EmailContent, options: { tracking: boolean }): CompiledEmail {
   const source = lineBreaks(content.html.replaceAll(HOLE_START, '').replaceAll(HOLE_END, ''));
   const tagSlots = new Map<string, number>();

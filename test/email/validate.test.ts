@@ -141,6 +141,14 @@ forEachDatabase((dialect) => {
     await refused(buildBatch({ scheduleDateTime: 'tomorrow' }), 400, ['sendingDetails.scheduleDateTime']);
     await refused(buildBatch({ webhookUrl: 'https://example.com/hooks' }), 400, ['sendingDetails.webhookUrl']);
     await refused(buildBatch({ subject: 'a\u0000b' }), 400, ['sendingDetails.subject']);
+    // Nested past the limit: refused at once, before any parser spends seconds (minutes at 2 MB) on it.
+    const deep = (levels: number) => Buffer.from(`<p>Hi</p>${'<ul><li>'.repeat(levels)}deep`).toString('base64');
+    const started = performance.now();
+    const nested = await refused(buildBatch({ emailBody: deep(200_000) }), 400, ['sendingDetails.emailBody']);
+    assert.ok(performance.now() - started < 5_000, `${Math.round(performance.now() - started)} ms`);
+    assert.match(nested.errors[0].message, /nests elements more than 1000 deep/);
+    const shallow = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: deep(400) }));
+    assert.equal(shallow.statusCode, 200, shallow.body);
     await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com', extra: 1 }] }), 400, ['recipients[0].extra']);
     const privateHooks = await startApiTest(dialect, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
     try {
