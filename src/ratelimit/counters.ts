@@ -45,10 +45,12 @@ function windowOf(key: string, windowMs: number, now: number): { id: string; res
 export class MemoryCounterStore implements CounterStore {
   private readonly counts = new Map<string, { count: number; resetAt: number }>();
   private readonly logs = new Map<string, Array<{ at: number; event: string }>>();
+  /** The longest window a log was read over: a log whose newest event is older is gone from every window. */
+  private longestLogWindowMs = 0;
   private operations = 0;
 
   async increment(key: string, windowMs: number, now: number): Promise<WindowCount> {
-    if (++this.operations % 10_000 === 0) this.sweep(now);
+    this.tick(now);
     const { id, resetAt } = windowOf(key, windowMs, now);
     const entry = this.counts.get(id) ?? { count: 0, resetAt };
     entry.count += 1;
@@ -57,6 +59,7 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   async logEvent(key: string, windowMs: number, now: number): Promise<void> {
+    this.tick(now);
     const log = this.recent(key, windowMs, now);
     log.push({ at: now, event: randomUUID() });
     this.logs.set(key, log);
@@ -76,6 +79,7 @@ export class MemoryCounterStore implements CounterStore {
     windowMs: number,
     now: number,
   ): Promise<{ event: string } | { full: WindowCount }> {
+    this.tick(now);
     for (const [key, max] of keys) {
       const log = this.recent(key, windowMs, now);
       if (log.length >= max) return { full: { count: log.length, resetAt: log[0].at + windowMs } };
@@ -99,13 +103,26 @@ export class MemoryCounterStore implements CounterStore {
   }
 
   private recent(key: string, windowMs: number, now: number): Array<{ at: number; event: string }> {
+    this.longestLogWindowMs = Math.max(this.longestLogWindowMs, windowMs);
     const log = (this.logs.get(key) ?? []).filter(({ at }) => at > now - windowMs);
     if (log.length === 0) this.logs.delete(key);
     return log;
   }
 
-  private sweep(now: number): void {
+  /**
+   * Every 10,000 operations, the windows and logs that have ended go: a log is otherwise cleared
+   * only when its own key is read again, and sign-in failures are logged under any user name a
+   * stranger tries.
+   */
+  private tick(now: number): void {
+    if (++this.operations % 10_000 !== 0) return;
     for (const [id, entry] of this.counts) if (entry.resetAt <= now) this.counts.delete(id);
+    for (const [key, log] of this.logs) if (log.at(-1)!.at <= now - this.longestLogWindowMs) this.logs.delete(key);
+  }
+
+  /** Keys holding a log of events (tests). */
+  get loggedKeys(): number {
+    return this.logs.size;
   }
 }
 

@@ -173,3 +173,13 @@ for (const [name, open] of stores) {
     }
   });
 }
+
+it('forgets, in memory, the logs of keys never read again once their window has passed', async () => {
+  const store = new MemoryCounterStore();
+  // A stranger's sign-in failures, each under a user name no one tries again.
+  for (let i = 0; i < 10_000; i++) await store.logEvent(`login:user:guess-${i}@example.com`, 60_000, 0);
+  assert.equal(store.loggedKeys, 10_000);
+  for (let i = 0; i < 10_000; i++) await store.increment('sms:account', 60_000, 120_000);
+  assert.equal(store.loggedKeys, 0);
+  await store.close();
+});
