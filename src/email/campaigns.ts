@@ -7,6 +7,7 @@ import { badRequest, conflict } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { postProcedure } from '../http/idempotency.ts';
 import { MAX_HTML_NESTING, nestsDeeperThan } from './compile.ts';
+import { MAX_TAG_USES, tagUses } from '../messaging/tags.ts';
 
 type Db = Kysely<Schema>;
 
@@ -22,6 +23,8 @@ type Db = Kysely<Schema>;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL_IN_HTML = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/;
 
+export const TOO_MANY_TAGS = `uses tags more than ${MAX_TAG_USES.email} times`;
+
 /** Why HTML cannot be sent, or undefined. */
 export function htmlProblem(html: string): { problem: string } | undefined {
   if (html.trim() === '') return { problem: 'must hold the HTML of the email: it is empty' };
@@ -30,6 +33,7 @@ export function htmlProblem(html: string): { problem: string } | undefined {
     const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
     return { problem: `holds the control character U+${code}, which HTML text cannot hold` };
   }
+  if (tagUses(html) > MAX_TAG_USES.email) return { problem: TOO_MANY_TAGS };
   if (nestsDeeperThan(html, MAX_HTML_NESTING)) {
     return { problem: `nests elements more than ${MAX_HTML_NESTING} deep (unclosed tags nest too)` };
   }

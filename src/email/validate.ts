@@ -4,8 +4,8 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, sendRejected, type FieldError } from '../errors.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { sendTime, type LocalDelivery } from '../messaging/schedule.ts';
-import { checkTags } from '../messaging/tags.ts';
-import { campaignHtml, htmlProblem } from './campaigns.ts';
+import { checkTags, MAX_TAG_USES, tagUses } from '../messaging/tags.ts';
+import { campaignHtml, htmlProblem, TOO_MANY_TAGS } from './campaigns.ts';
 import type { EmailParty } from './render.ts';
 import { MAX_HTML_BYTES, type EmailBatchRequest } from './schemas.ts';
 
@@ -79,6 +79,12 @@ export function checkEmailRequest(
     webhookUrl: details.webHookUrl ?? null,
   };
   if (details.subject.trim() === '') errors.push({ field: 'sendingDetails.subject', message: 'must not be empty' });
+  for (const [field, text] of [
+    ['subject', details.subject],
+    ['preHeaderText', details.preHeaderText ?? ''],
+  ] as const) {
+    if (tagUses(text) > MAX_TAG_USES.email) errors.push({ field: `sendingDetails.${field}`, message: TOO_MANY_TAGS });
+  }
 
   if (details.emailBody !== undefined && details.emailCampaignId !== undefined) {
     errors.push({

@@ -4,7 +4,7 @@ import { sendRejected, type FieldError } from '../errors.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { sendTime } from '../messaging/schedule.ts';
-import { checkTags } from '../messaging/tags.ts';
+import { checkTags, MAX_TAG_USES, tagUses } from '../messaging/tags.ts';
 import { isValidSenderName, listSenderNames } from '../senders/names.ts';
 import { landingPageUrl } from '../links/landing-pages.ts';
 import { linkBase, parseShortenerUrl, shortenerAccount } from '../links/shortener.ts';
@@ -67,6 +67,8 @@ export function checkSmsRequest(
   }
   if (isBlank(body.body)) {
     errors.push({ field: 'body', message: 'must not be empty' });
+  } else if (tagUses(body.body) > MAX_TAG_USES.sms) {
+    errors.push({ field: 'body', message: `uses tags more than ${MAX_TAG_USES.sms} times` });
   } else if (draft.shortener === null) {
     const { parts } = measure(encoded(body.body));
     if (parts > MAX_PARTS)

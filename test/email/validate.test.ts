@@ -149,6 +149,17 @@ forEachDatabase((dialect) => {
     assert.match(nested.errors[0].message, /nests elements more than 1000 deep/);
     const shallow = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: deep(400) }));
     assert.equal(shallow.statusCode, 200, shallow.body);
+    // Tags are filled per recipient: a text may use them 200 times.
+    const tagged = (uses: number) => Buffer.from(`<p>Hi${' [a]'.repeat(uses)}</p>`).toString('base64');
+    const many = await refused(buildBatch({ emailBody: tagged(201) }), 400, ['sendingDetails.emailBody']);
+    assert.match(many.errors[0].message, /uses tags more than 200 times/);
+    await refused(buildBatch({ subject: '[a]'.repeat(201) }), 400, ['sendingDetails.subject']);
+    assert.equal(
+      (await alice.post('/email/batch?dryRun=true', buildBatch({ subject: '[a]'.repeat(200) }))).statusCode,
+      200,
+    );
+    const enough = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: tagged(200) }));
+    assert.equal(enough.statusCode, 200, enough.body);
     await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com', extra: 1 }] }), 400, ['recipients[0].extra']);
     const privateHooks = await startApiTest(dialect, { env: { WEBHOOK_ALLOW_PRIVATE: 'false' } });
     try {

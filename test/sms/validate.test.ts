@@ -159,6 +159,14 @@ describe('checkSmsRequest', () => {
     });
   });
 
+  it('takes a body using tags up to 30 times and refuses more: each is filled per recipient', () => {
+    const using = (uses: number) => `Hi${' [a]'.repeat(uses)}`;
+    assert.deepEqual(checkSingle({ body: using(30) }).errors, []);
+    assert.deepEqual(checkSingle({ body: using(31) }).errors, [
+      { field: 'body', message: 'uses tags more than 30 times' },
+    ]);
+  });
+
   describe('personalizationSubstitutionTags: a tagName is [x], x 1 to 64 characters other than brackets', () => {
     for (const tagName of ['[name]', '[first name]', '[Prénom]', '[a]', `[${'x'.repeat(64)}]`]) {
       it(`takes ${tagName.length > 20 ? 'a name of 64 characters' : tagName}`, () => {
