@@ -98,8 +98,33 @@ export function alwaysRefused(address: string): string | undefined {
 
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
+/** How long a webhook host's lookup is waited for. */
+export const LOOKUP_PATIENCE_MS = 2_000;
+
+/**
+ * `resolve`, given up on after `patienceMs` with an ETIMEOUT (a request's check then lets the URL
+ * pass, and its delivery tries again later): getaddrinfo runs on libuv's few threads, and an
+ * account whose hosts' DNS never answers held every other account's lookups behind its own, for
+ * 19 s a request here.
+ */
+export function patientResolver(resolve: Resolver, patienceMs: number): Resolver {
+  return (hostname) => {
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const why = `looking up ${hostname} took more than ${patienceMs} ms`;
+        reject(Object.assign(new Error(why), { code: 'ETIMEOUT' }));
+      }, patienceMs);
+    });
+    return Promise.race([resolve(hostname), givenUp]).finally(() => clearTimeout(timer));
+  };
+}
+
 /** Every address of the host, as the operating system resolves it (hosts file included). */
-export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true });
+export const systemResolver: Resolver = patientResolver(
+  (hostname) => lookup(hostname, { all: true }),
+  LOOKUP_PATIENCE_MS,
+);
 
 const NEVER = '; webhooks are never posted there, whatever WEBHOOK_ALLOW_PRIVATE says';
 const ONLY_PUBLIC = '; webhooks are only posted to public addresses';

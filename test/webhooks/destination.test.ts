@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   alwaysRefused,
   blockedCategory,
+  patientResolver,
   RefusedDestination,
   rememberedRefusals,
   vetDestination,
@@ -226,5 +227,20 @@ describe('the server-side request forgery guard', () => {
       );
       assert.deepEqual(asked, ['hooks.example', 'other.example', 'hooks.example']);
     });
+  });
+});
+
+describe('a webhook host whose DNS does not answer', () => {
+  it('is given up on after the patience, and its URL passes the request’s check to be tried at delivery', async () => {
+    const silent = patientResolver(() => new Promise(() => {}), 50);
+    const started = performance.now();
+    await assert.rejects(silent('hooks.example.com'), (error: NodeJS.ErrnoException) => error.code === 'ETIMEOUT');
+    assert.ok(performance.now() - started < 1_000);
+    assert.equal(
+      await webhookUrlRefusal('https://hooks.example.com/in', { allowPrivate: false, resolve: silent }),
+      undefined,
+    );
+    const answering = patientResolver(async () => [{ address: '93.184.215.14', family: 4 }], 50);
+    assert.deepEqual(await answering('hooks.example.com'), [{ address: '93.184.215.14', family: 4 }]);
   });
 });
