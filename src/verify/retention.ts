@@ -34,7 +34,9 @@ const purgeBlocked = foldedPurge('verify_blocked', 'at', ['reason'], (row) => ({
 
 /**
  * A purge of `table`'s rows whose `time` is before the cutoff, oldest first, each counted by
- * `counts` (of its `columns`) into the rollup before the chunk is deleted.
+ * `counts` (of its `columns`) into the rollup as its delete returns it: two sweeps at once (a
+ * lapsed lease's) count each row once, the second's delete finding it gone (PostgreSQL waits for
+ * the first), where counting the chunk as read counted it twice.
  */
 function foldedPurge<T extends 'verifications' | 'verify_blocked', C extends keyof Schema[T] & string>(
   table: T,
@@ -44,12 +46,15 @@ function foldedPurge<T extends 'verifications' | 'verify_blocked', C extends key
 ) {
   return ({ db }: ProcedureDatabase, before: number, limit: number): Promise<number> =>
     db.transaction().execute(async (trx) => {
+      const { rows: chunk } = await sql<{ id: string | number }>`
+        select id from ${sql.table(table)} where ${sql.ref(time)} < ${before}
+         order by ${sql.ref(time)} limit ${limit}`.execute(trx);
+      if (chunk.length === 0) return 0;
       const { rows } = await sql<{ id: string | number; account_id: string; country: string; at: number }>`
-        select id, account_id, country, ${sql.ref(time)} as at, ${sql.join(columns.map((c) => sql.ref(c)))}
-          from ${sql.table(table)} where ${sql.ref(time)} < ${before} order by ${sql.ref(time)} limit ${limit}`.execute(
+        delete from ${sql.table(table)} where id in (${sql.join(chunk.map((row) => row.id))})
+        returning id, account_id, country, ${sql.ref(time)} as at, ${sql.join(columns.map((c) => sql.ref(c)))}`.execute(
         trx,
       );
-      if (rows.length === 0) return 0;
       await fold(
         trx,
         rows.map((row) => ({
@@ -59,7 +64,6 @@ function foldedPurge<T extends 'verifications' | 'verify_blocked', C extends key
           counts: counts(row as unknown as Record<C, string>),
         })),
       );
-      await sql`delete from ${sql.table(table)} where id in (${sql.join(rows.map((row) => row.id))})`.execute(trx);
       return rows.length;
     });
 }

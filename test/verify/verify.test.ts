@@ -488,6 +488,25 @@ forEachDatabase((dialect) => {
     assert.deepEqual(after, { ...before, expired: 1 }, 'the pending one ended expired long ago');
   });
 
+  it('counts a purged attempt once when two retention sweeps run at once (a lapsed lease’s)', async () => {
+    const first = api.clock.now() - 120 * 86_400_000;
+    const attempts = Array.from({ length: 200 }, (_, i) => ({
+      account_id: alice.account.row.id,
+      reason: 'country' as const,
+      country: 'GB',
+      at: first + i * 60_000,
+    }));
+    await api.t.ctx.db.insertInto('verify_blocked').values(attempts).execute();
+    const run = () => sweep(api.t.ctx.database, api.clock.now(), 30, { channelPurges: VERIFY_PURGES });
+    const reports = await Promise.all([run(), run()]);
+    const rollup = await api.t.ctx.db
+      .selectFrom('verify_rollup')
+      .select((eb) => eb.fn.sum<number>('blocked_country').as('n'))
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(rollup.n), 200);
+    assert.equal(reports[0].channels.verifyBlocked + reports[1].channels.verifyBlocked, 200, 'each deleted once');
+  });
+
   it('purges a backlog of blocked attempts spread over more buckets than a statement binds', async () => {
     // 8,000 attempts a quarter-hour apart, each its own rollup row: 72,000 values in one insert.
     const quarterHour = 15 * 60_000;
