@@ -8,7 +8,7 @@ import { linkBase } from '../links/shortener.ts';
 import type { SmsContent } from './accept.ts';
 import { sampleLink, withLinkTag } from './links.ts';
 import { checkedSmsDraft } from './prepare.ts';
-import { readRoutes, RoutingTable } from './routing/table.ts';
+import { readRoutes, RoutingTable, unroutedToDefault } from './routing/table.ts';
 import type { SmsRequest } from './schemas.ts';
 import { isBlank, MAX_PARTS, measure } from './segments.ts';
 import { renderText, type SmsRendering } from './send.ts';
@@ -57,6 +57,10 @@ export async function smsDryRun(
     names: template.tags.length > 0 ? await propertyNames(db, account.id) : new Map(),
   };
   const routes = new RoutingTable(await readRoutes(db));
+  // A number no route takes fails when sent (`no route`), unbilled, where connections were added
+  // and SMS_TRANSPORT is unset.
+  const anyAdded = (await db.selectFrom('smsc_connections').select('name').limit(1).executeTakeFirst()) !== undefined;
+  const unrouted = unroutedToDefault({ anyAdded, defaultSet: ctx.config.smsTransportUrl !== undefined });
   const result: Omit<SmsDryRun, 'recipients' | 'estimatedCost'> = {
     dryRun: true,
     parts: 0,
@@ -80,10 +84,12 @@ export async function smsDryRun(
         const { text, replacedCharacters } = renderText(recipient, rendering, link);
         const { encoding, parts } = measure(text);
         result.encoding[encoding]++;
-        // One its tags leave empty or make longer than a message can be fails when it is sent: nothing billed.
-        const billed = parts <= MAX_PARTS && !isBlank(text) ? parts : 0;
-        result.parts += billed;
+        // One its tags leave empty or make longer than a message can be fails when it is sent, as
+        // does one no route takes: nothing billed.
         const route = routes.routeFor(account.id, recipient.address);
+        const routed = route !== undefined || unrouted;
+        const billed = parts <= MAX_PARTS && !isBlank(text) && routed ? parts : 0;
+        result.parts += billed;
         if (route?.priceMicros != null && route.currency !== null)
           costs.set(route.currency, (costs.get(route.currency) ?? 0) + route.priceMicros * billed);
         if (result.preview.length < preview)

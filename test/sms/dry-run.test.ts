@@ -192,6 +192,21 @@ forEachDatabase((dialect) => {
       ]);
     });
 
+    it('bills no part to a number no route takes once a connection is added: its send fails it', async () => {
+      const admin = (method: 'POST' | 'PUT', url: string, payload: object) =>
+        api.t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
+      assert.equal((await admin('POST', '/admin/smsc', { name: 'uk', url: 'sandbox:' })).statusCode, 201);
+      const routes = { routes: [{ prefix: '44', smsc: ['uk'], pricePerPart: '0.01', currency: 'GBP' }] };
+      assert.equal((await admin('PUT', '/admin/sms-routes', routes)).statusCode, 200);
+      const body = {
+        senderName: 'HERALD',
+        body: 'Hello',
+        recipients: [{ mobileNo: '919812345601' }, { mobileNo: '447400123456' }],
+      };
+      const run = (await dryRun(alice, '/sms/batch', body)).json();
+      assert.deepEqual([run.parts, run.estimatedCost], [1, [{ amount: '0.01', currency: 'GBP' }]]);
+    });
+
     it('bills no part of a message its tags make longer than 255 parts: its send fails it', async () => {
       // 39,000 GSM-7 characters are 255 parts; A's tag adds 1,000 more, 262 parts.
       const long = { tagName: '[a]', tagValue: 'y'.repeat(1000) };

@@ -181,3 +181,10 @@ function longestMatch(scope: Scope | undefined, address: string): RouteRow | und
   }
   return undefined;
 }
+
+/**
+ * Whether a number no route matches goes to `default`: unless connections were added and
+ * SMS_TRANSPORT is unset (then it fails, `no route`). The send and its dry run both ask.
+ */
+export const unroutedToDefault = (c: { anyAdded: boolean; defaultSet: boolean }): boolean =>
+  !c.anyAdded || c.defaultSet;

@@ -3,7 +3,7 @@ import type { Schema } from '../../db/schema.ts';
 import { silentLog, type Log } from '../../log.ts';
 import type { Keyring } from '../../sealed.ts';
 import { openConnections, type SmscConnection } from '../routing/connections.ts';
-import { readRoutes, RoutingTable, type RouteRow } from '../routing/table.ts';
+import { readRoutes, RoutingTable, unroutedToDefault, type RouteRow } from '../routing/table.ts';
 import { routingVersion } from '../routing/version.ts';
 import {
   DEFAULT_SMSC,
@@ -157,9 +157,8 @@ export class RoutedTransport implements SmsTransport {
     return results;
   }
 
-  /** Whether a number no route matches goes to `default`: unless connections exist and SMS_TRANSPORT is unset. */
   private unroutedToDefault(): boolean {
-    return !this.anyAdded || this.options.defaultSet;
+    return unroutedToDefault({ anyAdded: this.anyAdded, defaultSet: this.options.defaultSet });
   }
 
   /** True when every connection a message may go to skips what it answered before (SmsTransport). */
