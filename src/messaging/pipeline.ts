@@ -43,8 +43,6 @@ export interface PageRow {
   deferred_at: number | null;
   /** Email: the id its message was first tried with (a retry's), null if never tried. */
   message_id: string | null;
-  /** When it became Queued, or was released from a hold (epoch ms; a string from PostgreSQL). */
-  updated_at: number | string;
 }
 
 /**
@@ -207,7 +205,7 @@ export function contactProperties(
 export function pageRows(db: Db, accountId: string, sendId: string) {
   return db
     .selectFrom('send_recipients as r')
-    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at', 'r.message_id', 'r.updated_at'])
+    .select(['r.id', 'r.address', 'r.tags', 'r.attempts', 'r.deferred_at', 'r.message_id'])
     .select((eb) => contactProperties(eb, eb.val(accountId)))
     .where('r.send_id', '=', sendId);
 }

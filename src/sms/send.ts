@@ -402,14 +402,6 @@ export function pageOutcomes(
  * as its last status, with Submitted before it in its history and events. Receipts in
  * `given` that name a part of this message are taken out of it.
  */
-/**
- * How long a message an SMSC keeps refusing for now is tried again (every RETRY_LATER_MS) before
- * it fails, as an email's deferral is: tried for ever, it kept its send Sending and the send's
- * other parts' receipts from expiring.
- */
-const GIVE_UP_HOURS = 72;
-const GIVE_UP_AFTER_MS = GIVE_UP_HOURS * 3_600_000;
-
 function outcomeOf(
   row: PageRow,
   message: OutgoingSms,
@@ -429,10 +421,8 @@ function outcomeOf(
     submittedAt: (result.accepted && result.submittedAt) || submittedAt,
   };
   if (!result.accepted) {
-    const givenUp = submittedAt - Number(row.updated_at) >= GIVE_UP_AFTER_MS;
-    if (!result.permanent && !givenUp) return undefined;
-    const { errorCode } = result;
-    const error = result.permanent ? result.error : `${result.error} (refused for now for ${GIVE_UP_HOURS} hours)`;
+    if (!result.permanent) return undefined;
+    const { error, errorCode } = result;
     const none = {
       operatorMessageIds: [],
       partStatuses: [],

@@ -123,7 +123,6 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
       'r.address',
       'r.tags',
       'r.attempts',
-      'r.updated_at',
     ])
     .select((eb) => contactProperties(eb, eb.ref('s.account_id')))
     .where('r.send_id', 'in', sendIds)

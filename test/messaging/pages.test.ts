@@ -14,7 +14,6 @@ const row = (id: number, attempts = 0): PageRow => ({
   attempts,
   deferred_at: null,
   message_id: null,
-  updated_at: 0,
 });
 const rows = (from: number, count: number, attempts = 0) =>
   Array.from({ length: count }, (_, i) => row(from + i, attempts));
