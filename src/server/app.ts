@@ -31,7 +31,7 @@ import { messagingRoutes } from '../messaging/routes.ts';
 import { linkRoutes } from '../links/routes.ts';
 import { privacyRoutes } from '../privacy/routes.ts';
 import { consoleRoutes } from '../console/routes.ts';
-import { rememberedRefusals, systemResolver, type Resolver } from '../webhooks/destination.ts';
+import { rememberedRefusals, requestResolver, type Resolver } from '../webhooks/destination.ts';
 import { registerQueueMetrics } from '../queue/metrics.ts';
 import { queueRoutes } from '../queue/routes.ts';
 
@@ -80,7 +80,7 @@ export async function buildApp(
   });
 
   registerErrorHandling(app);
-  const destinations = { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? systemResolver };
+  const destinations = { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? requestResolver };
   registerBoundary(
     app,
     rememberedRefusals(destinations, () => ctx.clock.now()),

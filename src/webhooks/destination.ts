@@ -121,10 +121,13 @@ export function patientResolver(resolve: Resolver, patienceMs: number): Resolver
 }
 
 /** Every address of the host, as the operating system resolves it (hosts file included). */
-export const systemResolver: Resolver = patientResolver(
-  (hostname) => lookup(hostname, { all: true }),
-  LOOKUP_PATIENCE_MS,
-);
+export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true });
+
+/**
+ * systemResolver as a request's check asks it, patient LOOKUP_PATIENCE_MS: a delivery waits as
+ * long as the lookup takes, since a slow resolver (glibc retries after 5 s) is no failed attempt.
+ */
+export const requestResolver: Resolver = patientResolver(systemResolver, LOOKUP_PATIENCE_MS);
 
 const NEVER = '; webhooks are never posted there, whatever WEBHOOK_ALLOW_PRIVATE says';
 const ONLY_PUBLIC = '; webhooks are only posted to public addresses';
