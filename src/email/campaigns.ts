@@ -23,6 +23,28 @@ type Db = Kysely<Schema>;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL_IN_HTML = /[\u0000-\u0008\u000b\u000e-\u001f\u007f]/;
 
+/**
+ * The HTML without what holds brackets that are no tags (docs/email.md): comments (Outlook's
+ * [if mso]), style and script. Each end is looked for once from its start, so a body of unclosed
+ * comments costs one pass, not one per comment.
+ */
+function withoutUnfilled(html: string): string {
+  const lower = html.toLowerCase();
+  const opening = /<!--|<(style|script)\b/g;
+  let kept = '';
+  let from = 0;
+  for (let match = opening.exec(lower); match !== null; match = opening.exec(lower)) {
+    if (match.index < from) continue;
+    kept += html.slice(from, match.index);
+    const close = match[1] === undefined ? '-->' : `</${match[1]}`;
+    const end = lower.indexOf(close, match.index + match[0].length);
+    if (end === -1) return kept;
+    from = end + close.length;
+    opening.lastIndex = from;
+  }
+  return kept + html.slice(from);
+}
+
 export const TOO_MANY_TAGS = `uses tags more than ${MAX_TAG_USES.email} times`;
 
 /** Why HTML cannot be sent, or undefined. */
@@ -33,7 +55,7 @@ export function htmlProblem(html: string): { problem: string } | undefined {
     const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
     return { problem: `holds the control character U+${code}, which HTML text cannot hold` };
   }
-  if (tagUses(html) > MAX_TAG_USES.email) return { problem: TOO_MANY_TAGS };
+  if (tagUses(withoutUnfilled(html)) > MAX_TAG_USES.email) return { problem: TOO_MANY_TAGS };
   if (nestsDeeperThan(html, MAX_HTML_NESTING)) {
     return { problem: `nests elements more than ${MAX_HTML_NESTING} deep (unclosed tags nest too)` };
   }

@@ -158,6 +158,17 @@ forEachDatabase((dialect) => {
       (await alice.post('/email/batch?dryRun=true', buildBatch({ subject: '[a]'.repeat(200) }))).statusCode,
       200,
     );
+    // Brackets in comments (Outlook's conditionals), style and script are no tags.
+    const mjml = Buffer.from(
+      `<style>a[x-apple-data-detectors]{color:inherit}</style>${'<!--[if mso | IE]><table><![endif]-->'.repeat(300)}` +
+        '<p>Hi [firstName]</p>',
+    ).toString('base64');
+    const newsletter = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: mjml }));
+    assert.equal(newsletter.statusCode, 200, newsletter.body);
+    const unclosed = Buffer.from(`${'<!--'.repeat(400_000)}`).toString('base64');
+    const begun = performance.now();
+    await refused(buildBatch({ emailBody: unclosed }), 400, ['sendingDetails.emailBody']).catch(() => undefined);
+    assert.ok(performance.now() - begun < 5_000, 'unclosed comments read in one pass');
     const enough = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: tagged(200) }));
     assert.equal(enough.statusCode, 200, enough.body);
     await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com', extra: 1 }] }), 400, ['recipients[0].extra']);
