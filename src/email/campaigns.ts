@@ -7,7 +7,7 @@ import { badRequest, conflict } from '../errors.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { postProcedure } from '../http/idempotency.ts';
 import { MAX_HTML_NESTING, nestsDeeperThan } from './compile.ts';
-import { MAX_TAG_USES, tagUses } from '../messaging/tags.ts';
+import { tagsProblem } from '../messaging/tags.ts';
 
 type Db = Kysely<Schema>;
 
@@ -45,8 +45,6 @@ function withoutUnfilled(html: string): string {
   return kept + html.slice(from);
 }
 
-export const TOO_MANY_TAGS = `uses tags more than ${MAX_TAG_USES.email} times`;
-
 /** Why HTML cannot be sent, or undefined. */
 export function htmlProblem(html: string): { problem: string } | undefined {
   if (html.trim() === '') return { problem: 'must hold the HTML of the email: it is empty' };
@@ -55,7 +53,8 @@ export function htmlProblem(html: string): { problem: string } | undefined {
     const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
     return { problem: `holds the control character U+${code}, which HTML text cannot hold` };
   }
-  if (tagUses(withoutUnfilled(html)) > MAX_TAG_USES.email) return { problem: TOO_MANY_TAGS };
+  const tagProblem = tagsProblem(withoutUnfilled(html), 'email');
+  if (tagProblem) return { problem: tagProblem };
   if (nestsDeeperThan(html, MAX_HTML_NESTING)) {
     return { problem: `nests elements more than ${MAX_HTML_NESTING} deep (unclosed tags nest too)` };
   }

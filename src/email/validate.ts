@@ -4,8 +4,8 @@ import { emailAddressProblem } from '../crm/email-address.ts';
 import { badRequest, sendRejected, type FieldError } from '../errors.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { sendTime, type LocalDelivery } from '../messaging/schedule.ts';
-import { checkTags, MAX_TAG_USES, tagUses } from '../messaging/tags.ts';
-import { campaignHtml, htmlProblem, TOO_MANY_TAGS } from './campaigns.ts';
+import { checkTags, tagsProblem } from '../messaging/tags.ts';
+import { campaignHtml, htmlProblem } from './campaigns.ts';
 import type { EmailParty } from './render.ts';
 import { MAX_HTML_BYTES, type EmailBatchRequest } from './schemas.ts';
 
@@ -83,7 +83,8 @@ export function checkEmailRequest(
     ['subject', details.subject],
     ['preHeaderText', details.preHeaderText ?? ''],
   ] as const) {
-    if (tagUses(text) > MAX_TAG_USES.email) errors.push({ field: `sendingDetails.${field}`, message: TOO_MANY_TAGS });
+    const problem = tagsProblem(text, 'email');
+    if (problem) errors.push({ field: `sendingDetails.${field}`, message: problem });
   }
 
   if (details.emailBody !== undefined && details.emailCampaignId !== undefined) {

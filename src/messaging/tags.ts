@@ -37,16 +37,19 @@ export interface TagSources {
   properties?: Map<string, string> | null;
 }
 
-/** The tags a text uses, each use counted. */
-export const tagUses = (text: string): number => compileTemplate(text).tags.length;
-
 /**
  * Tag uses a text may hold: each is filled per recipient with up to 10,000 characters (4,000 of
  * a contact property), so a body of many uses, each filled long, made one recipient's message
  * hundreds of megabytes (an email's render thread out of memory) or seconds of the worker's
  * event loop to segment (an SMS). Real templates use a handful.
  */
-export const MAX_TAG_USES = { sms: 30, email: 200 } as const;
+const MAX_TAG_USES = { sms: 30, email: 200 } as const;
+
+/** Why a text uses too many tags for its channel, or undefined. */
+export function tagsProblem(text: string, channel: keyof typeof MAX_TAG_USES): string | undefined {
+  const most = MAX_TAG_USES[channel];
+  return compileTemplate(text).tags.length > most ? `uses tags more than ${most} times` : undefined;
+}
 
 /** One tag's value for a recipient, the tag as written (`[name]`). */
 export function tagValue(tag: string, sources: TagSources): string {

@@ -4,7 +4,7 @@ import { sendRejected, type FieldError } from '../errors.ts';
 import { mobileFromDigits } from '../crm/mobile-number.ts';
 import { listProblems } from '../messaging/recipients.ts';
 import { sendTime } from '../messaging/schedule.ts';
-import { checkTags, MAX_TAG_USES, tagUses } from '../messaging/tags.ts';
+import { checkTags, tagsProblem } from '../messaging/tags.ts';
 import { isValidSenderName, listSenderNames } from '../senders/names.ts';
 import { landingPageUrl } from '../links/landing-pages.ts';
 import { linkBase, parseShortenerUrl, shortenerAccount } from '../links/shortener.ts';
@@ -65,10 +65,11 @@ export function checkSmsRequest(
       message: 'must be 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits',
     });
   }
+  const tagProblem = tagsProblem(body.body, 'sms');
   if (isBlank(body.body)) {
     errors.push({ field: 'body', message: 'must not be empty' });
-  } else if (tagUses(body.body) > MAX_TAG_USES.sms) {
-    errors.push({ field: 'body', message: `uses tags more than ${MAX_TAG_USES.sms} times` });
+  } else if (tagProblem) {
+    errors.push({ field: 'body', message: tagProblem });
   } else if (draft.shortener === null) {
     const { parts } = measure(encoded(body.body));
     if (parts > MAX_PARTS)
