@@ -74,6 +74,14 @@ export async function dryRunAudience(
     willSend: 0,
     notSent: { noConsent: 0, suppressed: 0, duplicate: audience.given - audience.recipients.length },
   };
+  // Erased people's suppressions, found among the rows read rather than in their statement: a
+  // list's range would otherwise be ranked once more for its addresses, doubling the dry run's
+  // largest cost.
+  const suppressErased = async (rows: Decided[]) => {
+    const unsuppressed = rows.filter((row) => row.suppressed === null).map((row) => row.address);
+    const reasons = new Map((await erasedAmong(db, a, unsuppressed)).map((e) => [e.address, e.reason]));
+    for (const row of rows) row.suppressed ??= reasons.get(row.address) ?? null;
+  };
   const decide = (rows: Decided[], tagsOf: (address: string) => string | null) => {
     const willSend: WillSend[] = [];
     for (const row of rows) {
@@ -88,11 +96,11 @@ export async function dryRunAudience(
   for (let i = 0; i < audience.recipients.length; i += rangeSize) {
     const addresses = audience.recipients.slice(i, i + rangeSize).map((r) => r.address);
     const r = sql<string>`r.address`;
-    const erased = await erasedAmong(db, a, addresses);
     const { rows } = await sql<Decided>`
       select r.address, ${rules.latestContact(r, 'properties')} as properties,
-             ${rules.suppression(r, erased)} as suppressed, ${rules.lacksConsent(r)} as no_consent
+             ${rules.suppression(r, [])} as suppressed, ${rules.lacksConsent(r)} as no_consent
         from ${queries[dialect].addressTable(addresses)} r`.execute(db);
+    await suppressErased(rows);
     const byAddress = new Map(rows.map((row) => [row.address, row]));
     decide(
       addresses.map((address) => byAddress.get(address)!),
@@ -114,11 +122,7 @@ export async function dryRunAudience(
         from (${rules.ranked(range, { entries: true })}) r
        where r.rank = 1
        order by r.address`.execute(db);
-    // Erased people's suppressions, found among the rows read: ranking the range once more for
-    // its addresses first would double the dry run's largest cost.
-    const unsuppressed = rows.filter((row) => row.suppressed === null).map((row) => row.address);
-    const reasons = new Map((await erasedAmong(db, a, unsuppressed)).map((e) => [e.address, e.reason]));
-    for (const row of rows) row.suppressed ??= reasons.get(row.address) ?? null;
+    await suppressErased(rows);
     return { through: range.through, rows };
   };
   for (let next = read(null); ; ) {
