@@ -119,7 +119,8 @@ const SQLITE = {
                      smsc = v.value ->> 'connection', price_micros = v.value ->> 'priceMicros',
                      currency = v.value ->> 'currency', replaced_characters = v.value ->> 'replacedCharacters'
                 from jsonb_each(${JSON.stringify(outcomes)}) v
-               where send_recipients.id = v.value ->> 'id' and send_recipients.reason is not ${ERASED_REASON}
+               where send_recipients.id = v.value ->> 'id' and send_recipients.status = 'Queued'
+                 and send_recipients.reason is not ${ERASED_REASON}
            returning send_recipients.id`.execute(db);
     const left = leftOut(outcomes, updated.rows);
     const written = withoutRecipients(outcomes, left, ({ id }) => id);
@@ -179,7 +180,8 @@ const POSTGRES: typeof SQLITE = {
                                       replaced_characters = (v ->> 'replacedCharacters')::int
                                  from outcome
                                 where r.id = any(${idArray(outcomes.map(({ id }) => id))}::bigint[])
-                                  and r.id = (v ->> 'id')::bigint and r.reason is distinct from ${ERASED_REASON}
+                                  and r.id = (v ->> 'id')::bigint and r.status = 'Queued'
+                                  and r.reason is distinct from ${ERASED_REASON}
                                 returning r.id),
                    history as (insert into recipient_history (recipient_id, status, at)
                                select (h ->> 'recipientId')::bigint, h ->> 'status', ${now}::bigint

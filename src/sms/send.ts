@@ -214,9 +214,11 @@ export interface Recorded {
 
 /**
  * Recipients' outcomes, their history and their parts, in the caller's transaction; answers
- * those written. A recipient an erasure ended since the page was read keeps what the erasure
- * wrote (messaging/erased-identifiers.ts, ERASED_REASON): its outcome and steps are left out,
- * so no event, count or part of the page names it.
+ * those written. A recipient no longer Queued keeps what was written first: one an erasure
+ * ended since the page was read (messaging/erased-identifiers.ts, ERASED_REASON), or one
+ * another worker sent and recorded after its job's lease lapsed. Its outcome and steps are
+ * left out, so no event, count or part of the page names it twice, and the rest of the page
+ * is recorded.
  */
 export async function recordOutcomes(
   db: Db,

@@ -98,7 +98,7 @@ export const recordSingles = procedure(
           .execute();
         // A job whose lease lapsed meanwhile (another worker may hold it now) is left to its
         // holder, which finds its recipient no longer Queued and completes it: the page's
-        // outcomes are recorded whatever, since its messages went.
+        // outcomes are recorded, since its messages went, but for one the holder recorded first.
         await completeJobs(
           trx,
           page.done.map((send) => send.lease),

@@ -30,6 +30,7 @@ forEachDatabase((dialect) => {
   let refuseForNow: Set<string>;
   let hold: Promise<void> | undefined;
   let idOf: (recipient: string, part: number) => string;
+  let transport: SmsTransport;
   beforeEach(async () => {
     pages = [];
     idOf = (recipient, part) => `op-${recipient}-${part}`;
@@ -39,7 +40,7 @@ forEachDatabase((dialect) => {
     alice = await api.client();
     early = () => [];
     const { database } = api.t.ctx;
-    const transport: SmsTransport = {
+    transport = {
       async submit(messages) {
         pages.push(messages.map((m) => m.recipient));
         await hold;
@@ -342,6 +343,60 @@ forEachDatabase((dialect) => {
     assert.deepEqual(
       await api.t.ctx.db.selectFrom('jobs').select('id').where('kind', '=', SMS_SINGLE_KIND).execute(),
       [],
+    );
+  });
+
+  it('records a passcode once though another worker sent it again meanwhile, and the rest of its page', async () => {
+    const numbers = ['919812300011', '919812300012'];
+    const queueIds: string[] = [];
+    for (const recipient of numbers) {
+      const response = await alice.post('/sms/single', {
+        recipient,
+        senderName: 'HERALD',
+        body: 'Your code is 2',
+        webHookUrl: 'http://127.0.0.1:9/sms',
+      });
+      assert.equal(response.statusCode, 202, response.body);
+      queueIds.push(response.json().data.QueueId);
+    }
+    const held = Promise.withResolvers<void>();
+    hold = held.promise;
+    const sending = worker.drain();
+    await waitFor('the page handed over', async () => pages.length > 0 || undefined);
+    hold = undefined;
+    // The first job's lease lapsed, and another worker took it over and sent its passcode.
+    const [job] = await api.t.ctx.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('kind', '=', SMS_SINGLE_KIND)
+      .orderBy('id')
+      .limit(1)
+      .execute();
+    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('id', '=', job.id).execute();
+    const another = new Worker({ database: api.t.ctx.database, clock: api.clock });
+    another.register(SMS_SINGLE_KIND, smsSingleHandler({ ...api.t.ctx, transport }), {
+      concurrency: 4,
+    });
+    await another.drain();
+    api.clock.advance(10_000);
+    await another.drain();
+    held.resolve();
+    await sending;
+    api.clock.advance(10_000);
+    await worker.drain();
+    assert.deepEqual(pages, [numbers, [numbers[0]]], 'the second passcode sent once');
+    for (const queueId of queueIds) {
+      const recipient = await recipientOf(queueId);
+      assert.deepEqual(
+        recipient.history.map((h: { status: string }) => h.status),
+        ['Queued', 'Submitted'],
+      );
+    }
+    const appended = await api.t.ctx.db.selectFrom('webhook_events').select('events').execute();
+    assert.deepEqual(
+      appended.flatMap((row) => JSON.parse(row.events) as Array<{ status: string }>).map((e) => e.status),
+      ['Submitted', 'Submitted'],
+      'one status a passcode',
     );
   });
 
