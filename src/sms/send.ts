@@ -120,6 +120,8 @@ interface PageResults {
   steps: Step[];
   /** Receipts the transport gave with its answers that name no part of this page. */
   receipts: Receipt[];
+  /** Recipients refused for now: they stay Queued (keepFirstRefusals). */
+  refusedForNow: number[];
   /** The send's job, held by the page's transaction (or it undoes itself). */
   lease: Lease;
   /** The page is the send's last: finish the send and complete its job in the same transaction. */
@@ -160,6 +162,7 @@ export const recordSmsPage = procedure(
         });
         await events.queue();
       }
+      await keepFirstRefusals(trx, page.now, page.refusedForNow);
       await holdRecipients(trx, page.held, page.now);
       await trx.updateTable('sends').set({ cursor: page.cursor }).where('id', '=', page.sendId).execute();
       const finished = page.last
@@ -379,25 +382,49 @@ export async function submitSendable(
 
 /**
  * What a page's submit came to: each message's outcome in row order (one refused for now has
- * none: it stays Queued, to be tried again), the statuses each went through, and the
- * receipts given with the answers that name no part of the page.
+ * none: it stays Queued, to be tried again, and is named in `refusedForNow`), the statuses each
+ * went through, and the receipts given with the answers that name no part of the page.
  */
 export function pageOutcomes(
   rows: PageRow[],
   messages: OutgoingSms[],
   results: SubmitResult[],
   submittedAt: number,
-): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[] } {
+): { outcomes: Outcome[]; steps: Step[]; receipts: Receipt[]; refusedForNow: number[] } {
   const given = new Map(
     results.flatMap((result) => (result.accepted ? (result.receipts ?? []) : [])).map((r) => [keyOfPart(r), r]),
   );
   const outcomes: Outcome[] = [];
+  const refusedForNow: number[] = [];
   rows.forEach((row, i) => {
     const outcome = outcomeOf(row, messages[i], results[i], given, submittedAt);
     if (outcome) outcomes.push(outcome);
+    else refusedForNow.push(Number(row.id));
   });
-  return { outcomes, steps: stepsOf(outcomes), receipts: [...given.values()] };
+  return { outcomes, steps: stepsOf(outcomes), receipts: [...given.values()], refusedForNow };
 }
+
+/**
+ * Recipients refused for now, in the caller's transaction: the time of each one's first refusal
+ * is kept, from which its GIVE_UP_AFTER_MS count (outcomeOf).
+ */
+export async function keepFirstRefusals(trx: Db, now: number, recipientIds: number[]): Promise<void> {
+  if (recipientIds.length === 0) return;
+  await trx
+    .updateTable('send_recipients')
+    .set({ deferred_at: now })
+    .where('id', 'in', recipientIds)
+    .where('deferred_at', 'is', null)
+    .execute();
+}
+
+/**
+ * How long a message an SMSC keeps refusing for now is tried again (every RETRY_LATER_MS) before
+ * it fails, counted from its first refusal (its `deferred_at`), as an email's deferral is: tried
+ * for ever, it kept its send Sending and the send's other parts' receipts from expiring.
+ */
+const GIVE_UP_HOURS = 72;
+const GIVE_UP_AFTER_MS = GIVE_UP_HOURS * 3_600_000;
 
 /**
  * A message's outcome, with the receipts its answer came with already applied: written once
@@ -423,8 +450,11 @@ function outcomeOf(
     submittedAt: (result.accepted && result.submittedAt) || submittedAt,
   };
   if (!result.accepted) {
-    if (!result.permanent) return undefined;
-    const { error, errorCode } = result;
+    const firstRefused = row.deferred_at === null ? null : Number(row.deferred_at);
+    const givenUp = firstRefused !== null && submittedAt - firstRefused >= GIVE_UP_AFTER_MS;
+    if (!result.permanent && !givenUp) return undefined;
+    const { errorCode } = result;
+    const error = result.permanent ? result.error : `${result.error} (refused for now for ${GIVE_UP_HOURS} hours)`;
     const none = {
       operatorMessageIds: [],
       partStatuses: [],
@@ -524,8 +554,9 @@ export function smsSendHandler(deps: {
           return { ...page, results, submittedAt };
         },
         record: ({ rows, messages, results, held, submittedAt }, { cursor, lease, last }) => {
-          const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results, submittedAt);
+          const { outcomes, steps, receipts, refusedForNow } = pageOutcomes(rows, messages, results, submittedAt);
           return database.call(recordSmsPage, {
+            refusedForNow,
             sendId,
             accountId: send.accountId,
             webhookUrl: send.webhookUrl,

@@ -19,6 +19,7 @@ import type { Outcome, Step } from './queries.ts';
 import {
   applyPageReceipts,
   failUnsent,
+  keepFirstRefusals,
   openedPage,
   pageOutcomes,
   recordOutcomes,
@@ -53,6 +54,8 @@ interface SinglesResults {
   outcomes: Outcome[];
   steps: Step[];
   receipts: Receipt[];
+  /** Recipients refused for now: they stay Queued, their jobs snoozed (keepFirstRefusals). */
+  refusedForNow: number[];
   /** Each webhook event with its send's account and URL. */
   events: Array<{ accountId: string; url: string | null; event: object }>;
   /** Sends done with this page: Completed, and their jobs with them. */
@@ -86,6 +89,7 @@ export const recordSingles = procedure(
         });
       }
       await events.queue();
+      await keepFirstRefusals(trx, page.now, page.refusedForNow);
       if (page.done.length > 0) {
         await trx
           .updateTable('sends')
@@ -123,6 +127,7 @@ async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
       'r.address',
       'r.tags',
       'r.attempts',
+      'r.deferred_at',
     ])
     .select((eb) => contactProperties(eb, eb.ref('s.account_id')))
     .where('r.send_id', 'in', sendIds)
@@ -197,7 +202,7 @@ export function smsSingleHandler(deps: {
     const results = rows.length > 0 ? await submitSendable(transport, messages, signal, { urgent: true }) : [];
     await pauseForTest('sms.submitted');
     const now = clock.now();
-    const { outcomes, steps, receipts } = pageOutcomes(rows, messages, results, submittedAt);
+    const { outcomes, steps, receipts, refusedForNow } = pageOutcomes(rows, messages, results, submittedAt);
     const recorded = new Set(outcomes.map((outcome) => outcome.id));
     // A send with its message refused for now is tried again later; any other is done, one
     // whose recipient is no longer Queued included (its job has nothing left to do).
@@ -208,7 +213,7 @@ export function smsSingleHandler(deps: {
       return { accountId, url, event };
     });
     const done = page.filter((waiting) => !later.has(waiting.sendId)).map(({ sendId, lease }) => ({ sendId, lease }));
-    await database.call(recordSingles, { now, outcomes, steps, receipts, events, done });
+    await database.call(recordSingles, { now, outcomes, steps, receipts, refusedForNow, events, done });
     for (const waiting of page) {
       waiting.settle(
         later.has(waiting.sendId)

@@ -309,6 +309,42 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('fails a passcode refused for now 72 hours after its first refusal, not before', async () => {
+    refuseForNow.add('919812300041');
+    const queueId = await send('919812300041', 'code 41');
+    assert.equal((await recipientOf(queueId)).status, 'Queued');
+    api.clock.advance(71 * 3_600_000);
+    await worker.drain();
+    assert.equal((await recipientOf(queueId)).status, 'Queued', 'still tried after 71 hours');
+    api.clock.advance(3_600_000);
+    await worker.drain();
+    const recipient = await recipientOf(queueId);
+    assert.equal(recipient.status, 'Failed');
+    assert.equal(recipient.error, 'throttled (refused for now for 72 hours)');
+    assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
+    assert.equal(pages.length, 3, 'tried at once, after 71 hours and after 72');
+  });
+
+  it('counts a campaign’s 72 hours of refusals from its first try, not from its acceptance', async () => {
+    refuseForNow.add('919812300042');
+    const accepted = await alice.post('/sms/batch', {
+      senderName: 'HERALD',
+      body: 'sale',
+      recipients: [{ mobileNo: '919812300042' }],
+      scheduleDateTime: new Date(api.clock.now() + 100 * 3_600_000).toISOString(),
+    });
+    assert.equal(accepted.statusCode, 202, accepted.body);
+    const queueId = accepted.json().data.QueueId as string;
+    api.clock.advance(100 * 3_600_000);
+    await worker.drain();
+    assert.equal(pages.length, 1, 'tried when due');
+    assert.equal((await recipientOf(queueId)).status, 'Queued', 'refused for now at its first try');
+    api.clock.advance(72 * 3_600_000);
+    await worker.drain();
+    assert.equal((await recipientOf(queueId)).status, 'Failed');
+    assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
+  });
+
   it('records a page of passcodes whole though one of its jobs lost its lease meanwhile', async () => {
     const numbers = ['919812300001', '919812300002'];
     const queueIds: string[] = [];
