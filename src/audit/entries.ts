@@ -29,6 +29,10 @@ export const AUDIT_ACTIONS = [
   'account.created',
   'account.password.changed',
   'account.privateToken.rotated',
+  'senderName.added',
+  'senderDomain.added',
+  'dkimKey.rotated',
+  'dkimKey.removed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

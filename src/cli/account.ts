@@ -85,13 +85,14 @@ export async function accountCommand(config: () => Config, action: string | unde
         );
       }
       case 'add-sender-name':
-        return print(await addSenderName(db, clock, (await byUser()).id, option('name')));
+        return print(await addSenderName(db, clock, (await byUser()).id, option('name'), byAdmin()));
       case 'add-sender-domain':
         return print(
           await addSenderDomain(database, await keyringFor(config(), database), clock, {
             accountId: (await byUser()).id,
             domain: option('domain'),
             serviceDomain: config().defaultEmailDomain,
+            by: byAdmin(),
           }),
         );
       case 'add-shortener-domain': {

@@ -35,16 +35,18 @@ export async function dkimCommand(config: () => Config, action: string | undefin
       values.user === undefined
         ? { accountId: null, domain: settings.defaultEmailDomain }
         : await senderDomainHolder(database.db, (await accountByUser(database.db, values.user)).id, values.domain!);
+    // The operator at the command line: the audit log's `admin`, from no address.
+    const byAdmin = () => ({ actor: 'admin' as const, ip: null, at: clock.now() });
     switch (action) {
       case 'show':
         return print(await dkimDomainView(database, await keyringFor(settings, database), clock, holder));
       case 'rotate':
-        return print(await rotateDkimKey(database, await keyringFor(settings, database), clock, holder));
+        return print(await rotateDkimKey(database, await keyringFor(settings, database), clock, holder, byAdmin()));
       case 'keys':
         return print({ domain: holder.domain, keys: await listDkimKeys(database.db, holder) });
       case 'remove-key': {
         const selector = required(command, values, 'selector');
-        await removeDkimKey(database.db, holder, selector);
+        await removeDkimKey(database.db, holder, selector, byAdmin());
         return print({ removed: selector, domain: holder.domain });
       }
     }

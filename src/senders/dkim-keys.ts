@@ -7,6 +7,7 @@ import { procedure } from '../db/procedure.ts';
 import type { DkimKeysTable, Schema } from '../db/schema.ts';
 import { conflict, notFound } from '../errors.ts';
 import { open, resealed, seal, type Keyring } from '../sealed.ts';
+import { recordAudit, type AuditAction, type AuditBy } from '../audit/entries.ts';
 
 /**
  * The DKIM keys of sender domains (migration 0020): made when the operator authorises a
@@ -181,11 +182,25 @@ export const ensureDkimKey = procedure(
     }),
 );
 
+/**
+ * A change to an account's sender domain's keys, in its audit log (the operator's, `by`), the key
+ * named by its record; the service domain's keys are no account's, and have none.
+ */
+async function auditKeyChange(
+  trx: Db,
+  holder: DkimKeyHolder,
+  change: { action: AuditAction; selector: string; by: AuditBy },
+): Promise<void> {
+  if (holder.accountId === null) return;
+  const target = `${change.selector}._domainkey.${holder.domain}`;
+  await recordAudit(trx, { ...change.by, accountId: holder.accountId, action: change.action, target });
+}
+
 /** The active key retired as of `now`, the new one active, at once: some key always signs. */
 export const replaceDkimKey = procedure(
   import.meta.url,
   'replaceDkimKey',
-  async ({ db }, args: { holder: DkimKeyHolder; key: NewDkimKey; now: number }): Promise<DkimKeyRow> =>
+  async ({ db }, args: { holder: DkimKeyHolder; key: NewDkimKey; now: number; by: AuditBy }): Promise<DkimKeyRow> =>
     db.transaction().execute(async (trx) => {
       await checkHolder(trx, args.holder);
       await trx
@@ -194,7 +209,9 @@ export const replaceDkimKey = procedure(
         .where(ofHolder(args.holder))
         .where('retired_at', 'is', null)
         .execute();
-      return insertKeyUnlessActive(trx, args.holder, args.key);
+      const active = await insertKeyUnlessActive(trx, args.holder, args.key);
+      await auditKeyChange(trx, args.holder, { action: 'dkimKey.rotated', selector: active.selector, by: args.by });
+      return active;
     }),
 );
 
@@ -247,9 +264,10 @@ export async function rotateDkimKey(
   keyring: Keyring,
   clock: Clock,
   holder: DkimKeyHolder,
+  by: AuditBy,
 ): Promise<DkimDomainView> {
   const key = await generateDkimKey(keyring, clock, holder.domain);
-  const active = await database.call(replaceDkimKey, { holder, key, now: clock.now() });
+  const active = await database.call(replaceDkimKey, { holder, key, now: clock.now(), by });
   return { domain: holder.domain, dkim: dkimRecord(holder.domain, active) };
 }
 
@@ -294,7 +312,7 @@ export async function listDkimKeys(db: Db, holder: DkimKeyHolder): Promise<DkimK
 }
 
 /** Removes a retired key, once its record is withdrawn from DNS; the active one cannot be (409): rotate first. */
-export async function removeDkimKey(db: Db, holder: DkimKeyHolder, selector: string): Promise<void> {
+export async function removeDkimKey(db: Db, holder: DkimKeyHolder, selector: string, by: AuditBy): Promise<void> {
   await checkHolder(db, holder);
   const key = await db
     .selectFrom('dkim_keys')
@@ -307,10 +325,14 @@ export async function removeDkimKey(db: Db, holder: DkimKeyHolder, selector: str
     throw conflict(
       `The DKIM key ${selector} signs ${holder.domain}'s mail: rotate to a new key first, then remove this one.`,
     );
-  await db
-    .deleteFrom('dkim_keys')
-    .where(ofHolder(holder))
-    .where('selector', '=', selector)
-    .where('retired_at', 'is not', null)
-    .execute();
+  await db.transaction().execute(async (trx) => {
+    const deleted = await trx
+      .deleteFrom('dkim_keys')
+      .where(ofHolder(holder))
+      .where('selector', '=', selector)
+      .where('retired_at', 'is not', null)
+      .executeTakeFirst();
+    if (Number(deleted.numDeletedRows) > 0)
+      await auditKeyChange(trx, holder, { action: 'dkimKey.removed', selector, by });
+  });
 }

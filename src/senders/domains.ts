@@ -7,6 +7,7 @@ import type { Schema } from '../db/schema.ts';
 import { badRequest, notFound } from '../errors.ts';
 import type { Keyring } from '../sealed.ts';
 import { findAccountById } from '../accounts/service.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import {
   dkimDomainView,
   dkimRecord,
@@ -33,7 +34,7 @@ export async function addSenderDomain(
   database: Database,
   keyring: Keyring,
   clock: Clock,
-  args: { accountId: string; domain: string; serviceDomain: string },
+  args: { accountId: string; domain: string; serviceDomain: string; by: AuditBy },
 ): Promise<DkimDomainView> {
   const domain = args.domain.trim().toLowerCase();
   if (!isHostname(domain))
@@ -55,21 +56,29 @@ export async function addSenderDomain(
     .where('retired_at', 'is', null)
     .executeTakeFirst();
   const key =
-    held ?? (await database.call(insertSenderDomain, { holder, key: await generateDkimKey(keyring, clock, domain) }));
+    held ??
+    (await database.call(insertSenderDomain, {
+      holder,
+      key: await generateDkimKey(keyring, clock, domain),
+      by: args.by,
+    }));
   return { domain, dkim: dkimRecord(domain, key) };
 }
 
 export const insertSenderDomain = procedure(
   import.meta.url,
   'insertSenderDomain',
-  async ({ db }, args: { holder: DkimKeyHolder & { accountId: string }; key: NewDkimKey }) =>
+  async ({ db }, args: { holder: DkimKeyHolder & { accountId: string }; key: NewDkimKey; by: AuditBy }) =>
     db.transaction().execute(async (trx) => {
-      if (!(await findAccountById(trx, args.holder.accountId))) throw notFound('The account');
-      await trx
+      const { accountId, domain } = args.holder;
+      if (!(await findAccountById(trx, accountId))) throw notFound('The account');
+      const inserted = await trx
         .insertInto('sender_domains')
-        .values({ account_id: args.holder.accountId, domain: args.holder.domain, created_at: args.key.createdAt })
+        .values({ account_id: accountId, domain, created_at: args.key.createdAt })
         .onConflict((oc) => oc.columns(['account_id', 'domain']).doNothing())
-        .execute();
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0)
+        await recordAudit(trx, { ...args.by, accountId, action: 'senderDomain.added', target: domain });
       return insertKeyUnlessActive(trx, args.holder, args.key);
     }),
 );

@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
 import { findAccountById } from '../accounts/service.ts';
+import { recordAudit, type AuditBy } from '../audit/entries.ts';
 
 /**
  * An account's SMS sender names (senderName of /sms/single and /sms/batch): registered by the
@@ -20,11 +21,13 @@ export function isValidSenderName(name: string): boolean {
   return /^(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11}$/.test(name) || /^\d{3,15}$/.test(name);
 }
 
+/** Registers the name for the account, with its audit entry (`by`: the operator) when it is new to it. */
 export async function addSenderName(
   db: Db,
   clock: Clock,
   accountId: string,
   name: string,
+  by: AuditBy,
 ): Promise<{ name: string; createdAt: string }> {
   if (!isValidSenderName(name)) {
     throw badRequest(
@@ -43,7 +46,7 @@ export async function addSenderName(
     if (holder) throw numericNameTaken(name);
   }
   try {
-    return await insertSenderName(db, clock, accountId, name);
+    return await insertSenderName(db, clock, { accountId, name, by });
   } catch (error) {
     // Another account registered it since the check (sender_names_numeric).
     if (isUniqueViolation(error)) throw numericNameTaken(name);
@@ -61,16 +64,19 @@ const numericNameTaken = (name: string) => {
 async function insertSenderName(
   db: Db,
   clock: Clock,
-  accountId: string,
-  name: string,
+  { accountId, name, by }: { accountId: string; name: string; by: AuditBy },
 ): Promise<{ name: string; createdAt: string }> {
   if (!(await findAccountById(db, accountId))) throw notFound('The account');
   const now = clock.now();
-  await db
-    .insertInto('sender_names')
-    .values({ account_id: accountId, name, created_at: now })
-    .onConflict((oc) => oc.columns(['account_id', 'name']).doNothing())
-    .execute();
+  await db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('sender_names')
+      .values({ account_id: accountId, name, created_at: now })
+      .onConflict((oc) => oc.columns(['account_id', 'name']).doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0)
+      await recordAudit(trx, { ...by, accountId, action: 'senderName.added', target: name });
+  });
   return { name, createdAt: new Date(now).toISOString() };
 }
 

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import { AccountParams } from '../accounts/routes.ts';
+import type { AuditBy } from '../audit/entries.ts';
 import { addSenderName, listSenderNames } from './names.ts';
 import { addSenderDomain, listSenderDomains, senderDomainHolder } from './domains.ts';
 import { dkimDomainView, listDkimKeys, removeDkimKey, rotateDkimKey } from './dkim-keys.ts';
@@ -51,6 +52,8 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['admin'];
   const serviceDomain = ctx.config.defaultEmailDomain;
+  /** The operator's changes to an account's senders, as its audit log records them. */
+  const byAdmin = (request: { ip: string }): AuditBy => ({ actor: 'admin', ip: request.ip, at: ctx.clock.now() });
 
   r.post(
     '/admin/accounts/:accountId/sender-names',
@@ -70,7 +73,9 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name)),
+      reply
+        .code(201)
+        .send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name, byAdmin(request))),
   );
 
   r.get(
@@ -107,6 +112,7 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
           accountId: request.params.accountId,
           domain: request.body.domain,
           serviceDomain,
+          by: byAdmin(request),
         }),
       ),
   );
@@ -146,7 +152,15 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) =>
       reply
         .code(201)
-        .send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, await senderDomain(request.params))),
+        .send(
+          await rotateDkimKey(
+            ctx.database,
+            ctx.encryptionKey,
+            ctx.clock,
+            await senderDomain(request.params),
+            byAdmin(request),
+          ),
+        ),
   );
 
   r.get(
@@ -179,7 +193,7 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await removeDkimKey(ctx.db, await senderDomain(request.params), request.params.selector);
+      await removeDkimKey(ctx.db, await senderDomain(request.params), request.params.selector, byAdmin(request));
       return reply.code(204).send();
     },
   );
@@ -209,8 +223,8 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 201: DkimDomain, ...errorResponses(401) },
       },
     },
-    async (_request, reply) =>
-      reply.code(201).send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, service)),
+    async (request, reply) =>
+      reply.code(201).send(await rotateDkimKey(ctx.database, ctx.encryptionKey, ctx.clock, service, byAdmin(request))),
   );
 
   r.get(
@@ -238,7 +252,7 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await removeDkimKey(ctx.db, service, request.params.selector);
+      await removeDkimKey(ctx.db, service, request.params.selector, byAdmin(request));
       return reply.code(204).send();
     },
   );

@@ -171,6 +171,32 @@ forEachDatabase((dialect) => {
     );
   });
 
+  it('records the operator’s changes to an account’s senders, not the service domain’s keys', async () => {
+    const bob = await api.client();
+    const admin = `/admin/accounts/${alice.account.row.id}`;
+    for (let i = 0; i < 2; i++) {
+      await expect(201, ADMIN_TOKEN, 'POST', `${admin}/sender-names`, { name: 'ACME' });
+      await expect(201, ADMIN_TOKEN, 'POST', `${admin}/sender-domains`, { domain: 'mail.example.org' });
+    }
+    const first = (await call(ADMIN_TOKEN, 'GET', `${admin}/sender-domains`)).json().senderDomains[0].dkim;
+    const domain = `${admin}/sender-domains/mail.example.org`;
+    const rotated = (await expect(201, ADMIN_TOKEN, 'POST', `${domain}/dkim-rotations`)).json().dkim;
+    await expect(409, ADMIN_TOKEN, 'DELETE', `${domain}/dkim-keys/${rotated.selector}`);
+    await expect(204, ADMIN_TOKEN, 'DELETE', `${domain}/dkim-keys/${first.selector}`);
+    await expect(201, ADMIN_TOKEN, 'POST', '/admin/dkim/rotations');
+
+    assert.deepEqual(
+      (await entries()).map((e) => [e.actor, e.action, e.target, e.ip]),
+      [
+        ['admin', 'dkimKey.removed', first.recordName, IP],
+        ['admin', 'dkimKey.rotated', rotated.recordName, IP],
+        ['admin', 'senderDomain.added', 'mail.example.org', IP],
+        ['admin', 'senderName.added', 'ACME', IP],
+      ],
+    );
+    assert.deepEqual(await entries(bob.token), [], 'another account’s log holds none of them');
+  });
+
   it('writes no entry for a change that fails', async () => {
     const other = await api.client();
     const [theirs] = (await other.upsert([buildContact({ email: 'bob@example.com' })])).inserted.contactIds;

@@ -115,7 +115,8 @@ forEachDatabase((dialect) => {
 
   it('sends a batch from a numeric sender as TON 1 / NPI 1, every recipient Delivered', async () => {
     await start();
-    await addSenderName(api!.t.ctx.db, api!.clock, alice.account.row.id, '447700900123');
+    const byAdmin = { actor: 'admin' as const, ip: null, at: api!.clock.now() };
+    await addSenderName(api!.t.ctx.db, api!.clock, alice.account.row.id, '447700900123', byAdmin);
     const recipients = ['919812300001', '919812300002', '919812300003'];
     const queueId = await send('/sms/batch', {
       recipients: recipients.map((mobileNo) => ({ mobileNo })),

@@ -510,8 +510,9 @@ forEachDatabase((dialect) => {
       const other = (await createAccount(db, clock, { userName: 'bob@example.com', password: 'correct horse battery' }))
         .id;
       otherAccount = other;
-      await addSenderName(db, clock, accountId, 'Acme');
-      await addSenderName(db, clock, other, 'Bobs');
+      const byAdmin = { actor: 'admin' as const, ip: null, at: clock.now() };
+      await addSenderName(db, clock, accountId, 'Acme', byAdmin);
+      await addSenderName(db, clock, other, 'Bobs', byAdmin);
       ownList = (await createList(db, clock, accountId, 'VIP')).listId;
       otherList = (await createList(db, clock, other, 'VIP')).listId;
     });
