@@ -345,11 +345,16 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
   });
 
-  it('records a page of passcodes whole though one of its jobs lost its lease meanwhile', async () => {
-    const numbers = ['919812300001', '919812300002'];
+  /** Passcodes to `numbers`, accepted, then their page held at the transport until `held` resolves. */
+  const passcodesHeld = async (numbers: string[]) => {
     const queueIds: string[] = [];
     for (const recipient of numbers) {
-      const response = await alice.post('/sms/single', { recipient, senderName: 'HERALD', body: 'Your code is 1' });
+      const response = await alice.post('/sms/single', {
+        recipient,
+        senderName: 'HERALD',
+        body: 'Your code is 1',
+        webHookUrl: 'http://127.0.0.1:9/sms',
+      });
       assert.equal(response.statusCode, 202, response.body);
       queueIds.push(response.json().data.QueueId);
     }
@@ -357,7 +362,6 @@ forEachDatabase((dialect) => {
     hold = held.promise;
     const sending = worker.drain();
     await waitFor('the page handed over', async () => pages.length > 0 || undefined);
-    // Its lease lapsed, and another worker took the first job over.
     const [job] = await api.t.ctx.db
       .selectFrom('jobs')
       .select('id')
@@ -365,13 +369,20 @@ forEachDatabase((dialect) => {
       .orderBy('id')
       .limit(1)
       .execute();
-    await api.t.ctx.db.updateTable('jobs').set({ lease_token: 'another-worker' }).where('id', '=', job.id).execute();
+    return { queueIds, held, sending, firstJob: job.id };
+  };
+
+  it('records a page of passcodes whole though one of its jobs lost its lease meanwhile', async () => {
+    const numbers = ['919812300001', '919812300002'];
+    const { queueIds, held, sending, firstJob } = await passcodesHeld(numbers);
+    // Its lease lapsed, and another worker took the first job over.
+    await api.t.ctx.db.updateTable('jobs').set({ lease_token: 'another-worker' }).where('id', '=', firstJob).execute();
     held.resolve();
     await sending;
     assert.deepEqual(pages, [numbers]);
     for (const queueId of queueIds) assert.equal((await recipientOf(queueId)).status, 'Submitted');
     // The job taken over runs again once its lease lapses: nothing of it is left to send.
-    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('id', '=', job.id).execute();
+    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('id', '=', firstJob).execute();
     await worker.drain();
     api.clock.advance(10_000);
     await worker.drain();
@@ -384,31 +395,10 @@ forEachDatabase((dialect) => {
 
   it('records a passcode once though another worker sent it again meanwhile, and the rest of its page', async () => {
     const numbers = ['919812300011', '919812300012'];
-    const queueIds: string[] = [];
-    for (const recipient of numbers) {
-      const response = await alice.post('/sms/single', {
-        recipient,
-        senderName: 'HERALD',
-        body: 'Your code is 2',
-        webHookUrl: 'http://127.0.0.1:9/sms',
-      });
-      assert.equal(response.statusCode, 202, response.body);
-      queueIds.push(response.json().data.QueueId);
-    }
-    const held = Promise.withResolvers<void>();
-    hold = held.promise;
-    const sending = worker.drain();
-    await waitFor('the page handed over', async () => pages.length > 0 || undefined);
+    const { queueIds, held, sending, firstJob } = await passcodesHeld(numbers);
     hold = undefined;
     // The first job's lease lapsed, and another worker took it over and sent its passcode.
-    const [job] = await api.t.ctx.db
-      .selectFrom('jobs')
-      .select('id')
-      .where('kind', '=', SMS_SINGLE_KIND)
-      .orderBy('id')
-      .limit(1)
-      .execute();
-    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('id', '=', job.id).execute();
+    await api.t.ctx.db.updateTable('jobs').set({ lease_expires_at: 0 }).where('id', '=', firstJob).execute();
     const another = new Worker({ database: api.t.ctx.database, clock: api.clock });
     another.register(SMS_SINGLE_KIND, smsSingleHandler({ ...api.t.ctx, transport }), {
       concurrency: 4,
