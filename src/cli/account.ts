@@ -85,7 +85,14 @@ export async function accountCommand(config: () => Config, action: string | unde
         );
       }
       case 'add-sender-name':
-        return print(await addSenderName(db, clock, (await byUser()).id, option('name'), byAdmin()));
+        return print(
+          await addSenderName(db, clock, {
+            accountId: (await byUser()).id,
+            name: option('name'),
+            by: byAdmin(),
+            defaultSenderName: config().defaultSenderName,
+          }),
+        );
       case 'add-sender-domain':
         return print(
           await addSenderDomain(database, await keyringFor(config(), database), clock, {

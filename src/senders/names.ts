@@ -21,19 +21,28 @@ export function isValidSenderName(name: string): boolean {
   return /^(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11}$/.test(name) || /^\d{3,15}$/.test(name);
 }
 
-/** Registers the name for the account, with its audit entry (`by`: the operator) when it is new to it. */
+/**
+ * Registers the name for the account, with its audit entry (`by`: the operator) when it is new
+ * to it. A numeric `defaultSenderName` is every account's (replies to it go to the account that
+ * last sent to the handset, sms/inbound.ts): it is no one account's to hold (409).
+ */
 export async function addSenderName(
   db: Db,
   clock: Clock,
-  accountId: string,
-  name: string,
-  by: AuditBy,
+  args: { accountId: string; name: string; by: AuditBy; defaultSenderName: string },
 ): Promise<{ name: string; createdAt: string }> {
+  const { accountId, name, by } = args;
   if (!isValidSenderName(name)) {
     throw badRequest(
       'A sender name is 1 to 11 letters, digits or spaces with at least one letter, or 3 to 15 digits.',
       [{ field: 'name', message: 'must be an alphanumeric sender ID (≤ 11) or a number (≤ 15 digits)' }],
     );
+  }
+  if (/^\d+$/.test(name) && name === args.defaultSenderName) {
+    const why = 'every account sends from it, and a reply to it goes to the account that last sent to the handset.';
+    throw conflict(`${name} is the service's default sender name (DEFAULT_SENDER_NAME): ${why}`, [
+      { field: 'name', message: "is the service's default sender name" },
+    ]);
   }
   if (/^\d+$/.test(name)) {
     // A numeric name routes replies to its account (sms/inbound.ts): one account holds it at most.

@@ -73,9 +73,14 @@ export function senderRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) =>
-      reply
-        .code(201)
-        .send(await addSenderName(ctx.db, ctx.clock, request.params.accountId, request.body.name, byAdmin(request))),
+      reply.code(201).send(
+        await addSenderName(ctx.db, ctx.clock, {
+          accountId: request.params.accountId,
+          name: request.body.name,
+          by: byAdmin(request),
+          defaultSenderName: ctx.config.defaultSenderName,
+        }),
+      ),
   );
 
   r.get(

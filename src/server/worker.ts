@@ -102,7 +102,8 @@ function smsTransport(
 ): SmsTransport {
   if (setting.kind === 'sandbox')
     return sandboxTransport(ctx.database, ctx.clock, { key: ctx.encryptionKey, fail: setting.fail, name });
-  const receiveInbound = (mo: InboundSms) => receiveInboundSms(ctx.database, ctx.clock, mo);
+  const receiveInbound = (mo: InboundSms) =>
+    receiveInboundSms(ctx.database, ctx.clock, mo, { defaultSenderName: ctx.config.defaultSenderName });
   const { database, clock, metrics } = ctx;
   return smppTransport(setting.settings, {
     name,

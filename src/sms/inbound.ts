@@ -42,18 +42,28 @@ const RECENT_SENDS = 20;
 
 /**
  * The account an MO belongs to: the one holding its destination as a numeric sender name
- * (unique across accounts), else the one that last sent to the handset from that name. The
+ * (unique across accounts), else the one that last sent to the handset from that name; the
+ * service's default name (`sharedName`), which every account sends from, is never one account's
+ * even if one registered it before it became the default (senders/names.ts refuses it). The
  * second reads the handset's recipient rows newest first (send_recipients_handset), the
  * RECENT_SENDS newest sent from that name, and takes the one whose parts were submitted last:
  * a handful of rows, never the sends.
  */
-async function routeOf(db: Db, dialect: DialectName, from: string, to: string): Promise<string | undefined> {
-  const owner = await db
-    .selectFrom('sender_names')
-    .select('account_id')
-    .where('name', '=', to)
-    .where(queries[dialect].numericName)
-    .executeTakeFirst();
+async function routeOf(
+  db: Db,
+  dialect: DialectName,
+  mo: { from: string; to: string; sharedName: string },
+): Promise<string | undefined> {
+  const { from, to } = mo;
+  const owner =
+    to === mo.sharedName
+      ? undefined
+      : await db
+          .selectFrom('sender_names')
+          .select('account_id')
+          .where('name', '=', to)
+          .where(queries[dialect].numericName)
+          .executeTakeFirst();
   if (owner) return owner.account_id;
   // The handset's newest rows from that name, by id: the order of their accepts. A campaign
   // accepted early may go out late, so the last sent is the one submitted last among them.
@@ -112,11 +122,11 @@ const keywordOf = (text: string): InboundOutcome['keyword'] => {
 export const storeInboundSms = procedure(
   import.meta.url,
   'storeInboundSms',
-  async ({ db, dialect }, args: InboundSms & { now: number; onlyAccountId?: string }): Promise<InboundOutcome | null> =>
+  async ({ db, dialect }, args: InboundSms & { now: number } & InboundOptions): Promise<InboundOutcome | null> =>
     db.transaction().execute(async (trx) => {
       const from = digits(args.from);
       const to = /^\+?\d+$/.test(args.to.trim()) ? digits(args.to) : args.to;
-      const accountId = await routeOf(trx, dialect, from, to);
+      const accountId = await routeOf(trx, dialect, { from, to, sharedName: args.defaultSenderName });
       if (accountId === undefined || (args.onlyAccountId !== undefined && accountId !== args.onlyAccountId))
         return null;
       const contact = await trx
@@ -180,12 +190,18 @@ export const storeInboundSms = procedure(
     }),
 );
 
+/** How an MO is routed: `DEFAULT_SENDER_NAME`, and the one account it may reach, if any (storeInboundSms). */
+interface InboundOptions {
+  defaultSenderName: string;
+  onlyAccountId?: string;
+}
+
 /** Receives one MO (see storeInboundSms). */
 export function receiveInboundSms(
   database: Database,
   clock: Clock,
   mo: InboundSms,
-  options: { onlyAccountId?: string } = {},
+  options: InboundOptions,
 ): Promise<InboundOutcome | null> {
   return database.call(storeInboundSms, { ...mo, now: clock.now(), ...options });
 }

@@ -346,7 +346,7 @@ export function smsRoutes(app: FastifyInstance, ctx: AppContext): void {
         ctx.database,
         ctx.clock,
         { from, to, text, at: ctx.clock.now() },
-        { onlyAccountId: request.account.id },
+        { defaultSenderName: ctx.config.defaultSenderName, onlyAccountId: request.account.id },
       );
       if (!outcome) {
         throw unprocessable('The message would reach no account of yours.', [

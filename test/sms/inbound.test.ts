@@ -54,6 +54,8 @@ forEachDatabase((dialect) => {
     smsc = undefined;
   });
 
+  /** The service's default sender name, as the test app has it. */
+  const shared = { defaultSenderName: 'HERALD' };
   const patchAccount = (client: ApiClient, payload: object) =>
     api!.t.app.inject({
       method: 'PATCH',
@@ -143,12 +145,17 @@ forEachDatabase((dialect) => {
       await send(alice, '/sms/single', { recipient: '919812300002', senderName: 'HERALD', body: 'Your code is 1234' });
       await send(bob, '/sms/single', { recipient: '919812300003', senderName: 'HERALD', body: 'Your code is 5678' });
       const inbound = (from: string) =>
-        receiveInboundSms(api!.t.ctx.database, api!.clock, {
-          from,
-          to: 'HERALD',
-          text: 'thanks',
-          at: api!.clock.now(),
-        });
+        receiveInboundSms(
+          api!.t.ctx.database,
+          api!.clock,
+          {
+            from,
+            to: 'HERALD',
+            text: 'thanks',
+            at: api!.clock.now(),
+          },
+          shared,
+        );
       assert.equal((await inbound('919812300002'))?.accountId, alice.account.row.id);
       assert.equal((await inbound('919812300003'))?.accountId, bob.account.row.id);
       assert.equal(await inbound('919812300004'), null);
@@ -267,7 +274,7 @@ forEachDatabase((dialect) => {
     for (const [i, text] of texts.entries()) {
       const from = `9198123001${String(i).padStart(2, '0')}`;
       keywords.push(
-        (await receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: NUMBER, text, at: 0 }))?.keyword,
+        (await receiveInboundSms(api!.t.ctx.database, api!.clock, { from, to: NUMBER, text, at: 0 }, shared))?.keyword,
       );
     }
     assert.deepEqual(keywords, ['stop', 'stop', 'stop', 'stop', null]);
@@ -292,12 +299,17 @@ forEachDatabase((dialect) => {
       await trx.updateTable('contacts').set({ mobile_opt_in: read.mobile_opt_in }).where('id', '=', id).execute();
     });
     let settled = false;
-    const stop = receiveInboundSms(api!.t.ctx.database, api!.clock, {
-      from: '919812300020',
-      to: NUMBER,
-      text: 'STOP',
-      at: api!.clock.now(),
-    }).finally(() => (settled = true));
+    const stop = receiveInboundSms(
+      api!.t.ctx.database,
+      api!.clock,
+      {
+        from: '919812300020',
+        to: NUMBER,
+        text: 'STOP',
+        at: api!.clock.now(),
+      },
+      shared,
+    ).finally(() => (settled = true));
     if (dialect === 'postgres') await waitForLockWait(db, 'the STOP to wait for the batch', () => settled);
     writeBack.resolve();
     await batch;
@@ -323,6 +335,28 @@ forEachDatabase((dialect) => {
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     assert.deepEqual(names.json().senderNames, ['SHOP']);
+  });
+
+  it('keeps a numeric default sender name out of every account: replies go to the last sender', async () => {
+    const shared = '15551234567';
+    await start({ DEFAULT_SENDER_NAME: shared });
+    const refused = await addSenderName(alice, shared);
+    assert.equal(refused.statusCode, 409, refused.body);
+    // Registered to Alice before it became the default: it is still not hers.
+    await api!.t.ctx.db
+      .insertInto('sender_names')
+      .values({ account_id: alice.account.row.id, name: shared, created_at: api!.clock.now() })
+      .execute();
+    await send(bob, '/sms/single', { recipient: '919811112222', senderName: shared, body: 'Your order shipped' });
+    const stop = await mo(bob, { from: '919811112222', to: shared, text: 'STOP' });
+    assert.equal(stop.statusCode, 201, stop.body);
+    assert.equal(stop.json().keyword, 'stop');
+    assert.equal((await mo(alice, { from: '919811112222', to: shared, text: 'STOP' })).statusCode, 422);
+    assert.deepEqual(
+      (await suppressions(bob)).map(([number]: string[]) => number),
+      ['919811112222'],
+    );
+    assert.deepEqual(await suppressions(alice), []);
   });
 
   it('simulates no message from a handset once a connection over SMPP is added beside the sandbox', async () => {

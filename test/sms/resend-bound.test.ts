@@ -74,7 +74,7 @@ forEachDatabase((dialect) => {
         clock,
         metrics: new Registry(),
         journal,
-        receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
+        receiveInbound: (mo) => receiveInboundSms(database, clock, mo, { defaultSenderName: 'HERALD' }),
       });
       transports.push(transport);
       await waitFor(`${name} bound`, async () => (transport.bindsUp?.() === 1 ? true : undefined));

@@ -302,7 +302,7 @@ forEachDatabase((dialect) => {
     // Half of it held for passcodes: campaigns 50 a second in all.
     const settings = parseSmppUrl(`smpp://herald:secret@127.0.0.1:${smsc.port}?binds=1&tps=100&urgent=0.5`);
     const clock = new ManualClock(Date.now());
-    const receiveInbound = (mo: InboundSms) => receiveInboundSms(database, clock, mo);
+    const receiveInbound = (mo: InboundSms) => receiveInboundSms(database, clock, mo, { defaultSenderName: 'HERALD' });
     transports = [0, 1].map(() =>
       smppTransport(settings, {
         database,

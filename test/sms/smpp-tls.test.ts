@@ -149,7 +149,7 @@ forEachDatabase((dialect) => {
           database,
           clock,
           metrics: new Registry(),
-          receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
+          receiveInbound: (mo) => receiveInboundSms(database, clock, mo, { defaultSenderName: 'HERALD' }),
           log,
           timing: { reconnectBaseMs: 20, reconnectMaxMs: 50 },
         });

@@ -45,7 +45,7 @@ forEachDatabase((dialect) => {
       database,
       clock,
       metrics,
-      receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
+      receiveInbound: (mo) => receiveInboundSms(database, clock, mo, { defaultSenderName: 'HERALD' }),
       log: { info: at('info'), warn: at('warn'), error: at('error') },
       timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, ...timing },
     });
@@ -199,7 +199,7 @@ forEachDatabase((dialect) => {
           database,
           clock,
           metrics,
-          receiveInbound: (mo) => receiveInboundSms(database, clock, mo),
+          receiveInbound: (mo) => receiveInboundSms(database, clock, mo, { defaultSenderName: 'HERALD' }),
         });
         await waitFor('three answers', async () => (answers.length === 3 ? true : undefined));
         assert.deepEqual(answers, [0, 0, 0]);

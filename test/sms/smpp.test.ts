@@ -116,7 +116,12 @@ forEachDatabase((dialect) => {
   it('sends a batch from a numeric sender as TON 1 / NPI 1, every recipient Delivered', async () => {
     await start();
     const byAdmin = { actor: 'admin' as const, ip: null, at: api!.clock.now() };
-    await addSenderName(api!.t.ctx.db, api!.clock, alice.account.row.id, '447700900123', byAdmin);
+    await addSenderName(api!.t.ctx.db, api!.clock, {
+      accountId: alice.account.row.id,
+      name: '447700900123',
+      by: byAdmin,
+      defaultSenderName: 'HERALD',
+    });
     const recipients = ['919812300001', '919812300002', '919812300003'];
     const queueId = await send('/sms/batch', {
       recipients: recipients.map((mobileNo) => ({ mobileNo })),

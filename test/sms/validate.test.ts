@@ -511,8 +511,10 @@ forEachDatabase((dialect) => {
         .id;
       otherAccount = other;
       const byAdmin = { actor: 'admin' as const, ip: null, at: clock.now() };
-      await addSenderName(db, clock, accountId, 'Acme', byAdmin);
-      await addSenderName(db, clock, other, 'Bobs', byAdmin);
+      const named = (id: string, name: string) =>
+        addSenderName(db, clock, { accountId: id, name, by: byAdmin, defaultSenderName: 'HERALD' });
+      await named(accountId, 'Acme');
+      await named(other, 'Bobs');
       ownList = (await createList(db, clock, accountId, 'VIP')).listId;
       otherList = (await createList(db, clock, other, 'VIP')).listId;
     });
