@@ -97,6 +97,11 @@ export function notFinal(status: RawBuilder<unknown>): RawBuilder<SqlBool> {
   return sql<SqlBool>`${status} not in ('Delivered', 'Failed')`;
 }
 
+/** An smpp_submits row whose message's outcome is not yet recorded: its recipient is still Queued. */
+export const unrecordedAnswer = sql<SqlBool>`exists (
+  select 1 from send_recipients r
+   where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient and r.status = 'Queued')`;
+
 /** `{n, n, …}`: ids as one PostgreSQL array parameter. */
 const idArray = (ids: readonly number[]) => `{${ids.join(',')}}`;
 

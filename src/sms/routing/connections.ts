@@ -4,7 +4,7 @@ import { type Config, parseSmsTransport } from '../../config.ts';
 import type { Schema } from '../../db/schema.ts';
 import { badRequest, conflict, notFound } from '../../errors.ts';
 import { open, resealed, seal, type Keyring } from '../../sealed.ts';
-import { notFinal } from '../queries.ts';
+import { notFinal, unrecordedAnswer } from '../queries.ts';
 import { DEFAULT_SMSC } from '../transport.ts';
 import { bumpRoutingVersion } from './version.ts';
 
@@ -140,11 +140,13 @@ export async function removeConnection(db: Kysely<Schema>, name: string): Promis
       .where(notFinal(sql.ref('status')))
       .limit(1)
       .executeTakeFirst();
-    // A page in flight: its answers are kept before its outcome is recorded (smpp_submits).
+    // A page in flight: its answers are kept before its outcome is recorded (smpp_submits), and
+    // after it until the retention sweep, when they no longer count.
     const answered = await trx
       .selectFrom('smpp_submits')
       .select('send_id')
       .where('smsc', '=', name)
+      .where(unrecordedAnswer)
       .limit(1)
       .executeTakeFirst();
     if (awaiting || answered) {

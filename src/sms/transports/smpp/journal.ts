@@ -11,7 +11,7 @@ import { procedure, type ProcedureDatabase } from '../../../db/procedure.ts';
 import type { Schema } from '../../../db/schema.ts';
 import { isAnyOf } from '../../../db/in-json.ts';
 import { erasedAddress, isErased } from '../../../messaging/erased-identifiers.ts';
-import { queries } from '../../queries.ts';
+import { queries, unrecordedAnswer } from '../../queries.ts';
 import { applyReceipts, matchWaiting, type Receipt } from '../../receipts.ts';
 import type { DeliveryReceipt } from './receipt-pdu.ts';
 
@@ -185,9 +185,7 @@ export async function purgeRecordedAnswers(
   _before: number,
   limit: number,
 ): Promise<number> {
-  const done = sql<SqlBool>`not exists (select 1 from send_recipients r
-                                         where r.send_id = smpp_submits.send_id and r.address = smpp_submits.recipient
-                                           and r.status = 'Queued')`;
+  const done = sql<SqlBool>`not ${unrecordedAnswer}`;
   const result = await db
     .deleteFrom('smpp_submits')
     .where(done)
