@@ -23,9 +23,9 @@ forEachDatabase((dialect) => {
   let smsc: Smsc | undefined;
   let transport: SmsTransport | undefined;
   const metrics = new Registry();
-  let logged: Array<{ level: string; message: string; bind?: string }>;
-  const at = (level: string) => (fields: { bind?: string }, message: string) =>
-    void logged.push({ level, message, bind: fields.bind });
+  let logged: Array<{ level: string; message: string; bind?: string; reason?: string }>;
+  const at = (level: string) => (fields: { bind?: string; reason?: string }, message: string) =>
+    void logged.push({ level, message, bind: fields.bind, reason: fields.reason });
   beforeEach(async () => {
     database = await createTestDatabase(dialect);
     logged = [];
@@ -102,6 +102,12 @@ forEachDatabase((dialect) => {
       told('SMPP bind back'),
       binds.map((bind) => `warn ${bind}`),
     );
+    // The refused reconnections are those info lines, never a warning; the loss names why.
+    assert.deepEqual(
+      logged.filter((line) => line.level === 'warn').map((line) => line.message),
+      ['SMPP bind lost', 'SMPP bind lost', 'SMPP bind back', 'SMPP bind back'],
+    );
+    assert.match(logged.find((line) => line.message === 'SMPP bind still down')?.reason ?? '', /ECONNREFUSED/);
     assert.ok(!JSON.stringify(logged).includes('secret'), 'the password is never logged');
     // Its slot frees with the answer, which is recorded.
     await waitFor('the answer recorded', async () =>

@@ -116,6 +116,8 @@ export class SmppBind {
     session.socket.setNoDelay(true);
     // Between the TCP connection and the end of the TLS handshake, where an untrusted certificate fails.
     let handshaking = false;
+    // Why the link ended, for lose()'s one warning a spell: a refused reconnection is not another.
+    let failure: string | undefined;
     session.on('error', (error: NodeJS.ErrnoException) => {
       if (this.session !== session) return;
       if (handshaking) {
@@ -125,12 +127,12 @@ export class SmppBind {
             'be trusted: a private CA goes in ?ca= or NODE_EXTRA_CA_CERTS)',
         );
       } else {
-        this.options.log.warn({ bind: this.options.name, error: error.message }, 'SMPP connection error: reconnecting');
+        failure = `SMPP connection error: ${error.message}`;
         // The smpp package reads nothing more after a PDU it could not parse: the link is done.
         session.destroy();
       }
     });
-    session.on('close', () => this.lose(session, 'the connection closed'));
+    session.on('close', () => this.lose(session, failure ?? 'the connection closed'));
     session.on('pdu', (pdu: Pdu) => this.onPdu(session, pdu));
     if (tls) session.once('connect', () => (handshaking = true));
     session.once(tls ? 'secureConnect' : 'connect', () => {
