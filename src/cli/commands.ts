@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { RATE_LIMIT_GROUPS } from '../ratelimit/limits.ts';
 import { SIM_SMSC_ARGS, SIM_SMTP_ARGS } from '../sim/cli.ts';
 
 /**
@@ -47,7 +48,7 @@ with none given, a new key file), which every serve must then be given.`,
   },
   {
     name: 'account set-rate-limit',
-    args: '--user EMAIL --group sms|email|contacts|account --per-minute N',
+    args: `--user EMAIL --group ${RATE_LIMIT_GROUPS.join('|')} --per-minute N`,
     about: 'set how many requests a minute the account may make to one group of endpoints',
   },
   {
