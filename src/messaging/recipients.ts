@@ -282,9 +282,10 @@ export async function expandRecipients(db: Db, dialect: DialectName, e: Expansio
  * since the send started up to a day before; those refused end NotSent or Dropped, with their
  * history, counted in `tally`, and are answered; the others are released (`due_at` and the
  * reason they waited for cleared) to be sent as any recipient. Found by the partial index
- * send_recipients_due: a send holding none costs a seek. Email's retries due (Deferred, a relay
- * refused them for now up to 72 hours before) are decided again the same way: an address
- * suppressed or unsubscribed meanwhile is not tried again.
+ * send_recipients_due: a send holding none costs a seek. Retries are decided again the same way,
+ * email's due (Deferred: a relay refused them for now up to 72 hours before) and SMS's (Queued
+ * with a `deferred_at`: an SMSC did): an address suppressed (a STOP, an erasure) or unsubscribed
+ * meanwhile is not tried again.
  */
 export async function releaseDueRecipients(
   db: Db,
@@ -312,10 +313,12 @@ export async function releaseDueRecipients(
   const now = queries[dialect].epochMs(r.now);
   const due = sql`send_id = ${r.sendId} and status = 'Queued' and due_at is not null and due_at <= ${now}`;
   const retrying = sql`send_id = ${r.sendId} and status = 'Deferred' and retry_at is not null and retry_at <= ${now}`;
-  // Each kind of waiting recipient by its own partial index (send_recipients_due, _retry).
+  // An SMS an SMSC refused for now stays Queued (sms/send.ts, keepFirstRefusals), tried again at once.
+  const triedAgain = sql`send_id = ${r.sendId} and status = 'Queued' and deferred_at is not null`;
+  // Each kind of waiting recipient by its own partial index (send_recipients_due, _retry, _tried_again).
   const refuse = async (reason: RawBuilder<unknown>, condition: RawBuilder<unknown>) => {
     const rows: Array<{ id: number; address: string; reason: string | null }> = [];
-    for (const waiting of [due, retrying]) {
+    for (const waiting of [due, retrying, triedAgain]) {
       const refusedNow = await sql<(typeof rows)[number]>`
         update send_recipients
            set status = ${refused}, reason = ${reason}, due_at = null, retry_at = null, updated_at = ${now}
@@ -328,7 +331,7 @@ export async function releaseDueRecipients(
   const erased = await erasedAmong(
     db,
     r,
-    sql<{ address: string }>`select address from send_recipients where (${due}) or (${retrying})`,
+    sql<{ address: string }>`select address from send_recipients where (${due}) or (${retrying}) or (${triedAgain})`,
   );
   const suppressed = await refuse(
     sql`'suppressed: ' || ${rules.suppression(address, erased)}`,

@@ -87,24 +87,29 @@ export const startSmsSend = procedure(
           ...args,
           load: (accountId, cursor) => loadPage(trx, accountId, args.sendId, cursor, SMS_PENDING),
         },
-        postRefused(trx, {
-          now: args.now,
-          type: SMS_STATUS_TYPE,
-          event: (r) =>
-            smsStatusEvent({
-              queueId: args.sendId,
-              messageId: null,
-              recipient: r.address,
-              status: 'Failed',
-              errorCode: NOT_SENT,
-              error: `not sent: ${r.reason}`,
-              parts: null,
-              at: args.now,
-            }),
-        }),
+        postSmsRefused(trx, args.now, args.sendId),
       ),
     ),
 );
+
+/** A startSend `onRefused` posting the send's NotSent recipients as Failed, errorCode not_sent. */
+export function postSmsRefused(trx: Db, now: number, queueId: string) {
+  return postRefused(trx, {
+    now,
+    type: SMS_STATUS_TYPE,
+    event: (r) =>
+      smsStatusEvent({
+        queueId,
+        messageId: null,
+        recipient: r.address,
+        status: 'Failed',
+        errorCode: NOT_SENT,
+        error: `not sent: ${r.reason}`,
+        parts: null,
+        at: now,
+      }),
+  });
+}
 
 interface PageResults {
   sendId: string;

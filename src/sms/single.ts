@@ -4,6 +4,8 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
+import { startSend } from '../messaging/accept.ts';
+import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { compileTemplate } from '../messaging/tags.ts';
 import { completeJobs, type Lease } from '../queue/queries.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
@@ -21,6 +23,7 @@ import {
   failUnsent,
   keepFirstRefusals,
   openedPage,
+  postSmsRefused,
   pageOutcomes,
   recordOutcomes,
   renderPage,
@@ -114,6 +117,24 @@ export const recordSingles = procedure(
   },
 );
 
+/**
+ * The sends of passcodes an SMSC refused for now, before they are tried again: each started
+ * again (messaging/accept.ts, startSend), which ends NotSent and posts one whose number was
+ * suppressed meanwhile (a STOP, an erasure). Their consent was decided at accept and stands:
+ * a Verify code goes without it, and a passcode waits seconds, not a campaign's hours.
+ */
+export const refuseSuppressedRetries = procedure(
+  import.meta.url,
+  'refuseSuppressedRetries',
+  async ({ db, dialect }, args: { sendIds: string[]; now: number; erasureKey: Buffer }): Promise<void> =>
+    db.transaction().execute(async (trx) => {
+      for (const sendId of args.sendIds) {
+        const start = { sendId, now: args.now, erasureKey: args.erasureKey, consent: false, load: async () => [] };
+        await startSend(trx, dialect, start, postSmsRefused(trx, args.now, sendId));
+      }
+    }),
+);
+
 async function loadSingles(db: Db, sendIds: string[]): Promise<SingleRow[]> {
   return db
     .selectFrom('send_recipients as r')
@@ -184,10 +205,14 @@ export function smsSingleHandler(deps: {
   }
 
   async function sendPage(gathered: Waiting[]): Promise<void> {
-    const loaded = await loadSingles(
-      database.reads,
-      gathered.map((waiting) => waiting.sendId),
-    );
+    const sendIds = gathered.map((waiting) => waiting.sendId);
+    let loaded = await loadSingles(database.reads, sendIds);
+    const triedAgain = loaded.filter((row) => row.deferred_at !== null).map((row) => row.send_id);
+    if (triedAgain.length > 0) {
+      const key = await erasureKey(database.db, encryptionKey);
+      await database.call(refuseSuppressedRetries, { sendIds: triedAgain, now: clock.now(), erasureKey: key });
+      loaded = await loadSingles(database.reads, sendIds);
+    }
     const names = new Map<string, Promise<Map<string, string>>>();
     const rendered = await Promise.all(loaded.map((row) => render(row, names)));
     const failed = new Map(

@@ -345,6 +345,39 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
   });
 
+  for (const path of ['/sms/single', '/sms/batch'])
+    it(`ends NotSent a ${path} message refused for now whose number was suppressed before its next try`, async () => {
+      const number = '919812300043';
+      refuseForNow.add(number);
+      const to = path === '/sms/single' ? { recipient: number } : { recipients: [{ mobileNo: number }] };
+      const accepted = await alice.post(path, {
+        ...to,
+        senderName: 'HERALD',
+        body: 'code 43',
+        webHookUrl: 'http://127.0.0.1:9/sms',
+      });
+      assert.equal(accepted.statusCode, 202, accepted.body);
+      const queueId = accepted.json().data.QueueId as string;
+      await worker.drain();
+      assert.equal((await recipientOf(queueId)).status, 'Queued', 'refused for now');
+      // The person answers STOP (a suppression) while the SMSC refuses; then the SMSC would take it.
+      const stop = await alice.post('/sms/suppressions', { number, reason: 'STOP' });
+      assert.equal(stop.statusCode, 201, stop.body);
+      refuseForNow.clear();
+      api.clock.advance(5_000);
+      await worker.drain();
+      assert.deepEqual(pages, [[number]], 'tried once, not again');
+      assert.equal((await recipientOf(queueId)).status, 'NotSent');
+      assert.equal((await alice.get(`/sms/${queueId}`)).json().status, 'Completed');
+      const posted = await api.t.ctx.db.selectFrom('webhook_events').select('events').orderBy('id').execute();
+      assert.deepEqual(
+        posted
+          .flatMap((row) => JSON.parse(row.events) as Array<{ status: string; errorCode: string | null }>)
+          .map((event) => `${event.status} ${event.errorCode}`),
+        ['Failed not_sent'],
+      );
+    });
+
   /** Passcodes to `numbers`, accepted, then their page held at the transport until `held` resolves. */
   const passcodesHeld = async (numbers: string[]) => {
     const queueIds: string[] = [];

@@ -41,6 +41,7 @@ import * as audit from './0039_audit.ts';
 import * as smsReceiptRecipients from './0040_sms_receipt_recipients.ts';
 import * as smsPartSubmitTimes from './0041_sms_part_submit_times.ts';
 import * as recipientTokenForms from './0042_recipient_token_forms.ts';
+import * as smsTriedAgain from './0043_sms_tried_again.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -86,4 +87,5 @@ export const migrations: Record<string, Migration> = {
   '0040_sms_receipt_recipients': smsReceiptRecipients,
   '0041_sms_part_submit_times': smsPartSubmitTimes,
   '0042_recipient_token_forms': recipientTokenForms,
+  '0043_sms_tried_again': smsTriedAgain,
 };
