@@ -119,6 +119,8 @@ interface Tracker {
   submittedAt: number | undefined;
   unsettled: number;
   failure: Extract<SubmitResult, { accepted: false }> | undefined;
+  /** The answers of its parts taken, until each is recorded (smpp_submits). */
+  recording: Array<Promise<void>>;
   settle: (result: SubmitResult) => void;
 }
 
@@ -286,6 +288,7 @@ class SmppTransport implements SmsTransport, BoundShare {
             submittedAt: undefined,
             unsettled: 0,
             failure: undefined,
+            recording: [],
             settle,
           };
           // An earlier try's answers count only for the same segmentation of the message.
@@ -438,7 +441,7 @@ class SmppTransport implements SmsTransport, BoundShare {
       // The bind's slot is free; the part counts toward the resend bound until its answer is recorded.
       bind.inUse -= 1;
       // recordAnswer retries until the answer is kept and never rejects.
-      void this.recordAnswer(answer).then(() => this.recorded(recipient));
+      tracker.recording.push(this.recordAnswer(answer).then(() => this.recorded(recipient)));
       this.pump();
       return;
     }
@@ -487,8 +490,15 @@ class SmppTransport implements SmsTransport, BoundShare {
   }
 
   private finish(tracker: Tracker): void {
-    const { ids, smsc, submittedAt } = tracker;
-    tracker.settle(tracker.failure ?? { accepted: true, operatorMessageIds: ids as string[], smsc, submittedAt });
+    const { ids, smsc, submittedAt, failure } = tracker;
+    if (failure) {
+      // A refusal for now may send the message over the next connection at once (routed.ts),
+      // which sends only the parts no answer recorded (answeredBefore): the parts this one took
+      // are recorded first, or they would go twice.
+      void Promise.all(tracker.recording).then(() => tracker.settle(failure));
+      return;
+    }
+    tracker.settle({ accepted: true, operatorMessageIds: ids as string[], smsc, submittedAt });
   }
 
   /** A part's submit was not answered, or answered with a refusal: its slot and its count toward the bound free. */
