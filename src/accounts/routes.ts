@@ -20,6 +20,7 @@ import {
   updateAccountSettings,
 } from './service.ts';
 import { notFound } from '../errors.ts';
+import { shownUrl } from '../shown-url.ts';
 import { auditBy, type AuditBy } from '../audit/entries.ts';
 import { isKnownCountry } from '../crm/mobile-number.ts';
 import { checkVerifySettingsChange, verifySettings } from './verify-settings.ts';
@@ -122,7 +123,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
     timeZoneOffset,
     locale,
     rateLimits,
-    inboundSmsWebhookUrl,
+    inboundSmsWebhookUrl: inboundSmsWebhookUrl === null ? null : shownUrl(inboundSmsWebhookUrl),
     verify: verifySettings(verify),
     smartEncoding,
     quietHours: quietHoursOf(quietHours),

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import type { Schema } from '../db/schema.ts';
 import { conflict } from '../errors.ts';
+import { shownUrl } from '../shown-url.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
 /**
@@ -57,7 +58,7 @@ export interface EndpointView {
 export function endpointView(endpoint: Endpoint): EndpointView {
   return {
     endpointId: endpoint.id,
-    url: endpoint.url,
+    url: shownUrl(endpoint.url),
     events: endpoint.events,
     createdAt: new Date(endpoint.createdAt).toISOString(),
   };

@@ -5,6 +5,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
+import { shownUrl } from '../shown-url.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../queue/queue.ts';
 import { postProcedure } from '../http/idempotency.ts';
@@ -226,7 +227,7 @@ export function deliveryView(row: DeliveryRow): DeliveryView {
   return {
     id: row.id,
     type: row.type,
-    url: row.url,
+    url: shownUrl(row.url),
     status: row.status,
     attempts: row.attempts,
     lastStatusCode: row.last_status_code,

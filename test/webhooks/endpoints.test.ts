@@ -215,6 +215,36 @@ forEachDatabase((dialect) => {
     assert.equal(receiver.received.filter((post) => post.headers['webhook-id'] === failing[0].id).length, 3);
   });
 
+  it('posts with a URL’s user and password, and shows the password as *** in every read', async () => {
+    const url = receiver.url.replace('http://', 'http://hook:S3cret@');
+    const created = await create({ url, events: ['sms.status'] });
+    assert.equal(created.statusCode, 201, created.body);
+    const shown = receiver.url.replace('http://', 'http://hook:***@');
+    assert.equal(created.json().url, shown);
+    assert.deepEqual(
+      (await list()).map((endpoint) => endpoint.url),
+      [shown],
+    );
+    await sms('919812300009');
+    await settle();
+    assert.ok(receiver.received.length > 0);
+    for (const post of receiver.received)
+      assert.equal(post.headers.authorization, `Basic ${Buffer.from('hook:S3cret').toString('base64')}`);
+    const deliveries = (await alice.get('/webhooks/deliveries')).json().deliveries as Array<{ url: string }>;
+    assert.deepEqual([...new Set(deliveries.map((delivery) => delivery.url))], [shown]);
+    const patched = await api.t.app.inject({
+      method: 'PATCH',
+      url: '/account',
+      headers: bearer(alice.token),
+      payload: { inboundSmsWebhookUrl: url },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal(patched.json().inboundSmsWebhookUrl, shown);
+    assert.equal((await alice.get('/account')).json().inboundSmsWebhookUrl, shown);
+    const reads = [await inject('GET', '/webhooks/endpoints', alice.token), await alice.get('/webhooks/deliveries')];
+    for (const read of reads) assert.ok(!read.body.includes('S3cret'), read.body);
+  });
+
   it('posts contacts.batch to an endpoint when the batch names no URL', async () => {
     await subscribe(receiver.url, ['contacts.batch']);
     const status = await alice.upsert([{ email: 'ada@example.com' }]);

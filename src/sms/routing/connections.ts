@@ -4,6 +4,7 @@ import { type Config, parseSmsTransport } from '../../config.ts';
 import type { Schema } from '../../db/schema.ts';
 import { badRequest, conflict, notFound } from '../../errors.ts';
 import { open, resealed, seal, type Keyring } from '../../sealed.ts';
+import { shownUrl } from '../../shown-url.ts';
 import { notFinal, unrecordedAnswer } from '../queries.ts';
 import { DEFAULT_SMSC } from '../transport.ts';
 import { bumpRoutingVersion } from './version.ts';
@@ -31,14 +32,6 @@ export interface SmscConnection {
 /** The URLs are sealed under a key of their own, derived from ENCRYPTION_KEY; each opens only in its own row. */
 const sealingKey = (keyring: Keyring) => keyring.derive('herald smsc urls');
 const place = (name: string) => `smsc_connections:${name}`;
-
-/** The URL as it may be shown: any password replaced by ***. */
-export function shownUrl(raw: string): string {
-  const url = URL.parse(raw);
-  if (!url || url.password === '') return raw;
-  url.password = '***';
-  return url.href;
-}
 
 /** Adds a connection (POST /admin/smsc): 400 for a URL that SMS_TRANSPORT would refuse, 409 for a name taken. */
 export async function addConnection(
