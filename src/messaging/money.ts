@@ -9,11 +9,15 @@ export interface Money {
 }
 
 const MICROS_PER_UNIT = 1_000_000;
-/** Six decimals at most: micro-units are the smallest step stored. */
-const DECIMAL = /^(\d{1,9})(?:\.(\d{1,6}))?$/;
+/**
+ * Six decimals at most: micro-units are the smallest step stored. Below 100,000: a price per part
+ * that high (a hundred thousand rials is two dollars) times the parts of a busy account's day
+ * stays far within a 64-bit sum of micro-units, which PostgreSQL refuses to pass.
+ */
+const DECIMAL = /^(\d{1,5})(?:\.(\d{1,6}))?$/;
 const CURRENCY = /^[A-Z]{3}$/;
 
-/** Micro-units of a decimal string from 0 to 999,999,999 with at most six decimals; undefined for another string. */
+/** Micro-units of a decimal string from 0 to 99,999.999999 with at most six decimals; undefined for another string. */
 export function microsOf(amount: string): number | undefined {
   const match = DECIMAL.exec(amount);
   if (!match) return undefined;

@@ -157,6 +157,8 @@ forEachDatabase((dialect) => {
       [{ prefix: '44', smsc: ['default'], pricePerPart: '1e-3', currency: 'EUR' }, ['routes[0].pricePerPart']],
       [{ prefix: '44', smsc: ['default'], pricePerPart: '0.0000001', currency: 'EUR' }, ['routes[0].pricePerPart']],
       [{ prefix: '44', smsc: ['default'], pricePerPart: '-1', currency: 'EUR' }, ['routes[0].pricePerPart']],
+      // Beyond what a day's parts may add up to in a 64-bit sum of micro-units.
+      [{ prefix: '44', smsc: ['default'], pricePerPart: '100000', currency: 'EUR' }, ['routes[0].pricePerPart']],
       [{ prefix: '44', smsc: ['default'], pricePerPart: '1', currency: 'eur' }, ['routes[0].currency']],
       [{ prefix: '44', smsc: ['default', 'default'] }, ['routes[0].smsc']],
       [{ prefix: '+44', smsc: ['default'] }, ['routes[0].prefix']],

@@ -123,7 +123,7 @@ function shapeErrors(route: SmsRoute, i: number): FieldError[] {
   if (route.pricePerPart !== undefined && microsOf(route.pricePerPart) === undefined) {
     errors.push({
       field: field('pricePerPart'),
-      message: 'must be a decimal string of at most 6 decimals, from 0 to 999999999, such as "0.0075"',
+      message: 'must be a decimal string of at most 6 decimals, from 0 to 99999.999999, such as "0.0075"',
     });
   }
   if (route.currency !== undefined && !isCurrency(route.currency)) {
