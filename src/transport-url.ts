@@ -25,8 +25,14 @@ export function transportUrl(
   if (!options.schemes.includes(url.protocol))
     throw new Error(`must start with ${plain}// or ${secure}//, got "${url.protocol}"`);
   if (!url.hostname) throw new Error(`must name ${options.what}`);
-  for (const name of url.searchParams.keys())
+  if (url.port === '0') throw new Error('must name a port from 1 to 65535, or none for the default');
+  if (!['', '/'].includes(url.pathname) || url.hash !== '')
+    throw new Error(`takes no path or #fragment after ${options.what}, only ?parameters`);
+  const names = [...url.searchParams.keys()];
+  for (const name of names) {
     if (!options.params.includes(name)) throw new Error(`knows no parameter "${name}" (${options.params.join(', ')})`);
+    if (names.indexOf(name) !== names.lastIndexOf(name)) throw new Error(`names the parameter "${name}" twice`);
+  }
   return url;
 }
 

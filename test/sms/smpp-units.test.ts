@@ -43,6 +43,15 @@ describe('SMS_TRANSPORT=smpp://', () => {
     for (const [url, problem] of [
       ['smpp://127.0.0.1:2775', /system_id/],
       ['smpp://herald:toolongpassword@127.0.0.1', /at most 8/],
+      // Octets, not characters: 8 × ä is 16 octets; 15 × é is 30.
+      ['smpp://herald:%C3%A4%C3%A4%C3%A4%C3%A4%C3%A4%C3%A4%C3%A4%C3%A4@127.0.0.1', /at most 8 octets/],
+      [`smpp://${'%C3%A9'.repeat(15)}:secret@127.0.0.1`, /system_id of 1 to 15 octets/],
+      ['smpp://her%00ald:secret@127.0.0.1', /no control characters/],
+      ['smpp://herald:sec%00ret@127.0.0.1', /no control characters/],
+      ['smpp://herald:secret@127.0.0.1:0', /port from 1 to 65535/],
+      ['smpp://herald:secret@127.0.0.1/path', /no path or #fragment/],
+      ['smpp://herald:secret@127.0.0.1#frag', /no path or #fragment/],
+      ['smpp://herald:secret@127.0.0.1?binds=1&binds=2', /names the parameter "binds" twice/],
       ['smpp://herald:secret@127.0.0.1?window=0', /window must be a whole number from 1/],
       ['smpp://herald:secret@127.0.0.1?binds=x', /binds must be/],
       ['smpp://herald:secret@127.0.0.1?urgent=1', /urgent must be a share/],

@@ -48,7 +48,6 @@ export function parseSmtpUrl(raw: string): SmtpSettings {
     what: 'the relay host',
     params: ['pool', 'rate', 'tls', 'ca'],
   });
-  if (url.pathname !== '' && url.pathname !== '/') throw new Error('takes no path after the host and port');
   const user = decodeURIComponent(url.username);
   const password = decodeURIComponent(url.password);
   if (user === '' && password !== '') throw new Error('names a password but no user before it');

@@ -40,6 +40,8 @@ export interface SmppSettings {
 export const SMPP_DEFAULTS = { port: 2775, tlsPort: 3550, binds: 2, window: 50, tps: 0, urgentShare: 0.1 } as const;
 
 const LIMITS = { binds: [1, 32], window: [1, 1000], tps: [0, 100_000] } as const;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** The settings of an `smpp://` or `smpps://` URL; throws an Error naming the fault (config.ts names the variable). */
 export function parseSmppUrl(raw: string): SmppSettings {
@@ -49,12 +51,14 @@ export function parseSmppUrl(raw: string): SmppSettings {
     what: 'the SMSC host',
     params: ['binds', 'window', 'tps', 'urgent', 'ca'],
   });
+  // SMPP 3.4 §5.2.1 and §5.2.2: system_id is at most 15 octets, password at most 8, each a
+  // C-octet string, which a NUL would end early.
   const systemId = decodeURIComponent(url.username);
-  // SMPP 3.4 §5.2.1 and §5.2.2: system_id is at most 15 octets, password at most 8.
-  if (systemId === '' || systemId.length > 15)
-    throw new Error('must carry a system_id of 1 to 15 characters before the @');
+  if (systemId === '' || Buffer.byteLength(systemId) > 15 || CONTROL.test(systemId))
+    throw new Error('must carry a system_id of 1 to 15 octets, no control characters, before the @');
   const password = decodeURIComponent(url.password);
-  if (password.length > 8) throw new Error('password must be at most 8 characters (SMPP 3.4 §5.2.2)');
+  if (Buffer.byteLength(password) > 8 || CONTROL.test(password))
+    throw new Error('password must be at most 8 octets, no control characters (SMPP 3.4 §5.2.2)');
   const whole = (name: keyof typeof LIMITS) => wholeParam(url, name, LIMITS[name], SMPP_DEFAULTS[name]);
   const urgent = url.searchParams.get('urgent');
   const urgentShare = urgent === null || urgent === '' ? SMPP_DEFAULTS.urgentShare : Number(urgent);
