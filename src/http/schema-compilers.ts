@@ -38,7 +38,7 @@ export function schemaCompilers(): CompilersFactory {
   const buildAjv = AjvCompiler();
   return {
     buildValidator: sharing(validators, (externalSchemas: Parameters<typeof buildAjv>[0], options) =>
-      buildAjv(externalSchemas, { ...options, onCreate: dateTimesDateParseReads }),
+      buildAjv(externalSchemas, { ...options, onCreate: formatsAsTheRoutesReadThem }),
     ) as CompilersFactory['buildValidator'],
     buildSerializer: sharing(serializers, SerializerSelector()) as CompilersFactory['buildSerializer'],
   };
@@ -51,6 +51,30 @@ function sharing<External, Options>(
 ): (externalSchemas: External, options: Options) => Compile<unknown> {
   return (externalSchemas, options) =>
     cached(cache, JSON.stringify([externalSchemas, options]), build(externalSchemas, options) as Compile<unknown>);
+}
+
+function formatsAsTheRoutesReadThem(ajv: Ajv): void {
+  dateTimesDateParseReads(ajv);
+  urisUrlParses(ajv);
+}
+
+/**
+ * `format: "uri"` (webhook URLs) as ajv-formats checks it (RFC 3986), and also one that the
+ * WHATWG URL parser reads, as every use of the URL does: RFC 3986 allows any digits as a port,
+ * 65536 included, which that parser refuses, and such a URL was refused later with a 422 where
+ * a malformed field is a 400.
+ */
+function urisUrlParses(ajv: Ajv): void {
+  const rfc3986 = ajv.formats.uri as unknown;
+  const checked =
+    typeof rfc3986 === 'function'
+      ? (rfc3986 as (value: string) => boolean)
+      : (rfc3986 as { validate?: unknown } | undefined)?.validate;
+  if (typeof checked !== 'function') throw new Error('ajv-formats no longer gives uri a function: see urisUrlParses');
+  ajv.addFormat('uri', {
+    type: 'string',
+    validate: (value: string) => (checked as (value: string) => boolean)(value) && URL.canParse(value),
+  });
 }
 
 /**

@@ -120,6 +120,8 @@ forEachDatabase((dialect) => {
   it('refuses bad URLs and events with 400, unsafe hosts with 422, duplicates and an eleventh with 409', async () => {
     assertFailure(await create({ url: 'ftp://example.com/x', events: ['sms.status'] }), 400, /not valid/);
     assertFailure(await create({ url: 'not a url', events: ['sms.status'] }), 400, /not valid/);
+    // A port RFC 3986 allows and no URL parser takes.
+    assertFailure(await create({ url: 'http://127.0.0.1:65536/x', events: ['sms.status'] }), 400, /not valid/);
     assertFailure(await create({ url: 'http://127.0.0.1/x', events: [] }), 400, /not valid/);
     assertFailure(await create({ url: 'http://127.0.0.1/x', events: ['sms.nope'] }), 400, /not valid/);
     assertFailure(await create({ url: 'http://127.0.0.1/x', events: ['sms.status', 'sms.status'] }), 400, /valid/);
