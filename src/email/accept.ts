@@ -48,6 +48,8 @@ export interface EmailSendContent {
    * untracked; its recipient's tags, which hold the code, are sealed (messaging/sealed-tags.ts).
    */
   passcode?: true;
+  /** When a Verify code expires (epoch ms): a refusal for now is not tried again from then on. */
+  validUntil?: number;
 }
 
 export interface PreparedEmail {

@@ -36,7 +36,7 @@ export async function prepareEmailRequest(
   ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
   body: EmailBatchRequest,
   account: { id: string; timeZoneOffset: string },
-  options: { passcode?: boolean } = {},
+  options: { passcode?: boolean; validUntil?: number } = {},
 ): Promise<PreparedEmail> {
   const now = ctx.clock.now();
   const { draft, html } = await checkedEmailDraft(ctx, body, account, now);
@@ -68,6 +68,7 @@ export async function prepareEmailRequest(
       campaignId,
       ...(localDelivery && { localDelivery }),
       ...(options.passcode && { passcode: true }),
+      ...(options.validUntil !== undefined && { validUntil: options.validUntil }),
     },
     recipients: draft.recipients.map((recipient) => {
       const tags = Object.keys(recipient.tags).length > 0 ? JSON.stringify(recipient.tags) : null;

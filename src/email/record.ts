@@ -56,12 +56,14 @@ export const GIVE_UP_AFTER_MS = 72 * 60 * MINUTE;
 /**
  * When a message refused for now the `attempts`-th time (1 for the first) is tried again:
  * after its wait, never later than GIVE_UP_AFTER_MS from its first refusal (`deferredAt`),
- * so its last try is at that moment; null from then on: it is given up.
+ * so its last try is at that moment; null from then on: it is given up. A Verify code is
+ * given up too once its next try would come when it has expired (`validUntil`).
  */
-export function retryAt(deferredAt: number, attempts: number, now: number): number | null {
+export function retryAt(deferredAt: number, attempts: number, now: number, validUntil = Infinity): number | null {
   const giveUpAt = deferredAt + GIVE_UP_AFTER_MS;
   if (now >= giveUpAt) return null;
-  return Math.min(now + RETRY_WAITS_MS[Math.min(attempts, RETRY_WAITS_MS.length) - 1], giveUpAt);
+  const next = Math.min(now + RETRY_WAITS_MS[Math.min(attempts, RETRY_WAITS_MS.length) - 1], giveUpAt);
+  return next < validUntil ? next : null;
 }
 
 /**
@@ -243,16 +245,24 @@ export const recordEmailPage = procedure(
     }),
 );
 
+/** Why retryAt gave a message up: its hours ran out, or else its code (Verify) expires before a next try. */
+const givenUp = (now: number, deferredAt: number) =>
+  now - deferredAt >= GIVE_UP_AFTER_MS
+    ? `after ${Math.round((now - deferredAt) / 3_600_000)} hours`
+    : 'as its code expires before a next try,';
+
 /**
  * What a page's handing over came to, for its record: each message's outcome, its events in
  * order, hard bounces. A refusal for good is a Bounce whose reply says hard (5.1.x: the
  * address is suppressed) or soft (ARCHITECTURE.md); one for now is Deferred until its next
- * try (retryAt), or a soft Bounce once GIVE_UP_AFTER_MS have passed since its first.
+ * try (retryAt), or a soft Bounce once GIVE_UP_AFTER_MS have passed since its first, or its
+ * code (Verify) expires before its next try (`validUntil`).
  */
 export function pageResults(
   sendId: string,
   now: number,
   handed: Array<{ row: PageRow; messageId: string; result: EmailResult }>,
+  validUntil?: number,
 ): Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> {
   const results: Pick<PageResults, 'outcomes' | 'steps' | 'suppress' | 'events'> = {
     outcomes: [],
@@ -264,7 +274,7 @@ export function pageResults(
     const deferred = result.outcome === 'deferred';
     const attempts = row.attempts + (deferred ? 1 : 0);
     const deferredAt = row.deferred_at === null ? (deferred ? now : null) : Number(row.deferred_at);
-    const nextTry = deferred ? retryAt(deferredAt!, attempts, now) : null;
+    const nextTry = deferred ? retryAt(deferredAt!, attempts, now, validUntil) : null;
     const status: EmailEventWord =
       result.outcome === 'accepted' ? 'Delivered' : deferred && nextTry !== null ? 'Deferred' : 'Bounce';
     const bounce = result.outcome === 'bounced' ? bounceReply(result.reply) : null;
@@ -275,8 +285,8 @@ export function pageResults(
         : bounce
           ? bounce.reply
           : nextTry === null
-            ? `soft bounce: given up after ${Math.round((now - deferredAt!) / 3_600_000)} hours ` +
-              `and ${attempts} attempts; the last reply: ${result.reply}`
+            ? `soft bounce: given up ${givenUp(now, deferredAt!)} and ${attempts} attempts; ` +
+              `the last reply: ${result.reply}`
             : result.reply;
     const id = Number(row.id);
     const events: Array<[EmailEventWord, string | null]> = [[status, result.outcome === 'accepted' ? null : reply]];

@@ -294,7 +294,7 @@ export function emailSendHandler(deps: {
         },
         record: async (handed, { cursor, lease, last }) => {
           const now = clock.now();
-          const results = pageResults(sendId, now, handed);
+          const results = pageResults(sendId, now, handed, content.validUntil);
           const recorded = await database.call(recordEmailPage, {
             sendId,
             accountId: send.accountId,

@@ -32,6 +32,7 @@ export type SmsContent = Pick<
   | 'landingPageId'
   | 'shortener'
   | 'opensInSandbox'
+  | 'validUntil'
   | 'smartEncoding'
   | 'localDelivery'
 >;

@@ -36,6 +36,8 @@ export interface SmsDraft {
   webhookUrl: string | null;
   /** A code Herald made (Verify): sealed, and opened by the account's sandbox read. */
   opensInSandbox?: boolean;
+  /** When a code Herald made (Verify) expires (epoch ms): not handed to an SMSC from then on. */
+  validUntil?: number;
   /**
    * The account's smart encoding when accepted (sms/smart-encoding.ts): its worker applies it as it
    * renders; off for a send stored without it (before migration 0033).

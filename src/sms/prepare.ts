@@ -13,14 +13,14 @@ import { checkSmsRequest, prepareSms } from './validate.ts';
  * An `/sms/single` or `/sms/batch` request checked (400, 422), as its draft: what the send and
  * its dry run (dry-run.ts) both start from. A single's recipient is settled here: a one-time
  * passcode never vanishes behind a 202 (ARCHITECTURE.md). Verify's codes come this way too,
- * with `optIn: false` (only a suppression refuses them) and `opensInSandbox`.
+ * with `optIn: false` (only a suppression refuses them), `opensInSandbox` and `validUntil`.
  */
 export async function checkedSmsDraft(
   ctx: Pick<AppContext, 'clock' | 'config' | 'database' | 'encryptionKey'>,
   kind: SmsDraft['kind'],
   body: SmsRequest,
   account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
-  options: { optIn: boolean; opensInSandbox?: boolean } = { optIn: true },
+  options: { optIn: boolean; opensInSandbox?: boolean; validUntil?: number } = { optIn: true },
 ): Promise<SmsDraft> {
   const { draft, errors } = checkSmsRequest(kind, body, account, ctx.clock.now(), ctx.config.publicUrl);
   if (errors.length > 0) throw badRequest('The SMS request is not valid.', errors);
@@ -37,6 +37,7 @@ export async function checkedSmsDraft(
     if (draft.scheduledAt === null) recipient.contactId = contactId;
   }
   if (options.opensInSandbox) draft.opensInSandbox = true;
+  if (options.validUntil !== undefined) draft.validUntil = options.validUntil;
   return draft;
 }
 
@@ -46,7 +47,7 @@ export async function prepareSmsRequest(
   kind: SmsDraft['kind'],
   body: SmsRequest,
   account: { id: string; timeZoneOffset: string; smartEncoding: boolean },
-  options: { optIn: boolean; opensInSandbox?: boolean } = { optIn: true },
+  options: { optIn: boolean; opensInSandbox?: boolean; validUntil?: number } = { optIn: true },
 ): Promise<PreparedSms> {
   const now = ctx.clock.now();
   const draft = await checkedSmsDraft(ctx, kind, body, account, options);

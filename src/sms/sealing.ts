@@ -22,7 +22,10 @@ export function storedSms(
 ): { content: StoredSmsContent; recipients: StoredRecipient[] } {
   const { kind, senderName, body, tags, landingPageId, shortener, isBodyEncrypted, opensInSandbox, smartEncoding } =
     draft;
-  const local = draft.localDelivery && { localDelivery: draft.localDelivery };
+  const local = {
+    ...(draft.localDelivery && { localDelivery: draft.localDelivery }),
+    ...(draft.validUntil !== undefined && { validUntil: draft.validUntil }),
+  };
   const stored = (address: string, own: Record<string, string>) => {
     if (Object.keys(own).length === 0) return null;
     return isBodyEncrypted ? sealedTags(keys, sendId, address, JSON.stringify(own)) : JSON.stringify(own);

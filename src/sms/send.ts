@@ -339,6 +339,7 @@ export function renderPage(
       segmented: segmentedOrNone(text, Number(row.id) % 256),
       sensitive: send.sealed,
       opensInSandbox: send.content.opensInSandbox === true,
+      validUntil: send.content.validUntil,
       replacedCharacters,
     };
   });
@@ -364,25 +365,34 @@ function segmentedOrNone(text: string, reference: number): Segmented {
 
 const TOO_LONG = `not sent: its text, tags filled, takes more than the ${MAX_PARTS} SMS parts a message can have`;
 const EMPTY = 'not sent: its text, tags filled, is empty';
+const EXPIRED = 'not sent: its code expired before an SMSC took it';
+
+/** Why a message is not submitted at `now`: no parts (segmentedOrNone), or its code expired (Verify). */
+function unsendable(message: OutgoingSms, now: number): string | undefined {
+  if (message.segmented.parts.length === 0) return message.segmented.units === 0 ? EMPTY : TOO_LONG;
+  if (message.validUntil !== undefined && now >= message.validUntil) return EXPIRED;
+  return undefined;
+}
 
 /**
- * A page's messages submitted, but for those with no parts (segmentedOrNone), which are refused
- * for good here: each message's result, in the page's order.
+ * A page's messages submitted at `now`, but for those unsendable, which are refused for good
+ * here: each message's result, in the page's order.
  */
 export async function submitSendable(
   transport: SmsTransport,
   messages: OutgoingSms[],
   signal: AbortSignal,
+  now: number,
   options?: SubmitOptions,
 ): Promise<SubmitResult[]> {
-  const sendable = messages.filter((message) => message.segmented.parts.length > 0);
+  const refusals = messages.map((message) => unsendable(message, now));
+  const sendable = messages.filter((_, i) => refusals[i] === undefined);
   const submitted = sendable.length > 0 ? await transport.submit(sendable, signal, options) : [];
   let next = 0;
-  return messages.map((message) =>
-    message.segmented.parts.length > 0
-      ? submitted[next++]
-      : { accepted: false, permanent: true, error: message.segmented.units === 0 ? EMPTY : TOO_LONG, errorCode: null },
-  );
+  return messages.map((_, i) => {
+    const error = refusals[i];
+    return error === undefined ? submitted[next++] : { accepted: false, permanent: true, error, errorCode: null };
+  });
 }
 
 /**
@@ -554,7 +564,8 @@ export function smsSendHandler(deps: {
         },
         handOver: async (page, signal) => {
           const submittedAt = clock.now();
-          const results = page.messages.length > 0 ? await submitSendable(transport, page.messages, signal) : [];
+          const results =
+            page.messages.length > 0 ? await submitSendable(transport, page.messages, signal, submittedAt) : [];
           await pauseForTest('sms.submitted');
           return { ...page, results, submittedAt };
         },

@@ -224,7 +224,8 @@ export function smsSingleHandler(deps: {
     for (const waiting of gathered) if (failed.has(waiting.sendId)) waiting.settle(failed.get(waiting.sendId));
     const signal = AbortSignal.any(page.map((waiting) => waiting.signal));
     const submittedAt = clock.now();
-    const results = rows.length > 0 ? await submitSendable(transport, messages, signal, { urgent: true }) : [];
+    const results =
+      rows.length > 0 ? await submitSendable(transport, messages, signal, submittedAt, { urgent: true }) : [];
     await pauseForTest('sms.submitted');
     const now = clock.now();
     const { outcomes, steps, receipts, refusedForNow } = pageOutcomes(rows, messages, results, submittedAt);

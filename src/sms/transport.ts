@@ -21,6 +21,8 @@ export interface OutgoingSms {
   sensitive: boolean;
   /** A code Herald made (Verify): the sandbox keeps it sealed, and its read opens it for the account. */
   opensInSandbox?: boolean;
+  /** When its code expires (Verify, epoch ms): from then on it is refused for good, not submitted. */
+  validUntil?: number;
   /** Characters smart encoding replaced in its text (sms/smart-encoding.ts), recorded with it. */
   replacedCharacters?: number;
 }

@@ -165,7 +165,8 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
               },
             ]);
           }
-          const code = newCode(body.codeLength ?? 6);
+          const ttlMs = (body.ttlSeconds ?? 600) * 1000;
+          const code = { code: newCode(body.codeLength ?? 6), validUntil: now + ttlMs };
           const message = await codeMessage(ctx, account, { ...body, template }, to, code).catch((error: unknown) => {
             throw withVerifyFields(error);
           });
@@ -177,8 +178,8 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
             country,
             prefix,
             prefixLimit,
-            codeHash: codeHash(await codeKey(ctx.db, ctx.encryptionKey), code),
-            ttlMs: (body.ttlSeconds ?? 600) * 1000,
+            codeHash: codeHash(await codeKey(ctx.db, ctx.encryptionKey), code.code),
+            ttlMs,
             webhookUrl: body.webHookUrl ?? null,
             message,
             now,
@@ -288,13 +289,17 @@ export function verifyRoutes(app: FastifyInstance, ctx: AppContext): void {
   );
 }
 
-/** The code's message in its channel's passcode lane, checked as `/sms/single` or `/email/batch` would check it. */
+/**
+ * The code's message in its channel's passcode lane, checked as `/sms/single` or `/email/batch`
+ * would check it; an SMS is not handed to an SMSC once the code expired (`validUntil`), nor an
+ * email refused for now by the relay tried again.
+ */
 async function codeMessage(
   ctx: AppContext,
   account: AuthenticatedAccount,
   body: Static<typeof StartRequest> & { template: string },
   to: MobileNumber | { address: string },
-  code: string,
+  { code, validUntil }: { code: string; validUntil: number },
 ): Promise<StartVerification['message']> {
   const tags = [{ tagName: CODE_TAG, tagValue: code }];
   if ('mobile' in to) {
@@ -305,7 +310,8 @@ async function codeMessage(
       isBodyEncrypted: true,
       personalizationSubstitutionTags: tags,
     };
-    return { sms: await prepareSmsRequest(ctx, 'single', request, account, { optIn: false, opensInSandbox: true }) };
+    const options = { optIn: false, opensInSandbox: true, validUntil };
+    return { sms: await prepareSmsRequest(ctx, 'single', request, account, options) };
   }
   const html = `<p>${escapeHtml(body.template).replaceAll('\n', '<br>')}</p>`;
   const request = {
@@ -319,7 +325,7 @@ async function codeMessage(
     },
     recipients: [{ to: to.address, personalizationSubstitutionTags: tags }],
   };
-  return { email: await prepareEmailRequest(ctx, request, account, { passcode: true }) };
+  return { email: await prepareEmailRequest(ctx, request, account, { passcode: true, validUntil }) };
 }
 
 /** `to` as an email address, lower-cased, or the problem in words. */

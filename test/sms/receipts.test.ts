@@ -378,6 +378,28 @@ forEachDatabase((dialect) => {
       );
     });
 
+  it('never hands an SMSC a Verify code refused for now once the code has expired', async () => {
+    const number = '919812300044';
+    refuseForNow.add(number);
+    const started = await alice.post('/verify', { to: number, ttlSeconds: 60 });
+    assert.equal(started.statusCode, 201, started.body);
+    await worker.drain();
+    const recipient = () =>
+      api.t.ctx.db.selectFrom('send_recipients').select(['status', 'error']).executeTakeFirstOrThrow();
+    assert.equal((await recipient()).status, 'Queued', 'refused for now');
+    api.clock.advance(30_000);
+    await worker.drain();
+    assert.equal(pages.length, 2, 'tried again while the code lives');
+    refuseForNow.clear();
+    api.clock.advance(30_000);
+    await worker.drain();
+    assert.equal(pages.length, 2, 'not handed over once the code expired');
+    assert.deepEqual(await recipient(), {
+      status: 'Failed',
+      error: 'not sent: its code expired before an SMSC took it',
+    });
+  });
+
   /** Passcodes to `numbers`, accepted, then their page held at the transport until `held` resolves. */
   const passcodesHeld = async (numbers: string[]) => {
     const queueIds: string[] = [];

@@ -132,4 +132,21 @@ forEachDatabase((dialect) => {
       .execute();
     assert.deepEqual([row.status, Number(row.attempts)], ['Deferred', 2], 'tried twice, not dropped');
   });
+
+  it('gives a code by email up when the relay refuses it for now until after it expired', async () => {
+    const alice = await start({ EMAIL_TRANSPORT: 'sandbox:?defer=^ada@' });
+    const started = await alice.post('/verify', { to: ADDRESS, channel: 'email', ttlSeconds: 300 });
+    assert.equal(started.statusCode, 201, started.body);
+    await api!.drain();
+    // Tried again after a minute; the next wait, 5 minutes, ends after the code's 5 minutes.
+    api!.clock.advance(60_000);
+    await api!.drain();
+    const row = await api!.t.ctx.db
+      .selectFrom('send_recipients')
+      .select(['status', 'attempts', 'retry_at', 'error'])
+      .where('address', '=', ADDRESS)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([row.status, Number(row.attempts), row.retry_at], ['Bounce', 2, null], JSON.stringify(row));
+    assert.match(String(row.error), /^soft bounce: given up as its code expires before a next try, and 2 attempts/);
+  });
 });
