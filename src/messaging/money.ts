@@ -24,12 +24,16 @@ export function microsOf(amount: string): number | undefined {
   return Number(match[1]) * MICROS_PER_UNIT + Number((match[2] ?? '').padEnd(6, '0'));
 }
 
-/** The decimal string of an amount in micro-units: two decimals at least, and no trailing zeros beyond. */
-export function amountOf(micros: number): string {
-  const sign = micros < 0 ? '-' : '';
-  const whole = Math.abs(micros);
-  const units = Math.floor(whole / MICROS_PER_UNIT);
-  const fraction = String(whole % MICROS_PER_UNIT)
+/**
+ * The decimal string of an amount in micro-units: two decimals at least, and no trailing zeros
+ * beyond. A bigint for a sum that may pass 2^53 micro-units (a dry run's estimate), exact.
+ */
+export function amountOf(micros: number | bigint): string {
+  const exact = BigInt(micros);
+  const sign = exact < 0n ? '-' : '';
+  const whole = exact < 0n ? -exact : exact;
+  const units = whole / BigInt(MICROS_PER_UNIT);
+  const fraction = String(whole % BigInt(MICROS_PER_UNIT))
     .padStart(6, '0')
     .replace(/0{1,4}$/, '');
   return `${sign}${units}.${fraction}`;

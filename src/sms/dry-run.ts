@@ -67,7 +67,8 @@ export async function smsDryRun(
     encoding: { 'GSM-7': 0, 'UCS-2': 0 },
     preview: [],
   };
-  const costs = new Map<string, number>();
+  // Exact however large: a price below 100,000 a part times a million recipients' parts passes 2^53.
+  const costs = new Map<string, bigint>();
   const recipients = await dryRunAudience(
     db,
     ctx.database.dialect,
@@ -91,7 +92,7 @@ export async function smsDryRun(
         const billed = parts <= MAX_PARTS && !isBlank(text) && routed ? parts : 0;
         result.parts += billed;
         if (route?.priceMicros != null && route.currency !== null)
-          costs.set(route.currency, (costs.get(route.currency) ?? 0) + route.priceMicros * billed);
+          costs.set(route.currency, (costs.get(route.currency) ?? 0n) + BigInt(route.priceMicros) * BigInt(billed));
         if (result.preview.length < preview)
           result.preview.push({ recipient: recipient.address, text, parts, encoding, replacedCharacters });
       }

@@ -192,6 +192,24 @@ forEachDatabase((dialect) => {
       ]);
     });
 
+    it('estimates exactly a cost beyond 2^53 micro-units: 400 messages of 255 parts at the highest price', async () => {
+      const table = { routes: [{ prefix: '', smsc: ['default'], pricePerPart: '99999.999999', currency: 'EUR' }] };
+      const routes = await api.t.app.inject({
+        method: 'PUT',
+        url: '/admin/sms-routes',
+        headers: bearer(ADMIN_TOKEN),
+        payload: table,
+      });
+      assert.equal(routes.statusCode, 200, routes.body);
+      const recipients = Array.from({ length: 400 }, (_, i) => ({ mobileNo: String(919812400000 + i) }));
+      const run = (
+        await dryRun(alice, '/sms/batch', { senderName: 'HERALD', body: 'x'.repeat(39_000), recipients })
+      ).json();
+      assert.equal(run.parts, 400 * 255);
+      // 102,000 × 99,999,999,999 micro-units = 10,199,999,999,898,000.
+      assert.deepEqual(run.estimatedCost, [{ amount: '10199999999.898', currency: 'EUR' }]);
+    });
+
     it('bills no part to a number no route takes once a connection is added: its send fails it', async () => {
       const admin = (method: 'POST' | 'PUT', url: string, payload: object) =>
         api.t.app.inject({ method, url, headers: bearer(ADMIN_TOKEN), payload });
