@@ -29,7 +29,8 @@ import { MAX_TRACKED_LINKS } from './tracking-tokens.ts';
  * - `[unsubscribeUrl]`, written exactly so, anywhere a tag is: the recipient's unsubscribe URL
  *   (a request's own tag of that name is not used). HTML without it gets a footer with an
  *   unsubscribe link at the end of the body, since every message must carry one (RFC 8058 §4,
- *   and the senders' requirements of Gmail and Yahoo);
+ *   and the senders' requirements of Gmail and Yahoo), but with `unsubscribe: false` (a Verify
+ *   code: a login code is not marketing, and an unsubscribe would refuse the next code);
  * - with tracking, the `href` of each `<a>` that is an absolute http(s) URL without a tag,
  *   which becomes the recipient's click URL. A URL holding a tag (`?id=[contactId]`) is filled
  *   for each recipient and not tracked: a click token names one of the batch's links, and that
@@ -110,7 +111,11 @@ export function nestsDeeperThan(html: string, levels: number): boolean {
   return deeper;
 }
 
-export function compileEmail(content: EmailContent, options: { tracking: boolean }): CompiledEmail {
+export function compileEmail(
+  content: EmailContent,
+  options: { tracking: boolean; unsubscribe?: boolean },
+): CompiledEmail {
+  const unsubscribe = options.unsubscribe ?? true;
   const source = lineBreaks(content.html.replaceAll(HOLE_START, '').replaceAll(HOLE_END, ''));
   const tagSlots = new Map<string, number>();
   const links: string[] = [];
@@ -214,7 +219,7 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
       ]
     : [];
   const closing: Part[] = [];
-  if (!unsubscribePlaced) {
+  if (!unsubscribePlaced && unsubscribe) {
     closing.push(
       { html: '<p style="margin:24px 0 0;font-size:12px;line-height:18px;color:#6b7280;text-align:center"><a href="' },
       { slot: fixedPlaceholder(UNSUBSCRIBE) },
@@ -258,12 +263,13 @@ export function compileEmail(content: EmailContent, options: { tracking: boolean
   // text carries one anyway, which also means it is never empty (the composer cannot build an
   // empty part).
   const unsubscribeSlot = slotOf(fixedPlaceholder(UNSUBSCRIBE));
-  if (!textPieces.some((piece, i) => i % 2 === 1 && Number(piece) === unsubscribeSlot)) {
+  if (unsubscribe && !textPieces.some((piece, i) => i % 2 === 1 && Number(piece) === unsubscribeSlot)) {
     const last = textPieces.pop()!.trimEnd();
     textPieces.push(`${last}${textPieces.length > 0 || last ? '\n\n' : ''}Unsubscribe: `, String(unsubscribeSlot), '');
   }
   return {
     links,
+    unsubscribe,
     content: { from: content.from, replyTo: content.replyTo },
     subject: compileTemplate(content.subject),
     preheader: content.preheader ? compileTemplate(content.preheader) : null,

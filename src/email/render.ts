@@ -35,6 +35,8 @@ export interface Skeleton {
 export interface CompiledEmail {
   /** The original URLs of the tracked links, by index: the index a click token names. */
   links: string[];
+  /** Whether it carries an unsubscribe link and List-Unsubscribe (compileEmail: not a Verify code). */
+  unsubscribe: boolean;
   content: Omit<EmailContent, 'html' | 'subject' | 'preheader'>;
   subject: Template;
   preheader: Template | null;
@@ -186,9 +188,11 @@ export async function renderEmail(compiled: CompiledEmail, r: EmailRecipient): P
       html: { content: ' ', contentType: 'text/html; charset=utf-8', contentTransferEncoding: 'quoted-printable' },
       headers: {
         ...subject.headers,
-        'List-Unsubscribe': unsubscribe,
-        // RFC 8058: the URL above unsubscribes on a POST of this body, with no page to visit.
-        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        ...(compiled.unsubscribe && {
+          'List-Unsubscribe': unsubscribe,
+          // RFC 8058: the URL above unsubscribes on a POST of this body, with no page to visit.
+          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        }),
       },
     },
     [fillEncoded(compiled.text, textValues), fillEncoded(compiled.html, htmlValues)],

@@ -174,7 +174,8 @@ export function emailSendHandler(deps: {
       );
       if (!started) return;
       const content = JSON.parse(started.content) as EmailSendContent;
-      // A Verify code goes untracked: a login mail is not a campaign, and its clicks are nobody's business.
+      // A Verify code goes untracked and with no unsubscribe: a login mail is not a campaign, its
+      // clicks are nobody's business, and an unsubscribe would refuse the next code.
       const passcode = content.passcode === true;
       const compiled: CompiledEmail = compileEmail(
         {
@@ -184,7 +185,7 @@ export function emailSendHandler(deps: {
           from: content.from,
           replyTo: content.replyTo,
         },
-        { tracking: !passcode },
+        { tracking: !passcode, unsubscribe: !passcode },
       );
       // The same HTML finds the same links, so a send resumed after a crash writes what it wrote.
       if (!content.links)

@@ -66,6 +66,10 @@ forEachDatabase((dialect) => {
     const code = /is (\d{6})/.exec(mail.text ?? '')?.[1];
     assert.ok(code, mail.text);
     assert.doesNotMatch(String(mail.html), /\/t\/o\/|\/t\/c\//, 'no open pixel, no tracked link');
+    // A login code is not marketing: an unsubscribe from it would refuse the address its next code.
+    assert.equal(mail.headers.get('list-unsubscribe'), undefined);
+    assert.equal(mail.headers.get('list-unsubscribe-post'), undefined);
+    assert.doesNotMatch(`${mail.html}${mail.text}`, /\/t\/u\/|unsubscribe/i);
     assert.equal((await check(alice, started.json().verificationId, code)).json().status, 'approved');
   });
 
