@@ -123,6 +123,14 @@ export const recordMailReport = procedure(
             now,
           });
       } else {
+        // Every report opts the address out (the account may have lifted an earlier one since);
+        // the message's Spam Report is recorded and posted once.
+        await optOutEmail(trx, dialect, {
+          accountId: row.account_id,
+          address: row.address,
+          reason: SPAM_REPORT_REASON,
+          now,
+        });
         const before = await trx
           .selectFrom('recipient_history')
           .select('at')
@@ -131,12 +139,6 @@ export const recordMailReport = procedure(
           .executeTakeFirst();
         if (before) return { ...outcome, repeated: true };
         reason = `feedback type ${event.feedbackType}`;
-        await optOutEmail(trx, dialect, {
-          accountId: row.account_id,
-          address: row.address,
-          reason: SPAM_REPORT_REASON,
-          now,
-        });
       }
       await appendEmailEvent(trx, dialect, row, { event: word, reason, reply, at: now });
       return { ...outcome, repeated: false };

@@ -418,21 +418,23 @@ export const recordTracking = procedure(
         (args.userAgent !== null && MACHINE_AGENTS.test(args.userAgent)) ||
         (delivered !== undefined && now - Number(delivered.at) < MACHINE_WINDOW_MS);
       if (event.kind === 'unsubscribe' && byMachine && !args.confirmed) return 'unconfirmed';
-      // Unsubscribed once, for good: another (an auto-reply to the mailto, a client doing both)
-      // is neither counted nor posted again, as a second spam report of a message is not.
-      if (event.kind === 'unsubscribe' && (await hasEvent(trx, row.id, 'Unsubscribe'))) return { url };
-      const machine = event.kind === 'unsubscribe' ? null : byMachine;
-      // A person's open is not hidden by a scanner's a moment before, nor the other way round.
-      if (event.kind !== 'unsubscribe' && (await repeated(trx, row.id, event.kind, url, byMachine, now))) {
-        return { url };
-      }
-      if (event.kind === 'unsubscribe')
+      if (event.kind === 'unsubscribe') {
+        // Every press opts the address out: the account may have lifted an earlier one since, at
+        // the person's word. The message's Unsubscribe is counted and posted once: another (an
+        // auto-reply to the mailto, a client doing both) is not, as a second spam report is not.
         await optOutEmail(trx, dialect, {
           accountId: row.account_id,
           address: row.address,
           reason: 'unsubscribed',
           now,
         });
+        if (await hasEvent(trx, row.id, 'Unsubscribe')) return { url };
+      }
+      const machine = event.kind === 'unsubscribe' ? null : byMachine;
+      // A person's open is not hidden by a scanner's a moment before, nor the other way round.
+      if (event.kind !== 'unsubscribe' && (await repeated(trx, row.id, event.kind, url, byMachine, now))) {
+        return { url };
+      }
       await appendEmailEvent(trx, dialect, row, { event: word, url, machine, at: now });
       return { url };
     }),

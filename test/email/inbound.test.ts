@@ -296,7 +296,17 @@ forEachDatabase((dialect) => {
       );
       assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
 
+      // The account lifts the suppression and opts the address in again: the report, again, opts it out.
+      const lifted = await api.t.app.inject({
+        method: 'DELETE',
+        url: '/email/suppressions/ada@example.com',
+        headers: bearer(alice.token),
+      });
+      assert.equal(lifted.statusCode, 204, lifted.body);
+      await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
       const again = await complain(arf);
+      assert.equal((await suppression(alice)).reason, 'spam report');
+      assert.equal(await optIn(alice), false);
       assert.equal(again.statusCode, 200, again.body);
       assert.deepEqual(again.json(), {
         event: 'Spam Report',

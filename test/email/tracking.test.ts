@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { Keyring } from '../../src/sealed.ts';
 import { type TrackingClaim, trackingToken } from '../../src/email/tracking-tokens.ts';
+import { bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
@@ -234,6 +235,23 @@ forEachDatabase((dialect) => {
       const next = await sendBatch(api, alice, buildBatch());
       assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
       assert.equal((await sandboxEmails(alice)).length, 1);
+
+      // The person asks to hear again, the account lifts the suppression and opts them in; then
+      // they press the same message's unsubscribe once more: opted out again.
+      const lifted = await api.t.app.inject({
+        method: 'DELETE',
+        url: '/email/suppressions/ada@example.com',
+        headers: bearer(alice.token),
+      });
+      assert.equal(lifted.statusCode, 204, lifted.body);
+      await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
+      api.clock.advance(5000);
+      const third = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, {
+        'user-agent': 'Mozilla/5.0 (iPhone)',
+      });
+      assert.equal(third.statusCode, 200);
+      assert.equal((await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions.length, 1);
+      assert.equal((await alice.get('/contacts?email=ada@example.com')).json().contacts[0].emailOptIn, false);
     },
   );
 
