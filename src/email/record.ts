@@ -77,27 +77,57 @@ export const startEmailSend = procedure(
     { db, dialect },
     args: { sendId: string; now: number; erasureKey: Buffer; consent: boolean },
   ): Promise<StartedSend | 'expanding' | null> =>
-    db.transaction().execute((trx) =>
-      startSend(
-        trx,
-        dialect,
-        { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) },
-        postRefused(trx, {
-          now: args.now,
-          type: EMAIL_EVENTS_TYPE,
-          event: (r) =>
-            emailEvent({
-              batchId: args.sendId,
-              messageId: null,
-              email: r.address,
-              event: 'Dropped',
-              reason: r.reason,
-              at: args.now,
-            }),
-        }),
+    db
+      .transaction()
+      .execute((trx) =>
+        startSend(
+          trx,
+          dialect,
+          { ...args, load: (accountId, cursor) => loadEmailPage(trx, accountId, args.sendId, cursor, args.now) },
+          postDropped(trx, args.now, args.sendId),
+        ),
       ),
-    ),
 );
+
+/**
+ * A running batch's retries that came due since its run started, decided again as its start
+ * decides them (releaseDueRecipients): one suppressed or unsubscribed meanwhile ends Dropped,
+ * posted, rather than go out with the next page.
+ */
+export const decideDueRetries = procedure(
+  import.meta.url,
+  'decideDueRetries',
+  async ({ db, dialect }, args: { sendId: string; now: number; erasureKey: Buffer; consent: boolean }) => {
+    await db
+      .transaction()
+      .execute((trx) =>
+        startSend(trx, dialect, { ...args, load: async () => [] }, postDropped(trx, args.now, args.sendId)),
+      );
+  },
+);
+
+/** A startSend `onRefused` posting the batch's Dropped recipients. */
+function postDropped(trx: Db, now: number, batchId: string) {
+  return postRefused(trx, {
+    now,
+    type: EMAIL_EVENTS_TYPE,
+    event: (r) =>
+      emailEvent({ batchId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: now }),
+  });
+}
+
+/** Whether a retry of the batch is due at `now` (the send_recipients_retry index: a seek). */
+export async function hasDueRetries(db: Db, sendId: string, now: number): Promise<boolean> {
+  const due = await db
+    .selectFrom('send_recipients')
+    .select('id')
+    .where('send_id', '=', sendId)
+    .where('retry_at', 'is not', null)
+    .where('retry_at', '<=', now)
+    .limit(1)
+    .executeTakeFirst();
+  return due !== undefined;
+}
 
 /**
  * The batch's content with its tracked links (accept.ts), written by its send job before its first

@@ -22,6 +22,8 @@ import {
   dropUnsent,
   finishResumedEmailSend,
   holdEmailRecipients,
+  decideDueRetries,
+  hasDueRetries,
   loadEmailPage,
   pageResults,
   recordEmailLinks,
@@ -211,7 +213,13 @@ export function emailSendHandler(deps: {
             accountOffsetMinutes: await accountOffsetMinutes(database.db, started.accountId),
           }
         : null;
-      const read = (cursor: number) => loadEmailPage(database.db, started.accountId, sendId, cursor, clock.now());
+      const read = async (cursor: number) => {
+        const now = clock.now();
+        // Retries due since the run started are decided again before a page takes them.
+        if (await hasDueRetries(database.db, sendId, now))
+          await database.call(decideDueRetries, { sendId, now, erasureKey: erasure, consent });
+        return loadEmailPage(database.db, started.accountId, sendId, cursor, now);
+      };
       // A page's recipients that go now. Those held are written first, in a transaction of their
       // own, so the next read passes over them; a page held whole gives way to the next one. A
       // retry is never held: its time had come when it was first tried, wherever its reader is now.
