@@ -458,12 +458,15 @@ export function emailRoutes(app: FastifyInstance, ctx: AppContext): void {
       );
     },
   );
-  // RFC 8058 §3.1: the POST's body is the form `List-Unsubscribe=One-Click`, which only this
-  // route parses (elsewhere a form is a 415).
+  // RFC 8058 §3.1: the POST's body is the form `List-Unsubscribe=One-Click`, as multipart/form-data
+  // (SHOULD) or urlencoded (MAY), which only this route takes (elsewhere a form is a 415). The
+  // token is what unsubscribes: the body is read (within the body limit) and left aside.
   // biome-ignore lint/nursery/noMisusedPromises: Fastify's register takes an async plugin (FastifyPluginAsync).
   app.register(async (scope) => {
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
-      done(null, body),
+    scope.addContentTypeParser(
+      ['application/x-www-form-urlencoded', 'multipart/form-data'],
+      { parseAs: 'string' },
+      (_request, _body, done) => done(null, ''),
     );
     scope.withTypeProvider<TypeBoxTypeProvider>().post(
       `${TRACKING_PATHS.unsubscribe}/:token`,

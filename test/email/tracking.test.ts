@@ -339,6 +339,22 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('takes the one-click POST as multipart/form-data too, as RFC 8058 asks mail clients to send it', async () => {
+    const { recipientId } = await delivered();
+    const boundary = 'herald-boundary';
+    const field = 'Content-Disposition: form-data; name="List-Unsubscribe"\r\n\r\nOne-Click';
+    const form = `--${boundary}\r\n${field}\r\n--${boundary}--\r\n`;
+    const oneClick = await open(
+      'POST',
+      `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`,
+      { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      form,
+    );
+    assert.equal(oneClick.statusCode, 200, oneClick.body);
+    const [suppressed] = (await alice.get('/email/suppressions?email=ada@example.com')).json().suppressions;
+    assert.equal(suppressed?.reason, 'unsubscribed');
+  });
+
   it('takes a token only as written: a character more, padding, a spare bit is 404, recording nothing', async () => {
     const { batchId, recipientId } = await delivered();
     api.clock.advance(5000);
