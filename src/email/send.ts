@@ -149,6 +149,9 @@ class RenderAhead {
  * cursor — until none is left. Its `channel` is email's part of the pipeline
  * (messaging/pipeline.ts's PageChannel).
  */
+/** A Verify code's email past its expiry: a soft Bounce, never handed to the relay. */
+const CODE_EXPIRED: EmailResult = { outcome: 'bounced', reply: 'not sent: its code expired before a relay took it' };
+
 export function emailSendHandler(deps: {
   database: Database;
   clock: Clock;
@@ -284,9 +287,12 @@ export function emailSendHandler(deps: {
           const handed = await inFlight(groupCount(rows), window, async () => {
             const { group, rendered } = ahead.take();
             const { messageIds, raws } = await rendered;
+            // A Verify code is not handed over once it has expired (a worker down meanwhile).
+            const expired = content.validUntil !== undefined && clock.now() >= content.validUntil;
             return Promise.all(
               group.map(async (row, i) => {
                 const messageId = messageIds[i];
+                if (expired) return { row, messageId, result: CODE_EXPIRED };
                 // The envelope sender is the recipient's VERP address: a bounce that comes back
                 // later names its message.
                 const from = returnPath(key, config.bounceDomain, { recipientId: Number(row.id), sendId });

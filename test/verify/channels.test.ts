@@ -153,4 +153,22 @@ forEachDatabase((dialect) => {
     assert.deepEqual([row.status, Number(row.attempts), row.retry_at], ['Bounce', 2, null], JSON.stringify(row));
     assert.match(String(row.error), /^soft bounce: given up as its code expires before a next try, and 2 attempts/);
   });
+
+  it('never hands the relay a code by email whose worker came only after it expired', async () => {
+    const alice = await start();
+    const started = await alice.post('/verify', { to: ADDRESS, channel: 'email', ttlSeconds: 60 });
+    assert.equal(started.statusCode, 201, started.body);
+    api!.clock.advance(60_000);
+    await api!.drain();
+    const row = await api!.t.ctx.db
+      .selectFrom('send_recipients')
+      .select(['status', 'error'])
+      .where('address', '=', ADDRESS)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(row, {
+      status: 'Bounce',
+      error: 'soft bounce: not sent: its code expired before a relay took it',
+    });
+    assert.deepEqual((await alice.get(`/sandbox/email?to=${ADDRESS}`)).json().messages, []);
+  });
 });
