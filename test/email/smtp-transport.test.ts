@@ -152,6 +152,20 @@ describe('what the SMTP transport tells the operator of its relay', () => {
     }
   });
 
+  it('defers, and logs the refused session, when the relay needs a login EMAIL_TRANSPORT lacks (530)', async () => {
+    const sink = await startSmtpSink({ httpPort: null, retain: 0, user: 'mailer', password: 'right-password' });
+    const { lines, log } = capture();
+    const url = parseSmtpUrl(`smtp://127.0.0.1:${sink.port}?pool=1`);
+    const transport = smtpEmailTransport(url, { metrics: new Registry(), log });
+    try {
+      assert.equal((await send(transport)).outcome, 'deferred');
+      assert.match(lines.find((line) => line.level === 'error')?.message ?? '', /refused the session/);
+    } finally {
+      await transport.close();
+      await sink.close();
+    }
+  });
+
   it('warns once when the relay keeps failing, and again when it answers', async () => {
     const sink = await startSmtpSink({ httpPort: null, retain: 0 });
     const port = sink.port;

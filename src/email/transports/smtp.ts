@@ -80,11 +80,14 @@ interface SendError extends Error {
  * What a failed hand-over came to. Only the relay's refusal of this message (its MAIL, RCPT
  * or DATA: nodemailer's EENVELOPE and EMESSAGE) can bounce it; a refusal of the session
  * (AUTH, a 421, STARTTLS) or no answer at all (refused, dropped, timed out) says nothing of
- * the message, and is Deferred: tried again later, never lost.
+ * the message, and is Deferred: tried again later, never lost. A 530 to MAIL (RFC 4954:
+ * authentication required; or STARTTLS first) refuses the session too, though it answers the
+ * message's MAIL: a relay that wants a login EMAIL_TRANSPORT lacks bounces nothing.
  */
 export function classifyFailure(error: SendError): { result: EmailResult; answer: AnswerClass; ofRelay: boolean } {
   const code = error.responseCode;
-  const refusal = (error.code === 'EENVELOPE' || error.code === 'EMESSAGE') && typeof code === 'number';
+  const ofMessage = error.code === 'EENVELOPE' || error.code === 'EMESSAGE';
+  const refusal = ofMessage && typeof code === 'number' && code !== SESSION_REFUSED;
   const answer: AnswerClass = typeof code !== 'number' ? 'connection' : code >= 500 ? '5xx' : '4xx';
   if (refusal) {
     const outcome = error.permanent ? 'bounced' : 'deferred';
@@ -96,6 +99,9 @@ export function classifyFailure(error: SendError): { result: EmailResult; answer
       : `no answer from the relay: ${error.code ?? 'error'} ${error.message}`;
   return { result: { outcome: 'deferred', reply }, answer, ofRelay: true };
 }
+
+/** 530: the session must authenticate (or start TLS) before any message (RFC 4954 §6, RFC 3207). */
+const SESSION_REFUSED = 530;
 
 /** The relay's reply as it wrote it, kept as one line (a NUL would fail the page's record). */
 const replyOf = (error: SendError) => keptReply(error.response ?? `${error.responseCode} ${error.message}`);
