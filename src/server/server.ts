@@ -123,14 +123,9 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
       ? { host: config.host, port: config.workerPort, portVariable: 'WORKER_PORT' }
       : { host: config.host, port: config.port, portVariable: 'PORT' };
   const log = app.log;
-  const worker =
-    role === 'api'
-      ? undefined
-      : createWorker(ctx, {
-          log,
-          shutdownGraceMs: config.shutdownGraceSeconds * 1000,
-          leaseMs: config.jobLeaseSeconds * 1000,
-        });
+  // Made once the port is ours: it opens the transports, and a worker that cannot listen binds
+  // to no SMSC (a supervisor restarting it would take and drop the operator's binds).
+  let worker: ReturnType<typeof createWorker> | undefined;
   let inbound: InboundSmtp | undefined;
 
   let stopping = false;
@@ -165,6 +160,13 @@ export async function serve(config: Config, role: Role = 'all'): Promise<void> {
         host: config.host,
         port: config.inboundSmtpPort,
         portVariable: 'INBOUND_SMTP_PORT',
+      });
+    }
+    if (role !== 'api') {
+      worker = createWorker(ctx, {
+        log,
+        shutdownGraceMs: config.shutdownGraceSeconds * 1000,
+        leaseMs: config.jobLeaseSeconds * 1000,
       });
     }
     await worker?.start();

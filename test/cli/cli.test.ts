@@ -20,25 +20,40 @@ it('stops at start with one line naming a bad variable', async () => {
   assert.equal(result.stderr, 'herald: invalid PORT: must be a whole number from 0 to 65535, got "eighty"\n');
 });
 
-it('stops with one line naming HOST and PORT when the port is taken', async () => {
+it('stops with one line naming HOST and PORT when the port is taken, having connected to no SMSC', async () => {
   const taken = createServer().listen(0, '127.0.0.1');
   await once(taken, 'listening');
   const { port } = taken.address() as { port: number };
+  // Where SMS_TRANSPORT points: it counts the connections made to it.
+  let connections = 0;
+  const smsc = createServer((socket) => {
+    connections += 1;
+    socket.destroy();
+  }).listen(0, '127.0.0.1');
+  await once(smsc, 'listening');
   try {
     const database = await createTestDatabase('sqlite');
     try {
-      const result = await herald(['serve'], { DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port) });
+      const result = await herald(['serve'], {
+        DATABASE_URL: database.url,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        SMS_TRANSPORT: `smpp://herald:secret@127.0.0.1:${(smsc.address() as { port: number }).port}`,
+      });
       assert.equal(result.code, 1);
       const advice = 'set PORT or HOST to another value';
       assert.equal(
         result.stderr,
         `herald: cannot listen on HOST 127.0.0.1 PORT ${port}: it is already in use (EADDRINUSE); ${advice}\n`,
       );
+      // A supervisor starting it again and again would otherwise take and drop the operator's binds.
+      assert.equal(connections, 0);
     } finally {
       await database.close();
     }
   } finally {
     taken.close();
+    smsc.close();
   }
 });
 
