@@ -17,7 +17,7 @@ import { ADMIN_TOKEN, bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
-import { buildBatch, sandboxEmails, sendBatch } from './support.ts';
+import { buildBatch, sandboxEmails, sendBatch, subscribedAgain } from './support.ts';
 import { waitFor } from '../support/wait.ts';
 
 // What Herald receives after sending: DSNs, ARF reports and unsubscribe mail, over real SMTP
@@ -296,14 +296,8 @@ forEachDatabase((dialect) => {
       );
       assert.equal(await metric('herald_email_complaints_total{via="mail"}'), '1');
 
-      // The account lifts the suppression and opts the address in again: the report, again, opts it out.
-      const lifted = await api.t.app.inject({
-        method: 'DELETE',
-        url: '/email/suppressions/ada@example.com',
-        headers: bearer(alice.token),
-      });
-      assert.equal(lifted.statusCode, 204, lifted.body);
-      await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
+      // The account opts the address in again: the report, again, opts it out.
+      await subscribedAgain(api, alice, 'ada@example.com');
       const again = await complain(arf);
       assert.equal((await suppression(alice)).reason, 'spam report');
       assert.equal(await optIn(alice), false);

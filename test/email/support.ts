@@ -48,3 +48,14 @@ export async function sendBatch(api: ApiTest, client: ApiClient, body: object): 
   await api.drain();
   return response.json().data.BatchId as string;
 }
+
+/** The person asked to hear again: the account lifts the address's suppression and opts its contact in. */
+export async function subscribedAgain(api: ApiTest, client: ApiClient, address: string): Promise<void> {
+  const lifted = await api.t.app.inject({
+    method: 'DELETE',
+    url: `/email/suppressions/${address}`,
+    headers: { authorization: `Bearer ${client.token}` },
+  });
+  assert.equal(lifted.statusCode, 204, lifted.body);
+  await client.upsert([{ email: address, emailOptIn: true }]);
+}

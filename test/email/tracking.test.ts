@@ -7,11 +7,10 @@ import { ManualClock } from '../../src/clock.ts';
 import { trackingKey } from '../../src/email/tracking.ts';
 import { Keyring } from '../../src/sealed.ts';
 import { type TrackingClaim, trackingToken } from '../../src/email/tracking-tokens.ts';
-import { bearer } from '../support/app.ts';
 import { forEachDatabase } from '../support/databases.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
-import { base64, buildBatch, sandboxEmails, sendBatch } from './support.ts';
+import { base64, buildBatch, sandboxEmails, sendBatch, subscribedAgain } from './support.ts';
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
@@ -236,15 +235,8 @@ forEachDatabase((dialect) => {
       assert.equal((await alice.get(`/email/batch/${next}`)).json().recipients[0].status, 'Dropped');
       assert.equal((await sandboxEmails(alice)).length, 1);
 
-      // The person asks to hear again, the account lifts the suppression and opts them in; then
-      // they press the same message's unsubscribe once more: opted out again.
-      const lifted = await api.t.app.inject({
-        method: 'DELETE',
-        url: '/email/suppressions/ada@example.com',
-        headers: bearer(alice.token),
-      });
-      assert.equal(lifted.statusCode, 204, lifted.body);
-      await alice.upsert([{ email: 'ada@example.com', emailOptIn: true }]);
+      // Subscribed again; then the person presses the same message's unsubscribe once more.
+      await subscribedAgain(api, alice, 'ada@example.com');
       api.clock.advance(5000);
       const third = await open('GET', `/t/u/${token({ recipientId, kind: 'unsubscribe' })}`, {
         'user-agent': 'Mozilla/5.0 (iPhone)',
