@@ -7,7 +7,7 @@ import { isErased } from '../messaging/erased-identifiers.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { withoutRecipients } from '../messaging/recipients.ts';
 import { optOutEmail } from '../messaging/suppressions.ts';
-import { postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
+import { decideWaitingAgain, postRefused, startSend, type StartedSend } from '../messaging/accept.ts';
 import { holdRecipients, type Hold } from '../messaging/holds.ts';
 import {
   completeSend,
@@ -100,9 +100,7 @@ export const decideDueRetries = procedure(
   async ({ db, dialect }, args: { sendId: string; now: number; erasureKey: Buffer; consent: boolean }) => {
     await db
       .transaction()
-      .execute((trx) =>
-        startSend(trx, dialect, { ...args, load: async () => [] }, postDropped(trx, args.now, args.sendId)),
-      );
+      .execute((trx) => decideWaitingAgain(trx, dialect, args, postDropped(trx, args.now, args.sendId)));
   },
 );
 
@@ -114,19 +112,6 @@ function postDropped(trx: Db, now: number, batchId: string) {
     event: (r) =>
       emailEvent({ batchId, messageId: null, email: r.address, event: 'Dropped', reason: r.reason, at: now }),
   });
-}
-
-/** Whether a retry of the batch is due at `now` (the send_recipients_retry index: a seek). */
-export async function hasDueRetries(db: Db, sendId: string, now: number): Promise<boolean> {
-  const due = await db
-    .selectFrom('send_recipients')
-    .select('id')
-    .where('send_id', '=', sendId)
-    .where('retry_at', 'is not', null)
-    .where('retry_at', '<=', now)
-    .limit(1)
-    .executeTakeFirst();
-  return due !== undefined;
 }
 
 /**

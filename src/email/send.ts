@@ -23,7 +23,6 @@ import {
   finishResumedEmailSend,
   holdEmailRecipients,
   decideDueRetries,
-  hasDueRetries,
   loadEmailPage,
   pageResults,
   recordEmailLinks,
@@ -142,6 +141,9 @@ class RenderAhead {
   }
 }
 
+/** A Verify code's email past its expiry: a soft Bounce, never handed to the relay. */
+const CODE_EXPIRED: EmailResult = { outcome: 'bounced', reply: 'not sent: its code expired before a relay took it' };
+
 /**
  * The `email.send` job: start (expand) once, compile the batch's email once, then pages of
  * recipients in id order — each rendered on the render pool's threads (tags, tracking URLs, its
@@ -149,9 +151,6 @@ class RenderAhead {
  * cursor — until none is left. Its `channel` is email's part of the pipeline
  * (messaging/pipeline.ts's PageChannel).
  */
-/** A Verify code's email past its expiry: a soft Bounce, never handed to the relay. */
-const CODE_EXPIRED: EmailResult = { outcome: 'bounced', reply: 'not sent: its code expired before a relay took it' };
-
 export function emailSendHandler(deps: {
   database: Database;
   clock: Clock;
@@ -218,9 +217,10 @@ export function emailSendHandler(deps: {
         : null;
       const read = async (cursor: number) => {
         const now = clock.now();
-        // Retries due since the run started are decided again before a page takes them.
-        if (await hasDueRetries(database.db, sendId, now))
-          await database.call(decideDueRetries, { sendId, now, erasureKey: erasure, consent });
+        const page = await loadEmailPage(database.db, started.accountId, sendId, cursor, now);
+        // A retry (tried before) due since the run started is decided again before it goes.
+        if (!page.some((row) => row.attempts > 0)) return page;
+        await database.call(decideDueRetries, { sendId, now, erasureKey: erasure, consent });
         return loadEmailPage(database.db, started.accountId, sendId, cursor, now);
       };
       // A page's recipients that go now. Those held are written first, in a transaction of their

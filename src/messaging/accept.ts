@@ -415,6 +415,20 @@ export async function startSend(
 }
 
 /**
+ * A send under way has its waiting recipients decided again now, as its start decides them
+ * (releaseDueRecipients, with `onRefused`), in the caller's transaction, and nothing read to
+ * send: for retries that came due since its run, or its job's, started.
+ */
+export function decideWaitingAgain(
+  trx: Db,
+  dialect: DialectName,
+  args: { sendId: string; now: number; erasureKey: Buffer; consent: boolean },
+  onRefused: NonNullable<Parameters<typeof startSend>[3]>,
+): Promise<unknown> {
+  return startSend(trx, dialect, { ...args, load: async () => [] }, onRefused);
+}
+
+/**
  * A startSend `onRefused` that posts the recipients it refused (NotSent, Dropped) to the
  * send's webhook, in the caller's transaction, each as the channel's `event` of it.
  */

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { Schema } from '../db/schema.ts';
-import { startSend } from '../messaging/accept.ts';
+import { decideWaitingAgain } from '../messaging/accept.ts';
 import { erasureKey } from '../messaging/erased-identifiers.ts';
 import { compileTemplate } from '../messaging/tags.ts';
 import { completeJobs, type Lease } from '../queue/queries.ts';
@@ -118,8 +118,8 @@ export const recordSingles = procedure(
 );
 
 /**
- * The sends of passcodes an SMSC refused for now, before they are tried again: each started
- * again (messaging/accept.ts, startSend), which ends NotSent and posts one whose number was
+ * The sends of passcodes an SMSC refused for now, before they are tried again: each decided
+ * again (messaging/accept.ts, decideWaitingAgain), which ends NotSent and posts one whose number was
  * suppressed meanwhile (a STOP, an erasure). Their consent was decided at accept and stands:
  * a Verify code goes without it, and a passcode waits seconds, not a campaign's hours.
  */
@@ -129,8 +129,8 @@ export const refuseSuppressedRetries = procedure(
   async ({ db, dialect }, args: { sendIds: string[]; now: number; erasureKey: Buffer }): Promise<void> =>
     db.transaction().execute(async (trx) => {
       for (const sendId of args.sendIds) {
-        const start = { sendId, now: args.now, erasureKey: args.erasureKey, consent: false, load: async () => [] };
-        await startSend(trx, dialect, start, postSmsRefused(trx, args.now, sendId));
+        const send = { sendId, now: args.now, erasureKey: args.erasureKey, consent: false };
+        await decideWaitingAgain(trx, dialect, send, postSmsRefused(trx, args.now, sendId));
       }
     }),
 );
