@@ -1,4 +1,12 @@
-import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  hkdfSync,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 
 /**
  * Sealed values: the bodies, tag values and rendered texts of an `isBodyEncrypted` send
@@ -74,7 +82,29 @@ export class Keyring {
 }
 
 export function seal(key: KeyObject, clear: string, place: string): string {
-  const iv = randomBytes(IV_BYTES);
+  return sealWithIv(key, randomBytes(IV_BYTES), clear, place);
+}
+
+const syntheticIvKeys = new WeakMap<KeyObject, KeyObject>();
+
+/**
+ * `seal`, but one value at one place seals to the same text under one key: the IV is derived
+ * from the value and its place (a synthetic IV, as RFC 5297's SIV makes one) under a key of its
+ * own, not drawn at random. For a value compared as it rests: a webhook URL names a stream of
+ * events, and one named twice is posted to once. It tells only which values are equal; two
+ * different values never share an IV but for an HMAC-SHA256 collision in its first 96 bits.
+ */
+export function sealRepeatably(key: KeyObject, clear: string, place: string): string {
+  let ivKey = syntheticIvKeys.get(key);
+  if (!ivKey) {
+    ivKey = createSecretKey(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'synthetic IV', 32)));
+    syntheticIvKeys.set(key, ivKey);
+  }
+  const iv = createHmac('sha256', ivKey).update(place).update('\0').update(clear).digest().subarray(0, IV_BYTES);
+  return sealWithIv(key, iv, clear, place);
+}
+
+function sealWithIv(key: KeyObject, iv: Buffer, clear: string, place: string): string {
   const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(Buffer.from(place));
   const ciphertext = Buffer.concat([cipher.update(clear, 'utf8'), cipher.final()]);

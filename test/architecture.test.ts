@@ -21,7 +21,7 @@ const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 const LAYERS: ReadonlyArray<{ name: string; modules: readonly string[] }> = [
   {
     name: 'shared leaves',
-    modules: ['errors.ts', 'clock.ts', 'log.ts', 'threads.ts', 'sealed.ts', 'transport-url.ts', 'shown-url.ts'],
+    modules: ['errors.ts', 'clock.ts', 'log.ts', 'threads.ts', 'sealed.ts', 'transport-url.ts', 'url-password.ts'],
   },
   {
     name: 'storage, rate limits and configuration',

@@ -20,7 +20,7 @@ import {
   updateAccountSettings,
 } from './service.ts';
 import { notFound } from '../errors.ts';
-import { shownUrl } from '../shown-url.ts';
+import { shownUrl } from '../url-password.ts';
 import { auditBy, type AuditBy } from '../audit/entries.ts';
 import { isKnownCountry } from '../crm/mobile-number.ts';
 import { checkVerifySettingsChange, verifySettings } from './verify-settings.ts';

@@ -26,21 +26,25 @@ function noBodyProblems(body: unknown): FieldError[] {
  * (issue 10): one JSON parser; request schemas closed to unknown fields, in bodies and
  * query strings alike; control characters, broken Unicode, prototype keys and deep nesting
  * refused in every string of the body, query string and path, before validation; and every
- * webhook URL field vetted after validation, once the caller is known, with 422.
+ * webhook URL field vetted after validation, once the caller is known, with 422, then given to
+ * the route with its password, if any, sealed.
  */
 export function registerBoundary(
   app: FastifyInstance,
-  webhookUrlRefusal: (url: string) => Promise<string | undefined>,
+  webhookUrls: { refusal: (url: string) => Promise<string | undefined>; kept: (url: string) => string },
 ): void {
   registerJsonParser(app);
 
   async function vetWebhookUrls(request: FastifyRequest): Promise<void> {
     const errors: FieldError[] = [];
-    for (const { field, value } of annotatedStrings(request.body, schemaOf(request).body, 'x-webhook-url')) {
-      const refusal = await webhookUrlRefusal(value);
+    const urls = annotatedStrings(request.body, schemaOf(request).body, 'x-webhook-url');
+    for (const { field, value } of urls) {
+      const refusal = await webhookUrls.refusal(value);
       if (refusal) errors.push({ field, message: refusal });
     }
     if (errors.length > 0) throw unprocessable('The service will not post webhooks to this URL.', errors);
+    // As the route will keep it: a password in the URL sealed (url-password.ts).
+    for (const { value, replace } of urls) replace(webhookUrls.kept(value));
   }
 
   app.addHook('onRoute', (route) => {

@@ -32,6 +32,7 @@ import { linkRoutes } from '../links/routes.ts';
 import { privacyRoutes } from '../privacy/routes.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import { rememberedRefusals, requestResolver, type Resolver } from '../webhooks/destination.ts';
+import { keptUrl } from '../url-password.ts';
 import { registerQueueMetrics } from '../queue/metrics.ts';
 import { queueRoutes } from '../queue/routes.ts';
 
@@ -81,10 +82,10 @@ export async function buildApp(
 
   registerErrorHandling(app);
   const destinations = { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? requestResolver };
-  registerBoundary(
-    app,
-    rememberedRefusals(destinations, () => ctx.clock.now()),
-  );
+  registerBoundary(app, {
+    refusal: rememberedRefusals(destinations, () => ctx.clock.now()),
+    kept: (url) => keptUrl(ctx.encryptionKey, url),
+  });
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);
   registerDatabaseMetrics(ctx.metrics, ctx.database);

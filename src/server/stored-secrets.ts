@@ -8,18 +8,21 @@ import { prepareCodeKey, resealCodeKey } from '../verify/codes.ts';
 import { prepareErasureKey, resealErasureKey } from '../messaging/erased-identifiers.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
+import { resealUrlPasswords, sealClearUrlPasswords } from '../webhooks/url-passwords.ts';
 
 /**
  * What every start (server.ts's createContext, and the tests' app) does with the secrets the
  * database keeps for good, before anything reads them, and its answer: the access tokens' key.
  *
- * Those the code before migration 0027 left in clear (the token key, the webhook secrets) are
- * sealed under ENCRYPTION_KEY, here because a migration has no key; then the files of the
- * database are rid of the clear values (db/erase.ts), with those of any table a migration left
- * to erase, only at the start that sealed or found them, so that other starts stay fast.
- * When ENCRYPTION_KEY replaced others (ENCRYPTION_KEY_PREVIOUS), what they sealed of these, of
- * the DKIM keys, the SMSC connections' URLs and Verify's code key is sealed anew under it, so that dropping them
- * later loses none; each value the current key sealed already costs one AES-GCM open, no write.
+ * Those the code before migration 0027 left in clear (the token key, the webhook secrets), and
+ * before 0044 the passwords in webhook URLs, are sealed under ENCRYPTION_KEY, here because a
+ * migration has no key; then the files of the database are rid of the clear values
+ * (db/erase.ts), with those of any table a migration left to erase, only at the start that
+ * sealed or found them, so that other starts stay fast. When ENCRYPTION_KEY replaced others
+ * (ENCRYPTION_KEY_PREVIOUS), what they sealed of these, of the DKIM keys, the SMSC connections'
+ * URLs, the passwords of the webhook URLs kept for good and Verify's code key is sealed anew
+ * under it, so that dropping them later loses none; each value the current key sealed already
+ * costs one AES-GCM open, no write.
  */
 export async function prepareStoredSecrets(
   database: Database,
@@ -29,14 +32,17 @@ export async function prepareStoredSecrets(
   const { db } = database;
   const sealedJwtSecret = await sealJwtSecret(db, keyring);
   const sealedWebhookSecrets = await sealWebhookSecrets(db, keyring);
+  const sealedUrls = await sealClearUrlPasswords(db, keyring);
   const pending = await pendingErasure(db);
-  if (sealedJwtSecret || sealedWebhookSecrets || pending.length > 0) {
-    await eraseDeletedValues[database.dialect](db, [...new Set(['settings', 'webhook_secrets', ...pending] as const)]);
+  if (sealedJwtSecret || sealedWebhookSecrets || sealedUrls.length > 0 || pending.length > 0) {
+    const tables = new Set(['settings', 'webhook_secrets', ...sealedUrls, ...pending] as const);
+    await eraseDeletedValues[database.dialect](db, [...tables]);
     await erasedPending(db);
   }
   if (keyring.all.length > 1) {
     await resealJwtSecret(db, keyring);
     await resealWebhookSecrets(db, keyring);
+    await resealUrlPasswords(db, keyring);
     await resealDkimKeys(db, keyring);
     await resealSmscUrls(db, keyring);
     await resealCodeKey(db, keyring);

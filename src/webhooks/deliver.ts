@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { silentLog, type Log } from '../log.ts';
 import type { Keyring } from '../sealed.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import { usableUrl } from '../url-password.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
@@ -15,7 +16,7 @@ export interface DeliveryDeps {
   db: Kysely<Schema>;
   clock: Clock;
   config: { webhookAllowPrivate: boolean };
-  /** ENCRYPTION_KEY, which opens the account's webhook secrets (secrets.ts). */
+  /** ENCRYPTION_KEY, which opens the account's webhook secrets (secrets.ts) and a URL's password. */
   encryptionKey: Keyring;
   log?: Log;
 }
@@ -143,9 +144,14 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
 
   /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
   async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
+    const url = usableUrl(deps.encryptionKey, delivery.url);
+    if (url === undefined) {
+      const error = 'the password in the URL was sealed under an ENCRYPTION_KEY this service no longer holds';
+      return { result: 'stopped', statusCode: null, error };
+    }
     let destination: Awaited<ReturnType<typeof vetDestination>>;
     try {
-      destination = await vetDestination(delivery.url, { allowPrivate: deps.config.webhookAllowPrivate, resolve });
+      destination = await vetDestination(url, { allowPrivate: deps.config.webhookAllowPrivate, resolve });
     } catch (error) {
       if (error instanceof RefusedDestination) return { result: 'stopped', statusCode: null, error: error.message };
       return { result: 'failed', statusCode: null, error: `could not resolve the host: ${errorCode(error)}` };

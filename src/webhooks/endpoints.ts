@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
 import type { Schema } from '../db/schema.ts';
 import { conflict } from '../errors.ts';
-import { shownUrl } from '../shown-url.ts';
+import { shownUrl } from '../url-password.ts';
 import { postProcedure } from '../http/idempotency.ts';
 
 /**

@@ -5,7 +5,7 @@ import type { ProcedureDatabase } from '../db/procedure.ts';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
 import { notFound } from '../errors.ts';
-import { shownUrl } from '../shown-url.ts';
+import { shownUrl } from '../url-password.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../queue/queue.ts';
 import { postProcedure } from '../http/idempotency.ts';

@@ -18,7 +18,7 @@ import { signingKeyFor } from '../../src/senders/dkim-keys.ts';
 import { openConnections } from '../../src/sms/routing/connections.ts';
 import { signEmail } from '../../src/email/dkim.ts';
 import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
-import { emitWebhook } from '../../src/webhooks/outbox.ts';
+import { emitEvent, emitWebhook } from '../../src/webhooks/outbox.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
 import { herald } from '../cli/support.ts';
@@ -393,6 +393,82 @@ forEachDatabase((dialect) => {
       const service = { accountId: null, domain: 'mail.localhost' };
       const key = await signingKeyFor(t.database, t.ctx.encryptionKey, t.clock, service);
       assert.equal((await mailauthVerdict((await signEmail(raw, key)).toString(), dkim.dkim)).status, 'pass');
+    } finally {
+      await t.close();
+    }
+  });
+
+  /** The deliveries of an event to the account's endpoints, each run once: the posts they made. */
+  async function postedToEndpoints(t: TestApp, accountId: string): Promise<Received[]> {
+    const before = receiver.received.length;
+    const event = { accountId, url: null, type: 'contacts.batch', data: { inserted: 1 } };
+    for (const id of await emitEvent(t.ctx.db, t.clock, event))
+      assert.equal(await runDeliveryJob(webhookDeliveryHandler(t.ctx), t.ctx.db, id), 'done');
+    return receiver.received.slice(before);
+  }
+
+  const basic = (password: string) => `Basic ${Buffer.from(`hook:${password}`).toString('base64')}`;
+
+  it('seals at the next start the webhook URLs’ passwords kept in clear before migration 0044', async () => {
+    const password = 'KeptBefore0044';
+    const clearUrl = receiver.url.replace('http://', `http://hook:${password}@`);
+    const first = await start();
+    const account = await first.createAccount();
+    const endpoint = { url: receiver.url, events: ['contacts.batch'] };
+    const made = await first.app.inject({
+      method: 'POST',
+      url: '/webhooks/endpoints',
+      headers: bearer(await first.tokenFor(account)),
+      payload: endpoint,
+    });
+    assert.equal(made.statusCode, 201, made.body);
+    await first.close();
+    // What the code before 0044 kept: each URL as given.
+    await sql`update webhook_endpoints set url = ${clearUrl}`.execute(database.db);
+    await sql`update accounts set inbound_sms_webhook_url = ${clearUrl}`.execute(database.db);
+    await sql`delete from kysely_migration where name = '0044_url_passwords_to_seal'`.execute(database.db);
+    await migrateToLatest(database);
+
+    const t = await start();
+    try {
+      const runs = [...(await restingStrings(database))];
+      assert.ok(!runs.some((run) => run.includes(password)), 'in clear in no file, free page or dump');
+      const posts = await postedToEndpoints(t, account.row.id);
+      assert.deepEqual(
+        posts.map((post) => post.headers.authorization),
+        [basic(password)],
+      );
+      const settings = await database.db.selectFrom('settings').select('key').execute();
+      assert.ok(!settings.some((row) => row.key === 'url_passwords_to_seal'), 'nothing left for the next start');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a new ENCRYPTION_KEY seals an endpoint URL’s password anew: posts carry it with the old key gone', async () => {
+    const password = 'Rotated0Pw';
+    const oldKey = encryptionKey;
+    const first = await start(keyEnv(oldKey));
+    const account = await first.createAccount();
+    const made = await first.app.inject({
+      method: 'POST',
+      url: '/webhooks/endpoints',
+      headers: bearer(await first.tokenFor(account)),
+      payload: { url: receiver.url.replace('http://', `http://hook:${password}@`), events: ['contacts.batch'] },
+    });
+    assert.equal(made.statusCode, 201, made.body);
+    await first.close();
+
+    const newKey = randomBytes(32).toString('hex');
+    await (await start({ ...keyEnv(newKey), ENCRYPTION_KEY_PREVIOUS: oldKey })).close();
+
+    const t = await start(keyEnv(newKey));
+    try {
+      const posts = await postedToEndpoints(t, account.row.id);
+      assert.deepEqual(
+        posts.map((post) => post.headers.authorization),
+        [basic(password)],
+      );
     } finally {
       await t.close();
     }

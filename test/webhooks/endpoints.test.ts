@@ -9,6 +9,8 @@ import { forEachDatabase } from '../support/databases.ts';
 import { bearer } from '../support/app.ts';
 import { assertFailure, startApiTest, type ApiClient, type ApiTest } from '../support/client.ts';
 import { startReceiver, type Received, type Receiver } from './support.ts';
+import { buildBatch } from '../email/support.ts';
+import { foundInStorage } from '../support/storage.ts';
 
 interface Envelope {
   type: string;
@@ -52,8 +54,13 @@ forEachDatabase((dialect) => {
     await api.close();
   });
 
-  const inject = (method: 'GET' | 'POST' | 'DELETE', url: string, as: string, payload?: object, headers = {}) =>
-    api.t.app.inject({ method, url, headers: { ...bearer(as), ...headers }, ...(payload ? { payload } : {}) });
+  const inject = (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    as: string,
+    payload?: object,
+    headers = {},
+  ) => api.t.app.inject({ method, url, headers: { ...bearer(as), ...headers }, ...(payload ? { payload } : {}) });
   const create = (body: object, as = alice.token, headers = {}) =>
     inject('POST', '/webhooks/endpoints', as, body, headers);
   async function subscribe(url: string, events: string[], as = alice.token): Promise<string> {
@@ -245,6 +252,30 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get('/account')).json().inboundSmsWebhookUrl, shown);
     const reads = [await inject('GET', '/webhooks/endpoints', alice.token), await alice.get('/webhooks/deliveries')];
     for (const read of reads) assert.ok(!read.body.includes('S3cret'), read.body);
+  });
+
+  it('keeps a webhook URL’s password sealed wherever a request names one: no table or file holds it', async () => {
+    const password = 'Pw4Hooks9x';
+    const url = receiver.url.replace('http://', `http://hook:${password}@`);
+    assert.equal((await create({ url, events: ['contacts.batch'] })).statusCode, 201);
+    const patched = await inject('PATCH', '/account', alice.token, { inboundSmsWebhookUrl: url });
+    assert.equal(patched.statusCode, 200, patched.body);
+    await sms('919812300010', { webHookUrl: url });
+    await alice.accept('/email/batch', buildBatch({ webHookUrl: url }));
+    const verify = await alice.post('/verify', { to: '919812300011', webHookUrl: url });
+    assert.equal(verify.statusCode, 201, verify.body);
+    const cancelled = await alice.post(`/verify/${verify.json().verificationId}/cancel`, {});
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    await alice.upsert([{ email: 'ada@example.com' }], { webhookUrl: url });
+    await settle();
+    const types = new Set<string>();
+    for (const post of receiver.received) {
+      assert.equal(post.headers.authorization, `Basic ${Buffer.from(`hook:${password}`).toString('base64')}`);
+      types.add((await verified(post)).type);
+    }
+    assert.deepEqual([...types].sort(), ['contacts.batch', 'email.events', 'sms.status', 'verify.status']);
+    const found = await foundInStorage(api, dialect, [password]);
+    assert.deepEqual(found[password], [], 'the password in clear in no table, free page or WAL');
   });
 
   it('posts contacts.batch to an endpoint when the batch names no URL', async () => {

@@ -42,6 +42,7 @@ import * as smsReceiptRecipients from './0040_sms_receipt_recipients.ts';
 import * as smsPartSubmitTimes from './0041_sms_part_submit_times.ts';
 import * as recipientTokenForms from './0042_recipient_token_forms.ts';
 import * as smsTriedAgain from './0043_sms_tried_again.ts';
+import * as urlPasswordsToSeal from './0044_url_passwords_to_seal.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -88,4 +89,5 @@ export const migrations: Record<string, Migration> = {
   '0041_sms_part_submit_times': smsPartSubmitTimes,
   '0042_recipient_token_forms': recipientTokenForms,
   '0043_sms_tried_again': smsTriedAgain,
+  '0044_url_passwords_to_seal': urlPasswordsToSeal,
 };

@@ -4,7 +4,7 @@ import { type Config, parseSmsTransport } from '../../config.ts';
 import type { Schema } from '../../db/schema.ts';
 import { badRequest, conflict, notFound } from '../../errors.ts';
 import { open, resealed, seal, type Keyring } from '../../sealed.ts';
-import { shownUrl } from '../../shown-url.ts';
+import { shownUrl } from '../../url-password.ts';
 import { notFinal, unrecordedAnswer } from '../queries.ts';
 import { DEFAULT_SMSC } from '../transport.ts';
 import { bumpRoutingVersion } from './version.ts';
