@@ -1,4 +1,4 @@
-import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import { lockAccountContacts } from '../crm/queries.ts';
 import type { DialectName } from '../db/dialect.ts';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
@@ -11,7 +11,7 @@ import { ERASED_REASON, erasedAddress } from '../messaging/erased-identifiers.ts
 import { queries as messaging } from '../messaging/queries.ts';
 import { UsageTally } from '../messaging/rollup.ts';
 import { PRIORITY, enqueue } from '../queue/queue.ts';
-import { SMS_STATUS_TYPE, smsStatusEvent } from '../sms/receipts.ts';
+import { ownPartAmong, RECEIPT_CLOCK_SKEW_MS, SMS_STATUS_TYPE, smsStatusEvent } from '../sms/receipts.ts';
 import { NOT_SENT, SMS_PENDING } from '../sms/send.ts';
 import { appendToStreams } from '../webhooks/events.ts';
 import type { Person } from './person.ts';
@@ -490,8 +490,8 @@ const orNone = (values: string[]) => (values.length > 0 ? values : ['']);
 /**
  * The person's recipients on a channel, of any status: the address becomes the hash, their tag
  * values and a reply's text go, with the user agents of their clicks, their identifier in the
- * URLs those clicks recorded, the numbers of their SMS submits and the receipts waiting that
- * name them, and the text of a single send (it was for them alone). Found by the recipients'
+ * URLs those clicks recorded, the numbers of their SMS submits and the receipts waiting for
+ * their parts, and the text of a single send (it was for them alone). Found by the recipients'
  * (address) index, a chunk at a time; a chunk no longer matches once hashed.
  */
 async function eraseRecipients(
@@ -522,15 +522,31 @@ async function eraseRecipients(
     .where('code', 'in', (eb) => eb.selectFrom('links').select('code').where('recipient_id', 'in', ids))
     .execute();
   if (channel === 'sms') {
+    // A receipt waiting for its part names no account, only its connection, its id and the number:
+    // it goes when it is one of these messages' own, as takeMatched (sms/receipts.ts) would give it
+    // to one of their parts, answered (smpp_submits, read before its number is hashed below) or
+    // recorded. One that names the number for another account's message (or for none yet) is
+    // left for its own part, or the retention sweep: erasing one account's person never ends
+    // another's message without its receipt.
+    await trx
+      .deleteFrom('sms_receipts')
+      .where('recipient', 'in', identifiers)
+      .where(
+        sql<SqlBool>`exists (select 1 from smpp_submits s
+                              where s.smsc = sms_receipts.smsc
+                                and s.operator_message_id = sms_receipts.operator_message_id
+                                and s.recipient = sms_receipts.recipient
+                                and s.send_id in (${sql.join(sendIds)})
+                                and sms_receipts.at >= s.at - ${RECEIPT_CLOCK_SKEW_MS})
+                  or ${ownPartAmong(sql<SqlBool>`p.recipient_id in (${sql.join(ids)})`)}`,
+      )
+      .execute();
     await trx
       .updateTable('smpp_submits')
       .set({ recipient: hashOfHeld(args.erasureKey, sql.ref('recipient'), identifiers) })
       .where('send_id', 'in', sendIds)
       .where('recipient', 'in', identifiers)
       .execute();
-    // A receipt waiting for its part names no account: those that name the number go, whoever's
-    // message they report on (their part, if it comes, then ends without one).
-    await trx.deleteFrom('sms_receipts').where('recipient', 'in', identifiers).execute();
     const sends = await trx.selectFrom('sends').select(['id', 'content']).where('id', 'in', sendIds).execute();
     for (const send of sends) {
       const content = JSON.parse(send.content) as { kind?: string; body?: string; tags?: unknown; sealed?: string };

@@ -220,6 +220,21 @@ const addressOf = (recipientId: Expression<unknown>) =>
   sql<string>`(select r.address from send_recipients r where r.id = ${recipientId})`;
 
 /**
+ * Whether a kept receipt (sms_receipts) is a part's own, of the parts (sms_parts as p) `ofParts`
+ * admits, by takeMatched's rule: its connection and id, its number if it names one, a final
+ * receipt only for a part not final yet, and not kept from before the part's submit.
+ */
+export const ownPartAmong = (ofParts: Expression<SqlBool>) =>
+  sql<SqlBool>`exists (select 1 from sms_parts p
+                        where p.operator_message_id = sms_receipts.operator_message_id
+                          and p.smsc = sms_receipts.smsc and ${ofParts}
+                          and (sms_receipts.recipient is null
+                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))})
+                          and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
+                          and (p.submitted_at is null
+                               or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;
+
+/**
  * Deletes the kept receipts of these operator ids (or any, up to a limit) whose part is
  * recorded, and answers how many it took, and those of them it matched with their parts. The
  * delete is what makes a receipt applied once: of two transactions that match it, the second's
@@ -251,15 +266,7 @@ async function takeMatched(
   // A part's number is read by its recipient's key (a subquery a part), not by a join: without
   // statistics (a table filled since its last ANALYZE) PostgreSQL hashed the join over every
   // recipient, a scan of send_recipients for each group of receipts.
-  const ofIds = 'ids' in which ? isAnyOf(dialect, 'p.operator_message_id', which.ids) : sql<SqlBool>`true`;
-  const hasPart = sql<SqlBool>`exists (select 1 from sms_parts p
-                                        where p.operator_message_id = sms_receipts.operator_message_id
-                                          and p.smsc = sms_receipts.smsc and ${ofIds}
-                                          and (sms_receipts.recipient is null
-                                               or sms_receipts.recipient = ${addressOf(sql.ref('p.recipient_id'))})
-                                          and (sms_receipts.status = 'Processed' or ${notFinal(sql.ref('p.status'))})
-                                          and (p.submitted_at is null
-                                               or sms_receipts.at >= p.submitted_at - ${RECEIPT_CLOCK_SKEW_MS}))`;
+  const hasPart = ownPartAmong('ids' in which ? isAnyOf(dialect, 'p.operator_message_id', which.ids) : sql`true`);
   const taken = await db
     .deleteFrom('sms_receipts')
     .where(hasPart)

@@ -15,6 +15,11 @@ import { watchPostgres } from '../support/postgres-wire.ts';
 import { startReceiver, type Receiver } from '../webhooks/support.ts';
 import { buildBatch } from '../email/support.ts';
 import { recordTracking } from '../../src/email/record.ts';
+import { Worker } from '../../src/queue/worker.ts';
+import { SMS_SINGLE_KIND } from '../../src/sms/accept.ts';
+import { applyReceipts } from '../../src/sms/receipts.ts';
+import { smsSingleHandler } from '../../src/sms/single.ts';
+import type { SmsTransport } from '../../src/sms/transport.ts';
 
 // Erasure of one person (ARCHITECTURE.md, "Data rights and management"; docs/privacy.md).
 
@@ -214,7 +219,20 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/contacts/${adaId}`)).statusCode, 200);
     assert.equal((await alice.get(`/privacy/erasures/${bobs}`)).statusCode, 404);
 
-    // A receipt that names her number, waiting for its part.
+    // A receipt that names her number, waiting for a part of hers the SMSC answered, whose
+    // outcome is not yet recorded.
+    await api.t.ctx.db
+      .insertInto('smpp_submits')
+      .values({
+        send_id: batch,
+        recipient: ADA_MOBILE,
+        part: 1,
+        parts: 1,
+        operator_message_id: 'op-waiting',
+        at: api.clock.now(),
+        smsc: 'default',
+      })
+      .execute();
     await api.t.ctx.db
       .insertInto('sms_receipts')
       .values({
@@ -225,6 +243,17 @@ forEachDatabase((dialect) => {
         at: api.clock.now(),
         recipient: ADA_MOBILE,
       })
+      .execute();
+    // And one for a part of hers recorded, not yet taken (an ENROUTE it would use up).
+    const part = await api.t.ctx.db
+      .selectFrom('sms_parts')
+      .innerJoin('send_recipients', 'send_recipients.id', 'sms_parts.recipient_id')
+      .select(['sms_parts.smsc', 'sms_parts.operator_message_id'])
+      .where('send_recipients.send_id', '=', single)
+      .executeTakeFirstOrThrow();
+    await api.t.ctx.db
+      .insertInto('sms_receipts')
+      .values({ ...part, status: 'Processed', error_code: null, at: api.clock.now(), recipient: ADA_MOBILE })
       .execute();
     const erasureId = await erase(alice, { mobile: ADA_MOBILE });
     const started = (await alice.get(`/privacy/erasures/${erasureId}`)).json();
@@ -299,6 +328,56 @@ forEachDatabase((dialect) => {
     }>;
     assert.deepEqual(recipients.find((r) => r.recipient === ADA_MOBILE)?.status, 'NotSent');
     assert.equal(recipients.filter((r) => r.status !== 'NotSent').length, 2);
+  });
+
+  it('leaves another account’s receipt waiting for its part when it erases the same number', async () => {
+    // Alice has sent to Ada: her erasure has Ada's messages to erase.
+    await alice.accept('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
+    await api.drain();
+    // Bob's page to Ada is with his SMSC, which reports its receipt, naming her number, before its
+    // answer is recorded (an operator that answers both at once): the receipt waits for its part.
+    const reported = Promise.withResolvers<void>();
+    const released = Promise.withResolvers<void>();
+    const transport: SmsTransport = {
+      async submit(messages) {
+        const ids = messages.map((m) => m.segmented.parts.map((_, i) => `bob-${m.recipient}-${i + 1}`));
+        const receipts = ids.flat().map((operatorMessageId) => ({
+          smsc: 'default',
+          operatorMessageId,
+          state: 'DELIVRD',
+          errorCode: null,
+          recipient: ADA_MOBILE,
+        }));
+        await api.t.ctx.database.db
+          .transaction()
+          .execute((trx) => applyReceipts(trx, dialect, api.clock, { receipts }));
+        reported.resolve();
+        await released.promise;
+        return messages.map((_, i) => ({ accepted: true as const, operatorMessageIds: ids[i] }));
+      },
+      async close() {},
+    };
+    const bobs = new Worker({ database: api.t.ctx.database, clock: api.clock });
+    bobs.register(SMS_SINGLE_KIND, smsSingleHandler({ ...api.t.ctx, transport }), { concurrency: 1 });
+    const queueId = await bob.accept('/sms/single', { recipient: ADA_MOBILE, senderName: 'HERALD', body: 'hi' });
+    const sending = bobs.drain();
+    try {
+      await reported.promise;
+      const waiting = () => api.t.ctx.db.selectFrom('sms_receipts').select('operator_message_id').execute();
+      assert.deepEqual(await waiting(), [{ operator_message_id: `bob-${ADA_MOBILE}-1` }]);
+
+      // Alice erases Ada: Bob's receipt is his, not hers to erase.
+      const erasureId = await erase(alice, { mobile: ADA_MOBILE });
+      await api.drain();
+      assert.equal((await alice.get(`/privacy/erasures/${erasureId}`)).json().status, 'Completed');
+      assert.deepEqual(await waiting(), [{ operator_message_id: `bob-${ADA_MOBILE}-1` }]);
+    } finally {
+      released.resolve();
+      await sending;
+    }
+    // His page recorded, the receipt takes its part: his message is Delivered.
+    const [recipient] = (await bob.get(`/sms/${queueId}`)).json().recipients;
+    assert.deepEqual([recipient.recipient, recipient.status], [ADA_MOBILE, 'Delivered']);
   });
 
   it('erases by email the contacts holding it and their numbers too', async () => {
