@@ -12,6 +12,7 @@ import { createAccount } from '../src/accounts/service.ts';
 import { ManualClock } from '../src/clock.ts';
 import { migrateToLatest, openDatabase, type Database } from '../src/db/database.ts';
 import { Worker } from '../src/queue/worker.ts';
+import { generateKey, Keyring } from '../src/sealed.ts';
 import { appendWebhookEvents, GATHER_KIND, GATHER_WINDOW_MS, webhookGatherHandler } from '../src/webhooks/events.ts';
 import { onEachDatabase } from './herald-process.ts';
 
@@ -41,7 +42,7 @@ async function run(url: string): Promise<void> {
     });
     const stream = { accountId: account.id, url: 'https://hooks.example.com/herald', type: 'sms.status' };
     const worker = new Worker({ database, clock });
-    worker.register(GATHER_KIND, webhookGatherHandler({ database, clock }));
+    worker.register(GATHER_KIND, webhookGatherHandler({ database, clock, encryptionKey: new Keyring(generateKey()) }));
 
     let started = performance.now();
     for (let start = 0; start < EVENTS; start += PAGE) {

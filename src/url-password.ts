@@ -1,66 +1,66 @@
+import type { KeyObject } from 'node:crypto';
 import { Keyring, sealRepeatably, SEALED_PREFIX, tryOpen } from './sealed.ts';
 
 /**
- * A webhook URL may carry a password (`https://user:password@host/hook`), which Herald must use
- * and so cannot hash: where a URL is kept, its password is sealed under a key derived from
- * ENCRYPTION_KEY, in place, and opened only to post (webhooks/deliver.ts). The rest of the URL
- * stays as it was, so reads show it and streams of events are told apart by it: the password is
- * sealed repeatably (sealed.ts, sealRepeatably), one URL always keeping one form under one key.
+ * A webhook URL may carry credentials (`https://user:password@host/hook`, or a token alone as
+ * the user name: `https://token@host/hook`), which Herald must use and so cannot hash: where a
+ * URL is kept, its secret part (the password, or the user name when there is no password) is
+ * sealed in place and opened only to post (webhooks/deliver.ts). The key is one Herald keeps
+ * for good, sealed under ENCRYPTION_KEY (webhooks/url-passwords.ts), and the seal repeatable
+ * (sealed.ts, sealRepeatably): one URL keeps one form, across a replacement of ENCRYPTION_KEY
+ * too, so streams of events and endpoints are still told apart by the URL as it rests. The rest
+ * of the URL stays as it was, for reads to show.
  */
-const PURPOSE = 'webhook URL passwords';
-const PLACE = 'webhook URL password';
+const PLACE = 'webhook URL credentials';
 
-/** How a sealed password begins in a URL, its `:` percent-encoded as the URL's userinfo has it. */
-const SEALED_PASSWORD = encodeURIComponent(SEALED_PREFIX);
+/** How a sealed part begins in a URL, its `:` percent-encoded as the URL's userinfo has it. */
+const SEALED_PART = encodeURIComponent(SEALED_PREFIX);
 
-const sealedPassword = (url: URL) => SEALED_PREFIX + url.password.slice(SEALED_PASSWORD.length);
+type SecretPart = 'password' | 'username';
 
-/**
- * A URL as a read may show it: any password replaced by `***`. An SMSC's URL or a webhook's may
- * carry one, which a read-only key must not learn.
- */
+const secretPart = (url: URL): SecretPart | undefined =>
+  url.password !== '' ? 'password' : url.username !== '' ? 'username' : undefined;
+
+const opened = (key: KeyObject, sealed: string) =>
+  tryOpen(new Keyring(key), SEALED_PREFIX + sealed.slice(SEALED_PART.length), PLACE);
+
+/** A URL as a read may show it: its password, or a user name without one, replaced by `***`. */
 export function shownUrl(raw: string): string {
   const url = URL.parse(raw);
-  if (!url || url.password === '') return raw;
-  url.password = '***';
+  const part = url && secretPart(url);
+  if (!url || !part) return raw;
+  url[part] = '***';
   return url.href;
 }
 
-/** The URL as it is kept: its password, if any, sealed. */
-export function keptUrl(keys: Keyring, raw: string): string {
+/** The URL as it is kept: its secret part, if any, sealed. */
+export function keptUrl(key: KeyObject, raw: string): string {
   const url = URL.parse(raw);
-  if (!url || url.password === '') return raw;
-  url.password = sealRepeatably(keys.derive(PURPOSE).current, url.password, PLACE);
+  const part = url && secretPart(url);
+  if (!url || !part) return raw;
+  url[part] = sealRepeatably(key, url[part], PLACE);
   return url.href;
 }
 
 /**
- * The URL to post to, its password opened; undefined when a key no longer given sealed it. A
- * password not sealed is one kept before they were (server/stored-secrets.ts seals those).
+ * The URL to post to, its secret part opened; undefined when it does not open (sealed under a
+ * key Herald no longer has). One not sealed was kept before they were.
  */
-export function usableUrl(keys: Keyring, kept: string): string | undefined {
+export function usableUrl(key: KeyObject, kept: string): string | undefined {
   const url = URL.parse(kept);
-  if (!url?.password.startsWith(SEALED_PASSWORD)) return kept;
-  const password = tryOpen(keys.derive(PURPOSE), sealedPassword(url), PLACE);
-  if (password === undefined) return undefined;
-  url.password = password;
+  const part = url && secretPart(url);
+  if (!url || !part || !url[part].startsWith(SEALED_PART)) return kept;
+  const clear = opened(key, url[part]);
+  if (clear === undefined) return undefined;
+  url[part] = clear;
   return url.href;
 }
 
-/**
- * The kept URL with its password sealed under the current key, where it is in clear (kept before
- * passwords were sealed) or sealed under a key ENCRYPTION_KEY replaced; undefined when it needs
- * nothing, or a key no longer given sealed it.
- */
-export function sealedAnew(keys: Keyring, kept: string): string | undefined {
+/** The kept URL with its secret part sealed where it is in clear (kept before they were sealed); else undefined. */
+export function sealedIfClear(key: KeyObject, kept: string): string | undefined {
   const url = URL.parse(kept);
-  if (!url || url.password === '') return undefined;
-  const ring = keys.derive(PURPOSE);
-  if (!url.password.startsWith(SEALED_PASSWORD)) return keptUrl(keys, kept);
-  const sealed = sealedPassword(url);
-  if (tryOpen(new Keyring(ring.current), sealed, PLACE) !== undefined) return undefined;
-  const password = tryOpen(ring, sealed, PLACE);
-  if (password === undefined) return undefined;
-  url.password = password;
-  return keptUrl(keys, url.href);
+  const part = url && secretPart(url);
+  if (!url || !part) return undefined;
+  if (url[part].startsWith(SEALED_PART) && opened(key, url[part]) !== undefined) return undefined;
+  return keptUrl(key, kept);
 }

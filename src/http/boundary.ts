@@ -21,6 +21,9 @@ function noBodyProblems(body: unknown): FieldError[] {
   return [{ field: '(body)', message: 'must be empty; this request takes no body' }];
 }
 
+/** The longest webhook URL a request may name, and the longest kept once its credentials are sealed. */
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+
 /**
  * What every route gets at the HTTP boundary, once, so that no module has to remember it
  * (issue 10): one JSON parser; request schemas closed to unknown fields, in bodies and
@@ -31,7 +34,7 @@ function noBodyProblems(body: unknown): FieldError[] {
  */
 export function registerBoundary(
   app: FastifyInstance,
-  webhookUrls: { refusal: (url: string) => Promise<string | undefined>; kept: (url: string) => string },
+  webhookUrls: { refusal: (url: string) => Promise<string | undefined>; kept: (url: string) => Promise<string> },
 ): void {
   registerJsonParser(app);
 
@@ -43,8 +46,19 @@ export function registerBoundary(
       if (refusal) errors.push({ field, message: refusal });
     }
     if (errors.length > 0) throw unprocessable('The service will not post webhooks to this URL.', errors);
-    // As the route will keep it: a password in the URL sealed (url-password.ts).
-    for (const { value, replace } of urls) replace(webhookUrls.kept(value));
+    // As the route will keep it: the credentials in the URL sealed (url-password.ts), which
+    // lengthens it. Sealed repeatably under a key kept for good, so an Idempotency-Key's replay
+    // hashes the same body.
+    const kept = await Promise.all(urls.map(({ value }) => webhookUrls.kept(value)));
+    for (const [i, { field }] of urls.entries()) {
+      if (kept[i].length > WEBHOOK_URL_MAX_LENGTH)
+        errors.push({
+          field,
+          message: `is longer than ${WEBHOOK_URL_MAX_LENGTH} characters once its password is sealed`,
+        });
+    }
+    if (errors.length > 0) throw unprocessable('The service cannot keep this webhook URL.', errors);
+    for (const [i, { replace }] of urls.entries()) replace(kept[i]);
   }
 
   app.addHook('onRoute', (route) => {

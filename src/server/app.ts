@@ -33,6 +33,7 @@ import { privacyRoutes } from '../privacy/routes.ts';
 import { consoleRoutes } from '../console/routes.ts';
 import { rememberedRefusals, requestResolver, type Resolver } from '../webhooks/destination.ts';
 import { keptUrl } from '../url-password.ts';
+import { urlKey } from '../webhooks/url-passwords.ts';
 import { registerQueueMetrics } from '../queue/metrics.ts';
 import { queueRoutes } from '../queue/routes.ts';
 
@@ -84,7 +85,7 @@ export async function buildApp(
   const destinations = { allowPrivate: ctx.config.webhookAllowPrivate, resolve: options.resolve ?? requestResolver };
   registerBoundary(app, {
     refusal: rememberedRefusals(destinations, () => ctx.clock.now()),
-    kept: (url) => keptUrl(ctx.encryptionKey, url),
+    kept: async (url) => keptUrl(await urlKey(ctx.db, ctx.encryptionKey), url),
   });
   registerMetrics(app, ctx.metrics);
   registerQueueMetrics(ctx.metrics, ctx.db, ctx.clock);

@@ -8,19 +8,19 @@ import { prepareCodeKey, resealCodeKey } from '../verify/codes.ts';
 import { prepareErasureKey, resealErasureKey } from '../messaging/erased-identifiers.ts';
 import type { Keyring } from '../sealed.ts';
 import { resealWebhookSecrets, sealWebhookSecrets } from '../webhooks/secrets.ts';
-import { resealUrlPasswords, sealClearUrlPasswords } from '../webhooks/url-passwords.ts';
+import { prepareUrlKey, resealUrlKey, sealClearUrls } from '../webhooks/url-passwords.ts';
 
 /**
  * What every start (server.ts's createContext, and the tests' app) does with the secrets the
  * database keeps for good, before anything reads them, and its answer: the access tokens' key.
  *
  * Those the code before migration 0027 left in clear (the token key, the webhook secrets), and
- * before 0044 the passwords in webhook URLs, are sealed under ENCRYPTION_KEY, here because a
+ * before 0044 the credentials in webhook URLs, are sealed under ENCRYPTION_KEY, here because a
  * migration has no key; then the files of the database are rid of the clear values
  * (db/erase.ts), with those of any table a migration left to erase, only at the start that
  * sealed or found them, so that other starts stay fast. When ENCRYPTION_KEY replaced others
  * (ENCRYPTION_KEY_PREVIOUS), what they sealed of these, of the DKIM keys, the SMSC connections'
- * URLs, the passwords of the webhook URLs kept for good and Verify's code key is sealed anew
+ * URLs and the keys of Verify's codes and webhook URLs' credentials is sealed anew
  * under it, so that dropping them later loses none; each value the current key sealed already
  * costs one AES-GCM open, no write.
  */
@@ -32,7 +32,8 @@ export async function prepareStoredSecrets(
   const { db } = database;
   const sealedJwtSecret = await sealJwtSecret(db, keyring);
   const sealedWebhookSecrets = await sealWebhookSecrets(db, keyring);
-  const sealedUrls = await sealClearUrlPasswords(db, keyring);
+  await prepareUrlKey(db, keyring);
+  const sealedUrls = await sealClearUrls(db, keyring);
   const pending = await pendingErasure(db);
   if (sealedJwtSecret || sealedWebhookSecrets || sealedUrls.length > 0 || pending.length > 0) {
     const tables = new Set(['settings', 'webhook_secrets', ...sealedUrls, ...pending] as const);
@@ -42,7 +43,7 @@ export async function prepareStoredSecrets(
   if (keyring.all.length > 1) {
     await resealJwtSecret(db, keyring);
     await resealWebhookSecrets(db, keyring);
-    await resealUrlPasswords(db, keyring);
+    await resealUrlKey(db, keyring);
     await resealDkimKeys(db, keyring);
     await resealSmscUrls(db, keyring);
     await resealCodeKey(db, keyring);

@@ -6,6 +6,7 @@ import { silentLog, type Log } from '../log.ts';
 import type { Keyring } from '../sealed.ts';
 import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { usableUrl } from '../url-password.ts';
+import { urlKey } from './url-passwords.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
@@ -144,9 +145,9 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
 
   /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
   async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
-    const url = usableUrl(deps.encryptionKey, delivery.url);
+    const url = usableUrl(await urlKey(deps.db, deps.encryptionKey), delivery.url);
     if (url === undefined) {
-      const error = 'the password in the URL was sealed under an ENCRYPTION_KEY this service no longer holds';
+      const error = 'the password in the URL was sealed under a key lost with ENCRYPTION_KEY: save the URL again';
       return { result: 'stopped', statusCode: null, error };
     }
     let destination: Awaited<ReturnType<typeof vetDestination>>;

@@ -3,6 +3,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Type } from 'typebox';
+import { WEBHOOK_URL_MAX_LENGTH } from '../http/boundary.ts';
 
 /**
  * What a webhook must never reach unless WEBHOOK_ALLOW_PRIVATE=true (alwaysRefused, below:
@@ -243,8 +244,8 @@ export const WebhookUrl = (description: string) =>
   Type.String({
     format: 'uri',
     pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
-    maxLength: 2048,
+    maxLength: WEBHOOK_URL_MAX_LENGTH,
     description,
-    errorMessage: 'must be an http or https URL of at most 2048 characters',
+    errorMessage: `must be an http or https URL of at most ${WEBHOOK_URL_MAX_LENGTH} characters`,
     'x-webhook-url': true,
   });

@@ -11,6 +11,9 @@ import { completeJob, keepJob, SnoozeJob, type JobHandler } from '../queue/worke
 import { normaliseUrl, subscribedUrls } from './endpoints.ts';
 import { createDeliveries, webhookBody, type NewDelivery } from './outbox.ts';
 import { lockStream, lockStreamShared, lockTaken } from './queries.ts';
+import { urlKey } from './url-passwords.ts';
+import type { Keyring } from '../sealed.ts';
+import { sealedIfClear } from '../url-password.ts';
 
 /**
  * Status events are gathered into shared posts (ARCHITECTURE.md, "at most 1 second or 500
@@ -319,6 +322,7 @@ async function gather(
   now: number,
   stream: EventStream,
   lease: Lease,
+  deliveryUrl: string,
 ): Promise<'completed' | 'more' | 'later'> {
   return database.db.transaction().execute(async (trx) => {
     const limit = POSTS_PER_RUN * EVENTS_PER_POST;
@@ -326,7 +330,7 @@ async function gather(
     const deliveries: NewDelivery[] = [];
     for (let start = 0; start < events.length; start += EVENTS_PER_POST) {
       const data = `[${events.slice(start, start + EVENTS_PER_POST).join(',')}]`;
-      deliveries.push({ ...stream, body: webhookBody(stream.type, now, data) });
+      deliveries.push({ ...stream, url: deliveryUrl, body: webhookBody(stream.type, now, data) });
     }
     await createDeliveries(trx, now, deliveries);
     if (events.length === limit) {
@@ -350,12 +354,14 @@ async function gather(
  * events wait, none lost, until an operator revives it (POST /admin/jobs/{id}/retry), when
  * it gathers them all.
  */
-export function webhookGatherHandler(deps: { database: Database; clock: Clock }): JobHandler {
+export function webhookGatherHandler(deps: { database: Database; clock: Clock; encryptionKey: Keyring }): JobHandler {
   return {
     async handle(job, run) {
       const { accountId, url, type } = job.payload as EventStream;
       const now = deps.clock.now();
-      const outcome = await gather(deps.database, now, { accountId, url, type }, run.lease);
+      // A stream appended before credentials in URLs were sealed (0044) keeps its URL as given.
+      const deliveryUrl = sealedIfClear(await urlKey(deps.database.db, deps.encryptionKey), url) ?? url;
+      const outcome = await gather(deps.database, now, { accountId, url, type }, run.lease, deliveryUrl);
       if (outcome === 'more') throw new SnoozeJob(now, 'the stream had more events than one run gathers');
       if (outcome === 'later') throw new SnoozeJob(now + GATHER_WINDOW_MS, 'events were appended while it ran');
       return 'completed';

@@ -1,71 +1,96 @@
+import type { KeyObject } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { loadSealedKey, prepareSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
-import { sealedAnew } from '../url-password.ts';
+import { sealedIfClear } from '../url-password.ts';
 
 type Db = Kysely<Schema>;
 
-/** A column that keeps webhook URLs, in a table whose rows are keyed by `id`. */
-interface UrlColumn {
-  table: keyof Schema;
-  column: string;
+/**
+ * The key of the credentials in webhook URLs (url-password.ts): random, kept for good sealed
+ * under ENCRYPTION_KEY (sealed-keys.ts), so a URL sealed before ENCRYPTION_KEY is replaced keeps
+ * its form and opens after.
+ */
+const URL_KEY: SealedKey = { row: 'sealed_url_key', purpose: 'herald webhook URL credentials' };
+
+const loaded = new WeakMap<Keyring, Promise<KeyObject>>();
+
+/** The key of webhook URLs' credentials: made by the first process that needs it, then read once per process. */
+export function urlKey(db: Db, keyring: Keyring): Promise<KeyObject> {
+  let key = loaded.get(keyring);
+  if (!key) {
+    key = loadSealedKey(db, keyring, URL_KEY).then((opened) => {
+      if (opened) return opened;
+      loaded.delete(keyring);
+      throw new Error(
+        'ENCRYPTION_KEY: the key of webhook URLs’ passwords was sealed under another key; give that one in ' +
+          'ENCRYPTION_KEY_PREVIOUS',
+      );
+    });
+    key.catch(() => loaded.delete(keyring));
+    loaded.set(keyring, key);
+  }
+  return key;
 }
 
-/** The webhook URLs kept for good, whose passwords a replaced ENCRYPTION_KEY may have sealed. */
-const KEPT_FOR_GOOD: readonly UrlColumn[] = [
+/**
+ * At every start (server/stored-secrets.ts): the key made if there is none yet. One sealed under
+ * an ENCRYPTION_KEY no longer given (the key lost) is replaced: the URLs it sealed no longer
+ * open, and their posts fail saying so until the account saves them again; a service that
+ * stopped instead would have no way back.
+ */
+export const prepareUrlKey = (db: Db, keyring: Keyring): Promise<void> =>
+  prepareSealedKey(
+    db,
+    keyring,
+    URL_KEY,
+    () => urlKey(db, keyring),
+    async () => false,
+  );
+
+/** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it. */
+export const resealUrlKey = (db: Db, keyring: Keyring): Promise<void> => resealKey(db, keyring, URL_KEY);
+
+/** Every column a webhook URL is kept in, in tables whose rows are keyed by `id`, but the streams of events. */
+const KEPT: ReadonlyArray<{ table: keyof Schema; column: string }> = [
   { table: 'accounts', column: 'inbound_sms_webhook_url' },
   { table: 'webhook_endpoints', column: 'url' },
-];
-
-/**
- * Every column a webhook URL is kept in beyond the streams of events, which are gathered within
- * seconds of their append and keep the URL their append was given.
- */
-const KEPT: readonly UrlColumn[] = [
-  ...KEPT_FOR_GOOD,
   { table: 'sends', column: 'webhook_url' },
   { table: 'verifications', column: 'webhook_url' },
   { table: 'contact_batches', column: 'webhook_url' },
   { table: 'webhook_deliveries', column: 'url' },
 ];
 
-/** The settings row migration 0044 leaves when the database may keep URLs whose passwords are in clear. */
-export const URL_PASSWORDS_TO_SEAL = 'url_passwords_to_seal';
+/** The settings row migration 0044 leaves when the database may keep URLs whose credentials are in clear. */
+export const URL_CREDENTIALS_TO_SEAL = 'url_passwords_to_seal';
 
 /**
- * At the start after migration 0044: the passwords in the URLs kept before they were sealed,
+ * At the start after migration 0044: the credentials in the URLs kept before they were sealed,
  * sealed now (a migration has no key). The tables it changed, whose files must be rid of the
- * clear values; none at every later start, which reads one settings row.
+ * clear values; none at every later start, which reads one settings row. A stream of events
+ * appended before keeps its URL: its gather seals it in the deliveries it makes (events.ts).
  */
-export async function sealClearUrlPasswords(db: Db, keyring: Keyring): Promise<Array<keyof Schema>> {
+export async function sealClearUrls(db: Db, keyring: Keyring): Promise<Array<keyof Schema>> {
   const marker = await db
     .selectFrom('settings')
     .select('key')
-    .where('key', '=', URL_PASSWORDS_TO_SEAL)
+    .where('key', '=', URL_CREDENTIALS_TO_SEAL)
     .executeTakeFirst();
   if (!marker) return [];
-  const changed = await sealAnew(db, keyring, KEPT);
-  await db.deleteFrom('settings').where('key', '=', URL_PASSWORDS_TO_SEAL).execute();
-  return changed;
-}
-
-/** The passwords of the URLs kept for good sealed anew under ENCRYPTION_KEY where one it replaced sealed them. */
-export async function resealUrlPasswords(db: Db, keyring: Keyring): Promise<void> {
-  await sealAnew(db, keyring, KEPT_FOR_GOOD);
-}
-
-async function sealAnew(db: Db, keyring: Keyring, columns: readonly UrlColumn[]): Promise<Array<keyof Schema>> {
+  const key = await urlKey(db, keyring);
   const changed: Array<keyof Schema> = [];
-  for (const { table, column } of columns) {
+  for (const { table, column } of KEPT) {
     const { rows } = await sql<{ id: string; url: string }>`
       select id, ${sql.ref(column)} as url from ${sql.table(table)} where ${sql.ref(column)} like '%@%'`.execute(db);
     for (const row of rows) {
-      const again = sealedAnew(keyring, row.url);
-      if (again === undefined) continue;
-      await sql`update ${sql.table(table)} set ${sql.ref(column)} = ${again}
+      const sealed = sealedIfClear(key, row.url);
+      if (sealed === undefined) continue;
+      await sql`update ${sql.table(table)} set ${sql.ref(column)} = ${sealed}
                  where id = ${row.id} and ${sql.ref(column)} = ${row.url}`.execute(db);
       if (!changed.includes(table)) changed.push(table);
     }
   }
+  await db.deleteFrom('settings').where('key', '=', URL_CREDENTIALS_TO_SEAL).execute();
   return changed;
 }

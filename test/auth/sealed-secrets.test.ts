@@ -19,6 +19,8 @@ import { openConnections } from '../../src/sms/routing/connections.ts';
 import { signEmail } from '../../src/email/dkim.ts';
 import { webhookDeliveryHandler } from '../../src/webhooks/deliver.ts';
 import { emitEvent, emitWebhook } from '../../src/webhooks/outbox.ts';
+import { appendWebhookEvents, GATHER_KIND, GATHER_WINDOW_MS, webhookGatherHandler } from '../../src/webhooks/events.ts';
+import { Worker } from '../../src/queue/worker.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../support/app.ts';
 import { herald } from '../cli/support.ts';
@@ -264,7 +266,7 @@ forEachDatabase((dialect) => {
       const settings = await database.db.selectFrom('settings').select('key').orderBy('key').execute();
       assert.deepEqual(
         settings.map((row) => row.key),
-        ['sealed_erasure_key', 'sealed_jwt_secret', 'sealed_verify_key'],
+        ['sealed_erasure_key', 'sealed_jwt_secret', 'sealed_url_key', 'sealed_verify_key'],
       );
       const row = await database.db.selectFrom('webhook_secrets').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([row.secret, row.previous_secret], [null, null]);
@@ -409,31 +411,37 @@ forEachDatabase((dialect) => {
 
   const basic = (password: string) => `Basic ${Buffer.from(`hook:${password}`).toString('base64')}`;
 
-  it('seals at the next start the webhook URLs’ passwords kept in clear before migration 0044', async () => {
-    const password = 'KeptBefore0044';
-    const clearUrl = receiver.url.replace('http://', `http://hook:${password}@`);
+  /**
+   * A database as the code before migration 0044 left it: an account and its endpoint, each
+   * keeping `clearUrl` as given, and `before` done with the first app first.
+   */
+  async function keptBefore0044(clearUrl: string, before: (t: TestApp, accountId: string) => Promise<void>) {
     const first = await start();
     const account = await first.createAccount();
-    const endpoint = { url: receiver.url, events: ['contacts.batch'] };
     const made = await first.app.inject({
       method: 'POST',
       url: '/webhooks/endpoints',
       headers: bearer(await first.tokenFor(account)),
-      payload: endpoint,
+      payload: { url: receiver.url, events: ['contacts.batch'] },
     });
     assert.equal(made.statusCode, 201, made.body);
+    await before(first, account.row.id);
     await first.close();
-    // What the code before 0044 kept: each URL as given.
     await sql`update webhook_endpoints set url = ${clearUrl}`.execute(database.db);
     await sql`update accounts set inbound_sms_webhook_url = ${clearUrl}`.execute(database.db);
     await sql`delete from kysely_migration where name = '0044_url_passwords_to_seal'`.execute(database.db);
     await migrateToLatest(database);
+    return account.row.id;
+  }
 
+  it('seals at the next start the webhook URLs’ passwords kept in clear before migration 0044', async () => {
+    const password = 'KeptBefore0044';
+    const accountId = await keptBefore0044(receiver.url.replace('http://', `http://hook:${password}@`), async () => {});
     const t = await start();
     try {
       const runs = [...(await restingStrings(database))];
       assert.ok(!runs.some((run) => run.includes(password)), 'in clear in no file, free page or dump');
-      const posts = await postedToEndpoints(t, account.row.id);
+      const posts = await postedToEndpoints(t, accountId);
       assert.deepEqual(
         posts.map((post) => post.headers.authorization),
         [basic(password)],
@@ -445,28 +453,72 @@ forEachDatabase((dialect) => {
     }
   });
 
-  it('a new ENCRYPTION_KEY seals an endpoint URL’s password anew: posts carry it with the old key gone', async () => {
+  it('gathers a stream of events appended before migration 0044 into deliveries, the password sealed', async () => {
+    const password = 'StreamBefore0044';
+    const clearUrl = receiver.url.replace('http://', `http://hook:${password}@`);
+    await keptBefore0044(clearUrl, async (first, accountId) => {
+      const events = [{ queueId: randomUUID(), status: 'Delivered' }];
+      const stream = { accountId, url: clearUrl, type: 'sms.status', events };
+      await first.ctx.db.transaction().execute((trx) => appendWebhookEvents(trx, first.clock, stream));
+    });
+    const t = await start();
+    try {
+      const gatherer = new Worker({ database: t.ctx.database, clock: t.clock });
+      gatherer.register(GATHER_KIND, webhookGatherHandler(t.ctx));
+      t.clock.advance(GATHER_WINDOW_MS);
+      assert.equal(await gatherer.drain(), 1, 'the stream’s gather ran');
+      const delivery = await database.db
+        .selectFrom('webhook_deliveries')
+        .select(['id', 'url'])
+        .where('type', '=', 'sms.status')
+        .executeTakeFirstOrThrow();
+      assert.ok(!delivery.url.includes(password), delivery.url);
+      assert.equal(await runDeliveryJob(webhookDeliveryHandler(t.ctx), t.ctx.db, delivery.id), 'done');
+      assert.equal(receiver.received.at(-1)?.headers.authorization, basic(password), 'its post carries it');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('keeps a webhook URL’s form across a new ENCRYPTION_KEY, and its password with the old key gone', async () => {
     const password = 'Rotated0Pw';
+    const url = receiver.url.replace('http://', `http://hook:${password}@`);
     const oldKey = encryptionKey;
     const first = await start(keyEnv(oldKey));
     const account = await first.createAccount();
-    const made = await first.app.inject({
-      method: 'POST',
+    const token = await first.tokenFor(account);
+    const request = {
+      method: 'POST' as const,
       url: '/webhooks/endpoints',
-      headers: bearer(await first.tokenFor(account)),
-      payload: { url: receiver.url.replace('http://', `http://hook:${password}@`), events: ['contacts.batch'] },
-    });
+      headers: { ...bearer(token), 'idempotency-key': 'endpoint-with-password' },
+      payload: { url, events: ['contacts.batch'] },
+    };
+    const made = await first.app.inject(request);
     assert.equal(made.statusCode, 201, made.body);
+    const kept = await database.db.selectFrom('webhook_endpoints').select('url').executeTakeFirstOrThrow();
     await first.close();
 
     const newKey = randomBytes(32).toString('hex');
-    await (await start({ ...keyEnv(newKey), ENCRYPTION_KEY_PREVIOUS: oldKey })).close();
+    const both = await start({ ...keyEnv(newKey), ENCRYPTION_KEY_PREVIOUS: oldKey });
+    try {
+      const replayed = await both.app.inject(request);
+      assert.equal(replayed.headers['idempotent-replayed'], 'true', replayed.body);
+      assert.deepEqual(replayed.json(), made.json());
+    } finally {
+      await both.close();
+    }
 
     const t = await start(keyEnv(newKey));
     try {
-      const posts = await postedToEndpoints(t, account.row.id);
+      const now = await database.db.selectFrom('webhook_endpoints').select('url').executeTakeFirstOrThrow();
+      assert.equal(now.url, kept.url, 'the same form, so a send naming the URL before is still told from it');
+      // An event of a send that named the same URL before the change: one post, to the endpoint.
+      const event = { accountId: account.row.id, url: kept.url, type: 'contacts.batch', data: { inserted: 1 } };
+      const ids = await emitEvent(t.ctx.db, t.clock, event);
+      assert.equal(ids.length, 1);
+      assert.equal(await runDeliveryJob(webhookDeliveryHandler(t.ctx), t.ctx.db, ids[0]), 'done');
       assert.deepEqual(
-        posts.map((post) => post.headers.authorization),
+        receiver.received.map((post) => post.headers.authorization),
         [basic(password)],
       );
     } finally {

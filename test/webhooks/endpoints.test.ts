@@ -278,6 +278,39 @@ forEachDatabase((dialect) => {
     assert.deepEqual(found[password], [], 'the password in clear in no table, free page or WAL');
   });
 
+  it('seals and masks a URL’s user name when it has no password, as a token', async () => {
+    const url = receiver.url.replace('http://', 'http://Tok3nAlone@');
+    const created = await create({ url, events: ['sms.status'] });
+    assert.equal(created.statusCode, 201, created.body);
+    const shown = receiver.url.replace('http://', 'http://***@');
+    assert.equal(created.json().url, shown);
+    assert.deepEqual(
+      (await list()).map((endpoint) => endpoint.url),
+      [shown],
+    );
+    await sms('919812300012');
+    await settle();
+    assert.ok(receiver.received.length > 0);
+    for (const post of receiver.received)
+      assert.equal(post.headers.authorization, `Basic ${Buffer.from('Tok3nAlone:').toString('base64')}`);
+    assert.deepEqual((await foundInStorage(api, dialect, ['Tok3nAlone'])).Tok3nAlone, []);
+  });
+
+  it('refuses with 422 a URL its sealed password would make longer than 2048 characters', async () => {
+    const password = 'p'.repeat(1990);
+    const url = receiver.url.replace('http://', `http://hook:${password}@`);
+    assert.ok(url.length <= 2048);
+    for (const response of [
+      await create({ url, events: ['sms.status'] }),
+      await alice.post('/sms/single', { senderName: 'HERALD', body: 'Hi', recipient: '919812300013', webHookUrl: url }),
+    ]) {
+      assertFailure(response, 422, /cannot keep this webhook URL/);
+      assert.match(response.body, /longer than 2048 characters once its password is sealed/);
+    }
+    assert.deepEqual(await list(), []);
+    assert.deepEqual(await api.t.ctx.db.selectFrom('sends').select('id').execute(), [], 'nothing accepted');
+  });
+
   it('posts contacts.batch to an endpoint when the batch names no URL', async () => {
     await subscribe(receiver.url, ['contacts.batch']);
     const status = await alice.upsert([{ email: 'ada@example.com' }]);

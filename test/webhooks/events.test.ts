@@ -118,7 +118,11 @@ forEachDatabase((dialect) => {
       maxAttempts: row.max_attempts,
       idempotencyKey: row.idempotency_key,
     };
-    return webhookGatherHandler({ database: t.ctx.database, clock: t.clock }).handle(job, {
+    return webhookGatherHandler({
+      database: t.ctx.database,
+      clock: t.clock,
+      encryptionKey: t.ctx.encryptionKey,
+    }).handle(job, {
       signal: new AbortController().signal,
       lease: leaseOf(row),
     });
