@@ -23,6 +23,12 @@ declare module 'smpp' {
        * a string is encoded by data_coding, so always set it.
        */
       constructor(command: string, fields?: Fields);
+      /** A PDU read from its bytes (header and body). */
+      constructor(bytes: Buffer);
+      /** The next PDU's command_length, read from the stream's first 4 bytes; false until they came. */
+      static commandLength(stream: NodeJS.ReadableStream): number | false;
+      /** The PDU whose command_length was read, once its other bytes came; false until then. */
+      static fromStream(stream: NodeJS.ReadableStream, commandLength: number): PDU | false;
       command: string;
       command_id: number;
       command_status: number;
@@ -39,6 +45,7 @@ declare module 'smpp' {
       data_coding?: number;
       registered_delivery?: number;
       short_message?: DecodedMessage;
+      message_payload?: DecodedMessage;
       receipted_message_id?: string;
       message_state?: number;
       isResponse(): boolean;
@@ -50,6 +57,9 @@ declare module 'smpp' {
 
     class Session extends EventEmitter {
       socket: Socket;
+      /** Stops reading PDUs (after the one being handled) until resume(). */
+      pause(): void;
+      resume(): void;
       send(pdu: PDU, onResponse?: ResponseCallback): boolean;
       close(onClose?: () => void): void;
       destroy(onClose?: () => void): void;
@@ -79,6 +89,7 @@ declare module 'smpp' {
     const errors: Record<string, number>;
     /** The commands the package reads and writes, by name (submit_sm, submit_sm_resp, …). */
     const commands: Record<string, { id: number }>;
+    const commandsById: Record<number, { command: string } | undefined>;
   }
   export = smpp;
 }

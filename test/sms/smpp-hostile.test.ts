@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Registry } from 'prom-client';
 import smpp from 'smpp';
@@ -19,6 +21,44 @@ type Session = InstanceType<typeof smpp.Session>;
  * An SMSC out of the spec, or a hostile one: what it sends must neither stall a bind, nor lose
  * an answer, nor stop what PostgreSQL's text and indexes cannot hold from being kept.
  */
+/**
+ * An SMSC, as a Python script for a process of its own, that answers a bind, then sends `flood`
+ * enquire_links and reads none of the answers until a line comes on its standard input; it
+ * prints its port, then every 100 ms what it has not yet sent and how many answers it read. Its
+ * receive buffer is set small: Linux would otherwise take tens of megabytes of answers for it.
+ */
+const floodingSmsc = (flood: number) => `
+import json, socket, struct, sys, threading, time
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+server.bind(('127.0.0.1', 0))
+server.listen(1)
+print(json.dumps({'port': server.getsockname()[1]}), flush=True)
+link, _ = server.accept()
+bind = link.recv(1024)
+link.sendall(struct.pack('>IIII', 17, 0x80000009, 0, struct.unpack('>I', bind[12:16])[0]) + b'\\0')
+links = b''.join(struct.pack('>IIII', 16, 0x15, 0, i + 1) for i in range(${flood}))
+sent = 0
+answered = 0
+def write():
+    global sent
+    while sent < len(links):
+        sent += link.send(links[sent:sent + 65536])
+def read():
+    global answered
+    sys.stdin.readline()
+    while True:
+        chunk = link.recv(65536)
+        if not chunk:
+            break
+        answered += len(chunk)
+threading.Thread(target=write, daemon=True).start()
+threading.Thread(target=read, daemon=True).start()
+while True:
+    print(json.dumps({'unsent': len(links) - sent, 'answered': answered // 16}), flush=True)
+    time.sleep(0.1)
+`;
+
 forEachDatabase((dialect) => {
   let database: TestDatabase;
   let transport: SmsTransport | undefined;
@@ -42,6 +82,7 @@ forEachDatabase((dialect) => {
     onBind?: (s: Session) => void;
     /** Answers the bind_transceiver itself: false leaves it to the default answer. */
     answerBind?: (session: Session, pdu: Pdu) => boolean;
+    reconnectMaxMs?: number;
   }) {
     seen.pdus = [];
     seen.binds = 0;
@@ -71,7 +112,7 @@ forEachDatabase((dialect) => {
         seen.inbound.push(mo);
         return null;
       },
-      timing: { reconnectBaseMs: 20, reconnectMaxMs: 100, responseTimeoutMs: 400 },
+      timing: { reconnectBaseMs: 20, reconnectMaxMs: handlers.reconnectMaxMs ?? 100, responseTimeoutMs: 400 },
     });
   }
   const message = outgoingMessages();
@@ -124,6 +165,144 @@ forEachDatabase((dialect) => {
       waitFor('a second bind', async () => (seen.binds >= 2 ? true : undefined)),
       'bound again',
     );
+  });
+
+  it('waits longer each time a bind is lost as soon as it is made, not four times a second', async () => {
+    const started = performance.now();
+    await hostile({
+      // A command_length of 8 on every bind: shorter than a header, the link cannot be framed.
+      onBind: (session) => session.socket.write(Buffer.from([0, 0, 0, 8, 0, 0, 0, 4])),
+      reconnectMaxMs: 400,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500 - (performance.now() - started)));
+    // Waits of 10–20, 20–40, 40–80, 80–160, then 200–400 ms: under 12 binds in 1.5 s, where
+    // waits that started again at each bind made one every 10–20 ms.
+    assert.ok(seen.binds >= 3 && seen.binds <= 12, `${seen.binds} binds`);
+  });
+
+  it('answers a deliver_sm it cannot decode with a permanent error, keeps the link and sends once', async () => {
+    let submits = 0;
+    await hostile({
+      onBind(session) {
+        // A valid deliver_sm, then a TLV that declares 2 octets and holds 1 (its length fixed to match).
+        const valid = new smpp.PDU('deliver_sm', {
+          sequence_number: 77,
+          source_addr: '919812300074',
+          short_message: 'id:1 stat:DELIVRD',
+          esm_class: 0x04,
+        }).toBuffer();
+        const broken = Buffer.concat([valid, Buffer.from([0x02, 0x04, 0x00, 0x02, 0x0a])]);
+        broken.writeUInt32BE(broken.length, 0);
+        session.socket.write(broken);
+      },
+      onSubmit(session, submit) {
+        submits += 1;
+        setTimeout(() => session.send(submit.response({ message_id: 'abc' })), 50);
+      },
+    });
+    const [result] = await within(
+      transport!.submit([message('hello')], new AbortController().signal, { urgent: true }),
+      'the submit answered',
+    );
+    assert.equal(result.accepted, true);
+    await waitFor('the refusal', async () => (seen.pdus.length >= 1 ? true : undefined));
+    assert.deepEqual(
+      seen.pdus.map((pdu) => [pdu.command, pdu.sequence_number, pdu.command_status]),
+      [['deliver_sm_resp', 77, 0x65]],
+    );
+    assert.deepEqual([seen.binds, submits], [1, 1]);
+  });
+
+  it('takes a handset’s text and a receipt’s from message_payload when short_message is empty', async () => {
+    await hostile({
+      onBind(session) {
+        const payload = (text: string) => ({ message_payload: text, short_message: '', data_coding: 0 });
+        session.deliver_sm({ source_addr: '919812300075', destination_addr: 'HERALD', ...payload('a long reply') });
+        session.deliver_sm({ source_addr: '919812300076', esm_class: 0x04, ...payload('id:0ABE stat:DELIVRD') });
+      },
+    });
+    await waitFor('both answered', async () => (seen.pdus.length === 2 ? true : undefined));
+    assert.deepEqual(
+      seen.inbound.map((mo) => [mo.from, mo.text]),
+      [['919812300075', 'a long reply']],
+    );
+    // Kept under each reading of its id, as hex and as decimal (message-ids.ts), for its part to come.
+    await waitFor('the receipt kept', async () => ((await kept('sms_receipts')).length === 2 ? true : undefined));
+    assert.deepEqual(await kept('sms_receipts'), ['2750', 'abe']);
+  });
+
+  it('refuses a deliver_sm cut short before its message, rather than taking it from a handset', async () => {
+    await hostile({
+      onBind(session) {
+        const whole = new smpp.PDU('deliver_sm', {
+          sequence_number: 78,
+          source_addr: '919812300077',
+          destination_addr: 'HERALD',
+          short_message: 'hi',
+        }).toBuffer();
+        // Header, service_type, source and destination addresses: it ends there.
+        const cut = whole.subarray(0, 16 + 1 + 2 + 13 + 2 + 7);
+        cut.writeUInt32BE(cut.length, 0);
+        session.socket.write(cut);
+      },
+    });
+    await waitFor('the refusal', async () => (seen.pdus.length >= 1 ? true : undefined));
+    assert.deepEqual(
+      seen.pdus.map((pdu) => [pdu.command, pdu.sequence_number, pdu.command_status]),
+      [['deliver_sm_resp', 78, 0x65]],
+    );
+    assert.deepEqual(seen.inbound, []);
+  });
+
+  it('takes a generic_nack to a submit as a refusal for now, whatever its status', async () => {
+    await hostile({
+      onSubmit: (session, submit) =>
+        session.send(new smpp.PDU('generic_nack', { sequence_number: submit.sequence_number, command_status: 0 })),
+    });
+    const [result] = await within(
+      transport!.submit([message('hello')], new AbortController().signal, { urgent: true }),
+      'the submit answered',
+    );
+    assert.deepEqual([result.accepted, !result.accepted && result.permanent], [false, false]);
+  });
+
+  it('reads no more from an SMSC that does not read its answers, and answers all once it does', {
+    timeout: 60_000,
+  }, async () => {
+    // Enough enquire_links that their answers outgrow what the kernel holds for a link (4 MB or so).
+    // The SMSC is a process of its own: in this one, its writes would wait for Herald's reads.
+    const flood = 800_000;
+    const child = spawn('python3', ['-c', floodingSmsc(flood)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let status: { port?: number; unsent?: number; answered?: number } = {};
+    createInterface({ input: child.stdout }).on('line', (line) => (status = JSON.parse(line)));
+    try {
+      const port = await waitFor('the SMSC listening', async () => status.port);
+      transport = smppTransport(parseSmppUrl(`smpp://herald:secret@127.0.0.1:${port}?binds=1`), {
+        database,
+        clock: new ManualClock(Date.now()),
+        metrics: new Registry(),
+        receiveInbound: async () => null,
+      });
+      // Once what the SMSC has not sent stops shrinking for 1.5 s, Herald has read all it will: some
+      // of the flood is still unsent, where a Herald that read on took it all.
+      let last: number | undefined;
+      let still = 0;
+      const unsent = await waitFor(
+        'what the SMSC has not sent to stop shrinking',
+        async () => {
+          still = status.unsent !== undefined && status.unsent === last ? still + 1 : 0;
+          last = status.unsent;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return still >= 15 ? last : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      assert.ok(unsent > 0, 'Herald stopped reading');
+      child.stdin.write('read\n');
+      await waitFor('every answer', async () => (status.answered === flood ? true : undefined), { timeoutMs: 30_000 });
+    } finally {
+      child.kill();
+    }
   });
 
   it('binds again after a bind answered by a generic_nack, or not answered at all', async () => {

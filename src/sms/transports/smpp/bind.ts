@@ -1,5 +1,6 @@
 import smpp from 'smpp';
 import type { Log } from '../../../log.ts';
+import { isUndecodable } from './framing.ts';
 
 type Pdu = InstanceType<typeof smpp.PDU>;
 type Session = InstanceType<typeof smpp.Session>;
@@ -72,6 +73,17 @@ interface Waiting {
  * `smpp` package encodes and decodes; the waiting, timeouts and reconnection are done here,
  * since it does none of them (ARCHITECTURE.md).
  */
+/**
+ * Answers waiting to be written past which the bind reads no more PDUs until they are: an SMSC
+ * that sends enquire_links (or anything owed an answer) faster than it reads the answers filled
+ * the process's memory until it died.
+ */
+const WRITE_BACKLOG_BYTES = 1 << 20;
+
+/** SMPP 3.4 §5.1.3: the PDU's length or body is wrong; and a receipt or message refused for good. */
+const ESME_RINVCMDLEN = 0x02;
+const ESME_RX_P_APPN = 0x65;
+
 export class SmppBind {
   state: BindState = 'down';
   /** Window slots taken: submits unanswered, counted by the transport (ResendBound counts until recorded). */
@@ -85,6 +97,8 @@ export class SmppBind {
   private bindSequence = 0;
   /** When (monotonic ms) this connection began: bound within the response timeout, or connected again. */
   private connectingSince = 0;
+  /** When (monotonic ms) this connection bound: a bind lost soon after does not start the waits again. */
+  private boundAt: number | undefined;
   private failures = 0;
   private throttles = 0;
   private lastEnquiry = 0;
@@ -208,15 +222,44 @@ export class SmppBind {
    * nothing but the end of the tick.
    */
   private send(session: Session, pdu: Pdu): boolean {
-    if (!session.socket.writableCorked) {
-      session.socket.cork();
-      process.nextTick(() => session.socket.uncork());
+    const { socket } = session;
+    if (!socket.writableCorked) {
+      socket.cork();
+      process.nextTick(() => socket.uncork());
     }
-    return session.send(pdu);
+    const sent = session.send(pdu);
+    if (socket.writableLength > WRITE_BACKLOG_BYTES && !this.readingPaused.has(session)) {
+      this.readingPaused.add(session);
+      session.pause();
+      socket.once('drain', () => {
+        this.readingPaused.delete(session);
+        session.resume();
+      });
+    }
+    return sent;
+  }
+
+  private readonly readingPaused = new WeakSet<Session>();
+
+  /**
+   * A PDU whose body could not be decoded (framing.ts): a request is answered with an error, so the
+   * SMSC does not offer it again for ever (a deliver_sm with a permanent application error); an
+   * answer still settles its request, by the status and sequence number of its header.
+   */
+  private undecodable(session: Session, pdu: Pdu, reason: string, firstBytes: string): boolean {
+    const fields = { bind: this.options.name, command: pdu.command, sequence: pdu.sequence_number, reason, firstBytes };
+    this.options.log.warn(fields, 'the SMSC sent a PDU that cannot be decoded: answered with an error');
+    if (pdu.isResponse()) return false;
+    // An unknown command's is a generic_nack (the package's response()).
+    const status = pdu.command === 'deliver_sm' ? ESME_RX_P_APPN : ESME_RINVCMDLEN;
+    this.send(session, pdu.response({ command_status: status }));
+    return true;
   }
 
   private onPdu(session: Session, pdu: Pdu): void {
     if (session !== this.session) return;
+    if (isUndecodable(pdu) && this.undecodable(session, pdu, pdu.undecodable.reason, pdu.undecodable.firstBytes))
+      return;
     if (this.state === 'connecting' && pdu.isResponse() && pdu.command !== 'bind_transceiver_resp') {
       // A generic_nack (an SMPP 3.3 SMSC's answer to bind_transceiver) or any other answer
       // under the bind's number refuses it, whatever its status: nothing else would end the wait.
@@ -229,6 +272,11 @@ export class SmppBind {
     }
     switch (pdu.command) {
       case 'deliver_sm': {
+        if (pdu.short_message === undefined) {
+          // Cut short before its message: nothing to read a receipt or a handset's text from.
+          this.undecodable(session, pdu, 'its body ends before short_message', '');
+          return;
+        }
         let answered = false;
         this.options.delivered(pdu, (status) => {
           if (answered) return;
@@ -255,7 +303,9 @@ export class SmppBind {
         const waiting = this.waiting.get(pdu.sequence_number);
         if (!waiting) return;
         this.waiting.delete(pdu.sequence_number);
-        waiting.submit?.answered(pdu.command_status, pdu.message_id ?? '');
+        // A generic_nack refuses, whatever its status says: the SMSC could not read the submit.
+        const refused = pdu.command === 'generic_nack' && pdu.command_status === 0;
+        waiting.submit?.answered(refused ? smpp.errors.ESME_RSYSERR : pdu.command_status, pdu.message_id ?? '');
         return;
       }
       default:
@@ -289,8 +339,8 @@ export class SmppBind {
       session.destroy();
       return;
     }
-    this.failures = 0;
-    this.lastEnquiry = this.options.monotonic();
+    this.boundAt = this.options.monotonic();
+    this.lastEnquiry = this.boundAt;
     this.setState('bound');
     if (this.lostAt === undefined) {
       this.options.log.info({ bind: this.options.name }, 'SMPP bound');
@@ -336,7 +386,11 @@ export class SmppBind {
       for (const submit of unanswered) submit.lost();
       return;
     }
-    const { reconnectBaseMs, reconnectMaxMs } = this.options.timing;
+    const { reconnectBaseMs, reconnectMaxMs, responseTimeoutMs } = this.options.timing;
+    // Only a bind that lasted starts the waits again: one an SMSC drops as soon as it is made
+    // (a PDU that ends each connection) would otherwise be made again four times a second.
+    if (this.boundAt !== undefined && this.options.monotonic() - this.boundAt >= responseTimeoutMs) this.failures = 0;
+    this.boundAt = undefined;
     const ceiling = Math.min(reconnectMaxMs, reconnectBaseMs * 2 ** this.failures);
     this.failures = Math.min(this.failures + 1, 30);
     // Half the wait fixed, half random: binds lost together do not return together.

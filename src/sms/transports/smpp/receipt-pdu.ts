@@ -31,8 +31,18 @@ interface DeliverSmFields {
   esm_class?: number;
   source_addr?: string;
   short_message?: { message: string | Buffer };
+  message_payload?: { message: string | Buffer };
   receipted_message_id?: string;
   message_state?: number;
+}
+
+/**
+ * What a deliver_sm carries: its short_message, or its message_payload TLV when that is empty
+ * (SMPP 3.4 §5.3.2.32: a longer text goes there, with sm_length 0).
+ */
+export function carriedMessage(pdu: DeliverSmFields): string | Buffer | undefined {
+  const short = pdu.short_message?.message;
+  return short === undefined || short.length === 0 ? (pdu.message_payload?.message ?? short) : short;
 }
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
@@ -47,7 +57,7 @@ export const isReceipt = (pdu: DeliverSmFields) => ((pdu.esm_class ?? 0) & (ESM_
  * names no id or no state.
  */
 export function readReceipt(pdu: DeliverSmFields): DeliveryReceipt | null {
-  const message = pdu.short_message?.message;
+  const message = carriedMessage(pdu);
   const text = typeof message === 'string' ? message : message ? message.toString('latin1') : '';
   const field = (name: string) => new RegExp(`(?:^|\\s)${name}:(\\S+)`, 'i').exec(text)?.[1];
   const ids = [pdu.receipted_message_id, field('id')].filter(

@@ -23,7 +23,7 @@ import {
 import { normalisedId } from './message-ids.ts';
 import { registerSmppMetrics, type SmppMetrics } from './metrics.ts';
 import { LocalSendRate, type SendRate } from '../../../ratelimit/send-rate.ts';
-import { isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
+import { carriedMessage, isReceipt, readReceipt, type DeliveryReceipt } from './receipt-pdu.ts';
 import { PART_STATUS } from '../../receipts.ts';
 import { ReceiptWatch } from './receipt-watch.ts';
 import { ResendBound, type BoundShare } from './resend-bound.ts';
@@ -146,7 +146,6 @@ interface HeldReceipt {
 type HandsetPdu = Parameters<typeof readReceipt>[0] & {
   destination_addr?: string;
   data_coding?: number;
-  message_payload?: { message: string | Buffer };
 };
 
 /**
@@ -562,7 +561,7 @@ class SmppTransport implements SmsTransport, BoundShare {
    */
   private fromHandset(pdu: HandsetPdu, respond: (status: number) => void): void {
     // The smpp package decodes data_coding 0 (GSM 03.38) and 8 (UCS-2); what it leaves as bytes is read as Latin-1.
-    const message = pdu.short_message?.message ?? pdu.message_payload?.message;
+    const message = carriedMessage(pdu);
     const text =
       typeof message === 'string'
         ? message
