@@ -47,6 +47,29 @@ export async function loadSealedKey(db: Db, keyring: Keyring, key: SealedKey): P
   return clear === undefined ? undefined : createSecretKey(Buffer.from(clear, 'base64url'));
 }
 
+/**
+ * How each process reads `key`: made by the first process that needs it, then read once per
+ * process (and keyring); a read that failed is tried again at the next. It fails when the row
+ * was sealed under a key no longer given, naming `what` the key is for.
+ */
+export function sealedKeyReader(key: SealedKey, what: string): (db: Db, keyring: Keyring) => Promise<KeyObject> {
+  const loaded = new WeakMap<Keyring, Promise<KeyObject>>();
+  return (db, keyring) => {
+    let read = loaded.get(keyring);
+    if (!read) {
+      read = loadSealedKey(db, keyring, key).then((opened) => {
+        if (opened) return opened;
+        throw new Error(
+          `ENCRYPTION_KEY: the key of ${what} was sealed under another key; give that one in ENCRYPTION_KEY_PREVIOUS`,
+        );
+      });
+      read.catch(() => loaded.delete(keyring));
+      loaded.set(keyring, read);
+    }
+    return read;
+  };
+}
+
 /** `key`'s row as sealed; undefined before any process made it. */
 export async function sealedKeyRow(db: Db, key: SealedKey): Promise<string | undefined> {
   const row = await db.selectFrom('settings').select('value').where('key', '=', key.row).executeTakeFirst();

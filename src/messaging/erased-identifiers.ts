@@ -1,7 +1,7 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { loadSealedKey, prepareSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import { prepareSealedKey, resealKey, sealedKeyReader, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /**
@@ -43,23 +43,22 @@ export function erasedAddress(key: Buffer, identifier: string): string {
   return ERASED_PREFIX + createHmac('sha256', keyObject).update(identifier, 'utf8').digest('hex');
 }
 
-const loaded = new WeakMap<Keyring, Promise<Buffer>>();
+const readErasureKey = sealedKeyReader(ERASURE_KEY, 'erased identifiers');
 
-/** The key of erased identifiers' hashes: made by the first process that needs it, then read once per process. */
-export function erasureKey(db: Kysely<Schema>, keyring: Keyring): Promise<Buffer> {
-  let key = loaded.get(keyring);
-  if (!key) {
-    key = loadSealedKey(db, keyring, ERASURE_KEY).then((opened) => {
-      if (opened) return opened.export();
-      throw new Error(
-        'ENCRYPTION_KEY: the key of erased identifiers was sealed under another key; give that one in ' +
-          'ENCRYPTION_KEY_PREVIOUS',
-      );
-    });
-    key.catch(() => loaded.delete(keyring));
-    loaded.set(keyring, key);
+const exported = new WeakMap<KeyObject, Buffer>();
+
+/**
+ * The key of erased identifiers' hashes, as bytes: made by the first process that needs it, then
+ * read once per process. The same Buffer each time, which erasedAddress keeps its KeyObject by.
+ */
+export async function erasureKey(db: Kysely<Schema>, keyring: Keyring): Promise<Buffer> {
+  const key = await readErasureKey(db, keyring);
+  let bytes = exported.get(key);
+  if (!bytes) {
+    bytes = key.export();
+    exported.set(key, bytes);
   }
-  return key;
+  return bytes;
 }
 
 /** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it (server/stored-secrets.ts). */

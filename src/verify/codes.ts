@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { loadSealedKey, prepareSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import { prepareSealedKey, resealKey, sealedKeyReader, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 
 /**
@@ -37,25 +37,8 @@ export function codeMatches(key: KeyObject, code: string, stored: string): boole
 const hmac = (key: KeyObject, salt: string, code: string) =>
   createHmac('sha256', key).update(`${salt}:${code}`).digest('base64url');
 
-const loaded = new WeakMap<Keyring, Promise<KeyObject>>();
-
 /** The key of code hashes: made by the first process that needs it, then read once per process. */
-export function codeKey(db: Kysely<Schema>, keyring: Keyring): Promise<KeyObject> {
-  let key = loaded.get(keyring);
-  if (!key) {
-    key = loadSealedKey(db, keyring, CODE_KEY).then((opened) => {
-      if (opened) return opened;
-      loaded.delete(keyring);
-      throw new Error(
-        "ENCRYPTION_KEY: the key of Verify's codes was sealed under another key; give that one in " +
-          'ENCRYPTION_KEY_PREVIOUS',
-      );
-    });
-    key.catch(() => loaded.delete(keyring));
-    loaded.set(keyring, key);
-  }
-  return key;
-}
+export const codeKey = sealedKeyReader(CODE_KEY, "Verify's codes");
 
 /**
  * At every start (server/stored-secrets.ts), before anything starts a verification: the key made

@@ -1,7 +1,6 @@
-import type { KeyObject } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { loadSealedKey, prepareSealedKey, resealKey, type SealedKey } from '../sealed-keys.ts';
+import { prepareSealedKey, resealKey, sealedKeyReader, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
 import { sealedIfClear } from '../url-password.ts';
 
@@ -14,25 +13,8 @@ type Db = Kysely<Schema>;
  */
 const URL_KEY: SealedKey = { row: 'sealed_url_key', purpose: 'herald webhook URL credentials' };
 
-const loaded = new WeakMap<Keyring, Promise<KeyObject>>();
-
 /** The key of webhook URLs' credentials: made by the first process that needs it, then read once per process. */
-export function urlKey(db: Db, keyring: Keyring): Promise<KeyObject> {
-  let key = loaded.get(keyring);
-  if (!key) {
-    key = loadSealedKey(db, keyring, URL_KEY).then((opened) => {
-      if (opened) return opened;
-      loaded.delete(keyring);
-      throw new Error(
-        'ENCRYPTION_KEY: the key of webhook URLs’ passwords was sealed under another key; give that one in ' +
-          'ENCRYPTION_KEY_PREVIOUS',
-      );
-    });
-    key.catch(() => loaded.delete(keyring));
-    loaded.set(keyring, key);
-  }
-  return key;
-}
+export const urlKey = sealedKeyReader(URL_KEY, 'webhook URLs’ passwords');
 
 /**
  * At every start (server/stored-secrets.ts): the key made if there is none yet. One sealed under
