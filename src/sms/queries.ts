@@ -33,6 +33,11 @@ export interface Outcome {
   recipient: string;
   /** The operator's id of each part, in order. */
   operatorMessageIds: string[];
+  /**
+   * Each part's number, where they are not 1, 2, …: the parts an SMSC took of a message it
+   * then refused (SubmitResult's `taken`).
+   */
+  partNumbers?: number[];
   /** Each part's status, in the same order. */
   partStatuses: string[];
   /** The connection that took each part, in the same order. */
@@ -134,7 +139,8 @@ const SQLITE = {
               select value ->> 'recipientId', value ->> 'status', ${now}
                 from jsonb_each(${JSON.stringify(history)})`.execute(db);
     await sql`insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
-              select o.value ->> 'id', p.key + 1, p.value, o.value -> 'partStatuses' ->> p.key,
+              select o.value ->> 'id', coalesce(o.value -> 'partNumbers' ->> p.key, p.key + 1), p.value,
+                     o.value -> 'partStatuses' ->> p.key,
                      o.value -> 'smsc' ->> p.key, o.value ->> 'submittedAt'
                 from jsonb_each(${JSON.stringify(written)}) o, json_each(o.value -> 'operatorMessageIds') p`.execute(
       db,
@@ -193,7 +199,9 @@ const POSTGRES: typeof SQLITE = {
                                  from jsonb_array_elements(${JSON.stringify(steps)}::jsonb) h
                                 where (h ->> 'recipientId')::bigint in (select id from updated)),
                    parts as (insert into sms_parts (recipient_id, part, operator_message_id, status, smsc, submitted_at)
-                             select (v ->> 'id')::bigint, p.n, p.id, (v -> 'partStatuses') ->> (p.n - 1)::int,
+                             select (v ->> 'id')::bigint,
+                                    coalesce(((v -> 'partNumbers') ->> (p.n - 1)::int)::int, p.n), p.id,
+                                    (v -> 'partStatuses') ->> (p.n - 1)::int,
                                     (v -> 'smsc') ->> (p.n - 1)::int, (v ->> 'submittedAt')::bigint
                                from outcome join updated u on u.id = (v ->> 'id')::bigint,
                                     jsonb_array_elements_text(v -> 'operatorMessageIds') with ordinality p(id, n))

@@ -23,28 +23,21 @@ const sandboxCursor = cursorCodec(['integer']);
 export async function readSms(db: Db, accountId: string, sendId: string, page: SendReadPage) {
   const read = await readSendPage(db, accountId, 'sms', sendId, page, 'The SMS');
   const { ids, send } = read;
-  // Billed once the operator took it (GET /usage's rule): a Failed message counts when it was
-  // Submitted first (its receipt failed), not when the SMSC refused it.
+  // Billed once the operator took it (GET /usage's rule): a Failed message counts the parts the
+  // operator took (sms_parts: all of them when its receipt failed, those taken before a refusal),
+  // none when the SMSC refused it whole.
   let partsBilled = 0;
   for (const row of read.counts)
     if (row.status !== 'Failed' && row.status !== 'NotSent') partsBilled += Number(row.parts ?? 0);
   if (read.counts.some((row) => row.status === 'Failed')) {
-    const failedAfterSubmit = await db
-      .selectFrom('send_recipients as r')
-      .select((eb) => eb.fn.sum<number>('r.parts').as('parts'))
+    const failedTaken = await db
+      .selectFrom('sms_parts as p')
+      .innerJoin('send_recipients as r', 'r.id', 'p.recipient_id')
+      .select((eb) => eb.fn.countAll<number>().as('parts'))
       .where('r.send_id', '=', send.id)
       .where('r.status', '=', 'Failed')
-      .where((eb) =>
-        eb.exists(
-          eb
-            .selectFrom('recipient_history as h')
-            .select('h.recipient_id')
-            .whereRef('h.recipient_id', '=', 'r.id')
-            .where('h.status', '=', 'Submitted'),
-        ),
-      )
       .executeTakeFirst();
-    partsBilled += Number(failedAfterSubmit?.parts ?? 0);
+    partsBilled += Number(failedTaken?.parts ?? 0);
   }
   const stored = JSON.parse(send.content) as StoredSmsContent;
   const shown = contentState(send, 'sealed' in stored);

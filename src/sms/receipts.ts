@@ -345,7 +345,9 @@ async function applyMatched(
   const changed = recipients.flatMap((r) => {
     const status = messageStatus(partsOf.get(Number(r.id)) ?? []);
     const errorCode = status === 'Failed' ? (errorOf.get(Number(r.id)) ?? null) : null;
-    return status && status !== r.status ? [{ ...r, status, errorCode }] : [];
+    // A Failed message stays Failed: one an SMSC refused after taking some of its parts has
+    // only those recorded, and their receipts say nothing of the part refused.
+    return status && status !== r.status && r.status !== 'Failed' ? [{ ...r, status, errorCode }] : [];
   });
   if (changed.length === 0) return;
   // One update for each word and error code the messages take: nearly always Delivered alone.

@@ -257,11 +257,13 @@ export async function applyPageReceipts(
 ): Promise<PartKey[]> {
   const byId = new Map(outcomes.map((o) => [o.id, o]));
   for (const { recipientId, status } of steps) {
-    const { parts, encoding, priceMicros, currency } = byId.get(recipientId)!;
-    // A message is billed, and so costs, when Submitted.
+    const { parts, encoding, priceMicros, currency, operatorMessageIds } = byId.get(recipientId)!;
+    // A message is billed, and so costs, when Submitted: by the parts the operator took (all of
+    // them, but for one an SMSC refused after taking some).
     const cost =
       status === 'Submitted' && priceMicros !== null && currency !== null ? { micros: priceMicros, currency } : null;
-    usage.tally.add(usage.accountOf(recipientId), 'sms', status, { parts, encoding, cost });
+    const counted = status === 'Submitted' ? operatorMessageIds.length : parts;
+    usage.tally.add(usage.accountOf(recipientId), 'sms', status, { parts: counted, encoding, cost });
   }
   const parts = outcomes.flatMap((o) =>
     o.operatorMessageIds.map((id, i) => ({ smsc: o.smsc[i], operatorMessageId: id })),
@@ -470,15 +472,19 @@ function outcomeOf(
     if (!result.permanent && !givenUp) return undefined;
     const { errorCode } = result;
     const error = result.permanent ? result.error : `${result.error} (refused for now for ${GIVE_UP_HOURS} hours)`;
-    const none = {
-      operatorMessageIds: [],
-      partStatuses: [],
-      smsc: [],
-      connection: null,
-      priceMicros: null,
-      currency: null,
+    // Parts an SMSC took before the refusal are recorded and billed: Submitted, then Failed.
+    const taken = result.taken ?? [];
+    const price = taken.length > 0 ? result.pricePerPart : undefined;
+    const took = {
+      operatorMessageIds: taken.map((t) => t.operatorMessageId),
+      partNumbers: taken.map((t) => t.part),
+      partStatuses: taken.map(() => 'Submitted'),
+      smsc: taken.map((t) => t.smsc),
+      connection: taken.at(-1)?.smsc ?? null,
+      priceMicros: price ? price.micros * taken.length : null,
+      currency: price ? price.currency : null,
     };
-    return { ...sent, status: 'Failed', error, errorCode, ...none };
+    return { ...sent, status: 'Failed', error, errorCode, ...took };
   }
   const { operatorMessageIds } = result;
   const smsc = result.smsc ?? operatorMessageIds.map(() => DEFAULT_SMSC);

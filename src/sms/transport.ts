@@ -47,7 +47,19 @@ export type SubmitResult =
       pricePerPart?: { micros: number; currency: string };
       submittedAt?: number;
     }
-  | { accepted: false; permanent: boolean; error: string; errorCode: string | null };
+  /**
+   * `taken`: parts an SMSC took (answered OK) before another part was refused, each with its
+   * number (from 1), the operator's id and the connection; they are billed, the message Failed
+   * (docs/sms.md). `pricePerPart`: its route's, as for a message taken whole.
+   */
+  | {
+      accepted: false;
+      permanent: boolean;
+      error: string;
+      errorCode: string | null;
+      taken?: Array<{ part: number; operatorMessageId: string; smsc: string }>;
+      pricePerPart?: { micros: number; currency: string };
+    };
 
 export interface SubmitOptions {
   /** One-time passcodes: sent ahead of campaigns, on the share of the transport's window and rate held for them. */

@@ -145,7 +145,9 @@ export class RoutedTransport implements SmsTransport {
               const smsc = result.smsc ?? result.operatorMessageIds.map(() => name);
               results[routed.index] = { ...result, smsc, ...(routed.price && { pricePerPart: routed.price }) };
             } else if (result.permanent || last || signal.aborted) {
-              results[routed.index] = result;
+              // Parts it took before the refusal are billed at its route's price.
+              const priced = result.taken?.length && routed.price ? { pricePerPart: routed.price } : {};
+              results[routed.index] = { ...result, ...priced };
             } else {
               next.push({ ...routed, step: step + 1 });
             }

@@ -493,8 +493,13 @@ class SmppTransport implements SmsTransport, BoundShare {
     if (failure) {
       // A refusal for now may send the message over the next connection at once (routed.ts),
       // which sends only the parts no answer recorded (answeredBefore): the parts this one took
-      // are recorded first, or they would go twice.
-      void Promise.all(tracker.recording).then(() => tracker.settle(failure));
+      // are recorded first, or they would go twice. The parts taken, here or in an earlier try,
+      // go with the refusal: should it end the message, they are billed (docs/sms.md).
+      const taken = ids.flatMap((id, i) =>
+        id === null ? [] : [{ part: i + 1, operatorMessageId: id, smsc: smsc[i] }],
+      );
+      const result = taken.length > 0 ? { ...failure, taken } : failure;
+      void Promise.all(tracker.recording).then(() => tracker.settle(result));
       return;
     }
     tracker.settle({ accepted: true, operatorMessageIds: ids as string[], smsc, submittedAt });
