@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, beforeEach, it } from 'node:test';
 import { createSecretKey, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -243,6 +245,46 @@ forEachDatabase((dialect) => {
     t.clock.advance(5_000);
     assert.equal(await attempt(handler, id), 'done');
     assert.equal((await delivery(id)).status, 'delivered');
+  });
+
+  it('fails, and retries, a receiver that answers 101 Switching Protocols, and one that sends a gigabyte', {
+    timeout: 20_000,
+  }, async () => {
+    const answers = [
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n',
+    ];
+    const raw = createServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => {
+        const answer = answers.shift()!;
+        socket.write(answer);
+        // The gigabyte, for as long as the socket takes it.
+        if (answer.includes('200')) {
+          const chunk = Buffer.alloc(1 << 16, 0x61);
+          const more = () => {
+            while (!socket.destroyed && socket.write(chunk));
+          };
+          socket.on('drain', more);
+          more();
+        }
+      });
+    });
+    raw.listen(0, '127.0.0.1');
+    await once(raw, 'listening');
+    try {
+      const handler = handlerFor({ timeoutMs: 5_000 });
+      const url = `http://127.0.0.1:${(raw.address() as AddressInfo).port}/hooks`;
+      const upgraded = await emit(url);
+      assert.equal(await attempt(handler, upgraded), 'retry');
+      assert.equal((await delivery(upgraded)).last_error, 'the receiver answered 101');
+      const large = await emit(url);
+      const started = performance.now();
+      assert.equal(await attempt(handler, large), 'done');
+      assert.ok(performance.now() - started < 2_000, 'judged by its status, without reading the gigabyte');
+    } finally {
+      raw.close();
+    }
   });
 
   const refusedUrls = (port: number) => [
