@@ -48,7 +48,9 @@ export function keptReply(text: string): string {
     .replace(/ {2,}/g, ' ')
     .trim()
     .slice(0, MAX_REPLY);
-  return kept.replace(/[\uD800-\uDBFF]$/, '').toWellFormed();
+  // A copy, not the slice V8 makes, which keeps the whole reply alive with it: a relay's
+  // megabyte-long replies, one a recipient, filled the heap before a page was recorded.
+  return Buffer.from(kept.replace(/[\uD800-\uDBFF]$/, '').toWellFormed()).toString();
 }
 
 /** A 5xx reply whose enhanced status is 5.1.x (unknown user or domain): the address is suppressed (ARCHITECTURE.md). */

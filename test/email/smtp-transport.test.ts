@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { type AddressInfo, createServer } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -244,6 +246,72 @@ describe('what the SMTP transport keeps of a reply', () => {
       await transport.close();
       relay.close();
     }
+  });
+
+  it('keeps a relay’s garbled answer to a message as one line of text within 1,000 characters', async () => {
+    // A relay written by hand: after the message, an answer that is no SMTP reply, with a NUL.
+    const relay = createServer((socket) => {
+      let data = false;
+      let buffered = '';
+      socket.write('220 relay ready\r\n');
+      socket.on('data', (chunk: Buffer) => {
+        if (socket.writableEnded) return;
+        buffered += chunk.toString('latin1');
+        if (data) {
+          if (buffered.includes('\r\n.\r\n')) socket.end(`abc \u0000 oops ${'x'.repeat(5000)}\r\n`);
+          return;
+        }
+        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+          const line = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
+          else if (line.startsWith('DATA')) {
+            data = true;
+            buffered = '';
+            socket.write('354 go on\r\n');
+            return;
+          } else socket.write('250 ok\r\n');
+        }
+      });
+    });
+    relay.listen(0, '127.0.0.1');
+    await once(relay, 'listening');
+    const port = (relay.address() as AddressInfo).port;
+    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${port}`), { metrics: new Registry() });
+    try {
+      const result = await transport.send(
+        {
+          accountId: 'a',
+          sendId: 's',
+          messageId: 'm',
+          from: 'bounces+00@mail.localhost',
+          to: 'r@example.com',
+          raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: x\r\n\r\nhello\r\n'),
+        },
+        new AbortController().signal,
+      );
+      assert.equal(result.outcome, 'deferred');
+      assert.ok(result.reply.length <= 1000, `${result.reply.length} characters`);
+      assert.ok(
+        [...result.reply].every((c) => c.charCodeAt(0) >= 0x20),
+        'no control character',
+      );
+    } finally {
+      await transport.close();
+      relay.close();
+    }
+  });
+
+  it('keeps no more of a huge reply than the line it keeps: 50 of 2 MB hold under 20 MB', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const kept = Array.from({ length: 50 }, (_, i) => keptReply(`450-4.2.1 ${i} ${'B'.repeat(2 << 20)}`));
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.ok(grown < 20 << 20, `the heap grew by ${grown} bytes`);
+    assert.equal(kept[49], `450-4.2.1 49 ${'B'.repeat(1000 - 13)}`);
   });
 
   it('cuts a long reply between characters, never inside a surrogate pair PostgreSQL would refuse', () => {

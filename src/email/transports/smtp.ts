@@ -96,7 +96,7 @@ export function classifyFailure(error: SendError): { result: EmailResult; answer
   const reply =
     typeof code === 'number'
       ? `the relay refused the session: ${replyOf(error)}`
-      : `no answer from the relay: ${error.code ?? 'error'} ${error.message}`;
+      : keptReply(`no answer from the relay: ${error.code ?? 'error'} ${error.message}`);
   return { result: { outcome: 'deferred', reply }, answer, ofRelay: true };
 }
 
