@@ -302,6 +302,69 @@ describe('what the SMTP transport keeps of a reply', () => {
     }
   });
 
+  it('defers a message the relay answers a byte at a time past its deadline, and sends the next', async () => {
+    // A relay written by hand: its first session's answer to the message never ends (a line a
+    // tenth of a second, each restarting the socket's timeout); later sessions answer at once.
+    let sessions = 0;
+    const relay = createServer((socket) => {
+      const trickle = ++sessions === 1;
+      let data = false;
+      let buffered = '';
+      socket.on('error', () => {});
+      socket.write('220 relay ready\r\n');
+      socket.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('latin1');
+        if (data) {
+          if (!buffered.includes('\r\n.\r\n')) return;
+          data = false;
+          buffered = '';
+          if (!trickle) return void socket.write('250 queued\r\n');
+          const timer = setInterval(() => socket.write('250-more\r\n'), 100);
+          socket.on('close', () => clearInterval(timer));
+          return;
+        }
+        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+          const line = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
+          else if (line.startsWith('DATA')) {
+            data = true;
+            socket.write('354 go on\r\n');
+            return;
+          } else if (line.startsWith('QUIT')) socket.end('221 bye\r\n');
+          else socket.write('250 ok\r\n');
+        }
+      });
+    });
+    relay.listen(0, '127.0.0.1');
+    await once(relay, 'listening');
+    const port = (relay.address() as AddressInfo).port;
+    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${port}`), {
+      metrics: new Registry(),
+      timing: { message: 500 },
+    });
+    const message = {
+      accountId: 'a',
+      sendId: 's',
+      messageId: 'm',
+      from: 'bounces+00@mail.localhost',
+      to: 'r@example.com',
+      raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: x\r\n\r\nhello\r\n'),
+    };
+    try {
+      const waited = new Promise((resolve) => setTimeout(resolve, 3_000, 'still waiting after 3 s').unref());
+      const first = await Promise.race([transport.send(message, new AbortController().signal), waited]);
+      assert.deepEqual(first, {
+        outcome: 'deferred',
+        reply: 'no answer from the relay: ETIMEDOUT the relay did not take the message within 0.5 s',
+      });
+      assert.equal((await transport.send(message, new AbortController().signal)).outcome, 'accepted');
+    } finally {
+      await transport.close();
+      relay.close();
+    }
+  });
+
   it('keeps no more of a huge reply than the line it keeps: 50 of 2 MB hold under 20 MB', () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;

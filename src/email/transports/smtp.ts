@@ -20,9 +20,20 @@ export interface SmtpTiming {
    * default, is what relays answer within).
    */
   socket: number;
+  /**
+   * For a message from the start of its session to the relay's last answer. The other timeouts
+   * start again at each byte, so a relay that trickles a reply, or challenges AUTH for ever,
+   * held a pooled connection, and with all of them every email of the process. Default 5 minutes.
+   */
+  message: number;
 }
 
-export const DEFAULT_SMTP_TIMING: SmtpTiming = { connection: 30_000, greeting: 30_000, socket: 120_000 };
+export const DEFAULT_SMTP_TIMING: SmtpTiming = {
+  connection: 30_000,
+  greeting: 30_000,
+  socket: 120_000,
+  message: 300_000,
+};
 
 /**
  * Messages a pooled connection carries before it is closed and another opened: relays count
@@ -170,21 +181,44 @@ class RelayWatch {
 export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTransportOptions): EmailTransport {
   const timing = { ...DEFAULT_SMTP_TIMING, ...options.timing };
   const metrics = registerSmtpMetrics(options.metrics);
-  const mailer = createTransport({
-    pool: true,
-    host: settings.host,
-    port: settings.port,
-    secure: settings.implicitTls,
-    requireTLS: settings.requireTls,
-    auth: settings.auth && { user: settings.auth.user, pass: settings.auth.password },
-    tls: settings.ca === undefined ? undefined : { ca: settings.ca },
-    maxConnections: settings.pool,
-    maxMessages: MESSAGES_PER_CONNECTION,
-    maxRequeues: REQUEUES,
-    connectionTimeout: timing.connection,
-    greetingTimeout: timing.greeting,
-    socketTimeout: timing.socket,
-  });
+  const pool = () =>
+    createTransport({
+      pool: true,
+      host: settings.host,
+      port: settings.port,
+      secure: settings.implicitTls,
+      requireTLS: settings.requireTls,
+      auth: settings.auth && { user: settings.auth.user, pass: settings.auth.password },
+      tls: settings.ca === undefined ? undefined : { ca: settings.ca },
+      maxConnections: settings.pool,
+      maxMessages: MESSAGES_PER_CONNECTION,
+      maxRequeues: REQUEUES,
+      connectionTimeout: timing.connection,
+      greetingTimeout: timing.greeting,
+      socketTimeout: timing.socket,
+    });
+  let mailer = pool();
+  let closed = false;
+  /**
+   * Rejects once a message is past its deadline, unless cancelled first. nodemailer cannot end
+   * one message's session, so the pool goes (its other messages fail, deferred, to be tried
+   * again) and a new one takes the next.
+   */
+  const deadline = () => {
+    let timer: NodeJS.Timeout | undefined;
+    const passed = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const stale = mailer as unknown as { close(options: { force: boolean }): void };
+        if (!closed) mailer = pool();
+        // Forced, or the connection in the middle of the message stays (nodemailer's pool takes
+        // the option; its declarations do not say so).
+        stale.close({ force: true });
+        const error = new Error(`the relay did not take the message within ${timing.message / 1000} s`);
+        reject(Object.assign(error, { code: 'ETIMEDOUT' }));
+      }, timing.message);
+    });
+    return { passed, cancel: () => clearTimeout(timer) };
+  };
   const relay = new RelayWatch(`${settings.host}:${settings.port}`, options.log ?? silentLog);
   const waiting: Array<() => void> = [];
   const pump = () => {
@@ -203,8 +237,10 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
     async send(message: OutgoingEmail): Promise<EmailResult> {
       await token();
       metrics.messages.inc();
+      const sent = mailer.sendMail({ envelope: { from: message.from, to: [message.to] }, raw: message.raw });
+      const due = deadline();
       try {
-        const info = await mailer.sendMail({ envelope: { from: message.from, to: [message.to] }, raw: message.raw });
+        const info = await Promise.race([sent, due.passed]);
         metrics.answers.inc({ class: '2xx' });
         relay.answered();
         return { outcome: 'accepted', reply: keptReply(info.response) };
@@ -214,9 +250,13 @@ export function smtpEmailTransport(settings: SmtpSettings, options: SmtpTranspor
         if (ofRelay) relay.failed(answer, result.reply);
         else relay.answered();
         return result;
+      } finally {
+        due.cancel();
+        sent.catch(() => {});
       }
     },
     async close() {
+      closed = true;
       mailer.close();
       await rate.close();
     },
