@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { type AddressInfo, createServer } from 'node:net';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
@@ -194,52 +194,64 @@ describe('what the SMTP transport tells the operator of its relay', () => {
   });
 });
 
+/**
+ * A relay written by hand (smtp-server cleans its replies, and answers in time): every command
+ * answered 250 at once, and the end of each message handed to `answer`, with its session's
+ * number from 1, to answer as the test's relay would.
+ */
+async function handWrittenRelay(answer: (socket: Socket, session: number) => void) {
+  let sessions = 0;
+  const relay = createServer((socket) => {
+    const session = ++sessions;
+    let data = false;
+    let buffered = '';
+    socket.on('error', () => {});
+    socket.write('220 relay ready\r\n');
+    socket.on('data', (chunk: Buffer) => {
+      if (socket.writableEnded) return;
+      buffered += chunk.toString('latin1');
+      if (data) {
+        if (!buffered.includes('\r\n.\r\n')) return;
+        data = false;
+        buffered = '';
+        answer(socket, session);
+        return;
+      }
+      for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
+        const line = buffered.slice(0, end).toUpperCase();
+        buffered = buffered.slice(end + 2);
+        if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
+        else if (line.startsWith('DATA')) {
+          data = true;
+          socket.write('354 go on\r\n');
+          return;
+        } else if (line.startsWith('QUIT')) socket.end('221 bye\r\n');
+        else socket.write('250 ok\r\n');
+      }
+    });
+  });
+  relay.listen(0, '127.0.0.1');
+  await once(relay, 'listening');
+  return { url: `smtp://127.0.0.1:${(relay.address() as AddressInfo).port}`, close: () => relay.close() };
+}
+
+const oneMessage = {
+  accountId: 'a',
+  sendId: 's',
+  messageId: 'm',
+  from: 'bounces+00@mail.localhost',
+  to: 'r@example.com',
+  raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: x\r\n\r\nhello\r\n'),
+};
+
 describe('what the SMTP transport keeps of a reply', () => {
   it('keeps a reply with a NUL as one line of text, a space in its place', async () => {
-    // A relay written by hand (smtp-server cleans its replies): its 250 carries a NUL, which
-    // PostgreSQL's text refuses, so a page's record would fail and send the page again.
-    const relay = createServer((socket) => {
-      let data = false;
-      let buffered = '';
-      socket.write('220 relay ready\r\n');
-      socket.on('data', (chunk: Buffer) => {
-        buffered += chunk.toString('latin1');
-        if (data) {
-          if (!buffered.includes('\r\n.\r\n')) return;
-          data = false;
-          buffered = '';
-          socket.write('250 queued as a\u0000b\r\n');
-          return;
-        }
-        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
-          const line = buffered.slice(0, end).toUpperCase();
-          buffered = buffered.slice(end + 2);
-          if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
-          else if (line.startsWith('DATA')) {
-            data = true;
-            socket.write('354 go on\r\n');
-            return;
-          } else if (line.startsWith('QUIT')) socket.end('221 bye\r\n');
-          else socket.write('250 ok\r\n');
-        }
-      });
-    });
-    relay.listen(0, '127.0.0.1');
-    await once(relay, 'listening');
-    const port = (relay.address() as AddressInfo).port;
-    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${port}`), { metrics: new Registry() });
+    // Its 250 carries a NUL, which PostgreSQL's text refuses: a page's record would fail and
+    // send the page again.
+    const relay = await handWrittenRelay((socket) => socket.write('250 queued as a\u0000b\r\n'));
+    const transport = smtpEmailTransport(parseSmtpUrl(relay.url), { metrics: new Registry() });
     try {
-      const result = await transport.send(
-        {
-          accountId: 'a',
-          sendId: 's',
-          messageId: 'm',
-          from: 'bounces+00@mail.localhost',
-          to: 'r@example.com',
-          raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: nul\r\n\r\nhello\r\n'),
-        },
-        new AbortController().signal,
-      );
+      const result = await transport.send(oneMessage, new AbortController().signal);
       assert.equal(result.outcome, 'accepted');
       assert.equal(result.reply, '250 queued as a b');
     } finally {
@@ -249,47 +261,11 @@ describe('what the SMTP transport keeps of a reply', () => {
   });
 
   it('keeps a relay’s garbled answer to a message as one line of text within 1,000 characters', async () => {
-    // A relay written by hand: after the message, an answer that is no SMTP reply, with a NUL.
-    const relay = createServer((socket) => {
-      let data = false;
-      let buffered = '';
-      socket.write('220 relay ready\r\n');
-      socket.on('data', (chunk: Buffer) => {
-        if (socket.writableEnded) return;
-        buffered += chunk.toString('latin1');
-        if (data) {
-          if (buffered.includes('\r\n.\r\n')) socket.end(`abc \u0000 oops ${'x'.repeat(5000)}\r\n`);
-          return;
-        }
-        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
-          const line = buffered.slice(0, end).toUpperCase();
-          buffered = buffered.slice(end + 2);
-          if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
-          else if (line.startsWith('DATA')) {
-            data = true;
-            buffered = '';
-            socket.write('354 go on\r\n');
-            return;
-          } else socket.write('250 ok\r\n');
-        }
-      });
-    });
-    relay.listen(0, '127.0.0.1');
-    await once(relay, 'listening');
-    const port = (relay.address() as AddressInfo).port;
-    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${port}`), { metrics: new Registry() });
+    // After the message, an answer that is no SMTP reply, with a NUL.
+    const relay = await handWrittenRelay((socket) => socket.end(`abc \u0000 oops ${'x'.repeat(5000)}\r\n`));
+    const transport = smtpEmailTransport(parseSmtpUrl(relay.url), { metrics: new Registry() });
     try {
-      const result = await transport.send(
-        {
-          accountId: 'a',
-          sendId: 's',
-          messageId: 'm',
-          from: 'bounces+00@mail.localhost',
-          to: 'r@example.com',
-          raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: x\r\n\r\nhello\r\n'),
-        },
-        new AbortController().signal,
-      );
+      const result = await transport.send(oneMessage, new AbortController().signal);
       assert.equal(result.outcome, 'deferred');
       assert.ok(result.reply.length <= 1000, `${result.reply.length} characters`);
       assert.ok(
@@ -303,62 +279,25 @@ describe('what the SMTP transport keeps of a reply', () => {
   });
 
   it('defers a message the relay answers a byte at a time past its deadline, and sends the next', async () => {
-    // A relay written by hand: its first session's answer to the message never ends (a line a
-    // tenth of a second, each restarting the socket's timeout); later sessions answer at once.
-    let sessions = 0;
-    const relay = createServer((socket) => {
-      const trickle = ++sessions === 1;
-      let data = false;
-      let buffered = '';
-      socket.on('error', () => {});
-      socket.write('220 relay ready\r\n');
-      socket.on('data', (chunk: Buffer) => {
-        buffered += chunk.toString('latin1');
-        if (data) {
-          if (!buffered.includes('\r\n.\r\n')) return;
-          data = false;
-          buffered = '';
-          if (!trickle) return void socket.write('250 queued\r\n');
-          const timer = setInterval(() => socket.write('250-more\r\n'), 100);
-          socket.on('close', () => clearInterval(timer));
-          return;
-        }
-        for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
-          const line = buffered.slice(0, end).toUpperCase();
-          buffered = buffered.slice(end + 2);
-          if (line.startsWith('EHLO')) socket.write('250 relay\r\n');
-          else if (line.startsWith('DATA')) {
-            data = true;
-            socket.write('354 go on\r\n');
-            return;
-          } else if (line.startsWith('QUIT')) socket.end('221 bye\r\n');
-          else socket.write('250 ok\r\n');
-        }
-      });
+    // The first session's answer to the message never ends (a line a tenth of a second, each
+    // restarting the socket's timeout); later sessions answer at once.
+    const relay = await handWrittenRelay((socket, session) => {
+      if (session > 1) return void socket.write('250 queued\r\n');
+      const timer = setInterval(() => socket.write('250-more\r\n'), 100);
+      socket.on('close', () => clearInterval(timer));
     });
-    relay.listen(0, '127.0.0.1');
-    await once(relay, 'listening');
-    const port = (relay.address() as AddressInfo).port;
-    const transport = smtpEmailTransport(parseSmtpUrl(`smtp://127.0.0.1:${port}`), {
+    const transport = smtpEmailTransport(parseSmtpUrl(relay.url), {
       metrics: new Registry(),
       timing: { message: 500 },
     });
-    const message = {
-      accountId: 'a',
-      sendId: 's',
-      messageId: 'm',
-      from: 'bounces+00@mail.localhost',
-      to: 'r@example.com',
-      raw: Buffer.from('From: news@mail.localhost\r\nTo: r@example.com\r\nSubject: x\r\n\r\nhello\r\n'),
-    };
     try {
       const waited = new Promise((resolve) => setTimeout(resolve, 3_000, 'still waiting after 3 s').unref());
-      const first = await Promise.race([transport.send(message, new AbortController().signal), waited]);
+      const first = await Promise.race([transport.send(oneMessage, new AbortController().signal), waited]);
       assert.deepEqual(first, {
         outcome: 'deferred',
         reply: 'no answer from the relay: ETIMEDOUT the relay did not take the message within 0.5 s',
       });
-      assert.equal((await transport.send(message, new AbortController().signal)).outcome, 'accepted');
+      assert.equal((await transport.send(oneMessage, new AbortController().signal)).outcome, 'accepted');
     } finally {
       await transport.close();
       relay.close();
