@@ -186,6 +186,9 @@ export function hasAnnotation(schema: SchemaNode | undefined, keyword: (typeof A
   return found;
 }
 
+/** Puts another string where an annotated one was found. */
+type Replace = (next: string) => void;
+
 /**
  * The strings of a request part whose schema carries the annotation, with their field paths and
  * a way to replace each where it is. It descends only where the schema has the annotation
@@ -196,11 +199,10 @@ export function annotatedStrings(
   value: unknown,
   schema: SchemaNode | undefined,
   keyword: (typeof ANNOTATIONS)[number],
-): Array<{ field: string; value: string; replace: (next: string) => void }> {
-  const found: Array<{ field: string; value: string; replace: (next: string) => void }> = [];
+): Array<{ field: string; value: string; replace: Replace }> {
+  const found: Array<{ field: string; value: string; replace: Replace }> = [];
   const below = (schemas: SchemaNode[], key: string | number) =>
     childSchemas(schemas, key).filter((node) => hasAnnotation(node, keyword));
-  type Replace = (next: string) => void;
   const walk = (value: unknown, schemas: SchemaNode[], path: string, depth: number, replace: Replace): void => {
     if (typeof value === 'string') {
       if (annotated(schemas, keyword)) found.push({ field: path, value, replace });

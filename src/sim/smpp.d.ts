@@ -59,6 +59,8 @@ declare module 'smpp' {
       socket: Socket;
       /** Stops reading PDUs (after the one being handled) until resume(). */
       pause(): void;
+      /** Whether pause() stopped it. */
+      readonly paused: boolean;
       resume(): void;
       send(pdu: PDU, onResponse?: ResponseCallback): boolean;
       close(onClose?: () => void): void;

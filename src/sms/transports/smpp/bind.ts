@@ -66,14 +66,6 @@ interface Waiting {
 }
 
 /**
- * One transceiver bind (SMPP 3.4 §4.1.5) and its connection: binds, keeps the link alive with
- * enquire_link, tells its submits' answers, and when the connection goes (closed, an answer
- * timed out, the SMSC unbound) hands every unanswered submit back and connects again after a
- * wait that doubles with each failure, jittered so that binds do not come back in step. The
- * `smpp` package encodes and decodes; the waiting, timeouts and reconnection are done here,
- * since it does none of them (ARCHITECTURE.md).
- */
-/**
  * Answers waiting to be written past which the bind reads no more PDUs until they are: an SMSC
  * that sends enquire_links (or anything owed an answer) faster than it reads the answers filled
  * the process's memory until it died.
@@ -84,6 +76,14 @@ const WRITE_BACKLOG_BYTES = 1 << 20;
 const ESME_RINVCMDLEN = 0x02;
 const ESME_RX_P_APPN = 0x65;
 
+/**
+ * One transceiver bind (SMPP 3.4 §4.1.5) and its connection: binds, keeps the link alive with
+ * enquire_link, tells its submits' answers, and when the connection goes (closed, an answer
+ * timed out, the SMSC unbound) hands every unanswered submit back and connects again after a
+ * wait that doubles with each failure, jittered so that binds do not come back in step. The
+ * `smpp` package encodes and decodes; the waiting, timeouts and reconnection are done here,
+ * since it does none of them (ARCHITECTURE.md).
+ */
 export class SmppBind {
   state: BindState = 'down';
   /** Window slots taken: submits unanswered, counted by the transport (ResendBound counts until recorded). */
@@ -228,18 +228,12 @@ export class SmppBind {
       process.nextTick(() => socket.uncork());
     }
     const sent = session.send(pdu);
-    if (socket.writableLength > WRITE_BACKLOG_BYTES && !this.readingPaused.has(session)) {
-      this.readingPaused.add(session);
+    if (socket.writableLength > WRITE_BACKLOG_BYTES && !session.paused) {
       session.pause();
-      socket.once('drain', () => {
-        this.readingPaused.delete(session);
-        session.resume();
-      });
+      socket.once('drain', () => session.resume());
     }
     return sent;
   }
-
-  private readonly readingPaused = new WeakSet<Session>();
 
   /**
    * A PDU whose body could not be decoded (framing.ts): a request is answered with an error, so the
