@@ -10,6 +10,7 @@ import { urlKey } from './url-passwords.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
+import { PostSlots } from './post-slots.ts';
 import { nextAttemptAt } from './schedule.ts';
 import { ensureSecret, signatureHeader, signingSecrets, type AccountSecrets } from './secrets.ts';
 
@@ -30,12 +31,9 @@ export interface DeliveryOptions {
   hostWaitMs?: number;
 }
 
-/** Posts in flight to one destination host from this process, so one event burst cannot flood a receiver. */
-const POSTS_PER_HOST = 4;
 /**
- * A delivery whose host is full waits in its worker slot rather than going back to the
- * queue (a write, a re-claim and an attempt each time), but no longer than this: one slow
- * receiver may not hold every slot and stall the deliveries of every other account for long.
+ * How long a claimed delivery may wait in its worker slot for a post to its host to end
+ * (post-slots.ts) before it goes back to the queue.
  */
 const HOST_WAIT_MS = 30_000;
 
@@ -44,61 +42,6 @@ type Outcome =
   /** Not to be retried: the receiver answered 410 Gone, or the URL is refused. */
   | { result: 'stopped'; statusCode: number | null; error: string }
   | { result: 'failed'; statusCode: number | null; error: string; retryAfter?: string };
-
-interface Host {
-  inFlight: number;
-  /** Callers waiting for a slot, first come first served; each is handed the slot a post gives back. */
-  waiting: Array<() => void>;
-}
-
-class HostSlots {
-  private readonly hosts = new Map<string, Host>();
-  private readonly limit: number;
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  /** True once a slot at the host is the caller's; false if none freed within waitMs or the signal aborted first. */
-  take(name: string, waitMs: number, signal: AbortSignal): Promise<boolean> {
-    let host = this.hosts.get(name);
-    if (!host) {
-      host = { inFlight: 0, waiting: [] };
-      this.hosts.set(name, host);
-    }
-    if (host.inFlight < this.limit) {
-      host.inFlight += 1;
-      return Promise.resolve(true);
-    }
-    if (signal.aborted) return Promise.resolve(false);
-    const waiting = host.waiting;
-    return new Promise((resolve) => {
-      const settle = (granted: boolean) => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', giveUp);
-        resolve(granted);
-      };
-      const handOver = () => settle(true);
-      const giveUp = () => {
-        waiting.splice(waiting.indexOf(handOver), 1);
-        settle(false);
-      };
-      const timer = setTimeout(giveUp, waitMs);
-      signal.addEventListener('abort', giveUp, { once: true });
-      waiting.push(handOver);
-    });
-  }
-
-  give(name: string): void {
-    const host = this.hosts.get(name)!;
-    const next = host.waiting.shift();
-    if (next) {
-      next();
-      return;
-    }
-    host.inFlight -= 1;
-    if (host.inFlight === 0) this.hosts.delete(name);
-  }
-}
 
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
 
@@ -140,11 +83,17 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
   const timeoutMs = options.timeoutMs ?? 10_000;
   const resolve = options.resolve ?? systemResolver;
   const hostWaitMs = options.hostWaitMs ?? HOST_WAIT_MS;
-  const hosts = new HostSlots(POSTS_PER_HOST);
+  const slots = new PostSlots(deps.clock);
   const log = deps.log ?? silentLog;
 
-  /** 'host busy': no slot freed in time; 'interrupted': the worker is stopping. Neither is an attempt. */
-  async function attempt(delivery: DeliveryRow, signal: AbortSignal): Promise<Outcome | 'host busy' | 'interrupted'> {
+  /**
+   * Not an attempt: `comeBackAt` when the delivery was turned away from its host or its account's
+   * share of posts, 'interrupted' when the worker is stopping.
+   */
+  async function attempt(
+    delivery: DeliveryRow,
+    signal: AbortSignal,
+  ): Promise<Outcome | { comeBackAt: number } | 'interrupted'> {
     const url = usableUrl(await urlKey(deps.db, deps.encryptionKey), delivery.url);
     if (url === undefined) {
       const error = 'the password in the URL was sealed under a key lost with ENCRYPTION_KEY: save the URL again';
@@ -157,14 +106,15 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
       if (error instanceof RefusedDestination) return { result: 'stopped', statusCode: null, error: error.message };
       return { result: 'failed', statusCode: null, error: `could not resolve the host: ${errorCode(error)}` };
     }
-    const host = destination.target.hostname;
-    if (!(await hosts.take(host, hostWaitMs, signal))) return signal.aborted ? 'interrupted' : 'host busy';
+    const slot = await slots.take(delivery.account_id, destination.target.hostname, hostWaitMs, signal);
+    if (slot === 'interrupted') return slot;
+    if (typeof slot === 'number') return { comeBackAt: slot };
     // Read once the slot is taken: a rotation while the post waited for it signs it too.
     let accountSecrets: AccountSecrets;
     try {
       accountSecrets = await ensureSecret(deps.db, deps.encryptionKey, deps.clock, delivery.account_id);
     } catch (error) {
-      hosts.give(host);
+      slot.give();
       // Sealed under an ENCRYPTION_KEY this service no longer holds: the account must rotate it.
       if (error instanceof AppError) return { result: 'failed', statusCode: null, error: error.message };
       throw error;
@@ -197,7 +147,7 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
         error: error instanceof PostTimeout ? error.message : `connection failed: ${errorCode(error)}`,
       };
     } finally {
-      hosts.give(host);
+      slot.give();
     }
   }
 
@@ -250,8 +200,8 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
       // Gone with its account, delivered, given up, or replaced by a replay's job.
       if (!delivery || delivery.generation !== generation || delivery.status !== 'pending') return;
       const outcome = await attempt(delivery, run.signal);
-      if (outcome === 'host busy' || outcome === 'interrupted')
-        throw new SnoozeJob(deps.clock.now(), `webhook post ${outcome}`);
+      if (outcome === 'interrupted') throw new SnoozeJob(deps.clock.now(), 'webhook post interrupted');
+      if ('comeBackAt' in outcome) throw new SnoozeJob(outcome.comeBackAt, 'webhook post waits its turn');
       const retryAt = await record(delivery, outcome);
       if (retryAt !== undefined) throw new SnoozeJob(retryAt);
     },

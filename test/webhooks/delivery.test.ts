@@ -15,6 +15,7 @@ import { ensureSecret, newSecret, rotateSecret, PREVIOUS_SECRET_TTL_MS } from '.
 import { forEachDatabase } from '../support/databases.ts';
 import { startTestApp, type TestAccount, type TestApp } from '../support/app.ts';
 import { runDeliveryJob, startReceiver, type Receiver } from './support.ts';
+import { waitFor } from '../support/wait.ts';
 
 forEachDatabase((dialect) => {
   let t: TestApp;
@@ -391,45 +392,80 @@ forEachDatabase((dialect) => {
     for (const secret of [rotated.json().secret, before]) new Webhook(secret).verify(post.body, headers);
   });
 
-  it('holds twelve claimed posts to one slow host four at a time, each delivered on its first attempt', {
+  it('holds eight of twelve claimed posts to one slow host, four posting, and turns four away without an attempt', {
     timeout: 20_000,
   }, async () => {
     const ids = await Promise.all(Array.from({ length: 12 }, () => emit()));
     receiver.reply(...ids.map(() => ({ status: 200, delayMs: 100 })));
     const handler = handlerFor();
-    const attemptsSeen: number[] = [];
     const worker = new Worker({ database: t.ctx.database, clock: t.clock });
-    worker.register(
-      DELIVER_KIND,
-      {
-        handle: (job, run) => {
-          attemptsSeen.push(job.attempt);
-          return handler.handle(job, run);
-        },
-      },
-      { concurrency: 32 },
-    );
+    worker.register(DELIVER_KIND, handler, { concurrency: 32 });
     assert.equal(await worker.drain(), 12);
-    assert.deepEqual(
-      attemptsSeen,
-      ids.map(() => 1),
-      'no job went back to the queue and was claimed again',
-    );
+    assert.equal(receiver.received.length, 8, 'four posted, four waited their turn in their worker slots');
+    const turnedAway = await t.ctx.db.selectFrom('jobs').select('run_at').where('kind', '=', DELIVER_KIND).execute();
+    assert.equal(turnedAway.length, 4);
+    // Spread at the pace four posts of 100 ms clear them, not all due at once.
+    const due = turnedAway.map((job) => Number(job.run_at) - t.clock.now()).sort((a, b) => a - b);
+    assert.ok(due[0] > 0 && due[3] - due[0] >= 50, `due in ${due} ms`);
+    t.clock.advance(due[3]);
+    assert.equal(await worker.drain(), 4);
     assert.equal(receiver.received.length, 12);
     assert.equal(receiver.mostAtOnce, 4);
-    for (const id of ids) assert.equal((await delivery(id)).status, 'delivered');
-    assert.equal(
-      Number(
-        (
-          await t.ctx.db
-            .selectFrom('jobs')
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      ),
-      0,
-    );
+    for (const id of ids)
+      assert.deepEqual([(await delivery(id)).status, (await delivery(id)).attempts], ['delivered', 1]);
+    const left = await t.ctx.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
+    assert.equal(Number(left.n), 0);
   });
+
+  for (const hostNames of ['one host name', 'forty host names']) {
+    it(`posts another account’s event at once while one account’s receiver hangs under ${hostNames}`, {
+      timeout: 20_000,
+    }, async () => {
+      const hanging = await startReceiver();
+      const other = await t.createAccount();
+      const handler = handlerFor({ timeoutMs: 6_000, resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+      const urls = Array.from({ length: 40 }, (_, i) =>
+        hostNames === 'one host name' ? hanging.url : `http://h${i}.hang.test:${hanging.port}/hooks`,
+      );
+      hanging.reply(...urls.map(() => 'hang' as const));
+      for (const url of urls) await emit(url);
+      const otherId = await t.ctx.db.transaction().execute((trx) =>
+        emitWebhook(trx, t.clock, {
+          accountId: other.row.id,
+          url: `http://other.test:${receiver.port}/hooks`,
+          type: 'sms.status',
+          data: {},
+        }),
+      );
+      const worker = new Worker({ database: t.ctx.database, clock: t.clock });
+      worker.register(DELIVER_KIND, handler, { concurrency: 32 });
+      await worker.start();
+      try {
+        const startedAt = Date.now();
+        await waitFor('the other account’s delivery', async () =>
+          (await delivery(otherId)).status === 'delivered' ? true : undefined,
+        );
+        // Before the hanging posts time out: the other account never waited for one of them.
+        assert.ok(Date.now() - startedAt < 3_000, `delivered after ${Date.now() - startedAt} ms`);
+        assert.equal(hanging.mostAtOnce, hostNames === 'one host name' ? 4 : 8);
+        // The rest went back to the queue, each to come back at its turn.
+        const turnedAway = await t.ctx.db
+          .selectFrom('jobs')
+          .select(['state', 'run_at'])
+          .where('kind', '=', DELIVER_KIND)
+          .where('state', '!=', 'running')
+          .execute();
+        assert.equal(turnedAway.length, 32);
+        for (const job of turnedAway) assert.ok(job.state === 'ready' && Number(job.run_at) > t.clock.now());
+      } finally {
+        await worker.stop();
+        await hanging.close();
+      }
+    });
+  }
 
   it('abandons a hanging post when its worker stops, recording no attempt', { timeout: 10_000 }, async () => {
     const id = await emit();
