@@ -33,7 +33,7 @@ export async function prepareStoredSecrets(
   const sealedJwtSecret = await sealJwtSecret(db, keyring);
   const sealedWebhookSecrets = await sealWebhookSecrets(db, keyring);
   await prepareUrlKey(db, keyring);
-  const sealedUrls = await sealClearUrls(db, keyring);
+  const sealedUrls = await sealClearUrls(db, keyring, Date.now());
   const pending = await pendingErasure(db);
   if (sealedJwtSecret || sealedWebhookSecrets || sealedUrls.length > 0 || pending.length > 0) {
     const tables = new Set(['settings', 'webhook_secrets', ...sealedUrls, ...pending] as const);

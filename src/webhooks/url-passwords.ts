@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { prepareSealedKey, resealKey, sealedKeyReader, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
@@ -44,19 +44,30 @@ const KEPT: ReadonlyArray<{ table: keyof Schema; column: string }> = [
   { table: 'webhook_deliveries', column: 'url' },
 ];
 
-/** The settings row migration 0044 leaves when the database may keep URLs whose credentials are in clear. */
+/**
+ * The settings row migration 0044 leaves when the database may keep URLs whose credentials are
+ * in clear: its value is when a start first sealed them ('1' until one has).
+ */
 export const URL_CREDENTIALS_TO_SEAL = 'url_passwords_to_seal';
 
 /**
- * At the start after migration 0044: the credentials in the URLs kept before they were sealed,
- * sealed now (a migration has no key). The tables it changed, whose files must be rid of the
- * clear values; none at every later start, which reads one settings row. A stream of events
- * appended before keeps its URL: its gather seals it in the deliveries it makes (events.ts).
+ * How long a rolling upgrade (docs/operations.md) may still have processes of the code before
+ * 0044 at work, writing URLs in clear: every start within it seals them again; the first after
+ * it, having sealed, drops the settings row.
  */
-export async function sealClearUrls(db: Db, keyring: Keyring): Promise<Array<keyof Schema>> {
+const UPGRADE_WINDOW_MS = 60 * 60_000;
+
+/**
+ * At the starts after migration 0044: the credentials in the URLs kept before they were sealed,
+ * or written since by a process not yet upgraded, sealed now (a migration has no key). The
+ * tables it changed, whose files must be rid of the clear values; none at every start once the
+ * window is over, which reads one settings row. A stream of events appended before keeps its
+ * URL: its gather seals it in the deliveries it makes (events.ts).
+ */
+export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Promise<Array<keyof Schema>> {
   const marker = await db
     .selectFrom('settings')
-    .select('key')
+    .select('value')
     .where('key', '=', URL_CREDENTIALS_TO_SEAL)
     .executeTakeFirst();
   if (!marker) return [];
@@ -73,6 +84,13 @@ export async function sealClearUrls(db: Db, keyring: Keyring): Promise<Array<key
       if (!changed.includes(table)) changed.push(table);
     }
   }
-  await db.deleteFrom('settings').where('key', '=', URL_CREDENTIALS_TO_SEAL).execute();
+  const marked = (eb: ExpressionBuilder<Schema, 'settings'>) => eb('key', '=', URL_CREDENTIALS_TO_SEAL);
+  if (marker.value === '1')
+    await db
+      .updateTable('settings')
+      .set({ value: String(now) })
+      .where(marked)
+      .execute();
+  else if (now - Number(marker.value) >= UPGRADE_WINDOW_MS) await db.deleteFrom('settings').where(marked).execute();
   return changed;
 }

@@ -446,11 +446,41 @@ forEachDatabase((dialect) => {
         posts.map((post) => post.headers.authorization),
         [basic(password)],
       );
-      const settings = await database.db.selectFrom('settings').select('key').execute();
-      assert.ok(!settings.some((row) => row.key === 'url_passwords_to_seal'), 'nothing left for the next start');
     } finally {
       await t.close();
     }
+  });
+
+  it('seals again at a later start what a process not yet upgraded wrote in clear, within the hour', async () => {
+    const accountId = await keptBefore0044(
+      receiver.url.replace('http://', 'http://hook:KeptBefore0044@'),
+      async () => {},
+    );
+    await (await start()).close();
+    // A process of the code before 0044, still serving during a rolling upgrade, saves a URL as given.
+    const writtenLate = receiver.url.replace('http://', 'http://hook:WrittenLate@');
+    await sql`update webhook_endpoints set url = ${writtenLate}`.execute(database.db);
+    const marker = () =>
+      database.db.selectFrom('settings').select('value').where('key', '=', 'url_passwords_to_seal').executeTakeFirst();
+    const firstSealedAt = Number((await marker())?.value);
+    assert.ok(Date.now() - firstSealedAt < 60_000, 'the first start wrote when it sealed');
+    let t = await start();
+    try {
+      const runs = [...(await restingStrings(database))];
+      assert.ok(!runs.some((run) => run.includes('WrittenLate')), 'in clear in no file, free page or dump');
+      assert.deepEqual(
+        (await postedToEndpoints(t, accountId)).map((post) => post.headers.authorization),
+        [basic('WrittenLate')],
+      );
+    } finally {
+      await t.close();
+    }
+    assert.equal(Number((await marker())?.value), firstSealedAt, 'kept for the starts within the hour');
+    await sql`update settings set value = ${String(firstSealedAt - 3_600_000)}
+              where key = 'url_passwords_to_seal'`.execute(database.db);
+    t = await start();
+    await t.close();
+    assert.equal(await marker(), undefined, 'nothing left for the starts after the hour');
   });
 
   it('gathers a stream of events appended before migration 0044 into deliveries, the password sealed', async () => {
