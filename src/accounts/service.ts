@@ -182,7 +182,8 @@ export const postAccount = postProcedure(
   async ({ db }, account: NewAccountRow & { by: AuditBy }) => {
     const row = await insertAccount(db, account);
     await recordAudit(db, { ...account.by, accountId: row.id, action: 'account.created', target: null });
-    return { statusCode: 201, body: accountView(row, account.privateToken) };
+    // The record of the answer never holds the token, not even sealed: it is only ever checked.
+    return { statusCode: 201, body: accountView(row, account.privateToken), recorded: accountView(row) };
   },
 );
 

@@ -45,8 +45,8 @@ forEachDatabase((dialect) => {
   });
 
   it(
-    'keeps only a hash of the private token: shown at creation and rotation, never in reads, nor in clear in the ' +
-      'database or an Idempotency-Key record',
+    'keeps only a hash of the private token: shown at creation and rotation, never in reads or replays, nor in ' +
+      'the database or an Idempotency-Key record, sealed or not',
     async () => {
       const create = () =>
         t.app.inject({
@@ -60,7 +60,8 @@ forEachDatabase((dialect) => {
       const { accountId, privateToken } = created.json();
       const replayed = await create();
       assert.equal(replayed.headers['idempotent-replayed'], 'true');
-      assert.deepEqual(replayed.json(), created.json(), 'a replay answers the token again');
+      const { privateToken: _, ...withoutToken } = created.json();
+      assert.deepEqual(replayed.json(), withoutToken, 'a replay answers the account without its token');
 
       assert.equal((await admin('GET', `/admin/accounts/${accountId}`)).json().privateToken, undefined);
       assert.equal((await admin('GET', '/admin/accounts')).json().accounts[0].privateToken, undefined);

@@ -26,13 +26,16 @@ forEachDatabase((dialect) => {
         .executeTakeFirstOrThrow()
     ).n;
 
+  const withoutToken = ({ privateToken: _, ...account }: Record<string, unknown>) => account;
+
   it('replays the first response for the same key and body, and does the work once', async () => {
     const first = await create('ada@example.com', 'key-1');
     assert.equal(first.statusCode, 201);
     const again = await create('ada@example.com', 'key-1');
     assert.equal(again.statusCode, 201);
     assert.equal(again.headers['idempotent-replayed'], 'true');
-    assert.deepEqual(again.json(), first.json());
+    // The first answer without the account's private token, which its record never holds.
+    assert.deepEqual(again.json(), withoutToken(first.json()));
     assert.equal(Number(await accountCount()), 1);
   });
 
@@ -47,7 +50,7 @@ forEachDatabase((dialect) => {
   it('does the work once when two requests with one key race', async () => {
     const [a, b] = await Promise.all([create('ada@example.com', 'key-3'), create('ada@example.com', 'key-3')]);
     assert.deepEqual([a.statusCode, b.statusCode], [201, 201]);
-    assert.deepEqual(a.json(), b.json());
+    assert.deepEqual(withoutToken(a.json()), withoutToken(b.json()));
     assert.equal(Number(await accountCount()), 1);
   });
 
