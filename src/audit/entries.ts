@@ -10,8 +10,11 @@ import { cursorCodec } from '../http/cursor.ts';
  * so a change that fails or rolls back leaves none, and one that commits always has its entry.
  */
 
-/** Who made a change: an access token, an API key, the console's session, or the operator. */
-export type Actor = 'token' | 'console' | 'admin' | `apiKey:${string}`;
+/**
+ * Who made a change: an access token, an API key, the console's session, the operator, or a
+ * webhook receiver answering 410 Gone.
+ */
+export type Actor = 'token' | 'console' | 'admin' | 'receiver' | `apiKey:${string}`;
 
 /** What was changed: the actions the log records (docs/audit.md lists them). */
 export const AUDIT_ACTIONS = [
@@ -20,6 +23,7 @@ export const AUDIT_ACTIONS = [
   'webhookSecret.rotated',
   'webhookEndpoint.created',
   'webhookEndpoint.deleted',
+  'webhookEndpoint.disabled',
   'suppression.added',
   'suppression.removed',
   'erasure.requested',

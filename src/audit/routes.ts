@@ -7,7 +7,7 @@ import { AUDIT_ACTIONS, listAudit } from './entries.ts';
 
 const Entry = Type.Object({
   at: Type.String({ format: 'date-time' }),
-  actor: Type.String({ description: 'token, apiKey:<apiKeyId>, console or admin.' }),
+  actor: Type.String({ description: 'token, apiKey:<apiKeyId>, console, admin or receiver.' }),
   action: Type.String({ description: `One of ${AUDIT_ACTIONS.join(', ')}.` }),
   target: Type.Union([Type.String(), Type.Null()], {
     description:

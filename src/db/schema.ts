@@ -593,6 +593,8 @@ export interface WebhookEndpointsTable {
   /** JSON array of event types. */
   events: string;
   created_at: number;
+  /** When its receiver answered 410 Gone: no event goes there since; null while it takes them (0045). */
+  disabled_at: number | null;
 }
 
 /** The audit log (src/audit/): one row per change, written in its transaction. */

@@ -8,6 +8,7 @@ import { SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/work
 import { usableUrl } from '../url-password.ts';
 import { urlKey } from './url-passwords.ts';
 import { RefusedDestination, systemResolver, vetDestination, type Resolver } from './destination.ts';
+import { disableEndpoints } from './endpoints.ts';
 import { abandonDelivery, type DeliveryJob, type DeliveryRow } from './outbox.ts';
 import { post, PostTimeout } from './post.ts';
 import { PostSlots } from './post-slots.ts';
@@ -48,8 +49,8 @@ const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? (
 // Standard Webhooks, "Delivery success and failure": 2xx succeeds and every other answer
 // fails, 3xx included (redirects are not followed), 4xx included (a receiver answering 404
 // during a bad deploy recovers as often as one answering 500). 410 Gone asks the sender to
-// stop; Herald has no endpoint object to disable (URLs come with each request), so it stops
-// that one event.
+// disable the endpoint: the event is not posted again, and the account's endpoints at that URL
+// take no more (record); a URL that came with a request has no more events but its own.
 function judge(statusCode: number, headers: { location?: string; 'retry-after'?: string }): Outcome {
   if (statusCode >= 200 && statusCode < 300) return { result: 'delivered', statusCode };
   if (statusCode === 410) {
@@ -159,20 +160,28 @@ export function webhookDeliveryHandler(deps: DeliveryDeps, options: DeliveryOpti
     const status = outcome.result === 'delivered' ? 'delivered' : retryAt === undefined ? 'failed' : 'pending';
     let lastError = outcome.result === 'delivered' ? null : outcome.error;
     if (outcome.result === 'failed' && retryAt === undefined) lastError += `; gave up after ${attempts} attempts`;
-    const saved = await deps.db
-      .updateTable('webhook_deliveries')
-      .set({
-        status,
-        attempts,
-        last_status_code: outcome.statusCode,
-        last_error: lastError,
-        last_attempt_at: now,
-        next_attempt_at: retryAt ?? null,
-        delivered_at: outcome.result === 'delivered' ? now : delivery.delivered_at,
-      })
-      .where('id', '=', delivery.id)
-      .where('generation', '=', delivery.generation)
-      .executeTakeFirst();
+    const save = (db: Kysely<Schema>) =>
+      db
+        .updateTable('webhook_deliveries')
+        .set({
+          status,
+          attempts,
+          last_status_code: outcome.statusCode,
+          last_error: lastError,
+          last_attempt_at: now,
+          next_attempt_at: retryAt ?? null,
+          delivered_at: outcome.result === 'delivered' ? now : delivery.delivered_at,
+        })
+        .where('id', '=', delivery.id)
+        .where('generation', '=', delivery.generation)
+        .executeTakeFirst();
+    // 410 Gone: the account's endpoints at the URL are disabled with the attempt, or neither is.
+    const saveGone = async (trx: Kysely<Schema>) => {
+      const saved = await save(trx);
+      if (saved.numUpdatedRows > 0n) await disableEndpoints(trx, delivery.account_id, delivery.url, now);
+      return saved;
+    };
+    const saved = await (outcome.statusCode === 410 ? deps.db.transaction().execute(saveGone) : save(deps.db));
     if (saved.numUpdatedRows === 0n) return undefined;
     if (status === 'failed') givenUp(delivery, attempts, lastError!);
     return retryAt;

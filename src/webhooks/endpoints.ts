@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { recordAudit, type AuditBy } from '../audit/entries.ts';
-import type { Schema } from '../db/schema.ts';
+import { isoOrNull } from '../clock.ts';
+import type { Schema, WebhookEndpointsTable } from '../db/schema.ts';
 import { conflict } from '../errors.ts';
 import { shownUrl } from '../url-password.ts';
 import { postProcedure } from '../http/idempotency.ts';
@@ -46,6 +47,8 @@ export interface Endpoint {
   url: string;
   events: EndpointEvent[];
   createdAt: number;
+  /** When its receiver answered 410 Gone; null while it takes events. */
+  disabledAt: number | null;
 }
 
 export interface EndpointView {
@@ -53,6 +56,7 @@ export interface EndpointView {
   url: string;
   events: EndpointEvent[];
   createdAt: string;
+  disabledAt: string | null;
 }
 
 export function endpointView(endpoint: Endpoint): EndpointView {
@@ -61,18 +65,25 @@ export function endpointView(endpoint: Endpoint): EndpointView {
     url: shownUrl(endpoint.url),
     events: endpoint.events,
     createdAt: new Date(endpoint.createdAt).toISOString(),
+    disabledAt: isoOrNull(endpoint.disabledAt),
   };
 }
 
-function fromRow(row: { id: string; url: string; events: string; created_at: number }): Endpoint {
-  return { id: row.id, url: row.url, events: JSON.parse(row.events) as EndpointEvent[], createdAt: row.created_at };
+function fromRow(row: Selectable<WebhookEndpointsTable>): Endpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as EndpointEvent[],
+    createdAt: row.created_at,
+    disabledAt: row.disabled_at,
+  };
 }
 
 /** The account's endpoints, oldest first. */
 export async function listEndpoints(db: Kysely<Schema>, accountId: string): Promise<Endpoint[]> {
   const rows = await db
     .selectFrom('webhook_endpoints')
-    .select(['id', 'url', 'events', 'created_at'])
+    .selectAll()
     .where('account_id', '=', accountId)
     .orderBy('created_at')
     .orderBy('id')
@@ -81,26 +92,28 @@ export async function listEndpoints(db: Kysely<Schema>, accountId: string): Prom
 }
 
 /**
- * The normalised URLs of the account's endpoints that take events of `type`, in the caller's
- * transaction (one indexed read of at most MAX_ENDPOINTS rows), each once.
+ * The normalised URLs of the account's endpoints that take events of `type`, none disabled, in
+ * the caller's transaction (one indexed read of at most MAX_ENDPOINTS rows), each once.
  */
 export async function subscribedUrls(db: Kysely<Schema>, accountId: string, type: string): Promise<string[]> {
   const rows = await db
     .selectFrom('webhook_endpoints')
     .select(['url', 'events'])
     .where('account_id', '=', accountId)
+    .where('disabled_at', 'is', null)
     .execute();
   const urls = new Set<string>();
   for (const row of rows) if ((JSON.parse(row.events) as string[]).includes(type)) urls.add(row.url);
   return [...urls];
 }
 
-/** Whether the account has any endpoint, of whatever events. */
+/** Whether the account has any endpoint taking events, of whatever types. */
 export async function hasEndpoints(db: Kysely<Schema>, accountId: string): Promise<boolean> {
   const row = await db
     .selectFrom('webhook_endpoints')
     .select('id')
     .where('account_id', '=', accountId)
+    .where('disabled_at', 'is', null)
     .limit(1)
     .executeTakeFirst();
   return row !== undefined;
@@ -126,6 +139,7 @@ export function prepareEndpoint(
     url: normaliseUrl(body.url),
     events: ENDPOINT_EVENTS.filter((type) => body.events.includes(type)),
     createdAt: now,
+    disabledAt: null,
   };
 }
 
@@ -144,7 +158,7 @@ export const postEndpoint = postProcedure(
     }
     const existing = await db
       .selectFrom('webhook_endpoints')
-      .select('url')
+      .select(['url', 'disabled_at'])
       .where('account_id', '=', endpoint.accountId)
       .execute();
     if (existing.length >= MAX_ENDPOINTS) {
@@ -152,7 +166,15 @@ export const postEndpoint = postProcedure(
         { field: 'url', message: `the account already has ${MAX_ENDPOINTS} endpoints` },
       ]);
     }
-    if (existing.some((row) => row.url === endpoint.url)) {
+    const same = existing.find((row) => row.url === endpoint.url);
+    if (same?.disabled_at != null) {
+      throw conflict(
+        'The account’s webhook endpoint with this URL was disabled when its receiver answered 410 Gone; ' +
+          'delete it and create it again to take events there anew.',
+        [{ field: 'url', message: 'is a disabled endpoint' }],
+      );
+    }
+    if (same) {
       throw conflict('The account already has a webhook endpoint with this URL.', [
         { field: 'url', message: 'is already an endpoint (URLs are compared normalised)' },
       ]);
@@ -192,4 +214,24 @@ export async function deleteEndpoint(db: Kysely<Schema>, accountId: string, id: 
     await recordAudit(trx, { ...by, accountId, action: 'webhookEndpoint.deleted', target: id });
     return true;
   });
+}
+
+/**
+ * The account's endpoints at `url` disabled, with an entry in its audit log each: their receiver
+ * answered 410 Gone, which Standard Webhooks has the sender take as "disable the endpoint".
+ * Events already gathered for them are still posted (each may be answered 410 in turn).
+ */
+export async function disableEndpoints(db: Kysely<Schema>, accountId: string, url: string, now: number): Promise<void> {
+  const disabled = await db
+    .updateTable('webhook_endpoints')
+    .set({ disabled_at: now })
+    .where('account_id', '=', accountId)
+    .where('url', '=', url)
+    .where('disabled_at', 'is', null)
+    .returning('id')
+    .execute();
+  for (const { id } of disabled) {
+    const by = { actor: 'receiver' as const, ip: null, at: now };
+    await recordAudit(db, { ...by, accountId, action: 'webhookEndpoint.disabled', target: id });
+  }
 }

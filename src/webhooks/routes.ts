@@ -58,6 +58,9 @@ const Endpoint = Type.Object({
   url: Type.String({ description: 'Normalised: scheme and host in lower case, no default port.' }),
   events: Type.Array(Type.Enum([...ENDPOINT_EVENTS])),
   createdAt: Type.String({ format: 'date-time' }),
+  disabledAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When its receiver answered 410 Gone: no event is posted there since. Null while it takes events.',
+  }),
 });
 
 const NewEndpoint = Type.Object({

@@ -157,7 +157,13 @@ forEachDatabase((dialect) => {
     await form.getByRole('checkbox', { name: 'email.events', exact: true }).check();
     await add.click();
     await form.locator('#endpoint-url-problem').filter({ hasText: 'already an endpoint' }).waitFor();
+    await row(endpoints, 'http://127.0.0.1:9/herald').filter({ hasText: 'Takes events' }).waitFor();
     await session.browser.look('endpoint-added');
+
+    // Its receiver answers 410 Gone (test/webhooks/endpoints.test.ts): the page says so.
+    await session.api.t.ctx.db.updateTable('webhook_endpoints').set({ disabled_at: Date.now() }).execute();
+    await open('/webhooks', 'Webhooks');
+    await row(endpoints, 'http://127.0.0.1:9/herald').filter({ hasText: 'its receiver answered 410 Gone' }).waitFor();
 
     const listed = row(endpoints, 'http://127.0.0.1:9/herald');
     await listed.getByRole('button', { name: 'Delete http://127.0.0.1:9/herald' }).click();

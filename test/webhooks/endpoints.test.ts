@@ -71,7 +71,12 @@ forEachDatabase((dialect) => {
   const list = async (as = alice.token) => {
     const response = await inject('GET', '/webhooks/endpoints', as);
     assert.equal(response.statusCode, 200, response.body);
-    return response.json().endpoints as Array<{ endpointId: string; url: string; events: string[] }>;
+    return response.json().endpoints as Array<{
+      endpointId: string;
+      url: string;
+      events: string[];
+      disabledAt: string | null;
+    }>;
   };
 
   /** Runs the queue, lets every stream's gather window pass, and runs it again. */
@@ -327,6 +332,35 @@ forEachDatabase((dialect) => {
     await sms('919812300004');
     await settle();
     assert.equal(receiver.received.length, 0);
+  });
+
+  it('disables an endpoint whose receiver answered 410 Gone, not another account’s at the same URL', async () => {
+    const id = await subscribe(receiver.url, ['contacts.batch']);
+    await subscribe(receiver.url, ['contacts.batch'], bob.token);
+    receiver.reply({ status: 410 });
+    await alice.upsert([{ email: 'ada@example.com' }]);
+    await settle();
+    assert.equal(receiver.received.length, 1);
+    const [delivery] = (await alice.get('/webhooks/deliveries')).json().deliveries;
+    assert.deepEqual([delivery.status, delivery.lastStatusCode], ['failed', 410]);
+    const [endpoint] = await list();
+    assert.equal(endpoint.disabledAt, delivery.lastAttemptAt);
+    const [entry] = (await alice.get('/audit')).json().entries;
+    assert.deepEqual([entry.actor, entry.action, entry.target], ['receiver', 'webhookEndpoint.disabled', id]);
+
+    await alice.upsert([{ email: 'grace@example.com' }]);
+    await bob.upsert([{ email: 'ada@example.com' }]);
+    await settle();
+    assert.equal(receiver.received.length, 2, 'Bob’s event only');
+    assert.equal((await verified(receiver.received[1], bob)).type, 'contacts.batch');
+    assert.equal((await list(bob.token))[0].disabledAt, null);
+
+    assertFailure(await create({ url: receiver.url, events: ['contacts.batch'] }), 409, /disabled .*410 Gone/);
+    assert.equal((await inject('DELETE', `/webhooks/endpoints/${id}`, alice.token)).statusCode, 204);
+    await subscribe(receiver.url, ['contacts.batch']);
+    await alice.upsert([{ email: 'lin@example.com' }]);
+    await settle();
+    assert.equal(receiver.received.length, 3, 'made again, it takes events');
   });
 
   it('lets a key with the webhooks scope manage endpoints, read list them, and refuses other keys', async () => {

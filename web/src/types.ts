@@ -236,4 +236,6 @@ export interface WebhookEndpoint {
   url: string;
   events: string[];
   createdAt: string;
+  /** When its receiver answered 410 Gone: it takes no event since. */
+  disabledAt: string | null;
 }

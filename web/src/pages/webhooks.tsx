@@ -193,7 +193,7 @@ function EndpointsPart() {
         {(data) => (
           <Table
             caption="Webhook endpoints, oldest first"
-            head={['URL', 'Events', 'Created', 'Action']}
+            head={['URL', 'Events', 'Created', 'State', 'Action']}
             rows={data.length}
             empty="No endpoint: events go only to the URLs requests name."
           >
@@ -209,6 +209,16 @@ function EndpointsPart() {
                 </td>
                 <td>
                   <Time at={endpoint.createdAt} />
+                </td>
+                <td>
+                  {endpoint.disabledAt === null ? (
+                    'Takes events'
+                  ) : (
+                    <>
+                      Disabled <Time at={endpoint.disabledAt} />: its receiver answered 410 Gone. Delete it and add it
+                      again to take events there anew.
+                    </>
+                  )}
                 </td>
                 <td>
                   <DeleteEndpoint
