@@ -25,6 +25,9 @@ export function transportUrl(
   if (!options.schemes.includes(url.protocol))
     throw new Error(`must start with ${plain}// or ${secure}//, got "${url.protocol}"`);
   if (!url.hostname) throw new Error(`must name ${options.what}`);
+  // Outside http(s) a URL's host is taken as written, percent-escapes and all, which no lookup finds.
+  if (!/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)$/.test(url.hostname))
+    throw new Error(`must name ${options.what} as a DNS name or an IP address`);
   if (url.port === '0') throw new Error('must name a port from 1 to 65535, or none for the default');
   if (!['', '/'].includes(url.pathname) || url.hash !== '')
     throw new Error(`takes no path or #fragment after ${options.what}, only ?parameters`);

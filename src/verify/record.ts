@@ -137,6 +137,7 @@ interface Allowed {
 /** A start's limits, as `counts` has them: throws the 429 of the first it breaks. */
 function allowed(counts: Counts, args: StartVerification): Allowed {
   const { accountId, to, now } = args;
+  const recipient = args.channel === 'email' ? 'address' : 'number';
   let pending = counts.pending.get(keyOf(accountId, to));
   let expired: Verification | undefined;
   if (pending && currentStatus(pending, now) === 'expired') {
@@ -146,7 +147,7 @@ function allowed(counts: Counts, args: StartVerification): Allowed {
   if (pending && now - Number(pending.last_sent_at) < RESEND_WAIT_MS) {
     const wait = (Number(pending.last_sent_at) + RESEND_WAIT_MS - now) / 1000;
     throw tooManyRequests(
-      `A code went to this number less than 30 s ago: send again after ${Math.ceil(wait)} s.`,
+      `A code went to this ${recipient} less than 30 s ago: send again after ${Math.ceil(wait)} s.`,
       wait,
     );
   }
@@ -154,7 +155,10 @@ function allowed(counts: Counts, args: StartVerification): Allowed {
   const sends = (counts.sends.get(keyOf(accountId, to)) ?? []).filter((at) => at > since).sort((a, b) => a - b);
   if (sends.length >= MOST_SENDS) {
     const wait = (sends[sends.length - MOST_SENDS] + LIMIT_WINDOW_MS - now) / 1000;
-    throw tooManyRequests(`${MOST_SENDS} codes went to this number in the last 10 minutes: that is the most.`, wait);
+    throw tooManyRequests(
+      `${MOST_SENDS} codes went to this ${recipient} in the last 10 minutes: that is the most.`,
+      wait,
+    );
   }
   if (!pending && args.prefix !== '') {
     const recent = (counts.made.get(keyOf(accountId, args.prefix)) ?? [])

@@ -154,6 +154,8 @@ export async function vetDestination(
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
     throw new RefusedDestination(`refused: webhook URLs must be http or https, not ${target.protocol.slice(0, -1)}`);
   }
+  // Node's client takes port 0 for the scheme's default: the post would go to another receiver than named.
+  if (target.port === '0') throw new RefusedDestination('refused: port 0 is no port to post to');
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   if (METADATA_HOSTS.has(host.replace(/\.$/, ''))) {
     throw new RefusedDestination(`refused: ${host} is a cloud metadata service${NEVER}`);
@@ -212,7 +214,7 @@ export function rememberedRefusals(
   return async (url) => {
     const parsed = URL.parse(url);
     if (!parsed) return webhookUrlRefusal(url, options);
-    const host = `${parsed.protocol}//${parsed.hostname}`;
+    const host = `${parsed.protocol}//${parsed.host}`;
     const known = verdicts.get(host);
     if (known && now() - known.at < VERDICT_TTL_MS) return known.refusal;
     const refusal = await webhookUrlRefusal(url, options);

@@ -35,11 +35,17 @@ export const MAX_ENDPOINTS = 10;
 /**
  * The URL as compared: WHATWG's serialisation lowers the scheme and host, drops a default port
  * and an empty path's missing slash, so `HTTP://LocalHost:80` and `http://localhost/` are one
- * receiver. The path and query stay as written: servers may tell their case apart. A string
- * that does not parse is kept as it is (it never equals a stored endpoint, which parsed).
+ * receiver; a #fragment, which is never sent, and an empty `?` go too. The path and query stay
+ * as written: servers may tell their case apart. A string that does not parse is kept as it is
+ * (it never equals a stored endpoint, which parsed).
  */
 export function normaliseUrl(url: string): string {
-  return URL.parse(url)?.href ?? url;
+  const parsed = URL.parse(url);
+  if (!parsed) return url;
+  parsed.hash = '';
+  // `search` reads '' both for no query and for a lone `?`; setting it drops the `?`.
+  if (parsed.search === '') parsed.search = '';
+  return parsed.href;
 }
 
 export interface Endpoint {

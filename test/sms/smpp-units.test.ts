@@ -49,6 +49,7 @@ describe('SMS_TRANSPORT=smpp://', () => {
       ['smpp://her%00ald:secret@127.0.0.1', /no control characters/],
       ['smpp://herald:sec%00ret@127.0.0.1', /no control characters/],
       ['smpp://herald:secret@127.0.0.1:0', /port from 1 to 65535/],
+      ['smpp://herald:secret@smsc%00.example.com', /the SMSC host as a DNS name or an IP address/],
       ['smpp://herald:secret@127.0.0.1/path', /no path or #fragment/],
       ['smpp://herald:secret@127.0.0.1#frag', /no path or #fragment/],
       ['smpp://herald:secret@127.0.0.1?binds=1&binds=2', /names the parameter "binds" twice/],

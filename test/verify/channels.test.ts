@@ -98,6 +98,9 @@ forEachDatabase((dialect) => {
     const found = await foundInStorage(api!, dialect, [code, 'Wombat code']);
     assert.deepEqual(found[code], [], 'the code is in clear nowhere in the database');
     assert.ok(found['Wombat code'].length > 0, `the search finds what is there: ${JSON.stringify(found)}`);
+    const again = await alice.post('/verify', { to: ADDRESS, channel: 'email' });
+    assert.equal(again.statusCode, 429, again.body);
+    assert.match(again.json().message, /^A code went to this address less than 30 s ago/);
 
     const suppressed = await alice.post('/email/suppressions', { email: 'gone@example.com' });
     assert.equal(suppressed.statusCode, 201, suppressed.body);

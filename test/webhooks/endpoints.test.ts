@@ -141,12 +141,20 @@ forEachDatabase((dialect) => {
     assertFailure(await create({ url: 'http://127.0.0.1/x', events: ['sms.status'], extra: 1 }), 400, /valid/);
     // The cloud metadata service, refused as a per-request webHookUrl is (WEBHOOK_ALLOW_PRIVATE or not).
     assertFailure(await create({ url: 'http://169.254.169.254/latest', events: ['sms.status'] }), 422, /post/);
+    // Node's client would post port 0 to port 80; the host's verdict just above, at its port, does not pass it.
+    await subscribe('http://127.0.0.1:9/x', ['sms.status']);
+    const portZero = await create({ url: 'http://127.0.0.1:0/x', events: ['sms.status'] });
+    assertFailure(portZero, 422, /will not post/);
+    assert.match(portZero.json().errors[0].message, /port 0 is no port/);
     assertFailure(await inject('DELETE', '/webhooks/endpoints/nope', alice.token), 400, /not valid/);
 
     await subscribe('http://127.0.0.1/hooks', ['sms.status']);
     const duplicate = await create({ url: 'HTTP://127.0.0.1:80/hooks', events: ['email.events'] });
     assertFailure(duplicate, 409, /already/);
-    for (let i = 1; i < MAX_ENDPOINTS; i++) await subscribe(`http://127.0.0.1/hooks/${i}`, ['sms.status']);
+    // A #fragment is never sent, nor is an empty query anything: the same receiver.
+    for (const url of ['http://127.0.0.1/hooks#a', 'http://127.0.0.1/hooks?'])
+      assertFailure(await create({ url, events: ['sms.status'] }), 409, /already/);
+    for (let i = 2; i < MAX_ENDPOINTS; i++) await subscribe(`http://127.0.0.1/hooks/${i}`, ['sms.status']);
     assertFailure(await create({ url: 'http://127.0.0.1/eleventh', events: ['sms.status'] }), 409, /at most 10/);
     assert.equal((await list()).length, MAX_ENDPOINTS);
     // Another account's endpoints do not count against this one's.
@@ -190,7 +198,7 @@ forEachDatabase((dialect) => {
   it('posts each event once to a per-request URL equal to an endpoint’s, however it is written', async () => {
     await subscribe(receiver.url, ['sms.status']);
     await subscribe(other.url, ['sms.status']);
-    const spelled = receiver.url.replace('http://', 'HTTP://');
+    const spelled = `${receiver.url.replace('http://', 'HTTP://')}#status`;
     const queueId = await sms('919812300002', { webHookUrl: spelled });
     await settle();
 
