@@ -18,6 +18,8 @@ export const SLOTS_PER_ACCOUNT = 8;
 const FIRST_POST_MS = 100;
 /** How much the latest post counts in a lane's mean post time. */
 const LATEST_WEIGHT = 0.2;
+/** Lanes kept before those no longer used are looked for. */
+const SWEEP_AT_LANES = 1000;
 /** The furthest ahead a delivery turned away is set; a longer backlog is spread again when it comes back. */
 const MOST_SPREAD_MS = 5 * 60_000;
 
@@ -87,41 +89,57 @@ export class PostSlots {
     waitMs: number,
     signal: AbortSignal,
   ): Promise<PostSlot | number | 'interrupted'> {
-    const account = laneOf(this.accounts, accountId);
-    const host = laneOf(this.hosts, hostName);
-    const now = this.clock.now();
-    if (host.held >= POSTS_PER_HOST + WAITING_PER_HOST) return host.turnAway(now, POSTS_PER_HOST);
-    if (account.held >= SLOTS_PER_ACCOUNT) return account.turnAway(now, SLOTS_PER_ACCOUNT);
+    const account = laneOf(this.accounts, accountId, this.clock.now());
+    const host = laneOf(this.hosts, hostName, this.clock.now());
+    const forget = () => {
+      const now = this.clock.now();
+      if (account.unused(now)) this.accounts.delete(accountId);
+      if (host.unused(now)) this.hosts.delete(hostName);
+    };
+    const turnAway = (lane: Lane, width: number) => {
+      const comeBackAt = lane.turnAway(this.clock.now(), width);
+      forget();
+      return comeBackAt;
+    };
+    if (host.held >= POSTS_PER_HOST + WAITING_PER_HOST) return turnAway(host, POSTS_PER_HOST);
+    if (account.held >= SLOTS_PER_ACCOUNT) return turnAway(account, SLOTS_PER_ACCOUNT);
     account.held += 1;
     host.held += 1;
     const startedAt = host.posting.length < POSTS_PER_HOST ? startPost(host) : await waitForPost(host, waitMs, signal);
     if (startedAt === undefined) {
-      this.leave(accountId, account, hostName, host);
-      return signal.aborted ? 'interrupted' : host.turnAway(this.clock.now(), POSTS_PER_HOST);
+      account.held -= 1;
+      host.held -= 1;
+      if (!signal.aborted) return turnAway(host, POSTS_PER_HOST);
+      forget();
+      return 'interrupted';
     }
     account.posting.push(startedAt);
     return {
       give: () => {
         host.ended(startedAt);
         account.ended(startedAt);
-        this.leave(accountId, account, hostName, host);
+        account.held -= 1;
+        host.held -= 1;
         host.waiting.shift()?.();
+        forget();
       },
     };
   }
 
-  private leave(accountId: string, account: Lane, hostName: string, host: Lane): void {
-    account.held -= 1;
-    host.held -= 1;
-    const now = this.clock.now();
-    if (account.unused(now)) this.accounts.delete(accountId);
-    if (host.unused(now)) this.hosts.delete(hostName);
+  /** Hosts and accounts kept: those with posts, waiters, or deliveries turned away still to come back. */
+  get lanes(): number {
+    return this.hosts.size + this.accounts.size;
   }
 }
 
-function laneOf(lanes: Map<string, Lane>, key: string): Lane {
+/**
+ * The lane of `key`, made if there is none. A lane whose deliveries turned away never came back
+ * (their deliveries replayed, or their account erased) is dropped once enough lanes are kept.
+ */
+function laneOf(lanes: Map<string, Lane>, key: string, now: number): Lane {
   let lane = lanes.get(key);
   if (!lane) {
+    if (lanes.size >= SWEEP_AT_LANES) for (const [other, kept] of lanes) if (kept.unused(now)) lanes.delete(other);
     lane = new Lane();
     lanes.set(key, lane);
   }
