@@ -4,7 +4,7 @@ import type { Database, DialectName } from '../db/database.ts';
 import { procedure } from '../db/procedure.ts';
 import type { ContactBatchesTable, Schema } from '../db/schema.ts';
 import type { Lease } from '../queue/queries.ts';
-import { completeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
+import { completeJob, SnoozeJob, type Job, type JobHandler, type JobRun } from '../queue/worker.ts';
 import { emitEvent } from '../webhooks/outbox.ts';
 import { batchView, unpackEntries, type BatchJob } from './batches.ts';
 import {
@@ -331,6 +331,35 @@ interface ApplyJob {
 }
 
 /**
+ * Whether a batch of the account accepted before this one is still queued: its job was set back
+ * (its worker died, or an attempt failed) behind this one's. This one waits for it, or a later
+ * batch's values (an opt-out) would be overwritten by an earlier one's. A seek on
+ * contact_batches_queued_account.
+ */
+async function olderBatchQueued(db: Db, accountId: string, batchId: string): Promise<boolean> {
+  const batch = await db
+    .selectFrom('contact_batches')
+    .select('created_at')
+    .where('id', '=', batchId)
+    .executeTakeFirst();
+  if (!batch) return false;
+  const older = await db
+    .selectFrom('contact_batches')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('status', '=', 'Queued')
+    .where((eb) =>
+      eb.or([
+        eb('created_at', '<', batch.created_at),
+        eb.and([eb('created_at', '=', batch.created_at), eb('id', '<', batchId)]),
+      ]),
+    )
+    .limit(1)
+    .executeTakeFirst();
+  return older !== undefined;
+}
+
+/**
  * One run of a batch's job, in one transaction: the batch applied, its result recorded,
  * its webhook post queued and its job completed; or, for a batch no longer Queued,
  * nothing. Runs where the data is (database.call): on SQLite, on the database's thread.
@@ -338,7 +367,8 @@ interface ApplyJob {
 export const applyBatchJob = procedure(
   import.meta.url,
   'applyBatchJob',
-  async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued'> => {
+  async ({ db, dialect }, run: ApplyJob): Promise<'applied' | 'not queued' | 'behind'> => {
+    if (await olderBatchQueued(db, run.accountId, run.payload.batchId)) return 'behind';
     try {
       await db.transaction().execute(async (trx) => {
         const result = await applyBatch(
@@ -366,6 +396,9 @@ export const applyBatchJob = procedure(
   },
 );
 
+/** How long a batch waits before it looks again for the older batch of its account to be applied. */
+const BEHIND_WAIT_MS = 1_000;
+
 /**
  * The `contacts.batch` job. A failed attempt changes nothing and is retried by the queue;
  * a batch whose job dies (onDead: its last attempt failed, or it kept killing its worker)
@@ -383,6 +416,8 @@ export function contactBatchHandler(deps: { database: Database; clock: Clock }):
         now: clock.now(),
       });
       if (outcome === 'applied') return 'completed';
+      if (outcome === 'behind')
+        throw new SnoozeJob(clock.now() + BEHIND_WAIT_MS, 'an older batch of the account is queued');
     },
     async onDead(trx: Db, job: Job, error: string) {
       const now = clock.now();

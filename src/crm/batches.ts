@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type { Kysely, Selectable } from 'kysely';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { DialectName } from '../db/database.ts';
@@ -268,7 +268,8 @@ export async function prepareBatch(
   if (checked.errors.length > 0 || dataErrors.length > 0) {
     throw rejection(checked.errors, dataErrors, [...invalidProperties]);
   }
-  const batchId = randomUUID();
+  // Time-ordered, and in order within a millisecond: the account's batches apply in that order (apply.ts).
+  const batchId = uuidv7();
   return {
     batchId,
     accountId,

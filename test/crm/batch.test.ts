@@ -331,6 +331,34 @@ forEachDatabase((dialect) => {
     assert.equal(await count('jobs'), 1);
   });
 
+  it('applies an account’s batches in the order accepted, though the first one’s worker died', async () => {
+    const contact = (emailOptIn: boolean) => ({ createUpdateContacts: [{ email: 'ada@example.com', emailOptIn }] });
+    const first = (await alice.postBatch(contact(true))).json().data.BatchId;
+    // Its worker dies with it: the rescue sets its job back, behind the next batch.
+    await claimJobs(crm.t.ctx.db, dialect, {
+      kind: CONTACT_BATCH_KIND,
+      limit: 1,
+      workerId: 'dying-worker',
+      now: crm.clock.now(),
+      leaseMs: 0,
+    });
+    await rescueExpiredLeases(crm.t.ctx.db, dialect, crm.clock.now());
+    crm.clock.advance(1);
+    const opted = (await alice.postBatch(contact(false))).json().data.BatchId;
+    await crm.drain();
+    const status = async (batchId: string) => (await alice.get(`/contacts/batch/${batchId}`)).json().status;
+    assert.deepEqual([await status(first), await status(opted)], ['Queued', 'Queued'], 'the opt-out waits its turn');
+
+    crm.clock.advance(60_000);
+    await crm.drain();
+    assert.deepEqual([await status(first), await status(opted)], ['Completed', 'Queued']);
+    crm.clock.advance(1_000);
+    await crm.drain();
+    assert.equal(await status(opted), 'Completed', 'then the later one, a second after');
+    const [id] = (await alice.get(`/contacts/batch/${first}`)).json().inserted.contactIds;
+    assert.equal((await alice.get(`/contacts/${id}`)).json().emailOptIn, false, 'the later batch’s opt-out stands');
+  });
+
   it('says when a queued batch is failing: its failed attempts, last error and next try', async () => {
     const accepted = await alice.postBatch({ createUpdateContacts: [buildContact()] });
     // A payload the handler cannot read: every run of the job throws.

@@ -44,6 +44,7 @@ import * as recipientTokenForms from './0042_recipient_token_forms.ts';
 import * as smsTriedAgain from './0043_sms_tried_again.ts';
 import * as urlPasswordsToSeal from './0044_url_passwords_to_seal.ts';
 import * as webhookEndpointsDisabled from './0045_webhook_endpoints_disabled.ts';
+import * as contactBatchesQueuedAccount from './0046_contact_batches_queued_account.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -92,4 +93,5 @@ export const migrations: Record<string, Migration> = {
   '0043_sms_tried_again': smsTriedAgain,
   '0044_url_passwords_to_seal': urlPasswordsToSeal,
   '0045_webhook_endpoints_disabled': webhookEndpointsDisabled,
+  '0046_contact_batches_queued_account': contactBatchesQueuedAccount,
 };
