@@ -109,7 +109,8 @@ export async function subscribedUrls(db: Kysely<Schema>, accountId: string, type
     .where('disabled_at', 'is', null)
     .execute();
   const urls = new Set<string>();
-  for (const row of rows) if ((JSON.parse(row.events) as string[]).includes(type)) urls.add(row.url);
+  // Normalised again: a row kept before the normal form dropped a #fragment still names its receiver once.
+  for (const row of rows) if ((JSON.parse(row.events) as string[]).includes(type)) urls.add(normaliseUrl(row.url));
   return [...urls];
 }
 
@@ -172,7 +173,7 @@ export const postEndpoint = postProcedure(
         { field: 'url', message: `the account already has ${MAX_ENDPOINTS} endpoints` },
       ]);
     }
-    const same = existing.find((row) => row.url === endpoint.url);
+    const same = existing.find((row) => normaliseUrl(row.url) === endpoint.url);
     if (same?.disabled_at != null) {
       throw conflict(
         'The account’s webhook endpoint with this URL was disabled when its receiver answered 410 Gone; ' +
@@ -223,21 +224,35 @@ export async function deleteEndpoint(db: Kysely<Schema>, accountId: string, id: 
 }
 
 /**
- * The account's endpoints at `url` disabled, with an entry in its audit log each: their receiver
- * answered 410 Gone, which Standard Webhooks has the sender take as "disable the endpoint".
- * Events already gathered for them are still posted (each may be answered 410 in turn).
+ * The account's endpoints at `url` (compared normalised: a request's URL written otherwise is the
+ * same receiver) disabled, with an entry in its audit log each: their receiver answered 410
+ * Gone, which Standard Webhooks has the sender take as "disable the endpoint". Events already
+ * gathered for them are still posted (each may be answered 410 in turn).
  */
 export async function disableEndpoints(db: Kysely<Schema>, accountId: string, url: string, now: number): Promise<void> {
-  const disabled = await db
-    .updateTable('webhook_endpoints')
-    .set({ disabled_at: now })
+  const receiver = normaliseUrl(url);
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'url'])
     .where('account_id', '=', accountId)
-    .where('url', '=', url)
     .where('disabled_at', 'is', null)
-    .returning('id')
     .execute();
-  for (const { id } of disabled) {
-    const by = { actor: 'receiver' as const, ip: null, at: now };
-    await recordAudit(db, { ...by, accountId, action: 'webhookEndpoint.disabled', target: id });
+  for (const { id } of rows.filter((row) => normaliseUrl(row.url) === receiver)) {
+    const disabled = await db
+      .updateTable('webhook_endpoints')
+      .set({ disabled_at: now })
+      .where('id', '=', id)
+      .where('disabled_at', 'is', null)
+      .executeTakeFirst();
+    // Another 410 at once disabled it first, and wrote the entry.
+    if (disabled.numUpdatedRows === 0n) continue;
+    await recordAudit(db, {
+      actor: 'receiver',
+      ip: null,
+      at: now,
+      accountId,
+      action: 'webhookEndpoint.disabled',
+      target: id,
+    });
   }
 }

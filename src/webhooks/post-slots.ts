@@ -49,9 +49,11 @@ class Lane {
   turnAway(now: number, width: number): number {
     const longestUnderWay = this.posting.length === 0 ? 0 : performance.now() - this.posting[0];
     const postMs = Math.max(this.meanPostMs, longestUnderWay);
-    this.spreadUntil = Math.max(now, this.spreadUntil) + postMs / width;
+    // Bounded as what it answers is: a backlog sent round again past the bound does not push it
+    // further each time, to hold every later delivery back long after the host recovered.
+    this.spreadUntil = Math.min(Math.max(now, this.spreadUntil) + postMs / width, now + MOST_SPREAD_MS);
     // A whole millisecond: the queue keeps its times as integers.
-    return Math.ceil(Math.min(this.spreadUntil, now + MOST_SPREAD_MS));
+    return Math.ceil(this.spreadUntil);
   }
 
   unused(now: number): boolean {

@@ -35,9 +35,9 @@ export const prepareUrlKey = (db: Db, keyring: Keyring): Promise<void> =>
 export const resealUrlKey = (db: Db, keyring: Keyring): Promise<void> => resealKey(db, keyring, URL_KEY);
 
 /** Every column a webhook URL is kept in, in tables whose rows are keyed by `id`, but the streams of events. */
-const KEPT: ReadonlyArray<{ table: keyof Schema; column: string }> = [
-  { table: 'accounts', column: 'inbound_sms_webhook_url' },
-  { table: 'webhook_endpoints', column: 'url' },
+const KEPT: ReadonlyArray<{ table: keyof Schema; column: string; small?: true }> = [
+  { table: 'accounts', column: 'inbound_sms_webhook_url', small: true },
+  { table: 'webhook_endpoints', column: 'url', small: true },
   { table: 'sends', column: 'webhook_url' },
   { table: 'verifications', column: 'webhook_url' },
   { table: 'contact_batches', column: 'webhook_url' },
@@ -52,17 +52,20 @@ export const URL_CREDENTIALS_TO_SEAL = 'url_passwords_to_seal';
 
 /**
  * How long a rolling upgrade (docs/operations.md) may still have processes of the code before
- * 0044 at work, writing URLs in clear: every start within it seals them again; the first after
- * it, having sealed, drops the settings row.
+ * 0044 at work, writing URLs in clear: the starts after the first seal them again, and the
+ * settings row goes with the first start after it that finds none.
  */
 const UPGRADE_WINDOW_MS = 60 * 60_000;
 
 /**
  * At the starts after migration 0044: the credentials in the URLs kept before they were sealed,
  * or written since by a process not yet upgraded, sealed now (a migration has no key). The
- * tables it changed, whose files must be rid of the clear values; none at every start once the
- * window is over, which reads one settings row. A stream of events appended before keeps its
- * URL: its gather seals it in the deliveries it makes (events.ts).
+ * tables whose files must be rid of the clear values: every one it changed at the first start,
+ * which may stop the service as long as it takes; at a later one, while other processes serve,
+ * only the small ones (a large table's old row versions are written over in time, not erased,
+ * so that no start locks it for the length of a copy). None once the row is gone, when a start
+ * reads only that. A stream of events appended before keeps its URL: its gather seals it in the
+ * deliveries it makes (events.ts).
  */
 export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Promise<Array<keyof Schema>> {
   const marker = await db
@@ -71,9 +74,11 @@ export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Prom
     .where('key', '=', URL_CREDENTIALS_TO_SEAL)
     .executeTakeFirst();
   if (!marker) return [];
+  const firstStart = marker.value === '1';
   const key = await urlKey(db, keyring);
-  const changed: Array<keyof Schema> = [];
-  for (const { table, column } of KEPT) {
+  const changed: Array<(typeof KEPT)[number]> = [];
+  for (const kept of KEPT) {
+    const { table, column } = kept;
     const { rows } = await sql<{ id: string; url: string }>`
       select id, ${sql.ref(column)} as url from ${sql.table(table)} where ${sql.ref(column)} like '%@%'`.execute(db);
     for (const row of rows) {
@@ -81,16 +86,17 @@ export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Prom
       if (sealed === undefined) continue;
       await sql`update ${sql.table(table)} set ${sql.ref(column)} = ${sealed}
                  where id = ${row.id} and ${sql.ref(column)} = ${row.url}`.execute(db);
-      if (!changed.includes(table)) changed.push(table);
+      if (!changed.includes(kept)) changed.push(kept);
     }
   }
   const marked = (eb: ExpressionBuilder<Schema, 'settings'>) => eb('key', '=', URL_CREDENTIALS_TO_SEAL);
-  if (marker.value === '1')
+  if (firstStart)
     await db
       .updateTable('settings')
       .set({ value: String(now) })
       .where(marked)
       .execute();
-  else if (now - Number(marker.value) >= UPGRADE_WINDOW_MS) await db.deleteFrom('settings').where(marked).execute();
-  return changed;
+  else if (changed.length === 0 && now - Number(marker.value) >= UPGRADE_WINDOW_MS)
+    await db.deleteFrom('settings').where(marked).execute();
+  return changed.filter((kept) => firstStart || kept.small).map((kept) => kept.table);
 }

@@ -196,7 +196,13 @@ forEachDatabase((dialect) => {
   });
 
   it('posts each event once to a per-request URL equal to an endpoint’s, however it is written', async () => {
-    await subscribe(receiver.url, ['sms.status']);
+    const id = await subscribe(receiver.url, ['sms.status']);
+    // As kept before a #fragment was normalised away: the same receiver still.
+    await api.t.ctx.db
+      .updateTable('webhook_endpoints')
+      .set({ url: `${receiver.url}#old` })
+      .where('id', '=', id)
+      .execute();
     await subscribe(other.url, ['sms.status']);
     const spelled = `${receiver.url.replace('http://', 'HTTP://')}#status`;
     const queueId = await sms('919812300002', { webHookUrl: spelled });
@@ -340,6 +346,17 @@ forEachDatabase((dialect) => {
     await sms('919812300004');
     await settle();
     assert.equal(receiver.received.length, 0);
+  });
+
+  it('disables the endpoint whose receiver answered 410 Gone to a request’s URL written otherwise', async () => {
+    await subscribe(receiver.url, ['sms.status']);
+    receiver.reply({ status: 410 });
+    await sms('919812300005', { webHookUrl: `${receiver.url.replace('http://', 'HTTP://')}#status` });
+    await settle();
+    assert.equal(receiver.received.length, 1, 'one stream for the one receiver');
+    assert.notEqual((await list())[0].disabledAt, null);
+    const [entry] = (await alice.get('/audit')).json().entries;
+    assert.equal(entry.action, 'webhookEndpoint.disabled');
   });
 
   it('disables an endpoint whose receiver answered 410 Gone, not another account’s at the same URL', async () => {

@@ -13,7 +13,7 @@ const auditPage = (cursor: string | undefined) =>
 /** Who an actor is, in words: the API's own name stays in the cell's title. */
 function actorName(actor: string): string {
   if (actor.startsWith('apiKey:')) return `API key ${actor.slice('apiKey:'.length)}`;
-  return { token: 'Access token', console: 'Console', admin: 'Operator' }[actor] ?? actor;
+  return { token: 'Access token', console: 'Console', admin: 'Operator', receiver: 'Webhook receiver' }[actor] ?? actor;
 }
 
 /** The audit log (docs/audit.md): who changed what in the account, newest first, read-only. */
