@@ -3,7 +3,7 @@ import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import { clientGroup } from '../ratelimit/client-address.ts';
 import { recordTracking } from './record.ts';
-import { MAX_REPORT_BYTES, parseMailReport, type MailReport } from './mail-reports.ts';
+import { MAX_REPORT_BYTES, parseMailReport, REPORT_BYTES_READ, type MailReport } from './mail-reports.ts';
 import { inboundMetrics, receivedLabel, receiveReport } from './receive.ts';
 import { recipientNamedBy } from './token-recipients.ts';
 import { FEEDBACK_MAILBOX, readMailbox, type TokenRecipient, trackingKey } from './tracking.ts';
@@ -34,8 +34,19 @@ import type { ReadToken } from './tracking-tokens.ts';
 const SOCKET_TIMEOUT_MS = 60_000;
 /** How long a shutdown waits for connections to end before closing them: a sender cut off mid-message tries again. */
 const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * How long a connection may last in all (5 minutes unless a test wants less): the silence limit
+ * alone is reset by every byte, so a client trickling a byte a minute would hold its connection,
+ * and its address's share, for ever.
+ */
+const SESSION_MS = 5 * 60_000;
 /** Connections at once; more are refused (421) until some end. */
 const MAX_CLIENTS = 100;
+/**
+ * Recipients a mail may name (452 past it): a bounce or report has one, and each costs a lookup;
+ * a million forged ones held the whole envelope in memory before DATA.
+ */
+const MAX_RECIPIENTS = 10;
 /**
  * Connections at once from one client (an IPv4 address, an IPv6 /64): one host holding the
  * listener's every slot, a byte a minute each, would turn every relay's bounces away.
@@ -65,7 +76,7 @@ const reply = (responseCode: number, message: string) => Object.assign(new Error
 
 export async function startInboundSmtp(
   ctx: AppContext,
-  options: { host: string; port: number; log: InboundLog },
+  options: { host: string; port: number; log: InboundLog; sessionMs?: number },
 ): Promise<InboundSmtp> {
   const { config, database, clock } = ctx;
   const { log } = options;
@@ -109,7 +120,8 @@ export async function startInboundSmtp(
 
   const inFlight = new Set<Promise<unknown>>();
   const connectionsFrom = new Map<string, number>();
-  const counted = new Set<string>();
+  /** Each counted connection's end of time (SESSION_MS). */
+  const deadlines = new Map<string, NodeJS.Timeout>();
   const server = new SMTPServer({
     banner: 'Herald: bounces, feedback reports and unsubscribe requests only',
     // No one logs in to hand over a bounce; no certificate is configured to offer STARTTLS with.
@@ -118,6 +130,7 @@ export async function startInboundSmtp(
     // Advertised as SIZE (RFC 1870); a larger mail is refused after its DATA (552).
     size: MAX_REPORT_BYTES,
     maxClients: MAX_CLIENTS,
+    maxRecipients: MAX_RECIPIENTS,
     socketTimeout: SOCKET_TIMEOUT_MS,
     closeTimeout: CLOSE_TIMEOUT_MS,
     logger: false,
@@ -129,11 +142,16 @@ export async function startInboundSmtp(
         return callback(reply(421, '4.7.0 Too many connections from your address; try again later'));
       }
       connectionsFrom.set(client, open + 1);
-      counted.add(session.id);
+      const deadline = setTimeout(() => {
+        metrics.mail.inc({ outcome: 'session too long' });
+        for (const connection of server.connections) if (connection.id === session.id) connection.close();
+      }, options.sessionMs ?? SESSION_MS).unref();
+      deadlines.set(session.id, deadline);
       callback();
     },
     onClose(session) {
-      if (!counted.delete(session.id)) return;
+      clearTimeout(deadlines.get(session.id));
+      if (!deadlines.delete(session.id)) return;
       const client = clientGroup(session.remoteAddress);
       const open = (connectionsFrom.get(client) ?? 1) - 1;
       if (open > 0) connectionsFrom.set(client, open);
@@ -150,9 +168,13 @@ export async function startInboundSmtp(
       );
     },
     onData(stream, session, callback) {
+      // Only the head of a mail is kept and read (mail-reports.ts): what a report says comes first.
       const chunks: Buffer[] = [];
+      let kept = 0;
       stream.on('data', (chunk: Buffer) => {
-        if (!stream.sizeExceeded) chunks.push(chunk);
+        if (stream.sizeExceeded || kept >= REPORT_BYTES_READ) return;
+        chunks.push(chunk.subarray(0, REPORT_BYTES_READ - kept));
+        kept += chunks.at(-1)!.length;
       });
       stream.once('error', (error) => callback(error));
       stream.once('end', () => {

@@ -583,6 +583,44 @@ forEachDatabase((dialect) => {
     for (const { socket } of open) socket.destroy();
   });
 
+  it('refuses an eleventh recipient (452), and ends a connection past its time however it trickles', async () => {
+    const quiet = { info() {}, warn() {}, error() {} };
+    const short = await startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: 0, log: quiet, sessionMs: 1_500 });
+    try {
+      const socket = connect(short.port, '127.0.0.1');
+      let answers = '';
+      socket.on('data', (chunk: Buffer) => (answers += chunk.toString()));
+      const closed = once(socket, 'close');
+      await waitFor('the greeting', async () => answers.includes('220 ') || undefined);
+      // Well-formed mailboxes, each a lookup once the mail comes: forged ones pass RCPT as well.
+      const rcpts = Array.from({ length: 11 }, (_, i) => {
+        const mailbox = unsubscribeMailbox(keys(), BOUNCE_DOMAIN, { recipientId: i + 1, sendId: randomUUID() });
+        return `RCPT TO:<${mailbox}>`;
+      });
+      socket.write(['EHLO hostile.example', 'MAIL FROM:<>', ...rcpts, ''].join('\r\n'));
+      await waitFor('the eleventh recipient’s answer', async () => (answers.match(/^452 /m) ? true : undefined));
+      // A byte every 200 ms keeps the silence limit at bay; the session's own limit does not wait for it.
+      const trickle = setInterval(() => socket.write('N'), 200);
+      const started = Date.now();
+      await closed;
+      clearInterval(trickle);
+      assert.ok(Date.now() - started < 5_000, `closed after ${Date.now() - started} ms`);
+      assert.equal(await metric('herald_inbound_mail_total{outcome="session too long"}'), '1');
+    } finally {
+      await short.close();
+    }
+  });
+
+  it('takes a DSN carrying a 9 MB message, reading no more than its head', async () => {
+    const { batchId, verp } = await delivered(alice);
+    const carried = Buffer.concat([Buffer.from('Subject: big\r\n\r\n'), Buffer.alloc(9 * 1024 * 1024, 'x\r\n')]);
+    await mail(
+      verp,
+      await dsnFor({ original: carried, recipient: 'ada@example.com', returnPath: verp, status: '5.1.1' }),
+    );
+    assert.equal((await recipientOf(alice, batchId)).status, 'Bounce');
+  });
+
   it('refuses to start on a port in use, and stops answering once closed', async () => {
     const quiet = { info() {}, warn() {}, error() {} };
     await assert.rejects(startInboundSmtp(api.t.ctx, { host: '127.0.0.1', port: inbound.port, log: quiet }), {

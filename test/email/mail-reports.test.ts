@@ -142,3 +142,32 @@ it('reads a feedback report of many line breaks, as a stranger may send one, in 
   assert.ok(performance.now() - started < 5_000, `${Math.round(performance.now() - started)} ms`);
   assert.equal(parsed.kind, 'arf', JSON.stringify(parsed));
 });
+
+it('gives a mail nested deeper than any report up at once, as unparseable', async () => {
+  let raw = 'Content-Type: multipart/mixed; boundary=b0\r\n\r\n';
+  for (let depth = 1; depth < 200; depth++)
+    raw += `--b${depth - 1}\r\nContent-Type: multipart/mixed; boundary=b${depth}\r\n\r\n`;
+  const bomb = Buffer.from(raw + '--\r\n'.repeat(250_000));
+  const started = performance.now();
+  const parsed = await parseMailReport(bomb);
+  assert.equal(parsed.kind, 'unparseable');
+  assert.ok(performance.now() - started < 2_000, `${Math.round(performance.now() - started)} ms`);
+});
+
+it('reads three mails of 10 MB of short text lines at once in the memory of one report’s head', async () => {
+  const mail = Buffer.concat([
+    Buffer.from('Content-Type: text/plain\r\n\r\n'),
+    Buffer.alloc(10 * 1024 * 1024 - 64, 'ab\r\n'),
+  ]);
+  const before = process.memoryUsage().heapUsed;
+  let peak = before;
+  const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 1);
+  const parsed = await Promise.all([1, 2, 3].map(() => parseMailReport(mail)));
+  clearInterval(sample);
+  assert.deepEqual(
+    parsed.map((report) => report.kind),
+    ['other', 'other', 'other'],
+  );
+  // Read whole, each took over 200 MB of heap, and three at once ran a 256 MB heap out.
+  assert.ok(peak - before < 120 * 1024 * 1024, `${Math.round((peak - before) / 1024 / 1024)} MB`);
+});
