@@ -224,6 +224,9 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
 
   app.addHook('onRequest', async (request, reply) => {
     const { auth, rateLimitGroup } = request.routeOptions.config;
+    // An account's or the operator's reads (a webhook secret, a person's data) are kept in no
+    // browser's or proxy's cache: the console's would hold them on disk past its sign-out.
+    if (auth !== undefined) reply.header('cache-control', 'no-store');
     if (auth === 'admin') {
       const token = bearerToken(request);
       if (!token || !ctx.config.adminToken || !sameSecret(token, ctx.config.adminToken)) throw adminUnauthorized();

@@ -75,6 +75,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
       const signedIn = await signIn(ctx.db, throttle, request.body, request);
       const secret = await openSession(ctx.db, signedIn, ctx.clock.now());
       reply.setCookie(SESSION_COOKIE, secret, { ...cookie, maxAge: SESSION_TTL_MS / 1000 });
+      reply.header('cache-control', 'no-store');
       return sessionBody(secret, {
         userName: signedIn.user_name,
         timeZoneOffset: signedIn.time_zone_offset,
@@ -108,6 +109,8 @@ export async function consoleRoutes(app: FastifyInstance, ctx: AppContext): Prom
     async (request, reply) => {
       if (request.consoleSession !== null) await closeSession(ctx.db, request.consoleSession);
       reply.clearCookie(SESSION_COOKIE, cookie);
+      // What the browser kept of this origin before no-store was sent goes with the session.
+      reply.header('clear-site-data', '"cache"');
       return reply.code(204).send();
     },
   );

@@ -46,3 +46,12 @@ it('writes text back escaped, so markup in it stays text', () => {
   assert.match(srcdoc, /<p>&lt;script&gt;alert\(1\)&lt;\/script&gt; &amp; more<\/p>/);
   assert.match(srcdoc, /<p title="a&quot;&gt;&lt;script&gt;x&lt;\/script&gt;">t<\/p>/);
 });
+
+it('leaves out SVG animation, which would set a link’s href after the cleaning', () => {
+  const { srcdoc } = previewDocument(
+    '<svg><a><set attributeName="href" to="/t/u/abc"/><animate attributeName="href" values="/t/c/x"/>' +
+      '<text y="20">x</text></a></svg>',
+  );
+  assert.match(srcdoc, /<svg><a><text y="20">x<\/text><\/a><\/svg>/);
+  assert.ok(!/set|animate|\/t\//.test(srcdoc.replace(/^<!doctype html><meta[^>]*>/, '')), srcdoc);
+});

@@ -139,6 +139,18 @@ forEachDatabase((dialect) => {
     },
   );
 
+  it('keeps the session’s and account’s reads out of every cache, and clears the browser’s at sign-out', async () => {
+    const signedIn = await signIn();
+    assert.equal(signedIn.headers['cache-control'], 'no-store', 'the CSRF token');
+    const { cookie, csrf } = await session();
+    for (const url of ['/console/session', '/webhooks/secret', '/account', '/api-keys'])
+      assert.equal((await as(cookie, 'GET', url)).headers['cache-control'], 'no-store', url);
+    const admin = await t.app.inject({ method: 'GET', url: '/admin/accounts', headers: bearer(ADMIN_TOKEN) });
+    assert.equal(admin.headers['cache-control'], 'no-store');
+    const out = await as(cookie, 'DELETE', '/console/session', { 'x-csrf-token': csrf });
+    assert.equal(out.headers['clear-site-data'], '"cache"');
+  });
+
   it('ends the session at sign-out, at expiry, and at a password change', async () => {
     const first = await session();
     const outWithoutCsrf = await as(first.cookie, 'DELETE', '/console/session');

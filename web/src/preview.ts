@@ -21,6 +21,12 @@ const DROPPED = new Set([
   'applet',
   'portal',
   'template',
+  // SVG animation sets attributes, an <a>'s href among them, after the cleaning has run.
+  'animate',
+  'animatemotion',
+  'animatetransform',
+  'discard',
+  'set',
 ]);
 
 /** Attributes that name something to fetch or to post to. */
