@@ -108,7 +108,9 @@ export async function startInboundSmtp(
           confirmed: true,
           now: clock.now(),
         });
-        return done ? 'unsubscribe' : 'unknown message';
+        // 'unconfirmed' is a machine's click, which a mail never is (confirmed above).
+        if (done === undefined || done === 'unconfirmed') return 'unknown message';
+        return done.outcome === 'recorded' ? 'unsubscribe' : done.outcome;
       }
     }
     const received = await receiveReport({ database, clock, keys, metrics }, await report(), {

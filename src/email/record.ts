@@ -397,7 +397,7 @@ export const recordTracking = procedure(
       confirmed: boolean;
       now: number;
     },
-  ): Promise<{ url: string | null } | 'unconfirmed' | undefined> =>
+  ): Promise<{ url: string | null; outcome: 'recorded' | 'repeated' | 'erased' } | 'unconfirmed' | undefined> =>
     db.transaction().execute(async (trx) => {
       const { event, now } = args;
       const select = trx
@@ -420,7 +420,7 @@ export const recordTracking = procedure(
       }
       // An erased person's link still leads on, and records nothing: no history, event or
       // suppression names them again (they stay suppressed by their hash).
-      if (isErased(row.address)) return { url };
+      if (isErased(row.address)) return { url, outcome: 'erased' };
       const word: EmailEventWord = event.kind === 'click' ? 'Click' : event.kind === 'open' ? 'Open' : 'Unsubscribe';
       const delivered = await trx
         .selectFrom('recipient_history')
@@ -443,15 +443,15 @@ export const recordTracking = procedure(
           reason: 'unsubscribed',
           now,
         });
-        if (await hasEvent(trx, row.id, 'Unsubscribe')) return { url };
+        if (await hasEvent(trx, row.id, 'Unsubscribe')) return { url, outcome: 'repeated' };
       }
       const machine = event.kind === 'unsubscribe' ? null : byMachine;
       // A person's open is not hidden by a scanner's a moment before, nor the other way round.
       if (event.kind !== 'unsubscribe' && (await repeated(trx, row.id, event.kind, url, byMachine, now))) {
-        return { url };
+        return { url, outcome: 'repeated' };
       }
       await appendEmailEvent(trx, dialect, row, { event: word, url, machine, at: now });
-      return { url };
+      return { url, outcome: 'recorded' };
     }),
 );
 

@@ -385,6 +385,10 @@ forEachDatabase((dialect) => {
         (await posted(alice)).filter((e) => e.event === 'Unsubscribe').map((e) => e.email),
         ['ada@example.com'],
       );
+      // Sent again (an auto-reply, a second press): opted out again, counted as what it is.
+      assert.match(await mail(mailbox, Buffer.from('Subject: unsubscribe\r\n\r\n\r\n'), 'ada@example.com'), /^250 /);
+      assert.equal(await metric('herald_inbound_mail_total{outcome="unsubscribe"}'), '1');
+      assert.equal(await metric('herald_inbound_mail_total{outcome="repeated"}'), '1');
 
       const off = await startApiTest(dialect, { env: { BOUNCE_DOMAIN } });
       try {
