@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 
 /** Posts in flight to one destination host from this process, so one event burst cannot flood a receiver. */
-export const POSTS_PER_HOST = 4;
+const POSTS_PER_HOST = 4;
 /**
  * Deliveries that may wait in a worker slot for a post to their host to end. Waiting costs
  * nothing but the slot, where going back to the queue costs a write, a claim and a read; past
@@ -13,7 +13,7 @@ const WAITING_PER_HOST = 4;
  * quarter of the kind's 32, so an account whose receivers hang, under one host name or under
  * many, leaves the rest to the other accounts.
  */
-export const SLOTS_PER_ACCOUNT = 8;
+const SLOTS_PER_ACCOUNT = 8;
 /** A post's time assumed where none has ended yet. */
 const FIRST_POST_MS = 100;
 /** How much the latest post counts in a lane's mean post time. */

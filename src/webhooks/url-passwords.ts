@@ -68,11 +68,8 @@ const UPGRADE_WINDOW_MS = 60 * 60_000;
  * deliveries it makes (events.ts).
  */
 export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Promise<Array<keyof Schema>> {
-  const marker = await db
-    .selectFrom('settings')
-    .select('value')
-    .where('key', '=', URL_CREDENTIALS_TO_SEAL)
-    .executeTakeFirst();
+  const marked = (eb: ExpressionBuilder<Schema, 'settings'>) => eb('key', '=', URL_CREDENTIALS_TO_SEAL);
+  const marker = await db.selectFrom('settings').select('value').where(marked).executeTakeFirst();
   if (!marker) return [];
   const firstStart = marker.value === '1';
   const key = await urlKey(db, keyring);
@@ -89,7 +86,6 @@ export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Prom
       if (!changed.includes(kept)) changed.push(kept);
     }
   }
-  const marked = (eb: ExpressionBuilder<Schema, 'settings'>) => eb('key', '=', URL_CREDENTIALS_TO_SEAL);
   if (firstStart)
     await db
       .updateTable('settings')
