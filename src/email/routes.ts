@@ -43,7 +43,7 @@ import {
   type EmailBatchRequest as EmailBatchBody,
 } from './schemas.ts';
 import { BASE64 } from './validate.ts';
-import { parseMailReport } from './mail-reports.ts';
+import { parseMailReport } from './report-reader.ts';
 import { prepareEmailRequest } from './prepare.ts';
 import { inboundMetrics, receiveReport } from './receive.ts';
 

@@ -9,7 +9,7 @@ import { after, afterEach, describe, it } from 'node:test';
 import { simpleParser } from 'mailparser';
 import { createTransport, type SendMailOptions } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
-import { parseMailReport } from '../../src/email/mail-reports.ts';
+import { parseMailReport } from '../../src/email/report-reader.ts';
 import { NotReceived, ReportRefused } from '../../src/sim/smtp-reports.ts';
 import { startSmtpSink, type SmtpSink, type SmtpSinkOptions } from '../../src/sim/smtp.ts';
 
