@@ -19,12 +19,13 @@ import {
   setPassword,
   updateAccountSettings,
 } from './service.ts';
-import { notFound } from '../errors.ts';
+import { badRequest, notFound } from '../errors.ts';
 import { shownUrl } from '../url-password.ts';
 import { auditBy, type AuditBy } from '../audit/entries.ts';
 import { isKnownCountry } from '../crm/mobile-number.ts';
 import { checkVerifySettingsChange, verifySettings } from './verify-settings.ts';
 import { CLOCK_TIME, quietHoursOf } from './quiet-hours.ts';
+import { PasswordAgain, passwordAgain } from '../auth/password-again.ts';
 
 const RateLimits = Type.Object(
   Object.fromEntries(RATE_LIMIT_GROUPS.map((g) => [g, Type.Integer({ minimum: 1, maximum: 1_000_000 })])),
@@ -94,6 +95,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
   /** The operator's changes to an account, as its audit log records them. */
   const byAdmin = (ip: string): AuditBy => ({ actor: 'admin', ip, at: ctx.clock.now() });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const askPassword = passwordAgain(ctx);
   const tags = ['admin'];
 
   const OwnAccount = Type.Object({
@@ -175,17 +177,22 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext, accessCache
               }),
             ),
             quietHours: Type.Optional(QuietHoursBody),
+            password: PasswordAgain,
           },
           { minProperties: 1, errorMessage: 'must give at least one setting' },
         ),
-        response: { 200: OwnAccount, ...errorResponses(400, 401, 415, 422, 429) },
+        response: { 200: OwnAccount, ...errorResponses(400, 401, 403, 415, 422, 429) },
       },
     },
     async (request) => {
       const { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding, quietHours } = request.body;
       const account = request.account;
+      if (inboundSmsWebhookUrl != null)
+        await askPassword(request, request.body.password, 'set where messages from handsets are posted');
       if (verify) checkVerifySettingsChange(verify, isKnownCountry);
       const settings = { timeZoneOffset, locale, inboundSmsWebhookUrl, verify, smartEncoding, quietHours };
+      if (Object.values(settings).every((value) => value === undefined))
+        throw badRequest('The request is not valid.', [{ field: '', message: 'must give at least one setting' }]);
       const row = await updateAccountSettings(
         ctx.db,
         ctx.clock,

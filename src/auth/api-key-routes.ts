@@ -2,15 +2,13 @@ import { Type } from 'typebox';
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.ts';
-import { AppError, badRequest, notFound, unprocessable } from '../errors.ts';
+import { notFound, unprocessable } from '../errors.ts';
 import { idempotent } from '../http/idempotency.ts';
 import { errorResponses, Uuid } from '../http/schemas.ts';
 import type { AccessCache } from './access-cache.ts';
 import { SCOPES, listApiKeys, postApiKey, prepareApiKey, revokeApiKey } from './api-keys.ts';
-import { verifyPassword } from './passwords.ts';
+import { PasswordAgain, passwordAgain } from './password-again.ts';
 import { auditBy } from '../audit/entries.ts';
-import { LoginThrottle } from './throttle.ts';
-import type { Log } from '../log.ts';
 
 const ApiKeyFields = {
   apiKeyId: Type.String({ format: 'uuid' }),
@@ -48,37 +46,7 @@ const tags = ['api keys'];
 /** API keys (ARCHITECTURE.md, "Access and integration"): route table first, handlers only call api-keys.ts. */
 export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache: AccessCache): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const throttle = new LoginThrottle(ctx.counters, ctx.clock);
-
-  /**
-   * Under the console's cookie, making a key asks for the account's password again: a session
-   * left open on a shared machine must not become a key that outlives it. Wrong guesses count
-   * against the sign-in throttle, as they would at the sign-in.
-   */
-  async function checkPassword(
-    accountId: string,
-    userName: string,
-    password: string | undefined,
-    client: { ip: string; log: Pick<Log, 'warn'> },
-  ) {
-    if (password === undefined) {
-      throw badRequest('The console must send the account password again to create an API key.', [
-        { field: 'password', message: 'is required under a console session' },
-      ]);
-    }
-    const attempt = await throttle.attempt(userName, client.ip, client.log);
-    const row = await ctx.db
-      .selectFrom('accounts')
-      .select('password_hash')
-      .where('id', '=', accountId)
-      .executeTakeFirstOrThrow();
-    if (!(await verifyPassword(password, row.password_hash))) {
-      throw new AppError(403, 'The password is incorrect.', {
-        errors: [{ field: 'password', message: 'is incorrect' }],
-      });
-    }
-    await attempt.succeeded();
-  }
+  const askPassword = passwordAgain(ctx);
 
   r.post(
     '/api-keys',
@@ -92,13 +60,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
             name: Type.String({ minLength: 1, maxLength: 100 }),
             scopes: Type.Array(Type.Enum([...SCOPES]), { minItems: 1, maxItems: 20 }),
             expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'Unset: it never expires.' })),
-            password: Type.Optional(
-              Type.String({
-                minLength: 1,
-                maxLength: 1024,
-                description: "The account's password: required under the console's session, ignored otherwise.",
-              }),
-            ),
+            password: PasswordAgain,
           },
           { additionalProperties: false },
         ),
@@ -107,7 +69,7 @@ export function apiKeyRoutes(app: FastifyInstance, ctx: AppContext, accessCache:
     },
     async (request, reply) => {
       const { account, body } = request;
-      if (request.consoleSession !== null) await checkPassword(account.id, account.userName, body.password, request);
+      await askPassword(request, body.password, 'create an API key');
       const now = ctx.clock.now();
       const { password: _, ...fields } = body;
       // Checked only when the key is made: a retry with its Idempotency-Key gets the key made,

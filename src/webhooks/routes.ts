@@ -17,6 +17,7 @@ import {
 } from './endpoints.ts';
 import { deliveryView, findDelivery, listDeliveries, postDeliveryRetry } from './outbox.ts';
 import { auditBy } from '../audit/entries.ts';
+import { PasswordAgain, passwordAgain } from '../auth/password-again.ts';
 import { ensureSecret, newSecret, postSecretRotation, secretView } from './secrets.ts';
 
 const Secret = Type.Object({
@@ -74,6 +75,7 @@ const NewEndpoint = Type.Object({
     uniqueItems: true,
     description: 'The event types posted there.',
   }),
+  password: PasswordAgain,
 });
 
 const account = { auth: 'account', rateLimitGroup: 'account' } as const;
@@ -82,6 +84,7 @@ const account = { auth: 'account', rateLimitGroup: 'account' } as const;
 export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['webhooks'];
+  const askPassword = passwordAgain(ctx);
 
   r.get(
     '/webhooks/secret',
@@ -189,13 +192,15 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         tags,
         summary: `Post every event of some types of the account to a URL too (at most ${MAX_ENDPOINTS} URLs)`,
         body: NewEndpoint,
-        response: { 201: Endpoint, ...errorResponses(400, 401, 409, 415, 422, 429) },
+        response: { 201: Endpoint, ...errorResponses(400, 401, 403, 409, 415, 422, 429) },
       },
     },
-    async (request, reply) =>
-      idempotent(request, reply, ctx, request.account.id, postEndpoint, () =>
+    async (request, reply) => {
+      await askPassword(request, request.body.password, 'add a webhook endpoint');
+      return idempotent(request, reply, ctx, request.account.id, postEndpoint, () =>
         prepareEndpoint(request.account.id, request.body, ctx.clock.now(), auditBy(request, ctx.clock.now())),
-      ),
+      );
+    },
   );
 
   r.get(

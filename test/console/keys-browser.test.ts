@@ -119,12 +119,16 @@ forEachDatabase((dialect) => {
     await open('/webhooks', 'Webhooks');
     const form = session.page.getByRole('form', { name: 'Add a webhook endpoint' });
     const url = form.getByLabel('URL (http or https)');
-    const add = form.getByRole('button', { name: 'Add endpoint' });
+    // The password is asked again for each endpoint, and not kept after it.
+    const add = async () => {
+      await form.getByLabel('Your password').fill(session.alice.account.password);
+      await form.getByRole('button', { name: 'Add endpoint' }).click();
+    };
     session.refuse('/webhooks/endpoints');
 
     // No event chosen, and a URL that is not one: 400.
     await url.fill('ftp://hooks.example.com/x');
-    await add.click();
+    await add();
     await form.getByRole('alert').waitFor();
     assert.equal(await url.getAttribute('aria-invalid'), 'true');
     await form.locator('#endpoint-url-problem').filter({ hasText: 'http or https' }).waitFor();
@@ -134,14 +138,14 @@ forEachDatabase((dialect) => {
     // The cloud metadata service: 422, by the URL.
     await url.fill('http://169.254.169.254/latest');
     await form.getByRole('checkbox', { name: 'sms.status', exact: true }).check();
-    await add.click();
+    await add();
     await form
       .locator('#endpoint-url-problem')
       .filter({ hasText: /link-local|metadata/ })
       .waitFor();
 
     await url.fill('http://127.0.0.1:9/herald');
-    await add.click();
+    await add();
     await form.getByRole('status').filter({ hasText: 'http://127.0.0.1:9/herald is added.' }).waitFor();
     const endpoints = table('Webhook endpoints, oldest first');
     await row(endpoints, 'http://127.0.0.1:9/herald').filter({ hasText: 'sms.status' }).waitFor();
@@ -155,7 +159,7 @@ forEachDatabase((dialect) => {
     // The same URL, written otherwise: 409, by the URL.
     await url.fill('HTTP://127.0.0.1:9/herald');
     await form.getByRole('checkbox', { name: 'email.events', exact: true }).check();
-    await add.click();
+    await add();
     await form.locator('#endpoint-url-problem').filter({ hasText: 'already an endpoint' }).waitFor();
     await row(endpoints, 'http://127.0.0.1:9/herald').filter({ hasText: 'Takes events' }).waitFor();
     await session.browser.look('endpoint-added');

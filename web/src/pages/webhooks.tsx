@@ -102,19 +102,24 @@ function SecretPart() {
   );
 }
 
+/** POST /webhooks/endpoints: under the console's session the account's password is asked for again. */
 function AddEndpoint(props: { onAdded: (endpoint: WebhookEndpoint) => void }) {
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>([]);
+  const [password, setPassword] = useState('');
   const change = useChange();
   const problem = (field: string) => problemOf(change, field);
   const add = (event: Event) => {
     event.preventDefault();
+    const body = { url: url.trim(), events, password };
     void change.run(async () => {
-      const added = await request<WebhookEndpoint>('POST', '/webhooks/endpoints', { url: url.trim(), events });
+      const added = await request<WebhookEndpoint>('POST', '/webhooks/endpoints', body);
       setUrl('');
       setEvents([]);
       props.onAdded(added);
-    }, `${url.trim()} is added.`);
+    }, `${body.url} is added.`);
+    // The password is not kept in the page, whatever the answer.
+    setPassword('');
   };
   return (
     <form class="edit-form" onSubmit={add} noValidate aria-label="Add a webhook endpoint">
@@ -135,6 +140,16 @@ function AddEndpoint(props: { onAdded: (endpoint: WebhookEndpoint) => void }) {
         chosen={events}
         onChange={setEvents}
         problem={problem('events')}
+      />
+      <Field
+        id="endpoint-password"
+        label="Your password (asked again to add an endpoint)"
+        input={{ type: 'password' }}
+        autocomplete="current-password"
+        value={password}
+        required
+        onInput={setPassword}
+        problem={problem('password')}
       />
       <p>
         <button type="submit" disabled={change.busy}>
