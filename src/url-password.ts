@@ -31,6 +31,13 @@ const secretPart = (url: URL): SecretPart | undefined =>
 const opened = (key: KeyObject, sealed: string) =>
   tryOpen(new Keyring(key), SEALED_PREFIX + sealed.slice(SEALED_PART.length), PLACE);
 
+/** Whether the URL as kept has its secret part sealed, whether or not it opens. */
+export function isSealedUrl(kept: string): boolean {
+  const url = URL.parse(kept);
+  const part = url ? secretPart(url) : undefined;
+  return url !== null && part !== undefined && SEALED_SHAPE.test(url[part]);
+}
+
 /** A URL as a read may show it: its password, or a user name without one, replaced by `***`. */
 export function shownUrl(raw: string): string {
   const url = URL.parse(raw);
@@ -54,9 +61,9 @@ export function keptUrl(key: KeyObject, raw: string): string {
  * key Herald no longer has). One not sealed was kept before they were.
  */
 export function usableUrl(key: KeyObject, kept: string): string | undefined {
-  const url = URL.parse(kept);
-  const part = url && secretPart(url);
-  if (!url || !part || !SEALED_SHAPE.test(url[part])) return kept;
+  if (!isSealedUrl(kept)) return kept;
+  const url = URL.parse(kept)!;
+  const part = secretPart(url)!;
   const clear = opened(key, url[part]);
   if (clear === undefined) return undefined;
   url[part] = clear;

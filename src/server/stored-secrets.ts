@@ -32,6 +32,8 @@ export async function prepareStoredSecrets(
   const { db } = database;
   const sealedJwtSecret = await sealJwtSecret(db, keyring);
   const sealedWebhookSecrets = await sealWebhookSecrets(db, keyring);
+  // First what stops a start under the wrong ENCRYPTION_KEY, before any key is made anew.
+  const jwtKey = await loadSigningKey(db, keyring, jwtSecret);
   await prepareUrlKey(db, keyring);
   const sealedUrls = await sealClearUrls(db, keyring, Date.now());
   const pending = await pendingErasure(db);
@@ -49,7 +51,6 @@ export async function prepareStoredSecrets(
     await resealCodeKey(db, keyring);
     await resealErasureKey(db, keyring);
   }
-  const jwtKey = await loadSigningKey(db, keyring, jwtSecret);
   await prepareErasureKey(db, keyring);
   await prepareCodeKey(db, keyring, Date.now());
   return jwtKey;

@@ -2,7 +2,7 @@ import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { prepareSealedKey, resealKey, sealedKeyReader, type SealedKey } from '../sealed-keys.ts';
 import type { Keyring } from '../sealed.ts';
-import { sealedIfClear } from '../url-password.ts';
+import { isSealedUrl, sealedIfClear } from '../url-password.ts';
 
 type Db = Kysely<Schema>;
 
@@ -17,10 +17,12 @@ const URL_KEY: SealedKey = { row: 'sealed_url_key', purpose: 'herald webhook URL
 export const urlKey = sealedKeyReader(URL_KEY, 'webhook URLs’ passwords');
 
 /**
- * At every start (server/stored-secrets.ts): the key made if there is none yet. One sealed under
- * an ENCRYPTION_KEY no longer given (the key lost) is replaced: the URLs it sealed no longer
- * open, and their posts fail saying so until the account saves them again; a service that
- * stopped instead would have no way back.
+ * At every start (server/stored-secrets.ts), after the key of access tokens opened: the key
+ * made if there is none yet. One sealed under an ENCRYPTION_KEY no longer given is replaced
+ * while no endpoint's URL nor an account's inbound SMS URL has its password sealed under it
+ * (the URLs of sends and deliveries only fail their posts, saying so); while one does, the start
+ * stops, as it is more likely the wrong key given than a lost one, and a new key would lose the
+ * password for good.
  */
 export const prepareUrlKey = (db: Db, keyring: Keyring): Promise<void> =>
   prepareSealedKey(
@@ -28,7 +30,14 @@ export const prepareUrlKey = (db: Db, keyring: Keyring): Promise<void> =>
     keyring,
     URL_KEY,
     () => urlKey(db, keyring),
-    async () => false,
+    async () => {
+      for (const { table, column } of KEPT.filter((kept) => kept.small)) {
+        const { rows } = await sql<{ url: string }>`
+        select ${sql.ref(column)} as url from ${sql.table(table)} where ${sql.ref(column)} like '%@%'`.execute(db);
+        if (rows.some((row) => isSealedUrl(row.url))) return true;
+      }
+      return false;
+    },
   );
 
 /** The key sealed anew under the current ENCRYPTION_KEY if one it replaced sealed it. */

@@ -564,6 +564,48 @@ forEachDatabase((dialect) => {
     }
   });
 
+  for (const jwt of [{}, { JWT_SECRET: 'j'.repeat(40) }] as Array<Record<string, string>>) {
+    const with_ = 'JWT_SECRET' in jwt ? 'with JWT_SECRET set' : 'without JWT_SECRET';
+    it(`keeps an endpoint URL’s password through a start under another ENCRYPTION_KEY, ${with_}`, async () => {
+      const password = 'Kept0Pw';
+      const url = receiver.url.replace('http://', `http://hook:${password}@`);
+      const first = await start({ ...keyEnv(encryptionKey), ...jwt });
+      const account = await first.createAccount();
+      const made = await first.app.inject({
+        method: 'POST',
+        url: '/webhooks/endpoints',
+        headers: bearer(await first.tokenFor(account)),
+        payload: { url, events: ['contacts.batch'] },
+      });
+      assert.equal(made.statusCode, 201, made.body);
+      const urlKey = () =>
+        database.db
+          .selectFrom('settings')
+          .select('value')
+          .where('key', '=', 'sealed_url_key')
+          .executeTakeFirstOrThrow();
+      const sealedKey = await urlKey();
+      await first.close();
+
+      await assert.rejects(
+        start({ ...keyEnv(randomBytes(32).toString('hex')), ...jwt }),
+        (error: unknown) => error instanceof ConfigError && /^invalid ENCRYPTION_KEY: /.test(error.message),
+      );
+      assert.deepEqual(await urlKey(), sealedKey, 'the key of URLs’ passwords left as it was');
+
+      const t = await start({ ...keyEnv(encryptionKey), ...jwt });
+      try {
+        const kept = await database.db.selectFrom('webhook_endpoints').select('url').executeTakeFirstOrThrow();
+        const event = { accountId: account.row.id, url: kept.url, type: 'contacts.batch', data: { inserted: 1 } };
+        const [id] = await emitEvent(t.ctx.db, t.clock, event);
+        assert.equal(await runDeliveryJob(webhookDeliveryHandler(t.ctx), t.ctx.db, id), 'done');
+        assert.equal(receiver.received.at(-1)?.headers.authorization, basic(password));
+      } finally {
+        await t.close();
+      }
+    });
+  }
+
   it('herald rotate-jwt-secret ends every access token at the restart, and new ones work', async () => {
     const env = { DATABASE_URL: database.url, ENCRYPTION_KEY: encryptionKey };
     const first = await start();
