@@ -180,10 +180,16 @@ type ScriptedRedis = Redis & {
 export class RedisCounterStore implements CounterStore {
   private readonly redis: ScriptedRedis;
   private readonly prefix: string;
+  private readonly patienceMs: number;
   private unreachableUntil = 0;
 
-  constructor(url: string, prefix = 'herald:counter:') {
-    this.redis = connectRedis(url, { commandTimeoutMs: REDIS_PATIENCE_MS }) as ScriptedRedis;
+  /**
+   * `patienceMs`: REDIS_PATIENCE_MS unless told; longer in tests of what is counted, not of a
+   * silent Redis, on a busy machine.
+   */
+  constructor(url: string, prefix = 'herald:counter:', { patienceMs = REDIS_PATIENCE_MS } = {}) {
+    this.patienceMs = patienceMs;
+    this.redis = connectRedis(url, { commandTimeoutMs: patienceMs }) as ScriptedRedis;
     for (const [name, lua] of Object.entries(SCRIPTS)) this.redis.defineCommand(name, { numberOfKeys: 1, lua });
     // Without numberOfKeys, the number of keys is the call's first argument.
     this.redis.defineCommand('heraldLogEventUnlessFull', { lua: LOG_EVENT_UNLESS_FULL });
@@ -247,7 +253,7 @@ export class RedisCounterStore implements CounterStore {
   private async run<T>(command: () => Promise<T>): Promise<T> {
     if (Date.now() < this.unreachableUntil) throw new Error('Redis is not reachable (it did not answer just now)');
     try {
-      await redisReady(this.redis, REDIS_PATIENCE_MS);
+      await redisReady(this.redis, this.patienceMs);
       return await command();
     } catch (error) {
       this.unreachableUntil = Date.now() + REDIS_RETRY_MS;

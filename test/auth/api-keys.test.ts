@@ -381,18 +381,19 @@ describe('postgres, two API processes', () => {
       const { key, apiKeyId } = made.json();
       const there = () => fetch(`http://127.0.0.1:${port}/account`, { headers: bearer(key) });
       assert.equal((await there()).status, 200);
+      // The serve read the key before it answered: it may trust that read for ACCOUNT_TTL_MS, no longer.
+      const readBy = performance.now();
       const revoked = await t.app.inject({ method: 'DELETE', url: `/api-keys/${apiKeyId}`, headers: bearer(token) });
       assert.equal(revoked.statusCode, 204);
-      const revokedAt = performance.now();
-      let sentAt = revokedAt;
       for (;;) {
-        sentAt = performance.now();
+        const sentAt = performance.now();
         const response = await there();
         if (response.status === 401) break;
         assert.equal(response.status, 200);
+        const after = Math.round(sentAt - readBy);
+        assert.ok(after < ACCOUNT_TTL_MS, `let in a request sent ${after} ms after the serve read the revoked key`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      assert.ok(sentAt - revokedAt <= 1000, `refused ${Math.round(sentAt - revokedAt)} ms after the revocation`);
       assert.ok(!serve.output().includes(key.slice(3)), 'the key is not in the log of the serve');
     } finally {
       serve.child.kill('SIGTERM');

@@ -220,7 +220,8 @@ forEachDatabase((dialect) => {
       'in Redis',
       () => {
         const { prefix, clean } = redisPrefix('login');
-        return { counters: new RedisCounterStore(REDIS_URL, prefix), clean };
+        // Patient: a Redis slow for half a second on a busy machine lets a failure through uncounted (fail open).
+        return { counters: new RedisCounterStore(REDIS_URL, prefix, { patienceMs: 10_000 }), clean };
       },
     ],
   ];

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../../src/db/schema.ts';
@@ -21,6 +21,8 @@ export interface Receiver {
   readonly mostAtOnce: number;
   /** Replies for the next posts, in order; once they run out, each post gets 200. */
   reply(...replies: Reply[]): void;
+  /** Answers every post held by a 'hang' reply so far with `status`, now. */
+  answerHung(status?: number): void;
   /** Resolves once `count` posts have arrived (their bodies read), answered or not. */
   posts(count: number): Promise<void>;
   close(): Promise<void>;
@@ -31,6 +33,7 @@ export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
   const replies: Reply[] = [];
   const waiting: Array<{ count: number; arrived: () => void }> = [];
+  const hung: ServerResponse[] = [];
   let open = 0;
   let mostAtOnce = 0;
   const server = createServer((request, response) => {
@@ -43,7 +46,10 @@ export async function startReceiver(): Promise<Receiver> {
       received.push({ headers: request.headers, body });
       for (const waiter of waiting.filter((w) => received.length >= w.count)) waiter.arrived();
       const reply = replies.shift() ?? { status: 200 };
-      if (reply === 'hang') return;
+      if (reply === 'hang') {
+        hung.push(response);
+        return;
+      }
       setTimeout(() => response.writeHead(reply.status, reply.headers).end('{"ok":true}'), reply.delayMs ?? 0);
     });
   });
@@ -57,6 +63,9 @@ export async function startReceiver(): Promise<Receiver> {
       return mostAtOnce;
     },
     reply: (...more) => replies.push(...more),
+    answerHung: (status = 200) => {
+      for (const response of hung.splice(0)) if (!response.destroyed) response.writeHead(status).end('{"ok":true}');
+    },
     posts: (count) =>
       received.length >= count ? Promise.resolve() : new Promise((arrived) => waiting.push({ count, arrived })),
     close: async () => {
