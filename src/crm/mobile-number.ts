@@ -123,7 +123,7 @@ export function mobileFromDigits(value: unknown): MobileNumber | { problem: stri
   return {
     problem: callingCode
       ? `is not a valid mobile number for country code +${callingCode}`
-      : 'is not a mobile number: give the country code, then the number (447911123456 for +44 7911 123456)',
+      : 'is not a mobile number: give the country code, then the number (447400123456 for +44 7400 123456)',
   };
 }
 

@@ -22,7 +22,7 @@ export const MAX_TAGS = 100;
 // of digits or a JSON whole number; anything else is refused in words by validate.ts. Left
 // untyped here for the reason given in crm/schemas.ts: a union reads as one error per branch.
 const MobileDigits = Type.Unsafe<string | number>({
-  description: 'Country code then number, digits only (447911123456): a string, or a JSON whole number.',
+  description: 'Country code then number, digits only (447400123456): a string, or a JSON whole number.',
 });
 
 export const SubstitutionTag = Type.Object({

@@ -131,7 +131,7 @@ export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: tr
 export const requestResolver: Resolver = patientResolver(systemResolver, LOOKUP_PATIENCE_MS);
 
 const NEVER = '; webhooks are never posted there, whatever WEBHOOK_ALLOW_PRIVATE says';
-const ONLY_PUBLIC = '; webhooks are only posted to public addresses';
+const ONLY_PUBLIC = '; webhooks are only posted to public addresses (unless the service sets WEBHOOK_ALLOW_PRIVATE)';
 
 /** A URL the service will not post to; recorded on the delivery, never retried. */
 export class RefusedDestination extends Error {}

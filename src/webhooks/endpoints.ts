@@ -207,6 +207,22 @@ export const postEndpoint = postProcedure(
 );
 
 /**
+ * Whether `url` (compared normalised) is one of the account's endpoints disabled by a 410 Gone:
+ * a replay of a delivery there is refused, as a new endpoint at the URL is, until the endpoint
+ * is deleted and made again.
+ */
+export async function isDisabledEndpoint(db: Kysely<Schema>, accountId: string, url: string): Promise<boolean> {
+  const receiver = normaliseUrl(url);
+  const disabled = await db
+    .selectFrom('webhook_endpoints')
+    .select('url')
+    .where('account_id', '=', accountId)
+    .where('disabled_at', 'is not', null)
+    .execute();
+  return disabled.some((row) => normaliseUrl(row.url) === receiver);
+}
+
+/**
  * Deletes the account's endpoint: false if it has none so. Events already appended for it
  * are still gathered and posted (they were the account's when they happened); none after.
  */

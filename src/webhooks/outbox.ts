@@ -4,12 +4,12 @@ import { chunkOf } from '../db/chunks.ts';
 import type { ProcedureDatabase } from '../db/procedure.ts';
 import { isoOrNull, type Clock } from '../clock.ts';
 import type { Schema, WebhookDeliveriesTable } from '../db/schema.ts';
-import { notFound } from '../errors.ts';
+import { conflict, notFound } from '../errors.ts';
 import { shownUrl } from '../url-password.ts';
 import { cursorCodec } from '../http/cursor.ts';
 import { enqueue, enqueueMany, PRIORITY, type NewJob } from '../queue/queue.ts';
 import { postProcedure } from '../http/idempotency.ts';
-import { normaliseUrl, subscribedUrls } from './endpoints.ts';
+import { isDisabledEndpoint, normaliseUrl, subscribedUrls } from './endpoints.ts';
 
 export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 
@@ -150,6 +150,14 @@ export async function replayDelivery(
   id: string,
 ): Promise<DeliveryRow> {
   const now = clock.now();
+  const replayed = await findDelivery(db, accountId, id);
+  if (await isDisabledEndpoint(db, accountId, replayed.url)) {
+    throw conflict(
+      'The delivery’s URL is a webhook endpoint disabled when its receiver answered 410 Gone; ' +
+        'delete the endpoint and create it again to post there anew.',
+      [{ field: 'id', message: 'is a delivery to a disabled endpoint' }],
+    );
+  }
   const row = await db
     .updateTable('webhook_deliveries')
     .set((eb) => ({ status: 'pending', generation: eb('generation', '+', 1), next_attempt_at: now }))

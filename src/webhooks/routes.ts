@@ -173,7 +173,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         tags,
         summary: 'Post a delivery again now, with the same webhook-id',
         params: DeliveryParams,
-        response: { 202: Delivery, ...errorResponses(400, 401, 404, 422, 429) },
+        response: { 202: Delivery, ...errorResponses(400, 401, 404, 409, 422, 429) },
       },
     },
     async (request, reply) =>

@@ -241,7 +241,10 @@ forEachDatabase((dialect) => {
           webhookUrl: url,
         });
         refused(response, 422, [
-          { field: 'webhookUrl', message: /address; webhooks are only posted to public addresses$/ },
+          {
+            field: 'webhookUrl',
+            message: /address; webhooks are only posted to public addresses \(unless .*WEBHOOK_ALLOW_PRIVATE\)$/,
+          },
         ]);
         assert.deepEqual(await t.ctx.db.selectFrom('jobs').select('id').execute(), []);
       });

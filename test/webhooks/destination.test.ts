@@ -11,6 +11,8 @@ import {
   type Resolver,
 } from '../../src/webhooks/destination.ts';
 
+const ONLY_PUBLIC = '; webhooks are only posted to public addresses (unless the service sets WEBHOOK_ALLOW_PRIVATE)';
+
 const resolveTo =
   (...addresses: string[]): Resolver =>
   async () =>
@@ -166,7 +168,7 @@ describe('the server-side request forgery guard', () => {
     it('names what is refused: loopback, localhost, metadata service, hexadecimal IPv4', async () => {
       assert.equal(
         await webhookUrlRefusal('http://127.0.0.1/in', options),
-        '127.0.0.1 is a loopback address; webhooks are only posted to public addresses',
+        `127.0.0.1 is a loopback address${ONLY_PUBLIC}`,
       );
       assert.match((await webhookUrlRefusal('http://[::1]:8080/', options))!, /::1 is a loopback address/);
       assert.match((await webhookUrlRefusal('http://169.254.169.254/latest/', options))!, /link-local/);
@@ -218,12 +220,12 @@ describe('the server-side request forgery guard', () => {
       );
       assert.equal(
         await refusal('https://other.example/'),
-        'other.example resolves to 10.0.0.1, which is a private address; webhooks are only posted to public addresses',
+        `other.example resolves to 10.0.0.1, which is a private address${ONLY_PUBLIC}`,
       );
       now = 30_000;
       assert.equal(
         await refusal('https://hooks.example/a'),
-        'hooks.example resolves to 10.0.0.1, which is a private address; webhooks are only posted to public addresses',
+        `hooks.example resolves to 10.0.0.1, which is a private address${ONLY_PUBLIC}`,
       );
       assert.deepEqual(asked, ['hooks.example', 'other.example', 'hooks.example']);
     });

@@ -381,11 +381,19 @@ forEachDatabase((dialect) => {
     assert.equal((await list(bob.token))[0].disabledAt, null);
 
     assertFailure(await create({ url: receiver.url, events: ['contacts.batch'] }), 409, /disabled .*410 Gone/);
+    // Nor is a delivery there replayed by hand, until the endpoint is made again.
+    const retry = () => inject('POST', `/webhooks/deliveries/${delivery.id}/retry`, alice.token);
+    assertFailure(await retry(), 409, /disabled .*410 Gone/);
+    await settle();
+    assert.equal(receiver.received.length, 2, 'not posted again');
     assert.equal((await inject('DELETE', `/webhooks/endpoints/${id}`, alice.token)).statusCode, 204);
+    assert.equal((await retry()).statusCode, 202);
+    await settle();
+    assert.equal(receiver.received.length, 3, 'replayed once the endpoint is gone');
     await subscribe(receiver.url, ['contacts.batch']);
     await alice.upsert([{ email: 'lin@example.com' }]);
     await settle();
-    assert.equal(receiver.received.length, 3, 'made again, it takes events');
+    assert.equal(receiver.received.length, 4, 'made again, it takes events');
   });
 
   it('lets a key with the webhooks scope manage endpoints, read list them, and refuses other keys', async () => {
