@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import {
   AppError,
@@ -209,11 +209,24 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
     );
   }
 
-  async function consoleSubjectOf(request: FastifyRequest): Promise<Omit<TokenSubject, 'expiresAt'>> {
+  /**
+   * A console session that ended (expired, signed out elsewhere, the password changed): the
+   * browser is told to drop what it kept of the origin, its cookie and any page cached before
+   * no-store was sent, as a sign-out does.
+   */
+  function sessionEnded(reply: FastifyReply) {
+    reply.header('clear-site-data', '"cache", "cookies"');
+    return consoleSessionEnded();
+  }
+
+  async function consoleSubjectOf(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<Omit<TokenSubject, 'expiresAt'>> {
     const secret = request.cookies[SESSION_COOKIE];
     if (secret === undefined) throw missingToken();
     const session = await findSession(ctx.database.reads, secret, ctx.clock.now());
-    if (!session) throw consoleSessionEnded();
+    if (!session) throw sessionEnded(reply);
     if (!SAFE_METHODS.has(request.method)) {
       const given = headerValue(request.headers['x-csrf-token']);
       if (given === undefined || !sameSecret(given, csrfTokenFor(secret))) throw csrfRefused();
@@ -244,14 +257,14 @@ export function registerAuthentication(app: FastifyInstance, ctx: AppContext, ca
       request.apiKey !== null
         ? { accountId: request.apiKey.accountId, tokenVersion: undefined }
         : token === undefined
-          ? await consoleSubjectOf(request)
+          ? await consoleSubjectOf(request, reply)
           : await subjectOf(token);
     const row = await accountOf(subject.accountId);
     if (!row) throw invalidToken('its account no longer exists');
     // A key outlives password changes and private-token rotations: only its revocation ends it.
     if (subject.tokenVersion !== undefined && row.token_version !== subject.tokenVersion) {
       throw token === undefined
-        ? consoleSessionEnded()
+        ? sessionEnded(reply)
         : invalidToken('it was revoked by a password change or private-token rotation');
     }
     request.account = {
