@@ -102,3 +102,29 @@ export function Choices(props: {
     </fieldset>
   );
 }
+
+/**
+ * The account's password, asked again under the console's session for what outlives it (an
+ * API key, a webhook URL: docs/api-keys.md). The form empties it after each try.
+ */
+export function PasswordAgain(props: {
+  id: string;
+  /** What it is asked for: "create a key". */
+  to: string;
+  value: string;
+  onInput: (value: string) => void;
+  problem?: string;
+}) {
+  return (
+    <Field
+      id={props.id}
+      label={`Your password (asked again to ${props.to})`}
+      input={{ type: 'password' }}
+      autocomplete="current-password"
+      value={props.value}
+      required
+      onInput={props.onInput}
+      problem={props.problem}
+    />
+  );
+}

@@ -6,7 +6,7 @@ import { addDays, dayStart, localDate } from '../time.ts';
 import type { ApiKey, CreatedApiKey } from '../types.ts';
 import { useChange } from '../components/change.ts';
 import { Confirm } from '../components/confirm.tsx';
-import { Choices, Field, problemOf } from '../components/field.tsx';
+import { Choices, Field, PasswordAgain, problemOf } from '../components/field.tsx';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
 import { Table } from '../components/table.tsx';
@@ -123,13 +123,10 @@ function CreateKey(props: { onCreated: (created: CreatedApiKey) => void }) {
           onInput={setExpires}
           problem={problem('expiresAt')}
         />
-        <Field
+        <PasswordAgain
           id="key-password"
-          label="Your password (asked again to create a key)"
-          input={{ type: 'password' }}
-          autocomplete="current-password"
+          to="create a key"
           value={password}
-          required
           onInput={setPassword}
           problem={problem('password')}
         />

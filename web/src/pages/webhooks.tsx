@@ -6,7 +6,7 @@ import { ENDPOINT_EVENTS } from '../integrations.ts';
 import type { Delivery, WebhookEndpoint, WebhookSecret } from '../types.ts';
 import { useChange } from '../components/change.ts';
 import { Confirm } from '../components/confirm.tsx';
-import { Choices, Field, problemOf } from '../components/field.tsx';
+import { Choices, Field, PasswordAgain, problemOf } from '../components/field.tsx';
 import { Page, Part } from '../components/page.tsx';
 import { ErrorMessage, Show } from '../components/states.tsx';
 import { Status } from '../components/status.tsx';
@@ -141,13 +141,10 @@ function AddEndpoint(props: { onAdded: (endpoint: WebhookEndpoint) => void }) {
         onChange={setEvents}
         problem={problem('events')}
       />
-      <Field
+      <PasswordAgain
         id="endpoint-password"
-        label="Your password (asked again to add an endpoint)"
-        input={{ type: 'password' }}
-        autocomplete="current-password"
+        to="add an endpoint"
         value={password}
-        required
         onInput={setPassword}
         problem={problem('password')}
       />
