@@ -332,14 +332,15 @@ interface ApplyJob {
 
 /**
  * Whether a batch of the account accepted before this one is still queued: its job was set back
- * (its worker died, or an attempt failed) behind this one's. This one waits for it, or a later
- * batch's values (an opt-out) would be overwritten by an earlier one's. A seek on
- * contact_batches_queued_account.
+ * (its worker died, or an attempt failed) behind this one's, or its API process's clock was ahead
+ * of this one's. This one waits for it, or a later batch's values (an opt-out) would be
+ * overwritten by an earlier one's. Accepted before: by the database's order (accept_order),
+ * never by a process's clock. A seek on contact_batches_queued_account.
  */
 async function olderBatchQueued(db: Db, accountId: string, batchId: string): Promise<boolean> {
   const batch = await db
     .selectFrom('contact_batches')
-    .select('created_at')
+    .select('accept_order')
     .where('id', '=', batchId)
     .executeTakeFirst();
   if (!batch) return false;
@@ -348,12 +349,7 @@ async function olderBatchQueued(db: Db, accountId: string, batchId: string): Pro
     .select('id')
     .where('account_id', '=', accountId)
     .where('status', '=', 'Queued')
-    .where((eb) =>
-      eb.or([
-        eb('created_at', '<', batch.created_at),
-        eb.and([eb('created_at', '=', batch.created_at), eb('id', '<', batchId)]),
-      ]),
-    )
+    .where('accept_order', '<', batch.accept_order)
     .limit(1)
     .executeTakeFirst();
   return older !== undefined;

@@ -8,7 +8,7 @@ import { postProcedure } from '../http/idempotency.ts';
 import { enqueue, PRIORITY } from '../queue/queue.ts';
 import { inJson } from '../db/in-json.ts';
 import type { ContactBatchRequest } from './schemas.ts';
-import { lockNamedLists } from './queries.ts';
+import { lockNamedLists, NEXT_ACCEPT_ORDER } from './queries.ts';
 import { defaultListId, findListId, nameKey } from './setup.ts';
 // Types only: validate.ts loads libphonenumber's metadata, and the database thread, which
 // imports this module for its procedures (src/server/procedures.ts), has no use for it.
@@ -311,6 +311,7 @@ export const recordBatch = postProcedure(
         created_at: batch.acceptedAt,
         started_at: null,
         completed_at: null,
+        accept_order: NEXT_ACCEPT_ORDER[dialect],
       })
       .execute();
     await enqueue(db, {

@@ -54,6 +54,16 @@ export interface CandidateKeys {
   emails: string[];
 }
 
+/**
+ * A new contact batch's accept_order (migration 0047): PostgreSQL's identity column numbers it;
+ * SQLite, whose writes are one at a time, takes the next number in the insert, by the
+ * column's index.
+ */
+export const NEXT_ACCEPT_ORDER: Record<DialectName, RawBuilder<number>> = {
+  postgres: sql<number>`default`,
+  sqlite: sql<number>`(select coalesce(max(accept_order), 0) + 1 from contact_batches)`,
+};
+
 const json = (value: unknown) => JSON.stringify(value);
 
 const SQLITE = {

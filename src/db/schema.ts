@@ -223,6 +223,8 @@ export interface ContactBatchesTable {
   created_at: number;
   started_at: number | null;
   completed_at: number | null;
+  /** The order it was accepted in, the database's: recordBatch gives crm/queries.ts's NEXT_ACCEPT_ORDER. */
+  accept_order: Generated<number>;
 }
 
 export type SendStatus = 'Queued' | 'Scheduled' | 'Cancelled' | 'Sending' | 'Completed';

@@ -359,6 +359,30 @@ forEachDatabase((dialect) => {
     assert.equal((await alice.get(`/contacts/${id}`)).json().emailOptIn, false, 'the later batch’s opt-out stands');
   });
 
+  it('applies an account’s batches in the order accepted across API processes whose clocks differ', async () => {
+    const contact = (emailOptIn: boolean) => ({ createUpdateContacts: [{ email: 'ada@example.com', emailOptIn }] });
+    const first = (await alice.postBatch(contact(true))).json().data.BatchId;
+    // The next request, after the first's 202, reaches a process whose clock is 5 s behind.
+    crm.clock.advance(-5_000);
+    const opted = (await alice.postBatch(contact(false))).json().data.BatchId;
+    crm.clock.advance(5_000);
+    await crm.drain();
+    crm.clock.advance(1_000);
+    await crm.drain();
+    const [made, changed] = [
+      (await alice.get(`/contacts/batch/${first}`)).json(),
+      (await alice.get(`/contacts/batch/${opted}`)).json(),
+    ];
+    assert.deepEqual([made.status, changed.status], ['Completed', 'Completed']);
+    assert.deepEqual(
+      [made.inserted.contactIds.length, changed.updated.contactIds],
+      [1, made.inserted.contactIds],
+      'the first accepted made the contact, the second changed it',
+    );
+    const id = made.inserted.contactIds[0];
+    assert.equal((await alice.get(`/contacts/${id}`)).json().emailOptIn, false, 'the later batch’s opt-out stands');
+  });
+
   it('says when a queued batch is failing: its failed attempts, last error and next try', async () => {
     const accepted = await alice.postBatch({ createUpdateContacts: [buildContact()] });
     // A payload the handler cannot read: every run of the job throws.
