@@ -116,8 +116,13 @@ function withoutTrailingBreaks(block: string): string {
 /** The head of a message (a message/rfc822 part or text/rfc822-headers): what precedes its first blank line. */
 const head = (message: string) => message.split(/\r?\n\r?\n/, 1)[0];
 
+/**
+ * What the report says of the original. A head past MAX_HEAD_BYTES (a relay's thousand
+ * Received lines) says nothing here, the report's own fields still do: its recipient's VERP
+ * address names the message without it.
+ */
 async function original(part: string | undefined, reportedFrom: string | null): Promise<OriginalMessage> {
-  const headers = part === undefined ? null : await fields(head(part));
+  const headers = part === undefined ? null : await fields(head(part)).catch(() => null);
   return {
     returnPath: reportedFrom ?? (headers ? bareAddress(text(headers, 'return-path')) : null),
     messageId: headers ? text(headers, 'message-id') : null,

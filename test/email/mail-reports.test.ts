@@ -181,6 +181,24 @@ it('gives a mail whose head runs past 64 KiB up at once, as unparseable', async 
   assert.deepEqual(parsed, { kind: 'unparseable', problem: 'Max header size for a MIME node exceeded' });
 });
 
+it('reads a DSN whose original’s head is past 64 KiB, without what that head would say', async () => {
+  const received = Buffer.from(
+    'Received: from relay.example by mx.example; Mon, 1 Dec 2026 10:00:00 +0000\r\n'.repeat(1_100),
+  );
+  const raw = await dsnFor({
+    original: Buffer.concat([received, original]),
+    recipient: 'ada@example.com',
+    returnPath: verp,
+    status: '5.1.1',
+  });
+  const report = await parseMailReport(raw);
+  assert.equal(report.kind, 'dsn', JSON.stringify(report));
+  assert.deepEqual(report.kind === 'dsn' && [report.failures.map((f) => f.status), report.original], [
+    ['5.1.1'],
+    { returnPath: null, messageId: null },
+  ]);
+});
+
 it('reads reports off the event loop: it stays idle while ten mails of short lines are read', async () => {
   const mails = Array.from({ length: 10 }, () => shortLines(1024 * 1024));
   await parseMailReport(shortLines(1024));
