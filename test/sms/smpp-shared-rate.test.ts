@@ -162,7 +162,7 @@ describe('the SMPP submit rate shared through Redis', () => {
     await clean();
   });
 
-  it('holds two processes to one budget, 160/s −25 % to +13 %, both drawing on it, a round trip a lease', async () => {
+  it('holds two processes to one budget, 160/s −25 % to +20 %, both drawing on it, a round trip a lease', async () => {
     // Every command the two processes send Redis, as the relay passes it: their leases are counted.
     // (Redis's MONITOR would see them too, but ioredis fails it at times when another client's
     // command comes as it starts: "Command queue state error".)
@@ -180,7 +180,9 @@ describe('the SMPP submit rate shared through Redis', () => {
       leases = 0;
       const [takenA, takenB] = await Promise.all([a.spend(false, 1500), b.spend(false, 1500)]);
       const taken = takenA + takenB;
-      assert.ok(taken <= 160 * (1.5 + 0.2), `${taken} taken in 1.5 s at 160 a second`);
+      // 1.5 s of the rate, the tenth of a second the bucket lends, a lease in hand and one granted as the
+      // window opened per process: 272 at most, and 271 was seen on a loaded machine. Two budgets: 480.
+      assert.ok(taken <= 160 * 1.5 * 1.2, `${taken} taken in 1.5 s at 160 a second`);
       assert.ok(taken >= 160 * 1.5 * 0.75, `${taken} taken in 1.5 s: the budget was not spent`);
       for (const one of [takenA, takenB])
         assert.ok(one >= taken * 0.2, `each process draws on the budget (${takenA} and ${takenB})`);
@@ -223,9 +225,18 @@ describe('the SMPP submit rate shared through Redis', () => {
     const relay = await redisRelay();
     const a = processRate({ tps: 200, urgentShare: 0.2, prefix, redisUrl: relay.url });
     const b = processRate({ tps: 200, urgentShare: 0.2, prefix });
+    const redis = new Redis(REDIS_URL);
     try {
-      // Both counted by Redis.
+      // Both counted by Redis, and a told so by a lease after b's first. On a busy machine a fixed 300 ms
+      // was not enough: the fall back logged was [1, 200], a's view before b's first lease (or a's own
+      // first connection past its patience, logged before the cut).
       await Promise.all([a.spend(false, 300), b.spend(false, 300)]);
+      await waitFor('both processes counted', async () =>
+        (await redis.zcard(`${prefix}{127.0.0.1:2775:herald}:processes`)) === 2 ? true : undefined,
+      );
+      await waitFor('a sharing the rate', async () => (a.logged.at(-1)?.level === 'warn' ? undefined : true));
+      await Promise.all([a.spend(false, 100), b.spend(false, 100)]);
+      a.logged.length = 0;
       await relay.cut();
       // Alone of two: half of 160 a second for campaigns, about 80 a second.
       const taken = await a.spend(false, 1500);
@@ -243,6 +254,7 @@ describe('the SMPP submit rate shared through Redis', () => {
     } finally {
       await a.rate.close();
       await b.rate.close();
+      redis.disconnect();
       relay.close();
     }
   });
@@ -359,7 +371,8 @@ forEachDatabase((dialect) => {
       .filter((m) => m.text === 'campaign')
       .map((m) => Date.parse(m.parts[0].receivedAt));
     assert.ok(busiestSecond(arrivals) <= 70, `${busiestSecond(arrivals)} campaign submits in one second`);
-    // 10 passcodes at 50 a second of their own, whatever the campaigns do.
-    assert.ok(passcodesMs < 1000, `the passcodes took ${passcodesMs} ms`);
+    // 10 passcodes at 50 a second of their own, whatever the campaigns do: 100-130 ms on SQLite, 400-780
+    // on PostgreSQL on a loaded machine. Behind the campaigns (160 more at 50 a second) they take over 3 s.
+    assert.ok(passcodesMs < 2000, `the passcodes took ${passcodesMs} ms`);
   });
 });

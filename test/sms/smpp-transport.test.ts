@@ -152,7 +152,9 @@ forEachDatabase((dialect) => {
     );
   });
 
-  it('sends passcodes in 250 ms on their share, ahead of a campaign held to 30/s', { timeout: 30_000 }, async () => {
+  it('sends passcodes within a second on their share, ahead of a campaign held to 30/s', {
+    timeout: 30_000,
+  }, async () => {
     // 40 a second: 30 for everything, 10 held for passcodes.
     await open('binds=1&tps=40&urgent=0.25');
     const campaign = Array.from({ length: 90 }, () => message());
@@ -164,7 +166,10 @@ forEachDatabase((dialect) => {
     const [passcode] = await submit([message('code 1234')], true);
     const passcodeMs = performance.now() - passcodeStart;
     assert.equal(passcode.accepted, true);
-    assert.ok(passcodeMs < 250, `the passcode went in ${passcodeMs} ms`);
+    // A token of its own every 100 ms, then a read, a submit_sm and a write: 2-60 ms on SQLite and
+    // 70-260 ms on PostgreSQL beside busy loops. Behind the campaign (80 more at 30/s) it would take
+    // over 2.5 s.
+    assert.ok(passcodeMs < 1000, `the passcode went in ${passcodeMs} ms`);
     const campaignMs = await campaignDone;
     // 90 at 30 a second, less the first tenth of a second's bucket: about 3 s, never faster.
     assert.ok(campaignMs > 2500, `the campaign took ${campaignMs} ms`);
