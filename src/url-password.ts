@@ -31,12 +31,15 @@ const secretPart = (url: URL): SecretPart | undefined =>
 const opened = (key: KeyObject, sealed: string) =>
   tryOpen(new Keyring(key), SEALED_PREFIX + sealed.slice(SEALED_PART.length), PLACE);
 
-/** Whether the URL as kept has its secret part sealed, whether or not it opens. */
-export function isSealedUrl(kept: string): boolean {
+/** The URL as kept, parsed, and its secret part if that is sealed (whether or not it opens). */
+function sealedPartOf(kept: string): { url: URL; part: SecretPart } | undefined {
   const url = URL.parse(kept);
   const part = url ? secretPart(url) : undefined;
-  return url !== null && part !== undefined && SEALED_SHAPE.test(url[part]);
+  return url && part && SEALED_SHAPE.test(url[part]) ? { url, part } : undefined;
 }
+
+/** Whether the URL as kept has its secret part sealed, whether or not it opens. */
+export const isSealedUrl = (kept: string): boolean => sealedPartOf(kept) !== undefined;
 
 /** A URL as a read may show it: its password, or a user name without one, replaced by `***`. */
 export function shownUrl(raw: string): string {
@@ -61,9 +64,9 @@ export function keptUrl(key: KeyObject, raw: string): string {
  * key Herald no longer has). One not sealed was kept before they were.
  */
 export function usableUrl(key: KeyObject, kept: string): string | undefined {
-  if (!isSealedUrl(kept)) return kept;
-  const url = URL.parse(kept)!;
-  const part = secretPart(url)!;
+  const sealed = sealedPartOf(kept);
+  if (!sealed) return kept;
+  const { url, part } = sealed;
   const clear = opened(key, url[part]);
   if (clear === undefined) return undefined;
   url[part] = clear;

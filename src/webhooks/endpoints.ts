@@ -206,21 +206,25 @@ export const postEndpoint = postProcedure(
   },
 );
 
-/**
- * Whether `url` (compared normalised) is one of the account's endpoints disabled by a 410 Gone:
- * a replay of a delivery there is refused, as a new endpoint at the URL is, until the endpoint
- * is deleted and made again.
- */
-export async function isDisabledEndpoint(db: Kysely<Schema>, accountId: string, url: string): Promise<boolean> {
+/** The ids of the account's endpoints at `url` (compared normalised), disabled or taking events. */
+async function endpointsAt(db: Kysely<Schema>, accountId: string, url: string, disabled: boolean): Promise<string[]> {
   const receiver = normaliseUrl(url);
-  const disabled = await db
+  const rows = await db
     .selectFrom('webhook_endpoints')
-    .select('url')
+    .select(['id', 'url'])
     .where('account_id', '=', accountId)
-    .where('disabled_at', 'is not', null)
+    .where('disabled_at', disabled ? 'is not' : 'is', null)
     .execute();
-  return disabled.some((row) => normaliseUrl(row.url) === receiver);
+  return rows.filter((row) => normaliseUrl(row.url) === receiver).map((row) => row.id);
 }
+
+/**
+ * Whether `url` is one of the account's endpoints disabled by a 410 Gone: a replay of a
+ * delivery there is refused, as a new endpoint at the URL is, until the endpoint is deleted and
+ * made again.
+ */
+export const isDisabledEndpoint = async (db: Kysely<Schema>, accountId: string, url: string): Promise<boolean> =>
+  (await endpointsAt(db, accountId, url, true)).length > 0;
 
 /**
  * Deletes the account's endpoint: false if it has none so. Events already appended for it
@@ -246,14 +250,7 @@ export async function deleteEndpoint(db: Kysely<Schema>, accountId: string, id: 
  * gathered for them are still posted (each may be answered 410 in turn).
  */
 export async function disableEndpoints(db: Kysely<Schema>, accountId: string, url: string, now: number): Promise<void> {
-  const receiver = normaliseUrl(url);
-  const rows = await db
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'url'])
-    .where('account_id', '=', accountId)
-    .where('disabled_at', 'is', null)
-    .execute();
-  for (const { id } of rows.filter((row) => normaliseUrl(row.url) === receiver)) {
+  for (const id of await endpointsAt(db, accountId, url, false)) {
     const disabled = await db
       .updateTable('webhook_endpoints')
       .set({ disabled_at: now })

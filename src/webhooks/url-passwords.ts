@@ -31,11 +31,8 @@ export const prepareUrlKey = (db: Db, keyring: Keyring): Promise<void> =>
     URL_KEY,
     () => urlKey(db, keyring),
     async () => {
-      for (const { table, column } of KEPT.filter((kept) => kept.small)) {
-        const { rows } = await sql<{ url: string }>`
-        select ${sql.ref(column)} as url from ${sql.table(table)} where ${sql.ref(column)} like '%@%'`.execute(db);
-        if (rows.some((row) => isSealedUrl(row.url))) return true;
-      }
+      for (const kept of KEPT.filter((kept) => kept.small))
+        if ((await urlsWithCredentials(db, kept)).some((row) => isSealedUrl(row.url))) return true;
       return false;
     },
   );
@@ -52,6 +49,13 @@ const KEPT: ReadonlyArray<{ table: keyof Schema; column: string; small?: true }>
   { table: 'contact_batches', column: 'webhook_url' },
   { table: 'webhook_deliveries', column: 'url' },
 ];
+
+/** The rows of a KEPT column whose URL has a user name or password, clear or sealed. */
+async function urlsWithCredentials(db: Db, { table, column }: (typeof KEPT)[number]) {
+  const { rows } = await sql<{ id: string; url: string }>`
+    select id, ${sql.ref(column)} as url from ${sql.table(table)} where ${sql.ref(column)} like '%@%'`.execute(db);
+  return rows;
+}
 
 /**
  * The settings row migration 0044 leaves when the database may keep URLs whose credentials are
@@ -85,9 +89,7 @@ export async function sealClearUrls(db: Db, keyring: Keyring, now: number): Prom
   const changed: Array<(typeof KEPT)[number]> = [];
   for (const kept of KEPT) {
     const { table, column } = kept;
-    const { rows } = await sql<{ id: string; url: string }>`
-      select id, ${sql.ref(column)} as url from ${sql.table(table)} where ${sql.ref(column)} like '%@%'`.execute(db);
-    for (const row of rows) {
+    for (const row of await urlsWithCredentials(db, kept)) {
       const sealed = sealedIfClear(key, row.url);
       if (sealed === undefined) continue;
       await sql`update ${sql.table(table)} set ${sql.ref(column)} = ${sealed}
