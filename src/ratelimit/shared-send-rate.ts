@@ -10,10 +10,14 @@ import { BURST_SECONDS, laneRates, LocalSendRate, type SendRate, type SendRateOp
  */
 const LEASE_MS = 100;
 /**
- * A lease carries at most this long of its lane's rate, and no more than the process has
- * waiting: at 1,000 tps a busy process makes about 40 round trips a second, not 1,000.
+ * A lease carries this long of its lane's rate, and no more than the process has waiting:
+ * at 1,000 tps a busy process makes about 40 round trips a second, not 1,000. When Redis
+ * answers slower than half of it, a lease carries two round trips' worth instead (up to
+ * LEASE_MS), so one lease in flight at a time still keeps up with the rate.
  */
 const LEASE_SPAN_MS = 25;
+/** How much of each new round trip the running average takes in. */
+const ROUND_TRIP_WEIGHT = 0.25;
 /**
  * How long a lease may wait for Redis to connect before the process falls back to its share.
  * Commands time out after as long.
@@ -129,13 +133,14 @@ export class SharedSendRate implements SendRate {
   private readonly redis: LeasingRedis;
   private readonly keys: { buckets: string; processes: string };
   private readonly rates: { normal: number; urgent: number };
-  private readonly leaseSize: Record<Lane, number>;
   private readonly leases: Record<Lane, Lease>;
   private readonly process = randomUUID();
   private readonly beatTimer: NodeJS.Timeout;
   /** Processes drawing on the budget, as Redis last counted them. */
   private processes = 1;
   private calledAt = -Infinity;
+  /** Redis's answer time, averaged over the last leases. */
+  private roundTripMs = 0;
   private beating = false;
   /** Set while Redis is unreachable. */
   private fallback: LocalSendRate | undefined;
@@ -149,8 +154,6 @@ export class SharedSendRate implements SendRate {
     const account = `${options.keyPrefix}{${options.account}}`;
     this.keys = { buckets: account, processes: `${account}:processes` };
     this.rates = laneRates(options.tps, options.urgentShare);
-    const size = (rate: number) => Math.max(1, Math.floor((rate * LEASE_SPAN_MS) / 1000));
-    this.leaseSize = { normal: size(this.rates.normal), urgent: size(this.rates.urgent) };
     const lease = (): Lease => ({ tokens: 0, startsAt: 0, expiresAt: 0, asking: false, timer: undefined });
     this.leases = { normal: lease(), urgent: lease() };
     this.beatTimer = setInterval(() => this.beat(), RETRY_MS);
@@ -184,7 +187,7 @@ export class SharedSendRate implements SendRate {
     const lease = this.leases[lane];
     if (lease.asking || lease.timer || this.closed) return;
     lease.asking = true;
-    this.lease(lane, Math.max(1, Math.min(waiting, this.leaseSize[lane]))).then(
+    this.lease(lane, Math.max(1, Math.min(waiting, this.leaseSize(lane)))).then(
       ([granted, waitMs]) => {
         lease.asking = false;
         if (this.closed) return;
@@ -209,9 +212,15 @@ export class SharedSendRate implements SendRate {
     );
   }
 
+  private leaseSize(lane: Lane): number {
+    const spanMs = Math.min(LEASE_MS, Math.max(LEASE_SPAN_MS, 2 * this.roundTripMs));
+    return Math.max(1, Math.floor((this.rates[lane] * spanMs) / 1000));
+  }
+
   private async lease(lane: Lane, want: number): Promise<[number, number]> {
     await redisReady(this.redis, REDIS_PATIENCE_MS);
     const { normal, urgent } = this.rates;
+    const askedAt = this.options.monotonic();
     const [granted, waitMs, processes] = await this.redis.heraldRateLease(
       this.keys.buckets,
       this.keys.processes,
@@ -225,6 +234,7 @@ export class SharedSendRate implements SendRate {
     );
     this.processes = Math.max(1, processes);
     this.calledAt = this.options.monotonic();
+    this.roundTripMs += ROUND_TRIP_WEIGHT * (this.calledAt - askedAt - this.roundTripMs);
     return [granted, waitMs];
   }
 

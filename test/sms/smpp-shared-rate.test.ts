@@ -73,9 +73,11 @@ function processRate(options: {
 
 /**
  * A TCP relay to Redis that can be cut (every connection dropped, new ones refused) and restored
- * on the same port; `onCommand` is given each command its clients send, as its arguments.
+ * on the same port; `onCommand` is given each command its clients send, as its arguments, and
+ * Redis's answers reach the clients `answerDelayMs` late, as from a Redis far away.
  */
-async function redisRelay(onCommand?: (args: string[]) => void) {
+async function redisRelay(options: { onCommand?: (args: string[]) => void; answerDelayMs?: number } = {}) {
+  const { onCommand, answerDelayMs = 0 } = options;
   const upstream = new URL(REDIS_URL);
   const sockets = new Set<Socket>();
   let server: Server | undefined;
@@ -92,7 +94,9 @@ async function redisRelay(onCommand?: (args: string[]) => void) {
         });
       }
       if (onCommand) client.on('data', commandsOf(onCommand));
-      client.pipe(redis).pipe(client);
+      client.pipe(redis);
+      if (answerDelayMs === 0) redis.pipe(client);
+      else redis.on('data', (chunk) => setTimeout(() => client.write(chunk), answerDelayMs));
     });
     server.listen(port, '127.0.0.1');
     await once(server, 'listening');
@@ -167,8 +171,10 @@ describe('the SMPP submit rate shared through Redis', () => {
     // (Redis's MONITOR would see them too, but ioredis fails it at times when another client's
     // command comes as it starts: "Command queue state error".)
     let leases = 0;
-    const relay = await redisRelay((args) => {
-      if (/^eval/i.test(args[0]) && args[3] === `${prefix}{127.0.0.1:2775:herald}`) leases++;
+    const relay = await redisRelay({
+      onCommand: (args) => {
+        if (/^eval/i.test(args[0]) && args[3] === `${prefix}{127.0.0.1:2775:herald}`) leases++;
+      },
     });
     // 200 tps, a fifth for passcodes: campaigns 160 a second in all.
     const a = processRate({ tps: 200, urgentShare: 0.2, prefix, redisUrl: relay.url });
@@ -218,6 +224,21 @@ describe('the SMPP submit rate shared through Redis', () => {
       assert.ok(elsewhere >= 50 * 1.5 * 0.75, `the other account took ${elsewhere}`);
     } finally {
       await Promise.all([a.rate.close(), b.rate.close(), other.rate.close()]);
+    }
+  });
+
+  it('keeps a lane’s 50/s −25 % to +13 % when Redis answers 60 ms late', async () => {
+    // 50 a second is a token every 20 ms: a lease of 25 ms of the rate is one token, one a round trip.
+    const relay = await redisRelay({ answerDelayMs: 60 });
+    const far = processRate({ tps: 100, urgentShare: 0.5, prefix, redisUrl: relay.url, account: '127.0.0.1:2775:far' });
+    try {
+      await far.spend(false, 200);
+      const taken = await far.spend(false, 1500);
+      assert.ok(taken >= 50 * 1.5 * 0.75, `${taken} taken in 1.5 s, short of 50 a second`);
+      assert.ok(taken <= 50 * (1.5 + 0.2), `${taken} taken in 1.5 s, beyond 50 a second`);
+    } finally {
+      await far.rate.close();
+      relay.close();
     }
   });
 
