@@ -79,3 +79,16 @@ export function readMailbox(address: string): { kind: 'bounce' | 'unsubscribe'; 
   const token = readMailboxToken(match[2]);
   return token?.kind === kind ? { kind, token } : null;
 }
+
+export type InboundMailbox = { kind: 'bounce' | 'unsubscribe'; token: ReadToken } | { kind: 'feedback' };
+
+/**
+ * The mailbox an address at the inbound listener names, its token as read (not yet checked);
+ * null for an address at another domain, or none of the listener's.
+ */
+export function inboundMailbox(address: string, bounceDomain: string): InboundMailbox | null {
+  const at = address.lastIndexOf('@');
+  if (at < 1 || address.slice(at + 1).toLowerCase() !== bounceDomain) return null;
+  if (address.slice(0, at).toLowerCase() === FEEDBACK_MAILBOX) return { kind: 'feedback' };
+  return readMailbox(address);
+}

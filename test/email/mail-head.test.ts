@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { MailHead } from '../../src/email/inbound-smtp.ts';
+import { MailHead } from '../../src/email/mail-head.ts';
 import { REPORT_BYTES_READ } from '../../src/email/mail-reports.ts';
 
 // The inbound listener's copy of a mail's head: no database.
