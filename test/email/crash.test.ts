@@ -15,8 +15,10 @@ forEachDatabase((dialect) => {
   });
   afterEach(() => database.close());
 
+  // Two serves start (20 to 40 s each with the machine loaded, where the suite runs two files at
+  // once) and 1,201 messages go: 115 to 155 s seen so. The timeout only catches a hang.
   it('resumes a batch killed mid-expansion: every recipient in the sandbox exactly once', {
-    timeout: 60_000,
+    timeout: 240_000,
   }, async () => {
     const setup = await crashSetUp(database, dialect, LIST, (id) => ({
       email: `c${id}@example.com`,
@@ -42,7 +44,7 @@ forEachDatabase((dialect) => {
       .executeTakeFirstOrThrow();
     assert.equal(Number(rows.n), 2, 'only the request’s recipients: the expansion died with its transaction');
 
-    await servedUntilCompleted(database, setup.env, batchId);
+    await servedUntilCompleted(database, setup.env, batchId, 120_000);
     const counts = tally(
       (await database.db.selectFrom('sandbox_email').select('recipient').where('send_id', '=', batchId).execute()).map(
         (r) => r.recipient,

@@ -141,7 +141,8 @@ it('reads a feedback report of many line breaks, as a stranger may send one, in 
   );
   const started = performance.now();
   const parsed = await parseMailReport(raw);
-  assert.ok(performance.now() - started < 5_000, `${Math.round(performance.now() - started)} ms`);
+  // 1.2 s seen on a loaded machine; quadratic, minutes.
+  assert.ok(performance.now() - started < 20_000, `${Math.round(performance.now() - started)} ms`);
   assert.equal(parsed.kind, 'arf', JSON.stringify(parsed));
 });
 

@@ -145,7 +145,8 @@ forEachDatabase((dialect) => {
     const deep = (levels: number) => Buffer.from(`<p>Hi</p>${'<ul><li>'.repeat(levels)}deep`).toString('base64');
     const started = performance.now();
     const nested = await refused(buildBatch({ emailBody: deep(200_000) }), 400, ['sendingDetails.emailBody']);
-    assert.ok(performance.now() - started < 5_000, `${Math.round(performance.now() - started)} ms`);
+    // A 1.6 MB body through the app: 2 to 4.2 s on a loaded machine. Parsed, it took minutes.
+    assert.ok(performance.now() - started < 20_000, `${Math.round(performance.now() - started)} ms`);
     assert.match(nested.errors[0].message, /nests elements more than 1000 deep/);
     const shallow = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: deep(400) }));
     assert.equal(shallow.statusCode, 200, shallow.body);
@@ -168,7 +169,8 @@ forEachDatabase((dialect) => {
     const unclosed = Buffer.from(`${'<!--'.repeat(400_000)}`).toString('base64');
     const begun = performance.now();
     await refused(buildBatch({ emailBody: unclosed }), 400, ['sendingDetails.emailBody']).catch(() => undefined);
-    assert.ok(performance.now() - begun < 5_000, 'unclosed comments read in one pass');
+    // Likewise 1.6 MB: read from each opening again, 400,000 of them would take minutes.
+    assert.ok(performance.now() - begun < 20_000, 'unclosed comments read in one pass');
     const enough = await alice.post('/email/batch?dryRun=true', buildBatch({ emailBody: tagged(200) }));
     assert.equal(enough.statusCode, 200, enough.body);
     await refused(buildBatch({}, { recipients: [{ to: 'ada@example.com', extra: 1 }] }), 400, ['recipients[0].extra']);
