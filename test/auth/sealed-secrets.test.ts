@@ -606,6 +606,24 @@ forEachDatabase((dialect) => {
     });
   }
 
+  it('makes no key anew at a start under another ENCRYPTION_KEY, whatever depends on it', async () => {
+    // No endpoint nor inbound URL has a password: only the key of access tokens stops this start.
+    await (await start()).close();
+    const keys = () =>
+      database.db
+        .selectFrom('settings')
+        .select(['key', 'value'])
+        .where('key', 'like', 'sealed_%')
+        .orderBy('key')
+        .execute();
+    const before = await keys();
+    await assert.rejects(
+      start(keyEnv(randomBytes(32).toString('hex'))),
+      (error: unknown) => error instanceof ConfigError && /key of access tokens/.test(error.message),
+    );
+    assert.deepEqual(await keys(), before, 'every sealed key left as it was');
+  });
+
   it('herald rotate-jwt-secret ends every access token at the restart, and new ones work', async () => {
     const env = { DATABASE_URL: database.url, ENCRYPTION_KEY: encryptionKey };
     const first = await start();
