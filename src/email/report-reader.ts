@@ -51,8 +51,10 @@ export class ReportReader {
   /** What `message` reports (mail-reports.ts's readMailReport, on the thread). Never rejects. */
   read(message: Buffer): Promise<MailReport> {
     if (this.closed) return Promise.resolve({ kind: 'unparseable', problem: 'the report reader is closed' });
-    // Only what is read is copied to the thread.
-    const read = message.subarray(0, REPORT_BYTES_READ);
+    // Only what is read is copied to the thread: postMessage copies a view's whole ArrayBuffer, so a
+    // view of a larger one (a decoded request body, Buffer's shared pool) is copied out of it first.
+    const head = message.subarray(0, REPORT_BYTES_READ);
+    const read = head.byteLength === head.buffer.byteLength ? head : new Uint8Array(head);
     return new Promise((resolve) => this.post(++this.calls, { message: read, resolve }));
   }
 
@@ -98,8 +100,11 @@ export class ReportReader {
         if (this.closed) waiting.resolve({ kind: 'unparseable', problem: 'the report reader is closed' });
         else this.post(call, waiting);
     };
-    worker.on('error', (error) => end(`the report reader failed: ${error.message}`));
-    worker.on('exit', (code) => end(`the report reader ended (code ${code})`));
+    // Ended on exit only: an uncaught error is told before the answers the thread posted ahead of it,
+    // which would otherwise be taken for the mails behind the one it failed on.
+    let failure: string | undefined;
+    worker.on('error', (error) => (failure = `the report reader failed: ${error.message}`));
+    worker.on('exit', (code) => end(failure ?? `the report reader ended (code ${code})`));
     return thread;
   }
 }
