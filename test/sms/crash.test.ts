@@ -64,8 +64,12 @@ forEachDatabase((dialect) => {
     );
   }
 
+  // Each test below starts two serves (a process each, compiled at start): beside other test files and
+  // busy loops (load 15-19) the four of 1,200 recipients took 57-67 s (past the minute they had, on
+  // both databases) and then 104-109 s, the SMPP ones of 5,000 up to 113 s of their two minutes; three
+  // minutes each. What they assert is counted, not timed: a hang still fails.
   it('resumes a send killed mid-expansion: every recipient in the sandbox exactly once', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const setup = await setUp();
     const queueId = await killedAt('sms.expand', setup, '/sms/batch', {
@@ -98,7 +102,7 @@ forEachDatabase((dialect) => {
   });
 
   it('sends again only the page whose submit was not recorded when its worker was killed: the documented bound', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const setup = await setUp();
     const queueId = await killedAt('sms.submitted', setup, '/sms/batch', {
@@ -125,7 +129,7 @@ forEachDatabase((dialect) => {
 
   it('keeps every /sms/single of a concurrent burst from the moment of its 202: killed right after the answers, ' +
     'each is stored, and sent once restarted', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const setup = await setUp(1);
     const burst = Array.from({ length: 60 }, (_, i) => String(919_700_000_000 + i));
@@ -150,15 +154,19 @@ forEachDatabase((dialect) => {
 
     const restarted = await start(['serve'], setup.env);
     try {
-      await waitFor('every passcode Completed after the restart', async () => {
-        const done = await database.db
-          .selectFrom('sends')
-          .select('id')
-          .where('id', 'in', queueIds)
-          .where('status', '=', 'Completed')
-          .execute();
-        return done.length === burst.length || undefined;
-      });
+      await waitFor(
+        'every passcode Completed after the restart',
+        async () => {
+          const done = await database.db
+            .selectFrom('sends')
+            .select('id')
+            .where('id', 'in', queueIds)
+            .where('status', '=', 'Completed')
+            .execute();
+          return done.length === burst.length || undefined;
+        },
+        { timeoutMs: 40_000 },
+      );
     } finally {
       restarted.child.kill('SIGTERM');
       await new Promise((resolve) => restarted.child.once('exit', resolve));
@@ -177,7 +185,7 @@ forEachDatabase((dialect) => {
   });
 
   it('sends a one-time passcode killed between its submit and its record once more, no more', {
-    timeout: 60_000,
+    timeout: 180_000,
   }, async () => {
     const setup = await setUp();
     const queueId = await killedAt('sms.submitted', setup, '/sms/single', {
@@ -208,7 +216,7 @@ forEachDatabase((dialect) => {
 
   it('over SMPP, a worker killed mid-batch (no pause: SIGKILL while it submits) then restarted reaches every ' +
     'recipient, and sends again at most binds × window', {
-    timeout: 120_000,
+    timeout: 180_000,
   }, async (t) => {
     const smsc = await startSmsc({ receiptDelayMs: 50 });
     try {
@@ -257,7 +265,7 @@ forEachDatabase((dialect) => {
 
   it('over two SMSC connections, a worker killed mid-batch then restarted reaches every recipient, and sends ' +
     'again at most the sum of binds × window', {
-    timeout: 120_000,
+    timeout: 180_000,
   }, async (t) => {
     const odd = await startSmsc({ receiptDelayMs: 50 });
     const rest = await startSmsc({ receiptDelayMs: 50, firstId: 1 });

@@ -229,8 +229,11 @@ export class RoutedTransport implements SmsTransport {
 
   private async reload(): Promise<void> {
     const { db, keyring } = this.options;
+    // Read as of when the read began: stamped once it returned, a read slow to come back (a loaded
+    // machine) made the routes seem newer than they were, and a change waited past POLL_MS.
+    const asOf = this.monotonic();
     const version = await routingVersion(db);
-    this.checkedAt = this.monotonic();
+    this.checkedAt = asOf;
     if (version === this.version) return;
     const unopenable = (name: string, error: unknown) =>
       this.log.error({ err: error, smsc: name }, 'the connection cannot be opened here: its routes go to the next');
