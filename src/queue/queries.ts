@@ -59,10 +59,13 @@ export interface Claim {
   workerId: string;
   now: number;
   leaseMs: number;
+  /** At most this many jobs of one account a claim (claimPerAccount); unset, the kind's order alone. */
+  perAccount?: number;
 }
 
 /** claimJobs's statement, for a test to see its plan. */
 export function claimStatement(dialect: DialectName, claim: Claim): RawBuilder<JobRow> {
+  if (claim.perAccount !== undefined) return claimPerAccount(dialect, claim, claim.perAccount);
   const postgres = dialect === 'postgres';
   const token = randomUUID();
   return sql<JobRow>`
@@ -79,6 +82,89 @@ export function claimStatement(dialect: DialectName, claim: Claim): RawBuilder<J
       from picked
      where jobs.id = picked.id
     returning ${postgres ? sql`jobs.*` : sql`*`}`;
+}
+
+/**
+ * Accounts a claim per account walks (claimPerAccount) besides those of the kind's oldest due
+ * jobs: one index probe each, so the claim costs the same however many accounts have jobs queued.
+ */
+export const ACCOUNTS_WALKED = 32;
+
+/**
+ * The parts of claimPerAccount that differ. `due`: each walked account's first `perAccount` due
+ * jobs, in the kind's order. SQLite has no LATERAL: a correlated `id in (…)` looks each one's
+ * up by rowid. PostgreSQL's LATERAL locks them as claimJobs's CTE does: concurrent claims take
+ * different jobs, and the UPDATE joins only rows locked here. `picked`: the UPDATE's rows. SQLite
+ * joined to `from picked` scanned the whole table (it cannot tell how few the picks are); by
+ * `id in` it looks them up.
+ */
+const PER_ACCOUNT = {
+  sqlite: {
+    due: (ready: RawBuilder<SqlBool>, now: number, perAccount: number) => sql`
+      select j.id, j.account_id, j.priority, j.run_at
+        from accounts a join jobs j on j.id in (
+          select id from jobs
+           where ${ready} and account_id = a.account_id and run_at <= ${now}
+           order by priority, run_at, id limit ${perAccount})`,
+    picked: sql`where jobs.id in (select id from picked) returning *`,
+  },
+  postgres: {
+    due: (ready: RawBuilder<SqlBool>, now: number, perAccount: number) => sql`
+      select due.* from accounts a cross join lateral (
+        select id, account_id, priority, run_at from jobs
+         where ${ready} and account_id = a.account_id and run_at <= ${now}
+         order by priority, run_at, id limit ${perAccount}
+         for update skip locked) due`,
+    picked: sql`from picked where jobs.id = picked.id returning jobs.*`,
+  },
+};
+
+/**
+ * claimJobs for a kind shared fairly among accounts (webhook posts): at most `perAccount` jobs
+ * of one account a claim, each account's in the kind's order, and the claim's places dealt
+ * round the accounts: every account's first due job, in random order, then every account's
+ * second, and so on. So one account's backlog of 100,000 due jobs, or its retries coming due,
+ * never holds another account's job back a claim: claimJobs took them oldest first, and the
+ * other account waited for the whole backlog to be claimed.
+ *
+ * The accounts: those of the kind's `limit` oldest due jobs, and ACCOUNTS_WALKED others, walked
+ * in order of id from a random one (wrapping round), each a probe of the kind's partial index
+ * by account (migration 0048, which a kind claimed so must have): the claim reads neither a
+ * backlog nor every account with jobs queued. With more accounts than that, an account is
+ * walked one claim in so many, or sooner once its job is among the oldest due.
+ */
+function claimPerAccount(dialect: DialectName, claim: Claim, perAccount: number): RawBuilder<JobRow> {
+  const statements = PER_ACCOUNT[dialect];
+  // The kind as a literal: SQLite takes a partial index only for a query whose terms imply it as written.
+  const ready = sql<SqlBool>`state = 'ready' and kind = ${sql.lit(claim.kind)}`;
+  const next = (after: RawBuilder<unknown>) =>
+    sql`coalesce((select min(account_id) from jobs where ${ready} and account_id ${after}),
+                 (select min(account_id) from jobs where ${ready}))`;
+  const token = randomUUID();
+  return sql<JobRow>`
+    with recursive walked(account_id, step) as (
+      select ${next(sql`>= ${randomUUID()}`)}, 1
+      union all
+      select ${next(sql`> walked.account_id`)}, walked.step + 1
+        from walked where walked.account_id is not null and walked.step < ${ACCOUNTS_WALKED}),
+    accounts as (
+      select account_id from walked
+      union
+      select account_id from (
+        select account_id from jobs where ${ready} and run_at <= ${claim.now}
+         order by priority, run_at, id limit ${claim.limit}) oldest),
+    due as (${statements.due(ready, claim.now, perAccount)}),
+    picked as materialized (
+      select id from (
+        select id, priority, row_number() over (partition by account_id order by priority, run_at, id) as turn
+          from due) dealt
+       order by priority, turn, random()
+       limit ${claim.limit})
+    update jobs
+       set state = 'running', attempts = jobs.attempts + 1, leased_by = ${claim.workerId},
+           lease_token = cast(${token} as text) || ':' || cast(jobs.id as text),
+           lease_expires_at = ${databaseNow(dialect)} + ${claim.leaseMs}
+     ${statements.picked}`;
 }
 
 export function leaseOf(row: JobRow): Lease {

@@ -113,6 +113,12 @@ export interface KindOptions {
    * Other kinds run in the background there.
    */
   urgent?: boolean;
+  /**
+   * At most this many of one account's jobs a claim, the claim's places dealt round the accounts
+   * with jobs due (queries.ts, claimPerAccount): one account's backlog never holds another's job
+   * back. The kind needs an index for it (migration 0048). Unset: oldest first, whoever's.
+   */
+  perAccount?: number;
 }
 
 export interface WorkerOptions {
@@ -141,6 +147,7 @@ interface Kind {
   handler: JobHandler;
   concurrency: number;
   urgent: boolean;
+  perAccount: number | undefined;
   running: number;
   /** Resolves the idle wait early when a slot frees or a job is queued. */
   wake: (() => void) | undefined;
@@ -198,6 +205,7 @@ export class Worker {
       handler,
       concurrency: options.concurrency ?? 10,
       urgent: options.urgent ?? false,
+      perAccount: options.perAccount,
       running: 0,
       wake: undefined,
       woken: false,
@@ -341,6 +349,7 @@ export class Worker {
       workerId: this.id,
       now: this.options.clock.now(),
       leaseMs: this.options.leaseMs,
+      perAccount: kind.perAccount,
     });
     kind.running += rows.length;
     return rows;

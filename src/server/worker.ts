@@ -1,8 +1,9 @@
 import type { AppContext } from '../context.ts';
 import type { Log } from '../log.ts';
-import { Worker, type WorkerOptions } from '../queue/worker.ts';
+import { Worker, type KindOptions, type WorkerOptions } from '../queue/worker.ts';
 import { DELIVER_KIND } from '../webhooks/outbox.ts';
 import { webhookDeliveryHandler } from '../webhooks/deliver.ts';
+import { SLOTS_PER_ACCOUNT } from '../webhooks/post-slots.ts';
 import { GATHER_KIND, webhookGatherHandler } from '../webhooks/events.ts';
 import { CONTACT_BATCH_KIND } from '../crm/batches.ts';
 import { contactBatchHandler } from '../crm/apply.ts';
@@ -35,12 +36,18 @@ import { smtpEmailTransport } from '../email/transports/smtp.ts';
 import type { EmailTransport } from '../email/transport.ts';
 
 /**
+ * Webhook posts: claimed per account, no more of one account's than it may hold of the slots
+ * (post-slots.ts), so one account's backlog or retries never hold another's posts back.
+ */
+export const DELIVER_OPTIONS: KindOptions = { concurrency: 32, perAccount: SLOTS_PER_ACCOUNT };
+
+/**
  * Every module's job handlers, registered in one place: the worker side's route table.
  * `concurrency` is per worker process.
  */
 export function registerJobHandlers(worker: Worker, ctx: AppContext, log?: Log): void {
   // Webhook posts wait on other people's servers: many at once, capped per host in deliver.ts.
-  worker.register(DELIVER_KIND, webhookDeliveryHandler({ ...ctx, log }), { concurrency: 32 });
+  worker.register(DELIVER_KIND, webhookDeliveryHandler({ ...ctx, log }), DELIVER_OPTIONS);
   // Gathering status events into posts is a short transaction per stream, on the database only.
   worker.register(GATHER_KIND, webhookGatherHandler(ctx), { concurrency: 4 });
   // One at a time: a process applies batches in the order accepted (a retried one falls behind).

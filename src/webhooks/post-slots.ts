@@ -13,7 +13,7 @@ const WAITING_PER_HOST = 4;
  * quarter of the kind's 32, so an account whose receivers hang, under one host name or under
  * many, leaves the rest to the other accounts.
  */
-const SLOTS_PER_ACCOUNT = 8;
+export const SLOTS_PER_ACCOUNT = 8;
 /** A post's time assumed where none has ended yet. */
 const FIRST_POST_MS = 100;
 /** How much the latest post counts in a lane's mean post time. */

@@ -46,6 +46,7 @@ import * as urlPasswordsToSeal from './0044_url_passwords_to_seal.ts';
 import * as webhookEndpointsDisabled from './0045_webhook_endpoints_disabled.ts';
 import * as contactBatchesQueuedAccount from './0046_contact_batches_queued_account.ts';
 import * as contactBatchesAcceptOrder from './0047_contact_batches_accept_order.ts';
+import * as jobsReadyPerAccount from './0048_jobs_ready_per_account.ts';
 
 /** Every migration, in order. Names are never changed once released: they are the version record. */
 export const migrations: Record<string, Migration> = {
@@ -96,4 +97,5 @@ export const migrations: Record<string, Migration> = {
   '0045_webhook_endpoints_disabled': webhookEndpointsDisabled,
   '0046_contact_batches_queued_account': contactBatchesQueuedAccount,
   '0047_contact_batches_accept_order': contactBatchesAcceptOrder,
+  '0048_jobs_ready_per_account': jobsReadyPerAccount,
 };
