@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, it } from 'node:test';
-import { Migrator, sql } from 'kysely';
-import { createAccount } from '../../src/accounts/service.ts';
-import { ManualClock } from '../../src/clock.ts';
-import { migrations } from '../../src/db/migrations/index.ts';
 import { createTestDatabase, forEachDatabase, type TestDatabase } from '../support/databases.ts';
+import { listBefore } from './migration-support.ts';
 
 // 0035: a contact batch's record no longer goes with the list it added to.
 forEachDatabase((dialect) => {
@@ -15,18 +12,10 @@ forEachDatabase((dialect) => {
   afterEach(() => t.close());
 
   it('keeps every batch as it was, and keeps it when its list is deleted; the status check stays', async () => {
-    const migrator = new Migrator({ db: t.db, provider: { getMigrations: async () => migrations } });
-    assert.ifError((await migrator.migrateTo('0034_quiet_hours')).error);
-    const account = await createAccount(t.db, new ManualClock(), {
-      userName: 'alice@example.com',
-      password: 'a long enough password',
-    });
-    const listId = '11111111-0000-4000-8000-000000000001';
-    await sql`insert into contact_lists (id, account_id, name, name_key, is_default, created_at)
-              values (${listId}, ${account.id}, 'Spring', 'spring', ${sql.lit(false)}, 0)`.execute(t.db);
+    const { accountId, listId, migrateTo } = await listBefore(t.db, '0034_quiet_hours');
     const batch = {
       id: '22222222-0000-4000-8000-000000000002',
-      account_id: account.id,
+      account_id: accountId,
       list_id: listId,
       webhook_url: 'https://example.com/hook',
       status: 'Completed' as const,
@@ -41,7 +30,7 @@ forEachDatabase((dialect) => {
     };
     await t.db.insertInto('contact_batches').values(batch).execute();
 
-    assert.ifError((await migrator.migrateTo('0035_contact_batches_outlive_lists')).error);
+    await migrateTo('0035_contact_batches_outlive_lists');
     const read = async () => {
       const row = await t.db.selectFrom('contact_batches').selectAll().executeTakeFirstOrThrow();
       return {
@@ -62,7 +51,7 @@ forEachDatabase((dialect) => {
         .execute(),
     );
     // Still the account's: deleting it takes its batches.
-    await t.db.deleteFrom('accounts').where('id', '=', account.id).execute();
+    await t.db.deleteFrom('accounts').where('id', '=', accountId).execute();
     assert.equal((await t.db.selectFrom('contact_batches').selectAll().execute()).length, 0);
   });
 });
