@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, it } from 'node:test';
 import { Registry } from 'prom-client';
 import smpp from 'smpp';
+import { silentLog } from '../../src/log.ts';
 import { ManualClock } from '../../src/clock.ts';
 import type { ReceiveInboundSms, SmsTransport } from '../../src/sms/transport.ts';
 import { smppTransport } from '../../src/sms/transports/smpp/transport.ts';
@@ -75,7 +76,12 @@ forEachDatabase((dialect) => {
   });
 
   /** What the SMSC was sent, and the handset messages Herald took. */
-  const seen = { pdus: [] as Pdu[], binds: 0, inbound: [] as Array<Parameters<ReceiveInboundSms>[0]> };
+  const seen = {
+    pdus: [] as Pdu[],
+    binds: 0,
+    inbound: [] as Array<Parameters<ReceiveInboundSms>[0]>,
+    warnings: [] as Array<{ object: object; message: string }>,
+  };
   /** An SMSC of the `smpp` package's, doing `onSubmit` with each submit_sm and `onBind` once bound. */
   async function hostile(handlers: {
     onSubmit?: (session: Session, pdu: Pdu) => void;
@@ -87,6 +93,7 @@ forEachDatabase((dialect) => {
     seen.pdus = [];
     seen.binds = 0;
     seen.inbound = [];
+    seen.warnings = [];
     server = smpp.createServer((session) => {
       session.on('error', () => {});
       session.on('pdu', (pdu: Pdu) => {
@@ -113,6 +120,7 @@ forEachDatabase((dialect) => {
         return null;
       },
       timing: { reconnectBaseMs: 20, reconnectMaxMs: handlers.reconnectMaxMs ?? 100, responseTimeoutMs: 400 },
+      log: { ...silentLog, warn: (object: object, message: string) => seen.warnings.push({ object, message }) },
     });
   }
   const message = outgoingMessages();
@@ -152,6 +160,22 @@ forEachDatabase((dialect) => {
       ['data_sm_resp', smpp.errors.ESME_RINVCMDID],
       ['generic_nack', smpp.errors.ESME_RINVCMDID],
     ]);
+  });
+
+  it('warns, once, of an SMSC that accepts submits with no message_id, whose receipts cannot match', async () => {
+    await hostile({ onSubmit: (session, submit) => session.send(submit.response({ message_id: '' })) });
+    for (const text of ['one', 'two']) {
+      const [result] = await within(
+        transport!.submit([message(text)], new AbortController().signal, { urgent: true }),
+        'the submit answered',
+      );
+      assert.equal(result.accepted, true);
+    }
+    const idless = seen.warnings.filter(({ message }) => /no message_id/.test(message));
+    assert.deepEqual(
+      idless.map(({ object }) => object),
+      [{ smsc: 'default' }],
+    );
   });
 
   it('binds again at once after a PDU it cannot parse, rather than reading nothing more', async () => {

@@ -215,6 +215,8 @@ class SmppTransport implements SmsTransport, BoundShare {
   private readonly timer: NodeJS.Timeout;
   private boundSince: number;
   private closing = false;
+  /** Whether the SMSC was seen to accept a submit with no message_id (logged once). */
+  private idlessSeen = false;
 
   constructor(settings: SmppSettings, options: SmppTransportOptions) {
     this.name = options.name ?? DEFAULT_SMSC;
@@ -432,6 +434,14 @@ class SmppTransport implements SmsTransport, BoundShare {
     if (status === ESME_ROK) {
       bind.accepted();
       const id = normalisedId(messageId);
+      if (id === '' && !this.idlessSeen) {
+        this.idlessSeen = true;
+        this.log.warn(
+          { smsc: this.name },
+          'the SMSC accepted a submit with no message_id: no receipt can be matched to it, so such messages ' +
+            'stay Submitted until they expire; ask the operator to send ids',
+        );
+      }
       tracker.ids[part] = id;
       this.partSettled(tracker);
       const { sendId, recipient } = message;
